@@ -1,0 +1,197 @@
+//! Typed transport failures. Each variant keeps the fields a failure signature
+//! needs (status, problem type, RPC code, cause), and none holds a credential.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// An RFC 7807 problem document as sandbox-agent sends it (`application/problem+json`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Problem {
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Problem {
+    /// Reads a problem from a response body; `None` when the body is not one.
+    pub fn parse(body: &[u8]) -> Option<Problem> {
+        let value: Value = serde_json::from_slice(body).ok()?;
+        let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+        let problem = Problem {
+            type_: field("type"),
+            title: field("title"),
+            detail: field("detail"),
+        };
+        (problem != Problem::default()).then_some(problem)
+    }
+
+    /// The last segment of the problem type: `invalid_request` for
+    /// `urn:sandbox-agent:error:invalid_request`.
+    pub fn short_type(&self) -> Option<&str> {
+        self.type_
+            .as_deref()
+            .map(|t| t.rsplit(':').next().unwrap_or(t))
+    }
+}
+
+/// How a connection attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectFailure {
+    Refused,
+    Reset,
+    Other,
+}
+
+impl fmt::Display for ConnectFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConnectFailure::Refused => "connection refused",
+            ConnectFailure::Reset => "connection reset",
+            ConnectFailure::Other => "connect failed",
+        })
+    }
+}
+
+/// Everything that can go wrong between the client and an ACP server.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AcpError {
+    #[error("{kind} ({url}): {detail}")]
+    Connect {
+        url: String,
+        kind: ConnectFailure,
+        detail: String,
+    },
+    #[error("stream ended: {detail}")]
+    StreamClosed { detail: String },
+    #[error("HTTP {status}{}", problem_suffix(.problem))]
+    Http {
+        status: u16,
+        problem: Option<Problem>,
+    },
+    #[error("JSON-RPC error {code}: {message}")]
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    #[error("malformed envelope: {detail}")]
+    Malformed { detail: String },
+    /// Written after the transport closed, as the SDK's "ACP client is closed".
+    #[error("ACP client is closed{}", cause_suffix(.cause))]
+    Closed { cause: Option<Box<AcpError>> },
+    #[error("no answer within {ms} ms")]
+    Timeout { ms: u64 },
+}
+
+fn problem_suffix(problem: &Option<Problem>) -> String {
+    match problem {
+        None => String::new(),
+        Some(p) => {
+            let mut s = String::new();
+            if let Some(t) = p.short_type() {
+                s.push_str(&format!(" {t}"));
+            }
+            if let Some(d) = p.detail.as_deref().or(p.title.as_deref()) {
+                s.push_str(&format!(": {d}"));
+            }
+            s
+        }
+    }
+}
+
+fn cause_suffix(cause: &Option<Box<AcpError>>) -> String {
+    match cause {
+        Some(c) => format!(" (after {c})"),
+        None => String::new(),
+    }
+}
+
+impl AcpError {
+    /// Classifies a reqwest failure: refused/reset while connecting, or a
+    /// stream that ended once the request was under way.
+    pub(crate) fn from_reqwest(url: &str, e: &reqwest::Error) -> AcpError {
+        let detail = error_chain(e);
+        if e.is_timeout() {
+            return AcpError::Timeout { ms: 0 };
+        }
+        if e.is_connect() {
+            let kind = io_kind(e)
+                .map(|k| match k {
+                    std::io::ErrorKind::ConnectionRefused => ConnectFailure::Refused,
+                    std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe => ConnectFailure::Reset,
+                    _ => ConnectFailure::Other,
+                })
+                .unwrap_or(ConnectFailure::Other);
+            return AcpError::Connect {
+                url: crate::secret::display_url(url),
+                kind,
+                detail,
+            };
+        }
+        AcpError::StreamClosed { detail }
+    }
+}
+
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cur = err.source();
+    }
+    None
+}
+
+/// The whole cause chain on one line, most specific last.
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn displays_the_problem_type_and_detail() {
+        let e = AcpError::Http {
+            status: 400,
+            problem: Problem::parse(br#"{"type":"urn:sandbox-agent:error:invalid_request","title":"Invalid Request","status":400,"detail":"missing agent"}"#),
+        };
+        assert_eq!(e.to_string(), "HTTP 400 invalid_request: missing agent");
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_problem_gives_none() {
+        assert_eq!(Problem::parse(b"<html>"), None);
+        assert_eq!(Problem::parse(b"[1,2]"), None);
+        assert_eq!(Problem::parse(b"{}"), None);
+    }
+
+    #[test]
+    fn closed_names_its_cause() {
+        let e = AcpError::Closed {
+            cause: Some(Box::new(AcpError::Http {
+                status: 400,
+                problem: None,
+            })),
+        };
+        assert_eq!(e.to_string(), "ACP client is closed (after HTTP 400)");
+    }
+}

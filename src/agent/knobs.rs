@@ -1,0 +1,158 @@
+//! The agent's fault knobs: read once from the environment, overridden per
+//! prompt by `[[…]]` directives in the prompt text.
+
+/// A misbehaviour for one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Never answer (until `session/cancel`).
+    Hang,
+    /// Exit the process with this code after the chunk, before the answer.
+    Exit(i32),
+    /// Write a line that is not JSON before the answer.
+    Malformed,
+}
+
+/// What the agent does on a turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Knobs {
+    pub delay_ms: u64,
+    pub fault: Option<Fault>,
+    pub load_session: bool,
+}
+
+impl Fault {
+    fn parse(text: &str) -> Result<Fault, String> {
+        match text.trim() {
+            "hang" => Ok(Fault::Hang),
+            "malformed" => Ok(Fault::Malformed),
+            other => match other.strip_prefix("exit:") {
+                Some(code) => code
+                    .trim()
+                    .parse()
+                    .map(Fault::Exit)
+                    .map_err(|_| format!("exit code must be an integer, got {code:?}")),
+                None => Err(format!(
+                    "unknown fault {other:?} (expected hang, exit:CODE or malformed)"
+                )),
+            },
+        }
+    }
+}
+
+impl Knobs {
+    /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`, `CONTINUITY_AGENT_LOAD_SESSION`.
+    pub fn from_env() -> Result<Knobs, String> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
+        let delay_ms = match var("CONTINUITY_AGENT_DELAY_MS") {
+            Some(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
+                format!("CONTINUITY_AGENT_DELAY_MS must be milliseconds, got {v:?}")
+            })?,
+            _ => 0,
+        };
+        let fault = match var("CONTINUITY_AGENT_FAULT") {
+            Some(v) if !v.trim().is_empty() => {
+                Some(Fault::parse(&v).map_err(|e| format!("CONTINUITY_AGENT_FAULT: {e}"))?)
+            }
+            _ => None,
+        };
+        let load_session = matches!(
+            var("CONTINUITY_AGENT_LOAD_SESSION")
+                .as_deref()
+                .map(str::trim),
+            Some("1" | "true" | "yes")
+        );
+        Ok(Knobs {
+            delay_ms,
+            fault,
+            load_session,
+        })
+    }
+
+    /// These knobs with the prompt's directives applied; unknown directives are ignored.
+    pub fn for_prompt(&self, text: &str) -> Knobs {
+        let mut turn = self.clone();
+        let mut rest = text;
+        while let Some(start) = rest.find("[[") {
+            let Some(len) = rest[start + 2..].find("]]") else {
+                break;
+            };
+            let directive = &rest[start + 2..start + 2 + len];
+            if let Some(ms) = directive.strip_prefix("delay:") {
+                if let Ok(ms) = ms.trim().parse() {
+                    turn.delay_ms = ms;
+                }
+            } else if let Ok(fault) = Fault::parse(directive) {
+                turn.fault = Some(fault);
+            }
+            rest = &rest[start + 2 + len + 2..];
+        }
+        turn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn reads_the_environment() {
+        let k = Knobs::from_vars(env(&[
+            ("CONTINUITY_AGENT_DELAY_MS", "250"),
+            ("CONTINUITY_AGENT_FAULT", "exit:3"),
+            ("CONTINUITY_AGENT_LOAD_SESSION", "1"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            k,
+            Knobs {
+                delay_ms: 250,
+                fault: Some(Fault::Exit(3)),
+                load_session: true
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_bad_values_with_the_variable_name() {
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_FAULT", "explode")])).unwrap_err();
+        assert!(
+            e.contains("CONTINUITY_AGENT_FAULT") && e.contains("explode"),
+            "{e}"
+        );
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_DELAY_MS", "soon")])).unwrap_err();
+        assert!(e.contains("CONTINUITY_AGENT_DELAY_MS"), "{e}");
+    }
+
+    #[test]
+    fn directives_override_for_one_prompt() {
+        let base = Knobs::default();
+        assert_eq!(
+            base.for_prompt("please [[delay:40]] then [[hang]]")
+                .delay_ms,
+            40
+        );
+        assert_eq!(base.for_prompt("[[hang]]").fault, Some(Fault::Hang));
+        assert_eq!(base.for_prompt("[[exit:7]]").fault, Some(Fault::Exit(7)));
+        assert_eq!(
+            base.for_prompt("[[malformed]]").fault,
+            Some(Fault::Malformed)
+        );
+        assert_eq!(base.for_prompt("plain [[nonsense]] [[unclosed").fault, None);
+    }
+}

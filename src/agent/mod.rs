@@ -1,0 +1,300 @@
+//! The scripted ACP agent (`continuity agent`): JSON-RPC 2.0 over stdio, one
+//! message per line, conformant enough for the SDK's session semantics and
+//! with fault knobs for tests.
+//!
+//! Methods: `initialize` (advertises `loadSession` only when enabled),
+//! `session/new` (unique ids), `session/prompt` (one `agent_message_chunk`
+//! echoing the prompt's last text block, then `stopReason: end_turn`),
+//! `session/load` (when enabled; sessions live in a state file so they outlive
+//! the process), `session/cancel` (ends a pending prompt with `cancelled`);
+//! anything else is `-32601`.
+//!
+//! Knobs, from the environment (every prompt) or from a directive in the
+//! prompt's last text block (that prompt only):
+//! `CONTINUITY_AGENT_DELAY_MS=N` / `[[delay:N]]`, `CONTINUITY_AGENT_FAULT=hang`
+//! / `[[hang]]`, `exit:CODE` / `[[exit:CODE]]` (after the chunk, before the
+//! answer), `malformed` / `[[malformed]]` (a non-JSON line before the answer).
+//! `CONTINUITY_AGENT_LOAD_SESSION=1` enables `session/load`;
+//! `CONTINUITY_AGENT_STATE=FILE` keeps sessions; `CONTINUITY_AGENT_RECORD=FILE`
+//! appends every message received, one JSON line each, for tests to read.
+
+mod knobs;
+
+pub use knobs::{Fault, Knobs};
+
+use agent_client_protocol_schema::v1::{NewSessionRequest, PromptRequest};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::oneshot;
+
+/// Text the agent writes for the `malformed` fault.
+pub const MALFORMED_LINE: &str = "this is not a JSON-RPC message {";
+
+/// Sessions kept across agent restarts: id → prompt texts.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Sessions {
+    sessions: HashMap<String, Vec<String>>,
+}
+
+struct Agent {
+    knobs: Knobs,
+    state_file: Option<PathBuf>,
+    record_file: Option<PathBuf>,
+    sessions: Mutex<Sessions>,
+    out: Mutex<std::io::Stdout>,
+    /// Prompts waiting for an answer, by agent session id, so `session/cancel` can end them.
+    in_flight: Mutex<HashMap<String, oneshot::Sender<()>>>,
+}
+
+/// Runs the agent on stdin/stdout until stdin closes; returns the exit code.
+pub async fn run() -> i32 {
+    let knobs = match Knobs::from_env() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("continuity agent: {e}");
+            return 64;
+        }
+    };
+    let state_file = std::env::var_os("CONTINUITY_AGENT_STATE").map(PathBuf::from);
+    let sessions = state_file
+        .as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let agent = Arc::new(Agent {
+        knobs,
+        state_file,
+        record_file: std::env::var_os("CONTINUITY_AGENT_RECORD").map(PathBuf::from),
+        sessions: Mutex::new(sessions),
+        out: Mutex::new(std::io::stdout()),
+        in_flight: Mutex::new(HashMap::new()),
+    });
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => continue,
+            Ok(Some(line)) => {
+                let agent = Arc::clone(&agent);
+                agent.record(&line);
+                tokio::spawn(async move { agent.handle_line(&line).await });
+            }
+            Ok(None) => return 0,
+            Err(e) => {
+                eprintln!("continuity agent: stdin: {e}");
+                return 1;
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Agent {
+    fn record(&self, line: &str) {
+        let Some(path) = &self.record_file else {
+            return;
+        };
+        let entry =
+            serde_json::from_str::<Value>(line).unwrap_or_else(|_| json!({"unparsed": line}));
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{entry}");
+        }
+    }
+
+    fn send(&self, message: &Value) {
+        let mut out = lock(&self.out);
+        let _ = writeln!(out, "{message}");
+        let _ = out.flush();
+    }
+
+    fn send_raw(&self, line: &str) {
+        let mut out = lock(&self.out);
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    fn reply(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn reply_error(&self, id: &Value, code: i64, message: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+    }
+
+    fn save(&self) {
+        let Some(path) = &self.state_file else { return };
+        let bytes = serde_json::to_vec(&*lock(&self.sessions)).unwrap_or_default();
+        let tmp = path.with_extension("tmp");
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+    }
+
+    async fn handle_line(&self, line: &str) {
+        let message: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                self.send(&json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("Parse error: {e}")}}));
+                return;
+            }
+        };
+        let id = message.get("id").cloned().filter(|id| !id.is_null());
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        match (method, id) {
+            ("session/cancel", _) => self.cancel(&params),
+            (_, None) => {} // other notifications and stray responses
+            ("initialize", Some(id)) => self.reply(
+                &id,
+                json!({
+                    "protocolVersion": 1,
+                    "agentCapabilities": {"loadSession": self.knobs.load_session},
+                    "authMethods": [],
+                    "agentInfo": {"name": "continuity-agent", "version": env!("CARGO_PKG_VERSION")},
+                }),
+            ),
+            ("session/new", Some(id)) => {
+                match serde_json::from_value::<NewSessionRequest>(params) {
+                    Ok(_) => {
+                        let session_id = format!("agent-{}", uuid::Uuid::new_v4());
+                        lock(&self.sessions)
+                            .sessions
+                            .insert(session_id.clone(), Vec::new());
+                        self.save();
+                        self.reply(&id, json!({"sessionId": session_id}));
+                    }
+                    Err(e) => self.reply_error(&id, -32602, &format!("Invalid params: {e}")),
+                }
+            }
+            ("session/load", Some(id)) if self.knobs.load_session => self.load(&id, &params),
+            ("session/prompt", Some(id)) => self.prompt(&id, params).await,
+            (other, Some(id)) => self.reply_error(
+                &id,
+                crate::acp::METHOD_NOT_FOUND,
+                &format!("Method not found: {other}"),
+            ),
+        }
+    }
+
+    fn cancel(&self, params: &Value) {
+        if let Some(session) = params.get("sessionId").and_then(Value::as_str) {
+            if let Some(waiter) = lock(&self.in_flight).remove(session) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    fn load(&self, id: &Value, params: &Value) {
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let history = lock(&self.sessions).sessions.get(session).cloned();
+        let Some(history) = history else {
+            return self.reply_error(
+                id,
+                -32002,
+                &format!("Resource not found: session {session}"),
+            );
+        };
+        for text in history {
+            for kind in ["user_message_chunk", "agent_message_chunk"] {
+                self.send(&session_update(session, kind, &text));
+            }
+        }
+        self.reply(id, json!({}));
+    }
+
+    async fn prompt(&self, id: &Value, params: Value) {
+        let request: PromptRequest = match serde_json::from_value(params.clone()) {
+            Ok(r) => r,
+            Err(e) => return self.reply_error(id, -32602, &format!("Invalid params: {e}")),
+        };
+        let session = request.session_id.0.to_string();
+        let text = last_text_block(&params);
+        {
+            let mut sessions = lock(&self.sessions);
+            let Some(history) = sessions.sessions.get_mut(&session) else {
+                drop(sessions);
+                return self.reply_error(
+                    id,
+                    -32002,
+                    &format!("Resource not found: session {session}"),
+                );
+            };
+            history.push(text.clone());
+        }
+        self.save();
+        let turn = self.knobs.for_prompt(&text);
+        let (cancel_tx, cancel_rx) = oneshot::channel();
+        lock(&self.in_flight).insert(session.clone(), cancel_tx);
+        let cancelled = tokio::select! {
+            _ = cancel_rx => true,
+            _ = play(&turn) => false,
+        };
+        lock(&self.in_flight).remove(&session);
+        if cancelled {
+            return self.reply(id, json!({"stopReason": "cancelled"}));
+        }
+        self.send(&session_update(
+            &session,
+            "agent_message_chunk",
+            &format!("echo: {text}"),
+        ));
+        match turn.fault {
+            Some(Fault::Exit(code)) => std::process::exit(code),
+            Some(Fault::Malformed) => self.send_raw(MALFORMED_LINE),
+            _ => {}
+        }
+        self.reply(id, json!({"stopReason": "end_turn"}));
+    }
+}
+
+/// Waits out a turn's delay, or forever when it hangs.
+async fn play(turn: &Knobs) {
+    if turn.delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
+    }
+    if turn.fault == Some(Fault::Hang) {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn session_update(session: &str, kind: &str, text: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}},
+    })
+}
+
+/// The user's own words: replay text, when present, is the first block, never the last.
+fn last_text_block(params: &Value) -> String {
+    params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .and_then(|blocks| {
+            blocks.iter().rev().find_map(|b| {
+                (b.get("type")?.as_str()? == "text")
+                    .then(|| b.get("text")?.as_str())
+                    .flatten()
+            })
+        })
+        .unwrap_or_default()
+        .to_string()
+}

@@ -1,0 +1,494 @@
+//! The SDK-equivalent client: `SandboxAgent` of `sandbox-agent@0.4.2`, in Rust.
+//!
+//! It keeps the SDK's semantics, including the ones behind the reported bug:
+//! one live connection per agent that is never replaced once made (even after
+//! its transport failed), `resume_session` that does nothing when the record
+//! still points at that connection, lazy resume when a session is not bound,
+//! and resume as replay-text + `session/new` + rebind. Two deliberate
+//! differences, both about time, never about outcome: a failed POST fails the
+//! pending request at once with its HTTP error (the SDK leaves it pending until
+//! the caller's timeout), and a call returns only after the envelopes it caused
+//! are stored, so `get_events` right after it is deterministic.
+
+mod live;
+mod recorder;
+mod replay;
+
+pub use live::LiveConnection;
+pub use recorder::now_ms;
+pub use replay::{build_replay_text, REPLAY_PREFIX};
+
+use crate::acp::{AcpError, TransportConfig};
+use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
+use crate::secret::Secret;
+use agent_client_protocol_schema::v1::PromptResponse;
+use recorder::Recorder;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Mutex};
+
+pub const DEFAULT_REPLAY_MAX_EVENTS: usize = 50;
+pub const DEFAULT_REPLAY_MAX_CHARS: usize = 12_000;
+/// How long a call waits for the stream to catch up with a response it got by POST.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// Failures of the client layer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Acp(#[from] AcpError),
+    #[error("{0}")]
+    Persist(String),
+    #[error("session '{0}' not found")]
+    SessionNotFound(String),
+    #[error("session '{session}' is not bound to live ACP connection '{connection}'")]
+    NotBound { session: String, connection: String },
+    #[error("Agent process exited while creating session{}", .code.map(|c| format!(" (code {c})")).unwrap_or_default())]
+    AgentExited { code: Option<i64> },
+    #[error("unexpected {method} result: {detail}")]
+    UnexpectedResult { method: String, detail: String },
+    #[error("invalid client option: {0}")]
+    Config(String),
+    #[error("sandbox-agent health check failed: {0}")]
+    Health(String),
+}
+
+impl From<PersistError> for ClientError {
+    fn from(e: PersistError) -> Self {
+        ClientError::Persist(e.to_string())
+    }
+}
+
+/// What `connect` needs; `ClientOptions::new` gives the SDK's defaults.
+#[derive(Clone)]
+pub struct ClientOptions {
+    pub base_url: String,
+    pub token: Option<Secret>,
+    pub headers: Vec<(String, String)>,
+    pub persist: Arc<dyn PersistDriver>,
+    pub replay_max_events: usize,
+    pub replay_max_chars: usize,
+    pub delete_timeout: Duration,
+}
+
+impl ClientOptions {
+    pub fn new(base_url: impl Into<String>, persist: Arc<dyn PersistDriver>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            token: None,
+            headers: Vec::new(),
+            persist,
+            replay_max_events: DEFAULT_REPLAY_MAX_EVENTS,
+            replay_max_chars: DEFAULT_REPLAY_MAX_CHARS,
+            delete_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// `createSession` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    /// Local session id; a UUID when absent.
+    pub id: Option<String>,
+    pub agent: String,
+    pub session_init: Option<Value>,
+}
+
+/// The outcome of a prompt.
+#[derive(Debug, Clone)]
+pub struct PromptOutcome {
+    pub stop_reason: String,
+    pub result: Value,
+}
+
+/// What `resume_session` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resume {
+    /// The record already points at this client's live connection: the SDK returns the same handle.
+    SameHandle,
+    /// A new agent session was made; `replay_chars` of history wait for the next prompt.
+    Recreated {
+        agent_session_id: String,
+        replay_events: usize,
+        replay_chars: usize,
+    },
+}
+
+/// An SDK-equivalent client of one sandbox-agent server.
+pub struct Client {
+    options: ClientOptions,
+    headers: HeaderMap,
+    http: reqwest::Client,
+    live: Mutex<HashMap<String, Arc<LiveConnection>>>,
+    recorder: Recorder,
+    health: watch::Receiver<Option<Result<(), String>>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field(
+                "base_url",
+                &crate::secret::display_url(&self.options.base_url),
+            )
+            .field("token", &self.options.token)
+            .field("persist", &self.options.persist.name())
+            .finish()
+    }
+}
+
+impl Client {
+    /// Creates a client; like the SDK, it starts waiting for `/v1/health` in the
+    /// background and the first live connection waits for that.
+    pub fn connect(mut options: ClientOptions) -> Result<Client, ClientError> {
+        options.base_url = options.base_url.trim().trim_end_matches('/').to_string();
+        let parsed = url::Url::parse(&options.base_url)
+            .map_err(|e| ClientError::Config(format!("base URL {:?}: {e}", options.base_url)))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(ClientError::Config(format!(
+                "base URL must be http(s): {}",
+                crate::secret::display_url(&options.base_url)
+            )));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &options.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| ClientError::Config(format!("header name {name:?}: {e}")))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|e| ClientError::Config(format!("header {name} value: {e}")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ClientError::Config(e.to_string()))?;
+        let (tx, health) = watch::channel(None);
+        tokio::spawn(wait_healthy(
+            http.clone(),
+            options.base_url.clone(),
+            auth_headers(&headers, options.token.as_ref()),
+            tx,
+        ));
+        Ok(Client {
+            recorder: Recorder::start(Arc::clone(&options.persist)),
+            options,
+            headers,
+            http,
+            live: Mutex::new(HashMap::new()),
+            health,
+        })
+    }
+
+    pub fn persist(&self) -> &Arc<dyn PersistDriver> {
+        &self.options.persist
+    }
+
+    /// `GET /v1/health` once.
+    pub async fn health(&self) -> Result<Value, ClientError> {
+        let url = format!("{}/v1/health", self.options.base_url);
+        health_once(
+            &self.http,
+            &url,
+            auth_headers(&self.headers, self.options.token.as_ref()),
+        )
+        .await
+    }
+
+    /// Events this client could not store (lost from the history).
+    pub fn persist_failures(&self) -> Vec<String> {
+        self.recorder.failures()
+    }
+
+    /// The live connection for an agent, made on first use and kept for good.
+    pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
+        let mut health = self.health.clone();
+        let status = health
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| ClientError::Health("health check stopped".into()))?
+            .clone();
+        if let Some(Err(e)) = status {
+            return Err(ClientError::Health(e));
+        }
+        let mut live = self.live.lock().await;
+        if let Some(existing) = live.get(agent) {
+            return Ok(Arc::clone(existing));
+        }
+        let config = TransportConfig {
+            base_url: self.options.base_url.clone(),
+            server_id: format!("sdk-{agent}-{}", uuid::Uuid::new_v4()),
+            bootstrap_agent: Some(agent.to_string()),
+            token: self.options.token.clone(),
+            headers: self.headers.clone(),
+            delete_timeout: self.options.delete_timeout,
+        };
+        let created = Arc::new(
+            LiveConnection::create(agent, config, self.http.clone(), self.recorder.clone()).await?,
+        );
+        live.insert(agent.to_string(), Arc::clone(&created));
+        Ok(created)
+    }
+
+    /// `createSession`: `session/new` on the agent's live connection, then a stored record.
+    pub async fn create_session(
+        &self,
+        request: CreateSession,
+    ) -> Result<SessionRecord, ClientError> {
+        let agent = request.agent.trim();
+        if agent.is_empty() {
+            return Err(ClientError::Config(
+                "createSession requires a non-empty agent".into(),
+            ));
+        }
+        let local = request
+            .id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let live = self.live_connection(agent).await?;
+        let session_init = normalize_session_init(request.session_init);
+        let (agent_session_id, result) = live
+            .create_remote_session(&local, session_init.clone())
+            .await?;
+        let record = SessionRecord {
+            id: local.clone(),
+            agent: agent.to_string(),
+            agent_session_id: agent_session_id.clone(),
+            last_connection_id: live.connection_id.clone(),
+            created_at: now_ms(),
+            destroyed_at: None,
+            sandbox_id: None,
+            session_init: Some(session_init),
+            config_options: result.get("configOptions").cloned(),
+            modes: result.get("modes").cloned(),
+        };
+        self.options.persist.update_session(record.clone()).await?;
+        live.bind_session(&local, &agent_session_id);
+        self.recorder.flush().await;
+        Ok(record)
+    }
+
+    /// `resumeSession`: a no-op when the record points at this client's live
+    /// connection and the session is bound there; otherwise replay + recreate + rebind.
+    pub async fn resume_session(&self, id: &str) -> Result<Resume, ClientError> {
+        let existing = self.require_record(id).await?;
+        let live = self.live_connection(&existing.agent).await?;
+        if existing.last_connection_id == live.connection_id
+            && live.has_bound_session(id, Some(&existing.agent_session_id))
+        {
+            return Ok(Resume::SameHandle);
+        }
+        self.recorder.flush().await;
+        let events = self.replay_events(id).await?;
+        let replay = build_replay_text(&events, self.options.replay_max_chars);
+        let init = normalize_session_init(existing.session_init.clone());
+        let (agent_session_id, result) = live.create_remote_session(id, init).await?;
+        let updated = SessionRecord {
+            agent_session_id: agent_session_id.clone(),
+            last_connection_id: live.connection_id.clone(),
+            destroyed_at: None,
+            config_options: result.get("configOptions").cloned(),
+            modes: result.get("modes").cloned(),
+            ..existing
+        };
+        self.options.persist.update_session(updated).await?;
+        live.bind_session(id, &agent_session_id);
+        let replay_chars = replay.as_deref().map_or(0, |t| t.encode_utf16().count());
+        live.queue_replay(id, replay);
+        self.recorder.flush().await;
+        Ok(Resume::Recreated {
+            agent_session_id,
+            replay_events: events.len(),
+            replay_chars,
+        })
+    }
+
+    /// `session.prompt(blocks)`; returns the agent's stop reason.
+    pub async fn prompt(&self, id: &str, blocks: Vec<Value>) -> Result<PromptOutcome, ClientError> {
+        let response = self
+            .send_session_method(id, "session/prompt", json!({"prompt": blocks}), false)
+            .await?
+            .ok_or_else(|| ClientError::UnexpectedResult {
+                method: "session/prompt".into(),
+                detail: "no response".into(),
+            })?;
+        let parsed: PromptResponse = live::parse_result("session/prompt", response.clone())?;
+        let stop_reason = serde_json::to_value(parsed.stop_reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Ok(PromptOutcome {
+            stop_reason,
+            result: response,
+        })
+    }
+
+    /// `getEvents`: reads the persist driver only.
+    pub async fn get_events(
+        &self,
+        session_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<SessionEvent>, ClientError> {
+        Ok(self.options.persist.list_events(session_id, page).await?)
+    }
+
+    /// `destroySession`: `session/cancel` best effort, then `destroyedAt`.
+    pub async fn destroy_session(&self, id: &str) -> Result<SessionRecord, ClientError> {
+        let _ = self
+            .send_session_method(id, "session/cancel", json!({}), true)
+            .await;
+        let mut record = self.require_record(id).await?;
+        record.destroyed_at = Some(now_ms());
+        self.options.persist.update_session(record.clone()).await?;
+        Ok(record)
+    }
+
+    /// `dispose`: closes every live connection (bounded DELETE each) and stores pending events.
+    pub async fn dispose(&self) {
+        let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
+        futures_util::future::join_all(connections.iter().map(|c| c.close())).await;
+        self.recorder.flush().await;
+    }
+
+    /// The SDK's `sendSessionMethodInternal`, with its lazy resume.
+    async fn send_session_method(
+        &self,
+        id: &str,
+        method: &str,
+        params: Value,
+        notification: bool,
+    ) -> Result<Option<Value>, ClientError> {
+        let record = self.require_record(id).await?;
+        let live = self.live_connection(&record.agent).await?;
+        if !live.has_bound_session(&record.id, Some(&record.agent_session_id)) {
+            self.resume_session(&record.id).await?;
+        }
+        let outcome = live
+            .send_session_method(&record.id, method, params, notification)
+            .await;
+        if let Ok(Some(response)) = &outcome {
+            live.transport().settle(&response.id, SETTLE).await;
+        }
+        self.recorder.flush().await;
+        Ok(outcome?.map(|r| r.result))
+    }
+
+    async fn require_record(&self, id: &str) -> Result<SessionRecord, ClientError> {
+        self.options
+            .persist
+            .get_session(id)
+            .await?
+            .ok_or_else(|| ClientError::SessionNotFound(id.to_string()))
+    }
+
+    /// The newest `replay_max_events` events of a session, as `collectReplayEvents`.
+    async fn replay_events(&self, id: &str) -> Result<Vec<SessionEvent>, ClientError> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .options
+                .persist
+                .list_events(
+                    id,
+                    PageRequest {
+                        cursor,
+                        limit: Some(self.options.replay_max_events.max(100)),
+                    },
+                )
+                .await?;
+            all.extend(page.items);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let keep = all.len().saturating_sub(self.options.replay_max_events);
+        Ok(all.split_off(keep))
+    }
+}
+
+/// `{...init, cwd: init.cwd ?? process cwd, mcpServers: init.mcpServers ?? []}`.
+fn normalize_session_init(init: Option<Value>) -> Value {
+    let default_cwd = std::env::current_dir()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "/".into());
+    let mut map = match init {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    if map.get("cwd").is_none_or(Value::is_null) {
+        map.insert("cwd".into(), Value::from(default_cwd));
+    }
+    if map.get("mcpServers").is_none_or(Value::is_null) {
+        map.insert("mcpServers".into(), json!([]));
+    }
+    Value::Object(map)
+}
+
+fn auth_headers(headers: &HeaderMap, token: Option<&Secret>) -> HeaderMap {
+    let mut headers = headers.clone();
+    if let Some(token) = token {
+        if let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+    }
+    headers
+}
+
+async fn health_once(
+    http: &reqwest::Client,
+    url: &str,
+    headers: HeaderMap,
+) -> Result<Value, ClientError> {
+    let response = http
+        .get(url)
+        .headers(headers)
+        .send()
+        .await
+        .map_err(|e| ClientError::Acp(AcpError::from_reqwest(url, &e)))?;
+    let status = response.status().as_u16();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| ClientError::Acp(AcpError::from_reqwest(url, &e)))?;
+    if status != 200 {
+        return Err(ClientError::Acp(AcpError::Http {
+            status,
+            problem: crate::acp::Problem::parse(&body),
+        }));
+    }
+    serde_json::from_slice(&body).map_err(|e| ClientError::Health(format!("not JSON: {e}")))
+}
+
+/// The SDK's health wait: poll `/v1/health` until `status == "ok"`, 500 ms doubling to 15 s.
+async fn wait_healthy(
+    http: reqwest::Client,
+    base_url: String,
+    headers: HeaderMap,
+    done: watch::Sender<Option<Result<(), String>>>,
+) {
+    let url = format!("{base_url}/v1/health");
+    let mut delay = Duration::from_millis(500);
+    loop {
+        if done.is_closed() {
+            return;
+        }
+        if let Ok(health) = health_once(&http, &url, headers.clone()).await {
+            if health.get("status").and_then(Value::as_str) == Some("ok") {
+                let _ = done.send(Some(Ok(())));
+                return;
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(15));
+    }
+}

@@ -1,0 +1,13 @@
+//! continuity: tells whether sandbox-agent sessions survive a restart of each
+//! component of their stack, and if not, where and why they break.
+//!
+//! Layers, each using only the ones below it: `client` (the TypeScript SDK's
+//! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
+//! `stack` runs the real components; `agent` is the scripted ACP agent.
+
+pub mod acp;
+pub mod agent;
+pub mod client;
+pub mod persist;
+pub mod secret;
+pub mod stack;

@@ -1,0 +1,179 @@
+//! Session store: the TypeScript SDK's `SessionPersistDriver` contract.
+//!
+//! A driver keeps [`SessionRecord`]s and their [`SessionEvent`] history. Clients
+//! in one cell share a driver, so a second client sees what the first recorded
+//! (when the driver is shared storage, as SQLite or the Rivet actor are).
+//! Paging follows the SDK: a cursor is the stringified offset of the next item.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryDriver;
+pub use sqlite::SqliteDriver;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The SDK's default page size for list calls.
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+
+/// One client-side session: what the SDK stores in `updateSession`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    pub agent: String,
+    pub agent_session_id: String,
+    pub last_connection_id: String,
+    pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destroyed_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_init: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modes: Option<Value>,
+}
+
+/// Who sent an envelope, from the client's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sender {
+    Client,
+    Agent,
+}
+
+impl Sender {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sender::Client => "client",
+            Sender::Agent => "agent",
+        }
+    }
+}
+
+/// One JSON-RPC envelope sent or received for a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    pub id: String,
+    pub event_index: i64,
+    pub session_id: String,
+    pub created_at: i64,
+    pub connection_id: String,
+    pub sender: Sender,
+    pub payload: Value,
+}
+
+/// A page request: `cursor` is the offset returned as `next_cursor` by the previous page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// A page of results; `next_cursor` is `None` on the last page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// What went wrong in a store: the driver name and a human-readable cause.
+#[derive(Debug, thiserror::Error)]
+#[error("persist driver {driver}: {message}")]
+pub struct PersistError {
+    pub driver: &'static str,
+    pub message: String,
+    /// The event's `(sessionId, eventIndex)` is taken; the SDK retries with a new index.
+    pub index_conflict: bool,
+}
+
+impl PersistError {
+    pub fn new(driver: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            driver,
+            message: message.into(),
+            index_conflict: false,
+        }
+    }
+}
+
+/// The five operations of the SDK's `SessionPersistDriver`.
+#[async_trait]
+pub trait PersistDriver: Send + Sync {
+    /// A short name for reports: `memory`, `sqlite`, `rivet`.
+    fn name(&self) -> &'static str;
+    async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError>;
+    async fn list_sessions(&self, page: PageRequest) -> Result<Page<SessionRecord>, PersistError>;
+    async fn update_session(&self, record: SessionRecord) -> Result<(), PersistError>;
+    async fn list_events(
+        &self,
+        session_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<SessionEvent>, PersistError>;
+    async fn insert_event(&self, session_id: &str, event: SessionEvent)
+        -> Result<(), PersistError>;
+}
+
+/// Reads every event of a session, following cursors to the end.
+pub async fn list_all_events(
+    driver: &dyn PersistDriver,
+    session_id: &str,
+) -> Result<Vec<SessionEvent>, PersistError> {
+    let mut all = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = driver
+            .list_events(
+                session_id,
+                PageRequest {
+                    cursor,
+                    limit: Some(500),
+                },
+            )
+            .await?;
+        all.extend(page.items);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+}
+
+/// The SDK's cursor parsing: anything that is not a non-negative integer means "from the start".
+pub(crate) fn parse_cursor(cursor: Option<&str>) -> usize {
+    cursor
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// The SDK's limit normalisation: missing or zero falls back to the default.
+pub(crate) fn normalize_limit(limit: Option<usize>) -> usize {
+    match limit {
+        Some(n) if n >= 1 => n,
+        _ => DEFAULT_LIST_LIMIT,
+    }
+}
+
+/// Slices an already ordered list the way the SDK's `paginate` does.
+pub(crate) fn paginate<T: Clone>(items: &[T], page: &PageRequest) -> Page<T> {
+    let offset = parse_cursor(page.cursor.as_deref()).min(items.len());
+    let limit = normalize_limit(page.limit);
+    let end = offset.saturating_add(limit).min(items.len());
+    Page {
+        items: items[offset..end].to_vec(),
+        next_cursor: (end < items.len()).then(|| end.to_string()),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod contract;

@@ -1,0 +1,7 @@
+//! The local stack: real programs as child processes (sandbox-agent today;
+//! the nginx gateway and the Rivet layer join it), with the installation and
+//! supervision they need.
+
+pub mod npm;
+pub mod process;
+pub mod sandbox_agent;

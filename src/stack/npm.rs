@@ -1,0 +1,133 @@
+//! Installs pinned npm packages into a cache folder outside the repository,
+//! once, with visible progress; concurrent installers wait on a file lock.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where downloaded programs live: `$CONTINUITY_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/continuity`, else `~/.cache/continuity`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CONTINUITY_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("continuity");
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp".into());
+    home.join(".cache").join("continuity")
+}
+
+/// Whether a program is on `PATH`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Makes sure `packages` (each `name@version`) are installed in `cache_dir()/npm/<slot>`
+/// and returns that folder. `progress` receives one line per step.
+pub fn ensure_installed(
+    slot: &str,
+    packages: &[String],
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, String> {
+    let dir = cache_dir().join("npm").join(slot);
+    let marker = dir.join(".continuity-complete");
+    if marker.is_file() {
+        return Ok(dir);
+    }
+    if which("npm").is_none() {
+        return Err(
+            "npm is not installed; install Node.js and npm (Debian: apt-get install -y nodejs npm)"
+                .into(),
+        );
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _lock = FileLock::acquire(&dir.join(".lock"))?;
+    if marker.is_file() {
+        return Ok(dir);
+    }
+    progress(&format!(
+        "installing {} into {} (first use only)",
+        packages.join(" "),
+        dir.display()
+    ));
+    let started = std::time::Instant::now();
+    let output = Command::new("npm")
+        .args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .args(packages)
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "npm install {} failed ({}):\n{}",
+            packages.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    std::fs::write(&marker, packages.join("\n"))
+        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    progress(&format!(
+        "installed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(dir)
+}
+
+/// Makes a file executable (npm may skip the package's chmod install script).
+pub fn make_executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("{} is missing: {e}", path.display()))?;
+    let mut perms = meta.permissions();
+    if perms.mode() & 0o111 != 0o111 {
+        perms.set_mode(perms.mode() | 0o755);
+        std::fs::set_permissions(path, perms)
+            .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// An exclusive `flock` held until dropped.
+struct FileLock(std::fs::File);
+
+impl FileLock {
+    fn acquire(path: &Path) -> Result<FileLock, String> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("cannot open lock {}: {e}", path.display()))?;
+        // SAFETY: flock on a file descriptor we own for the lifetime of `file`.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(format!(
+                "cannot lock {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(FileLock(file))
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking the descriptor we locked.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}

@@ -1,0 +1,311 @@
+//! Supervision of the child processes the harness starts.
+//!
+//! Each child leads its own process group, so stopping it reaches everything
+//! it spawned (sandbox-agent's agent processes, nginx workers, node's helpers).
+//! Stop is graceful: a signal to the group, a grace period, then SIGKILL to the
+//! group. Every live group is also listed in a process-wide registry that the
+//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+fn registry() -> std::sync::MutexGuard<'static, Option<HashSet<i32>>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// SIGKILLs every process group the harness still has running. Safe to call
+/// from a signal-handling task or a panic hook; idempotent.
+pub fn kill_all_groups() {
+    let groups: Vec<i32> = registry()
+        .as_mut()
+        .map(|s| s.drain().collect())
+        .unwrap_or_default();
+    for pgid in groups {
+        signal_group(pgid, libc::SIGKILL);
+    }
+}
+
+fn signal_group(pgid: i32, signal: i32) -> bool {
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+    unsafe { libc::kill(-pgid, signal) == 0 }
+}
+
+/// Whether any process of the group is still running. Zombies do not count:
+/// an orphan's zombie waits for PID 1 to reap it, which some containers never do.
+pub fn group_alive(pgid: i32) -> bool {
+    !group_members(pgid).is_empty()
+}
+
+/// The pids of the group's live (non-zombie) processes, read from `/proc`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the parenthesised command: state, ppid, pgrp, ...
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            group == Some(pgid) && !matches!(state, Some("Z" | "X"))
+        })
+        .collect()
+}
+
+/// What to run and where its output goes.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// Short name for messages: `sandbox-agent`, `nginx`, `rivet-engine`.
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// stdout and stderr are appended here.
+    pub log: PathBuf,
+}
+
+/// The lifecycle of a managed process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    Running {
+        pid: u32,
+    },
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    NotStarted,
+}
+
+/// A child process in its own group, killed (group and all) when dropped.
+#[derive(Debug)]
+pub struct ManagedProcess {
+    spec: ProcessSpec,
+    child: Option<Child>,
+    last_exit: Option<ExitStatus>,
+}
+
+impl ManagedProcess {
+    pub fn new(spec: ProcessSpec) -> Self {
+        Self {
+            spec,
+            child: None,
+            last_exit: None,
+        }
+    }
+
+    pub fn spec(&self) -> &ProcessSpec {
+        &self.spec
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.spec.log
+    }
+
+    /// Starts the process; an error names the program and the cause.
+    pub fn start(&mut self) -> Result<u32, String> {
+        if let ProcessState::Running { pid } = self.state() {
+            return Ok(pid);
+        }
+        if let Some(parent) = self.spec.log.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.spec.log)
+            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
+        let mut command = Command::new(&self.spec.program);
+        command
+            .args(&self.spec.args)
+            .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .process_group(0);
+        if let Some(cwd) = &self.spec.cwd {
+            command.current_dir(cwd);
+        }
+        let child = command.spawn().map_err(|e| {
+            format!(
+                "cannot start {} ({}): {e}",
+                self.spec.name,
+                self.spec.program.display()
+            )
+        })?;
+        let pid = child.id();
+        registry()
+            .get_or_insert_with(HashSet::new)
+            .insert(pid as i32);
+        self.child = Some(child);
+        self.last_exit = None;
+        Ok(pid)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Polls the child without blocking.
+    pub fn state(&mut self) -> ProcessState {
+        let Some(child) = self.child.as_mut() else {
+            return match self.last_exit {
+                Some(status) => exited(status),
+                None => ProcessState::NotStarted,
+            };
+        };
+        match child.try_wait() {
+            Ok(None) => ProcessState::Running { pid: child.id() },
+            Ok(Some(status)) => {
+                self.last_exit = Some(status);
+                // The leader is gone but its children may not be: the group is still ours.
+                exited(status)
+            }
+            Err(_) => ProcessState::Running { pid: child.id() },
+        }
+    }
+
+    /// Sends `signal` to the group, waits up to `grace` for the leader to exit,
+    /// then SIGKILLs the group. Returns how the leader ended.
+    pub async fn stop(&mut self, signal: i32, grace: Duration) -> ProcessState {
+        let Some(mut child) = self.child.take() else {
+            return self.state();
+        };
+        let pgid = child.id() as i32;
+        signal_group(pgid, signal);
+        let deadline = Instant::now() + grace;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                _ => break None,
+            }
+        };
+        // Whatever the leader did, nothing of its group may stay behind.
+        signal_group(pgid, libc::SIGKILL);
+        let status = match status {
+            Some(s) => s,
+            None => child
+                .wait()
+                .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL)),
+        };
+        if let Some(set) = registry().as_mut() {
+            set.remove(&pgid);
+        }
+        self.last_exit = Some(status);
+        exited(status)
+    }
+
+    /// The last `lines` lines of the log, for error messages.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.spec.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+fn exited(status: ExitStatus) -> ProcessState {
+    ProcessState::Exited {
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
+impl Drop for ManagedProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let pgid = child.id() as i32;
+            signal_group(pgid, libc::SIGKILL);
+            let _ = child.wait();
+            if let Some(set) = registry().as_mut() {
+                set.remove(&pgid);
+            }
+        }
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on right now.
+pub fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(dir: &Path, script: &str) -> ProcessSpec {
+        ProcessSpec {
+            name: "sh".into(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            log: dir.join("sh.log"),
+        }
+    }
+
+    #[tokio::test]
+    async fn stop_kills_the_whole_group_even_when_the_leader_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        // The leader ignores TERM and has a child that would outlive it.
+        let mut p = ManagedProcess::new(spec(
+            dir.path(),
+            "trap '' TERM; sleep 300 & echo started; wait",
+        ));
+        let pid = p.start().unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(group_alive(pid as i32));
+        let state = p.stop(libc::SIGTERM, Duration::from_millis(200)).await;
+        assert_eq!(
+            state,
+            ProcessState::Exited {
+                code: None,
+                signal: Some(libc::SIGKILL)
+            }
+        );
+        assert!(!group_alive(pid as i32), "a process of the group survived");
+        assert!(p.log_tail(5).contains("started"));
+    }
+
+    #[tokio::test]
+    async fn dropping_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = ManagedProcess::new(spec(dir.path(), "sleep 300 & wait"));
+        let pid = p.start().unwrap();
+        drop(p);
+        assert!(!group_alive(pid as i32));
+    }
+
+    #[test]
+    fn a_missing_program_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(dir.path(), "");
+        s.program = "/nonexistent/program".into();
+        let e = ManagedProcess::new(s).start().unwrap_err();
+        assert!(e.contains("/nonexistent/program"), "{e}");
+    }
+}

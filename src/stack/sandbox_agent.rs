@@ -1,0 +1,204 @@
+//! The real sandbox-agent server as a managed child: installed from the npm
+//! registry at a pinned version, given its own `XDG_DATA_HOME` whose `mock`
+//! launcher execs `continuity agent`, started on a loopback port, probed on
+//! `/v1/health`, restartable on the same port.
+
+use super::npm;
+use super::process::{free_port, ManagedProcess, ProcessSpec, ProcessState};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The sandbox-agent version the harness pins by default.
+pub const DEFAULT_VERSION: &str = "0.4.2";
+const PACKAGE: &str = "@sandbox-agent/cli-linux-x64";
+
+/// Installs `@sandbox-agent/cli-linux-x64@version` (once) and returns the binary path.
+pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    let dir = npm::ensure_installed(
+        &format!("sandbox-agent-{version}"),
+        &[format!("{PACKAGE}@{version}")],
+        progress,
+    )?;
+    let bin = dir
+        .join("node_modules")
+        .join(PACKAGE)
+        .join("bin")
+        .join("sandbox-agent");
+    npm::make_executable(&bin)?;
+    Ok(bin)
+}
+
+/// How to run one sandbox-agent server.
+#[derive(Debug, Clone)]
+pub struct SandboxAgentConfig {
+    pub binary: PathBuf,
+    /// Holds `data/` (its `XDG_DATA_HOME`), the agent's record and state files, and the log.
+    pub run_dir: PathBuf,
+    /// The program the `mock` launcher execs with the argument `agent`.
+    pub agent_program: PathBuf,
+    /// Extra environment for the agent (fault knobs).
+    pub agent_env: Vec<(String, String)>,
+    pub port: Option<u16>,
+}
+
+/// A running (or stopped) sandbox-agent server.
+#[derive(Debug)]
+pub struct SandboxAgentServer {
+    config: SandboxAgentConfig,
+    port: u16,
+    process: ManagedProcess,
+}
+
+impl SandboxAgentServer {
+    /// Writes the launcher, starts the server and waits until it is healthy.
+    pub async fn start(config: SandboxAgentConfig, ready_within: Duration) -> Result<Self, String> {
+        let port = match config.port {
+            Some(p) => p,
+            None => free_port()?,
+        };
+        let data = config.run_dir.join("data");
+        write_launcher(&data, &config)?;
+        let spec = ProcessSpec {
+            name: "sandbox-agent".into(),
+            program: config.binary.clone(),
+            args: [
+                "server",
+                "--no-token",
+                "--no-telemetry",
+                "-H",
+                "127.0.0.1",
+                "-p",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([port.to_string()])
+            .collect(),
+            env: vec![("XDG_DATA_HOME".into(), data.display().to_string())],
+            cwd: Some(config.run_dir.clone()),
+            log: config.run_dir.join("sandbox-agent.log"),
+        };
+        let mut server = SandboxAgentServer {
+            config,
+            port,
+            process: ManagedProcess::new(spec),
+        };
+        server.process.start()?;
+        server.wait_ready(ready_within).await?;
+        Ok(server)
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    pub fn log_path(&self) -> &Path {
+        self.process.log_path()
+    }
+
+    /// Every message the agent processes received, one JSON value per line.
+    pub fn agent_record_path(&self) -> PathBuf {
+        self.config.run_dir.join("agent-record.jsonl")
+    }
+
+    /// Kills the server's process group.
+    pub async fn stop(&mut self) -> ProcessState {
+        self.process
+            .stop(libc::SIGTERM, Duration::from_secs(3))
+            .await
+    }
+
+    /// Stops the server and starts it again on the same port; returns time to healthy.
+    pub async fn restart(&mut self, ready_within: Duration) -> Result<Duration, String> {
+        self.stop().await;
+        let started = Instant::now();
+        self.process.start()?;
+        self.wait_ready(ready_within).await?;
+        Ok(started.elapsed())
+    }
+
+    async fn wait_ready(&mut self, within: Duration) -> Result<(), String> {
+        let url = format!("{}/v1/health", self.base_url());
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_millis(500))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + within;
+        loop {
+            if let ProcessState::Exited { code, signal } = self.process.state() {
+                return Err(format!(
+                    "sandbox-agent exited during start (code {code:?}, signal {signal:?}); log {}:\n{}",
+                    self.log_path().display(),
+                    self.process.log_tail(20)
+                ));
+            }
+            if let Ok(r) = http.get(&url).send().await {
+                if r.status().is_success() {
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "sandbox-agent not healthy at {url} within {} ms; log {}:\n{}",
+                    within.as_millis(),
+                    self.log_path().display(),
+                    self.process.log_tail(20)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// sandbox-agent runs `$XDG_DATA_HOME/sandbox-agent/bin/agent_processes/mock-acp`
+/// for agent `mock`; ours execs the scripted agent with its knobs.
+fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = data
+        .join("sandbox-agent")
+        .join("bin")
+        .join("agent_processes");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut script = String::from(
+        "#!/bin/sh\n# Written by continuity: the scripted ACP agent stands in for `mock`.\n",
+    );
+    let record = config.run_dir.join("agent-record.jsonl");
+    let state = config.run_dir.join("agent-state.json");
+    let mut env = vec![
+        (
+            "CONTINUITY_AGENT_RECORD".to_string(),
+            record.display().to_string(),
+        ),
+        (
+            "CONTINUITY_AGENT_STATE".to_string(),
+            state.display().to_string(),
+        ),
+    ];
+    env.extend(config.agent_env.iter().cloned());
+    for (key, value) in env {
+        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("invalid agent environment variable name {key:?}"));
+        }
+        script.push_str(&format!("export {key}={}\n", shell_quote(&value)));
+    }
+    script.push_str(&format!(
+        "exec {} agent \"$@\"\n",
+        shell_quote(&config.agent_program.display().to_string())
+    ));
+    let path = dir.join("mock-acp");
+    std::fs::write(&path, script).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))
+}
