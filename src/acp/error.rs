@@ -86,6 +86,9 @@ pub enum AcpError {
     Closed { cause: Option<Box<AcpError>> },
     #[error("no answer within {ms} ms")]
     Timeout { ms: u64 },
+    /// sandbox-agent reported (`_adapter/agent_exited`) that the agent process died.
+    #[error("agent process exited{}", .code.map(|c| format!(" (code {c})")).unwrap_or_default())]
+    AgentExited { code: Option<i64> },
 }
 
 fn problem_suffix(problem: &Option<Problem>) -> String {

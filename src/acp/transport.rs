@@ -8,7 +8,8 @@
 //! for good on a failed GET until the next write starts it again). Inbound
 //! envelopes go through one funnel, [`Inner::push_inbound`], which drops
 //! responses already seen, tells the observer, and completes the pending
-//! request. A failed POST closes the transport and fails every pending request
+//! request. sandbox-agent's `_adapter/agent_exited` fails the pending
+//! requests (the server never answers them). A failed POST closes the transport and fails every pending request
 //! with that error — where the SDK leaves the caller waiting forever, which is
 //! the "timeout" of the bug report.
 
@@ -19,7 +20,6 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
@@ -29,8 +29,12 @@ use tokio::task::JoinHandle;
 const SEEN_RESPONSE_IDS: usize = 2048;
 /// Pause before the SSE loop reconnects after a stream ends.
 const SSE_RECONNECT_DELAY: Duration = Duration::from_millis(150);
-/// Largest POST body or single SSE event accepted; beyond it the input is hostile.
+/// sandbox-agent's notification that the agent process behind a server id died.
+const AGENT_EXITED: &str = "_adapter/agent_exited";
+/// Largest POST body accepted; beyond it the input is hostile.
 const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
+/// Longest SSE line accepted (an envelope is one `data:` line).
+const MAX_STREAM_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,6 +474,24 @@ impl Inner {
             return;
         }
         let method = object.get("method").and_then(Value::as_str);
+        if response_id.is_none() && method.is_none() {
+            drop(state);
+            return self.fail(AcpError::Malformed {
+                detail: format!(
+                    "neither a request, a notification nor a response: {}",
+                    truncate(&envelope.to_string())
+                ),
+            });
+        }
+        if method == Some(AGENT_EXITED) {
+            // The server never answers the requests the dead agent held: fail them now.
+            let code = object
+                .get("params")
+                .and_then(|p| p.get("code"))
+                .and_then(Value::as_i64);
+            fail_pending(&mut state, AcpError::AgentExited { code });
+            return;
+        }
         let id = object.get("id").filter(|id| !id.is_null()).cloned();
         if let (Some(method), Some(id)) = (method, id) {
             drop(state);
@@ -510,20 +532,20 @@ impl Inner {
                 state.last_event_id.clone()
             };
             let error = self.read_stream_once(last_event_id).await;
-            let ended_cleanly = {
+            let error = {
                 let mut state = self.lock();
                 if state.closed.is_some() {
                     return;
                 }
-                match error {
-                    None => true,
-                    Some(e) => {
-                        state.last_stream_error = Some(e);
-                        false
-                    }
-                }
+                state.last_stream_error.clone_from(&error);
+                error
             };
-            if !ended_cleanly {
+            if let Some(error) = error {
+                // Hostile or corrupt input closes the transport with that error; a
+                // refused or failed GET only ends the loop, as in the SDK.
+                if matches!(error, AcpError::Malformed { .. }) {
+                    self.fail(error);
+                }
                 // A failed GET or a broken stream ends the loop until the next write.
                 self.stream_progress.notify_waiters();
                 return;
@@ -562,21 +584,17 @@ impl Inner {
                 problem: Problem::parse(&body),
             });
         }
-        // Bytes received since the last complete event: bounds a hostile never-ending event.
-        let pending_bytes = Arc::new(AtomicUsize::new(0));
-        let counter = Arc::clone(&pending_bytes);
-        let bytes = response.bytes_stream().map(move |chunk| {
-            if let Ok(c) = &chunk {
-                counter.fetch_add(c.len(), Ordering::Relaxed);
-            }
-            chunk
-        });
-        let mut events = bytes.eventsource();
+        let mut events = std::pin::pin!(whole_lines(response.bytes_stream()).eventsource());
         while let Some(item) = events.next().await {
             let event = match item {
                 Ok(event) => event,
-                Err(eventsource_stream::EventStreamError::Transport(e)) => {
+                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
                     return Some(AcpError::from_reqwest(&url, &e))
+                }
+                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
+                    return Some(AcpError::Malformed {
+                        detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
+                    })
                 }
                 Err(e) => {
                     return Some(AcpError::Malformed {
@@ -584,7 +602,6 @@ impl Inner {
                     })
                 }
             };
-            pending_bytes.store(0, Ordering::Relaxed);
             if !event.id.is_empty() {
                 self.lock().last_event_id = Some(event.id.clone());
             }
@@ -599,19 +616,71 @@ impl Inner {
                     })
                 }
             }
-            if pending_bytes.load(Ordering::Relaxed) > MAX_ENVELOPE_BYTES {
-                return Some(AcpError::Malformed {
-                    detail: format!("SSE event over {MAX_ENVELOPE_BYTES} bytes"),
-                });
-            }
-        }
-        if pending_bytes.load(Ordering::Relaxed) > MAX_ENVELOPE_BYTES {
-            return Some(AcpError::Malformed {
-                detail: format!("SSE event over {MAX_ENVELOPE_BYTES} bytes"),
-            });
         }
         None
     }
+}
+
+/// Why the byte stream under the SSE parser ended early.
+#[derive(Debug)]
+enum StreamFault {
+    Http(reqwest::Error),
+    Oversize,
+}
+
+impl std::fmt::Display for StreamFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamFault::Http(e) => write!(f, "{e}"),
+            StreamFault::Oversize => write!(f, "line over {MAX_STREAM_LINE_BYTES} bytes"),
+        }
+    }
+}
+
+/// Hands the SSE parser whole lines only. The parser rescans its buffer on
+/// every chunk, so a long line fed in small chunks costs quadratic time; here
+/// a partial line waits in a buffer (linear), and one longer than
+/// [`MAX_STREAM_LINE_BYTES`] ends the stream as hostile.
+fn whole_lines(
+    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>>,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, StreamFault>> {
+    futures_util::stream::unfold(
+        (Box::pin(bytes), Vec::<u8>::new(), false),
+        |(mut bytes, mut partial, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match bytes.next().await {
+                    Some(Ok(chunk)) => match chunk.iter().rposition(|b| *b == b'\n') {
+                        Some(pos) => {
+                            partial.extend_from_slice(&chunk[..=pos]);
+                            let lines = bytes::Bytes::from(std::mem::take(&mut partial));
+                            partial.extend_from_slice(&chunk[pos + 1..]);
+                            return Some((Ok(lines), (bytes, partial, false)));
+                        }
+                        None => {
+                            partial.extend_from_slice(&chunk);
+                            if partial.len() > MAX_STREAM_LINE_BYTES {
+                                return Some((
+                                    Err(StreamFault::Oversize),
+                                    (bytes, Vec::new(), true),
+                                ));
+                            }
+                        }
+                    },
+                    Some(Err(e)) => {
+                        return Some((Err(StreamFault::Http(e)), (bytes, Vec::new(), true)))
+                    }
+                    None if partial.is_empty() => return None,
+                    None => {
+                        let rest = bytes::Bytes::from(std::mem::take(&mut partial));
+                        return Some((Ok(rest), (bytes, Vec::new(), true)));
+                    }
+                }
+            }
+        },
+    )
 }
 
 /// Reads a body up to [`MAX_ENVELOPE_BYTES`]; `Ok(None)` when it is larger.

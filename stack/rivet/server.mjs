@@ -1,0 +1,97 @@
+// continuity: RivetKit actor app that stores sandbox-agent SDK session
+// records and events in actor state (mirrors the SDK's SessionPersistDriver).
+//
+// Env:
+//   RIVET_ENDPOINT           engine guard URL, e.g. http://127.0.0.1:<guard port> (required)
+//   RIVET_RUN_SERVICES=0     do not start the first-party Services host (set by this file if unset)
+//   CONTINUITY_RIVET_SAVE    immediate (default) | deferred
+//
+// Prints "continuity-rivet: ready ..." on stdout once the envoy is registered
+// with the engine; exits non-zero if registration fails.
+import { actor, setup, UserError } from "rivetkit";
+
+if (process.env.RIVET_RUN_SERVICES === undefined) process.env.RIVET_RUN_SERVICES = "0";
+if (!process.env.RIVET_ENDPOINT) {
+	console.error("continuity-rivet: RIVET_ENDPOINT is required (e.g. http://127.0.0.1:6420)");
+	process.exit(2);
+}
+const SAVE = process.env.CONTINUITY_RIVET_SAVE ?? "immediate";
+if (SAVE !== "immediate" && SAVE !== "deferred") {
+	console.error(`continuity-rivet: CONTINUITY_RIVET_SAVE must be immediate|deferred, got ${SAVE}`);
+	process.exit(2);
+}
+const DEFAULT_LIMIT = 100;
+
+function page(all, cursor, limit) {
+	const start = cursor == null || cursor === "" ? 0 : Number.parseInt(String(cursor), 10);
+	const offset = Number.isFinite(start) && start > 0 ? start : 0;
+	const n = Number.isFinite(Number(limit)) && Number(limit) > 0 ? Number(limit) : DEFAULT_LIMIT;
+	const items = all.slice(offset, offset + n);
+	const next = offset + items.length;
+	return { items, nextCursor: next < all.length ? String(next) : null };
+}
+
+function cmp(a, b) {
+	return a < b ? -1 : a > b ? 1 : 0;
+}
+
+async function persistNow(c) {
+	if (SAVE === "immediate") await c.saveState({ immediate: true });
+}
+
+const persist = actor({
+	createState: () => ({ sessions: {}, events: {} }),
+	actions: {
+		getSession: (c, id) => c.state.sessions[id] ?? null,
+
+		listSessions: (c, req = {}) => {
+			const all = Object.values(c.state.sessions).sort(
+				(a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id),
+			);
+			return page(all, req?.cursor, req?.limit);
+		},
+
+		updateSession: async (c, record) => {
+			if (!record || typeof record.id !== "string") throw new UserError("updateSession: record.id (string) required", { code: "invalid_args" });
+			c.state.sessions[record.id] = record;
+			await persistNow(c);
+			return null;
+		},
+
+		listEvents: (c, req = {}) => {
+			const all = [...(c.state.events[req?.sessionId] ?? [])].sort(
+				(a, b) => cmp(a.eventIndex, b.eventIndex) || cmp(a.id, b.id),
+			);
+			return page(all, req?.cursor, req?.limit);
+		},
+
+		insertEvent: async (c, sessionId, event) => {
+			if (typeof sessionId !== "string" || !event || typeof event.id !== "string") {
+				throw new UserError("insertEvent: sessionId and event.id (strings) required", { code: "invalid_args" });
+			}
+			const list = c.state.events[sessionId] ?? [];
+			// Idempotent: re-inserting an event with the same id replaces it.
+			const at = list.findIndex((e) => e.id === event.id);
+			if (at >= 0) list[at] = event;
+			else list.push(event);
+			c.state.events[sessionId] = list;
+			await persistNow(c);
+			return null;
+		},
+	},
+});
+
+export const registry = setup({ use: { persist } });
+
+const t0 = Date.now();
+registry
+	.startAndWait()
+	.then(() => {
+		console.log(
+			`continuity-rivet: ready endpoint=${process.env.RIVET_ENDPOINT} actor=persist save=${SAVE} pid=${process.pid} startup_ms=${Date.now() - t0}`,
+		);
+	})
+	.catch((err) => {
+		console.error(`continuity-rivet: failed to start: ${err?.stack ?? err}`);
+		process.exit(1);
+	});

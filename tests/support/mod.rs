@@ -1,0 +1,87 @@
+//! Test fixture: the real sandbox-agent server (npm `@sandbox-agent/cli-linux-x64`,
+//! pinned), with the scripted agent behind its `mock` agent. Installs on first
+//! use, fails loudly when it cannot start, and kills the server's process
+//! group when dropped, panics included.
+#![allow(dead_code)]
+
+use continuity::stack::sandbox_agent::{self, SandboxAgentConfig, SandboxAgentServer};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const READY_WITHIN: Duration = Duration::from_secs(20);
+
+pub struct Server {
+    pub server: SandboxAgentServer,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub async fn start() -> Server {
+        Self::start_with(Vec::new()).await
+    }
+
+    /// Starts a server whose agent gets `agent_env` (fault knobs).
+    pub async fn start_with(agent_env: Vec<(String, String)>) -> Server {
+        let binary = tokio::task::spawn_blocking(|| {
+            sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |line| {
+                eprintln!("{line}")
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+        let dir = tempfile::tempdir().unwrap();
+        let config = SandboxAgentConfig {
+            binary,
+            run_dir: dir.path().to_path_buf(),
+            agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
+            agent_env,
+            port: None,
+        };
+        let server = SandboxAgentServer::start(config, READY_WITHIN)
+            .await
+            .unwrap_or_else(|e| panic!("sandbox-agent did not start: {e}"));
+        Server { server, dir }
+    }
+
+    pub fn base_url(&self) -> String {
+        self.server.base_url()
+    }
+
+    pub async fn restart(&mut self) -> Duration {
+        self.server
+            .restart(READY_WITHIN)
+            .await
+            .unwrap_or_else(|e| panic!("sandbox-agent did not restart: {e}"))
+    }
+
+    /// Every message the agent processes received so far.
+    pub fn agent_record(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.server.agent_record_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// The prompts the agent received, as their text blocks.
+    pub fn agent_prompts(&self) -> Vec<Vec<String>> {
+        self.agent_record()
+            .into_iter()
+            .filter(|m| m["method"] == "session/prompt")
+            .map(|m| {
+                m["params"]["prompt"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["text"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+pub fn text(t: &str) -> Vec<Value> {
+    vec![serde_json::json!({"type": "text", "text": t})]
+}
