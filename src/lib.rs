@@ -9,5 +9,6 @@ pub mod acp;
 pub mod agent;
 pub mod client;
 pub mod persist;
+pub mod report;
 pub mod secret;
 pub mod stack;

@@ -1,0 +1,218 @@
+//! The matrix as data: what `report.json` holds (schema `continuity.report/v1`)
+//! and what every renderer reads. Nothing here renders or prints.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The schema id written into every report.
+pub const SCHEMA_ID: &str = "continuity.report/v1";
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub schema: String,
+    pub run: RunInfo,
+    pub cells: Vec<Cell>,
+    pub totals: Totals,
+}
+
+/// What was run, against what, with which limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInfo {
+    pub id: String,
+    pub harness_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    /// Without credentials.
+    pub base_url: String,
+    pub agent: String,
+    /// What the server reported about itself, when it did.
+    pub server_version: Option<String>,
+    pub timeout_ms: u64,
+    pub overall_timeout_ms: u64,
+    pub repeat: u32,
+    pub persist: String,
+    pub targets: Vec<String>,
+    pub scenarios: Vec<String>,
+    /// The run stopped early (Ctrl-C or the overall deadline); unfinished cells are missing.
+    pub interrupted: bool,
+    /// Component logs, relative to the report folder when inside it.
+    pub logs: Vec<LogFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogFile {
+    pub name: String,
+    pub path: String,
+}
+
+/// One target × scenario × attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    pub target: String,
+    pub scenario: String,
+    /// 1-based.
+    pub attempt: u32,
+    pub verdict: Verdict,
+    /// The first verdict phase that failed.
+    pub failure_boundary: Option<String>,
+    /// Why the cell was skipped or could not run.
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartTiming>,
+}
+
+/// A cell's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The harness could not run the cell (a target would not restart, a setup step failed).
+    Error,
+    /// Not run, with a reason (a missing program).
+    Skipped,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    Fail,
+    Timeout,
+    /// Not reached: an earlier phase stopped the cell.
+    NotRun,
+}
+
+/// One phase of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseResult {
+    /// The scenario's name for it (the seed script's camelCase names).
+    pub name: String,
+    /// The step kind: `prompt`, `restart`, `get_events`, …
+    pub step: String,
+    /// Whether it decides the verdict.
+    pub verdict: bool,
+    /// Part of the cleanup that never changes the verdict.
+    pub cleanup: bool,
+    pub outcome: Outcome,
+    pub ok: bool,
+    pub duration_ms: u64,
+    pub deadline_ms: u64,
+    /// stopReason, eventsObserved, resume action, …
+    pub detail: Map<String, Value>,
+    pub signature: Option<Signature>,
+}
+
+/// A failure, precise enough to compare across runs and versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signature {
+    pub kind: SignatureKind,
+    pub http_status: Option<u16>,
+    /// Short problem type: `invalid_request` for `urn:sandbox-agent:error:invalid_request`.
+    pub problem_type: Option<String>,
+    pub rpc_code: Option<i64>,
+    pub message: String,
+    /// For timeouts: what was still pending.
+    pub pending: Option<String>,
+}
+
+/// The classes of failure, as ARCHITECTURE.md lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignatureKind {
+    Timeout,
+    Connect,
+    StreamClosed,
+    Http,
+    Rpc,
+    Protocol,
+    Client,
+    /// The agent process died under the server.
+    AgentExit,
+    /// Persisted history is missing or duplicated events.
+    Integrity,
+    /// The harness itself (restart command failed, readiness never came).
+    Harness,
+}
+
+/// A restart of the cell's target and how long it took to be ready again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartTiming {
+    pub phase: String,
+    pub action: String,
+    pub ok: bool,
+    pub restart_ms: u64,
+    pub ready_ms: Option<u64>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub cells: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+}
+
+impl Totals {
+    pub fn of(cells: &[Cell]) -> Totals {
+        let mut t = Totals::default();
+        for cell in cells {
+            t.cells += 1;
+            match cell.verdict {
+                Verdict::Pass => t.passed += 1,
+                Verdict::Fail => t.failed += 1,
+                Verdict::Error => t.errored += 1,
+                Verdict::Skipped => t.skipped += 1,
+            }
+        }
+        t
+    }
+}
+
+impl Signature {
+    /// A few words for a table cell: `http 400 invalid_request`, `timeout`, `rpc -32601`.
+    pub fn short(&self) -> String {
+        match self.kind {
+            SignatureKind::Http => {
+                let mut s = format!(
+                    "http {}",
+                    self.http_status.map(|s| s.to_string()).unwrap_or_default()
+                );
+                if let Some(t) = &self.problem_type {
+                    s.push(' ');
+                    s.push_str(t);
+                }
+                s
+            }
+            SignatureKind::Rpc => format!(
+                "rpc {}",
+                self.rpc_code.map(|c| c.to_string()).unwrap_or_default()
+            ),
+            other => serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl Cell {
+    pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
+        self.phases.iter().find(|p| p.name == name)
+    }
+}
