@@ -8,7 +8,9 @@
 pub mod acp;
 pub mod agent;
 pub mod client;
+pub mod diagnose;
 pub mod persist;
 pub mod report;
+pub mod scenario;
 pub mod secret;
 pub mod stack;

@@ -199,6 +199,44 @@ impl Client {
         .await
     }
 
+    /// Waits until every envelope observed so far is stored.
+    pub async fn flush(&self) {
+        self.recorder.flush().await;
+    }
+
+    /// How many events of a session this client stored.
+    pub fn events_stored(&self, session_id: &str) -> u64 {
+        self.recorder.stored(session_id)
+    }
+
+    /// `POST /v1/processes/run`: a one-off command in the sandbox (the liveness probe).
+    pub async fn run_process(&self, command: &str, timeout_ms: u64) -> Result<Value, ClientError> {
+        let url = format!("{}/v1/processes/run", self.options.base_url);
+        let sent = self
+            .http
+            .post(&url)
+            .headers(auth_headers(&self.headers, self.options.token.as_ref()))
+            .json(&json!({"command": command, "timeoutMs": timeout_ms}))
+            .send()
+            .await
+            .map_err(|e| ClientError::Acp(AcpError::from_reqwest(&url, &e)))?;
+        let status = sent.status().as_u16();
+        let body = sent
+            .bytes()
+            .await
+            .map_err(|e| ClientError::Acp(AcpError::from_reqwest(&url, &e)))?;
+        if !(200..300).contains(&status) {
+            return Err(ClientError::Acp(AcpError::Http {
+                status,
+                problem: crate::acp::Problem::parse(&body),
+            }));
+        }
+        serde_json::from_slice(&body).map_err(|e| ClientError::UnexpectedResult {
+            method: "processes/run".into(),
+            detail: e.to_string(),
+        })
+    }
+
     /// Events this client could not store (lost from the history).
     pub fn persist_failures(&self) -> Vec<String> {
         self.recorder.failures()

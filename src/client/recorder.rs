@@ -31,6 +31,7 @@ enum Job {
 pub struct Recorder {
     jobs: mpsc::UnboundedSender<Job>,
     failures: Arc<Mutex<Vec<String>>>,
+    stored: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 impl Recorder {
@@ -38,8 +39,13 @@ impl Recorder {
     pub fn start(persist: Arc<dyn PersistDriver>) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         let failures = Arc::new(Mutex::new(Vec::new()));
-        tokio::spawn(run(persist, rx, Arc::clone(&failures)));
-        Self { jobs, failures }
+        let stored = Arc::new(Mutex::new(HashMap::new()));
+        tokio::spawn(run(persist, rx, Arc::clone(&failures), Arc::clone(&stored)));
+        Self {
+            jobs,
+            failures,
+            stored,
+        }
     }
 
     /// Queues one envelope for a session.
@@ -66,6 +72,16 @@ impl Recorder {
         }
     }
 
+    /// How many events of a session this recorder stored successfully.
+    pub fn stored(&self, session_id: &str) -> u64 {
+        self.stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session_id)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Every event that could not be stored, as a message.
     pub fn failures(&self) -> Vec<String> {
         self.failures
@@ -79,6 +95,7 @@ async fn run(
     persist: Arc<dyn PersistDriver>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     failures: Arc<Mutex<Vec<String>>>,
+    stored: Arc<Mutex<HashMap<String, u64>>>,
 ) {
     let mut next_index: HashMap<String, i64> = HashMap::new();
     while let Some(job) = jobs.recv().await {
@@ -92,7 +109,7 @@ async fn run(
                 sender,
                 envelope,
             } => {
-                if let Err(message) = store(
+                match store(
                     persist.as_ref(),
                     &mut next_index,
                     &session_id,
@@ -102,10 +119,17 @@ async fn run(
                 )
                 .await
                 {
-                    failures
+                    Ok(()) => {
+                        *stored
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .entry(session_id)
+                            .or_default() += 1;
+                    }
+                    Err(message) => failures
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(message);
+                        .push(message),
                 }
             }
         }

@@ -26,9 +26,23 @@ function page(all, cursor, limit) {
 	const start = cursor == null || cursor === "" ? 0 : Number.parseInt(String(cursor), 10);
 	const offset = Number.isFinite(start) && start > 0 ? start : 0;
 	const n = Number.isFinite(Number(limit)) && Number(limit) > 0 ? Number(limit) : DEFAULT_LIMIT;
-	const items = all.slice(offset, offset + n);
+	const items = all.slice(offset, offset + n).map(plain);
 	const next = offset + items.length;
 	return { items, nextCursor: next < all.length ? String(next) : null };
+}
+
+// Actor state round-trips through CBOR; integers above 2^32 (e.g. createdAt in
+// ms) come back from storage as BigInt, which the JSON encoding would render
+// as ["$BigInt","..."]. Return plain JSON numbers to callers.
+function plain(v) {
+	if (typeof v === "bigint") return Number(v);
+	if (Array.isArray(v)) return v.map(plain);
+	if (v && typeof v === "object") {
+		const o = {};
+		for (const [k, x] of Object.entries(v)) o[k] = plain(x);
+		return o;
+	}
+	return v;
 }
 
 function cmp(a, b) {
@@ -42,7 +56,7 @@ async function persistNow(c) {
 const persist = actor({
 	createState: () => ({ sessions: {}, events: {} }),
 	actions: {
-		getSession: (c, id) => c.state.sessions[id] ?? null,
+		getSession: (c, id) => plain(c.state.sessions[id] ?? null),
 
 		listSessions: (c, req = {}) => {
 			const all = Object.values(c.state.sessions).sort(

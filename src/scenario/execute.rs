@@ -1,0 +1,606 @@
+//! Runs one cell: a scenario's phases against one target, each under its own
+//! deadline, then the cleanup steps. A phase returns a [`PhaseResult`] and
+//! never prints; the verdict and failure boundary are derived at the end.
+
+use super::{Phase, ResumeExpect, Scenario, Step};
+use crate::client::{Client, ClientOptions, CreateSession, Resume};
+use crate::diagnose;
+use crate::persist::{list_all_events, PageRequest, PersistDriver};
+use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
+use crate::secret::Secret;
+use async_trait::async_trait;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A restart phase's deadline when the scenario sets none: restarts wait for
+/// readiness under their own deadline, so the phase gets at least this much.
+const MIN_RESTART_DEADLINE: Duration = Duration::from_secs(120);
+/// How long disposing a client the scenario left open may take.
+const DISPOSE_BOUND: Duration = Duration::from_secs(3);
+
+/// What a cell needs to reach the server.
+#[derive(Clone)]
+pub struct CellSettings {
+    pub base_url: String,
+    pub token: Option<Secret>,
+    pub headers: Vec<(String, String)>,
+    pub agent: String,
+    pub default_timeout: Duration,
+    /// Appended to session labels so every cell's session ids are unique.
+    pub session_suffix: String,
+    pub persist: Arc<dyn PersistDriver>,
+}
+
+/// How a restart went, as the target reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestartReport {
+    pub ok: bool,
+    pub action: String,
+    pub restart_ms: u64,
+    pub ready_ms: Option<u64>,
+    pub detail: Option<String>,
+}
+
+/// Restarts the cell's target (and waits until it is ready again).
+#[async_trait]
+pub trait Restarter: Send {
+    async fn restart(&mut self) -> RestartReport;
+}
+
+/// A finished cell.
+#[derive(Debug, Clone)]
+pub struct CellRun {
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartTiming>,
+    pub verdict: Verdict,
+    pub failure_boundary: Option<String>,
+    pub duration_ms: u64,
+}
+
+struct StepFailure {
+    signature: Box<Signature>,
+    detail: Map<String, Value>,
+}
+
+impl StepFailure {
+    fn new(signature: Signature) -> Self {
+        Self {
+            signature: Box::new(signature),
+            detail: Map::new(),
+        }
+    }
+
+    fn with_detail(mut self, detail: Map<String, Value>) -> Self {
+        self.detail = detail;
+        self
+    }
+
+    fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.detail.insert(key.into(), value.into());
+        self
+    }
+}
+
+type StepResult = Result<Map<String, Value>, StepFailure>;
+
+struct Cell<'a> {
+    settings: &'a CellSettings,
+    restarter: &'a mut dyn Restarter,
+    clients: HashMap<String, Client>,
+    /// User prompts sent per session label: the client-side transcript.
+    transcripts: HashMap<String, Vec<String>>,
+    restarts: Vec<RestartTiming>,
+}
+
+/// Runs every phase, then the cleanup, and judges the cell.
+pub async fn run_cell(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+) -> CellRun {
+    let started = Instant::now();
+    let mut cell = Cell {
+        settings,
+        restarter,
+        clients: HashMap::new(),
+        transcripts: HashMap::new(),
+        restarts: Vec::new(),
+    };
+    let mut results = Vec::new();
+    let mut stopped = false;
+    for phase in &scenario.phases {
+        if stopped {
+            results.push(not_run(phase, settings.default_timeout, false));
+            continue;
+        }
+        let result = cell.run_phase(phase, false).await;
+        stopped = !result.ok && !phase.continue_on_failure;
+        results.push(result);
+    }
+    for phase in &scenario.cleanup {
+        let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
+        let result = if connected {
+            cell.run_phase(phase, true).await
+        } else {
+            not_run(phase, settings.default_timeout, true)
+        };
+        results.push(result);
+    }
+    // Clients the scenario left open would keep their streams open: close them, bounded.
+    let leftovers: Vec<Client> = cell.clients.drain().map(|(_, c)| c).collect();
+    let _ = tokio::time::timeout(
+        DISPOSE_BOUND,
+        futures_util::future::join_all(leftovers.iter().map(Client::dispose)),
+    )
+    .await;
+    let (verdict, failure_boundary) = judge(&results);
+    CellRun {
+        phases: results,
+        restarts: cell.restarts,
+        verdict,
+        failure_boundary,
+        duration_ms: millis(started.elapsed()),
+    }
+}
+
+/// Pass when every verdict phase passed; a harness failure makes it an error.
+/// The boundary is the first failed verdict phase, or else the first failed phase.
+fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
+    let phases: Vec<&PhaseResult> = results.iter().filter(|r| !r.cleanup).collect();
+    let failed = |r: &&PhaseResult| matches!(r.outcome, Outcome::Fail | Outcome::Timeout);
+    if let Some(harness) = phases.iter().find(|r| {
+        r.signature
+            .as_ref()
+            .is_some_and(|s| s.kind == SignatureKind::Harness)
+    }) {
+        return (Verdict::Error, Some(harness.name.clone()));
+    }
+    if phases.iter().filter(|r| r.verdict).all(|r| r.ok) {
+        return (Verdict::Pass, None);
+    }
+    let boundary = phases
+        .iter()
+        .find(|r| r.verdict && failed(r))
+        .or_else(|| phases.iter().find(|r| failed(r)))
+        .or_else(|| phases.iter().find(|r| r.verdict && !r.ok))
+        .map(|r| r.name.clone());
+    (Verdict::Fail, boundary)
+}
+
+fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
+    PhaseResult {
+        name: phase.name.clone(),
+        step: phase.step.kind().into(),
+        verdict: phase.verdict,
+        cleanup,
+        outcome: Outcome::NotRun,
+        ok: false,
+        duration_ms: 0,
+        deadline_ms: millis(phase.timeout.unwrap_or(default)),
+        detail: Map::new(),
+        signature: None,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+fn step_client(step: &Step) -> Option<&str> {
+    match step {
+        Step::CreateSession { client, .. }
+        | Step::Prompt { client, .. }
+        | Step::RehydratePrompt { client, .. }
+        | Step::GetEvents { client, .. }
+        | Step::ResumeSession { client, .. }
+        | Step::DestroySession { client, .. }
+        | Step::Dispose { client }
+        | Step::Health { client }
+        | Step::Probe { client } => Some(client),
+        Step::Connect { .. } | Step::Restart | Step::Sleep { .. } => None,
+    }
+}
+
+/// The seed script's continuation prompt, built from the earlier user prompts.
+pub fn rehydrate_text(prompts: &[String]) -> String {
+    let mut lines = vec!["Continuation context from pre-restart session:".to_string()];
+    lines.extend(
+        prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}) user: {p}", i + 1)),
+    );
+    lines.push("Continue with this context and reply with one short line.".into());
+    lines.join("\n")
+}
+
+impl Cell<'_> {
+    async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
+        let deadline = match (&phase.step, phase.timeout) {
+            (_, Some(t)) => t,
+            (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
+            (_, None) => self.settings.default_timeout,
+        };
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(deadline, self.run_step(&phase.step)).await;
+        let duration_ms = millis(started.elapsed());
+        let (outcome, ok, detail, signature) = match outcome {
+            Ok(Ok(detail)) => (Outcome::Ok, true, detail, None),
+            Ok(Err(failure)) => (
+                Outcome::Fail,
+                false,
+                failure.detail,
+                Some(*failure.signature),
+            ),
+            Err(_) => (
+                Outcome::Timeout,
+                false,
+                Map::new(),
+                Some(diagnose::timeout(millis(deadline), phase.step.pending())),
+            ),
+        };
+        PhaseResult {
+            name: phase.name.clone(),
+            step: phase.step.kind().into(),
+            verdict: phase.verdict && !cleanup,
+            cleanup,
+            outcome,
+            ok,
+            duration_ms,
+            deadline_ms: millis(deadline),
+            detail,
+            signature,
+        }
+    }
+
+    fn session_id(&self, label: &str) -> String {
+        format!("{label}-{}", self.settings.session_suffix)
+    }
+
+    fn client(&self, name: &str) -> Result<&Client, StepFailure> {
+        self.clients.get(name).ok_or_else(|| {
+            StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("client `{name}` is not connected"),
+            ))
+        })
+    }
+
+    fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
+        StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
+    }
+
+    async fn run_step(&mut self, step: &Step) -> StepResult {
+        let mut detail = Map::new();
+        match step {
+            Step::Connect { client } => {
+                let mut options = ClientOptions::new(
+                    self.settings.base_url.clone(),
+                    Arc::clone(&self.settings.persist),
+                );
+                options.token = self.settings.token.clone();
+                options.headers = self.settings.headers.clone();
+                let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
+                if let Some(old) = self.clients.insert(client.clone(), connected) {
+                    old.dispose().await;
+                }
+            }
+            Step::CreateSession {
+                client,
+                session,
+                cwd,
+            } => {
+                let id = self.session_id(session);
+                let request = CreateSession {
+                    id: Some(id.clone()),
+                    agent: self.settings.agent.clone(),
+                    session_init: Some(json!({"cwd": cwd, "mcpServers": []})),
+                };
+                let record = self
+                    .client(client)?
+                    .create_session(request)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("sessionId".into(), id.into());
+                detail.insert("agentSessionId".into(), record.agent_session_id.into());
+            }
+            Step::Prompt {
+                client,
+                session,
+                texts,
+                expect_stop_reason,
+            } => {
+                for text in texts {
+                    let stop = self.prompt(client, session, text.clone()).await?;
+                    if let Some(expected) = expect_stop_reason.as_deref().filter(|e| *e != stop) {
+                        return Err(StepFailure::new(diagnose::other(
+                            SignatureKind::Protocol,
+                            format!("stopReason {stop}, expected {expected}"),
+                        ))
+                        .with("stopReason", stop));
+                    }
+                    detail.insert("stopReason".into(), stop.into());
+                }
+                detail.insert("prompts".into(), texts.len().into());
+            }
+            Step::RehydratePrompt {
+                client,
+                session,
+                from,
+            } => {
+                let prompts = self.transcripts.get(from).cloned().unwrap_or_default();
+                let stop = self
+                    .prompt(client, session, rehydrate_text(&prompts))
+                    .await?;
+                detail.insert("stopReason".into(), stop.into());
+                detail.insert("rehydratedPrompts".into(), prompts.len().into());
+            }
+            Step::Restart => {
+                let report = self.restarter.restart().await;
+                self.restarts.push(RestartTiming {
+                    phase: String::new(),
+                    action: report.action.clone(),
+                    ok: report.ok,
+                    restart_ms: report.restart_ms,
+                    ready_ms: report.ready_ms,
+                    detail: report.detail.clone(),
+                });
+                detail.insert("action".into(), report.action.clone().into());
+                detail.insert("restartMs".into(), report.restart_ms.into());
+                detail.insert("readyMs".into(), report.ready_ms.into());
+                if !report.ok {
+                    let message = report.detail.unwrap_or_else(|| "restart failed".into());
+                    return Err(
+                        StepFailure::new(diagnose::other(SignatureKind::Harness, message))
+                            .with_detail(detail),
+                    );
+                }
+            }
+            Step::GetEvents {
+                client,
+                session,
+                limit,
+                integrity,
+            } => {
+                let id = self.session_id(session);
+                let page = PageRequest {
+                    cursor: None,
+                    limit: Some(*limit),
+                };
+                let events = self
+                    .client(client)?
+                    .get_events(&id, page)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("eventsObserved".into(), events.items.len().into());
+                if *integrity {
+                    self.check_integrity(&id, &mut detail).await?;
+                }
+            }
+            Step::ResumeSession {
+                client,
+                session,
+                expect,
+            } => {
+                let id = self.session_id(session);
+                let resume = self
+                    .client(client)?
+                    .resume_session(&id)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                let (action, matches) = match &resume {
+                    Resume::SameHandle => ("same_handle", *expect != Some(ResumeExpect::Recreated)),
+                    Resume::Recreated {
+                        replay_events,
+                        replay_chars,
+                        ..
+                    } => {
+                        detail.insert("replayEvents".into(), (*replay_events).into());
+                        detail.insert("replayChars".into(), (*replay_chars).into());
+                        ("recreated", *expect != Some(ResumeExpect::SameHandle))
+                    }
+                };
+                detail.insert("action".into(), action.into());
+                if !matches {
+                    return Err(StepFailure::new(diagnose::other(
+                        SignatureKind::Client,
+                        format!("resumeSession did {action}, which the scenario does not expect"),
+                    ))
+                    .with_detail(detail));
+                }
+            }
+            Step::DestroySession { client, session } => {
+                let id = self.session_id(session);
+                self.client(client)?
+                    .destroy_session(&id)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+            }
+            Step::Dispose { client } => {
+                if let Some(c) = self.clients.remove(client) {
+                    c.dispose().await;
+                }
+            }
+            Step::Sleep { duration } => tokio::time::sleep(*duration).await,
+            Step::Health { client } => {
+                let health = self
+                    .client(client)?
+                    .health()
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("health".into(), health);
+            }
+            Step::Probe { client } => {
+                let c = self.client(client)?;
+                match c.run_process("pwd", 15_000).await {
+                    Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
+                        detail.insert("status".into(), "connected".into());
+                        detail.insert(
+                            "stdout".into(),
+                            result.get("stdout").cloned().unwrap_or(Value::Null),
+                        );
+                    }
+                    Ok(result) => {
+                        return Err(StepFailure::new(diagnose::other(
+                            SignatureKind::Protocol,
+                            format!("pwd did not succeed: {result}"),
+                        ))
+                        .with("status", "error"))
+                    }
+                    Err(e) => {
+                        let gone = matches!(
+                            &e,
+                            crate::client::ClientError::Acp(crate::acp::AcpError::Http {
+                                status: 404 | 410,
+                                ..
+                            }) | crate::client::ClientError::Acp(
+                                crate::acp::AcpError::Connect { .. }
+                            )
+                        );
+                        return Err(self
+                            .fail(&e)
+                            .with("status", if gone { "expired" } else { "error" }));
+                    }
+                }
+            }
+        }
+        Ok(detail)
+    }
+
+    async fn prompt(
+        &mut self,
+        client: &str,
+        session: &str,
+        text: String,
+    ) -> Result<String, StepFailure> {
+        let id = self.session_id(session);
+        self.transcripts
+            .entry(session.to_string())
+            .or_default()
+            .push(text.clone());
+        let blocks = vec![json!({"type": "text", "text": text})];
+        let outcome = self
+            .client(client)?
+            .prompt(&id, blocks)
+            .await
+            .map_err(|e| self.fail(&e))?;
+        Ok(outcome.stop_reason)
+    }
+
+    /// Every event the cell's clients stored must be in the store once, with
+    /// `eventIndex` 1..n and no gaps.
+    async fn check_integrity(
+        &self,
+        id: &str,
+        detail: &mut Map<String, Value>,
+    ) -> Result<(), StepFailure> {
+        for client in self.clients.values() {
+            client.flush().await;
+        }
+        let events = list_all_events(self.settings.persist.as_ref(), id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let stored: u64 = self.clients.values().map(|c| c.events_stored(id)).sum();
+        let write_failures: Vec<String> = self
+            .clients
+            .values()
+            .flat_map(Client::persist_failures)
+            .collect();
+        let indexes: BTreeSet<i64> = events.iter().map(|e| e.event_index).collect();
+        let duplicates = events.len() - indexes.len();
+        let max = indexes.iter().next_back().copied().unwrap_or(0);
+        let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
+        let lost = stored.saturating_sub(events.len() as u64) as usize + write_failures.len();
+        detail.insert("eventsTotal".into(), events.len().into());
+        detail.insert(
+            "eventsRecorded".into(),
+            (stored as usize + write_failures.len()).into(),
+        );
+        detail.insert("eventsLost".into(), lost.into());
+        detail.insert("eventsDuplicated".into(), duplicates.into());
+        detail.insert("indexGaps".into(), gaps.into());
+        if lost == 0 && duplicates == 0 && gaps == 0 {
+            return Ok(());
+        }
+        let mut message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps", events.len(), stored as usize + write_failures.len());
+        if let Some(first) = write_failures.first() {
+            message.push_str(&format!("; first write failure: {first}"));
+        }
+        Err(
+            StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
+                .with_detail(detail.clone()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(
+        name: &str,
+        verdict: bool,
+        outcome: Outcome,
+        kind: Option<SignatureKind>,
+    ) -> PhaseResult {
+        PhaseResult {
+            name: name.into(),
+            step: "prompt".into(),
+            verdict,
+            cleanup: false,
+            outcome,
+            ok: outcome == Outcome::Ok,
+            duration_ms: 0,
+            deadline_ms: 0,
+            detail: Map::new(),
+            signature: kind.map(|k| diagnose::other(k, "x")),
+        }
+    }
+
+    #[test]
+    fn the_boundary_is_the_first_failed_verdict_phase() {
+        let r = [
+            result("a", false, Outcome::Ok, None),
+            result("b", true, Outcome::Fail, Some(SignatureKind::Http)),
+            result("c", false, Outcome::Fail, Some(SignatureKind::Client)),
+            result("d", true, Outcome::Timeout, Some(SignatureKind::Timeout)),
+        ];
+        assert_eq!(judge(&r), (Verdict::Fail, Some("b".into())));
+    }
+
+    #[test]
+    fn a_setup_failure_is_the_boundary_when_verdict_phases_never_ran() {
+        let r = [
+            result("create", false, Outcome::Fail, Some(SignatureKind::Connect)),
+            result("v", true, Outcome::NotRun, None),
+        ];
+        assert_eq!(judge(&r), (Verdict::Fail, Some("create".into())));
+    }
+
+    #[test]
+    fn a_harness_failure_is_an_error_and_all_ok_is_a_pass() {
+        let r = [
+            result(
+                "restart",
+                false,
+                Outcome::Fail,
+                Some(SignatureKind::Harness),
+            ),
+            result("v", true, Outcome::NotRun, None),
+        ];
+        assert_eq!(judge(&r).0, Verdict::Error);
+        let r = [
+            result("v", true, Outcome::Ok, None),
+            result("x", false, Outcome::Fail, Some(SignatureKind::Http)),
+        ];
+        assert_eq!(judge(&r), (Verdict::Pass, None));
+    }
+
+    #[test]
+    fn the_rehydrate_text_is_the_seed_scripts() {
+        let text = rehydrate_text(&["p1".into(), "p2".into()]);
+        assert_eq!(text, "Continuation context from pre-restart session:\n1) user: p1\n2) user: p2\nContinue with this context and reply with one short line.");
+    }
+}

@@ -1,0 +1,158 @@
+//! Scenarios: the phases a cell runs, read from `scenarios/*.toml`, and the
+//! executor that runs them under deadlines.
+//!
+//! A scenario is a list of phases (each one step: connect, create_session,
+//! prompt, restart, …) plus cleanup steps that always run and never change the
+//! verdict. Parsing is two-stage: serde reads raw tables (unknown keys are
+//! errors), then [`parse::parse_scenario`] checks each step's fields and the
+//! references between phases, naming the file and line of any mistake.
+
+mod execute;
+mod parse;
+
+pub use execute::{run_cell, CellRun, CellSettings, RestartReport, Restarter};
+pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One scenario file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    /// Where it was read from (`<builtin>/name.toml` for the embedded copies).
+    pub file: PathBuf,
+    pub phases: Vec<Phase>,
+    pub cleanup: Vec<Phase>,
+}
+
+/// A named step with its deadline and failure policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub name: String,
+    pub step: Step,
+    /// Overrides the run's `--timeout-ms` for this phase.
+    pub timeout: Option<Duration>,
+    /// Whether the cell goes on after this phase fails.
+    pub continue_on_failure: bool,
+    /// Whether this phase decides the verdict.
+    pub verdict: bool,
+}
+
+/// What a phase does. `client` names a client connected by an earlier
+/// `connect`; `session` is a label the cell turns into a unique session id.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Connect {
+        client: String,
+    },
+    CreateSession {
+        client: String,
+        session: String,
+        cwd: String,
+    },
+    /// One or more prompts, sent one after another.
+    Prompt {
+        client: String,
+        session: String,
+        texts: Vec<String>,
+        expect_stop_reason: Option<String>,
+    },
+    /// A prompt on `session` carrying the user prompts sent earlier on `from`,
+    /// as the seed script's recreate-and-rehydrate fallback builds it.
+    RehydratePrompt {
+        client: String,
+        session: String,
+        from: String,
+    },
+    Restart,
+    GetEvents {
+        client: String,
+        session: String,
+        limit: usize,
+        integrity: bool,
+    },
+    ResumeSession {
+        client: String,
+        session: String,
+        expect: Option<ResumeExpect>,
+    },
+    DestroySession {
+        client: String,
+        session: String,
+    },
+    Dispose {
+        client: String,
+    },
+    Sleep {
+        duration: Duration,
+    },
+    /// `GET /v1/health`.
+    Health {
+        client: String,
+    },
+    /// `pwd` through `/v1/processes/run`: the reconnect design's liveness probe.
+    Probe {
+        client: String,
+    },
+}
+
+/// What `resume_session` is expected to do, when a scenario pins it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResumeExpect {
+    SameHandle,
+    Recreated,
+}
+
+impl Step {
+    /// The step kind as written in scenario files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::Connect { .. } => "connect",
+            Step::CreateSession { .. } => "create_session",
+            Step::Prompt { .. } => "prompt",
+            Step::RehydratePrompt { .. } => "rehydrate_prompt",
+            Step::Restart => "restart",
+            Step::GetEvents { .. } => "get_events",
+            Step::ResumeSession { .. } => "resume_session",
+            Step::DestroySession { .. } => "destroy_session",
+            Step::Dispose { .. } => "dispose",
+            Step::Sleep { .. } => "sleep",
+            Step::Health { .. } => "health",
+            Step::Probe { .. } => "probe",
+        }
+    }
+
+    /// What a timed-out phase was waiting for, in words.
+    pub fn pending(&self) -> String {
+        match self {
+            Step::Connect { client } => format!("connecting client {client}"),
+            Step::CreateSession {
+                client, session, ..
+            } => {
+                format!("session/new for {session} on client {client} (no response)")
+            }
+            Step::Prompt {
+                client, session, ..
+            }
+            | Step::RehydratePrompt {
+                client, session, ..
+            } => {
+                format!("session/prompt on {session} via client {client} (no response)")
+            }
+            Step::Restart => "the target's restart and readiness".into(),
+            Step::GetEvents { session, .. } => {
+                format!("listing events of {session} from the persist store")
+            }
+            Step::ResumeSession {
+                client, session, ..
+            } => format!("resumeSession {session} on client {client}"),
+            Step::DestroySession { session, .. } => format!("destroySession {session}"),
+            Step::Dispose { client } => format!("disposing client {client}"),
+            Step::Sleep { .. } => "sleeping".into(),
+            Step::Health { .. } => "GET /v1/health".into(),
+            Step::Probe { .. } => "POST /v1/processes/run pwd".into(),
+        }
+    }
+}

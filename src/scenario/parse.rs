@@ -1,0 +1,622 @@
+//! Reading scenario files: serde-only raw tables first (unknown keys are
+//! rejected by toml with their line), then a checked [`Scenario`] whose errors
+//! name the file, the line of the offending phase, and what was expected.
+
+use super::{Phase, ResumeExpect, Scenario, Step};
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::Spanned;
+
+/// The scenarios shipped with continuity, used when no scenario folder is given.
+const BUILTIN: [(&str, &str); 2] = [
+    (
+        "native-continuity.toml",
+        include_str!("../../scenarios/native-continuity.toml"),
+    ),
+    (
+        "recreate-rehydrate.toml",
+        include_str!("../../scenarios/recreate-rehydrate.toml"),
+    ),
+];
+
+/// A scenario file that could not be read or is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ScenarioError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    /// Phases that decide the verdict; all phases when absent.
+    verdict: Option<Vec<String>>,
+    #[serde(default, rename = "phase")]
+    phases: Vec<Spanned<RawPhase>>,
+    #[serde(default)]
+    cleanup: Vec<Spanned<RawPhase>>,
+}
+
+/// `text = "one"` or `text = ["one", "two"]`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Texts {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPhase {
+    name: Option<String>,
+    step: String,
+    timeout_ms: Option<u64>,
+    on_failure: Option<String>,
+    client: Option<String>,
+    session: Option<String>,
+    text: Option<Texts>,
+    from: Option<String>,
+    cwd: Option<String>,
+    limit: Option<usize>,
+    integrity: Option<bool>,
+    expect: Option<String>,
+    expect_stop_reason: Option<String>,
+    ms: Option<u64>,
+}
+
+/// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
+const STEP_FIELDS: [(&str, &[&str]); 12] = [
+    ("connect", &["client"]),
+    ("create_session", &["client", "session", "cwd"]),
+    (
+        "prompt",
+        &["client", "session", "text", "expect_stop_reason"],
+    ),
+    ("rehydrate_prompt", &["client", "session", "from"]),
+    ("restart", &[]),
+    ("get_events", &["client", "session", "limit", "integrity"]),
+    ("resume_session", &["client", "session", "expect"]),
+    ("destroy_session", &["client", "session"]),
+    ("dispose", &["client"]),
+    ("sleep", &["ms"]),
+    ("health", &["client"]),
+    ("probe", &["client"]),
+];
+
+impl RawPhase {
+    /// The step-specific fields that are set, by name.
+    fn set_fields(&self) -> Vec<&'static str> {
+        let present = [
+            ("client", self.client.is_some()),
+            ("session", self.session.is_some()),
+            ("text", self.text.is_some()),
+            ("from", self.from.is_some()),
+            ("cwd", self.cwd.is_some()),
+            ("limit", self.limit.is_some()),
+            ("integrity", self.integrity.is_some()),
+            ("expect", self.expect.is_some()),
+            ("expect_stop_reason", self.expect_stop_reason.is_some()),
+            ("ms", self.ms.is_some()),
+        ];
+        present
+            .iter()
+            .filter(|(_, set)| *set)
+            .map(|(name, _)| *name)
+            .collect()
+    }
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+    source: &'a str,
+    clients: HashSet<String>,
+    sessions: HashSet<String>,
+}
+
+impl Checker<'_> {
+    fn error(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        ScenarioError {
+            file: self.file.to_path_buf(),
+            line: span.map(|s| line_of(self.source, s.start)),
+            message: message.into(),
+        }
+    }
+
+    fn phase(&mut self, raw: &Spanned<RawPhase>, cleanup: bool) -> Result<Phase, ScenarioError> {
+        let span = Some(raw.span());
+        let p = raw.get_ref();
+        let fail = |msg: String| self.error(span.clone(), msg);
+        let Some((_, allowed)) = STEP_FIELDS.iter().find(|(kind, _)| *kind == p.step) else {
+            let kinds: Vec<&str> = STEP_FIELDS.iter().map(|(k, _)| *k).collect();
+            return Err(fail(format!(
+                "unknown step {:?}; expected one of: {}",
+                p.step,
+                kinds.join(", ")
+            )));
+        };
+        for field in p.set_fields() {
+            if !allowed.contains(&field) {
+                return Err(fail(format!(
+                    "`{field}` is not a field of step `{}` (it takes: {})",
+                    p.step,
+                    if allowed.is_empty() {
+                        "nothing else".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                )));
+            }
+        }
+        let name = match (&p.name, cleanup) {
+            (Some(n), _) if !n.trim().is_empty() => n.trim().to_string(),
+            (_, true) => p.step.clone(),
+            _ => return Err(fail(format!("a phase needs a `name` (step `{}`)", p.step))),
+        };
+        let continue_on_failure = match p.on_failure.as_deref() {
+            None | Some("stop") => cleanup,
+            Some("continue") => true,
+            Some(other) => {
+                return Err(fail(format!(
+                    "on_failure must be \"stop\" or \"continue\", got {other:?}"
+                )))
+            }
+        };
+        let timeout = match p.timeout_ms {
+            Some(0) => return Err(fail("timeout_ms must be greater than 0".into())),
+            Some(ms) => Some(Duration::from_millis(ms)),
+            None => None,
+        };
+        let need = |field: &str, value: &Option<String>| -> Result<String, ScenarioError> {
+            match value {
+                Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+                _ => Err(self.error(span.clone(), format!("step `{}` needs `{field}`", p.step))),
+            }
+        };
+        let client = || need("client", &p.client);
+        let session = || need("session", &p.session);
+        let step = match p.step.as_str() {
+            "connect" => Step::Connect { client: client()? },
+            "create_session" => Step::CreateSession {
+                client: client()?,
+                session: session()?,
+                cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
+            },
+            "prompt" => {
+                let texts = match &p.text {
+                    Some(Texts::One(t)) => vec![t.clone()],
+                    Some(Texts::Many(ts)) => ts.clone(),
+                    None => Vec::new(),
+                };
+                if texts.is_empty() || texts.iter().any(|t| t.trim().is_empty()) {
+                    return Err(fail(
+                        "step `prompt` needs `text`: a string or a list of non-empty strings"
+                            .into(),
+                    ));
+                }
+                Step::Prompt {
+                    client: client()?,
+                    session: session()?,
+                    texts,
+                    expect_stop_reason: p.expect_stop_reason.clone(),
+                }
+            }
+            "rehydrate_prompt" => Step::RehydratePrompt {
+                client: client()?,
+                session: session()?,
+                from: need("from", &p.from)?,
+            },
+            "restart" => Step::Restart,
+            "get_events" => Step::GetEvents {
+                client: client()?,
+                session: session()?,
+                limit: match p.limit {
+                    Some(0) => return Err(fail("limit must be greater than 0".into())),
+                    Some(n) => n,
+                    None => 20,
+                },
+                integrity: p.integrity.unwrap_or(false),
+            },
+            "resume_session" => Step::ResumeSession {
+                client: client()?,
+                session: session()?,
+                expect: match p.expect.as_deref() {
+                    None => None,
+                    Some("same_handle") => Some(ResumeExpect::SameHandle),
+                    Some("recreated") => Some(ResumeExpect::Recreated),
+                    Some(other) => {
+                        return Err(fail(format!(
+                            "expect must be \"same_handle\" or \"recreated\", got {other:?}"
+                        )))
+                    }
+                },
+            },
+            "destroy_session" => Step::DestroySession {
+                client: client()?,
+                session: session()?,
+            },
+            "dispose" => Step::Dispose { client: client()? },
+            "sleep" => Step::Sleep {
+                duration: Duration::from_millis(
+                    p.ms.ok_or_else(|| fail("step `sleep` needs `ms`".into()))?,
+                ),
+            },
+            "health" => Step::Health { client: client()? },
+            "probe" => Step::Probe { client: client()? },
+            _ => unreachable!("checked against STEP_FIELDS above"),
+        };
+        self.check_references(&step, span)?;
+        Ok(Phase {
+            name,
+            step,
+            timeout,
+            continue_on_failure,
+            verdict: false,
+        })
+    }
+
+    /// Clients must be connected, and sessions created, by an earlier phase.
+    fn check_references(
+        &mut self,
+        step: &Step,
+        span: Option<std::ops::Range<usize>>,
+    ) -> Result<(), ScenarioError> {
+        let (client, session) = match step {
+            Step::Connect { client } => {
+                self.clients.insert(client.clone());
+                return Ok(());
+            }
+            Step::CreateSession {
+                client, session, ..
+            } => {
+                if !self.clients.contains(client) {
+                    return Err(self.error(
+                        span,
+                        format!("client `{client}` is used before a `connect` step names it"),
+                    ));
+                }
+                self.sessions.insert(session.clone());
+                return Ok(());
+            }
+            Step::RehydratePrompt { client, from, .. } => (Some(client), Some(from)),
+            Step::Prompt {
+                client, session, ..
+            }
+            | Step::GetEvents {
+                client, session, ..
+            }
+            | Step::ResumeSession {
+                client, session, ..
+            }
+            | Step::DestroySession { client, session } => (Some(client), Some(session)),
+            Step::Dispose { client } | Step::Health { client } | Step::Probe { client } => {
+                (Some(client), None)
+            }
+            Step::Restart | Step::Sleep { .. } => (None, None),
+        };
+        if let Some(client) = client {
+            if !self.clients.contains(client) {
+                return Err(self.error(
+                    span,
+                    format!("client `{client}` is used before a `connect` step names it"),
+                ));
+            }
+        }
+        if let Some(session) = session {
+            if !self.sessions.contains(session) {
+                return Err(self.error(
+                    span,
+                    format!("session `{session}` is used before a `create_session` step makes it"),
+                ));
+            }
+        }
+        if let Step::RehydratePrompt { session, .. } = step {
+            // The rehydrated session may be new here; it must be created first too.
+            if !self.sessions.contains(session) {
+                return Err(self.error(
+                    span,
+                    format!("session `{session}` is used before a `create_session` step makes it"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A toml error as `file:line: message (in `the line`)`, so the key is always named.
+pub(crate) fn toml_error(file: &Path, source: &str, e: &toml::de::Error) -> ScenarioError {
+    let line = e.span().map(|s| line_of(source, s.start));
+    let text = line
+        .and_then(|l| source.lines().nth(l - 1))
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    ScenarioError {
+        file: file.to_path_buf(),
+        line,
+        message: match text {
+            Some(t) => format!("{} (in `{t}`)", e.message()),
+            None => e.message().to_string(),
+        },
+    }
+}
+
+fn line_of(source: &str, offset: usize) -> usize {
+    source[..offset.min(source.len())].matches('\n').count() + 1
+}
+
+/// Parses and checks one scenario file's text.
+pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = toml::from_str(source).map_err(|e| toml_error(file, source, &e))?;
+    let mut checker = Checker {
+        file,
+        source,
+        clients: HashSet::new(),
+        sessions: HashSet::new(),
+    };
+    if raw.name.trim().is_empty() {
+        return Err(checker.error(None, "`name` must not be empty"));
+    }
+    if raw.phases.is_empty() {
+        return Err(checker.error(None, "a scenario needs at least one [[phase]]"));
+    }
+    let mut phases = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for raw_phase in &raw.phases {
+        let phase = checker.phase(raw_phase, false)?;
+        if seen.insert(phase.name.clone(), phases.len()).is_some() {
+            return Err(checker.error(
+                Some(raw_phase.span()),
+                format!("phase name `{}` is used twice", phase.name),
+            ));
+        }
+        phases.push(phase);
+    }
+    let cleanup = raw
+        .cleanup
+        .iter()
+        .map(|c| checker.phase(c, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    match &raw.verdict {
+        None => phases.iter_mut().for_each(|p| p.verdict = true),
+        Some(names) => {
+            for name in names {
+                match seen.get(name) {
+                    Some(&i) => phases[i].verdict = true,
+                    None => {
+                        let known: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
+                        return Err(checker.error(
+                            None,
+                            format!(
+                                "verdict names phase `{name}`, which does not exist (phases: {})",
+                                known.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Scenario {
+        name: raw.name.trim().to_string(),
+        description: raw.description.trim().to_string(),
+        file: file.to_path_buf(),
+        phases,
+        cleanup,
+    })
+}
+
+/// The scenarios embedded in the binary.
+pub fn builtin_scenarios() -> Vec<Scenario> {
+    BUILTIN
+        .iter()
+        .map(|(name, source)| {
+            parse_scenario(&Path::new("<builtin>").join(name), source).unwrap_or_else(|e| {
+                panic!("built-in scenario is invalid (a test guards this): {e}")
+            })
+        })
+        .collect()
+}
+
+/// Every `*.toml` in a folder, sorted by file name; the first bad file is the error.
+pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    let unreadable = |e: std::io::Error| ScenarioError {
+        file: dir.to_path_buf(),
+        line: None,
+        message: format!("cannot read: {e}"),
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(unreadable)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(ScenarioError {
+            file: dir.to_path_buf(),
+            line: None,
+            message: "no *.toml scenario files here".into(),
+        });
+    }
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for file in files {
+        let source = std::fs::read_to_string(&file).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        let scenario = parse_scenario(&file, &source)?;
+        if let Some(other) = scenarios.iter().find(|s| s.name == scenario.name) {
+            return Err(ScenarioError {
+                file,
+                line: None,
+                message: format!(
+                    "scenario name `{}` is also used by {}",
+                    scenario.name,
+                    other.file.display()
+                ),
+            });
+        }
+        scenarios.push(scenario);
+    }
+    Ok(scenarios)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(source: &str) -> Result<Scenario, ScenarioError> {
+        parse_scenario(Path::new("s.toml"), source)
+    }
+
+    const HEAD: &str =
+        "name = \"t\"\n[[phase]]\nname = \"c\"\nstep = \"connect\"\nclient = \"a\"\n";
+
+    #[test]
+    fn the_builtin_scenarios_parse_with_the_seed_phase_names() {
+        let all = builtin_scenarios();
+        let names: Vec<Vec<&str>> = all
+            .iter()
+            .map(|s| s.phases.iter().map(|p| p.name.as_str()).collect())
+            .collect();
+        assert!(
+            names[0].starts_with(&[
+                "connectPrimary",
+                "createSession",
+                "promptBeforeRestart",
+                "restart",
+                "promptSameHandleAfterRestart"
+            ]),
+            "{names:?}"
+        );
+        for phase in ["getEvents", "resumeSession", "promptAfterResume"] {
+            assert!(names[0].contains(&phase));
+        }
+        let verdict: Vec<&str> = all[0]
+            .phases
+            .iter()
+            .filter(|p| p.verdict)
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(
+            verdict,
+            ["promptSameHandleAfterRestart", "promptAfterResume"]
+        );
+        for phase in ["seedPrompts", "createAfter", "promptRehydrate"] {
+            assert!(names[1].contains(&phase), "{names:?}");
+        }
+        let seed = all[1]
+            .phases
+            .iter()
+            .find(|p| p.name == "seedPrompts")
+            .unwrap();
+        assert!(matches!(&seed.step, Step::Prompt { texts, .. } if texts.len() == 2));
+    }
+
+    #[test]
+    fn an_unknown_key_names_file_line_and_key() {
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ncolour = \"red\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.file, Path::new("s.toml"));
+        assert_eq!(e.line, Some(9), "{e}");
+        assert!(e.message.contains("colour"), "{e}");
+        assert!(e.to_string().starts_with("s.toml:9: "), "{e}");
+    }
+
+    #[test]
+    fn a_field_of_another_step_is_rejected_with_what_the_step_takes() {
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"connect\"\nclient = \"b\"\nlimit = 3\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("`limit` is not a field of step `connect` (it takes: client)"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(6));
+    }
+
+    #[test]
+    fn bad_values_say_what_was_expected() {
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"teleport\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message
+                .contains("unknown step \"teleport\"; expected one of: connect"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\non_failure = \"maybe\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("\"stop\" or \"continue\""), "{e}");
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ntimeout_ms = \"soon\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message.contains("timeout_ms") || e.message.contains("integer"),
+            "{e}"
+        );
+        assert_eq!(e.line, Some(9));
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ntimeout_ms = 0\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("greater than 0"), "{e}");
+    }
+
+    #[test]
+    fn references_must_come_after_what_they_name() {
+        let e = parse(&format!("{HEAD}[[phase]]\nname = \"p\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"s\"\ntext = \"x\"\n")).unwrap_err();
+        assert!(
+            e.message
+                .contains("session `s` is used before a `create_session`"),
+            "{e}"
+        );
+        let e = parse(
+            "name = \"t\"\n[[phase]]\nname = \"p\"\nstep = \"dispose\"\nclient = \"ghost\"\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("client `ghost`"), "{e}");
+        let e = parse(&format!("{HEAD}verdict_typo = 1\n")).unwrap_err();
+        assert!(e.message.contains("verdict_typo"), "{e}");
+    }
+
+    #[test]
+    fn verdict_and_duplicates_are_checked() {
+        let e = parse(&format!("verdict = [\"nope\"]\n{HEAD}")).unwrap_err();
+        assert!(e.message.contains("verdict names phase `nope`"), "{e}");
+        let e = parse(&format!(
+            "{HEAD}[[phase]]\nname = \"c\"\nstep = \"sleep\"\nms = 1\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("used twice"), "{e}");
+    }
+
+    #[test]
+    fn cleanup_steps_continue_and_default_their_name() {
+        let s = parse(&format!(
+            "{HEAD}[[cleanup]]\nstep = \"dispose\"\nclient = \"a\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.cleanup[0].name, "dispose");
+        assert!(s.cleanup[0].continue_on_failure);
+        assert!(!s.cleanup[0].verdict);
+    }
+}
