@@ -2,6 +2,7 @@
 //! the nginx gateway and the Rivet layer join it), with the installation and
 //! supervision they need.
 
+pub mod nginx;
 pub mod npm;
 pub mod process;
 pub mod sandbox_agent;

@@ -49,6 +49,38 @@ pub struct SandboxAgentServer {
     process: ManagedProcess,
 }
 
+impl SandboxAgentConfig {
+    /// Writes the `mock` launcher and returns how to run the server on `port`.
+    pub fn prepare(&self, port: u16) -> Result<ProcessSpec, String> {
+        let data = self.run_dir.join("data");
+        write_launcher(&data, self)?;
+        Ok(ProcessSpec {
+            name: "sandbox-agent".into(),
+            program: self.binary.clone(),
+            args: ["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain([port.to_string()])
+                .collect(),
+            env: vec![("XDG_DATA_HOME".into(), data.display().to_string())],
+            cwd: Some(self.run_dir.clone()),
+            log: self.run_dir.join("sandbox-agent.log"),
+        })
+    }
+
+    /// Every message the agent processes received, one JSON value per line.
+    pub fn agent_record_path(&self) -> PathBuf {
+        self.run_dir.join("agent-record.jsonl")
+    }
+}
+
+/// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`.
+pub fn binary_version(binary: &Path) -> Option<String> {
+    let output = std::process::Command::new(binary).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    (output.status.success() && !text.is_empty()).then_some(text)
+}
+
 impl SandboxAgentServer {
     /// Writes the launcher, starts the server and waits until it is healthy.
     pub async fn start(config: SandboxAgentConfig, ready_within: Duration) -> Result<Self, String> {
@@ -56,27 +88,7 @@ impl SandboxAgentServer {
             Some(p) => p,
             None => free_port()?,
         };
-        let data = config.run_dir.join("data");
-        write_launcher(&data, &config)?;
-        let spec = ProcessSpec {
-            name: "sandbox-agent".into(),
-            program: config.binary.clone(),
-            args: [
-                "server",
-                "--no-token",
-                "--no-telemetry",
-                "-H",
-                "127.0.0.1",
-                "-p",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .chain([port.to_string()])
-            .collect(),
-            env: vec![("XDG_DATA_HOME".into(), data.display().to_string())],
-            cwd: Some(config.run_dir.clone()),
-            log: config.run_dir.join("sandbox-agent.log"),
-        };
+        let spec = config.prepare(port)?;
         let mut server = SandboxAgentServer {
             config,
             port,
@@ -105,7 +117,7 @@ impl SandboxAgentServer {
 
     /// Every message the agent processes received, one JSON value per line.
     pub fn agent_record_path(&self) -> PathBuf {
-        self.config.run_dir.join("agent-record.jsonl")
+        self.config.agent_record_path()
     }
 
     /// Kills the server's process group.
@@ -174,7 +186,7 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
     let mut script = String::from(
         "#!/bin/sh\n# Written by continuity: the scripted ACP agent stands in for `mock`.\n",
     );
-    let record = config.run_dir.join("agent-record.jsonl");
+    let record = config.agent_record_path();
     let state = config.run_dir.join("agent-state.json");
     let mut env = vec![
         (

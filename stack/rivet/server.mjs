@@ -5,6 +5,8 @@
 //   RIVET_ENDPOINT           engine guard URL, e.g. http://127.0.0.1:<guard port> (required)
 //   RIVET_RUN_SERVICES=0     do not start the first-party Services host (set by this file if unset)
 //   CONTINUITY_RIVET_SAVE    immediate (default) | deferred
+//   CONTINUITY_RIVET_SAVE_INTERVAL_MS  optional: actor stateSaveInterval for deferred
+//                            mode (RivetKit default 1000 when unset)
 //
 // Prints "continuity-rivet: ready ..." on stdout once the envoy is registered
 // with the engine; exits non-zero if registration fails.
@@ -20,6 +22,9 @@ if (SAVE !== "immediate" && SAVE !== "deferred") {
 	console.error(`continuity-rivet: CONTINUITY_RIVET_SAVE must be immediate|deferred, got ${SAVE}`);
 	process.exit(2);
 }
+const SAVE_INTERVAL = process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS
+	? Number.parseInt(process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS, 10)
+	: undefined;
 const DEFAULT_LIMIT = 100;
 
 function page(all, cursor, limit) {
@@ -55,6 +60,7 @@ async function persistNow(c) {
 
 const persist = actor({
 	createState: () => ({ sessions: {}, events: {} }),
+	options: SAVE_INTERVAL > 0 ? { stateSaveInterval: SAVE_INTERVAL } : {},
 	actions: {
 		getSession: (c, id) => plain(c.state.sessions[id] ?? null),
 
@@ -102,7 +108,7 @@ registry
 	.startAndWait()
 	.then(() => {
 		console.log(
-			`continuity-rivet: ready endpoint=${process.env.RIVET_ENDPOINT} actor=persist save=${SAVE} pid=${process.pid} startup_ms=${Date.now() - t0}`,
+			`continuity-rivet: ready endpoint=${process.env.RIVET_ENDPOINT} actor=persist save=${SAVE} save_interval_ms=${SAVE_INTERVAL ?? "default"} pid=${process.pid} startup_ms=${Date.now() - t0}`,
 		);
 	})
 	.catch((err) => {
