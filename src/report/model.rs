@@ -216,3 +216,115 @@ impl Cell {
         self.phases.iter().find(|p| p.name == name)
     }
 }
+
+impl Cell {
+    /// The row label renderers share: the target, with `#attempt` only when
+    /// the run repeated cells (so a single-attempt report reads like the seed issue).
+    pub fn label(&self, repeat: u32) -> String {
+        if repeat > 1 {
+            format!("{} #{}", self.target, self.attempt)
+        } else {
+            self.target.clone()
+        }
+    }
+}
+
+impl Verdict {
+    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+            Verdict::Skipped => "skipped",
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Verdict::Pass => "✅",
+            Verdict::Fail => "❌",
+            Verdict::Error => "⚠",
+            Verdict::Skipped => "–",
+        }
+    }
+}
+
+impl SignatureKind {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignatureKind::Timeout => "timeout",
+            SignatureKind::Connect => "connect",
+            SignatureKind::StreamClosed => "stream_closed",
+            SignatureKind::Http => "http",
+            SignatureKind::Rpc => "rpc",
+            SignatureKind::Protocol => "protocol",
+            SignatureKind::Client => "client",
+            SignatureKind::AgentExit => "agent_exit",
+            SignatureKind::Integrity => "integrity",
+            SignatureKind::Harness => "harness",
+        }
+    }
+}
+
+impl Report {
+    /// Scenarios in the order the run declared them, then any that only
+    /// appear in cells, so a hand-edited or partial report still renders whole.
+    pub fn scenario_order(&self) -> Vec<&str> {
+        ordered(
+            self.run.scenarios.iter().map(String::as_str),
+            self.cells.iter().map(|c| c.scenario.as_str()),
+        )
+    }
+
+    /// Targets in run order, then any only found in cells.
+    pub fn target_order(&self) -> Vec<&str> {
+        ordered(
+            self.run.targets.iter().map(String::as_str),
+            self.cells.iter().map(|c| c.target.as_str()),
+        )
+    }
+
+    /// A scenario's cells sorted by target order then attempt, whatever
+    /// order the runner finished them in.
+    pub fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
+        let targets = self.target_order();
+        let rank = |t: &str| targets.iter().position(|x| *x == t).unwrap_or(usize::MAX);
+        let mut cells: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.scenario == scenario)
+            .collect();
+        cells.sort_by_key(|c| (rank(&c.target), c.attempt));
+        cells
+    }
+
+    /// A scenario's non-cleanup phase names: those of its first cell, then
+    /// any later cells add. A skipped first cell has no phases, and taking
+    /// only the first cell would then leave the table without columns.
+    pub fn phase_columns(&self, scenario: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for cell in self.cells_of(scenario) {
+            for phase in cell.phases.iter().filter(|p| !p.cleanup) {
+                if !names.contains(&phase.name.as_str()) {
+                    names.push(&phase.name);
+                }
+            }
+        }
+        names
+    }
+}
+
+fn ordered<'a>(
+    declared: impl Iterator<Item = &'a str>,
+    seen: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in declared.chain(seen) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}

@@ -1,0 +1,291 @@
+//! `report.md`: what a user pastes into a bug report. Each scenario reads
+//! like the seed issue's "Results (inline)" (total, failure boundary, per
+//! target), followed by the distinct error signatures, the run's metadata
+//! and restart/readiness timings.
+
+use std::fmt::Write as _;
+
+use super::model::{Cell, Outcome, Report, Signature, SignatureKind, Verdict};
+
+/// Long server messages would swamp a pasted issue; the JSON keeps them whole.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# continuity report `{}`", report.run.id);
+    for scenario in report.scenario_order() {
+        out.push('\n');
+        scenario_section(&mut out, report, scenario);
+    }
+    out.push('\n');
+    signatures_section(&mut out, report);
+    out.push('\n');
+    metadata_section(&mut out, report);
+    out.push('\n');
+    restarts_section(&mut out, report);
+    out
+}
+
+fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
+    let repeat = report.run.repeat;
+    let cells = report.cells_of(scenario);
+    let runs = if repeat == 1 { "run" } else { "runs" };
+    let _ = writeln!(
+        out,
+        "## {} diagnostic ({repeat} {runs}/target)\n",
+        title(scenario)
+    );
+    let total = cells.len();
+    let passed = cells.iter().filter(|c| c.verdict == Verdict::Pass).count();
+    let _ = write!(out, "- total: {passed}/{total} success");
+    let others: Vec<String> = [
+        (Verdict::Error, "error", "errors"),
+        (Verdict::Skipped, "skipped", "skipped"),
+    ]
+    .iter()
+    .filter_map(|(v, one, many)| {
+        let n = cells.iter().filter(|c| c.verdict == *v).count();
+        (n > 0).then(|| format!("{n} {}", if n == 1 { one } else { many }))
+    })
+    .collect();
+    if !others.is_empty() {
+        let _ = write!(out, " ({})", others.join(", "));
+    }
+    out.push('\n');
+
+    let mut boundaries: Vec<(&str, usize)> = Vec::new();
+    for cell in &cells {
+        if let Some(b) = cell.failure_boundary.as_deref() {
+            match boundaries.iter_mut().find(|(name, _)| *name == b) {
+                Some((_, n)) => *n += 1,
+                None => boundaries.push((b, 1)),
+            }
+        }
+    }
+    if boundaries.is_empty() {
+        out.push_str("- failure boundary phase: none\n");
+    }
+    for (name, n) in boundaries {
+        let _ = writeln!(out, "- failure boundary phase: {name} in {n}/{total}");
+    }
+
+    out.push_str("- per target:\n");
+    for cell in &cells {
+        let _ = writeln!(out, "  - {}: {}", cell.label(repeat), per_target(cell));
+    }
+}
+
+/// `native-continuity` → `Native continuity`.
+fn title(scenario: &str) -> String {
+    let words = scenario.replace(['-', '_'], " ");
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn per_target(cell: &Cell) -> String {
+    let marks: Vec<String> = cell
+        .phases
+        .iter()
+        .filter(|p| !p.cleanup)
+        .map(|p| {
+            let mark = match p.outcome {
+                Outcome::Ok => "✅",
+                Outcome::Fail | Outcome::Timeout => "❌",
+                Outcome::NotRun => "–",
+            };
+            format!("{} {mark}", p.name)
+        })
+        .collect();
+    let reason = cell
+        .reason
+        .as_deref()
+        .map(clean)
+        .filter(|r| !r.is_empty())
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    match cell.verdict {
+        Verdict::Skipped | Verdict::Error if marks.is_empty() => {
+            format!("{} {}{reason}", cell.verdict.glyph(), cell.verdict.as_str())
+        }
+        Verdict::Skipped | Verdict::Error => format!(
+            "{}; {} {}{reason}",
+            marks.join(", "),
+            cell.verdict.glyph(),
+            cell.verdict.as_str()
+        ),
+        Verdict::Pass | Verdict::Fail => marks.join(", "),
+    }
+}
+
+/// One distinct signature and where it was seen, in first-seen order.
+struct Seen<'a> {
+    sig: &'a Signature,
+    count: usize,
+    /// phase → targets (labels), both in first-seen order.
+    at: Vec<(&'a str, Vec<String>)>,
+}
+
+fn same(a: &Signature, b: &Signature) -> bool {
+    // `pending` differs from one timeout to the next (request ids), so it
+    // is left out of what makes two signatures the same.
+    a.kind == b.kind
+        && a.http_status == b.http_status
+        && a.problem_type == b.problem_type
+        && a.rpc_code == b.rpc_code
+        && a.message == b.message
+}
+
+fn signatures_section(out: &mut String, report: &Report) {
+    let mut seen: Vec<Seen> = Vec::new();
+    for cell in &report.cells {
+        let label = cell.label(report.run.repeat);
+        for phase in &cell.phases {
+            let Some(sig) = &phase.signature else {
+                continue;
+            };
+            let entry = match seen.iter().position(|s| same(s.sig, sig)) {
+                Some(i) => &mut seen[i],
+                None => {
+                    seen.push(Seen {
+                        sig,
+                        count: 0,
+                        at: Vec::new(),
+                    });
+                    let last = seen.len() - 1;
+                    &mut seen[last]
+                }
+            };
+            entry.count += 1;
+            match entry.at.iter_mut().find(|(p, _)| *p == phase.name) {
+                Some((_, targets)) => {
+                    if !targets.contains(&label) {
+                        targets.push(label.clone());
+                    }
+                }
+                None => entry.at.push((&phase.name, vec![label.clone()])),
+            }
+        }
+    }
+
+    out.push_str("## Error signatures\n\n");
+    if seen.is_empty() {
+        out.push_str("none\n");
+        return;
+    }
+    out.push_str("| kind | HTTP status | problem type | RPC code | message | count | seen at |\n");
+    out.push_str("|---|---|---|---|---|---|---|\n");
+    for s in &seen {
+        let at: Vec<String> =
+            s.at.iter()
+                .map(|(phase, targets)| format!("{phase} ({})", targets.join(", ")))
+                .collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            kind_name(s.sig.kind),
+            opt(s.sig.http_status),
+            s.sig
+                .problem_type
+                .as_deref()
+                .map(cell_text)
+                .unwrap_or_default(),
+            opt(s.sig.rpc_code),
+            cell_text(&s.sig.message),
+            s.count,
+            cell_text(&at.join("; ")),
+        );
+    }
+}
+
+fn kind_name(kind: SignatureKind) -> String {
+    format!("`{}`", kind.as_str())
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn metadata_section(out: &mut String, report: &Report) {
+    let run = &report.run;
+    out.push_str("## Run\n\n");
+    let _ = writeln!(out, "- harness version: {}", run.harness_version);
+    let _ = writeln!(
+        out,
+        "- server version: {}",
+        run.server_version.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(out, "- base URL: {}", run.base_url);
+    let _ = writeln!(out, "- agent: {}", run.agent);
+    let _ = writeln!(
+        out,
+        "- timeout: {} ms per phase, {} ms overall",
+        run.timeout_ms, run.overall_timeout_ms
+    );
+    let _ = writeln!(out, "- repeat: {}", run.repeat);
+    let _ = writeln!(out, "- persist: {}", run.persist);
+    let _ = writeln!(out, "- run id: {}", run.id);
+    let _ = writeln!(
+        out,
+        "- started: {}, finished: {} ({} ms)",
+        run.started_at, run.finished_at, run.duration_ms
+    );
+    if run.interrupted {
+        out.push_str("- interrupted: yes, unfinished cells are missing\n");
+    }
+}
+
+fn restarts_section(out: &mut String, report: &Report) {
+    out.push_str("## Restart timings\n\n");
+    let mut rows = Vec::new();
+    for target in report.target_order() {
+        for scenario in report.scenario_order() {
+            for cell in report.cells_of(scenario) {
+                if cell.target != target {
+                    continue;
+                }
+                for r in &cell.restarts {
+                    rows.push(format!(
+                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                        cell_text(&cell.label(report.run.repeat)),
+                        cell_text(&cell.scenario),
+                        cell_text(&r.phase),
+                        cell_text(&r.action),
+                        if r.ok { "✅" } else { "❌" },
+                        r.restart_ms,
+                        opt(r.ready_ms),
+                        r.detail.as_deref().map(cell_text).unwrap_or_default(),
+                    ));
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("none\n");
+        return;
+    }
+    out.push_str("| target | scenario | phase | action | ok | restart ms | ready ms | detail |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    for row in rows {
+        out.push_str(&row);
+        out.push('\n');
+    }
+}
+
+/// Text safe inside a Markdown table cell: one line, pipes escaped, bounded.
+fn cell_text(s: &str) -> String {
+    clean(s).replace('|', "\\|")
+}
+
+/// One line, bounded length.
+fn clean(s: &str) -> String {
+    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > MAX_MESSAGE_CHARS {
+        let cut: String = one_line.chars().take(MAX_MESSAGE_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        one_line
+    }
+}

@@ -1,0 +1,205 @@
+//! The terminal and `report.txt` rendering: a header, a totals line, one
+//! comfy-table per scenario (targets × phases + verdict), and a compact
+//! target × scenario summary. Colour is the caller's decision (NO_COLOR,
+//! TTY); with it off the output holds no ANSI escape at all.
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
+
+use super::model::{Cell, Outcome, PhaseResult, Report, Verdict};
+
+/// Placeholder for a phase that was not reached or is absent from a cell.
+const NOT_RUN: &str = "–";
+
+/// The run header, totals and one table per scenario.
+pub fn render_text(report: &Report, color: bool) -> String {
+    let mut out = String::new();
+    out.push_str(&header_line(report));
+    out.push('\n');
+    out.push_str(&totals_line(report));
+    out.push('\n');
+    if report.run.interrupted {
+        out.push_str("interrupted: unfinished cells are missing\n");
+    }
+    for scenario in report.scenario_order() {
+        out.push('\n');
+        out.push_str(scenario);
+        out.push('\n');
+        out.push_str(&scenario_table(report, scenario, color).to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Targets × scenarios, each cell a verdict glyph (with pass counts when
+/// the run repeated cells). Never coloured: it is meant for both stdout and files.
+pub fn render_summary(report: &Report) -> String {
+    let scenarios = report.scenario_order();
+    let mut table = new_table(false);
+    let mut header = vec![TableCell::new("target")];
+    header.extend(scenarios.iter().map(|s| TableCell::new(*s)));
+    table.set_header(header);
+    for target in report.target_order() {
+        let mut row = vec![TableCell::new(target)];
+        for scenario in &scenarios {
+            let cells: Vec<&Cell> = report
+                .cells
+                .iter()
+                .filter(|c| c.target == target && c.scenario == *scenario)
+                .collect();
+            row.push(TableCell::new(summary_text(&cells, report.run.repeat)));
+        }
+        table.add_row(row);
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    out
+}
+
+/// `run <id> · <base URL> · agent <name> · server <version>`.
+pub fn header_line(report: &Report) -> String {
+    let run = &report.run;
+    format!(
+        "run {} · {} · agent {} · server {}",
+        run.id,
+        run.base_url,
+        run.agent,
+        run.server_version.as_deref().unwrap_or("unknown")
+    )
+}
+
+/// `N/M cells passed (F failed, E errors, S skipped)`, counted from the
+/// cells rather than trusting `totals`, so a hand-edited report cannot lie.
+pub fn totals_line(report: &Report) -> String {
+    let t = super::model::Totals::of(&report.cells);
+    format!(
+        "{}/{} cells passed ({} failed, {} errors, {} skipped)",
+        t.passed, t.cells, t.failed, t.errored, t.skipped
+    )
+}
+
+fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
+    let phases = report.phase_columns(scenario);
+    let mut table = new_table(color);
+    let mut header = vec![TableCell::new("target")];
+    header.extend(phases.iter().map(|p| TableCell::new(*p)));
+    header.push(TableCell::new("verdict"));
+    table.set_header(header);
+
+    for cell in report.cells_of(scenario) {
+        let mut row = vec![TableCell::new(cell.label(report.run.repeat))];
+        for name in &phases {
+            row.push(phase_cell(cell.phase(name), color));
+        }
+        row.push(paint(
+            TableCell::new(verdict_text(cell)),
+            verdict_color(cell.verdict),
+            color,
+        ));
+        table.add_row(row);
+    }
+    table
+}
+
+// UTF8_FULL_CONDENSED: box-drawing lines read well in a terminal and in a
+// UTF-8 text file, and the cells already hold ✅/❌, so ASCII-only borders
+// would buy no portability; "condensed" drops the rule between rows, which
+// keeps a many-target table compact. Width detection is switched off so a
+// file and a pipe get the same layout as a wide terminal.
+fn new_table(color: bool) -> Table {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .force_no_tty();
+    if color {
+        table.enforce_styling();
+    }
+    table
+}
+
+fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
+    let Some(phase) = phase else {
+        return TableCell::new(NOT_RUN);
+    };
+    let (text, fg) = match phase.outcome {
+        Outcome::Ok => ("✅".to_string(), Color::Green),
+        Outcome::Timeout => ("❌ timeout".to_string(), Color::Red),
+        Outcome::Fail => match &phase.signature {
+            Some(sig) => (format!("❌ {}", sig.short()), Color::Red),
+            None => ("❌".to_string(), Color::Red),
+        },
+        Outcome::NotRun => (NOT_RUN.to_string(), Color::DarkGrey),
+    };
+    paint(TableCell::new(text), fg, color)
+}
+
+fn paint(cell: TableCell, fg: Color, color: bool) -> TableCell {
+    if color {
+        cell.fg(fg)
+    } else {
+        cell
+    }
+}
+
+/// The verdict column; comfy-table has no column spans, so a skipped or
+/// errored cell's reason goes here rather than across the phase columns.
+fn verdict_text(cell: &Cell) -> String {
+    match cell.verdict {
+        Verdict::Pass => "✅ pass".to_string(),
+        Verdict::Fail => match &cell.failure_boundary {
+            Some(b) => format!("❌ fail @ {b}"),
+            None => "❌ fail".to_string(),
+        },
+        Verdict::Error => with_reason("⚠ error", cell.reason.as_deref()),
+        Verdict::Skipped => with_reason("– skipped", cell.reason.as_deref()),
+    }
+}
+
+fn with_reason(head: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(r) if !r.trim().is_empty() => format!("{head}: {}", one_line(r)),
+        _ => head.to_string(),
+    }
+}
+
+/// A reason with newlines would break the table's row into ragged lines.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn verdict_color(verdict: Verdict) -> Color {
+    match verdict {
+        Verdict::Pass => Color::Green,
+        Verdict::Fail => Color::Red,
+        Verdict::Error => Color::Yellow,
+        Verdict::Skipped => Color::DarkGrey,
+    }
+}
+
+fn summary_text(cells: &[&Cell], repeat: u32) -> String {
+    if cells.is_empty() {
+        return NOT_RUN.to_string();
+    }
+    let count = |v: Verdict| cells.iter().filter(|c| c.verdict == v).count();
+    let (passed, failed, errored) = (
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Error),
+    );
+    // The worst verdict decides the glyph: one failure among passes is a failure.
+    let glyph = if failed > 0 {
+        Verdict::Fail.glyph()
+    } else if errored > 0 {
+        Verdict::Error.glyph()
+    } else if passed > 0 {
+        Verdict::Pass.glyph()
+    } else {
+        Verdict::Skipped.glyph()
+    };
+    if repeat > 1 || cells.len() > 1 {
+        format!("{glyph} {passed}/{}", cells.len())
+    } else {
+        glyph.to_string()
+    }
+}
