@@ -1,0 +1,185 @@
+//! The local stack `continuity run` brings up when no deployment is given:
+//! sandbox-agent (its `mock` agent is `continuity agent`), an nginx gateway in
+//! front of it, and the Rivet layer that persists session history — each a
+//! real program in its own process group on a free loopback port, each a
+//! restart target. A component whose program is missing is reported as a
+//! skipped target with the install command, never silently dropped.
+
+use super::nginx::{self, GatewayConfig};
+use super::process::free_port;
+use super::rivet::{self, RivetStack};
+use super::sandbox_agent::{self, SandboxAgentConfig};
+use crate::report::LogFile;
+use crate::runner::PersistFactory;
+use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The local stack's restart targets and what each restarts.
+pub const TARGETS: [(&str, &str); 5] = [
+    ("agent", "the sandbox-agent server (SIGTERM to its process group, start again on the same port)"),
+    ("gateway", "the nginx gateway in front of it (stop the master, start again)"),
+    ("gateway-reload", "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)"),
+    ("rivet", "the RivetKit runner holding the session-persistence actor"),
+    ("rivet-engine", "the Rivet Engine the runner connects to"),
+];
+
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+const AGENT_GRACE: Duration = Duration::from_secs(3);
+
+/// How to bring the stack up.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    pub run_dir: PathBuf,
+    pub server_version: String,
+    /// The `continuity` binary, for the agent launcher.
+    pub agent_program: PathBuf,
+    /// Only these targets (all when empty); every component still starts.
+    pub only: Vec<String>,
+}
+
+/// A running local stack.
+pub struct LocalStack {
+    /// Where clients connect: through the gateway when it runs.
+    pub base_url: String,
+    /// The selected restart targets, ready (the runner takes them).
+    pub targets: Vec<Target>,
+    /// Targets that cannot run here, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// The Rivet persist driver for every cell, when the Rivet layer runs.
+    pub persist_factory: Option<PersistFactory>,
+    pub server_version: Option<String>,
+    /// Components not selected as targets, still running, stopped by `down`.
+    background: Vec<Target>,
+    rivet: Option<RivetStack>,
+    logs: Vec<(String, PathBuf)>,
+}
+
+fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
+    RestartAction::Managed(ManagedSpec {
+        program: spec.program,
+        args: spec.args,
+        env: spec.env,
+        cwd: spec.cwd,
+        log: Some(spec.log),
+        stop_signal: libc::SIGTERM,
+        grace,
+    })
+}
+
+impl LocalStack {
+    /// Installs what is missing (npm packages into the cache), starts every
+    /// component in order and waits until each is ready.
+    pub async fn up(options: StackOptions, progress: &mut (dyn FnMut(&str) + Send)) -> Result<LocalStack, String> {
+        std::fs::create_dir_all(&options.run_dir).map_err(|e| format!("cannot create {}: {e}", options.run_dir.display()))?;
+        let version = options.server_version.clone();
+        let binary = tokio::task::spawn_blocking(move || {
+            let mut lines = Vec::new();
+            let result = sandbox_agent::install(&version, &mut |l| lines.push(l.to_string()));
+            (result, lines)
+        })
+        .await
+        .map_err(|e| format!("install task failed: {e}"))?;
+        for line in &binary.1 {
+            progress(line);
+        }
+        let binary = binary.0?;
+        let mut stack = LocalStack {
+            base_url: String::new(),
+            targets: Vec::new(),
+            skipped: Vec::new(),
+            persist_factory: None,
+            server_version: sandbox_agent::binary_version(&binary),
+            background: Vec::new(),
+            rivet: None,
+            logs: Vec::new(),
+        };
+
+        // Rivet first: the clients' persist store must be up before any session exists.
+        match rivet::find_node() {
+            Err(reason) => {
+                stack.skipped.push(("rivet".into(), reason.clone()));
+                stack.skipped.push(("rivet-engine".into(), reason));
+            }
+            Ok(node) => {
+                let rivet = RivetStack::up(&options.run_dir.join("rivet"), &node, progress).await?;
+                stack.logs.extend(rivet.logs());
+                stack.persist_factory = Some(rivet.persist_factory());
+                let (engine, runner) = rivet.targets();
+                stack.add(engine, &options);
+                stack.add(runner, &options);
+                stack.rivet = Some(rivet);
+            }
+        }
+
+        let agent_port = free_port()?;
+        let agent = SandboxAgentConfig {
+            binary,
+            run_dir: options.run_dir.join("sandbox-agent"),
+            agent_program: options.agent_program.clone(),
+            agent_env: Vec::new(),
+            port: Some(agent_port),
+        };
+        let agent_spec = agent.prepare(agent_port)?;
+        stack.logs.push(("sandbox-agent".into(), agent_spec.log.clone()));
+        let agent_url = format!("http://127.0.0.1:{agent_port}");
+        let mut agent_target = Target::new("agent", managed(agent_spec, AGENT_GRACE), Readiness::http(format!("{agent_url}/v1/health")))
+            .with_ready_timeout(READY_TIMEOUT);
+        progress(&format!("starting sandbox-agent {} on {agent_url}", stack.server_version.as_deref().unwrap_or("")));
+        agent_target.prepare().await.map_err(|e| e.to_string())?;
+        stack.add(agent_target, &options);
+        stack.base_url = agent_url;
+
+        match nginx::find_binary() {
+            Err(reason) => {
+                stack.skipped.push(("gateway".into(), reason.clone()));
+                stack.skipped.push(("gateway-reload".into(), reason));
+            }
+            Ok(binary) => {
+                let gateway = GatewayConfig { binary, prefix: options.run_dir.join("gateway"), listen_port: free_port()?, upstream_port: agent_port };
+                let spec = gateway.prepare()?;
+                stack.logs.push(("nginx".into(), gateway.prefix.join("error.log")));
+                let mut target = Target::new("gateway", managed(spec, Duration::from_secs(5)), Readiness::http(gateway.health_url()))
+                    .with_ready_timeout(READY_TIMEOUT);
+                progress(&format!("starting nginx gateway on {}", gateway.base_url()));
+                target.prepare().await.map_err(|e| e.to_string())?;
+                stack.add(target, &options);
+                let reload = Target::new(
+                    "gateway-reload",
+                    RestartAction::Signal { pid_file: gateway.prefix.join("nginx.pid"), signal: libc::SIGHUP },
+                    Readiness::http(gateway.health_url()),
+                )
+                .with_ready_timeout(READY_TIMEOUT);
+                stack.add(reload, &options);
+                stack.base_url = gateway.base_url();
+            }
+        }
+        stack.skipped.retain(|(name, _)| options.only.is_empty() || options.only.contains(name));
+        // Report order follows TARGETS, not start order.
+        stack.targets.sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
+        Ok(stack)
+    }
+
+    fn add(&mut self, target: Target, options: &StackOptions) {
+        if options.only.is_empty() || options.only.contains(&target.name) {
+            self.targets.push(target);
+        } else {
+            self.background.push(target);
+        }
+    }
+
+    /// Component logs for the report, relative to `run_dir` when inside it.
+    pub fn logs(&self, run_dir: &Path) -> Vec<LogFile> {
+        crate::commands::relative_logs(run_dir, &self.logs)
+    }
+
+    /// Stops every component still held here (the runner shuts down its targets itself).
+    pub async fn down(&mut self) {
+        for target in self.targets.iter_mut().chain(self.background.iter_mut()).rev() {
+            target.shutdown().await;
+        }
+        if let Some(rivet) = self.rivet.as_mut() {
+            rivet.down().await;
+        }
+    }
+}
