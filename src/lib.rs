@@ -3,7 +3,9 @@
 //!
 //! Layers, each using only the ones below it: `client` (the TypeScript SDK's
 //! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
-//! `stack` runs the real components; `agent` is the scripted ACP agent.
+//! `stack` runs the real components; `targets` restarts them (a command, a
+//! managed process, a signal, an HTTP hook) and probes their readiness;
+//! `agent` is the scripted ACP agent.
 
 pub mod acp;
 pub mod agent;
@@ -12,3 +14,4 @@ pub mod persist;
 pub mod report;
 pub mod secret;
 pub mod stack;
+pub mod targets;
