@@ -10,6 +10,7 @@
 pub mod acp;
 pub mod agent;
 pub mod client;
+pub mod config;
 pub mod persist;
 pub mod report;
 pub mod secret;
