@@ -77,6 +77,14 @@ pub enum PersistArg {
     Memory,
 }
 
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RivetSaveArg {
+    /// The actor saves after every write (survives a SIGKILL).
+    Immediate,
+    /// RivetKit's periodic save, about once a second.
+    Deferred,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -114,6 +122,9 @@ pub struct RunArgs {
     /// sandbox-agent version for the local stack (from the npm registry).
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION)]
     pub server_version: String,
+    /// How the local stack's Rivet actor saves session history.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
+    pub rivet_save: RivetSaveArg,
 }
 
 #[cfg(test)]
@@ -137,8 +148,20 @@ mod tests {
     fn zero_repeats_and_zero_timeouts_are_refused() {
         assert!(Cli::try_parse_from(["continuity", "run", "--repeat", "0"]).is_err());
         assert!(Cli::try_parse_from(["continuity", "run", "--timeout-ms", "0"]).is_err());
-        let ok = Cli::try_parse_from(["continuity", "run", "--repeat", "3", "--target", "agent", "--target", "gateway"]).unwrap();
-        let Command::Run(args) = ok.command else { panic!() };
+        let ok = Cli::try_parse_from([
+            "continuity",
+            "run",
+            "--repeat",
+            "3",
+            "--target",
+            "agent",
+            "--target",
+            "gateway",
+        ])
+        .unwrap();
+        let Command::Run(args) = ok.command else {
+            panic!()
+        };
         assert_eq!(args.repeat, Some(3));
         assert_eq!(args.targets, ["agent", "gateway"]);
     }

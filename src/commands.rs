@@ -1,7 +1,7 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{PersistArg, RunArgs, Sources};
+use crate::cli::{PersistArg, RivetSaveArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config, PersistKind};
 use crate::exit_codes;
 use crate::report::{self, LogFile, Report, Verdict};
@@ -27,11 +27,17 @@ pub struct Failure {
 }
 
 fn usage(message: impl Into<String>) -> Failure {
-    Failure { code: exit_codes::USAGE, message: message.into() }
+    Failure {
+        code: exit_codes::USAGE,
+        message: message.into(),
+    }
 }
 
 fn incomplete(message: impl Into<String>) -> Failure {
-    Failure { code: exit_codes::INCOMPLETE, message: message.into() }
+    Failure {
+        code: exit_codes::INCOMPLETE,
+        message: message.into(),
+    }
 }
 
 /// Scenarios from `--scenarios-dir`, or the built-in ones.
@@ -43,7 +49,12 @@ pub fn load_scenarios(sources: &Sources) -> Result<Vec<Scenario>, Failure> {
 }
 
 fn load_config(sources: &Sources) -> Result<Option<Config>, Failure> {
-    sources.config.as_deref().map(Config::load).transpose().map_err(|e| usage(e.to_string()))
+    sources
+        .config
+        .as_deref()
+        .map(Config::load)
+        .transpose()
+        .map_err(|e| usage(e.to_string()))
 }
 
 /// Targets from the config file plus `SA_RESTART_CMD`, in that order.
@@ -51,7 +62,10 @@ fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, Failure> {
     let mut targets = config.map(Config::targets).unwrap_or_default();
     if let Some(seed) = from_seed_env(std::env::vars()).map_err(|e| usage(e.to_string()))? {
         if targets.iter().any(|t| t.name == seed.name) {
-            return Err(usage(format!("SA_RESTART_CMD defines target `{}`, which the config file defines too", seed.name)));
+            return Err(usage(format!(
+                "SA_RESTART_CMD defines target `{}`, which the config file defines too",
+                seed.name
+            )));
         }
         targets.push(seed);
     }
@@ -59,17 +73,28 @@ fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, Failure> {
 }
 
 /// Keeps the named items, in their order; an unknown name is a usage error naming the known ones.
-fn select<T>(items: Vec<T>, wanted: &[String], name: impl Fn(&T) -> &str, what: &str) -> Result<Vec<T>, Failure> {
+fn select<T>(
+    items: Vec<T>,
+    wanted: &[String],
+    name: impl Fn(&T) -> &str,
+    what: &str,
+) -> Result<Vec<T>, Failure> {
     if wanted.is_empty() {
         return Ok(items);
     }
     for w in wanted {
         if !items.iter().any(|i| name(i) == w) {
             let known: Vec<&str> = items.iter().map(&name).collect();
-            return Err(usage(format!("unknown {what} `{w}` (known: {})", known.join(", "))));
+            return Err(usage(format!(
+                "unknown {what} `{w}` (known: {})",
+                known.join(", ")
+            )));
         }
     }
-    Ok(items.into_iter().filter(|i| wanted.iter().any(|w| w == name(i))).collect())
+    Ok(items
+        .into_iter()
+        .filter(|i| wanted.iter().any(|w| w == name(i)))
+        .collect())
 }
 
 /// `continuity validate`: parses everything, touches nothing.
@@ -79,10 +104,19 @@ pub fn validate(sources: &Sources) -> Result<String, Failure> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::new();
     if let Some(c) = &config {
-        out.push_str(&format!("{}: ok ({} targets)\n", c.path().display(), targets.len()));
+        out.push_str(&format!(
+            "{}: ok ({} targets)\n",
+            c.path().display(),
+            targets.len()
+        ));
     }
     for s in &scenarios {
-        out.push_str(&format!("{}: ok ({}, {} phases)\n", s.file.display(), s.name, s.phases.len()));
+        out.push_str(&format!(
+            "{}: ok ({}, {} phases)\n",
+            s.file.display(),
+            s.name,
+            s.phases.len()
+        ));
     }
     Ok(out)
 }
@@ -104,20 +138,34 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
     out.push_str("scenarios:\n");
     for s in &scenarios {
         let phases: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
-        out.push_str(&format!("  {:<20} {}\n  {:<20} phases: {}\n", s.name, s.description, "", phases.join(" → ")));
+        out.push_str(&format!(
+            "  {:<20} {}\n  {:<20} phases: {}\n",
+            s.name,
+            s.description,
+            "",
+            phases.join(" → ")
+        ));
     }
     Ok(out)
 }
 
 fn token_from(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>, Failure> {
-    let name = args.token_env.clone().or_else(|| config.and_then(|c| c.run.token_env.clone()));
+    let name = args
+        .token_env
+        .clone()
+        .or_else(|| config.and_then(|c| c.run.token_env.clone()));
     match name {
         Some(name) => match std::env::var(&name) {
             Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
-            _ => Err(usage(format!("--token-env {name}: that environment variable is not set"))),
+            _ => Err(usage(format!(
+                "--token-env {name}: that environment variable is not set"
+            ))),
         },
         // The seed script's variable works without naming it.
-        None => Ok(std::env::var("SA_TOKEN").ok().filter(|v| !v.is_empty()).map(Secret::new)),
+        None => Ok(std::env::var("SA_TOKEN")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(Secret::new)),
     }
 }
 
@@ -128,14 +176,23 @@ fn short_id() -> String {
 /// `continuity run`.
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let config = load_config(&args.sources)?;
-    let scenarios = select(load_scenarios(&args.sources)?, &args.scenarios, |s| s.name.as_str(), "scenario")?;
+    let scenarios = select(
+        load_scenarios(&args.sources)?,
+        &args.scenarios,
+        |s| s.name.as_str(),
+        "scenario",
+    )?;
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
     let token = token_from(&args, config.as_ref())?;
     let base_url = args.base_url.clone().or(run_defaults.base_url.clone());
     let restart_wait = std::env::var("SA_RESTART_WAIT_SEC").ok();
     let id = short_id();
-    let run_dir = args.out.clone().unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
-    std::fs::create_dir_all(&run_dir).map_err(|e| usage(format!("cannot create {}: {e}", run_dir.display())))?;
+    let run_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| usage(format!("cannot create {}: {e}", run_dir.display())))?;
     let persist = match args.persist.map(|p| match p {
         PersistArg::Sqlite => PersistKind::Sqlite,
         PersistArg::Memory => PersistKind::Memory,
@@ -148,9 +205,21 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         base_url: String::new(),
         token,
         headers: run_defaults.headers.clone(),
-        agent: args.agent.clone().or(run_defaults.agent.clone()).unwrap_or_else(|| DEFAULT_AGENT.into()),
-        timeout: args.timeout_ms.map(Duration::from_millis).or(run_defaults.timeout).unwrap_or(DEFAULT_TIMEOUT),
-        overall_timeout: args.overall_timeout_ms.map(Duration::from_millis).or(run_defaults.overall_timeout).unwrap_or(DEFAULT_OVERALL_TIMEOUT),
+        agent: args
+            .agent
+            .clone()
+            .or(run_defaults.agent.clone())
+            .unwrap_or_else(|| DEFAULT_AGENT.into()),
+        timeout: args
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or(run_defaults.timeout)
+            .unwrap_or(DEFAULT_TIMEOUT),
+        overall_timeout: args
+            .overall_timeout_ms
+            .map(Duration::from_millis)
+            .or(run_defaults.overall_timeout)
+            .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
         repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
         persist: match persist {
             Some(PersistKind::Memory) => PersistChoice::Memory,
@@ -177,7 +246,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
-            runner::preflight(&plan.base_url, plan.token.as_ref()).await.map_err(|e| incomplete(e.to_string()))?;
+            runner::preflight(&plan.base_url, plan.token.as_ref())
+                .await
+                .map_err(|e| incomplete(e.to_string()))?;
             for target in &mut plan.targets {
                 if let Err(e) = target.prepare().await {
                     return Err(incomplete(format!("cannot prepare target: {e}")));
@@ -185,19 +256,33 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             }
         }
         None => {
-            if config.as_ref().is_some_and(|c| !c.target_names().is_empty()) {
+            if config
+                .as_ref()
+                .is_some_and(|c| !c.target_names().is_empty())
+            {
                 return Err(usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
             }
             let options = StackOptions {
                 run_dir: run_dir.join("stack"),
                 server_version: args.server_version.clone(),
-                agent_program: std::env::current_exe().map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
+                agent_program: std::env::current_exe()
+                    .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
                 only: args.targets.clone(),
+                rivet_save: match args.rivet_save {
+                    RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
+                    RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
+                },
             };
             for name in &args.targets {
                 if !crate::stack::local::TARGETS.iter().any(|(n, _)| n == name) {
-                    let known: Vec<&str> = crate::stack::local::TARGETS.iter().map(|(n, _)| *n).collect();
-                    return Err(usage(format!("unknown target `{name}` (known: {})", known.join(", "))));
+                    let known: Vec<&str> = crate::stack::local::TARGETS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect();
+                    return Err(usage(format!(
+                        "unknown target `{name}` (known: {})",
+                        known.join(", ")
+                    )));
                 }
             }
             let mut progress = |line: &str| eprintln!("stack: {line}");
@@ -234,9 +319,21 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
 
 fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let files = report::write_report_dir(run_dir, report, color).map_err(|e| incomplete(format!("cannot write the report into {}: {e}", run_dir.display())))?;
+    let files = report::write_report_dir(run_dir, report, color).map_err(|e| {
+        incomplete(format!(
+            "cannot write the report into {}: {e}",
+            run_dir.display()
+        ))
+    })?;
     println!("{}", files.stdout);
-    eprintln!("reports: {} ({}, {}, {}, {})", files.dir.display(), name(&files.json), name(&files.text), name(&files.markdown), name(&files.junit));
+    eprintln!(
+        "reports: {} ({}, {}, {}, {})",
+        files.dir.display(),
+        name(&files.json),
+        name(&files.text),
+        name(&files.markdown),
+        name(&files.junit)
+    );
     if report.run.interrupted {
         eprintln!("the run was interrupted: the report holds the cells that finished");
         return Ok(exit_codes::INCOMPLETE);
@@ -249,16 +346,35 @@ fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
 }
 
 fn name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn print_progress(event: &RunEvent, color: bool) {
-    let RunEvent::CellFinished { index, total, cell } = event else { return };
+    let RunEvent::CellFinished { index, total, cell } = event else {
+        return;
+    };
     let verdict = match cell.verdict {
         Verdict::Pass => paint("pass", "32", color),
-        Verdict::Fail => paint(&format!("FAIL @ {}", cell.failure_boundary.as_deref().unwrap_or("?")), "31", color),
-        Verdict::Error => paint(&format!("ERROR @ {}", cell.failure_boundary.as_deref().unwrap_or("?")), "33", color),
-        Verdict::Skipped => paint(&format!("skipped: {}", cell.reason.as_deref().unwrap_or("")), "33", color),
+        Verdict::Fail => paint(
+            &format!("FAIL @ {}", cell.failure_boundary.as_deref().unwrap_or("?")),
+            "31",
+            color,
+        ),
+        Verdict::Error => match &cell.failure_boundary {
+            Some(b) => paint(&format!("ERROR @ {b}"), "33", color),
+            None => paint(
+                &format!("ERROR: {}", first_line(cell.reason.as_deref())),
+                "33",
+                color,
+            ),
+        },
+        Verdict::Skipped => paint(
+            &format!("skipped: {}", first_line(cell.reason.as_deref())),
+            "33",
+            color,
+        ),
     };
     let signature = cell
         .phases
@@ -267,7 +383,18 @@ fn print_progress(event: &RunEvent, color: bool) {
         .and_then(|p| p.signature.as_ref())
         .map(|s| format!(" ({})", s.short()))
         .unwrap_or_default();
-    eprintln!("[{index}/{total}] {} × {} #{}: {verdict}{signature} in {:.1} s", cell.target, cell.scenario, cell.attempt, cell.duration_ms as f64 / 1000.0);
+    eprintln!(
+        "[{index}/{total}] {} × {} #{}: {verdict}{signature} in {:.1} s",
+        cell.target,
+        cell.scenario,
+        cell.attempt,
+        cell.duration_ms as f64 / 1000.0
+    );
+}
+
+fn first_line(text: Option<&str>) -> &str {
+    text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("")
 }
 
 fn paint(text: &str, code: &str, color: bool) -> String {
@@ -286,7 +413,8 @@ async fn wait_true(mut rx: watch::Receiver<bool>) {
 /// Second: kill every process group at once and exit.
 fn spawn_signal_handler(cancel: watch::Sender<bool>) {
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut presses = 0;
         loop {
             tokio::select! {
@@ -310,7 +438,142 @@ pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile>
     logs.iter()
         .map(|(name, path)| LogFile {
             name: name.clone(),
-            path: path.strip_prefix(run_dir).unwrap_or(path).display().to_string(),
+            path: path
+                .strip_prefix(run_dir)
+                .unwrap_or(path)
+                .display()
+                .to_string(),
         })
         .collect()
+}
+
+const STACK_STATE: &str = "stack.json";
+
+/// What `stack up` leaves behind for `status` and `down`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StackState {
+    base_url: String,
+    components: Vec<crate::stack::local::Component>,
+}
+
+fn read_state(dir: &Path) -> Result<StackState, Failure> {
+    let path = dir.join(STACK_STATE);
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        usage(format!(
+            "no stack is up in {} (no {STACK_STATE}); start one with `continuity stack up`",
+            dir.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+fn print_components(state: &StackState) {
+    println!("base URL: {}", state.base_url);
+    for c in &state.components {
+        let alive = c
+            .pid
+            .is_some_and(|p| crate::stack::process::group_alive(p as i32));
+        println!(
+            "  {:<13} {:<24} pid {:<8} {:<8} {}  log {}",
+            c.target,
+            c.program,
+            c.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            if alive { "running" } else { "stopped" },
+            c.url,
+            c.log.display()
+        );
+    }
+}
+
+/// `continuity stack up`: starts the local stack and leaves it running.
+pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+    if read_state(&args.dir).is_ok_and(|s| {
+        s.components.iter().any(|c| {
+            c.pid
+                .is_some_and(|p| crate::stack::process::group_alive(p as i32))
+        })
+    }) {
+        return Err(usage(format!(
+            "a stack is already up in {}; run `continuity stack down --dir {}` first",
+            args.dir.display(),
+            args.dir.display()
+        )));
+    }
+    let dir = std::path::absolute(&args.dir)
+        .map_err(|e| usage(format!("{}: {e}", args.dir.display())))?;
+    let options = StackOptions {
+        run_dir: dir.clone(),
+        server_version: args.server_version.clone(),
+        agent_program: std::env::current_exe()
+            .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
+        only: Vec::new(),
+        rivet_save: crate::stack::rivet::SaveMode::Immediate,
+    };
+    let mut progress = |line: &str| eprintln!("stack: {line}");
+    let mut stack = LocalStack::up(options, &mut progress)
+        .await
+        .map_err(incomplete)?;
+    for u in &stack.skipped {
+        eprintln!("stack: {} not running: {}", u.name, u.reason);
+    }
+    let state = StackState {
+        base_url: stack.base_url.clone(),
+        components: stack.detach(),
+    };
+    let json = serde_json::to_string_pretty(&state).map_err(|e| incomplete(e.to_string()))?;
+    std::fs::write(dir.join(STACK_STATE), json).map_err(|e| {
+        incomplete(format!(
+            "cannot write {}: {e}",
+            dir.join(STACK_STATE).display()
+        ))
+    })?;
+    print_components(&state);
+    Ok(exit_codes::OK)
+}
+
+/// `continuity stack status`.
+pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+    let state = read_state(&args.dir)?;
+    print_components(&state);
+    let all_up = state.components.iter().all(|c| {
+        c.pid
+            .is_some_and(|p| crate::stack::process::group_alive(p as i32))
+    });
+    Ok(if all_up {
+        exit_codes::OK
+    } else {
+        exit_codes::FAILED
+    })
+}
+
+/// `continuity stack down`: SIGTERM each component's group, then SIGKILL what is left.
+pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+    let state = read_state(&args.dir)?;
+    let groups: Vec<i32> = state
+        .components
+        .iter()
+        .filter_map(|c| c.pid)
+        .map(|p| p as i32)
+        .collect();
+    for &g in &groups {
+        crate::stack::process::signal_group(g, libc::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while groups
+        .iter()
+        .any(|&g| crate::stack::process::group_alive(g))
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for &g in &groups {
+        crate::stack::process::signal_group(g, libc::SIGKILL);
+    }
+    for pid in crate::stack::rivet::stray_engines() {
+        // SAFETY: kill(2) on an engine process a runner spawned.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let _ = std::fs::remove_file(args.dir.join(STACK_STATE));
+    println!("stack in {} is down", args.dir.display());
+    Ok(exit_codes::OK)
 }

@@ -3,14 +3,22 @@
 //!
 //! Layers, each using only the ones below it: `client` (the TypeScript SDK's
 //! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
-//! `stack` runs the real components; `agent` is the scripted ACP agent.
+//! `stack` runs the real components; `targets` restarts them (a command, a
+//! managed process, a signal, an HTTP hook) and probes their readiness;
+//! `agent` is the scripted ACP agent.
 
 pub mod acp;
 pub mod agent;
+pub mod cli;
 pub mod client;
+pub mod commands;
+pub mod config;
 pub mod diagnose;
+pub mod exit_codes;
 pub mod persist;
 pub mod report;
+pub mod runner;
 pub mod scenario;
 pub mod secret;
 pub mod stack;
+pub mod targets;

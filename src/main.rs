@@ -1,25 +1,28 @@
-//! The `continuity` command line.
+//! The `continuity` command line: parse, dispatch, exit with a documented code.
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
+use continuity::cli::{Cli, Command, StackAction};
+use continuity::{commands, exit_codes};
 use std::process::ExitCode;
 
-/// Tells whether sandbox-agent sessions survive a restart of each component of their stack.
-#[derive(Parser, Debug)]
-#[command(name = "continuity", version, about, long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Run the scripted ACP agent on stdio (what the stack's sandbox-agent launches).
-    #[command(hide = true)]
-    Agent,
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit_codes::USAGE
+            } else {
+                exit_codes::OK
+            });
+        }
+    };
+    // Whatever happens, no child process group outlives the harness.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        continuity::stack::process::kill_all_groups();
+        default_hook(info);
+    }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -27,23 +30,34 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("continuity: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit_codes::INCOMPLETE);
         }
     };
-    match cli.command {
-        Command::Agent => {
-            ExitCode::from(runtime.block_on(continuity::agent::run()).clamp(0, 255) as u8)
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Command::Agent => Ok(continuity::agent::run().await.clamp(0, 255) as u8),
+            Command::Run(args) => commands::run(args).await,
+            Command::Validate(sources) => commands::validate(&sources).map(|out| {
+                print!("{out}");
+                exit_codes::OK
+            }),
+            Command::List(sources) => commands::list(&sources).map(|out| {
+                print!("{out}");
+                exit_codes::OK
+            }),
+            Command::Stack { action } => match action {
+                StackAction::Up(args) => commands::stack_up(args).await,
+                StackAction::Status(args) => commands::stack_status(args),
+                StackAction::Down(args) => commands::stack_down(args).await,
+            },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_command_line_is_well_formed() {
-        Cli::command().debug_assert();
+    });
+    continuity::stack::process::kill_all_groups();
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("continuity: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
     }
 }

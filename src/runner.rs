@@ -42,19 +42,56 @@ pub struct RunPlan {
     /// Used when `persist` is `Custom`.
     pub persist_factory: Option<PersistFactory>,
     pub targets: Vec<Target>,
-    /// Targets that cannot run here, with the reason: reported as skipped cells.
-    pub skipped_targets: Vec<(String, String)>,
+    /// Targets that cannot run here: reported as skipped (or error) cells.
+    pub skipped_targets: Vec<Unavailable>,
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
     pub server_version: Option<String>,
     pub logs: Vec<LogFile>,
 }
 
+/// A target that cannot run, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unavailable {
+    pub name: String,
+    pub reason: String,
+    /// `Skipped` for a missing program, `Error` for one that failed to start.
+    pub verdict: Verdict,
+}
+
+impl Unavailable {
+    pub fn skipped(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            verdict: Verdict::Skipped,
+        }
+    }
+
+    pub fn failed(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            verdict: Verdict::Error,
+        }
+    }
+}
+
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
-    CellStarted { index: usize, total: usize, target: String, scenario: String, attempt: u32 },
-    CellFinished { index: usize, total: usize, cell: Box<Cell> },
+    CellStarted {
+        index: usize,
+        total: usize,
+        target: String,
+        scenario: String,
+        attempt: u32,
+    },
+    CellFinished {
+        index: usize,
+        total: usize,
+        cell: Box<Cell>,
+    },
 }
 
 /// Why a run could not be completed.
@@ -88,17 +125,26 @@ pub async fn preflight(base_url: &str, token: Option<&Secret>) -> Result<(), Run
         .no_proxy()
         .timeout(Duration::from_secs(10))
         .build()
-        .map_err(|e| RunError::Unreachable { url: display_url(&url), cause: e.to_string() })?;
+        .map_err(|e| RunError::Unreachable {
+            url: display_url(&url),
+            cause: e.to_string(),
+        })?;
     let mut request = http.get(&url);
     if let Some(token) = token {
         request = request.bearer_auth(token.expose());
     }
     match request.send().await {
         Ok(r) if r.status().is_success() => Ok(()),
-        Ok(r) => Err(RunError::Unreachable { url: display_url(&url), cause: format!("HTTP {}", r.status().as_u16()) }),
+        Ok(r) => Err(RunError::Unreachable {
+            url: display_url(&url),
+            cause: format!("HTTP {}", r.status().as_u16()),
+        }),
         Err(e) => Err(RunError::Unreachable {
             url: display_url(&url),
-            cause: crate::secret::redact(&crate::acp::AcpError::from_reqwest(&url, &e).to_string(), token),
+            cause: crate::secret::redact(
+                &crate::acp::AcpError::from_reqwest(&url, &e).to_string(),
+                token,
+            ),
         }),
     }
 }
@@ -108,20 +154,36 @@ fn rfc3339(t: SystemTime) -> String {
 }
 
 /// Runs every cell (until `cancel` turns true or the overall deadline passes).
-pub async fn run(plan: &mut RunPlan, cancel: watch::Receiver<bool>, on_event: &mut (dyn FnMut(RunEvent) + Send)) -> Report {
+pub async fn run(
+    plan: &mut RunPlan,
+    cancel: watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Report {
     let started_at = SystemTime::now();
     let started = Instant::now();
     let deadline = started + plan.overall_timeout;
     let mut cells = Vec::new();
     let mut interrupted = false;
-    let total = (plan.targets.len() + plan.skipped_targets.len()) * plan.scenarios.len() * plan.repeat as usize;
+    let total = (plan.targets.len() + plan.skipped_targets.len())
+        * plan.scenarios.len()
+        * plan.repeat as usize;
     let mut index = 0;
-    for (target, reason) in &plan.skipped_targets {
+    for unavailable in &plan.skipped_targets {
         for scenario in &plan.scenarios {
             for attempt in 1..=plan.repeat {
                 index += 1;
-                let cell = skipped_cell(target, &scenario.name, attempt, reason);
-                on_event(RunEvent::CellFinished { index, total, cell: Box::new(cell.clone()) });
+                let mut cell = skipped_cell(
+                    &unavailable.name,
+                    &scenario.name,
+                    attempt,
+                    &unavailable.reason,
+                );
+                cell.verdict = unavailable.verdict;
+                on_event(RunEvent::CellFinished {
+                    index,
+                    total,
+                    cell: Box::new(cell.clone()),
+                });
                 cells.push(cell);
             }
         }
@@ -136,13 +198,23 @@ pub async fn run(plan: &mut RunPlan, cancel: watch::Receiver<bool>, on_event: &m
                 }
                 index += 1;
                 let target_name = plan.targets[t].name.clone();
-                on_event(RunEvent::CellStarted { index, total, target: target_name.clone(), scenario: scenario.name.clone(), attempt });
+                on_event(RunEvent::CellStarted {
+                    index,
+                    total,
+                    target: target_name.clone(),
+                    scenario: scenario.name.clone(),
+                    attempt,
+                });
                 let cell = tokio::select! {
                     cell = run_one(plan, t, scenario, attempt, index) => cell,
                     _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'cells; }
                     _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'cells; }
                 };
-                on_event(RunEvent::CellFinished { index, total, cell: Box::new(cell.clone()) });
+                on_event(RunEvent::CellFinished {
+                    index,
+                    total,
+                    cell: Box::new(cell.clone()),
+                });
                 cells.push(cell);
             }
         }
@@ -168,7 +240,12 @@ pub async fn run(plan: &mut RunPlan, cancel: watch::Receiver<bool>, on_event: &m
                 PersistChoice::Memory => "memory".into(),
                 PersistChoice::Custom(name) => name.clone(),
             },
-            targets: plan.skipped_targets.iter().map(|(n, _)| n.clone()).chain(plan.targets.iter().map(|t| t.name.clone())).collect(),
+            targets: plan
+                .skipped_targets
+                .iter()
+                .map(|u| u.name.clone())
+                .chain(plan.targets.iter().map(|t| t.name.clone()))
+                .collect(),
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             interrupted,
             logs: plan.logs.clone(),
@@ -196,7 +273,13 @@ fn skipped_cell(target: &str, scenario: &str, attempt: u32, reason: &str) -> Cel
     }
 }
 
-async fn run_one(plan: &mut RunPlan, t: usize, scenario: &Scenario, attempt: u32, index: usize) -> Cell {
+async fn run_one(
+    plan: &mut RunPlan,
+    t: usize,
+    scenario: &Scenario,
+    attempt: u32,
+    index: usize,
+) -> Cell {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
     let store: Result<Arc<dyn PersistDriver>, String> = match &plan.persist {
@@ -206,8 +289,13 @@ async fn run_one(plan: &mut RunPlan, t: usize, scenario: &Scenario, attempt: u32
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))
                 .and_then(|()| {
-                    let file = dir.join(format!("{index:03}-{target_name}-{}-{attempt}.db", scenario.name));
-                    SqliteDriver::open(file).map(|d| Arc::new(d) as Arc<dyn PersistDriver>).map_err(|e| e.to_string())
+                    let file = dir.join(format!(
+                        "{index:03}-{target_name}-{}-{attempt}.db",
+                        scenario.name
+                    ));
+                    SqliteDriver::open(file)
+                        .map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
+                        .map_err(|e| e.to_string())
                 })
         }
         PersistChoice::Custom(name) => match &plan.persist_factory {
@@ -234,11 +322,20 @@ async fn run_one(plan: &mut RunPlan, t: usize, scenario: &Scenario, attempt: u32
     };
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
-    let restart_phases: Vec<String> = run.phases.iter().filter(|p| p.step == "restart").map(|p| p.name.clone()).collect();
+    let restart_phases: Vec<String> = run
+        .phases
+        .iter()
+        .filter(|p| p.step == "restart")
+        .map(|p| p.name.clone())
+        .collect();
     let restarts = run
         .restarts
         .into_iter()
-        .zip(restart_phases.into_iter().chain(std::iter::repeat(String::new())))
+        .zip(
+            restart_phases
+                .into_iter()
+                .chain(std::iter::repeat(String::new())),
+        )
         .map(|(r, phase)| RestartTiming { phase, ..r })
         .collect();
     Cell {

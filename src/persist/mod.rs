@@ -6,9 +6,11 @@
 //! Paging follows the SDK: a cursor is the stringified offset of the next item.
 
 mod memory;
+pub mod rivet;
 mod sqlite;
 
 pub use memory::MemoryDriver;
+pub use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;
 
 use async_trait::async_trait;

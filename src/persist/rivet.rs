@@ -49,7 +49,8 @@ impl RivetDriver {
         Ok(Self { config, http })
     }
 
-    fn action_url(&self, action: &str) -> String {
+    /// The URL of an action on this driver's actor.
+    pub fn action_url(&self, action: &str) -> String {
         format!(
             "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-key={}",
             self.config.endpoint.trim_end_matches('/'),
@@ -67,27 +68,51 @@ impl RivetDriver {
             .json(&json!({ "args": args }))
             .send()
             .await
-            .map_err(|e| (e.is_connect() || e.is_timeout() || e.is_request(), format!("{action}: {}", crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e))))?;
+            .map_err(|e| {
+                (
+                    e.is_connect() || e.is_timeout() || e.is_request(),
+                    format!(
+                        "{action}: {}",
+                        crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e)
+                    ),
+                )
+            })?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| (true, format!("{action}: reading the reply: {e}")))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| (true, format!("{action}: reading the reply: {e}")))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
             let text: String = text.chars().take(300).collect();
             // 5xx and 404 (actor not yet scheduled on a runner) pass with time.
-            let transient = status.is_server_error() || status.as_u16() == 404 || status.as_u16() == 429;
-            return Err((transient, format!("{action}: HTTP {}: {text}", status.as_u16())));
+            let transient =
+                status.is_server_error() || status.as_u16() == 404 || status.as_u16() == 429;
+            return Err((
+                transient,
+                format!("{action}: HTTP {}: {text}", status.as_u16()),
+            ));
         }
-        let reply: Value = serde_json::from_slice(&body).map_err(|e| (false, format!("{action}: reply is not JSON: {e}")))?;
-        reply.get("output").cloned().ok_or_else(|| (false, format!("{action}: reply has no `output`: {reply}")))
+        let reply: Value = serde_json::from_slice(&body)
+            .map_err(|e| (false, format!("{action}: reply is not JSON: {e}")))?;
+        reply
+            .get("output")
+            .cloned()
+            .ok_or_else(|| (false, format!("{action}: reply has no `output`: {reply}")))
     }
 
-    async fn call<T: DeserializeOwned>(&self, action: &str, args: Value) -> Result<T, PersistError> {
+    async fn call<T: DeserializeOwned>(
+        &self,
+        action: &str,
+        args: Value,
+    ) -> Result<T, PersistError> {
         let started = Instant::now();
         let mut delay = Duration::from_millis(50);
         loop {
             match self.call_once(action, &args).await {
                 Ok(output) => {
-                    return serde_json::from_value(output).map_err(|e| err(format!("{action}: unexpected output: {e}")));
+                    return serde_json::from_value(output)
+                        .map_err(|e| err(format!("{action}: unexpected output: {e}")));
                 }
                 Err((true, message)) if started.elapsed() < self.config.retry_for => {
                     let _ = message;
@@ -95,7 +120,10 @@ impl RivetDriver {
                     delay = (delay * 2).min(Duration::from_millis(500));
                 }
                 Err((_, message)) => {
-                    return Err(err(format!("{message} (after {} ms)", started.elapsed().as_millis())));
+                    return Err(err(format!(
+                        "{message} (after {} ms)",
+                        started.elapsed().as_millis()
+                    )));
                 }
             }
         }
@@ -105,7 +133,9 @@ impl RivetDriver {
 fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             other => format!("%{other:02X}"),
         })
         .collect()
@@ -126,16 +156,28 @@ impl PersistDriver for RivetDriver {
     }
 
     async fn update_session(&self, record: SessionRecord) -> Result<(), PersistError> {
-        self.call::<Value>("updateSession", json!([record])).await.map(drop)
+        self.call::<Value>("updateSession", json!([record]))
+            .await
+            .map(drop)
     }
 
-    async fn list_events(&self, session_id: &str, page: PageRequest) -> Result<Page<SessionEvent>, PersistError> {
+    async fn list_events(
+        &self,
+        session_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<SessionEvent>, PersistError> {
         let mut request = serde_json::to_value(&page).map_err(|e| err(e.to_string()))?;
         request["sessionId"] = Value::from(session_id);
         self.call("listEvents", json!([request])).await
     }
 
-    async fn insert_event(&self, session_id: &str, event: SessionEvent) -> Result<(), PersistError> {
-        self.call::<Value>("insertEvent", json!([session_id, event])).await.map(drop)
+    async fn insert_event(
+        &self,
+        session_id: &str,
+        event: SessionEvent,
+    ) -> Result<(), PersistError> {
+        self.call::<Value>("insertEvent", json!([session_id, event]))
+            .await
+            .map(drop)
     }
 }

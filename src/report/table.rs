@@ -151,7 +151,10 @@ fn verdict_text(cell: &Cell) -> String {
             Some(b) => format!("❌ fail @ {b}"),
             None => "❌ fail".to_string(),
         },
-        Verdict::Error => with_reason("⚠ error", cell.reason.as_deref()),
+        Verdict::Error => match (&cell.failure_boundary, &cell.reason) {
+            (Some(b), None) => format!("⚠ error @ {b}"),
+            _ => with_reason("⚠ error", cell.reason.as_deref()),
+        },
         Verdict::Skipped => with_reason("– skipped", cell.reason.as_deref()),
     }
 }
@@ -163,10 +166,23 @@ fn with_reason(head: &str, reason: Option<&str>) -> String {
     }
 }
 
-/// A reason with newlines would break the table's row into ragged lines.
+/// The first line of a reason, at most [`REASON_CHARS`] characters: a table
+/// cell is a pointer, report.json and report.md keep the whole text.
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let first = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= REASON_CHARS {
+        return line;
+    }
+    let cut: String = line.chars().take(REASON_CHARS - 1).collect();
+    format!("{cut}…")
 }
+
+const REASON_CHARS: usize = 80;
 
 fn verdict_color(verdict: Verdict) -> Color {
     match verdict {

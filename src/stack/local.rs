@@ -10,22 +10,45 @@ use super::process::free_port;
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
 use crate::report::LogFile;
-use crate::runner::PersistFactory;
+use crate::runner::{PersistFactory, Unavailable};
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The local stack's restart targets and what each restarts.
 pub const TARGETS: [(&str, &str); 5] = [
-    ("agent", "the sandbox-agent server (SIGTERM to its process group, start again on the same port)"),
-    ("gateway", "the nginx gateway in front of it (stop the master, start again)"),
-    ("gateway-reload", "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)"),
-    ("rivet", "the RivetKit runner holding the session-persistence actor"),
+    (
+        "agent",
+        "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
+    ),
+    (
+        "gateway",
+        "the nginx gateway in front of it (stop the master, start again)",
+    ),
+    (
+        "gateway-reload",
+        "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)",
+    ),
+    (
+        "rivet",
+        "the RivetKit runner holding the session-persistence actor",
+    ),
     ("rivet-engine", "the Rivet Engine the runner connects to"),
 ];
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
+
+/// One running program of the stack.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Component {
+    /// The restart target that owns the process.
+    pub target: String,
+    pub program: String,
+    pub url: String,
+    pub log: PathBuf,
+    pub pid: Option<u32>,
+}
 
 /// How to bring the stack up.
 #[derive(Debug, Clone)]
@@ -36,6 +59,8 @@ pub struct StackOptions {
     pub agent_program: PathBuf,
     /// Only these targets (all when empty); every component still starts.
     pub only: Vec<String>,
+    /// How the Rivet actor saves state.
+    pub rivet_save: rivet::SaveMode,
 }
 
 /// A running local stack.
@@ -45,10 +70,12 @@ pub struct LocalStack {
     /// The selected restart targets, ready (the runner takes them).
     pub targets: Vec<Target>,
     /// Targets that cannot run here, with the reason.
-    pub skipped: Vec<(String, String)>,
+    pub skipped: Vec<Unavailable>,
     /// The Rivet persist driver for every cell, when the Rivet layer runs.
     pub persist_factory: Option<PersistFactory>,
     pub server_version: Option<String>,
+    /// What runs where, for `stack up` and `stack status`.
+    pub components: Vec<Component>,
     /// Components not selected as targets, still running, stopped by `down`.
     background: Vec<Target>,
     rivet: Option<RivetStack>,
@@ -70,8 +97,12 @@ fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction 
 impl LocalStack {
     /// Installs what is missing (npm packages into the cache), starts every
     /// component in order and waits until each is ready.
-    pub async fn up(options: StackOptions, progress: &mut (dyn FnMut(&str) + Send)) -> Result<LocalStack, String> {
-        std::fs::create_dir_all(&options.run_dir).map_err(|e| format!("cannot create {}: {e}", options.run_dir.display()))?;
+    pub async fn up(
+        options: StackOptions,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<LocalStack, String> {
+        std::fs::create_dir_all(&options.run_dir)
+            .map_err(|e| format!("cannot create {}: {e}", options.run_dir.display()))?;
         let version = options.server_version.clone();
         let binary = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
@@ -90,6 +121,7 @@ impl LocalStack {
             skipped: Vec::new(),
             persist_factory: None,
             server_version: sandbox_agent::binary_version(&binary),
+            components: Vec::new(),
             background: Vec::new(),
             rivet: None,
             logs: Vec::new(),
@@ -98,18 +130,45 @@ impl LocalStack {
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
-                stack.skipped.push(("rivet".into(), reason.clone()));
-                stack.skipped.push(("rivet-engine".into(), reason));
+                stack.skipped.push(Unavailable::skipped("rivet", &reason));
+                stack
+                    .skipped
+                    .push(Unavailable::skipped("rivet-engine", &reason));
             }
-            Ok(node) => {
-                let rivet = RivetStack::up(&options.run_dir.join("rivet"), &node, progress).await?;
-                stack.logs.extend(rivet.logs());
-                stack.persist_factory = Some(rivet.persist_factory());
-                let (engine, runner) = rivet.targets();
-                stack.add(engine, &options);
-                stack.add(runner, &options);
-                stack.rivet = Some(rivet);
-            }
+            Ok(node) => match RivetStack::up(
+                &options.run_dir.join("rivet"),
+                &node,
+                options.rivet_save,
+                progress,
+            )
+            .await
+            {
+                Err(reason) => {
+                    // The other layers can still be tested; cells use SQLite instead.
+                    progress(&format!("the Rivet layer did not start: {reason}"));
+                    stack.skipped.push(Unavailable::failed("rivet", &reason));
+                    stack
+                        .skipped
+                        .push(Unavailable::failed("rivet-engine", &reason));
+                }
+                Ok(mut rivet) => {
+                    stack.logs.extend(rivet.logs());
+                    for (target, program, url, log) in rivet.components() {
+                        stack.components.push(Component {
+                            target,
+                            program,
+                            url,
+                            log,
+                            pid: None,
+                        });
+                    }
+                    stack.persist_factory = Some(rivet.persist_factory());
+                    let (engine, runner) = rivet.targets();
+                    stack.add(engine, &options);
+                    stack.add(runner, &options);
+                    stack.rivet = Some(rivet);
+                }
+            },
         }
 
         let agent_port = free_port()?;
@@ -121,32 +180,71 @@ impl LocalStack {
             port: Some(agent_port),
         };
         let agent_spec = agent.prepare(agent_port)?;
-        stack.logs.push(("sandbox-agent".into(), agent_spec.log.clone()));
+        stack
+            .logs
+            .push(("sandbox-agent".into(), agent_spec.log.clone()));
         let agent_url = format!("http://127.0.0.1:{agent_port}");
-        let mut agent_target = Target::new("agent", managed(agent_spec, AGENT_GRACE), Readiness::http(format!("{agent_url}/v1/health")))
-            .with_ready_timeout(READY_TIMEOUT);
-        progress(&format!("starting sandbox-agent {} on {agent_url}", stack.server_version.as_deref().unwrap_or("")));
+        let mut agent_target = Target::new(
+            "agent",
+            managed(agent_spec, AGENT_GRACE),
+            Readiness::http(format!("{agent_url}/v1/health")),
+        )
+        .with_ready_timeout(READY_TIMEOUT);
+        progress(&format!(
+            "starting sandbox-agent {} on {agent_url}",
+            stack.server_version.as_deref().unwrap_or("")
+        ));
         agent_target.prepare().await.map_err(|e| e.to_string())?;
+        stack.components.push(Component {
+            target: "agent".into(),
+            program: "sandbox-agent".into(),
+            url: agent_url.clone(),
+            log: stack.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
+            pid: agent_target.pid(),
+        });
         stack.add(agent_target, &options);
         stack.base_url = agent_url;
 
         match nginx::find_binary() {
             Err(reason) => {
-                stack.skipped.push(("gateway".into(), reason.clone()));
-                stack.skipped.push(("gateway-reload".into(), reason));
+                stack.skipped.push(Unavailable::skipped("gateway", &reason));
+                stack
+                    .skipped
+                    .push(Unavailable::skipped("gateway-reload", &reason));
             }
             Ok(binary) => {
-                let gateway = GatewayConfig { binary, prefix: options.run_dir.join("gateway"), listen_port: free_port()?, upstream_port: agent_port };
+                let gateway = GatewayConfig {
+                    binary,
+                    prefix: options.run_dir.join("gateway"),
+                    listen_port: free_port()?,
+                    upstream_port: agent_port,
+                };
                 let spec = gateway.prepare()?;
-                stack.logs.push(("nginx".into(), gateway.prefix.join("error.log")));
-                let mut target = Target::new("gateway", managed(spec, Duration::from_secs(5)), Readiness::http(gateway.health_url()))
-                    .with_ready_timeout(READY_TIMEOUT);
+                stack
+                    .logs
+                    .push(("nginx".into(), gateway.prefix.join("error.log")));
+                let mut target = Target::new(
+                    "gateway",
+                    managed(spec, Duration::from_secs(5)),
+                    Readiness::http(gateway.health_url()),
+                )
+                .with_ready_timeout(READY_TIMEOUT);
                 progress(&format!("starting nginx gateway on {}", gateway.base_url()));
                 target.prepare().await.map_err(|e| e.to_string())?;
+                stack.components.push(Component {
+                    target: "gateway".into(),
+                    program: "nginx".into(),
+                    url: gateway.base_url(),
+                    log: gateway.prefix.join("error.log"),
+                    pid: target.pid(),
+                });
                 stack.add(target, &options);
                 let reload = Target::new(
                     "gateway-reload",
-                    RestartAction::Signal { pid_file: gateway.prefix.join("nginx.pid"), signal: libc::SIGHUP },
+                    RestartAction::Signal {
+                        pid_file: gateway.prefix.join("nginx.pid"),
+                        signal: libc::SIGHUP,
+                    },
                     Readiness::http(gateway.health_url()),
                 )
                 .with_ready_timeout(READY_TIMEOUT);
@@ -154,10 +252,29 @@ impl LocalStack {
                 stack.base_url = gateway.base_url();
             }
         }
-        stack.skipped.retain(|(name, _)| options.only.is_empty() || options.only.contains(name));
+        stack
+            .skipped
+            .retain(|u| options.only.is_empty() || options.only.contains(&u.name));
         // Report order follows TARGETS, not start order.
-        stack.targets.sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
+        stack
+            .targets
+            .sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
         Ok(stack)
+    }
+
+    /// Lets every process outlive this handle (for `stack up`); fills in the pids.
+    pub fn detach(&mut self) -> Vec<Component> {
+        let mut pids: Vec<(String, Option<u32>)> = Vec::new();
+        for target in self.targets.iter_mut().chain(self.background.iter_mut()) {
+            pids.push((target.name.clone(), target.detach()));
+        }
+        let mut components = self.components.clone();
+        for c in &mut components {
+            if let Some((_, pid)) = pids.iter().find(|(n, pid)| *n == c.target && pid.is_some()) {
+                c.pid = *pid;
+            }
+        }
+        components
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {
@@ -175,7 +292,12 @@ impl LocalStack {
 
     /// Stops every component still held here (the runner shuts down its targets itself).
     pub async fn down(&mut self) {
-        for target in self.targets.iter_mut().chain(self.background.iter_mut()).rev() {
+        for target in self
+            .targets
+            .iter_mut()
+            .chain(self.background.iter_mut())
+            .rev()
+        {
             target.shutdown().await;
         }
         if let Some(rivet) = self.rivet.as_mut() {

@@ -2,7 +2,9 @@
 //! the nginx gateway and the Rivet layer join it), with the installation and
 //! supervision they need.
 
+pub mod local;
 pub mod nginx;
 pub mod npm;
 pub mod process;
+pub mod rivet;
 pub mod sandbox_agent;

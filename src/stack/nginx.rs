@@ -16,7 +16,11 @@ const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
 /// The nginx binary, or a message naming the install command.
 pub fn find_binary() -> Result<PathBuf, String> {
     super::npm::which("nginx")
-        .or_else(|| Path::new(DEBIAN_NGINX).is_file().then(|| PathBuf::from(DEBIAN_NGINX)))
+        .or_else(|| {
+            Path::new(DEBIAN_NGINX)
+                .is_file()
+                .then(|| PathBuf::from(DEBIAN_NGINX))
+        })
         .ok_or_else(|| "nginx is not installed (Debian: apt-get install -y nginx)".to_string())
 }
 
@@ -38,14 +42,19 @@ impl GatewayConfig {
         // As root the workers need a user; Debian has no group "nobody", and
         // root keeps the run folder's files readable by the harness.
         // SAFETY: geteuid has no preconditions.
-        let user = if unsafe { libc::geteuid() } == 0 { "root root" } else { "nobody nogroup" };
+        let user = if unsafe { libc::geteuid() } == 0 {
+            "root root"
+        } else {
+            "nobody nogroup"
+        };
         let config = TEMPLATE
             .replace("{{PREFIX}}", &prefix)
             .replace("{{LISTEN_PORT}}", &self.listen_port.to_string())
             .replace("{{UPSTREAM_PORT}}", &self.upstream_port.to_string())
             .replace("{{USER}}", user);
         let path = self.prefix.join("nginx.conf");
-        std::fs::write(&path, config).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, config)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(ProcessSpec {
             name: "nginx".into(),
             program: self.binary.clone(),
@@ -81,7 +90,12 @@ mod tests {
     #[test]
     fn the_config_has_no_placeholders_left_and_listens_on_loopback_only() {
         let dir = tempfile::tempdir().unwrap();
-        let config = GatewayConfig { binary: "/usr/sbin/nginx".into(), prefix: dir.path().join("gw"), listen_port: 4100, upstream_port: 4200 };
+        let config = GatewayConfig {
+            binary: "/usr/sbin/nginx".into(),
+            prefix: dir.path().join("gw"),
+            listen_port: 4100,
+            upstream_port: 4200,
+        };
         let spec = config.prepare().unwrap();
         let text = std::fs::read_to_string(dir.path().join("gw/nginx.conf")).unwrap();
         assert!(!text.contains("{{"), "{text}");

@@ -86,6 +86,69 @@ pub fn ensure_installed(
     Ok(dir)
 }
 
+/// Makes sure an npm app (its `package.json`, lock file and sources, given as
+/// `(file name, contents)`) is installed with `npm ci` in `cache_dir()/npm/<slot>-<hash>`,
+/// where the hash covers every file, so an edited app installs afresh.
+pub fn ensure_app_installed(
+    slot: &str,
+    files: &[(&str, &str)],
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, String> {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, contents) in files {
+        for byte in name.bytes().chain(contents.bytes()) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    let dir = cache_dir()
+        .join("npm")
+        .join(format!("{slot}-{:08x}", hash as u32));
+    let marker = dir.join(".continuity-complete");
+    if marker.is_file() {
+        return Ok(dir);
+    }
+    if which("npm").is_none() {
+        return Err(
+            "npm is not installed; install Node.js and npm (Debian: apt-get install -y nodejs npm)"
+                .into(),
+        );
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let _lock = FileLock::acquire(&dir.join(".lock"))?;
+    if marker.is_file() {
+        return Ok(dir);
+    }
+    for (name, contents) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, contents)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    progress(&format!(
+        "installing the {slot} npm app into {} with npm ci (first use only)",
+        dir.display()
+    ));
+    let started = std::time::Instant::now();
+    let output = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "npm ci in {} failed ({}):\n{}",
+            dir.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    std::fs::write(&marker, slot).map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    progress(&format!(
+        "installed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(dir)
+}
+
 /// Makes a file executable (npm may skip the package's chmod install script).
 pub fn make_executable(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;

@@ -32,7 +32,21 @@ pub fn kill_all_groups() {
     }
 }
 
-fn signal_group(pgid: i32, signal: i32) -> bool {
+/// Lists a process group the caller spawned itself (outside [`ManagedProcess`])
+/// so [`kill_all_groups`] reaches it too; pair with [`untrack_group`].
+pub fn track_group(pgid: i32) {
+    registry().get_or_insert_with(HashSet::new).insert(pgid);
+}
+
+/// Removes a group from the registry once the caller has dealt with it.
+pub fn untrack_group(pgid: i32) {
+    if let Some(set) = registry().as_mut() {
+        set.remove(&pgid);
+    }
+}
+
+/// Sends `signal` to every process of the group; false if none received it.
+pub fn signal_group(pgid: i32, signal: i32) -> bool {
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
@@ -163,6 +177,17 @@ impl ManagedProcess {
 
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
+    }
+
+    /// Lets the process outlive this handle (and the harness): `continuity stack up`
+    /// leaves the stack running for `stack down` to stop by process group.
+    pub fn detach(&mut self) -> Option<u32> {
+        let child = self.child.take()?;
+        let pid = child.id();
+        if let Some(set) = registry().as_mut() {
+            set.remove(&(pid as i32));
+        }
+        Some(pid)
     }
 
     /// Polls the child without blocking.

@@ -57,11 +57,18 @@ impl SandboxAgentConfig {
         Ok(ProcessSpec {
             name: "sandbox-agent".into(),
             program: self.binary.clone(),
-            args: ["server", "--no-token", "--no-telemetry", "-H", "127.0.0.1", "-p"]
-                .iter()
-                .map(|s| s.to_string())
-                .chain([port.to_string()])
-                .collect(),
+            args: [
+                "server",
+                "--no-token",
+                "--no-telemetry",
+                "-H",
+                "127.0.0.1",
+                "-p",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([port.to_string()])
+            .collect(),
             env: vec![("XDG_DATA_HOME".into(), data.display().to_string())],
             cwd: Some(self.run_dir.clone()),
             log: self.run_dir.join("sandbox-agent.log"),
@@ -76,7 +83,10 @@ impl SandboxAgentConfig {
 
 /// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`.
 pub fn binary_version(binary: &Path) -> Option<String> {
-    let output = std::process::Command::new(binary).arg("--version").output().ok()?;
+    let output = std::process::Command::new(binary)
+        .arg("--version")
+        .output()
+        .ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     (output.status.success() && !text.is_empty()).then_some(text)
 }

@@ -1,0 +1,306 @@
+//! `continuity.toml`: run defaults and restart targets, read in two stages
+//! (raw serde tables in `raw`, checked values in `check`), with every error
+//! naming the file, the line, the key and what was expected.
+//!
+//! ```toml
+//! [run]                      # all optional; command-line flags override
+//! base_url = "http://127.0.0.1:2468"
+//! agent = "mock"
+//! timeout_ms = 30000
+//! overall_timeout_ms = 900000
+//! repeat = 1
+//! persist = "sqlite"         # sqlite | memory
+//! token_env = "SA_TOKEN"     # the variable holding the token; never the token
+//! headers = { "x-extra" = "v" }
+//!
+//! [targets.agent]            # targets restart in file order
+//! restart = { managed = { command = ["sandbox-agent", "server", "-p", "2468"], env = { XDG_DATA_HOME = "/tmp/x" }, stop_signal = "SIGTERM", grace_ms = 5000 } }
+//! # restart = { command = "systemctl restart sandbox-agent", timeout_ms = 30000 }
+//! # restart = { signal = "SIGHUP", pid_file = "/run/nginx.pid" }
+//! # restart = { http = "http://127.0.0.1:9000/restart", method = "POST", expect_status = 204 }
+//! ready = { http = "http://127.0.0.1:2468/v1/health", status = 200 }
+//! # ready = { tcp = "127.0.0.1:2468" }   or   ready = { delay_ms = 6000 }   or no `ready`
+//! ready_timeout_ms = 30000
+//! ```
+//!
+//! `managed` also takes `cwd` and `log` (where its output goes). Defaults:
+//! command timeout 60 s, hook timeout 10 s, grace 5 s, readiness 30 s, http
+//! probe status 200 polled every 50 ms (`interval_ms`). Relative paths are
+//! relative to the directory the harness runs in.
+
+mod check;
+mod raw;
+mod target;
+
+#[cfg(test)]
+mod tests;
+
+use crate::targets::{Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Which session store a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistKind {
+    Sqlite,
+    Memory,
+}
+
+/// The `[run]` table: defaults the command line may override.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunDefaults {
+    pub base_url: Option<String>,
+    pub agent: Option<String>,
+    pub timeout: Option<Duration>,
+    pub overall_timeout: Option<Duration>,
+    pub repeat: Option<u32>,
+    pub persist: Option<PersistKind>,
+    /// The name of the environment variable that holds the bearer token.
+    pub token_env: Option<String>,
+    /// Extra request headers, in file order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// One `[targets.NAME]` table, checked; [`Config::targets`] turns it into a [`Target`].
+#[derive(Debug, Clone, PartialEq)]
+struct TargetEntry {
+    name: String,
+    action: RestartAction,
+    readiness: Readiness,
+    ready_timeout: Duration,
+}
+
+impl TargetEntry {
+    fn to_target(&self) -> Target {
+        Target::new(
+            self.name.clone(),
+            self.action.clone(),
+            self.readiness.clone(),
+        )
+        .with_ready_timeout(self.ready_timeout)
+    }
+}
+
+/// A checked `continuity.toml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    path: PathBuf,
+    pub run: RunDefaults,
+    targets: Vec<TargetEntry>,
+}
+
+/// Why a config file (or the seed script's environment) was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {}: {reason}", .path.display())]
+    Read { path: PathBuf, reason: String },
+    /// toml's own message, which shows the line, column and a snippet.
+    #[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Syntax {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("{}:{line}: `{key}`{}: {expected}", .path.display(), .value.as_ref().map(|v| format!(" = {v}")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        value: Option<String>,
+        expected: String,
+    },
+    #[error("{}:{line}: `{key}`: the token never goes in the file; put it in an environment variable and name that variable with `token_env`", .path.display())]
+    Token {
+        path: PathBuf,
+        line: usize,
+        key: String,
+    },
+    #[error("environment variable {var}={value:?}: {expected}")]
+    Env {
+        var: String,
+        value: String,
+        expected: String,
+    },
+}
+
+impl Config {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        Config::parse(path, &text)
+    }
+
+    /// Checks `text`; `path` is only used to name the file in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let syntax = |e: toml::de::Error| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            message: with_suggestion(e.to_string().trim_end()),
+        };
+        // A token is refused by name before serde calls it an unknown field.
+        let document = toml::de::DeTable::parse(text).map_err(syntax)?;
+        if let Some((key, offset)) = find_token_key(document.get_ref(), "") {
+            return Err(ConfigError::Token {
+                path: path.to_path_buf(),
+                line: line_of(text, offset),
+                key,
+            });
+        }
+        let raw: raw::RawConfig = toml::from_str(text).map_err(syntax)?;
+        let checked = check::Checked::try_from(raw).map_err(|e| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: line_of(text, e.span.start),
+            key: e.key,
+            value: e.value,
+            expected: e.expected,
+        })?;
+        Ok(Config {
+            path: path.to_path_buf(),
+            run: checked.run,
+            targets: checked.targets,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Fresh (not yet prepared) targets, in file order.
+    pub fn targets(&self) -> Vec<Target> {
+        self.targets.iter().map(TargetEntry::to_target).collect()
+    }
+
+    pub fn target_names(&self) -> Vec<&str> {
+        self.targets.iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
+/// The seed script's knobs as a target named `command`: `SA_RESTART_CMD`
+/// run by the shell, then `sleep SA_RESTART_WAIT_SEC` (default 6). `None`
+/// when `SA_RESTART_CMD` is unset or blank.
+pub fn from_seed_env<I, K, V>(vars: I) -> Result<Option<Target>, ConfigError>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    let mut command = None;
+    let mut wait = None;
+    for (key, value) in vars {
+        match key.as_ref() {
+            "SA_RESTART_CMD" => command = Some(value.as_ref().to_string()),
+            "SA_RESTART_WAIT_SEC" => wait = Some(value.as_ref().to_string()),
+            _ => {}
+        }
+    }
+    let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let wait = match wait.as_deref().map(str::trim).filter(|w| !w.is_empty()) {
+        None => Duration::from_secs(6),
+        Some(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s < 86_400.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| ConfigError::Env {
+                var: "SA_RESTART_WAIT_SEC".into(),
+                value: text.to_string(),
+                expected: "expected a number of seconds, such as 6 or 0.5".into(),
+            })?,
+    };
+    let readiness = if wait.is_zero() {
+        Readiness::None
+    } else {
+        Readiness::Delay { duration: wait }
+    };
+    Ok(Some(Target::new(
+        "command",
+        RestartAction::Command {
+            command,
+            timeout: DEFAULT_COMMAND_TIMEOUT,
+        },
+        readiness,
+    )))
+}
+
+/// The 1-based line holding byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// The first key named `token` anywhere in the document, as a dotted path
+/// with the offset of the key.
+fn find_token_key(table: &toml::de::DeTable<'_>, prefix: &str) -> Option<(String, usize)> {
+    for (key, value) in table.iter() {
+        let path = if prefix.is_empty() {
+            key.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", key.get_ref())
+        };
+        if key.get_ref().eq_ignore_ascii_case("token") {
+            return Some((path, key.span().start));
+        }
+        if let Some(found) = find_token_in_value(value.get_ref(), &path) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+fn find_token_in_value(value: &toml::de::DeValue<'_>, path: &str) -> Option<(String, usize)> {
+    match value {
+        toml::de::DeValue::Table(table) => find_token_key(table, path),
+        toml::de::DeValue::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| find_token_in_value(item.get_ref(), &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+/// Appends "did you mean `x`?" to toml's unknown-field message when one of
+/// the expected keys is a near miss of the one written.
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.split("unknown field `").nth(1) else {
+        return message.to_string();
+    };
+    let Some((given, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let best = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|candidate| (edit_distance(given, candidate), candidate))
+        .min();
+    match best {
+        Some((distance, candidate)) if distance <= 2.max(given.len() / 3) => {
+            format!("{message}\nhelp: did you mean `{candidate}`?")
+        }
+        _ => message.to_string(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}

@@ -1,0 +1,295 @@
+//! The second stage for one `[targets.NAME]` table: its restart kind
+//! (exactly one of managed, command, signal, http, with only the keys that
+//! kind takes) and its readiness probe.
+
+use super::check::{
+    check_addr, check_signal, check_status, check_url, invalid, positive_ms, Invalid,
+};
+use super::raw::{RawManaged, RawReady, RawRestart, RawTarget};
+use super::TargetEntry;
+use crate::targets::{
+    ManagedSpec, Readiness, RestartAction, DEFAULT_COMMAND_TIMEOUT, DEFAULT_GRACE,
+    DEFAULT_HTTP_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_READY_TIMEOUT,
+};
+use std::ops::Range;
+use std::path::PathBuf;
+use toml::Spanned;
+
+pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<TargetEntry, Invalid> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let key = format!("targets.{name}");
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(invalid(
+            &key,
+            span,
+            Some(format!("{name:?}")),
+            "expected a target name of letters, digits, `-` and `_`",
+        ));
+    }
+    let action = check_restart(&key, &raw.restart)?;
+    let readiness = check_ready(&key, raw.ready.as_ref())?;
+    let ready_timeout = match &raw.ready_timeout_ms {
+        Some(v) => positive_ms(&format!("{key}.ready_timeout_ms"), v)?,
+        None => DEFAULT_READY_TIMEOUT,
+    };
+    Ok(TargetEntry {
+        name: name.to_string(),
+        action,
+        readiness,
+        ready_timeout,
+    })
+}
+
+/// Which restart key owns each secondary key, for "does not apply" messages.
+const RESTART_SECONDARY: &[(&str, &[&str])] = &[
+    ("timeout_ms", &["command", "http"]),
+    ("pid_file", &["signal"]),
+    ("method", &["http"]),
+    ("expect_status", &["http"]),
+];
+
+fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
+    let key = format!("{target_key}.restart");
+    let r = raw.get_ref();
+    let kinds: Vec<(&str, Range<usize>)> = [
+        ("managed", r.managed.as_ref().map(Spanned::span)),
+        ("command", r.command.as_ref().map(Spanned::span)),
+        ("signal", r.signal.as_ref().map(Spanned::span)),
+        ("http", r.http.as_ref().map(Spanned::span)),
+    ]
+    .into_iter()
+    .filter_map(|(kind, span)| Some((kind, span?)))
+    .collect();
+    let kind = match kinds.as_slice() {
+        [] => {
+            return Err(invalid(
+                &key,
+                raw.span(),
+                None,
+                "expected one restart kind: `managed`, `command`, `signal` or `http`",
+            ))
+        }
+        [(kind, _)] => *kind,
+        [(first, _), (second, span), ..] => {
+            return Err(invalid(
+                &key,
+                span.clone(),
+                None,
+                format!(
+                    "expected exactly one restart kind, found `{first}` and `{second}`; keep one"
+                ),
+            ))
+        }
+    };
+    let present = [
+        ("timeout_ms", r.timeout_ms.as_ref().map(Spanned::span)),
+        ("pid_file", r.pid_file.as_ref().map(Spanned::span)),
+        ("method", r.method.as_ref().map(Spanned::span)),
+        ("expect_status", r.expect_status.as_ref().map(Spanned::span)),
+    ];
+    for (secondary, span) in present {
+        let Some(span) = span else { continue };
+        let owners = RESTART_SECONDARY
+            .iter()
+            .find(|(k, _)| *k == secondary)
+            .map_or(&[][..], |(_, o)| *o);
+        if !owners.contains(&kind) {
+            return Err(invalid(
+                &format!("{key}.{secondary}"),
+                span,
+                None,
+                format!(
+                    "`{secondary}` belongs to a {} restart, not to a {kind} restart",
+                    owners.join(" or ")
+                ),
+            ));
+        }
+    }
+    let timeout = |default| match &r.timeout_ms {
+        Some(v) => positive_ms(&format!("{key}.timeout_ms"), v),
+        None => Ok(default),
+    };
+    match kind {
+        "managed" => check_managed(
+            &format!("{key}.managed"),
+            r.managed.as_ref().map(Spanned::get_ref),
+        ),
+        "command" => {
+            let command = r
+                .command
+                .as_ref()
+                .map(Spanned::get_ref)
+                .cloned()
+                .unwrap_or_default();
+            if command.trim().is_empty() {
+                return Err(invalid(
+                    &format!("{key}.command"),
+                    raw.span(),
+                    None,
+                    "expected a shell command",
+                ));
+            }
+            Ok(RestartAction::Command {
+                command,
+                timeout: timeout(DEFAULT_COMMAND_TIMEOUT)?,
+            })
+        }
+        "signal" => {
+            let signal = r
+                .signal
+                .as_ref()
+                .map(|s| check_signal(&format!("{key}.signal"), s))
+                .transpose()?;
+            let pid_file = r
+                .pid_file
+                .as_ref()
+                .filter(|p| !p.get_ref().trim().is_empty())
+                .ok_or_else(|| {
+                    invalid(
+                        &key,
+                        raw.span(),
+                        None,
+                        "a signal restart needs `pid_file`, the file that holds the process id",
+                    )
+                })?;
+            Ok(RestartAction::Signal {
+                pid_file: PathBuf::from(pid_file.get_ref()),
+                signal: signal.unwrap_or(libc::SIGHUP),
+            })
+        }
+        _ => {
+            let url = r
+                .http
+                .as_ref()
+                .map(|u| check_url(&format!("{key}.http"), u))
+                .transpose()?
+                .unwrap_or_default();
+            let method = match &r.method {
+                Some(m) => {
+                    let upper = m.get_ref().trim().to_ascii_uppercase();
+                    if upper.is_empty() || reqwest::Method::from_bytes(upper.as_bytes()).is_err() {
+                        return Err(invalid(
+                            &format!("{key}.method"),
+                            m.span(),
+                            Some(format!("{:?}", m.get_ref())),
+                            "expected an HTTP method such as \"POST\"",
+                        ));
+                    }
+                    upper
+                }
+                None => "POST".to_string(),
+            };
+            let expect_status = r
+                .expect_status
+                .as_ref()
+                .map(|s| check_status(&format!("{key}.expect_status"), s))
+                .transpose()?;
+            Ok(RestartAction::Http {
+                url,
+                method,
+                expect_status,
+                timeout: timeout(DEFAULT_HTTP_TIMEOUT)?,
+            })
+        }
+    }
+}
+
+fn check_managed(key: &str, raw: Option<&RawManaged>) -> Result<RestartAction, Invalid> {
+    let Some(raw) = raw else {
+        return Err(invalid(key, 0..0, None, "expected a managed process table"));
+    };
+    let argv = raw.command.get_ref();
+    let Some(program) = argv.first().filter(|p| !p.trim().is_empty()) else {
+        return Err(invalid(
+            &format!("{key}.command"),
+            raw.command.span(),
+            None,
+            "expected the program and its arguments, e.g. [\"sandbox-agent\", \"server\"]",
+        ));
+    };
+    let mut spec = ManagedSpec::new(program, argv[1..].iter().cloned());
+    spec.env = raw.env.as_ref().map(|e| e.0.clone()).unwrap_or_default();
+    spec.cwd = raw.cwd.as_ref().map(PathBuf::from);
+    spec.log = raw.log.as_ref().map(PathBuf::from);
+    if let Some(signal) = &raw.stop_signal {
+        spec.stop_signal = check_signal(&format!("{key}.stop_signal"), signal)?;
+    }
+    spec.grace = match &raw.grace_ms {
+        Some(v) => positive_ms(&format!("{key}.grace_ms"), v)?,
+        None => DEFAULT_GRACE,
+    };
+    Ok(RestartAction::Managed(spec))
+}
+
+fn check_ready(target_key: &str, raw: Option<&Spanned<RawReady>>) -> Result<Readiness, Invalid> {
+    let key = format!("{target_key}.ready");
+    let Some(raw) = raw else {
+        return Ok(Readiness::None);
+    };
+    let r = raw.get_ref();
+    let kinds: Vec<(&str, Range<usize>)> = [
+        ("http", r.http.as_ref().map(Spanned::span)),
+        ("tcp", r.tcp.as_ref().map(Spanned::span)),
+        ("delay_ms", r.delay_ms.as_ref().map(Spanned::span)),
+    ]
+    .into_iter()
+    .filter_map(|(kind, span)| Some((kind, span?)))
+    .collect();
+    let kind = match kinds.as_slice() {
+        [] => {
+            return Err(invalid(
+                &key,
+                raw.span(),
+                None,
+                "expected one probe: `http`, `tcp` or `delay_ms`",
+            ))
+        }
+        [(kind, _)] => *kind,
+        [(first, _), (second, span), ..] => {
+            return Err(invalid(
+                &key,
+                span.clone(),
+                None,
+                format!("expected one probe, found `{first}` and `{second}`; keep one"),
+            ))
+        }
+    };
+    for (secondary, span) in [
+        ("status", r.status.as_ref().map(Spanned::span)),
+        ("interval_ms", r.interval_ms.as_ref().map(Spanned::span)),
+    ] {
+        if let (Some(span), false) = (span, kind == "http") {
+            return Err(invalid(
+                &format!("{key}.{secondary}"),
+                span,
+                None,
+                format!("`{secondary}` belongs to an http probe, not to a {kind} probe"),
+            ));
+        }
+    }
+    match (&r.http, &r.tcp, &r.delay_ms) {
+        (Some(url), _, _) => Ok(Readiness::Http {
+            url: check_url(&format!("{key}.http"), url)?,
+            expect_status: match &r.status {
+                Some(s) => check_status(&format!("{key}.status"), s)?,
+                None => 200,
+            },
+            interval: match &r.interval_ms {
+                Some(v) => positive_ms(&format!("{key}.interval_ms"), v)?,
+                None => DEFAULT_PROBE_INTERVAL,
+            },
+        }),
+        (_, Some(addr), _) => Ok(Readiness::Tcp {
+            addr: check_addr(&format!("{key}.tcp"), addr)?,
+        }),
+        (_, _, Some(ms)) => Ok(Readiness::Delay {
+            duration: positive_ms(&format!("{key}.delay_ms"), ms)?,
+        }),
+        _ => Ok(Readiness::None),
+    }
+}

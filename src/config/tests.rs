@@ -1,0 +1,265 @@
+//! Config files good and bad, checked against the messages a user would read.
+
+use super::*;
+
+const GOOD: &str = r#"
+[run]
+base_url = "http://127.0.0.1:2468"
+agent = "mock"
+timeout_ms = 30000
+overall_timeout_ms = 900000
+repeat = 2
+persist = "sqlite"
+token_env = "SA_TOKEN"
+headers = { "x-extra" = "v", "x-second" = "w" }
+
+[targets.gateway]
+restart = { signal = "HUP", pid_file = "/run/nginx.pid" }
+ready = { tcp = "127.0.0.1:8080" }
+
+[targets.agent]
+restart = { managed = { command = ["sandbox-agent", "server", "-p", "2468"], env = { XDG_DATA_HOME = "/tmp/x" }, stop_signal = "SIGINT", grace_ms = 2000 } }
+ready = { http = "http://127.0.0.1:2468/v1/health", status = 200 }
+ready_timeout_ms = 20000
+
+[targets.rivet]
+restart = { http = "http://127.0.0.1:9000/restart", expect_status = 204 }
+ready = { delay_ms = 6000 }
+
+[targets.box]
+restart = { command = "systemctl restart sandbox-agent", timeout_ms = 30000 }
+"#;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(Path::new("continuity.toml"), text)
+}
+
+fn error(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_good_file() {
+    let config = parse(GOOD).unwrap();
+    assert_eq!(
+        config.run.base_url.as_deref(),
+        Some("http://127.0.0.1:2468")
+    );
+    assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
+    assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
+    assert_eq!(config.run.repeat, Some(2));
+    assert_eq!(config.run.persist, Some(PersistKind::Sqlite));
+    assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
+    assert_eq!(
+        config.run.headers,
+        vec![
+            ("x-extra".into(), "v".into()),
+            ("x-second".into(), "w".into())
+        ]
+    );
+    assert_eq!(config.target_names(), ["gateway", "agent", "rivet", "box"]);
+
+    let targets = config.targets();
+    assert_eq!(
+        targets.iter().map(Target::kind).collect::<Vec<_>>(),
+        ["signal", "managed", "http", "command"]
+    );
+    assert_eq!(
+        targets[0].action,
+        RestartAction::Signal {
+            pid_file: "/run/nginx.pid".into(),
+            signal: libc::SIGHUP
+        }
+    );
+    let RestartAction::Managed(spec) = &targets[1].action else {
+        panic!("{:?}", targets[1].action)
+    };
+    assert_eq!(spec.program, PathBuf::from("sandbox-agent"));
+    assert_eq!(spec.args, ["server", "-p", "2468"]);
+    assert_eq!(spec.env, [("XDG_DATA_HOME".into(), "/tmp/x".into())]);
+    assert_eq!(spec.stop_signal, libc::SIGINT);
+    assert_eq!(spec.grace, Duration::from_secs(2));
+    assert_eq!(targets[1].ready_timeout, Duration::from_secs(20));
+    assert_eq!(
+        targets[1].readiness,
+        Readiness::http("http://127.0.0.1:2468/v1/health")
+    );
+    assert_eq!(
+        targets[2].action,
+        RestartAction::Http {
+            url: "http://127.0.0.1:9000/restart".into(),
+            method: "POST".into(),
+            expect_status: Some(204),
+            timeout: crate::targets::DEFAULT_HTTP_TIMEOUT,
+        }
+    );
+    assert_eq!(
+        targets[2].readiness,
+        Readiness::Delay {
+            duration: Duration::from_secs(6)
+        }
+    );
+    assert_eq!(targets[3].readiness, Readiness::None);
+    assert_eq!(
+        targets[3].describe(),
+        "command: systemctl restart sandbox-agent (timeout 30 s)"
+    );
+}
+
+#[test]
+fn an_empty_file_is_a_config_without_targets() {
+    let config = parse("").unwrap();
+    assert!(config.targets().is_empty());
+    assert_eq!(config.run, RunDefaults::default());
+}
+
+#[test]
+fn an_unknown_key_names_the_file_the_line_and_the_key() {
+    let e = error("[run]\nagent = \"mock\"\ntimeuot_ms = 5\n");
+    assert!(e.starts_with("continuity.toml:3: "), "{e}");
+    assert!(e.contains("timeuot_ms"), "{e}");
+    assert!(e.contains("did you mean `timeout_ms`?"), "{e}");
+
+    let e = error("[targets.agent]\nrestart = { command = \"x\", timout_ms = 5 }\n");
+    assert!(e.starts_with("continuity.toml:2: "), "{e}");
+    assert!(e.contains("unknown field `timout_ms`"), "{e}");
+}
+
+#[test]
+fn a_bad_signal_name_is_refused() {
+    let e = error(
+        "[targets.gateway]\n\nrestart = { signal = \"SIGFOO\", pid_file = \"/run/x.pid\" }\n",
+    );
+    assert!(e.starts_with("continuity.toml:3: "), "{e}");
+    assert!(e.contains("targets.gateway.restart.signal"), "{e}");
+    assert!(e.contains("SIGFOO") && e.contains("SIGTERM"), "{e}");
+
+    let e = error(
+        "[targets.agent]\nrestart = { managed = { command = [\"x\"], stop_signal = \"STOP\" } }\n",
+    );
+    assert!(
+        e.contains("targets.agent.restart.managed.stop_signal"),
+        "{e}"
+    );
+}
+
+#[test]
+fn two_restart_kinds_are_refused() {
+    let e = error(
+        "[targets.agent]\nrestart = { command = \"x\", signal = \"HUP\", pid_file = \"/p\" }\n",
+    );
+    assert!(e.starts_with("continuity.toml:2: "), "{e}");
+    assert!(e.contains("`command` and `signal`"), "{e}");
+
+    let e = error("[targets.agent]\nrestart = { }\n");
+    assert!(e.contains("one restart kind"), "{e}");
+
+    let e = error(
+        "[targets.agent]\nrestart = { signal = \"HUP\", pid_file = \"/p\", timeout_ms = 5 }\n",
+    );
+    assert!(
+        e.contains("`timeout_ms` belongs to a command or http restart"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_token_is_refused_anywhere_without_echoing_it() {
+    for text in [
+        "[run]\ntoken = \"sk-secret\"\n",
+        "[targets.agent]\nrestart = { http = \"http://127.0.0.1:1/r\", token = \"sk-secret\" }\n",
+    ] {
+        let e = parse(text).unwrap_err();
+        assert!(matches!(e, ConfigError::Token { line: 2, .. }), "{e:?}");
+        let shown = e.to_string();
+        assert!(shown.contains("token_env"), "{shown}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+    }
+    let e = error("[run]\nheaders = { Authorization = \"Bearer sk-secret\" }\n");
+    assert!(e.contains("token_env") && !e.contains("sk-secret"), "{e}");
+    let e = error("[run]\ntoken_env = \"sk-secret-value-123!\"\n");
+    assert!(
+        e.contains("run.token_env") && !e.contains("sk-secret"),
+        "{e}"
+    );
+}
+
+#[test]
+fn values_are_checked() {
+    let e = error("[run]\ntimeout_ms = -5\n");
+    assert!(
+        e.contains("run.timeout_ms` = -5") && e.contains("positive"),
+        "{e}"
+    );
+    let e = error("[run]\nrepeat = 0\n");
+    assert!(e.contains("run.repeat"), "{e}");
+    let e = error("[run]\npersist = \"rivet\"\n");
+    assert!(e.contains("\"sqlite\" or \"memory\""), "{e}");
+    let e = error("[run]\nbase_url = \"localhost:2468\"\n");
+    assert!(e.contains("run.base_url") && e.contains("http://"), "{e}");
+    let e = error("[targets.a]\nrestart = { command = \"x\" }\nready = { tcp = \"127.0.0.1\" }\n");
+    assert!(
+        e.starts_with("continuity.toml:3: ") && e.contains("host:port"),
+        "{e}"
+    );
+    let e = error(
+        "[targets.a]\nrestart = { command = \"x\" }\nready = { delay_ms = 5, status = 200 }\n",
+    );
+    assert!(e.contains("`status` belongs to an http probe"), "{e}");
+    let e = error("[targets.a]\nrestart = { managed = { command = [] } }\n");
+    assert!(e.contains("targets.a.restart.managed.command"), "{e}");
+    let e = error("[targets.a]\nrestart = { command = \"x\" }\nready_timeout_ms = 0\n");
+    assert!(e.contains("targets.a.ready_timeout_ms` = 0"), "{e}");
+    let e = error("[targets.a]\nrestart = { http = \"http://127.0.0.1:1/\", method = \"GE T\" }\n");
+    assert!(e.contains("targets.a.restart.method"), "{e}");
+    let e = error("[targets.a]\n");
+    assert!(e.contains("restart"), "{e}");
+    let e = error("[run\n");
+    assert!(e.starts_with("continuity.toml:1: "), "{e}");
+}
+
+#[test]
+fn a_missing_file_is_a_read_error() {
+    let e = Config::load(Path::new("/nonexistent/continuity.toml")).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }), "{e:?}");
+    assert!(e.to_string().contains("/nonexistent/continuity.toml"));
+}
+
+#[test]
+fn the_seed_scripts_environment_becomes_a_command_target() {
+    assert!(from_seed_env([("PATH", "/bin")]).unwrap().is_none());
+    assert!(from_seed_env([("SA_RESTART_CMD", "  ")]).unwrap().is_none());
+
+    let target = from_seed_env([("SA_RESTART_CMD", "docker restart sa")])
+        .unwrap()
+        .unwrap();
+    assert_eq!(target.name, "command");
+    assert_eq!(target.kind(), "command");
+    assert_eq!(
+        target.readiness,
+        Readiness::Delay {
+            duration: Duration::from_secs(6)
+        }
+    );
+
+    let target = from_seed_env([
+        ("SA_RESTART_CMD", "docker restart sa"),
+        ("SA_RESTART_WAIT_SEC", "1.5"),
+    ])
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        target.readiness,
+        Readiness::Delay {
+            duration: Duration::from_millis(1500)
+        }
+    );
+
+    let e = from_seed_env([("SA_RESTART_CMD", "x"), ("SA_RESTART_WAIT_SEC", "soon")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("SA_RESTART_WAIT_SEC") && e.contains("soon"),
+        "{e}"
+    );
+}

@@ -1,0 +1,267 @@
+//! The Rivet layer of the local stack: a Rivet Engine (the binary shipped in
+//! `@rivetkit/engine-cli-linux-x64-musl`) and a RivetKit runner (Node, the app
+//! in `stack/rivet/`) whose actor `persist` holds the clients' session records
+//! and events. Both are restart targets: `rivet` restarts the runner,
+//! `rivet-engine` the engine. The engine always starts first and must be
+//! healthy: a runner that finds none spawns its own on the default ports,
+//! which would outlive it — [`stray_engines`] finds any such process.
+
+use super::npm;
+use super::process::free_port;
+use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
+use crate::runner::PersistFactory;
+use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const PACKAGE_JSON: &str = include_str!("../../stack/rivet/package.json");
+const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
+const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
+const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
+const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
+
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a persist call waits for the actor through a restart.
+const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// How the actor saves its state (the `CONTINUITY_RIVET_SAVE` knob of the app).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveMode {
+    /// `await c.saveState({ immediate: true })` after every write: survives SIGKILL.
+    Immediate,
+    /// RivetKit's periodic save (about once a second): the last writes die with a SIGKILL.
+    Deferred,
+}
+
+impl SaveMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SaveMode::Immediate => "immediate",
+            SaveMode::Deferred => "deferred",
+        }
+    }
+}
+
+/// `node`, or the message naming the install command.
+pub fn find_node() -> Result<PathBuf, String> {
+    npm::which("node")
+        .ok_or_else(|| "node is not installed (Debian: apt-get install -y nodejs npm)".to_string())
+}
+
+/// A running engine + runner pair.
+pub struct RivetStack {
+    endpoint: String,
+    key: String,
+    engine: Option<Target>,
+    runner: Option<Target>,
+    logs: Vec<(String, PathBuf)>,
+}
+
+impl RivetStack {
+    /// Installs the app (once), starts the engine, waits for `/health`, then the
+    /// runner, and waits until the actor answers an action.
+    pub async fn up(
+        dir: &Path,
+        node: &Path,
+        save: SaveMode,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<RivetStack, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let installed = tokio::task::spawn_blocking(|| {
+            let mut lines = Vec::new();
+            let files = [
+                ("package.json", PACKAGE_JSON),
+                ("package-lock.json", PACKAGE_LOCK),
+                ("server.mjs", SERVER),
+            ];
+            let result =
+                npm::ensure_app_installed("rivet-app", &files, &mut |l| lines.push(l.to_string()));
+            (result, lines)
+        })
+        .await
+        .map_err(|e| format!("install task failed: {e}"))?;
+        installed.1.iter().for_each(|l| progress(l));
+        let app = installed.0?;
+        let engine_bin = app
+            .join("node_modules")
+            .join(ENGINE_PACKAGE)
+            .join("rivet-engine");
+        npm::make_executable(&engine_bin)?;
+
+        let (guard, api_peer, metrics) = (free_port()?, free_port()?, free_port()?);
+        let config = ENGINE_CONFIG
+            .replace(
+                "{{DATA_DIR}}",
+                &dir.join("engine-data").display().to_string(),
+            )
+            .replace("{{GUARD_PORT}}", &guard.to_string())
+            .replace("{{API_PEER_PORT}}", &api_peer.to_string())
+            .replace("{{METRICS_PORT}}", &metrics.to_string());
+        let config_path = dir.join("engine.json");
+        std::fs::write(&config_path, config)
+            .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+        let endpoint = format!("http://127.0.0.1:{guard}");
+        let key = format!(
+            "continuity-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+
+        let engine_log = dir.join("rivet-engine.log");
+        let engine = Target::new(
+            "rivet-engine",
+            RestartAction::Managed(ManagedSpec {
+                program: engine_bin,
+                args: vec![
+                    "--config".into(),
+                    config_path.display().to_string(),
+                    "start".into(),
+                ],
+                env: vec![],
+                cwd: Some(dir.to_path_buf()),
+                log: Some(engine_log.clone()),
+                stop_signal: libc::SIGTERM,
+                grace: Duration::from_secs(10),
+            }),
+            Readiness::http(format!("{endpoint}/health")),
+        )
+        .with_ready_timeout(READY_TIMEOUT);
+
+        let runner_log = dir.join("rivet-runner.log");
+        let probe = RivetDriver::new(RivetConfig {
+            endpoint: endpoint.clone(),
+            namespace: "default".into(),
+            key: key.clone(),
+            retry_for: Duration::ZERO,
+        })
+        .map_err(|e| e.to_string())?;
+        let runner = Target::new(
+            "rivet",
+            RestartAction::Managed(ManagedSpec {
+                program: node.to_path_buf(),
+                args: vec![app.join("server.mjs").display().to_string()],
+                env: vec![
+                    ("RIVET_ENDPOINT".into(), endpoint.clone()),
+                    ("RIVET_RUN_SERVICES".into(), "0".into()),
+                    ("CONTINUITY_RIVET_SAVE".into(), save.as_str().into()),
+                ],
+                cwd: Some(app.clone()),
+                log: Some(runner_log.clone()),
+                stop_signal: libc::SIGTERM,
+                grace: Duration::from_secs(10),
+            }),
+            // Ready means the cells' actor answers, not merely that node started.
+            Readiness::HttpPost {
+                url: probe.action_url("getSession"),
+                body: r#"{"args":["readiness-probe"]}"#.into(),
+                headers: vec![("x-rivet-encoding".into(), "json".into())],
+                expect_status: 200,
+                interval: Duration::from_millis(100),
+            },
+        )
+        .with_ready_timeout(READY_TIMEOUT);
+
+        let mut stack = RivetStack {
+            endpoint,
+            key,
+            engine: Some(engine),
+            runner: Some(runner),
+            logs: vec![
+                ("rivet-engine".into(), engine_log),
+                ("rivet-runner".into(), runner_log),
+            ],
+        };
+        progress(&format!("starting Rivet Engine on {}", stack.endpoint));
+        if let Some(engine) = stack.engine.as_mut() {
+            engine.prepare().await.map_err(|e| e.to_string())?;
+        }
+        progress(&format!(
+            "starting the RivetKit runner (actor save mode: {})",
+            save.as_str()
+        ));
+        if let Some(runner) = stack.runner.as_mut() {
+            runner.prepare().await.map_err(|e| e.to_string())?;
+        }
+        Ok(stack)
+    }
+
+    /// The engine and runner targets; the stack keeps nothing running after this.
+    pub fn targets(&mut self) -> (Target, Target) {
+        (
+            self.engine.take().expect("targets() is called once"),
+            self.runner.take().expect("targets() is called once"),
+        )
+    }
+
+    /// (target, program, URL, log) of the engine and the runner.
+    pub fn components(&self) -> Vec<(String, String, String, PathBuf)> {
+        vec![
+            (
+                "rivet-engine".into(),
+                "rivet-engine".into(),
+                self.endpoint.clone(),
+                self.logs[0].1.clone(),
+            ),
+            (
+                "rivet".into(),
+                "node (RivetKit runner)".into(),
+                format!("actor {}", crate::persist::rivet::ACTOR),
+                self.logs[1].1.clone(),
+            ),
+        ]
+    }
+
+    pub fn logs(&self) -> Vec<(String, PathBuf)> {
+        self.logs.clone()
+    }
+
+    /// Every cell's persist store: the one actor this stack made for the run.
+    pub fn persist_factory(&self) -> PersistFactory {
+        let config = RivetConfig {
+            endpoint: self.endpoint.clone(),
+            namespace: "default".into(),
+            key: self.key.clone(),
+            retry_for: PERSIST_RETRY_FOR,
+        };
+        Arc::new(move |_cell: &str| {
+            RivetDriver::new(config.clone())
+                .map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// Stops what the stack still holds and kills any engine a runner spawned.
+    pub async fn down(&mut self) {
+        for target in [self.runner.as_mut(), self.engine.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            target.shutdown().await;
+        }
+        for pid in stray_engines() {
+            // SAFETY: kill(2) on a pid we found running the engine binary.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Pids of `rivet-engine` processes started without `--config`: engines a
+/// runner spawned on its own (on the default ports 6420–6430) when it found
+/// none healthy. Every engine continuity starts has `--config`.
+pub fn stray_engines() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let mut args = cmdline.split(|b| *b == 0);
+            let is_engine = args
+                .next()
+                .is_some_and(|first| first.ends_with(b"rivet-engine"));
+            is_engine && !args.any(|a| a == b"--config")
+        })
+        .collect()
+}

@@ -1,0 +1,368 @@
+//! What "restart this component" means for one target, and the two actions
+//! that need no state between restarts: a shell command and an HTTP hook.
+//!
+//! A command runs in its own process group so a timeout can kill everything
+//! it started. A command that *succeeds* may leave children behind on
+//! purpose (`pkill server; server &` relaunches a daemon), so only a timed-out
+//! or abandoned command has its group killed.
+
+use super::signal::signal_name;
+use super::{fmt_duration, DEFAULT_GRACE};
+use crate::secret::display_url;
+use crate::stack::process::{signal_group, track_group, untrack_group};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// How much of a command's stderr is kept for a failure message.
+const STDERR_TAIL_LINES: usize = 10;
+const STDERR_KEEP_BYTES: usize = 16 * 1024;
+/// After a command exits, how long its stderr may take to reach end of file
+/// (a background child may hold the pipe open forever).
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// One way of restarting a component.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RestartAction {
+    /// `/bin/sh -c command`, killed (with its group) at `timeout`; a
+    /// non-zero exit is a failed restart.
+    Command { command: String, timeout: Duration },
+    /// A process the harness starts itself and restarts by stopping and starting.
+    Managed(ManagedSpec),
+    /// Send `signal` to the pid written in `pid_file`.
+    Signal { pid_file: PathBuf, signal: i32 },
+    /// Call a hook URL; any 2xx passes unless `expect_status` is given.
+    Http {
+        url: String,
+        method: String,
+        expect_status: Option<u16>,
+        timeout: Duration,
+    },
+}
+
+/// A process the harness owns: what to run and how to stop it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// Where stdout and stderr go; a file under the temp directory if unset.
+    pub log: Option<PathBuf>,
+    pub stop_signal: i32,
+    pub grace: Duration,
+}
+
+impl ManagedSpec {
+    /// `program args…` with SIGTERM, a 5 s grace period and no extra environment.
+    pub fn new(program: impl Into<PathBuf>, args: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            program: program.into(),
+            args: args.into_iter().collect(),
+            env: Vec::new(),
+            cwd: None,
+            log: None,
+            stop_signal: libc::SIGTERM,
+            grace: DEFAULT_GRACE,
+        }
+    }
+
+    /// The command line as a user would type it.
+    pub fn command_line(&self) -> String {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl RestartAction {
+    /// `command`, `managed`, `signal` or `http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RestartAction::Command { .. } => "command",
+            RestartAction::Managed(_) => "managed",
+            RestartAction::Signal { .. } => "signal",
+            RestartAction::Http { .. } => "http",
+        }
+    }
+
+    /// One line: `managed: sandbox-agent server -p 2468 (SIGTERM, grace 5 s)`.
+    pub fn describe(&self) -> String {
+        match self {
+            RestartAction::Command { command, timeout } => {
+                format!("command: {command} (timeout {})", fmt_duration(*timeout))
+            }
+            RestartAction::Managed(spec) => format!(
+                "managed: {} ({}, grace {})",
+                spec.command_line(),
+                signal_name(spec.stop_signal),
+                fmt_duration(spec.grace)
+            ),
+            RestartAction::Signal { pid_file, signal } => format!(
+                "signal: {} to the pid in {}",
+                signal_name(*signal),
+                pid_file.display()
+            ),
+            RestartAction::Http {
+                url,
+                method,
+                expect_status,
+                timeout,
+            } => format!(
+                "http: {method} {} (expect {}, timeout {})",
+                display_url(url),
+                expected_status_text(*expect_status),
+                fmt_duration(*timeout)
+            ),
+        }
+    }
+}
+
+fn expected_status_text(expect: Option<u16>) -> String {
+    expect.map_or_else(|| "2xx".to_string(), |s| s.to_string())
+}
+
+/// Why a restart action failed. The message says which command, URL or
+/// file, and what came back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ActionError {
+    #[error("command `{command}` could not start: {reason}")]
+    Spawn { command: String, reason: String },
+    #[error("command `{command}` exited with {}{}", exit_text(*.code, *.signal), tail_suffix("stderr", .stderr_tail))]
+    Exit {
+        command: String,
+        code: Option<i32>,
+        signal: Option<i32>,
+        stderr_tail: String,
+    },
+    #[error("command `{command}` did not finish within {} and was killed{}", fmt_duration(*.timeout), tail_suffix("stderr", .stderr_tail))]
+    Timeout {
+        command: String,
+        timeout: Duration,
+        stderr_tail: String,
+    },
+    #[error("cannot start `{command}`: {reason}{}", tail_suffix("log", .log_tail))]
+    Start {
+        command: String,
+        reason: String,
+        log_tail: String,
+    },
+    #[error("pid file {}: {reason}", .path.display())]
+    PidFile { path: PathBuf, reason: String },
+    #[error("process {pid} named in {} is gone", .path.display())]
+    NoProcess { pid: i32, path: PathBuf },
+    #[error("cannot send {signal} to process {pid}: {reason}")]
+    Kill {
+        pid: i32,
+        signal: String,
+        reason: String,
+    },
+    #[error("{method} {url} failed: {reason}")]
+    Request {
+        method: String,
+        url: String,
+        reason: String,
+    },
+    #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
+    Status {
+        method: String,
+        url: String,
+        status: u16,
+        expected: String,
+        body: String,
+    },
+}
+
+fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(code), _) => format!("code {code}"),
+        (None, Some(signal)) => signal_name(signal),
+        (None, None) => "an unknown status".to_string(),
+    }
+}
+
+fn tail_suffix(what: &str, tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; {what}: {}", tail.trim_end())
+    }
+}
+
+/// The last `lines` lines of `bytes`, lossily decoded.
+pub(super) fn last_lines(bytes: &[u8], lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// SIGKILLs a command's process group unless disarmed: a restart future that
+/// is dropped (cancelled run, Ctrl-C) must not leave its command running.
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl GroupGuard {
+    fn new(pgid: Option<i32>) -> Self {
+        if let Some(pgid) = pgid {
+            track_group(pgid);
+        }
+        Self { pgid }
+    }
+
+    fn disarm(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            untrack_group(pgid);
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            signal_group(pgid, libc::SIGKILL);
+            untrack_group(pgid);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Runs `/bin/sh -c command` with a deadline.
+pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), ActionError> {
+    let mut child = tokio::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ActionError::Spawn {
+            command: command.to_string(),
+            reason: e.to_string(),
+        })?;
+    let mut guard = GroupGuard::new(child.id().map(|pid| pid as i32));
+    let captured = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let reader = child.stderr.take().map(|mut stderr| {
+        let captured = Arc::clone(&captured);
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                let mut buf = captured.lock().unwrap_or_else(|p| p.into_inner());
+                buf.extend_from_slice(&chunk[..n]);
+                let excess = buf.len().saturating_sub(STDERR_KEEP_BYTES);
+                buf.drain(..excess);
+            }
+        })
+    });
+    let waited = tokio::time::timeout(timeout, child.wait()).await;
+    if waited.is_ok() {
+        guard.disarm();
+    } else {
+        guard.kill();
+        let _ = child.wait().await;
+    }
+    if let Some(mut reader) = reader {
+        if tokio::time::timeout(STDERR_DRAIN, &mut reader)
+            .await
+            .is_err()
+        {
+            // A background child still holds the pipe; what arrived so far will do.
+            reader.abort();
+        }
+    }
+    let stderr_tail = {
+        let buf = captured.lock().unwrap_or_else(|p| p.into_inner());
+        last_lines(&buf, STDERR_TAIL_LINES)
+    };
+    match waited {
+        Err(_) => Err(ActionError::Timeout {
+            command: command.to_string(),
+            timeout,
+            stderr_tail,
+        }),
+        Ok(Err(e)) => Err(ActionError::Spawn {
+            command: command.to_string(),
+            reason: format!("waiting for it failed: {e}"),
+        }),
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => {
+            use std::os::unix::process::ExitStatusExt;
+            Err(ActionError::Exit {
+                command: command.to_string(),
+                code: status.code(),
+                signal: status.signal(),
+                stderr_tail,
+            })
+        }
+    }
+}
+
+/// Calls a restart hook and checks its status.
+pub(super) async fn call_hook(
+    url: &str,
+    method: &str,
+    expect_status: Option<u16>,
+    timeout: Duration,
+) -> Result<(), ActionError> {
+    let shown = display_url(url);
+    let request_error = |reason: String| ActionError::Request {
+        method: method.to_string(),
+        url: shown.clone(),
+        reason,
+    };
+    let method_value = reqwest::Method::from_bytes(method.as_bytes())
+        .map_err(|_| request_error(format!("`{method}` is not an HTTP method")))?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| request_error(error_chain(&e)))?;
+    let response = client
+        .request(method_value, url)
+        .send()
+        .await
+        .map_err(|e| request_error(error_chain(&e)))?;
+    let status = response.status().as_u16();
+    let passed = match expect_status {
+        Some(expected) => status == expected,
+        None => response.status().is_success(),
+    };
+    if passed {
+        return Ok(());
+    }
+    let body = response.text().await.unwrap_or_default();
+    Err(ActionError::Status {
+        method: method.to_string(),
+        url: shown,
+        status,
+        expected: expected_status_text(expect_status),
+        body: body.chars().take(300).collect(),
+    })
+}
+
+/// An error and its causes on one line: reqwest hides "connection refused"
+/// two levels down.
+pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        let part = err.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cur = err.source();
+    }
+    text
+}

@@ -1,0 +1,320 @@
+//! Restart targets: a named component, the action that restarts it and the
+//! probe that says it is back.
+//!
+//! Theory of operation. [`Target::prepare`] gets a target ready to be
+//! restarted: a managed process is started, a pid file is checked, and the
+//! readiness probe must pass once (a stack that is not up yet is reported
+//! before any scenario runs). [`Target::restart`] never fails as a Rust
+//! error: it returns a [`RestartOutcome`] saying how long the action took,
+//! how long the component then needed to become ready, and, on failure,
+//! exactly what failed. [`Target::shutdown`] stops what the target started;
+//! dropping a target kills it outright.
+
+mod action;
+mod readiness;
+mod signal;
+
+#[cfg(test)]
+mod tests;
+
+pub use action::{ActionError, ManagedSpec, RestartAction};
+pub use readiness::{ProbeError, Readiness};
+pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
+
+use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a target may take to become ready, unless configured.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a restart command may run, unless configured.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a restart hook may take to answer, unless configured.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a managed process has between its stop signal and SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+/// How often an HTTP or TCP probe retries.
+pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Lines of a managed process's log quoted in a failure.
+const LOG_TAIL_LINES: usize = 10;
+
+/// What one restart did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartOutcome {
+    pub ok: bool,
+    /// How long the restart action itself took.
+    pub restart_ms: u64,
+    /// From the end of the action until the probe passed; `None` when the
+    /// restart failed or the target has no probe.
+    pub ready_ms: Option<u64>,
+    /// On failure, what failed: the command and its exit code and stderr,
+    /// or the probe, its deadline and its last error.
+    pub detail: Option<String>,
+}
+
+/// Why a target could not be prepared. The message is complete on its own.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TargetError {
+    #[error("target `{target}`: {error}")]
+    Action { target: String, error: ActionError },
+    #[error("target `{target}` is not ready: {error}{hint}")]
+    NotReady {
+        target: String,
+        error: ProbeError,
+        /// What the managed process did meanwhile, when there is one.
+        hint: String,
+    },
+}
+
+/// A restartable component.
+#[derive(Debug)]
+pub struct Target {
+    pub name: String,
+    pub action: RestartAction,
+    pub readiness: Readiness,
+    pub ready_timeout: Duration,
+    /// The running process of a managed target.
+    process: Option<ManagedProcess>,
+}
+
+impl Target {
+    pub fn new(name: impl Into<String>, action: RestartAction, readiness: Readiness) -> Self {
+        Self {
+            name: name.into(),
+            action,
+            readiness,
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            process: None,
+        }
+    }
+
+    pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
+        self.ready_timeout = ready_timeout;
+        self
+    }
+
+    /// `command`, `managed`, `signal` or `http`.
+    pub fn kind(&self) -> &'static str {
+        self.action.kind()
+    }
+
+    /// One line for listings: the action, then the probe and its deadline.
+    pub fn describe(&self) -> String {
+        match self.readiness {
+            Readiness::None => self.action.describe(),
+            _ => format!(
+                "{}; ready: {} within {}",
+                self.action.describe(),
+                self.readiness.describe(),
+                fmt_duration(self.ready_timeout)
+            ),
+        }
+    }
+
+    /// The pid of a managed target's process while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().and_then(ManagedProcess::pid)
+    }
+
+    /// Starts what the target owns and waits until it is ready. A delay
+    /// probe is only waited for after starting a managed process: for the
+    /// other kinds the component is already up.
+    pub async fn prepare(&mut self) -> Result<(), TargetError> {
+        match &self.action {
+            RestartAction::Managed(spec) => {
+                let spec = spec.clone();
+                self.start_managed(&spec)
+                    .map_err(|error| self.action_error(error))?;
+            }
+            RestartAction::Signal { pid_file, .. } => {
+                let pid = signal::read_pid_file(pid_file).map_err(|e| self.action_error(e))?;
+                if !signal::process_exists(pid) {
+                    return Err(self.action_error(ActionError::NoProcess {
+                        pid,
+                        path: pid_file.clone(),
+                    }));
+                }
+            }
+            RestartAction::Command { .. } | RestartAction::Http { .. } => {}
+        }
+        let is_delay = matches!(self.readiness, Readiness::Delay { .. });
+        if is_delay && !matches!(self.action, RestartAction::Managed(_)) {
+            return Ok(());
+        }
+        if let Err(error) = self.readiness.wait(self.ready_timeout).await {
+            let hint = self.process_hint();
+            if let (Some(mut process), RestartAction::Managed(spec)) =
+                (self.process.take(), &self.action)
+            {
+                // A target that failed to prepare leaves nothing running.
+                process.stop(spec.stop_signal, spec.grace).await;
+            }
+            return Err(TargetError::NotReady {
+                target: self.name.clone(),
+                error,
+                hint,
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs the restart action, then waits for readiness.
+    pub async fn restart(&mut self) -> RestartOutcome {
+        let started = Instant::now();
+        let action = self.run_action().await;
+        let restart_ms = millis(started.elapsed());
+        if let Err(error) = action {
+            return RestartOutcome {
+                ok: false,
+                restart_ms,
+                ready_ms: None,
+                detail: Some(error.to_string()),
+            };
+        }
+        if self.readiness == Readiness::None {
+            return RestartOutcome {
+                ok: true,
+                restart_ms,
+                ready_ms: None,
+                detail: None,
+            };
+        }
+        match self.readiness.wait(self.ready_timeout).await {
+            Ok(took) => RestartOutcome {
+                ok: true,
+                restart_ms,
+                ready_ms: Some(millis(took)),
+                detail: None,
+            },
+            Err(error) => RestartOutcome {
+                ok: false,
+                restart_ms,
+                ready_ms: None,
+                detail: Some(format!("{error}{}", self.process_hint())),
+            },
+        }
+    }
+
+    /// Stops a managed process (its stop signal, grace, then SIGKILL).
+    /// Leaves a managed target's process running past this handle; returns its pid.
+    pub fn detach(&mut self) -> Option<u32> {
+        self.process.as_mut().and_then(ManagedProcess::detach)
+    }
+
+    pub async fn shutdown(&mut self) {
+        if let (Some(mut process), RestartAction::Managed(spec)) =
+            (self.process.take(), &self.action)
+        {
+            process.stop(spec.stop_signal, spec.grace).await;
+        }
+    }
+
+    async fn run_action(&mut self) -> Result<(), ActionError> {
+        match &self.action {
+            RestartAction::Command { command, timeout } => {
+                action::run_command(command, *timeout).await
+            }
+            RestartAction::Managed(spec) => {
+                let spec = spec.clone();
+                if let Some(process) = self.process.as_mut() {
+                    process.stop(spec.stop_signal, spec.grace).await;
+                }
+                self.start_managed(&spec)
+            }
+            RestartAction::Signal { pid_file, signal } => {
+                signal::send_from_pid_file(pid_file, *signal)
+            }
+            RestartAction::Http {
+                url,
+                method,
+                expect_status,
+                timeout,
+            } => action::call_hook(url, method, *expect_status, *timeout).await,
+        }
+    }
+
+    fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
+        let process = self.process.get_or_insert_with(|| {
+            ManagedProcess::new(ProcessSpec {
+                name: self.name.clone(),
+                program: spec.program.clone(),
+                args: spec.args.clone(),
+                env: spec.env.clone(),
+                cwd: spec.cwd.clone(),
+                log: spec
+                    .log
+                    .clone()
+                    .unwrap_or_else(|| default_log_path(&self.name)),
+            })
+        });
+        process
+            .start()
+            .map(drop)
+            .map_err(|reason| ActionError::Start {
+                command: spec.command_line(),
+                reason,
+                log_tail: process.log_tail(LOG_TAIL_LINES),
+            })
+    }
+
+    /// For a managed target whose probe failed: had the process exited, and
+    /// what did it log? Empty for other kinds.
+    fn process_hint(&mut self) -> String {
+        let Some(process) = self.process.as_mut() else {
+            return String::new();
+        };
+        let state = match process.state() {
+            ProcessState::Exited { code: Some(c), .. } => {
+                format!("; the process exited with code {c}")
+            }
+            ProcessState::Exited {
+                signal: Some(s), ..
+            } => format!("; the process was killed by {}", signal_name(s)),
+            ProcessState::Exited { .. } => "; the process exited".to_string(),
+            ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
+            ProcessState::NotStarted => "; the process never started".to_string(),
+        };
+        let tail = process.log_tail(LOG_TAIL_LINES);
+        if tail.trim().is_empty() {
+            state
+        } else {
+            format!(
+                "{state}; log {}: {}",
+                process.log_path().display(),
+                tail.trim_end()
+            )
+        }
+    }
+
+    fn action_error(&self, error: ActionError) -> TargetError {
+        TargetError::Action {
+            target: self.name.clone(),
+            error,
+        }
+    }
+}
+
+/// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness run.
+fn default_log_path(target: &str) -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("continuity-{}", std::process::id()))
+        .join(format!("{target}.log"))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}

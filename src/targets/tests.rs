@@ -1,0 +1,293 @@
+//! Targets against real processes, sockets and files on 127.0.0.1.
+
+use super::*;
+use crate::stack::process::{free_port, group_members};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The interpreter itself, not a version-manager shim that would sit
+/// between the process group leader and the server.
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is needed for these tests");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn http_server(dir: &std::path::Path, port: u16) -> ManagedSpec {
+    let script = format!("exec {} -m http.server --bind 127.0.0.1 {port}", python());
+    let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
+    spec.cwd = Some(dir.to_path_buf());
+    spec.log = Some(dir.join("server.log"));
+    spec.grace = Duration::from_secs(2);
+    spec
+}
+
+async fn restart_managed_and_check(readiness: Readiness, port: u16, dir: &std::path::Path) {
+    let mut target = Target::new(
+        "server",
+        RestartAction::Managed(http_server(dir, port)),
+        readiness,
+    )
+    .with_ready_timeout(Duration::from_secs(15));
+    target.prepare().await.expect("prepare");
+    let first = target.pid().expect("running") as i32;
+
+    let outcome = target.restart().await;
+    assert!(outcome.ok, "{outcome:?}");
+    assert!(outcome.ready_ms.is_some(), "{outcome:?}");
+    assert!(outcome.detail.is_none());
+    let second = target.pid().expect("running again") as i32;
+    assert_ne!(first, second);
+    assert!(
+        group_members(first).is_empty(),
+        "the old server's group survived the restart"
+    );
+
+    target.shutdown().await;
+    assert!(target.pid().is_none());
+    assert!(group_members(second).is_empty());
+}
+
+#[tokio::test]
+async fn managed_restart_with_tcp_readiness_replaces_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    restart_managed_and_check(Readiness::Tcp { addr }, port, dir.path()).await;
+}
+
+#[tokio::test]
+async fn managed_restart_with_http_readiness_replaces_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    restart_managed_and_check(Readiness::http(url), port, dir.path()).await;
+}
+
+#[tokio::test]
+async fn dropping_a_managed_target_kills_its_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), "sleep 300 & wait".into()]);
+    spec.log = Some(dir.path().join("log"));
+    let mut target = Target::new("sleeper", RestartAction::Managed(spec), Readiness::None);
+    target.prepare().await.unwrap();
+    let pid = target.pid().unwrap() as i32;
+    drop(target);
+    assert!(group_members(pid).is_empty());
+}
+
+#[tokio::test]
+async fn a_failing_command_reports_its_exit_code_and_stderr() {
+    let command = "echo first >&2; echo 'cannot restart: unit not found' >&2; exit 3";
+    let mut target = Target::new(
+        "gateway",
+        RestartAction::Command {
+            command: command.into(),
+            timeout: Duration::from_secs(10),
+        },
+        Readiness::None,
+    );
+    let outcome = target.restart().await;
+    assert!(!outcome.ok);
+    assert_eq!(outcome.ready_ms, None);
+    let detail = outcome.detail.unwrap();
+    assert!(detail.contains(command), "{detail}");
+    assert!(detail.contains("code 3"), "{detail}");
+    assert!(detail.contains("unit not found"), "{detail}");
+}
+
+#[tokio::test]
+async fn a_hanging_command_is_killed_at_its_timeout_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let command = format!("echo $$ > {}; sleep 30 & wait", pid_file.display());
+    let timeout = Duration::from_millis(400);
+    let mut target = Target::new(
+        "hang",
+        RestartAction::Command { command, timeout },
+        Readiness::None,
+    );
+    let started = Instant::now();
+    let outcome = target.restart().await;
+    let took = started.elapsed();
+    assert!(!outcome.ok);
+    assert!(took >= timeout, "{took:?}");
+    assert!(took < timeout + Duration::from_millis(700), "{took:?}");
+    assert!(outcome.restart_ms >= 400, "{outcome:?}");
+    let detail = outcome.detail.unwrap();
+    assert!(detail.contains("did not finish within 400 ms"), "{detail}");
+    let pgid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        group_members(pgid).is_empty(),
+        "the command's sleep survived"
+    );
+}
+
+#[tokio::test]
+async fn a_command_that_succeeds_then_readiness_that_never_comes() {
+    let port = free_port().unwrap();
+    let mut target = Target::new(
+        "agent",
+        RestartAction::Command {
+            command: "true".into(),
+            timeout: Duration::from_secs(10),
+        },
+        Readiness::Tcp {
+            addr: format!("127.0.0.1:{port}"),
+        },
+    )
+    .with_ready_timeout(Duration::from_millis(300));
+    let started = Instant::now();
+    let outcome = target.restart().await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(!outcome.ok);
+    assert_eq!(outcome.ready_ms, None);
+    let detail = outcome.detail.unwrap();
+    assert!(
+        detail.contains(&format!("tcp 127.0.0.1:{port}")),
+        "{detail}"
+    );
+    assert!(detail.contains("300 ms"), "{detail}");
+    assert!(detail.to_lowercase().contains("refused"), "{detail}");
+
+    let e = target.prepare().await.unwrap_err().to_string();
+    assert!(
+        e.contains("`agent` is not ready") && e.contains("refused"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn http_readiness_reports_the_last_status() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(serve_statuses(listener, vec![503; 100]));
+    let readiness = Readiness::http(format!("http://127.0.0.1:{port}/v1/health"));
+    let e = readiness
+        .wait(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert_eq!(e.last_error, "status 503");
+    assert!(e.to_string().contains("/v1/health = 200"), "{e}");
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_missing_pid_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("nginx.pid");
+    let mut target = Target::new(
+        "gateway",
+        RestartAction::Signal {
+            pid_file: pid_file.clone(),
+            signal: libc::SIGHUP,
+        },
+        Readiness::None,
+    );
+    let e = target.prepare().await.unwrap_err().to_string();
+    assert!(e.contains("nginx.pid"), "{e}");
+    let outcome = target.restart().await;
+    assert!(!outcome.ok);
+    assert!(outcome.detail.unwrap().contains("nginx.pid"));
+}
+
+#[tokio::test]
+async fn a_signal_reaches_the_process_in_the_pid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("got-hup");
+    let script = format!(
+        "trap 'echo hup > {}' HUP; while :; do sleep 0.05; done",
+        marker.display()
+    );
+    let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
+    spec.log = Some(dir.path().join("log"));
+    let mut holder = Target::new("holder", RestartAction::Managed(spec), Readiness::None);
+    holder.prepare().await.unwrap();
+    let pid_file = dir.path().join("sh.pid");
+    std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
+    // Give sh time to install its trap before the signal arrives.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut target = Target::new(
+        "gateway",
+        RestartAction::Signal {
+            pid_file,
+            signal: libc::SIGHUP,
+        },
+        Readiness::None,
+    );
+    target.prepare().await.unwrap();
+    let outcome = target.restart().await;
+    assert!(outcome.ok, "{outcome:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !marker.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(marker.exists(), "the process never saw SIGHUP");
+    holder.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_http_hook_checks_its_status() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(serve_statuses(listener, vec![204, 500]));
+    let mut target = Target::new(
+        "rivet",
+        RestartAction::Http {
+            url: format!("http://127.0.0.1:{port}/restart"),
+            method: "POST".into(),
+            expect_status: Some(204),
+            timeout: Duration::from_secs(5),
+        },
+        Readiness::None,
+    );
+    assert!(target.restart().await.ok);
+    let outcome = target.restart().await;
+    assert!(!outcome.ok);
+    let detail = outcome.detail.unwrap();
+    assert!(detail.contains("answered 500, expected 204"), "{detail}");
+    assert!(detail.contains("status-body"), "{detail}");
+    server.abort();
+}
+
+#[test]
+fn describe_is_one_readable_line() {
+    let mut spec = ManagedSpec::new("sandbox-agent", ["server", "-p", "2468"].map(String::from));
+    spec.grace = Duration::from_secs(5);
+    let target = Target::new(
+        "agent",
+        RestartAction::Managed(spec),
+        Readiness::http("http://127.0.0.1:2468/v1/health"),
+    );
+    assert_eq!(target.kind(), "managed");
+    assert_eq!(
+        target.describe(),
+        "managed: sandbox-agent server -p 2468 (SIGTERM, grace 5 s); \
+         ready: http GET http://127.0.0.1:2468/v1/health = 200 within 30 s"
+    );
+    assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5 s");
+}
+
+/// Answers each connection with the next status in `statuses`.
+async fn serve_statuses(listener: tokio::net::TcpListener, statuses: Vec<u16>) {
+    for status in statuses {
+        let Ok((mut socket, _)) = listener.accept().await else {
+            return;
+        };
+        let mut buf = [0u8; 4096];
+        let _ = socket.read(&mut buf).await;
+        let body = "status-body";
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = socket.write_all(response.as_bytes()).await;
+        let _ = socket.shutdown().await;
+    }
+}
