@@ -185,7 +185,6 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
     let token = token_from(&args, config.as_ref())?;
     let base_url = args.base_url.clone().or(run_defaults.base_url.clone());
-    let restart_wait = std::env::var("SA_RESTART_WAIT_SEC").ok();
     let id = short_id();
     let run_dir = args
         .out
@@ -233,7 +232,6 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         server_version: None,
         logs: Vec::new(),
     };
-    let _ = restart_wait; // read by `from_seed_env` through the environment
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);
 
@@ -246,14 +244,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
-            runner::preflight(&plan.base_url, plan.token.as_ref())
-                .await
-                .map_err(|e| incomplete(e.to_string()))?;
             for target in &mut plan.targets {
                 if let Err(e) = target.prepare().await {
                     return Err(incomplete(format!("cannot prepare target: {e}")));
                 }
             }
+            runner::preflight(&plan.base_url, plan.token.as_ref())
+                .await
+                .map_err(|e| incomplete(e.to_string()))?;
         }
         None => {
             if config

@@ -7,6 +7,8 @@
 //   CONTINUITY_RIVET_SAVE    immediate (default) | deferred
 //   CONTINUITY_RIVET_SAVE_INTERVAL_MS  optional: actor stateSaveInterval for deferred
 //                            mode (RivetKit default 1000 when unset)
+//   CONTINUITY_RIVET_SHUTDOWN_GRACE_MS  SIGTERM drain bound (default 5000, min 1000;
+//                            RivetKit's own default is the engine's actor stop threshold)
 //
 // Prints "continuity-rivet: ready ..." on stdout once the envoy is registered
 // with the engine; exits non-zero if registration fails.
@@ -25,6 +27,7 @@ if (SAVE !== "immediate" && SAVE !== "deferred") {
 const SAVE_INTERVAL = process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS
 	? Number.parseInt(process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS, 10)
 	: undefined;
+const GRACE_MS = Math.max(1000, Number.parseInt(process.env.CONTINUITY_RIVET_SHUTDOWN_GRACE_MS ?? "5000", 10) || 5000);
 const DEFAULT_LIMIT = 100;
 
 function page(all, cursor, limit) {
@@ -101,7 +104,7 @@ const persist = actor({
 	},
 });
 
-export const registry = setup({ use: { persist } });
+export const registry = setup({ use: { persist }, shutdown: { gracePeriodMs: GRACE_MS } });
 
 const t0 = Date.now();
 registry

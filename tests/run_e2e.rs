@@ -1,0 +1,317 @@
+//! `continuity run` end to end against the real sandbox-agent 0.4.2, with the
+//! `agent` target as a managed process the harness starts and restarts itself.
+
+use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Setup {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    base_url: String,
+}
+
+/// Writes a config whose `agent` target is the real server, managed by the harness.
+fn setup(agent_env: &[(&str, &str)]) -> Setup {
+    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let port = continuity::stack::process::free_port().unwrap();
+    let server = SandboxAgentConfig {
+        binary,
+        run_dir: dir.path().join("server"),
+        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
+        agent_env: agent_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        port: Some(port),
+    };
+    let spec = server.prepare(port).unwrap();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let command: Vec<String> = std::iter::once(spec.program.display().to_string())
+        .chain(spec.args.iter().cloned())
+        .collect();
+    let env: Vec<String> = spec
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    let config = format!(
+        "[run]\nbase_url = {base_url:?}\nagent = \"mock\"\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\nready = {{ http = \"{base_url}/v1/health\", status = 200 }}\n",
+        env.join(", "),
+        spec.cwd.unwrap().display().to_string(),
+        spec.log.display().to_string(),
+    );
+    let path = dir.path().join("continuity.toml");
+    std::fs::write(&path, config).unwrap();
+    Setup {
+        config: path,
+        dir,
+        base_url,
+    }
+}
+
+fn continuity(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_continuity"))
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env_remove("SA_TOKEN")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// Command lines of running processes that contain every one of `words`.
+fn processes_with(words: &[&str]) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (state != "Z" && words.iter().all(|w| cmdline.contains(w))).then_some(cmdline)
+        })
+        .collect()
+}
+
+fn report(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
+}
+
+fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == target && c["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
+}
+
+fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
+    cell["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name}"))
+}
+
+#[test]
+fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
+    let s = setup(&[]);
+    let out = s.dir.path().join("out");
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "a failed cell exits 1\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+
+    let report = report(&out);
+    assert_eq!(report["schema"], "continuity.report/v1");
+    assert_eq!(report["run"]["baseUrl"], s.base_url.as_str());
+    assert_eq!(report["totals"]["cells"], 2);
+
+    let native = cell(&report, "agent", "native-continuity");
+    assert_eq!(native["verdict"], "fail");
+    assert_eq!(native["failureBoundary"], "promptSameHandleAfterRestart");
+    let same = phase(native, "promptSameHandleAfterRestart");
+    assert_eq!(same["outcome"], "fail");
+    assert_eq!(same["signature"]["kind"], "http");
+    assert_eq!(same["signature"]["httpStatus"], 400);
+    assert_eq!(same["signature"]["problemType"], "invalid_request");
+    assert!(
+        same["durationMs"].as_u64().unwrap() < 1000,
+        "the failure is fast: {same}"
+    );
+    let after = phase(native, "promptAfterResume");
+    assert_eq!(after["outcome"], "fail");
+    assert!(after["signature"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("ACP client is closed"));
+    assert_eq!(
+        phase(native, "resumeSession")["detail"]["action"],
+        "same_handle"
+    );
+    assert_eq!(phase(native, "getEvents")["ok"], true);
+    assert_eq!(
+        phase(native, "promptBeforeRestart")["detail"]["stopReason"],
+        "end_turn"
+    );
+    let restart = &native["restarts"][0];
+    assert_eq!(restart["ok"], true);
+    assert!(restart["readyMs"].as_u64().is_some());
+
+    let rehydrate = cell(&report, "agent", "recreate-rehydrate");
+    assert_eq!(rehydrate["verdict"], "pass", "{rehydrate}");
+    assert_eq!(
+        phase(rehydrate, "promptRehydrate")["detail"]["rehydratedPrompts"],
+        2
+    );
+
+    // The table on stdout and the files beside the JSON.
+    assert!(stdout.contains("promptSameHandleAfterRestart"), "{stdout}");
+    assert!(stdout.contains("❌ http 400 invalid_request"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "NO_COLOR is respected");
+    for file in ["report.txt", "report.md", "junit.xml"] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("invalid_request"), "{markdown}");
+
+    // The report is valid against the published schema.
+    let schema: Value = serde_json::from_str(include_str!("../docs/report.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&report)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // The harness stopped the server it started.
+    let pid_alive = std::process::Command::new("pgrep")
+        .args([
+            "-f",
+            &format!("-p {}", s.base_url.rsplit(':').next().unwrap()),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        pid_alive.stdout.is_empty(),
+        "a server is still running: {}",
+        String::from_utf8_lossy(&pid_alive.stdout)
+    );
+}
+
+#[test]
+fn a_hanging_agent_phase_ends_at_its_deadline_as_a_timeout() {
+    let s = setup(&[]);
+    let scenarios = s.dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("hang.toml"),
+        "name = \"hang\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n[[phase]]\nname = \"promptHang\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"[[hang]]\"\ntimeout_ms = 600\n[[cleanup]]\nstep = \"dispose\"\nclient = \"c\"\n",
+    )
+    .unwrap();
+    let out = s.dir.path().join("out");
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenarios-dir",
+        scenarios.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    let hang = phase(cell(&report, "agent", "hang"), "promptHang");
+    assert_eq!(hang["outcome"], "timeout");
+    assert_eq!(hang["signature"]["kind"], "timeout");
+    assert!(hang["signature"]["pending"]
+        .as_str()
+        .unwrap()
+        .contains("session/prompt"));
+    let took = hang["durationMs"].as_u64().unwrap();
+    assert!(
+        (600..700).contains(&took),
+        "ended {took} ms into a 600 ms deadline"
+    );
+}
+
+#[test]
+fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
+    let s = setup(&[]);
+    // Only the scenario that passes on 0.4.2: exit 0.
+    let out = s.dir.path().join("pass");
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenario",
+        "recreate-rehydrate",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // Nothing listening: the run cannot be completed, exit 2, no phase ran.
+    let port = continuity::stack::process::free_port().unwrap();
+    let run = continuity(&[
+        "run",
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--config",
+        s.config.to_str().unwrap(),
+        "--out",
+        s.dir.path().join("x").to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("unreachable"),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    // Bad usage and bad config: 64, with the file and line.
+    assert_eq!(
+        continuity(&["run", "--repeat", "0"]).status.code(),
+        Some(64)
+    );
+    assert_eq!(
+        continuity(&[
+            "run",
+            "--config",
+            s.config.to_str().unwrap(),
+            "--target",
+            "nope"
+        ])
+        .status
+        .code(),
+        Some(64)
+    );
+    let bad = s.dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[run]\nbase_url = \"http://127.0.0.1:1\"\ncolour = 1\n",
+    )
+    .unwrap();
+    let run = continuity(&["validate", "--config", bad.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("bad.toml:3") && stderr.contains("colour"),
+        "{stderr}"
+    );
+    let run = continuity(&["validate", "--config", s.config.to_str().unwrap()]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
