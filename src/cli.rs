@@ -23,7 +23,7 @@ const EXIT_CODES: &str = "Exit codes: 0 every cell passed, 1 a cell failed, 2 th
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the matrix: every scenario against every restart target.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check the config file and scenario files without touching the network.
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.

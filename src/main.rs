@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         match cli.command {
             Command::Agent => Ok(continuity::agent::run().await.clamp(0, 255) as u8),
-            Command::Run(args) => commands::run(args).await,
+            Command::Run(args) => commands::run(*args).await,
             Command::Validate(sources) => commands::validate(&sources).map(|out| {
                 print!("{out}");
                 exit_codes::OK

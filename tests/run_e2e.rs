@@ -1,6 +1,8 @@
 //! `continuity run` end to end against the real sandbox-agent 0.4.2, with the
 //! `agent` target as a managed process the harness starts and restarts itself.
 
+mod support;
+
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -62,21 +64,6 @@ fn continuity(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-/// Command lines of running processes that contain every one of `words`.
-fn processes_with(words: &[&str]) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let state = stat.rsplit_once(')')?.1.split_whitespace().next()?.to_string();
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            (state != "Z" && words.iter().all(|w| cmdline.contains(w))).then_some(cmdline)
-        })
-        .collect()
 }
 
 fn report(out: &Path) -> Value {
@@ -183,17 +170,11 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     assert!(errors.is_empty(), "{errors:?}");
 
     // The harness stopped the server it started.
-    let pid_alive = std::process::Command::new("pgrep")
-        .args([
-            "-f",
-            &format!("-p {}", s.base_url.rsplit(':').next().unwrap()),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        pid_alive.stdout.is_empty(),
-        "a server is still running: {}",
-        String::from_utf8_lossy(&pid_alive.stdout)
+    let port = s.base_url.rsplit(':').next().unwrap();
+    assert_eq!(
+        support::processes_with(&["sandbox-agent", port]),
+        Vec::<String>::new(),
+        "a server is still running"
     );
 }
 

@@ -28,8 +28,13 @@ pub struct SessionRecord {
     pub agent: String,
     pub agent_session_id: String,
     pub last_connection_id: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub created_at: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_int"
+    )]
     pub destroyed_at: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_id: Option<String>,
@@ -63,8 +68,10 @@ impl Sender {
 #[serde(rename_all = "camelCase")]
 pub struct SessionEvent {
     pub id: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub event_index: i64,
     pub session_id: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub created_at: i64,
     pub connection_id: String,
     pub sender: Sender,
@@ -177,5 +184,50 @@ pub(crate) fn paginate<T: Clone>(items: &[T], page: &PageRequest) -> Page<T> {
     }
 }
 
+/// Integers that a store may hand back as floats (Rivet's JSON encoding
+/// returns integers above 2^32, such as millisecond timestamps, as `1.7e12`).
+mod lenient {
+    use serde::{Deserialize, Deserializer};
+
+    fn to_int<E: serde::de::Error>(n: serde_json::Number) -> Result<i64, E> {
+        if let Some(i) = n.as_i64() {
+            return Ok(i);
+        }
+        match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(f as i64),
+            _ => Err(E::custom(format!("expected an integer, got {n}"))),
+        }
+    }
+
+    pub fn int<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        to_int(serde_json::Number::deserialize(d)?)
+    }
+
+    pub fn opt_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        Option::<serde_json::Number>::deserialize(d)?
+            .map(to_int)
+            .transpose()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod contract;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_sent_back_as_floats_are_accepted() {
+        let json = r#"{"id":"e","eventIndex":3.0,"sessionId":"s","createdAt":1795954397216.0,"connectionId":"c","sender":"agent","payload":{}}"#;
+        let event: SessionEvent = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (event.event_index, event.created_at),
+            (3, 1_795_954_397_216)
+        );
+        assert!(serde_json::from_str::<SessionEvent>(&json.replace("3.0", "3.5")).is_err());
+        let record = r#"{"id":"s","agent":"mock","agentSessionId":"a","lastConnectionId":"c","createdAt":1.0,"destroyedAt":2.0}"#;
+        let record: SessionRecord = serde_json::from_str(record).unwrap();
+        assert_eq!(record.destroyed_at, Some(2));
+    }
+}

@@ -43,7 +43,8 @@ impl RivetDriver {
     pub fn new(config: RivetConfig) -> Result<Self, PersistError> {
         let http = reqwest::Client::builder()
             .no_proxy()
-            .timeout(Duration::from_secs(10))
+            // The engine holds a call while the actor is rescheduled, up to ~18 s.
+            .timeout(Duration::from_secs(25))
             .build()
             .map_err(|e| err(e.to_string()))?;
         Ok(Self { config, http })
@@ -52,7 +53,7 @@ impl RivetDriver {
     /// The URL of an action on this driver's actor.
     pub fn action_url(&self, action: &str) -> String {
         format!(
-            "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-key={}",
+            "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
             self.config.endpoint.trim_end_matches('/'),
             self.config.namespace,
             encode(&self.config.key)

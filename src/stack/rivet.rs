@@ -30,7 +30,8 @@ const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
 pub enum SaveMode {
     /// `await c.saveState({ immediate: true })` after every write: survives SIGKILL.
     Immediate,
-    /// RivetKit's periodic save (about once a second): the last writes die with a SIGKILL.
+    /// RivetKit's periodic save, here every 60 s so that a crash loses the
+    /// writes since the last save every time, not by chance.
     Deferred,
 }
 
@@ -129,6 +130,17 @@ impl RivetStack {
         .with_ready_timeout(READY_TIMEOUT);
 
         let runner_log = dir.join("rivet-runner.log");
+        let mut runner_env = vec![
+            ("RIVET_ENDPOINT".to_string(), endpoint.clone()),
+            ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
+            (
+                "CONTINUITY_RIVET_SAVE".to_string(),
+                save.as_str().to_string(),
+            ),
+        ];
+        if save == SaveMode::Deferred {
+            runner_env.push(("CONTINUITY_RIVET_SAVE_INTERVAL_MS".into(), "60000".into()));
+        }
         let probe = RivetDriver::new(RivetConfig {
             endpoint: endpoint.clone(),
             namespace: "default".into(),
@@ -141,14 +153,12 @@ impl RivetStack {
             RestartAction::Managed(ManagedSpec {
                 program: node.to_path_buf(),
                 args: vec![app.join("server.mjs").display().to_string()],
-                env: vec![
-                    ("RIVET_ENDPOINT".into(), endpoint.clone()),
-                    ("RIVET_RUN_SERVICES".into(), "0".into()),
-                    ("CONTINUITY_RIVET_SAVE".into(), save.as_str().into()),
-                ],
+                env: runner_env,
                 cwd: Some(app.clone()),
                 log: Some(runner_log.clone()),
-                stop_signal: libc::SIGTERM,
+                // A crash, not a shutdown: a graceful stop saves pending state
+                // in either save mode, so only SIGKILL tells the modes apart.
+                stop_signal: libc::SIGKILL,
                 grace: Duration::from_secs(10),
             }),
             // Ready means the cells' actor answers, not merely that node started.

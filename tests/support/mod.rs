@@ -85,3 +85,35 @@ impl Server {
 pub fn text(t: &str) -> Vec<Value> {
     vec![serde_json::json!({"type": "text", "text": t})]
 }
+
+/// Command lines of running (non-zombie) processes that contain every one of `words`.
+pub fn processes_with(words: &[&str]) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_string();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (state != "Z" && words.iter().all(|w| cmdline.contains(w))).then_some(cmdline)
+        })
+        .collect()
+}
+
+#[test]
+fn processes_with_finds_a_running_process() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("31.4159")
+        .spawn()
+        .unwrap();
+    assert_eq!(processes_with(&["sleep", "31.4159"]).len(), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(processes_with(&["sleep", "31.4159"]).is_empty());
+}
