@@ -154,7 +154,8 @@ impl RivetStack {
                 program: node.to_path_buf(),
                 args: vec![app.join("server.mjs").display().to_string()],
                 env: runner_env,
-                cwd: Some(app.clone()),
+                // The run folder, so its processes are found by where they run.
+                cwd: Some(dir.to_path_buf()),
                 log: Some(runner_log.clone()),
                 // A crash, not a shutdown: a graceful stop saves pending state
                 // in either save mode, so only SIGKILL tells the modes apart.

@@ -117,3 +117,27 @@ fn processes_with_finds_a_running_process() {
     child.wait().unwrap();
     assert!(processes_with(&["sleep", "31.4159"]).is_empty());
 }
+
+/// Command lines of running processes whose working folder or command line is inside `dir`.
+pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_string();
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let inside = cwd.is_some_and(|c| c.starts_with(&dir))
+                || cmdline.contains(&dir.display().to_string());
+            (state != "Z" && inside).then(|| format!("{pid}: {cmdline}"))
+        })
+        .collect()
+}

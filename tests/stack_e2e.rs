@@ -1,0 +1,315 @@
+//! The local stack end to end: `continuity run` with no deployment brings up
+//! sandbox-agent, the nginx gateway and the Rivet layer, runs the matrix and
+//! tears everything down. These tests need nginx and node/npm (`.ci/run`
+//! installs them); without them they fail, loudly, by design.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One stack at a time: each one is five real programs on a 2-core machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn continuity(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
+    command
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env("NO_COLOR", "1");
+    command
+}
+
+fn output(command: &mut Command) -> Output {
+    command.output().unwrap()
+}
+
+fn report(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("report.json"))
+        .unwrap_or_else(|e| panic!("no report in {}: {e}", out.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == target && c["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
+}
+
+fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
+    cell["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name} in {cell}"))
+}
+
+/// Nothing the stack in `dir` started may still run: every component runs
+/// in a folder inside the run folder (or names one on its command line).
+fn assert_nothing_left(dir: &Path) {
+    let left = support::processes_in(dir);
+    assert!(left.is_empty(), "still running after teardown: {left:#?}");
+    let strays: Vec<String> = support::processes_with(&["rivet-engine"])
+        .into_iter()
+        .filter(|c| !c.contains("--config"))
+        .collect();
+    assert!(
+        strays.is_empty(),
+        "a runner-spawned Rivet Engine was left: {strays:#?}"
+    );
+}
+
+#[test]
+fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = output(&mut continuity(&["run", "--out", out.to_str().unwrap()]));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "native continuity fails on 0.4.2, so the run exits 1\n{stderr}"
+    );
+    let report = report(&out);
+
+    let targets: Vec<&str> = report["run"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    for expected in ["agent", "gateway", "rivet", "rivet-engine"] {
+        assert!(
+            targets.contains(&expected),
+            "target {expected} missing from {targets:?}"
+        );
+    }
+    assert_eq!(
+        report["totals"]["skipped"], 0,
+        "every target must run here:\n{stderr}"
+    );
+    assert_eq!(report["totals"]["errored"], 0, "{stderr}");
+    assert_eq!(report["totals"]["cells"], targets.len() * 2);
+
+    let native = cell(&report, "agent", "native-continuity");
+    assert_eq!(native["verdict"], "fail");
+    assert_eq!(native["failureBoundary"], "promptSameHandleAfterRestart");
+    let same = phase(native, "promptSameHandleAfterRestart");
+    assert_eq!(
+        (
+            same["signature"]["httpStatus"].as_u64(),
+            same["signature"]["problemType"].as_str()
+        ),
+        (Some(400), Some("invalid_request"))
+    );
+    // The client went through the gateway, the history through the Rivet actor.
+    assert!(
+        report["run"]["baseUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with("/sandbox"),
+        "{}",
+        report["run"]["baseUrl"]
+    );
+    assert_eq!(report["run"]["persist"], "rivet");
+
+    // Immediate saves: a runner crash loses nothing.
+    let rivet = cell(&report, "rivet", "native-continuity");
+    let events = phase(rivet, "getEvents");
+    assert_eq!(events["ok"], true, "{events}");
+    assert_eq!(events["detail"]["eventsLost"], 0);
+    assert!(
+        events["detail"]["eventsTotal"].as_u64().unwrap() >= 5,
+        "{events}"
+    );
+    for target in &targets {
+        for scenario in ["native-continuity", "recreate-rehydrate"] {
+            let restart = &cell(&report, target, scenario)["restarts"][0];
+            assert_eq!(restart["ok"], true, "{target} × {scenario}: {restart}");
+            assert!(restart["readyMs"].is_u64(), "{restart}");
+        }
+    }
+    // Every component's log is linked from the report and exists.
+    for log in report["run"]["logs"].as_array().unwrap() {
+        assert!(
+            out.join(log["path"].as_str().unwrap()).is_file(),
+            "missing log {log}"
+        );
+    }
+    assert_nothing_left(&out);
+}
+
+#[test]
+fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = output(&mut continuity(&[
+        "run",
+        "--target",
+        "rivet",
+        "--scenario",
+        "native-continuity",
+        "--rivet-save",
+        "deferred",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    let native = cell(&report, "rivet", "native-continuity");
+    let events = phase(native, "getEvents");
+    assert_eq!(events["ok"], false, "{events}");
+    assert_eq!(events["signature"]["kind"], "integrity");
+    let lost = events["detail"]["eventsLost"].as_u64().unwrap();
+    assert!(
+        lost >= 5,
+        "the events before the crash were never saved: {events}"
+    );
+    assert_eq!(
+        events["detail"]["eventsRecorded"].as_u64().unwrap(),
+        lost + events["detail"]["eventsTotal"].as_u64().unwrap()
+    );
+    assert_nothing_left(&out);
+}
+
+#[test]
+fn stack_up_status_down_leaves_nothing_running() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let stack = dir.path().join("stack");
+    let stack_arg = stack.to_str().unwrap();
+    let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    let stdout = String::from_utf8_lossy(&up.stdout);
+    assert_eq!(
+        up.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert!(stdout.contains("base URL: http://127.0.0.1:"), "{stdout}");
+    for component in ["agent", "gateway", "rivet-engine", "rivet "] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(component) && l.contains("running")),
+            "{component} not running:\n{stdout}"
+        );
+    }
+    // It really serves: the health route through the gateway answers.
+    let base = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("base URL: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let health =
+        output(Command::new("curl").args(["-s", "--max-time", "5", &format!("{base}/v1/health")]));
+    assert!(
+        String::from_utf8_lossy(&health.stdout).contains("ok"),
+        "{base}"
+    );
+
+    let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    let again = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    assert_eq!(
+        again.status.code(),
+        Some(64),
+        "a second stack in the same folder is refused"
+    );
+
+    let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));
+    assert_eq!(
+        down.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    assert_nothing_left(&stack);
+    let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
+    assert_eq!(status.status.code(), Some(64), "no stack is up any more");
+}
+
+#[test]
+fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = continuity(&["run", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    CHILD.store(child.id() as i32, std::sync::atomic::Ordering::SeqCst);
+    // Interrupt once the first cell has finished.
+    let stderr = child.stderr.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.starts_with("[1/") {
+                // SAFETY: SIGINT to our own child.
+                unsafe {
+                    libc::kill(
+                        CHILD.load(std::sync::atomic::Ordering::SeqCst),
+                        libc::SIGINT,
+                    )
+                };
+            }
+            seen.push(line);
+        }
+        seen
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the run did not stop after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let seen = lines.join().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "an interrupted run exits 2:\n{}",
+        seen.join("\n")
+    );
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true);
+    let cells = report["cells"].as_array().unwrap().len();
+    assert!(cells >= 1 && cells < 10, "the finished cells only: {cells}");
+    assert_nothing_left(&out);
+}
+
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
