@@ -15,6 +15,7 @@ pub mod commands;
 pub mod config;
 pub mod diagnose;
 pub mod exit_codes;
+pub mod http;
 pub mod persist;
 pub mod report;
 pub mod runner;

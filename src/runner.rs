@@ -121,8 +121,7 @@ impl Restarter for TargetRestarter<'_> {
 /// Checks the server answers `/v1/health` before any cell runs.
 pub async fn preflight(base_url: &str, token: Option<&Secret>) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
-    let http = reqwest::Client::builder()
-        .no_proxy()
+    let http = crate::http::client_builder()
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| RunError::Unreachable {

@@ -136,7 +136,7 @@ fn transport(base_url: &str) -> (Transport, mpsc::UnboundedReceiver<Observed>) {
         headers: Default::default(),
         delete_timeout: Duration::from_millis(500),
     };
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let http = continuity::http::client_builder().build().unwrap();
     (Transport::new(config, http, tx), rx)
 }
 
@@ -418,5 +418,29 @@ fn the_token_never_appears_in_debug_output() {
     assert!(
         !text.contains("sekrit-token") && !text.contains("pass"),
         "{text}"
+    );
+}
+
+#[tokio::test]
+async fn https_urls_speak_tls() {
+    // A plain-HTTP listener: a client without TLS would send an HTTP request
+    // and get "200 OK"; a TLS client fails its handshake on these bytes.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    });
+    let (t, _rx) = transport(&format!("https://127.0.0.1:{port}"));
+    let e = within(t.request("initialize", json!({})))
+        .await
+        .unwrap_err();
+    let text = format!("{e:?}").to_lowercase();
+    assert!(
+        text.contains("tls") || text.contains("corrupt") || text.contains("invalidcontenttype"),
+        "{e:?}"
     );
 }

@@ -162,8 +162,7 @@ impl Client {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let http = reqwest::Client::builder()
-            .no_proxy()
+        let http = crate::http::client_builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| ClientError::Config(e.to_string()))?;

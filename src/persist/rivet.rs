@@ -41,8 +41,7 @@ fn err(message: impl Into<String>) -> PersistError {
 
 impl RivetDriver {
     pub fn new(config: RivetConfig) -> Result<Self, PersistError> {
-        let http = reqwest::Client::builder()
-            .no_proxy()
+        let http = crate::http::client_builder()
             // The engine holds a call while the actor is rescheduled, up to ~18 s.
             .timeout(Duration::from_secs(25))
             .build()

@@ -148,8 +148,7 @@ impl SandboxAgentServer {
 
     async fn wait_ready(&mut self, within: Duration) -> Result<(), String> {
         let url = format!("{}/v1/health", self.base_url());
-        let http = reqwest::Client::builder()
-            .no_proxy()
+        let http = crate::http::client_builder()
             .timeout(Duration::from_millis(500))
             .build()
             .map_err(|e| e.to_string())?;

@@ -323,8 +323,7 @@ pub(super) async fn call_hook(
     };
     let method_value = reqwest::Method::from_bytes(method.as_bytes())
         .map_err(|_| request_error(format!("`{method}` is not an HTTP method")))?;
-    let client = reqwest::Client::builder()
-        .no_proxy()
+    let client = crate::http::client_builder()
         .timeout(timeout)
         .build()
         .map_err(|e| request_error(error_chain(&e)))?;

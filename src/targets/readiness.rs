@@ -151,8 +151,7 @@ struct Probe<'a> {
 /// Polls until the probe answers `expect`. Only a probe that can never pass
 /// (a client that cannot be built) returns early with an error.
 async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), String> {
-    let client = reqwest::Client::builder()
-        .no_proxy()
+    let client = crate::http::client_builder()
         .build()
         .map_err(|e| error_chain(&e))?;
     let Probe {
