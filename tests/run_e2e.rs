@@ -296,3 +296,124 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+#[test]
+fn health_and_liveness_probe_steps_report_connected() {
+    let s = setup(&[]);
+    let scenarios = s.dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("probe.toml"),
+        "name = \"probe\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n",
+    )
+    .unwrap();
+    let out = s.dir.path().join("out");
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenarios-dir",
+        scenarios.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    let cell = cell(&report, "agent", "probe");
+    assert_eq!(phase(cell, "health")["detail"]["health"]["status"], "ok");
+    let probe = phase(cell, "probe");
+    assert_eq!(probe["detail"]["status"], "connected", "{probe}");
+    assert!(
+        probe["detail"]["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with('/'),
+        "{probe}"
+    );
+}
+
+#[test]
+fn the_overall_deadline_interrupts_the_run_and_keeps_finished_cells() {
+    let s = setup(&[]);
+    let out = s.dir.path().join("out");
+    // Long enough for the first cell (a restart and a few prompts), not for both.
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--repeat",
+        "20",
+        "--overall-timeout-ms",
+        "3000",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true);
+    let cells = report["cells"].as_array().unwrap().len();
+    assert!((1..40).contains(&cells), "{cells} cells finished");
+    let port = s.base_url.rsplit(':').next().unwrap();
+    assert_eq!(
+        support::processes_with(&["sandbox-agent", port]),
+        Vec::<String>::new(),
+        "the managed server was stopped"
+    );
+}
+
+#[test]
+fn the_token_never_reaches_a_report_or_the_output() {
+    let s = setup(&[]);
+    let out = s.dir.path().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
+        .args([
+            "run",
+            "--config",
+            s.config.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+            "--token-env",
+            "MY_SA_TOKEN",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("MY_SA_TOKEN", "tok-do-not-leak-4711")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut seen =
+        String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr);
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            seen.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+        }
+    }
+    assert!(seen.contains("recreate-rehydrate"), "the files were read");
+    assert!(!seen.contains("tok-do-not-leak-4711"), "the token leaked");
+    // Naming a variable that is not set is a usage error, not a silent anonymous run.
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--token-env",
+        "UNSET_TOKEN_VAR_XYZ",
+    ]);
+    assert_eq!(run.status.code(), Some(64));
+}

@@ -312,4 +312,52 @@ fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
     assert_nothing_left(&out);
 }
 
+#[test]
+fn a_missing_program_skips_its_target_with_the_install_command() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = output(
+        continuity(&[
+            "run",
+            "--target",
+            "gateway",
+            "--target",
+            "agent",
+            "--scenario",
+            "recreate-rehydrate",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("CONTINUITY_NGINX", "/nonexistent/nginx"),
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "a skipped cell is not a pass\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    let gateway = cell(&report, "gateway", "recreate-rehydrate");
+    assert_eq!(gateway["verdict"], "skipped");
+    assert!(
+        gateway["reason"]
+            .as_str()
+            .unwrap()
+            .contains("apt-get install -y nginx"),
+        "{gateway}"
+    );
+    // The rest of the stack still runs, straight to sandbox-agent.
+    assert_eq!(
+        cell(&report, "agent", "recreate-rehydrate")["verdict"],
+        "pass"
+    );
+    assert!(!report["run"]["baseUrl"]
+        .as_str()
+        .unwrap()
+        .ends_with("/sandbox"));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("skipped: nginx is not installed"));
+    assert_nothing_left(&out);
+}
+
 static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);

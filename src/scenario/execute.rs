@@ -598,6 +598,78 @@ mod tests {
         assert_eq!(judge(&r), (Verdict::Pass, None));
     }
 
+    struct NoRestart(u32);
+
+    #[async_trait]
+    impl Restarter for NoRestart {
+        async fn restart(&mut self) -> RestartReport {
+            self.0 += 1;
+            RestartReport {
+                ok: self.0 == 1,
+                action: "fake".into(),
+                restart_ms: 1,
+                ready_ms: Some(2),
+                detail: (self.0 > 1).then(|| "exit status 3".into()),
+            }
+        }
+    }
+
+    fn settings() -> CellSettings {
+        CellSettings {
+            base_url: "http://127.0.0.1:9".into(),
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(5),
+            session_suffix: "t".into(),
+            persist: Arc::new(crate::persist::MemoryDriver::default()),
+        }
+    }
+
+    fn scenario(source: &str) -> Scenario {
+        crate::scenario::parse_scenario(std::path::Path::new("t.toml"), source).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_overrunning_phase_ends_at_its_deadline_and_cleanup_still_runs() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"slow\"\nstep = \"sleep\"\nms = 10000\ntimeout_ms = 200\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 1\n");
+        let run = run_cell(&s, &settings(), &mut NoRestart(0)).await;
+        let slow = &run.phases[0];
+        assert_eq!(slow.outcome, Outcome::Timeout);
+        assert_eq!(slow.deadline_ms, 200);
+        // Within 100 ms of the deadline (measured, not slept: tokio's timer is the bound).
+        assert!(
+            (200..300).contains(&slow.duration_ms),
+            "{}",
+            slow.duration_ms
+        );
+        assert_eq!(
+            slow.signature.as_ref().unwrap().pending.as_deref(),
+            Some("sleeping")
+        );
+        assert_eq!(run.phases[1].outcome, Outcome::NotRun);
+        let tidy = &run.phases[2];
+        assert!(tidy.cleanup && tidy.ok, "cleanup ran: {tidy:?}");
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Fail, Some("slow"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_restart_is_a_harness_error_with_the_targets_words() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"first\"\nstep = \"restart\"\n[[phase]]\nname = \"second\"\nstep = \"restart\"\n");
+        let run = run_cell(&s, &settings(), &mut NoRestart(0)).await;
+        assert_eq!(run.verdict, Verdict::Error);
+        assert_eq!(run.failure_boundary.as_deref(), Some("second"));
+        let sig = run.phases[1].signature.as_ref().unwrap();
+        assert_eq!(
+            (sig.kind, sig.message.as_str()),
+            (SignatureKind::Harness, "exit status 3")
+        );
+        assert_eq!(run.restarts.len(), 2);
+    }
+
     #[test]
     fn the_rehydrate_text_is_the_seed_scripts() {
         let text = rehydrate_text(&["p1".into(), "p2".into()]);

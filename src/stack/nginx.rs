@@ -13,8 +13,17 @@ pub const ROUTE: &str = "/sandbox";
 /// Where Debian puts nginx, for when `/usr/sbin` is not on `PATH`.
 const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
 
-/// The nginx binary, or a message naming the install command.
+/// The nginx binary (`$CONTINUITY_NGINX` when set), or a message naming the install command.
 pub fn find_binary() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CONTINUITY_NGINX").map(PathBuf::from) {
+        return match path.is_file() {
+            true => Ok(path),
+            false => Err(format!(
+                "nginx is not installed at CONTINUITY_NGINX={} (Debian: apt-get install -y nginx)",
+                path.display()
+            )),
+        };
+    }
     super::npm::which("nginx")
         .or_else(|| {
             Path::new(DEBIAN_NGINX)
