@@ -3,9 +3,11 @@
 
 mod support;
 
+use support::{cell, phase, report};
+
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 struct Setup {
@@ -66,26 +68,22 @@ fn continuity(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn report(out: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap()
-}
-
-fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
-}
-
-fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
-    cell["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no phase {name}"))
+/// Runs one scenario file (given as TOML text) against the `agent` target.
+fn run_scenario(s: &Setup, name: &str, toml: &str) -> (Output, PathBuf) {
+    let scenarios = s.dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(scenarios.join(format!("{name}.toml")), toml).unwrap();
+    let out = s.dir.path().join(format!("out-{name}"));
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenarios-dir",
+        scenarios.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (run, out)
 }
 
 #[test]
@@ -181,23 +179,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
 #[test]
 fn a_hanging_agent_phase_ends_at_its_deadline_as_a_timeout() {
     let s = setup(&[]);
-    let scenarios = s.dir.path().join("scenarios");
-    std::fs::create_dir_all(&scenarios).unwrap();
-    std::fs::write(
-        scenarios.join("hang.toml"),
-        "name = \"hang\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n[[phase]]\nname = \"promptHang\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"[[hang]]\"\ntimeout_ms = 600\n[[cleanup]]\nstep = \"dispose\"\nclient = \"c\"\n",
-    )
-    .unwrap();
-    let out = s.dir.path().join("out");
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--scenarios-dir",
-        scenarios.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (run, out) = run_scenario(&s, "hang", "name = \"hang\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n[[phase]]\nname = \"promptHang\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"[[hang]]\"\ntimeout_ms = 600\n[[cleanup]]\nstep = \"dispose\"\nclient = \"c\"\n");
     assert_eq!(
         run.status.code(),
         Some(1),
@@ -300,23 +282,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
 #[test]
 fn health_and_liveness_probe_steps_report_connected() {
     let s = setup(&[]);
-    let scenarios = s.dir.path().join("scenarios");
-    std::fs::create_dir_all(&scenarios).unwrap();
-    std::fs::write(
-        scenarios.join("probe.toml"),
-        "name = \"probe\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n",
-    )
-    .unwrap();
-    let out = s.dir.path().join("out");
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--scenarios-dir",
-        scenarios.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (run, out) = run_scenario(&s, "probe", "name = \"probe\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n");
     assert_eq!(
         run.status.code(),
         Some(0),

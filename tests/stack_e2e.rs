@@ -5,7 +5,8 @@
 
 mod support;
 
-use serde_json::Value;
+use support::{cell, phase, report};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -30,30 +31,6 @@ fn continuity(args: &[&str]) -> Command {
 
 fn output(command: &mut Command) -> Output {
     command.output().unwrap()
-}
-
-fn report(out: &Path) -> Value {
-    let text = std::fs::read_to_string(out.join("report.json"))
-        .unwrap_or_else(|e| panic!("no report in {}: {e}", out.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
-}
-
-fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
-    cell["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no phase {name} in {cell}"))
 }
 
 /// Nothing the stack in `dir` started may still run: every component runs

@@ -53,6 +53,31 @@ const RESTART_SECONDARY: &[(&str, &[&str])] = &[
     ("expect_status", &["http"]),
 ];
 
+/// The one kind a table sets, or an error naming what is missing or doubled.
+fn exactly_one<'a>(
+    key: &str,
+    table: Range<usize>,
+    kinds: &[(&'a str, Range<usize>)],
+    what: &str,
+    choices: &str,
+) -> Result<&'a str, Invalid> {
+    match kinds {
+        [] => Err(invalid(
+            key,
+            table,
+            None,
+            format!("expected one {what}: {choices}"),
+        )),
+        [(kind, _)] => Ok(kind),
+        [(first, _), (second, span), ..] => Err(invalid(
+            key,
+            span.clone(),
+            None,
+            format!("expected exactly one {what}, found `{first}` and `{second}`; keep one"),
+        )),
+    }
+}
+
 fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
     let key = format!("{target_key}.restart");
     let r = raw.get_ref();
@@ -65,27 +90,13 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
     .into_iter()
     .filter_map(|(kind, span)| Some((kind, span?)))
     .collect();
-    let kind = match kinds.as_slice() {
-        [] => {
-            return Err(invalid(
-                &key,
-                raw.span(),
-                None,
-                "expected one restart kind: `managed`, `command`, `signal` or `http`",
-            ))
-        }
-        [(kind, _)] => *kind,
-        [(first, _), (second, span), ..] => {
-            return Err(invalid(
-                &key,
-                span.clone(),
-                None,
-                format!(
-                    "expected exactly one restart kind, found `{first}` and `{second}`; keep one"
-                ),
-            ))
-        }
-    };
+    let kind = exactly_one(
+        &key,
+        raw.span(),
+        &kinds,
+        "restart kind",
+        "`managed`, `command`, `signal` or `http`",
+    )?;
     let present = [
         ("timeout_ms", r.timeout_ms.as_ref().map(Spanned::span)),
         ("pid_file", r.pid_file.as_ref().map(Spanned::span)),
@@ -240,25 +251,13 @@ fn check_ready(target_key: &str, raw: Option<&Spanned<RawReady>>) -> Result<Read
     .into_iter()
     .filter_map(|(kind, span)| Some((kind, span?)))
     .collect();
-    let kind = match kinds.as_slice() {
-        [] => {
-            return Err(invalid(
-                &key,
-                raw.span(),
-                None,
-                "expected one probe: `http`, `tcp` or `delay_ms`",
-            ))
-        }
-        [(kind, _)] => *kind,
-        [(first, _), (second, span), ..] => {
-            return Err(invalid(
-                &key,
-                span.clone(),
-                None,
-                format!("expected one probe, found `{first}` and `{second}`; keep one"),
-            ))
-        }
-    };
+    let kind = exactly_one(
+        &key,
+        raw.span(),
+        &kinds,
+        "probe",
+        "`http`, `tcp` or `delay_ms`",
+    )?;
     for (secondary, span) in [
         ("status", r.status.as_ref().map(Spanned::span)),
         ("interval_ms", r.interval_ms.as_ref().map(Spanned::span)),

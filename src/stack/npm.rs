@@ -35,55 +35,22 @@ pub fn ensure_installed(
     progress: &mut dyn FnMut(&str),
 ) -> Result<PathBuf, String> {
     let dir = cache_dir().join("npm").join(slot);
-    let marker = dir.join(".continuity-complete");
-    if marker.is_file() {
-        return Ok(dir);
-    }
-    if which("npm").is_none() {
-        return Err(
-            "npm is not installed; install Node.js and npm (Debian: apt-get install -y nodejs npm)"
-                .into(),
-        );
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let _lock = FileLock::acquire(&dir.join(".lock"))?;
-    if marker.is_file() {
-        return Ok(dir);
-    }
-    progress(&format!(
-        "installing {} into {} (first use only)",
-        packages.join(" "),
-        dir.display()
-    ));
-    let started = std::time::Instant::now();
-    let output = Command::new("npm")
-        .args([
-            "install",
-            "--no-save",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&dir)
-        .args(packages)
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "npm install {} failed ({}):\n{}",
-            packages.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    std::fs::write(&marker, packages.join("\n"))
-        .map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
-    progress(&format!(
-        "installed in {:.1} s",
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(dir)
+    install_once(&dir, &packages.join(" "), progress, |dir| {
+        run_npm(
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--no-save",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--prefix",
+                ])
+                .arg(dir)
+                .args(packages),
+            dir,
+        )
+    })
 }
 
 /// Makes sure an npm app (its `package.json`, lock file and sources, given as
@@ -105,9 +72,38 @@ pub fn ensure_app_installed(
     let dir = cache_dir()
         .join("npm")
         .join(format!("{slot}-{:08x}", hash as u32));
+    install_once(&dir, &format!("the {slot} npm app"), progress, |dir| {
+        for (name, contents) in files {
+            let path = dir.join(name);
+            std::fs::write(&path, contents)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        run_npm(
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--ignore-scripts",
+                    "--loglevel=error",
+                ])
+                .current_dir(dir),
+            dir,
+        )
+    })
+}
+
+/// Runs `install` in `dir` unless an earlier run finished there; concurrent
+/// callers wait on a lock, and a completion marker makes it happen once.
+fn install_once(
+    dir: &Path,
+    what: &str,
+    progress: &mut dyn FnMut(&str),
+    install: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
     let marker = dir.join(".continuity-complete");
     if marker.is_file() {
-        return Ok(dir);
+        return Ok(dir.to_path_buf());
     }
     if which("npm").is_none() {
         return Err(
@@ -115,46 +111,38 @@ pub fn ensure_app_installed(
                 .into(),
         );
     }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let _lock = FileLock::acquire(&dir.join(".lock"))?;
     if marker.is_file() {
-        return Ok(dir);
-    }
-    for (name, contents) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, contents)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        return Ok(dir.to_path_buf());
     }
     progress(&format!(
-        "installing the {slot} npm app into {} (first use only)",
+        "installing {what} into {} (first use only)",
         dir.display()
     ));
     let started = std::time::Instant::now();
-    let output = Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--ignore-scripts",
-            "--loglevel=error",
-        ])
-        .current_dir(&dir)
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "npm install in {} failed ({}):\n{}",
-            dir.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    std::fs::write(&marker, slot).map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    install(dir)?;
+    std::fs::write(&marker, what).map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
     progress(&format!(
         "installed in {:.1} s",
         started.elapsed().as_secs_f64()
     ));
-    Ok(dir)
+    Ok(dir.to_path_buf())
+}
+
+fn run_npm(command: &mut Command, dir: &Path) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "npm install in {} failed ({}):\n{}",
+        dir.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim()
+    ))
 }
 
 /// Makes a file executable (npm may skip the package's chmod install script).

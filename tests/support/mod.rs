@@ -86,8 +86,8 @@ pub fn text(t: &str) -> Vec<Value> {
     vec![serde_json::json!({"type": "text", "text": t})]
 }
 
-/// Command lines of running (non-zombie) processes that contain every one of `words`.
-pub fn processes_with(words: &[&str]) -> Vec<String> {
+/// Every running (non-zombie) process: pid, command line, working folder.
+fn live_processes() -> Vec<(u32, String, Option<std::path::PathBuf>)> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
@@ -101,8 +101,18 @@ pub fn processes_with(words: &[&str]) -> Vec<String> {
                 .to_string();
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            (state != "Z" && words.iter().all(|w| cmdline.contains(w))).then_some(cmdline)
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
+            (state != "Z").then_some((pid, cmdline, cwd))
         })
+        .collect()
+}
+
+/// Command lines of running processes that contain every one of `words`.
+pub fn processes_with(words: &[&str]) -> Vec<String> {
+    live_processes()
+        .into_iter()
+        .filter(|(_, cmdline, _)| words.iter().all(|w| cmdline.contains(w)))
+        .map(|(_, cmdline, _)| cmdline)
         .collect()
 }
 
@@ -118,26 +128,42 @@ fn processes_with_finds_a_running_process() {
     assert!(processes_with(&["sleep", "31.4159"]).is_empty());
 }
 
-/// Command lines of running processes whose working folder or command line is inside `dir`.
+/// Running processes whose working folder or command line is inside `dir`.
 pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let state = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .next()?
-                .to_string();
-            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            let inside = cwd.is_some_and(|c| c.starts_with(&dir))
-                || cmdline.contains(&dir.display().to_string());
-            (state != "Z" && inside).then(|| format!("{pid}: {cmdline}"))
+    live_processes()
+        .into_iter()
+        .filter(|(_, cmdline, cwd)| {
+            cwd.as_ref().is_some_and(|c| c.starts_with(&dir))
+                || cmdline.contains(&dir.display().to_string())
         })
+        .map(|(pid, cmdline, _)| format!("{pid}: {cmdline}"))
         .collect()
+}
+
+/// The `report.json` of a run folder.
+pub fn report(out: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(out.join("report.json"))
+        .unwrap_or_else(|e| panic!("no report in {}: {e}", out.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The report's cell for a target and scenario (attempt 1).
+pub fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["target"] == target && c["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
+}
+
+/// A cell's phase by name.
+pub fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
+    cell["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name} in {cell}"))
 }
