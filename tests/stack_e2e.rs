@@ -157,9 +157,10 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
     assert_eq!(events["ok"], false, "{events}");
     assert_eq!(events["signature"]["kind"], "integrity");
     let lost = events["detail"]["eventsLost"].as_u64().unwrap();
+    // How many survive depends on when RivetKit's first save fell; some never do.
     assert!(
-        lost >= 5,
-        "the events before the crash were never saved: {events}"
+        lost >= 1,
+        "events written since the last save die with the runner: {events}"
     );
     assert_eq!(
         events["detail"]["eventsRecorded"].as_u64().unwrap(),

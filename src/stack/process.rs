@@ -14,6 +14,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// How long a killed group's members may take to disappear from `/proc`.
+const GROUP_EXIT_BOUND: Duration = Duration::from_secs(2);
+
 static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
 fn registry() -> std::sync::MutexGuard<'static, Option<HashSet<i32>>> {
@@ -229,6 +232,11 @@ impl ManagedProcess {
         };
         // Whatever the leader did, nothing of its group may stay behind.
         signal_group(pgid, libc::SIGKILL);
+        // SIGKILL is delivered asynchronously: wait until the members are gone.
+        let gone_by = Instant::now() + GROUP_EXIT_BOUND;
+        while group_alive(pgid) && Instant::now() < gone_by {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let status = match status {
             Some(s) => s,
             None => child
@@ -263,6 +271,10 @@ impl Drop for ManagedProcess {
             let pgid = child.id() as i32;
             signal_group(pgid, libc::SIGKILL);
             let _ = child.wait();
+            let gone_by = Instant::now() + GROUP_EXIT_BOUND;
+            while group_alive(pgid) && Instant::now() < gone_by {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             if let Some(set) = registry().as_mut() {
                 set.remove(&pgid);
             }
