@@ -3,9 +3,9 @@
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report;
 //! it never prints or renders.
 
-use crate::persist::{MemoryDriver, PersistDriver, SqliteDriver};
+use crate::persist::{PersistDriver, SqliteDriver};
 use crate::report::{Cell, LogFile, Report, RestartTiming, RunInfo, Totals, Verdict, SCHEMA_ID};
-use crate::scenario::{run_cell, CellSettings, RestartReport, Restarter, Scenario};
+use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
 use crate::secret::{display_url, Secret};
 use crate::targets::Target;
 use async_trait::async_trait;
@@ -281,8 +281,8 @@ async fn run_one(
 ) -> Cell {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
-    let store: Result<Arc<dyn PersistDriver>, String> = match &plan.persist {
-        PersistChoice::Memory => Ok(Arc::new(MemoryDriver::default())),
+    let store: Result<CellStore, String> = match &plan.persist {
+        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
             let dir = plan.run_dir.join("persist");
             std::fs::create_dir_all(&dir)
@@ -293,16 +293,16 @@ async fn run_one(
                         scenario.name
                     ));
                     SqliteDriver::open(file)
-                        .map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
+                        .map(|d| CellStore::Shared(Arc::new(d)))
                         .map_err(|e| e.to_string())
                 })
         }
         PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key),
+            Some(factory) => factory(&key).map(CellStore::Shared),
             None => Err(format!("no factory for persist driver {name}")),
         },
     };
-    let persist = match store {
+    let store = match store {
         Ok(p) => p,
         Err(reason) => {
             let mut cell = skipped_cell(&target_name, &scenario.name, attempt, &reason);
@@ -317,7 +317,7 @@ async fn run_one(
         agent: plan.agent.clone(),
         default_timeout: plan.timeout,
         session_suffix: key,
-        persist,
+        store,
     };
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;

@@ -383,3 +383,34 @@ fn the_token_never_reaches_a_report_or_the_output() {
     ]);
     assert_eq!(run.status.code(), Some(64));
 }
+
+#[test]
+fn with_the_sdks_in_memory_store_a_second_client_sees_no_history() {
+    let s = setup(&[]);
+    let out = s.dir.path().join("out");
+    let run = continuity(&[
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenario",
+        "native-continuity",
+        "--persist",
+        "memory",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report(&out);
+    assert_eq!(report["run"]["persist"], "memory");
+    let native = cell(&report, "agent", "native-continuity");
+    // As in the bug report: getEvents "succeeds" with nothing useful.
+    let events = phase(native, "getEvents");
+    assert_eq!(events["ok"], true);
+    assert_eq!(events["detail"]["eventsObserved"], 0);
+    assert_eq!(native["failureBoundary"], "promptSameHandleAfterRestart");
+}

@@ -5,7 +5,7 @@
 use super::{Phase, ResumeExpect, Scenario, Step};
 use crate::client::{Client, ClientOptions, CreateSession, Resume};
 use crate::diagnose;
-use crate::persist::{list_all_events, PageRequest, PersistDriver};
+use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use async_trait::async_trait;
@@ -30,7 +30,17 @@ pub struct CellSettings {
     pub default_timeout: Duration,
     /// Appended to session labels so every cell's session ids are unique.
     pub session_suffix: String,
-    pub persist: Arc<dyn PersistDriver>,
+    pub store: CellStore,
+}
+
+/// Where a cell's clients keep session records and events.
+#[derive(Clone)]
+pub enum CellStore {
+    /// One store for every client of the cell (SQLite file, Rivet actor).
+    Shared(Arc<dyn PersistDriver>),
+    /// Each client its own in-memory store: the SDK's default, as the seed
+    /// script ran it (a second client sees none of the first one's history).
+    PerClientMemory,
 }
 
 /// How a restart went, as the target reports it.
@@ -276,10 +286,11 @@ impl Cell<'_> {
         let mut detail = Map::new();
         match step {
             Step::Connect { client } => {
-                let mut options = ClientOptions::new(
-                    self.settings.base_url.clone(),
-                    Arc::clone(&self.settings.persist),
-                );
+                let store: Arc<dyn PersistDriver> = match &self.settings.store {
+                    CellStore::Shared(store) => Arc::clone(store),
+                    CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
+                };
+                let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
                 options.token = self.settings.token.clone();
                 options.headers = self.settings.headers.clone();
                 let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
@@ -376,7 +387,7 @@ impl Cell<'_> {
                     .map_err(|e| self.fail(&e))?;
                 detail.insert("eventsObserved".into(), events.items.len().into());
                 if *integrity {
-                    self.check_integrity(&id, &mut detail).await?;
+                    self.check_integrity(client, &id, &mut detail).await?;
                 }
             }
             Step::ResumeSession {
@@ -489,25 +500,29 @@ impl Cell<'_> {
         Ok(outcome.stop_reason)
     }
 
-    /// Every event the cell's clients stored must be in the store once, with
-    /// `eventIndex` 1..n and no gaps.
+    /// Every event the clients sharing `reader`'s store wrote must be in that
+    /// store once, with `eventIndex` 1..n and no gaps.
     async fn check_integrity(
         &self,
+        reader: &str,
         id: &str,
         detail: &mut Map<String, Value>,
     ) -> Result<(), StepFailure> {
-        for client in self.clients.values() {
-            client.flush().await;
-        }
-        let events = list_all_events(self.settings.persist.as_ref(), id)
-            .await
-            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
-        let stored: u64 = self.clients.values().map(|c| c.events_stored(id)).sum();
-        let write_failures: Vec<String> = self
+        let store = Arc::clone(self.client(reader)?.persist());
+        let writers: Vec<&Client> = self
             .clients
             .values()
-            .flat_map(Client::persist_failures)
+            .filter(|c| Arc::ptr_eq(c.persist(), &store))
             .collect();
+        for client in &writers {
+            client.flush().await;
+        }
+        let events = list_all_events(store.as_ref(), id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let stored: u64 = writers.iter().map(|c| c.events_stored(id)).sum();
+        let write_failures: Vec<String> =
+            writers.iter().flat_map(|c| c.persist_failures()).collect();
         let indexes: BTreeSet<i64> = events.iter().map(|e| e.event_index).collect();
         let duplicates = events.len() - indexes.len();
         let max = indexes.iter().next_back().copied().unwrap_or(0);
@@ -622,7 +637,7 @@ mod tests {
             agent: "mock".into(),
             default_timeout: Duration::from_secs(5),
             session_suffix: "t".into(),
-            persist: Arc::new(crate::persist::MemoryDriver::default()),
+            store: CellStore::PerClientMemory,
         }
     }
 
