@@ -15,15 +15,18 @@
 
 use super::error::{AcpError, Problem};
 use crate::secret::Secret;
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use serde_json::{json, Map, Value};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
+
+mod envelope;
+mod stream;
+
+use envelope::{read_bounded, remember, response_id, rpc_result, truncate, urlencode};
 
 /// Responses remembered for de-duplication, as the SDK's 2048.
 const SEEN_RESPONSE_IDS: usize = 2048;
@@ -33,8 +36,6 @@ const SSE_RECONNECT_DELAY: Duration = Duration::from_millis(150);
 const AGENT_EXITED: &str = "_adapter/agent_exited";
 /// Largest POST body accepted; beyond it the input is hostile.
 const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
-/// Longest SSE line accepted (an envelope is one `data:` line).
-const MAX_STREAM_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,61 +266,6 @@ fn fail_pending(state: &mut State, error: AcpError) {
     }
 }
 
-/// Turns a response envelope into its result or a typed RPC error.
-fn rpc_result(id: String, envelope: Value) -> Result<RpcResponse, AcpError> {
-    if let Some(error) = envelope.get("error") {
-        let code = error.get("code").and_then(Value::as_i64);
-        let message = error.get("message").and_then(Value::as_str);
-        return match (code, message) {
-            (Some(code), Some(message)) => Err(AcpError::Rpc {
-                code,
-                message: message.to_string(),
-                data: error.get("data").cloned(),
-            }),
-            _ => Err(AcpError::Malformed {
-                detail: format!("error member without integer code and string message: {error}"),
-            }),
-        };
-    }
-    match envelope.get("result") {
-        Some(result) => Ok(RpcResponse {
-            id,
-            result: result.clone(),
-        }),
-        None => Err(AcpError::Malformed {
-            detail: "response has neither result nor error".into(),
-        }),
-    }
-}
-
-/// The id of a response envelope (no `method`, has `result` or `error`), as a string.
-fn response_id(envelope: &Map<String, Value>) -> Option<String> {
-    if envelope.contains_key("method") {
-        return None;
-    }
-    if !envelope.contains_key("result") && !envelope.contains_key("error") {
-        return None;
-    }
-    match envelope.get("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => Some(other.to_string()),
-    }
-}
-
-fn remember(set: &mut HashSet<String>, order: &mut VecDeque<String>, id: String) -> bool {
-    if !set.insert(id.clone()) {
-        return false;
-    }
-    order.push_back(id);
-    if order.len() > SEEN_RESPONSE_IDS {
-        if let Some(oldest) = order.pop_front() {
-            set.remove(&oldest);
-        }
-    }
-    true
-}
-
 impl Inner {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -510,224 +456,4 @@ impl Inner {
         // A closed transport cannot answer; the agent's request dies with it.
         let _ = self.write(reply);
     }
-
-    fn ensure_stream_loop(self: &Arc<Self>, state: &mut State) {
-        if state.closed.is_some() || !state.posted_once {
-            return;
-        }
-        if state.sse_task.as_ref().is_some_and(|t| !t.is_finished()) {
-            return;
-        }
-        let inner = Arc::clone(self);
-        state.sse_task = Some(tokio::spawn(async move { inner.stream_loop().await }));
-    }
-
-    async fn stream_loop(self: Arc<Self>) {
-        loop {
-            let last_event_id = {
-                let state = self.lock();
-                if state.closed.is_some() {
-                    return;
-                }
-                state.last_event_id.clone()
-            };
-            let error = self.read_stream_once(last_event_id).await;
-            let error = {
-                let mut state = self.lock();
-                if state.closed.is_some() {
-                    return;
-                }
-                state.last_stream_error.clone_from(&error);
-                error
-            };
-            if let Some(error) = error {
-                // Hostile or corrupt input closes the transport with that error; a
-                // refused or failed GET only ends the loop, as in the SDK.
-                if matches!(error, AcpError::Malformed { .. }) {
-                    self.fail(error);
-                }
-                // A failed GET or a broken stream ends the loop until the next write.
-                self.stream_progress.notify_waiters();
-                return;
-            }
-            // The stream ended cleanly: reconnect after a pause, as the SDK does.
-            tokio::time::sleep(SSE_RECONNECT_DELAY).await;
-        }
-    }
-
-    /// One GET of the stream; `None` when it ended cleanly.
-    async fn read_stream_once(self: &Arc<Self>, last_event_id: Option<String>) -> Option<AcpError> {
-        let url = self.url(None);
-        let mut request = self
-            .http
-            .get(&url)
-            .headers(self.headers())
-            .header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id {
-            if let Ok(value) = HeaderValue::from_str(&id) {
-                request = request.header(HeaderName::from_static("last-event-id"), value);
-            }
-        }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) => return Some(AcpError::from_reqwest(&url, &e)),
-        };
-        if !response.status().is_success() {
-            let status = response.status().as_u16();
-            let body = read_bounded(response)
-                .await
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            return Some(AcpError::Http {
-                status,
-                problem: Problem::parse(&body),
-            });
-        }
-        let mut events = std::pin::pin!(whole_lines(response.bytes_stream()).eventsource());
-        while let Some(item) = events.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
-                    return Some(AcpError::from_reqwest(&url, &e))
-                }
-                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
-                    })
-                }
-                Err(e) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE stream: {e}"),
-                    })
-                }
-            };
-            if !event.id.is_empty() {
-                self.lock().last_event_id = Some(event.id.clone());
-            }
-            if event.event != "message" || event.data.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Value>(&event.data) {
-                Ok(envelope) => self.push_inbound(envelope, true),
-                Err(e) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE data is not JSON: {e}: {}", truncate(&event.data)),
-                    })
-                }
-            }
-        }
-        None
-    }
-}
-
-/// Why the byte stream under the SSE parser ended early.
-#[derive(Debug)]
-enum StreamFault {
-    Http(reqwest::Error),
-    Oversize,
-}
-
-impl std::fmt::Display for StreamFault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StreamFault::Http(e) => write!(f, "{e}"),
-            StreamFault::Oversize => write!(f, "line over {MAX_STREAM_LINE_BYTES} bytes"),
-        }
-    }
-}
-
-/// Hands the SSE parser whole lines only. The parser rescans its buffer on
-/// every chunk, so a long line fed in small chunks costs quadratic time; here
-/// a partial line waits in a buffer (linear), and one longer than
-/// [`MAX_STREAM_LINE_BYTES`] ends the stream as hostile.
-fn whole_lines(
-    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>>,
-) -> impl futures_util::Stream<Item = Result<bytes::Bytes, StreamFault>> {
-    futures_util::stream::unfold(
-        (Box::pin(bytes), Vec::<u8>::new(), false),
-        |(mut bytes, mut partial, done)| async move {
-            if done {
-                return None;
-            }
-            loop {
-                match bytes.next().await {
-                    Some(Ok(chunk)) => match chunk.iter().rposition(|b| *b == b'\n') {
-                        Some(pos) => {
-                            partial.extend_from_slice(&chunk[..=pos]);
-                            let lines = bytes::Bytes::from(std::mem::take(&mut partial));
-                            partial.extend_from_slice(&chunk[pos + 1..]);
-                            return Some((Ok(lines), (bytes, partial, false)));
-                        }
-                        None => {
-                            partial.extend_from_slice(&chunk);
-                            if partial.len() > MAX_STREAM_LINE_BYTES {
-                                return Some((
-                                    Err(StreamFault::Oversize),
-                                    (bytes, Vec::new(), true),
-                                ));
-                            }
-                        }
-                    },
-                    Some(Err(e)) => {
-                        return Some((Err(StreamFault::Http(e)), (bytes, Vec::new(), true)))
-                    }
-                    None if partial.is_empty() => return None,
-                    None => {
-                        let rest = bytes::Bytes::from(std::mem::take(&mut partial));
-                        return Some((Ok(rest), (bytes, Vec::new(), true)));
-                    }
-                }
-            }
-        },
-    )
-}
-
-/// Reads a body up to [`MAX_ENVELOPE_BYTES`]; `Ok(None)` when it is larger.
-async fn read_bounded(response: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk?;
-        if body.len() + chunk.len() > MAX_ENVELOPE_BYTES {
-            return Ok(None);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Some(body))
-}
-
-fn truncate(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.len() <= MAX {
-        return text.to_string();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
-/// JavaScript's `encodeURIComponent`, which the SDK applies to the server id and query.
-fn urlencode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z'
-            | b'a'..=b'z'
-            | b'0'..=b'9'
-            | b'-'
-            | b'_'
-            | b'.'
-            | b'!'
-            | b'~'
-            | b'*'
-            | b'\''
-            | b'('
-            | b')' => out.push(byte as char),
-            other => out.push_str(&format!("%{other:02X}")),
-        }
-    }
-    out
 }

@@ -15,6 +15,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
+mod progress;
+mod stack;
+
+use progress::{print_progress, spawn_signal_handler, wait_true};
+pub use stack::{stack_down, stack_status, stack_up};
+
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const DEFAULT_AGENT: &str = "mock";
@@ -349,88 +355,6 @@ fn name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn print_progress(event: &RunEvent, color: bool) {
-    let RunEvent::CellFinished { index, total, cell } = event else {
-        return;
-    };
-    let verdict = match cell.verdict {
-        Verdict::Pass => paint("pass", "32", color),
-        Verdict::Fail => paint(
-            &format!("FAIL @ {}", cell.failure_boundary.as_deref().unwrap_or("?")),
-            "31",
-            color,
-        ),
-        Verdict::Error => match &cell.failure_boundary {
-            Some(b) => paint(&format!("ERROR @ {b}"), "33", color),
-            None => paint(
-                &format!("ERROR: {}", first_line(cell.reason.as_deref())),
-                "33",
-                color,
-            ),
-        },
-        Verdict::Skipped => paint(
-            &format!("skipped: {}", first_line(cell.reason.as_deref())),
-            "33",
-            color,
-        ),
-    };
-    let signature = cell
-        .phases
-        .iter()
-        .find(|p| Some(&p.name) == cell.failure_boundary.as_ref())
-        .and_then(|p| p.signature.as_ref())
-        .map(|s| format!(" ({})", s.short()))
-        .unwrap_or_default();
-    eprintln!(
-        "[{index}/{total}] {} × {} #{}: {verdict}{signature} in {:.1} s",
-        cell.target,
-        cell.scenario,
-        cell.attempt,
-        cell.duration_ms as f64 / 1000.0
-    );
-}
-
-fn first_line(text: Option<&str>) -> &str {
-    text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
-        .unwrap_or("")
-}
-
-fn paint(text: &str, code: &str, color: bool) -> String {
-    if color {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
-}
-
-async fn wait_true(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
-
-/// First Ctrl-C (or SIGTERM): stop after the current cell, write what finished.
-/// Second: kill every process group at once and exit.
-fn spawn_signal_handler(cancel: watch::Sender<bool>) {
-    tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let mut presses = 0;
-        loop {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => { if r.is_err() { return; } }
-                Some(_) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => {}
-            }
-            presses += 1;
-            if presses == 1 {
-                eprintln!("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
-                let _ = cancel.send(true);
-            } else {
-                crate::stack::process::kill_all_groups();
-                std::process::exit(i32::from(exit_codes::KILLED));
-            }
-        }
-    });
-}
-
 /// The run folder's logs, relative to the report folder when inside it.
 pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile> {
     logs.iter()
@@ -443,135 +367,4 @@ pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile>
                 .to_string(),
         })
         .collect()
-}
-
-const STACK_STATE: &str = "stack.json";
-
-/// What `stack up` leaves behind for `status` and `down`.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct StackState {
-    base_url: String,
-    components: Vec<crate::stack::local::Component>,
-}
-
-fn read_state(dir: &Path) -> Result<StackState, Failure> {
-    let path = dir.join(STACK_STATE);
-    let text = std::fs::read_to_string(&path).map_err(|_| {
-        usage(format!(
-            "no stack is up in {} (no {STACK_STATE}); start one with `continuity stack up`",
-            dir.display()
-        ))
-    })?;
-    serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
-}
-
-fn print_components(state: &StackState) {
-    println!("base URL: {}", state.base_url);
-    for c in &state.components {
-        let alive = c
-            .pid
-            .is_some_and(|p| crate::stack::process::group_alive(p as i32));
-        println!(
-            "  {:<13} {:<24} pid {:<8} {:<8} {}  log {}",
-            c.target,
-            c.program,
-            c.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            if alive { "running" } else { "stopped" },
-            c.url,
-            c.log.display()
-        );
-    }
-}
-
-/// `continuity stack up`: starts the local stack and leaves it running.
-pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    if read_state(&args.dir).is_ok_and(|s| {
-        s.components.iter().any(|c| {
-            c.pid
-                .is_some_and(|p| crate::stack::process::group_alive(p as i32))
-        })
-    }) {
-        return Err(usage(format!(
-            "a stack is already up in {}; run `continuity stack down --dir {}` first",
-            args.dir.display(),
-            args.dir.display()
-        )));
-    }
-    let dir = std::path::absolute(&args.dir)
-        .map_err(|e| usage(format!("{}: {e}", args.dir.display())))?;
-    let options = StackOptions {
-        run_dir: dir.clone(),
-        server_version: args.server_version.clone(),
-        agent_program: std::env::current_exe()
-            .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
-        only: Vec::new(),
-        rivet_save: crate::stack::rivet::SaveMode::Immediate,
-    };
-    let mut progress = |line: &str| eprintln!("stack: {line}");
-    let mut stack = LocalStack::up(options, &mut progress)
-        .await
-        .map_err(incomplete)?;
-    for u in &stack.skipped {
-        eprintln!("stack: {} not running: {}", u.name, u.reason);
-    }
-    let state = StackState {
-        base_url: stack.base_url.clone(),
-        components: stack.detach(),
-    };
-    let json = serde_json::to_string_pretty(&state).map_err(|e| incomplete(e.to_string()))?;
-    std::fs::write(dir.join(STACK_STATE), json).map_err(|e| {
-        incomplete(format!(
-            "cannot write {}: {e}",
-            dir.join(STACK_STATE).display()
-        ))
-    })?;
-    print_components(&state);
-    Ok(exit_codes::OK)
-}
-
-/// `continuity stack status`.
-pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let state = read_state(&args.dir)?;
-    print_components(&state);
-    let all_up = state.components.iter().all(|c| {
-        c.pid
-            .is_some_and(|p| crate::stack::process::group_alive(p as i32))
-    });
-    Ok(if all_up {
-        exit_codes::OK
-    } else {
-        exit_codes::FAILED
-    })
-}
-
-/// `continuity stack down`: SIGTERM each component's group, then SIGKILL what is left.
-pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let state = read_state(&args.dir)?;
-    let groups: Vec<i32> = state
-        .components
-        .iter()
-        .filter_map(|c| c.pid)
-        .map(|p| p as i32)
-        .collect();
-    for &g in &groups {
-        crate::stack::process::signal_group(g, libc::SIGTERM);
-    }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while groups
-        .iter()
-        .any(|&g| crate::stack::process::group_alive(g))
-        && std::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    for &g in &groups {
-        crate::stack::process::signal_group(g, libc::SIGKILL);
-    }
-    for pid in crate::stack::rivet::stray_engines() {
-        // SAFETY: kill(2) on an engine process a runner spawned.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-    let _ = std::fs::remove_file(args.dir.join(STACK_STATE));
-    println!("stack in {} is down", args.dir.display());
-    Ok(exit_codes::OK)
 }

@@ -1,0 +1,190 @@
+//! The SSE half of the transport: one loop per transport that reads
+//! `GET /v1/acp/{id}` (`Last-Event-ID` on reconnect, 150 ms between attempts)
+//! and hands each `message` event's envelope to [`Inner::push_inbound`]. A
+//! failed GET ends the loop until the next write starts it again, as in the
+//! SDK; corrupt or oversized input closes the transport with that error.
+
+use super::envelope::{read_bounded, truncate};
+use super::{Inner, State, MAX_ENVELOPE_BYTES, SSE_RECONNECT_DELAY};
+use crate::acp::error::{AcpError, Problem};
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use reqwest::header::{HeaderName, HeaderValue, ACCEPT};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Longest SSE line accepted (an envelope is one `data:` line).
+const MAX_STREAM_LINE_BYTES: usize = MAX_ENVELOPE_BYTES;
+
+impl Inner {
+    pub(super) fn ensure_stream_loop(self: &Arc<Self>, state: &mut State) {
+        if state.closed.is_some() || !state.posted_once {
+            return;
+        }
+        if state.sse_task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let inner = Arc::clone(self);
+        state.sse_task = Some(tokio::spawn(async move { inner.stream_loop().await }));
+    }
+
+    async fn stream_loop(self: Arc<Self>) {
+        loop {
+            let last_event_id = {
+                let state = self.lock();
+                if state.closed.is_some() {
+                    return;
+                }
+                state.last_event_id.clone()
+            };
+            let error = self.read_stream_once(last_event_id).await;
+            let error = {
+                let mut state = self.lock();
+                if state.closed.is_some() {
+                    return;
+                }
+                state.last_stream_error.clone_from(&error);
+                error
+            };
+            if let Some(error) = error {
+                // Hostile or corrupt input closes the transport with that error; a
+                // refused or failed GET only ends the loop, as in the SDK.
+                if matches!(error, AcpError::Malformed { .. }) {
+                    self.fail(error);
+                }
+                // A failed GET or a broken stream ends the loop until the next write.
+                self.stream_progress.notify_waiters();
+                return;
+            }
+            // The stream ended cleanly: reconnect after a pause, as the SDK does.
+            tokio::time::sleep(SSE_RECONNECT_DELAY).await;
+        }
+    }
+
+    /// One GET of the stream; `None` when it ended cleanly.
+    async fn read_stream_once(self: &Arc<Self>, last_event_id: Option<String>) -> Option<AcpError> {
+        let url = self.url(None);
+        let mut request = self
+            .http
+            .get(&url)
+            .headers(self.headers())
+            .header(ACCEPT, "text/event-stream");
+        if let Some(id) = last_event_id {
+            if let Ok(value) = HeaderValue::from_str(&id) {
+                request = request.header(HeaderName::from_static("last-event-id"), value);
+            }
+        }
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) => return Some(AcpError::from_reqwest(&url, &e)),
+        };
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            let body = read_bounded(response)
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            return Some(AcpError::Http {
+                status,
+                problem: Problem::parse(&body),
+            });
+        }
+        let mut events = std::pin::pin!(whole_lines(response.bytes_stream()).eventsource());
+        while let Some(item) = events.next().await {
+            let event = match item {
+                Ok(event) => event,
+                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
+                    return Some(AcpError::from_reqwest(&url, &e))
+                }
+                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
+                    return Some(AcpError::Malformed {
+                        detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
+                    })
+                }
+                Err(e) => {
+                    return Some(AcpError::Malformed {
+                        detail: format!("SSE stream: {e}"),
+                    })
+                }
+            };
+            if !event.id.is_empty() {
+                self.lock().last_event_id = Some(event.id.clone());
+            }
+            if event.event != "message" || event.data.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Value>(&event.data) {
+                Ok(envelope) => self.push_inbound(envelope, true),
+                Err(e) => {
+                    return Some(AcpError::Malformed {
+                        detail: format!("SSE data is not JSON: {e}: {}", truncate(&event.data)),
+                    })
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Why the byte stream under the SSE parser ended early.
+#[derive(Debug)]
+enum StreamFault {
+    Http(reqwest::Error),
+    Oversize,
+}
+
+impl std::fmt::Display for StreamFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamFault::Http(e) => write!(f, "{e}"),
+            StreamFault::Oversize => write!(f, "line over {MAX_STREAM_LINE_BYTES} bytes"),
+        }
+    }
+}
+
+/// Hands the SSE parser whole lines only. The parser rescans its buffer on
+/// every chunk, so a long line fed in small chunks costs quadratic time; here
+/// a partial line waits in a buffer (linear), and one longer than
+/// [`MAX_STREAM_LINE_BYTES`] ends the stream as hostile.
+fn whole_lines(
+    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>>,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, StreamFault>> {
+    futures_util::stream::unfold(
+        (Box::pin(bytes), Vec::<u8>::new(), false),
+        |(mut bytes, mut partial, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match bytes.next().await {
+                    Some(Ok(chunk)) => match chunk.iter().rposition(|b| *b == b'\n') {
+                        Some(pos) => {
+                            partial.extend_from_slice(&chunk[..=pos]);
+                            let lines = bytes::Bytes::from(std::mem::take(&mut partial));
+                            partial.extend_from_slice(&chunk[pos + 1..]);
+                            return Some((Ok(lines), (bytes, partial, false)));
+                        }
+                        None => {
+                            partial.extend_from_slice(&chunk);
+                            if partial.len() > MAX_STREAM_LINE_BYTES {
+                                return Some((
+                                    Err(StreamFault::Oversize),
+                                    (bytes, Vec::new(), true),
+                                ));
+                            }
+                        }
+                    },
+                    Some(Err(e)) => {
+                        return Some((Err(StreamFault::Http(e)), (bytes, Vec::new(), true)))
+                    }
+                    None if partial.is_empty() => return None,
+                    None => {
+                        let rest = bytes::Bytes::from(std::mem::take(&mut partial));
+                        return Some((Ok(rest), (bytes, Vec::new(), true)));
+                    }
+                }
+            }
+        },
+    )
+}

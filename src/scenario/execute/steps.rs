@@ -1,0 +1,299 @@
+//! What each step kind does: connect, sessions, prompts, restarts, event
+//! reads with the integrity check, resume, probes. Each returns the detail
+//! for the report, or a failure with its signature.
+
+use super::{rehydrate_text, Cell, CellStore, StepFailure, StepResult};
+use crate::client::{Client, ClientOptions, CreateSession, Resume};
+use crate::diagnose;
+use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
+use crate::report::{RestartTiming, SignatureKind};
+use crate::scenario::{ResumeExpect, Step};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+impl Cell<'_> {
+    fn session_id(&self, label: &str) -> String {
+        format!("{label}-{}", self.settings.session_suffix)
+    }
+
+    fn client(&self, name: &str) -> Result<&Client, StepFailure> {
+        self.clients.get(name).ok_or_else(|| {
+            StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("client `{name}` is not connected"),
+            ))
+        })
+    }
+
+    fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
+        StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
+    }
+
+    pub(super) async fn run_step(&mut self, step: &Step) -> StepResult {
+        let mut detail = Map::new();
+        match step {
+            Step::Connect { client } => {
+                let store: Arc<dyn PersistDriver> = match &self.settings.store {
+                    CellStore::Shared(store) => Arc::clone(store),
+                    CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
+                };
+                let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
+                options.token = self.settings.token.clone();
+                options.headers = self.settings.headers.clone();
+                let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
+                if let Some(old) = self.clients.insert(client.clone(), connected) {
+                    old.dispose().await;
+                }
+            }
+            Step::CreateSession {
+                client,
+                session,
+                cwd,
+            } => {
+                let id = self.session_id(session);
+                let request = CreateSession {
+                    id: Some(id.clone()),
+                    agent: self.settings.agent.clone(),
+                    session_init: Some(json!({"cwd": cwd, "mcpServers": []})),
+                };
+                let record = self
+                    .client(client)?
+                    .create_session(request)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("sessionId".into(), id.into());
+                detail.insert("agentSessionId".into(), record.agent_session_id.into());
+            }
+            Step::Prompt {
+                client,
+                session,
+                texts,
+                expect_stop_reason,
+            } => {
+                for text in texts {
+                    let stop = self.prompt(client, session, text.clone()).await?;
+                    if let Some(expected) = expect_stop_reason.as_deref().filter(|e| *e != stop) {
+                        return Err(StepFailure::new(diagnose::other(
+                            SignatureKind::Protocol,
+                            format!("stopReason {stop}, expected {expected}"),
+                        ))
+                        .with("stopReason", stop));
+                    }
+                    detail.insert("stopReason".into(), stop.into());
+                }
+                detail.insert("prompts".into(), texts.len().into());
+            }
+            Step::RehydratePrompt {
+                client,
+                session,
+                from,
+            } => {
+                let prompts = self.transcripts.get(from).cloned().unwrap_or_default();
+                let stop = self
+                    .prompt(client, session, rehydrate_text(&prompts))
+                    .await?;
+                detail.insert("stopReason".into(), stop.into());
+                detail.insert("rehydratedPrompts".into(), prompts.len().into());
+            }
+            Step::Restart => {
+                let report = self.restarter.restart().await;
+                self.restarts.push(RestartTiming {
+                    phase: String::new(),
+                    action: report.action.clone(),
+                    ok: report.ok,
+                    restart_ms: report.restart_ms,
+                    ready_ms: report.ready_ms,
+                    detail: report.detail.clone(),
+                });
+                detail.insert("action".into(), report.action.clone().into());
+                detail.insert("restartMs".into(), report.restart_ms.into());
+                detail.insert("readyMs".into(), report.ready_ms.into());
+                if !report.ok {
+                    let message = report.detail.unwrap_or_else(|| "restart failed".into());
+                    return Err(
+                        StepFailure::new(diagnose::other(SignatureKind::Harness, message))
+                            .with_detail(detail),
+                    );
+                }
+            }
+            Step::GetEvents {
+                client,
+                session,
+                limit,
+                integrity,
+            } => {
+                let id = self.session_id(session);
+                let page = PageRequest {
+                    cursor: None,
+                    limit: Some(*limit),
+                };
+                let events = self
+                    .client(client)?
+                    .get_events(&id, page)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("eventsObserved".into(), events.items.len().into());
+                if *integrity {
+                    self.check_integrity(client, &id, &mut detail).await?;
+                }
+            }
+            Step::ResumeSession {
+                client,
+                session,
+                expect,
+            } => {
+                let id = self.session_id(session);
+                let resume = self
+                    .client(client)?
+                    .resume_session(&id)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                let (action, matches) = match &resume {
+                    Resume::SameHandle => ("same_handle", *expect != Some(ResumeExpect::Recreated)),
+                    Resume::Recreated {
+                        replay_events,
+                        replay_chars,
+                        ..
+                    } => {
+                        detail.insert("replayEvents".into(), (*replay_events).into());
+                        detail.insert("replayChars".into(), (*replay_chars).into());
+                        ("recreated", *expect != Some(ResumeExpect::SameHandle))
+                    }
+                };
+                detail.insert("action".into(), action.into());
+                if !matches {
+                    return Err(StepFailure::new(diagnose::other(
+                        SignatureKind::Client,
+                        format!("resumeSession did {action}, which the scenario does not expect"),
+                    ))
+                    .with_detail(detail));
+                }
+            }
+            Step::DestroySession { client, session } => {
+                let id = self.session_id(session);
+                self.client(client)?
+                    .destroy_session(&id)
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+            }
+            Step::Dispose { client } => {
+                if let Some(c) = self.clients.remove(client) {
+                    c.dispose().await;
+                }
+            }
+            Step::Sleep { duration } => tokio::time::sleep(*duration).await,
+            Step::Health { client } => {
+                let health = self
+                    .client(client)?
+                    .health()
+                    .await
+                    .map_err(|e| self.fail(&e))?;
+                detail.insert("health".into(), health);
+            }
+            Step::Probe { client } => {
+                let c = self.client(client)?;
+                match c.run_process("pwd", 15_000).await {
+                    Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
+                        detail.insert("status".into(), "connected".into());
+                        detail.insert(
+                            "stdout".into(),
+                            result.get("stdout").cloned().unwrap_or(Value::Null),
+                        );
+                    }
+                    Ok(result) => {
+                        return Err(StepFailure::new(diagnose::other(
+                            SignatureKind::Protocol,
+                            format!("pwd did not succeed: {result}"),
+                        ))
+                        .with("status", "error"))
+                    }
+                    Err(e) => {
+                        let gone = matches!(
+                            &e,
+                            crate::client::ClientError::Acp(crate::acp::AcpError::Http {
+                                status: 404 | 410,
+                                ..
+                            }) | crate::client::ClientError::Acp(
+                                crate::acp::AcpError::Connect { .. }
+                            )
+                        );
+                        return Err(self
+                            .fail(&e)
+                            .with("status", if gone { "expired" } else { "error" }));
+                    }
+                }
+            }
+        }
+        Ok(detail)
+    }
+
+    async fn prompt(
+        &mut self,
+        client: &str,
+        session: &str,
+        text: String,
+    ) -> Result<String, StepFailure> {
+        let id = self.session_id(session);
+        self.transcripts
+            .entry(session.to_string())
+            .or_default()
+            .push(text.clone());
+        let blocks = vec![json!({"type": "text", "text": text})];
+        let outcome = self
+            .client(client)?
+            .prompt(&id, blocks)
+            .await
+            .map_err(|e| self.fail(&e))?;
+        Ok(outcome.stop_reason)
+    }
+
+    /// Every event the clients sharing `reader`'s store wrote must be in that
+    /// store once, with `eventIndex` 1..n and no gaps.
+    async fn check_integrity(
+        &self,
+        reader: &str,
+        id: &str,
+        detail: &mut Map<String, Value>,
+    ) -> Result<(), StepFailure> {
+        let store = Arc::clone(self.client(reader)?.persist());
+        let writers: Vec<&Client> = self
+            .clients
+            .values()
+            .filter(|c| Arc::ptr_eq(c.persist(), &store))
+            .collect();
+        for client in &writers {
+            client.flush().await;
+        }
+        let events = list_all_events(store.as_ref(), id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let stored: u64 = writers.iter().map(|c| c.events_stored(id)).sum();
+        let write_failures: Vec<String> =
+            writers.iter().flat_map(|c| c.persist_failures()).collect();
+        let indexes: BTreeSet<i64> = events.iter().map(|e| e.event_index).collect();
+        let duplicates = events.len() - indexes.len();
+        let max = indexes.iter().next_back().copied().unwrap_or(0);
+        let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
+        let lost = stored.saturating_sub(events.len() as u64) as usize + write_failures.len();
+        detail.insert("eventsTotal".into(), events.len().into());
+        detail.insert(
+            "eventsRecorded".into(),
+            (stored as usize + write_failures.len()).into(),
+        );
+        detail.insert("eventsLost".into(), lost.into());
+        detail.insert("eventsDuplicated".into(), duplicates.into());
+        detail.insert("indexGaps".into(), gaps.into());
+        if lost == 0 && duplicates == 0 && gaps == 0 {
+            return Ok(());
+        }
+        let mut message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps", events.len(), stored as usize + write_failures.len());
+        if let Some(first) = write_failures.first() {
+            message.push_str(&format!("; first write failure: {first}"));
+        }
+        Err(
+            StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
+                .with_detail(detail.clone()),
+        )
+    }
+}

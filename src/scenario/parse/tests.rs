@@ -1,0 +1,145 @@
+//! Scenario parsing: the built-in files, and every kind of mistake a user can make.
+use super::*;
+
+fn parse(source: &str) -> Result<Scenario, ScenarioError> {
+    parse_scenario(Path::new("s.toml"), source)
+}
+
+const HEAD: &str = "name = \"t\"\n[[phase]]\nname = \"c\"\nstep = \"connect\"\nclient = \"a\"\n";
+
+#[test]
+fn the_builtin_scenarios_parse_with_the_seed_phase_names() {
+    let all = builtin_scenarios();
+    let names: Vec<Vec<&str>> = all
+        .iter()
+        .map(|s| s.phases.iter().map(|p| p.name.as_str()).collect())
+        .collect();
+    assert!(
+        names[0].starts_with(&[
+            "connectPrimary",
+            "createSession",
+            "promptBeforeRestart",
+            "restart",
+            "promptSameHandleAfterRestart"
+        ]),
+        "{names:?}"
+    );
+    for phase in ["getEvents", "resumeSession", "promptAfterResume"] {
+        assert!(names[0].contains(&phase));
+    }
+    let verdict: Vec<&str> = all[0]
+        .phases
+        .iter()
+        .filter(|p| p.verdict)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        verdict,
+        ["promptSameHandleAfterRestart", "promptAfterResume"]
+    );
+    for phase in ["seedPrompts", "createAfter", "promptRehydrate"] {
+        assert!(names[1].contains(&phase), "{names:?}");
+    }
+    let seed = all[1]
+        .phases
+        .iter()
+        .find(|p| p.name == "seedPrompts")
+        .unwrap();
+    assert!(matches!(&seed.step, Step::Prompt { texts, .. } if texts.len() == 2));
+}
+
+#[test]
+fn an_unknown_key_names_file_line_and_key() {
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ncolour = \"red\"\n"
+    ))
+    .unwrap_err();
+    assert_eq!(e.file, Path::new("s.toml"));
+    assert_eq!(e.line, Some(9), "{e}");
+    assert!(e.message.contains("colour"), "{e}");
+    assert!(e.to_string().starts_with("s.toml:9: "), "{e}");
+}
+
+#[test]
+fn a_field_of_another_step_is_rejected_with_what_the_step_takes() {
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"connect\"\nclient = \"b\"\nlimit = 3\n"
+    ))
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("`limit` is not a field of step `connect` (it takes: client)"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(6));
+}
+
+#[test]
+fn bad_values_say_what_was_expected() {
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"teleport\"\n"
+    ))
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("unknown step \"teleport\"; expected one of: connect"),
+        "{e}"
+    );
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\non_failure = \"maybe\"\n"
+    ))
+    .unwrap_err();
+    assert!(e.message.contains("\"stop\" or \"continue\""), "{e}");
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ntimeout_ms = \"soon\"\n"
+    ))
+    .unwrap_err();
+    assert!(
+        e.message.contains("timeout_ms") || e.message.contains("integer"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(9));
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ntimeout_ms = 0\n"
+    ))
+    .unwrap_err();
+    assert!(e.message.contains("greater than 0"), "{e}");
+}
+
+#[test]
+fn references_must_come_after_what_they_name() {
+    let e = parse(&format!("{HEAD}[[phase]]\nname = \"p\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"s\"\ntext = \"x\"\n")).unwrap_err();
+    assert!(
+        e.message
+            .contains("session `s` is used before a `create_session`"),
+        "{e}"
+    );
+    let e =
+        parse("name = \"t\"\n[[phase]]\nname = \"p\"\nstep = \"dispose\"\nclient = \"ghost\"\n")
+            .unwrap_err();
+    assert!(e.message.contains("client `ghost`"), "{e}");
+    let e = parse(&format!("{HEAD}verdict_typo = 1\n")).unwrap_err();
+    assert!(e.message.contains("verdict_typo"), "{e}");
+}
+
+#[test]
+fn verdict_and_duplicates_are_checked() {
+    let e = parse(&format!("verdict = [\"nope\"]\n{HEAD}")).unwrap_err();
+    assert!(e.message.contains("verdict names phase `nope`"), "{e}");
+    let e = parse(&format!(
+        "{HEAD}[[phase]]\nname = \"c\"\nstep = \"sleep\"\nms = 1\n"
+    ))
+    .unwrap_err();
+    assert!(e.message.contains("used twice"), "{e}");
+}
+
+#[test]
+fn cleanup_steps_continue_and_default_their_name() {
+    let s = parse(&format!(
+        "{HEAD}[[cleanup]]\nstep = \"dispose\"\nclient = \"a\"\n"
+    ))
+    .unwrap();
+    assert_eq!(s.cleanup[0].name, "dispose");
+    assert!(s.cleanup[0].continue_on_failure);
+    assert!(!s.cleanup[0].verdict);
+}
