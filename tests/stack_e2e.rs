@@ -52,14 +52,20 @@ fn assert_nothing_left(dir: &Path) {
 fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let run = output(&mut continuity(&["run", "--out", out.to_str().unwrap()]));
+    // The README's command as a user types it: default (relative) report folder.
+    let run = output(continuity(&["run"]).current_dir(dir.path()));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(
         run.status.code(),
         Some(1),
         "native continuity fails on 0.4.2, so the run exits 1\n{stderr}"
     );
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("reports"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "one run folder under reports/: {runs:?}");
+    let out = runs[0].clone();
     let report = report(&out);
 
     let targets: Vec<&str> = report["run"]["targets"]
@@ -204,6 +210,21 @@ fn stack_up_status_down_leaves_nothing_running() {
     assert!(
         String::from_utf8_lossy(&health.stdout).contains("ok"),
         "{base}"
+    );
+
+    // Every listener of every component is on loopback.
+    let listeners = support::listening_addresses_in(&stack);
+    assert!(
+        listeners.len() >= 5,
+        "engine ports, runner, agent, nginx: {listeners:?}"
+    );
+    let exposed: Vec<_> = listeners
+        .iter()
+        .filter(|(a, _)| !a.ip().is_loopback())
+        .collect();
+    assert!(
+        exposed.is_empty(),
+        "listening beyond loopback: {exposed:#?}"
     );
 
     let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));

@@ -198,6 +198,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| usage(format!("cannot create {}: {e}", run_dir.display())))?;
+    // Components run in folders of their own: a relative path would point elsewhere.
+    let run_dir =
+        std::path::absolute(&run_dir).map_err(|e| usage(format!("{}: {e}", run_dir.display())))?;
     let persist = match args.persist.map(|p| match p {
         PersistArg::Sqlite => PersistKind::Sqlite,
         PersistArg::Memory => PersistKind::Memory,

@@ -45,6 +45,12 @@ pub struct GatewayConfig {
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
     pub fn prepare(&self) -> Result<ProcessSpec, String> {
+        if !self.prefix.is_absolute() {
+            return Err(format!(
+                "the gateway folder must be an absolute path, not {}",
+                self.prefix.display()
+            ));
+        }
         std::fs::create_dir_all(&self.prefix)
             .map_err(|e| format!("cannot create {}: {e}", self.prefix.display()))?;
         let prefix = self.prefix.display().to_string();

@@ -70,6 +70,9 @@ impl RivetStack {
     ) -> Result<RivetStack, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // The engine runs in `dir`; given a config path it cannot open, it would
+        // fall back to its defaults (every interface, port 6420).
+        let dir = &std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let installed = tokio::task::spawn_blocking(|| {
             let mut lines = Vec::new();
             let files = [

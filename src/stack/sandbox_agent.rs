@@ -52,6 +52,12 @@ pub struct SandboxAgentServer {
 impl SandboxAgentConfig {
     /// Writes the `mock` launcher and returns how to run the server on `port`.
     pub fn prepare(&self, port: u16) -> Result<ProcessSpec, String> {
+        if !self.run_dir.is_absolute() {
+            return Err(format!(
+                "the sandbox-agent folder must be an absolute path, not {}",
+                self.run_dir.display()
+            ));
+        }
         let data = self.run_dir.join("data");
         write_launcher(&data, self)?;
         Ok(ProcessSpec {

@@ -130,6 +130,13 @@ fn processes_with_finds_a_running_process() {
 
 /// Running processes whose working folder or command line is inside `dir`.
 pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
+    pids_in(dir)
+        .into_iter()
+        .map(|(pid, cmdline)| format!("{pid}: {cmdline}"))
+        .collect()
+}
+
+fn pids_in(dir: &std::path::Path) -> Vec<(u32, String)> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     live_processes()
         .into_iter()
@@ -137,8 +144,86 @@ pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
             cwd.as_ref().is_some_and(|c| c.starts_with(&dir))
                 || cmdline.contains(&dir.display().to_string())
         })
-        .map(|(pid, cmdline, _)| format!("{pid}: {cmdline}"))
+        .map(|(pid, cmdline, _)| (pid, cmdline))
         .collect()
+}
+
+/// The TCP and UDP addresses that processes running in `dir` listen on, as
+/// `ip:port` read from `/proc/net`, with the owning command line.
+pub fn listening_addresses_in(dir: &std::path::Path) -> Vec<(std::net::SocketAddr, String)> {
+    let mut sockets = std::collections::HashMap::new();
+    for (pid, cmdline) in pids_in(dir) {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.filter_map(Result::ok) {
+            let target = std::fs::read_link(fd.path()).unwrap_or_default();
+            if let Some(inode) = target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+            {
+                sockets.insert(inode.to_string(), cmdline.clone());
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (table, v6) in [
+        ("tcp", false),
+        ("tcp6", true),
+        ("udp", false),
+        ("udp6", true),
+    ] {
+        let text = std::fs::read_to_string(format!("/proc/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // TCP listeners are state 0A; any bound UDP socket listens.
+            let listening = if table.starts_with("tcp") {
+                f[3] == "0A"
+            } else {
+                true
+            };
+            if let (true, Some(owner)) = (listening, sockets.get(f[9])) {
+                found.push((parse_proc_addr(f[1], v6), owner.clone()));
+            }
+        }
+    }
+    found
+}
+
+/// `0100007F:1F90` (little-endian words, as /proc/net prints them) → `127.0.0.1:8080`.
+fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
+    let (ip, port) = text.split_once(':').unwrap();
+    let port = u16::from_str_radix(port, 16).unwrap();
+    let words: Vec<u32> = (0..ip.len() / 8)
+        .map(|i| {
+            u32::from_str_radix(&ip[i * 8..i * 8 + 8], 16)
+                .unwrap()
+                .swap_bytes()
+        })
+        .collect();
+    let ip: std::net::IpAddr = if v6 {
+        let mut bytes = [0u8; 16];
+        for (i, w) in words.iter().enumerate() {
+            bytes[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+        }
+        std::net::Ipv6Addr::from(bytes).into()
+    } else {
+        std::net::Ipv4Addr::from(words[0]).into()
+    };
+    std::net::SocketAddr::new(ip, port)
+}
+
+#[test]
+fn proc_addresses_parse() {
+    assert_eq!(
+        parse_proc_addr("0100007F:1F90", false).to_string(),
+        "127.0.0.1:8080"
+    );
+    assert_eq!(
+        parse_proc_addr("00000000000000000000000001000000:0050", true).to_string(),
+        "[::1]:80"
+    );
 }
 
 /// The `report.json` of a run folder.
