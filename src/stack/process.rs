@@ -54,6 +54,17 @@ pub fn signal_group(pgid: i32, signal: i32) -> bool {
     unsafe { libc::kill(-pgid, signal) == 0 }
 }
 
+/// SIGKILLs a process group and waits (at most a couple of seconds) until its
+/// members are gone: the signal is delivered asynchronously, and "nothing left
+/// running" must hold when this returns.
+pub fn kill_group(pgid: i32) {
+    signal_group(pgid, libc::SIGKILL);
+    let gone_by = Instant::now() + GROUP_EXIT_BOUND;
+    while group_alive(pgid) && Instant::now() < gone_by {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Whether any process of the group is still running. Zombies do not count:
 /// an orphan's zombie waits for PID 1 to reap it, which some containers never do.
 pub fn group_alive(pgid: i32) -> bool {
@@ -232,17 +243,14 @@ impl ManagedProcess {
         };
         // Whatever the leader did, nothing of its group may stay behind.
         signal_group(pgid, libc::SIGKILL);
-        // SIGKILL is delivered asynchronously: wait until the members are gone.
-        let gone_by = Instant::now() + GROUP_EXIT_BOUND;
-        while group_alive(pgid) && Instant::now() < gone_by {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
         let status = match status {
             Some(s) => s,
             None => child
                 .wait()
                 .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL)),
         };
+        // SIGKILL is delivered asynchronously: wait until the members are gone.
+        kill_group(pgid);
         if let Some(set) = registry().as_mut() {
             set.remove(&pgid);
         }
@@ -271,10 +279,7 @@ impl Drop for ManagedProcess {
             let pgid = child.id() as i32;
             signal_group(pgid, libc::SIGKILL);
             let _ = child.wait();
-            let gone_by = Instant::now() + GROUP_EXIT_BOUND;
-            while group_alive(pgid) && Instant::now() < gone_by {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            kill_group(pgid);
             if let Some(set) = registry().as_mut() {
                 set.remove(&pgid);
             }

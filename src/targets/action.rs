@@ -9,7 +9,7 @@
 use super::signal::signal_name;
 use super::{fmt_duration, DEFAULT_GRACE};
 use crate::secret::display_url;
-use crate::stack::process::{signal_group, track_group, untrack_group};
+use crate::stack::process::{kill_group, track_group, untrack_group};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -221,7 +221,7 @@ impl GroupGuard {
 
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
-            signal_group(pgid, libc::SIGKILL);
+            kill_group(pgid);
             untrack_group(pgid);
         }
     }
