@@ -118,14 +118,24 @@ pub fn processes_with(words: &[&str]) -> Vec<String> {
 
 #[test]
 fn processes_with_finds_a_running_process() {
+    // A duration no other process uses: this binary's pid as the fraction.
+    let seconds = format!("3000.{}", std::process::id());
     let mut child = std::process::Command::new("sleep")
-        .arg("31.4159")
+        .arg(&seconds)
         .spawn()
         .unwrap();
-    assert_eq!(processes_with(&["sleep", "31.4159"]).len(), 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let found = loop {
+        let found = processes_with(&["sleep", &seconds]);
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(processes_with(&["sleep", "31.4159"]).is_empty());
+    assert!(processes_with(&["sleep", &seconds]).is_empty());
 }
 
 /// Running processes whose working folder or command line is inside `dir`.
