@@ -28,6 +28,13 @@ pub enum Command {
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.
     List(Sources),
+    /// Compare two runs cell by cell (e.g. two sandbox-agent versions); exits 1 on a regression.
+    Compare {
+        /// The baseline: a run folder or its report.json.
+        baseline: PathBuf,
+        /// The candidate: a run folder or its report.json.
+        candidate: PathBuf,
+    },
     /// Bring the local stack up or down by hand.
     Stack {
         #[command(subcommand)]
@@ -147,7 +154,10 @@ mod tests {
             .take_while(|l| l.starts_with("  "))
             .filter_map(|l| l.split_whitespace().next())
             .collect();
-        assert_eq!(commands, ["run", "validate", "list", "stack", "help"]);
+        assert_eq!(
+            commands,
+            ["run", "validate", "list", "compare", "stack", "help"]
+        );
     }
 
     #[test]

@@ -45,6 +45,10 @@ fn main() -> ExitCode {
                 print!("{out}");
                 exit_codes::OK
             }),
+            Command::Compare {
+                baseline,
+                candidate,
+            } => commands::compare(&baseline, &candidate),
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),

@@ -222,6 +222,35 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         String::from_utf8_lossy(&run.stderr)
     );
 
+    // `compare`: a run against itself is unchanged (0); a candidate whose
+    // passing cell now fails is a regression (1).
+    let same = continuity(&[
+        "compare",
+        out.to_str().unwrap(),
+        out.join("report.json").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&same.stdout)
+    );
+    let mut worse = report(&out);
+    worse["cells"][0]["verdict"] = "fail".into();
+    let worse_path = s.dir.path().join("worse.json");
+    std::fs::write(&worse_path, worse.to_string()).unwrap();
+    let compared = continuity(&[
+        "compare",
+        out.to_str().unwrap(),
+        worse_path.to_str().unwrap(),
+    ]);
+    assert_eq!(compared.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&compared.stdout).contains("1 regressed"),
+        "{}",
+        String::from_utf8_lossy(&compared.stdout)
+    );
+
     // Nothing listening: the run cannot be completed, exit 2, no phase ran.
     let port = continuity::stack::process::free_port().unwrap();
     let run = continuity(&[

@@ -155,6 +155,44 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
     Ok(out)
 }
 
+/// Reads a run's report: a run folder or the report.json itself.
+fn load_report(path: &Path) -> Result<Report, Failure> {
+    let file = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
+    if report.schema != report::SCHEMA_ID {
+        return Err(usage(format!(
+            "{}: schema {:?}, expected {}",
+            file.display(),
+            report.schema,
+            report::SCHEMA_ID
+        )));
+    }
+    Ok(report)
+}
+
+/// `continuity compare`: cell by cell; a regression exits 1.
+pub fn compare(baseline: &Path, candidate: &Path) -> Result<u8, Failure> {
+    let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
+    let rows = report::compare::compare(&baseline, &candidate);
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!(
+        "{}",
+        report::compare::render_comparison(&baseline, &candidate, &rows, color)
+    );
+    Ok(if report::compare::has_regressions(&rows) {
+        exit_codes::FAILED
+    } else {
+        exit_codes::OK
+    })
+}
+
 fn token_from(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>, Failure> {
     let name = args
         .token_env

@@ -1,6 +1,7 @@
 //! Reports: the matrix model (`report.json`, schema v1) and its renderings.
 //! Only this module knows about comfy-table and quick-junit.
 
+pub mod compare;
 pub mod junit;
 pub mod markdown;
 pub mod model;

@@ -106,7 +106,7 @@ fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
 // would buy no portability; "condensed" drops the rule between rows, which
 // keeps a many-target table compact. Width detection is switched off so a
 // file and a pipe get the same layout as a wide terminal.
-fn new_table(color: bool) -> Table {
+pub(super) fn new_table(color: bool) -> Table {
     let mut table = Table::new();
     table
         .load_style(UTF8_FULL_CONDENSED)
