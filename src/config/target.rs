@@ -57,11 +57,15 @@ const RESTART_SECONDARY: &[(&str, &[&str])] = &[
 fn exactly_one<'a>(
     key: &str,
     table: Range<usize>,
-    kinds: &[(&'a str, Range<usize>)],
+    candidates: &[(&'a str, Option<Range<usize>>)],
     what: &str,
     choices: &str,
 ) -> Result<&'a str, Invalid> {
-    match kinds {
+    let kinds: Vec<(&str, Range<usize>)> = candidates
+        .iter()
+        .filter_map(|(kind, span)| Some((*kind, span.clone()?)))
+        .collect();
+    match kinds.as_slice() {
         [] => Err(invalid(
             key,
             table,
@@ -81,15 +85,12 @@ fn exactly_one<'a>(
 fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
     let key = format!("{target_key}.restart");
     let r = raw.get_ref();
-    let kinds: Vec<(&str, Range<usize>)> = [
+    let kinds = [
         ("managed", r.managed.as_ref().map(Spanned::span)),
         ("command", r.command.as_ref().map(Spanned::span)),
         ("signal", r.signal.as_ref().map(Spanned::span)),
         ("http", r.http.as_ref().map(Spanned::span)),
-    ]
-    .into_iter()
-    .filter_map(|(kind, span)| Some((kind, span?)))
-    .collect();
+    ];
     let kind = exactly_one(
         &key,
         raw.span(),
@@ -243,14 +244,11 @@ fn check_ready(target_key: &str, raw: Option<&Spanned<RawReady>>) -> Result<Read
         return Ok(Readiness::None);
     };
     let r = raw.get_ref();
-    let kinds: Vec<(&str, Range<usize>)> = [
+    let kinds = [
         ("http", r.http.as_ref().map(Spanned::span)),
         ("tcp", r.tcp.as_ref().map(Spanned::span)),
         ("delay_ms", r.delay_ms.as_ref().map(Spanned::span)),
-    ]
-    .into_iter()
-    .filter_map(|(kind, span)| Some((kind, span?)))
-    .collect();
+    ];
     let kind = exactly_one(
         &key,
         raw.span(),
