@@ -100,8 +100,6 @@ struct State {
     streamed_response_order: VecDeque<String>,
     last_event_id: Option<String>,
     sse_task: Option<JoinHandle<()>>,
-    /// Why the stream loop last stopped, for diagnosis.
-    last_stream_error: Option<AcpError>,
 }
 
 struct Inner {
@@ -134,20 +132,6 @@ impl Transport {
                 stream_progress: Notify::new(),
             }),
         }
-    }
-
-    pub fn server_id(&self) -> &str {
-        &self.inner.config.server_id
-    }
-
-    /// Whether the transport has closed (by `close` or by a failed POST).
-    pub fn is_closed(&self) -> bool {
-        self.inner.lock().closed.is_some()
-    }
-
-    /// Why the stream loop last stopped, if it did.
-    pub fn last_stream_error(&self) -> Option<AcpError> {
-        self.inner.lock().last_stream_error.clone()
     }
 
     /// Sends a request and waits for its response; an `error` member becomes [`AcpError::Rpc`].

@@ -38,14 +38,9 @@ impl Inner {
                 state.last_event_id.clone()
             };
             let error = self.read_stream_once(last_event_id).await;
-            let error = {
-                let mut state = self.lock();
-                if state.closed.is_some() {
-                    return;
-                }
-                state.last_stream_error.clone_from(&error);
-                error
-            };
+            if self.lock().closed.is_some() {
+                return;
+            }
             if let Some(error) = error {
                 // Hostile or corrupt input closes the transport with that error; a
                 // refused or failed GET only ends the loop, as in the SDK.
