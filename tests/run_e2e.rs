@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{cell, phase, report};
+use support::{assert_exit, cell, phase, report};
 
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use serde_json::Value;
@@ -68,42 +68,35 @@ fn continuity(args: &[&str]) -> Output {
         .unwrap()
 }
 
+impl Setup {
+    /// `continuity run --config <this config> <extra> --out <dir>/<out>`.
+    fn run(&self, out: &str, extra: &[&str]) -> (Output, PathBuf) {
+        let out = self.dir.path().join(out);
+        let mut args = vec!["run", "--config", self.config.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        (continuity(&args), out)
+    }
+}
+
 /// Runs one scenario file (given as TOML text) against the `agent` target.
 fn run_scenario(s: &Setup, name: &str, toml: &str) -> (Output, PathBuf) {
     let scenarios = s.dir.path().join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
     std::fs::write(scenarios.join(format!("{name}.toml")), toml).unwrap();
-    let out = s.dir.path().join(format!("out-{name}"));
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--scenarios-dir",
-        scenarios.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    (run, out)
+    s.run(
+        &format!("out-{name}"),
+        &["--scenarios-dir", scenarios.to_str().unwrap()],
+    )
 }
 
 #[test]
 fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let s = setup(&[]);
-    let out = s.dir.path().join("out");
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&run.stderr);
+    let (run, out) = s.run("out", &[]);
+    // A failed cell exits 1.
+    assert_exit(&run, 1);
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "a failed cell exits 1\nstdout:\n{stdout}\nstderr:\n{stderr}"
-    );
 
     let report = report(&out);
     assert_eq!(report["schema"], "continuity.report/v1");
@@ -180,12 +173,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
 fn a_hanging_agent_phase_ends_at_its_deadline_as_a_timeout() {
     let s = setup(&[]);
     let (run, out) = run_scenario(&s, "hang", "name = \"hang\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n[[phase]]\nname = \"promptHang\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"[[hang]]\"\ntimeout_ms = 600\n[[cleanup]]\nstep = \"dispose\"\nclient = \"c\"\n");
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 1);
     let report = report(&out);
     let hang = phase(cell(&report, "agent", "hang"), "promptHang");
     assert_eq!(hang["outcome"], "timeout");
@@ -205,22 +193,8 @@ fn a_hanging_agent_phase_ends_at_its_deadline_as_a_timeout() {
 fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     let s = setup(&[]);
     // Only the scenario that passes on 0.4.2: exit 0.
-    let out = s.dir.path().join("pass");
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--scenario",
-        "recreate-rehydrate",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let (run, out) = s.run("pass", &["--scenario", "recreate-rehydrate"]);
+    assert_exit(&run, 0);
 
     // `compare`: a run against itself is unchanged (0); a candidate whose
     // passing cell now fails is a regression (1).
@@ -300,24 +274,14 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         "{stderr}"
     );
     let run = continuity(&["validate", "--config", s.config.to_str().unwrap()]);
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 0);
 }
 
 #[test]
 fn health_and_liveness_probe_steps_report_connected() {
     let s = setup(&[]);
     let (run, out) = run_scenario(&s, "probe", "name = \"probe\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 0);
     let report = report(&out);
     let cell = cell(&report, "agent", "probe");
     assert_eq!(phase(cell, "health")["detail"]["health"]["status"], "ok");
@@ -335,25 +299,9 @@ fn health_and_liveness_probe_steps_report_connected() {
 #[test]
 fn the_overall_deadline_interrupts_the_run_and_keeps_finished_cells() {
     let s = setup(&[]);
-    let out = s.dir.path().join("out");
     // Long enough for the first cell (a restart and a few prompts), not for both.
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--repeat",
-        "20",
-        "--overall-timeout-ms",
-        "3000",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        run.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let (run, out) = s.run("out", &["--repeat", "20", "--overall-timeout-ms", "3000"]);
+    assert_exit(&run, 2);
     let report = report(&out);
     assert_eq!(report["run"]["interrupted"], true);
     let cells = report["cells"].as_array().unwrap().len();
@@ -386,12 +334,7 @@ fn the_token_never_reaches_a_report_or_the_output() {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 0);
     let mut seen =
         String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr);
     for entry in std::fs::read_dir(&out).unwrap() {
@@ -416,24 +359,11 @@ fn the_token_never_reaches_a_report_or_the_output() {
 #[test]
 fn with_the_sdks_in_memory_store_a_second_client_sees_no_history() {
     let s = setup(&[]);
-    let out = s.dir.path().join("out");
-    let run = continuity(&[
-        "run",
-        "--config",
-        s.config.to_str().unwrap(),
-        "--scenario",
-        "native-continuity",
-        "--persist",
-        "memory",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let (run, out) = s.run(
+        "out",
+        &["--scenario", "native-continuity", "--persist", "memory"],
     );
+    assert_exit(&run, 1);
     let report = report(&out);
     assert_eq!(report["run"]["persist"], "memory");
     let native = cell(&report, "agent", "native-continuity");

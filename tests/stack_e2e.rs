@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{cell, phase, report};
+use support::{assert_exit, cell, phase, report};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -151,12 +151,7 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
         "--out",
         out.to_str().unwrap(),
     ]));
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_exit(&run, 1);
     let report = report(&out);
     let native = cell(&report, "rivet", "native-continuity");
     let events = phase(native, "getEvents");

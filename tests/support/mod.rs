@@ -262,3 +262,14 @@ pub fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
         .find(|p| p["name"] == name)
         .unwrap_or_else(|| panic!("no phase {name} in {cell}"))
 }
+
+/// Asserts a `continuity` exit code, showing what it printed when it differs.
+pub fn assert_exit(run: &std::process::Output, code: i32) {
+    assert_eq!(
+        run.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
