@@ -29,11 +29,18 @@ pub enum Command {
     /// List the restart targets and scenarios a run would use.
     List(Sources),
     /// Compare two runs cell by cell (e.g. two sandbox-agent versions); exits 1 on a regression.
+    ///
+    /// Exits 1 on a regression, and on a cell of the baseline that the
+    /// candidate lacks (unless --allow-missing) or a cell either report
+    /// holds twice.
     Compare {
         /// The baseline: a run folder or its report.json.
         baseline: PathBuf,
         /// The candidate: a run folder or its report.json.
         candidate: PathBuf,
+        /// Accept a candidate that lacks cells of the baseline (e.g. a run filtered with --target).
+        #[arg(long)]
+        allow_missing: bool,
     },
     /// Bring the local stack up or down by hand.
     Stack {
@@ -60,9 +67,15 @@ pub struct StackArgs {
     /// Folder that holds the stack's state, logs and pid files.
     #[arg(long, value_name = "DIR", default_value = ".continuity-stack")]
     pub dir: PathBuf,
-    /// sandbox-agent version from the npm registry.
-    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION)]
+    /// sandbox-agent version from the npm registry (e.g. 0.4.2).
+    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
     pub server_version: String,
+}
+
+/// `--server-version`: a published version number only (see
+/// [`crate::stack::npm::check_version`]).
+pub fn parse_version(text: &str) -> Result<String, String> {
+    crate::stack::npm::check_version(text).map(|()| text.to_string())
 }
 
 /// Where targets and scenarios come from.
@@ -96,17 +109,17 @@ pub enum RivetSaveArg {
 pub struct RunArgs {
     #[command(flatten)]
     pub sources: Sources,
-    /// sandbox-agent base URL (e.g. http://127.0.0.1:2468 or https://host/sandbox); the local stack when absent.
-    #[arg(long, env = "SA_BASE_URL", value_name = "URL")]
+    /// sandbox-agent base URL (e.g. http://127.0.0.1:2468 or https://host/sandbox; also SA_BASE_URL); the local stack when absent.
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Name of the environment variable holding the bearer token (never the token itself).
     #[arg(long, value_name = "NAME")]
     pub token_env: Option<String>,
-    /// Agent to run sessions with.
-    #[arg(long, env = "SA_AGENT", value_name = "NAME")]
+    /// Agent to run sessions with (also SA_AGENT) [default: mock].
+    #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
-    /// Deadline of each phase, in milliseconds (a scenario may override it per phase).
-    #[arg(long, env = "SA_TIMEOUT_MS", value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Deadline of each phase, in milliseconds (also SA_TIMEOUT_MS; a scenario may override it per phase) [default: 30000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,
     /// Deadline of the whole run, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -120,14 +133,17 @@ pub struct RunArgs {
     /// Only these scenarios (repeatable).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
-    /// Folder for this run's reports and logs [default: reports/<UTC time>-<id>].
+    /// Folder for this run's reports and logs [default: reports/<UTC time>-<id>]; must be empty or new.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Reuse a non-empty --out folder: an earlier run's reports, session stores and logs in it are removed first.
+    #[arg(long)]
+    pub force: bool,
     /// Session store of each cell.
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Option<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry).
-    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION)]
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0).
+    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
     pub server_version: String,
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
@@ -158,6 +174,26 @@ mod tests {
             commands,
             ["run", "validate", "list", "compare", "stack", "help"]
         );
+    }
+
+    #[test]
+    fn server_versions_are_version_numbers_only() {
+        for ok in ["0.4.2", "10.0.0-rc.1", "1.2.3+build.5", "0.5.0-beta"] {
+            assert_eq!(parse_version(ok).as_deref(), Ok(ok));
+        }
+        for bad in ["../../etc", "latest", "1.2", "1.2.3.4", "1.2.3 || 2", "1.2.3-", "1.2.x", "", "1.2.3-a/b", "01.2.3/../x"] {
+            assert!(parse_version(bad).is_err(), "{bad:?} accepted");
+        }
+        for command in [["run", "--server-version"], ["stack", "up"]] {
+            let mut argv = vec!["continuity"];
+            argv.extend(command);
+            if command[0] == "stack" {
+                argv.push("--server-version");
+            }
+            argv.push("../../etc");
+            let e = Cli::try_parse_from(&argv).unwrap_err();
+            assert!(e.to_string().contains("--server-version"), "{e}");
+        }
     }
 
     #[test]

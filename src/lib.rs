@@ -13,6 +13,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod diagnose;
 pub mod exit_codes;
 pub mod http;

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use continuity::cli::{Cli, Command, StackAction};
-use continuity::{commands, exit_codes};
+use continuity::{commands, console, exit_codes};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -29,7 +29,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("continuity: cannot start the async runtime: {e}");
+            console::errln(&format!("continuity: cannot start the async runtime: {e}"));
             return ExitCode::from(exit_codes::INCOMPLETE);
         }
     };
@@ -38,17 +38,18 @@ fn main() -> ExitCode {
             Command::Agent => Ok(continuity::agent::run().await.clamp(0, 255) as u8),
             Command::Run(args) => commands::run(*args).await,
             Command::Validate(sources) => commands::validate(&sources).map(|out| {
-                print!("{out}");
+                console::out(&out);
                 exit_codes::OK
             }),
             Command::List(sources) => commands::list(&sources).map(|out| {
-                print!("{out}");
+                console::out(&out);
                 exit_codes::OK
             }),
             Command::Compare {
                 baseline,
                 candidate,
-            } => commands::compare(&baseline, &candidate),
+                allow_missing,
+            } => commands::compare(&baseline, &candidate, allow_missing),
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),
@@ -57,11 +58,19 @@ fn main() -> ExitCode {
         }
     });
     continuity::stack::process::kill_all_groups();
-    match outcome {
-        Ok(code) => ExitCode::from(code),
+    let code = match outcome {
+        Ok(code) => code,
         Err(failure) => {
-            eprintln!("continuity: {}", failure.message);
-            ExitCode::from(failure.code)
+            console::errln(&format!("continuity: {}", failure.message));
+            failure.code
         }
+    };
+    // A reader that closed stdout (`| head`) is not an error; a full disk is.
+    match console::stdout_error() {
+        Some(e) if code < exit_codes::INCOMPLETE => {
+            console::errln(&format!("continuity: cannot write to stdout: {e}"));
+            ExitCode::from(exit_codes::INCOMPLETE)
+        }
+        _ => ExitCode::from(code),
     }
 }

@@ -99,6 +99,21 @@ pub enum RunEvent {
 pub enum RunError {
     #[error("sandbox-agent is unreachable at {url}: {cause}")]
     Unreachable { url: String, cause: String },
+    /// A 401 or 403 to the health check: the server is up and says no.
+    #[error("{}", rejection(.url, *.status, *.sent_token))]
+    Rejected {
+        url: String,
+        status: u16,
+        sent_token: bool,
+    },
+}
+
+fn rejection(url: &str, status: u16, sent_token: bool) -> String {
+    if sent_token {
+        format!("sandbox-agent rejected the token (HTTP {status}) at {url}: check the variable --token-env (or SA_TOKEN) names")
+    } else {
+        format!("sandbox-agent wants a token (HTTP {status}) at {url}: set SA_TOKEN, or name the variable that holds it with --token-env")
+    }
 }
 
 /// Wraps a target so the scenario executor can restart it.
@@ -119,7 +134,11 @@ impl Restarter for TargetRestarter<'_> {
 }
 
 /// Checks the server answers `/v1/health` before any cell runs.
-pub async fn preflight(base_url: &str, token: Option<&Secret>) -> Result<(), RunError> {
+pub async fn preflight(
+    base_url: &str,
+    token: Option<&Secret>,
+    headers: &[(String, String)],
+) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
     let http = crate::http::client_builder()
         .timeout(Duration::from_secs(10))
@@ -129,11 +148,19 @@ pub async fn preflight(base_url: &str, token: Option<&Secret>) -> Result<(), Run
             cause: e.to_string(),
         })?;
     let mut request = http.get(&url);
+    for (k, v) in headers {
+        request = request.header(k.as_str(), v.as_str());
+    }
     if let Some(token) = token {
         request = request.bearer_auth(token.expose());
     }
     match request.send().await {
         Ok(r) if r.status().is_success() => Ok(()),
+        Ok(r) if matches!(r.status().as_u16(), 401 | 403) => Err(RunError::Rejected {
+            url: display_url(&url),
+            status: r.status().as_u16(),
+            sent_token: token.is_some(),
+        }),
         Ok(r) => Err(RunError::Unreachable {
             url: display_url(&url),
             cause: format!("HTTP {}", r.status().as_u16()),

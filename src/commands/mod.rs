@@ -7,7 +7,6 @@ use crate::exit_codes;
 use crate::report::{self, LogFile, Report, Verdict};
 use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
-use crate::secret::Secret;
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::targets::Target;
 use std::io::IsTerminal;
@@ -16,14 +15,13 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod progress;
+mod settings;
 mod stack;
 
 use progress::{print_progress, spawn_signal_handler, wait_true};
 pub use stack::{stack_down, stack_status, stack_up};
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-const DEFAULT_AGENT: &str = "mock";
 
 /// A message for the user and the exit code that goes with it.
 #[derive(Debug)]
@@ -103,9 +101,21 @@ fn select<T>(
         .collect())
 }
 
+/// Installs, for everything printed from now on, a redactor of the
+/// secrets the config file and the environment hold.
+fn redact_output_with(config: Option<&Config>) {
+    let mut redactor = crate::secret::Redactor::none();
+    if let Some(config) = config {
+        config.add_secrets(&mut redactor);
+    }
+    redactor.add_secret_variables(std::env::vars());
+    crate::console::set_redactor(redactor);
+}
+
 /// `continuity validate`: parses everything, touches nothing.
 pub fn validate(sources: &Sources) -> Result<String, Failure> {
     let config = load_config(sources)?;
+    redact_output_with(config.as_ref());
     let scenarios = load_scenarios(sources)?;
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::new();
@@ -130,6 +140,7 @@ pub fn validate(sources: &Sources) -> Result<String, Failure> {
 /// `continuity list`: targets and scenarios.
 pub fn list(sources: &Sources) -> Result<String, Failure> {
     let config = load_config(sources)?;
+    redact_output_with(config.as_ref());
     let scenarios = load_scenarios(sources)?;
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
@@ -164,53 +175,44 @@ fn load_report(path: &Path) -> Result<Report, Failure> {
     };
     let text = std::fs::read_to_string(&file)
         .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
-    if report.schema != report::SCHEMA_ID {
-        return Err(usage(format!(
-            "{}: schema {:?}, expected {}",
-            file.display(),
-            report.schema,
-            report::SCHEMA_ID
-        )));
-    }
-    Ok(report)
+    report::compare::read_report(&text).map_err(|e| usage(format!("{}: {e}", file.display())))
 }
 
-/// `continuity compare`: cell by cell; a regression exits 1.
-pub fn compare(baseline: &Path, candidate: &Path) -> Result<u8, Failure> {
+/// `continuity compare`: cell by cell. A regression exits 1, and so does a
+/// cell of the baseline the candidate lacks (unless `allow_missing`) or a
+/// cell either report holds twice (always: which of the two would count?).
+pub fn compare(baseline: &Path, candidate: &Path, allow_missing: bool) -> Result<u8, Failure> {
     let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
     let rows = report::compare::compare(&baseline, &candidate);
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!(
-        "{}",
-        report::compare::render_comparison(&baseline, &candidate, &rows, color)
-    );
-    Ok(if report::compare::has_regressions(&rows) {
+    crate::console::out(&report::compare::render_comparison(
+        &baseline, &candidate, &rows, color,
+    ));
+    let mut failed = report::compare::has_regressions(&rows);
+    for (which, r) in [("baseline", &baseline), ("candidate", &candidate)] {
+        let duplicated = report::compare::duplicated_cells(r);
+        if !duplicated.is_empty() {
+            crate::console::errln(&format!(
+                "continuity: the {which} holds these cells more than once: {}",
+                duplicated.join(", ")
+            ));
+            failed = true;
+        }
+    }
+    let missing = report::compare::missing_cells(&rows);
+    if !missing.is_empty() && !allow_missing {
+        crate::console::errln(&format!(
+            "continuity: the candidate lacks {} cell(s) of the baseline: {} (add --allow-missing to accept that)",
+            missing.len(),
+            missing.join(", ")
+        ));
+        failed = true;
+    }
+    Ok(if failed {
         exit_codes::FAILED
     } else {
         exit_codes::OK
     })
-}
-
-fn token_from(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>, Failure> {
-    let name = args
-        .token_env
-        .clone()
-        .or_else(|| config.and_then(|c| c.run.token_env.clone()));
-    match name {
-        Some(name) => match std::env::var(&name) {
-            Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
-            _ => Err(usage(format!(
-                "--token-env {name}: that environment variable is not set"
-            ))),
-        },
-        // The seed script's variable works without naming it.
-        None => Ok(std::env::var("SA_TOKEN")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map(Secret::new)),
-    }
 }
 
 fn short_id() -> String {
@@ -220,6 +222,9 @@ fn short_id() -> String {
 /// `continuity run`.
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let config = load_config(&args.sources)?;
+    // First, so that no message below can show a secret.
+    let redactor = settings::redactor(&args, config.as_ref());
+    crate::console::set_redactor(redactor.clone());
     let scenarios = select(
         load_scenarios(&args.sources)?,
         &args.scenarios,
@@ -227,18 +232,20 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         "scenario",
     )?;
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
-    let token = token_from(&args, config.as_ref())?;
-    let base_url = args.base_url.clone().or(run_defaults.base_url.clone());
+    let token = settings::token(&args, config.as_ref())?;
+    let base_url = settings::base_url(&args, config.as_ref())?;
+    let agent = settings::agent(&args, config.as_ref())?;
+    let timeout = settings::timeout(&args, config.as_ref())?;
     let id = short_id();
     let run_dir = args
         .out
         .clone()
         .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| usage(format!("cannot create {}: {e}", run_dir.display())))?;
     // Components run in folders of their own: a relative path would point elsewhere.
     let run_dir =
         std::path::absolute(&run_dir).map_err(|e| usage(format!("{}: {e}", run_dir.display())))?;
+    let folder = report::RunFolder::create(&run_dir, args.force, redactor)
+        .map_err(|e| usage(e.to_string()))?;
     let persist = match args.persist.map(|p| match p {
         PersistArg::Sqlite => PersistKind::Sqlite,
         PersistArg::Memory => PersistKind::Memory,
@@ -251,16 +258,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         base_url: String::new(),
         token,
         headers: run_defaults.headers.clone(),
-        agent: args
-            .agent
-            .clone()
-            .or(run_defaults.agent.clone())
-            .unwrap_or_else(|| DEFAULT_AGENT.into()),
-        timeout: args
-            .timeout_ms
-            .map(Duration::from_millis)
-            .or(run_defaults.timeout)
-            .unwrap_or(DEFAULT_TIMEOUT),
+        agent,
+        timeout,
         overall_timeout: args
             .overall_timeout_ms
             .map(Duration::from_millis)
@@ -292,11 +291,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
             for target in &mut plan.targets {
+                // Probes of the server itself need the token the server wants.
+                target.authorize_probes(&plan.base_url, plan.token.as_ref(), &plan.headers);
+            }
+            for target in &mut plan.targets {
                 if let Err(e) = target.prepare().await {
                     return Err(incomplete(format!("cannot prepare target: {e}")));
                 }
             }
-            runner::preflight(&plan.base_url, plan.token.as_ref())
+            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers)
                 .await
                 .map_err(|e| incomplete(e.to_string()))?;
         }
@@ -330,7 +333,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     )));
                 }
             }
-            let mut progress = |line: &str| eprintln!("stack: {line}");
+            let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
             let mut up = tokio::select! {
                 up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
                 _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
@@ -359,28 +362,31 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     if let Some(mut stack) = stack {
         stack.down().await;
     }
-    finish(&report, &run_dir)
+    finish(&report, &folder)
 }
 
-fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
+fn finish(report: &Report, folder: &report::RunFolder) -> Result<u8, Failure> {
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let files = report::write_report_dir(run_dir, report, color).map_err(|e| {
+    let cannot_write = |e: std::io::Error| {
         incomplete(format!(
             "cannot write the report into {}: {e}",
-            run_dir.display()
+            folder.dir().display()
         ))
-    })?;
-    println!("{}", files.stdout);
-    eprintln!(
+    };
+    let files = folder.write_report(report, color).map_err(cannot_write)?;
+    // What the components and session stores wrote there, now that they have stopped.
+    folder.scrub().map_err(cannot_write)?;
+    crate::console::outln(&files.stdout);
+    crate::console::errln(&format!(
         "reports: {} ({}, {}, {}, {})",
         files.dir.display(),
         name(&files.json),
         name(&files.text),
         name(&files.markdown),
         name(&files.junit)
-    );
+    ));
     if report.run.interrupted {
-        eprintln!("the run was interrupted: the report holds the cells that finished");
+        crate::console::errln("the run was interrupted: the report holds the cells that finished");
         return Ok(exit_codes::INCOMPLETE);
     }
     if report.cells.iter().all(|c| c.verdict == Verdict::Pass) && !report.cells.is_empty() {

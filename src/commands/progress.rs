@@ -39,13 +39,13 @@ pub(super) fn print_progress(event: &RunEvent, color: bool) {
         .and_then(|p| p.signature.as_ref())
         .map(|s| format!(" ({})", s.short()))
         .unwrap_or_default();
-    eprintln!(
+    crate::console::errln(&format!(
         "[{index}/{total}] {} × {} #{}: {verdict}{signature} in {:.1} s",
         cell.target,
         cell.scenario,
         cell.attempt,
         cell.duration_ms as f64 / 1000.0
-    );
+    ));
 }
 
 fn first_line(text: Option<&str>) -> &str {
@@ -79,7 +79,7 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
             }
             presses += 1;
             if presses == 1 {
-                eprintln!("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
+                crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
                 let _ = cancel.send(true);
             } else {
                 crate::stack::process::kill_all_groups();

@@ -30,12 +30,12 @@ fn read_state(dir: &Path) -> Result<StackState, Failure> {
 }
 
 fn print_components(state: &StackState) {
-    println!("base URL: {}", state.base_url);
+    crate::console::outln(&format!("base URL: {}", state.base_url));
     for c in &state.components {
         let alive = c
             .pid
             .is_some_and(|p| crate::stack::process::group_alive(p as i32));
-        println!(
+        crate::console::outln(&format!(
             "  {:<13} {:<24} pid {:<8} {:<8} {}  log {}",
             c.target,
             c.program,
@@ -43,7 +43,7 @@ fn print_components(state: &StackState) {
             if alive { "running" } else { "stopped" },
             c.url,
             c.log.display()
-        );
+        ));
     }
 }
 
@@ -71,12 +71,12 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
         only: Vec::new(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
     };
-    let mut progress = |line: &str| eprintln!("stack: {line}");
+    let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
     let mut stack = LocalStack::up(options, &mut progress)
         .await
         .map_err(incomplete)?;
     for u in &stack.skipped {
-        eprintln!("stack: {} not running: {}", u.name, u.reason);
+        crate::console::errln(&format!("stack: {} not running: {}", u.name, u.reason));
     }
     let state = StackState {
         base_url: stack.base_url.clone(),
@@ -136,6 +136,6 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
     let _ = std::fs::remove_file(args.dir.join(STACK_STATE));
-    println!("stack in {} is down", args.dir.display());
+    crate::console::outln(&format!("stack in {} is down", args.dir.display()));
     Ok(exit_codes::OK)
 }

@@ -61,17 +61,24 @@ impl TryFrom<RawConfig> for Checked {
 fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     let mut run = RunDefaults::default();
     if let Some(url) = &raw.base_url {
-        run.base_url = Some(check_url("run.base_url", url)?);
+        run.base_url = Some(check_base_url(url.get_ref()).map_err(|why| {
+            invalid(
+                "run.base_url",
+                url.span(),
+                Some(format!("{:?}", display_url(url.get_ref().trim()))),
+                why,
+            )
+        })?);
     }
     if let Some(agent) = &raw.agent {
-        if agent.get_ref().trim().is_empty() {
-            return Err(invalid(
+        check_agent_name(agent.get_ref()).map_err(|why| {
+            invalid(
                 "run.agent",
                 agent.span(),
-                None,
-                "expected an agent name such as \"mock\" or \"claude\"",
-            ));
-        }
+                Some(format!("{:?}", agent.get_ref())),
+                why,
+            )
+        })?;
         run.agent = Some(agent.get_ref().clone());
     }
     run.timeout = raw
@@ -212,6 +219,50 @@ pub(super) fn check_url(key: &str, value: &Spanned<String>) -> Result<String, In
         return Err(bad("no host"));
     }
     Ok(text.to_string())
+}
+
+/// A sandbox-agent base URL: http or https, a host, a valid port, and no
+/// `user:pass@` (continuity authenticates with the bearer token only, and
+/// would otherwise send those credentials as Basic auth unasked). Returns
+/// it without a trailing `/`. The reason never quotes the URL.
+pub fn check_base_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let url = url::Url::parse(text)
+        .map_err(|e| format!("expected an http:// or https:// URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "expected an http:// or https:// URL (scheme `{}`)",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("expected an http:// or https:// URL (no host)".into());
+    }
+    if url.port() == Some(0) {
+        return Err("expected an http:// or https:// URL (port 0)".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("credentials in the URL (user:pass@) are not supported: continuity sends only the bearer token (name its variable with --token-env or set SA_TOKEN); remove them from the URL".into());
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err("expected a base URL without ?query or #fragment".into());
+    }
+    Ok(text.trim_end_matches('/').to_string())
+}
+
+/// An agent name as sandbox-agent takes it in `?agent=` and in server ids:
+/// letters, digits, `-`, `_` and `.`.
+pub fn check_agent_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err("expected an agent name such as \"mock\" or \"claude\" (letters, digits, `-`, `_`, `.`)".into())
+    }
 }
 
 pub(super) fn check_addr(key: &str, value: &Spanned<String>) -> Result<String, Invalid> {

@@ -35,6 +35,9 @@ mod target;
 #[cfg(test)]
 mod tests;
 
+pub use check::{check_agent_name, check_base_url};
+
+use crate::secret::{is_secret_name, Redactor};
 use crate::targets::{Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -171,6 +174,53 @@ impl Config {
     /// Fresh (not yet prepared) targets, in file order.
     pub fn targets(&self) -> Vec<Target> {
         self.targets.iter().map(TargetEntry::to_target).collect()
+    }
+
+    /// Adds every value the file marks as secret to `redactor`: secret-named
+    /// headers (`x-api-key`) and managed-process variables (`DEPLOY_TOKEN`),
+    /// the value after a secret-named flag of a managed command (`--token
+    /// X`, `--password=X`), and the credentials of every URL.
+    pub fn add_secrets(&self, redactor: &mut Redactor) {
+        for (name, value) in &self.run.headers {
+            if is_secret_name(name) {
+                redactor.add(value);
+            }
+        }
+        if let Some(url) = &self.run.base_url {
+            redactor.add_url_credentials(url);
+        }
+        for target in &self.targets {
+            match &target.action {
+                RestartAction::Managed(spec) => {
+                    for (name, value) in &spec.env {
+                        if is_secret_name(name) {
+                            redactor.add(value);
+                        }
+                    }
+                    let mut after_secret_flag = false;
+                    for arg in &spec.args {
+                        if after_secret_flag {
+                            redactor.add(arg);
+                        }
+                        let flag = arg.trim_start_matches('-');
+                        after_secret_flag = arg.starts_with('-') && is_secret_name(flag);
+                        if let Some((flag, value)) = arg.split_once('=') {
+                            if arg.starts_with('-') && is_secret_name(flag.trim_start_matches('-')) {
+                                redactor.add(value);
+                            }
+                        }
+                    }
+                }
+                RestartAction::Http { url, .. } => redactor.add_url_credentials(url),
+                RestartAction::Command { .. } | RestartAction::Signal { .. } => {}
+            }
+            match &target.readiness {
+                Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {
+                    redactor.add_url_credentials(url)
+                }
+                _ => {}
+            }
+        }
     }
 
     pub fn target_names(&self) -> Vec<&str> {

@@ -103,6 +103,56 @@ fn outcome(cell: &Cell) -> String {
     text
 }
 
+/// Why a file is not a report `compare` can read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not a continuity report: {0}")]
+    NotAReport(#[from] serde_json::Error),
+    #[error("schema {found:?}, expected {}", super::SCHEMA_ID)]
+    Schema { found: String },
+}
+
+/// Reads a `report.json`: any input gives a report or a typed error.
+pub fn read_report(text: &str) -> Result<Report, ReadError> {
+    let report: Report = serde_json::from_str(text)?;
+    if report.schema != super::SCHEMA_ID {
+        return Err(ReadError::Schema {
+            found: report.schema,
+        });
+    }
+    Ok(report)
+}
+
+/// `target × scenario #attempt`, as cells are named in messages.
+fn cell_name(target: &str, scenario: &str, attempt: u32) -> String {
+    format!("{target} × {scenario} #{attempt}")
+}
+
+/// The cells a report holds more than once (a report no run writes: which one counts?).
+pub fn duplicated_cells(report: &Report) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut duplicated = Vec::new();
+    for c in &report.cells {
+        let name = cell_name(&c.target, &c.scenario, c.attempt);
+        if !seen.insert(name.clone()) && !duplicated.contains(&name) {
+            duplicated.push(name);
+        }
+    }
+    duplicated
+}
+
+/// The baseline's cells the candidate lacks.
+pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.change == Change::Missing) {
+        let name = cell_name(&r.target, &r.scenario, r.attempt);
+        if !missing.contains(&name) {
+            missing.push(name);
+        }
+    }
+    missing
+}
+
 /// Whether any cell that passed in the baseline does not pass in the candidate.
 pub fn has_regressions(rows: &[CellChange]) -> bool {
     rows.iter().any(|r| r.change == Change::Regressed)

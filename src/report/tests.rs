@@ -172,11 +172,11 @@ fn report_json_round_trips() {
 }
 
 #[test]
-fn write_report_dir_writes_four_files_and_no_temp() {
+fn the_run_folder_writes_four_files_and_no_temp() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("run");
     let r = fixture::report();
-    let files = write_report_dir(&dir, &r, true).expect("writes");
+    let files = RunFolder::open(&dir, crate::secret::Redactor::none()).write_report(&r, true).expect("writes");
 
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("dir readable")
@@ -207,7 +207,7 @@ fn write_report_dir_writes_four_files_and_no_temp() {
         .starts_with("<?xml"));
 
     // A second write replaces the files in place.
-    write_report_dir(&dir, &r, false).expect("rewrites");
+    RunFolder::open(&dir, crate::secret::Redactor::none()).write_report(&r, false).expect("rewrites");
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 4);
 }
 
@@ -223,4 +223,83 @@ fn default_run_dir_is_timestamp_then_id() {
         default_run_dir(root, started, "../x"),
         root.join("20261129T120102Z-___x")
     );
+}
+
+#[test]
+fn every_report_file_is_redacted() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let secret = "tok-<&\"leak\"&>-4711";
+    let mut r = fixture::report();
+    r.cells[0].reason = Some(format!("stderr: Bearer {secret}"));
+    if let Some(p) = r.cells[0].phases.first_mut() {
+        p.detail.insert(secret.into(), format!("echo {secret}").into());
+    }
+    r.run.agent = format!("mock {secret}");
+    let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
+    let files = folder.write_report(&r, true).expect("writes");
+    let extra = folder
+        .write_text("cells/1/trace.jsonl", &format!("{{\"x\":\"{secret}\"}}\n"))
+        .expect("writes");
+    for path in [&files.json, &files.text, &files.markdown, &files.junit, &extra] {
+        let text = std::fs::read_to_string(path).expect("reads");
+        assert!(text.contains("[redacted]"), "{}: {text}", path.display());
+        for part in ["tok-", "4711", "leak"] {
+            assert!(!text.contains(part), "{}: {text}", path.display());
+        }
+    }
+    assert!(!files.stdout.contains("4711"));
+}
+
+#[test]
+fn a_non_empty_folder_is_refused_unless_forced() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let none = crate::secret::Redactor::none;
+    let folder = RunFolder::create(&dir, false, none()).expect("a new folder");
+    folder.write_report(&fixture::report(), false).expect("writes");
+    std::fs::create_dir_all(dir.join("persist")).unwrap();
+    std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    let refused = RunFolder::create(&dir, false, none()).unwrap_err();
+    assert!(matches!(refused, FolderError::NotEmpty(_)), "{refused}");
+    assert!(refused.to_string().contains("--force"), "{refused}");
+    RunFolder::create(&dir, true, none()).expect("forced");
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["notes.txt"], "only the earlier run's files are removed");
+    std::fs::write(tmp.path().join("file"), b"x").unwrap();
+    assert!(matches!(
+        RunFolder::create(&tmp.path().join("file"), true, none()),
+        Err(FolderError::NotAFolder(_))
+    ));
+    // An empty folder is fine.
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    RunFolder::create(&tmp.path().join("empty"), false, none()).expect("empty");
+}
+
+#[test]
+fn scrub_redacts_what_other_programs_wrote() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let secret = "tok-scrub-123456";
+    std::fs::create_dir_all(tmp.path().join("stack/agent")).unwrap();
+    let log = tmp.path().join("stack/agent/server.log");
+    std::fs::write(&log, format!("started with --token {secret}\n")).unwrap();
+    let db = tmp.path().join("store.db");
+    let mut bytes = b"SQLite format 3\0\xff\xfe".to_vec();
+    bytes.extend_from_slice(secret.as_bytes());
+    std::fs::write(&db, &bytes).unwrap();
+    std::fs::write(tmp.path().join("clean.txt"), "nothing").unwrap();
+    let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
+    let changed = folder.scrub().expect("scrubs");
+    assert_eq!(changed, [log.clone(), db.clone()]);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "started with --token [redacted]\n"
+    );
+    let scrubbed = std::fs::read(&db).unwrap();
+    assert_eq!(scrubbed.len(), bytes.len());
+    assert!(!String::from_utf8_lossy(&scrubbed).contains("scrub"));
 }

@@ -1,6 +1,11 @@
 //! The run folder: `report.json`, `report.txt`, `report.md` and
 //! `junit.xml`, each written atomically so an interrupted run (a second
 //! Ctrl-C, a killed harness) never leaves a half-written report behind.
+//!
+//! Every file continuity writes into a run folder goes through
+//! [`RunFolder`], which redacts the run's secrets from it; what other
+//! programs wrote there (component logs, session stores) is scrubbed by
+//! [`RunFolder::scrub`] once they have stopped.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -12,8 +17,178 @@ use super::junit::render_junit;
 use super::markdown::render_markdown;
 use super::model::Report;
 use super::table::render_text;
+use crate::secret::Redactor;
 
-/// What `write_report_dir` wrote.
+/// What a run writes at the top of its folder: `--force` removes these
+/// (and only these) before a new run reuses the folder. A writer that adds
+/// a file or folder of its own lists it here.
+pub const RUN_FOLDER_ENTRIES: &[&str] = &[
+    "report.json",
+    "report.txt",
+    "report.md",
+    "junit.xml",
+    "persist",
+    "stack",
+];
+
+/// Why a run folder could not be claimed.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("{} is not empty (an earlier run?): choose another --out, or add --force to replace the earlier run's reports and session stores", .0.display())]
+    NotEmpty(PathBuf),
+    #[error("{} is not a folder", .0.display())]
+    NotAFolder(PathBuf),
+    #[error("cannot prepare {}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A run's folder and the redactor every write into it goes through.
+#[derive(Debug, Clone)]
+pub struct RunFolder {
+    dir: PathBuf,
+    redactor: Redactor,
+}
+
+impl RunFolder {
+    /// Claims `dir` for a new run, creating it. A folder that already holds
+    /// anything is refused unless `force`, which removes what an earlier
+    /// run wrote there ([`RUN_FOLDER_ENTRIES`]) so that no session store or
+    /// report of it is reused; other files are left alone.
+    pub fn create(dir: &Path, force: bool, redactor: Redactor) -> Result<RunFolder, FolderError> {
+        let io_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FolderError::Io { path, source }
+        };
+        match fs::symlink_metadata(dir) {
+            Ok(meta) if !meta.is_dir() => return Err(FolderError::NotAFolder(dir.to_path_buf())),
+            Ok(_) => {
+                let not_empty = fs::read_dir(dir)
+                    .map_err(io_error(dir))?
+                    .next()
+                    .is_some();
+                if not_empty && !force {
+                    return Err(FolderError::NotEmpty(dir.to_path_buf()));
+                }
+                if force {
+                    for entry in RUN_FOLDER_ENTRIES {
+                        let path = dir.join(entry);
+                        let removed = match fs::symlink_metadata(&path) {
+                            Ok(m) if m.is_dir() => fs::remove_dir_all(&path),
+                            Ok(_) => fs::remove_file(&path),
+                            Err(_) => Ok(()),
+                        };
+                        removed.map_err(io_error(&path))?;
+                    }
+                }
+            }
+            Err(_) => fs::create_dir_all(dir).map_err(io_error(dir))?,
+        }
+        Ok(RunFolder::open(dir, redactor))
+    }
+
+    /// A folder to write into as it is (re-writing a finished run's reports).
+    pub fn open(dir: &Path, redactor: Redactor) -> RunFolder {
+        RunFolder {
+            dir: dir.to_path_buf(),
+            redactor,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Writes `text`, redacted, to `name` (relative to the folder; parent
+    /// folders are created), atomically.
+    pub fn write_text(&self, name: impl AsRef<Path>, text: &str) -> io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        write_atomic(&path, self.redactor.redact(text).as_bytes())?;
+        Ok(path)
+    }
+
+    /// The report files. The report is redacted before it is rendered (so
+    /// every format sees the same text) and each rendering again as it is
+    /// written.
+    pub fn write_report(&self, report: &Report, color: bool) -> io::Result<ReportFiles> {
+        let dir = self.dir.as_path();
+        fs::create_dir_all(dir)?;
+        let report = &self.redacted(report)?;
+        let json = serde_json::to_string_pretty(report).map_err(io::Error::other)? + "\n";
+        let junit = render_junit(report).map_err(io::Error::other)?;
+        let files = ReportFiles {
+            dir: dir.to_path_buf(),
+            json: self.write_text("report.json", &json)?,
+            text: self.write_text("report.txt", &render_text(report, false))?,
+            markdown: self.write_text("report.md", &render_markdown(report))?,
+            junit: self.write_text("junit.xml", &junit)?,
+            stdout: self.redactor.redact(&render_text(report, color)).into_owned(),
+        };
+        // The renames are durable only once the directory entry is on disk;
+        // some filesystems refuse to open a directory for sync, which is not
+        // worth failing a finished run over.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(files)
+    }
+
+    fn redacted(&self, report: &Report) -> io::Result<Report> {
+        if self.redactor.is_empty() {
+            return Ok(report.clone());
+        }
+        let mut value = serde_json::to_value(report).map_err(io::Error::other)?;
+        self.redactor.redact_json(&mut value);
+        serde_json::from_value(value).map_err(io::Error::other)
+    }
+
+    /// Rewrites every file under the folder that holds a secret: the logs
+    /// and session stores other programs wrote there. Text is redacted as
+    /// text; other bytes keep their length (a database stays readable).
+    /// Returns the files it changed. Symbolic links are not followed.
+    pub fn scrub(&self) -> io::Result<Vec<PathBuf>> {
+        let mut changed = Vec::new();
+        if self.redactor.is_empty() {
+            return Ok(changed);
+        }
+        let mut pending = vec![self.dir.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in fs::read_dir(&dir)? {
+                let entry = entry?;
+                let kind = entry.file_type()?;
+                let path = entry.path();
+                if kind.is_dir() {
+                    pending.push(path);
+                } else if kind.is_file() {
+                    let bytes = fs::read(&path)?;
+                    if let Some(clean) = self.redactor.redact_bytes(&bytes) {
+                        if clean.len() == bytes.len() {
+                            // In place: a database may be open elsewhere by inode.
+                            fs::write(&path, &clean)?;
+                        } else {
+                            write_atomic(&path, &clean)?;
+                        }
+                        changed.push(path);
+                    }
+                }
+            }
+        }
+        changed.sort();
+        Ok(changed)
+    }
+}
+
+/// What [`RunFolder::write_report`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportFiles {
     pub dir: PathBuf,
@@ -25,31 +200,6 @@ pub struct ReportFiles {
     /// caller prints exactly what it wrote without rendering twice.
     /// `report.txt` itself is always plain.
     pub stdout: String,
-}
-
-pub fn write_report_dir(dir: &Path, report: &Report, color: bool) -> io::Result<ReportFiles> {
-    fs::create_dir_all(dir)?;
-    let json = serde_json::to_string_pretty(report).map_err(io::Error::other)? + "\n";
-    let junit = render_junit(report).map_err(io::Error::other)?;
-    let files = ReportFiles {
-        dir: dir.to_path_buf(),
-        json: dir.join("report.json"),
-        text: dir.join("report.txt"),
-        markdown: dir.join("report.md"),
-        junit: dir.join("junit.xml"),
-        stdout: render_text(report, color),
-    };
-    write_atomic(&files.json, json.as_bytes())?;
-    write_atomic(&files.text, render_text(report, false).as_bytes())?;
-    write_atomic(&files.markdown, render_markdown(report).as_bytes())?;
-    write_atomic(&files.junit, junit.as_bytes())?;
-    // The renames are durable only once the directory entry is on disk;
-    // some filesystems refuse to open a directory for sync, which is not
-    // worth failing a finished run over.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(files)
 }
 
 /// `<root>/<UTC timestamp>-<short id>`, e.g. `reports/20261129T120102Z-ab12cd`:

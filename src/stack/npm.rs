@@ -190,3 +190,28 @@ impl Drop for FileLock {
         unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
     }
 }
+
+/// A published version number, `MAJOR.MINOR.PATCH` with an optional
+/// `-prerelease` and `+build`: it becomes a folder name and an npm spec, so
+/// nothing else (`../x`, `latest`, `1.0 || 2`) gets through.
+pub fn check_version(text: &str) -> Result<(), String> {
+    let (core, rest) = match text.find(['-', '+']) {
+        Some(i) => text.split_at(i),
+        None => (text, ""),
+    };
+    let numbers: Vec<&str> = core.split('.').collect();
+    let numeric = numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()));
+    let suffix_ok = rest.len() <= 64
+        && rest
+            .split(['-', '+', '.'])
+            .skip(1)
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if numeric && suffix_ok {
+        Ok(())
+    } else {
+        Err("expected a version such as 0.4.2 or 0.5.0-rc.1".to_string())
+    }
+}

@@ -14,6 +14,8 @@ const PACKAGE: &str = "@sandbox-agent/cli-linux-x64";
 
 /// Installs `@sandbox-agent/cli-linux-x64@version` (once) and returns the binary path.
 pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    // The version names a cache folder and an npm spec: never a path or a range.
+    npm::check_version(version).map_err(|e| format!("sandbox-agent version {version:?}: {e}"))?;
     let dir = npm::ensure_installed(
         &format!("sandbox-agent-{version}"),
         &[format!("{PACKAGE}@{version}")],

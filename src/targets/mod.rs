@@ -18,7 +18,7 @@ mod signal;
 mod tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction};
-pub use readiness::{ProbeError, Readiness};
+pub use readiness::{ProbeAuth, ProbeError, Readiness};
 pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
 use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
@@ -77,6 +77,8 @@ pub struct Target {
     pub ready_timeout: Duration,
     /// The running process of a managed target.
     process: Option<ManagedProcess>,
+    /// What HTTP probes of the server under test send (the token).
+    probe_auth: ProbeAuth,
 }
 
 impl Target {
@@ -87,7 +89,19 @@ impl Target {
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
             process: None,
+            probe_auth: ProbeAuth::default(),
         }
+    }
+
+    /// HTTP probes of URLs under `base_url` will send `token` and `headers`,
+    /// as the server under test wants them; other URLs get neither.
+    pub fn authorize_probes(
+        &mut self,
+        base_url: &str,
+        token: Option<&crate::secret::Secret>,
+        headers: &[(String, String)],
+    ) {
+        self.probe_auth = ProbeAuth::new(base_url, token, headers);
     }
 
     pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
@@ -143,7 +157,11 @@ impl Target {
         if is_delay && !matches!(self.action, RestartAction::Managed(_)) {
             return Ok(());
         }
-        if let Err(error) = self.readiness.wait(self.ready_timeout).await {
+        if let Err(error) = self
+            .readiness
+            .wait_with(self.ready_timeout, &self.probe_auth)
+            .await
+        {
             let hint = self.process_hint();
             if let (Some(mut process), RestartAction::Managed(spec)) =
                 (self.process.take(), &self.action)
@@ -181,7 +199,11 @@ impl Target {
                 detail: None,
             };
         }
-        match self.readiness.wait(self.ready_timeout).await {
+        match self
+            .readiness
+            .wait_with(self.ready_timeout, &self.probe_auth)
+            .await
+        {
             Ok(took) => RestartOutcome {
                 ok: true,
                 restart_ms,

@@ -6,7 +6,7 @@
 
 use super::action::error_chain;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
-use crate::secret::display_url;
+use crate::secret::{display_url, Secret};
 use std::time::{Duration, Instant};
 
 /// How long one TCP connect attempt may take before the next try.
@@ -36,6 +36,49 @@ pub enum Readiness {
     Delay { duration: Duration },
     /// Ready as soon as the restart action returns.
     None,
+}
+
+/// What an HTTP probe of the server under test sends to be let in: the
+/// bearer token and the run's extra headers, to URLs under the run's base
+/// URL only (same scheme, host and port, path below the base path), so the
+/// token never goes to another service.
+#[derive(Clone, Default)]
+pub struct ProbeAuth {
+    base: Option<url::Url>,
+    token: Option<Secret>,
+    headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ProbeAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeAuth")
+            .field("base", &self.base.as_ref().map(|u| display_url(u.as_str())))
+            .field("token", &self.token)
+            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ProbeAuth {
+    pub fn new(base_url: &str, token: Option<&Secret>, headers: &[(String, String)]) -> Self {
+        Self {
+            base: url::Url::parse(base_url).ok(),
+            token: token.cloned(),
+            headers: headers.to_vec(),
+        }
+    }
+
+    /// Whether `url` is the server under test.
+    fn covers(&self, url: &str) -> bool {
+        let (Some(base), Ok(url)) = (&self.base, url::Url::parse(url)) else {
+            return false;
+        };
+        let base_path = base.path().trim_end_matches('/');
+        base.scheme() == url.scheme()
+            && base.host_str() == url.host_str()
+            && base.port_or_known_default() == url.port_or_known_default()
+            && (url.path() == base_path || url.path().starts_with(&format!("{base_path}/")))
+    }
 }
 
 /// A probe that did not pass before its deadline.
@@ -76,6 +119,15 @@ impl Readiness {
     /// Polls until ready; returns how long that took. A delay is only a delay,
     /// so it does not consult `timeout`.
     pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
+        self.wait_with(timeout, &ProbeAuth::default()).await
+    }
+
+    /// [`Readiness::wait`], sending `auth` to probes of the server under test.
+    pub async fn wait_with(
+        &self,
+        timeout: Duration,
+        auth: &ProbeAuth,
+    ) -> Result<Duration, ProbeError> {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
         let mut last_error = String::new();
@@ -95,6 +147,7 @@ impl Readiness {
                     post: None,
                     expect: *expect_status,
                     interval: *interval,
+                    auth,
                 };
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
             }
@@ -110,6 +163,7 @@ impl Readiness {
                     post: Some((body, headers)),
                     expect: *expect_status,
                     interval: *interval,
+                    auth,
                 };
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
             }
@@ -146,10 +200,12 @@ struct Probe<'a> {
     post: Option<(&'a String, &'a Vec<(String, String)>)>,
     expect: u16,
     interval: Duration,
+    auth: &'a ProbeAuth,
 }
 
 /// Polls until the probe answers `expect`. Only a probe that can never pass
-/// (a client that cannot be built) returns early with an error.
+/// (a client that cannot be built, a server that refuses its credentials)
+/// returns early with an error.
 async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), String> {
     let client = crate::http::client_builder()
         .build()
@@ -159,7 +215,9 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
         post,
         expect,
         interval,
+        auth,
     } = probe;
+    let authorized = auth.covers(url);
     loop {
         let request = match post {
             None => client.get(url),
@@ -174,13 +232,39 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
                 r
             }
         };
+        let request = match authorized {
+            true => with_auth(request, auth),
+            false => request,
+        };
         let attempt = request.timeout(interval.max(TCP_ATTEMPT)).send();
         match attempt.await {
             Ok(response) if response.status().as_u16() == expect => return Ok(()),
+            Ok(response) if matches!(response.status().as_u16(), 401 | 403) => {
+                return Err(refused(response.status().as_u16(), authorized && auth.token.is_some()))
+            }
             Ok(response) => *last_error = format!("status {}", response.status().as_u16()),
             Err(e) => *last_error = error_chain(&e),
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+fn with_auth(mut request: reqwest::RequestBuilder, auth: &ProbeAuth) -> reqwest::RequestBuilder {
+    for (k, v) in &auth.headers {
+        request = request.header(k.as_str(), v.as_str());
+    }
+    match &auth.token {
+        Some(token) => request.bearer_auth(token.expose()),
+        None => request,
+    }
+}
+
+/// A 401 or 403: waiting longer will not help.
+fn refused(status: u16, sent_token: bool) -> String {
+    if sent_token {
+        format!("the server rejected the token (HTTP {status})")
+    } else {
+        format!("the server refused the probe (HTTP {status}); if it wants a token, set SA_TOKEN or name its variable with --token-env")
     }
 }
 
