@@ -1,0 +1,294 @@
+//! No secret is written anywhere: every path that copies foreign text into
+//! a run (a restart command's stderr, a server's error body, a hook's
+//! answer, URL credentials, a secret header, a secret-named variable) is fed
+//! the secrets, and the whole run folder, stdout and stderr are searched.
+//!
+//! The "server" here is a tiny in-test HTTP server that echoes the request's
+//! headers into its error bodies: hostile behaviour no real sandbox-agent
+//! shows, which is the point.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+const TOKEN: &str = "tok-leak-4711abcdef";
+const DEPLOY_TOKEN: &str = "deploy-leak-889900";
+const HEADER_SECRET: &str = "hdr-secret-556677";
+const HOOK_PASSWORD: &str = "hookpass-998877";
+/// base64("hookuser:hookpass-998877"), what Basic auth sends.
+const HOOK_BASIC: &str = "aG9va3VzZXI6aG9va3Bhc3MtOTk4ODc3";
+
+/// A server that answers every request by `reply(method, path, head)` and
+/// keeps every request head it saw.
+struct EchoServer {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+type Reply = fn(&str, &str, &str) -> (u16, &'static str, String);
+
+impl EchoServer {
+    fn start(reply: Reply) -> EchoServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        let Ok(n) = stream.read(&mut chunk) else { return };
+                        if n == 0 {
+                            return;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i;
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    while buf.len() < head_end + 4 + length {
+                        match stream.read(&mut chunk) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    log.lock().unwrap().push(head.clone());
+                    let mut first = head.lines().next().unwrap_or("").split(' ');
+                    let method = first.next().unwrap_or("").to_string();
+                    let path = first.next().unwrap_or("").to_string();
+                    let (status, content_type, body) = reply(&method, &path, &head);
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                });
+            }
+        });
+        EchoServer { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn seen(&self) -> String {
+        self.seen.lock().unwrap().join("\n")
+    }
+}
+
+/// Health passes; everything else fails with the request's headers in the body.
+fn hostile(_method: &str, path: &str, head: &str) -> (u16, &'static str, String) {
+    if path == "/v1/health" {
+        return (200, "application/json", r#"{"status":"ok"}"#.into());
+    }
+    let headers = head.replace(['\r', '"', '\\'], " ").replace('\n', " | ");
+    if path.starts_with("/restart") {
+        return (500, "text/plain", format!("hook refused: {headers}"));
+    }
+    let body = serde_json::json!({
+        "type": "urn:sandbox-agent:error:invalid_request",
+        "title": "Invalid request",
+        "detail": format!("we saw {headers}"),
+    });
+    (400, "application/problem+json", body.to_string())
+}
+
+fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
+    command
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env_remove("SA_TOKEN")
+        .env_remove("SA_AGENT")
+        .env_remove("SA_TIMEOUT_MS")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+/// Every byte of every file under `dir`, lossily as text.
+fn everything_in(dir: &Path) -> String {
+    let mut text = String::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                text.push_str(&String::from_utf8_lossy(&std::fs::read(&path).unwrap()));
+                text.push('\n');
+            }
+        }
+    }
+    text
+}
+
+fn output_of(run: &Output) -> String {
+    String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr)
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in [TOKEN, DEPLOY_TOKEN, HEADER_SECRET, HOOK_PASSWORD, HOOK_BASIC] {
+        assert!(!text.contains(secret), "{secret} leaked into {what}:\n{text}");
+    }
+}
+
+#[test]
+fn no_secret_reaches_the_run_folder_or_the_output() {
+    let server = EchoServer::start(hostile);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    let port = server.port;
+    let config = format!(
+        r#"[run]
+base_url = "{url}"
+token_env = "MY_SA_TOKEN"
+timeout_ms = 5000
+headers = {{ "x-api-key" = "{HEADER_SECRET}" }}
+
+[targets.cmd]
+restart = {{ command = "echo \"curl -H 'Authorization: Bearer $MY_SA_TOKEN' failed, deploy $DEPLOY_TOKEN\" >&2; exit 3" }}
+ready = {{ http = "{url}/v1/health" }}
+
+[targets.hook]
+restart = {{ http = "http://hookuser:{HOOK_PASSWORD}@127.0.0.1:{port}/restart" }}
+ready = {{ http = "{url}/v1/health" }}
+"#
+    );
+    let config_path = dir.path().join("continuity.toml");
+    std::fs::write(&config_path, config).unwrap();
+    // One scenario restarts first (the command and the hook answer), one
+    // talks to the server first (its error bodies answer).
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("restart-first.toml"),
+        "name = \"restart-first\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scenarios.join("connect-first.toml"),
+        "name = \"connect-first\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let run = continuity(
+        &[
+            "run",
+            "--config",
+            config_path.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("MY_SA_TOKEN", TOKEN), ("DEPLOY_TOKEN", DEPLOY_TOKEN)],
+    );
+    support::assert_exit(&run, 1);
+
+    // The secrets really went out, so each path had them to copy back.
+    let seen = server.seen();
+    assert!(seen.contains(&format!("Bearer {TOKEN}")), "{seen}");
+    assert!(seen.contains(HEADER_SECRET), "{seen}");
+    assert!(seen.contains(HOOK_BASIC), "{seen}");
+
+    let files = everything_in(&out);
+    for name in ["report.json", "report.md", "report.txt", "junit.xml"] {
+        assert!(out.join(name).is_file(), "{name} written");
+    }
+    // What was copied back is there, redacted.
+    assert!(files.contains("curl -H 'Authorization: Bearer [redacted]' failed, deploy [redacted]"), "{files}");
+    assert!(files.contains("hook refused"), "{files}");
+    assert!(files.contains("we saw"), "the server's error body is quoted: {files}");
+    assert_no_secret("the run folder", &files);
+    assert_no_secret("stdout and stderr", &output_of(&run));
+}
+
+#[test]
+fn credentials_in_the_base_url_are_refused_without_being_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        "[targets.cmd]\nrestart = { command = \"true\" }\n",
+    )
+    .unwrap();
+    let url = format!("http://user:{HOOK_PASSWORD}@127.0.0.1:1/sandbox");
+    for (args, env, source) in [
+        (vec!["--base-url", url.as_str()], vec![], "--base-url"),
+        (vec![], vec![("SA_BASE_URL", url.as_str())], "SA_BASE_URL"),
+    ] {
+        let mut argv = vec!["run", "--config", config.to_str().unwrap()];
+        argv.extend(args);
+        let run = continuity(&argv, &env);
+        support::assert_exit(&run, 64);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains(source), "{stderr}");
+        assert!(stderr.contains("user:pass@"), "{stderr}");
+        assert_no_secret("stderr", &stderr);
+    }
+    // In the file: refused with the key and the line, the password not shown.
+    std::fs::write(
+        &config,
+        format!("[run]\nbase_url = \"{url}\"\n[targets.cmd]\nrestart = {{ command = \"true\" }}\n"),
+    )
+    .unwrap();
+    let run = continuity(&["validate", "--config", config.to_str().unwrap()], &[]);
+    support::assert_exit(&run, 64);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("c.toml:2") && stderr.contains("run.base_url"), "{stderr}");
+    assert_no_secret("stderr", &stderr);
+}
+
+#[test]
+fn a_403_reads_as_a_rejected_token() {
+    fn forbidden(_: &str, _: &str, _: &str) -> (u16, &'static str, String) {
+        (403, "text/plain", "no".into())
+    }
+    let server = EchoServer::start(forbidden);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[targets.cmd]\nrestart = { command = \"true\" }\n").unwrap();
+    let run = continuity(
+        &[
+            "run",
+            "--base-url",
+            &server.url(),
+            "--config",
+            config.to_str().unwrap(),
+            "--out",
+            dir.path().join("out").to_str().unwrap(),
+        ],
+        &[("SA_TOKEN", TOKEN)],
+    );
+    support::assert_exit(&run, 2);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("sandbox-agent rejected the token (HTTP 403)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("unreachable"), "{stderr}");
+    assert_no_secret("stderr", &stderr);
+}
