@@ -181,7 +181,18 @@ mod tests {
         for ok in ["0.4.2", "10.0.0-rc.1", "1.2.3+build.5", "0.5.0-beta"] {
             assert_eq!(parse_version(ok).as_deref(), Ok(ok));
         }
-        for bad in ["../../etc", "latest", "1.2", "1.2.3.4", "1.2.3 || 2", "1.2.3-", "1.2.x", "", "1.2.3-a/b", "01.2.3/../x"] {
+        for bad in [
+            "../../etc",
+            "latest",
+            "1.2",
+            "1.2.3.4",
+            "1.2.3 || 2",
+            "1.2.3-",
+            "1.2.x",
+            "",
+            "1.2.3-a/b",
+            "01.2.3/../x",
+        ] {
             assert!(parse_version(bad).is_err(), "{bad:?} accepted");
         }
         for command in [["run", "--server-version"], ["stack", "up"]] {

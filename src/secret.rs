@@ -275,8 +275,7 @@ fn percent_decode(text: &str) -> String {
 
 /// Standard base64 with padding, as Basic authentication sends `user:pass`.
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let n = chunk
@@ -389,20 +388,38 @@ mod tests {
         assert_eq!(r.redact_bytes(b"\xffclean"), None);
         let mut value = serde_json::json!({"a": ["x tok-123456"], "tok-123456": 1});
         r.redact_json(&mut value);
-        assert_eq!(value, serde_json::json!({"a": ["x [redacted]"], "[redacted]": 1}));
+        assert_eq!(
+            value,
+            serde_json::json!({"a": ["x [redacted]"], "[redacted]": 1})
+        );
     }
 
     #[test]
     fn secret_names_are_recognised() {
-        for name in ["Authorization", "x-api-key", "DEPLOY_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "Cookie", "SSH_KEY"] {
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "DEPLOY_TOKEN",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "Cookie",
+            "SSH_KEY",
+        ] {
             assert!(is_secret_name(name), "{name}");
         }
         for name in ["x-extra", "PATH", "HOME", "KEYBOARD", "content-type"] {
             assert!(!is_secret_name(name), "{name}");
         }
         let mut r = Redactor::none();
-        r.add_secret_variables([("USE_TOKEN", "true"), ("HOME", "/home/someone"), ("DEPLOY_TOKEN", "dep-0123456789")]);
-        assert_eq!(r.redact("true /home/someone dep-0123456789"), "true /home/someone [redacted]");
+        r.add_secret_variables([
+            ("USE_TOKEN", "true"),
+            ("HOME", "/home/someone"),
+            ("DEPLOY_TOKEN", "dep-0123456789"),
+        ]);
+        assert_eq!(
+            r.redact("true /home/someone dep-0123456789"),
+            "true /home/someone [redacted]"
+        );
     }
 
     #[test]

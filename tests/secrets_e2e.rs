@@ -45,7 +45,9 @@ impl EchoServer {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 4096];
                     let head_end = loop {
-                        let Ok(n) = stream.read(&mut chunk) else { return };
+                        let Ok(n) = stream.read(&mut chunk) else {
+                            return;
+                        };
                         if n == 0 {
                             return;
                         }
@@ -150,8 +152,17 @@ fn output_of(run: &Output) -> String {
 }
 
 fn assert_no_secret(what: &str, text: &str) {
-    for secret in [TOKEN, DEPLOY_TOKEN, HEADER_SECRET, HOOK_PASSWORD, HOOK_BASIC] {
-        assert!(!text.contains(secret), "{secret} leaked into {what}:\n{text}");
+    for secret in [
+        TOKEN,
+        DEPLOY_TOKEN,
+        HEADER_SECRET,
+        HOOK_PASSWORD,
+        HOOK_BASIC,
+    ] {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into {what}:\n{text}"
+        );
     }
 }
 
@@ -219,9 +230,15 @@ ready = {{ http = "{url}/v1/health" }}
         assert!(out.join(name).is_file(), "{name} written");
     }
     // What was copied back is there, redacted.
-    assert!(files.contains("curl -H 'Authorization: Bearer [redacted]' failed, deploy [redacted]"), "{files}");
+    assert!(
+        files.contains("curl -H 'Authorization: Bearer [redacted]' failed, deploy [redacted]"),
+        "{files}"
+    );
     assert!(files.contains("hook refused"), "{files}");
-    assert!(files.contains("we saw"), "the server's error body is quoted: {files}");
+    assert!(
+        files.contains("we saw"),
+        "the server's error body is quoted: {files}"
+    );
     assert_no_secret("the run folder", &files);
     assert_no_secret("stdout and stderr", &output_of(&run));
 }
@@ -230,11 +247,7 @@ ready = {{ http = "{url}/v1/health" }}
 fn credentials_in_the_base_url_are_refused_without_being_shown() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("c.toml");
-    std::fs::write(
-        &config,
-        "[targets.cmd]\nrestart = { command = \"true\" }\n",
-    )
-    .unwrap();
+    std::fs::write(&config, "[targets.cmd]\nrestart = { command = \"true\" }\n").unwrap();
     let url = format!("http://user:{HOOK_PASSWORD}@127.0.0.1:1/sandbox");
     for (args, env, source) in [
         (vec!["--base-url", url.as_str()], vec![], "--base-url"),
@@ -258,7 +271,10 @@ fn credentials_in_the_base_url_are_refused_without_being_shown() {
     let run = continuity(&["validate", "--config", config.to_str().unwrap()], &[]);
     support::assert_exit(&run, 64);
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("c.toml:2") && stderr.contains("run.base_url"), "{stderr}");
+    assert!(
+        stderr.contains("c.toml:2") && stderr.contains("run.base_url"),
+        "{stderr}"
+    );
     assert_no_secret("stderr", &stderr);
 }
 

@@ -74,11 +74,19 @@ pub(super) fn timeout(args: &RunArgs, config: Option<&Config>) -> Result<Duratio
 /// The token from the variable `--token-env` or the config's `token_env`
 /// names, else `SA_TOKEN`.
 pub(super) fn token(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>, Failure> {
-    let named = match (&args.token_env, config.and_then(|c| c.run.token_env.as_ref())) {
+    let named = match (
+        &args.token_env,
+        config.and_then(|c| c.run.token_env.as_ref()),
+    ) {
         (Some(name), _) => Some((name.clone(), "--token-env".to_string())),
         (None, Some(name)) => Some((
             name.clone(),
-            format!("{}: run.token_env", config.map(|c| c.path().display().to_string()).unwrap_or_default()),
+            format!(
+                "{}: run.token_env",
+                config
+                    .map(|c| c.path().display().to_string())
+                    .unwrap_or_default()
+            ),
         )),
         (None, None) => None,
     };

@@ -227,8 +227,8 @@ pub(super) fn check_url(key: &str, value: &Spanned<String>) -> Result<String, In
 /// it without a trailing `/`. The reason never quotes the URL.
 pub fn check_base_url(text: &str) -> Result<String, String> {
     let text = text.trim();
-    let url = url::Url::parse(text)
-        .map_err(|e| format!("expected an http:// or https:// URL ({e})"))?;
+    let url =
+        url::Url::parse(text).map_err(|e| format!("expected an http:// or https:// URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!(
             "expected an http:// or https:// URL (scheme `{}`)",

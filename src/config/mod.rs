@@ -205,7 +205,8 @@ impl Config {
                         let flag = arg.trim_start_matches('-');
                         after_secret_flag = arg.starts_with('-') && is_secret_name(flag);
                         if let Some((flag, value)) = arg.split_once('=') {
-                            if arg.starts_with('-') && is_secret_name(flag.trim_start_matches('-')) {
+                            if arg.starts_with('-') && is_secret_name(flag.trim_start_matches('-'))
+                            {
                                 redactor.add(value);
                             }
                         }

@@ -176,7 +176,9 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("run");
     let r = fixture::report();
-    let files = RunFolder::open(&dir, crate::secret::Redactor::none()).write_report(&r, true).expect("writes");
+    let files = RunFolder::open(&dir, crate::secret::Redactor::none())
+        .write_report(&r, true)
+        .expect("writes");
 
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("dir readable")
@@ -207,7 +209,9 @@ fn the_run_folder_writes_four_files_and_no_temp() {
         .starts_with("<?xml"));
 
     // A second write replaces the files in place.
-    RunFolder::open(&dir, crate::secret::Redactor::none()).write_report(&r, false).expect("rewrites");
+    RunFolder::open(&dir, crate::secret::Redactor::none())
+        .write_report(&r, false)
+        .expect("rewrites");
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 4);
 }
 
@@ -232,7 +236,8 @@ fn every_report_file_is_redacted() {
     let mut r = fixture::report();
     r.cells[0].reason = Some(format!("stderr: Bearer {secret}"));
     if let Some(p) = r.cells[0].phases.first_mut() {
-        p.detail.insert(secret.into(), format!("echo {secret}").into());
+        p.detail
+            .insert(secret.into(), format!("echo {secret}").into());
     }
     r.run.agent = format!("mock {secret}");
     let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
@@ -240,7 +245,13 @@ fn every_report_file_is_redacted() {
     let extra = folder
         .write_text("cells/1/trace.jsonl", &format!("{{\"x\":\"{secret}\"}}\n"))
         .expect("writes");
-    for path in [&files.json, &files.text, &files.markdown, &files.junit, &extra] {
+    for path in [
+        &files.json,
+        &files.text,
+        &files.markdown,
+        &files.junit,
+        &extra,
+    ] {
         let text = std::fs::read_to_string(path).expect("reads");
         assert!(text.contains("[redacted]"), "{}: {text}", path.display());
         for part in ["tok-", "4711", "leak"] {
@@ -256,7 +267,9 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     let dir = tmp.path().join("run");
     let none = crate::secret::Redactor::none;
     let folder = RunFolder::create(&dir, false, none()).expect("a new folder");
-    folder.write_report(&fixture::report(), false).expect("writes");
+    folder
+        .write_report(&fixture::report(), false)
+        .expect("writes");
     std::fs::create_dir_all(dir.join("persist")).unwrap();
     std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
@@ -269,7 +282,11 @@ fn a_non_empty_folder_is_refused_unless_forced() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
-    assert_eq!(left, ["notes.txt"], "only the earlier run's files are removed");
+    assert_eq!(
+        left,
+        ["notes.txt"],
+        "only the earlier run's files are removed"
+    );
     std::fs::write(tmp.path().join("file"), b"x").unwrap();
     assert!(matches!(
         RunFolder::create(&tmp.path().join("file"), true, none()),

@@ -66,10 +66,7 @@ impl RunFolder {
         match fs::symlink_metadata(dir) {
             Ok(meta) if !meta.is_dir() => return Err(FolderError::NotAFolder(dir.to_path_buf())),
             Ok(_) => {
-                let not_empty = fs::read_dir(dir)
-                    .map_err(io_error(dir))?
-                    .next()
-                    .is_some();
+                let not_empty = fs::read_dir(dir).map_err(io_error(dir))?.next().is_some();
                 if not_empty && !force {
                     return Err(FolderError::NotEmpty(dir.to_path_buf()));
                 }
@@ -132,7 +129,10 @@ impl RunFolder {
             text: self.write_text("report.txt", &render_text(report, false))?,
             markdown: self.write_text("report.md", &render_markdown(report))?,
             junit: self.write_text("junit.xml", &junit)?,
-            stdout: self.redactor.redact(&render_text(report, color)).into_owned(),
+            stdout: self
+                .redactor
+                .redact(&render_text(report, color))
+                .into_owned(),
         };
         // The renames are durable only once the directory entry is on disk;
         // some filesystems refuse to open a directory for sync, which is not

@@ -54,7 +54,10 @@ impl std::fmt::Debug for ProbeAuth {
         f.debug_struct("ProbeAuth")
             .field("base", &self.base.as_ref().map(|u| display_url(u.as_str())))
             .field("token", &self.token)
-            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -240,7 +243,10 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
         match attempt.await {
             Ok(response) if response.status().as_u16() == expect => return Ok(()),
             Ok(response) if matches!(response.status().as_u16(), 401 | 403) => {
-                return Err(refused(response.status().as_u16(), authorized && auth.token.is_some()))
+                return Err(refused(
+                    response.status().as_u16(),
+                    authorized && auth.token.is_some(),
+                ))
             }
             Ok(response) => *last_error = format!("status {}", response.status().as_u16()),
             Err(e) => *last_error = error_chain(&e),

@@ -1,0 +1,349 @@
+//! Bad input gets a clear message and the right exit code, through the
+//! built binary: flags and the seed script's variables named as the user
+//! set them, a token the real sandbox-agent refuses, a closed or full
+//! stdout, a run folder that is not empty, a comparison with missing or
+//! duplicated cells.
+
+mod support;
+
+use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use support::{assert_exit, report};
+
+const TOKEN: &str = "tok-right-123456789";
+
+fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
+    command(args, env).output().unwrap()
+}
+
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
+    command
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env_remove("SA_TOKEN")
+        .env_remove("SA_AGENT")
+        .env_remove("SA_TIMEOUT_MS")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+}
+
+fn stderr(run: &Output) -> String {
+    String::from_utf8_lossy(&run.stderr).into_owned()
+}
+
+/// A config whose `agent` target is the real server (managed by the
+/// harness), started with `--token TOKEN` when `token`, probed by `ready`.
+fn config(dir: &Path, token: bool, ready: &str) -> PathBuf {
+    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+    let port = continuity::stack::process::free_port().unwrap();
+    let server = SandboxAgentConfig {
+        binary,
+        run_dir: dir.join("server"),
+        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
+        agent_env: Vec::new(),
+        port: Some(port),
+    };
+    let spec = server.prepare(port).unwrap();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let mut command: Vec<String> = std::iter::once(spec.program.display().to_string())
+        .chain(spec.args.iter().cloned())
+        .collect();
+    if token {
+        let at = command.iter().position(|a| a == "--no-token").unwrap();
+        command.splice(at..=at, ["--token".to_string(), TOKEN.to_string()]);
+    }
+    let env: Vec<String> = spec
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    let ready = match ready {
+        "http" => format!("ready = {{ http = \"{base_url}/v1/health\" }}"),
+        _ => format!("ready = {{ tcp = \"127.0.0.1:{port}\" }}"),
+    };
+    let text = format!(
+        "[run]\nbase_url = {base_url:?}\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\n{ready}\n",
+        env.join(", "),
+        spec.cwd.unwrap().display().to_string(),
+        spec.log.display().to_string(),
+    );
+    let path = dir.join("continuity.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn flags_and_variables_are_named_in_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[targets.cmd]\nrestart = { command = \"true\" }\n").unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for url in [
+        "ftp://127.0.0.1/x",
+        "http://127.0.0.1:99999",
+        "not-a-url",
+        "http://:80",
+    ] {
+        let run = continuity(
+            &["run", "--config", cfg, "--out", out, "--base-url", url],
+            &[],
+        );
+        assert_exit(&run, 64);
+        assert!(
+            stderr(&run).contains("--base-url"),
+            "{url}: {}",
+            stderr(&run)
+        );
+        let run = continuity(
+            &["run", "--config", cfg, "--out", out],
+            &[("SA_BASE_URL", url)],
+        );
+        assert_exit(&run, 64);
+        assert!(
+            stderr(&run).contains("SA_BASE_URL"),
+            "{url}: {}",
+            stderr(&run)
+        );
+        assert!(!stderr(&run).contains("--base-url"), "{}", stderr(&run));
+    }
+    let cases: [(&[&str], &[(&str, &str)], &str); 7] = [
+        (&["--agent", ""], &[], "--agent"),
+        (&["--agent", "a b/c"], &[], "--agent"),
+        (&[], &[("SA_AGENT", "  ")], "SA_AGENT"),
+        (&[], &[("SA_TIMEOUT_MS", "abc")], "SA_TIMEOUT_MS"),
+        (&[], &[("SA_TIMEOUT_MS", "0")], "SA_TIMEOUT_MS"),
+        (&["--server-version", "../../etc"], &[], "--server-version"),
+        (
+            &["--timeout-ms", "abc"],
+            &[("SA_TIMEOUT_MS", "5")],
+            "--timeout-ms",
+        ),
+    ];
+    for (args, env, named) in cases {
+        let mut argv = vec![
+            "run",
+            "--config",
+            cfg,
+            "--out",
+            out,
+            "--base-url",
+            "http://127.0.0.1:1",
+        ];
+        argv.extend_from_slice(args);
+        let run = continuity(&argv, env);
+        assert_exit(&run, 64);
+        let text = stderr(&run);
+        assert!(text.contains(named), "{args:?} {env:?}: {text}");
+        if named == "SA_TIMEOUT_MS" {
+            assert!(!text.contains("--timeout-ms"), "{text}");
+        }
+    }
+    // Nothing was started or written for any of them.
+    assert!(!Path::new(out).exists());
+    assert!(!dir.path().join("etc").exists());
+    let run = continuity(
+        &["stack", "up", "--dir", out, "--server-version", "../../etc"],
+        &[],
+    );
+    assert_exit(&run, 64);
+}
+
+#[test]
+fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // The right token: the HTTP probe of /v1/health passes (it sends the token).
+    let cfg = config(dir.path(), true, "http");
+    let args = |out: &str| {
+        vec![
+            "run".to_string(),
+            "--config".into(),
+            cfg.to_str().unwrap().into(),
+            "--scenario".into(),
+            "recreate-rehydrate".into(),
+            "--out".into(),
+            dir.path().join(out).to_str().unwrap().into(),
+        ]
+    };
+    let argv = args("right");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let run = continuity(&argv, &[("SA_TOKEN", TOKEN)]);
+    assert_exit(&run, 0);
+
+    // The wrong token: the probe stops at once and says why.
+    let argv = args("wrong");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let started = std::time::Instant::now();
+    let run = continuity(&argv, &[("SA_TOKEN", "tok-wrong-987654321")]);
+    assert_exit(&run, 2);
+    assert!(
+        stderr(&run).contains("rejected the token (HTTP 401)"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "it waited for the probe's deadline"
+    );
+
+    // With a probe that needs no token, the health check before the first
+    // cell names the refusal, with and without a token.
+    let cfg = config(dir.path(), true, "tcp");
+    for (env, says) in [
+        (
+            vec![("SA_TOKEN", "tok-wrong-987654321")],
+            "sandbox-agent rejected the token (HTTP 401)",
+        ),
+        (vec![], "sandbox-agent wants a token (HTTP 401)"),
+    ] {
+        let out = dir.path().join(format!("tcp-{}", env.len()));
+        let run = continuity(
+            &[
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &env,
+        );
+        assert_exit(&run, 2);
+        assert!(stderr(&run).contains(says), "{}", stderr(&run));
+        assert!(!stderr(&run).contains("unreachable"), "{}", stderr(&run));
+        assert!(!stderr(&run).contains("tok-wrong"), "{}", stderr(&run));
+    }
+}
+
+/// A pipe whose reading end is already closed: the first write fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Stdio::from(writer)
+}
+
+#[test]
+fn a_closed_or_full_stdout_never_panics() {
+    // `continuity list | head -1`: quiet, exit 0.
+    let run = command(&["list"], &[])
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_exit(&run, 0);
+    assert_eq!(stderr(&run), "");
+    // A full disk is an error worth a message (exit 2), not a panic (101).
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let run = command(&["list"], &[]).stdout(full).output().unwrap();
+    assert_exit(&run, 2);
+    assert!(
+        stderr(&run).contains("cannot write to stdout"),
+        "{}",
+        stderr(&run)
+    );
+    assert!(!stderr(&run).contains("panicked"), "{}", stderr(&run));
+
+    // `continuity run … | head`: the run still writes its whole report folder.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), false, "http");
+    let out = dir.path().join("out");
+    let run = command(
+        &[
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .stdout(closed_pipe())
+    .output()
+    .unwrap();
+    assert_exit(&run, 0);
+    assert!(!stderr(&run).contains("panicked"), "{}", stderr(&run));
+    for name in ["report.json", "report.txt", "report.md", "junit.xml"] {
+        assert!(out.join(name).is_file(), "{name}");
+    }
+    assert_eq!(report(&out)["cells"].as_array().unwrap().len(), 1);
+
+    // --out on that folder again: refused (64) and the earlier run untouched;
+    // with --force, the earlier run's session stores are gone.
+    let before = std::fs::read(out.join("report.json")).unwrap();
+    let again = |extra: &[&str]| {
+        let mut argv = vec![
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        argv.extend_from_slice(extra);
+        continuity(&argv, &[])
+    };
+    let run = again(&[]);
+    assert_exit(&run, 64);
+    assert!(stderr(&run).contains("--force"), "{}", stderr(&run));
+    assert_eq!(std::fs::read(out.join("report.json")).unwrap(), before);
+    let old_store: Vec<PathBuf> = std::fs::read_dir(out.join("persist"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(old_store.len(), 1, "{old_store:?}");
+    std::fs::write(out.join("persist/999-stale.db"), b"stale").unwrap();
+    let run = again(&["--force", "--target", "agent"]);
+    assert_exit(&run, 0);
+    assert!(
+        !out.join("persist/999-stale.db").exists(),
+        "the earlier run's stores were removed"
+    );
+    assert_ne!(std::fs::read(out.join("report.json")).unwrap(), before);
+
+    // compare: a candidate that lacks a cell fails unless --allow-missing;
+    // a duplicated cell always fails.
+    let mut fewer = report(&out);
+    fewer["cells"] = serde_json::json!([]);
+    let fewer_path = dir.path().join("fewer.json");
+    std::fs::write(&fewer_path, fewer.to_string()).unwrap();
+    let base = out.to_str().unwrap();
+    let run = continuity(&["compare", base, fewer_path.to_str().unwrap()], &[]);
+    assert_exit(&run, 1);
+    assert!(stderr(&run).contains("lacks 1 cell"), "{}", stderr(&run));
+    let run = continuity(
+        &[
+            "compare",
+            base,
+            fewer_path.to_str().unwrap(),
+            "--allow-missing",
+        ],
+        &[],
+    );
+    assert_exit(&run, 0);
+    let mut doubled = report(&out);
+    let cell = doubled["cells"][0].clone();
+    doubled["cells"].as_array_mut().unwrap().push(cell);
+    let doubled_path = dir.path().join("doubled.json");
+    std::fs::write(&doubled_path, doubled.to_string()).unwrap();
+    for allow in [&[][..], &["--allow-missing"][..]] {
+        let mut argv = vec!["compare", base, doubled_path.to_str().unwrap()];
+        argv.extend_from_slice(allow);
+        let run = continuity(&argv, &[]);
+        assert_exit(&run, 1);
+        assert!(stderr(&run).contains("more than once"), "{}", stderr(&run));
+    }
+    let run = continuity(&["compare", base, base], &[]);
+    assert_exit(&run, 0);
+}
