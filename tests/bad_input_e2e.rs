@@ -79,6 +79,9 @@ fn config(dir: &Path, token: bool, ready: &str) -> PathBuf {
     path
 }
 
+/// Extra flags, environment, and the name the error must show.
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
 #[test]
 fn flags_and_variables_are_named_in_their_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +118,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         );
         assert!(!stderr(&run).contains("--base-url"), "{}", stderr(&run));
     }
-    let cases: [(&[&str], &[(&str, &str)], &str); 7] = [
+    let cases: [Case; 7] = [
         (&["--agent", ""], &[], "--agent"),
         (&["--agent", "a b/c"], &[], "--agent"),
         (&[], &[("SA_AGENT", "  ")], "SA_AGENT"),
