@@ -24,3 +24,6 @@ pub mod scenario;
 pub mod secret;
 pub mod stack;
 pub mod targets;
+
+#[cfg(test)]
+mod toml_props;

@@ -26,6 +26,9 @@ use tokio::task::JoinHandle;
 mod envelope;
 mod stream;
 
+#[cfg(test)]
+mod props;
+
 use envelope::{read_bounded, remember, response_id, rpc_result, truncate, urlencode};
 
 /// Responses remembered for de-duplication, as the SDK's 2048.

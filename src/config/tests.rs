@@ -263,3 +263,88 @@ fn the_seed_scripts_environment_becomes_a_command_target() {
         "{e}"
     );
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HEADERS: &[&str] = &[
+        "[run]",
+        "[run.headers]",
+        "[targets.agent]",
+        "[targets.gateway]",
+        "[targets.\"a b\"]",
+        "[targets]",
+        "[[targets.x]]",
+        "[targets.agent.restart]",
+        "[targets.agent.restart.managed]",
+        "[targets.agent.ready]",
+    ];
+    const KEYS: &[&str] = &[
+        "base_url",
+        "agent",
+        "timeout_ms",
+        "overall_timeout_ms",
+        "repeat",
+        "persist",
+        "token_env",
+        "headers",
+        "restart",
+        "ready",
+        "ready_timeout_ms",
+        "token",
+        "command",
+        "http",
+        "tcp",
+        "signal",
+        "pid_file",
+        "method",
+        "expect_status",
+        "managed",
+        "env",
+        "cwd",
+        "log",
+        "stop_signal",
+        "grace_ms",
+        "status",
+        "interval_ms",
+        "delay_ms",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_config_parser_never_panics(
+            text in crate::toml_props::document(HEADERS, KEYS),
+            run in proptest::collection::vec((proptest::sample::select(&KEYS[..8]), crate::toml_props::value()), 0..4),
+            restart in crate::toml_props::restart_value(),
+            ready in crate::toml_props::ready_value(),
+            garbage in any::<bool>(),
+        ) {
+            // A skeleton of the right shape with values of every kind, so that
+            // cases reach the checks and not only toml's syntax errors.
+            let mut skeleton = String::from("[run]\n");
+            for (key, value) in run {
+                skeleton.push_str(&format!("{key} = {value}\n"));
+            }
+            skeleton.push_str(&format!("[targets.agent]\nrestart = {restart}\nready = {ready}\n"));
+            let text = if garbage { text } else { skeleton };
+            match Config::parse(Path::new("c.toml"), &text) {
+                Ok(config) => {
+                    for target in config.targets() {
+                        prop_assert!(!target.describe().is_empty());
+                    }
+                    let mut redactor = crate::secret::Redactor::none();
+                    config.add_secrets(&mut redactor);
+                }
+                Err(e) => prop_assert!(e.to_string().starts_with("c.toml"), "{e}"),
+            }
+        }
+
+        #[test]
+        fn the_seed_variables_never_panic(command in any::<String>(), wait in any::<String>()) {
+            let _ = from_seed_env([("SA_RESTART_CMD", command), ("SA_RESTART_WAIT_SEC", wait)]);
+        }
+    }
+}

@@ -320,3 +320,82 @@ fn scrub_redacts_what_other_programs_wrote() {
     assert_eq!(scrubbed.len(), bytes.len());
     assert!(!String::from_utf8_lossy(&scrubbed).contains("scrub"));
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// The fixture's JSON with values replaced along random paths: the
+    /// reports a hand-edited or truncated file gives.
+    fn mutated_report() -> impl Strategy<Value = String> {
+        let replacement = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+            Just(Value::from("pass")),
+            Just(Value::from("fail")),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+        ];
+        let edits = proptest::collection::vec(
+            (proptest::collection::vec(any::<usize>(), 1..5), replacement),
+            0..6,
+        );
+        (edits, any::<usize>(), any::<bool>()).prop_map(|(edits, cut, truncate)| {
+            let mut value = serde_json::to_value(fixture::report()).unwrap();
+            for (path, new) in edits {
+                // A JSON pointer along the path, then one mutable lookup.
+                let mut pointer = String::new();
+                let mut at = &value;
+                for step in path {
+                    let next = match at {
+                        Value::Object(map) if !map.is_empty() => {
+                            let key = map.keys().nth(step % map.len()).unwrap();
+                            pointer.push('/');
+                            pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                            &map[key]
+                        }
+                        Value::Array(items) if !items.is_empty() => {
+                            let index = step % items.len();
+                            pointer.push_str(&format!("/{index}"));
+                            &items[index]
+                        }
+                        _ => break,
+                    };
+                    at = next;
+                }
+                if let Some(slot) = value.pointer_mut(&pointer) {
+                    *slot = new;
+                }
+            }
+            let text = value.to_string();
+            if truncate {
+                let mut end = cut % (text.len() + 1);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text[..end].to_string()
+            } else {
+                text
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_report_reader_never_panics(text in mutated_report(), raw in any::<String>()) {
+            let _ = compare::read_report(&raw);
+            if let Ok(candidate) = compare::read_report(&text) {
+                let baseline = fixture::report();
+                let rows = compare::compare(&baseline, &candidate);
+                let _ = compare::render_comparison(&baseline, &candidate, &rows, false);
+                let _ = compare::duplicated_cells(&candidate);
+                let _ = compare::missing_cells(&rows);
+                let _ = compare::has_regressions(&rows);
+            }
+        }
+    }
+}

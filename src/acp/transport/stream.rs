@@ -85,51 +85,88 @@ impl Inner {
                 problem: Problem::parse(&body),
             });
         }
-        let mut events = std::pin::pin!(whole_lines(response.bytes_stream()).eventsource());
+        let mut events = std::pin::pin!(decode_stream(response.bytes_stream()));
         while let Some(item) = events.next().await {
             let event = match item {
                 Ok(event) => event,
-                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
-                    return Some(AcpError::from_reqwest(&url, &e))
-                }
-                Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
-                    })
-                }
-                Err(e) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE stream: {e}"),
-                    })
-                }
+                Err(DecodeError::Transport(e)) => return Some(AcpError::from_reqwest(&url, &e)),
+                Err(DecodeError::Malformed(e)) => return Some(e),
             };
             if !event.id.is_empty() {
                 self.lock().last_event_id = Some(event.id.clone());
             }
-            if event.event != "message" || event.data.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Value>(&event.data) {
-                Ok(envelope) => self.push_inbound(envelope, true),
-                Err(e) => {
-                    return Some(AcpError::Malformed {
-                        detail: format!("SSE data is not JSON: {e}: {}", truncate(&event.data)),
-                    })
-                }
+            if let Some(envelope) = event.envelope {
+                self.push_inbound(envelope, true);
             }
         }
         None
     }
 }
 
+/// One event of the stream: its id (empty when it has none) and, for a
+/// `message` event with data, the envelope it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct StreamEvent {
+    pub id: String,
+    pub envelope: Option<Value>,
+}
+
+/// Why decoding a stream stopped: the bytes under it failed (`E`), or they
+/// were not SSE carrying JSON.
+#[derive(Debug)]
+pub(super) enum DecodeError<E> {
+    Transport(E),
+    Malformed(AcpError),
+}
+
+/// The SSE reader proper, apart from HTTP: bytes in, events out. Any input
+/// gives events or a typed error, never a panic (see the property tests).
+pub(super) fn decode_stream<E: std::fmt::Display>(
+    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, E>>,
+) -> impl futures_util::Stream<Item = Result<StreamEvent, DecodeError<E>>> {
+    whole_lines(bytes).eventsource().map(|item| {
+        let event = match item {
+            Ok(event) => event,
+            Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
+                return Err(DecodeError::Transport(e))
+            }
+            Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
+                return Err(DecodeError::Malformed(AcpError::Malformed {
+                    detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
+                }))
+            }
+            Err(e) => {
+                return Err(DecodeError::Malformed(AcpError::Malformed {
+                    detail: format!("SSE stream: {e}"),
+                }))
+            }
+        };
+        if event.event != "message" || event.data.trim().is_empty() {
+            return Ok(StreamEvent {
+                id: event.id,
+                envelope: None,
+            });
+        }
+        match serde_json::from_str::<Value>(&event.data) {
+            Ok(envelope) => Ok(StreamEvent {
+                id: event.id,
+                envelope: Some(envelope),
+            }),
+            Err(e) => Err(DecodeError::Malformed(AcpError::Malformed {
+                detail: format!("SSE data is not JSON: {e}: {}", truncate(&event.data)),
+            })),
+        }
+    })
+}
+
 /// Why the byte stream under the SSE parser ended early.
 #[derive(Debug)]
-enum StreamFault {
-    Http(reqwest::Error),
+enum StreamFault<E> {
+    Http(E),
     Oversize,
 }
 
-impl std::fmt::Display for StreamFault {
+impl<E: std::fmt::Display> std::fmt::Display for StreamFault<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StreamFault::Http(e) => write!(f, "{e}"),
@@ -142,9 +179,9 @@ impl std::fmt::Display for StreamFault {
 /// every chunk, so a long line fed in small chunks costs quadratic time; here
 /// a partial line waits in a buffer (linear), and one longer than
 /// [`MAX_STREAM_LINE_BYTES`] ends the stream as hostile.
-fn whole_lines(
-    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, reqwest::Error>>,
-) -> impl futures_util::Stream<Item = Result<bytes::Bytes, StreamFault>> {
+fn whole_lines<E>(
+    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, E>>,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, StreamFault<E>>> {
     futures_util::stream::unfold(
         (Box::pin(bytes), Vec::<u8>::new(), false),
         |(mut bytes, mut partial, done)| async move {

@@ -143,3 +143,65 @@ fn cleanup_steps_continue_and_default_their_name() {
     assert!(s.cleanup[0].continue_on_failure);
     assert!(!s.cleanup[0].verdict);
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HEADERS: &[&str] = &["[[phase]]", "[[cleanup]]", "[phase]", "[[phase.x]]"];
+    const KEYS: &[&str] = &[
+        "name",
+        "description",
+        "verdict",
+        "step",
+        "client",
+        "session",
+        "text",
+        "from",
+        "cwd",
+        "limit",
+        "integrity",
+        "expect",
+        "expect_stop_reason",
+        "ms",
+        "timeout_ms",
+        "on_failure",
+    ];
+    const STEPS: &[&str] = &[
+        "connect",
+        "create_session",
+        "prompt",
+        "rehydrate_prompt",
+        "restart",
+        "get_events",
+        "resume_session",
+        "destroy_session",
+        "dispose",
+        "sleep",
+        "health",
+        "probe",
+        "nope",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_scenario_parser_never_panics(
+            text in crate::toml_props::document(HEADERS, KEYS),
+            steps in proptest::collection::vec(proptest::sample::select(STEPS), 0..4),
+        ) {
+            // Real step names, so that cases reach the per-step checks.
+            let mut source = String::from("name = \"p\"\n");
+            for step in steps {
+                source.push_str(&format!("[[phase]]\nname = \"{step}\"\nstep = \"{step}\"\nclient = \"c\"\nsession = \"s\"\n"));
+            }
+            source.push_str(&text);
+            for candidate in [&text, &source] {
+                if let Err(e) = parse(candidate) {
+                    prop_assert!(e.to_string().starts_with("s.toml"), "{e}");
+                }
+            }
+        }
+    }
+}
