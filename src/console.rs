@@ -1,31 +1,19 @@
 //! The terminal: every line continuity prints goes through here. Text is
-//! redacted with the run's [`Redactor`] (installed once the run knows its
-//! secrets), and a stdout that is closed (`continuity list | head -1`) ends
+//! redacted with the run's [`Redactor`] (installed with
+//! [`crate::secret::install`] once the run knows its secrets), and a stdout that is closed (`continuity list | head -1`) ends
 //! output quietly, as ripgrep does, instead of panicking; any other stdout
 //! failure (a full disk) is kept for the exit code. Writing to stderr never
 //! fails a run.
 
+use crate::secret::redact_known as redact;
+#[cfg(doc)]
 use crate::secret::Redactor;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
 
-static REDACTOR: RwLock<Option<Redactor>> = RwLock::new(None);
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
-
-/// From now on, everything printed is redacted with `redactor`.
-pub fn set_redactor(redactor: Redactor) {
-    *REDACTOR.write().unwrap_or_else(|p| p.into_inner()) = Some(redactor);
-}
-
-/// `text` as it may be shown: redacted with the installed redactor.
-pub fn redact(text: &str) -> String {
-    match &*REDACTOR.read().unwrap_or_else(|p| p.into_inner()) {
-        Some(r) => r.redact(text).into_owned(),
-        None => text.to_string(),
-    }
-}
 
 /// Writes `text` to stdout as it is (no newline added).
 pub fn out(text: &str) {

@@ -13,7 +13,12 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
         http_status: None,
         problem_type: None,
         rpc_code: None,
-        message: mask_ids(&crate::secret::redact(&error.to_string(), token)),
+        // Redacted before ids are masked: a masked id inside a secret
+        // would leave the rest of it unrecognised.
+        message: mask_ids(&crate::secret::redact_known(&crate::secret::redact(
+            &error.to_string(),
+            token,
+        ))),
         pending: None,
     };
     match error {

@@ -7,6 +7,26 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::RwLock;
+
+/// The run's redactor, for the places that shorten foreign text before it
+/// reaches a writer (a cut could otherwise leave half a secret that no
+/// writer recognises) and for the terminal.
+static KNOWN: RwLock<Option<Redactor>> = RwLock::new(None);
+
+/// Makes `redactor` the run's: [`redact_known`] uses it from now on.
+pub fn install(redactor: Redactor) {
+    *KNOWN.write().unwrap_or_else(|p| p.into_inner()) = Some(redactor);
+}
+
+/// `text` with the run's known secrets redacted (as is before [`install`]).
+/// Call it before cutting foreign text short.
+pub fn redact_known(text: &str) -> String {
+    match &*KNOWN.read().unwrap_or_else(|p| p.into_inner()) {
+        Some(r) => r.redact(text).into_owned(),
+        None => text.to_string(),
+    }
+}
 
 /// A secret string, readable only through [`Secret::expose`].
 #[derive(Clone, PartialEq, Eq)]

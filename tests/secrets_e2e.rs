@@ -103,7 +103,17 @@ fn hostile(_method: &str, path: &str, head: &str) -> (u16, &'static str, String)
     }
     let headers = head.replace(['\r', '"', '\\'], " ").replace('\n', " | ");
     if path.starts_with("/restart") {
-        return (500, "text/plain", format!("hook refused: {headers}"));
+        // The credentials straddle the 300 characters of body a failure quotes.
+        let auth = head
+            .lines()
+            .find_map(|l| l.strip_prefix("authorization: "))
+            .unwrap_or("");
+        let padding = "p".repeat(300 - "hook refused: ".len() - "Basic ".len() - 20);
+        return (
+            500,
+            "text/plain",
+            format!("hook refused: {padding}{auth} | {headers}"),
+        );
     }
     let body = serde_json::json!({
         "type": "urn:sandbox-agent:error:invalid_request",
@@ -163,6 +173,9 @@ fn assert_no_secret(what: &str, text: &str) {
             !text.contains(secret),
             "{secret} leaked into {what}:\n{text}"
         );
+        // Nor half of one, cut off by a message's length limit.
+        let half = &secret[..secret.len() / 2];
+        assert!(!text.contains(half), "{half}… leaked into {what}:\n{text}");
     }
 }
 

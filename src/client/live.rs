@@ -298,5 +298,9 @@ pub(crate) fn parse_result<T: serde::de::DeserializeOwned>(
 }
 
 fn truncate(text: &str) -> String {
-    text.chars().take(200).collect()
+    // Redacted before the cut: half a secret would not be recognised later.
+    crate::secret::redact_known(text)
+        .chars()
+        .take(200)
+        .collect()
 }

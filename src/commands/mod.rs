@@ -109,7 +109,7 @@ fn redact_output_with(config: Option<&Config>) {
         config.add_secrets(&mut redactor);
     }
     redactor.add_secret_variables(std::env::vars());
-    crate::console::set_redactor(redactor);
+    crate::secret::install(redactor);
 }
 
 /// `continuity validate`: parses everything, touches nothing.
@@ -224,7 +224,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let config = load_config(&args.sources)?;
     // First, so that no message below can show a secret.
     let redactor = settings::redactor(&args, config.as_ref());
-    crate::console::set_redactor(redactor.clone());
+    crate::secret::install(redactor.clone());
     let scenarios = select(
         load_scenarios(&args.sources)?,
         &args.scenarios,

@@ -84,7 +84,10 @@ impl RivetDriver {
             .map_err(|e| (true, format!("{action}: reading the reply: {e}")))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
-            let text: String = text.chars().take(300).collect();
+            let text: String = crate::secret::redact_known(&text)
+                .chars()
+                .take(300)
+                .collect();
             // 5xx and 404 (actor not yet scheduled on a runner) pass with time.
             let transient =
                 status.is_server_error() || status.as_u16() == 404 || status.as_u16() == 429;

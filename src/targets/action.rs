@@ -192,10 +192,12 @@ fn tail_suffix(what: &str, tail: &str) -> String {
     }
 }
 
-/// The last `lines` lines of `bytes`, lossily decoded.
-pub(super) fn last_lines(bytes: &[u8], lines: usize) -> String {
+/// The last `lines` lines of `bytes`, lossily decoded. When the start of
+/// the output was dropped (`cut`), its first line is partial and is left
+/// out too: half a secret would no longer be recognised as one.
+pub(super) fn last_lines(bytes: &[u8], lines: usize, cut: bool) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let all: Vec<&str> = text.lines().collect();
+    let all: Vec<&str> = text.lines().skip(usize::from(cut)).collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
@@ -249,7 +251,8 @@ pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), 
             reason: e.to_string(),
         })?;
     let mut guard = GroupGuard::new(child.id().map(|pid| pid as i32));
-    let captured = Arc::new(Mutex::new(Vec::<u8>::new()));
+    // The output kept, and whether its start was dropped.
+    let captured = Arc::new(Mutex::new((Vec::<u8>::new(), false)));
     let reader = child.stderr.take().map(|mut stderr| {
         let captured = Arc::clone(&captured);
         tokio::spawn(async move {
@@ -258,10 +261,14 @@ pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), 
                 if n == 0 {
                     break;
                 }
-                let mut buf = captured.lock().unwrap_or_else(|p| p.into_inner());
+                let mut kept = captured.lock().unwrap_or_else(|p| p.into_inner());
+                let (buf, cut) = &mut *kept;
                 buf.extend_from_slice(&chunk[..n]);
                 let excess = buf.len().saturating_sub(STDERR_KEEP_BYTES);
-                buf.drain(..excess);
+                if excess > 0 {
+                    buf.drain(..excess);
+                    *cut = true;
+                }
             }
         })
     });
@@ -282,8 +289,8 @@ pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), 
         }
     }
     let stderr_tail = {
-        let buf = captured.lock().unwrap_or_else(|p| p.into_inner());
-        last_lines(&buf, STDERR_TAIL_LINES)
+        let kept = captured.lock().unwrap_or_else(|p| p.into_inner());
+        last_lines(&kept.0, STDERR_TAIL_LINES, kept.1)
     };
     match waited {
         Err(_) => Err(ActionError::Timeout {
@@ -346,7 +353,11 @@ pub(super) async fn call_hook(
         url: shown,
         status,
         expected: expected_status_text(expect_status),
-        body: body.chars().take(300).collect(),
+        // Redacted before the cut: half a secret would not be recognised later.
+        body: crate::secret::redact_known(&body)
+            .chars()
+            .take(300)
+            .collect(),
     })
 }
 

@@ -291,3 +291,30 @@ async fn serve_statuses(listener: tokio::net::TcpListener, statuses: Vec<u16>) {
         let _ = socket.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
+    // 20 000 bytes on one line (the secret's tail at the cut), then a last
+    // line: the kept 16 KiB start inside the first line, which is left out.
+    let command = "printf 'SECRET-START-%s\\n' \"$(head -c 20000 /dev/zero | tr '\\0' x)SECRET-END\" >&2; echo 'the last line' >&2; exit 1";
+    let mut target = Target::new(
+        "cmd",
+        RestartAction::Command {
+            command: command.into(),
+            timeout: Duration::from_secs(10),
+        },
+        Readiness::None,
+    );
+    let detail = target.restart().await.detail.unwrap();
+    // The command itself is quoted first; what follows is the stderr kept.
+    assert_eq!(
+        detail.rsplit("; stderr: ").next(),
+        Some("the last line"),
+        "{detail}"
+    );
+    assert_eq!(
+        action::last_lines(b"partial line\nwhole\n", 10, true),
+        "whole"
+    );
+    assert_eq!(action::last_lines(b"a\nb\nc", 2, false), "b\nc");
+}

@@ -82,8 +82,11 @@ pub(super) async fn read_bounded(
     Ok(Some(body))
 }
 
+/// Foreign text cut for a message, redacted first (a cut secret would not be
+/// recognised later).
 pub(super) fn truncate(text: &str) -> String {
     const MAX: usize = 200;
+    let text = &crate::secret::redact_known(text);
     if text.len() <= MAX {
         return text.to_string();
     }
