@@ -150,6 +150,22 @@ fn flags_and_variables_are_named_in_their_errors() {
             assert!(!text.contains("--timeout-ms"), "{text}");
         }
     }
+    // A token pasted where its variable's name belongs is not shown.
+    let run = continuity(
+        &[
+            "run",
+            "--config",
+            cfg,
+            "--out",
+            out,
+            "--token-env",
+            "sk-pasted.token-4711",
+        ],
+        &[],
+    );
+    assert_exit(&run, 64);
+    assert!(stderr(&run).contains("--token-env"), "{}", stderr(&run));
+    assert!(!stderr(&run).contains("4711"), "{}", stderr(&run));
     // Nothing was started or written for any of them.
     assert!(!Path::new(out).exists());
     assert!(!dir.path().join("etc").exists());

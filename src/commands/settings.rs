@@ -91,6 +91,11 @@ pub(super) fn token(args: &RunArgs, config: Option<&Config>) -> Result<Option<Se
         (None, None) => None,
     };
     match named {
+        // A value that cannot be a variable's name may be the token itself,
+        // pasted by mistake: it is not shown.
+        Some((name, source)) if !looks_like_variable(&name) => Err(usage(format!(
+            "{source}: expected the name of an environment variable (letters, digits and `_`, e.g. SA_TOKEN), not the token itself"
+        ))),
         Some((name, source)) => match std::env::var(&name) {
             Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
             _ => Err(usage(format!(
@@ -100,6 +105,13 @@ pub(super) fn token(args: &RunArgs, config: Option<&Config>) -> Result<Option<Se
         // The seed script's variable works without naming it.
         None => Ok(env_var("SA_TOKEN").map(Secret::new)),
     }
+}
+
+/// `SA_TOKEN`, `my_token_2`: a name a variable can have.
+fn looks_like_variable(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Every secret the run knows: the token, credentials in any URL it was
@@ -114,6 +126,10 @@ pub(super) fn redactor(args: &RunArgs, config: Option<&Config>) -> Redactor {
     if let Some(name) = &args.token_env {
         if let Ok(value) = std::env::var(name) {
             redactor.add(&value);
+        }
+        if !looks_like_variable(name) {
+            // Perhaps the token itself, given where its name belongs.
+            redactor.add(name);
         }
     }
     for url in [args.base_url.clone(), std::env::var("SA_BASE_URL").ok()]
