@@ -204,7 +204,8 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let run = continuity(&argv, &[("SA_TOKEN", "tok-wrong-987654321")]);
     assert_exit(&run, 2);
     assert!(
-        stderr(&run).contains("rejected the token (HTTP 401)"),
+        stderr(&run)
+            .contains("gave up at once; last error: the server rejected the token (HTTP 401)"),
         "{}",
         stderr(&run)
     );

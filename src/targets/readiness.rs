@@ -84,14 +84,16 @@ impl ProbeAuth {
     }
 }
 
-/// A probe that did not pass before its deadline.
+/// A probe that did not pass before its deadline, or that could never pass.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("readiness probe {probe} did not pass within {}; last error: {last_error}", fmt_duration(*.timeout))]
+#[error("readiness probe {probe} {}; last error: {last_error}", if *.gave_up { "gave up at once".to_string() } else { format!("did not pass within {}", fmt_duration(*.timeout)) })]
 pub struct ProbeError {
     /// The probe as [`Readiness::describe`] puts it.
     pub probe: String,
     pub timeout: Duration,
     pub last_error: String,
+    /// True when waiting could not help (the server refused the credentials).
+    pub gave_up: bool,
 }
 
 impl Readiness {
@@ -176,7 +178,10 @@ impl Readiness {
         };
         match polled {
             Ok(Ok(())) => Ok(started.elapsed()),
-            Ok(Err(fatal)) => Err(self.failed(timeout, fatal)),
+            Ok(Err(fatal)) => Err(ProbeError {
+                gave_up: true,
+                ..self.failed(timeout, fatal)
+            }),
             Err(_) => Err(self.failed(
                 timeout,
                 if last_error.is_empty() {
@@ -193,6 +198,7 @@ impl Readiness {
             probe: self.describe(),
             timeout,
             last_error,
+            gave_up: false,
         }
     }
 }
@@ -287,5 +293,38 @@ async fn poll_tcp(addr: &str, last_error: &mut String) -> Result<(), String> {
             }
         }
         tokio::time::sleep(DEFAULT_PROBE_INTERVAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_goes_only_to_the_server_under_test() {
+        let token = Secret::new("tok-123456");
+        let auth = ProbeAuth::new("https://host.example/sandbox", Some(&token), &[]);
+        for url in [
+            "https://host.example/sandbox/v1/health",
+            "https://host.example:443/sandbox",
+            "https://host.example/sandbox/",
+        ] {
+            assert!(auth.covers(url), "{url}");
+        }
+        for url in [
+            "http://host.example/sandbox/v1/health",
+            "https://other.example/sandbox/v1/health",
+            "https://host.example:8443/sandbox/v1/health",
+            "https://host.example/sandboxx/v1/health",
+            "https://host.example/v1/health",
+            "not a url",
+        ] {
+            assert!(!auth.covers(url), "{url}");
+        }
+        assert!(!format!("{auth:?}").contains("tok-123456"));
+        // A base URL at the root covers every path of that origin.
+        assert!(
+            ProbeAuth::new("http://127.0.0.1:9", None, &[]).covers("http://127.0.0.1:9/v1/health")
+        );
     }
 }
