@@ -245,12 +245,23 @@ fn every_report_file_is_redacted() {
     let extra = folder
         .write_text("cells/1/trace.jsonl", &format!("{{\"x\":\"{secret}\"}}\n"))
         .expect("writes");
+    folder
+        .append_line("cells/2/trace.jsonl", "first")
+        .expect("appends");
+    let appended = folder
+        .append_line("cells/2/trace.jsonl", &format!("second {secret}"))
+        .expect("appends");
+    assert_eq!(
+        std::fs::read_to_string(&appended).unwrap(),
+        "first\nsecond [redacted]\n"
+    );
     for path in [
         &files.json,
         &files.text,
         &files.markdown,
         &files.junit,
         &extra,
+        &appended,
     ] {
         let text = std::fs::read_to_string(path).expect("reads");
         assert!(text.contains("[redacted]"), "{}: {text}", path.display());

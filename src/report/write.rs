@@ -115,6 +115,25 @@ impl RunFolder {
         Ok(path)
     }
 
+    /// Appends `line` (redacted, with a newline) to `name`, creating it and
+    /// its parent folders: for files written while the run goes, such as a
+    /// cell's trace. Each call is one `write`, so a line is never torn by a
+    /// crash between two of them.
+    pub fn append_line(&self, name: impl AsRef<Path>, line: &str) -> io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut text = self.redactor.redact(line).into_owned();
+        text.push('\n');
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?
+            .write_all(text.as_bytes())?;
+        Ok(path)
+    }
+
     /// The report files. The report is redacted before it is rendered (so
     /// every format sees the same text) and each rendering again as it is
     /// written.
