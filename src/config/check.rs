@@ -133,6 +133,17 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         }
         run.token_env = Some(name.get_ref().clone());
     }
+    for name in raw.secret_env.map(|n| n.into_inner()).unwrap_or_default() {
+        if !is_env_name(name.get_ref()) {
+            return Err(invalid(
+                "run.secret_env",
+                name.span(),
+                None,
+                "expected names of environment variables (letters, digits, `_`), not their values",
+            ));
+        }
+        run.secret_env.push(name.into_inner());
+    }
     for (name, value) in raw.headers.map(|h| h.0).unwrap_or_default() {
         let key = format!("run.headers.{name}");
         if name.eq_ignore_ascii_case("authorization") {

@@ -11,6 +11,7 @@
 //! repeat = 1
 //! persist = "sqlite"         # sqlite | memory
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
+//! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
 //! headers = { "x-extra" = "v" }
 //!
 //! [targets.agent]            # targets restart in file order
@@ -60,6 +61,8 @@ pub struct RunDefaults {
     pub persist: Option<PersistKind>,
     /// The name of the environment variable that holds the bearer token.
     pub token_env: Option<String>,
+    /// Variables whose values are secret, beyond the secret-named ones.
+    pub secret_env: Vec<String>,
     /// Extra request headers, in file order.
     pub headers: Vec<(String, String)>,
 }
@@ -176,11 +179,17 @@ impl Config {
         self.targets.iter().map(TargetEntry::to_target).collect()
     }
 
-    /// Adds every value the file marks as secret to `redactor`: secret-named
-    /// headers (`x-api-key`) and managed-process variables (`DEPLOY_TOKEN`),
-    /// the value after a secret-named flag of a managed command (`--token
-    /// X`, `--password=X`), and the credentials of every URL.
+    /// Adds every value the file marks as secret to `redactor`: the values
+    /// of the variables `secret_env` names, secret-named headers
+    /// (`x-api-key`) and managed-process variables (`DEPLOY_TOKEN`), the
+    /// value after a secret-named flag of a managed command (`--token X`,
+    /// `--password=X`), and the credentials of every URL.
     pub fn add_secrets(&self, redactor: &mut Redactor) {
+        for name in &self.run.secret_env {
+            if let Ok(value) = std::env::var(name) {
+                redactor.add(&value);
+            }
+        }
         for (name, value) in &self.run.headers {
             if is_secret_name(name) {
                 redactor.add(value);

@@ -28,6 +28,7 @@ pub(super) struct RawRun {
     pub repeat: Option<Spanned<i64>>,
     pub persist: Option<Spanned<String>>,
     pub token_env: Option<Spanned<String>>,
+    pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub headers: Option<Ordered<Spanned<String>>>,
 }

@@ -288,6 +288,7 @@ mod props {
         "repeat",
         "persist",
         "token_env",
+        "secret_env",
         "headers",
         "restart",
         "ready",
@@ -347,4 +348,29 @@ mod props {
             let _ = from_seed_env([("SA_RESTART_CMD", command), ("SA_RESTART_WAIT_SEC", wait)]);
         }
     }
+}
+
+#[test]
+fn secret_env_names_variables_whose_values_are_redacted() {
+    // A name no test or user sets, with a value only this test knows.
+    std::env::set_var("CONTINUITY_TEST_CREDS_7A", "creds-value-31337");
+    let config = Config::parse(
+        Path::new("c.toml"),
+        "[run]\nsecret_env = [\"CONTINUITY_TEST_CREDS_7A\", \"UNSET_VAR_7A\"]\nheaders = { \"x-api-key\" = \"hdr-value-4242\", \"x-extra\" = \"visible-value\" }\n[targets.a]\nrestart = { managed = { command = [\"srv\", \"--token\", \"arg-value-777\", \"--password=eq-value-888\"], env = { DEPLOY_TOKEN = \"env-value-999\" } } }\n[targets.b]\nrestart = { http = \"http://u:hook-pw-123@127.0.0.1:9/r\" }\n",
+    )
+    .unwrap();
+    let mut redactor = crate::secret::Redactor::none();
+    config.add_secrets(&mut redactor);
+    let text = "creds-value-31337 hdr-value-4242 visible-value arg-value-777 eq-value-888 env-value-999 hook-pw-123";
+    assert_eq!(
+        redactor.redact(text),
+        "[redacted] [redacted] visible-value [redacted] [redacted] [redacted] [redacted]"
+    );
+    let bad = Config::parse(
+        Path::new("c.toml"),
+        "[run]\nsecret_env = [\"sk-live 123\"]\n",
+    )
+    .unwrap_err();
+    assert!(bad.to_string().contains("run.secret_env"), "{bad}");
+    assert!(!bad.to_string().contains("sk-live"), "{bad}");
 }
