@@ -114,6 +114,7 @@ fn redact_output_with(config: Option<&Config>) {
 
 /// `continuity validate`: parses everything, touches nothing.
 pub fn validate(sources: &Sources) -> Result<String, Failure> {
+    redact_output_with(None);
     let config = load_config(sources)?;
     redact_output_with(config.as_ref());
     let scenarios = load_scenarios(sources)?;
@@ -139,6 +140,7 @@ pub fn validate(sources: &Sources) -> Result<String, Failure> {
 
 /// `continuity list`: targets and scenarios.
 pub fn list(sources: &Sources) -> Result<String, Failure> {
+    redact_output_with(None);
     let config = load_config(sources)?;
     redact_output_with(config.as_ref());
     let scenarios = load_scenarios(sources)?;
@@ -221,8 +223,10 @@ fn short_id() -> String {
 
 /// `continuity run`.
 pub async fn run(args: RunArgs) -> Result<u8, Failure> {
+    // The environment's secrets first, so that even a config error cannot show one.
+    redact_output_with(None);
     let config = load_config(&args.sources)?;
-    // First, so that no message below can show a secret.
+    // Then everything the run knows, before any other message.
     let redactor = settings::redactor(&args, config.as_ref());
     crate::secret::install(redactor.clone());
     let scenarios = select(
