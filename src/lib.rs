@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnose;
 pub mod exit_codes;
 pub mod http;
+pub mod partition;
 pub mod persist;
 pub mod report;
 pub mod runner;

@@ -49,6 +49,21 @@ fn main() -> ExitCode {
                 baseline,
                 candidate,
             } => commands::compare(&baseline, &candidate),
+            Command::Merge(args) => commands::merge(args),
+            Command::Baseline { run } => commands::baseline(&run).map(|out| {
+                print!("{out}");
+                exit_codes::OK
+            }),
+            Command::Completions { shell } => {
+                use clap::CommandFactory;
+                clap_complete::generate(
+                    shell,
+                    &mut Cli::command(),
+                    "continuity",
+                    &mut std::io::stdout(),
+                );
+                Ok(exit_codes::OK)
+            }
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),

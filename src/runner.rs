@@ -1,10 +1,17 @@
-//! The runner: targets × scenarios × repeats → cells, one after another
-//! (restarts interfere), each with fresh clients and its own persist store.
+//! The runner: targets × scenarios → cells, one after another (restarts
+//! interfere); each cell runs `repeat` attempts, a failed one again up to
+//! `retries` times, each attempt with fresh clients and its own persist
+//! store, and the attempts fold into one cell (`flaky` when they disagree).
+//! With a partition, only that shard's cells run.
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report;
 //! it never prints or renders.
 
+use crate::partition::{cell_name, Partition};
 use crate::persist::{PersistDriver, SqliteDriver};
-use crate::report::{Cell, LogFile, Report, RestartTiming, RunInfo, Totals, Verdict, SCHEMA_ID};
+use crate::report::attempts::aggregate;
+use crate::report::{
+    Attempt, Cell, FlakyResult, LogFile, Report, RestartTiming, RunInfo, Totals, Verdict, SCHEMA_ID,
+};
 use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
 use crate::secret::{display_url, Secret};
 use crate::targets::Target;
@@ -38,6 +45,11 @@ pub struct RunPlan {
     pub timeout: Duration,
     pub overall_timeout: Duration,
     pub repeat: u32,
+    /// A failed attempt runs again up to this many times; a later pass makes the cell flaky.
+    pub retries: u32,
+    pub flaky_result: FlakyResult,
+    /// Run only this shard of the matrix.
+    pub partition: Option<Partition>,
     pub persist: PersistChoice,
     /// Used when `persist` is `Custom`.
     pub persist_factory: Option<PersistFactory>,
@@ -80,6 +92,15 @@ impl Unavailable {
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
+    /// Before the first cell: how many cells this run (or shard) holds.
+    RunStarted {
+        id: String,
+        total: usize,
+        targets: Vec<String>,
+        scenarios: Vec<String>,
+        partition: Option<String>,
+    },
+    /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {
         index: usize,
         total: usize,
@@ -87,6 +108,15 @@ pub enum RunEvent {
         scenario: String,
         attempt: u32,
     },
+    /// An attempt that did not pass and will run again (`--retries`).
+    Retrying {
+        index: usize,
+        total: usize,
+        attempt: Box<Attempt>,
+        target: String,
+        scenario: String,
+    },
+    /// A cell with all its attempts, exactly as `report.json` holds it.
     CellFinished {
         index: usize,
         total: usize,
@@ -163,21 +193,96 @@ pub async fn run(
     let deadline = started + plan.overall_timeout;
     let mut cells = Vec::new();
     let mut interrupted = false;
-    let total = (plan.targets.len() + plan.skipped_targets.len())
-        * plan.scenarios.len()
-        * plan.repeat as usize;
+    let all_targets: Vec<String> = plan
+        .skipped_targets
+        .iter()
+        .map(|u| u.name.clone())
+        .chain(plan.targets.iter().map(|t| t.name.clone()))
+        .collect();
+    let selected = selection(plan, &all_targets);
+    let total = selected.iter().filter(|k| **k).count();
+    let per_target = plan.scenarios.len();
+    let is_selected = |t: usize, s: usize| selected[t * per_target + s];
+    on_event(RunEvent::RunStarted {
+        id: plan.id.clone(),
+        total,
+        targets: all_targets.clone(),
+        scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+        partition: plan.partition.map(|p| p.to_string()),
+    });
     let mut index = 0;
-    for unavailable in &plan.skipped_targets {
-        for scenario in &plan.scenarios {
-            for attempt in 1..=plan.repeat {
-                index += 1;
-                let mut cell = skipped_cell(
-                    &unavailable.name,
-                    &scenario.name,
-                    attempt,
-                    &unavailable.reason,
-                );
-                cell.verdict = unavailable.verdict;
+    for (u, unavailable) in plan.skipped_targets.iter().enumerate() {
+        for (s, scenario) in plan.scenarios.iter().enumerate() {
+            if !is_selected(u, s) {
+                continue;
+            }
+            index += 1;
+            let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
+            cell.verdict = unavailable.verdict;
+            on_event(RunEvent::CellFinished {
+                index,
+                total,
+                cell: Box::new(cell.clone()),
+            });
+            cells.push(cell);
+        }
+    }
+    let scenarios = plan.scenarios.clone();
+    let skipped = plan.skipped_targets.len();
+    let mut sequence = 0;
+    'cells: for t in 0..plan.targets.len() {
+        for (s, scenario) in scenarios.iter().enumerate() {
+            if !is_selected(skipped + t, s) {
+                continue;
+            }
+            index += 1;
+            let target_name = plan.targets[t].name.clone();
+            let mut attempts: Vec<Attempt> = Vec::new();
+            'attempts: for _ in 0..plan.repeat {
+                let mut retries_left = plan.retries;
+                let mut retry = false;
+                loop {
+                    if *cancel.borrow() || Instant::now() >= deadline {
+                        interrupted = true;
+                        break 'attempts;
+                    }
+                    sequence += 1;
+                    let number = attempts.len() as u32 + 1;
+                    on_event(RunEvent::CellStarted {
+                        index,
+                        total,
+                        target: target_name.clone(),
+                        scenario: scenario.name.clone(),
+                        attempt: number,
+                    });
+                    let mut attempt = tokio::select! {
+                        attempt = run_one(plan, t, scenario, number, sequence) => attempt,
+                        _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'attempts; }
+                        _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'attempts; }
+                    };
+                    attempt.retry = retry;
+                    let again = matches!(attempt.verdict, Verdict::Fail | Verdict::Error)
+                        && retries_left > 0;
+                    if again {
+                        on_event(RunEvent::Retrying {
+                            index,
+                            total,
+                            attempt: Box::new(attempt.clone()),
+                            target: target_name.clone(),
+                            scenario: scenario.name.clone(),
+                        });
+                    }
+                    attempts.push(attempt);
+                    if !again {
+                        break;
+                    }
+                    retries_left -= 1;
+                    retry = true;
+                }
+            }
+            // An interrupted cell keeps the attempts that finished: nothing run is lost.
+            if !attempts.is_empty() {
+                let cell = aggregate(&target_name, &scenario.name, None, attempts);
                 on_event(RunEvent::CellFinished {
                     index,
                     total,
@@ -185,36 +290,8 @@ pub async fn run(
                 });
                 cells.push(cell);
             }
-        }
-    }
-    let scenarios = plan.scenarios.clone();
-    'cells: for t in 0..plan.targets.len() {
-        for scenario in &scenarios {
-            for attempt in 1..=plan.repeat {
-                if *cancel.borrow() || Instant::now() >= deadline {
-                    interrupted = true;
-                    break 'cells;
-                }
-                index += 1;
-                let target_name = plan.targets[t].name.clone();
-                on_event(RunEvent::CellStarted {
-                    index,
-                    total,
-                    target: target_name.clone(),
-                    scenario: scenario.name.clone(),
-                    attempt,
-                });
-                let cell = tokio::select! {
-                    cell = run_one(plan, t, scenario, attempt, index) => cell,
-                    _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'cells; }
-                    _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'cells; }
-                };
-                on_event(RunEvent::CellFinished {
-                    index,
-                    total,
-                    cell: Box::new(cell.clone()),
-                });
-                cells.push(cell);
+            if interrupted {
+                break 'cells;
             }
         }
     }
@@ -239,18 +316,36 @@ pub async fn run(
                 PersistChoice::Memory => "memory".into(),
                 PersistChoice::Custom(name) => name.clone(),
             },
-            targets: plan
-                .skipped_targets
-                .iter()
-                .map(|u| u.name.clone())
-                .chain(plan.targets.iter().map(|t| t.name.clone()))
-                .collect(),
+            targets: all_targets,
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             interrupted,
             logs: plan.logs.clone(),
+            retries: plan.retries,
+            flaky_result: plan.flaky_result,
+            partition: plan.partition.map(|p| p.to_string()),
+            shards: Vec::new(),
+            expect_file: None,
+            allow_fixed: false,
         },
         cells,
         totals,
+    }
+}
+
+/// Which target × scenario cells (targets in `all_targets` order, scenarios
+/// in plan order, row-major) this run holds.
+fn selection(plan: &RunPlan, all_targets: &[String]) -> Vec<bool> {
+    let names: Vec<String> = all_targets
+        .iter()
+        .flat_map(|t| {
+            plan.scenarios
+                .iter()
+                .map(move |s| cell_name(t, &s.name, None))
+        })
+        .collect();
+    match &plan.partition {
+        Some(p) => p.selects(&names),
+        None => vec![true; names.len()],
     }
 }
 
@@ -258,11 +353,14 @@ async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
     let _ = cancel.wait_for(|c| *c).await;
 }
 
-fn skipped_cell(target: &str, scenario: &str, attempt: u32, reason: &str) -> Cell {
-    Cell {
-        target: target.into(),
-        scenario: scenario.into(),
+fn skipped_cell(target: &str, scenario: &str, reason: &str) -> Cell {
+    aggregate(target, scenario, None, vec![skipped_attempt(1, reason)])
+}
+
+fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
+    Attempt {
         attempt,
+        retry: false,
         verdict: Verdict::Skipped,
         failure_boundary: None,
         reason: Some(reason.into()),
@@ -278,7 +376,7 @@ async fn run_one(
     scenario: &Scenario,
     attempt: u32,
     index: usize,
-) -> Cell {
+) -> Attempt {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
     let store: Result<CellStore, String> = match &plan.persist {
@@ -305,9 +403,9 @@ async fn run_one(
     let store = match store {
         Ok(p) => p,
         Err(reason) => {
-            let mut cell = skipped_cell(&target_name, &scenario.name, attempt, &reason);
-            cell.verdict = Verdict::Error;
-            return cell;
+            let mut failed = skipped_attempt(attempt, &reason);
+            failed.verdict = Verdict::Error;
+            return failed;
         }
     };
     let settings = CellSettings {
@@ -337,10 +435,9 @@ async fn run_one(
         )
         .map(|(r, phase)| RestartTiming { phase, ..r })
         .collect();
-    Cell {
-        target: target_name,
-        scenario: scenario.name.clone(),
+    Attempt {
         attempt,
+        retry: false,
         verdict: run.verdict,
         failure_boundary: run.failure_boundary,
         reason: None,

@@ -1,10 +1,10 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{PersistArg, RivetSaveArg, RunArgs, Sources};
+use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config, PersistKind};
 use crate::exit_codes;
-use crate::report::{self, LogFile, Report, Verdict};
+use crate::report::{self, LogFile, Report};
 use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::secret::Secret;
@@ -15,9 +15,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
+mod events;
+mod gate;
+mod merge;
 mod progress;
 mod stack;
 
+pub use merge::{baseline, merge};
 use progress::{print_progress, spawn_signal_handler, wait_true};
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -156,7 +160,7 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
 }
 
 /// Reads a run's report: a run folder or the report.json itself.
-fn load_report(path: &Path) -> Result<Report, Failure> {
+pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
     let file = if path.is_dir() {
         path.join("report.json")
     } else {
@@ -164,17 +168,8 @@ fn load_report(path: &Path) -> Result<Report, Failure> {
     };
     let text = std::fs::read_to_string(&file)
         .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
-    if report.schema != report::SCHEMA_ID {
-        return Err(usage(format!(
-            "{}: schema {:?}, expected {}",
-            file.display(),
-            report.schema,
-            report::SCHEMA_ID
-        )));
-    }
-    Ok(report)
+    report::upgrade::parse_report(&text)
+        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))
 }
 
 /// `continuity compare`: cell by cell; a regression exits 1.
@@ -213,7 +208,7 @@ fn token_from(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>,
     }
 }
 
-fn short_id() -> String {
+pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
@@ -267,6 +262,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             .or(run_defaults.overall_timeout)
             .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
         repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
+        retries: args.retries.or(run_defaults.retries).unwrap_or(0),
+        flaky_result: args.gate.flaky_result.into(),
+        partition: args.partition,
         persist: match persist {
             Some(PersistKind::Memory) => PersistChoice::Memory,
             _ => PersistChoice::Sqlite,
@@ -279,6 +277,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         server_version: None,
         logs: Vec::new(),
     };
+    let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);
 
@@ -291,6 +290,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            if let Some(x) = &expectations {
+                let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+                x.check_names(&names, &scenario_names(&plan.scenarios))
+                    .map_err(|e| usage(e.to_string()))?;
+            }
             for target in &mut plan.targets {
                 if let Err(e) = target.prepare().await {
                     return Err(incomplete(format!("cannot prepare target: {e}")));
@@ -330,6 +334,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     )));
                 }
             }
+            if let Some(x) = &expectations {
+                let names: Vec<String> = crate::stack::local::TARGETS
+                    .iter()
+                    .map(|(n, _)| n.to_string())
+                    .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+                    .collect();
+                x.check_names(&names, &scenario_names(&plan.scenarios))
+                    .map_err(|e| usage(e.to_string()))?;
+            }
             let mut progress = |line: &str| eprintln!("stack: {line}");
             let mut up = tokio::select! {
                 up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
@@ -351,49 +364,30 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     }
 
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut on_event = move |event: RunEvent| print_progress(&event, color);
-    let report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
+    let format = args.message_format;
+    let mut on_event = move |event: RunEvent| match format {
+        MessageFormat::Human => print_progress(&event, color),
+        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    };
+    let mut report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
     for target in &mut plan.targets {
         target.shutdown().await;
     }
     if let Some(mut stack) = stack {
         stack.down().await;
     }
-    finish(&report, &run_dir)
+    if let Some(x) = &expectations {
+        x.judge(&mut report, gate::options(&args.gate));
+    }
+    let code = gate::finish(&report, &run_dir, format, args.partition.is_some())?;
+    if format == MessageFormat::Json {
+        events::emit(&events::run_finished_json(&report, &run_dir, code));
+    }
+    Ok(code)
 }
 
-fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let files = report::write_report_dir(run_dir, report, color).map_err(|e| {
-        incomplete(format!(
-            "cannot write the report into {}: {e}",
-            run_dir.display()
-        ))
-    })?;
-    println!("{}", files.stdout);
-    eprintln!(
-        "reports: {} ({}, {}, {}, {})",
-        files.dir.display(),
-        name(&files.json),
-        name(&files.text),
-        name(&files.markdown),
-        name(&files.junit)
-    );
-    if report.run.interrupted {
-        eprintln!("the run was interrupted: the report holds the cells that finished");
-        return Ok(exit_codes::INCOMPLETE);
-    }
-    if report.cells.iter().all(|c| c.verdict == Verdict::Pass) && !report.cells.is_empty() {
-        Ok(exit_codes::OK)
-    } else {
-        Ok(exit_codes::FAILED)
-    }
-}
-
-fn name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {
+    scenarios.iter().map(|s| s.name.clone()).collect()
 }
 
 /// The run folder's logs, relative to the report folder when inside it.

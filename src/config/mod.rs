@@ -11,6 +11,8 @@
 //! repeat = 1
 //! persist = "sqlite"         # sqlite | memory
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
+//! expect = "ci/expect.toml"  # expectations file, as --expect
+//! retries = 0                # as --retries
 //! headers = { "x-extra" = "v" }
 //!
 //! [targets.agent]            # targets restart in file order
@@ -59,6 +61,10 @@ pub struct RunDefaults {
     pub token_env: Option<String>,
     /// Extra request headers, in file order.
     pub headers: Vec<(String, String)>,
+    /// The expectations file (`--expect`), relative to the working directory.
+    pub expect: Option<PathBuf>,
+    /// `--retries`.
+    pub retries: Option<u32>,
 }
 
 /// One `[targets.NAME]` table, checked; [`Config::targets`] turns it into a [`Target`].

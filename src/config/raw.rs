@@ -28,6 +28,8 @@ pub(super) struct RawRun {
     pub repeat: Option<Spanned<i64>>,
     pub persist: Option<Spanned<String>>,
     pub token_env: Option<Spanned<String>>,
+    pub expect: Option<Spanned<String>>,
+    pub retries: Option<Spanned<i64>>,
     #[serde(default)]
     pub headers: Option<Ordered<Spanned<String>>>,
 }

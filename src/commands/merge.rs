@@ -1,0 +1,78 @@
+//! `continuity merge` (shard runs → one run folder, gated like a run) and
+//! `continuity baseline` (a finished run → an expectations file on stdout).
+
+use super::{gate, load_report, usage, Failure};
+use crate::cli::{MergeArgs, MessageFormat};
+use crate::report::merge::{merge as merge_shards, ShardRun};
+use crate::report::{baseline::render_baseline, SCHEMA_ID};
+use std::path::{Path, PathBuf};
+
+/// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
+/// merge writes nothing.
+pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
+    let mut shards = Vec::new();
+    let mut seen: Vec<(PathBuf, String)> = Vec::new();
+    for given in &args.runs {
+        let dir = if given.is_file() {
+            given.parent().map(Path::to_path_buf).unwrap_or_default()
+        } else {
+            given.clone()
+        };
+        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            return Err(usage(format!(
+                "{} and {first} are the same run folder: merging a run with itself would count its cells twice",
+                given.display()
+            )));
+        }
+        seen.push((canonical.clone(), given.display().to_string()));
+        let schema = declared_schema(given)?;
+        let report = load_report(given)?;
+        shards.push(ShardRun {
+            dir: canonical.display().to_string(),
+            schema,
+            report,
+        });
+    }
+    let out = &args.out;
+    if out.join("report.json").exists() {
+        return Err(usage(format!(
+            "{} already holds a report: merge into a new folder (nothing is overwritten)",
+            out.display()
+        )));
+    }
+    let expectations = gate::load_expectations(&args.gate, None)?;
+    let id = format!("merged-{}", super::short_id());
+    let mut report = merge_shards(&id, &shards).map_err(|e| usage(e.to_string()))?;
+    if let Some(x) = &expectations {
+        x.check_names(&report.run.targets, &report.run.scenarios)
+            .map_err(|e| usage(e.to_string()))?;
+        x.judge(&mut report, gate::options(&args.gate));
+    } else {
+        report.run.flaky_result = args.gate.flaky_result.into();
+    }
+    std::fs::create_dir_all(out)
+        .map_err(|e| usage(format!("cannot create {}: {e}", out.display())))?;
+    gate::finish(&report, out, MessageFormat::Human, false)
+}
+
+/// The `schema` a report file declares, before any upgrade: merge refuses
+/// to mix schemas even where it could read both.
+fn declared_schema(path: &Path) -> Result<String, Failure> {
+    let file = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
+    Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())
+}
+
+/// `continuity baseline RUN`: the expectations file that makes this run pass.
+pub fn baseline(run: &Path) -> Result<String, Failure> {
+    let report = load_report(run)?;
+    Ok(render_baseline(&report))
+}
