@@ -27,11 +27,13 @@ pub fn judgement_text(j: &Judgement) -> String {
         return word.to_string();
     }
     let mut expected = format!("expected {}", verdict.as_str());
-    if let Some(b) = &j.boundary {
-        expected.push_str(&format!(" @ {b}"));
-    }
-    if let Some(s) = &j.signature {
-        expected.push_str(&format!(" ({s})"));
+    if matches!(verdict, Verdict::Fail | Verdict::Error) {
+        if let Some(b) = &j.boundary {
+            expected.push_str(&format!(" @ {b}"));
+        }
+        if let Some(s) = &j.signature {
+            expected.push_str(&format!(" ({s})"));
+        }
     }
     format!("{word} ({expected})")
 }
