@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 /// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
 /// merge writes nothing.
 pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
+    let out = &args.out;
+    let out_absolute =
+        std::path::absolute(out).map_err(|e| usage(format!("{}: {e}", out.display())))?;
     let mut shards = Vec::new();
     let mut seen: Vec<(PathBuf, String)> = Vec::new();
     for given in &args.runs {
@@ -28,13 +31,15 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
         seen.push((canonical.clone(), given.display().to_string()));
         let schema = declared_schema(given)?;
         let report = load_report(given)?;
+        // Shard folders are named relative to the merged folder, so the
+        // merged report's log links hold wherever the folders are copied together.
+        let absolute = std::path::absolute(&dir).unwrap_or(canonical);
         shards.push(ShardRun {
-            dir: canonical.display().to_string(),
+            dir: relative_to(&absolute, &out_absolute).display().to_string(),
             schema,
             report,
         });
     }
-    let out = &args.out;
     if out.join("report.json").exists() {
         return Err(usage(format!(
             "{} already holds a report: merge into a new folder (nothing is overwritten)",
@@ -56,6 +61,24 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
     gate::finish(&report, out, MessageFormat::Human, false)
 }
 
+/// `path` as seen from the folder `base` (both absolute): `../shard-1`.
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let path: Vec<_> = path.components().collect();
+    let base: Vec<_> = base.components().collect();
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    for part in &path[common..] {
+        out.push(part.as_os_str());
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
 /// The `schema` a report file declares, before any upgrade: merge refuses
 /// to mix schemas even where it could read both.
 fn declared_schema(path: &Path) -> Result<String, Failure> {
@@ -75,4 +98,23 @@ fn declared_schema(path: &Path) -> Result<String, Failure> {
 pub fn baseline(run: &Path) -> Result<String, Failure> {
     let report = load_report(run)?;
     Ok(render_baseline(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_to;
+    use std::path::Path;
+
+    #[test]
+    fn shard_folders_are_named_from_the_merged_folder() {
+        let rel = |a: &str, b: &str| {
+            relative_to(Path::new(a), Path::new(b))
+                .display()
+                .to_string()
+        };
+        assert_eq!(rel("/w/runs/shard-1", "/w/runs/merged"), "../shard-1");
+        assert_eq!(rel("/w/runs/merged/in", "/w/runs/merged"), "in");
+        assert_eq!(rel("/a/b", "/c/d"), "../../a/b");
+        assert_eq!(rel("/a", "/a"), ".");
+    }
 }
