@@ -201,9 +201,9 @@ pub struct RunArgs {
     /// Session store of each cell.
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Option<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry).
+    /// sandbox-agent version for the local stack (from the npm registry); repeat it for a version axis: one stack per version, one matrix.
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION)]
-    pub server_version: String,
+    pub server_version: Vec<String>,
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,

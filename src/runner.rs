@@ -59,6 +59,8 @@ pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
     pub server_version: Option<String>,
+    /// On a version axis (several `--server-version`): the version every cell of this run carries.
+    pub axis_version: Option<String>,
     pub logs: Vec<LogFile>,
 }
 
@@ -219,6 +221,7 @@ pub async fn run(
             index += 1;
             let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
             cell.verdict = unavailable.verdict;
+            cell.server_version = plan.axis_version.clone();
             on_event(RunEvent::CellFinished {
                 index,
                 total,
@@ -282,7 +285,8 @@ pub async fn run(
             }
             // An interrupted cell keeps the attempts that finished: nothing run is lost.
             if !attempts.is_empty() {
-                let cell = aggregate(&target_name, &scenario.name, None, attempts);
+                let version = plan.axis_version.clone();
+                let cell = aggregate(&target_name, &scenario.name, version, attempts);
                 on_event(RunEvent::CellFinished {
                     index,
                     total,
@@ -340,7 +344,7 @@ fn selection(plan: &RunPlan, all_targets: &[String]) -> Vec<bool> {
         .flat_map(|t| {
             plan.scenarios
                 .iter()
-                .map(move |s| cell_name(t, &s.name, None))
+                .map(move |s| cell_name(t, &s.name, plan.axis_version.as_deref()))
         })
         .collect();
     match &plan.partition {

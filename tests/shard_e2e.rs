@@ -4,6 +4,7 @@
 //! run, gated with the committed expectations file and writing the GitHub
 //! step summary and annotations — the steps `.github/workflows/continuity.yml`
 //! runs. Two targets (agent, gateway) keep it short; every run is real.
+//! Also the version axis: two sandbox-agent versions in one run.
 
 mod support;
 
@@ -11,6 +12,13 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use support::{assert_exit, continuity_with, report};
+
+/// One stack at a time: each is several real programs on a 2-core machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 const EXPECT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -51,6 +59,7 @@ fn matrix(report: &Value) -> BTreeMap<(String, String), (Value, Value)> {
 
 #[test]
 fn merged_shards_equal_one_full_run_and_gate_like_it() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
 
@@ -169,4 +178,77 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
     assert_exit(&m, 1);
     let stdout = String::from_utf8_lossy(&m.stdout);
     assert!(stdout.contains("::error title=continuity%3A agent × native-continuity regressed (expected pass)::fail @ promptSameHandleAfterRestart: http 400 invalid_request"), "{stdout}");
+}
+
+#[test]
+fn two_server_versions_make_one_matrix_with_a_version_axis() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("versions");
+    let args = [
+        "run",
+        "--server-version",
+        "0.4.0",
+        "--server-version",
+        "0.4.2",
+        "--target",
+        "agent",
+        "--scenario",
+        "native-continuity",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = continuity_with(&args, &[]);
+    assert!(
+        matches!(run.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = report(&out);
+    let versions: Vec<&str> = r["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["serverVersion"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["0.4.0", "0.4.2"]);
+    let server = r["run"]["serverVersion"].as_str().unwrap();
+    assert!(
+        server.contains("0.4.0") && server.contains("0.4.2"),
+        "{server}"
+    );
+    // Each version ran its own stack, logged in the one run folder.
+    assert!(out.join("stack-0.4.0").is_dir() && out.join("stack-0.4.2").is_dir());
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains("agent @ 0.4.0") && stdout.contains("agent @ 0.4.2"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("### 0.4.0 → 0.4.2"), "{md}");
+    // A version given twice, or several versions against a URL, are usage errors.
+    let twice = continuity_with(
+        &[
+            "run",
+            "--server-version",
+            "0.4.2",
+            "--server-version",
+            "0.4.2",
+        ],
+        &[],
+    );
+    assert_exit(&twice, 64);
+    let url = continuity_with(
+        &[
+            "run",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--server-version",
+            "0.4.0",
+            "--server-version",
+            "0.4.2",
+        ],
+        &[],
+    );
+    assert_exit(&url, 64);
 }

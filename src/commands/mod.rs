@@ -20,6 +20,7 @@ mod gate;
 mod merge;
 mod progress;
 mod stack;
+mod versions;
 
 pub use merge::{baseline, merge};
 use progress::{print_progress, spawn_signal_handler, wait_true};
@@ -275,14 +276,26 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         scenarios,
         run_dir: run_dir.clone(),
         server_version: None,
+        axis_version: None,
         logs: Vec::new(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);
 
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let format = args.message_format;
+    let mut on_event = move |event: RunEvent| match format {
+        MessageFormat::Human => print_progress(&event, color),
+        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    };
+    let versions = distinct_versions(&args.server_version)?;
     let mut stack = None;
+    let mut joined = None;
     match base_url {
+        Some(_) if versions.len() > 1 => {
+            return Err(usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+        }
         Some(url) => {
             plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
@@ -313,7 +326,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             }
             let options = StackOptions {
                 run_dir: run_dir.join("stack"),
-                server_version: args.server_version.clone(),
+                server_version: versions[0].clone(),
                 agent_program: std::env::current_exe()
                     .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
                 only: args.targets.clone(),
@@ -343,39 +356,54 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 x.check_names(&names, &scenario_names(&plan.scenarios))
                     .map_err(|e| usage(e.to_string()))?;
             }
-            let mut progress = |line: &str| eprintln!("stack: {line}");
-            let mut up = tokio::select! {
-                up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
-                _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
-            };
-            plan.base_url = up.base_url.clone();
-            plan.targets = std::mem::take(&mut up.targets);
-            plan.skipped_targets = std::mem::take(&mut up.skipped);
-            plan.server_version = up.server_version.clone();
-            plan.logs = up.logs(&run_dir);
-            if let Some(factory) = up.persist_factory.clone() {
-                if persist.is_none() {
-                    plan.persist = PersistChoice::Custom("rivet".into());
-                    plan.persist_factory = Some(factory);
+            if versions.len() > 1 {
+                joined = Some(
+                    versions::run_versions(
+                        &mut plan,
+                        &options,
+                        &versions,
+                        persist.is_none(),
+                        cancel_rx.clone(),
+                        &mut on_event,
+                        &run_dir,
+                    )
+                    .await?,
+                );
+            } else {
+                let mut progress = |line: &str| eprintln!("stack: {line}");
+                let mut up = tokio::select! {
+                    up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
+                    _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
+                };
+                plan.base_url = up.base_url.clone();
+                plan.targets = std::mem::take(&mut up.targets);
+                plan.skipped_targets = std::mem::take(&mut up.skipped);
+                plan.server_version = up.server_version.clone();
+                plan.logs = up.logs(&run_dir);
+                if let Some(factory) = up.persist_factory.clone() {
+                    if persist.is_none() {
+                        plan.persist = PersistChoice::Custom("rivet".into());
+                        plan.persist_factory = Some(factory);
+                    }
                 }
+                stack = Some(up);
             }
-            stack = Some(up);
         }
     }
 
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let format = args.message_format;
-    let mut on_event = move |event: RunEvent| match format {
-        MessageFormat::Human => print_progress(&event, color),
-        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    let mut report = match joined {
+        Some(report) => report,
+        None => {
+            let report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
+            for target in &mut plan.targets {
+                target.shutdown().await;
+            }
+            if let Some(mut stack) = stack {
+                stack.down().await;
+            }
+            report
+        }
     };
-    let mut report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
-    for target in &mut plan.targets {
-        target.shutdown().await;
-    }
-    if let Some(mut stack) = stack {
-        stack.down().await;
-    }
     if let Some(x) = &expectations {
         x.judge(&mut report, gate::options(&args.gate));
     }
@@ -384,6 +412,22 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         events::emit(&events::run_finished_json(&report, &run_dir, code));
     }
     Ok(code)
+}
+
+/// The `--server-version` values, each once; several make a version axis.
+fn distinct_versions(given: &[String]) -> Result<Vec<String>, Failure> {
+    let mut versions: Vec<String> = Vec::new();
+    for v in given {
+        let v = v.trim();
+        if v.is_empty() {
+            return Err(usage("--server-version: empty version"));
+        }
+        if versions.iter().any(|known| known == v) {
+            return Err(usage(format!("--server-version {v} is given twice")));
+        }
+        versions.push(v.to_string());
+    }
+    Ok(versions)
 }
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {

@@ -47,7 +47,8 @@ pub struct CellChange {
 
 /// Every cell of either report, in the candidate's order then the baseline's leftovers.
 pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
-    let key = |c: &Cell| (c.target.clone(), c.scenario.clone(), c.attempt);
+    // A v2 cell holds all its attempts: target × scenario (× version) is the key.
+    let key = |c: &Cell| c.key();
     let mut rows = Vec::new();
     for cell in &candidate.cells {
         let before = baseline.cells.iter().find(|b| key(b) == key(cell));

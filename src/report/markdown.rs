@@ -17,6 +17,10 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         scenario_section(&mut out, report, scenario);
     }
+    if let Some(versions) = super::versions::render_version_comparison(report) {
+        out.push('\n');
+        out.push_str(&versions);
+    }
     if report.run.expect_file.is_some() {
         out.push('\n');
         expectations_section(&mut out, report);

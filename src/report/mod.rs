@@ -13,6 +13,7 @@ pub mod merge;
 pub mod model;
 pub mod table;
 pub mod upgrade;
+pub mod versions;
 pub mod write;
 
 pub use junit::render_junit;
