@@ -314,6 +314,37 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
         "{junit}"
     );
 
+    // --repeat: attempts that disagree make the cell flaky too (none of them a retry).
+    let scenarios = flaky_scenario(&s, "k4");
+    let (run, out) = s.run(
+        "repeat",
+        &[
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--repeat",
+            "3",
+        ],
+    );
+    assert_exit(&run, 0);
+    let c = cell(&report(&out), "agent", "first-try").clone();
+    assert_eq!(c["verdict"], "flaky");
+    let verdicts: Vec<(&Value, &Value)> = c["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (&a["verdict"], &a["retry"]))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (&Value::from("fail"), &Value::from(false)),
+            (&Value::from("pass"), &Value::from(false)),
+            (&Value::from("pass"), &Value::from(false)),
+        ]
+    );
+    let rate = c["passRate"].as_f64().unwrap();
+    assert!((rate - 2.0 / 3.0).abs() < 1e-9, "{rate}");
+
     // Without retries the same first-time fault is a plain failure.
     let scenarios = flaky_scenario(&s, "k3");
     let (run, out) = s.run(

@@ -263,3 +263,20 @@ fn the_seed_scripts_environment_becomes_a_command_target() {
         "{e}"
     );
 }
+
+#[test]
+fn gating_keys_in_the_run_table() {
+    let config = parse("[run]\nexpect = \"ci/expect.toml\"\nretries = 2\n").unwrap();
+    assert_eq!(config.run.expect, Some(PathBuf::from("ci/expect.toml")));
+    assert_eq!(config.run.retries, Some(2));
+    let e = error("[run]\nretries = -1\n");
+    assert!(
+        e.contains("continuity.toml:2") && e.contains("run.retries"),
+        "{e}"
+    );
+    let e = error("[run]\n\nexpect = \"\"\n");
+    assert!(
+        e.contains("continuity.toml:3") && e.contains("run.expect"),
+        "{e}"
+    );
+}
