@@ -7,6 +7,7 @@ pub mod compare;
 pub mod expect;
 pub mod gate;
 pub mod github;
+pub mod judgement;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
