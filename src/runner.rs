@@ -7,19 +7,22 @@
 //! it never prints or renders.
 
 use crate::partition::{cell_name, Partition};
-use crate::persist::{PersistDriver, SqliteDriver};
+use crate::persist::PersistDriver;
 use crate::report::attempts::aggregate;
 use crate::report::{
-    Attempt, Cell, FlakyResult, LogFile, Report, RestartTiming, RunInfo, Totals, Verdict, SCHEMA_ID,
+    Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
 };
-use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
+use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::Target;
-use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
+
+mod attempts;
+
+use attempts::{run_attempts, skipped_attempt, CellId};
 
 /// Which session store each cell gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -133,23 +136,6 @@ pub enum RunError {
     Unreachable { url: String, cause: String },
 }
 
-/// Wraps a target so the scenario executor can restart it.
-struct TargetRestarter<'a>(&'a mut Target);
-
-#[async_trait]
-impl Restarter for TargetRestarter<'_> {
-    async fn restart(&mut self) -> RestartReport {
-        let outcome = self.0.restart().await;
-        RestartReport {
-            ok: outcome.ok,
-            action: self.0.kind().to_string(),
-            restart_ms: outcome.restart_ms,
-            ready_ms: outcome.ready_ms,
-            detail: outcome.detail,
-        }
-    }
-}
-
 /// Checks the server answers `/v1/health` before any cell runs.
 pub async fn preflight(base_url: &str, token: Option<&Secret>) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
@@ -240,49 +226,16 @@ pub async fn run(
             }
             index += 1;
             let target_name = plan.targets[t].name.clone();
-            let mut attempts: Vec<Attempt> = Vec::new();
-            'attempts: for _ in 0..plan.repeat {
-                let mut retries_left = plan.retries;
-                let mut retry = false;
-                loop {
-                    if *cancel.borrow() || Instant::now() >= deadline {
-                        interrupted = true;
-                        break 'attempts;
-                    }
-                    sequence += 1;
-                    let number = attempts.len() as u32 + 1;
-                    on_event(RunEvent::CellStarted {
-                        index,
-                        total,
-                        target: target_name.clone(),
-                        scenario: scenario.name.clone(),
-                        attempt: number,
-                    });
-                    let mut attempt = tokio::select! {
-                        attempt = run_one(plan, t, scenario, number, sequence) => attempt,
-                        _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'attempts; }
-                        _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'attempts; }
-                    };
-                    attempt.retry = retry;
-                    let again = matches!(attempt.verdict, Verdict::Fail | Verdict::Error)
-                        && retries_left > 0;
-                    if again {
-                        on_event(RunEvent::Retrying {
-                            index,
-                            total,
-                            attempt: Box::new(attempt.clone()),
-                            target: target_name.clone(),
-                            scenario: scenario.name.clone(),
-                        });
-                    }
-                    attempts.push(attempt);
-                    if !again {
-                        break;
-                    }
-                    retries_left -= 1;
-                    retry = true;
-                }
-            }
+            let cell_id = CellId {
+                index,
+                total,
+                target: t,
+                scenario,
+            };
+            let attempts =
+                run_attempts(plan, &cell_id, &mut sequence, &cancel, deadline, on_event).await;
+            interrupted = attempts.interrupted;
+            let attempts = attempts.attempts;
             // An interrupted cell keeps the attempts that finished: nothing run is lost.
             if !attempts.is_empty() {
                 let version = plan.axis_version.clone();
@@ -353,100 +306,6 @@ fn selection(plan: &RunPlan, all_targets: &[String]) -> Vec<bool> {
     }
 }
 
-async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
-    let _ = cancel.wait_for(|c| *c).await;
-}
-
 fn skipped_cell(target: &str, scenario: &str, reason: &str) -> Cell {
     aggregate(target, scenario, None, vec![skipped_attempt(1, reason)])
-}
-
-fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
-    Attempt {
-        attempt,
-        retry: false,
-        verdict: Verdict::Skipped,
-        failure_boundary: None,
-        reason: Some(reason.into()),
-        duration_ms: 0,
-        phases: Vec::new(),
-        restarts: Vec::new(),
-    }
-}
-
-async fn run_one(
-    plan: &mut RunPlan,
-    t: usize,
-    scenario: &Scenario,
-    attempt: u32,
-    index: usize,
-) -> Attempt {
-    let target_name = plan.targets[t].name.clone();
-    let key = format!("{}-{index}", plan.id);
-    let store: Result<CellStore, String> = match &plan.persist {
-        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
-        PersistChoice::Sqlite => {
-            let dir = plan.run_dir.join("persist");
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-                .and_then(|()| {
-                    let file = dir.join(format!(
-                        "{index:03}-{target_name}-{}-{attempt}.db",
-                        scenario.name
-                    ));
-                    SqliteDriver::open(file)
-                        .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(|e| e.to_string())
-                })
-        }
-        PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key).map(CellStore::Shared),
-            None => Err(format!("no factory for persist driver {name}")),
-        },
-    };
-    let store = match store {
-        Ok(p) => p,
-        Err(reason) => {
-            let mut failed = skipped_attempt(attempt, &reason);
-            failed.verdict = Verdict::Error;
-            return failed;
-        }
-    };
-    let settings = CellSettings {
-        base_url: plan.base_url.clone(),
-        token: plan.token.clone(),
-        headers: plan.headers.clone(),
-        agent: plan.agent.clone(),
-        default_timeout: plan.timeout,
-        session_suffix: key,
-        store,
-    };
-    let mut restarter = TargetRestarter(&mut plan.targets[t]);
-    let run = run_cell(scenario, &settings, &mut restarter).await;
-    let restart_phases: Vec<String> = run
-        .phases
-        .iter()
-        .filter(|p| p.step == "restart")
-        .map(|p| p.name.clone())
-        .collect();
-    let restarts = run
-        .restarts
-        .into_iter()
-        .zip(
-            restart_phases
-                .into_iter()
-                .chain(std::iter::repeat(String::new())),
-        )
-        .map(|(r, phase)| RestartTiming { phase, ..r })
-        .collect();
-    Attempt {
-        attempt,
-        retry: false,
-        verdict: run.verdict,
-        failure_boundary: run.failure_boundary,
-        reason: None,
-        duration_ms: run.duration_ms,
-        phases: run.phases,
-        restarts,
-    }
 }
