@@ -251,3 +251,42 @@ fn default_run_dir_is_timestamp_then_id() {
         root.join("20261129T120102Z-___x")
     );
 }
+
+/// The fixture judged against the known bug (expected) and an entry that
+/// the errored gateway cell contradicts (changed).
+fn judged_report() -> Report {
+    let mut r = fixture::report();
+    let text = r#"
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "fail"
+boundary = "promptSameHandleAfterRestart"
+signature = "http 400 invalid_request"
+reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+
+[[expect]]
+target = "gateway"
+verdict = "pass"
+reason = "nginx restarts are transparent"
+"#;
+    expect::Expectations::parse(std::path::Path::new("ci/expect.toml"), text)
+        .expect("parses")
+        .judge(&mut r, expect::GateOptions::default());
+    r
+}
+
+#[test]
+fn judged_text_snapshot() {
+    insta::assert_snapshot!(render_text(&judged_report(), false));
+}
+
+#[test]
+fn judged_markdown_snapshot() {
+    insta::assert_snapshot!(render_markdown(&judged_report()));
+}
+
+#[test]
+fn step_summary_snapshot() {
+    insta::assert_snapshot!(github::render_step_summary(&judged_report(), "run-1"));
+}
