@@ -21,7 +21,15 @@ pub(super) fn load_expectations(
         .transpose()
 }
 
-pub(super) fn options(gate: &GateArgs) -> GateOptions {
+/// Judges the report, warning about entries that never get to decide.
+pub(super) fn judge(expectations: &Expectations, report: &mut Report, gate: &GateArgs) {
+    for warning in expectations.shadowed(report) {
+        eprintln!("warning: {warning}");
+    }
+    expectations.judge(report, options(gate));
+}
+
+fn options(gate: &GateArgs) -> GateOptions {
     GateOptions {
         allow_fixed: gate.allow_fixed,
         flaky_result: gate.flaky_result.into(),

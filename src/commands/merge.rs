@@ -52,7 +52,7 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
     if let Some(x) = &expectations {
         x.check_names(&report.run.targets, &report.run.scenarios)
             .map_err(|e| usage(e.to_string()))?;
-        x.judge(&mut report, gate::options(&args.gate));
+        gate::judge(x, &mut report, &args.gate);
     } else {
         report.run.flaky_result = args.gate.flaky_result.into();
     }

@@ -405,7 +405,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         }
     };
     if let Some(x) = &expectations {
-        x.judge(&mut report, gate::options(&args.gate));
+        gate::judge(x, &mut report, &args.gate);
     }
     let code = gate::finish(&report, &run_dir, format, args.partition.is_some())?;
     if format == MessageFormat::Json {

@@ -14,7 +14,8 @@
 //! server_version = ">=0.4.2, <0.5"       # optional semver requirement
 //! ```
 //!
-//! The first entry that matches a cell decides.
+//! The first entry that matches a cell decides; an entry that never gets to
+//! decide is reported by [`Expectations::shadowed`].
 
 use std::path::{Path, PathBuf};
 
@@ -199,13 +200,47 @@ impl Expectations {
     pub fn judge(&self, report: &mut Report, options: GateOptions) {
         let run_version = report.run.server_version.clone();
         for cell in &mut report.cells {
-            let version = cell.server_version.as_deref().or(run_version.as_deref());
+            let version = cell_version(cell, run_version.as_deref());
             let entry = self.entries.iter().find(|e| e.matches(cell, version));
             cell.expectation = Some(judge_cell(cell, entry, &self.path, options));
         }
         report.run.expect_file = Some(self.path.display().to_string());
         report.run.allow_fixed = options.allow_fixed;
         report.run.flaky_result = options.flaky_result;
+    }
+}
+
+impl Expectations {
+    /// Entries that match cells of `report` but decide none of them, because
+    /// earlier entries match those cells first: almost always an ordering
+    /// mistake (a catch-all written before the specific entries). A warning,
+    /// not an error: the judgement itself is well defined.
+    pub fn shadowed(&self, report: &Report) -> Vec<String> {
+        let run_version = report.run.server_version.as_deref();
+        let deciding = |cell: &Cell| {
+            self.entries
+                .iter()
+                .position(|e| e.matches(cell, cell_version(cell, run_version)))
+        };
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, entry)| {
+                let matched: Vec<&Cell> = report
+                    .cells
+                    .iter()
+                    .filter(|c| entry.matches(c, cell_version(c, run_version)))
+                    .collect();
+                !matched.is_empty() && matched.iter().all(|c| deciding(c) != Some(*i))
+            })
+            .map(|(_, entry)| {
+                format!(
+                    "{}:{}: this entry decides no cell: entries above it match all of its cells first (the first matching entry decides)",
+                    self.path.display(),
+                    entry.line
+                )
+            })
+            .collect()
     }
 }
 
@@ -229,6 +264,11 @@ impl Entry {
                     .is_some_and(|v| req.matches(&v)),
             }
     }
+}
+
+/// A cell's server version: its own on a version axis, else the run's.
+fn cell_version<'a>(cell: &'a Cell, run: Option<&'a str>) -> Option<&'a str> {
+    cell.server_version.as_deref().or(run)
 }
 
 /// The semver in a server version string: `0.4.2`, `v0.4.2`, `sandbox-agent 0.4.2`.

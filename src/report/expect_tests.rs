@@ -206,3 +206,18 @@ fn an_entry_that_matches_nothing_in_the_run_is_refused() {
         .check_names(&targets, &scenarios)
         .unwrap();
 }
+
+#[test]
+fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
+    let text = "[[expect]]\nverdict = \"pass\"\n\n[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\n";
+    let x = parse(text).unwrap();
+    let warnings = x.shadowed(&fixture::report());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("expect.toml:4:"), "{warnings:?}");
+    // In the right order nothing is shadowed; an entry for cells this run lacks is not either.
+    let fine = format!("{KNOWN_BUG}\n[[expect]]\nverdict = \"pass\"\n[[expect]]\ntarget = \"agent\"\nverdict = \"pass\"\nserver_version = \"=0.3.0\"\n");
+    assert_eq!(
+        parse(&fine).unwrap().shadowed(&fixture::report()),
+        Vec::<String>::new()
+    );
+}
