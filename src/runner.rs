@@ -97,13 +97,15 @@ impl Unavailable {
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
-    /// Before the first cell: how many cells this run (or shard) holds.
+    /// Before the first cell: how many cells this run (or shard) holds. On
+    /// a version axis, once per version, with that version.
     RunStarted {
         id: String,
         total: usize,
         targets: Vec<String>,
         scenarios: Vec<String>,
         partition: Option<String>,
+        server_version: Option<String>,
     },
     /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {
@@ -197,6 +199,7 @@ pub async fn run(
         targets: all_targets.clone(),
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         partition: plan.partition.map(|p| p.to_string()),
+        server_version: plan.axis_version.clone(),
     });
     let mut index = 0;
     for (u, unavailable) in plan.skipped_targets.iter().enumerate() {

@@ -17,6 +17,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             targets,
             scenarios,
             partition,
+            server_version,
         } => json!({
             "type": "run-started",
             "id": id,
@@ -24,6 +25,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "targets": targets,
             "scenarios": scenarios,
             "partition": partition,
+            "serverVersion": server_version,
         }),
         RunEvent::CellStarted {
             index,
