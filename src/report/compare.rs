@@ -40,6 +40,8 @@ pub struct CellChange {
     pub target: String,
     pub scenario: String,
     pub attempt: u32,
+    /// On a version axis, the version both cells carry.
+    pub server_version: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -56,6 +58,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             target: cell.target.clone(),
             scenario: cell.scenario.clone(),
             attempt: cell.attempt,
+            server_version: cell.server_version.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -70,6 +73,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
                 target: cell.target.clone(),
                 scenario: cell.scenario.clone(),
                 attempt: cell.attempt,
+                server_version: cell.server_version.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -129,10 +133,10 @@ pub fn render_comparison(
     let mut table = super::table::new_table(color);
     table.set_header(["target", "scenario", "baseline", "candidate", "change"]);
     for row in rows {
-        let label = if row.attempt > 1 {
-            format!("{} #{}", row.target, row.attempt)
-        } else {
-            row.target.clone()
+        // A v2 cell holds all its attempts: the row is the cell, not an attempt.
+        let label = match &row.server_version {
+            Some(v) => format!("{} @ {v}", row.target),
+            None => row.target.clone(),
         };
         let mut change = TableCell::new(row.change.as_str());
         if color {
