@@ -18,7 +18,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 every cell passed, 1 a cell failed, 2 the run could not be completed, 64 bad usage or config.";
+const EXIT_CODES: &str = "Exit codes: 0 every cell passed (with --expect: every cell as expected), 1 a cell failed (or is not as expected), 2 the run could not be completed, 64 bad usage or config.";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -41,6 +41,18 @@ pub enum Command {
         /// Accept a candidate that lacks cells of the baseline (e.g. a run filtered with --target).
         #[arg(long)]
         allow_missing: bool,
+    },
+    /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
+    Merge(MergeArgs),
+    /// Print an expectations file (for --expect) that records a finished run's verdicts.
+    Baseline {
+        /// A run folder or its report.json.
+        run: PathBuf,
+    },
+    /// Print a shell completion script: `continuity completions bash > /etc/bash_completion.d/continuity`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Bring the local stack up or down by hand.
     Stack {
@@ -89,6 +101,58 @@ pub struct Sources {
     pub scenarios_dir: Option<PathBuf>,
 }
 
+/// How a run is judged: expectations, fixed and flaky cells.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GateArgs {
+    /// Judge cells against this expectations file (known results): exit 0 when every cell is as expected.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// With --expect, a cell that passes against an expected failure does not fail the run.
+    #[arg(long)]
+    pub allow_fixed: bool,
+    /// Whether a flaky cell (attempts disagree) counts as passed (with a warning) or failed.
+    #[arg(long, value_enum, value_name = "RESULT", default_value = "pass")]
+    pub flaky_result: FlakyResultArg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlakyResultArg {
+    #[default]
+    Pass,
+    Fail,
+}
+
+impl From<FlakyResultArg> for crate::report::FlakyResult {
+    fn from(arg: FlakyResultArg) -> Self {
+        match arg {
+            FlakyResultArg::Pass => crate::report::FlakyResult::Pass,
+            FlakyResultArg::Fail => crate::report::FlakyResult::Fail,
+        }
+    }
+}
+
+/// What `run` writes on stdout while it goes.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageFormat {
+    /// Progress on stderr, the tables on stdout.
+    #[default]
+    Human,
+    /// One JSON object per line on stdout (run-started, cell-started, cell-finished, run-finished); the tables on stderr.
+    Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Folder for the merged run (must not hold a report yet).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The shard runs: run folders or their report.json.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersistArg {
     /// A SQLite file per cell in the run folder: clients of a cell share history.
@@ -124,9 +188,20 @@ pub struct RunArgs {
     /// Deadline of the whole run, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub overall_timeout_ms: Option<u64>,
-    /// Run every target × scenario cell this many times.
+    /// Run every target × scenario cell this many times; attempts that disagree make the cell flaky.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
+    /// Run a failed attempt again up to N times; a pass on retry makes the cell flaky.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retries: Option<u32>,
+    /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest); merge shards with `continuity merge`.
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
+    pub partition: Option<crate::partition::Partition>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// `json`: one JSON object per line on stdout while the run goes (the tables go to stderr).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub message_format: MessageFormat,
     /// Only these targets (repeatable).
     #[arg(long = "target", value_name = "NAME")]
     pub targets: Vec<String>,
@@ -142,9 +217,9 @@ pub struct RunArgs {
     /// Session store of each cell.
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Option<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0).
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: one stack per version, one matrix.
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
-    pub server_version: String,
+    pub server_version: Vec<String>,
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
@@ -172,7 +247,17 @@ mod tests {
             .collect();
         assert_eq!(
             commands,
-            ["run", "validate", "list", "compare", "stack", "help"]
+            [
+                "run",
+                "validate",
+                "list",
+                "compare",
+                "merge",
+                "baseline",
+                "completions",
+                "stack",
+                "help"
+            ]
         );
     }
 

@@ -17,6 +17,7 @@ pub mod console;
 pub mod diagnose;
 pub mod exit_codes;
 pub mod http;
+pub mod partition;
 pub mod persist;
 pub mod report;
 pub mod runner;

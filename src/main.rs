@@ -50,6 +50,18 @@ fn main() -> ExitCode {
                 candidate,
                 allow_missing,
             } => commands::compare(&baseline, &candidate, allow_missing),
+            Command::Merge(args) => commands::merge(args),
+            Command::Baseline { run } => commands::baseline(&run).map(|out| {
+                console::out(&out);
+                exit_codes::OK
+            }),
+            Command::Completions { shell } => {
+                use clap::CommandFactory;
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "continuity", &mut script);
+                console::out(&String::from_utf8_lossy(&script));
+                Ok(exit_codes::OK)
+            }
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),

@@ -1,18 +1,28 @@
-//! The runner: targets × scenarios × repeats → cells, one after another
-//! (restarts interfere), each with fresh clients and its own persist store.
+//! The runner: targets × scenarios → cells, one after another (restarts
+//! interfere); each cell runs `repeat` attempts, a failed one again up to
+//! `retries` times, each attempt with fresh clients and its own persist
+//! store, and the attempts fold into one cell (`flaky` when they disagree).
+//! With a partition, only that shard's cells run.
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report;
 //! it never prints or renders.
 
-use crate::persist::{PersistDriver, SqliteDriver};
-use crate::report::{Cell, LogFile, Report, RestartTiming, RunInfo, Totals, Verdict, SCHEMA_ID};
-use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
+use crate::partition::{cell_name, Partition};
+use crate::persist::PersistDriver;
+use crate::report::attempts::aggregate;
+use crate::report::{
+    Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
+};
+use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::Target;
-use async_trait::async_trait;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
+
+mod attempts;
+
+use attempts::{run_attempts, skipped_attempt, CellId};
 
 /// Which session store each cell gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +48,11 @@ pub struct RunPlan {
     pub timeout: Duration,
     pub overall_timeout: Duration,
     pub repeat: u32,
+    /// A failed attempt runs again up to this many times; a later pass makes the cell flaky.
+    pub retries: u32,
+    pub flaky_result: FlakyResult,
+    /// Run only this shard of the matrix.
+    pub partition: Option<Partition>,
     pub persist: PersistChoice,
     /// Used when `persist` is `Custom`.
     pub persist_factory: Option<PersistFactory>,
@@ -47,6 +62,8 @@ pub struct RunPlan {
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
     pub server_version: Option<String>,
+    /// On a version axis (several `--server-version`): the version every cell of this run carries.
+    pub axis_version: Option<String>,
     pub logs: Vec<LogFile>,
 }
 
@@ -80,6 +97,17 @@ impl Unavailable {
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
+    /// Before the first cell: how many cells this run (or shard) holds. On
+    /// a version axis, once per version, with that version.
+    RunStarted {
+        id: String,
+        total: usize,
+        targets: Vec<String>,
+        scenarios: Vec<String>,
+        partition: Option<String>,
+        server_version: Option<String>,
+    },
+    /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {
         index: usize,
         total: usize,
@@ -87,6 +115,15 @@ pub enum RunEvent {
         scenario: String,
         attempt: u32,
     },
+    /// An attempt that did not pass and will run again (`--retries`).
+    Retrying {
+        index: usize,
+        total: usize,
+        attempt: Box<Attempt>,
+        target: String,
+        scenario: String,
+    },
+    /// A cell with all its attempts, exactly as `report.json` holds it.
     CellFinished {
         index: usize,
         total: usize,
@@ -113,23 +150,6 @@ fn rejection(url: &str, status: u16, sent_token: bool) -> String {
         format!("sandbox-agent rejected the token (HTTP {status}) at {url}: check the variable --token-env (or SA_TOKEN) names")
     } else {
         format!("sandbox-agent wants a token (HTTP {status}) at {url}: set SA_TOKEN, or name the variable that holds it with --token-env")
-    }
-}
-
-/// Wraps a target so the scenario executor can restart it.
-struct TargetRestarter<'a>(&'a mut Target);
-
-#[async_trait]
-impl Restarter for TargetRestarter<'_> {
-    async fn restart(&mut self) -> RestartReport {
-        let outcome = self.0.restart().await;
-        RestartReport {
-            ok: outcome.ok,
-            action: self.0.kind().to_string(),
-            restart_ms: outcome.restart_ms,
-            ready_ms: outcome.ready_ms,
-            detail: outcome.detail,
-        }
     }
 }
 
@@ -190,21 +210,66 @@ pub async fn run(
     let deadline = started + plan.overall_timeout;
     let mut cells = Vec::new();
     let mut interrupted = false;
-    let total = (plan.targets.len() + plan.skipped_targets.len())
-        * plan.scenarios.len()
-        * plan.repeat as usize;
+    let all_targets: Vec<String> = plan
+        .skipped_targets
+        .iter()
+        .map(|u| u.name.clone())
+        .chain(plan.targets.iter().map(|t| t.name.clone()))
+        .collect();
+    let selected = selection(plan, &all_targets);
+    let total = selected.iter().filter(|k| **k).count();
+    let per_target = plan.scenarios.len();
+    let is_selected = |t: usize, s: usize| selected[t * per_target + s];
+    on_event(RunEvent::RunStarted {
+        id: plan.id.clone(),
+        total,
+        targets: all_targets.clone(),
+        scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+        partition: plan.partition.map(|p| p.to_string()),
+        server_version: plan.axis_version.clone(),
+    });
     let mut index = 0;
-    for unavailable in &plan.skipped_targets {
-        for scenario in &plan.scenarios {
-            for attempt in 1..=plan.repeat {
-                index += 1;
-                let mut cell = skipped_cell(
-                    &unavailable.name,
-                    &scenario.name,
-                    attempt,
-                    &unavailable.reason,
-                );
-                cell.verdict = unavailable.verdict;
+    for (u, unavailable) in plan.skipped_targets.iter().enumerate() {
+        for (s, scenario) in plan.scenarios.iter().enumerate() {
+            if !is_selected(u, s) {
+                continue;
+            }
+            index += 1;
+            let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
+            cell.verdict = unavailable.verdict;
+            cell.server_version = plan.axis_version.clone();
+            on_event(RunEvent::CellFinished {
+                index,
+                total,
+                cell: Box::new(cell.clone()),
+            });
+            cells.push(cell);
+        }
+    }
+    let scenarios = plan.scenarios.clone();
+    let skipped = plan.skipped_targets.len();
+    let mut sequence = 0;
+    'cells: for t in 0..plan.targets.len() {
+        for (s, scenario) in scenarios.iter().enumerate() {
+            if !is_selected(skipped + t, s) {
+                continue;
+            }
+            index += 1;
+            let target_name = plan.targets[t].name.clone();
+            let cell_id = CellId {
+                index,
+                total,
+                target: t,
+                scenario,
+            };
+            let attempts =
+                run_attempts(plan, &cell_id, &mut sequence, &cancel, deadline, on_event).await;
+            interrupted = attempts.interrupted;
+            let attempts = attempts.attempts;
+            // An interrupted cell keeps the attempts that finished: nothing run is lost.
+            if !attempts.is_empty() {
+                let version = plan.axis_version.clone();
+                let cell = aggregate(&target_name, &scenario.name, version, attempts);
                 on_event(RunEvent::CellFinished {
                     index,
                     total,
@@ -212,36 +277,8 @@ pub async fn run(
                 });
                 cells.push(cell);
             }
-        }
-    }
-    let scenarios = plan.scenarios.clone();
-    'cells: for t in 0..plan.targets.len() {
-        for scenario in &scenarios {
-            for attempt in 1..=plan.repeat {
-                if *cancel.borrow() || Instant::now() >= deadline {
-                    interrupted = true;
-                    break 'cells;
-                }
-                index += 1;
-                let target_name = plan.targets[t].name.clone();
-                on_event(RunEvent::CellStarted {
-                    index,
-                    total,
-                    target: target_name.clone(),
-                    scenario: scenario.name.clone(),
-                    attempt,
-                });
-                let cell = tokio::select! {
-                    cell = run_one(plan, t, scenario, attempt, index) => cell,
-                    _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'cells; }
-                    _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'cells; }
-                };
-                on_event(RunEvent::CellFinished {
-                    index,
-                    total,
-                    cell: Box::new(cell.clone()),
-                });
-                cells.push(cell);
+            if interrupted {
+                break 'cells;
             }
         }
     }
@@ -266,113 +303,39 @@ pub async fn run(
                 PersistChoice::Memory => "memory".into(),
                 PersistChoice::Custom(name) => name.clone(),
             },
-            targets: plan
-                .skipped_targets
-                .iter()
-                .map(|u| u.name.clone())
-                .chain(plan.targets.iter().map(|t| t.name.clone()))
-                .collect(),
+            targets: all_targets,
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             interrupted,
             logs: plan.logs.clone(),
+            retries: plan.retries,
+            flaky_result: plan.flaky_result,
+            partition: plan.partition.map(|p| p.to_string()),
+            shards: Vec::new(),
+            expect_file: None,
+            allow_fixed: false,
         },
         cells,
         totals,
     }
 }
 
-async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
-    let _ = cancel.wait_for(|c| *c).await;
-}
-
-fn skipped_cell(target: &str, scenario: &str, attempt: u32, reason: &str) -> Cell {
-    Cell {
-        target: target.into(),
-        scenario: scenario.into(),
-        attempt,
-        verdict: Verdict::Skipped,
-        failure_boundary: None,
-        reason: Some(reason.into()),
-        duration_ms: 0,
-        phases: Vec::new(),
-        restarts: Vec::new(),
-    }
-}
-
-async fn run_one(
-    plan: &mut RunPlan,
-    t: usize,
-    scenario: &Scenario,
-    attempt: u32,
-    index: usize,
-) -> Cell {
-    let target_name = plan.targets[t].name.clone();
-    let key = format!("{}-{index}", plan.id);
-    let store: Result<CellStore, String> = match &plan.persist {
-        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
-        PersistChoice::Sqlite => {
-            let dir = plan.run_dir.join("persist");
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-                .and_then(|()| {
-                    let file = dir.join(format!(
-                        "{index:03}-{target_name}-{}-{attempt}.db",
-                        scenario.name
-                    ));
-                    SqliteDriver::open(file)
-                        .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(|e| e.to_string())
-                })
-        }
-        PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key).map(CellStore::Shared),
-            None => Err(format!("no factory for persist driver {name}")),
-        },
-    };
-    let store = match store {
-        Ok(p) => p,
-        Err(reason) => {
-            let mut cell = skipped_cell(&target_name, &scenario.name, attempt, &reason);
-            cell.verdict = Verdict::Error;
-            return cell;
-        }
-    };
-    let settings = CellSettings {
-        base_url: plan.base_url.clone(),
-        token: plan.token.clone(),
-        headers: plan.headers.clone(),
-        agent: plan.agent.clone(),
-        default_timeout: plan.timeout,
-        session_suffix: key,
-        store,
-    };
-    let mut restarter = TargetRestarter(&mut plan.targets[t]);
-    let run = run_cell(scenario, &settings, &mut restarter).await;
-    let restart_phases: Vec<String> = run
-        .phases
+/// Which target × scenario cells (targets in `all_targets` order, scenarios
+/// in plan order, row-major) this run holds.
+fn selection(plan: &RunPlan, all_targets: &[String]) -> Vec<bool> {
+    let names: Vec<String> = all_targets
         .iter()
-        .filter(|p| p.step == "restart")
-        .map(|p| p.name.clone())
+        .flat_map(|t| {
+            plan.scenarios
+                .iter()
+                .map(move |s| cell_name(t, &s.name, plan.axis_version.as_deref()))
+        })
         .collect();
-    let restarts = run
-        .restarts
-        .into_iter()
-        .zip(
-            restart_phases
-                .into_iter()
-                .chain(std::iter::repeat(String::new())),
-        )
-        .map(|(r, phase)| RestartTiming { phase, ..r })
-        .collect();
-    Cell {
-        target: target_name,
-        scenario: scenario.name.clone(),
-        attempt,
-        verdict: run.verdict,
-        failure_boundary: run.failure_boundary,
-        reason: None,
-        duration_ms: run.duration_ms,
-        phases: run.phases,
-        restarts,
+    match &plan.partition {
+        Some(p) => p.selects(&names),
+        None => vec![true; names.len()],
     }
+}
+
+fn skipped_cell(target: &str, scenario: &str, reason: &str) -> Cell {
+    aggregate(target, scenario, None, vec![skipped_attempt(1, reason)])
 }

@@ -99,7 +99,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let stdout = String::from_utf8_lossy(&run.stdout);
 
     let report = report(&out);
-    assert_eq!(report["schema"], "continuity.report/v1");
+    assert_eq!(report["schema"], "continuity.report/v2");
     assert_eq!(report["run"]["baseUrl"], s.base_url.as_str());
     assert_eq!(report["totals"]["cells"], 2);
 

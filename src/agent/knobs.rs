@@ -18,6 +18,9 @@ pub struct Knobs {
     pub delay_ms: u64,
     pub fault: Option<Fault>,
     pub load_session: bool,
+    /// `[[once:KEY]]`: this prompt's fault and delay apply only the first
+    /// time KEY is seen by this server's agents (a pass on retry, made on purpose).
+    pub once: Option<String>,
 }
 
 impl Fault {
@@ -68,6 +71,7 @@ impl Knobs {
             delay_ms,
             fault,
             load_session,
+            once: None,
         })
     }
 
@@ -80,7 +84,11 @@ impl Knobs {
                 break;
             };
             let directive = &rest[start + 2..start + 2 + len];
-            if let Some(ms) = directive.strip_prefix("delay:") {
+            if let Some(key) = directive.strip_prefix("once:") {
+                if !key.trim().is_empty() {
+                    turn.once = Some(key.trim().to_string());
+                }
+            } else if let Some(ms) = directive.strip_prefix("delay:") {
                 if let Ok(ms) = ms.trim().parse() {
                     turn.delay_ms = ms;
                 }
@@ -123,7 +131,8 @@ mod tests {
             Knobs {
                 delay_ms: 250,
                 fault: Some(Fault::Exit(3)),
-                load_session: true
+                load_session: true,
+                once: None,
             }
         );
     }
@@ -154,5 +163,9 @@ mod tests {
             Some(Fault::Malformed)
         );
         assert_eq!(base.for_prompt("plain [[nonsense]] [[unclosed").fault, None);
+        let once = base.for_prompt("[[exit:3]] [[once:first-try]]");
+        assert_eq!(once.once.as_deref(), Some("first-try"));
+        assert_eq!(once.fault, Some(Fault::Exit(3)));
+        assert_eq!(base.for_prompt("[[once: ]]").once, None);
     }
 }

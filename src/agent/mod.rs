@@ -14,6 +14,10 @@
 //! `CONTINUITY_AGENT_DELAY_MS=N` / `[[delay:N]]`, `CONTINUITY_AGENT_FAULT=hang`
 //! / `[[hang]]`, `exit:CODE` / `[[exit:CODE]]` (after the chunk, before the
 //! answer), `malformed` / `[[malformed]]` (a non-JSON line before the answer).
+//! `[[once:KEY]]` makes the prompt's fault and delay apply only the first
+//! time KEY is seen: keys seen are lines of `CONTINUITY_AGENT_ONCE_FILE`
+//! (default: the state file's path plus `.once`), which outlives agent
+//! processes, so a cell fails its first attempt and passes its retry.
 //! `CONTINUITY_AGENT_LOAD_SESSION=1` enables `session/load`;
 //! `CONTINUITY_AGENT_STATE=FILE` keeps sessions; `CONTINUITY_AGENT_RECORD=FILE`
 //! appends every message received, one JSON line each, for tests to read.
@@ -43,6 +47,7 @@ struct Sessions {
 struct Agent {
     knobs: Knobs,
     state_file: Option<PathBuf>,
+    once_file: Option<PathBuf>,
     record_file: Option<PathBuf>,
     sessions: Mutex<Sessions>,
     out: Mutex<std::io::Stdout>,
@@ -65,8 +70,18 @@ pub async fn run() -> i32 {
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
+    let once_file = std::env::var_os("CONTINUITY_AGENT_ONCE_FILE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            state_file.as_ref().map(|p| {
+                let mut name = p.as_os_str().to_owned();
+                name.push(".once");
+                PathBuf::from(name)
+            })
+        });
     let agent = Arc::new(Agent {
         knobs,
+        once_file,
         state_file,
         record_file: std::env::var_os("CONTINUITY_AGENT_RECORD").map(PathBuf::from),
         sessions: Mutex::new(sessions),
@@ -240,7 +255,7 @@ impl Agent {
             history.push(text.clone());
         }
         self.save();
-        let turn = self.knobs.for_prompt(&text);
+        let turn = self.first_time_only(self.knobs.for_prompt(&text));
         let (cancel_tx, cancel_rx) = oneshot::channel();
         lock(&self.in_flight).insert(session.clone(), cancel_tx);
         let cancelled = tokio::select! {
@@ -262,6 +277,34 @@ impl Agent {
             _ => {}
         }
         self.reply(id, json!({"stopReason": "end_turn"}));
+    }
+}
+
+impl Agent {
+    /// A `[[once:KEY]]` turn misbehaves only if KEY was never seen; the key
+    /// is recorded before the fault plays, so an `exit` fault still counts.
+    fn first_time_only(&self, mut turn: Knobs) -> Knobs {
+        let (Some(key), Some(file)) = (turn.once.clone(), self.once_file.as_ref()) else {
+            return turn;
+        };
+        let seen = std::fs::read_to_string(file).unwrap_or_default();
+        if seen.lines().any(|line| line == key) {
+            turn.fault = None;
+            turn.delay_ms = 0;
+            return turn;
+        }
+        let recorded = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| writeln!(f, "{key}").and_then(|()| f.sync_all()));
+        if let Err(e) = recorded {
+            eprintln!(
+                "continuity agent: cannot record once key in {}: {e}",
+                file.display()
+            );
+        }
+        turn
     }
 }
 

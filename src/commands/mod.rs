@@ -1,10 +1,10 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{PersistArg, RivetSaveArg, RunArgs, Sources};
+use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config, PersistKind};
 use crate::exit_codes;
-use crate::report::{self, LogFile, Report, Verdict};
+use crate::report::{self, LogFile, Report};
 use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
@@ -14,10 +14,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
+mod events;
+mod gate;
+mod merge;
 mod progress;
 mod settings;
 mod stack;
+mod versions;
 
+pub use merge::{baseline, merge};
 use progress::{print_progress, spawn_signal_handler, wait_true};
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -169,7 +174,7 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
 }
 
 /// Reads a run's report: a run folder or the report.json itself.
-fn load_report(path: &Path) -> Result<Report, Failure> {
+pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
     let file = if path.is_dir() {
         path.join("report.json")
     } else {
@@ -217,7 +222,7 @@ pub fn compare(baseline: &Path, candidate: &Path, allow_missing: bool) -> Result
     })
 }
 
-fn short_id() -> String {
+pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
@@ -270,6 +275,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             .or(run_defaults.overall_timeout)
             .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
         repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
+        retries: args.retries.or(run_defaults.retries).unwrap_or(0),
+        flaky_result: args.gate.flaky_result.into(),
+        partition: args.partition,
         persist: match persist {
             Some(PersistKind::Memory) => PersistChoice::Memory,
             _ => PersistChoice::Sqlite,
@@ -280,13 +288,26 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         scenarios,
         run_dir: run_dir.clone(),
         server_version: None,
+        axis_version: None,
         logs: Vec::new(),
     };
+    let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);
 
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let format = args.message_format;
+    let mut on_event = move |event: RunEvent| match format {
+        MessageFormat::Human => print_progress(&event, color),
+        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    };
+    let versions = distinct_versions(&args.server_version)?;
     let mut stack = None;
+    let mut joined = None;
     match base_url {
+        Some(_) if versions.len() > 1 => {
+            return Err(usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+        }
         Some(url) => {
             plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
@@ -294,6 +315,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            if let Some(x) = &expectations {
+                let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+                x.check_names(&names, &scenario_names(&plan.scenarios))
+                    .map_err(|e| usage(e.to_string()))?;
+            }
             for target in &mut plan.targets {
                 // Probes of the server itself need the token the server wants.
                 target.authorize_probes(&plan.base_url, plan.token.as_ref(), &plan.headers);
@@ -316,7 +342,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             }
             let options = StackOptions {
                 run_dir: run_dir.join("stack"),
-                server_version: args.server_version.clone(),
+                server_version: versions[0].clone(),
                 agent_program: std::env::current_exe()
                     .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
                 only: args.targets.clone(),
@@ -337,73 +363,91 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     )));
                 }
             }
-            let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
-            let mut up = tokio::select! {
-                up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
-                _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
-            };
-            plan.base_url = up.base_url.clone();
-            plan.targets = std::mem::take(&mut up.targets);
-            plan.skipped_targets = std::mem::take(&mut up.skipped);
-            plan.server_version = up.server_version.clone();
-            plan.logs = up.logs(&run_dir);
-            if let Some(factory) = up.persist_factory.clone() {
-                if persist.is_none() {
-                    plan.persist = PersistChoice::Custom("rivet".into());
-                    plan.persist_factory = Some(factory);
-                }
+            if let Some(x) = &expectations {
+                let names: Vec<String> = crate::stack::local::TARGETS
+                    .iter()
+                    .map(|(n, _)| n.to_string())
+                    .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+                    .collect();
+                x.check_names(&names, &scenario_names(&plan.scenarios))
+                    .map_err(|e| usage(e.to_string()))?;
             }
-            stack = Some(up);
+            if versions.len() > 1 {
+                joined = Some(
+                    versions::run_versions(
+                        &mut plan,
+                        &options,
+                        &versions,
+                        persist.is_none(),
+                        cancel_rx.clone(),
+                        &mut on_event,
+                        &run_dir,
+                    )
+                    .await?,
+                );
+            } else {
+                let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
+                let mut up = tokio::select! {
+                    up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
+                    _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
+                };
+                plan.base_url = up.base_url.clone();
+                plan.targets = std::mem::take(&mut up.targets);
+                plan.skipped_targets = std::mem::take(&mut up.skipped);
+                plan.server_version = up.server_version.clone();
+                plan.logs = up.logs(&run_dir);
+                if let Some(factory) = up.persist_factory.clone() {
+                    if persist.is_none() {
+                        plan.persist = PersistChoice::Custom("rivet".into());
+                        plan.persist_factory = Some(factory);
+                    }
+                }
+                stack = Some(up);
+            }
         }
     }
 
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut on_event = move |event: RunEvent| print_progress(&event, color);
-    let report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
-    for target in &mut plan.targets {
-        target.shutdown().await;
-    }
-    if let Some(mut stack) = stack {
-        stack.down().await;
-    }
-    finish(&report, &folder)
-}
-
-fn finish(report: &Report, folder: &report::RunFolder) -> Result<u8, Failure> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let cannot_write = |e: std::io::Error| {
-        incomplete(format!(
-            "cannot write the report into {}: {e}",
-            folder.dir().display()
-        ))
+    let mut report = match joined {
+        Some(report) => report,
+        None => {
+            let report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
+            for target in &mut plan.targets {
+                target.shutdown().await;
+            }
+            if let Some(mut stack) = stack {
+                stack.down().await;
+            }
+            report
+        }
     };
-    let files = folder.write_report(report, color).map_err(cannot_write)?;
-    // What the components and session stores wrote there, now that they have stopped.
-    folder.scrub().map_err(cannot_write)?;
-    crate::console::outln(&files.stdout);
-    crate::console::errln(&format!(
-        "reports: {} ({}, {}, {}, {})",
-        files.dir.display(),
-        name(&files.json),
-        name(&files.text),
-        name(&files.markdown),
-        name(&files.junit)
-    ));
-    if report.run.interrupted {
-        crate::console::errln("the run was interrupted: the report holds the cells that finished");
-        return Ok(exit_codes::INCOMPLETE);
+    if let Some(x) = &expectations {
+        gate::judge(x, &mut report, &args.gate);
     }
-    if report.cells.iter().all(|c| c.verdict == Verdict::Pass) && !report.cells.is_empty() {
-        Ok(exit_codes::OK)
-    } else {
-        Ok(exit_codes::FAILED)
+    let code = gate::finish(&report, &folder, format, args.partition.is_some())?;
+    if format == MessageFormat::Json {
+        events::emit(&events::run_finished_json(&report, &run_dir, code));
     }
+    Ok(code)
 }
 
-fn name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+/// The `--server-version` values, each once; several make a version axis.
+fn distinct_versions(given: &[String]) -> Result<Vec<String>, Failure> {
+    let mut versions: Vec<String> = Vec::new();
+    for v in given {
+        let v = v.trim();
+        if v.is_empty() {
+            return Err(usage("--server-version: empty version"));
+        }
+        if versions.iter().any(|known| known == v) {
+            return Err(usage(format!("--server-version {v} is given twice")));
+        }
+        versions.push(v.to_string());
+    }
+    Ok(versions)
+}
+
+fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {
+    scenarios.iter().map(|s| s.name.clone()).collect()
 }
 
 /// The run folder's logs, relative to the report folder when inside it.

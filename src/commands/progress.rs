@@ -8,10 +8,39 @@ use crate::runner::RunEvent;
 use tokio::sync::watch;
 
 pub(super) fn print_progress(event: &RunEvent, color: bool) {
+    if let RunEvent::Retrying {
+        index,
+        total,
+        attempt,
+        target,
+        scenario,
+    } = event
+    {
+        let at = attempt
+            .failure_boundary
+            .as_deref()
+            .map(|b| format!(" @ {b}"))
+            .unwrap_or_default();
+        crate::console::errln(&format!(
+            "[{index}/{total}] {target} × {scenario} attempt {}: {}{at}; retrying",
+            attempt.attempt,
+            paint(attempt.verdict.as_str(), "33", color)
+        ));
+        return;
+    }
     let RunEvent::CellFinished { index, total, cell } = event else {
         return;
     };
     let verdict = match cell.verdict {
+        Verdict::Flaky => paint(
+            &format!(
+                "FLAKY @ {} ({})",
+                cell.failure_boundary.as_deref().unwrap_or("?"),
+                crate::report::gate::attempts_text(cell)
+            ),
+            "33",
+            color,
+        ),
         Verdict::Pass => paint("pass", "32", color),
         Verdict::Fail => paint(
             &format!("FAIL @ {}", cell.failure_boundary.as_deref().unwrap_or("?")),
@@ -39,11 +68,15 @@ pub(super) fn print_progress(event: &RunEvent, color: bool) {
         .and_then(|p| p.signature.as_ref())
         .map(|s| format!(" ({})", s.short()))
         .unwrap_or_default();
+    let attempts = if cell.attempts.len() > 1 && cell.verdict != Verdict::Flaky {
+        format!(" ({})", crate::report::gate::attempts_text(cell))
+    } else {
+        String::new()
+    };
     crate::console::errln(&format!(
-        "[{index}/{total}] {} × {} #{}: {verdict}{signature} in {:.1} s",
-        cell.target,
+        "[{index}/{total}] {} × {}: {verdict}{signature}{attempts} in {:.1} s",
+        cell.label(),
         cell.scenario,
-        cell.attempt,
         cell.duration_ms as f64 / 1000.0
     ));
 }

@@ -107,6 +107,33 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 })?,
         );
     }
+    if let Some(expect) = &raw.expect {
+        if expect.get_ref().trim().is_empty() {
+            return Err(invalid(
+                "run.expect",
+                expect.span(),
+                None,
+                "expected the path of an expectations file",
+            ));
+        }
+        run.expect = Some(expect.get_ref().into());
+    }
+    if let Some(retries) = &raw.retries {
+        let value = *retries.get_ref();
+        run.retries = Some(
+            u32::try_from(value)
+                .ok()
+                .filter(|n| *n <= 100)
+                .ok_or_else(|| {
+                    invalid(
+                        "run.retries",
+                        retries.span(),
+                        Some(value.to_string()),
+                        "expected a whole number of retries from 0 to 100",
+                    )
+                })?,
+        );
+    }
     if let Some(persist) = &raw.persist {
         run.persist = Some(match persist.get_ref().as_str() {
             "sqlite" => PersistKind::Sqlite,

@@ -12,6 +12,8 @@
 //! persist = "sqlite"         # sqlite | memory
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
 //! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
+//! expect = "ci/expect.toml"  # expectations file, as --expect
+//! retries = 0                # as --retries
 //! headers = { "x-extra" = "v" }
 //!
 //! [targets.agent]            # targets restart in file order
@@ -65,6 +67,10 @@ pub struct RunDefaults {
     pub secret_env: Vec<String>,
     /// Extra request headers, in file order.
     pub headers: Vec<(String, String)>,
+    /// The expectations file (`--expect`), relative to the working directory.
+    pub expect: Option<PathBuf>,
+    /// `--retries`.
+    pub retries: Option<u32>,
 }
 
 /// One `[targets.NAME]` table, checked; [`Config::targets`] turns it into a [`Target`].

@@ -29,6 +29,8 @@ pub(super) struct RawRun {
     pub persist: Option<Spanned<String>>,
     pub token_env: Option<Spanned<String>>,
     pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
+    pub expect: Option<Spanned<String>>,
+    pub retries: Option<Spanned<i64>>,
     #[serde(default)]
     pub headers: Option<Ordered<Spanned<String>>>,
 }

@@ -289,6 +289,8 @@ mod props {
         "persist",
         "token_env",
         "secret_env",
+        "expect",
+        "retries",
         "headers",
         "restart",
         "ready",
@@ -373,4 +375,21 @@ fn secret_env_names_variables_whose_values_are_redacted() {
     .unwrap_err();
     assert!(bad.to_string().contains("run.secret_env"), "{bad}");
     assert!(!bad.to_string().contains("sk-live"), "{bad}");
+}
+
+#[test]
+fn gating_keys_in_the_run_table() {
+    let config = parse("[run]\nexpect = \"ci/expect.toml\"\nretries = 2\n").unwrap();
+    assert_eq!(config.run.expect, Some(PathBuf::from("ci/expect.toml")));
+    assert_eq!(config.run.retries, Some(2));
+    let e = error("[run]\nretries = -1\n");
+    assert!(
+        e.contains("continuity.toml:2") && e.contains("run.retries"),
+        "{e}"
+    );
+    let e = error("[run]\n\nexpect = \"\"\n");
+    assert!(
+        e.contains("continuity.toml:3") && e.contains("run.expect"),
+        "{e}"
+    );
 }

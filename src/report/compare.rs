@@ -40,6 +40,8 @@ pub struct CellChange {
     pub target: String,
     pub scenario: String,
     pub attempt: u32,
+    /// On a version axis, the version both cells carry.
+    pub server_version: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -47,7 +49,8 @@ pub struct CellChange {
 
 /// Every cell of either report, in the candidate's order then the baseline's leftovers.
 pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
-    let key = |c: &Cell| (c.target.clone(), c.scenario.clone(), c.attempt);
+    // A v2 cell holds all its attempts: target × scenario (× version) is the key.
+    let key = |c: &Cell| c.key();
     let mut rows = Vec::new();
     for cell in &candidate.cells {
         let before = baseline.cells.iter().find(|b| key(b) == key(cell));
@@ -55,6 +58,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             target: cell.target.clone(),
             scenario: cell.scenario.clone(),
             attempt: cell.attempt,
+            server_version: cell.server_version.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -69,6 +73,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
                 target: cell.target.clone(),
                 scenario: cell.scenario.clone(),
                 attempt: cell.attempt,
+                server_version: cell.server_version.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -107,25 +112,24 @@ fn outcome(cell: &Cell) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("not a continuity report: {0}")]
-    NotAReport(#[from] serde_json::Error),
+    NotAReport(String),
     #[error("schema {found:?}, expected {}", super::SCHEMA_ID)]
     Schema { found: String },
 }
 
 /// Reads a `report.json`: any input gives a report or a typed error.
 pub fn read_report(text: &str) -> Result<Report, ReadError> {
-    let report: Report = serde_json::from_str(text)?;
-    if report.schema != super::SCHEMA_ID {
-        return Err(ReadError::Schema {
-            found: report.schema,
-        });
-    }
-    Ok(report)
+    // v1 reports (one cell per attempt) are folded into v2 cells.
+    super::upgrade::parse_report(text).map_err(ReadError::NotAReport)
 }
 
-/// `target × scenario #attempt`, as cells are named in messages.
-fn cell_name(target: &str, scenario: &str, attempt: u32) -> String {
-    format!("{target} × {scenario} #{attempt}")
+/// `target × scenario` (`target @ version × scenario` on a version axis), as
+/// cells are named in messages: a v2 cell holds all its attempts.
+fn cell_name(target: &str, scenario: &str, server_version: Option<&str>) -> String {
+    match server_version {
+        Some(v) => format!("{target} @ {v} × {scenario}"),
+        None => format!("{target} × {scenario}"),
+    }
 }
 
 /// The cells a report holds more than once (a report no run writes: which one counts?).
@@ -133,7 +137,7 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut duplicated = Vec::new();
     for c in &report.cells {
-        let name = cell_name(&c.target, &c.scenario, c.attempt);
+        let name = cell_name(&c.target, &c.scenario, c.server_version.as_deref());
         if !seen.insert(name.clone()) && !duplicated.contains(&name) {
             duplicated.push(name);
         }
@@ -145,7 +149,7 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
 pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
     for r in rows.iter().filter(|r| r.change == Change::Missing) {
-        let name = cell_name(&r.target, &r.scenario, r.attempt);
+        let name = cell_name(&r.target, &r.scenario, r.server_version.as_deref());
         if !missing.contains(&name) {
             missing.push(name);
         }
@@ -178,10 +182,10 @@ pub fn render_comparison(
     let mut table = super::table::new_table(color);
     table.set_header(["target", "scenario", "baseline", "candidate", "change"]);
     for row in rows {
-        let label = if row.attempt > 1 {
-            format!("{} #{}", row.target, row.attempt)
-        } else {
-            row.target.clone()
+        // A v2 cell holds all its attempts: the row is the cell, not an attempt.
+        let label = match &row.server_version {
+            Some(v) => format!("{} @ {v}", row.target),
+            None => row.target.clone(),
         };
         let mut change = TableCell::new(row.change.as_str());
         if color {

@@ -90,6 +90,10 @@ fn native_agent() -> Cell {
     };
     Cell {
         target: "agent".to_string(),
+        server_version: None,
+        pass_rate: None,
+        attempts: Vec::new(),
+        expectation: None,
         scenario: "native-continuity".to_string(),
         attempt: 1,
         verdict: Verdict::Fail,
@@ -134,6 +138,10 @@ fn native_gateway() -> Cell {
     restart.deadline_ms = 30_000;
     Cell {
         target: "gateway".to_string(),
+        server_version: None,
+        pass_rate: None,
+        attempts: Vec::new(),
+        expectation: None,
         scenario: "native-continuity".to_string(),
         attempt: 1,
         verdict: Verdict::Error,
@@ -160,6 +168,10 @@ fn native_gateway() -> Cell {
 fn rehydrate_agent() -> Cell {
     Cell {
         target: "agent".to_string(),
+        server_version: None,
+        pass_rate: None,
+        attempts: Vec::new(),
+        expectation: None,
         scenario: "recreate-rehydrate".to_string(),
         attempt: 1,
         verdict: Verdict::Pass,
@@ -183,6 +195,10 @@ fn rehydrate_agent() -> Cell {
 fn rehydrate_gateway() -> Cell {
     Cell {
         target: "gateway".to_string(),
+        server_version: None,
+        pass_rate: None,
+        attempts: Vec::new(),
+        expectation: None,
         scenario: "recreate-rehydrate".to_string(),
         attempt: 1,
         verdict: Verdict::Skipped,
@@ -226,6 +242,12 @@ pub fn report() -> Report {
                 name: "sandbox-agent".to_string(),
                 path: "logs/sandbox-agent.log".to_string(),
             }],
+            retries: 0,
+            flaky_result: FlakyResult::Pass,
+            partition: None,
+            shards: Vec::new(),
+            expect_file: None,
+            allow_fixed: false,
         },
         totals: Totals::of(&cells),
         cells,
@@ -233,11 +255,11 @@ pub fn report() -> Report {
 }
 
 /// The same run with every cell attempted twice (the agent's second
-/// native attempt passing), for labels and pass counts.
+/// native attempt passing, so that cell is flaky), for pass rates.
 pub fn repeated_report() -> Report {
     let mut r = report();
     r.run.repeat = 2;
-    let mut more = Vec::new();
+    let mut cells = Vec::new();
     for cell in &r.cells {
         let mut second = cell.clone();
         second.attempt = 2;
@@ -250,9 +272,18 @@ pub fn repeated_report() -> Report {
                 p.signature = None;
             }
         }
-        more.push(second);
+        let attempts = vec![
+            Attempt::of_cell(cell, false),
+            Attempt::of_cell(&second, false),
+        ];
+        cells.push(super::attempts::aggregate(
+            &cell.target,
+            &cell.scenario,
+            None,
+            attempts,
+        ));
     }
-    r.cells.extend(more);
+    r.cells = cells;
     r.totals = Totals::of(&r.cells);
     r
 }

@@ -17,6 +17,14 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         scenario_section(&mut out, report, scenario);
     }
+    if let Some(versions) = super::versions::render_version_comparison(report) {
+        out.push('\n');
+        out.push_str(&versions);
+    }
+    if report.run.expect_file.is_some() {
+        out.push('\n');
+        expectations_section(&mut out, report);
+    }
     out.push('\n');
     signatures_section(&mut out, report);
     out.push('\n');
@@ -41,6 +49,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
     let others: Vec<String> = [
         (Verdict::Error, "error", "errors"),
         (Verdict::Skipped, "skipped", "skipped"),
+        (Verdict::Flaky, "flaky", "flaky"),
     ]
     .iter()
     .filter_map(|(v, one, many)| {
@@ -71,7 +80,13 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
 
     out.push_str("- per target:\n");
     for cell in &cells {
-        let _ = writeln!(out, "  - {}: {}", cell.label(repeat), per_target(cell));
+        let _ = writeln!(
+            out,
+            "  - {}: {}{}",
+            cell.label(),
+            per_target(cell),
+            judgement_suffix(cell)
+        );
     }
 }
 
@@ -116,7 +131,70 @@ fn per_target(cell: &Cell) -> String {
             cell.verdict.glyph(),
             cell.verdict.as_str()
         ),
+        Verdict::Flaky => format!(
+            "{}; {} flaky ({})",
+            marks.join(", "),
+            cell.verdict.glyph(),
+            super::gate::attempts_text(cell)
+        ),
+        Verdict::Pass | Verdict::Fail if cell.pass_rate.is_some() => format!(
+            "{} ({})",
+            marks.join(", "),
+            super::gate::attempts_text(cell)
+        ),
         Verdict::Pass | Verdict::Fail => marks.join(", "),
+    }
+}
+
+/// ` — **regressed** (expected pass): reason`, when the cell was judged.
+fn judgement_suffix(cell: &Cell) -> String {
+    let Some(j) = &cell.expectation else {
+        return String::new();
+    };
+    let text = super::gate::judgement_text(j);
+    let text = if j.fails_run {
+        format!("**{text}**")
+    } else {
+        text
+    };
+    match j.reason.as_deref().map(clean).filter(|r| !r.is_empty()) {
+        Some(reason) => format!(" — {text}: {reason}"),
+        None => format!(" — {text}"),
+    }
+}
+
+/// What the gate decided and why, cell by cell, when `--expect` judged the run.
+fn expectations_section(out: &mut String, report: &Report) {
+    let Some(line) = super::gate::gate_line(report) else {
+        return;
+    };
+    let _ = writeln!(out, "## Expectations\n\n{line}\n");
+    out.push_str("| target | scenario | verdict | expected | outcome | reason |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    for scenario in report.scenario_order() {
+        for cell in report.cells_of(scenario) {
+            let Some(j) = &cell.expectation else { continue };
+            let mut verdict = cell.verdict.as_str().to_string();
+            if let Some(b) = &cell.failure_boundary {
+                verdict.push_str(&format!(" @ {b}"));
+            }
+            let expected = j
+                .verdict
+                .map(|v| v.as_str().to_string())
+                .unwrap_or_else(|| "–".into());
+            let outcome = if j.fails_run {
+                format!("**{}**", j.outcome.as_str())
+            } else {
+                j.outcome.as_str().to_string()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {scenario} | {} | {expected} | {outcome} | {} |",
+                cell_text(&cell.label()),
+                cell_text(&verdict),
+                cell_text(j.reason.as_deref().unwrap_or(""))
+            );
+        }
     }
 }
 
@@ -141,7 +219,7 @@ fn same(a: &Signature, b: &Signature) -> bool {
 fn signatures_section(out: &mut String, report: &Report) {
     let mut seen: Vec<Seen> = Vec::new();
     for cell in &report.cells {
-        let label = cell.label(report.run.repeat);
+        let label = cell.label();
         for phase in &cell.phases {
             let Some(sig) = &phase.signature else {
                 continue;
@@ -249,7 +327,7 @@ fn restarts_section(out: &mut String, report: &Report) {
                 for r in &cell.restarts {
                     rows.push(format!(
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                        cell_text(&cell.label(report.run.repeat)),
+                        cell_text(&cell.label()),
                         cell_text(&cell.scenario),
                         cell_text(&r.phase),
                         cell_text(&r.action),

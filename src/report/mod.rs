@@ -1,11 +1,20 @@
-//! Reports: the matrix model (`report.json`, schema v1) and its renderings.
+//! Reports: the matrix model (`report.json`, schema v2) and its renderings.
 //! Only this module knows about comfy-table and quick-junit.
 
+pub mod attempts;
+pub mod baseline;
 pub mod compare;
+pub mod expect;
+pub mod gate;
+pub mod github;
+pub mod judgement;
 pub mod junit;
 pub mod markdown;
+pub mod merge;
 pub mod model;
 pub mod table;
+pub mod upgrade;
+pub mod versions;
 pub mod write;
 
 pub use junit::render_junit;

@@ -1,11 +1,21 @@
-//! The matrix as data: what `report.json` holds (schema `continuity.report/v1`)
+//! The matrix as data: what `report.json` holds (schema `continuity.report/v2`)
 //! and what every renderer reads. Nothing here renders or prints.
+//!
+//! v2 over v1: a cell is one point of the matrix (target × scenario, and the
+//! server version when the run has a version axis) whatever the number of
+//! attempts; its `attempts` keep every run of it (`--repeat`, `--retries`),
+//! `flaky` is a verdict, and a cell may carry its judgement against an
+//! expectations file. [`super::upgrade`] reads v1 reports.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::judgement::{Attempt, CellKey, ExpectOutcome, FlakyResult, Judgement, ShardInfo};
+
 /// The schema id written into every report.
-pub const SCHEMA_ID: &str = "continuity.report/v1";
+pub const SCHEMA_ID: &str = "continuity.report/v2";
+/// The previous schema, still readable (see [`super::upgrade`]).
+pub const SCHEMA_V1: &str = "continuity.report/v1";
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +52,24 @@ pub struct RunInfo {
     pub interrupted: bool,
     /// Component logs, relative to the report folder when inside it.
     pub logs: Vec<LogFile>,
+    /// `--retries`: how many times a failed attempt was run again.
+    #[serde(default)]
+    pub retries: u32,
+    /// `--flaky-result`: whether a flaky cell counts as passed or failed.
+    #[serde(default)]
+    pub flaky_result: FlakyResult,
+    /// `--partition`, e.g. `count:1/2`: this run holds one shard of the matrix.
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The shard runs a merged report was made from.
+    #[serde(default)]
+    pub shards: Vec<ShardInfo>,
+    /// The expectations file the cells were judged against (`--expect`).
+    #[serde(default)]
+    pub expect_file: Option<String>,
+    /// `--allow-fixed`: a cell that passes against an expected failure does not fail the run.
+    #[serde(default)]
+    pub allow_fixed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,13 +79,17 @@ pub struct LogFile {
     pub path: String,
 }
 
-/// One target × scenario × attempt.
+/// One point of the matrix: target × scenario (× server version). Its
+/// phases are those of its deciding attempt; `attempts` holds every run of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cell {
     pub target: String,
     pub scenario: String,
-    /// 1-based.
+    /// The server version of this cell, when the run had a version axis.
+    #[serde(default)]
+    pub server_version: Option<String>,
+    /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,
     /// The first verdict phase that failed.
@@ -67,6 +99,15 @@ pub struct Cell {
     pub duration_ms: u64,
     pub phases: Vec<PhaseResult>,
     pub restarts: Vec<RestartTiming>,
+    /// Passed attempts / attempts, when there was more than one.
+    #[serde(default)]
+    pub pass_rate: Option<f64>,
+    /// Every attempt, in order, when there was more than one.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+    /// The cell judged against the expectations file (`--expect`).
+    #[serde(default)]
+    pub expectation: Option<Judgement>,
 }
 
 /// A cell's outcome.
@@ -79,6 +120,8 @@ pub enum Verdict {
     Error,
     /// Not run, with a reason (a missing program).
     Skipped,
+    /// Its attempts disagree: some passed, some did not.
+    Flaky,
 }
 
 /// How a phase ended.
@@ -166,6 +209,8 @@ pub struct Totals {
     pub failed: u32,
     pub errored: u32,
     pub skipped: u32,
+    #[serde(default)]
+    pub flaky: u32,
 }
 
 impl Totals {
@@ -178,6 +223,7 @@ impl Totals {
                 Verdict::Fail => t.failed += 1,
                 Verdict::Error => t.errored += 1,
                 Verdict::Skipped => t.skipped += 1,
+                Verdict::Flaky => t.flaky += 1,
             }
         }
         t
@@ -218,13 +264,38 @@ impl Cell {
 }
 
 impl Cell {
-    /// The row label renderers share: the target, with `#attempt` only when
-    /// the run repeated cells (so a single-attempt report reads like the seed issue).
-    pub fn label(&self, repeat: u32) -> String {
-        if repeat > 1 {
-            format!("{} #{}", self.target, self.attempt)
-        } else {
-            self.target.clone()
+    /// The row label renderers share: the target, with the server version
+    /// when the run had a version axis. Attempts are inside the cell, not rows.
+    pub fn label(&self) -> String {
+        match &self.server_version {
+            Some(version) => format!("{} @ {version}", self.target),
+            None => self.target.clone(),
+        }
+    }
+
+    /// What identifies a cell across runs, shards and expectations.
+    pub fn key(&self) -> CellKey {
+        CellKey {
+            target: self.target.clone(),
+            scenario: self.scenario.clone(),
+            server_version: self.server_version.clone(),
+        }
+    }
+
+    /// The signature of the failure boundary, if any.
+    pub fn boundary_signature(&self) -> Option<&Signature> {
+        self.failure_boundary
+            .as_deref()
+            .and_then(|b| self.phase(b))
+            .and_then(|p| p.signature.as_ref())
+    }
+
+    /// Whether the cell counts as passed when deciding the exit code.
+    pub fn counts_as_pass(&self, flaky: FlakyResult) -> bool {
+        match self.verdict {
+            Verdict::Pass => true,
+            Verdict::Flaky => flaky == FlakyResult::Pass,
+            _ => false,
         }
     }
 }
@@ -237,6 +308,7 @@ impl Verdict {
             Verdict::Fail => "fail",
             Verdict::Error => "error",
             Verdict::Skipped => "skipped",
+            Verdict::Flaky => "flaky",
         }
     }
 
@@ -246,6 +318,7 @@ impl Verdict {
             Verdict::Fail => "❌",
             Verdict::Error => "⚠",
             Verdict::Skipped => "–",
+            Verdict::Flaky => "〰",
         }
     }
 }
@@ -286,6 +359,25 @@ impl Report {
         )
     }
 
+    /// The summary's rows: targets in run order, each once per server
+    /// version its cells carry (once with `None` without a version axis).
+    pub fn row_order(&self) -> Vec<(&str, Option<String>)> {
+        let mut rows: Vec<(&str, Option<String>)> = Vec::new();
+        for target in self.target_order() {
+            let mut versions: Vec<Option<String>> = Vec::new();
+            for cell in self.cells.iter().filter(|c| c.target == target) {
+                if !versions.contains(&cell.server_version) {
+                    versions.push(cell.server_version.clone());
+                }
+            }
+            if versions.is_empty() {
+                versions.push(None);
+            }
+            rows.extend(versions.into_iter().map(|v| (target, v)));
+        }
+        rows
+    }
+
     /// A scenario's cells sorted by target order then attempt, whatever
     /// order the runner finished them in.
     pub fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
@@ -296,7 +388,7 @@ impl Report {
             .iter()
             .filter(|c| c.scenario == scenario)
             .collect();
-        cells.sort_by_key(|c| (rank(&c.target), c.attempt));
+        cells.sort_by_key(|c| (rank(&c.target), c.server_version.clone(), c.attempt));
         cells
     }
 

@@ -6,7 +6,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
 
-use super::model::{Cell, Outcome, PhaseResult, Report, Verdict};
+use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, Verdict};
 
 /// Placeholder for a phase that was not reached or is absent from a cell.
 const NOT_RUN: &str = "–";
@@ -21,6 +21,10 @@ pub fn render_text(report: &Report, color: bool) -> String {
     if report.run.interrupted {
         out.push_str("interrupted: unfinished cells are missing\n");
     }
+    if let Some(line) = super::gate::gate_line(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for scenario in report.scenario_order() {
         out.push('\n');
         out.push_str(scenario);
@@ -31,21 +35,28 @@ pub fn render_text(report: &Report, color: bool) -> String {
     out
 }
 
-/// Targets × scenarios, each cell a verdict glyph (with pass counts when
-/// the run repeated cells). Never coloured: it is meant for both stdout and files.
+/// Targets × scenarios, each cell a verdict glyph (with the pass rate when
+/// cells ran several attempts, and the expectation outcome when judged).
+/// Never coloured: it is meant for both stdout and files.
 pub fn render_summary(report: &Report) -> String {
     let scenarios = report.scenario_order();
     let mut table = new_table(false);
     let mut header = vec![TableCell::new("target")];
     header.extend(scenarios.iter().map(|s| TableCell::new(*s)));
     table.set_header(header);
-    for target in report.target_order() {
-        let mut row = vec![TableCell::new(target)];
+    for (target, version) in report.row_order() {
+        let label = match &version {
+            Some(v) => format!("{target} @ {v}"),
+            None => target.to_string(),
+        };
+        let mut row = vec![TableCell::new(label)];
         for scenario in &scenarios {
             let cells: Vec<&Cell> = report
                 .cells
                 .iter()
-                .filter(|c| c.target == target && c.scenario == *scenario)
+                .filter(|c| {
+                    c.target == target && c.scenario == *scenario && c.server_version == version
+                })
                 .collect();
             row.push(TableCell::new(summary_text(&cells, report.run.repeat)));
         }
@@ -72,8 +83,13 @@ pub fn header_line(report: &Report) -> String {
 /// cells rather than trusting `totals`, so a hand-edited report cannot lie.
 pub fn totals_line(report: &Report) -> String {
     let t = super::model::Totals::of(&report.cells);
+    let flaky = if t.flaky > 0 {
+        format!(", {} flaky", t.flaky)
+    } else {
+        String::new()
+    };
     format!(
-        "{}/{} cells passed ({} failed, {} errors, {} skipped)",
+        "{}/{} cells passed ({} failed, {} errors, {} skipped{flaky})",
         t.passed, t.cells, t.failed, t.errored, t.skipped
     )
 }
@@ -84,10 +100,14 @@ fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
     let mut header = vec![TableCell::new("target")];
     header.extend(phases.iter().map(|p| TableCell::new(*p)));
     header.push(TableCell::new("verdict"));
+    let judged = report.cells.iter().any(|c| c.expectation.is_some());
+    if judged {
+        header.push(TableCell::new("expectation"));
+    }
     table.set_header(header);
 
     for cell in report.cells_of(scenario) {
-        let mut row = vec![TableCell::new(cell.label(report.run.repeat))];
+        let mut row = vec![TableCell::new(cell.label())];
         for name in &phases {
             row.push(phase_cell(cell.phase(name), color));
         }
@@ -96,6 +116,10 @@ fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
             verdict_color(cell.verdict),
             color,
         ));
+        if judged {
+            let (text, fg) = expectation_text(cell);
+            row.push(paint(TableCell::new(text), fg, color));
+        }
         table.add_row(row);
     }
     table
@@ -145,7 +169,19 @@ fn paint(cell: TableCell, fg: Color, color: bool) -> TableCell {
 /// The verdict column; comfy-table has no column spans, so a skipped or
 /// errored cell's reason goes here rather than across the phase columns.
 fn verdict_text(cell: &Cell) -> String {
+    let head = verdict_head(cell);
+    match cell.pass_rate {
+        Some(_) => format!("{head} ({})", super::gate::attempts_text(cell)),
+        None => head,
+    }
+}
+
+fn verdict_head(cell: &Cell) -> String {
     match cell.verdict {
+        Verdict::Flaky => match &cell.failure_boundary {
+            Some(b) => format!("〰 flaky @ {b}"),
+            None => "〰 flaky".to_string(),
+        },
         Verdict::Pass => "✅ pass".to_string(),
         Verdict::Fail => match &cell.failure_boundary {
             Some(b) => format!("❌ fail @ {b}"),
@@ -184,8 +220,27 @@ fn one_line(s: &str) -> String {
 
 const REASON_CHARS: usize = 80;
 
+/// The expectation column: the outcome, what was expected, and the entry's reason.
+fn expectation_text(cell: &Cell) -> (String, Color) {
+    let Some(j) = &cell.expectation else {
+        return (NOT_RUN.to_string(), Color::DarkGrey);
+    };
+    let fg = match j.outcome {
+        ExpectOutcome::Expected => Color::Green,
+        ExpectOutcome::Fixed | ExpectOutcome::New if !j.fails_run => Color::Yellow,
+        _ => Color::Red,
+    };
+    let mut text = super::gate::judgement_text(j);
+    if let Some(reason) = &j.reason {
+        text.push_str(": ");
+        text.push_str(&one_line(reason));
+    }
+    (text, fg)
+}
+
 fn verdict_color(verdict: Verdict) -> Color {
     match verdict {
+        Verdict::Flaky => Color::Yellow,
         Verdict::Pass => Color::Green,
         Verdict::Fail => Color::Red,
         Verdict::Error => Color::Yellow,
@@ -196,6 +251,18 @@ fn verdict_color(verdict: Verdict) -> Color {
 fn summary_text(cells: &[&Cell], repeat: u32) -> String {
     if cells.is_empty() {
         return NOT_RUN.to_string();
+    }
+    if let [cell] = cells {
+        let mut text = cell.verdict.glyph().to_string();
+        if cell.pass_rate.is_some() {
+            text.push(' ');
+            text.push_str(&super::gate::attempts_text(cell));
+        }
+        if let Some(j) = &cell.expectation {
+            text.push(' ');
+            text.push_str(j.outcome.as_str());
+        }
+        return text;
     }
     let count = |v: Verdict| cells.iter().filter(|c| c.verdict == v).count();
     let (passed, failed, errored) = (

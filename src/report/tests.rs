@@ -34,21 +34,41 @@ fn repeated_text_snapshot() {
 }
 
 #[test]
-fn repeated_summary_counts_passes() {
+fn repeated_summary_shows_pass_rates_and_flaky() {
     let summary = render_summary(&fixture::repeated_report());
-    // agent native: attempt 1 failed, attempt 2 passed → a failure, 1 of 2.
-    assert!(summary.contains("❌ 1/2"), "{summary}");
-    assert!(summary.contains("✅ 2/2"), "{summary}");
-    assert!(summary.contains("– 0/2"), "{summary}");
+    // agent native: attempt 1 failed, attempt 2 passed → flaky, 1 of 2.
+    assert!(summary.contains("〰 1/2 passed"), "{summary}");
+    assert!(summary.contains("✅ 2/2 passed"), "{summary}");
+    assert!(summary.contains("– 0/2 passed"), "{summary}");
 }
 
 #[test]
-fn repeated_labels_carry_the_attempt() {
+fn a_flaky_cell_keeps_every_attempt_in_each_format() {
     let r = fixture::repeated_report();
-    assert!(render_text(&r, false).contains("agent #2"));
+    let flaky = &r.cells[0];
+    assert_eq!(flaky.verdict, Verdict::Flaky);
+    assert_eq!(flaky.attempts.len(), 2);
+    assert!(render_text(&r, false).contains("〰 flaky @ promptSameHandleAfterRestart (1/2 passed)"));
+    assert!(render_markdown(&r).contains("〰 flaky (1/2 passed)"));
     let xml = render_junit(&r).expect("junit renders");
-    assert!(xml.contains("name=\"agent #2\""), "{xml}");
-    assert!(render_markdown(&r).contains("  - gateway #2: "));
+    // Counted as passed (the default): a success with the failed attempt as <flakyFailure>.
+    let case = xml
+        .split("<testcase ")
+        .skip(1)
+        .find(|c| c.contains("name=\"agent\"") && c.contains("native-continuity"))
+        .unwrap();
+    assert!(case.contains("<flakyFailure"), "{case}");
+    assert!(
+        case.contains("attempt 1: fail @ promptSameHandleAfterRestart"),
+        "{case}"
+    );
+    assert!(!case.contains("<failure"), "{case}");
+    // Counted as failed: a failure; the gateway's second errored attempt is an <rerunError>.
+    let mut failing = r.clone();
+    failing.run.flaky_result = FlakyResult::Fail;
+    let xml = render_junit(&failing).expect("junit renders");
+    assert!(xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("<rerunError"), "{xml}");
 }
 
 #[test]
@@ -107,7 +127,14 @@ fn schema_errors(v: &jsonschema::Validator, report: &serde_json::Value) -> Vec<S
 #[test]
 fn report_json_validates_against_schema() {
     let v = schema_validator();
-    for r in [fixture::report(), fixture::repeated_report()] {
+    let mut judged = fixture::repeated_report();
+    expect::Expectations::parse(
+        std::path::Path::new("e.toml"),
+        "[[expect]]\ntarget = \"agent\"\nverdict = \"pass\"\nreason = \"r\"\n",
+    )
+    .expect("parses")
+    .judge(&mut judged, expect::GateOptions::default());
+    for r in [fixture::report(), fixture::repeated_report(), judged] {
         let json = serde_json::to_value(&r).expect("report serializes");
         let errors = schema_errors(&v, &json);
         assert!(errors.is_empty(), "{errors:#?}");
@@ -124,7 +151,7 @@ fn schema_rejects_what_the_model_cannot_produce() {
     assert!(!schema_errors(&v, &extra).is_empty(), "unknown run field");
 
     let mut verdict = good.clone();
-    verdict["cells"][0]["verdict"] = "flaky".into();
+    verdict["cells"][0]["verdict"] = "bogus".into();
     assert!(!schema_errors(&v, &verdict).is_empty(), "unknown verdict");
 
     let mut kind = good.clone();
@@ -409,4 +436,43 @@ mod props {
             }
         }
     }
+}
+
+/// The fixture judged against the known bug (expected) and an entry that
+/// the errored gateway cell contradicts (changed).
+fn judged_report() -> Report {
+    let mut r = fixture::report();
+    let text = r#"
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "fail"
+boundary = "promptSameHandleAfterRestart"
+signature = "http 400 invalid_request"
+reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+
+[[expect]]
+target = "gateway"
+verdict = "pass"
+reason = "nginx restarts are transparent"
+"#;
+    expect::Expectations::parse(std::path::Path::new("ci/expect.toml"), text)
+        .expect("parses")
+        .judge(&mut r, expect::GateOptions::default());
+    r
+}
+
+#[test]
+fn judged_text_snapshot() {
+    insta::assert_snapshot!(render_text(&judged_report(), false));
+}
+
+#[test]
+fn judged_markdown_snapshot() {
+    insta::assert_snapshot!(render_markdown(&judged_report()));
+}
+
+#[test]
+fn step_summary_snapshot() {
+    insta::assert_snapshot!(github::render_step_summary(&judged_report(), "run-1"));
 }

@@ -273,3 +273,62 @@ pub fn assert_exit(run: &std::process::Output, code: i32) {
         String::from_utf8_lossy(&run.stderr)
     );
 }
+
+/// A `continuity.toml` whose `agent` target is the real sandbox-agent
+/// server, managed (started, restarted, stopped) by the harness itself;
+/// `agent_env` reaches the scripted agent. Returns the config path and the
+/// server's base URL.
+pub fn managed_agent_config(
+    dir: &std::path::Path,
+    agent_env: &[(&str, &str)],
+) -> (std::path::PathBuf, String) {
+    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+    let port = continuity::stack::process::free_port().unwrap();
+    let server = SandboxAgentConfig {
+        binary,
+        run_dir: dir.join("server"),
+        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
+        agent_env: agent_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        port: Some(port),
+    };
+    let spec = server.prepare(port).unwrap();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let command: Vec<String> = std::iter::once(spec.program.display().to_string())
+        .chain(spec.args.iter().cloned())
+        .collect();
+    let env: Vec<String> = spec
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k} = {v:?}"))
+        .collect();
+    let config = format!(
+        "[run]\nbase_url = {base_url:?}\nagent = \"mock\"\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\nready = {{ http = \"{base_url}/v1/health\", status = 200 }}\n",
+        env.join(", "),
+        spec.cwd.unwrap().display().to_string(),
+        spec.log.display().to_string(),
+    );
+    let path = dir.join("continuity.toml");
+    std::fs::write(&path, config).unwrap();
+    (path, base_url)
+}
+
+/// `continuity ARGS` with the seed script's variables and colour cleared.
+pub fn continuity_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_continuity"));
+    command
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env_remove("SA_TOKEN")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}

@@ -1,0 +1,81 @@
+//! `--message-format json`: the run as one JSON object per line on stdout,
+//! as nextest's machine-readable output, so other tools can follow it live.
+//! `cell-finished` carries the cell exactly as `report.json` holds it.
+
+use crate::report::Report;
+use crate::runner::RunEvent;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The line for a runner event.
+pub(super) fn event_json(event: &RunEvent) -> Value {
+    match event {
+        RunEvent::RunStarted {
+            id,
+            total,
+            targets,
+            scenarios,
+            partition,
+            server_version,
+        } => json!({
+            "type": "run-started",
+            "id": id,
+            "cells": total,
+            "targets": targets,
+            "scenarios": scenarios,
+            "partition": partition,
+            "serverVersion": server_version,
+        }),
+        RunEvent::CellStarted {
+            index,
+            total,
+            target,
+            scenario,
+            attempt,
+        } => json!({
+            "type": "cell-started",
+            "index": index,
+            "total": total,
+            "target": target,
+            "scenario": scenario,
+            "attempt": attempt,
+        }),
+        RunEvent::Retrying {
+            index,
+            total,
+            attempt,
+            target,
+            scenario,
+        } => json!({
+            "type": "cell-retrying",
+            "index": index,
+            "total": total,
+            "target": target,
+            "scenario": scenario,
+            "attempt": attempt,
+        }),
+        RunEvent::CellFinished { index, total, cell } => json!({
+            "type": "cell-finished",
+            "index": index,
+            "total": total,
+            "cell": cell,
+        }),
+    }
+}
+
+/// The last line: totals, where the reports are, and the exit code.
+pub(super) fn run_finished_json(report: &Report, dir: &Path, exit_code: u8) -> Value {
+    json!({
+        "type": "run-finished",
+        "id": report.run.id,
+        "dir": dir.display().to_string(),
+        "totals": report.totals,
+        "interrupted": report.run.interrupted,
+        "exitCode": exit_code,
+    })
+}
+
+/// One line on stdout, flushed so a reader sees it at once.
+pub(super) fn emit(value: &Value) {
+    crate::console::outln(&value.to_string());
+}

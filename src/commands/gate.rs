@@ -1,0 +1,166 @@
+//! After a run or a merge: judge the report against the expectations, write
+//! the run folder, print the tables, feed CI (GitHub step summary and
+//! annotations), warn about flaky and fixed cells, and pick the exit code.
+//! `run` and `merge` share it so they gate the same way.
+
+use super::{incomplete, usage, Failure};
+use crate::cli::{GateArgs, MessageFormat};
+use crate::console;
+use crate::exit_codes;
+use crate::report::expect::{gate_fails, Expectations, GateOptions};
+use crate::report::RunFolder;
+use crate::report::{self, ExpectOutcome, Report, Verdict};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// The expectations file to judge with (`--expect`, else `[run] expect`), loaded and checked.
+pub(super) fn load_expectations(
+    gate: &GateArgs,
+    from_config: Option<&Path>,
+) -> Result<Option<Expectations>, Failure> {
+    let path: Option<PathBuf> = gate.expect.clone().or(from_config.map(Path::to_path_buf));
+    path.map(|p| Expectations::load(&p).map_err(|e| usage(e.to_string())))
+        .transpose()
+}
+
+/// Judges the report, warning about entries that never get to decide.
+pub(super) fn judge(expectations: &Expectations, report: &mut Report, gate: &GateArgs) {
+    for warning in expectations.shadowed(report) {
+        console::errln(&format!("warning: {warning}"));
+    }
+    expectations.judge(report, options(gate));
+}
+
+fn options(gate: &GateArgs) -> GateOptions {
+    GateOptions {
+        allow_fixed: gate.allow_fixed,
+        flaky_result: gate.flaky_result.into(),
+    }
+}
+
+/// Prints a human-readable block: on stdout, or on stderr when stdout carries JSON lines.
+pub(super) fn print_table(format: MessageFormat, text: &str) {
+    match format {
+        MessageFormat::Human => console::outln(text),
+        MessageFormat::Json => console::errln(text),
+    }
+}
+
+/// Writes the run folder and everything around it; returns the exit code.
+/// `empty_ok`: a shard may hold no cell at all.
+pub(super) fn finish(
+    report: &Report,
+    folder: &RunFolder,
+    format: MessageFormat,
+    empty_ok: bool,
+) -> Result<u8, Failure> {
+    let color = match format {
+        MessageFormat::Human => std::io::stdout().is_terminal(),
+        MessageFormat::Json => std::io::stderr().is_terminal(),
+    } && std::env::var_os("NO_COLOR").is_none();
+    let cannot_write = |e: std::io::Error| {
+        incomplete(format!(
+            "cannot write the report into {}: {e}",
+            folder.dir().display()
+        ))
+    };
+    let files = folder.write_report(report, color).map_err(cannot_write)?;
+    // What the components and session stores wrote there, now that they have stopped.
+    folder.scrub().map_err(cannot_write)?;
+    print_table(format, &files.stdout);
+    print_table(
+        format,
+        &format!("summary\n{}", report::render_summary(report)),
+    );
+    console::errln(&format!(
+        "reports: {} ({}, {}, {}, {})",
+        files.dir.display(),
+        name(&files.json),
+        name(&files.text),
+        name(&files.markdown),
+        name(&files.junit)
+    ));
+    github_outputs(report, folder.dir(), format);
+    warn_about(report);
+    if report.run.interrupted {
+        console::errln("the run was interrupted: the report holds the cells that finished");
+        return Ok(exit_codes::INCOMPLETE);
+    }
+    if report.cells.is_empty() && !empty_ok {
+        return Ok(exit_codes::FAILED);
+    }
+    Ok(if gate_fails(report) {
+        exit_codes::FAILED
+    } else {
+        exit_codes::OK
+    })
+}
+
+/// Flaky cells counted as passed and allowed fixes pass quietly otherwise.
+fn warn_about(report: &Report) {
+    let flaky = report
+        .cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Flaky)
+        .count();
+    if flaky > 0 && report.run.flaky_result == report::FlakyResult::Pass {
+        console::errln(&format!("warning: {flaky} flaky cell(s) counted as passed (--flaky-result pass); their attempts are in report.json"));
+    }
+    let fixed: Vec<String> = report
+        .cells
+        .iter()
+        .filter(|c| {
+            c.expectation
+                .as_ref()
+                .is_some_and(|j| j.outcome == ExpectOutcome::Fixed)
+        })
+        .map(|c| format!("{} × {}", c.label(), c.scenario))
+        .collect();
+    if !fixed.is_empty() {
+        let how = if report.run.allow_fixed {
+            "allowed by --allow-fixed"
+        } else {
+            "this fails the run: update the expectations (`continuity baseline`) or pass --allow-fixed"
+        };
+        console::errln(&format!(
+            "warning: expected failures now pass: {} ({how})",
+            fixed.join(", ")
+        ));
+    }
+}
+
+/// `$GITHUB_STEP_SUMMARY` gets the compact summary appended; with
+/// `GITHUB_ACTIONS=true` the annotations go to stdout (stderr when stdout carries JSON).
+fn github_outputs(report: &Report, run_dir: &Path, format: MessageFormat) {
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let artifact = run_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| run_dir.display().to_string());
+        // Outside the run folder, so it does not pass through `RunFolder`: redact here.
+        let text =
+            crate::secret::redact_known(&report::github::render_step_summary(report, &artifact));
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        if let Err(e) = appended {
+            console::errln(&format!(
+                "warning: cannot append to GITHUB_STEP_SUMMARY ({}): {e}",
+                Path::new(&path).display()
+            ));
+        }
+    }
+    if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+        for line in report::github::annotations(report) {
+            print_table(format, &line);
+        }
+    }
+}
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,125 @@
+//! `continuity merge` (shard runs → one run folder, gated like a run) and
+//! `continuity baseline` (a finished run → an expectations file on stdout).
+
+use super::{gate, load_report, usage, Failure};
+use crate::cli::{MergeArgs, MessageFormat};
+use crate::report::merge::{merge as merge_shards, ShardRun};
+use crate::report::{baseline::render_baseline, SCHEMA_ID};
+use std::path::{Path, PathBuf};
+
+/// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
+/// merge writes nothing.
+pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
+    let out = &args.out;
+    let out_absolute =
+        std::path::absolute(out).map_err(|e| usage(format!("{}: {e}", out.display())))?;
+    let mut shards = Vec::new();
+    let mut seen: Vec<(PathBuf, String)> = Vec::new();
+    for given in &args.runs {
+        let dir = if given.is_file() {
+            given.parent().map(Path::to_path_buf).unwrap_or_default()
+        } else {
+            given.clone()
+        };
+        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+            return Err(usage(format!(
+                "{} and {first} are the same run folder: merging a run with itself would count its cells twice",
+                given.display()
+            )));
+        }
+        seen.push((canonical.clone(), given.display().to_string()));
+        let schema = declared_schema(given)?;
+        let report = load_report(given)?;
+        // Shard folders are named relative to the merged folder, so the
+        // merged report's log links hold wherever the folders are copied together.
+        let absolute = std::path::absolute(&dir).unwrap_or(canonical);
+        shards.push(ShardRun {
+            dir: relative_to(&absolute, &out_absolute).display().to_string(),
+            schema,
+            report,
+        });
+    }
+    if out.join("report.json").exists() {
+        return Err(usage(format!(
+            "{} already holds a report: merge into a new folder (nothing is overwritten)",
+            out.display()
+        )));
+    }
+    let expectations = gate::load_expectations(&args.gate, None)?;
+    let id = format!("merged-{}", super::short_id());
+    let mut report = merge_shards(&id, &shards).map_err(|e| usage(e.to_string()))?;
+    if let Some(x) = &expectations {
+        x.check_names(&report.run.targets, &report.run.scenarios)
+            .map_err(|e| usage(e.to_string()))?;
+        gate::judge(x, &mut report, &args.gate);
+    } else {
+        report.run.flaky_result = args.gate.flaky_result.into();
+    }
+    // The shards' own texts were redacted when they were written; the
+    // environment's secrets are what could still reach the merged folder.
+    let mut redactor = crate::secret::Redactor::none();
+    redactor.add_secret_variables(std::env::vars());
+    crate::secret::install(redactor.clone());
+    let folder =
+        crate::report::RunFolder::create(out, false, redactor).map_err(|e| usage(e.to_string()))?;
+    gate::finish(&report, &folder, MessageFormat::Human, false)
+}
+
+/// `path` as seen from the folder `base` (both absolute): `../shard-1`.
+fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let path: Vec<_> = path.components().collect();
+    let base: Vec<_> = base.components().collect();
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    for part in &path[common..] {
+        out.push(part.as_os_str());
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// The `schema` a report file declares, before any upgrade: merge refuses
+/// to mix schemas even where it could read both.
+fn declared_schema(path: &Path) -> Result<String, Failure> {
+    let file = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
+    Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())
+}
+
+/// `continuity baseline RUN`: the expectations file that makes this run pass.
+pub fn baseline(run: &Path) -> Result<String, Failure> {
+    let report = load_report(run)?;
+    Ok(render_baseline(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::relative_to;
+    use std::path::Path;
+
+    #[test]
+    fn shard_folders_are_named_from_the_merged_folder() {
+        let rel = |a: &str, b: &str| {
+            relative_to(Path::new(a), Path::new(b))
+                .display()
+                .to_string()
+        };
+        assert_eq!(rel("/w/runs/shard-1", "/w/runs/merged"), "../shard-1");
+        assert_eq!(rel("/w/runs/merged/in", "/w/runs/merged"), "in");
+        assert_eq!(rel("/a/b", "/c/d"), "../../a/b");
+        assert_eq!(rel("/a", "/a"), ".");
+    }
+}

@@ -1,0 +1,136 @@
+//! `continuity baseline RUN`: an expectations file that records what a
+//! finished run saw, one entry per cell, scoped to its server version, so
+//! the next run is judged against it (`--expect`). Reasons are left for a
+//! person to write: the file is meant to be reviewed and committed.
+
+use std::fmt::Write as _;
+
+use super::expect::parse_version;
+use super::model::{Report, Verdict};
+
+pub fn render_baseline(report: &Report) -> String {
+    let run = &report.run;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Expectations recorded from run {} (continuity {}, server {}, agent {}).\n# Use with `continuity run --expect FILE`; replace each `reason` with why the result is known.",
+        run.id,
+        run.harness_version,
+        run.server_version.as_deref().unwrap_or("unknown"),
+        run.agent
+    );
+    for scenario in report.scenario_order() {
+        for cell in report.cells_of(scenario) {
+            out.push('\n');
+            let verdict = match cell.verdict {
+                // A flaky cell is recorded as passing: the gate then follows --flaky-result.
+                Verdict::Flaky => Verdict::Pass,
+                v => v,
+            };
+            out.push_str("[[expect]]\n");
+            let _ = writeln!(out, "target = {}", quoted(&glob_literal(&cell.target)));
+            let _ = writeln!(out, "scenario = {}", quoted(&glob_literal(&cell.scenario)));
+            let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
+            if matches!(verdict, Verdict::Fail | Verdict::Error) {
+                if let Some(b) = &cell.failure_boundary {
+                    let _ = writeln!(out, "boundary = {}", quoted(b));
+                }
+                if let Some(sig) = cell.boundary_signature() {
+                    let _ = writeln!(out, "signature = {}", quoted(&sig.short()));
+                }
+            }
+            let version = cell
+                .server_version
+                .as_deref()
+                .or(run.server_version.as_deref());
+            if let Some(v) = version.and_then(parse_version) {
+                let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
+            }
+            let reason = match (cell.verdict, &cell.reason) {
+                (Verdict::Flaky, _) => format!(
+                    "flaky in run {}: {} (recorded as pass)",
+                    run.id,
+                    super::gate::attempts_text(cell)
+                ),
+                (Verdict::Pass, _) => String::new(),
+                (_, Some(reason)) => format!("seen in run {}: {}", run.id, first_line(reason)),
+                (_, None) => format!("seen in run {}", run.id),
+            };
+            if !reason.is_empty() {
+                let _ = writeln!(out, "reason = {}", quoted(&reason));
+            }
+        }
+    }
+    out
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// A TOML basic string.
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// A name as a glob that matches only itself.
+fn glob_literal(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::expect::{gate_fails, Expectations, GateOptions};
+    use crate::report::fixture;
+    use crate::report::ExpectOutcome;
+
+    #[test]
+    fn a_run_judged_against_its_own_baseline_is_all_expected() {
+        for mut report in [fixture::report(), fixture::repeated_report()] {
+            let text = render_baseline(&report);
+            let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            x.check_names(&report.run.targets, &report.run.scenarios)
+                .unwrap();
+            x.judge(&mut report, GateOptions::default());
+            for cell in &report.cells {
+                assert_eq!(
+                    cell.expectation.as_ref().unwrap().outcome,
+                    ExpectOutcome::Expected,
+                    "{} × {}\n{text}",
+                    cell.target,
+                    cell.scenario
+                );
+            }
+            assert!(!gate_fails(&report));
+        }
+        let text = render_baseline(&fixture::report());
+        assert!(
+            text.contains("signature = \"http 400 invalid_request\""),
+            "{text}"
+        );
+        assert!(text.contains("server_version = \"=0.4.2\""), "{text}");
+    }
+
+    #[test]
+    fn glob_characters_in_names_match_only_themselves() {
+        let g = glob_literal("odd*name[1]");
+        let m = globset::Glob::new(&g).unwrap().compile_matcher();
+        assert!(m.is_match("odd*name[1]"));
+        assert!(!m.is_match("oddXname1"));
+    }
+}

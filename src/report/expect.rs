@@ -1,0 +1,377 @@
+//! Expectations: a file of known results (`--expect FILE`) and the one
+//! judgement of a finished report against it that `run`, `merge` and the CI
+//! gate share. Each cell gets an outcome — expected, regressed, changed,
+//! fixed or new — and whether it fails the run.
+//!
+//! ```toml
+//! [[expect]]
+//! target = "agent"                       # glob; default "*"
+//! scenario = "native-continuity"         # glob; default "*"
+//! verdict = "fail"                       # pass | fail | error | skipped
+//! boundary = "promptSameHandleAfterRestart"
+//! signature = "http 400 invalid_request" # the short or the (masked) full signature
+//! reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+//! server_version = ">=0.4.2, <0.5"       # optional semver requirement
+//! ```
+//!
+//! The first entry that matches a cell decides; an entry that never gets to
+//! decide is reported by [`Expectations::shadowed`].
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobMatcher};
+use semver::{Version, VersionReq};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict};
+
+/// A checked expectations file.
+#[derive(Debug, Clone)]
+pub struct Expectations {
+    path: PathBuf,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    line: usize,
+    target: Pattern,
+    scenario: Pattern,
+    verdict: Verdict,
+    boundary: Option<String>,
+    signature: Option<String>,
+    reason: Option<String>,
+    server_version: Option<VersionReq>,
+}
+
+#[derive(Debug, Clone)]
+struct Pattern {
+    text: String,
+    glob: GlobMatcher,
+}
+
+/// Why an expectations file was refused: the file, the line, what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ExpectError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    expect: Vec<Spanned<RawEntry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    target: Option<Spanned<String>>,
+    scenario: Option<Spanned<String>>,
+    verdict: Spanned<String>,
+    boundary: Option<String>,
+    signature: Option<String>,
+    reason: Option<String>,
+    server_version: Option<Spanned<String>>,
+}
+
+/// How the exit code treats flaky and fixed cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateOptions {
+    pub allow_fixed: bool,
+    pub flaky_result: FlakyResult,
+}
+
+impl Expectations {
+    pub fn load(path: &Path) -> Result<Expectations, ExpectError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ExpectError {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Expectations::parse(path, &text)
+    }
+
+    /// Checks `text`; `path` names the file in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Expectations, ExpectError> {
+        let error = |offset: Option<usize>, message: String| ExpectError {
+            path: path.to_path_buf(),
+            line: offset.map(|o| line_of(text, o)),
+            message,
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            error(
+                e.span().map(|s| s.start),
+                e.message().trim_end().to_string(),
+            )
+        })?;
+        let mut entries = Vec::new();
+        for spanned in raw.expect {
+            let start = spanned.span().start;
+            let raw = spanned.into_inner();
+            let pattern = |field: &Option<Spanned<String>>, key: &str| match field {
+                None => Ok(Pattern::new("*").expect("`*` is a glob")),
+                Some(s) => Pattern::new(s.get_ref()).map_err(|e| {
+                    error(
+                        Some(s.span().start),
+                        format!("`{key}` = {:?} is not a valid glob: {e}", s.get_ref()),
+                    )
+                }),
+            };
+            let verdict = match raw.verdict.get_ref().as_str() {
+                "pass" => Verdict::Pass,
+                "fail" => Verdict::Fail,
+                "error" => Verdict::Error,
+                "skipped" => Verdict::Skipped,
+                other => {
+                    return Err(error(
+                        Some(raw.verdict.span().start),
+                        format!(
+                            "`verdict` = {other:?} is not a verdict (expected pass, fail, error or skipped)"
+                        ),
+                    ))
+                }
+            };
+            let server_version = raw
+                .server_version
+                .as_ref()
+                .map(|v| {
+                    VersionReq::parse(v.get_ref()).map_err(|e| {
+                        error(
+                            Some(v.span().start),
+                            format!(
+                                "`server_version` = {:?} is not a semver requirement (such as \"=0.4.2\" or \">=0.4, <0.5\"): {e}",
+                                v.get_ref()
+                            ),
+                        )
+                    })
+                })
+                .transpose()?;
+            entries.push(Entry {
+                line: line_of(text, start),
+                target: pattern(&raw.target, "target")?,
+                scenario: pattern(&raw.scenario, "scenario")?,
+                verdict,
+                boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
+                signature: raw.signature.filter(|s| !s.trim().is_empty()),
+                reason: raw.reason.filter(|r| !r.trim().is_empty()),
+                server_version,
+            });
+        }
+        Ok(Expectations {
+            path: path.to_path_buf(),
+            entries,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuses an entry whose target or scenario matches none of the run's:
+    /// a typo must not silently switch a gate off.
+    pub fn check_names(&self, targets: &[String], scenarios: &[String]) -> Result<(), ExpectError> {
+        for entry in &self.entries {
+            for (pattern, names, what) in [
+                (&entry.target, targets, "target"),
+                (&entry.scenario, scenarios, "scenario"),
+            ] {
+                if !names.iter().any(|n| pattern.glob.is_match(n)) {
+                    return Err(ExpectError {
+                        path: self.path.clone(),
+                        line: Some(entry.line),
+                        message: format!(
+                            "`{what}` = {:?} matches no {what} of this run (its {what}s: {})",
+                            pattern.text,
+                            names.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges every cell of `report` and records the file and options in it.
+    pub fn judge(&self, report: &mut Report, options: GateOptions) {
+        let run_version = report.run.server_version.clone();
+        for cell in &mut report.cells {
+            let version = cell_version(cell, run_version.as_deref());
+            let entry = self.entries.iter().find(|e| e.matches(cell, version));
+            cell.expectation = Some(judge_cell(cell, entry, &self.path, options));
+        }
+        report.run.expect_file = Some(self.path.display().to_string());
+        report.run.allow_fixed = options.allow_fixed;
+        report.run.flaky_result = options.flaky_result;
+    }
+}
+
+impl Expectations {
+    /// Entries that match cells of `report` but decide none of them, because
+    /// earlier entries match those cells first: almost always an ordering
+    /// mistake (a catch-all written before the specific entries). A warning,
+    /// not an error: the judgement itself is well defined.
+    pub fn shadowed(&self, report: &Report) -> Vec<String> {
+        let run_version = report.run.server_version.as_deref();
+        let deciding = |cell: &Cell| {
+            self.entries
+                .iter()
+                .position(|e| e.matches(cell, cell_version(cell, run_version)))
+        };
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, entry)| {
+                let matched: Vec<&Cell> = report
+                    .cells
+                    .iter()
+                    .filter(|c| entry.matches(c, cell_version(c, run_version)))
+                    .collect();
+                !matched.is_empty() && matched.iter().all(|c| deciding(c) != Some(*i))
+            })
+            .map(|(_, entry)| {
+                format!(
+                    "{}:{}: this entry decides no cell: entries above it match all of its cells first (the first matching entry decides)",
+                    self.path.display(),
+                    entry.line
+                )
+            })
+            .collect()
+    }
+}
+
+impl Pattern {
+    fn new(text: &str) -> Result<Pattern, globset::Error> {
+        Ok(Pattern {
+            text: text.to_string(),
+            glob: Glob::new(text)?.compile_matcher(),
+        })
+    }
+}
+
+impl Entry {
+    fn matches(&self, cell: &Cell, server_version: Option<&str>) -> bool {
+        self.target.glob.is_match(&cell.target)
+            && self.scenario.glob.is_match(&cell.scenario)
+            && match &self.server_version {
+                None => true,
+                Some(req) => server_version
+                    .and_then(parse_version)
+                    .is_some_and(|v| req.matches(&v)),
+            }
+    }
+}
+
+/// A cell's server version: its own on a version axis, else the run's.
+fn cell_version<'a>(cell: &'a Cell, run: Option<&'a str>) -> Option<&'a str> {
+    cell.server_version.as_deref().or(run)
+}
+
+/// The semver in a server version string: `0.4.2`, `v0.4.2`, `sandbox-agent 0.4.2`.
+pub fn parse_version(text: &str) -> Option<Version> {
+    text.split_whitespace()
+        .rev()
+        .find_map(|word| Version::parse(word.trim_start_matches('v')).ok())
+}
+
+fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOptions) -> Judgement {
+    let got = match cell.verdict {
+        Verdict::Flaky if options.flaky_result == FlakyResult::Pass => Verdict::Pass,
+        Verdict::Flaky => Verdict::Fail,
+        v => v,
+    };
+    let Some(entry) = entry else {
+        return Judgement {
+            outcome: ExpectOutcome::New,
+            verdict: None,
+            boundary: None,
+            signature: None,
+            reason: None,
+            entry: None,
+            fails_run: got != Verdict::Pass,
+        };
+    };
+    let outcome = if entry.verdict == got {
+        if matches!(got, Verdict::Fail | Verdict::Error) && !entry.same_failure(cell) {
+            ExpectOutcome::Changed
+        } else {
+            ExpectOutcome::Expected
+        }
+    } else if entry.verdict == Verdict::Pass {
+        match got {
+            Verdict::Fail | Verdict::Error => ExpectOutcome::Regressed,
+            _ => ExpectOutcome::Changed,
+        }
+    } else if got == Verdict::Pass {
+        ExpectOutcome::Fixed
+    } else {
+        ExpectOutcome::Changed
+    };
+    Judgement {
+        outcome,
+        verdict: Some(entry.verdict),
+        boundary: entry.boundary.clone(),
+        signature: entry.signature.clone(),
+        reason: entry.reason.clone(),
+        entry: Some(format!("{}:{}", path.display(), entry.line)),
+        fails_run: match outcome {
+            ExpectOutcome::Expected => false,
+            ExpectOutcome::Fixed => !options.allow_fixed,
+            _ => true,
+        },
+    }
+}
+
+impl Entry {
+    /// Same boundary and signature, where the entry names them.
+    fn same_failure(&self, cell: &Cell) -> bool {
+        let boundary_ok = self
+            .boundary
+            .as_deref()
+            .is_none_or(|b| cell.failure_boundary.as_deref() == Some(b));
+        let signature_ok = self.signature.as_deref().is_none_or(|expected| {
+            let expected = crate::diagnose::mask_ids(expected.trim());
+            cell.boundary_signature()
+                .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
+        });
+        boundary_ok && signature_ok
+    }
+}
+
+/// Whether the judged report fails the gate: any cell whose judgement says so.
+/// Cells without a judgement count by their own verdict.
+pub fn gate_fails(report: &Report) -> bool {
+    report.cells.iter().any(|c| match &c.expectation {
+        Some(j) => j.fails_run,
+        None => !c.counts_as_pass(report.run.flaky_result),
+    })
+}
+
+impl ExpectOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectOutcome::Expected => "expected",
+            ExpectOutcome::Regressed => "regressed",
+            ExpectOutcome::Changed => "changed",
+            ExpectOutcome::Fixed => "fixed",
+            ExpectOutcome::New => "new",
+        }
+    }
+}
+
+/// The 1-based line holding byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+#[cfg(test)]
+#[path = "expect_tests.rs"]
+mod tests;

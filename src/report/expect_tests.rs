@@ -1,0 +1,223 @@
+use super::*;
+use crate::report::fixture;
+
+const KNOWN_BUG: &str = r#"
+# the pinned server's known bug
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "fail"                       # pass | fail | error | skipped
+boundary = "promptSameHandleAfterRestart"
+signature = "http 400 invalid_request" # optional; compared with the masked signature
+reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+"#;
+
+fn parse(text: &str) -> Result<Expectations, ExpectError> {
+    Expectations::parse(Path::new("expect.toml"), text)
+}
+
+fn judged(text: &str, options: GateOptions) -> Report {
+    let mut r = fixture::report();
+    parse(text).unwrap().judge(&mut r, options);
+    r
+}
+
+fn outcome(r: &Report, target: &str, scenario: &str) -> (ExpectOutcome, bool) {
+    let j = r
+        .cells
+        .iter()
+        .find(|c| c.target == target && c.scenario == scenario)
+        .and_then(|c| c.expectation.clone())
+        .unwrap();
+    (j.outcome, j.fails_run)
+}
+
+#[test]
+fn the_issue_shape_is_accepted_and_the_known_failure_is_expected() {
+    let r = judged(KNOWN_BUG, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let j = r.cells[0].expectation.as_ref().unwrap();
+    assert_eq!(j.entry.as_deref(), Some("expect.toml:3"));
+    assert!(j.reason.as_deref().unwrap().contains("#189"));
+    // The passing cell has no entry: new, judged by its own verdict.
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::New, false)
+    );
+    // The errored and skipped cells are new failures.
+    assert_eq!(
+        outcome(&r, "gateway", "native-continuity"),
+        (ExpectOutcome::New, true)
+    );
+    assert!(gate_fails(&r));
+    assert_eq!(r.run.expect_file.as_deref(), Some("expect.toml"));
+}
+
+#[test]
+fn every_outcome_and_the_exit_rules() {
+    let text = r#"
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "pass"
+[[expect]]
+target = "agent"
+scenario = "recreate-rehydrate"
+verdict = "fail"
+[[expect]]
+target = "gateway"
+scenario = "native-*"
+verdict = "error"
+[[expect]]
+target = "gate*"
+scenario = "recreate-rehydrate"
+verdict = "fail"
+"#;
+    let r = judged(text, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Regressed, true)
+    );
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Fixed, true)
+    );
+    assert_eq!(
+        outcome(&r, "gateway", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    assert_eq!(
+        outcome(&r, "gateway", "recreate-rehydrate"),
+        (ExpectOutcome::Changed, true)
+    );
+    let allowed = judged(
+        text,
+        GateOptions {
+            allow_fixed: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        outcome(&allowed, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Fixed, false)
+    );
+}
+
+#[test]
+fn a_failure_elsewhere_or_with_another_signature_is_changed() {
+    for (key, value) in [
+        ("boundary", "promptAfterResume"),
+        ("signature", "http 500 server_error"),
+    ] {
+        let text = format!(
+            "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\n{key} = \"{value}\"\n"
+        );
+        let r = judged(&text, GateOptions::default());
+        assert_eq!(
+            outcome(&r, "agent", "native-continuity"),
+            (ExpectOutcome::Changed, true),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn server_version_scopes_an_entry() {
+    let text = |req: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\nserver_version = \"{req}\"\n")
+    };
+    let r = judged(&text(">=0.4.2, <0.5"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let r = judged(&text("=0.4.0"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+    assert_eq!(
+        parse_version("sandbox-agent v0.4.2"),
+        Some(Version::new(0, 4, 2))
+    );
+}
+
+#[test]
+fn a_flaky_cell_follows_flaky_result() {
+    let mut r = fixture::repeated_report();
+    let text =
+        "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"pass\"\n";
+    parse(text).unwrap().judge(&mut r, GateOptions::default());
+    assert_eq!(r.cells[0].verdict, Verdict::Flaky);
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let options = GateOptions {
+        flaky_result: FlakyResult::Fail,
+        ..Default::default()
+    };
+    parse(text).unwrap().judge(&mut r, options);
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Regressed, true)
+    );
+}
+
+#[test]
+fn bad_files_name_the_line_and_what_is_wrong() {
+    let e = parse("[[expect]]\ntarget = \"agent\"\nscenario = \"x\"\nverdict = \"broken\"\n")
+        .unwrap_err();
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(
+        e.to_string().contains("expect.toml:4") && e.to_string().contains("broken"),
+        "{e}"
+    );
+    let e = parse("[[expect]]\ntarget = \"agent[\"\nverdict = \"pass\"\n").unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+    assert!(e.message.contains("glob"), "{e}");
+    let e = parse("[[expect]]\nverdict = \"pass\"\nserver_version = \"latest\"\n").unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    let e = parse("[[expect]]\nverdict = \"pass\"\ntargte = \"agent\"\n").unwrap_err();
+    assert!(e.message.contains("targte"), "{e}");
+    let e = parse("[[expect]]\ntarget = \"agent\"\n").unwrap_err();
+    assert!(e.message.contains("verdict"), "{e}");
+}
+
+#[test]
+fn an_entry_that_matches_nothing_in_the_run_is_refused() {
+    let x = parse(
+        "[[expect]]\nverdict = \"pass\"\n\n[[expect]]\ntarget = \"agnet\"\nverdict = \"pass\"\n",
+    )
+    .unwrap();
+    let targets = ["agent".to_string(), "gateway".to_string()];
+    let scenarios = ["native-continuity".to_string()];
+    let e = x.check_names(&targets, &scenarios).unwrap_err();
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(
+        e.message.contains("agnet") && e.message.contains("agent, gateway"),
+        "{e}"
+    );
+    parse(KNOWN_BUG)
+        .unwrap()
+        .check_names(&targets, &scenarios)
+        .unwrap();
+}
+
+#[test]
+fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
+    let text = "[[expect]]\nverdict = \"pass\"\n\n[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\n";
+    let x = parse(text).unwrap();
+    let warnings = x.shadowed(&fixture::report());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("expect.toml:4:"), "{warnings:?}");
+    // In the right order nothing is shadowed; an entry for cells this run lacks is not either.
+    let fine = format!("{KNOWN_BUG}\n[[expect]]\nverdict = \"pass\"\n[[expect]]\ntarget = \"agent\"\nverdict = \"pass\"\nserver_version = \"=0.3.0\"\n");
+    assert_eq!(
+        parse(&fine).unwrap().shadowed(&fixture::report()),
+        Vec::<String>::new()
+    );
+}

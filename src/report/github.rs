@@ -1,0 +1,232 @@
+//! GitHub Actions output: the compact Markdown appended to
+//! `$GITHUB_STEP_SUMMARY` (targets × scenarios with expectation outcomes,
+//! the cells to look at with their boundary and signature, where the run
+//! folder is) and the `::error` / `::warning` workflow commands that turn
+//! into annotations.
+
+use std::fmt::Write as _;
+
+use super::gate::{attempts_text, gate_line, judgement_text, notable_cells};
+use super::model::{Cell, ExpectOutcome, Report, Verdict};
+use super::table::totals_line;
+
+/// The step summary; `artifact` names the run folder (what CI uploads).
+pub fn render_step_summary(report: &Report, artifact: &str) -> String {
+    let mut out = String::new();
+    let run = &report.run;
+    let _ = writeln!(
+        out,
+        "### continuity run `{}` · server {} · agent {}\n",
+        run.id,
+        run.server_version.as_deref().unwrap_or("unknown"),
+        run.agent
+    );
+    let _ = writeln!(out, "{}", totals_line(report));
+    if let Some(line) = gate_line(report) {
+        let _ = writeln!(out, "\n{line}");
+    }
+    if run.interrupted {
+        out.push_str("\n**interrupted**: unfinished cells are missing\n");
+    }
+    let scenarios = report.scenario_order();
+    let _ = writeln!(out, "\n| target | {} |", scenarios.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(scenarios.len()));
+    for (target, version) in report.row_order() {
+        let label = match &version {
+            Some(v) => format!("{target} @ {v}"),
+            None => target.to_string(),
+        };
+        let row: Vec<String> = scenarios
+            .iter()
+            .map(|s| {
+                report
+                    .cells
+                    .iter()
+                    .find(|c| c.target == target && c.scenario == *s && c.server_version == version)
+                    .map(summary_cell)
+                    .unwrap_or_else(|| "–".into())
+            })
+            .collect();
+        let _ = writeln!(out, "| {label} | {} |", row.join(" | "));
+    }
+    let notable = notable_cells(report);
+    if !notable.is_empty() {
+        out.push_str(
+            "\n| cell | verdict | boundary | signature | expectation |\n|---|---|---|---|---|\n",
+        );
+        for cell in notable {
+            let _ = writeln!(
+                out,
+                "| {} × {} | {} | {} | {} | {} |",
+                escape(&cell.label()),
+                escape(&cell.scenario),
+                verdict_words(cell),
+                escape(cell.failure_boundary.as_deref().unwrap_or("–")),
+                escape(&signature_text(cell)),
+                escape(
+                    &cell
+                        .expectation
+                        .as_ref()
+                        .map(|j| {
+                            let mut t = judgement_text(j);
+                            if let Some(r) = &j.reason {
+                                t.push_str(": ");
+                                t.push_str(r);
+                            }
+                            t
+                        })
+                        .unwrap_or_else(|| "–".into())
+                ),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nRun folder: `{artifact}` (report.md, report.json, junit.xml, component logs)."
+    );
+    out
+}
+
+/// One `::error` per cell that fails the run, one `::warning` per flaky or
+/// fixed cell that does not.
+pub fn annotations(report: &Report) -> Vec<String> {
+    notable_cells(report)
+        .into_iter()
+        .map(|cell| {
+            let fails = match &cell.expectation {
+                Some(j) => j.fails_run,
+                None => !cell.counts_as_pass(report.run.flaky_result),
+            };
+            let what = match &cell.expectation {
+                Some(j) if j.outcome != ExpectOutcome::Expected => judgement_text(j),
+                _ => verdict_words(cell),
+            };
+            let title = format!("continuity: {} × {} {what}", cell.label(), cell.scenario);
+            let mut message = verdict_words(cell);
+            if let Some(b) = &cell.failure_boundary {
+                message.push_str(&format!(" @ {b}"));
+            }
+            let signature = signature_text(cell);
+            if !signature.is_empty() {
+                message.push_str(&format!(": {signature}"));
+            }
+            if let Some(reason) = cell.expectation.as_ref().and_then(|j| j.reason.as_ref()) {
+                message.push_str(&format!(" (expectation: {reason})"));
+            }
+            format!(
+                "::{} title={}::{}",
+                if fails { "error" } else { "warning" },
+                property(&title),
+                data(&message)
+            )
+        })
+        .collect()
+}
+
+fn summary_cell(cell: &Cell) -> String {
+    let mut text = cell.verdict.glyph().to_string();
+    if cell.pass_rate.is_some() {
+        text.push_str(&format!(" {}", attempts_text(cell)));
+    }
+    if let Some(j) = &cell.expectation {
+        if j.fails_run {
+            text.push_str(&format!(" **{}**", j.outcome.as_str()));
+        } else {
+            text.push_str(&format!(" {}", j.outcome.as_str()));
+        }
+    }
+    text
+}
+
+fn verdict_words(cell: &Cell) -> String {
+    match cell.verdict {
+        Verdict::Flaky => format!("flaky ({})", attempts_text(cell)),
+        v => v.as_str().to_string(),
+    }
+}
+
+fn signature_text(cell: &Cell) -> String {
+    match cell.boundary_signature() {
+        Some(sig) => format!("{} — {}", sig.short(), first_line(&sig.message)),
+        None => cell.reason.as_deref().map(first_line).unwrap_or_default(),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() > 200 {
+        format!("{}…", line.chars().take(199).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// Workflow-command data: `%`, CR and LF escaped, as the runner expects.
+fn data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow-command property value: data escaping plus `:` and `,`.
+fn property(text: &str) -> String {
+    data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::expect::{Expectations, GateOptions};
+    use crate::report::fixture;
+
+    fn judged() -> Report {
+        let mut r = fixture::report();
+        let text = "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\nreason = \"known: bug, #189\"\n";
+        Expectations::parse(std::path::Path::new("ci/expect.toml"), text)
+            .unwrap()
+            .judge(&mut r, GateOptions::default());
+        r
+    }
+
+    #[test]
+    fn the_summary_has_the_matrix_the_unexpected_cells_and_the_folder() {
+        let md = render_step_summary(&judged(), "reports/run-1");
+        assert!(
+            md.contains("| target | native-continuity | recreate-rehydrate |"),
+            "{md}"
+        );
+        assert!(md.contains("| agent | ❌ expected | ✅ new |"), "{md}");
+        assert!(md.contains("| gateway | ⚠ **new** |"), "{md}");
+        assert!(md.contains("expectations ci/expect.toml:"), "{md}");
+        assert!(md.contains("`reports/run-1`"), "{md}");
+        // The expected failure is not listed among the cells to look at.
+        assert!(!md.contains("| agent × native-continuity |"), "{md}");
+    }
+
+    #[test]
+    fn annotations_are_errors_for_what_fails_and_escaped() {
+        let notes = annotations(&judged());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .all(|n| n.starts_with("::error title=continuity%3A ")),
+            "{notes:?}"
+        );
+        let mut r = fixture::repeated_report();
+        r.cells.retain(|c| c.verdict == Verdict::Flaky);
+        let notes = annotations(&r);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("::warning "), "{notes:?}");
+        assert!(notes[0].contains("flaky (1/2 passed)"), "{notes:?}");
+        assert_eq!(data("a%b\nc"), "a%25b%0Ac");
+    }
+}

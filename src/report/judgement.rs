@@ -1,0 +1,100 @@
+//! What a cell holds beyond one attempt's phases (schema v2): every
+//! attempt, whether flaky cells count as passed, the shards a merged run
+//! came from, a cell's identity across runs, and its judgement against an
+//! expectations file. Plain data, re-exported by [`super::model`].
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{PhaseResult, RestartTiming, Verdict};
+
+/// One run of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1-based.
+    pub attempt: u32,
+    /// A rerun of a failed attempt (`--retries`) rather than one of `--repeat`.
+    pub retry: bool,
+    pub verdict: Verdict,
+    pub failure_boundary: Option<String>,
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartTiming>,
+}
+
+/// Whether a flaky cell counts as passed (nextest's default, with a
+/// warning) or failed when the exit code is decided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlakyResult {
+    #[default]
+    Pass,
+    Fail,
+}
+
+/// A shard a merged report was made from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardInfo {
+    pub id: String,
+    pub partition: Option<String>,
+    /// The shard's run folder, as given to `merge`.
+    pub dir: String,
+    pub cells: u32,
+}
+
+/// How a cell compares with what the expectations file says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectOutcome {
+    /// As expected.
+    Expected,
+    /// Expected to pass, and did not.
+    Regressed,
+    /// Expected to fail, and failed elsewhere or differently (or errored, or was skipped).
+    Changed,
+    /// Expected not to pass, and passed: the baseline needs updating.
+    Fixed,
+    /// No entry: judged by its own verdict.
+    New,
+}
+
+/// A cell's judgement: the outcome, the entry it was judged against, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Judgement {
+    pub outcome: ExpectOutcome,
+    /// The expected verdict; `None` for `new`.
+    pub verdict: Option<Verdict>,
+    #[serde(default)]
+    pub boundary: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
+    /// The entry's `reason`.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// `file:line` of the entry.
+    #[serde(default)]
+    pub entry: Option<String>,
+    /// Whether this cell fails the run (after `--allow-fixed` and `--flaky-result`).
+    pub fails_run: bool,
+}
+
+/// A cell's identity: target × scenario (× server version).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub target: String,
+    pub scenario: String,
+    pub server_version: Option<String>,
+}
+
+impl std::fmt::Display for CellKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} × {}", self.target, self.scenario)?;
+        match &self.server_version {
+            Some(v) => write!(f, " @ {v}"),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! One cell's attempts: `repeat` runs, a failed one again up to `retries`
+//! times, each with fresh clients, its own persist store and a restart of
+//! the cell's target. What finished is kept when the run is cancelled.
+
+use super::{PersistChoice, RunEvent, RunPlan};
+use crate::persist::SqliteDriver;
+use crate::report::{Attempt, RestartTiming, Verdict};
+use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
+use crate::targets::Target;
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+
+/// Wraps a target so the scenario executor can restart it.
+struct TargetRestarter<'a>(&'a mut Target);
+
+#[async_trait]
+impl Restarter for TargetRestarter<'_> {
+    async fn restart(&mut self) -> RestartReport {
+        let outcome = self.0.restart().await;
+        RestartReport {
+            ok: outcome.ok,
+            action: self.0.kind().to_string(),
+            restart_ms: outcome.restart_ms,
+            ready_ms: outcome.ready_ms,
+            detail: outcome.detail,
+        }
+    }
+}
+
+/// Which cell the attempts belong to, for events and file names.
+pub(super) struct CellId<'a> {
+    pub index: usize,
+    pub total: usize,
+    /// Index into the plan's targets.
+    pub target: usize,
+    pub scenario: &'a Scenario,
+}
+
+/// The attempts of one cell, and whether the run was interrupted during them.
+pub(super) struct Attempts {
+    pub attempts: Vec<Attempt>,
+    pub interrupted: bool,
+}
+
+/// `repeat` attempts, each failed one run again up to `retries` times;
+/// stops (keeping what finished) on cancel or the overall deadline.
+pub(super) async fn run_attempts(
+    plan: &mut RunPlan,
+    cell: &CellId<'_>,
+    sequence: &mut usize,
+    cancel: &watch::Receiver<bool>,
+    deadline: Instant,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Attempts {
+    let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
+    let target = plan.targets[cell.target].name.clone();
+    let mut attempts: Vec<Attempt> = Vec::new();
+    for _ in 0..plan.repeat {
+        let mut retries_left = plan.retries;
+        let mut retry = false;
+        loop {
+            if *cancel.borrow() || Instant::now() >= deadline {
+                return Attempts {
+                    attempts,
+                    interrupted: true,
+                };
+            }
+            *sequence += 1;
+            let number = attempts.len() as u32 + 1;
+            on_event(RunEvent::CellStarted {
+                index,
+                total,
+                target: target.clone(),
+                scenario: scenario.name.clone(),
+                attempt: number,
+            });
+            let mut attempt = tokio::select! {
+                attempt = run_one(plan, cell.target, scenario, number, *sequence) => attempt,
+                _ = wait_cancel(cancel.clone()) => return Attempts { attempts, interrupted: true },
+                _ = tokio::time::sleep_until(deadline.into()) => return Attempts { attempts, interrupted: true },
+            };
+            attempt.retry = retry;
+            let again =
+                matches!(attempt.verdict, Verdict::Fail | Verdict::Error) && retries_left > 0;
+            if again {
+                on_event(RunEvent::Retrying {
+                    index,
+                    total,
+                    attempt: Box::new(attempt.clone()),
+                    target: target.clone(),
+                    scenario: scenario.name.clone(),
+                });
+            }
+            attempts.push(attempt);
+            if !again {
+                break;
+            }
+            retries_left -= 1;
+            retry = true;
+        }
+    }
+    Attempts {
+        attempts,
+        interrupted: false,
+    }
+}
+
+pub(super) async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
+    let _ = cancel.wait_for(|c| *c).await;
+}
+
+pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
+    Attempt {
+        attempt,
+        retry: false,
+        verdict: Verdict::Skipped,
+        failure_boundary: None,
+        reason: Some(reason.into()),
+        duration_ms: 0,
+        phases: Vec::new(),
+        restarts: Vec::new(),
+    }
+}
+
+async fn run_one(
+    plan: &mut RunPlan,
+    t: usize,
+    scenario: &Scenario,
+    attempt: u32,
+    index: usize,
+) -> Attempt {
+    let target_name = plan.targets[t].name.clone();
+    let key = format!("{}-{index}", plan.id);
+    let store: Result<CellStore, String> = match &plan.persist {
+        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
+        PersistChoice::Sqlite => {
+            let dir = plan.run_dir.join("persist");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                .and_then(|()| {
+                    let file = dir.join(format!(
+                        "{index:03}-{target_name}-{}-{attempt}.db",
+                        scenario.name
+                    ));
+                    SqliteDriver::open(file)
+                        .map(|d| CellStore::Shared(Arc::new(d)))
+                        .map_err(|e| e.to_string())
+                })
+        }
+        PersistChoice::Custom(name) => match &plan.persist_factory {
+            Some(factory) => factory(&key).map(CellStore::Shared),
+            None => Err(format!("no factory for persist driver {name}")),
+        },
+    };
+    let store = match store {
+        Ok(p) => p,
+        Err(reason) => {
+            let mut failed = skipped_attempt(attempt, &reason);
+            failed.verdict = Verdict::Error;
+            return failed;
+        }
+    };
+    let settings = CellSettings {
+        base_url: plan.base_url.clone(),
+        token: plan.token.clone(),
+        headers: plan.headers.clone(),
+        agent: plan.agent.clone(),
+        default_timeout: plan.timeout,
+        session_suffix: key,
+        store,
+    };
+    let mut restarter = TargetRestarter(&mut plan.targets[t]);
+    let run = run_cell(scenario, &settings, &mut restarter).await;
+    let restart_phases: Vec<String> = run
+        .phases
+        .iter()
+        .filter(|p| p.step == "restart")
+        .map(|p| p.name.clone())
+        .collect();
+    let restarts = run
+        .restarts
+        .into_iter()
+        .zip(
+            restart_phases
+                .into_iter()
+                .chain(std::iter::repeat(String::new())),
+        )
+        .map(|(r, phase)| RestartTiming { phase, ..r })
+        .collect();
+    Attempt {
+        attempt,
+        retry: false,
+        verdict: run.verdict,
+        failure_boundary: run.failure_boundary,
+        reason: None,
+        duration_ms: run.duration_ms,
+        phases: run.phases,
+        restarts,
+    }
+}
