@@ -132,6 +132,29 @@ pub struct RunArgs {
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
+    /// What each cell's trace.jsonl keeps: nothing, every exchange and envelope without bodies, or with bodies cut at 4 KB.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
+    pub trace: TraceArg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceArg {
+    /// No trace files (waits still name what they saw).
+    Off,
+    /// HTTP exchanges, SSE events, JSON-RPC envelopes, waits, phases; no bodies.
+    Summary,
+    /// As summary, with JSON-RPC bodies cut at 4 KB.
+    Full,
+}
+
+impl From<TraceArg> for crate::trace::TraceLevel {
+    fn from(arg: TraceArg) -> Self {
+        match arg {
+            TraceArg::Off => Self::Off,
+            TraceArg::Summary => Self::Summary,
+            TraceArg::Full => Self::Full,
+        }
+    }
 }
 
 #[cfg(test)]

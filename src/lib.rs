@@ -23,3 +23,4 @@ pub mod scenario;
 pub mod secret;
 pub mod stack;
 pub mod targets;
+pub mod trace;

@@ -48,6 +48,8 @@ pub struct RunPlan {
     pub run_dir: PathBuf,
     pub server_version: Option<String>,
     pub logs: Vec<LogFile>,
+    /// How much of the wire each cell's `trace.jsonl` keeps.
+    pub trace_level: crate::trace::TraceLevel,
 }
 
 /// A target that cannot run, and why.
@@ -269,6 +271,7 @@ fn skipped_cell(target: &str, scenario: &str, attempt: u32, reason: &str) -> Cel
         duration_ms: 0,
         phases: Vec::new(),
         restarts: Vec::new(),
+        trace: None,
     }
 }
 
@@ -310,7 +313,19 @@ async fn run_one(
             return cell;
         }
     };
+    let cell_dir = crate::trace::cell_dir_name(index, &target_name, &scenario.name, attempt);
+    let (trace, trace_path) = crate::trace::for_cell(
+        &plan.run_dir,
+        &cell_dir,
+        plan.trace_level,
+        plan.token.clone(),
+        serde_json::json!({"cell": {"target": target_name, "scenario": scenario.name, "attempt": attempt}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
     let settings = CellSettings {
+        trace: trace.clone(),
         base_url: plan.base_url.clone(),
         token: plan.token.clone(),
         headers: plan.headers.clone(),
@@ -337,6 +352,14 @@ async fn run_one(
         )
         .map(|(r, phase)| RestartTiming { phase, ..r })
         .collect();
+    trace.event(
+        "cell_end",
+        serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    trace.flush();
     Cell {
         target: target_name,
         scenario: scenario.name.clone(),
@@ -347,5 +370,6 @@ async fn run_one(
         duration_ms: run.duration_ms,
         phases: run.phases,
         restarts,
+        trace: trace_path,
     }
 }

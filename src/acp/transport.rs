@@ -15,6 +15,7 @@
 
 use super::error::{AcpError, Problem};
 use crate::secret::Secret;
+use crate::trace::{Exchange, Purpose, Trace};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -26,7 +27,8 @@ use tokio::task::JoinHandle;
 mod envelope;
 mod stream;
 
-use envelope::{read_bounded, remember, response_id, rpc_result, truncate, urlencode};
+pub(crate) use envelope::read_bounded;
+use envelope::{remember, response_id, rpc_result, truncate, urlencode};
 
 /// Responses remembered for de-duplication, as the SDK's 2048.
 const SEEN_RESPONSE_IDS: usize = 2048;
@@ -35,7 +37,7 @@ const SSE_RECONNECT_DELAY: Duration = Duration::from_millis(150);
 /// sandbox-agent's notification that the agent process behind a server id died.
 const AGENT_EXITED: &str = "_adapter/agent_exited";
 /// Largest POST body accepted; beyond it the input is hostile.
-const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +110,7 @@ struct Inner {
     observer: mpsc::UnboundedSender<Observed>,
     state: Mutex<State>,
     stream_progress: Notify,
+    trace: Trace,
 }
 
 /// One ACP-over-HTTP connection to `/v1/acp/{serverId}`.
@@ -123,6 +126,16 @@ impl Transport {
         http: reqwest::Client,
         observer: mpsc::UnboundedSender<Observed>,
     ) -> Self {
+        Self::traced(config, http, observer, Trace::detached())
+    }
+
+    /// A transport that also records its exchanges, envelopes and waits in `trace`.
+    pub fn traced(
+        config: TransportConfig,
+        http: reqwest::Client,
+        observer: mpsc::UnboundedSender<Observed>,
+        trace: Trace,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -130,6 +143,7 @@ impl Transport {
                 observer,
                 state: Mutex::new(State::default()),
                 stream_progress: Notify::new(),
+                trace,
             }),
         }
     }
@@ -153,6 +167,10 @@ impl Transport {
             id: key.clone(),
         };
         let envelope = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let _waiting = self
+            .inner
+            .trace
+            .wait(format!("a response to {method} (id {id})"), None);
         self.inner.write(envelope)?;
         let outcome = rx.await.unwrap_or_else(|_| {
             Err(AcpError::Closed {
@@ -211,15 +229,37 @@ impl Transport {
             return;
         }
         let inner = &self.inner;
+        let url = inner.url(None);
+        let _waiting = inner.trace.wait(
+            format!("DELETE {} (close)", self.inner.config.server_id),
+            None,
+        );
+        let started = std::time::Instant::now();
         let request = inner
             .http
-            .delete(inner.url(None))
+            .delete(&url)
             .headers(inner.headers())
             .header(ACCEPT, "application/json")
             .timeout(inner.config.delete_timeout)
             .send();
         // The SDK ignores every DELETE outcome; so do we, but never wait past the bound.
-        let _ = tokio::time::timeout(inner.config.delete_timeout, request).await;
+        let outcome = tokio::time::timeout(inner.config.delete_timeout, request).await;
+        let (status, failure) = match outcome {
+            Ok(Ok(r)) => (Some(r.status().as_u16()), None),
+            Ok(Err(e)) => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
+            Err(_) => (None, Some(AcpError::Timeout { ms: 0 }.seen())),
+        };
+        inner.trace.http(Exchange {
+            method: "DELETE",
+            url,
+            purpose: Purpose::Delete,
+            attempt: None,
+            status,
+            elapsed: started.elapsed(),
+            sent: 0,
+            received: 0,
+            failure,
+        });
     }
 }
 
@@ -290,6 +330,7 @@ impl Inner {
                 envelope: envelope.clone(),
                 direction: Direction::Outbound,
             });
+            self.trace.rpc("out", "post", &envelope);
             let agent = (!state.posted_once)
                 .then_some(self.config.bootstrap_agent.as_deref())
                 .flatten();
@@ -304,35 +345,64 @@ impl Inner {
     }
 
     async fn post(self: Arc<Self>, url: String, envelope: Value) {
+        let body = envelope.to_string();
+        let mut exchange = Exchange {
+            method: "POST",
+            url: url.clone(),
+            purpose: Purpose::AcpPost,
+            attempt: None,
+            status: None,
+            elapsed: std::time::Duration::ZERO,
+            sent: body.len() as u64,
+            received: 0,
+            failure: None,
+        };
+        let started = std::time::Instant::now();
         let sent = self
             .http
             .post(&url)
             .headers(self.headers())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
-            .body(envelope.to_string())
+            .body(body)
             .send()
             .await;
         let response = match sent {
             Ok(r) => r,
-            Err(e) => return self.fail(AcpError::from_reqwest(&url, &e)),
+            Err(e) => {
+                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
+            }
         };
         let status = response.status();
+        exchange.status = Some(status.as_u16());
         let body = match read_bounded(response).await {
             Ok(body) => body,
-            Err(e) => return self.fail(AcpError::from_reqwest(&url, &e)),
+            Err(e) => {
+                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
+            }
         };
         let Some(body) = body else {
-            return self.fail(AcpError::Malformed {
-                detail: format!("response body over {MAX_ENVELOPE_BYTES} bytes"),
-            });
+            exchange.received = MAX_ENVELOPE_BYTES as u64;
+            return self.fail_exchange(
+                exchange,
+                started,
+                AcpError::Malformed {
+                    detail: format!(
+                        "response body over {MAX_ENVELOPE_BYTES} bytes (the envelope limit)"
+                    ),
+                },
+            );
         };
+        exchange.received = body.len() as u64;
         if !status.is_success() {
-            return self.fail(AcpError::Http {
+            let error = AcpError::Http {
                 status: status.as_u16(),
                 problem: Problem::parse(&body),
-            });
+            };
+            return self.fail_exchange(exchange, started, error);
         }
+        exchange.elapsed = started.elapsed();
+        self.trace.http(exchange);
         if status.as_u16() != 200 || body.iter().all(u8::is_ascii_whitespace) {
             return;
         }
@@ -342,6 +412,14 @@ impl Inner {
                 detail: format!("POST response is not JSON: {e}"),
             }),
         }
+    }
+
+    /// Records a failed exchange, then fails the transport with its error.
+    fn fail_exchange(&self, mut exchange: Exchange, started: std::time::Instant, error: AcpError) {
+        exchange.elapsed = started.elapsed();
+        exchange.failure = Some(error.seen());
+        self.trace.http(exchange);
+        self.fail(error);
     }
 
     /// Closes the transport because of `error` and fails every pending request with it.
@@ -361,6 +439,10 @@ impl Inner {
 
     /// The single entry point for envelopes from the server.
     fn push_inbound(self: &Arc<Self>, envelope: Value, from_stream: bool) {
+        if !from_stream {
+            // Stream envelopes are traced as `sse` events where they arrive.
+            self.trace.rpc("in", "post", &envelope);
+        }
         let Value::Object(object) = &envelope else {
             return self.fail(AcpError::Malformed {
                 detail: format!(

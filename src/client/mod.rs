@@ -24,6 +24,7 @@ pub use replay::{build_replay_text, REPLAY_PREFIX};
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
 use crate::secret::Secret;
+use crate::trace::Trace;
 use agent_client_protocol_schema::v1::PromptResponse;
 use recorder::Recorder;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -75,6 +76,8 @@ pub struct ClientOptions {
     pub replay_max_events: usize,
     pub replay_max_chars: usize,
     pub delete_timeout: Duration,
+    /// Where exchanges, envelopes and waits are recorded (the cell's trace).
+    pub trace: Trace,
 }
 
 impl ClientOptions {
@@ -87,6 +90,7 @@ impl ClientOptions {
             replay_max_events: DEFAULT_REPLAY_MAX_EVENTS,
             replay_max_chars: DEFAULT_REPLAY_MAX_CHARS,
             delete_timeout: Duration::from_secs(2),
+            trace: Trace::detached(),
         }
     }
 }
@@ -175,6 +179,7 @@ impl Client {
             options.base_url.clone(),
             auth_headers(&headers, options.token.as_ref()),
             tx,
+            options.trace.clone(),
         ));
         Ok(Client {
             recorder: Recorder::start(Arc::clone(&options.persist)),
@@ -208,6 +213,12 @@ impl Client {
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
+        let _waiting = health.borrow().is_none().then(|| {
+            self.options.trace.wait(
+                "the SDK's health wait (GET /v1/health before the first ACP request)",
+                Some(crate::trace::health_channel(&self.options.base_url)),
+            )
+        });
         let status = health
             .wait_for(Option::is_some)
             .await
@@ -229,7 +240,14 @@ impl Client {
             delete_timeout: self.options.delete_timeout,
         };
         let created = Arc::new(
-            LiveConnection::create(agent, config, self.http.clone(), self.recorder.clone()).await?,
+            LiveConnection::create(
+                agent,
+                config,
+                self.http.clone(),
+                self.recorder.clone(),
+                self.options.trace.clone(),
+            )
+            .await?,
         );
         live.insert(agent.to_string(), Arc::clone(&created));
         Ok(created)
@@ -353,6 +371,10 @@ impl Client {
 
     /// `dispose`: closes every live connection (bounded DELETE each) and stores pending events.
     pub async fn dispose(&self) {
+        let _waiting = self
+            .options
+            .trace
+            .wait("dispose: closing live connections", None);
         let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
         futures_util::future::join_all(connections.iter().map(|c| c.close())).await;
         self.recorder.flush().await;

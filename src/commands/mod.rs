@@ -278,6 +278,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         run_dir: run_dir.clone(),
         server_version: None,
         logs: Vec::new(),
+        trace_level: args.trace.into(),
     };
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);

@@ -61,6 +61,8 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
         rpc_code: None,
         message: message.to_string(),
         pending: None,
+        cause: None,
+        observed: None,
     }
 }
 
@@ -118,6 +120,7 @@ fn native_agent() -> Cell {
             ),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(1_200, Some(340), true)],
     }
 }
@@ -153,6 +156,7 @@ fn native_gateway() -> Cell {
             verdict_phase("promptAfterResume", Outcome::NotRun, 0),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(180, None, false)],
     }
 }
@@ -176,6 +180,7 @@ fn rehydrate_agent() -> Cell {
             ),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(1_150, Some(330), true)],
     }
 }
@@ -190,6 +195,7 @@ fn rehydrate_gateway() -> Cell {
         reason: Some("gateway did not recover in an earlier cell".to_string()),
         duration_ms: 0,
         phases: Vec::new(),
+        trace: None,
         restarts: Vec::new(),
     }
 }

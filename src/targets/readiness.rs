@@ -40,12 +40,14 @@ pub enum Readiness {
 
 /// A probe that did not pass before its deadline.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("readiness probe {probe} did not pass within {}; last error: {last_error}", fmt_duration(*.timeout))]
+#[error("readiness probe {probe} did not pass within {} ({attempts} attempts); last error: {last_error}", fmt_duration(*.timeout))]
 pub struct ProbeError {
     /// The probe as [`Readiness::describe`] puts it.
     pub probe: String,
     pub timeout: Duration,
     pub last_error: String,
+    /// How many times it polled.
+    pub attempts: u32,
 }
 
 impl Readiness {
@@ -79,6 +81,7 @@ impl Readiness {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
         let mut last_error = String::new();
+        let mut attempts = 0;
         let polled = match self {
             Readiness::None => return Ok(Duration::ZERO),
             Readiness::Delay { duration } => {
@@ -96,7 +99,8 @@ impl Readiness {
                     expect: *expect_status,
                     interval: *interval,
                 };
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
+                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
+                    .await
             }
             Readiness::HttpPost {
                 url,
@@ -111,15 +115,16 @@ impl Readiness {
                     expect: *expect_status,
                     interval: *interval,
                 };
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
+                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
+                    .await
             }
             Readiness::Tcp { addr } => {
-                tokio::time::timeout(timeout, poll_tcp(addr, &mut last_error)).await
+                tokio::time::timeout(timeout, poll_tcp(addr, &mut last_error, &mut attempts)).await
             }
         };
         match polled {
             Ok(Ok(())) => Ok(started.elapsed()),
-            Ok(Err(fatal)) => Err(self.failed(timeout, fatal)),
+            Ok(Err(fatal)) => Err(self.failed(timeout, fatal, attempts)),
             Err(_) => Err(self.failed(
                 timeout,
                 if last_error.is_empty() {
@@ -127,12 +132,14 @@ impl Readiness {
                 } else {
                     last_error
                 },
+                attempts,
             )),
         }
     }
 
-    fn failed(&self, timeout: Duration, last_error: String) -> ProbeError {
+    fn failed(&self, timeout: Duration, last_error: String, attempts: u32) -> ProbeError {
         ProbeError {
+            attempts,
             probe: self.describe(),
             timeout,
             last_error,
@@ -150,7 +157,11 @@ struct Probe<'a> {
 
 /// Polls until the probe answers `expect`. Only a probe that can never pass
 /// (a client that cannot be built) returns early with an error.
-async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), String> {
+async fn poll_http(
+    probe: Probe<'_>,
+    last_error: &mut String,
+    attempts: &mut u32,
+) -> Result<(), String> {
     let client = crate::http::client_builder()
         .build()
         .map_err(|e| error_chain(&e))?;
@@ -174,6 +185,7 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
                 r
             }
         };
+        *attempts += 1;
         let attempt = request.timeout(interval.max(TCP_ATTEMPT)).send();
         match attempt.await {
             Ok(response) if response.status().as_u16() == expect => return Ok(()),
@@ -184,8 +196,9 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
     }
 }
 
-async fn poll_tcp(addr: &str, last_error: &mut String) -> Result<(), String> {
+async fn poll_tcp(addr: &str, last_error: &mut String, attempts: &mut u32) -> Result<(), String> {
     loop {
+        *attempts += 1;
         match tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await {
             Ok(Ok(_stream)) => return Ok(()),
             Ok(Err(e)) => *last_error = format!("connect {addr}: {e}"),

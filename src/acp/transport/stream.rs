@@ -7,6 +7,7 @@
 use super::envelope::{read_bounded, truncate};
 use super::{Inner, State, MAX_ENVELOPE_BYTES, SSE_RECONNECT_DELAY};
 use crate::acp::error::{AcpError, Problem};
+use crate::trace::{Exchange, Purpose};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT};
@@ -56,12 +57,49 @@ impl Inner {
         }
     }
 
-    /// One GET of the stream; `None` when it ended cleanly.
+    /// One GET of the stream, traced; `None` when it ended cleanly.
     async fn read_stream_once(self: &Arc<Self>, last_event_id: Option<String>) -> Option<AcpError> {
         let url = self.url(None);
+        let mut counts = (0u64, 0u64);
+        let error = self.read_stream(&url, last_event_id, &mut counts).await;
+        if counts != (0, 0)
+            || !matches!(
+                error,
+                Some(AcpError::Http { .. } | AcpError::Connect { .. })
+            )
+        {
+            self.trace.stream_end(
+                &url,
+                counts.0,
+                counts.1,
+                error.as_ref().map(AcpError::seen).as_ref(),
+            );
+        }
+        error
+    }
+
+    /// `counts` gets the events and data bytes read.
+    async fn read_stream(
+        self: &Arc<Self>,
+        url: &str,
+        last_event_id: Option<String>,
+        counts: &mut (u64, u64),
+    ) -> Option<AcpError> {
+        let started = std::time::Instant::now();
+        let mut exchange = Exchange {
+            method: "GET",
+            url: url.to_string(),
+            purpose: Purpose::Stream,
+            attempt: None,
+            status: None,
+            elapsed: std::time::Duration::ZERO,
+            sent: 0,
+            received: 0,
+            failure: None,
+        };
         let mut request = self
             .http
-            .get(&url)
+            .get(url)
             .headers(self.headers())
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id {
@@ -71,8 +109,15 @@ impl Inner {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Some(AcpError::from_reqwest(&url, &e)),
+            Err(e) => {
+                let error = AcpError::from_reqwest(url, &e);
+                exchange.elapsed = started.elapsed();
+                exchange.failure = Some(error.seen());
+                self.trace.http(exchange);
+                return Some(error);
+            }
         };
+        exchange.status = Some(response.status().as_u16());
         if !response.status().is_success() {
             let status = response.status().as_u16();
             let body = read_bounded(response)
@@ -80,21 +125,30 @@ impl Inner {
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            return Some(AcpError::Http {
+            let error = AcpError::Http {
                 status,
                 problem: Problem::parse(&body),
-            });
+            };
+            exchange.elapsed = started.elapsed();
+            exchange.received = body.len() as u64;
+            exchange.failure = Some(error.seen());
+            self.trace.http(exchange);
+            return Some(error);
         }
+        exchange.elapsed = started.elapsed();
+        self.trace.http(exchange);
         let mut events = std::pin::pin!(whole_lines(response.bytes_stream()).eventsource());
         while let Some(item) = events.next().await {
             let event = match item {
                 Ok(event) => event,
                 Err(eventsource_stream::EventStreamError::Transport(StreamFault::Http(e))) => {
-                    return Some(AcpError::from_reqwest(&url, &e))
+                    return Some(AcpError::from_reqwest(url, &e))
                 }
                 Err(eventsource_stream::EventStreamError::Transport(StreamFault::Oversize)) => {
                     return Some(AcpError::Malformed {
-                        detail: format!("SSE line over {MAX_STREAM_LINE_BYTES} bytes"),
+                        detail: format!(
+                            "SSE line over {MAX_STREAM_LINE_BYTES} bytes (the envelope limit)"
+                        ),
                     })
                 }
                 Err(e) => {
@@ -106,11 +160,19 @@ impl Inner {
             if !event.id.is_empty() {
                 self.lock().last_event_id = Some(event.id.clone());
             }
+            counts.0 += 1;
+            counts.1 += event.data.len() as u64;
             if event.event != "message" || event.data.trim().is_empty() {
+                self.trace
+                    .sse(&event.id, &event.event, event.data.len(), None);
                 continue;
             }
             match serde_json::from_str::<Value>(&event.data) {
-                Ok(envelope) => self.push_inbound(envelope, true),
+                Ok(envelope) => {
+                    self.trace
+                        .sse(&event.id, &event.event, event.data.len(), Some(&envelope));
+                    self.push_inbound(envelope, true)
+                }
                 Err(e) => {
                     return Some(AcpError::Malformed {
                         detail: format!("SSE data is not JSON: {e}: {}", truncate(&event.data)),

@@ -1,0 +1,260 @@
+//! What waits observed: per channel (one method + path), the attempts and
+//! the last failure of the current phase; and the waits still open. Small
+//! and bounded whatever the server does, and kept even with the trace off.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Channels remembered per phase; beyond it new ones are not counted (a
+/// hostile server cannot grow this by inventing paths: the paths are ours).
+const MAX_CHANNELS: usize = 64;
+
+/// How a transport failed, in the words a report needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Refused,
+    Reset,
+    /// The peer closed the connection before the response was complete.
+    Closed,
+    Tls,
+    Dns,
+    Timeout,
+    /// A body or stream line over the envelope limit.
+    TooLarge,
+    Other,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Dns => "dns",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "connection refused",
+            ErrorKind::Reset => "connection reset",
+            ErrorKind::Closed => "connection closed early",
+            ErrorKind::Tls => "TLS failure",
+            ErrorKind::Dns => "DNS failure",
+            ErrorKind::Timeout => "no answer in time",
+            ErrorKind::TooLarge => "over the size limit",
+            ErrorKind::Other => "transport error",
+        }
+    }
+}
+
+/// One failed attempt: a status the caller rejected, or a transport error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    Status {
+        status: u16,
+        /// Short problem type (`invalid_request`).
+        problem_type: Option<String>,
+        detail: Option<String>,
+    },
+    Error {
+        kind: ErrorKind,
+        detail: String,
+    },
+}
+
+impl Seen {
+    /// Adds `status`/`problemType`/`detail` or `error`/`errorDetail` to a trace event.
+    pub fn describe_into(&self, fields: &mut Map<String, Value>) {
+        match self {
+            Seen::Status {
+                status,
+                problem_type,
+                detail,
+            } => {
+                fields.insert("status".into(), (*status).into());
+                if let Some(t) = problem_type {
+                    fields.insert("problemType".into(), t.clone().into());
+                }
+                if let Some(d) = detail {
+                    fields.insert("detail".into(), short(d).into());
+                }
+            }
+            Seen::Error { kind, detail } => {
+                fields.insert("error".into(), kind.as_str().into());
+                fields.insert("errorDetail".into(), short(detail).into());
+            }
+        }
+    }
+}
+
+impl fmt::Display for Seen {
+    /// `HTTP 401 unauthorized "token expired"`, `connection reset`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seen::Status {
+                status,
+                problem_type,
+                detail,
+            } => {
+                write!(f, "HTTP {status}")?;
+                if let Some(t) = problem_type {
+                    write!(f, " {t}")?;
+                }
+                if let Some(d) = detail {
+                    write!(f, " {:?}", short(d))?;
+                }
+                Ok(())
+            }
+            Seen::Error { kind, .. } => f.write_str(kind.words()),
+        }
+    }
+}
+
+fn short(text: &str) -> String {
+    const MAX: usize = 160;
+    if text.chars().count() <= MAX {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(MAX - 1).collect();
+    format!("{cut}…")
+}
+
+/// The attempts on one channel during the current phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// `GET /v1/health`, `GET /v1/acp/sdk-mock-… (event stream)`.
+    pub name: String,
+    pub attempts: u32,
+    pub failures: u32,
+    pub last_status: Option<u16>,
+    pub last_failure: Option<Seen>,
+}
+
+/// A wait still open: what the cell is blocked on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitInfo {
+    /// `the health wait (GET /v1/health)`, `a response to session/prompt (id 3)`.
+    pub what: String,
+    /// The channel whose attempts it depends on.
+    pub channel: Option<String>,
+}
+
+/// Open waits (oldest first) and this phase's channels (first used first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub waits: Vec<WaitInfo>,
+    pub channels: Vec<ChannelStats>,
+}
+
+impl Snapshot {
+    /// The wait opened last: what the cell was truly blocked on.
+    pub fn innermost(&self) -> Option<&WaitInfo> {
+        self.waits.last()
+    }
+
+    pub fn channel(&self, name: &str) -> Option<&ChannelStats> {
+        self.channels.iter().find(|c| c.name == name)
+    }
+
+    pub fn failed_channels(&self) -> impl Iterator<Item = &ChannelStats> {
+        self.channels.iter().filter(|c| c.failures > 0)
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Observations {
+    next_wait: u64,
+    waits: Vec<(u64, WaitInfo)>,
+    channels: Vec<ChannelStats>,
+}
+
+impl Observations {
+    /// Forgets the channels, except those an open wait still depends on
+    /// (a health wait that began in an earlier phase keeps its count).
+    pub(super) fn reset_channels(&mut self) {
+        let waits = &self.waits;
+        self.channels.retain(|c| {
+            waits
+                .iter()
+                .any(|(_, w)| w.channel.as_deref() == Some(c.name.as_str()))
+        });
+    }
+
+    fn channel_mut(&mut self, name: &str) -> Option<&mut ChannelStats> {
+        if let Some(i) = self.channels.iter().position(|c| c.name == name) {
+            return Some(&mut self.channels[i]);
+        }
+        if self.channels.len() >= MAX_CHANNELS {
+            return None;
+        }
+        self.channels.push(ChannelStats {
+            name: name.to_string(),
+            attempts: 0,
+            failures: 0,
+            last_status: None,
+            last_failure: None,
+        });
+        self.channels.last_mut()
+    }
+
+    pub(super) fn count(&mut self, channel: &str, status: Option<u16>, failure: Option<&Seen>) {
+        if let Some(c) = self.channel_mut(channel) {
+            c.attempts += 1;
+            if status.is_some() {
+                c.last_status = status;
+            }
+            if let Some(failure) = failure {
+                c.failures += 1;
+                c.last_failure = Some(failure.clone());
+            }
+        }
+    }
+
+    pub(super) fn fail_only(&mut self, channel: &str, failure: &Seen) {
+        if let Some(c) = self.channel_mut(channel) {
+            c.failures += 1;
+            c.last_failure = Some(failure.clone());
+        }
+    }
+
+    pub(super) fn open_wait(&mut self, what: String, channel: Option<String>) -> u64 {
+        self.next_wait += 1;
+        self.waits
+            .push((self.next_wait, WaitInfo { what, channel }));
+        self.next_wait
+    }
+
+    pub(super) fn close_wait(&mut self, id: u64) {
+        self.waits.retain(|(i, _)| *i != id);
+    }
+
+    pub(super) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            waits: self.waits.iter().map(|(_, w)| w.clone()).collect(),
+            channels: self.channels.clone(),
+        }
+    }
+}
+
+/// Closes its wait when dropped (answered, failed or abandoned at a deadline).
+pub struct WaitGuard {
+    trace: super::Trace,
+    id: u64,
+}
+
+impl WaitGuard {
+    pub(super) fn new(trace: super::Trace, id: u64) -> Self {
+        Self { trace, id }
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.trace.close_wait(self.id);
+    }
+}
