@@ -35,6 +35,14 @@ pub enum Command {
         /// The candidate: a run folder or its report.json.
         candidate: PathBuf,
     },
+    /// Show a finished run: its matrix, or one cell's timeline as text.
+    Show {
+        /// The run: its folder or its report.json.
+        run: PathBuf,
+        /// One cell's timeline: TARGET/SCENARIO, or TARGET/SCENARIO#ATTEMPT for a repeated run.
+        #[arg(long, value_name = "TARGET/SCENARIO[#ATTEMPT]")]
+        cell: Option<String>,
+    },
     /// Bring the local stack up or down by hand.
     Stack {
         #[command(subcommand)]
@@ -179,7 +187,7 @@ mod tests {
             .collect();
         assert_eq!(
             commands,
-            ["run", "validate", "list", "compare", "stack", "help"]
+            ["run", "validate", "list", "compare", "show", "stack", "help"]
         );
     }
 

@@ -150,10 +150,14 @@ pub fn timeout_seen(deadline_ms: u64, fallback: String, seen: &Snapshot) -> Sign
     if let Some(wait) = wait.filter(|w| w.channel.is_none()) {
         message.push_str(&format!(" waiting for {}", without_id(&wait.what)));
     }
+    // The linked channel's failure whatever its age (the health wait may
+    // have begun in an earlier phase); others only if still failing since
+    // the wait opened — a stream's first 404 before its 200 explains nothing.
+    let since = wait.map_or(0, |w| w.opened);
     let failed: Vec<&ChannelStats> = linked
-        .filter(|c| c.failures > 0)
+        .filter(|c| c.failing)
         .into_iter()
-        .chain(seen.failed_channels().filter(|c| Some(*c) != linked))
+        .chain(seen.failing_since(since).filter(|c| Some(*c) != linked))
         .collect();
     for channel in &failed {
         if let Some(last) = &channel.last_failure {
@@ -181,7 +185,7 @@ pub fn add_seen(sig: &mut Signature, seen: &Snapshot) {
             error: None,
         }),
         _ => seen
-            .failed_channels()
+            .failing_since(0)
             .last()
             .and_then(|c| c.last_failure.as_ref())
             .map(cause_of),
@@ -324,6 +328,8 @@ mod tests {
             failures: attempts,
             last_status: None,
             last_failure: Some(last),
+            failing: true,
+            last_failure_seq: 5,
         }
     }
 
@@ -333,6 +339,7 @@ mod tests {
             waits: vec![crate::trace::WaitInfo {
                 what: "a response to session/prompt (id 3)".into(),
                 channel: None,
+                opened: 1,
             }],
             channels: vec![failing(
                 "GET /v1/acp/sdk-mock-3743b79f-59e5-4713-a915-af9a2188ebbc (event stream)",

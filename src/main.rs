@@ -49,6 +49,10 @@ fn main() -> ExitCode {
                 baseline,
                 candidate,
             } => commands::compare(&baseline, &candidate),
+            Command::Show { run, cell } => commands::show(&run, cell.as_deref()).map(|out| {
+                print!("{out}");
+                exit_codes::OK
+            }),
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),

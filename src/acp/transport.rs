@@ -247,7 +247,10 @@ impl Transport {
         let (status, failure) = match outcome {
             Ok(Ok(r)) => (Some(r.status().as_u16()), None),
             Ok(Err(e)) => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
-            Err(_) => (None, Some(AcpError::Timeout { ms: 0 }.seen())),
+            Err(_) => {
+                let ms = inner.config.delete_timeout.as_millis() as u64;
+                (None, Some(AcpError::Timeout { ms }.seen()))
+            }
         };
         inner.trace.http(Exchange {
             method: "DELETE",

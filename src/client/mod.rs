@@ -288,7 +288,11 @@ impl Client {
             config_options: result.get("configOptions").cloned(),
             modes: result.get("modes").cloned(),
         };
-        self.options.persist.update_session(record.clone()).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(record.clone()),
+        )
+        .await?;
         live.bind_session(&local, &agent_session_id);
         self.recorder.flush().await;
         Ok(record)
@@ -317,7 +321,11 @@ impl Client {
             modes: result.get("modes").cloned(),
             ..existing
         };
-        self.options.persist.update_session(updated).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(updated),
+        )
+        .await?;
         live.bind_session(id, &agent_session_id);
         let replay_chars = replay.as_deref().map_or(0, |t| t.encode_utf16().count());
         live.queue_replay(id, replay);
@@ -355,7 +363,12 @@ impl Client {
         session_id: &str,
         page: PageRequest,
     ) -> Result<Page<SessionEvent>, ClientError> {
-        Ok(self.options.persist.list_events(session_id, page).await?)
+        Ok(self
+            .in_store(
+                "listEvents",
+                self.options.persist.list_events(session_id, page),
+            )
+            .await?)
     }
 
     /// `destroySession`: `session/cancel` best effort, then `destroyedAt`.
@@ -365,7 +378,11 @@ impl Client {
             .await;
         let mut record = self.require_record(id).await?;
         record.destroyed_at = Some(now_ms());
-        self.options.persist.update_session(record.clone()).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(record.clone()),
+        )
+        .await?;
         Ok(record)
     }
 
@@ -403,10 +420,21 @@ impl Client {
         Ok(outcome?.map(|r| r.result))
     }
 
+    /// Runs one persist-store call as a named wait, so a store that hangs
+    /// (a Rivet actor after its engine restarted) is what a timeout names.
+    async fn in_store<T>(&self, call: &str, work: impl std::future::Future<Output = T>) -> T {
+        let _waiting = self.options.trace.wait(
+            format!(
+                "the persist store ({}): {call}",
+                self.options.persist.name()
+            ),
+            None,
+        );
+        work.await
+    }
+
     async fn require_record(&self, id: &str) -> Result<SessionRecord, ClientError> {
-        self.options
-            .persist
-            .get_session(id)
+        self.in_store("getSession", self.options.persist.get_session(id))
             .await?
             .ok_or_else(|| ClientError::SessionNotFound(id.to_string()))
     }
@@ -416,16 +444,12 @@ impl Client {
         let mut all = Vec::new();
         let mut cursor = None;
         loop {
+            let request = PageRequest {
+                cursor,
+                limit: Some(self.options.replay_max_events.max(100)),
+            };
             let page = self
-                .options
-                .persist
-                .list_events(
-                    id,
-                    PageRequest {
-                        cursor,
-                        limit: Some(self.options.replay_max_events.max(100)),
-                    },
-                )
+                .in_store("listEvents", self.options.persist.list_events(id, request))
                 .await?;
             all.extend(page.items);
             match page.next_cursor {

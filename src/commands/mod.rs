@@ -16,9 +16,11 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod progress;
+mod show;
 mod stack;
 
 use progress::{print_progress, spawn_signal_handler, wait_true};
+pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -373,12 +375,13 @@ fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
     })?;
     println!("{}", files.stdout);
     eprintln!(
-        "reports: {} ({}, {}, {}, {})",
+        "reports: {} ({}, {}, {}, {}, {})",
         files.dir.display(),
         name(&files.json),
         name(&files.text),
         name(&files.markdown),
-        name(&files.junit)
+        name(&files.junit),
+        name(&files.html)
     );
     if report.run.interrupted {
         eprintln!("the run was interrupted: the report holds the cells that finished");

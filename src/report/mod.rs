@@ -2,10 +2,12 @@
 //! Only this module knows about comfy-table and quick-junit.
 
 pub mod compare;
+pub mod html;
 pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod table;
+pub mod timeline;
 pub mod write;
 
 pub use junit::render_junit;

@@ -185,7 +185,13 @@ fn write_report_dir_writes_four_files_and_no_temp() {
     names.sort();
     assert_eq!(
         names,
-        ["junit.xml", "report.json", "report.md", "report.txt"]
+        [
+            "junit.xml",
+            "report.html",
+            "report.json",
+            "report.md",
+            "report.txt"
+        ]
     );
 
     let json: Report =
@@ -208,7 +214,7 @@ fn write_report_dir_writes_four_files_and_no_temp() {
 
     // A second write replaces the files in place.
     write_report_dir(&dir, &r, false).expect("rewrites");
-    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 4);
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 5);
 }
 
 #[test]

@@ -21,6 +21,8 @@ pub struct ReportFiles {
     pub text: PathBuf,
     pub markdown: PathBuf,
     pub junit: PathBuf,
+    /// The self-contained page with the matrix and each cell's timeline.
+    pub html: PathBuf,
     /// The table rendering for the terminal, coloured as asked, so the
     /// caller prints exactly what it wrote without rendering twice.
     /// `report.txt` itself is always plain.
@@ -37,12 +39,18 @@ pub fn write_report_dir(dir: &Path, report: &Report, color: bool) -> io::Result<
         text: dir.join("report.txt"),
         markdown: dir.join("report.md"),
         junit: dir.join("junit.xml"),
+        html: dir.join("report.html"),
         stdout: render_text(report, color),
     };
     write_atomic(&files.json, json.as_bytes())?;
     write_atomic(&files.text, render_text(report, false).as_bytes())?;
     write_atomic(&files.markdown, render_markdown(report).as_bytes())?;
     write_atomic(&files.junit, junit.as_bytes())?;
+    let traces = super::html::cell_traces(dir, report);
+    write_atomic(
+        &files.html,
+        super::html::render_html(report, &traces).as_bytes(),
+    )?;
     // The renames are durable only once the directory entry is on disk;
     // some filesystems refuse to open a directory for sync, which is not
     // worth failing a finished run over.

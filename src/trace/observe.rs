@@ -133,6 +133,11 @@ pub struct ChannelStats {
     pub failures: u32,
     pub last_status: Option<u16>,
     pub last_failure: Option<Seen>,
+    /// Whether the latest attempt failed (a stream that got a 404 and then
+    /// a 200 is not failing any more).
+    pub failing: bool,
+    /// When the last failure happened, on the same clock as [`WaitInfo::opened`].
+    pub last_failure_seq: u64,
 }
 
 /// A wait still open: what the cell is blocked on.
@@ -142,6 +147,8 @@ pub struct WaitInfo {
     pub what: String,
     /// The channel whose attempts it depends on.
     pub channel: Option<String>,
+    /// When it opened, as a sequence number shared with channel failures.
+    pub opened: u64,
 }
 
 /// Open waits (oldest first) and this phase's channels (first used first).
@@ -164,11 +171,20 @@ impl Snapshot {
     pub fn failed_channels(&self) -> impl Iterator<Item = &ChannelStats> {
         self.channels.iter().filter(|c| c.failures > 0)
     }
+
+    /// Channels whose latest attempt failed after `since` (a wait's opening):
+    /// the failures that can explain why that wait is still open.
+    pub fn failing_since(&self, since: u64) -> impl Iterator<Item = &ChannelStats> {
+        self.channels
+            .iter()
+            .filter(move |c| c.failing && c.last_failure_seq > since)
+    }
 }
 
 #[derive(Default)]
 pub(super) struct Observations {
-    next_wait: u64,
+    /// One clock for wait openings and failures.
+    seq: u64,
     waits: Vec<(u64, WaitInfo)>,
     channels: Vec<ChannelStats>,
 }
@@ -198,35 +214,52 @@ impl Observations {
             failures: 0,
             last_status: None,
             last_failure: None,
+            failing: false,
+            last_failure_seq: 0,
         });
         self.channels.last_mut()
     }
 
     pub(super) fn count(&mut self, channel: &str, status: Option<u16>, failure: Option<&Seen>) {
+        self.seq += 1;
+        let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
             c.attempts += 1;
             if status.is_some() {
                 c.last_status = status;
             }
+            c.failing = failure.is_some();
             if let Some(failure) = failure {
                 c.failures += 1;
                 c.last_failure = Some(failure.clone());
+                c.last_failure_seq = seq;
             }
         }
     }
 
     pub(super) fn fail_only(&mut self, channel: &str, failure: &Seen) {
+        self.seq += 1;
+        let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
             c.failures += 1;
+            c.failing = true;
             c.last_failure = Some(failure.clone());
+            c.last_failure_seq = seq;
         }
     }
 
     pub(super) fn open_wait(&mut self, what: String, channel: Option<String>) -> u64 {
-        self.next_wait += 1;
-        self.waits
-            .push((self.next_wait, WaitInfo { what, channel }));
-        self.next_wait
+        self.seq += 1;
+        let opened = self.seq;
+        self.waits.push((
+            opened,
+            WaitInfo {
+                what,
+                channel,
+                opened,
+            },
+        ));
+        opened
     }
 
     pub(super) fn close_wait(&mut self, id: u64) {
