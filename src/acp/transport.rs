@@ -36,8 +36,13 @@ const SEEN_RESPONSE_IDS: usize = 2048;
 const SSE_RECONNECT_DELAY: Duration = Duration::from_millis(150);
 /// sandbox-agent's notification that the agent process behind a server id died.
 const AGENT_EXITED: &str = "_adapter/agent_exited";
-/// Largest POST body accepted; beyond it the input is hostile.
-pub const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest response body or SSE line accepted; beyond it the input is
+/// hostile and refused while streaming. An envelope is copied a few times on
+/// its way (body, parsed value, observer, store), so this bounds the
+/// harness's memory: 4 MiB keeps a run under 64 MB whatever the server
+/// sends (bench/memory.sh), and is far above what ACP traffic carries (the
+/// SDK's replay text is capped at 12 000 characters).
+pub const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

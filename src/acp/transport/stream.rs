@@ -217,19 +217,25 @@ fn whole_lines(
                 match bytes.next().await {
                     Some(Ok(chunk)) => match chunk.iter().rposition(|b| *b == b'\n') {
                         Some(pos) => {
+                            if !grow_within_limit(&mut partial, pos + 1) {
+                                return Some((
+                                    Err(StreamFault::Oversize),
+                                    (bytes, Vec::new(), true),
+                                ));
+                            }
                             partial.extend_from_slice(&chunk[..=pos]);
                             let lines = bytes::Bytes::from(std::mem::take(&mut partial));
                             partial.extend_from_slice(&chunk[pos + 1..]);
                             return Some((Ok(lines), (bytes, partial, false)));
                         }
                         None => {
-                            partial.extend_from_slice(&chunk);
-                            if partial.len() > MAX_STREAM_LINE_BYTES {
+                            if !grow_within_limit(&mut partial, chunk.len()) {
                                 return Some((
                                     Err(StreamFault::Oversize),
                                     (bytes, Vec::new(), true),
                                 ));
                             }
+                            partial.extend_from_slice(&chunk);
                         }
                     },
                     Some(Err(e)) => {
@@ -244,4 +250,19 @@ fn whole_lines(
             }
         },
     )
+}
+
+/// Makes room for `more` bytes without ever holding more than one line's
+/// limit: `false` (nothing grown) when the line would pass it. Doubling
+/// as `Vec` does would reserve twice the limit for a hostile line.
+fn grow_within_limit(partial: &mut Vec<u8>, more: usize) -> bool {
+    let needed = partial.len() + more;
+    if needed > MAX_STREAM_LINE_BYTES {
+        return false;
+    }
+    if needed > partial.capacity() {
+        let grown = (partial.capacity() * 2).clamp(needed, MAX_STREAM_LINE_BYTES);
+        partial.reserve_exact(grown - partial.len());
+    }
+    true
 }
