@@ -334,6 +334,7 @@ async fn run_one(
         session_suffix: key,
         store,
     };
+    plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
     let restart_phases: Vec<String> = run

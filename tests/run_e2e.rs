@@ -159,6 +159,9 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
             "rpc",
             "sse",
             "restart_start",
+            "component_stop",
+            "component_start",
+            "ready_probe",
             "restart_end",
             "cell_end",
         ] {

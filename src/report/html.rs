@@ -36,7 +36,7 @@ pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, St
 
 /// Only what the timeline draws, so the page stays small.
 fn marks(events: &[Value]) -> Vec<Value> {
-    const KEEP: [&str; 20] = [
+    const KEEP: &[&str] = &[
         "t",
         "ev",
         "phase",
@@ -57,6 +57,11 @@ fn marks(events: &[Value]) -> Vec<Value> {
         "ok",
         "action",
         "readyMs",
+        "probe",
+        "component",
+        "pid",
+        "exitCode",
+        "signal",
     ];
     events
         .iter()

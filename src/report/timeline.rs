@@ -179,9 +179,36 @@ fn event_line(e: &Value) -> Option<String> {
             e["readyMs"].as_f64().map(ms).unwrap_or_else(|| "–".into())
         ),
         "truncated" => "trace cut here (size limit)".to_string(),
+        "component_stop" => format!(
+            "{} stopped{}",
+            text("component"),
+            match (e["exitCode"].as_i64(), e["signal"].as_str()) {
+                (Some(code), _) => format!(" (exit code {code})"),
+                (None, Some(signal)) => format!(" ({signal})"),
+                _ => String::new(),
+            }
+        ),
+        "component_start" => format!("{} started (pid {})", text("component"), e["pid"]),
+        // Only failed readiness attempts: a probe polls every 50 ms.
+        "ready_probe" if ready_failed(e) => format!(
+            "readiness {} #{} → {}",
+            text("probe"),
+            e["attempt"],
+            e["status"]
+                .as_u64()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| text("error"))
+        ),
         _ => return None,
     };
     Some(format!("{t:>9}  {line}"))
+}
+
+fn ready_failed(e: &Value) -> bool {
+    e.get("error").is_some()
+        || e["status"]
+            .as_u64()
+            .is_some_and(|s| !(200..300).contains(&s))
 }
 
 fn ms(value: f64) -> String {

@@ -77,6 +77,8 @@ pub struct Target {
     pub ready_timeout: Duration,
     /// The running process of a managed target.
     process: Option<ManagedProcess>,
+    /// The current cell's trace: component stop/start and readiness attempts.
+    trace: crate::trace::Trace,
 }
 
 impl Target {
@@ -87,7 +89,13 @@ impl Target {
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
             process: None,
+            trace: crate::trace::Trace::detached(),
         }
+    }
+
+    /// Records this target's restarts into `trace` (the cell about to run).
+    pub fn set_trace(&mut self, trace: crate::trace::Trace) {
+        self.trace = trace;
     }
 
     pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
@@ -181,7 +189,11 @@ impl Target {
                 detail: None,
             };
         }
-        match self.readiness.wait(self.ready_timeout).await {
+        match self
+            .readiness
+            .wait_traced(self.ready_timeout, &self.trace)
+            .await
+        {
             Ok(took) => RestartOutcome {
                 ok: true,
                 restart_ms,
@@ -220,8 +232,15 @@ impl Target {
                 let spec = spec.clone();
                 if let Some(process) = self.process.as_mut() {
                     process.stop(spec.stop_signal, spec.grace).await;
+                    let state = process.state();
+                    component_event(&self.trace, "component_stop", &self.name, state);
                 }
-                self.start_managed(&spec)
+                let started = self.start_managed(&spec);
+                if let Some(process) = self.process.as_mut() {
+                    let state = process.state();
+                    component_event(&self.trace, "component_start", &self.name, state);
+                }
+                started
             }
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
@@ -294,6 +313,25 @@ impl Target {
             error,
         }
     }
+}
+
+/// A managed component stopped or started, with its pid or exit status.
+fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: ProcessState) {
+    let mut fields = serde_json::Map::new();
+    fields.insert("component".into(), name.into());
+    match state {
+        ProcessState::Running { pid } => {
+            fields.insert("pid".into(), pid.into());
+        }
+        ProcessState::Exited { code, signal } => {
+            fields.insert("exitCode".into(), code.into());
+            fields.insert("signal".into(), signal.map(signal_name).into());
+        }
+        ProcessState::NotStarted => {
+            fields.insert("state".into(), "not started".into());
+        }
+    }
+    trace.event(ev, fields);
 }
 
 /// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness run.

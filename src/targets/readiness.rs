@@ -7,7 +7,28 @@
 use super::action::error_chain;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
 use crate::secret::display_url;
+use crate::trace::Trace;
 use std::time::{Duration, Instant};
+
+/// One readiness attempt in the cell's trace.
+fn probe_event(
+    trace: &Trace,
+    attempt: u32,
+    target: &str,
+    status: Option<u16>,
+    error: Option<&str>,
+) {
+    let mut fields = serde_json::Map::new();
+    fields.insert("attempt".into(), attempt.into());
+    fields.insert("probe".into(), display_url(target).into());
+    if let Some(status) = status {
+        fields.insert("status".into(), status.into());
+    }
+    if let Some(error) = error {
+        fields.insert("error".into(), error.into());
+    }
+    trace.event("ready_probe", fields);
+}
 
 /// How long one TCP connect attempt may take before the next try.
 const TCP_ATTEMPT: Duration = Duration::from_secs(2);
@@ -78,6 +99,15 @@ impl Readiness {
     /// Polls until ready; returns how long that took. A delay is only a delay,
     /// so it does not consult `timeout`.
     pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
+        self.wait_traced(timeout, &Trace::detached()).await
+    }
+
+    /// As [`Readiness::wait`], recording each attempt in `trace` (`ready_probe`).
+    pub async fn wait_traced(
+        &self,
+        timeout: Duration,
+        trace: &Trace,
+    ) -> Result<Duration, ProbeError> {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
         let mut last_error = String::new();
@@ -98,6 +128,7 @@ impl Readiness {
                     post: None,
                     expect: *expect_status,
                     interval: *interval,
+                    trace,
                 };
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
                     .await
@@ -114,12 +145,17 @@ impl Readiness {
                     post: Some((body, headers)),
                     expect: *expect_status,
                     interval: *interval,
+                    trace,
                 };
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
                     .await
             }
             Readiness::Tcp { addr } => {
-                tokio::time::timeout(timeout, poll_tcp(addr, &mut last_error, &mut attempts)).await
+                tokio::time::timeout(
+                    timeout,
+                    poll_tcp(addr, &mut last_error, &mut attempts, trace),
+                )
+                .await
             }
         };
         match polled {
@@ -153,6 +189,7 @@ struct Probe<'a> {
     post: Option<(&'a String, &'a Vec<(String, String)>)>,
     expect: u16,
     interval: Duration,
+    trace: &'a Trace,
 }
 
 /// Polls until the probe answers `expect`. Only a probe that can never pass
@@ -170,6 +207,7 @@ async fn poll_http(
         post,
         expect,
         interval,
+        trace,
     } = probe;
     loop {
         let request = match post {
@@ -187,19 +225,36 @@ async fn poll_http(
         };
         *attempts += 1;
         let attempt = request.timeout(interval.max(TCP_ATTEMPT)).send();
-        match attempt.await {
-            Ok(response) if response.status().as_u16() == expect => return Ok(()),
-            Ok(response) => *last_error = format!("status {}", response.status().as_u16()),
-            Err(e) => *last_error = error_chain(&e),
+        let outcome = attempt.await;
+        let status = outcome.as_ref().ok().map(|r| r.status().as_u16());
+        let error = outcome.as_ref().err().map(|e| error_chain(e));
+        probe_event(trace, *attempts, url, status, error.as_deref());
+        match (status, error) {
+            (Some(s), _) if s == expect => return Ok(()),
+            (Some(s), _) => *last_error = format!("status {s}"),
+            (None, e) => *last_error = e.unwrap_or_default(),
         }
         tokio::time::sleep(interval).await;
     }
 }
 
-async fn poll_tcp(addr: &str, last_error: &mut String, attempts: &mut u32) -> Result<(), String> {
+async fn poll_tcp(
+    addr: &str,
+    last_error: &mut String,
+    attempts: &mut u32,
+    trace: &Trace,
+) -> Result<(), String> {
     loop {
         *attempts += 1;
-        match tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await {
+        let connected =
+            tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await;
+        let error = match &connected {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some("no answer".to_string()),
+        };
+        probe_event(trace, *attempts, addr, None, error.as_deref());
+        match connected {
             Ok(Ok(_stream)) => return Ok(()),
             Ok(Err(e)) => *last_error = format!("connect {addr}: {e}"),
             Err(_) => {

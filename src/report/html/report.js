@@ -113,6 +113,8 @@
       return e.status >= 200 && e.status < 300 ? "mark-ok" : "mark-fail";
     }
     if (e.ev === "stream_end") return e.error ? "mark-fail" : "mark-info";
+    if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
+    if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
     return "mark-info";
   }
   function markText(e) {
@@ -127,9 +129,15 @@
     if (e.ev === "sse") return "SSE event " + (e.id || "") + " " + (e.method || ("response id " + e.rpcId)) + at;
     if (e.ev === "rpc") return (e.dir === "out" ? "→ " : "← ") + (e.method || "response") + (e.rpcId !== undefined ? " id " + e.rpcId : "") + " via " + e.via + at;
     if (e.ev === "stream_end") return "event stream ended" + (e.error ? ": " + e.error : "") + at;
+    if (e.ev === "ready_probe") return "readiness " + e.probe + " attempt " + e.attempt + " → " + (e.status !== undefined ? "HTTP " + e.status : "") + (e.error ? " " + e.error : "") + at;
+    if (e.ev === "component_stop") return e.component + " stopped" + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "") + (e.signal ? " (" + e.signal + ")" : "") + at;
+    if (e.ev === "component_start") return e.component + " started" + (e.pid ? " (pid " + e.pid + ")" : "") + at;
+    if (e.ev === "restart_start") return "restart started" + at;
+    if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
     return e.ev + at;
   }
-  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC" };
+  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC",
+    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
 
   function timeline(cell) {
     var times = phaseTimes(cell);
@@ -138,7 +146,7 @@
     times.forEach(function (x) { span = Math.max(span, x.end); });
     events.forEach(function (e) { span = Math.max(span, e.t); });
     var W = 1000, L = 190, R = 12, rowH = 18, top = 22;
-    var lanes = ["HTTP", "stream", "JSON-RPC"];
+    var lanes = ["HTTP", "stream", "JSON-RPC", "target"];
     var rows = times.length + lanes.length;
     var H = top + rows * rowH + 8;
     var x = function (t) { return L + (t / span) * (W - L - R); };
