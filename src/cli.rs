@@ -211,5 +211,15 @@ mod tests {
         };
         assert_eq!(args.repeat, Some(3));
         assert_eq!(args.targets, ["agent", "gateway"]);
+        assert_eq!(args.trace, TraceArg::Summary, "summary by default");
+        let off = Cli::try_parse_from(["continuity", "run", "--trace", "off"]).unwrap();
+        let Command::Run(args) = off.command else {
+            panic!()
+        };
+        assert_eq!(
+            crate::trace::TraceLevel::from(args.trace),
+            crate::trace::TraceLevel::Off
+        );
+        assert!(Cli::try_parse_from(["continuity", "run", "--trace", "all"]).is_err());
     }
 }

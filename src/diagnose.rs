@@ -133,7 +133,12 @@ pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
 /// message adds the last failure of that wait's channel and of any other
 /// channel that failed in the phase (the event stream), without counts so
 /// it compares across runs; `observed` keeps the counts.
-pub fn timeout_seen(deadline_ms: u64, fallback: String, seen: &Snapshot) -> Signature {
+pub fn timeout_seen(
+    deadline_ms: u64,
+    fallback: String,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
     let mut sig = timeout(deadline_ms, fallback);
     let wait = seen.innermost();
     let linked = wait
@@ -170,13 +175,23 @@ pub fn timeout_seen(deadline_ms: u64, fallback: String, seen: &Snapshot) -> Sign
         .and_then(|c| c.last_failure.as_ref())
         .map(cause_of);
     sig.observed = observed(seen);
+    scrub(&mut sig, token);
     sig
+}
+
+/// What a server said can hold the token (a gateway echoing the header it refused).
+fn scrub(sig: &mut Signature, token: Option<&crate::secret::Secret>) {
+    let clean = |text: &mut String| *text = crate::secret::redact(text, token);
+    clean(&mut sig.message);
+    sig.pending.iter_mut().for_each(clean);
+    sig.observed.iter_mut().for_each(clean);
 }
 
 /// Adds what the phase's channels saw to a failure that was not a timeout:
 /// the counts, and a cause when the signature's own kind is not already one.
-pub fn add_seen(sig: &mut Signature, seen: &Snapshot) {
+pub fn add_seen(sig: &mut Signature, seen: &Snapshot, token: Option<&crate::secret::Secret>) {
     sig.observed = observed(seen);
+    scrub(sig, token);
     sig.cause = match sig.kind {
         SignatureKind::Http => Some(Cause {
             kind: SignatureKind::Http,
@@ -351,7 +366,7 @@ mod tests {
                 },
             )],
         };
-        let s = timeout_seen(4000, "fallback".into(), &seen);
+        let s = timeout_seen(4000, "fallback".into(), &seen, None);
         assert_eq!(
             s.message,
             "timed out after 4000 ms waiting for a response to session/prompt; GET /v1/acp/sdk-mock-<id> (event stream): HTTP 502"
@@ -372,7 +387,7 @@ mod tests {
 
     #[test]
     fn with_nothing_open_a_timeout_keeps_the_steps_words() {
-        let s = timeout_seen(100, "sleeping".into(), &Snapshot::default());
+        let s = timeout_seen(100, "sleeping".into(), &Snapshot::default(), None);
         assert_eq!(s.pending.as_deref(), Some("sleeping"));
         assert_eq!((s.cause, s.observed), (None, None));
         let reset = Seen::Error {

@@ -97,35 +97,48 @@ impl Gateway {
 }
 
 /// Reads one request head and its `Content-Length` body, so closing after
-/// the answer is a FIN (unread bytes would turn it into a reset).
-async fn read_request(conn: &mut TcpStream) {
+/// the answer is a FIN (unread bytes would turn it into a reset). Returns
+/// the head, as written.
+async fn read_request(conn: &mut TcpStream) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         let Ok(n) = conn.read(&mut chunk).await else {
-            return;
+            return String::new();
         };
         if n == 0 {
-            return;
+            return String::new();
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = head
+            let lower = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = lower
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(0);
             if buf.len() >= end + 4 + length {
-                return;
+                return String::from_utf8_lossy(&buf[..end]).into_owned();
             }
         }
     }
 }
 
+/// A 401 whose detail echoes the bearer token it refused, as careless
+/// gateways do: the token must still reach no file of the run.
 async fn unauthorized(mut conn: TcpStream) {
-    read_request(&mut conn).await;
-    let body = r#"{"type":"urn:gateway:error:unauthorized","title":"Unauthorized","status":401,"detail":"token expired"}"#;
+    let head = read_request(&mut conn).await;
+    if head.is_empty() {
+        return; // a TCP readiness probe: connected, sent nothing
+    }
+    let bearer = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("authorization: bearer "))
+        .map(|l| l["authorization: bearer ".len()..].trim().to_string())
+        .unwrap_or_else(|| "none".into());
+    let body = format!(
+        r#"{{"type":"urn:gateway:error:unauthorized","title":"Unauthorized","status":401,"detail":"token expired: {bearer}"}}"#
+    );
     let response = format!(
         "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/problem+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -135,7 +148,7 @@ async fn unauthorized(mut conn: TcpStream) {
 }
 
 /// Runs one scenario through the gateway with its restart hook as the target.
-async fn run_through(gateway: &Gateway, scenario: &str, dir: &std::path::Path) -> Value {
+async fn run_through(gateway: &Gateway, scenario: &str, dir: &std::path::Path) -> (Value, String) {
     gateway.heal();
     let config = dir.join(format!("{scenario}.toml"));
     std::fs::write(
@@ -170,7 +183,10 @@ async fn run_through(gateway: &Gateway, scenario: &str, dir: &std::path::Path) -
     let cell = cell(&report, "gateway", scenario);
     let trace = cell["trace"].as_str().expect("the cell names its trace");
     assert!(out.join(trace).is_file(), "{trace} missing");
-    cell.clone()
+    (
+        cell.clone(),
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+    )
 }
 
 /// Every file of a run folder, read whole: the token is in none of them.
@@ -197,7 +213,7 @@ async fn check(fault: Fault) {
     let gateway = Gateway::start(backend, fault).await;
     let dir = tempfile::tempdir().unwrap();
 
-    let rehydrate = run_through(&gateway, "recreate-rehydrate", dir.path()).await;
+    let (rehydrate, table) = run_through(&gateway, "recreate-rehydrate", dir.path()).await;
     // The SDK's outcome: the new client never gets past its health wait.
     assert_eq!(rehydrate["verdict"], "fail", "{rehydrate}");
     assert_eq!(rehydrate["failureBoundary"], "createAfter");
@@ -217,14 +233,20 @@ async fn check(fault: Fault) {
             assert!(message.contains("HTTP 401"), "{sig}");
             assert!(message.contains("token expired"), "{sig}");
             assert!(pending.contains("last: HTTP 401"), "{sig}");
+            assert!(
+                message.contains("[redacted]"),
+                "the echoed token is scrubbed: {sig}"
+            );
+            assert!(table.contains("⏱ http 401"), "{table}");
         }
         Fault::Reset => {
             assert_eq!(sig["cause"]["error"], "reset", "{sig}");
             assert!(message.contains("connection reset"), "{sig}");
+            assert!(table.contains("⏱ reset"), "{table}");
         }
     }
 
-    let native = run_through(&gateway, "native-continuity", dir.path()).await;
+    let (native, _) = run_through(&gateway, "native-continuity", dir.path()).await;
     assert_eq!(native["verdict"], "fail", "{native}");
     assert_eq!(native["failureBoundary"], "promptSameHandleAfterRestart");
     let sig = signature(&native, "promptSameHandleAfterRestart");

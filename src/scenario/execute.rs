@@ -256,7 +256,7 @@ impl Cell<'_> {
             Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
             Some(Err(failure)) => {
                 let mut signature = *failure.signature;
-                diagnose::add_seen(&mut signature, &seen);
+                diagnose::add_seen(&mut signature, &seen, self.settings.token.as_ref());
                 (Outcome::Fail, false, failure.detail, Some(signature))
             }
             None => (
@@ -267,6 +267,7 @@ impl Cell<'_> {
                     millis(deadline),
                     phase.step.pending(),
                     &seen,
+                    self.settings.token.as_ref(),
                 )),
             ),
         };

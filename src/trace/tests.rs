@@ -146,3 +146,21 @@ fn access_tokens_in_queries_are_redacted() {
     );
     assert_eq!(strip_access_token("/x"), "/x");
 }
+
+#[test]
+fn a_cell_trace_lives_in_the_cells_folder_and_off_means_none() {
+    let run = tempfile::tempdir().unwrap();
+    let dir = cell_dir_name(3, "agent", "native continuity/x", 2);
+    assert_eq!(dir, "cells/003-agent-native_continuity_x-2");
+    let (trace, path) = for_cell(run.path(), &dir, TraceLevel::Summary, None, header());
+    trace.flush();
+    assert_eq!(
+        path.as_deref(),
+        Some("cells/003-agent-native_continuity_x-2/trace.jsonl")
+    );
+    assert!(run.path().join(path.unwrap()).is_file());
+    let (trace, path) = for_cell(run.path(), "cells/004", TraceLevel::Off, None, header());
+    trace.phase_start("p", "prompt");
+    assert_eq!(path, None);
+    assert!(!run.path().join("cells/004").exists());
+}
