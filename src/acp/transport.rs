@@ -9,14 +9,16 @@
 //! envelopes go through one funnel, [`Inner::push_inbound`], which drops
 //! responses already seen, tells the observer, and completes the pending
 //! request. sandbox-agent's `_adapter/agent_exited` fails the pending
-//! requests (the server never answers them). A failed POST closes the transport and fails every pending request
-//! with that error — where the SDK leaves the caller waiting forever, which is
-//! the "timeout" of the bug report.
+//! requests (the server never answers them). A failed POST closes the
+//! transport and fails every pending request with that error — where the SDK
+//! leaves the caller waiting forever, which is the "timeout" of the bug
+//! report. Every exchange and envelope goes into the cell's trace, and each
+//! request is a named wait there until its answer comes.
 
-use super::error::{AcpError, Problem};
+use super::error::AcpError;
 use crate::secret::Secret;
 use crate::trace::{Exchange, Purpose, Trace};
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 mod envelope;
+mod post;
 mod stream;
 
 pub(crate) use envelope::read_bounded;
@@ -350,84 +353,6 @@ impl Inner {
         let inner = Arc::clone(self);
         tokio::spawn(async move { inner.post(url, envelope).await });
         Ok(())
-    }
-
-    async fn post(self: Arc<Self>, url: String, envelope: Value) {
-        let body = envelope.to_string();
-        let mut exchange = Exchange {
-            method: "POST",
-            url: url.clone(),
-            purpose: Purpose::AcpPost,
-            attempt: None,
-            status: None,
-            elapsed: std::time::Duration::ZERO,
-            sent: body.len() as u64,
-            received: 0,
-            failure: None,
-        };
-        let started = std::time::Instant::now();
-        let sent = self
-            .http
-            .post(&url)
-            .headers(self.headers())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json")
-            .body(body)
-            .send()
-            .await;
-        let response = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
-            }
-        };
-        let status = response.status();
-        exchange.status = Some(status.as_u16());
-        let body = match read_bounded(response).await {
-            Ok(body) => body,
-            Err(e) => {
-                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
-            }
-        };
-        let Some(body) = body else {
-            exchange.received = MAX_ENVELOPE_BYTES as u64;
-            return self.fail_exchange(
-                exchange,
-                started,
-                AcpError::Malformed {
-                    detail: format!(
-                        "response body over {MAX_ENVELOPE_BYTES} bytes (the envelope limit)"
-                    ),
-                },
-            );
-        };
-        exchange.received = body.len() as u64;
-        if !status.is_success() {
-            let error = AcpError::Http {
-                status: status.as_u16(),
-                problem: Problem::parse(&body),
-            };
-            return self.fail_exchange(exchange, started, error);
-        }
-        exchange.elapsed = started.elapsed();
-        self.trace.http(exchange);
-        if status.as_u16() != 200 || body.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(envelope) => self.push_inbound(envelope, false),
-            Err(e) => self.fail(AcpError::Malformed {
-                detail: format!("POST response is not JSON: {e}"),
-            }),
-        }
-    }
-
-    /// Records a failed exchange, then fails the transport with its error.
-    fn fail_exchange(&self, mut exchange: Exchange, started: std::time::Instant, error: AcpError) {
-        exchange.elapsed = started.elapsed();
-        exchange.failure = Some(error.seen());
-        self.trace.http(exchange);
-        self.fail(error);
     }
 
     /// Closes the transport because of `error` and fails every pending request with it.

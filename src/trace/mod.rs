@@ -10,11 +10,16 @@
 //! out reads them to say what it was really waiting for and what it saw
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
 
+mod cell;
 mod observe;
 mod sink;
+mod url;
 
+pub use cell::{cell_dir_name, for_cell};
 pub use observe::{ChannelStats, ErrorKind, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA};
+pub use url::strip_access_token;
+use url::{path_and_query, path_of};
 
 use crate::secret::Secret;
 use observe::Observations;
@@ -307,48 +312,6 @@ impl Trace {
     }
 }
 
-/// The folder of a cell inside the run folder: `cells/003-agent-native-continuity-1`.
-pub fn cell_dir_name(index: usize, target: &str, scenario: &str, attempt: u32) -> String {
-    let safe = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    format!(
-        "cells/{index:03}-{}-{}-{attempt}",
-        safe(target),
-        safe(scenario)
-    )
-}
-
-/// A cell's trace in `run_dir/<cell folder>/trace.jsonl`, and that path
-/// relative to the run folder for the report. A trace that cannot be
-/// created costs the file, never the cell: the waits still remember.
-pub fn for_cell(
-    run_dir: &Path,
-    cell_dir: &str,
-    level: TraceLevel,
-    token: Option<Secret>,
-    header: Map<String, Value>,
-) -> (Trace, Option<String>) {
-    if level == TraceLevel::Off {
-        return (Trace::build(level, token, None), None);
-    }
-    match Trace::create(&run_dir.join(cell_dir), level, token.clone(), header) {
-        Ok(trace) => (trace, Some(format!("{cell_dir}/{TRACE_FILE}"))),
-        Err(e) => {
-            eprintln!("cannot write the trace of {cell_dir}: {e}");
-            (Trace::build(TraceLevel::Off, token, None), None)
-        }
-    }
-}
-
 /// The channel an exchange counts on, e.g. `GET /v1/health`,
 /// `GET /v1/acp/sdk-mock-… (event stream)`.
 pub fn channel_name(method: &str, path: &str, purpose: Purpose) -> String {
@@ -390,38 +353,6 @@ fn fields(value: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         _ => Map::new(),
     }
-}
-
-/// The path of a URL (no query), or the text itself when it is not a URL.
-fn path_of(url: &str) -> String {
-    url::Url::parse(url)
-        .map(|u| u.path().to_string())
-        .unwrap_or_else(|_| url.to_string())
-}
-
-fn path_and_query(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(u) => match u.query() {
-            Some(q) => format!("{}?{q}", u.path()),
-            None => u.path().to_string(),
-        },
-        Err(_) => url.to_string(),
-    }
-}
-
-/// Replaces the value of any `access_token` query parameter with `[redacted]`.
-pub fn strip_access_token(url: &str) -> String {
-    let Some((head, query)) = url.split_once('?') else {
-        return url.to_string();
-    };
-    let parts: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some((k, _)) if k.eq_ignore_ascii_case("access_token") => format!("{k}=[redacted]"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    format!("{head}?{}", parts.join("&"))
 }
 
 fn cut(text: &str) -> String {
