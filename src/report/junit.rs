@@ -104,6 +104,9 @@ fn phase_lines(cell: &Cell) -> String {
             if let Some(pending) = &sig.pending {
                 line.push_str(&format!(" (pending: {pending})"));
             }
+            if let Some(observed) = &sig.observed {
+                line.push_str(&format!(" (observed: {observed})"));
+            }
         }
         lines.push(line);
     }

@@ -199,11 +199,13 @@ impl Trace {
         self.event("phase_start", fields(json!({"phase": name, "step": step})));
     }
 
+    /// Ends a phase; the file is flushed, so a run killed later keeps it.
     pub fn phase_end(&self, name: &str, outcome: &str, ms: u64) {
         self.event(
             "phase_end",
             fields(json!({"phase": name, "outcome": outcome, "ms": ms})),
         );
+        self.flush();
     }
 
     /// Records an HTTP exchange and counts it on its channel.
