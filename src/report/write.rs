@@ -1,5 +1,5 @@
-//! The run folder: `report.json`, `report.txt`, `report.md` and
-//! `junit.xml`, each written atomically so an interrupted run (a second
+//! The run folder: `report.json`, `report.txt`, `report.md`,
+//! `junit.xml` and `report.html`, each written atomically so an interrupted run (a second
 //! Ctrl-C, a killed harness) never leaves a half-written report behind.
 
 use std::fs::{self, File, OpenOptions};
