@@ -1,5 +1,6 @@
 // A hostile sandbox-agent stand-in for bench/memory.sh: healthy, but with
-// HOSTILE=post every ACP POST answers 200 with a BODY_MB megabyte JSON body;
+// HOSTILE=post every ACP POST answers 200 with a BODY_MB megabyte JSON body
+// (the event stream stays open and quiet);
 // with HOSTILE=stream every POST is accepted (202, the answer "comes on the
 // stream") and every event stream sends one BODY_MB megabyte SSE line. Both
 // are streamed in 64 KiB chunks without Content-Length, so only a reader
@@ -37,6 +38,11 @@ const server = http.createServer((req, res) => {
   if (req.url.startsWith("/v1/acp/") && req.method === "POST") {
     res.writeHead(200, { "content-type": "application/json" });
     return pour(res, '{"jsonrpc":"2.0","id":0,"result":{"pad":"', MB * 1024 * 1024, '"}}');
+  }
+  if (req.url.startsWith("/v1/acp/") && req.method === "GET" && !STREAM) {
+    // Only the POST bodies are hostile: an open, quiet stream.
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    return res.write(": open\n\n");
   }
   if (req.url.startsWith("/v1/acp/") && req.method === "GET") {
     res.writeHead(200, { "content-type": "text/event-stream" });
