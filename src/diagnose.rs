@@ -222,6 +222,9 @@ fn attempts(c: &ChannelStats) -> String {
     if c.failures > 0 {
         text.push_str(&format!(", {} failed", c.failures));
     }
+    if c.received > 0 {
+        text.push_str(&format!(", {} bytes received", c.received));
+    }
     if let Some(last) = &c.last_failure {
         text.push_str(&format!("; last: {last}"));
     }
@@ -344,6 +347,7 @@ mod tests {
             last_status: None,
             last_failure: Some(last),
             failing: true,
+            received: 0,
             last_failure_seq: 5,
         }
     }

@@ -212,8 +212,12 @@ impl Trace {
     pub fn http(&self, exchange: Exchange) {
         let path = path_of(&exchange.url);
         let channel = channel_name(exchange.method, &path, exchange.purpose);
-        self.observations()
-            .count(&channel, exchange.status, exchange.failure.as_ref());
+        self.observations().count(
+            &channel,
+            exchange.status,
+            exchange.received,
+            exchange.failure.as_ref(),
+        );
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -270,11 +274,8 @@ impl Trace {
 
     /// The end of one event-stream GET: how many events and bytes it carried.
     pub fn stream_end(&self, url: &str, events: u64, bytes: u64, failure: Option<&Seen>) {
-        if let Some(failure) = failure {
-            let path = path_of(url);
-            self.observations()
-                .fail_only(&channel_name("GET", &path, Purpose::Stream), failure);
-        }
+        let channel = channel_name("GET", &path_of(url), Purpose::Stream);
+        self.observations().stream_ended(&channel, bytes, failure);
         if self.inner.level == TraceLevel::Off {
             return;
         }

@@ -136,6 +136,8 @@ pub struct ChannelStats {
     /// Whether the latest attempt failed (a stream that got a 404 and then
     /// a 200 is not failing any more).
     pub failing: bool,
+    /// Response bytes read on it (bodies, stream data).
+    pub received: u64,
     /// When the last failure happened, on the same clock as [`WaitInfo::opened`].
     pub last_failure_seq: u64,
 }
@@ -215,16 +217,24 @@ impl Observations {
             last_status: None,
             last_failure: None,
             failing: false,
+            received: 0,
             last_failure_seq: 0,
         });
         self.channels.last_mut()
     }
 
-    pub(super) fn count(&mut self, channel: &str, status: Option<u16>, failure: Option<&Seen>) {
+    pub(super) fn count(
+        &mut self,
+        channel: &str,
+        status: Option<u16>,
+        received: u64,
+        failure: Option<&Seen>,
+    ) {
         self.seq += 1;
         let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
             c.attempts += 1;
+            c.received += received;
             if status.is_some() {
                 c.last_status = status;
             }
@@ -237,10 +247,16 @@ impl Observations {
         }
     }
 
-    pub(super) fn fail_only(&mut self, channel: &str, failure: &Seen) {
+    /// The end of a stream already counted as an attempt: its bytes, and
+    /// a failure when it broke.
+    pub(super) fn stream_ended(&mut self, channel: &str, received: u64, failure: Option<&Seen>) {
         self.seq += 1;
         let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
+            c.received += received;
+            let Some(failure) = failure else {
+                return;
+            };
             c.failures += 1;
             c.failing = true;
             c.last_failure = Some(failure.clone());
