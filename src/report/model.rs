@@ -225,9 +225,16 @@ impl Totals {
 }
 
 impl Signature {
-    /// A few words for a table cell: `http 400 invalid_request`, `timeout`, `rpc -32601`.
+    /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
+    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
     pub fn short(&self) -> String {
         match self.kind {
+            SignatureKind::Timeout if self.cause.is_some() => {
+                format!(
+                    "timeout: {}",
+                    self.cause.as_ref().map(Cause::short).unwrap_or_default()
+                )
+            }
             SignatureKind::Http => {
                 let mut s = format!(
                     "http {}",

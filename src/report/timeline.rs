@@ -3,7 +3,7 @@
 //! events of its trace under it, and the signature of a failed phase — so a
 //! run pasted into an issue reads without a browser.
 
-use super::model::{Cell, Outcome};
+use super::model::{Cell, Outcome, SignatureKind};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -60,20 +60,21 @@ pub fn render_timeline(cell: &Cell, events: &[Value], repeat: u32) -> String {
         let outcome = match phase.outcome {
             Outcome::Ok => "ok".to_string(),
             Outcome::NotRun => "not run".to_string(),
-            Outcome::Fail | Outcome::Timeout => {
-                let word = if phase.outcome == Outcome::Timeout {
-                    "timeout"
-                } else {
-                    "fail"
-                };
-                match phase.signature.as_ref() {
-                    Some(sig) => match &sig.cause {
-                        Some(cause) => format!("{word}: {} ({})", sig.short(), cause.short()),
-                        None => format!("{word}: {}", sig.short()),
-                    },
-                    None => word.to_string(),
-                }
-            }
+            Outcome::Timeout => phase
+                .signature
+                .as_ref()
+                .map(|sig| sig.short())
+                .unwrap_or_else(|| "timeout".into()),
+            Outcome::Fail => match phase.signature.as_ref() {
+                // A cause worth adding when the kind does not already say it.
+                Some(sig) => match (&sig.cause, sig.kind) {
+                    (Some(cause), kind) if kind != SignatureKind::Http => {
+                        format!("fail: {} ({})", sig.short(), cause.short())
+                    }
+                    _ => format!("fail: {}", sig.short()),
+                },
+                None => "fail".into(),
+            },
         };
         let _ = writeln!(
             out,
