@@ -387,6 +387,7 @@ mod tests {
             s.cause.as_ref().map(Cause::short).as_deref(),
             Some("http 502")
         );
+        assert_eq!(s.short(), "timeout: http 502");
     }
 
     #[test]
