@@ -120,6 +120,8 @@ fn rendered_dom(page: &Path) -> String {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            // Containers often have a tiny /dev/shm.
+            "--disable-dev-shm-usage",
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
