@@ -40,7 +40,7 @@ pub fn render_timeline(cell: &Cell, events: &[Value], repeat: u32) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:>9}  {:>9}  {:<34} outcome",
+        "{:>9}  {:>9}  {:<40} outcome",
         "start", "duration", "phase"
     );
     for phase in &cell.phases {
@@ -78,7 +78,7 @@ pub fn render_timeline(cell: &Cell, events: &[Value], repeat: u32) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>9}  {:>9}  {name:<34} {outcome}",
+            "{:>9}  {:>9}  {name:<40} {outcome}",
             ms(start),
             if phase.outcome == Outcome::NotRun {
                 "–".into()
