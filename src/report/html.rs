@@ -10,14 +10,16 @@
 //! the DOM, and any script error too, which the browser test reads.
 
 use super::model::Report;
-use crate::trace::read_trace;
+use crate::trace::for_each_event;
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
 const STYLE: &str = include_str!("html/report.css");
 const SCRIPT: &str = include_str!("html/report.js");
-/// Marks drawn per cell; a cell with more keeps the first ones (the trace file keeps all).
-const MAX_MARKS: usize = 4000;
+/// Request and event marks drawn per cell; a cell with more keeps the first
+/// ones (its trace file keeps all), which also bounds the page and the memory
+/// it takes to write it.
+const MAX_MARKS: usize = 2000;
 
 /// The events of each cell's trace that the page draws, in cell order; a
 /// missing or damaged trace gives a note instead, never a failed report.
@@ -27,15 +29,25 @@ pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, St
         .iter()
         .map(|cell| match &cell.trace {
             None => Ok(Vec::new()),
-            Some(path) => read_trace(&run_dir.join(path))
-                .map(|events| marks(&events))
-                .map_err(|e| e.to_string()),
+            Some(path) => marks(&run_dir.join(path)).map_err(|e| e.to_string()),
         })
         .collect()
 }
 
-/// Only what the timeline draws, so the page stays small.
-fn marks(events: &[Value]) -> Vec<Value> {
+/// Only what the timeline draws, read line by line so a full trace never
+/// sits in memory: the structure (phases, restarts, the component and cell
+/// events) always, and at most [`MAX_MARKS`] requests and stream events.
+fn marks(path: &Path) -> Result<Vec<Value>, crate::trace::TraceError> {
+    const STRUCTURE: &[&str] = &[
+        "phase_start",
+        "phase_end",
+        "restart_start",
+        "restart_end",
+        "component_stop",
+        "component_start",
+        "cell_end",
+        "truncated",
+    ];
     const KEEP: &[&str] = &[
         "t",
         "ev",
@@ -63,23 +75,31 @@ fn marks(events: &[Value]) -> Vec<Value> {
         "exitCode",
         "signal",
     ];
-    events
-        .iter()
-        .filter(|e| e["ev"] != "trace")
-        .take(MAX_MARKS)
-        .map(|e| {
-            let kept: Map<String, Value> = e
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .filter(|(k, _)| KEEP.contains(&k.as_str()))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            Value::Object(kept)
-        })
-        .collect()
+    let mut kept = Vec::new();
+    let mut marks = 0;
+    for_each_event(path, |event| {
+        let ev = event["ev"].as_str().unwrap_or_default();
+        if ev == "trace" {
+            return;
+        }
+        if !STRUCTURE.contains(&ev) {
+            if marks >= MAX_MARKS {
+                return;
+            }
+            marks += 1;
+        }
+        let fields: Map<String, Value> = event
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter(|(k, _)| KEEP.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        kept.push(Value::Object(fields));
+    })?;
+    Ok(kept)
 }
 
 /// The whole page.
@@ -156,6 +176,41 @@ mod tests {
         assert_eq!(
             parsed["report"]["cells"][0]["reason"],
             "</script><script>alert(1)</script>"
+        );
+    }
+
+    #[test]
+    fn a_long_trace_keeps_its_structure_and_a_bounded_number_of_marks() {
+        use crate::trace::{Exchange, Purpose, Trace, TraceLevel};
+        let dir = tempfile::tempdir().unwrap();
+        let trace = Trace::create(dir.path(), TraceLevel::Summary, None, Map::new()).unwrap();
+        trace.phase_start("p", "prompt");
+        for _ in 0..(MAX_MARKS + 500) {
+            trace.http(Exchange {
+                method: "GET",
+                url: "http://h/v1/health".into(),
+                purpose: Purpose::Health,
+                attempt: None,
+                status: Some(200),
+                elapsed: std::time::Duration::ZERO,
+                sent: 0,
+                received: 2,
+                failure: None,
+            });
+        }
+        trace.phase_end("p", "ok", 1);
+        drop(trace);
+        let kept = marks(&dir.path().join(crate::trace::TRACE_FILE)).unwrap();
+        let http = kept.iter().filter(|e| e["ev"] == "http").count();
+        assert_eq!(http, MAX_MARKS);
+        assert_eq!(
+            kept.last().unwrap()["ev"],
+            "phase_end",
+            "the structure survives the cap"
+        );
+        assert!(
+            kept[1].get("received").is_none(),
+            "only what the timeline draws"
         );
     }
 }

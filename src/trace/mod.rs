@@ -17,7 +17,9 @@ mod url;
 
 pub use cell::{cell_dir_name, for_cell};
 pub use observe::{ChannelStats, ErrorKind, Seen, Snapshot, WaitGuard, WaitInfo};
-pub use sink::{read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA};
+pub use sink::{
+    for_each_event, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA,
+};
 pub use url::strip_access_token;
 use url::{path_and_query, path_of};
 

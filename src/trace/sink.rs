@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// A cell's trace file name, inside the cell's folder.
@@ -88,10 +88,19 @@ pub enum TraceError {
     },
 }
 
-/// Reads a trace: every event, in order. The first line must be this
-/// schema's header; a line that is not a JSON object with `t` and `ev`, or
-/// a file far past the size a trace can have, is an error naming the file.
+/// Reads a trace: every event, in order. See [`for_each_event`].
 pub fn read_trace(path: &Path) -> Result<Vec<Value>, TraceError> {
+    let mut events = Vec::new();
+    for_each_event(path, |event| events.push(event))?;
+    Ok(events)
+}
+
+/// Hands each event of a trace to `keep`, one line at a time, so a reader
+/// that keeps only some of them holds no more than those. The first line
+/// must be this schema's header; a line that is not a JSON object with `t`
+/// and `ev`, or a file far past the size a trace can have, is an error
+/// naming the file (and the line).
+pub fn for_each_event(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceError> {
     let io = |source| TraceError::Io {
         path: path.to_path_buf(),
         source,
@@ -110,16 +119,18 @@ pub fn read_trace(path: &Path) -> Result<Vec<Value>, TraceError> {
             ),
         ));
     }
-    let bytes = std::fs::read(path).map_err(io)?;
-    let text = String::from_utf8(bytes).map_err(|e| damaged(0, format!("not UTF-8: {e}")))?;
-    let mut events = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    let reader = std::io::BufReader::new(File::open(path).map_err(io)?);
+    let mut seen = 0;
+    for (n, line) in reader.split(b'\n').enumerate() {
         let number = n + 1;
+        let line = line.map_err(io)?;
+        let line =
+            String::from_utf8(line).map_err(|e| damaged(number, format!("not UTF-8: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
         let event: Value =
-            serde_json::from_str(line).map_err(|e| damaged(number, format!("not JSON: {e}")))?;
+            serde_json::from_str(&line).map_err(|e| damaged(number, format!("not JSON: {e}")))?;
         let valid = event.get("ev").is_some_and(Value::is_string)
             && event.get("t").is_some_and(Value::is_number);
         if !valid {
@@ -128,7 +139,7 @@ pub fn read_trace(path: &Path) -> Result<Vec<Value>, TraceError> {
                 "an event needs `t` (number) and `ev` (string)".into(),
             ));
         }
-        if events.is_empty() {
+        if seen == 0 {
             let schema = event.get("schema").and_then(Value::as_str);
             if event["ev"] != "trace" || schema != Some(TRACE_SCHEMA) {
                 return Err(damaged(
@@ -140,10 +151,11 @@ pub fn read_trace(path: &Path) -> Result<Vec<Value>, TraceError> {
                 ));
             }
         }
-        events.push(event);
+        seen += 1;
+        keep(event);
     }
-    if events.is_empty() {
+    if seen == 0 {
         return Err(damaged(0, "empty: no header line".into()));
     }
-    Ok(events)
+    Ok(())
 }
