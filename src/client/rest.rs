@@ -15,6 +15,10 @@ impl Client {
     /// `GET /v1/health` once.
     pub async fn health(&self) -> Result<Value, ClientError> {
         let url = format!("{}/v1/health", self.options.base_url);
+        let _waiting = self.options.trace.wait(
+            "a response to GET /v1/health",
+            Some(crate::trace::health_channel(&self.options.base_url)),
+        );
         health_once(
             &self.http,
             &url,
@@ -28,6 +32,10 @@ impl Client {
     /// `POST /v1/processes/run`: a one-off command in the sandbox (the liveness probe).
     pub async fn run_process(&self, command: &str, timeout_ms: u64) -> Result<Value, ClientError> {
         let url = format!("{}/v1/processes/run", self.options.base_url);
+        let _waiting = self.options.trace.wait(
+            format!("a response to POST /v1/processes/run ({command})"),
+            None,
+        );
         let body = json!({"command": command, "timeoutMs": timeout_ms}).to_string();
         let request = self
             .http
