@@ -159,6 +159,7 @@ pub(super) async fn wait_healthy(
     trace: Trace,
 ) {
     let url = format!("{base_url}/v1/health");
+    let _counted = trace.watch(crate::trace::health_channel(&base_url));
     let mut delay = Duration::from_millis(500);
     let mut attempt = 0;
     loop {

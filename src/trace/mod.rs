@@ -299,6 +299,15 @@ impl Trace {
         WaitGuard::new(self.clone(), id)
     }
 
+    /// Keeps `channel`'s counts across phase boundaries until the guard
+    /// drops: for background polling that a later phase may block on (the
+    /// health wait starts at `connect`; `createSession` waits for it). Not
+    /// a wait itself: it never becomes what a timeout names.
+    pub fn watch(&self, channel: String) -> WaitGuard {
+        let id = self.observations().watch(channel);
+        WaitGuard::new(self.clone(), id)
+    }
+
     fn close_wait(&self, id: u64) {
         self.observations().close_wait(id);
     }

@@ -188,6 +188,9 @@ pub(super) struct Observations {
     /// One clock for wait openings and failures.
     seq: u64,
     waits: Vec<(u64, WaitInfo)>,
+    /// Channels kept across phases while something runs on them in the
+    /// background (the SDK's health wait, polling from `connect` on).
+    watched: Vec<(u64, String)>,
     channels: Vec<ChannelStats>,
 }
 
@@ -195,11 +198,12 @@ impl Observations {
     /// Forgets the channels, except those an open wait still depends on
     /// (a health wait that began in an earlier phase keeps its count).
     pub(super) fn reset_channels(&mut self) {
-        let waits = &self.waits;
+        let (waits, watched) = (&self.waits, &self.watched);
         self.channels.retain(|c| {
             waits
                 .iter()
                 .any(|(_, w)| w.channel.as_deref() == Some(c.name.as_str()))
+                || watched.iter().any(|(_, name)| *name == c.name)
         });
     }
 
@@ -280,6 +284,13 @@ impl Observations {
 
     pub(super) fn close_wait(&mut self, id: u64) {
         self.waits.retain(|(i, _)| *i != id);
+        self.watched.retain(|(i, _)| *i != id);
+    }
+
+    pub(super) fn watch(&mut self, channel: String) -> u64 {
+        self.seq += 1;
+        self.watched.push((self.seq, channel));
+        self.seq
     }
 
     pub(super) fn snapshot(&self) -> Snapshot {

@@ -164,3 +164,32 @@ fn a_cell_trace_lives_in_the_cells_folder_and_off_means_none() {
     assert_eq!(path, None);
     assert!(!run.path().join("cells/004").exists());
 }
+
+#[test]
+fn a_watched_channel_keeps_its_count_across_phases_without_being_a_wait() {
+    let trace = Trace::detached();
+    trace.phase_start("connect", "connect");
+    let watching = trace.watch("GET /v1/health".into());
+    trace.http(Exchange {
+        method: "GET",
+        url: "http://h:1/v1/health".into(),
+        purpose: Purpose::Health,
+        attempt: Some(1),
+        status: Some(401),
+        elapsed: Duration::ZERO,
+        sent: 0,
+        received: 0,
+        failure: Some(Seen::Status {
+            status: 401,
+            problem_type: None,
+            detail: None,
+        }),
+    });
+    trace.phase_start("create", "create_session");
+    let snap = trace.snapshot();
+    assert!(snap.waits.is_empty(), "a watch is not a wait");
+    assert_eq!(snap.channel("GET /v1/health").unwrap().attempts, 1);
+    drop(watching);
+    trace.phase_start("later", "prompt");
+    assert!(trace.snapshot().channels.is_empty());
+}
