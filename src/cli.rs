@@ -42,6 +42,14 @@ pub enum Command {
         #[arg(long)]
         allow_missing: bool,
     },
+    /// Show a finished run: its matrix, or one cell's timeline as text.
+    Show {
+        /// The run: its folder or its report.json.
+        run: PathBuf,
+        /// One cell's timeline: TARGET/SCENARIO, or TARGET/SCENARIO#ATTEMPT for a repeated run.
+        #[arg(long, value_name = "TARGET/SCENARIO[#ATTEMPT]")]
+        cell: Option<String>,
+    },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
     Merge(MergeArgs),
     /// Print an expectations file (for --expect) that records a finished run's verdicts.
@@ -223,6 +231,29 @@ pub struct RunArgs {
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
+    /// What each cell's trace.jsonl keeps: nothing, every exchange and envelope without bodies, or with bodies cut at 4 KB.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
+    pub trace: TraceArg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceArg {
+    /// No trace files (waits still name what they saw).
+    Off,
+    /// HTTP exchanges, SSE events, JSON-RPC envelopes, waits, phases; no bodies.
+    Summary,
+    /// As summary, with JSON-RPC bodies cut at 4 KB.
+    Full,
+}
+
+impl From<TraceArg> for crate::trace::TraceLevel {
+    fn from(arg: TraceArg) -> Self {
+        match arg {
+            TraceArg::Off => Self::Off,
+            TraceArg::Summary => Self::Summary,
+            TraceArg::Full => Self::Full,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -252,6 +283,7 @@ mod tests {
                 "validate",
                 "list",
                 "compare",
+                "show",
                 "merge",
                 "baseline",
                 "completions",
@@ -312,5 +344,15 @@ mod tests {
         };
         assert_eq!(args.repeat, Some(3));
         assert_eq!(args.targets, ["agent", "gateway"]);
+        assert_eq!(args.trace, TraceArg::Summary, "summary by default");
+        let off = Cli::try_parse_from(["continuity", "run", "--trace", "off"]).unwrap();
+        let Command::Run(args) = off.command else {
+            panic!()
+        };
+        assert_eq!(
+            crate::trace::TraceLevel::from(args.trace),
+            crate::trace::TraceLevel::Off
+        );
+        assert!(Cli::try_parse_from(["continuity", "run", "--trace", "all"]).is_err());
     }
 }

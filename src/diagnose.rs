@@ -4,7 +4,8 @@
 
 use crate::acp::AcpError;
 use crate::client::ClientError;
-use crate::report::{Signature, SignatureKind};
+use crate::report::{Cause, Signature, SignatureKind};
+use crate::trace::{ChannelStats, ErrorKind, Seen, Snapshot};
 
 /// The signature of a client-layer failure. `token` is scrubbed from the message.
 pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> Signature {
@@ -20,6 +21,8 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
             token,
         ))),
         pending: None,
+        cause: None,
+        observed: None,
     };
     match error {
         ClientError::Acp(acp) => classify_acp(acp, &mut sig),
@@ -110,6 +113,8 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
         rpc_code: None,
         message: format!("timed out after {deadline_ms} ms"),
         pending: Some(pending.into()),
+        cause: None,
+        observed: None,
     }
 }
 
@@ -122,6 +127,151 @@ pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
         rpc_code: None,
         message: message.into(),
         pending: None,
+        cause: None,
+        observed: None,
+    }
+}
+
+/// A phase that ran out of time, told from what its waits saw: `pending`
+/// names the wait opened last (the health wait, a response to
+/// `session/prompt`), or `fallback` when nothing on the wire was open; the
+/// message adds the last failure of that wait's channel and of any other
+/// channel that failed in the phase (the event stream), without counts so
+/// it compares across runs; `observed` keeps the counts.
+pub fn timeout_seen(
+    deadline_ms: u64,
+    fallback: String,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
+    let mut sig = timeout(deadline_ms, fallback);
+    let wait = seen.innermost();
+    let linked = wait
+        .and_then(|w| w.channel.as_deref())
+        .and_then(|c| seen.channel(c));
+    if let Some(wait) = wait {
+        let mut pending = wait.what.clone();
+        if let Some(c) = linked {
+            pending.push_str(&format!(": {}", attempts(c)));
+        }
+        sig.pending = Some(mask_ids(&pending));
+    }
+    let mut message = sig.message.clone();
+    if let Some(wait) = wait.filter(|w| w.channel.is_none()) {
+        message.push_str(&format!(" waiting for {}", without_id(&wait.what)));
+    }
+    // The linked channel's failure whatever its age (the health wait may
+    // have begun in an earlier phase); others only if still failing since
+    // the wait opened — a stream's first 404 before its 200 explains nothing.
+    let since = wait.map_or(0, |w| w.opened);
+    let failed: Vec<&ChannelStats> = linked
+        .filter(|c| c.failing)
+        .into_iter()
+        .chain(seen.failing_since(since).filter(|c| Some(*c) != linked))
+        .collect();
+    for channel in &failed {
+        if let Some(last) = &channel.last_failure {
+            message.push_str(&format!("; {}: {last}", channel.name));
+        }
+    }
+    sig.message = mask_ids(&message);
+    sig.cause = failed
+        .first()
+        .and_then(|c| c.last_failure.as_ref())
+        .map(cause_of);
+    sig.observed = observed(seen);
+    scrub(&mut sig, token);
+    sig
+}
+
+/// What a server said can hold the token (a gateway echoing the header it refused).
+fn scrub(sig: &mut Signature, token: Option<&crate::secret::Secret>) {
+    let clean = |text: &mut String| *text = crate::secret::redact(text, token);
+    clean(&mut sig.message);
+    sig.pending.iter_mut().for_each(clean);
+    sig.observed.iter_mut().for_each(clean);
+}
+
+/// Adds what the phase's channels saw to a failure that was not a timeout:
+/// the counts, and a cause when the signature's own kind is not already one.
+pub fn add_seen(sig: &mut Signature, seen: &Snapshot, token: Option<&crate::secret::Secret>) {
+    sig.observed = observed(seen);
+    scrub(sig, token);
+    sig.cause = match sig.kind {
+        SignatureKind::Http => Some(Cause {
+            kind: SignatureKind::Http,
+            http_status: sig.http_status,
+            problem_type: sig.problem_type.clone(),
+            error: None,
+        }),
+        _ => seen
+            .failing_since(0)
+            .last()
+            .and_then(|c| c.last_failure.as_ref())
+            .map(cause_of),
+    };
+}
+
+/// `GET /v1/health: 4 attempts, 4 failed, last HTTP 401; …`, or `None` when nothing failed.
+fn observed(seen: &Snapshot) -> Option<String> {
+    let parts: Vec<String> = seen
+        .failed_channels()
+        .map(|c| format!("{}: {}", c.name, attempts(c)))
+        .collect();
+    (!parts.is_empty()).then(|| mask_ids(&parts.join("; ")))
+}
+
+fn attempts(c: &ChannelStats) -> String {
+    let plural = if c.attempts == 1 { "" } else { "s" };
+    let mut text = format!("{} attempt{plural}", c.attempts);
+    if c.failures > 0 {
+        text.push_str(&format!(", {} failed", c.failures));
+    }
+    if c.received > 0 {
+        text.push_str(&format!(", {} bytes received", c.received));
+    }
+    if let Some(last) = &c.last_failure {
+        text.push_str(&format!("; last: {last}"));
+    }
+    text
+}
+
+/// `a response to session/prompt (id 3)` → `a response to session/prompt`:
+/// request ids differ between runs, the method does not.
+fn without_id(what: &str) -> &str {
+    match what.rfind(" (id ") {
+        Some(i) if what.ends_with(')') => &what[..i],
+        _ => what,
+    }
+}
+
+fn cause_of(seen: &Seen) -> Cause {
+    match seen {
+        Seen::Status {
+            status,
+            problem_type,
+            ..
+        } => Cause {
+            kind: SignatureKind::Http,
+            http_status: Some(*status),
+            problem_type: problem_type.clone(),
+            error: None,
+        },
+        Seen::Error { kind, .. } => Cause {
+            kind: match kind {
+                ErrorKind::Refused
+                | ErrorKind::Reset
+                | ErrorKind::Tls
+                | ErrorKind::Dns
+                | ErrorKind::Other => SignatureKind::Connect,
+                ErrorKind::Closed => SignatureKind::StreamClosed,
+                ErrorKind::Timeout => SignatureKind::Timeout,
+                ErrorKind::TooLarge => SignatureKind::Protocol,
+            },
+            http_status: None,
+            problem_type: None,
+            error: Some(kind.as_str().to_string()),
+        },
     }
 }
 
@@ -192,5 +342,69 @@ mod tests {
         let token = crate::secret::Secret::new("tok-9");
         let e = ClientError::Config("header value tok-9 is bad".into());
         assert!(!signature(&e, Some(&token)).message.contains("tok-9"));
+    }
+
+    fn failing(name: &str, attempts: u32, last: Seen) -> crate::trace::ChannelStats {
+        crate::trace::ChannelStats {
+            name: name.into(),
+            attempts,
+            failures: attempts,
+            last_status: None,
+            last_failure: Some(last),
+            failing: true,
+            received: 0,
+            last_failure_seq: 5,
+        }
+    }
+
+    #[test]
+    fn a_pending_request_names_the_failing_event_stream_without_counts_in_the_message() {
+        let seen = Snapshot {
+            waits: vec![crate::trace::WaitInfo {
+                what: "a response to session/prompt (id 3)".into(),
+                channel: None,
+                opened: 1,
+            }],
+            channels: vec![failing(
+                "GET /v1/acp/sdk-mock-3743b79f-59e5-4713-a915-af9a2188ebbc (event stream)",
+                3,
+                Seen::Status {
+                    status: 502,
+                    problem_type: None,
+                    detail: None,
+                },
+            )],
+        };
+        let s = timeout_seen(4000, "fallback".into(), &seen, None);
+        assert_eq!(
+            s.message,
+            "timed out after 4000 ms waiting for a response to session/prompt; GET /v1/acp/sdk-mock-<id> (event stream): HTTP 502"
+        );
+        assert_eq!(
+            s.pending.as_deref(),
+            Some("a response to session/prompt (id 3)")
+        );
+        assert_eq!(
+            s.observed.as_deref(),
+            Some("GET /v1/acp/sdk-mock-<id> (event stream): 3 attempts, 3 failed; last: HTTP 502")
+        );
+        assert_eq!(
+            s.cause.as_ref().map(Cause::short).as_deref(),
+            Some("http 502")
+        );
+        assert_eq!(s.short(), "timeout: http 502");
+    }
+
+    #[test]
+    fn with_nothing_open_a_timeout_keeps_the_steps_words() {
+        let s = timeout_seen(100, "sleeping".into(), &Snapshot::default(), None);
+        assert_eq!(s.pending.as_deref(), Some("sleeping"));
+        assert_eq!((s.cause, s.observed), (None, None));
+        let reset = Seen::Error {
+            kind: ErrorKind::Reset,
+            detail: "x".into(),
+        };
+        assert_eq!(cause_of(&reset).short(), "reset");
+        assert_eq!(cause_of(&reset).kind, SignatureKind::Connect);
     }
 }

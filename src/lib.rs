@@ -5,7 +5,8 @@
 //! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
 //! `stack` runs the real components; `targets` restarts them (a command, a
 //! managed process, a signal, an HTTP hook) and probes their readiness;
-//! `agent` is the scripted ACP agent.
+//! `agent` is the scripted ACP agent; `trace` is each cell's wire history
+//! (what transport, client and targets saw), below all of them.
 
 pub mod acp;
 pub mod agent;
@@ -25,6 +26,7 @@ pub mod scenario;
 pub mod secret;
 pub mod stack;
 pub mod targets;
+pub mod trace;
 
 #[cfg(test)]
 mod toml_props;

@@ -62,6 +62,10 @@ fn main() -> ExitCode {
                 console::out(&String::from_utf8_lossy(&script));
                 Ok(exit_codes::OK)
             }
+            Command::Show { run, cell } => commands::show(&run, cell.as_deref()).map(|out| {
+                console::out(&out);
+                exit_codes::OK
+            }),
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
                 StackAction::Status(args) => commands::stack_status(args),

@@ -65,6 +65,8 @@ pub struct RunPlan {
     /// On a version axis (several `--server-version`): the version every cell of this run carries.
     pub axis_version: Option<String>,
     pub logs: Vec<LogFile>,
+    /// How much of the wire each cell's `trace.jsonl` keeps.
+    pub trace_level: crate::trace::TraceLevel,
 }
 
 /// A target that cannot run, and why.

@@ -204,8 +204,8 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let run = continuity(&argv, &[("SA_TOKEN", "tok-wrong-987654321")]);
     assert_exit(&run, 2);
     assert!(
-        stderr(&run)
-            .contains("gave up at once; last error: the server rejected the token (HTTP 401)"),
+        stderr(&run).contains("gave up at once")
+            && stderr(&run).contains("last error: the server rejected the token (HTTP 401)"),
         "{}",
         stderr(&run)
     );

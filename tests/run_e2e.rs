@@ -145,8 +145,28 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     assert!(stdout.contains("promptSameHandleAfterRestart"), "{stdout}");
     assert!(stdout.contains("❌ http 400 invalid_request"), "{stdout}");
     assert!(!stdout.contains('\x1b'), "NO_COLOR is respected");
-    for file in ["report.txt", "report.md", "junit.xml"] {
+    for file in ["report.txt", "report.md", "junit.xml", "report.html"] {
         assert!(out.join(file).is_file(), "{file} missing");
+    }
+    // Every cell's wire trace, with the exchanges of its phases.
+    for cell in report["cells"].as_array().unwrap() {
+        let trace = out.join(cell["trace"].as_str().expect("a trace per cell"));
+        let events = continuity::trace::read_trace(&trace).unwrap();
+        let kinds: Vec<&str> = events.iter().filter_map(|e| e["ev"].as_str()).collect();
+        for kind in [
+            "phase_start",
+            "http",
+            "rpc",
+            "sse",
+            "restart_start",
+            "component_stop",
+            "component_start",
+            "ready_probe",
+            "restart_end",
+            "cell_end",
+        ] {
+            assert!(kinds.contains(&kind), "no {kind} in {}", trace.display());
+        }
     }
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(markdown.contains("invalid_request"), "{markdown}");

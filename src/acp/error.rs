@@ -1,6 +1,7 @@
 //! Typed transport failures. Each variant keeps the fields a failure signature
 //! needs (status, problem type, RPC code, cause), and none holds a credential.
 
+use crate::trace::{ErrorKind, Seen};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
@@ -139,6 +140,67 @@ impl AcpError {
             };
         }
         AcpError::StreamClosed { detail }
+    }
+}
+
+impl AcpError {
+    /// What a wait saw when this ended an attempt: a status or a transport error kind.
+    pub fn seen(&self) -> Seen {
+        match self {
+            AcpError::Http { status, problem } => Seen::Status {
+                status: *status,
+                problem_type: problem
+                    .as_ref()
+                    .and_then(Problem::short_type)
+                    .map(str::to_string),
+                detail: problem
+                    .as_ref()
+                    .and_then(|p| p.detail.clone().or_else(|| p.title.clone())),
+            },
+            AcpError::Connect { kind, detail, .. } => Seen::Error {
+                kind: match kind {
+                    ConnectFailure::Refused => ErrorKind::Refused,
+                    ConnectFailure::Reset => ErrorKind::Reset,
+                    ConnectFailure::Other => kind_from_text(detail).unwrap_or(ErrorKind::Other),
+                },
+                detail: detail.clone(),
+            },
+            AcpError::StreamClosed { detail } => Seen::Error {
+                kind: kind_from_text(detail).unwrap_or(ErrorKind::Closed),
+                detail: detail.clone(),
+            },
+            AcpError::Timeout { .. } => Seen::Error {
+                kind: ErrorKind::Timeout,
+                detail: self.to_string(),
+            },
+            AcpError::Malformed { detail } if detail.contains(" over ") => Seen::Error {
+                kind: ErrorKind::TooLarge,
+                detail: detail.clone(),
+            },
+            other => Seen::Error {
+                kind: ErrorKind::Other,
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+/// The kind of a transport failure read from its cause chain, when the
+/// chain names one (hyper and rustls say it in words, not in types).
+fn kind_from_text(detail: &str) -> Option<ErrorKind> {
+    let d = detail.to_ascii_lowercase();
+    if d.contains("connection reset") || d.contains("broken pipe") {
+        Some(ErrorKind::Reset)
+    } else if d.contains("connection refused") {
+        Some(ErrorKind::Refused)
+    } else if d.contains("dns error") || d.contains("failed to lookup address") {
+        Some(ErrorKind::Dns)
+    } else if d.contains("certificate") || d.contains("tls") || d.contains("handshake") {
+        Some(ErrorKind::Tls)
+    } else if d.contains("closed before message completed") || d.contains("connection closed") {
+        Some(ErrorKind::Closed)
+    } else {
+        None
     }
 }
 

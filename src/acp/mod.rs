@@ -11,6 +11,8 @@ mod error;
 mod transport;
 
 pub use error::{AcpError, ConnectFailure, Problem};
+pub(crate) use transport::read_bounded;
+pub use transport::MAX_ENVELOPE_BYTES;
 pub use transport::{Direction, Observed, RpcResponse, Transport, TransportConfig};
 
 /// JSON-RPC "method not found".

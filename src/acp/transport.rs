@@ -9,13 +9,16 @@
 //! envelopes go through one funnel, [`Inner::push_inbound`], which drops
 //! responses already seen, tells the observer, and completes the pending
 //! request. sandbox-agent's `_adapter/agent_exited` fails the pending
-//! requests (the server never answers them). A failed POST closes the transport and fails every pending request
-//! with that error — where the SDK leaves the caller waiting forever, which is
-//! the "timeout" of the bug report.
+//! requests (the server never answers them). A failed POST closes the
+//! transport and fails every pending request with that error — where the SDK
+//! leaves the caller waiting forever, which is the "timeout" of the bug
+//! report. Every exchange and envelope goes into the cell's trace, and each
+//! request is a named wait there until its answer comes.
 
-use super::error::{AcpError, Problem};
+use super::error::AcpError;
 use crate::secret::Secret;
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use crate::trace::{Exchange, Purpose, Trace};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -24,12 +27,14 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 mod envelope;
+mod post;
 mod stream;
 
 #[cfg(test)]
 mod props;
 
-use envelope::{read_bounded, remember, response_id, rpc_result, truncate, urlencode};
+pub(crate) use envelope::read_bounded;
+use envelope::{remember, response_id, rpc_result, truncate, urlencode};
 
 /// Responses remembered for de-duplication, as the SDK's 2048.
 const SEEN_RESPONSE_IDS: usize = 2048;
@@ -37,8 +42,13 @@ const SEEN_RESPONSE_IDS: usize = 2048;
 const SSE_RECONNECT_DELAY: Duration = Duration::from_millis(150);
 /// sandbox-agent's notification that the agent process behind a server id died.
 const AGENT_EXITED: &str = "_adapter/agent_exited";
-/// Largest POST body accepted; beyond it the input is hostile.
-const MAX_ENVELOPE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest response body or SSE line accepted; beyond it the input is
+/// hostile and refused while streaming. An envelope is copied a few times on
+/// its way (body, parsed value, observer, store), so this bounds the
+/// harness's memory: 4 MiB keeps a run under 64 MB whatever the server
+/// sends (bench/memory.sh), and is far above what ACP traffic carries (the
+/// SDK's replay text is capped at 12 000 characters).
+pub const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +121,7 @@ struct Inner {
     observer: mpsc::UnboundedSender<Observed>,
     state: Mutex<State>,
     stream_progress: Notify,
+    trace: Trace,
 }
 
 /// One ACP-over-HTTP connection to `/v1/acp/{serverId}`.
@@ -126,6 +137,16 @@ impl Transport {
         http: reqwest::Client,
         observer: mpsc::UnboundedSender<Observed>,
     ) -> Self {
+        Self::traced(config, http, observer, Trace::detached())
+    }
+
+    /// A transport that also records its exchanges, envelopes and waits in `trace`.
+    pub fn traced(
+        config: TransportConfig,
+        http: reqwest::Client,
+        observer: mpsc::UnboundedSender<Observed>,
+        trace: Trace,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
@@ -133,6 +154,7 @@ impl Transport {
                 observer,
                 state: Mutex::new(State::default()),
                 stream_progress: Notify::new(),
+                trace,
             }),
         }
     }
@@ -156,6 +178,10 @@ impl Transport {
             id: key.clone(),
         };
         let envelope = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let _waiting = self
+            .inner
+            .trace
+            .wait(format!("a response to {method} (id {id})"), None);
         self.inner.write(envelope)?;
         let outcome = rx.await.unwrap_or_else(|_| {
             Err(AcpError::Closed {
@@ -214,15 +240,40 @@ impl Transport {
             return;
         }
         let inner = &self.inner;
+        let url = inner.url(None);
+        let _waiting = inner.trace.wait(
+            format!("DELETE {} (close)", self.inner.config.server_id),
+            None,
+        );
+        let started = std::time::Instant::now();
         let request = inner
             .http
-            .delete(inner.url(None))
+            .delete(&url)
             .headers(inner.headers())
             .header(ACCEPT, "application/json")
             .timeout(inner.config.delete_timeout)
             .send();
         // The SDK ignores every DELETE outcome; so do we, but never wait past the bound.
-        let _ = tokio::time::timeout(inner.config.delete_timeout, request).await;
+        let outcome = tokio::time::timeout(inner.config.delete_timeout, request).await;
+        let (status, failure) = match outcome {
+            Ok(Ok(r)) => (Some(r.status().as_u16()), None),
+            Ok(Err(e)) => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
+            Err(_) => {
+                let ms = inner.config.delete_timeout.as_millis() as u64;
+                (None, Some(AcpError::Timeout { ms }.seen()))
+            }
+        };
+        inner.trace.http(Exchange {
+            method: "DELETE",
+            url,
+            purpose: Purpose::Delete,
+            attempt: None,
+            status,
+            elapsed: started.elapsed(),
+            sent: 0,
+            received: 0,
+            failure,
+        });
     }
 }
 
@@ -293,6 +344,7 @@ impl Inner {
                 envelope: envelope.clone(),
                 direction: Direction::Outbound,
             });
+            self.trace.rpc("out", "post", &envelope);
             let agent = (!state.posted_once)
                 .then_some(self.config.bootstrap_agent.as_deref())
                 .flatten();
@@ -304,47 +356,6 @@ impl Inner {
         let inner = Arc::clone(self);
         tokio::spawn(async move { inner.post(url, envelope).await });
         Ok(())
-    }
-
-    async fn post(self: Arc<Self>, url: String, envelope: Value) {
-        let sent = self
-            .http
-            .post(&url)
-            .headers(self.headers())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json")
-            .body(envelope.to_string())
-            .send()
-            .await;
-        let response = match sent {
-            Ok(r) => r,
-            Err(e) => return self.fail(AcpError::from_reqwest(&url, &e)),
-        };
-        let status = response.status();
-        let body = match read_bounded(response).await {
-            Ok(body) => body,
-            Err(e) => return self.fail(AcpError::from_reqwest(&url, &e)),
-        };
-        let Some(body) = body else {
-            return self.fail(AcpError::Malformed {
-                detail: format!("response body over {MAX_ENVELOPE_BYTES} bytes"),
-            });
-        };
-        if !status.is_success() {
-            return self.fail(AcpError::Http {
-                status: status.as_u16(),
-                problem: Problem::parse(&body),
-            });
-        }
-        if status.as_u16() != 200 || body.iter().all(u8::is_ascii_whitespace) {
-            return;
-        }
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(envelope) => self.push_inbound(envelope, false),
-            Err(e) => self.fail(AcpError::Malformed {
-                detail: format!("POST response is not JSON: {e}"),
-            }),
-        }
     }
 
     /// Closes the transport because of `error` and fails every pending request with it.
@@ -364,6 +375,10 @@ impl Inner {
 
     /// The single entry point for envelopes from the server.
     fn push_inbound(self: &Arc<Self>, envelope: Value, from_stream: bool) {
+        if !from_stream {
+            // Stream envelopes are traced as `sse` events where they arrive.
+            self.trace.rpc("in", "post", &envelope);
+        }
         let Value::Object(object) = &envelope else {
             return self.fail(AcpError::Malformed {
                 detail: format!(

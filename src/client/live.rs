@@ -48,10 +48,11 @@ impl LiveConnection {
         config: TransportConfig,
         http: reqwest::Client,
         recorder: Recorder,
+        trace: crate::trace::Trace,
     ) -> Result<LiveConnection, ClientError> {
         let connection_id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = mpsc::unbounded_channel();
-        let transport = Transport::new(config, http, tx);
+        let transport = Transport::traced(config, http, tx, trace);
         let bindings = Arc::new(Mutex::new(Bindings::default()));
         tokio::spawn(observe(
             rx,

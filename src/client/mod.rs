@@ -24,6 +24,7 @@ pub use replay::{build_replay_text, REPLAY_PREFIX};
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
 use crate::secret::Secret;
+use crate::trace::Trace;
 use agent_client_protocol_schema::v1::PromptResponse;
 use recorder::Recorder;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -75,6 +76,8 @@ pub struct ClientOptions {
     pub replay_max_events: usize,
     pub replay_max_chars: usize,
     pub delete_timeout: Duration,
+    /// Where exchanges, envelopes and waits are recorded (the cell's trace).
+    pub trace: Trace,
 }
 
 impl ClientOptions {
@@ -87,6 +90,7 @@ impl ClientOptions {
             replay_max_events: DEFAULT_REPLAY_MAX_EVENTS,
             replay_max_chars: DEFAULT_REPLAY_MAX_CHARS,
             delete_timeout: Duration::from_secs(2),
+            trace: Trace::detached(),
         }
     }
 }
@@ -175,6 +179,7 @@ impl Client {
             options.base_url.clone(),
             auth_headers(&headers, options.token.as_ref()),
             tx,
+            options.trace.clone(),
         ));
         Ok(Client {
             recorder: Recorder::start(Arc::clone(&options.persist)),
@@ -208,6 +213,12 @@ impl Client {
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
+        let _waiting = health.borrow().is_none().then(|| {
+            self.options.trace.wait(
+                "the SDK's health wait (GET /v1/health before the first ACP request)",
+                Some(crate::trace::health_channel(&self.options.base_url)),
+            )
+        });
         let status = health
             .wait_for(Option::is_some)
             .await
@@ -229,7 +240,14 @@ impl Client {
             delete_timeout: self.options.delete_timeout,
         };
         let created = Arc::new(
-            LiveConnection::create(agent, config, self.http.clone(), self.recorder.clone()).await?,
+            LiveConnection::create(
+                agent,
+                config,
+                self.http.clone(),
+                self.recorder.clone(),
+                self.options.trace.clone(),
+            )
+            .await?,
         );
         live.insert(agent.to_string(), Arc::clone(&created));
         Ok(created)
@@ -270,7 +288,11 @@ impl Client {
             config_options: result.get("configOptions").cloned(),
             modes: result.get("modes").cloned(),
         };
-        self.options.persist.update_session(record.clone()).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(record.clone()),
+        )
+        .await?;
         live.bind_session(&local, &agent_session_id);
         self.recorder.flush().await;
         Ok(record)
@@ -299,7 +321,11 @@ impl Client {
             modes: result.get("modes").cloned(),
             ..existing
         };
-        self.options.persist.update_session(updated).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(updated),
+        )
+        .await?;
         live.bind_session(id, &agent_session_id);
         let replay_chars = replay.as_deref().map_or(0, |t| t.encode_utf16().count());
         live.queue_replay(id, replay);
@@ -337,7 +363,12 @@ impl Client {
         session_id: &str,
         page: PageRequest,
     ) -> Result<Page<SessionEvent>, ClientError> {
-        Ok(self.options.persist.list_events(session_id, page).await?)
+        Ok(self
+            .in_store(
+                "listEvents",
+                self.options.persist.list_events(session_id, page),
+            )
+            .await?)
     }
 
     /// `destroySession`: `session/cancel` best effort, then `destroyedAt`.
@@ -347,12 +378,20 @@ impl Client {
             .await;
         let mut record = self.require_record(id).await?;
         record.destroyed_at = Some(now_ms());
-        self.options.persist.update_session(record.clone()).await?;
+        self.in_store(
+            "updateSession",
+            self.options.persist.update_session(record.clone()),
+        )
+        .await?;
         Ok(record)
     }
 
     /// `dispose`: closes every live connection (bounded DELETE each) and stores pending events.
     pub async fn dispose(&self) {
+        let _waiting = self
+            .options
+            .trace
+            .wait("dispose: closing live connections", None);
         let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
         futures_util::future::join_all(connections.iter().map(|c| c.close())).await;
         self.recorder.flush().await;
@@ -381,10 +420,21 @@ impl Client {
         Ok(outcome?.map(|r| r.result))
     }
 
+    /// Runs one persist-store call as a named wait, so a store that hangs
+    /// (a Rivet actor after its engine restarted) is what a timeout names.
+    async fn in_store<T>(&self, call: &str, work: impl std::future::Future<Output = T>) -> T {
+        let _waiting = self.options.trace.wait(
+            format!(
+                "the persist store ({}): {call}",
+                self.options.persist.name()
+            ),
+            None,
+        );
+        work.await
+    }
+
     async fn require_record(&self, id: &str) -> Result<SessionRecord, ClientError> {
-        self.options
-            .persist
-            .get_session(id)
+        self.in_store("getSession", self.options.persist.get_session(id))
             .await?
             .ok_or_else(|| ClientError::SessionNotFound(id.to_string()))
     }
@@ -394,16 +444,12 @@ impl Client {
         let mut all = Vec::new();
         let mut cursor = None;
         loop {
+            let request = PageRequest {
+                cursor,
+                limit: Some(self.options.replay_max_events.max(100)),
+            };
             let page = self
-                .options
-                .persist
-                .list_events(
-                    id,
-                    PageRequest {
-                        cursor,
-                        limit: Some(self.options.replay_max_events.max(100)),
-                    },
-                )
+                .in_store("listEvents", self.options.persist.list_events(id, request))
                 .await?;
             all.extend(page.items);
             match page.next_cursor {

@@ -19,11 +19,13 @@ mod gate;
 mod merge;
 mod progress;
 mod settings;
+mod show;
 mod stack;
 mod versions;
 
 pub use merge::{baseline, merge};
 use progress::{print_progress, spawn_signal_handler, wait_true};
+pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -290,6 +292,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         server_version: None,
         axis_version: None,
         logs: Vec::new(),
+        trace_level: args.trace.into(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);

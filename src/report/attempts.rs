@@ -41,6 +41,7 @@ pub fn aggregate(
         duration_ms: 0,
         phases: Vec::new(),
         restarts: Vec::new(),
+        trace: None,
     });
     Cell {
         target: target.into(),
@@ -57,6 +58,7 @@ pub fn aggregate(
         },
         phases: deciding.phases,
         restarts: deciding.restarts,
+        trace: deciding.trace,
         pass_rate,
         attempts,
         expectation: None,
@@ -96,6 +98,7 @@ impl Attempt {
             duration_ms: cell.duration_ms,
             phases: cell.phases.clone(),
             restarts: cell.restarts.clone(),
+            trace: cell.trace.clone(),
         }
     }
 }
@@ -114,6 +117,7 @@ mod tests {
             duration_ms: 10 * u64::from(n),
             phases: Vec::new(),
             restarts: Vec::new(),
+            trace: None,
         }
     }
 

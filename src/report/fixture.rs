@@ -61,6 +61,8 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
         rpc_code: None,
         message: message.to_string(),
         pending: None,
+        cause: None,
+        observed: None,
     }
 }
 
@@ -122,6 +124,7 @@ fn native_agent() -> Cell {
             ),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(1_200, Some(340), true)],
     }
 }
@@ -161,6 +164,7 @@ fn native_gateway() -> Cell {
             verdict_phase("promptAfterResume", Outcome::NotRun, 0),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(180, None, false)],
     }
 }
@@ -188,6 +192,7 @@ fn rehydrate_agent() -> Cell {
             ),
             cleanup("destroySession", "destroy_session"),
         ],
+        trace: None,
         restarts: vec![restart_timing(1_150, Some(330), true)],
     }
 }
@@ -206,6 +211,7 @@ fn rehydrate_gateway() -> Cell {
         reason: Some("gateway did not recover in an earlier cell".to_string()),
         duration_ms: 0,
         phases: Vec::new(),
+        trace: None,
         restarts: Vec::new(),
     }
 }

@@ -21,6 +21,9 @@ pub struct Attempt {
     pub duration_ms: u64,
     pub phases: Vec<PhaseResult>,
     pub restarts: Vec<RestartTiming>,
+    /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// Whether a flaky cell counts as passed (nextest's default, with a

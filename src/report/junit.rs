@@ -157,6 +157,9 @@ fn lines_of(phases: &[PhaseResult]) -> String {
             if let Some(pending) = &sig.pending {
                 line.push_str(&format!(" (pending: {pending})"));
             }
+            if let Some(observed) = &sig.observed {
+                line.push_str(&format!(" (observed: {observed})"));
+            }
         }
         lines.push(line);
     }

@@ -108,6 +108,10 @@ pub struct Cell {
     /// The cell judged against the expectations file (`--expect`).
     #[serde(default)]
     pub expectation: Option<Judgement>,
+    /// The cell's wire trace (`trace.jsonl`), relative to the run folder;
+    /// absent when the cell never ran or `--trace off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// A cell's outcome.
@@ -168,6 +172,42 @@ pub struct Signature {
     pub message: String,
     /// For timeouts: what was still pending.
     pub pending: Option<String>,
+    /// What went wrong on the wire underneath, when something did: the
+    /// last failed attempt of the wait that ran out (or of the failed call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// What the phase's waits saw, with counts: `GET /v1/health: 4 attempts,
+    /// 4 failed, last HTTP 401`. Differs run to run, so never compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+}
+
+/// The wire-level cause under a failure: enough to tell a rotated token (a
+/// 401) from a reset connection or a refused one, and stable across runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cause {
+    /// `http`, `connect`, `stream_closed`, `timeout` or `protocol`.
+    pub kind: SignatureKind,
+    pub http_status: Option<u16>,
+    pub problem_type: Option<String>,
+    /// For transport errors: `refused`, `reset`, `closed`, `tls`, `dns`,
+    /// `timeout`, `too_large`, `other`.
+    pub error: Option<String>,
+}
+
+impl Cause {
+    /// `http 401`, `http 400 invalid_request`, `reset`, `too_large`.
+    pub fn short(&self) -> String {
+        match (self.http_status, &self.error) {
+            (Some(status), _) => match &self.problem_type {
+                Some(t) => format!("http {status} {t}"),
+                None => format!("http {status}"),
+            },
+            (None, Some(error)) => error.replace('_', " "),
+            (None, None) => self.kind.as_str().replace('_', " "),
+        }
+    }
 }
 
 /// The classes of failure, as ARCHITECTURE.md lists them.
@@ -231,9 +271,16 @@ impl Totals {
 }
 
 impl Signature {
-    /// A few words for a table cell: `http 400 invalid_request`, `timeout`, `rpc -32601`.
+    /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
+    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
     pub fn short(&self) -> String {
         match self.kind {
+            SignatureKind::Timeout if self.cause.is_some() => {
+                format!(
+                    "timeout: {}",
+                    self.cause.as_ref().map(Cause::short).unwrap_or_default()
+                )
+            }
             SignatureKind::Http => {
                 let mut s = format!(
                     "http {}",

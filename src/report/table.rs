@@ -148,7 +148,10 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
     };
     let (text, fg) = match phase.outcome {
         Outcome::Ok => ("✅".to_string(), Color::Green),
-        Outcome::Timeout => ("❌ timeout".to_string(), Color::Red),
+        Outcome::Timeout => match phase.signature.as_ref().and_then(|s| s.cause.as_ref()) {
+            Some(cause) => (format!("⏱ {}", cause.short()), Color::Red),
+            None => ("❌ timeout".to_string(), Color::Red),
+        },
         Outcome::Fail => match &phase.signature {
             Some(sig) => (format!("❌ {}", sig.short()), Color::Red),
             None => ("❌".to_string(), Color::Red),

@@ -214,7 +214,13 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     names.sort();
     assert_eq!(
         names,
-        ["junit.xml", "report.json", "report.md", "report.txt"]
+        [
+            "junit.xml",
+            "report.html",
+            "report.json",
+            "report.md",
+            "report.txt"
+        ]
     );
 
     let json: Report =
@@ -239,7 +245,7 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     RunFolder::open(&dir, crate::secret::Redactor::none())
         .write_report(&r, false)
         .expect("rewrites");
-    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 4);
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 5);
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The run folder: `report.json`, `report.txt`, `report.md` and
-//! `junit.xml`, each written atomically so an interrupted run (a second
+//! The run folder: `report.json`, `report.txt`, `report.md`,
+//! `junit.xml` and `report.html`, each written atomically so an interrupted run (a second
 //! Ctrl-C, a killed harness) never leaves a half-written report behind.
 //!
 //! Every file continuity writes into a run folder goes through
@@ -27,6 +27,8 @@ pub const RUN_FOLDER_ENTRIES: &[&str] = &[
     "report.txt",
     "report.md",
     "junit.xml",
+    "report.html",
+    "cells",
     "persist",
     "stack",
 ];
@@ -151,6 +153,11 @@ impl RunFolder {
             text: self.write_text("report.txt", &render_text(report, false))?,
             markdown: self.write_text("report.md", &render_markdown(report))?,
             junit: self.write_text("junit.xml", &junit)?,
+            // The page reads the cells' traces, which their writer already redacted.
+            html: self.write_text(
+                "report.html",
+                &super::html::render_html(report, &super::html::cell_traces(dir, report)),
+            )?,
             stdout: self
                 .redactor
                 .redact(&render_text(report, color))
@@ -218,6 +225,8 @@ pub struct ReportFiles {
     pub text: PathBuf,
     pub markdown: PathBuf,
     pub junit: PathBuf,
+    /// The self-contained page with the matrix and each cell's timeline.
+    pub html: PathBuf,
     /// The table rendering for the terminal, coloured as asked, so the
     /// caller prints exactly what it wrote without rendering twice.
     /// `report.txt` itself is always plain.

@@ -121,6 +121,7 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
         duration_ms: 0,
         phases: Vec::new(),
         restarts: Vec::new(),
+        trace: None,
     }
 }
 
@@ -162,7 +163,19 @@ async fn run_one(
             return failed;
         }
     };
+    let cell_dir = crate::trace::cell_dir_name(index, &target_name, &scenario.name, attempt);
+    let (trace, trace_path) = crate::trace::for_cell(
+        &plan.run_dir,
+        &cell_dir,
+        plan.trace_level,
+        plan.token.clone(),
+        serde_json::json!({"cell": {"target": target_name, "scenario": scenario.name, "attempt": attempt}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
     let settings = CellSettings {
+        trace: trace.clone(),
         base_url: plan.base_url.clone(),
         token: plan.token.clone(),
         headers: plan.headers.clone(),
@@ -171,6 +184,7 @@ async fn run_one(
         session_suffix: key,
         store,
     };
+    plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
     let restart_phases: Vec<String> = run
@@ -189,6 +203,14 @@ async fn run_one(
         )
         .map(|(r, phase)| RestartTiming { phase, ..r })
         .collect();
+    trace.event(
+        "cell_end",
+        serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    trace.flush();
     Attempt {
         attempt,
         retry: false,
@@ -198,5 +220,6 @@ async fn run_one(
         duration_ms: run.duration_ms,
         phases: run.phases,
         restarts,
+        trace: trace_path,
     }
 }

@@ -33,6 +33,8 @@ pub struct CellSettings {
     /// Appended to session labels so every cell's session ids are unique.
     pub session_suffix: String,
     pub store: CellStore,
+    /// The cell's wire trace: phases, exchanges, envelopes, waits.
+    pub trace: crate::trace::Trace,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -235,24 +237,49 @@ impl Cell<'_> {
             (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
             (_, None) => self.settings.default_timeout,
         };
+        let trace = self.settings.trace.clone();
+        trace.phase_start(&phase.name, phase.step.kind());
         let started = Instant::now();
-        let outcome = tokio::time::timeout(deadline, self.run_step(&phase.step)).await;
+        // The waits are read while the step is still alive: dropping it
+        // at the deadline closes them.
+        let (outcome, seen) = {
+            let step = self.run_step(&phase.step);
+            tokio::pin!(step);
+            let outcome = tokio::select! {
+                done = &mut step => Some(done),
+                _ = tokio::time::sleep(deadline) => None,
+            };
+            (outcome, trace.snapshot())
+        };
         let duration_ms = millis(started.elapsed());
         let (outcome, ok, detail, signature) = match outcome {
-            Ok(Ok(detail)) => (Outcome::Ok, true, detail, None),
-            Ok(Err(failure)) => (
-                Outcome::Fail,
-                false,
-                failure.detail,
-                Some(*failure.signature),
-            ),
-            Err(_) => (
+            Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
+            Some(Err(failure)) => {
+                let mut signature = *failure.signature;
+                diagnose::add_seen(&mut signature, &seen, self.settings.token.as_ref());
+                (Outcome::Fail, false, failure.detail, Some(signature))
+            }
+            None => (
                 Outcome::Timeout,
                 false,
                 Map::new(),
-                Some(diagnose::timeout(millis(deadline), phase.step.pending())),
+                Some(diagnose::timeout_seen(
+                    millis(deadline),
+                    phase.step.pending(),
+                    &seen,
+                    self.settings.token.as_ref(),
+                )),
             ),
         };
+        trace.phase_end(
+            &phase.name,
+            serde_json::to_value(outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .as_deref()
+                .unwrap_or("?"),
+            duration_ms,
+        );
         PhaseResult {
             name: phase.name.clone(),
             step: phase.step.kind().into(),
@@ -356,6 +383,7 @@ mod tests {
             default_timeout: Duration::from_secs(5),
             session_suffix: "t".into(),
             store: CellStore::PerClientMemory,
+            trace: crate::trace::Trace::detached(),
         }
     }
 

@@ -79,6 +79,8 @@ pub struct Target {
     process: Option<ManagedProcess>,
     /// What HTTP probes of the server under test send (the token).
     probe_auth: ProbeAuth,
+    /// The current cell's trace: component stop/start and readiness attempts.
+    trace: crate::trace::Trace,
 }
 
 impl Target {
@@ -90,6 +92,7 @@ impl Target {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             process: None,
             probe_auth: ProbeAuth::default(),
+            trace: crate::trace::Trace::detached(),
         }
     }
 
@@ -102,6 +105,11 @@ impl Target {
         headers: &[(String, String)],
     ) {
         self.probe_auth = ProbeAuth::new(base_url, token, headers);
+    }
+
+    /// Records this target's restarts into `trace` (the cell about to run).
+    pub fn set_trace(&mut self, trace: crate::trace::Trace) {
+        self.trace = trace;
     }
 
     pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
@@ -159,7 +167,7 @@ impl Target {
         }
         if let Err(error) = self
             .readiness
-            .wait_with(self.ready_timeout, &self.probe_auth)
+            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
         {
             let hint = self.process_hint();
@@ -201,7 +209,7 @@ impl Target {
         }
         match self
             .readiness
-            .wait_with(self.ready_timeout, &self.probe_auth)
+            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
         {
             Ok(took) => RestartOutcome {
@@ -242,8 +250,15 @@ impl Target {
                 let spec = spec.clone();
                 if let Some(process) = self.process.as_mut() {
                     process.stop(spec.stop_signal, spec.grace).await;
+                    let state = process.state();
+                    component_event(&self.trace, "component_stop", &self.name, state);
                 }
-                self.start_managed(&spec)
+                let started = self.start_managed(&spec);
+                if let Some(process) = self.process.as_mut() {
+                    let state = process.state();
+                    component_event(&self.trace, "component_start", &self.name, state);
+                }
+                started
             }
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
@@ -316,6 +331,25 @@ impl Target {
             error,
         }
     }
+}
+
+/// A managed component stopped or started, with its pid or exit status.
+fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: ProcessState) {
+    let mut fields = serde_json::Map::new();
+    fields.insert("component".into(), name.into());
+    match state {
+        ProcessState::Running { pid } => {
+            fields.insert("pid".into(), pid.into());
+        }
+        ProcessState::Exited { code, signal } => {
+            fields.insert("exitCode".into(), code.into());
+            fields.insert("signal".into(), signal.map(signal_name).into());
+        }
+        ProcessState::NotStarted => {
+            fields.insert("state".into(), "not started".into());
+        }
+    }
+    trace.event(ev, fields);
 }
 
 /// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness run.

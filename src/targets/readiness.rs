@@ -7,7 +7,28 @@
 use super::action::error_chain;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
 use crate::secret::{display_url, Secret};
+use crate::trace::Trace;
 use std::time::{Duration, Instant};
+
+/// One readiness attempt in the cell's trace.
+fn probe_event(
+    trace: &Trace,
+    attempt: u32,
+    target: &str,
+    status: Option<u16>,
+    error: Option<&str>,
+) {
+    let mut fields = serde_json::Map::new();
+    fields.insert("attempt".into(), attempt.into());
+    fields.insert("probe".into(), display_url(target).into());
+    if let Some(status) = status {
+        fields.insert("status".into(), status.into());
+    }
+    if let Some(error) = error {
+        fields.insert("error".into(), error.into());
+    }
+    trace.event("ready_probe", fields);
+}
 
 /// How long one TCP connect attempt may take before the next try.
 const TCP_ATTEMPT: Duration = Duration::from_secs(2);
@@ -86,7 +107,7 @@ impl ProbeAuth {
 
 /// A probe that did not pass before its deadline, or that could never pass.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("readiness probe {probe} {}; last error: {last_error}", if *.gave_up { "gave up at once".to_string() } else { format!("did not pass within {}", fmt_duration(*.timeout)) })]
+#[error("readiness probe {probe} {} ({attempts} attempts); last error: {last_error}", if *.gave_up { "gave up at once".to_string() } else { format!("did not pass within {}", fmt_duration(*.timeout)) })]
 pub struct ProbeError {
     /// The probe as [`Readiness::describe`] puts it.
     pub probe: String,
@@ -94,6 +115,8 @@ pub struct ProbeError {
     pub last_error: String,
     /// True when waiting could not help (the server refused the credentials).
     pub gave_up: bool,
+    /// How many times it polled.
+    pub attempts: u32,
 }
 
 impl Readiness {
@@ -124,18 +147,22 @@ impl Readiness {
     /// Polls until ready; returns how long that took. A delay is only a delay,
     /// so it does not consult `timeout`.
     pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
-        self.wait_with(timeout, &ProbeAuth::default()).await
+        self.wait_with(timeout, &ProbeAuth::default(), &Trace::detached())
+            .await
     }
 
-    /// [`Readiness::wait`], sending `auth` to probes of the server under test.
+    /// [`Readiness::wait`], sending `auth` to probes of the server under
+    /// test and recording each attempt in `trace` (`ready_probe`).
     pub async fn wait_with(
         &self,
         timeout: Duration,
         auth: &ProbeAuth,
+        trace: &Trace,
     ) -> Result<Duration, ProbeError> {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
         let mut last_error = String::new();
+        let mut attempts = 0;
         let polled = match self {
             Readiness::None => return Ok(Duration::ZERO),
             Readiness::Delay { duration } => {
@@ -153,8 +180,10 @@ impl Readiness {
                     expect: *expect_status,
                     interval: *interval,
                     auth,
+                    trace,
                 };
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
+                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
+                    .await
             }
             Readiness::HttpPost {
                 url,
@@ -169,18 +198,24 @@ impl Readiness {
                     expect: *expect_status,
                     interval: *interval,
                     auth,
+                    trace,
                 };
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error)).await
+                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
+                    .await
             }
             Readiness::Tcp { addr } => {
-                tokio::time::timeout(timeout, poll_tcp(addr, &mut last_error)).await
+                tokio::time::timeout(
+                    timeout,
+                    poll_tcp(addr, &mut last_error, &mut attempts, trace),
+                )
+                .await
             }
         };
         match polled {
             Ok(Ok(())) => Ok(started.elapsed()),
             Ok(Err(fatal)) => Err(ProbeError {
                 gave_up: true,
-                ..self.failed(timeout, fatal)
+                ..self.failed(timeout, fatal, attempts)
             }),
             Err(_) => Err(self.failed(
                 timeout,
@@ -189,12 +224,14 @@ impl Readiness {
                 } else {
                     last_error
                 },
+                attempts,
             )),
         }
     }
 
-    fn failed(&self, timeout: Duration, last_error: String) -> ProbeError {
+    fn failed(&self, timeout: Duration, last_error: String, attempts: u32) -> ProbeError {
         ProbeError {
+            attempts,
             probe: self.describe(),
             timeout,
             last_error,
@@ -210,12 +247,17 @@ struct Probe<'a> {
     expect: u16,
     interval: Duration,
     auth: &'a ProbeAuth,
+    trace: &'a Trace,
 }
 
 /// Polls until the probe answers `expect`. Only a probe that can never pass
 /// (a client that cannot be built, a server that refuses its credentials)
 /// returns early with an error.
-async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), String> {
+async fn poll_http(
+    probe: Probe<'_>,
+    last_error: &mut String,
+    attempts: &mut u32,
+) -> Result<(), String> {
     let client = crate::http::client_builder()
         .build()
         .map_err(|e| error_chain(&e))?;
@@ -225,6 +267,7 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
         expect,
         interval,
         auth,
+        trace,
     } = probe;
     let authorized = auth.covers(url);
     loop {
@@ -245,17 +288,19 @@ async fn poll_http(probe: Probe<'_>, last_error: &mut String) -> Result<(), Stri
             true => with_auth(request, auth),
             false => request,
         };
+        *attempts += 1;
         let attempt = request.timeout(interval.max(TCP_ATTEMPT)).send();
-        match attempt.await {
-            Ok(response) if response.status().as_u16() == expect => return Ok(()),
-            Ok(response) if matches!(response.status().as_u16(), 401 | 403) => {
-                return Err(refused(
-                    response.status().as_u16(),
-                    authorized && auth.token.is_some(),
-                ))
+        let outcome = attempt.await;
+        let status = outcome.as_ref().ok().map(|r| r.status().as_u16());
+        let error = outcome.as_ref().err().map(|e| error_chain(e));
+        probe_event(trace, *attempts, url, status, error.as_deref());
+        match (status, error) {
+            (Some(s), _) if s == expect => return Ok(()),
+            (Some(s @ (401 | 403)), _) => {
+                return Err(refused(s, authorized && auth.token.is_some()))
             }
-            Ok(response) => *last_error = format!("status {}", response.status().as_u16()),
-            Err(e) => *last_error = error_chain(&e),
+            (Some(s), _) => *last_error = format!("status {s}"),
+            (None, e) => *last_error = e.unwrap_or_default(),
         }
         tokio::time::sleep(interval).await;
     }
@@ -280,9 +325,23 @@ fn refused(status: u16, sent_token: bool) -> String {
     }
 }
 
-async fn poll_tcp(addr: &str, last_error: &mut String) -> Result<(), String> {
+async fn poll_tcp(
+    addr: &str,
+    last_error: &mut String,
+    attempts: &mut u32,
+    trace: &Trace,
+) -> Result<(), String> {
     loop {
-        match tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await {
+        *attempts += 1;
+        let connected =
+            tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await;
+        let error = match &connected {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some("no answer".to_string()),
+        };
+        probe_event(trace, *attempts, addr, None, error.as_deref());
+        match connected {
             Ok(Ok(_stream)) => return Ok(()),
             Ok(Err(e)) => *last_error = format!("connect {addr}: {e}"),
             Err(_) => {

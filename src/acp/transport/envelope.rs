@@ -66,16 +66,29 @@ pub(super) fn remember(
     true
 }
 
-/// Reads a body up to [`MAX_ENVELOPE_BYTES`]; `Ok(None)` when it is larger.
-pub(super) async fn read_bounded(
+/// Reads a body up to [`MAX_ENVELOPE_BYTES`]; `Ok(None)` as soon as it is
+/// larger (or says it will be), without reading the rest. The buffer never
+/// grows past the limit, so a hostile body costs at most the limit once.
+pub(crate) async fn read_bounded(
     response: reqwest::Response,
 ) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_ENVELOPE_BYTES as u64)
+    {
+        return Ok(None);
+    }
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
-        if body.len() + chunk.len() > MAX_ENVELOPE_BYTES {
+        let needed = body.len() + chunk.len();
+        if needed > MAX_ENVELOPE_BYTES {
             return Ok(None);
+        }
+        if needed > body.capacity() {
+            let grown = (body.capacity() * 2).clamp(needed, MAX_ENVELOPE_BYTES);
+            body.reserve_exact(grown - body.len());
         }
         body.extend_from_slice(&chunk);
     }

@@ -7,6 +7,7 @@
 use super::envelope::{read_bounded, truncate};
 use super::{Inner, State, MAX_ENVELOPE_BYTES, SSE_RECONNECT_DELAY};
 use crate::acp::error::{AcpError, Problem};
+use crate::trace::{Exchange, Purpose};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT};
@@ -56,12 +57,49 @@ impl Inner {
         }
     }
 
-    /// One GET of the stream; `None` when it ended cleanly.
+    /// One GET of the stream, traced; `None` when it ended cleanly.
     async fn read_stream_once(self: &Arc<Self>, last_event_id: Option<String>) -> Option<AcpError> {
         let url = self.url(None);
+        let mut counts = (0u64, 0u64);
+        let error = self.read_stream(&url, last_event_id, &mut counts).await;
+        if counts != (0, 0)
+            || !matches!(
+                error,
+                Some(AcpError::Http { .. } | AcpError::Connect { .. })
+            )
+        {
+            self.trace.stream_end(
+                &url,
+                counts.0,
+                counts.1,
+                error.as_ref().map(AcpError::seen).as_ref(),
+            );
+        }
+        error
+    }
+
+    /// `counts` gets the events and data bytes read.
+    async fn read_stream(
+        self: &Arc<Self>,
+        url: &str,
+        last_event_id: Option<String>,
+        counts: &mut (u64, u64),
+    ) -> Option<AcpError> {
+        let started = std::time::Instant::now();
+        let mut exchange = Exchange {
+            method: "GET",
+            url: url.to_string(),
+            purpose: Purpose::Stream,
+            attempt: None,
+            status: None,
+            elapsed: std::time::Duration::ZERO,
+            sent: 0,
+            received: 0,
+            failure: None,
+        };
         let mut request = self
             .http
-            .get(&url)
+            .get(url)
             .headers(self.headers())
             .header(ACCEPT, "text/event-stream");
         if let Some(id) = last_event_id {
@@ -71,8 +109,15 @@ impl Inner {
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Some(AcpError::from_reqwest(&url, &e)),
+            Err(e) => {
+                let error = AcpError::from_reqwest(url, &e);
+                exchange.elapsed = started.elapsed();
+                exchange.failure = Some(error.seen());
+                self.trace.http(exchange);
+                return Some(error);
+            }
         };
+        exchange.status = Some(response.status().as_u16());
         if !response.status().is_success() {
             let status = response.status().as_u16();
             let body = read_bounded(response)
@@ -80,21 +125,36 @@ impl Inner {
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            return Some(AcpError::Http {
+            let error = AcpError::Http {
                 status,
                 problem: Problem::parse(&body),
-            });
+            };
+            exchange.elapsed = started.elapsed();
+            exchange.received = body.len() as u64;
+            exchange.failure = Some(error.seen());
+            self.trace.http(exchange);
+            return Some(error);
         }
+        exchange.elapsed = started.elapsed();
+        self.trace.http(exchange);
         let mut events = std::pin::pin!(decode_stream(response.bytes_stream()));
         while let Some(item) = events.next().await {
             let event = match item {
                 Ok(event) => event,
-                Err(DecodeError::Transport(e)) => return Some(AcpError::from_reqwest(&url, &e)),
+                Err(DecodeError::Transport(e)) => return Some(AcpError::from_reqwest(url, &e)),
                 Err(DecodeError::Malformed(e)) => return Some(e),
             };
             if !event.id.is_empty() {
                 self.lock().last_event_id = Some(event.id.clone());
             }
+            counts.0 += 1;
+            counts.1 += event.data_len as u64;
+            self.trace.sse(
+                &event.id,
+                &event.name,
+                event.data_len,
+                event.envelope.as_ref(),
+            );
             if let Some(envelope) = event.envelope {
                 self.push_inbound(envelope, true);
             }
@@ -108,6 +168,10 @@ impl Inner {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct StreamEvent {
     pub id: String,
+    /// The SSE event name (`message` unless the server named it).
+    pub name: String,
+    /// Bytes of `data`, for the trace.
+    pub data_len: usize,
     pub envelope: Option<Value>,
 }
 
@@ -143,13 +207,17 @@ pub(super) fn decode_stream<E: std::fmt::Display>(
         };
         if event.event != "message" || event.data.trim().is_empty() {
             return Ok(StreamEvent {
+                data_len: event.data.len(),
                 id: event.id,
+                name: event.event,
                 envelope: None,
             });
         }
         match serde_json::from_str::<Value>(&event.data) {
             Ok(envelope) => Ok(StreamEvent {
+                data_len: event.data.len(),
                 id: event.id,
+                name: event.event,
                 envelope: Some(envelope),
             }),
             Err(e) => Err(DecodeError::Malformed(AcpError::Malformed {
@@ -192,19 +260,25 @@ fn whole_lines<E>(
                 match bytes.next().await {
                     Some(Ok(chunk)) => match chunk.iter().rposition(|b| *b == b'\n') {
                         Some(pos) => {
+                            if !grow_within_limit(&mut partial, pos + 1) {
+                                return Some((
+                                    Err(StreamFault::Oversize),
+                                    (bytes, Vec::new(), true),
+                                ));
+                            }
                             partial.extend_from_slice(&chunk[..=pos]);
                             let lines = bytes::Bytes::from(std::mem::take(&mut partial));
                             partial.extend_from_slice(&chunk[pos + 1..]);
                             return Some((Ok(lines), (bytes, partial, false)));
                         }
                         None => {
-                            partial.extend_from_slice(&chunk);
-                            if partial.len() > MAX_STREAM_LINE_BYTES {
+                            if !grow_within_limit(&mut partial, chunk.len()) {
                                 return Some((
                                     Err(StreamFault::Oversize),
                                     (bytes, Vec::new(), true),
                                 ));
                             }
+                            partial.extend_from_slice(&chunk);
                         }
                     },
                     Some(Err(e)) => {
@@ -219,4 +293,19 @@ fn whole_lines<E>(
             }
         },
     )
+}
+
+/// Makes room for `more` bytes without ever holding more than one line's
+/// limit: `false` (nothing grown) when the line would pass it. Doubling
+/// as `Vec` does would reserve twice the limit for a hostile line.
+fn grow_within_limit(partial: &mut Vec<u8>, more: usize) -> bool {
+    let needed = partial.len() + more;
+    if needed > MAX_STREAM_LINE_BYTES {
+        return false;
+    }
+    if needed > partial.capacity() {
+        let grown = (partial.capacity() * 2).clamp(needed, MAX_STREAM_LINE_BYTES);
+        partial.reserve_exact(grown - partial.len());
+    }
+    true
 }

@@ -41,6 +41,7 @@ impl Cell<'_> {
                 let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
                 options.token = self.settings.token.clone();
                 options.headers = self.settings.headers.clone();
+                options.trace = self.settings.trace.clone();
                 let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
                 if let Some(old) = self.clients.insert(client.clone(), connected) {
                     old.dispose().await;
@@ -97,7 +98,16 @@ impl Cell<'_> {
                 detail.insert("rehydratedPrompts".into(), prompts.len().into());
             }
             Step::Restart => {
+                let trace = &self.settings.trace;
+                trace.event("restart_start", Map::new());
                 let report = self.restarter.restart().await;
+                trace.event(
+                    "restart_end",
+                    match json!({"ok": report.ok, "action": report.action, "restartMs": report.restart_ms, "readyMs": report.ready_ms, "detail": report.detail}) {
+                        Value::Object(map) => map,
+                        _ => Map::new(),
+                    },
+                );
                 self.restarts.push(RestartTiming {
                     phase: String::new(),
                     action: report.action.clone(),

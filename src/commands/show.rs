@@ -1,0 +1,99 @@
+//! `continuity show`: a finished run read back from its folder — the matrix,
+//! or one cell's timeline as text (`--cell TARGET/SCENARIO[#ATTEMPT]`).
+
+use super::{load_report, usage, Failure};
+use crate::report::{render_text, timeline::render_timeline, Cell, Report};
+use crate::trace::read_trace;
+use std::io::IsTerminal;
+use std::path::Path;
+
+/// The text to print for `show RUN [--cell …]`.
+pub fn show(run: &Path, cell: Option<&str>) -> Result<String, Failure> {
+    let report = load_report(run)?;
+    let Some(wanted) = cell else {
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let mut out = render_text(&report, color);
+        out.push_str(
+            "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[#ATTEMPT]\n",
+        );
+        return Ok(out);
+    };
+    let cell = &find_cell(&report, wanted)?;
+    let dir = if run.is_dir() {
+        run.to_path_buf()
+    } else {
+        run.parent().unwrap_or(Path::new(".")).to_path_buf()
+    };
+    let events = match &cell.trace {
+        Some(path) => read_trace(&dir.join(path)).map_err(|e| usage(e.to_string()))?,
+        None => Vec::new(),
+    };
+    Ok(render_timeline(cell, &events))
+}
+
+/// `TARGET/SCENARIO[#ATTEMPT]`: the cell (the attempt it shows) or, with
+/// `#N`, its Nth attempt. TARGET may carry the version (`agent@0.4.0`) on a
+/// version axis.
+fn find_cell(report: &Report, wanted: &str) -> Result<Cell, Failure> {
+    let (path, attempt) = match wanted.rsplit_once('#') {
+        Some((path, n)) => (
+            path,
+            Some(n.parse::<u32>().map_err(|_| {
+                usage(format!(
+                    "--cell {wanted:?}: the attempt after # must be a number"
+                ))
+            })?),
+        ),
+        None => (wanted, None),
+    };
+    let Some((target, scenario)) = path.split_once('/') else {
+        return Err(usage(format!(
+            "--cell {wanted:?}: expected TARGET/SCENARIO[#ATTEMPT]"
+        )));
+    };
+    let name = |c: &Cell| match &c.server_version {
+        Some(v) => format!("{}@{v}", c.target),
+        None => c.target.clone(),
+    };
+    let known = || -> String {
+        report
+            .cells
+            .iter()
+            .map(|c| format!("{}/{}", name(c), c.scenario))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let cell = report
+        .cells
+        .iter()
+        .find(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
+        .ok_or_else(|| {
+            usage(format!(
+                "no cell {target}/{scenario} in this run (cells: {})",
+                known()
+            ))
+        })?;
+    let Some(n) = attempt else {
+        return Ok(cell.clone());
+    };
+    if cell.attempts.is_empty() && cell.attempt == n {
+        return Ok(cell.clone());
+    }
+    let Some(a) = cell.attempts.iter().find(|a| a.attempt == n) else {
+        let ran = cell.attempts.len().max(1);
+        return Err(usage(format!(
+            "{target}/{scenario} has no attempt #{n} (it ran {ran})"
+        )));
+    };
+    Ok(Cell {
+        attempt: a.attempt,
+        verdict: a.verdict,
+        failure_boundary: a.failure_boundary.clone(),
+        reason: a.reason.clone(),
+        duration_ms: a.duration_ms,
+        phases: a.phases.clone(),
+        restarts: a.restarts.clone(),
+        trace: a.trace.clone(),
+        ..cell.clone()
+    })
+}

@@ -1,0 +1,309 @@
+"use strict";
+(function () {
+  function reportError(message) {
+    var box = document.getElementById("jserror");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "jserror";
+      document.body.appendChild(box);
+    }
+    box.textContent += message + "\n";
+  }
+  window.addEventListener("error", function (e) {
+    reportError("error: " + e.message + " at " + (e.lineno || "?") + ":" + (e.colno || "?"));
+  });
+
+  var SVG = "http://www.w3.org/2000/svg";
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    setAttrs(node, attrs);
+    for (var i = 2; i < arguments.length; i++) append(node, arguments[i]);
+    return node;
+  }
+  function sv(tag, attrs) {
+    var node = document.createElementNS(SVG, tag);
+    setAttrs(node, attrs);
+    for (var i = 2; i < arguments.length; i++) append(node, arguments[i]);
+    return node;
+  }
+  function setAttrs(node, attrs) {
+    if (!attrs) return;
+    Object.keys(attrs).forEach(function (k) {
+      if (attrs[k] !== null && attrs[k] !== undefined) node.setAttribute(k, String(attrs[k]));
+    });
+  }
+  function append(node, child) {
+    if (child === null || child === undefined || child === false) return;
+    if (Array.isArray(child)) { child.forEach(function (c) { append(node, c); }); return; }
+    node.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)));
+  }
+  function tip(text) { return sv("title", null, text); }
+
+  function cellKey(c) { return c.target + "/" + c.scenario + "#" + c.attempt; }
+  function label(c, repeat) { return repeat > 1 ? c.target + " #" + c.attempt : c.target; }
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined) return "–";
+    return ms >= 1000 ? (ms / 1000).toFixed(ms >= 10000 ? 1 : 2) + " s" : Math.round(ms) + " ms";
+  }
+  function causeShort(c) {
+    if (!c) return null;
+    if (c.httpStatus !== null && c.httpStatus !== undefined) return "http " + c.httpStatus + (c.problemType ? " " + c.problemType : "");
+    if (c.error) return c.error.replace(/_/g, " ");
+    return c.kind.replace(/_/g, " ");
+  }
+  function sigShort(s) {
+    if (!s) return "";
+    if (s.kind === "http") return "http " + (s.httpStatus === null ? "" : s.httpStatus) + (s.problemType ? " " + s.problemType : "");
+    if (s.kind === "rpc") return "rpc " + (s.rpcCode === null ? "" : s.rpcCode);
+    return s.kind.replace(/_/g, " ");
+  }
+  function phaseText(p) {
+    if (!p) return "–";
+    if (p.outcome === "ok") return "✅";
+    if (p.outcome === "not_run") return "–";
+    if (p.outcome === "timeout") {
+      var cause = p.signature && causeShort(p.signature.cause);
+      return cause ? "⏱ " + cause : "❌ timeout";
+    }
+    return "❌ " + sigShort(p.signature);
+  }
+  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", interrupted: "⏹" };
+  function verdictText(c) {
+    var text = (GLYPH[c.verdict] || "?") + " " + c.verdict;
+    if (c.failureBoundary) text += " @ " + c.failureBoundary;
+    else if (c.reason) text += ": " + c.reason.split("\n")[0];
+    return text;
+  }
+
+  // Phase times from the trace's boundaries, or laid end to end from durations.
+  function phaseTimes(cell) {
+    var starts = {}, ends = {}, byName = {};
+    (cell.events || []).forEach(function (e) {
+      if (e.ev === "phase_start") starts[e.phase] = e.t;
+      if (e.ev === "phase_end") ends[e.phase] = e.t;
+    });
+    var t = 0;
+    return cell.phases.map(function (p) {
+      var start = p.name in starts ? starts[p.name] : t;
+      var end = p.name in ends ? ends[p.name] : start + p.durationMs;
+      t = end;
+      byName[p.name] = true;
+      return { phase: p, start: start, end: end };
+    });
+  }
+
+  function restartWindows(cell, times) {
+    var windows = [], open = null;
+    (cell.events || []).forEach(function (e) {
+      if (e.ev === "restart_start") open = e.t;
+      if (e.ev === "restart_end" && open !== null) { windows.push([open, e.t, e]); open = null; }
+    });
+    if (windows.length === 0) {
+      times.forEach(function (x) {
+        if (x.phase.step === "restart" && x.phase.outcome !== "not_run") windows.push([x.start, x.end, null]);
+      });
+    }
+    return windows;
+  }
+
+  function markClass(e) {
+    if (e.ev === "http") {
+      if (e.error) return "mark-fail";
+      return e.status >= 200 && e.status < 300 ? "mark-ok" : "mark-fail";
+    }
+    if (e.ev === "stream_end") return e.error ? "mark-fail" : "mark-info";
+    if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
+    if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
+    return "mark-info";
+  }
+  function markText(e) {
+    var at = " (t=" + fmtMs(e.t) + ")";
+    if (e.ev === "http") {
+      var result = e.status !== undefined ? "HTTP " + e.status : "";
+      if (e.error) result += (result ? ", " : "") + e.error;
+      if (e.problemType) result += " " + e.problemType;
+      var attempt = e.attempt ? " attempt " + e.attempt : "";
+      return e.method + " " + e.url + attempt + " → " + (result || "?") + " in " + fmtMs(e.ms) + at;
+    }
+    if (e.ev === "sse") return "SSE event " + (e.id || "") + " " + (e.method || ("response id " + e.rpcId)) + at;
+    if (e.ev === "rpc") return (e.dir === "out" ? "→ " : "← ") + (e.method || "response") + (e.rpcId !== undefined ? " id " + e.rpcId : "") + " via " + e.via + at;
+    if (e.ev === "stream_end") return "event stream ended" + (e.error ? ": " + e.error : "") + at;
+    if (e.ev === "ready_probe") return "readiness " + e.probe + " attempt " + e.attempt + " → " + (e.status !== undefined ? "HTTP " + e.status : "") + (e.error ? " " + e.error : "") + at;
+    if (e.ev === "component_stop") return e.component + " stopped" + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "") + (e.signal ? " (" + e.signal + ")" : "") + at;
+    if (e.ev === "component_start") return e.component + " started" + (e.pid ? " (pid " + e.pid + ")" : "") + at;
+    if (e.ev === "restart_start") return "restart started" + at;
+    if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
+    return e.ev + at;
+  }
+  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC",
+    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
+
+  function timeline(cell) {
+    var times = phaseTimes(cell);
+    var events = cell.events || [];
+    var span = Math.max(cell.durationMs || 0, 1);
+    times.forEach(function (x) { span = Math.max(span, x.end); });
+    events.forEach(function (e) { span = Math.max(span, e.t); });
+    var W = 1000, L = 190, R = 12, rowH = 18, top = 22;
+    var lanes = ["HTTP", "stream", "JSON-RPC", "target"];
+    var rows = times.length + lanes.length;
+    var H = top + rows * rowH + 8;
+    var x = function (t) { return L + (t / span) * (W - L - R); };
+    var root = sv("svg", { "class": "timeline", viewBox: "0 0 " + W + " " + H, role: "img", "data-cell": cellKey(cell) });
+    var step = niceStep(span);
+    for (var t = 0; t <= span + 1e-6; t += step) {
+      root.appendChild(sv("line", { "class": "grid", x1: x(t), x2: x(t), y1: top - 4, y2: H - 6 }));
+      root.appendChild(sv("text", { "class": "label", x: x(t), y: 12, "text-anchor": "middle" }, fmtMs(t)));
+    }
+    restartWindows(cell, times).forEach(function (w) {
+      var detail = w[2] ? " (" + (w[2].ok ? "ready" : "failed") + (w[2].readyMs !== undefined && w[2].readyMs !== null ? ", ready after " + fmtMs(w[2].readyMs) : "") + ")" : "";
+      root.appendChild(sv("rect", { "class": "restart-window", x: x(w[0]), y: top - 4, width: Math.max(2, x(w[1]) - x(w[0])), height: H - top }, tip("restart " + fmtMs(w[1] - w[0]) + detail)));
+    });
+    times.forEach(function (item, i) {
+      var p = item.phase, y = top + i * rowH;
+      root.appendChild(sv("text", { "class": "label", x: L - 6, y: y + 12, "text-anchor": "end" }, p.name + (p.cleanup ? " (cleanup)" : "")));
+      var isBoundary = cell.failureBoundary === p.name;
+      var cls = "bar bar-" + p.outcome + (isBoundary ? " boundary" : "");
+      var sig = p.signature ? "\n" + p.signature.message + (p.signature.pending ? "\npending: " + p.signature.pending : "") : "";
+      root.appendChild(sv("rect", { "class": cls, x: x(item.start), y: y + 2, width: Math.max(2, x(item.end) - x(item.start)), height: rowH - 5, rx: 2, "data-phase": p.name, "data-boundary": isBoundary ? "true" : null },
+        tip(p.name + ": " + p.outcome + " in " + fmtMs(item.end - item.start) + " (deadline " + fmtMs(p.deadlineMs) + ")" + sig)));
+    });
+    lanes.forEach(function (lane, j) {
+      var y = top + (times.length + j) * rowH;
+      root.appendChild(sv("text", { "class": "label", x: L - 6, y: y + 12, "text-anchor": "end" }, lane));
+      root.appendChild(sv("line", { "class": "axis", x1: L, x2: W - R, y1: y + 9, y2: y + 9 }));
+    });
+    events.forEach(function (e) {
+      var lane = lanes.indexOf(LANES[e.ev]);
+      if (lane < 0) return;
+      var y = top + (times.length + lane) * rowH;
+      var start = e.ev === "http" && e.ms ? Math.max(0, e.t - e.ms) : e.t;
+      root.appendChild(sv("rect", { "class": "mark " + markClass(e), x: x(start) - 1, y: y + 3, width: Math.max(3, x(e.t) - x(start) + 1), height: rowH - 7 }, tip(markText(e))));
+    });
+    return root;
+  }
+  function niceStep(span) {
+    var raw = span / 8, pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var n = raw / pow;
+    return (n < 1.5 ? 1 : n < 3.5 ? 2 : n < 7.5 ? 5 : 10) * pow;
+  }
+
+  function signatureTable(cell) {
+    var rows = cell.phases.filter(function (p) { return p.signature; });
+    if (rows.length === 0) return el("p", { "class": "note" }, "No failure signatures.");
+    return el("table", { "class": "signatures" },
+      el("thead", null, el("tr", null, ["phase", "outcome", "kind", "cause", "message", "pending", "observed"].map(function (h) { return el("th", null, h); }))),
+      el("tbody", null, rows.map(function (p) {
+        var s = p.signature;
+        return el("tr", { "class": cell.failureBoundary === p.name ? "boundary-row" : null },
+          el("td", null, p.name + (cell.failureBoundary === p.name ? " (boundary)" : "")),
+          el("td", null, p.outcome), el("td", null, s.kind), el("td", null, causeShort(s.cause) || "–"),
+          el("td", { "class": "mono" }, s.message), el("td", { "class": "mono" }, s.pending || "–"),
+          el("td", { "class": "mono" }, s.observed || "–"));
+      })));
+  }
+
+  function restartTable(cell) {
+    if (!cell.restarts.length) return null;
+    return el("table", { "class": "restarts" },
+      el("thead", null, el("tr", null, ["phase", "action", "ok", "restart", "ready after", "detail"].map(function (h) { return el("th", null, h); }))),
+      el("tbody", null, cell.restarts.map(function (r) {
+        return el("tr", null, el("td", null, r.phase), el("td", null, r.action), el("td", null, r.ok ? "yes" : "no"),
+          el("td", null, fmtMs(r.restartMs)), el("td", null, fmtMs(r.readyMs)), el("td", { "class": "mono" }, r.detail || "–"));
+      })));
+  }
+
+  function links(cell, run) {
+    var items = [];
+    if (cell.trace) items.push(el("a", { href: cell.trace }, "trace.jsonl"));
+    (run.logs || []).forEach(function (log) { items.push(el("a", { href: log.path }, log.name + " log")); });
+    if (!items.length) return null;
+    var p = el("p", { "class": "links" }, "Files: ");
+    items.forEach(function (a, i) { if (i) p.appendChild(document.createTextNode(" · ")); p.appendChild(a); });
+    return p;
+  }
+
+  function cellDetail(cell, run) {
+    var details = el("details", { "class": "cell v-" + cell.verdict, id: "cell-" + cellKey(cell), "data-cell-detail": cellKey(cell) },
+      el("summary", null, cell.scenario + " × " + label(cell, run.repeat) + " — " + verdictText(cell) + " (" + fmtMs(cell.durationMs) + ")"));
+    if (cell.reason) details.appendChild(el("p", null, "Reason: ", el("span", { "class": "mono" }, cell.reason)));
+    if (cell.phases.length) {
+      details.appendChild(timeline(cell));
+      details.appendChild(el("div", { "class": "legend" },
+        el("span", null, el("i", { style: "background:#aceebb" }), "phase ok"),
+        el("span", null, el("i", { style: "background:#ffcecb" }), "phase failed"),
+        el("span", null, el("i", { style: "background:#fff1c2" }), "restart window"),
+        el("span", null, el("i", { style: "background:#cf222e" }), "failed request"),
+        el("span", null, "hover a mark for status and latency")));
+    }
+    if (cell.traceProblem) details.appendChild(el("p", { "class": "note" }, "Trace not drawn: " + cell.traceProblem));
+    if (cell.phases.length) {
+      details.appendChild(el("h3", null, "Signatures"));
+      details.appendChild(signatureTable(cell));
+    }
+    var restarts = restartTable(cell);
+    if (restarts) { details.appendChild(el("h3", null, "Restarts")); details.appendChild(restarts); }
+    append(details, links(cell, run));
+    return details;
+  }
+
+  function main() {
+    var D = JSON.parse(document.getElementById("data").textContent);
+    var R = D.report, run = R.run, app = document.getElementById("app");
+    var rank = function (t) { var i = D.targets.indexOf(t); return i < 0 ? 1e9 : i; };
+    app.appendChild(el("h1", null, "continuity run " + run.id));
+    app.appendChild(el("p", { "class": "meta" }, run.baseUrl + " · agent " + run.agent + " · server " + (run.serverVersion || "unknown") + " · started " + run.startedAt + " · " + fmtMs(run.durationMs)));
+    var t = R.totals;
+    app.appendChild(el("p", { "class": "totals" }, t.passed + "/" + t.cells + " cells passed (" + t.failed + " failed, " + t.errored + " errors, " + t.skipped + " skipped)"));
+    if (run.interrupted) app.appendChild(el("div", { "class": "banner interrupted", id: "interrupted" }, "This run was interrupted: cells that had not finished are missing."));
+    var firstFailed = null;
+    D.scenarios.forEach(function (scenario) {
+      var cells = R.cells.filter(function (c) { return c.scenario === scenario; })
+        .sort(function (a, b) { return rank(a.target) - rank(b.target) || a.attempt - b.attempt; });
+      var columns = D.columns[scenario] || [];
+      app.appendChild(el("h2", null, scenario));
+      var body = el("tbody");
+      app.appendChild(el("table", { "class": "matrix" },
+        el("thead", null, el("tr", null, el("th", null, "target"), columns.map(function (c) { return el("th", null, c); }), el("th", null, "verdict"))), body));
+      var detailBox = el("div", { "class": "cells" });
+      cells.forEach(function (cell) {
+        var byName = {};
+        cell.phases.forEach(function (p) { byName[p.name] = p; });
+        var row = el("tr", { "data-cell": cellKey(cell) }, el("td", null, label(cell, run.repeat)),
+          columns.map(function (name) {
+            var p = byName[name];
+            return el("td", { "class": p ? p.outcome : "not_run", title: p && p.signature ? p.signature.message : null }, phaseText(p));
+          }),
+          el("td", { "class": "v-" + cell.verdict }, verdictText(cell)));
+        body.appendChild(row);
+        var detail = cellDetail(cell, run);
+        detailBox.appendChild(detail);
+        row.addEventListener("click", function () { detail.open = true; detail.scrollIntoView({ block: "nearest" }); });
+        if (!firstFailed && (cell.verdict === "fail" || cell.verdict === "error")) firstFailed = detail;
+      });
+      app.appendChild(detailBox);
+    });
+    if (firstFailed) firstFailed.open = true;
+    selfCheck(R);
+  }
+
+  // What the browser test reads: how much of the report was drawn.
+  function selfCheck(R) {
+    var ran = R.cells.filter(function (c) { return c.phases.length > 0; });
+    var bounded = ran.filter(function (c) { return c.failureBoundary && c.phases.some(function (p) { return p.name === c.failureBoundary; }); });
+    var drawn = {
+      cells: document.querySelectorAll("[data-cell-detail]").length,
+      rows: document.querySelectorAll("table.matrix tr[data-cell]").length,
+      timelines: document.querySelectorAll("svg.timeline").length,
+      boundaries: document.querySelectorAll("svg.timeline [data-boundary=true]").length
+    };
+    var ok = drawn.cells === R.cells.length && drawn.rows === R.cells.length && drawn.timelines === ran.length && drawn.boundaries === bounded.length;
+    var box = el("div", { id: "selfcheck", "data-status": ok ? "ok" : "mismatch", "data-cells": drawn.cells, "data-rows": drawn.rows,
+      "data-timelines": drawn.timelines, "data-boundaries": drawn.boundaries, "data-expected-cells": R.cells.length,
+      "data-expected-timelines": ran.length, "data-expected-boundaries": bounded.length });
+    document.body.appendChild(box);
+  }
+
+  try { main(); } catch (e) { reportError("exception: " + (e && e.stack ? e.stack : e)); }
+})();

@@ -1,0 +1,223 @@
+//! One cell's timeline as text, for `continuity show --cell`: each phase
+//! with its start, duration and outcome, the HTTP exchanges and restart
+//! events of its trace under it, and the signature of a failed phase — so a
+//! run pasted into an issue reads without a browser.
+
+use super::model::{Cell, Outcome, SignatureKind};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Lines of trace listed under one phase; the rest are counted.
+const MAX_LINES_PER_PHASE: usize = 40;
+
+/// The timeline of `cell`, from its trace's `events` (empty when it has none).
+pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
+    let mut out = String::new();
+    let verdict = match &cell.failure_boundary {
+        Some(b) => format!("{} @ {b}", cell.verdict.as_str()),
+        None => cell.verdict.as_str().to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{} × {} — {verdict} ({})",
+        cell.scenario,
+        cell.label(),
+        ms(cell.duration_ms as f64)
+    );
+    if let Some(reason) = &cell.reason {
+        let _ = writeln!(out, "reason: {reason}");
+    }
+    match &cell.trace {
+        Some(path) => {
+            let _ = writeln!(out, "trace: {path}");
+        }
+        None => {
+            let _ = writeln!(out, "no trace: phase times are laid end to end");
+        }
+    }
+    let bounds = phase_bounds(events);
+    let mut clock = 0.0;
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:>9}  {:>9}  {:<40} outcome",
+        "start", "duration", "phase"
+    );
+    for phase in &cell.phases {
+        let (start, end) = bounds
+            .iter()
+            .find(|(name, _, _)| *name == phase.name)
+            .map(|(_, s, e)| (*s, *e))
+            .unwrap_or((clock, clock + phase.duration_ms as f64));
+        clock = end;
+        let mut name = phase.name.clone();
+        if phase.cleanup {
+            name.push_str(" (cleanup)");
+        }
+        if cell.failure_boundary.as_deref() == Some(phase.name.as_str()) {
+            name.push_str(" ◀ boundary");
+        }
+        let outcome = match phase.outcome {
+            Outcome::Ok => "ok".to_string(),
+            Outcome::NotRun => "not run".to_string(),
+            Outcome::Timeout => phase
+                .signature
+                .as_ref()
+                .map(|sig| sig.short())
+                .unwrap_or_else(|| "timeout".into()),
+            Outcome::Fail => match phase.signature.as_ref() {
+                // A cause worth adding when the kind does not already say it.
+                Some(sig) => match (&sig.cause, sig.kind) {
+                    (Some(cause), kind) if kind != SignatureKind::Http => {
+                        format!("fail: {} ({})", sig.short(), cause.short())
+                    }
+                    _ => format!("fail: {}", sig.short()),
+                },
+                None => "fail".into(),
+            },
+        };
+        let _ = writeln!(
+            out,
+            "{:>9}  {:>9}  {name:<40} {outcome}",
+            ms(start),
+            if phase.outcome == Outcome::NotRun {
+                "–".into()
+            } else {
+                ms(end - start)
+            },
+        );
+        let inside: Vec<String> = events
+            .iter()
+            .filter(|e| {
+                let t = e["t"].as_f64().unwrap_or(-1.0);
+                t >= start && t <= end
+            })
+            .filter_map(event_line)
+            .collect();
+        for line in inside.iter().take(MAX_LINES_PER_PHASE) {
+            let _ = writeln!(out, "{:>22}{line}", "");
+        }
+        if inside.len() > MAX_LINES_PER_PHASE {
+            let _ = writeln!(
+                out,
+                "{:>22}… {} more in the trace",
+                "",
+                inside.len() - MAX_LINES_PER_PHASE
+            );
+        }
+        if let Some(sig) = &phase.signature {
+            let _ = writeln!(out, "{:>22}signature: {}", "", sig.message);
+            if let Some(pending) = &sig.pending {
+                let _ = writeln!(out, "{:>22}pending: {pending}", "");
+            }
+            if let Some(observed) = &sig.observed {
+                let _ = writeln!(out, "{:>22}observed: {observed}", "");
+            }
+        }
+    }
+    if events.iter().any(|e| e["ev"] == "truncated") {
+        let _ = writeln!(out, "\nthe trace was cut at its size limit");
+    }
+    out
+}
+
+/// `(phase, start, end)` from the trace's phase boundaries.
+fn phase_bounds(events: &[Value]) -> Vec<(String, f64, f64)> {
+    let mut bounds: Vec<(String, f64, f64)> = Vec::new();
+    for e in events {
+        let (Some(name), Some(t)) = (e["phase"].as_str(), e["t"].as_f64()) else {
+            continue;
+        };
+        if e["ev"] == "phase_start" {
+            bounds.push((name.to_string(), t, t));
+        } else if e["ev"] == "phase_end" {
+            if let Some(b) = bounds.iter_mut().rev().find(|b| b.0 == name) {
+                b.2 = t;
+            }
+        }
+    }
+    bounds
+}
+
+/// `+12.3 ms  POST /v1/acp/… → 401 (2.1 ms)`; `None` for events not listed.
+fn event_line(e: &Value) -> Option<String> {
+    let t = ms(e["t"].as_f64()?);
+    let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+    let line = match e["ev"].as_str()? {
+        "http" => {
+            let mut result = match e["status"].as_u64() {
+                Some(s) => s.to_string(),
+                None => String::new(),
+            };
+            if let Some(err) = e["error"].as_str() {
+                if !result.is_empty() {
+                    result.push(' ');
+                }
+                result.push_str(err);
+            }
+            if let Some(t) = e["problemType"].as_str() {
+                result.push_str(&format!(" {t}"));
+            }
+            let attempt = e["attempt"]
+                .as_u64()
+                .map(|a| format!(" #{a}"))
+                .unwrap_or_default();
+            format!(
+                "{} {}{attempt} → {result} ({})",
+                text("method"),
+                text("url"),
+                ms(e["ms"].as_f64().unwrap_or(0.0))
+            )
+        }
+        "stream_end" => match e["error"].as_str() {
+            Some(err) => format!("event stream ended: {err}"),
+            None => format!("event stream ended ({} events)", e["events"]),
+        },
+        "restart_start" => "restart started".to_string(),
+        "restart_end" => format!(
+            "restart {} (ready after {})",
+            if e["ok"] == true { "ready" } else { "failed" },
+            e["readyMs"].as_f64().map(ms).unwrap_or_else(|| "–".into())
+        ),
+        "truncated" => "trace cut here (size limit)".to_string(),
+        "component_stop" => format!(
+            "{} stopped{}",
+            text("component"),
+            match (e["exitCode"].as_i64(), e["signal"].as_str()) {
+                (Some(code), _) => format!(" (exit code {code})"),
+                (None, Some(signal)) => format!(" ({signal})"),
+                _ => String::new(),
+            }
+        ),
+        "component_start" => format!("{} started (pid {})", text("component"), e["pid"]),
+        // Only failed readiness attempts: a probe polls every 50 ms.
+        "ready_probe" if ready_failed(e) => format!(
+            "readiness {} #{} → {}",
+            text("probe"),
+            e["attempt"],
+            e["status"]
+                .as_u64()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| text("error"))
+        ),
+        _ => return None,
+    };
+    Some(format!("{t:>9}  {line}"))
+}
+
+fn ready_failed(e: &Value) -> bool {
+    e.get("error").is_some()
+        || e["status"]
+            .as_u64()
+            .is_some_and(|s| !(200..300).contains(&s))
+}
+
+fn ms(value: f64) -> String {
+    if value >= 10_000.0 {
+        format!("{:.1} s", value / 1000.0)
+    } else if value >= 1000.0 {
+        format!("{:.2} s", value / 1000.0)
+    } else {
+        format!("{value:.1} ms")
+    }
+}

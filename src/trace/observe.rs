@@ -1,0 +1,323 @@
+//! What waits observed: per channel (one method + path), the attempts and
+//! the last failure of the current phase; and the waits still open. Small
+//! and bounded whatever the server does, and kept even with the trace off.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Channels remembered per phase; beyond it new ones are not counted (a
+/// hostile server cannot grow this by inventing paths: the paths are ours).
+const MAX_CHANNELS: usize = 64;
+
+/// How a transport failed, in the words a report needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    Refused,
+    Reset,
+    /// The peer closed the connection before the response was complete.
+    Closed,
+    Tls,
+    Dns,
+    Timeout,
+    /// A body or stream line over the envelope limit.
+    TooLarge,
+    Other,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Dns => "dns",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::TooLarge => "too_large",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "connection refused",
+            ErrorKind::Reset => "connection reset",
+            ErrorKind::Closed => "connection closed early",
+            ErrorKind::Tls => "TLS failure",
+            ErrorKind::Dns => "DNS failure",
+            ErrorKind::Timeout => "no answer in time",
+            ErrorKind::TooLarge => "over the size limit",
+            ErrorKind::Other => "transport error",
+        }
+    }
+}
+
+/// One failed attempt: a status the caller rejected, or a transport error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    Status {
+        status: u16,
+        /// Short problem type (`invalid_request`).
+        problem_type: Option<String>,
+        detail: Option<String>,
+    },
+    Error {
+        kind: ErrorKind,
+        detail: String,
+    },
+}
+
+impl Seen {
+    /// Adds `status`/`problemType`/`detail` or `error`/`errorDetail` to a trace event.
+    pub fn describe_into(&self, fields: &mut Map<String, Value>) {
+        match self {
+            Seen::Status {
+                status,
+                problem_type,
+                detail,
+            } => {
+                fields.insert("status".into(), (*status).into());
+                if let Some(t) = problem_type {
+                    fields.insert("problemType".into(), t.clone().into());
+                }
+                if let Some(d) = detail {
+                    fields.insert("detail".into(), short(d).into());
+                }
+            }
+            Seen::Error { kind, detail } => {
+                fields.insert("error".into(), kind.as_str().into());
+                fields.insert("errorDetail".into(), short(detail).into());
+            }
+        }
+    }
+}
+
+impl fmt::Display for Seen {
+    /// `HTTP 401 unauthorized "token expired"`, `connection reset`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seen::Status {
+                status,
+                problem_type,
+                detail,
+            } => {
+                write!(f, "HTTP {status}")?;
+                if let Some(t) = problem_type {
+                    write!(f, " {t}")?;
+                }
+                if let Some(d) = detail {
+                    write!(f, " {:?}", short(d))?;
+                }
+                Ok(())
+            }
+            Seen::Error { kind, .. } => f.write_str(kind.words()),
+        }
+    }
+}
+
+/// Foreign text (a server's problem detail) cut to a line: redacted first,
+/// since a cut could leave half a secret that no writer recognises.
+fn short(text: &str) -> String {
+    const MAX: usize = 160;
+    let text = crate::secret::redact_known(text);
+    if text.chars().count() <= MAX {
+        return text;
+    }
+    let cut: String = text.chars().take(MAX - 1).collect();
+    format!("{cut}…")
+}
+
+/// The attempts on one channel during the current phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelStats {
+    /// `GET /v1/health`, `GET /v1/acp/sdk-mock-… (event stream)`.
+    pub name: String,
+    pub attempts: u32,
+    pub failures: u32,
+    pub last_status: Option<u16>,
+    pub last_failure: Option<Seen>,
+    /// Whether the latest attempt failed (a stream that got a 404 and then
+    /// a 200 is not failing any more).
+    pub failing: bool,
+    /// Response bytes read on it (bodies, stream data).
+    pub received: u64,
+    /// When the last failure happened, on the same clock as [`WaitInfo::opened`].
+    pub last_failure_seq: u64,
+}
+
+/// A wait still open: what the cell is blocked on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitInfo {
+    /// `the health wait (GET /v1/health)`, `a response to session/prompt (id 3)`.
+    pub what: String,
+    /// The channel whose attempts it depends on.
+    pub channel: Option<String>,
+    /// When it opened, as a sequence number shared with channel failures.
+    pub opened: u64,
+}
+
+/// Open waits (oldest first) and this phase's channels (first used first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub waits: Vec<WaitInfo>,
+    pub channels: Vec<ChannelStats>,
+}
+
+impl Snapshot {
+    /// The wait opened last: what the cell was truly blocked on.
+    pub fn innermost(&self) -> Option<&WaitInfo> {
+        self.waits.last()
+    }
+
+    pub fn channel(&self, name: &str) -> Option<&ChannelStats> {
+        self.channels.iter().find(|c| c.name == name)
+    }
+
+    pub fn failed_channels(&self) -> impl Iterator<Item = &ChannelStats> {
+        self.channels.iter().filter(|c| c.failures > 0)
+    }
+
+    /// Channels whose latest attempt failed after `since` (a wait's opening):
+    /// the failures that can explain why that wait is still open.
+    pub fn failing_since(&self, since: u64) -> impl Iterator<Item = &ChannelStats> {
+        self.channels
+            .iter()
+            .filter(move |c| c.failing && c.last_failure_seq > since)
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Observations {
+    /// One clock for wait openings and failures.
+    seq: u64,
+    waits: Vec<(u64, WaitInfo)>,
+    /// Channels kept across phases while something runs on them in the
+    /// background (the SDK's health wait, polling from `connect` on).
+    watched: Vec<(u64, String)>,
+    channels: Vec<ChannelStats>,
+}
+
+impl Observations {
+    /// Forgets the channels, except those an open wait still depends on
+    /// (a health wait that began in an earlier phase keeps its count).
+    pub(super) fn reset_channels(&mut self) {
+        let (waits, watched) = (&self.waits, &self.watched);
+        self.channels.retain(|c| {
+            waits
+                .iter()
+                .any(|(_, w)| w.channel.as_deref() == Some(c.name.as_str()))
+                || watched.iter().any(|(_, name)| *name == c.name)
+        });
+    }
+
+    fn channel_mut(&mut self, name: &str) -> Option<&mut ChannelStats> {
+        if let Some(i) = self.channels.iter().position(|c| c.name == name) {
+            return Some(&mut self.channels[i]);
+        }
+        if self.channels.len() >= MAX_CHANNELS {
+            return None;
+        }
+        self.channels.push(ChannelStats {
+            name: name.to_string(),
+            attempts: 0,
+            failures: 0,
+            last_status: None,
+            last_failure: None,
+            failing: false,
+            received: 0,
+            last_failure_seq: 0,
+        });
+        self.channels.last_mut()
+    }
+
+    pub(super) fn count(
+        &mut self,
+        channel: &str,
+        status: Option<u16>,
+        received: u64,
+        failure: Option<&Seen>,
+    ) {
+        self.seq += 1;
+        let seq = self.seq;
+        if let Some(c) = self.channel_mut(channel) {
+            c.attempts += 1;
+            c.received += received;
+            if status.is_some() {
+                c.last_status = status;
+            }
+            c.failing = failure.is_some();
+            if let Some(failure) = failure {
+                c.failures += 1;
+                c.last_failure = Some(failure.clone());
+                c.last_failure_seq = seq;
+            }
+        }
+    }
+
+    /// The end of a stream already counted as an attempt: its bytes, and
+    /// a failure when it broke.
+    pub(super) fn stream_ended(&mut self, channel: &str, received: u64, failure: Option<&Seen>) {
+        self.seq += 1;
+        let seq = self.seq;
+        if let Some(c) = self.channel_mut(channel) {
+            c.received += received;
+            let Some(failure) = failure else {
+                return;
+            };
+            c.failures += 1;
+            c.failing = true;
+            c.last_failure = Some(failure.clone());
+            c.last_failure_seq = seq;
+        }
+    }
+
+    pub(super) fn open_wait(&mut self, what: String, channel: Option<String>) -> u64 {
+        self.seq += 1;
+        let opened = self.seq;
+        self.waits.push((
+            opened,
+            WaitInfo {
+                what,
+                channel,
+                opened,
+            },
+        ));
+        opened
+    }
+
+    pub(super) fn close_wait(&mut self, id: u64) {
+        self.waits.retain(|(i, _)| *i != id);
+        self.watched.retain(|(i, _)| *i != id);
+    }
+
+    pub(super) fn watch(&mut self, channel: String) -> u64 {
+        self.seq += 1;
+        self.watched.push((self.seq, channel));
+        self.seq
+    }
+
+    pub(super) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            waits: self.waits.iter().map(|(_, w)| w.clone()).collect(),
+            channels: self.channels.clone(),
+        }
+    }
+}
+
+/// Closes its wait when dropped (answered, failed or abandoned at a deadline).
+pub struct WaitGuard {
+    trace: super::Trace,
+    id: u64,
+}
+
+impl WaitGuard {
+    pub(super) fn new(trace: super::Trace, id: u64) -> Self {
+        Self { trace, id }
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.trace.close_wait(self.id);
+    }
+}

@@ -1,0 +1,231 @@
+//! `report.html` in a real browser: Debian's `chromium`, headless, loads the
+//! page from disk and dumps the DOM its script drew. The test fails on a
+//! script error, or when a cell, a timeline or the failure boundary is
+//! missing — for a run with passed, failed, errored and skipped cells that
+//! was interrupted, and whose traces include a damaged one.
+
+use continuity::report::{Report, RunFolder};
+use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
+use serde_json::json;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const INSTALL: &str = "apt-get install -y --no-install-recommends chromium";
+
+fn phase(
+    name: &str,
+    step: &str,
+    outcome: &str,
+    ms: u64,
+    signature: serde_json::Value,
+) -> serde_json::Value {
+    json!({"name": name, "step": step, "verdict": name.starts_with("prompt"), "cleanup": false,
+           "outcome": outcome, "ok": outcome == "ok", "durationMs": ms, "deadlineMs": 3000,
+           "detail": {}, "signature": signature})
+}
+
+fn cell(
+    target: &str,
+    verdict: &str,
+    boundary: Option<&str>,
+    trace: Option<&str>,
+    phases: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    json!({"target": target, "scenario": "native-continuity", "attempt": 1, "verdict": verdict,
+           "failureBoundary": boundary, "reason": if phases.is_empty() { Some("nginx is not installed: apt-get install nginx") } else { None },
+           "durationMs": phases.iter().map(|p| p["durationMs"].as_u64().unwrap()).sum::<u64>(),
+           "phases": phases, "restarts": [], "trace": trace})
+}
+
+/// A run folder: an interrupted run with one cell of each verdict, a real
+/// trace for the failed cell and a damaged one for the passing cell.
+fn run_folder(dir: &Path) -> Report {
+    let cells = dir.join("cells/001-agent");
+    let trace = Trace::create(&cells, TraceLevel::Summary, None, serde_json::Map::new()).unwrap();
+    trace.phase_start("createSession", "create_session");
+    trace.phase_end("createSession", "ok", 30);
+    trace.event("restart_start", serde_json::Map::new());
+    trace.event(
+        "restart_end",
+        json!({"ok": true, "readyMs": 120})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    trace.phase_start("promptSameHandleAfterRestart", "prompt");
+    trace.http(Exchange {
+        method: "POST",
+        url: "http://127.0.0.1:9/v1/acp/sdk-mock-1".into(),
+        purpose: Purpose::AcpPost,
+        attempt: None,
+        status: Some(401),
+        elapsed: Duration::from_millis(4),
+        sent: 120,
+        received: 90,
+        failure: Some(Seen::Status {
+            status: 401,
+            problem_type: None,
+            detail: Some("token expired".into()),
+        }),
+    });
+    trace.phase_end("promptSameHandleAfterRestart", "fail", 5);
+    trace.flush();
+    std::fs::create_dir_all(dir.join("cells/002-gateway")).unwrap();
+    std::fs::write(dir.join("cells/002-gateway/trace.jsonl"), "{not json\n").unwrap();
+
+    let http_401 = json!({"kind": "http", "httpStatus": 401, "problemType": null, "rpcCode": null,
+        "message": "HTTP 401: token expired", "pending": null,
+        "cause": {"kind": "http", "httpStatus": 401, "problemType": null, "error": null},
+        "observed": "POST /v1/acp/sdk-mock-<id>: 1 attempt, 1 failed; last: HTTP 401 \"token expired\""});
+    let harness = json!({"kind": "harness", "httpStatus": null, "problemType": null, "rpcCode": null,
+        "message": "readiness probe tcp 127.0.0.1:1 did not pass", "pending": null});
+    let report = json!({
+        "schema": "continuity.report/v1",
+        "run": {"id": "browser", "harnessVersion": "0", "startedAt": "2026-11-30T00:00:00Z",
+                "finishedAt": "2026-11-30T00:00:01Z", "durationMs": 1000, "baseUrl": "http://127.0.0.1:9",
+                "agent": "mock", "serverVersion": null, "timeoutMs": 3000, "overallTimeoutMs": 60000,
+                "repeat": 1, "persist": "memory", "targets": ["agent", "gateway", "rivet", "nginx"],
+                "scenarios": ["native-continuity"], "interrupted": true,
+                "logs": [{"name": "sandbox-agent", "path": "stack/sandbox-agent.log"}]},
+        "cells": [
+            cell("agent", "fail", Some("promptSameHandleAfterRestart"), Some("cells/001-agent/trace.jsonl"), vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase("restart", "restart", "ok", 150, json!(null)),
+                phase("promptSameHandleAfterRestart", "prompt", "fail", 5, http_401),
+                phase("promptAfterResume", "prompt", "not_run", 0, json!(null)),
+            ]),
+            cell("gateway", "pass", None, Some("cells/002-gateway/trace.jsonl"), vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase("promptSameHandleAfterRestart", "prompt", "ok", 20, json!(null)),
+            ]),
+            cell("rivet", "error", Some("restart"), None, vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase("restart", "restart", "fail", 3000, harness),
+            ]),
+            cell("nginx", "skipped", None, None, vec![]),
+        ],
+        "totals": {"cells": 4, "passed": 1, "failed": 1, "errored": 1, "skipped": 1}
+    });
+    let report: Report = serde_json::from_value(report).unwrap();
+    RunFolder::open(dir, continuity::secret::Redactor::none())
+        .write_report(&report, false)
+        .unwrap();
+    report
+}
+
+/// The DOM chromium rendered, or a loud failure naming the install command.
+fn rendered_dom(page: &Path) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            // Containers often have a tiny /dev/shm.
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run chromium ({e}): the HTML report test needs it — {INSTALL}")
+        });
+    assert!(
+        output.status.success(),
+        "chromium failed: {}\n(install: {INSTALL})",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The value of `attr` on the element with `id`, from the dumped DOM.
+fn attribute(dom: &str, id: &str, attr: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
+    let tag_start = dom[..start].rfind('<')?;
+    let tag = &dom[tag_start..tag_start + dom[tag_start..].find('>')?];
+    let at = tag.find(&format!(" {attr}=\""))? + attr.len() + 3;
+    Some(tag[at..at + tag[at..].find('"')?].to_string())
+}
+
+#[test]
+fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_folder(dir.path());
+    let page = dir.path().join("report.html");
+    assert!(
+        page.is_file(),
+        "report.html is written with the other reports"
+    );
+    let dom = rendered_dom(&page);
+
+    assert!(
+        !dom.contains("id=\"jserror\""),
+        "script error: {}",
+        dom.split("id=\"jserror\"").nth(1).unwrap_or_default()
+    );
+    let check = |attr: &str| {
+        attribute(&dom, "selfcheck", attr)
+            .unwrap_or_else(|| panic!("no self-check in the DOM:\n{dom}"))
+    };
+    assert_eq!(check("data-status"), "ok", "{dom}");
+    assert_eq!(check("data-cells"), report.cells.len().to_string());
+    assert_eq!(
+        check("data-timelines"),
+        "3",
+        "every cell that ran has a timeline"
+    );
+    assert_eq!(
+        check("data-boundaries"),
+        "2",
+        "the failed and the errored cell's boundary"
+    );
+    for cell in &report.cells {
+        let key = format!("{}/{}#{}", cell.target, cell.scenario, cell.attempt);
+        assert!(
+            dom.contains(&format!("data-cell=\"{key}\"")),
+            "no row for {key}"
+        );
+        assert!(
+            dom.contains(&format!("data-cell-detail=\"{key}\"")),
+            "no detail for {key}"
+        );
+    }
+    assert!(
+        dom.contains("data-phase=\"promptSameHandleAfterRestart\" data-boundary=\"true\""),
+        "boundary highlighted"
+    );
+    assert!(
+        dom.contains("class=\"restart-window\""),
+        "restart window shaded"
+    );
+    assert!(
+        dom.contains("POST /v1/acp/sdk-mock-1 → HTTP 401 in 4 ms"),
+        "a request mark with status and latency"
+    );
+    assert!(
+        dom.contains("id=\"interrupted\""),
+        "the interrupted run says so"
+    );
+    assert!(
+        dom.contains("⏱") || dom.contains("❌ http 401"),
+        "the matrix shows the signature"
+    );
+    assert!(
+        dom.contains("nginx is not installed"),
+        "the skipped cell's reason"
+    );
+    assert!(
+        dom.contains("Trace not drawn: ") && dom.contains("line 1"),
+        "the damaged trace is named, not fatal"
+    );
+    assert!(
+        dom.contains("href=\"cells/001-agent/trace.jsonl\""),
+        "a link to the trace"
+    );
+}

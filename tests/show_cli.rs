@@ -1,0 +1,136 @@
+//! `continuity show`: a finished run folder read back as a matrix or one
+//! cell's timeline; bad input (another schema, a damaged trace, an unknown
+//! cell) is a usage error naming the file or the cell, never a panic.
+
+use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
+use serde_json::json;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn show(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_continuity"))
+        .arg("show")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn run_folder(dir: &Path) {
+    let trace = Trace::create(
+        &dir.join("cells/001"),
+        TraceLevel::Summary,
+        None,
+        serde_json::Map::new(),
+    )
+    .unwrap();
+    trace.phase_start("connect", "connect");
+    trace.phase_end("connect", "ok", 1);
+    trace.phase_start("promptAfter", "prompt");
+    trace.http(Exchange {
+        method: "POST",
+        url: "http://127.0.0.1:9/v1/acp/sdk-mock-1".into(),
+        purpose: Purpose::AcpPost,
+        attempt: None,
+        status: Some(401),
+        elapsed: Duration::from_millis(2),
+        sent: 10,
+        received: 10,
+        failure: Some(Seen::Status {
+            status: 401,
+            problem_type: None,
+            detail: None,
+        }),
+    });
+    trace.phase_end("promptAfter", "fail", 3);
+    trace.flush();
+    let phase = |name: &str, outcome: &str, sig: serde_json::Value| {
+        json!({"name": name, "step": "prompt",
+        "verdict": true, "cleanup": false, "outcome": outcome, "ok": outcome == "ok", "durationMs": 2,
+        "deadlineMs": 1000, "detail": {}, "signature": sig})
+    };
+    let sig = json!({"kind": "http", "httpStatus": 401, "problemType": null, "rpcCode": null, "message": "HTTP 401", "pending": null});
+    let report = json!({
+        "schema": "continuity.report/v1",
+        "run": {"id": "show", "harnessVersion": "0", "startedAt": "x", "finishedAt": "y", "durationMs": 5,
+                "baseUrl": "http://127.0.0.1:9", "agent": "mock", "serverVersion": null, "timeoutMs": 1000,
+                "overallTimeoutMs": 1000, "repeat": 1, "persist": "memory", "targets": ["agent"],
+                "scenarios": ["s"], "interrupted": false, "logs": []},
+        "cells": [{"target": "agent", "scenario": "s", "attempt": 1, "verdict": "fail",
+                   "failureBoundary": "promptAfter", "reason": null, "durationMs": 5,
+                   "phases": [phase("connect", "ok", json!(null)), phase("promptAfter", "fail", sig)],
+                   "restarts": [], "trace": "cells/001/trace.jsonl"}],
+        "totals": {"cells": 1, "passed": 0, "failed": 1, "errored": 0, "skipped": 0}
+    });
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_string_pretty(&report).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn show_prints_the_matrix_and_one_cells_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    run_folder(dir.path());
+    let run = dir.path().to_str().unwrap();
+    let matrix = show(&[run]);
+    assert_eq!(matrix.status.code(), Some(0), "{:?}", text(&matrix));
+    let (out, _) = text(&matrix);
+    assert!(
+        out.contains("promptAfter") && out.contains("❌ http 401"),
+        "{out}"
+    );
+
+    let timeline = show(&[run, "--cell", "agent/s"]);
+    assert_eq!(timeline.status.code(), Some(0), "{:?}", text(&timeline));
+    let (out, _) = text(&timeline);
+    assert!(out.contains("promptAfter ◀ boundary"), "{out}");
+    assert!(out.contains("POST /v1/acp/sdk-mock-1 → 401"), "{out}");
+    assert!(out.contains("trace: cells/001/trace.jsonl"), "{out}");
+    // The same with an explicit attempt, and from the report.json itself.
+    let report = dir.path().join("report.json");
+    let again = show(&[report.to_str().unwrap(), "--cell", "agent/s#1"]);
+    assert_eq!(text(&again).0, out);
+}
+
+#[test]
+fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    run_folder(dir.path());
+    let run = dir.path().to_str().unwrap();
+    let usage = |args: &[&str], needle: &str| {
+        let o = show(args);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(64), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    };
+    usage(&[run, "--cell", "agent/nope"], "(cells: agent/s)");
+    usage(&[run, "--cell", "agent/s#9"], "no attempt #9");
+    usage(&[run, "--cell", "agent"], "TARGET/SCENARIO");
+    usage(&[run, "--cell", "agent/s#x"], "attempt");
+
+    std::fs::write(
+        dir.path().join("cells/001/trace.jsonl"),
+        "{\"t\":0,\"ev\":\"trace\",\"schema\":\"continuity.trace/v1\"}\n\u{0}garbage\n",
+    )
+    .unwrap();
+    usage(&[run, "--cell", "agent/s"], "trace.jsonl: line 2");
+
+    let report = dir.path().join("report.json");
+    let text = std::fs::read_to_string(&report)
+        .unwrap()
+        .replace("continuity.report/v1", "continuity.report/v9");
+    std::fs::write(&report, text).unwrap();
+    usage(&[run], "report.json");
+    usage(&[dir.path().join("missing").to_str().unwrap()], "missing");
+}
