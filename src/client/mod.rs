@@ -14,12 +14,16 @@ mod live;
 mod recorder;
 mod replay;
 mod rest;
+mod sandbox;
+mod terminal;
 
 use rest::{auth_headers, wait_healthy};
 
 pub use live::LiveConnection;
 pub use recorder::now_ms;
 pub use replay::{build_replay_text, REPLAY_PREFIX};
+pub use sandbox::{LogEntry, ProcessInfo, ProcessSpec};
+pub use terminal::{CloseInfo, Terminal, TerminalError, MAX_TERMINAL_MESSAGE};
 
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
