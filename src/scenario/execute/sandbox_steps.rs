@@ -21,6 +21,11 @@ const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 const TEARDOWN_BOUND: Duration = Duration::from_secs(10);
 /// How long a fresh attach waits for replayed output (scrollback) before the next step.
 const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
+/// Output silence that counts as "nothing more under way" before a reattach, and its bound.
+const QUIET_GAP: Duration = Duration::from_millis(150);
+const QUIET_BOUND: Duration = Duration::from_secs(1);
+/// How long `process_status` waits for `logs_contain` to show up in the logs.
+const LOG_SETTLE: Duration = Duration::from_secs(1);
 
 /// Files, processes and terminals the cell made, by scenario label.
 #[derive(Default)]
@@ -189,11 +194,22 @@ impl Cell<'_> {
                 };
                 detail.insert("status".into(), info.status.clone().into());
                 detail.insert("exitCode".into(), info.exit_code.into());
-                let logs = c
-                    .process_logs(&id)
-                    .await
-                    .map_err(|e| self.failure(None, &e).with_detail(detail.clone()))?;
-                let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
+                // Output a process just printed may take a moment to be logged.
+                let settle = Instant::now() + LOG_SETTLE;
+                let (logs, text) = loop {
+                    let logs = c
+                        .process_logs(&id)
+                        .await
+                        .map_err(|e| self.failure(None, &e).with_detail(detail.clone()))?;
+                    let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
+                    let found = logs_contain.as_ref().is_none_or(|wanted| {
+                        String::from_utf8_lossy(&text).contains(wanted.as_str())
+                    });
+                    if found || Instant::now() >= settle {
+                        break (logs, text);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                };
                 detail.insert("logEntries".into(), logs.len().into());
                 detail.insert("logBytes".into(), text.len().into());
                 let state_ok = match expect {
@@ -303,6 +319,16 @@ impl Cell<'_> {
                 let entry = self.entry(terminal)?;
                 let process_id = entry.terminal.process_id().to_string();
                 record_old_socket(&entry.terminal, &mut detail);
+                // Let output already under way land before the new attach, so
+                // only a replay can bring old lines to the new socket.
+                let quiet_by = Instant::now() + QUIET_BOUND;
+                loop {
+                    let before = entry.terminal.mark();
+                    tokio::time::sleep(QUIET_GAP).await;
+                    if entry.terminal.mark() == before || Instant::now() >= quiet_by {
+                        break;
+                    }
+                }
                 entry.terminal.close().await;
                 let fresh = self
                     .sandbox_client(client)?
@@ -459,4 +485,64 @@ pub(crate) fn terminal_signature(
         TerminalError::Closed(_) | TerminalError::Exited(_) => {}
     }
     signature
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::CloseInfo;
+
+    #[test]
+    fn terminal_failures_become_signatures_led_by_what_a_user_searches_for() {
+        let refused = terminal_signature(
+            &TerminalError::Refused {
+                status: 401,
+                problem_type: Some("token_invalid".into()),
+                detail: Some("token invalid".into()),
+            },
+            None,
+        );
+        assert_eq!(
+            (
+                refused.kind,
+                refused.http_status,
+                refused.problem_type.as_deref()
+            ),
+            (SignatureKind::Http, Some(401), Some("token_invalid"))
+        );
+        assert!(refused.message.starts_with("ws upgrade refused: HTTP 401"));
+        let dropped = terminal_signature(
+            &TerminalError::Closed(CloseInfo {
+                code: 1006,
+                reason: "reset".into(),
+                clean: false,
+            }),
+            None,
+        );
+        assert_eq!(dropped.kind, SignatureKind::StreamClosed);
+        assert_eq!(dropped.message, "ws close 1006 (reset)");
+        let bad = terminal_signature(&TerminalError::Protocol("x".into()), None);
+        assert_eq!(bad.kind, SignatureKind::Protocol);
+    }
+
+    #[test]
+    fn a_missing_file_is_404_410_or_0_4_2s_400_path_not_found() {
+        let http = |status: u16, detail: &str| {
+            ClientError::Acp(AcpError::Http {
+                status,
+                problem: Some(crate::acp::Problem {
+                    type_: None,
+                    title: None,
+                    detail: Some(detail.into()),
+                }),
+            })
+        };
+        assert!(file_missing(&http(
+            400,
+            "invalid request: path not found: /x"
+        )));
+        assert!(file_missing(&http(404, "")));
+        assert!(!file_missing(&http(400, "bad path")));
+        assert!(!file_missing(&http(500, "not found")));
+    }
 }
