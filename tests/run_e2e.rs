@@ -101,7 +101,19 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let report = report(&out);
     assert_eq!(report["schema"], "continuity.report/v1");
     assert_eq!(report["run"]["baseUrl"], s.base_url.as_str());
-    assert_eq!(report["totals"]["cells"], 2);
+    assert_eq!(report["totals"]["cells"], 3);
+    // A --config deployment's agent restart loses the sandbox's processes and terminals.
+    let sandbox = cell(&report, "agent", "sandbox-reconnect");
+    assert_eq!(
+        sandbox["failureBoundary"], "processAfterRestart",
+        "{sandbox}"
+    );
+    assert_eq!(phase(sandbox, "fileAfterRestart")["ok"], true);
+    assert_eq!(
+        phase(sandbox, "reattachTerminal")["signature"]["httpStatus"],
+        404
+    );
+    assert_eq!(phase(sandbox, "sandboxCleanup")["ok"], true);
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");

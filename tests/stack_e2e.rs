@@ -90,6 +90,8 @@ fn assert_sandbox_state_per_target(report: &serde_json::Value, targets: &[&str])
                 assert!(message(c, "oldTerminalSend").starts_with("ws close 1006"));
                 let reattach = phase(c, "reattachTerminal");
                 assert_eq!(reattach["signature"]["httpStatus"], 404, "{reattach}");
+                // Forgotten, not killed: the PTY process runs on until the sweep.
+                assert_eq!(cleanup["detail"]["orphansKilled"], 1, "{cleanup}");
             }
             // Stop/start of nginx drops the socket; the process lives on behind it.
             "gateway" => {

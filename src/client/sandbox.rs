@@ -17,6 +17,8 @@ pub struct ProcessSpec {
     pub args: Vec<String>,
     /// A PTY (needed for the terminal WebSocket); stdin stays open either way.
     pub tty: bool,
+    /// Extra environment (the harness marks its processes with it).
+    pub env: Vec<(String, String)>,
 }
 
 /// A process as `GET /v1/processes/{id}` describes it.
@@ -153,16 +155,34 @@ impl Client {
 
     /// `POST /v1/processes`: starts a long-running process.
     pub async fn create_process(&self, spec: &ProcessSpec) -> Result<ProcessInfo, ClientError> {
+        let env: serde_json::Map<String, Value> = spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
         let body = json!({
             "command": spec.command,
             "args": spec.args,
             "tty": spec.tty,
             "interactive": true,
+            "env": env,
         });
         let value = self
             .sandbox_json(Method::POST, "/v1/processes", &[], Some(body))
             .await?;
         ProcessInfo::from_json(&value)
+    }
+
+    /// `POST /v1/processes/run` with arguments: a one-off command in the sandbox.
+    pub async fn run_command(
+        &self,
+        command: &str,
+        args: &[&str],
+        timeout_ms: u64,
+    ) -> Result<Value, ClientError> {
+        let body = json!({"command": command, "args": args, "timeoutMs": timeout_ms});
+        self.sandbox_json(Method::POST, "/v1/processes/run", &[], Some(body))
+            .await
     }
 
     /// `GET /v1/processes/{id}`.

@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The environment variable that marks a cell's processes with the cell's id.
+const CELL_MARK: &str = "CONTINUITY_CELL";
 /// Where a cell's files go in the sandbox: one folder per cell, removed at the end.
 const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 /// How long the teardown of a cell's files and processes may take.
@@ -157,6 +159,7 @@ impl Cell<'_> {
                     command: command[0].clone(),
                     args: command[1..].to_vec(),
                     tty: *tty,
+                    env: vec![(CELL_MARK.into(), self.settings.session_suffix.clone())],
                 };
                 let info = self
                     .sandbox_client(client)?
@@ -188,7 +191,19 @@ impl Cell<'_> {
                 let info = match c.get_process(&id).await {
                     Ok(info) => info,
                     Err(e) if gone(&e) => {
-                        return Err(self.failure(Some("process gone"), &e).with_detail(detail))
+                        // The server forgot it; is the OS process still there, orphaned?
+                        let orphans = marked_processes(c, &self.settings.session_suffix, false)
+                            .await
+                            .unwrap_or_default();
+                        detail.insert("orphanPids".into(), orphans.clone().into());
+                        let mut failure = self.failure(Some("process gone"), &e);
+                        if !orphans.is_empty() {
+                            failure
+                                .signature
+                                .message
+                                .push_str(" (still running unlisted)");
+                        }
+                        return Err(failure.with_detail(detail));
                     }
                     Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
                 };
@@ -378,11 +393,22 @@ impl Cell<'_> {
         options.headers = self.settings.headers.clone();
         let mut detail = Map::new();
         let mut errors: Vec<String> = Vec::new();
+        let mut orphans = 0usize;
         let work = async {
             let client = Client::connect(options).map_err(|e| e.to_string())?;
             for id in state.processes.values() {
                 if let Err(e) = client.remove_process(id).await {
                     errors.push(format!("process {id}: {e}"));
+                }
+            }
+            // A server restart can orphan its processes (a PTY process has
+            // its own session): the cell's mark in their environment finds them.
+            if !state.processes.is_empty() {
+                match marked_processes(&client, &self.settings.session_suffix, true).await {
+                    Ok(killed) => {
+                        orphans = killed.len();
+                    }
+                    Err(e) => errors.push(format!("orphan sweep: {e}")),
                 }
             }
             if !state.files.is_empty() {
@@ -399,6 +425,7 @@ impl Cell<'_> {
         let outcome = tokio::time::timeout(TEARDOWN_BOUND, work).await;
         detail.insert("processes".into(), state.processes.len().into());
         detail.insert("files".into(), state.files.len().into());
+        detail.insert("orphansKilled".into(), orphans.into());
         let signature = match outcome {
             Err(_) => Some(diagnose::timeout(
                 millis(TEARDOWN_BOUND),
@@ -429,6 +456,37 @@ impl Cell<'_> {
             signature,
         })
     }
+}
+
+/// Pids of the sandbox's processes whose environment carries this cell's
+/// mark (read from `/proc` by a one-off command in the sandbox, so it works
+/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
+/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
+async fn marked_processes(client: &Client, suffix: &str, kill: bool) -> Result<Vec<i64>, String> {
+    if suffix.is_empty()
+        || !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(format!("cell id {suffix:?} is not safe in a shell word"));
+    }
+    let action = if kill { "kill -9 \"$p\"; " } else { "" };
+    let script = format!(
+        "{{ for f in /proc/[0-9]*/environ; do \
+         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
+         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
+    );
+    let result = client
+        .run_command("sh", &["-c", &script], 10_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(result
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
 }
 
 fn record_old_socket(old: &Terminal, detail: &mut Map<String, Value>) {
