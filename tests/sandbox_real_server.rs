@@ -357,3 +357,112 @@ async fn an_upgrade_for_an_unknown_process_is_refused_with_404() {
         other => panic!("expected a refused upgrade, got {other:?}"),
     }
 }
+
+/// A sandbox-agent started with `--token`, its process group killed on drop.
+struct TokenServer {
+    base_url: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for TokenServer {
+    fn drop(&mut self) {
+        unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_with_token(token: &str) -> TokenServer {
+    use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
+    use std::os::unix::process::CommandExt;
+    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
+        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let port = continuity::stack::process::free_port().unwrap();
+    let spec = SandboxAgentConfig {
+        binary,
+        run_dir: dir.path().to_path_buf(),
+        agent_program: std::path::PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
+        agent_env: Vec::new(),
+        port: Some(port),
+    }
+    .prepare(port)
+    .unwrap();
+    let args: Vec<String> = spec
+        .args
+        .iter()
+        .flat_map(|a| match a.as_str() {
+            "--no-token" => vec!["--token".to_string(), token.to_string()],
+            _ => vec![a.clone()],
+        })
+        .collect();
+    let child = std::process::Command::new(&spec.program)
+        .args(&args)
+        .envs(spec.env.iter().cloned())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let server = TokenServer {
+        base_url: format!("http://127.0.0.1:{port}"),
+        child,
+        _dir: dir,
+    };
+    let deadline = std::time::Instant::now() + support::READY_WITHIN;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sandbox-agent --token did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server
+}
+
+#[tokio::test]
+async fn the_terminal_socket_carries_the_token_and_is_refused_401_without_it() {
+    let server = start_with_token("tok-ws-1").await;
+    let mut options =
+        ClientOptions::new(server.base_url.clone(), Arc::new(MemoryDriver::default()));
+    options.token = Some(continuity::secret::Secret::new("tok-ws-1"));
+    let with = Client::connect(options).unwrap();
+    let process = with
+        .create_process(&continuity::client::ProcessSpec {
+            command: "cat".into(),
+            args: vec![],
+            tty: true,
+            env: vec![],
+        })
+        .await
+        .unwrap();
+    let terminal = with.attach_terminal(&process.id).await.unwrap();
+    let bound = Duration::from_secs(5);
+    tokio::time::timeout(bound, terminal.wait_ready())
+        .await
+        .unwrap()
+        .unwrap();
+    let mark = terminal.send_line("token-line").await.unwrap();
+    tokio::time::timeout(bound, terminal.expect("token-line", mark))
+        .await
+        .unwrap()
+        .unwrap();
+
+    let without = client(server.base_url.clone());
+    match without.attach_terminal(&process.id).await {
+        Err(TerminalError::Refused {
+            status,
+            problem_type,
+            ..
+        }) => assert_eq!(
+            (status, problem_type.as_deref()),
+            (401, Some("token_invalid"))
+        ),
+        other => panic!("expected 401, got {other:?}"),
+    }
+    with.remove_process(&process.id).await.unwrap();
+    assert!(with.list_process_ids().await.unwrap().is_empty());
+}

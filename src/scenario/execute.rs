@@ -6,7 +6,9 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod sandbox_steps;
+mod sandbox_teardown;
 mod steps;
+mod terminal_steps;
 use crate::diagnose;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
