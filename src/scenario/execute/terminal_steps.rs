@@ -214,6 +214,7 @@ mod tests {
         );
         assert_eq!(dropped.kind, SignatureKind::StreamClosed);
         assert_eq!(dropped.message, "ws close 1006 (reset)");
+        assert_eq!(dropped.short(), "ws close 1006", "the table shows the code");
         let bad = terminal_signature(&TerminalError::Protocol("x".into()), None);
         assert_eq!(bad.kind, SignatureKind::Protocol);
     }
