@@ -304,6 +304,24 @@ fn stack_up_status_down_leaves_nothing_running() {
         "a second stack in the same folder is refused"
     );
 
+    // A PTY process the server starts has its own session: stopping the
+    // server's group leaves it running; `down` must find and kill it too.
+    let spawned = output(Command::new("curl").args([
+        "-s",
+        "--max-time",
+        "5",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        r#"{"command":"cat","tty":true,"interactive":true}"#,
+        &format!("{base}/v1/processes"),
+    ]));
+    assert!(
+        String::from_utf8_lossy(&spawned.stdout).contains("\"running\""),
+        "{}",
+        String::from_utf8_lossy(&spawned.stdout)
+    );
+
     let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));
     assert_eq!(
         down.status.code(),
