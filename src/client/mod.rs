@@ -9,6 +9,10 @@
 //! pending request at once with its HTTP error (the SDK leaves it pending until
 //! the caller's timeout), and a call returns only after the envelopes it caused
 //! are stored, so `get_events` right after it is deterministic.
+//!
+//! Besides sessions it reaches the sandbox's own state as the SDK does:
+//! files and processes over REST (`sandbox.rs`) and a process's terminal
+//! over WebSocket (`terminal.rs`).
 
 mod live;
 mod recorder;
