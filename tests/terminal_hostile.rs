@@ -290,3 +290,134 @@ async fn the_probe_reports_expired_on_410_no_sandbox_when_nothing_listens_else_e
     .await;
     assert_eq!(probe(broken).await.detail["status"], "error");
 }
+
+/// Serves every connection: `POST /v1/processes` starts "p1", a WebSocket
+/// upgrade gets `ready` then `frames`, anything else is a 404.
+async fn hostile_sandbox(frames: Vec<u8>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let frames = frames.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if socket.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                if head.to_ascii_lowercase().contains("upgrade: websocket") {
+                    accept_upgrade(&mut socket, &head).await;
+                    let _ = socket.write_all(&frames).await;
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                } else if head.starts_with("POST /v1/processes HTTP") {
+                    let body = r#"{"id":"p1","status":"running","pid":1}"#;
+                    let _ = socket
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                } else {
+                    let _ = socket
+                        .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .await;
+                }
+            });
+        }
+    });
+    base
+}
+
+#[tokio::test]
+async fn hostile_terminal_frames_are_signatures_on_the_expect_phase_within_its_deadline() {
+    let scenario = parse_scenario(
+        Path::new("hostile.toml"),
+        r#"
+name = "hostile"
+[[phase]]
+name = "connect"
+step = "connect"
+client = "c"
+[[phase]]
+name = "spawn"
+step = "spawn_process"
+client = "c"
+process = "p"
+command = "cat"
+tty = true
+[[phase]]
+name = "attach"
+step = "terminal_attach"
+client = "c"
+process = "p"
+terminal = "t"
+[[phase]]
+name = "send"
+step = "terminal_send"
+terminal = "t"
+text = "hello"
+[[phase]]
+name = "echo"
+step = "terminal_expect"
+terminal = "t"
+timeout_ms = 3000
+"#,
+    )
+    .unwrap();
+    let mut oversized = vec![0x82, 127];
+    oversized.extend((64u64 << 20).to_be_bytes());
+    let cases: [(Vec<u8>, &str); 3] = [
+        (oversized, "ws close 1009"),
+        (frame(0x1, b"\xff\xfe"), "ws close 1007"),
+        (frame(0x1, b"not a control frame"), "terminal protocol"),
+    ];
+    for (frames, expected) in cases {
+        let settings = CellSettings {
+            base_url: hostile_sandbox(frames).await,
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(3),
+            session_suffix: "hostile".into(),
+            store: CellStore::PerClientMemory,
+        };
+        let started = std::time::Instant::now();
+        let run = run_cell(&scenario, &settings, &mut NoRestart).await;
+        // The first terminal phase that sees the frame carries the signature
+        // (the send, when the socket was already closed by then).
+        let boundary = run.failure_boundary.clone().expect("the cell failed");
+        assert!(
+            ["send", "echo"].contains(&boundary.as_str()),
+            "{expected}: {:#?}",
+            run.phases
+        );
+        let failed = run.phases.iter().find(|p| p.name == boundary).unwrap();
+        let signature = failed
+            .signature
+            .as_ref()
+            .expect("a failed phase has a signature");
+        assert!(
+            signature.message.starts_with(expected),
+            "{expected}: {failed:?}"
+        );
+        assert_ne!(failed.outcome, continuity::report::Outcome::Timeout);
+        // The teardown ran against the hostile server and ended, bounded.
+        let cleanup = run
+            .phases
+            .iter()
+            .find(|p| p.name == "sandboxCleanup")
+            .unwrap();
+        assert!(cleanup.cleanup && !cleanup.verdict, "{cleanup:?}");
+        assert!(started.elapsed() < Duration::from_secs(15), "{expected}");
+    }
+}
