@@ -51,6 +51,13 @@ verdict = "fail"
 boundary = "promptSameHandleAfterRestart"
 signature = "http 400 invalid_request"
 reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+
+[[expect]]
+target = "agent"
+scenario = "sandbox-reconnect"
+verdict = "fail"
+boundary = "processAfterRestart"
+reason = "a restarted server no longer lists the processes it started"
 "#;
 
 fn stdout(run: &Output) -> String {

@@ -91,7 +91,8 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
         );
         let r = report(&out);
         assert_eq!(r["run"]["partition"], format!("count:{k}/2"));
-        assert_eq!(r["cells"].as_array().unwrap().len(), 2, "shard {k}");
+        let all = full_report["cells"].as_array().unwrap().len();
+        assert_eq!(r["cells"].as_array().unwrap().len(), all / 2, "shard {k}");
     }
 
     // Merge, gate and summarise as the workflow's last job does.

@@ -48,6 +48,68 @@ fn assert_nothing_left(dir: &Path) {
     );
 }
 
+/// What each restart does to files, processes and terminals on 0.4.2, as the
+/// README states it; the terminal phases went through the nginx gateway.
+fn assert_sandbox_state_per_target(report: &serde_json::Value, targets: &[&str]) {
+    let ok = |c: &serde_json::Value, name: &str| {
+        let p = phase(c, name);
+        assert_eq!(p["ok"], true, "{name}: {p}");
+    };
+    let message = |c: &serde_json::Value, name: &str| -> String {
+        phase(c, name)["signature"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    for target in targets {
+        let c = cell(report, target, "sandbox-reconnect");
+        for before in [
+            "probeBeforeRestart",
+            "writeFile",
+            "spawnProcess",
+            "attachTerminal",
+            "terminalEchoBeforeRestart",
+            "probeAfterRestart",
+            "fileAfterRestart",
+        ] {
+            ok(c, before);
+        }
+        assert_eq!(
+            phase(c, "probeAfterRestart")["detail"]["status"],
+            "connected"
+        );
+        assert_eq!(phase(c, "fileAfterRestart")["detail"]["sameBytes"], true);
+        let cleanup = phase(c, "sandboxCleanup");
+        assert_eq!(cleanup["ok"], true, "{target}: {cleanup}");
+        match *target {
+            // The server's restart kills its processes and forgets them.
+            "agent" => {
+                assert_eq!(c["verdict"], "fail");
+                assert_eq!(c["failureBoundary"], "processAfterRestart");
+                assert!(message(c, "processAfterRestart").starts_with("process gone"));
+                assert!(message(c, "oldTerminalSend").starts_with("ws close 1006"));
+                let reattach = phase(c, "reattachTerminal");
+                assert_eq!(reattach["signature"]["httpStatus"], 404, "{reattach}");
+                // Forgotten, not killed: the PTY process runs on until the sweep.
+                assert_eq!(cleanup["detail"]["orphansKilled"], 1, "{cleanup}");
+            }
+            // Stop/start of nginx drops the socket; the process lives on behind it.
+            "gateway" => {
+                assert_eq!(c["failureBoundary"], "oldTerminalSend");
+                ok(c, "processAfterRestart");
+                assert!(message(c, "oldTerminalSend").starts_with("ws close 1006"));
+                assert_eq!(phase(c, "reattachTerminal")["detail"]["oldCloseCode"], 1006);
+                ok(c, "terminalEchoAfterReattach");
+            }
+            // A reload keeps open sockets (until worker_shutdown_timeout); Rivet is not in the path.
+            _ => {
+                assert_eq!(c["verdict"], "pass", "{target}: {c}");
+                assert_eq!(phase(c, "reattachTerminal")["detail"]["oldSocket"], "open");
+            }
+        }
+    }
+}
+
 #[test]
 fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
     let _serial = serial();
@@ -85,7 +147,9 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
         "every target must run here:\n{stderr}"
     );
     assert_eq!(report["totals"]["errored"], 0, "{stderr}");
-    assert_eq!(report["totals"]["cells"], targets.len() * 2);
+    // Three built-in scenarios: native-continuity, recreate-rehydrate, sandbox-reconnect.
+    assert_eq!(report["totals"]["cells"], targets.len() * 3);
+    assert_sandbox_state_per_target(&report, &targets);
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");
@@ -119,7 +183,11 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
         "{events}"
     );
     for target in &targets {
-        for scenario in ["native-continuity", "recreate-rehydrate"] {
+        for scenario in [
+            "native-continuity",
+            "recreate-rehydrate",
+            "sandbox-reconnect",
+        ] {
             let restart = &cell(&report, target, scenario)["restarts"][0];
             assert_eq!(restart["ok"], true, "{target} × {scenario}: {restart}");
             assert!(restart["readyMs"].is_u64(), "{restart}");
@@ -234,6 +302,24 @@ fn stack_up_status_down_leaves_nothing_running() {
         again.status.code(),
         Some(64),
         "a second stack in the same folder is refused"
+    );
+
+    // A PTY process the server starts has its own session: stopping the
+    // server's group leaves it running; `down` must find and kill it too.
+    let spawned = output(Command::new("curl").args([
+        "-s",
+        "--max-time",
+        "5",
+        "-H",
+        "content-type: application/json",
+        "-d",
+        r#"{"command":"cat","tty":true,"interactive":true}"#,
+        &format!("{base}/v1/processes"),
+    ]));
+    assert!(
+        String::from_utf8_lossy(&spawned.stdout).contains("\"running\""),
+        "{}",
+        String::from_utf8_lossy(&spawned.stdout)
     );
 
     let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));

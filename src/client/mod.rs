@@ -9,17 +9,25 @@
 //! pending request at once with its HTTP error (the SDK leaves it pending until
 //! the caller's timeout), and a call returns only after the envelopes it caused
 //! are stored, so `get_events` right after it is deterministic.
+//!
+//! Besides sessions it reaches the sandbox's own state as the SDK does:
+//! files and processes over REST (`sandbox.rs`) and a process's terminal
+//! over WebSocket (`terminal.rs`).
 
 mod live;
 mod recorder;
 mod replay;
 mod rest;
+mod sandbox;
+mod terminal;
 
 use rest::{auth_headers, wait_healthy};
 
 pub use live::LiveConnection;
 pub use recorder::now_ms;
 pub use replay::{build_replay_text, REPLAY_PREFIX};
+pub use sandbox::{LogEntry, ProcessInfo, ProcessSpec};
+pub use terminal::{CloseInfo, Terminal, TerminalError, MAX_TERMINAL_MESSAGE};
 
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};

@@ -131,6 +131,13 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     for &g in &groups {
         crate::stack::process::signal_group(g, libc::SIGKILL);
     }
+    // PTY processes the sandbox-agent started outlive its group (own session).
+    // `stack up` made its folders absolute the same way.
+    if let Ok(dir) = std::path::absolute(&args.dir) {
+        crate::stack::orphans::kill_with_env(&crate::stack::orphans::agent_mark(
+            &dir.join("sandbox-agent").join("data"),
+        ));
+    }
     for pid in crate::stack::rivet::stray_engines() {
         // SAFETY: kill(2) on an engine process a runner spawned.
         unsafe { libc::kill(pid, libc::SIGKILL) };

@@ -296,6 +296,13 @@ impl Signature {
                 "rpc {}",
                 self.rpc_code.map(|c| c.to_string()).unwrap_or_default()
             ),
+            // A terminal socket's end: its close code is the signature.
+            SignatureKind::StreamClosed if self.message.starts_with("ws close ") => self
+                .message
+                .split(" (")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
             other => serde_json::to_value(other)
                 .ok()
                 .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))

@@ -5,7 +5,10 @@
 use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
+mod sandbox_steps;
+mod sandbox_teardown;
 mod steps;
+mod terminal_steps;
 use crate::diagnose;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
@@ -21,6 +24,9 @@ use std::time::{Duration, Instant};
 const MIN_RESTART_DEADLINE: Duration = Duration::from_secs(120);
 /// How long disposing a client the scenario left open may take.
 const DISPOSE_BOUND: Duration = Duration::from_secs(3);
+/// A probe phase's deadline when the scenario sets none: the reconnect
+/// design's 15 s `pwd` limit, plus a margin so the probe's own limit answers first.
+const PROBE_DEADLINE: Duration = Duration::from_secs(16);
 
 /// What a cell needs to reach the server.
 #[derive(Clone)]
@@ -106,6 +112,8 @@ struct Cell<'a> {
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
     restarts: Vec<RestartTiming>,
+    /// Files, processes and terminals the sandbox steps made.
+    sandbox: sandbox_steps::SandboxState,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -121,6 +129,7 @@ pub async fn run_cell(
         clients: HashMap::new(),
         transcripts: HashMap::new(),
         restarts: Vec::new(),
+        sandbox: Default::default(),
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -141,6 +150,10 @@ pub async fn run_cell(
             not_run(phase, settings.default_timeout, true)
         };
         results.push(result);
+    }
+    // Files and processes the cell made go, even after a failure.
+    if let Some(teardown) = cell.sandbox_teardown().await {
+        results.push(teardown);
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let leftovers: Vec<Client> = cell.clients.drain().map(|(_, c)| c).collect();
@@ -212,8 +225,18 @@ fn step_client(step: &Step) -> Option<&str> {
         | Step::DestroySession { client, .. }
         | Step::Dispose { client }
         | Step::Health { client }
-        | Step::Probe { client } => Some(client),
-        Step::Connect { .. } | Step::Restart | Step::Sleep { .. } => None,
+        | Step::Probe { client }
+        | Step::WriteFile { client, .. }
+        | Step::ReadFile { client, .. }
+        | Step::SpawnProcess { client, .. }
+        | Step::ProcessStatus { client, .. }
+        | Step::TerminalAttach { client, .. }
+        | Step::TerminalReattach { client, .. } => Some(client),
+        Step::Connect { .. }
+        | Step::Restart
+        | Step::Sleep { .. }
+        | Step::TerminalSend { .. }
+        | Step::TerminalExpect { .. } => None,
     }
 }
 
@@ -235,6 +258,7 @@ impl Cell<'_> {
         let deadline = match (&phase.step, phase.timeout) {
             (_, Some(t)) => t,
             (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
+            (Step::Probe { .. }, None) => PROBE_DEADLINE,
             (_, None) => self.settings.default_timeout,
         };
         let trace = self.settings.trace.clone();

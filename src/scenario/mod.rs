@@ -96,6 +96,62 @@ pub enum Step {
     Probe {
         client: String,
     },
+    /// `PUT /v1/fs/file`: `path` is relative to the cell's sandbox folder.
+    WriteFile {
+        client: String,
+        path: String,
+        content: String,
+    },
+    /// `GET /v1/fs/file`, compared with what the cell wrote there.
+    ReadFile {
+        client: String,
+        path: String,
+    },
+    /// `POST /v1/processes`: a long-running command, `process` its label.
+    SpawnProcess {
+        client: String,
+        process: String,
+        command: Vec<String>,
+        tty: bool,
+    },
+    /// `GET /v1/processes/{id}` (+ list, logs): is it still there, in the expected state?
+    ProcessStatus {
+        client: String,
+        process: String,
+        expect: ProcessExpect,
+        logs_contain: Option<String>,
+    },
+    /// Opens the process's terminal WebSocket as `terminal`.
+    TerminalAttach {
+        client: String,
+        process: String,
+        terminal: String,
+    },
+    /// Types a line into `terminal`.
+    TerminalSend {
+        terminal: String,
+        text: String,
+    },
+    /// Waits for `text` (default: the last line sent) in the output after the last send.
+    TerminalExpect {
+        terminal: String,
+        text: Option<String>,
+    },
+    /// Records how the old socket of `terminal` ended, then attaches a new one
+    /// to the same process under the same label.
+    TerminalReattach {
+        client: String,
+        terminal: String,
+    },
+}
+
+/// What `process_status` expects of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessExpect {
+    Running,
+    Exited,
+    /// Only that the server still knows it.
+    Listed,
 }
 
 /// What `resume_session` is expected to do, when a scenario pins it.
@@ -121,6 +177,14 @@ impl Step {
             Step::Sleep { .. } => "sleep",
             Step::Health { .. } => "health",
             Step::Probe { .. } => "probe",
+            Step::WriteFile { .. } => "write_file",
+            Step::ReadFile { .. } => "read_file",
+            Step::SpawnProcess { .. } => "spawn_process",
+            Step::ProcessStatus { .. } => "process_status",
+            Step::TerminalAttach { .. } => "terminal_attach",
+            Step::TerminalSend { .. } => "terminal_send",
+            Step::TerminalExpect { .. } => "terminal_expect",
+            Step::TerminalReattach { .. } => "terminal_reattach",
         }
     }
 
@@ -153,6 +217,18 @@ impl Step {
             Step::Sleep { .. } => "sleeping".into(),
             Step::Health { .. } => "GET /v1/health".into(),
             Step::Probe { .. } => "POST /v1/processes/run pwd".into(),
+            Step::WriteFile { path, .. } => format!("PUT /v1/fs/file {path}"),
+            Step::ReadFile { path, .. } => format!("GET /v1/fs/file {path}"),
+            Step::SpawnProcess { process, .. } => format!("POST /v1/processes for {process}"),
+            Step::ProcessStatus { process, .. } => format!("GET /v1/processes for {process}"),
+            Step::TerminalAttach { terminal, .. } | Step::TerminalReattach { terminal, .. } => {
+                format!("the WebSocket upgrade of terminal {terminal}")
+            }
+            Step::TerminalSend { terminal, .. } => format!("sending to terminal {terminal}"),
+            Step::TerminalExpect { terminal, text } => format!(
+                "output {:?} on terminal {terminal}",
+                text.as_deref().unwrap_or("(the line sent)")
+            ),
         }
     }
 }

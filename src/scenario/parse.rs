@@ -2,6 +2,8 @@
 //! rejected by toml with their line), then a checked [`Scenario`] whose errors
 //! name the file, the line of the offending phase, and what was expected.
 
+mod sandbox;
+
 use super::{Phase, ResumeExpect, Scenario, Step};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -10,7 +12,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 2] = [
+const BUILTIN: [(&str, &str); 3] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -18,6 +20,10 @@ const BUILTIN: [(&str, &str); 2] = [
     (
         "recreate-rehydrate.toml",
         include_str!("../../scenarios/recreate-rehydrate.toml"),
+    ),
+    (
+        "sandbox-reconnect.toml",
+        include_str!("../../scenarios/sandbox-reconnect.toml"),
     ),
 ];
 
@@ -69,10 +75,17 @@ struct RawPhase {
     expect: Option<String>,
     expect_stop_reason: Option<String>,
     ms: Option<u64>,
+    path: Option<String>,
+    content: Option<String>,
+    process: Option<String>,
+    command: Option<Texts>,
+    tty: Option<bool>,
+    terminal: Option<String>,
+    logs_contain: Option<String>,
 }
 
 /// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 12] = [
+const STEP_FIELDS: [(&str, &[&str]); 20] = [
     ("connect", &["client"]),
     ("create_session", &["client", "session", "cwd"]),
     (
@@ -88,6 +101,17 @@ const STEP_FIELDS: [(&str, &[&str]); 12] = [
     ("sleep", &["ms"]),
     ("health", &["client"]),
     ("probe", &["client"]),
+    ("write_file", &["client", "path", "content"]),
+    ("read_file", &["client", "path"]),
+    ("spawn_process", &["client", "process", "command", "tty"]),
+    (
+        "process_status",
+        &["client", "process", "expect", "logs_contain"],
+    ),
+    ("terminal_attach", &["client", "process", "terminal"]),
+    ("terminal_send", &["terminal", "text"]),
+    ("terminal_expect", &["terminal", "text"]),
+    ("terminal_reattach", &["client", "terminal"]),
 ];
 
 impl RawPhase {
@@ -104,6 +128,13 @@ impl RawPhase {
             ("expect", self.expect.is_some()),
             ("expect_stop_reason", self.expect_stop_reason.is_some()),
             ("ms", self.ms.is_some()),
+            ("path", self.path.is_some()),
+            ("content", self.content.is_some()),
+            ("process", self.process.is_some()),
+            ("command", self.command.is_some()),
+            ("tty", self.tty.is_some()),
+            ("terminal", self.terminal.is_some()),
+            ("logs_contain", self.logs_contain.is_some()),
         ];
         present
             .iter()
@@ -118,6 +149,8 @@ struct Checker<'a> {
     source: &'a str,
     clients: HashSet<String>,
     sessions: HashSet<String>,
+    /// Files, processes and terminals earlier phases made, as `kind:label`.
+    sandbox: HashSet<String>,
 }
 
 impl Checker<'_> {
@@ -253,7 +286,8 @@ impl Checker<'_> {
             },
             "health" => Step::Health { client: client()? },
             "probe" => Step::Probe { client: client()? },
-            _ => unreachable!("checked against STEP_FIELDS above"),
+            // The sandbox steps (files, processes, terminals); known kinds were checked above.
+            kind => self.sandbox_step(kind, p, span.clone())?,
         };
         self.check_references(&step, span)?;
         Ok(Phase {
@@ -303,6 +337,14 @@ impl Checker<'_> {
                 (Some(client), None)
             }
             Step::Restart | Step::Sleep { .. } => (None, None),
+            Step::WriteFile { .. }
+            | Step::ReadFile { .. }
+            | Step::SpawnProcess { .. }
+            | Step::ProcessStatus { .. }
+            | Step::TerminalAttach { .. }
+            | Step::TerminalSend { .. }
+            | Step::TerminalExpect { .. }
+            | Step::TerminalReattach { .. } => return self.check_sandbox(step, span),
         };
         if let Some(client) = client {
             if !self.clients.contains(client) {
@@ -362,6 +404,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         source,
         clients: HashSet::new(),
         sessions: HashSet::new(),
+        sandbox: HashSet::new(),
     };
     if raw.name.trim().is_empty() {
         return Err(checker.error(None, "`name` must not be empty"));

@@ -80,6 +80,8 @@ pub struct LocalStack {
     background: Vec<Target>,
     rivet: Option<RivetStack>,
     logs: Vec<(String, PathBuf)>,
+    /// The sandbox-agent's `XDG_DATA_HOME`: what its orphaned PTY processes carry.
+    agent_data: Option<PathBuf>,
 }
 
 fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
@@ -125,6 +127,7 @@ impl LocalStack {
             background: Vec::new(),
             rivet: None,
             logs: Vec::new(),
+            agent_data: None,
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
@@ -180,6 +183,7 @@ impl LocalStack {
             port: Some(agent_port),
         };
         let agent_spec = agent.prepare(agent_port)?;
+        stack.agent_data = Some(agent.run_dir.join("data"));
         stack
             .logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
@@ -302,6 +306,10 @@ impl LocalStack {
         }
         if let Some(rivet) = self.rivet.as_mut() {
             rivet.down().await;
+        }
+        // PTY processes the server started outlive its group (own session).
+        if let Some(data) = &self.agent_data {
+            super::orphans::kill_with_env(&super::orphans::agent_mark(data));
         }
     }
 }

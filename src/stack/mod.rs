@@ -5,6 +5,7 @@
 pub mod local;
 pub mod nginx;
 pub mod npm;
+pub mod orphans;
 pub mod process;
 pub mod rivet;
 pub mod sandbox_agent;

@@ -12,6 +12,24 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+/// The reconnect design's liveness probe limit: `pwd` within 15 s.
+const PROBE_LIMIT_MS: u64 = 15_000;
+
+/// The seed's statuses for a failed probe: `expired` when the sandbox (or
+/// its process API) is gone (404/410), `no_sandbox` when nothing answers,
+/// `error` for anything else.
+fn probe_status(error: &crate::client::ClientError) -> &'static str {
+    use crate::acp::AcpError;
+    use crate::client::ClientError;
+    match error {
+        ClientError::Acp(AcpError::Http {
+            status: 404 | 410, ..
+        }) => "expired",
+        ClientError::Acp(AcpError::Connect { .. }) => "no_sandbox",
+        _ => "error",
+    }
+}
+
 impl Cell<'_> {
     fn session_id(&self, label: &str) -> String {
         format!("{label}-{}", self.settings.session_suffix)
@@ -201,9 +219,28 @@ impl Cell<'_> {
                     .map_err(|e| self.fail(&e))?;
                 detail.insert("health".into(), health);
             }
+            Step::WriteFile { .. }
+            | Step::ReadFile { .. }
+            | Step::SpawnProcess { .. }
+            | Step::ProcessStatus { .. }
+            | Step::TerminalAttach { .. }
+            | Step::TerminalSend { .. }
+            | Step::TerminalExpect { .. }
+            | Step::TerminalReattach { .. } => return self.run_sandbox_step(step).await,
             Step::Probe { client } => {
                 let c = self.client(client)?;
-                match c.run_process("pwd", 15_000).await {
+                let limit = std::time::Duration::from_millis(PROBE_LIMIT_MS);
+                let Ok(probe) =
+                    tokio::time::timeout(limit, c.run_process("pwd", PROBE_LIMIT_MS)).await
+                else {
+                    // Nothing answered within the reconnect design's limit.
+                    return Err(StepFailure::new(diagnose::timeout(
+                        PROBE_LIMIT_MS,
+                        "POST /v1/processes/run pwd",
+                    ))
+                    .with("status", "no_sandbox"));
+                };
+                match probe {
                     Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
                         detail.insert("status".into(), "connected".into());
                         detail.insert(
@@ -218,20 +255,7 @@ impl Cell<'_> {
                         ))
                         .with("status", "error"))
                     }
-                    Err(e) => {
-                        let gone = matches!(
-                            &e,
-                            crate::client::ClientError::Acp(crate::acp::AcpError::Http {
-                                status: 404 | 410,
-                                ..
-                            }) | crate::client::ClientError::Acp(
-                                crate::acp::AcpError::Connect { .. }
-                            )
-                        );
-                        return Err(self
-                            .fail(&e)
-                            .with("status", if gone { "expired" } else { "error" }));
-                    }
+                    Err(e) => return Err(self.fail(&e).with("status", probe_status(&e))),
                 }
             }
         }

@@ -49,6 +49,56 @@ fn the_builtin_scenarios_parse_with_the_seed_phase_names() {
 }
 
 #[test]
+fn sandbox_steps_check_fields_labels_and_paths() {
+    let ok = format!(
+        "{HEAD}[[phase]]\nname = \"w\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"d/f.txt\"\ncontent = \"\"\n\
+         [[phase]]\nname = \"s\"\nstep = \"spawn_process\"\nclient = \"a\"\nprocess = \"p\"\ncommand = \"cat\"\ntty = true\n\
+         [[phase]]\nname = \"t\"\nstep = \"terminal_attach\"\nclient = \"a\"\nprocess = \"p\"\nterminal = \"t\"\n\
+         [[phase]]\nname = \"e\"\nstep = \"terminal_expect\"\nterminal = \"t\"\n"
+    );
+    let s = parse(&ok).unwrap();
+    assert!(
+        matches!(&s.phases[2].step, Step::SpawnProcess { command, tty: true, .. } if command == &["cat"])
+    );
+    let cases = [
+        ("step = \"read_file\"\nclient = \"a\"\npath = \"x\"", "file `x` is used before a `write_file` step makes it"),
+        ("step = \"process_status\"\nclient = \"a\"\nprocess = \"q\"", "process `q` is used before a `spawn_process`"),
+        ("step = \"terminal_send\"\nterminal = \"u\"\ntext = \"x\"", "terminal `u` is used before a `terminal_attach`"),
+        ("step = \"write_file\"\nclient = \"a\"\npath = \"/etc/x\"\ncontent = \"x\"", "must be relative"),
+        ("step = \"write_file\"\nclient = \"a\"\npath = \"../x\"\ncontent = \"x\"", "must be relative"),
+        ("step = \"write_file\"\nclient = \"a\"\npath = \"x\"", "needs `content`"),
+        ("step = \"spawn_process\"\nclient = \"a\"\nprocess = \"p\"\ncommand = []", "needs `command`"),
+        ("step = \"spawn_process\"\nclient = \"a\"\nprocess = \"p\"\ncommand = \"x\"\nterminal = \"t\"", "`terminal` is not a field of step `spawn_process`"),
+        ("step = \"process_status\"\nclient = \"b\"\nprocess = \"p\"", "client `b` is used before"),
+        ("step = \"terminal_send\"\nterminal = \"t\"\ntext = [\"a\", \"b\"]", "one non-empty line"),
+    ];
+    for (phase, expected) in cases {
+        let source = format!("{ok}[[phase]]\nname = \"bad\"\n{phase}\n");
+        let error = parse(&source).unwrap_err().to_string();
+        assert!(error.contains(expected), "{phase}: {error}");
+        assert!(error.starts_with("s.toml:"), "{error}");
+    }
+    let builtin = builtin_scenarios();
+    let reconnect = builtin
+        .iter()
+        .find(|s| s.name == "sandbox-reconnect")
+        .unwrap();
+    let verdict: Vec<&str> = reconnect
+        .phases
+        .iter()
+        .filter(|p| p.verdict)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert!(
+        verdict.iter().all(|v| !v.ends_with("BeforeRestart")),
+        "{verdict:?}"
+    );
+    assert!(
+        verdict.contains(&"processAfterRestart") && verdict.contains(&"terminalEchoAfterReattach")
+    );
+}
+
+#[test]
 fn an_unknown_key_names_file_line_and_key() {
     let e = parse(&format!(
         "{HEAD}[[phase]]\nname = \"p\"\nstep = \"restart\"\ncolour = \"red\"\n"
@@ -166,6 +216,13 @@ mod props {
         "ms",
         "timeout_ms",
         "on_failure",
+        "path",
+        "content",
+        "process",
+        "command",
+        "tty",
+        "terminal",
+        "logs_contain",
     ];
     const STEPS: &[&str] = &[
         "connect",
@@ -180,6 +237,14 @@ mod props {
         "sleep",
         "health",
         "probe",
+        "write_file",
+        "read_file",
+        "spawn_process",
+        "process_status",
+        "terminal_attach",
+        "terminal_send",
+        "terminal_expect",
+        "terminal_reattach",
         "nope",
     ];
 

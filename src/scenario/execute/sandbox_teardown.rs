@@ -1,0 +1,138 @@
+//! The end of every cell that made sandbox state: its terminals closed, its
+//! processes killed and deleted, any process still carrying the cell's mark
+//! killed (a restarted server forgets processes without killing them), its
+//! folder removed; bounded, with a fresh client, whatever happened before.
+
+use super::sandbox_steps::{file_missing, CELL_MARK};
+use super::{millis, Cell};
+use crate::client::{Client, ClientOptions};
+use crate::diagnose;
+use crate::persist::MemoryDriver;
+use crate::report::{Outcome, PhaseResult, SignatureKind};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the teardown of a cell's files and processes may take.
+const TEARDOWN_BOUND: Duration = Duration::from_secs(10);
+
+impl Cell<'_> {
+    /// Closes the cell's terminals and removes its processes and files, bounded,
+    /// with a fresh client (the scenario's may be disposed or broken). `None`
+    /// when the cell made nothing.
+    pub(super) async fn sandbox_teardown(&mut self) -> Option<PhaseResult> {
+        if self.sandbox.is_empty() {
+            return None;
+        }
+        let started = Instant::now();
+        let state = std::mem::take(&mut self.sandbox);
+        for entry in state.terminals.values() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), entry.terminal.close()).await;
+        }
+        let mut options = ClientOptions::new(
+            self.settings.base_url.clone(),
+            Arc::new(MemoryDriver::default()),
+        );
+        options.token = self.settings.token.clone();
+        options.headers = self.settings.headers.clone();
+        let mut detail = Map::new();
+        let mut errors: Vec<String> = Vec::new();
+        let mut orphans = 0usize;
+        let work = async {
+            let client = Client::connect(options).map_err(|e| e.to_string())?;
+            for id in state.processes.values() {
+                if let Err(e) = client.remove_process(id).await {
+                    errors.push(format!("process {id}: {e}"));
+                }
+            }
+            // A server restart can orphan its processes (a PTY process has
+            // its own session): the cell's mark in their environment finds them.
+            if state.spawned {
+                match marked_processes(&client, &self.settings.session_suffix, true).await {
+                    Ok(killed) => {
+                        orphans = killed.len();
+                    }
+                    Err(e) => errors.push(format!("orphan sweep: {e}")),
+                }
+            }
+            if !state.files.is_empty() {
+                match client.delete_entry(&self.sandbox_folder()).await {
+                    Err(e) if !file_missing(&e) => {
+                        errors.push(format!("folder {}: {e}", self.sandbox_folder()))
+                    }
+                    _ => {}
+                }
+            }
+            client.dispose().await;
+            Ok::<(), String>(())
+        };
+        let outcome = tokio::time::timeout(TEARDOWN_BOUND, work).await;
+        detail.insert("processes".into(), state.processes.len().into());
+        detail.insert("files".into(), state.files.len().into());
+        detail.insert("orphansKilled".into(), orphans.into());
+        let signature = match outcome {
+            Err(_) => Some(diagnose::timeout(
+                millis(TEARDOWN_BOUND),
+                "removing the cell's processes and files",
+            )),
+            Ok(Err(e)) => Some(diagnose::other(SignatureKind::Client, e)),
+            Ok(Ok(())) if !errors.is_empty() => Some(diagnose::other(
+                SignatureKind::Client,
+                crate::secret::redact(&errors.join("; "), self.settings.token.as_ref()),
+            )),
+            Ok(Ok(())) => None,
+        };
+        let ok = signature.is_none();
+        Some(PhaseResult {
+            name: "sandboxCleanup".into(),
+            step: "sandbox_cleanup".into(),
+            verdict: false,
+            cleanup: true,
+            outcome: match (&signature, ok) {
+                (_, true) => Outcome::Ok,
+                (Some(s), _) if s.kind == SignatureKind::Timeout => Outcome::Timeout,
+                _ => Outcome::Fail,
+            },
+            ok,
+            duration_ms: millis(started.elapsed()),
+            deadline_ms: millis(TEARDOWN_BOUND),
+            detail,
+            signature,
+        })
+    }
+}
+
+/// Pids of the sandbox's processes whose environment carries this cell's
+/// mark (read from `/proc` by a one-off command in the sandbox, so it works
+/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
+/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
+pub(super) async fn marked_processes(
+    client: &Client,
+    suffix: &str,
+    kill: bool,
+) -> Result<Vec<i64>, String> {
+    if suffix.is_empty()
+        || !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(format!("cell id {suffix:?} is not safe in a shell word"));
+    }
+    let action = if kill { "kill -9 \"$p\"; " } else { "" };
+    let script = format!(
+        "{{ for f in /proc/[0-9]*/environ; do \
+         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
+         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
+    );
+    let result = client
+        .run_command("sh", &["-c", &script], 10_000)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(result
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
+}

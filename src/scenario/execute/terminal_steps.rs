@@ -1,0 +1,221 @@
+//! The terminal steps: attach a process's terminal WebSocket, send a line,
+//! expect output, reattach after a restart (recording the old socket's fate
+//! and any replayed scrollback); and a terminal failure as a signature.
+
+use super::sandbox_steps::TerminalEntry;
+use super::{Cell, StepFailure, StepResult};
+use crate::client::{Terminal, TerminalError};
+use crate::diagnose;
+use crate::report::{Signature, SignatureKind};
+use crate::scenario::Step;
+use serde_json::{Map, Value};
+use std::time::{Duration, Instant};
+
+/// How long a fresh attach waits for replayed output (scrollback) before the next step.
+const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
+/// Output silence that counts as "nothing more under way" before a reattach, and its bound.
+const QUIET_GAP: Duration = Duration::from_millis(150);
+const QUIET_BOUND: Duration = Duration::from_secs(1);
+
+impl Cell<'_> {
+    fn terminal_failure(&self, error: &TerminalError) -> StepFailure {
+        StepFailure::new(terminal_signature(error, self.settings.token.as_ref()))
+    }
+
+    fn entry(&self, label: &str) -> Result<&TerminalEntry, StepFailure> {
+        self.sandbox.terminals.get(label).ok_or_else(|| {
+            StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("terminal `{label}` is not attached (its attach failed)"),
+            ))
+        })
+    }
+
+    pub(super) async fn run_terminal_step(&mut self, step: &Step) -> StepResult {
+        let mut detail = Map::new();
+        match step {
+            Step::TerminalAttach {
+                client,
+                process,
+                terminal,
+            } => {
+                let id = self.process_id(process)?;
+                let attached = self
+                    .sandbox_client(client)?
+                    .attach_terminal(&id)
+                    .await
+                    .map_err(|e| self.terminal_failure(&e))?;
+                attached
+                    .wait_ready()
+                    .await
+                    .map_err(|e| self.terminal_failure(&e))?;
+                detail.insert("processId".into(), id.into());
+                detail.insert("ready".into(), true.into());
+                self.sandbox.terminals.insert(
+                    terminal.clone(),
+                    TerminalEntry {
+                        terminal: attached,
+                        mark: 0,
+                        sent: Vec::new(),
+                    },
+                );
+            }
+            Step::TerminalSend { terminal, text } => {
+                // Recorded before sending: a `terminal_expect` after a failed
+                // send waits for this line, never for an older echo.
+                let entry = self.sandbox.terminals.get_mut(terminal).ok_or_else(|| {
+                    StepFailure::new(diagnose::other(
+                        SignatureKind::Client,
+                        format!("terminal `{terminal}` is not attached (its attach failed)"),
+                    ))
+                })?;
+                entry.mark = entry.terminal.mark();
+                entry.sent.push(text.clone());
+                let entry = self.entry(terminal)?;
+                entry
+                    .terminal
+                    .send_line(text)
+                    .await
+                    .map_err(|e| self.terminal_failure(&e))?;
+                detail.insert("bytes".into(), (text.len() + 1).into());
+            }
+            Step::TerminalExpect { terminal, text } => {
+                let entry = self.entry(terminal)?;
+                let Some(wanted) = text.clone().or_else(|| entry.sent.last().cloned()) else {
+                    return Err(StepFailure::new(diagnose::other(
+                        SignatureKind::Client,
+                        format!("nothing was sent on terminal `{terminal}` to expect back"),
+                    )));
+                };
+                let seen = entry
+                    .terminal
+                    .expect(&wanted, entry.mark)
+                    .await
+                    .map_err(|e| {
+                        self.terminal_failure(&e)
+                            .with("output", entry.terminal.output_since(entry.mark))
+                    })?;
+                detail.insert("expected".into(), wanted.into());
+                detail.insert("bytesSeen".into(), seen.into());
+            }
+            Step::TerminalReattach { client, terminal } => {
+                let entry = self.entry(terminal)?;
+                let process_id = entry.terminal.process_id().to_string();
+                record_old_socket(&entry.terminal, &mut detail);
+                // Let output already under way land before the new attach, so
+                // only a replay can bring old lines to the new socket.
+                let quiet_by = Instant::now() + QUIET_BOUND;
+                loop {
+                    let before = entry.terminal.mark();
+                    tokio::time::sleep(QUIET_GAP).await;
+                    if entry.terminal.mark() == before || Instant::now() >= quiet_by {
+                        break;
+                    }
+                }
+                entry.terminal.close().await;
+                let fresh = self
+                    .sandbox_client(client)?
+                    .attach_terminal(&process_id)
+                    .await
+                    .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+                fresh
+                    .wait_ready()
+                    .await
+                    .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+                tokio::time::sleep(SCROLLBACK_WAIT).await;
+                // Live output of the last line may still arrive on the new
+                // socket; only the first line ever sent proves a replay.
+                let replayed = fresh.output_since(0);
+                let kept = entry
+                    .sent
+                    .first()
+                    .is_some_and(|first| replayed.contains(first.as_str()));
+                detail.insert("scrollbackBytes".into(), replayed.len().into());
+                detail.insert("scrollbackKept".into(), kept.into());
+                let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
+                entry.terminal = fresh;
+                entry.mark = entry.terminal.mark();
+            }
+            other => unreachable!("{} is not a terminal step", other.kind()),
+        }
+        Ok(detail)
+    }
+}
+
+fn record_old_socket(old: &Terminal, detail: &mut Map<String, Value>) {
+    match old.closed() {
+        Some(close) => {
+            detail.insert("oldSocket".into(), "closed".into());
+            detail.insert("oldCloseCode".into(), close.code.into());
+            detail.insert("oldCloseClean".into(), close.clean.into());
+            detail.insert("oldCloseReason".into(), close.reason.into());
+        }
+        None => {
+            detail.insert("oldSocket".into(), "open".into());
+        }
+    }
+}
+
+/// A terminal failure as a signature: the close code leads the message.
+pub(crate) fn terminal_signature(
+    error: &TerminalError,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
+    let message = crate::secret::redact(&error.to_string(), token);
+    let mut signature = diagnose::other(SignatureKind::StreamClosed, message);
+    match error {
+        TerminalError::Refused {
+            status,
+            problem_type,
+            ..
+        } => {
+            signature.kind = SignatureKind::Http;
+            signature.http_status = Some(*status);
+            signature.problem_type = problem_type.clone();
+        }
+        TerminalError::Connect(_) => signature.kind = SignatureKind::Connect,
+        TerminalError::Protocol(_) => signature.kind = SignatureKind::Protocol,
+        TerminalError::Closed(_) | TerminalError::Exited(_) => {}
+    }
+    signature
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::CloseInfo;
+
+    #[test]
+    fn terminal_failures_become_signatures_led_by_what_a_user_searches_for() {
+        let refused = terminal_signature(
+            &TerminalError::Refused {
+                status: 401,
+                problem_type: Some("token_invalid".into()),
+                detail: Some("token invalid".into()),
+            },
+            None,
+        );
+        assert_eq!(
+            (
+                refused.kind,
+                refused.http_status,
+                refused.problem_type.as_deref()
+            ),
+            (SignatureKind::Http, Some(401), Some("token_invalid"))
+        );
+        assert!(refused.message.starts_with("ws upgrade refused: HTTP 401"));
+        let dropped = terminal_signature(
+            &TerminalError::Closed(CloseInfo {
+                code: 1006,
+                reason: "reset".into(),
+                clean: false,
+            }),
+            None,
+        );
+        assert_eq!(dropped.kind, SignatureKind::StreamClosed);
+        assert_eq!(dropped.message, "ws close 1006 (reset)");
+        assert_eq!(dropped.short(), "ws close 1006", "the table shows the code");
+        let bad = terminal_signature(&TerminalError::Protocol("x".into()), None);
+        assert_eq!(bad.kind, SignatureKind::Protocol);
+    }
+}
