@@ -65,6 +65,8 @@ pub struct RunPlan {
     /// On a version axis (several `--server-version`): the version every cell of this run carries.
     pub axis_version: Option<String>,
     pub logs: Vec<LogFile>,
+    /// The local stack's scripted agent records the chunks it streams here.
+    pub agent_sent_log: Option<PathBuf>,
 }
 
 /// A target that cannot run, and why.

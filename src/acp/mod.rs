@@ -11,7 +11,9 @@ mod error;
 mod transport;
 
 pub use error::{AcpError, ConnectFailure, Problem};
-pub use transport::{Direction, Observed, RpcResponse, Transport, TransportConfig};
+pub use transport::{
+    Answer, Direction, Observed, RpcResponse, StreamStats, Transport, TransportConfig,
+};
 
 /// JSON-RPC "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;

@@ -24,7 +24,10 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 mod envelope;
+mod stats;
 mod stream;
+
+pub use stats::{Answer, StreamStats};
 
 #[cfg(test)]
 mod props;
@@ -103,6 +106,7 @@ struct State {
     streamed_response_order: VecDeque<String>,
     last_event_id: Option<String>,
     sse_task: Option<JoinHandle<()>>,
+    record: stats::Recorder,
 }
 
 struct Inner {
@@ -163,6 +167,7 @@ impl Transport {
             })
         });
         drop(guard);
+        self.inner.lock().record.answered(&key, method);
         let envelope = outcome?;
         rpc_result(key, envelope)
     }
@@ -171,6 +176,14 @@ impl Transport {
     pub fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
         self.inner
             .write(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// What the stream and the POSTs have seen so far.
+    pub fn stats(&self) -> StreamStats {
+        let state = self.inner.lock();
+        let mut stats = state.record.stats.clone();
+        stats.closed_by = state.closed.as_ref().map(ToString::to_string);
+        stats
     }
 
     /// Waits, at most `max`, until the stream has delivered response `id` too,
@@ -387,6 +400,9 @@ impl Inner {
             self.stream_progress.notify_waiters();
         }
         if let Some(id) = &response_id {
+            if state.pending.contains_key(id) {
+                state.record.arrived(id, from_stream);
+            }
             let State {
                 seen_response_ids,
                 seen_response_order,

@@ -170,6 +170,7 @@ async fn run_one(
         default_timeout: plan.timeout,
         session_suffix: key,
         store,
+        agent_sent_log: plan.agent_sent_log.clone(),
     };
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;

@@ -6,6 +6,7 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod steps;
+mod turns;
 use crate::diagnose;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
@@ -33,6 +34,9 @@ pub struct CellSettings {
     /// Appended to session labels so every cell's session ids are unique.
     pub session_suffix: String,
     pub store: CellStore,
+    /// The scripted agent's record of the chunks it streamed (the local
+    /// stack's); without it `turn_history` judges the history alone.
+    pub agent_sent_log: Option<std::path::PathBuf>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -100,7 +104,8 @@ type StepResult = Result<Map<String, Value>, StepFailure>;
 struct Cell<'a> {
     settings: &'a CellSettings,
     restarter: &'a mut dyn Restarter,
-    clients: HashMap<String, Client>,
+    clients: HashMap<String, Arc<Client>>,
+    turns: turns::Turns,
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
     restarts: Vec<RestartTiming>,
@@ -117,6 +122,7 @@ pub async fn run_cell(
         settings,
         restarter,
         clients: HashMap::new(),
+        turns: turns::Turns::default(),
         transcripts: HashMap::new(),
         restarts: Vec::new(),
     };
@@ -140,11 +146,13 @@ pub async fn run_cell(
         };
         results.push(result);
     }
+    // A turn no phase collected (the cell stopped first) is cancelled first.
+    cell.turns.cancel_running().await;
     // Clients the scenario left open would keep their streams open: close them, bounded.
-    let leftovers: Vec<Client> = cell.clients.drain().map(|(_, c)| c).collect();
+    let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let _ = tokio::time::timeout(
         DISPOSE_BOUND,
-        futures_util::future::join_all(leftovers.iter().map(Client::dispose)),
+        futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
     )
     .await;
     let (verdict, failure_boundary) = judge(&results);
@@ -210,8 +218,14 @@ fn step_client(step: &Step) -> Option<&str> {
         | Step::DestroySession { client, .. }
         | Step::Dispose { client }
         | Step::Health { client }
-        | Step::Probe { client } => Some(client),
-        Step::Connect { .. } | Step::Restart | Step::Sleep { .. } => None,
+        | Step::Probe { client }
+        | Step::StartTurn { client, .. }
+        | Step::TurnHistory { client, .. } => Some(client),
+        Step::Connect { .. }
+        | Step::Restart
+        | Step::Sleep { .. }
+        | Step::AwaitTurn { .. }
+        | Step::RestartDuringTurn { .. } => None,
     }
 }
 
@@ -233,6 +247,12 @@ impl Cell<'_> {
         let deadline = match (&phase.step, phase.timeout) {
             (_, Some(t)) => t,
             (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
+            (Step::RestartDuringTurn { after }, None) => {
+                self.settings.default_timeout.max(MIN_RESTART_DEADLINE) + *after
+            }
+            (Step::AwaitTurn { deadline, .. }, _) => {
+                deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
+            }
             (_, None) => self.settings.default_timeout,
         };
         let started = Instant::now();
@@ -356,6 +376,7 @@ mod tests {
             default_timeout: Duration::from_secs(5),
             session_suffix: "t".into(),
             store: CellStore::PerClientMemory,
+            agent_sent_log: None,
         }
     }
 

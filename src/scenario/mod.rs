@@ -25,6 +25,9 @@ pub struct Scenario {
     pub file: PathBuf,
     pub phases: Vec<Phase>,
     pub cleanup: Vec<Phase>,
+    /// `opt_in = true`: runs only when named with `--scenario` (a slow or
+    /// specialised scenario that a plain `continuity run` leaves out).
+    pub opt_in: bool,
 }
 
 /// A named step with its deadline and failure policy.
@@ -96,6 +99,31 @@ pub enum Step {
     Probe {
         client: String,
     },
+    /// `prompt` with `wait = false`: the prompt is sent and runs on as turn
+    /// `turn` while later phases run; an `await_turn` collects its outcome.
+    StartTurn {
+        client: String,
+        session: String,
+        text: String,
+        turn: String,
+    },
+    /// Waits for a started turn's outcome until `deadline` (the phase's
+    /// `timeout_ms`, else the run's): completed, failed, or lost.
+    AwaitTurn {
+        turn: String,
+        deadline: Option<Duration>,
+    },
+    /// The streamed chunks of an awaited turn against what the agent sent:
+    /// each stored once, in order, with `eventIndex` contiguous.
+    TurnHistory {
+        client: String,
+        turn: String,
+    },
+    /// `restart` with `after_ms`: starts that long after the latest started
+    /// turn did (at once when it is later already), while the turn runs.
+    RestartDuringTurn {
+        after: Duration,
+    },
 }
 
 /// What `resume_session` is expected to do, when a scenario pins it.
@@ -121,6 +149,10 @@ impl Step {
             Step::Sleep { .. } => "sleep",
             Step::Health { .. } => "health",
             Step::Probe { .. } => "probe",
+            Step::StartTurn { .. } => "prompt",
+            Step::AwaitTurn { .. } => "await_turn",
+            Step::TurnHistory { .. } => "turn_history",
+            Step::RestartDuringTurn { .. } => "restart",
         }
     }
 
@@ -153,6 +185,12 @@ impl Step {
             Step::Sleep { .. } => "sleeping".into(),
             Step::Health { .. } => "GET /v1/health".into(),
             Step::Probe { .. } => "POST /v1/processes/run pwd".into(),
+            Step::StartTurn {
+                client, session, ..
+            } => format!("sending session/prompt on {session} via client {client}"),
+            Step::AwaitTurn { turn, .. } => format!("the outcome of turn {turn}"),
+            Step::TurnHistory { turn, .. } => format!("reading the history of turn {turn}"),
+            Step::RestartDuringTurn { .. } => "the target's restart and readiness".into(),
         }
     }
 }

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
 
+mod turns;
+
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 2] = [
+const BUILTIN: [(&str, &str); 3] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -18,6 +20,10 @@ const BUILTIN: [(&str, &str); 2] = [
     (
         "recreate-rehydrate.toml",
         include_str!("../../scenarios/recreate-rehydrate.toml"),
+    ),
+    (
+        "restart-mid-turn.toml",
+        include_str!("../../scenarios/restart-mid-turn.toml"),
     ),
 ];
 
@@ -38,6 +44,9 @@ struct RawScenario {
     description: String,
     /// Phases that decide the verdict; all phases when absent.
     verdict: Option<Vec<String>>,
+    /// Runs only when named with `--scenario`.
+    #[serde(default)]
+    opt_in: bool,
     #[serde(default, rename = "phase")]
     phases: Vec<Spanned<RawPhase>>,
     #[serde(default)]
@@ -69,18 +78,30 @@ struct RawPhase {
     expect: Option<String>,
     expect_stop_reason: Option<String>,
     ms: Option<u64>,
+    wait: Option<bool>,
+    turn: Option<String>,
+    after_ms: Option<u64>,
 }
 
 /// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 12] = [
+const STEP_FIELDS: [(&str, &[&str]); 14] = [
     ("connect", &["client"]),
     ("create_session", &["client", "session", "cwd"]),
     (
         "prompt",
-        &["client", "session", "text", "expect_stop_reason"],
+        &[
+            "client",
+            "session",
+            "text",
+            "expect_stop_reason",
+            "wait",
+            "turn",
+        ],
     ),
     ("rehydrate_prompt", &["client", "session", "from"]),
-    ("restart", &[]),
+    ("restart", &["after_ms"]),
+    ("await_turn", &["turn"]),
+    ("turn_history", &["client", "turn"]),
     ("get_events", &["client", "session", "limit", "integrity"]),
     ("resume_session", &["client", "session", "expect"]),
     ("destroy_session", &["client", "session"]),
@@ -104,6 +125,9 @@ impl RawPhase {
             ("expect", self.expect.is_some()),
             ("expect_stop_reason", self.expect_stop_reason.is_some()),
             ("ms", self.ms.is_some()),
+            ("wait", self.wait.is_some()),
+            ("turn", self.turn.is_some()),
+            ("after_ms", self.after_ms.is_some()),
         ];
         present
             .iter()
@@ -118,6 +142,8 @@ struct Checker<'a> {
     source: &'a str,
     clients: HashSet<String>,
     sessions: HashSet<String>,
+    /// Named turns seen so far (a cell so the step closures can borrow the checker).
+    turns: std::cell::RefCell<turns::Turns>,
 }
 
 impl Checker<'_> {
@@ -192,6 +218,21 @@ impl Checker<'_> {
                 session: session()?,
                 cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
             },
+            "prompt" if p.wait == Some(false) || p.turn.is_some() => {
+                self.turns
+                    .borrow_mut()
+                    .start_turn(raw.span().start, p, cleanup)
+                    .map_err(&fail)?;
+                let Some(Texts::One(text)) = &p.text else {
+                    unreachable!("start_turn checked the text")
+                };
+                Step::StartTurn {
+                    client: client()?,
+                    session: session()?,
+                    text: text.clone(),
+                    turn: need("turn", &p.turn)?,
+                }
+            }
             "prompt" => {
                 let texts = match &p.text {
                     Some(Texts::One(t)) => vec![t.clone()],
@@ -216,7 +257,37 @@ impl Checker<'_> {
                 session: session()?,
                 from: need("from", &p.from)?,
             },
-            "restart" => Step::Restart,
+            "restart" => match p.after_ms {
+                None => Step::Restart,
+                Some(ms) => {
+                    self.turns
+                        .borrow()
+                        .restart_during_turn(cleanup)
+                        .map_err(&fail)?;
+                    Step::RestartDuringTurn {
+                        after: Duration::from_millis(ms),
+                    }
+                }
+            },
+            "await_turn" => {
+                let turn = need("turn", &p.turn)?;
+                self.turns
+                    .borrow_mut()
+                    .await_turn(&turn, cleanup)
+                    .map_err(&fail)?;
+                Step::AwaitTurn {
+                    turn,
+                    deadline: timeout,
+                }
+            }
+            "turn_history" => {
+                let turn = need("turn", &p.turn)?;
+                self.turns.borrow().check_history(&turn).map_err(&fail)?;
+                Step::TurnHistory {
+                    client: client()?,
+                    turn,
+                }
+            }
             "get_events" => Step::GetEvents {
                 client: client()?,
                 session: session()?,
@@ -299,10 +370,17 @@ impl Checker<'_> {
                 client, session, ..
             }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),
-            Step::Dispose { client } | Step::Health { client } | Step::Probe { client } => {
-                (Some(client), None)
-            }
-            Step::Restart | Step::Sleep { .. } => (None, None),
+            Step::StartTurn {
+                client, session, ..
+            } => (Some(client), Some(session)),
+            Step::Dispose { client }
+            | Step::Health { client }
+            | Step::Probe { client }
+            | Step::TurnHistory { client, .. } => (Some(client), None),
+            Step::Restart
+            | Step::Sleep { .. }
+            | Step::AwaitTurn { .. }
+            | Step::RestartDuringTurn { .. } => (None, None),
         };
         if let Some(client) = client {
             if !self.clients.contains(client) {
@@ -362,6 +440,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         source,
         clients: HashSet::new(),
         sessions: HashSet::new(),
+        turns: Default::default(),
     };
     if raw.name.trim().is_empty() {
         return Err(checker.error(None, "`name` must not be empty"));
@@ -386,6 +465,12 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         .iter()
         .map(|c| checker.phase(c, true))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some((turn, offset)) = checker.turns.borrow().never_awaited() {
+        return Err(checker.error(
+            Some(offset..offset),
+            format!("turn `{turn}` is started here but no `await_turn` step collects it"),
+        ));
+    }
     match &raw.verdict {
         None => phases.iter_mut().for_each(|p| p.verdict = true),
         Some(names) => {
@@ -412,6 +497,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         file: file.to_path_buf(),
         phases,
         cleanup,
+        opt_in: raw.opt_in,
     })
 }
 

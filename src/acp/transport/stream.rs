@@ -38,8 +38,13 @@ impl Inner {
                 state.last_event_id.clone()
             };
             let error = self.read_stream_once(last_event_id).await;
-            if self.lock().closed.is_some() {
-                return;
+            {
+                let mut state = self.lock();
+                if state.closed.is_some() {
+                    return;
+                }
+                let end = error.as_ref().map_or("ended".into(), ToString::to_string);
+                state.record.stream_ended(end);
             }
             if let Some(error) = error {
                 // Hostile or corrupt input closes the transport with that error; a
@@ -64,14 +69,18 @@ impl Inner {
             .get(&url)
             .headers(self.headers())
             .header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id {
-            if let Ok(value) = HeaderValue::from_str(&id) {
+        if let Some(id) = &last_event_id {
+            if let Ok(value) = HeaderValue::from_str(id) {
                 request = request.header(HeaderName::from_static("last-event-id"), value);
             }
         }
         let response = match request.send().await {
             Ok(r) => r,
-            Err(e) => return Some(AcpError::from_reqwest(&url, &e)),
+            Err(e) => {
+                let error = AcpError::from_reqwest(&url, &e);
+                self.lock().record.get_failed(error.to_string());
+                return Some(error);
+            }
         };
         if !response.status().is_success() {
             let status = response.status().as_u16();
@@ -80,11 +89,14 @@ impl Inner {
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            return Some(AcpError::Http {
+            let error = AcpError::Http {
                 status,
                 problem: Problem::parse(&body),
-            });
+            };
+            self.lock().record.get_failed(error.to_string());
+            return Some(error);
         }
+        self.lock().record.stream_opened(last_event_id.as_deref());
         let mut events = std::pin::pin!(decode_stream(response.bytes_stream()));
         while let Some(item) = events.next().await {
             let event = match item {
@@ -96,6 +108,7 @@ impl Inner {
                 self.lock().last_event_id = Some(event.id.clone());
             }
             if let Some(envelope) = event.envelope {
+                self.lock().record.stats.events_read += 1;
                 self.push_inbound(envelope, true);
             }
         }

@@ -1,0 +1,483 @@
+//! Turns that overlap other phases: a `prompt` with `wait = false` runs on
+//! as a task, `restart` with `after_ms` lands inside it, `await_turn`
+//! collects its outcome under its own deadline (completed — by POST, stream
+//! or resumed stream —, failed with its cause, or lost), and `turn_history`
+//! checks the chunks it streamed against the scripted agent's sent record.
+//! A turn the cell never collects is cancelled before the clients go.
+
+use super::{Cell, StepFailure, StepResult};
+use crate::acp::StreamStats;
+use crate::client::{Client, ClientError, PromptOutcome};
+use crate::diagnose;
+use crate::persist::{list_all_events, Sender};
+use crate::report::SignatureKind;
+use crate::scenario::Step;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// How long cancelling a turn (`session/cancel`) may take.
+const CANCEL_BOUND: Duration = Duration::from_secs(2);
+/// `await_turn`'s phase deadline is its turn deadline plus this, so the
+/// step itself, not the phase timer, reports a lost turn with what it saw.
+pub(super) const AWAIT_MARGIN: Duration = Duration::from_secs(5);
+
+type TurnTask = JoinHandle<Result<PromptOutcome, ClientError>>;
+
+/// The cell's named turns.
+#[derive(Default)]
+pub(super) struct Turns {
+    turns: HashMap<String, Turn>,
+    /// When the latest turn started: `restart`'s `after_ms` counts from it.
+    latest_start: Option<Instant>,
+}
+
+struct Turn {
+    client: Arc<Client>,
+    session_id: String,
+    /// The `[[turn:TAG]]` the scripted agent tags the turn's chunks with.
+    tag: String,
+    started: Instant,
+    stats_before: StreamStats,
+    /// Until `await_turn` takes it.
+    task: Option<TurnTask>,
+}
+
+impl Turns {
+    /// Cancels every turn still running (`session/cancel`, bounded) and stops its task.
+    pub async fn cancel_running(&mut self) {
+        for turn in self.turns.values_mut() {
+            if let Some(task) = turn.task.take() {
+                if !task.is_finished() {
+                    let _ =
+                        tokio::time::timeout(CANCEL_BOUND, turn.client.cancel(&turn.session_id))
+                            .await;
+                }
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Cell<'_> {
+    pub(super) async fn run_turn_step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::StartTurn {
+                client,
+                session,
+                text,
+                turn,
+            } => self.start_turn(client, session, text, turn).await,
+            Step::AwaitTurn { turn, deadline } => {
+                let deadline = deadline.unwrap_or(self.settings.default_timeout);
+                self.await_turn(turn, deadline).await
+            }
+            Step::TurnHistory { client, turn } => self.turn_history(client, turn).await,
+            Step::RestartDuringTurn { after } => {
+                let elapsed = self
+                    .turns
+                    .latest_start
+                    .map_or(Duration::ZERO, |s| s.elapsed());
+                tokio::time::sleep(after.saturating_sub(elapsed)).await;
+                let into = self.turns.latest_start.map(|s| s.elapsed());
+                let mut detail = match Box::pin(self.run_step(&Step::Restart)).await {
+                    Ok(detail) => detail,
+                    Err(mut failure) => {
+                        failure.detail.insert("afterMs".into(), ms(*after).into());
+                        return Err(failure);
+                    }
+                };
+                detail.insert("afterMs".into(), ms(*after).into());
+                detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
+                Ok(detail)
+            }
+            other => unreachable!("{} is not a turn step", other.kind()),
+        }
+    }
+
+    async fn start_turn(
+        &mut self,
+        client: &str,
+        session: &str,
+        text: &str,
+        turn: &str,
+    ) -> StepResult {
+        let client = Arc::clone(self.client(client)?);
+        let session_id = self.session_id(session);
+        let tag = format!("{turn}-{}", self.settings.session_suffix);
+        self.transcripts
+            .entry(session.to_string())
+            .or_default()
+            .push(text.to_string());
+        let agent = self.settings.agent.clone();
+        let stats_before = client.transport_stats(&agent).await.unwrap_or_default();
+        let blocks = vec![json!({"type": "text", "text": format!("{text} [[turn:{tag}]]")})];
+        let task = {
+            let client = Arc::clone(&client);
+            let id = session_id.clone();
+            tokio::spawn(async move { client.prompt(&id, blocks).await })
+        };
+        let started = Instant::now();
+        self.turns.latest_start = Some(started);
+        self.turns.turns.insert(
+            turn.to_string(),
+            Turn {
+                client,
+                session_id: session_id.clone(),
+                tag: tag.clone(),
+                started,
+                stats_before,
+                task: Some(task),
+            },
+        );
+        let mut detail = Map::new();
+        detail.insert("turn".into(), turn.into());
+        detail.insert("sessionId".into(), session_id.into());
+        detail.insert("turnTag".into(), tag.into());
+        Ok(detail)
+    }
+
+    async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
+        let agent = self.settings.agent.clone();
+        let token = self.settings.token.clone();
+        let Some(turn) = self.turns.turns.get_mut(name) else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was never started"),
+            )));
+        };
+        let Some(mut task) = turn.task.take() else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was already collected"),
+            )));
+        };
+        let outcome = tokio::time::timeout(deadline, &mut task).await;
+        let stats = turn
+            .client
+            .transport_stats(&agent)
+            .await
+            .unwrap_or_default();
+        let mut detail = stream_detail(&turn.stats_before, &stats);
+        detail.insert("turnMs".into(), ms(turn.started.elapsed()).into());
+        let fail = |kind: &str, signature, detail: Map<String, Value>| {
+            let mut failure = StepFailure::new(signature).with_detail(detail);
+            failure.detail.insert("turnOutcome".into(), kind.into());
+            Err(failure)
+        };
+        match outcome {
+            Ok(Ok(Ok(result))) => {
+                detail.insert("turnOutcome".into(), "completed".into());
+                detail.insert("stopReason".into(), result.stop_reason.into());
+                let answer = stats.answers.iter().rev().find(|a| {
+                    a.method == "session/prompt"
+                        && !turn.stats_before.answers.iter().any(|b| b.id == a.id)
+                });
+                let via = match answer {
+                    Some(a) if a.via_stream && a.resumed_stream => "resumed stream",
+                    Some(a) if a.via_stream => "stream",
+                    Some(_) => "post",
+                    None => "unknown",
+                };
+                detail.insert("answeredVia".into(), via.into());
+                Ok(detail)
+            }
+            Ok(Ok(Err(error))) => {
+                let signature = diagnose::signature(&error, token.as_ref());
+                detail.insert("cause".into(), signature.message.clone().into());
+                fail("failed", signature, detail)
+            }
+            Ok(Err(join)) => fail(
+                "failed",
+                diagnose::other(
+                    SignatureKind::Client,
+                    format!("the turn's task ended: {join}"),
+                ),
+                detail,
+            ),
+            Err(_) => {
+                let seen = describe_lost(&turn.stats_before, &stats);
+                let _ =
+                    tokio::time::timeout(CANCEL_BOUND, turn.client.cancel(&turn.session_id)).await;
+                task.abort();
+                detail.insert("seen".into(), seen.clone().into());
+                fail(
+                    "lost",
+                    diagnose::timeout(ms(deadline), format!("the outcome of turn {name} ({seen})")),
+                    detail,
+                )
+            }
+        }
+    }
+
+    /// The turn's chunks in the store against the agent's sent record, and
+    /// the session's `eventIndex` sequence.
+    async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
+        let Some(turn) = self.turns.turns.get(name) else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was never started"),
+            )));
+        };
+        let (session_id, tag) = (turn.session_id.clone(), turn.tag.clone());
+        if let Some(log) = &self.settings.agent_sent_log {
+            agent_turn_over(log, &tag).await;
+        }
+        let store = Arc::clone(self.client(reader)?.persist());
+        for client in self.clients.values() {
+            client.flush().await;
+        }
+        let events = list_all_events(store.as_ref(), &session_id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let mut ordered: Vec<(i64, u32)> = events
+            .iter()
+            .filter(|e| e.sender == Sender::Agent)
+            .filter_map(|e| chunk_seq(&e.payload, &tag).map(|seq| (e.event_index, seq)))
+            .collect();
+        ordered.sort();
+        let stored: Vec<u32> = ordered.iter().map(|(_, seq)| *seq).collect();
+        let sent = self
+            .settings
+            .agent_sent_log
+            .as_deref()
+            .map(|p| sent_chunks(p, &tag));
+        let figures = ChunkFigures::judge(&stored, sent.as_ref());
+        let mut detail = Map::new();
+        figures.write(&mut detail);
+        let indexes = self.check_integrity(reader, &session_id, &mut detail).await;
+        if figures.is_clean() {
+            return indexes.map(|()| detail);
+        }
+        let message = format!("turn {name}: {}", figures.describe());
+        Err(
+            StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
+                .with_detail(detail),
+        )
+    }
+}
+
+/// What the stream did during the turn, for the report.
+fn stream_detail(before: &StreamStats, after: &StreamStats) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert(
+        "streamsOpened".into(),
+        (after.streams_opened - before.streams_opened.min(after.streams_opened)).into(),
+    );
+    detail.insert(
+        "streamsResumed".into(),
+        (after.streams_resumed - before.streams_resumed.min(after.streams_resumed)).into(),
+    );
+    if after.streams_resumed > before.streams_resumed {
+        detail.insert("lastEventId".into(), after.last_resume_id.clone().into());
+    }
+    let ends = new_items(&before.stream_ends, &after.stream_ends);
+    if !ends.is_empty() {
+        detail.insert("streamEnds".into(), ends.into());
+    }
+    if let Some(closed) = &after.closed_by {
+        detail.insert("transportClosedBy".into(), closed.clone().into());
+    }
+    detail
+}
+
+/// A lost turn in one line: what the stream and the POST saw.
+fn describe_lost(before: &StreamStats, after: &StreamStats) -> String {
+    let opened = after.streams_opened.saturating_sub(before.streams_opened);
+    let resumed = after.streams_resumed.saturating_sub(before.streams_resumed);
+    let mut parts = vec![format!("stream: {opened} opened, {resumed} resumed")];
+    if resumed > 0 {
+        if let Some(id) = &after.last_resume_id {
+            parts.push(format!("last Last-Event-ID {id}"));
+        }
+    }
+    let ends = new_items(&before.stream_ends, &after.stream_ends);
+    if let Some(last) = ends.last() {
+        parts.push(format!("stream ended: {last}"));
+    }
+    let refused = new_items(&before.get_failures, &after.get_failures);
+    if let Some(last) = refused.last() {
+        parts.push(format!("reconnect refused: {last}"));
+    }
+    parts.push(match &after.closed_by {
+        Some(e) => format!("POST: {e}"),
+        None => "POST: no answer and no error".into(),
+    });
+    parts.join("; ")
+}
+
+/// The items of `after` past `before` (both bounded lists, newest last).
+fn new_items(before: &[String], after: &[String]) -> Vec<String> {
+    let skip = if after.starts_with(before) {
+        before.len()
+    } else {
+        0
+    };
+    after[skip..].to_vec()
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// `i` of a `"{tag} chunk i/K"` agent_message_chunk.
+fn chunk_seq(payload: &Value, tag: &str) -> Option<u32> {
+    let update = payload.get("params")?.get("update")?;
+    if update.get("sessionUpdate")?.as_str()? != "agent_message_chunk" {
+        return None;
+    }
+    let text = update.get("content")?.get("text")?.as_str()?;
+    let rest = text.strip_prefix(tag)?.strip_prefix(" chunk ")?;
+    rest.split('/').next()?.parse().ok()
+}
+
+/// Waits until the agent's record shows the turn's last chunk, or stops
+/// growing for [`QUIET`] (the agent died or was cancelled): chunks the agent
+/// sends after a cut count as sent even when nobody reads them.
+async fn agent_turn_over(log: &Path, tag: &str) {
+    let mut last = (0, Instant::now());
+    loop {
+        let (count, of) = sent_progress(log, tag);
+        if of.is_some_and(|of| count >= of) {
+            return;
+        }
+        if count != last.0 {
+            last = (count, Instant::now());
+        } else if last.1.elapsed() >= QUIET {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How long a turn's sent record may stand still before it counts as over.
+const QUIET: Duration = Duration::from_secs(1);
+
+fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mine: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
+        .collect();
+    let of = mine
+        .last()
+        .and_then(|v| v.get("of"))
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    (mine.len(), of)
+}
+
+/// The sequence numbers the agent's sent record holds for `tag`.
+fn sent_chunks(path: &Path, tag: &str) -> BTreeSet<u32> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
+        .filter_map(|v| v.get("seq").and_then(Value::as_u64))
+        .filter_map(|s| u32::try_from(s).ok())
+        .collect()
+}
+
+/// The integrity figures of one turn's chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ChunkFigures {
+    /// What the agent's record says it sent; `None` without a record.
+    sent: Option<usize>,
+    stored: usize,
+    duplicated: usize,
+    missing: usize,
+    out_of_order: usize,
+}
+
+impl ChunkFigures {
+    /// `stored` in eventIndex order. The agent streams 1, 2, 3…, so every
+    /// number up to the highest one sent or stored was sent.
+    fn judge(stored: &[u32], sent: Option<&BTreeSet<u32>>) -> Self {
+        let distinct: BTreeSet<u32> = stored.iter().copied().collect();
+        let highest = distinct
+            .last()
+            .copied()
+            .max(sent.and_then(|s| s.last().copied()))
+            .unwrap_or(0);
+        ChunkFigures {
+            sent: sent.map(|s| s.len().max(highest as usize)),
+            stored: stored.len(),
+            duplicated: stored.len() - distinct.len(),
+            missing: (1..=highest).filter(|i| !distinct.contains(i)).count(),
+            out_of_order: stored.windows(2).filter(|w| w[1] < w[0]).count(),
+        }
+    }
+
+    fn is_clean(&self) -> bool {
+        self.duplicated == 0 && self.missing == 0 && self.out_of_order == 0
+    }
+
+    fn write(&self, detail: &mut Map<String, Value>) {
+        detail.insert("chunksSent".into(), self.sent.into());
+        detail.insert("chunksStored".into(), self.stored.into());
+        detail.insert("chunksDuplicated".into(), self.duplicated.into());
+        detail.insert("chunksMissing".into(), self.missing.into());
+        detail.insert("chunksOutOfOrder".into(), self.out_of_order.into());
+    }
+
+    fn describe(&self) -> String {
+        let sent = self
+            .sent
+            .map_or("an unknown number of".to_string(), |s| s.to_string());
+        format!(
+            "agent sent {sent} chunks, history holds {}: {} duplicated, {} missing, {} out of order",
+            self.stored, self.duplicated, self.missing, self.out_of_order
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_figures_count_what_the_history_lost_or_doubled() {
+        let sent: BTreeSet<u32> = (1..=6).collect();
+        let clean = ChunkFigures::judge(&[1, 2, 3, 4, 5, 6], Some(&sent));
+        assert!(clean.is_clean(), "{clean:?}");
+        assert_eq!(clean.sent, Some(6));
+        let cut = ChunkFigures::judge(&[1, 2, 3, 3, 5], Some(&sent));
+        assert_eq!(
+            (cut.duplicated, cut.missing, cut.out_of_order),
+            (1, 2, 0),
+            "4 and 6 missing, 3 twice"
+        );
+        assert_eq!(ChunkFigures::judge(&[2, 1], None).out_of_order, 1);
+        assert_eq!(ChunkFigures::judge(&[2, 1], None).sent, None);
+        assert!(cut
+            .describe()
+            .contains("agent sent 6 chunks, history holds 5"));
+    }
+
+    #[test]
+    fn only_the_turns_own_chunks_count() {
+        let chunk = |text: &str| json!({"method": "session/update", "params": {"update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}});
+        assert_eq!(chunk_seq(&chunk("long-x chunk 3/20"), "long-x"), Some(3));
+        assert_eq!(chunk_seq(&chunk("long-xy chunk 3/20"), "long-x"), None);
+        assert_eq!(chunk_seq(&chunk("echo: hi"), "long-x"), None);
+    }
+
+    #[test]
+    fn a_lost_turn_says_what_the_stream_and_the_post_saw() {
+        let before = StreamStats::default();
+        let after = StreamStats {
+            streams_opened: 2,
+            streams_resumed: 1,
+            last_resume_id: Some("17".into()),
+            stream_ends: vec!["ended".into()],
+            get_failures: vec!["HTTP 404".into()],
+            ..StreamStats::default()
+        };
+        let seen = describe_lost(&before, &after);
+        assert_eq!(seen, "stream: 2 opened, 1 resumed; last Last-Event-ID 17; stream ended: ended; reconnect refused: HTTP 404; POST: no answer and no error");
+    }
+}
