@@ -137,6 +137,8 @@ pub async fn run_cell(
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
     }
+    // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
+    cell.turns.cancel_running().await;
     for phase in &scenario.cleanup {
         let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
         let result = if connected {
@@ -146,8 +148,6 @@ pub async fn run_cell(
         };
         results.push(result);
     }
-    // A turn no phase collected (the cell stopped first) is cancelled first.
-    cell.turns.cancel_running().await;
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let _ = tokio::time::timeout(
@@ -245,13 +245,14 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 impl Cell<'_> {
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
         let deadline = match (&phase.step, phase.timeout) {
+            // The step ends itself at its turn deadline, saying what it saw.
+            (Step::AwaitTurn { deadline, .. }, _) => {
+                deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
+            }
             (_, Some(t)) => t,
             (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
             (Step::RestartDuringTurn { after }, None) => {
                 self.settings.default_timeout.max(MIN_RESTART_DEADLINE) + *after
-            }
-            (Step::AwaitTurn { deadline, .. }, _) => {
-                deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
             }
             (_, None) => self.settings.default_timeout,
         };
