@@ -11,7 +11,9 @@
 //! request. sandbox-agent's `_adapter/agent_exited` fails the pending
 //! requests (the server never answers them). A failed POST closes the transport and fails every pending request
 //! with that error — where the SDK leaves the caller waiting forever, which is
-//! the "timeout" of the bug report.
+//! the "timeout" of the bug report. [`Transport::stats`] tells what the
+//! stream and the POSTs saw (opens, `Last-Event-ID` resumes, how streams
+//! ended, which path each answer took), for a turn cut by a restart.
 
 use super::error::{AcpError, Problem};
 use crate::secret::Secret;
