@@ -31,7 +31,8 @@ pub struct StreamStats {
     pub streams_resumed: u32,
     /// The last `Last-Event-ID` a GET sent.
     pub last_resume_id: Option<String>,
-    /// GETs refused or failed (status or error), the newest last.
+    /// GETs refused or failed (status or error; a resume names its
+    /// `Last-Event-ID`), the newest last.
     pub get_failures: Vec<String>,
     /// How each stream ended: `"ended"` (cleanly) or the error, the newest last.
     pub stream_ends: Vec<String>,
@@ -62,7 +63,12 @@ impl Recorder {
         self.current_stream = (self.stats.streams_opened, resumed_with.is_some());
     }
 
-    pub fn get_failed(&mut self, why: String) {
+    /// A GET refused or failed; a resume names the `Last-Event-ID` it tried.
+    pub fn get_failed(&mut self, resuming_from: Option<&str>, error: &dyn std::fmt::Display) {
+        let why = match resuming_from {
+            Some(id) => format!("resuming from Last-Event-ID {id}: {error}"),
+            None => error.to_string(),
+        };
         push_bounded(&mut self.stats.get_failures, why);
     }
 
@@ -120,6 +126,11 @@ mod tests {
         let mut r = Recorder::default();
         r.stream_opened(None);
         r.stream_ended("connection reset".into());
+        r.get_failed(Some("40"), &"HTTP 400");
+        assert_eq!(
+            r.stats.get_failures,
+            ["resuming from Last-Event-ID 40: HTTP 400"]
+        );
         r.stream_opened(Some("41"));
         r.arrived("7", true);
         r.arrived("8", false);

@@ -78,7 +78,9 @@ impl Inner {
             Ok(r) => r,
             Err(e) => {
                 let error = AcpError::from_reqwest(&url, &e);
-                self.lock().record.get_failed(error.to_string());
+                self.lock()
+                    .record
+                    .get_failed(last_event_id.as_deref(), &error);
                 return Some(error);
             }
         };
@@ -93,7 +95,9 @@ impl Inner {
                 status,
                 problem: Problem::parse(&body),
             };
-            self.lock().record.get_failed(error.to_string());
+            self.lock()
+                .record
+                .get_failed(last_event_id.as_deref(), &error);
             return Some(error);
         }
         self.lock().record.stream_opened(last_event_id.as_deref());
