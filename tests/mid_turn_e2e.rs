@@ -168,6 +168,12 @@ fn a_lost_turn_and_a_failed_restart_mid_turn_end_bounded_and_cancel_the_turn() {
         let lost = phase(cell(&report, target, "stuck"), "awaitTurn");
         assert_eq!(detail(lost, "turnOutcome"), "lost", "{lost}");
         assert_eq!(lost["signature"]["kind"], "timeout");
+        assert_eq!(lost["deadlineMs"], 800, "the turn's deadline: {lost}");
+        assert_eq!(
+            detail(lost, "cancelled"),
+            true,
+            "the agent ended it: {lost}"
+        );
         let pending = lost["signature"]["pending"].as_str().unwrap();
         assert!(
             pending.contains("turn stuck") && pending.contains("POST: no answer"),

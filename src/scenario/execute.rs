@@ -282,7 +282,13 @@ impl Cell<'_> {
             outcome,
             ok,
             duration_ms,
-            deadline_ms: millis(deadline),
+            deadline_ms: match &phase.step {
+                // The turn's deadline, not the margin the phase timer adds to it.
+                Step::AwaitTurn { deadline: turn, .. } => {
+                    millis(turn.unwrap_or(self.settings.default_timeout))
+                }
+                _ => millis(deadline),
+            },
             detail,
             signature,
         }

@@ -51,12 +51,10 @@ impl Turns {
     pub async fn cancel_running(&mut self) {
         for turn in self.turns.values_mut() {
             if let Some(task) = turn.task.take() {
-                if !task.is_finished() {
-                    let _ =
-                        tokio::time::timeout(CANCEL_BOUND, turn.client.cancel(&turn.session_id))
-                            .await;
+                if task.is_finished() {
+                    continue;
                 }
-                task.abort();
+                cancel(&turn.client, &turn.session_id, task).await;
             }
         }
     }
@@ -200,10 +198,9 @@ impl Cell<'_> {
             ),
             Err(_) => {
                 let seen = describe_lost(&turn.stats_before, &stats);
-                let _ =
-                    tokio::time::timeout(CANCEL_BOUND, turn.client.cancel(&turn.session_id)).await;
-                task.abort();
+                let ended = cancel(&turn.client, &turn.session_id, task).await;
                 detail.insert("seen".into(), seen.clone().into());
+                detail.insert("cancelled".into(), ended.into());
                 fail(
                     "lost",
                     diagnose::timeout(ms(deadline), format!("the outcome of turn {name} ({seen})")),
@@ -258,6 +255,17 @@ impl Cell<'_> {
                 .with_detail(detail),
         )
     }
+}
+
+/// `session/cancel` for a turn, then waits (bounded) for the prompt to end
+/// — the agent answers it `cancelled` — so the notification is on the wire
+/// before anyone disposes the client; the task is stopped either way.
+/// Returns whether the turn ended.
+async fn cancel(client: &Client, session_id: &str, mut task: TurnTask) -> bool {
+    let _ = tokio::time::timeout(CANCEL_BOUND, client.cancel(session_id)).await;
+    let ended = tokio::time::timeout(CANCEL_BOUND, &mut task).await.is_ok();
+    task.abort();
+    ended
 }
 
 /// What the stream did during the turn, for the report.
