@@ -5,6 +5,7 @@
 use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
+mod chunks;
 mod steps;
 mod turns;
 use crate::diagnose;
