@@ -60,6 +60,18 @@ impl Turns {
     }
 }
 
+/// A cell dropped mid-way (an interrupted run) stops its turns' tasks, so no
+/// prompt outlives its cell; a finished cell has cancelled them already.
+impl Drop for Turns {
+    fn drop(&mut self) {
+        for turn in self.turns.values_mut() {
+            if let Some(task) = turn.task.take() {
+                task.abort();
+            }
+        }
+    }
+}
+
 impl Cell<'_> {
     pub(super) async fn run_turn_step(&mut self, step: &Step) -> StepResult {
         match step {
