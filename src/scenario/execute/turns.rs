@@ -117,7 +117,10 @@ impl Cell<'_> {
     ) -> StepResult {
         let client = Arc::clone(self.client(client)?);
         let session_id = self.session_id(session);
-        let tag = format!("{turn}-{}", self.settings.session_suffix);
+        // Unique per attempt too: every attempt of a cell shares its session
+        // suffix, and the agent's sent record spans the whole run.
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let tag = format!("{turn}-{}-{}", self.settings.session_suffix, &nonce[..8]);
         self.transcripts
             .entry(session.to_string())
             .or_default()
