@@ -67,6 +67,8 @@ pub struct RunPlan {
     pub logs: Vec<LogFile>,
     /// How much of the wire each cell's `trace.jsonl` keeps.
     pub trace_level: crate::trace::TraceLevel,
+    /// The local stack's scripted agent records the chunks it streams here.
+    pub agent_sent_log: Option<PathBuf>,
 }
 
 /// A target that cannot run, and why.

@@ -21,6 +21,7 @@ const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 fn settings(base_url: String, suffix: &str) -> CellSettings {
     CellSettings {
         trace: continuity::trace::Trace::detached(),
+        agent_sent_log: None,
         base_url,
         token: None,
         headers: vec![],

@@ -252,6 +252,7 @@ async fn probe(base: String) -> continuity::report::PhaseResult {
     .unwrap();
     let settings = CellSettings {
         trace: continuity::trace::Trace::detached(),
+        agent_sent_log: None,
         base_url: base,
         token: None,
         headers: vec![],
@@ -385,6 +386,7 @@ timeout_ms = 3000
     for (frames, expected) in cases {
         let settings = CellSettings {
             trace: continuity::trace::Trace::detached(),
+            agent_sent_log: None,
             base_url: hostile_sandbox(frames).await,
             token: None,
             headers: vec![],

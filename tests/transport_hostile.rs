@@ -444,3 +444,53 @@ async fn https_urls_speak_tls() {
         "{e:?}"
     );
 }
+
+/// Issue 15: a stream that resumes with a `Last-Event-ID` the server does
+/// not know is refused; the pending prompt is then bounded by its caller's
+/// deadline (never a hang), the stats name the refused resume, and close
+/// still ends within its bound.
+#[tokio::test]
+async fn a_resume_with_an_unknown_last_event_id_is_named_and_bounded() {
+    let server = FakeServer::start(|r| match (r.method.as_str(), r.header("last-event-id")) {
+        ("POST", _) => reply("202 Accepted", "application/json", ""),
+        ("GET", None) => sse(
+            "id: 5\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n\n",
+            Duration::from_millis(50),
+        ),
+        ("GET", Some(_)) => reply(
+            "400 Bad Request",
+            "application/problem+json",
+            r#"{"type":"urn:sandbox-agent:error:invalid_request","status":400,"detail":"unknown Last-Event-ID"}"#,
+        ),
+        _ => reply("200 OK", "application/json", ""),
+    })
+    .await;
+    let (t, _rx) = transport(&server.base_url);
+    let waited = tokio::time::timeout(
+        Duration::from_millis(1500),
+        t.request("session/prompt", json!({})),
+    )
+    .await;
+    assert!(waited.is_err(), "nothing answers the prompt: {waited:?}");
+    let stats = t.stats();
+    assert_eq!(
+        (
+            stats.streams_opened,
+            stats.streams_resumed,
+            stats.events_read
+        ),
+        (1, 0, 1),
+        "{stats:?}"
+    );
+    assert_eq!(stats.stream_ends.first().map(String::as_str), Some("ended"));
+    let refused = stats.get_failures.last().expect("the resume was refused");
+    assert!(
+        refused.starts_with("resuming from Last-Event-ID 5: ") && refused.contains("400"),
+        "{refused}"
+    );
+    assert!(server
+        .requests()
+        .iter()
+        .any(|g| g.method == "GET" && g.header("last-event-id") == Some("5")));
+    within(t.close()).await;
+}

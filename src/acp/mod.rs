@@ -13,7 +13,9 @@ mod transport;
 pub use error::{AcpError, ConnectFailure, Problem};
 pub(crate) use transport::read_bounded;
 pub use transport::MAX_ENVELOPE_BYTES;
-pub use transport::{Direction, Observed, RpcResponse, Transport, TransportConfig};
+pub use transport::{
+    Answer, Direction, Observed, RpcResponse, StreamStats, Transport, TransportConfig,
+};
 
 /// JSON-RPC "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;

@@ -13,7 +13,9 @@
 //! transport and fails every pending request with that error — where the SDK
 //! leaves the caller waiting forever, which is the "timeout" of the bug
 //! report. Every exchange and envelope goes into the cell's trace, and each
-//! request is a named wait there until its answer comes.
+//! request is a named wait there until its answer comes. [`Transport::stats`] tells what the
+//! stream and the POSTs saw (opens, `Last-Event-ID` resumes, how streams
+//! ended, which path each answer took), for a turn cut by a restart.
 
 use super::error::AcpError;
 use crate::secret::Secret;
@@ -28,7 +30,10 @@ use tokio::task::JoinHandle;
 
 mod envelope;
 mod post;
+mod stats;
 mod stream;
+
+pub use stats::{Answer, StreamStats};
 
 #[cfg(test)]
 mod props;
@@ -113,6 +118,7 @@ struct State {
     streamed_response_order: VecDeque<String>,
     last_event_id: Option<String>,
     sse_task: Option<JoinHandle<()>>,
+    record: stats::Recorder,
 }
 
 struct Inner {
@@ -189,6 +195,7 @@ impl Transport {
             })
         });
         drop(guard);
+        self.inner.lock().record.answered(&key, method);
         let envelope = outcome?;
         rpc_result(key, envelope)
     }
@@ -197,6 +204,14 @@ impl Transport {
     pub fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
         self.inner
             .write(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    /// What the stream and the POSTs have seen so far.
+    pub fn stats(&self) -> StreamStats {
+        let state = self.inner.lock();
+        let mut stats = state.record.stats.clone();
+        stats.closed_by = state.closed.as_ref().map(ToString::to_string);
+        stats
     }
 
     /// Waits, at most `max`, until the stream has delivered response `id` too,
@@ -402,6 +417,9 @@ impl Inner {
             self.stream_progress.notify_waiters();
         }
         if let Some(id) = &response_id {
+            if state.pending.contains_key(id) {
+                state.record.arrived(id, from_stream);
+            }
             let State {
                 seen_response_ids,
                 seen_response_order,

@@ -21,6 +21,38 @@ pub struct Knobs {
     /// `[[once:KEY]]`: this prompt's fault and delay apply only the first
     /// time KEY is seen by this server's agents (a pass on retry, made on purpose).
     pub once: Option<String>,
+    /// `[[stream:K/N]]`: K `agent_message_chunk`s spread over N ms before the answer.
+    pub stream: Option<Stream>,
+    /// `[[turn:ID]]`: the tag the streamed chunks (and the sent record) carry.
+    pub turn: Option<String>,
+}
+
+/// A streamed turn: `chunks` chunks, evenly over `over_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stream {
+    pub chunks: u32,
+    pub over_ms: u64,
+}
+
+impl Stream {
+    /// `K/N`: K chunks (1..=10000) over N milliseconds.
+    pub fn parse(text: &str) -> Result<Stream, String> {
+        let (k, n) = text
+            .trim()
+            .split_once('/')
+            .ok_or_else(|| format!("expected CHUNKS/MS, got {text:?}"))?;
+        let chunks: u32 = k
+            .trim()
+            .parse()
+            .ok()
+            .filter(|k| (1..=10_000).contains(k))
+            .ok_or_else(|| format!("chunks must be 1..=10000, got {k:?}"))?;
+        let over_ms = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("duration must be milliseconds, got {n:?}"))?;
+        Ok(Stream { chunks, over_ms })
+    }
 }
 
 impl Fault {
@@ -43,7 +75,8 @@ impl Fault {
 }
 
 impl Knobs {
-    /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`, `CONTINUITY_AGENT_LOAD_SESSION`.
+    /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`,
+    /// `CONTINUITY_AGENT_LOAD_SESSION`, `CONTINUITY_AGENT_STREAM`.
     pub fn from_env() -> Result<Knobs, String> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
@@ -61,6 +94,12 @@ impl Knobs {
             }
             _ => None,
         };
+        let stream = match var("CONTINUITY_AGENT_STREAM") {
+            Some(v) if !v.trim().is_empty() => {
+                Some(Stream::parse(&v).map_err(|e| format!("CONTINUITY_AGENT_STREAM: {e}"))?)
+            }
+            _ => None,
+        };
         let load_session = matches!(
             var("CONTINUITY_AGENT_LOAD_SESSION")
                 .as_deref()
@@ -72,6 +111,8 @@ impl Knobs {
             fault,
             load_session,
             once: None,
+            stream,
+            turn: None,
         })
     }
 
@@ -87,6 +128,14 @@ impl Knobs {
             if let Some(key) = directive.strip_prefix("once:") {
                 if !key.trim().is_empty() {
                     turn.once = Some(key.trim().to_string());
+                }
+            } else if let Some(stream) = directive.strip_prefix("stream:") {
+                if let Ok(stream) = Stream::parse(stream) {
+                    turn.stream = Some(stream);
+                }
+            } else if let Some(tag) = directive.strip_prefix("turn:") {
+                if !tag.trim().is_empty() {
+                    turn.turn = Some(tag.trim().to_string());
                 }
             } else if let Some(ms) = directive.strip_prefix("delay:") {
                 if let Ok(ms) = ms.trim().parse() {
@@ -133,6 +182,8 @@ mod tests {
                 fault: Some(Fault::Exit(3)),
                 load_session: true,
                 once: None,
+                stream: None,
+                turn: None,
             }
         );
     }
@@ -167,5 +218,31 @@ mod tests {
         assert_eq!(once.once.as_deref(), Some("first-try"));
         assert_eq!(once.fault, Some(Fault::Exit(3)));
         assert_eq!(base.for_prompt("[[once: ]]").once, None);
+        let long = base.for_prompt("go [[stream:20/3000]] [[turn:long-1]]");
+        assert_eq!(
+            (long.stream, long.turn.as_deref()),
+            (
+                Some(Stream {
+                    chunks: 20,
+                    over_ms: 3000
+                }),
+                Some("long-1")
+            )
+        );
+        assert_eq!(base.for_prompt("[[stream:0/10]] [[stream:x]]").stream, None);
+    }
+
+    #[test]
+    fn the_stream_variable_is_checked() {
+        let k = Knobs::from_vars(env(&[("CONTINUITY_AGENT_STREAM", "5/100")])).unwrap();
+        assert_eq!(
+            k.stream,
+            Some(Stream {
+                chunks: 5,
+                over_ms: 100
+            })
+        );
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_STREAM", "lots")])).unwrap_err();
+        assert!(e.contains("CONTINUITY_AGENT_STREAM"), "{e}");
     }
 }

@@ -18,6 +18,10 @@
 //! time KEY is seen: keys seen are lines of `CONTINUITY_AGENT_ONCE_FILE`
 //! (default: the state file's path plus `.once`), which outlives agent
 //! processes, so a cell fails its first attempt and passes its retry.
+//! `CONTINUITY_AGENT_STREAM=K/N` / `[[stream:K/N]]` streams K chunks
+//! (`"{turn} chunk i/K"`, the tag from `[[turn:ID]]`) over N ms before the
+//! answer, each appended to the sent record (`CONTINUITY_AGENT_SENT`, default
+//! the state file's path plus `.sent.jsonl`) once written.
 //! `CONTINUITY_AGENT_LOAD_SESSION=1` enables `session/load`;
 //! `CONTINUITY_AGENT_STATE=FILE` keeps sessions; `CONTINUITY_AGENT_RECORD=FILE`
 //! appends every message received, one JSON line each, for tests to read.
@@ -49,6 +53,8 @@ struct Agent {
     state_file: Option<PathBuf>,
     once_file: Option<PathBuf>,
     record_file: Option<PathBuf>,
+    /// Every streamed chunk written to stdout, one JSON line each (see [`Agent::stream`]).
+    sent_file: Option<PathBuf>,
     sessions: Mutex<Sessions>,
     out: Mutex<std::io::Stdout>,
     /// Prompts waiting for an answer, by agent session id, so `session/cancel` can end them.
@@ -79,7 +85,11 @@ pub async fn run() -> i32 {
                 PathBuf::from(name)
             })
         });
+    let sent_file = std::env::var_os("CONTINUITY_AGENT_SENT")
+        .map(PathBuf::from)
+        .or_else(|| state_file.as_ref().map(|p| sent_record_path(p)));
     let agent = Arc::new(Agent {
+        sent_file,
         knobs,
         once_file,
         state_file,
@@ -260,7 +270,7 @@ impl Agent {
         lock(&self.in_flight).insert(session.clone(), cancel_tx);
         let cancelled = tokio::select! {
             _ = cancel_rx => true,
-            _ = play(&turn) => false,
+            _ = async { play(&turn).await; self.stream(&session, &turn).await } => false,
         };
         lock(&self.in_flight).remove(&session);
         if cancelled {
@@ -305,6 +315,41 @@ impl Agent {
             );
         }
         turn
+    }
+}
+
+/// Where the sent record goes when `CONTINUITY_AGENT_SENT` is not set: beside the state file.
+pub fn sent_record_path(state_file: &std::path::Path) -> PathBuf {
+    let mut name = state_file.as_os_str().to_owned();
+    name.push(".sent.jsonl");
+    PathBuf::from(name)
+}
+
+impl Agent {
+    /// `[[stream:K/N]]`: K chunks `"{turn} chunk i/K"`, one every N/K ms. Each
+    /// is appended to the sent record after it is written to stdout, so the
+    /// harness can tell what the agent sent from what the history holds, even
+    /// when the process is killed mid-turn.
+    async fn stream(&self, session: &str, turn: &Knobs) {
+        let Some(stream) = turn.stream else { return };
+        let tag = turn.turn.as_deref().unwrap_or("stream");
+        let gap = std::time::Duration::from_millis(stream.over_ms / u64::from(stream.chunks));
+        for seq in 1..=stream.chunks {
+            tokio::time::sleep(gap).await;
+            let text = format!("{tag} chunk {seq}/{}", stream.chunks);
+            self.send(&session_update(session, "agent_message_chunk", &text));
+            if let Some(path) = &self.sent_file {
+                let line =
+                    json!({"turn": tag, "session": session, "seq": seq, "of": stream.chunks});
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                {
+                    let _ = writeln!(file, "{line}");
+                }
+            }
+        }
     }
 }
 

@@ -218,6 +218,12 @@ impl Client {
         self.recorder.failures()
     }
 
+    /// What the transport of an agent's live connection saw (none before its first use).
+    pub async fn transport_stats(&self, agent: &str) -> Option<crate::acp::StreamStats> {
+        let live = self.live.lock().await;
+        live.get(agent).map(|c| c.transport().stats())
+    }
+
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
@@ -363,6 +369,13 @@ impl Client {
             stop_reason,
             result: response,
         })
+    }
+
+    /// `session.cancel()`: the `session/cancel` notification, for a turn the caller gives up on.
+    pub async fn cancel(&self, id: &str) -> Result<(), ClientError> {
+        self.send_session_method(id, "session/cancel", json!({}), true)
+            .await
+            .map(|_| ())
     }
 
     /// `getEvents`: reads the persist driver only.

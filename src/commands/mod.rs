@@ -165,9 +165,14 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
     for s in &scenarios {
         let phases: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
         out.push_str(&format!(
-            "  {:<20} {}\n  {:<20} phases: {}\n",
+            "  {:<20} {}{}\n  {:<20} phases: {}\n",
             s.name,
             s.description,
+            if s.opt_in {
+                " (only with --scenario)"
+            } else {
+                ""
+            },
             "",
             phases.join(" → ")
         ));
@@ -236,12 +241,16 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     // Then everything the run knows, before any other message.
     let redactor = settings::redactor(&args, config.as_ref());
     crate::secret::install(redactor.clone());
-    let scenarios = select(
+    let mut scenarios = select(
         load_scenarios(&args.sources)?,
         &args.scenarios,
         |s| s.name.as_str(),
         "scenario",
     )?;
+    // `opt_in` scenarios run only when named.
+    if args.scenarios.is_empty() {
+        scenarios.retain(|s| !s.opt_in);
+    }
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
     let token = settings::token(&args, config.as_ref())?;
     let base_url = settings::base_url(&args, config.as_ref())?;
@@ -293,6 +302,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         axis_version: None,
         logs: Vec::new(),
         trace_level: args.trace.into(),
+        agent_sent_log: None,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -399,6 +409,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 plan.skipped_targets = std::mem::take(&mut up.skipped);
                 plan.server_version = up.server_version.clone();
                 plan.logs = up.logs(&run_dir);
+                plan.agent_sent_log = up.agent_sent_log.clone();
                 if let Some(factory) = up.persist_factory.clone() {
                     if persist.is_none() {
                         plan.persist = PersistChoice::Custom("rivet".into());

@@ -61,6 +61,7 @@ pub(super) async fn run_versions(
         };
         plan.overall_timeout = remaining;
         plan.base_url = up.base_url.clone();
+        plan.agent_sent_log = up.agent_sent_log.clone();
         plan.targets = std::mem::take(&mut up.targets);
         plan.skipped_targets = std::mem::take(&mut up.skipped);
         plan.server_version = up.server_version.clone();

@@ -183,6 +183,7 @@ async fn run_one(
         default_timeout: plan.timeout,
         session_suffix: key,
         store,
+        agent_sent_log: plan.agent_sent_log.clone(),
     };
     plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);

@@ -5,10 +5,12 @@
 use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
+mod chunks;
 mod sandbox_steps;
 mod sandbox_teardown;
 mod steps;
 mod terminal_steps;
+mod turns;
 use crate::diagnose;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
@@ -41,6 +43,9 @@ pub struct CellSettings {
     pub store: CellStore,
     /// The cell's wire trace: phases, exchanges, envelopes, waits.
     pub trace: crate::trace::Trace,
+    /// The scripted agent's record of the chunks it streamed (the local
+    /// stack's); without it `turn_history` judges the history alone.
+    pub agent_sent_log: Option<std::path::PathBuf>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -108,7 +113,8 @@ type StepResult = Result<Map<String, Value>, StepFailure>;
 struct Cell<'a> {
     settings: &'a CellSettings,
     restarter: &'a mut dyn Restarter,
-    clients: HashMap<String, Client>,
+    clients: HashMap<String, Arc<Client>>,
+    turns: turns::Turns,
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
     restarts: Vec<RestartTiming>,
@@ -127,6 +133,7 @@ pub async fn run_cell(
         settings,
         restarter,
         clients: HashMap::new(),
+        turns: turns::Turns::default(),
         transcripts: HashMap::new(),
         restarts: Vec::new(),
         sandbox: Default::default(),
@@ -142,6 +149,8 @@ pub async fn run_cell(
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
     }
+    // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
+    cell.turns.cancel_running().await;
     for phase in &scenario.cleanup {
         let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
         let result = if connected {
@@ -156,10 +165,10 @@ pub async fn run_cell(
         results.push(teardown);
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
-    let leftovers: Vec<Client> = cell.clients.drain().map(|(_, c)| c).collect();
+    let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let _ = tokio::time::timeout(
         DISPOSE_BOUND,
-        futures_util::future::join_all(leftovers.iter().map(Client::dispose)),
+        futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
     )
     .await;
     let (verdict, failure_boundary) = judge(&results);
@@ -231,12 +240,16 @@ fn step_client(step: &Step) -> Option<&str> {
         | Step::SpawnProcess { client, .. }
         | Step::ProcessStatus { client, .. }
         | Step::TerminalAttach { client, .. }
-        | Step::TerminalReattach { client, .. } => Some(client),
+        | Step::TerminalReattach { client, .. }
+        | Step::StartTurn { client, .. }
+        | Step::TurnHistory { client, .. } => Some(client),
         Step::Connect { .. }
         | Step::Restart
         | Step::Sleep { .. }
         | Step::TerminalSend { .. }
-        | Step::TerminalExpect { .. } => None,
+        | Step::TerminalExpect { .. }
+        | Step::AwaitTurn { .. }
+        | Step::RestartDuringTurn { .. } => None,
     }
 }
 
@@ -256,9 +269,16 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 impl Cell<'_> {
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
         let deadline = match (&phase.step, phase.timeout) {
+            // The step ends itself at its turn deadline, saying what it saw.
+            (Step::AwaitTurn { deadline, .. }, _) => {
+                deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
+            }
             (_, Some(t)) => t,
             (Step::Restart, None) => self.settings.default_timeout.max(MIN_RESTART_DEADLINE),
             (Step::Probe { .. }, None) => PROBE_DEADLINE,
+            (Step::RestartDuringTurn { after }, None) => {
+                self.settings.default_timeout.max(MIN_RESTART_DEADLINE) + *after
+            }
             (_, None) => self.settings.default_timeout,
         };
         let trace = self.settings.trace.clone();
@@ -312,7 +332,13 @@ impl Cell<'_> {
             outcome,
             ok,
             duration_ms,
-            deadline_ms: millis(deadline),
+            deadline_ms: match &phase.step {
+                // The turn's deadline, not the margin the phase timer adds to it.
+                Step::AwaitTurn { deadline: turn, .. } => {
+                    millis(turn.unwrap_or(self.settings.default_timeout))
+                }
+                _ => millis(deadline),
+            },
             detail,
             signature,
         }
@@ -408,6 +434,7 @@ mod tests {
             session_suffix: "t".into(),
             store: CellStore::PerClientMemory,
             trace: crate::trace::Trace::detached(),
+            agent_sent_log: None,
         }
     }
 

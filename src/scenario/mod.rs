@@ -25,6 +25,9 @@ pub struct Scenario {
     pub file: PathBuf,
     pub phases: Vec<Phase>,
     pub cleanup: Vec<Phase>,
+    /// `opt_in = true`: runs only when named with `--scenario` (a slow or
+    /// specialised scenario that a plain `continuity run` leaves out).
+    pub opt_in: bool,
 }
 
 /// A named step with its deadline and failure policy.
@@ -143,6 +146,31 @@ pub enum Step {
         client: String,
         terminal: String,
     },
+    /// `prompt` with `wait = false`: the prompt is sent and runs on as turn
+    /// `turn` while later phases run; an `await_turn` collects its outcome.
+    StartTurn {
+        client: String,
+        session: String,
+        text: String,
+        turn: String,
+    },
+    /// Waits for a started turn's outcome until `deadline` (the phase's
+    /// `timeout_ms`, else the run's): completed, failed, or lost.
+    AwaitTurn {
+        turn: String,
+        deadline: Option<Duration>,
+    },
+    /// The streamed chunks of an awaited turn against what the agent sent:
+    /// each stored once, in order, with `eventIndex` contiguous.
+    TurnHistory {
+        client: String,
+        turn: String,
+    },
+    /// `restart` with `after_ms`: starts that long after the latest started
+    /// turn did (at once when it is later already), while the turn runs.
+    RestartDuringTurn {
+        after: Duration,
+    },
 }
 
 /// What `process_status` expects of the process.
@@ -185,6 +213,10 @@ impl Step {
             Step::TerminalSend { .. } => "terminal_send",
             Step::TerminalExpect { .. } => "terminal_expect",
             Step::TerminalReattach { .. } => "terminal_reattach",
+            Step::StartTurn { .. } => "prompt",
+            Step::AwaitTurn { .. } => "await_turn",
+            Step::TurnHistory { .. } => "turn_history",
+            Step::RestartDuringTurn { .. } => "restart",
         }
     }
 
@@ -229,6 +261,12 @@ impl Step {
                 "output {:?} on terminal {terminal}",
                 text.as_deref().unwrap_or("(the line sent)")
             ),
+            Step::StartTurn {
+                client, session, ..
+            } => format!("sending session/prompt on {session} via client {client}"),
+            Step::AwaitTurn { turn, .. } => format!("the outcome of turn {turn}"),
+            Step::TurnHistory { turn, .. } => format!("reading the history of turn {turn}"),
+            Step::RestartDuringTurn { .. } => "the target's restart and readiness".into(),
         }
     }
 }

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
 
+mod turns;
+
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 3] = [
+const BUILTIN: [(&str, &str); 4] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -24,6 +26,10 @@ const BUILTIN: [(&str, &str); 3] = [
     (
         "sandbox-reconnect.toml",
         include_str!("../../scenarios/sandbox-reconnect.toml"),
+    ),
+    (
+        "restart-mid-turn.toml",
+        include_str!("../../scenarios/restart-mid-turn.toml"),
     ),
 ];
 
@@ -44,6 +50,9 @@ struct RawScenario {
     description: String,
     /// Phases that decide the verdict; all phases when absent.
     verdict: Option<Vec<String>>,
+    /// Runs only when named with `--scenario`.
+    #[serde(default)]
+    opt_in: bool,
     #[serde(default, rename = "phase")]
     phases: Vec<Spanned<RawPhase>>,
     #[serde(default)]
@@ -82,18 +91,30 @@ struct RawPhase {
     tty: Option<bool>,
     terminal: Option<String>,
     logs_contain: Option<String>,
+    wait: Option<bool>,
+    turn: Option<String>,
+    after_ms: Option<u64>,
 }
 
 /// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 20] = [
+const STEP_FIELDS: [(&str, &[&str]); 22] = [
     ("connect", &["client"]),
     ("create_session", &["client", "session", "cwd"]),
     (
         "prompt",
-        &["client", "session", "text", "expect_stop_reason"],
+        &[
+            "client",
+            "session",
+            "text",
+            "expect_stop_reason",
+            "wait",
+            "turn",
+        ],
     ),
     ("rehydrate_prompt", &["client", "session", "from"]),
-    ("restart", &[]),
+    ("restart", &["after_ms"]),
+    ("await_turn", &["turn"]),
+    ("turn_history", &["client", "turn"]),
     ("get_events", &["client", "session", "limit", "integrity"]),
     ("resume_session", &["client", "session", "expect"]),
     ("destroy_session", &["client", "session"]),
@@ -135,6 +156,9 @@ impl RawPhase {
             ("tty", self.tty.is_some()),
             ("terminal", self.terminal.is_some()),
             ("logs_contain", self.logs_contain.is_some()),
+            ("wait", self.wait.is_some()),
+            ("turn", self.turn.is_some()),
+            ("after_ms", self.after_ms.is_some()),
         ];
         present
             .iter()
@@ -151,6 +175,8 @@ struct Checker<'a> {
     sessions: HashSet<String>,
     /// Files, processes and terminals earlier phases made, as `kind:label`.
     sandbox: HashSet<String>,
+    /// Named turns seen so far (a cell so the step closures can borrow the checker).
+    turns: std::cell::RefCell<turns::Turns>,
 }
 
 impl Checker<'_> {
@@ -225,6 +251,21 @@ impl Checker<'_> {
                 session: session()?,
                 cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
             },
+            "prompt" if p.wait == Some(false) || p.turn.is_some() => {
+                self.turns
+                    .borrow_mut()
+                    .start_turn(raw.span().start, p, cleanup)
+                    .map_err(&fail)?;
+                let Some(Texts::One(text)) = &p.text else {
+                    unreachable!("start_turn checked the text")
+                };
+                Step::StartTurn {
+                    client: client()?,
+                    session: session()?,
+                    text: text.clone(),
+                    turn: need("turn", &p.turn)?,
+                }
+            }
             "prompt" => {
                 let texts = match &p.text {
                     Some(Texts::One(t)) => vec![t.clone()],
@@ -249,7 +290,37 @@ impl Checker<'_> {
                 session: session()?,
                 from: need("from", &p.from)?,
             },
-            "restart" => Step::Restart,
+            "restart" => match p.after_ms {
+                None => Step::Restart,
+                Some(ms) => {
+                    self.turns
+                        .borrow()
+                        .restart_during_turn(cleanup)
+                        .map_err(&fail)?;
+                    Step::RestartDuringTurn {
+                        after: Duration::from_millis(ms),
+                    }
+                }
+            },
+            "await_turn" => {
+                let turn = need("turn", &p.turn)?;
+                self.turns
+                    .borrow_mut()
+                    .await_turn(&turn, cleanup)
+                    .map_err(&fail)?;
+                Step::AwaitTurn {
+                    turn,
+                    deadline: timeout,
+                }
+            }
+            "turn_history" => {
+                let turn = need("turn", &p.turn)?;
+                self.turns.borrow().check_history(&turn).map_err(&fail)?;
+                Step::TurnHistory {
+                    client: client()?,
+                    turn,
+                }
+            }
             "get_events" => Step::GetEvents {
                 client: client()?,
                 session: session()?,
@@ -333,10 +404,17 @@ impl Checker<'_> {
                 client, session, ..
             }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),
-            Step::Dispose { client } | Step::Health { client } | Step::Probe { client } => {
-                (Some(client), None)
-            }
-            Step::Restart | Step::Sleep { .. } => (None, None),
+            Step::StartTurn {
+                client, session, ..
+            } => (Some(client), Some(session)),
+            Step::Dispose { client }
+            | Step::Health { client }
+            | Step::Probe { client }
+            | Step::TurnHistory { client, .. } => (Some(client), None),
+            Step::Restart
+            | Step::Sleep { .. }
+            | Step::AwaitTurn { .. }
+            | Step::RestartDuringTurn { .. } => (None, None),
             Step::WriteFile { .. }
             | Step::ReadFile { .. }
             | Step::SpawnProcess { .. }
@@ -405,6 +483,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         clients: HashSet::new(),
         sessions: HashSet::new(),
         sandbox: HashSet::new(),
+        turns: Default::default(),
     };
     if raw.name.trim().is_empty() {
         return Err(checker.error(None, "`name` must not be empty"));
@@ -429,6 +508,12 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         .iter()
         .map(|c| checker.phase(c, true))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some((turn, offset)) = checker.turns.borrow().never_awaited() {
+        return Err(checker.error(
+            Some(offset..offset),
+            format!("turn `{turn}` is started here but no `await_turn` step collects it"),
+        ));
+    }
     match &raw.verdict {
         None => phases.iter_mut().for_each(|p| p.verdict = true),
         Some(names) => {
@@ -455,6 +540,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         file: file.to_path_buf(),
         phases,
         cleanup,
+        opt_in: raw.opt_in,
     })
 }
 

@@ -74,6 +74,8 @@ pub struct LocalStack {
     /// The Rivet persist driver for every cell, when the Rivet layer runs.
     pub persist_factory: Option<PersistFactory>,
     pub server_version: Option<String>,
+    /// The scripted agent's record of the chunks it streamed.
+    pub agent_sent_log: Option<PathBuf>,
     /// What runs where, for `stack up` and `stack status`.
     pub components: Vec<Component>,
     /// Components not selected as targets, still running, stopped by `down`.
@@ -123,6 +125,7 @@ impl LocalStack {
             skipped: Vec::new(),
             persist_factory: None,
             server_version: sandbox_agent::binary_version(&binary),
+            agent_sent_log: None,
             components: Vec::new(),
             background: Vec::new(),
             rivet: None,
@@ -184,6 +187,7 @@ impl LocalStack {
         };
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
+        stack.agent_sent_log = Some(agent.agent_sent_path());
         stack
             .logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));

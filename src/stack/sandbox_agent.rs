@@ -87,6 +87,11 @@ impl SandboxAgentConfig {
     pub fn agent_record_path(&self) -> PathBuf {
         self.run_dir.join("agent-record.jsonl")
     }
+
+    /// Where the scripted agent records the chunks it streams (`CONTINUITY_AGENT_SENT`).
+    pub fn agent_sent_path(&self) -> PathBuf {
+        self.run_dir.join("agent-sent.jsonl")
+    }
 }
 
 /// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`.
@@ -213,6 +218,10 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
         (
             "CONTINUITY_AGENT_STATE".to_string(),
             state.display().to_string(),
+        ),
+        (
+            "CONTINUITY_AGENT_SENT".to_string(),
+            config.agent_sent_path().display().to_string(),
         ),
     ];
     env.extend(config.agent_env.iter().cloned());

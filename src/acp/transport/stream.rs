@@ -39,8 +39,13 @@ impl Inner {
                 state.last_event_id.clone()
             };
             let error = self.read_stream_once(last_event_id).await;
-            if self.lock().closed.is_some() {
-                return;
+            {
+                let mut state = self.lock();
+                if state.closed.is_some() {
+                    return;
+                }
+                let end = error.as_ref().map_or("ended".into(), ToString::to_string);
+                state.record.stream_ended(end);
             }
             if let Some(error) = error {
                 // Hostile or corrupt input closes the transport with that error; a
@@ -102,8 +107,8 @@ impl Inner {
             .get(url)
             .headers(self.headers())
             .header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id {
-            if let Ok(value) = HeaderValue::from_str(&id) {
+        if let Some(id) = &last_event_id {
+            if let Ok(value) = HeaderValue::from_str(id) {
                 request = request.header(HeaderName::from_static("last-event-id"), value);
             }
         }
@@ -114,6 +119,9 @@ impl Inner {
                 exchange.elapsed = started.elapsed();
                 exchange.failure = Some(error.seen());
                 self.trace.http(exchange);
+                self.lock()
+                    .record
+                    .get_failed(last_event_id.as_deref(), &error);
                 return Some(error);
             }
         };
@@ -133,10 +141,14 @@ impl Inner {
             exchange.received = body.len() as u64;
             exchange.failure = Some(error.seen());
             self.trace.http(exchange);
+            self.lock()
+                .record
+                .get_failed(last_event_id.as_deref(), &error);
             return Some(error);
         }
         exchange.elapsed = started.elapsed();
         self.trace.http(exchange);
+        self.lock().record.stream_opened(last_event_id.as_deref());
         let mut events = std::pin::pin!(decode_stream(response.bytes_stream()));
         while let Some(item) = events.next().await {
             let event = match item {
@@ -156,6 +168,7 @@ impl Inner {
                 event.envelope.as_ref(),
             );
             if let Some(envelope) = event.envelope {
+                self.lock().record.stats.events_read += 1;
                 self.push_inbound(envelope, true);
             }
         }

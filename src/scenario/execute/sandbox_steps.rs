@@ -50,7 +50,7 @@ impl Cell<'_> {
     }
 
     pub(super) fn sandbox_client(&self, name: &str) -> Result<&Client, StepFailure> {
-        self.clients.get(name).ok_or_else(|| {
+        self.clients.get(name).map(|c| &**c).ok_or_else(|| {
             StepFailure::new(diagnose::other(
                 SignatureKind::Client,
                 format!("client `{name}` is not connected"),

@@ -31,11 +31,11 @@ fn probe_status(error: &crate::client::ClientError) -> &'static str {
 }
 
 impl Cell<'_> {
-    fn session_id(&self, label: &str) -> String {
+    pub(super) fn session_id(&self, label: &str) -> String {
         format!("{label}-{}", self.settings.session_suffix)
     }
 
-    fn client(&self, name: &str) -> Result<&Client, StepFailure> {
+    pub(super) fn client(&self, name: &str) -> Result<&Arc<Client>, StepFailure> {
         self.clients.get(name).ok_or_else(|| {
             StepFailure::new(diagnose::other(
                 SignatureKind::Client,
@@ -51,6 +51,10 @@ impl Cell<'_> {
     pub(super) async fn run_step(&mut self, step: &Step) -> StepResult {
         let mut detail = Map::new();
         match step {
+            Step::StartTurn { .. }
+            | Step::AwaitTurn { .. }
+            | Step::TurnHistory { .. }
+            | Step::RestartDuringTurn { .. } => return self.run_turn_step(step).await,
             Step::Connect { client } => {
                 let store: Arc<dyn PersistDriver> = match &self.settings.store {
                     CellStore::Shared(store) => Arc::clone(store),
@@ -61,7 +65,7 @@ impl Cell<'_> {
                 options.headers = self.settings.headers.clone();
                 options.trace = self.settings.trace.clone();
                 let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
-                if let Some(old) = self.clients.insert(client.clone(), connected) {
+                if let Some(old) = self.clients.insert(client.clone(), Arc::new(connected)) {
                     old.dispose().await;
                 }
             }
@@ -284,14 +288,14 @@ impl Cell<'_> {
 
     /// Every event the clients sharing `reader`'s store wrote must be in that
     /// store once, with `eventIndex` 1..n and no gaps.
-    async fn check_integrity(
+    pub(super) async fn check_integrity(
         &self,
         reader: &str,
         id: &str,
         detail: &mut Map<String, Value>,
     ) -> Result<(), StepFailure> {
         let store = Arc::clone(self.client(reader)?.persist());
-        let writers: Vec<&Client> = self
+        let writers: Vec<&Arc<Client>> = self
             .clients
             .values()
             .filter(|c| Arc::ptr_eq(c.persist(), &store))

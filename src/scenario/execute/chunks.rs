@@ -1,0 +1,153 @@
+//! A streamed turn's chunks: how the history's copies compare with the
+//! scripted agent's record of what it sent (`CONTINUITY_AGENT_SENT`), as
+//! counts of chunks sent, stored, duplicated, missing and out of order.
+
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// `i` of a `"{tag} chunk i/K"` agent_message_chunk.
+pub(super) fn chunk_seq(payload: &Value, tag: &str) -> Option<u32> {
+    let update = payload.get("params")?.get("update")?;
+    if update.get("sessionUpdate")?.as_str()? != "agent_message_chunk" {
+        return None;
+    }
+    let text = update.get("content")?.get("text")?.as_str()?;
+    let rest = text.strip_prefix(tag)?.strip_prefix(" chunk ")?;
+    rest.split('/').next()?.parse().ok()
+}
+
+/// Waits until the agent's record shows the turn's last chunk, or stops
+/// growing for [`QUIET`] (the agent died or was cancelled): chunks the agent
+/// sends after a cut count as sent even when nobody reads them.
+pub(super) async fn agent_turn_over(log: &Path, tag: &str) {
+    let mut last = (0, Instant::now());
+    loop {
+        let (count, of) = sent_progress(log, tag);
+        if of.is_some_and(|of| count >= of) {
+            return;
+        }
+        if count != last.0 {
+            last = (count, Instant::now());
+        } else if last.1.elapsed() >= QUIET {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How long a turn's sent record may stand still before it counts as over.
+const QUIET: Duration = Duration::from_secs(1);
+
+fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mine: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
+        .collect();
+    let of = mine
+        .last()
+        .and_then(|v| v.get("of"))
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    (mine.len(), of)
+}
+
+/// The sequence numbers the agent's sent record holds for `tag`.
+pub(super) fn sent_chunks(path: &Path, tag: &str) -> BTreeSet<u32> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
+        .filter_map(|v| v.get("seq").and_then(Value::as_u64))
+        .filter_map(|s| u32::try_from(s).ok())
+        .collect()
+}
+
+/// The integrity figures of one turn's chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct ChunkFigures {
+    /// What the agent's record says it sent; `None` without a record.
+    sent: Option<usize>,
+    stored: usize,
+    duplicated: usize,
+    missing: usize,
+    out_of_order: usize,
+}
+
+impl ChunkFigures {
+    /// `stored` in eventIndex order. The agent streams 1, 2, 3…, so every
+    /// number up to the highest one sent or stored was sent.
+    pub fn judge(stored: &[u32], sent: Option<&BTreeSet<u32>>) -> Self {
+        let distinct: BTreeSet<u32> = stored.iter().copied().collect();
+        let highest = distinct
+            .last()
+            .copied()
+            .max(sent.and_then(|s| s.last().copied()))
+            .unwrap_or(0);
+        ChunkFigures {
+            sent: sent.map(|s| s.len().max(highest as usize)),
+            stored: stored.len(),
+            duplicated: stored.len() - distinct.len(),
+            missing: (1..=highest).filter(|i| !distinct.contains(i)).count(),
+            out_of_order: stored.windows(2).filter(|w| w[1] < w[0]).count(),
+        }
+    }
+
+    pub fn is_clean(&self) -> bool {
+        self.duplicated == 0 && self.missing == 0 && self.out_of_order == 0
+    }
+
+    pub fn write(&self, detail: &mut Map<String, Value>) {
+        detail.insert("chunksSent".into(), self.sent.into());
+        detail.insert("chunksStored".into(), self.stored.into());
+        detail.insert("chunksDuplicated".into(), self.duplicated.into());
+        detail.insert("chunksMissing".into(), self.missing.into());
+        detail.insert("chunksOutOfOrder".into(), self.out_of_order.into());
+    }
+
+    pub fn describe(&self) -> String {
+        let sent = self
+            .sent
+            .map_or("an unknown number of".to_string(), |s| s.to_string());
+        format!(
+            "agent sent {sent} chunks, history holds {}: {} duplicated, {} missing, {} out of order",
+            self.stored, self.duplicated, self.missing, self.out_of_order
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chunk_figures_count_what_the_history_lost_or_doubled() {
+        let sent: BTreeSet<u32> = (1..=6).collect();
+        let clean = ChunkFigures::judge(&[1, 2, 3, 4, 5, 6], Some(&sent));
+        assert!(clean.is_clean(), "{clean:?}");
+        assert_eq!(clean.sent, Some(6));
+        let cut = ChunkFigures::judge(&[1, 2, 3, 3, 5], Some(&sent));
+        assert_eq!(
+            (cut.duplicated, cut.missing, cut.out_of_order),
+            (1, 2, 0),
+            "4 and 6 missing, 3 twice"
+        );
+        assert_eq!(ChunkFigures::judge(&[2, 1], None).out_of_order, 1);
+        assert_eq!(ChunkFigures::judge(&[2, 1], None).sent, None);
+        assert!(cut
+            .describe()
+            .contains("agent sent 6 chunks, history holds 5"));
+    }
+
+    #[test]
+    fn only_the_turns_own_chunks_count() {
+        let chunk = |text: &str| json!({"method": "session/update", "params": {"update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}});
+        assert_eq!(chunk_seq(&chunk("long-x chunk 3/20"), "long-x"), Some(3));
+        assert_eq!(chunk_seq(&chunk("long-xy chunk 3/20"), "long-x"), None);
+        assert_eq!(chunk_seq(&chunk("echo: hi"), "long-x"), None);
+    }
+}

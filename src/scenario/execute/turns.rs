@@ -1,0 +1,417 @@
+//! Turns that overlap other phases: a `prompt` with `wait = false` runs on
+//! as a task, `restart` with `after_ms` lands inside it, `await_turn`
+//! collects its outcome under its own deadline (completed — by POST, stream
+//! or resumed stream —, failed with its cause, or lost), and `turn_history`
+//! checks the chunks it streamed against the scripted agent's sent record.
+//! A turn the cell never collects is cancelled before the clients go.
+
+use super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
+use super::{Cell, StepFailure, StepResult};
+use crate::acp::StreamStats;
+use crate::client::{Client, ClientError, PromptOutcome};
+use crate::diagnose;
+use crate::persist::{list_all_events, Sender};
+use crate::report::SignatureKind;
+use crate::scenario::Step;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// How long cancelling a turn (`session/cancel`) may take.
+const CANCEL_BOUND: Duration = Duration::from_secs(2);
+/// `await_turn`'s phase deadline is its turn deadline plus this, so the
+/// step itself, not the phase timer, reports a lost turn with what it saw.
+pub(super) const AWAIT_MARGIN: Duration = Duration::from_secs(5);
+
+type TurnTask = JoinHandle<Result<PromptOutcome, ClientError>>;
+
+/// The cell's named turns.
+#[derive(Default)]
+pub(super) struct Turns {
+    turns: HashMap<String, Turn>,
+    /// When the latest turn started: `restart`'s `after_ms` counts from it.
+    latest_start: Option<Instant>,
+}
+
+struct Turn {
+    client: Arc<Client>,
+    session_id: String,
+    /// The `[[turn:TAG]]` the scripted agent tags the turn's chunks with.
+    tag: String,
+    started: Instant,
+    stats_before: StreamStats,
+    /// Until `await_turn` takes it.
+    task: Option<TurnTask>,
+}
+
+impl Turns {
+    /// Cancels every turn still running (`session/cancel`, bounded) and stops its task.
+    pub async fn cancel_running(&mut self) {
+        for turn in self.turns.values_mut() {
+            if let Some(task) = turn.task.take() {
+                if task.is_finished() {
+                    continue;
+                }
+                cancel(&turn.client, &turn.session_id, task).await;
+            }
+        }
+    }
+}
+
+/// A cell dropped mid-way (an interrupted run) stops its turns' tasks, so no
+/// prompt outlives its cell; a finished cell has cancelled them already.
+impl Drop for Turns {
+    fn drop(&mut self) {
+        for turn in self.turns.values_mut() {
+            if let Some(task) = turn.task.take() {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Cell<'_> {
+    pub(super) async fn run_turn_step(&mut self, step: &Step) -> StepResult {
+        match step {
+            Step::StartTurn {
+                client,
+                session,
+                text,
+                turn,
+            } => self.start_turn(client, session, text, turn).await,
+            Step::AwaitTurn { turn, deadline } => {
+                let deadline = deadline.unwrap_or(self.settings.default_timeout);
+                self.await_turn(turn, deadline).await
+            }
+            Step::TurnHistory { client, turn } => self.turn_history(client, turn).await,
+            Step::RestartDuringTurn { after } => {
+                let elapsed = self
+                    .turns
+                    .latest_start
+                    .map_or(Duration::ZERO, |s| s.elapsed());
+                tokio::time::sleep(after.saturating_sub(elapsed)).await;
+                let into = self.turns.latest_start.map(|s| s.elapsed());
+                let mut detail = match Box::pin(self.run_step(&Step::Restart)).await {
+                    Ok(detail) => detail,
+                    Err(mut failure) => {
+                        failure.detail.insert("afterMs".into(), ms(*after).into());
+                        return Err(failure);
+                    }
+                };
+                detail.insert("afterMs".into(), ms(*after).into());
+                detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
+                Ok(detail)
+            }
+            other => unreachable!("{} is not a turn step", other.kind()),
+        }
+    }
+
+    async fn start_turn(
+        &mut self,
+        client: &str,
+        session: &str,
+        text: &str,
+        turn: &str,
+    ) -> StepResult {
+        let client = Arc::clone(self.client(client)?);
+        let session_id = self.session_id(session);
+        // Unique per attempt too: every attempt of a cell shares its session
+        // suffix, and the agent's sent record spans the whole run.
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let tag = format!("{turn}-{}-{}", self.settings.session_suffix, &nonce[..8]);
+        self.transcripts
+            .entry(session.to_string())
+            .or_default()
+            .push(text.to_string());
+        let agent = self.settings.agent.clone();
+        let stats_before = client.transport_stats(&agent).await.unwrap_or_default();
+        let blocks = vec![json!({"type": "text", "text": format!("{text} [[turn:{tag}]]")})];
+        let task = {
+            let client = Arc::clone(&client);
+            let id = session_id.clone();
+            tokio::spawn(async move { client.prompt(&id, blocks).await })
+        };
+        let started = Instant::now();
+        self.turns.latest_start = Some(started);
+        self.turns.turns.insert(
+            turn.to_string(),
+            Turn {
+                client,
+                session_id: session_id.clone(),
+                tag: tag.clone(),
+                started,
+                stats_before,
+                task: Some(task),
+            },
+        );
+        let mut detail = Map::new();
+        detail.insert("turn".into(), turn.into());
+        detail.insert("sessionId".into(), session_id.into());
+        detail.insert("turnTag".into(), tag.into());
+        Ok(detail)
+    }
+
+    async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
+        let agent = self.settings.agent.clone();
+        let token = self.settings.token.clone();
+        let Some(turn) = self.turns.turns.get_mut(name) else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was never started"),
+            )));
+        };
+        let Some(mut task) = turn.task.take() else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was already collected"),
+            )));
+        };
+        let outcome = tokio::time::timeout(deadline, &mut task).await;
+        let stats = turn
+            .client
+            .transport_stats(&agent)
+            .await
+            .unwrap_or_default();
+        let mut detail = stream_detail(&turn.stats_before, &stats);
+        detail.insert("turnMs".into(), ms(turn.started.elapsed()).into());
+        let fail = |kind: &str, signature, detail: Map<String, Value>| {
+            let mut failure = StepFailure::new(signature).with_detail(detail);
+            failure.detail.insert("turnOutcome".into(), kind.into());
+            Err(failure)
+        };
+        match outcome {
+            Ok(Ok(Ok(result))) => {
+                detail.insert("turnOutcome".into(), "completed".into());
+                detail.insert("stopReason".into(), result.stop_reason.into());
+                let answer = stats.answers.iter().rev().find(|a| {
+                    a.method == "session/prompt"
+                        && !turn.stats_before.answers.iter().any(|b| b.id == a.id)
+                });
+                let via = match answer {
+                    Some(a) if a.via_stream && a.resumed_stream => "resumed stream",
+                    Some(a) if a.via_stream => "stream",
+                    Some(_) => "post",
+                    None => "unknown",
+                };
+                detail.insert("answeredVia".into(), via.into());
+                Ok(detail)
+            }
+            Ok(Ok(Err(error))) => {
+                let signature = diagnose::signature(&error, token.as_ref());
+                detail.insert("cause".into(), signature.message.clone().into());
+                fail("failed", signature, detail)
+            }
+            Ok(Err(join)) => fail(
+                "failed",
+                diagnose::other(
+                    SignatureKind::Client,
+                    format!("the turn's task ended: {join}"),
+                ),
+                detail,
+            ),
+            Err(_) => {
+                let seen = describe_lost(&turn.stats_before, &stats);
+                let ended = cancel(&turn.client, &turn.session_id, task).await;
+                detail.insert("seen".into(), seen.clone().into());
+                detail.insert("cancelled".into(), ended.into());
+                fail(
+                    "lost",
+                    diagnose::timeout(ms(deadline), format!("the outcome of turn {name} ({seen})")),
+                    detail,
+                )
+            }
+        }
+    }
+
+    /// The turn's chunks in the store against the agent's sent record, and
+    /// the session's `eventIndex` sequence.
+    async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
+        let Some(turn) = self.turns.turns.get(name) else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was never started"),
+            )));
+        };
+        let (session_id, tag) = (turn.session_id.clone(), turn.tag.clone());
+        if let Some(log) = &self.settings.agent_sent_log {
+            agent_turn_over(log, &tag).await;
+        }
+        let store = Arc::clone(self.client(reader)?.persist());
+        for client in self.clients.values() {
+            client.flush().await;
+        }
+        let events = list_all_events(store.as_ref(), &session_id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let mut ordered: Vec<(i64, u32)> = events
+            .iter()
+            .filter(|e| e.sender == Sender::Agent)
+            .filter_map(|e| chunk_seq(&e.payload, &tag).map(|seq| (e.event_index, seq)))
+            .collect();
+        ordered.sort();
+        let stored: Vec<u32> = ordered.iter().map(|(_, seq)| *seq).collect();
+        let sent = self
+            .settings
+            .agent_sent_log
+            .as_deref()
+            .map(|p| sent_chunks(p, &tag));
+        let figures = ChunkFigures::judge(&stored, sent.as_ref());
+        let mut detail = Map::new();
+        figures.write(&mut detail);
+        let indexes = self.check_integrity(reader, &session_id, &mut detail).await;
+        if figures.is_clean() {
+            return indexes.map(|()| detail);
+        }
+        let message = format!("turn {name}: {}", figures.describe());
+        Err(
+            StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
+                .with_detail(detail),
+        )
+    }
+}
+
+/// `session/cancel` for a turn, then waits (bounded) for the prompt to end
+/// — the agent answers it `cancelled` — so the notification is on the wire
+/// before anyone disposes the client; the task is stopped either way.
+/// Returns whether the turn ended.
+async fn cancel(client: &Client, session_id: &str, mut task: TurnTask) -> bool {
+    let _ = tokio::time::timeout(CANCEL_BOUND, client.cancel(session_id)).await;
+    let ended = tokio::time::timeout(CANCEL_BOUND, &mut task).await.is_ok();
+    task.abort();
+    ended
+}
+
+/// What the stream did during the turn, for the report.
+fn stream_detail(before: &StreamStats, after: &StreamStats) -> Map<String, Value> {
+    let mut detail = Map::new();
+    detail.insert(
+        "streamsOpened".into(),
+        (after.streams_opened - before.streams_opened.min(after.streams_opened)).into(),
+    );
+    detail.insert(
+        "streamsResumed".into(),
+        (after.streams_resumed - before.streams_resumed.min(after.streams_resumed)).into(),
+    );
+    if after.streams_resumed > before.streams_resumed {
+        detail.insert("lastEventId".into(), after.last_resume_id.clone().into());
+    }
+    let ends = new_items(&before.stream_ends, &after.stream_ends);
+    if !ends.is_empty() {
+        detail.insert("streamEnds".into(), ends.into());
+    }
+    if let Some(closed) = &after.closed_by {
+        detail.insert("transportClosedBy".into(), closed.clone().into());
+    }
+    detail
+}
+
+/// A lost turn in one line: what the stream and the POST saw.
+fn describe_lost(before: &StreamStats, after: &StreamStats) -> String {
+    let opened = after.streams_opened.saturating_sub(before.streams_opened);
+    let resumed = after.streams_resumed.saturating_sub(before.streams_resumed);
+    let mut parts = vec![format!("stream: {opened} opened, {resumed} resumed")];
+    if resumed > 0 {
+        if let Some(id) = &after.last_resume_id {
+            parts.push(format!("last Last-Event-ID {id}"));
+        }
+    }
+    let ends = new_items(&before.stream_ends, &after.stream_ends);
+    if let Some(last) = ends.last() {
+        parts.push(format!("stream ended: {last}"));
+    }
+    let refused = new_items(&before.get_failures, &after.get_failures);
+    if let Some(last) = refused.last() {
+        parts.push(format!("reconnect refused: {last}"));
+    }
+    parts.push(match &after.closed_by {
+        Some(e) => format!("POST: {e}"),
+        None => "POST: no answer and no error".into(),
+    });
+    parts.join("; ")
+}
+
+/// The items of `after` past `before` (both bounded lists, newest last).
+fn new_items(before: &[String], after: &[String]) -> Vec<String> {
+    let skip = if after.starts_with(before) {
+        before.len()
+    } else {
+        0
+    };
+    after[skip..].to_vec()
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct CountingRestart(u32);
+
+    #[async_trait::async_trait]
+    impl crate::scenario::Restarter for CountingRestart {
+        async fn restart(&mut self) -> crate::scenario::RestartReport {
+            self.0 += 1;
+            crate::scenario::RestartReport {
+                ok: true,
+                action: "fake".into(),
+                restart_ms: 1,
+                ready_ms: Some(1),
+                detail: None,
+            }
+        }
+    }
+
+    /// No server at all: the turn fails (the client's health check cannot
+    /// connect), the timed restart still waits for its moment, the await
+    /// names the failure, and nothing hangs.
+    #[tokio::test]
+    async fn a_timed_restart_lands_after_the_turn_started_and_the_await_names_the_failure() {
+        let source = "name = \"t\"\n[[phase]]\nname = \"c\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"s\"\nstep = \"create_session\"\nclient = \"a\"\nsession = \"x\"\non_failure = \"continue\"\n[[phase]]\nname = \"go\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"x\"\ntext = \"hi\"\nwait = false\nturn = \"long\"\n[[phase]]\nname = \"r\"\nstep = \"restart\"\nafter_ms = 300\n[[phase]]\nname = \"w\"\nstep = \"await_turn\"\nturn = \"long\"\ntimeout_ms = 20000\n";
+        let scenario =
+            crate::scenario::parse_scenario(std::path::Path::new("t.toml"), source).unwrap();
+        let settings = crate::scenario::CellSettings {
+            trace: crate::trace::Trace::detached(),
+            base_url: "http://127.0.0.1:9".into(),
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(1),
+            session_suffix: "t".into(),
+            store: crate::scenario::CellStore::PerClientMemory,
+            agent_sent_log: None,
+        };
+        let mut restarter = CountingRestart(0);
+        let run = crate::scenario::run_cell(&scenario, &settings, &mut restarter).await;
+        assert_eq!(restarter.0, 1);
+        let restart = &run.phases[3];
+        let into = restart.detail["startedIntoTurnMs"].as_u64().unwrap();
+        assert!(into >= 300, "{restart:?}");
+        assert_eq!(restart.detail["afterMs"], 300);
+        let wait = &run.phases[4];
+        assert_eq!(wait.detail["turnOutcome"], "failed", "{wait:?}");
+        assert_eq!(wait.deadline_ms, 20_000);
+        assert!(wait.duration_ms < 5_000, "{wait:?}");
+        assert_eq!(run.failure_boundary.as_deref(), Some("s"));
+        assert!(!wait.ok && wait.signature.is_some(), "{wait:?}");
+    }
+
+    #[test]
+    fn a_lost_turn_says_what_the_stream_and_the_post_saw() {
+        let before = StreamStats::default();
+        let after = StreamStats {
+            streams_opened: 2,
+            streams_resumed: 1,
+            last_resume_id: Some("17".into()),
+            stream_ends: vec!["ended".into()],
+            get_failures: vec!["HTTP 404".into()],
+            ..StreamStats::default()
+        };
+        let seen = describe_lost(&before, &after);
+        assert_eq!(seen, "stream: 2 opened, 1 resumed; last Last-Event-ID 17; stream ended: ended; reconnect refused: HTTP 404; POST: no answer and no error");
+    }
+}
