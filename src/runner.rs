@@ -65,6 +65,8 @@ pub struct RunPlan {
     /// On a version axis (several `--server-version`): the version every cell of this run carries.
     pub axis_version: Option<String>,
     pub logs: Vec<LogFile>,
+    /// The local stack's fake model provider log, when real agents run.
+    pub model_calls: Option<crate::provider::ModelCalls>,
 }
 
 /// A target that cannot run, and why.

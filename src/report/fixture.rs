@@ -91,6 +91,7 @@ fn native_agent() -> Cell {
     Cell {
         target: "agent".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -139,6 +140,7 @@ fn native_gateway() -> Cell {
     Cell {
         target: "gateway".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -169,6 +171,7 @@ fn rehydrate_agent() -> Cell {
     Cell {
         target: "agent".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -196,6 +199,7 @@ fn rehydrate_gateway() -> Cell {
     Cell {
         target: "gateway".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,

@@ -89,6 +89,10 @@ pub struct Cell {
     /// The server version of this cell, when the run had a version axis.
     #[serde(default)]
     pub server_version: Option<String>,
+    /// The agent of this cell, when the run had an agent axis (`--agent`
+    /// given more than once, or a real agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,

@@ -170,6 +170,7 @@ async fn run_one(
         default_timeout: plan.timeout,
         session_suffix: key,
         store,
+        model_calls: plan.model_calls.clone(),
     };
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;

@@ -33,6 +33,8 @@ pub struct CellSettings {
     /// Appended to session labels so every cell's session ids are unique.
     pub session_suffix: String,
     pub store: CellStore,
+    /// The fake model provider's call log, when the stack runs one.
+    pub model_calls: Option<crate::provider::ModelCalls>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -356,6 +358,7 @@ mod tests {
             default_timeout: Duration::from_secs(5),
             session_suffix: "t".into(),
             store: CellStore::PerClientMemory,
+            model_calls: None,
         }
     }
 

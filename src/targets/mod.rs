@@ -79,6 +79,21 @@ pub struct Target {
     process: Option<ManagedProcess>,
     /// What HTTP probes of the server under test send (the token).
     probe_auth: ProbeAuth,
+    /// Runs after a managed process stopped (restart or shutdown); what it
+    /// returns goes into the restart's detail.
+    after_stop: Option<AfterStop>,
+    after_stop_note: Option<String>,
+}
+
+/// A check run after a managed target's process stopped (e.g. a sweep for
+/// children that outlived it); returns a note for the restart's detail.
+#[derive(Clone)]
+pub struct AfterStop(pub std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for AfterStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterStop")
+    }
 }
 
 impl Target {
@@ -90,7 +105,15 @@ impl Target {
             ready_timeout: DEFAULT_READY_TIMEOUT,
             process: None,
             probe_auth: ProbeAuth::default(),
+            after_stop: None,
+            after_stop_note: None,
         }
+    }
+
+    /// Runs `hook` each time the managed process has stopped.
+    pub fn with_after_stop(mut self, hook: AfterStop) -> Self {
+        self.after_stop = Some(hook);
+        self
     }
 
     /// HTTP probes of URLs under `base_url` will send `token` and `headers`,
@@ -183,6 +206,21 @@ impl Target {
         let started = Instant::now();
         let action = self.run_action().await;
         let restart_ms = millis(started.elapsed());
+        let mut outcome = self.restart_outcome(action, restart_ms).await;
+        if let Some(note) = self.after_stop_note.take() {
+            outcome.detail = Some(match outcome.detail {
+                Some(detail) => format!("{detail}; {note}"),
+                None => note,
+            });
+        }
+        outcome
+    }
+
+    async fn restart_outcome(
+        &mut self,
+        action: Result<(), ActionError>,
+        restart_ms: u64,
+    ) -> RestartOutcome {
         if let Err(error) = action {
             return RestartOutcome {
                 ok: false,
@@ -231,6 +269,9 @@ impl Target {
         {
             process.stop(spec.stop_signal, spec.grace).await;
         }
+        if let Some(hook) = &self.after_stop {
+            (hook.0)();
+        }
     }
 
     async fn run_action(&mut self) -> Result<(), ActionError> {
@@ -242,6 +283,9 @@ impl Target {
                 let spec = spec.clone();
                 if let Some(process) = self.process.as_mut() {
                     process.stop(spec.stop_signal, spec.grace).await;
+                }
+                if let Some(hook) = &self.after_stop {
+                    self.after_stop_note = (hook.0)();
                 }
                 self.start_managed(&spec)
             }
