@@ -5,6 +5,7 @@
 use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
+mod recover;
 mod steps;
 use crate::diagnose;
 use crate::persist::PersistDriver;
@@ -106,6 +107,9 @@ struct Cell<'a> {
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
     restarts: Vec<RestartTiming>,
+    /// When the last restart was over (ready again), for recovery timings.
+    restarted_at: Option<Instant>,
+    restarted_at_ms: Option<u64>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -121,6 +125,8 @@ pub async fn run_cell(
         clients: HashMap::new(),
         transcripts: HashMap::new(),
         restarts: Vec::new(),
+        restarted_at: None,
+        restarted_at_ms: None,
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -212,7 +218,8 @@ fn step_client(step: &Step) -> Option<&str> {
         | Step::DestroySession { client, .. }
         | Step::Dispose { client }
         | Step::Health { client }
-        | Step::Probe { client } => Some(client),
+        | Step::Probe { client }
+        | Step::RecoverSession { client, .. } => Some(client),
         Step::Connect { .. } | Step::Restart | Step::Sleep { .. } => None,
     }
 }

@@ -96,6 +96,14 @@ pub enum Step {
     Probe {
         client: String,
     },
+    /// The recovering client: prompt the old handle; on a lost server id
+    /// (HTTP 400) open a new one with `?agent=`, `session/load` (or
+    /// `session/resume`) the agent session, and prompt there.
+    RecoverSession {
+        client: String,
+        session: String,
+        text: String,
+    },
 }
 
 /// What `resume_session` is expected to do, when a scenario pins it.
@@ -121,6 +129,7 @@ impl Step {
             Step::Sleep { .. } => "sleep",
             Step::Health { .. } => "health",
             Step::Probe { .. } => "probe",
+            Step::RecoverSession { .. } => "recover_session",
         }
     }
 
@@ -153,6 +162,9 @@ impl Step {
             Step::Sleep { .. } => "sleeping".into(),
             Step::Health { .. } => "GET /v1/health".into(),
             Step::Probe { .. } => "POST /v1/processes/run pwd".into(),
+            Step::RecoverSession { session, .. } => {
+                format!("recovering {session}: new server id, session/load, prompt")
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 2] = [
+const BUILTIN: [(&str, &str); 3] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -18,6 +18,10 @@ const BUILTIN: [(&str, &str); 2] = [
     (
         "recreate-rehydrate.toml",
         include_str!("../../scenarios/recreate-rehydrate.toml"),
+    ),
+    (
+        "native-load.toml",
+        include_str!("../../scenarios/native-load.toml"),
     ),
 ];
 
@@ -72,7 +76,7 @@ struct RawPhase {
 }
 
 /// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 12] = [
+const STEP_FIELDS: [(&str, &[&str]); 13] = [
     ("connect", &["client"]),
     ("create_session", &["client", "session", "cwd"]),
     (
@@ -88,6 +92,7 @@ const STEP_FIELDS: [(&str, &[&str]); 12] = [
     ("sleep", &["ms"]),
     ("health", &["client"]),
     ("probe", &["client"]),
+    ("recover_session", &["client", "session", "text"]),
 ];
 
 impl RawPhase {
@@ -253,6 +258,18 @@ impl Checker<'_> {
             },
             "health" => Step::Health { client: client()? },
             "probe" => Step::Probe { client: client()? },
+            "recover_session" => Step::RecoverSession {
+                client: client()?,
+                session: session()?,
+                text: match &p.text {
+                    Some(Texts::One(t)) if !t.trim().is_empty() => t.clone(),
+                    _ => {
+                        return Err(fail(
+                            "step `recover_session` needs `text`: one non-empty string".into(),
+                        ))
+                    }
+                },
+            },
             _ => unreachable!("checked against STEP_FIELDS above"),
         };
         self.check_references(&step, span)?;
@@ -296,6 +313,9 @@ impl Checker<'_> {
                 client, session, ..
             }
             | Step::ResumeSession {
+                client, session, ..
+            }
+            | Step::RecoverSession {
                 client, session, ..
             }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),

@@ -214,6 +214,8 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
             "CONTINUITY_AGENT_STATE".to_string(),
             state.display().to_string(),
         ),
+        // As the real agents do: native-load can session/load after a restart.
+        ("CONTINUITY_AGENT_LOAD_SESSION".to_string(), "1".to_string()),
     ];
     env.extend(config.agent_env.iter().cloned());
     for (key, value) in env {

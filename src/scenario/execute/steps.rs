@@ -13,11 +13,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 impl Cell<'_> {
-    fn session_id(&self, label: &str) -> String {
+    pub(super) fn session_id(&self, label: &str) -> String {
         format!("{label}-{}", self.settings.session_suffix)
     }
 
-    fn client(&self, name: &str) -> Result<&Client, StepFailure> {
+    pub(super) fn client(&self, name: &str) -> Result<&Client, StepFailure> {
         self.clients.get(name).ok_or_else(|| {
             StepFailure::new(diagnose::other(
                 SignatureKind::Client,
@@ -98,6 +98,8 @@ impl Cell<'_> {
             }
             Step::Restart => {
                 let report = self.restarter.restart().await;
+                self.restarted_at = Some(std::time::Instant::now());
+                self.restarted_at_ms = Some(crate::provider::now_ms());
                 self.restarts.push(RestartTiming {
                     phase: String::new(),
                     action: report.action.clone(),
@@ -191,6 +193,11 @@ impl Cell<'_> {
                     .map_err(|e| self.fail(&e))?;
                 detail.insert("health".into(), health);
             }
+            Step::RecoverSession {
+                client,
+                session,
+                text,
+            } => return self.recover_session(client, session, text).await,
             Step::Probe { client } => {
                 let c = self.client(client)?;
                 match c.run_process("pwd", 15_000).await {
