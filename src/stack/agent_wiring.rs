@@ -77,16 +77,33 @@ pub(super) async fn wire_agents(
     Ok(())
 }
 
-/// After sandbox-agent stops: count the agent processes (marked with this
-/// stack's owner) still alive, kill them, and say how many there were.
+/// Around each sandbox-agent stop: SIGTERM the server alone (as a service
+/// manager stopping only its main process would), wait for it to exit, and
+/// count the agent processes (marked with this stack's owner) still alive —
+/// those outlived the server, a finding for users. Then the stack stops the
+/// whole group, and a last sweep kills anything marked that escaped it.
 pub(super) fn sweep(owner: &str) -> AfterStop {
-    let owner = owner.to_string();
-    AfterStop(Arc::new(move || {
-        // Agents exiting on their own (stdin closed) get a moment first.
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let outlived = agents::reap(&owner);
-        Some(format!(
-            "agent processes left after the server stopped: {outlived} (killed)"
-        ))
-    }))
+    let before_owner = owner.to_string();
+    let after_owner = owner.to_string();
+    AfterStop {
+        before: Arc::new(move |pid| {
+            let pid = pid? as i32;
+            // SAFETY: signalling the server process this stack started and still owns.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            while agents::is_running(pid) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            // Agents that exit on their own when stdin closes get a moment.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let outlived = agents::owned_processes(&before_owner).len();
+            Some(format!(
+                "agent processes that outlived the server: {outlived}"
+            ))
+        }),
+        after: Arc::new(move || {
+            let left = agents::reap(&after_owner);
+            (left > 0).then(|| format!("{left} escaped the process group and were killed"))
+        }),
+    }
 }

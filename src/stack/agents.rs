@@ -342,7 +342,7 @@ fn opencode_config(port: u16) -> String {
 
 fn codex_config(port: u16) -> String {
     format!(
-        r#"model = "fake-model"
+        r#"model = "gpt-5.4-mini"
 model_provider = "fake"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -382,6 +382,11 @@ pub fn owned_processes(owner: &str) -> Vec<i32> {
         })
         .filter(|pid| !is_zombie(*pid))
         .collect()
+}
+
+/// Whether `pid` exists and is not a zombie.
+pub fn is_running(pid: i32) -> bool {
+    !is_zombie(pid)
 }
 
 fn is_zombie(pid: i32) -> bool {

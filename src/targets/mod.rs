@@ -79,16 +79,34 @@ pub struct Target {
     process: Option<ManagedProcess>,
     /// What HTTP probes of the server under test send (the token).
     probe_auth: ProbeAuth,
-    /// Runs after a managed process stopped (restart or shutdown); what it
+    /// Runs around a managed process's stop (restart or shutdown); what it
     /// returns goes into the restart's detail.
     after_stop: Option<AfterStop>,
     after_stop_note: Option<String>,
 }
 
-/// A check run after a managed target's process stopped (e.g. a sweep for
-/// children that outlived it); returns a note for the restart's detail.
+/// A check around a managed target's stop, e.g. a count of the children
+/// that outlive the process. `before` gets the pid before the group is
+/// stopped (it may stop the process itself, to see what survives it);
+/// `after` runs once the group is gone. Their notes join the restart's detail.
 #[derive(Clone)]
-pub struct AfterStop(pub std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>);
+pub struct AfterStop {
+    pub before: std::sync::Arc<dyn Fn(Option<u32>) -> Option<String> + Send + Sync>,
+    pub after: std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>,
+}
+
+impl AfterStop {
+    fn run_before(&self, pid: Option<u32>) -> Option<String> {
+        (self.before)(pid)
+    }
+
+    fn run_after(&self, before: Option<String>) -> Option<String> {
+        match (before, (self.after)()) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+}
 
 impl std::fmt::Debug for AfterStop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -264,13 +282,15 @@ impl Target {
     }
 
     pub async fn shutdown(&mut self) {
+        let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
             (self.process.take(), &self.action)
         {
+            let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
             process.stop(spec.stop_signal, spec.grace).await;
-        }
-        if let Some(hook) = &self.after_stop {
-            (hook.0)();
+            if let Some(hook) = &hook {
+                hook.run_after(before);
+            }
         }
     }
 
@@ -281,11 +301,11 @@ impl Target {
             }
             RestartAction::Managed(spec) => {
                 let spec = spec.clone();
+                let hook = self.after_stop.clone();
                 if let Some(process) = self.process.as_mut() {
+                    let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
                     process.stop(spec.stop_signal, spec.grace).await;
-                }
-                if let Some(hook) = &self.after_stop {
-                    self.after_stop_note = (hook.0)();
+                    self.after_stop_note = hook.and_then(|h| h.run_after(before));
                 }
                 self.start_managed(&spec)
             }

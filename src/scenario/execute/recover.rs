@@ -21,12 +21,21 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// DELETE can hang for tens of seconds on real agents: bound it.
 const DELETE_BOUND: Duration = Duration::from_secs(2);
 
-fn failure(kind: SignatureKind, message: impl Into<String>, detail: &Map<String, Value>) -> StepFailure {
+fn failure(
+    kind: SignatureKind,
+    message: impl Into<String>,
+    detail: &Map<String, Value>,
+) -> StepFailure {
     StepFailure::new(diagnose::other(kind, message)).with_detail(detail.clone())
 }
 
 /// `user_message_chunk` / `agent_message_chunk` updates seen so far (drained).
-fn drain_chunks(rx: &mut mpsc::UnboundedReceiver<Observed>, user: &mut u64, agent: &mut u64, text: &mut String) {
+fn drain_chunks(
+    rx: &mut mpsc::UnboundedReceiver<Observed>,
+    user: &mut u64,
+    agent: &mut u64,
+    text: &mut String,
+) {
     while let Ok(seen) = rx.try_recv() {
         if seen.direction != Direction::Inbound
             || seen.envelope.get("method").and_then(Value::as_str) != Some("session/update")
@@ -48,11 +57,19 @@ fn drain_chunks(rx: &mut mpsc::UnboundedReceiver<Observed>, user: &mut u64, agen
 }
 
 impl Cell<'_> {
-    pub(super) async fn recover_session(&mut self, client: &str, session: &str, text: &str) -> StepResult {
+    pub(super) async fn recover_session(
+        &mut self,
+        client: &str,
+        session: &str,
+        text: &str,
+    ) -> StepResult {
         let mut detail = Map::new();
         let id = self.session_id(session);
         let earlier: Vec<String> = self.transcripts.get(session).cloned().unwrap_or_default();
-        self.transcripts.entry(session.to_string()).or_default().push(text.to_string());
+        self.transcripts
+            .entry(session.to_string())
+            .or_default()
+            .push(text.to_string());
         let started = Instant::now();
         // 1. The old handle, as any client would try first.
         let blocks = vec![json!({"type": "text", "text": text})];
@@ -70,7 +87,10 @@ impl Cell<'_> {
             return Err(StepFailure::new(lost).with_detail(detail));
         }
         detail.insert("serverIdLost".into(), true.into());
-        detail.insert("detectMs".into(), (started.elapsed().as_millis() as u64).into());
+        detail.insert(
+            "detectMs".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
         // 2. The agent's own session id, from the client's store.
         let record = self
             .client(client)?
@@ -79,7 +99,13 @@ impl Cell<'_> {
             .await
             .ok()
             .flatten()
-            .ok_or_else(|| failure(SignatureKind::Client, format!("no session record for `{id}`"), &detail))?;
+            .ok_or_else(|| {
+                failure(
+                    SignatureKind::Client,
+                    format!("no session record for `{id}`"),
+                    &detail,
+                )
+            })?;
         let cwd = record
             .session_init
             .as_ref()
@@ -104,7 +130,14 @@ impl Cell<'_> {
             tx,
         );
         let result = self
-            .load_and_prompt(&transport, &mut rx, &record.agent_session_id, cwd, text, &mut detail)
+            .load_and_prompt(
+                &transport,
+                &mut rx,
+                &record.agent_session_id,
+                cwd,
+                text,
+                &mut detail,
+            )
             .await;
         transport.close().await;
         let (stop, answered) = result?;
@@ -158,17 +191,27 @@ impl Cell<'_> {
         detail.insert("method".into(), method.into());
         let load_started = Instant::now();
         let loaded = transport
-            .request(method, json!({"sessionId": agent_session_id, "cwd": cwd, "mcpServers": []}))
+            .request(
+                method,
+                json!({"sessionId": agent_session_id, "cwd": cwd, "mcpServers": []}),
+            )
             .await
             .map_err(|e| acp(e, detail))?;
-        detail.insert("loadMs".into(), (load_started.elapsed().as_millis() as u64).into());
+        detail.insert(
+            "loadMs".into(),
+            (load_started.elapsed().as_millis() as u64).into(),
+        );
         transport.settle(&loaded.id, SETTLE).await;
         let (mut user, mut agent, mut replayed) = (0, 0, String::new());
         drain_chunks(rx, &mut user, &mut agent, &mut replayed);
         detail.insert("replayedUserChunks".into(), user.into());
         detail.insert("replayedAgentChunks".into(), agent.into());
         if method == "session/load" && user == 0 {
-            return Err(failure(SignatureKind::Integrity, "session/load replayed no user turn", detail));
+            return Err(failure(
+                SignatureKind::Integrity,
+                "session/load replayed no user turn",
+                detail,
+            ));
         }
         let prompted = transport
             .request(
@@ -182,13 +225,24 @@ impl Cell<'_> {
         let (mut _user, mut chunks, mut reply) = (0, 0, String::new());
         drain_chunks(rx, &mut _user, &mut chunks, &mut reply);
         detail.insert("replyChunks".into(), chunks.into());
-        detail.insert("reply".into(), reply.chars().take(200).collect::<String>().into());
-        let stop = prompted.result["stopReason"].as_str().unwrap_or("").to_string();
+        detail.insert(
+            "reply".into(),
+            reply.chars().take(200).collect::<String>().into(),
+        );
+        let stop = prompted.result["stopReason"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         Ok((stop, answered))
     }
 
     /// With a fake provider: the model call(s) for this prompt must carry the earlier turns.
-    fn check_model_context(&self, earlier: &[String], text: &str, detail: &mut Map<String, Value>) -> Result<(), StepFailure> {
+    fn check_model_context(
+        &self,
+        earlier: &[String],
+        text: &str,
+        detail: &mut Map<String, Value>,
+    ) -> Result<(), StepFailure> {
         let Some(calls) = &self.settings.model_calls else {
             detail.insert("earlierTurnsInContext".into(), Value::Null);
             return Ok(());
@@ -207,7 +261,11 @@ impl Cell<'_> {
         });
         detail.insert("earlierTurnsInContext".into(), saw.into());
         if after.is_empty() {
-            return Err(failure(SignatureKind::Integrity, "the prompt never reached the model", detail));
+            return Err(failure(
+                SignatureKind::Integrity,
+                "the prompt never reached the model",
+                detail,
+            ));
         }
         if !saw {
             return Err(failure(
@@ -223,7 +281,10 @@ impl Cell<'_> {
 fn header_map(headers: &[(String, String)]) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (name, value) in headers {
-        if let (Ok(name), Ok(mut value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+        if let (Ok(name), Ok(mut value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
             value.set_sensitive(true);
             map.insert(name, value);
         }
