@@ -22,7 +22,10 @@ pub(super) async fn run_agents(
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Report {
     let mut parts: Vec<Report> = Vec::new();
+    let model_calls = plan.model_calls.take();
     for agent in agents {
+        // Only real agents talk to the fake provider: its log judges their cells only.
+        plan.model_calls = crate::stack::agents::real(agent).and(model_calls.clone());
         if !parts.is_empty() && (*cancel.borrow() || parts.iter().any(|p| p.run.interrupted)) {
             break;
         }
@@ -38,6 +41,7 @@ pub(super) async fn run_agents(
         }
         parts.push(part);
     }
+    plan.model_calls = model_calls;
     join(parts, agents)
 }
 

@@ -102,7 +102,7 @@ impl RealAgent {
             ));
         }
         let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress)
-            .map_err(|e| format!("cannot install {}: {e}", self.spec()))?;
+            .map_err(|e| format!("cannot install {}: {}", self.spec(), summarize(&e)))?;
         if fresh {
             progress(&format!(
                 "agent {}: {} MB on disk in {}",
@@ -113,6 +113,17 @@ impl RealAgent {
         }
         Ok(dir)
     }
+}
+
+/// npm's failure in one line: its first line and the error code and cause
+/// lines, without the stack trace (the whole text is in npm's own log).
+fn summarize(error: &str) -> String {
+    let mut lines = error.lines();
+    let mut kept: Vec<&str> = lines.next().into_iter().collect();
+    kept.extend(lines.filter(|l| {
+        l.starts_with("npm error code") || l.contains("FetchError") || l.contains("E404")
+    }));
+    kept.join(" ").trim_end_matches(':').to_string()
 }
 
 fn folder_size(dir: &Path) -> u64 {
