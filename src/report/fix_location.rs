@@ -65,3 +65,38 @@ pub fn verdict_line(sdk: &Cell, load: &Cell) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cell(scenario: &str, verdict: &str, boundary: Option<&str>, ms: Option<u64>) -> Cell {
+        let detail = ms
+            .map(|ms| json!({"restartToFirstGoodPromptMs": ms}))
+            .unwrap_or(json!({}));
+        serde_json::from_value(json!({
+            "target": "agent", "scenario": scenario, "serverVersion": null, "agent": "claude",
+            "attempt": 1, "verdict": verdict, "failureBoundary": boundary, "reason": null,
+            "durationMs": 1, "restarts": [], "passRate": null, "attempts": [], "expectation": null,
+            "phases": [{"name": "loadSessionAfterRestart", "step": "recover_session", "verdict": true,
+                        "cleanup": false, "ok": true, "durationMs": 1, "deadlineMs": 1000,
+                        "detail": detail, "outcome": "ok", "signature": null}]
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_pairing_of_verdicts_names_where_the_fix_belongs() {
+        let sdk_fail = cell(SDK, "fail", Some("promptSameHandleAfterRestart"), None);
+        let load_pass = cell(LOAD, "pass", None, Some(840));
+        assert_eq!(
+            verdict_line(&sdk_fail, &load_pass),
+            "SDK fails @ promptSameHandleAfterRestart, load recovers (first good prompt 840 ms after the restart) → client-side fix"
+        );
+        let load_fail = cell(LOAD, "fail", Some("loadSessionAfterRestart"), None);
+        assert!(verdict_line(&sdk_fail, &load_fail).ends_with("→ server- or agent-side fix"));
+        let sdk_pass = cell(SDK, "pass", None, None);
+        assert!(verdict_line(&sdk_pass, &load_pass).ends_with("→ nothing to fix"));
+    }
+}

@@ -416,3 +416,69 @@ pub fn reap(owner: &str) -> usize {
     }
     pids.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_pass_and_others_list_them() {
+        for name in KNOWN {
+            assert!(check_known(name).is_ok());
+        }
+        assert_eq!(
+            check_known("Claude").unwrap_err(),
+            "unknown agent \"Claude\" (known: mock, opencode, claude, codex)"
+        );
+        assert!(real("mock").is_none());
+        assert_eq!(
+            real("codex").unwrap().spec(),
+            "@zed-industries/codex-acp@0.16.0"
+        );
+    }
+
+    #[test]
+    fn an_npm_failure_reads_in_one_line_without_the_stack_trace() {
+        let text = "npm install in /x failed (exit status: 1):\nnpm error code ECONNREFUSED\nnpm error syscall connect\nnpm error FetchError: request to http://127.0.0.1:9/x failed\nnpm error     at ClientRequest.<anonymous>";
+        assert_eq!(
+            summarize(text),
+            "npm install in /x failed (exit status: 1): npm error code ECONNREFUSED npm error FetchError: request to http://127.0.0.1:9/x failed"
+        );
+    }
+
+    #[test]
+    fn wiring_writes_launcher_stand_in_and_offline_config_inside_the_given_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let installed = dir.path().join("installed");
+        let binary =
+            installed.join("node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp");
+        std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+        std::fs::write(&binary, "#!/bin/sh\n").unwrap();
+        let (data, state) = (dir.path().join("data"), dir.path().join("state"));
+        let wiring = Wiring {
+            data: &data,
+            state: &state,
+            provider_port: 4321,
+            owner: "o-1",
+        };
+        wire(real("codex").unwrap(), &installed, &wiring).unwrap();
+        let bin = data.join("sandbox-agent/bin");
+        let launcher = std::fs::read_to_string(bin.join("agent_processes/codex-acp")).unwrap();
+        assert!(
+            launcher.contains("export CONTINUITY_AGENT_OWNER='o-1'"),
+            "{launcher}"
+        );
+        assert!(launcher.contains(&format!(
+            "export CODEX_HOME='{}'",
+            state.join("codex/codex").display()
+        )));
+        assert!(launcher.ends_with(&format!("exec '{}' \"$@\"\n", binary.display())));
+        assert!(bin.join("codex").is_file(), "the stand-in native binary");
+        let config = std::fs::read_to_string(state.join("codex/codex/config.toml")).unwrap();
+        assert!(
+            config.contains("base_url = \"http://127.0.0.1:4321/v1\""),
+            "{config}"
+        );
+        assert!(config.contains("wire_api = \"responses\""));
+    }
+}
