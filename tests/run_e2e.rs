@@ -101,7 +101,13 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let report = report(&out);
     assert_eq!(report["schema"], "continuity.report/v2");
     assert_eq!(report["run"]["baseUrl"], s.base_url.as_str());
-    assert_eq!(report["totals"]["cells"], 2);
+    assert_eq!(report["totals"]["cells"], 3);
+    // The recovering client gets the session back where the SDK loses it.
+    let load = cell(&report, "agent", "native-load");
+    assert_eq!(load["verdict"], "pass", "{load}");
+    let recovered = &phase(load, "loadSessionAfterRestart")["detail"];
+    assert_eq!(recovered["method"], "session/load");
+    assert_eq!(recovered["replayedUserChunks"], 1);
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");
