@@ -91,7 +91,11 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
         );
         let r = report(&out);
         assert_eq!(r["run"]["partition"], format!("count:{k}/2"));
-        assert_eq!(r["cells"].as_array().unwrap().len(), 2, "shard {k}");
+        assert_eq!(
+            r["cells"].as_array().unwrap().len(),
+            3,
+            "shard {k}: 2 targets × 3 built-in scenarios, halved"
+        );
     }
 
     // Merge, gate and summarise as the workflow's last job does.

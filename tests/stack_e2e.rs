@@ -85,7 +85,10 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
         "every target must run here:\n{stderr}"
     );
     assert_eq!(report["totals"]["errored"], 0, "{stderr}");
-    assert_eq!(report["totals"]["cells"], targets.len() * 2);
+    // Three built-in scenarios: native-continuity, recreate-rehydrate, native-load.
+    assert_eq!(report["totals"]["cells"], targets.len() * 3);
+    // The recovering client gets the scripted agent's session back after the restart.
+    assert_eq!(cell(&report, "agent", "native-load")["verdict"], "pass");
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");

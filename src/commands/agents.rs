@@ -30,6 +30,9 @@ pub(super) async fn run_agents(
             break;
         }
         plan.agent = agent.clone();
+        if is_axis(agents) {
+            crate::console::errln(&format!("agent {agent}:"));
+        }
         let mut part = match skips.iter().find(|(name, _)| name == agent) {
             Some((_, reason)) => skipped_part(plan, reason, cancel.clone(), on_event).await,
             None => runner::run(plan, cancel.clone(), on_event).await,
