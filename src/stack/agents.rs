@@ -19,7 +19,7 @@ pub const KNOWN: [&str; 4] = ["mock", "opencode", "claude", "codex"];
 /// its stack, so a /proc scan finds the ones that outlived the server.
 pub const OWNER_VAR: &str = "CONTINUITY_AGENT_OWNER";
 
-/// One real agent: its npm package, pinned version and approximate download size.
+/// One real agent: its npm package, pinned version and approximate size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RealAgent {
     pub name: &'static str,
@@ -34,19 +34,19 @@ pub const REAL: [RealAgent; 3] = [
         name: "opencode",
         package: "opencode-ai",
         version: "1.18.33",
-        download: "~185 MB",
+        download: "~185 MB download, ~350 MB installed",
     },
     RealAgent {
         name: "claude",
         package: "@zed-industries/claude-agent-acp",
         version: "0.20.0",
-        download: "~60 MB",
+        download: "~100 MB installed",
     },
     RealAgent {
         name: "codex",
         package: "@zed-industries/codex-acp",
         version: "0.16.0",
-        download: "~90 MB",
+        download: "~220 MB installed",
     },
 ];
 
@@ -95,7 +95,7 @@ impl RealAgent {
             .is_file();
         if fresh {
             progress(&format!(
-                "agent {}: downloading {} ({} from the npm registry)",
+                "agent {}: installing {} from the npm registry ({})",
                 self.name,
                 self.spec(),
                 self.download
