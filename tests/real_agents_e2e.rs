@@ -161,6 +161,18 @@ fn an_unknown_agent_is_a_usage_error_naming_the_known_ones() {
 }
 
 #[test]
+fn an_agent_given_twice_is_a_usage_error() {
+    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
+        .args(["run", "--agent", "mock", "--agent", "mock", "--out"])
+        .arg(tempfile::tempdir().unwrap().path().join("run"))
+        .env_remove("SA_BASE_URL")
+        .output()
+        .unwrap();
+    assert_exit(&run, 64);
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--agent mock is given twice"));
+}
+
+#[test]
 fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_others_run() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
