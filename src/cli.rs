@@ -187,9 +187,9 @@ pub struct RunArgs {
     /// Name of the environment variable holding the bearer token (never the token itself).
     #[arg(long, value_name = "NAME")]
     pub token_env: Option<String>,
-    /// Agent to run sessions with (also SA_AGENT) [default: mock].
-    #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
+    /// Agent to run sessions with (also SA_AGENT) [default: mock]; on the local stack one of mock, opencode, claude, codex, repeatable for an agent axis (real agents install into the cache on first use).
+    #[arg(long = "agent", value_name = "NAME")]
+    pub agent: Vec<String>,
     /// Deadline of each phase, in milliseconds (also SA_TIMEOUT_MS; a scenario may override it per phase) [default: 30000].
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout_ms: Option<u64>,

@@ -20,6 +20,7 @@ pub mod exit_codes;
 pub mod http;
 pub mod partition;
 pub mod persist;
+pub mod provider;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -69,6 +69,8 @@ pub struct RunPlan {
     pub trace_level: crate::trace::TraceLevel,
     /// The local stack's scripted agent records the chunks it streams here.
     pub agent_sent_log: Option<PathBuf>,
+    /// The local stack's fake model provider log, when real agents run.
+    pub model_calls: Option<crate::provider::ModelCalls>,
 }
 
 /// A target that cannot run, and why.

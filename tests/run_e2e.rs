@@ -101,7 +101,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let report = report(&out);
     assert_eq!(report["schema"], "continuity.report/v2");
     assert_eq!(report["run"]["baseUrl"], s.base_url.as_str());
-    assert_eq!(report["totals"]["cells"], 3);
+    assert_eq!(report["totals"]["cells"], 4, "the four default scenarios");
     // A --config deployment's agent restart loses the sandbox's processes and terminals.
     let sandbox = cell(&report, "agent", "sandbox-reconnect");
     assert_eq!(
@@ -114,6 +114,12 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
         404
     );
     assert_eq!(phase(sandbox, "sandboxCleanup")["ok"], true);
+    // The recovering client gets the session back where the SDK loses it.
+    let load = cell(&report, "agent", "native-load");
+    assert_eq!(load["verdict"], "pass", "{load}");
+    let recovered = &phase(load, "loadSessionAfterRestart")["detail"];
+    assert_eq!(recovered["method"], "session/load");
+    assert_eq!(recovered["replayedUserChunks"], 1);
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");

@@ -22,6 +22,7 @@ fn settings(base_url: String, suffix: &str) -> CellSettings {
     CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
+        model_calls: None,
         base_url,
         token: None,
         headers: vec![],

@@ -147,9 +147,12 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
         "every target must run here:\n{stderr}"
     );
     assert_eq!(report["totals"]["errored"], 0, "{stderr}");
-    // Three built-in scenarios: native-continuity, recreate-rehydrate, sandbox-reconnect.
-    assert_eq!(report["totals"]["cells"], targets.len() * 3);
+    // Four built-in scenarios: native-continuity, recreate-rehydrate,
+    // sandbox-reconnect, native-load (restart-mid-turn is opt-in).
+    assert_eq!(report["totals"]["cells"], targets.len() * 4);
     assert_sandbox_state_per_target(&report, &targets);
+    // The recovering client gets the scripted agent's session back after the restart.
+    assert_eq!(cell(&report, "agent", "native-load")["verdict"], "pass");
 
     let native = cell(&report, "agent", "native-continuity");
     assert_eq!(native["verdict"], "fail");

@@ -253,6 +253,7 @@ async fn probe(base: String) -> continuity::report::PhaseResult {
     let settings = CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
+        model_calls: None,
         base_url: base,
         token: None,
         headers: vec![],
@@ -387,6 +388,7 @@ timeout_ms = 3000
         let settings = CellSettings {
             trace: continuity::trace::Trace::detached(),
             agent_sent_log: None,
+            model_calls: None,
             base_url: hostile_sandbox(frames).await,
             token: None,
             headers: vec![],

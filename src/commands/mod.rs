@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
+mod agents;
 mod events;
 mod gate;
 mod merge;
@@ -254,7 +255,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
     let token = settings::token(&args, config.as_ref())?;
     let base_url = settings::base_url(&args, config.as_ref())?;
-    let agent = settings::agent(&args, config.as_ref())?;
+    let agents = settings::agents(&args, config.as_ref())?;
+    let agent = agents[0].clone();
     let timeout = settings::timeout(&args, config.as_ref())?;
     let id = short_id();
     let run_dir = args
@@ -303,6 +305,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         logs: Vec::new(),
         trace_level: args.trace.into(),
         agent_sent_log: None,
+        model_calls: None,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -317,6 +320,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let versions = distinct_versions(&args.server_version)?;
     let mut stack = None;
     let mut joined = None;
+    let mut agent_skips = Vec::new();
     match base_url {
         Some(_) if versions.len() > 1 => {
             return Err(usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
@@ -363,7 +367,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
                     RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
                 },
+                agents: agents.clone(),
             };
+            for name in &agents {
+                crate::stack::agents::check_known(name).map_err(usage)?;
+            }
             for name in &args.targets {
                 if !crate::stack::local::TARGETS.iter().any(|(n, _)| n == name) {
                     let known: Vec<&str> = crate::stack::local::TARGETS
@@ -410,6 +418,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 plan.server_version = up.server_version.clone();
                 plan.logs = up.logs(&run_dir);
                 plan.agent_sent_log = up.agent_sent_log.clone();
+                plan.model_calls = up.model_calls.clone();
+                agent_skips = up.agent_skips.clone();
                 if let Some(factory) = up.persist_factory.clone() {
                     if persist.is_none() {
                         plan.persist = PersistChoice::Custom("rivet".into());
@@ -424,7 +434,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut report = match joined {
         Some(report) => report,
         None => {
-            let report = runner::run(&mut plan, cancel_rx.clone(), &mut on_event).await;
+            let report = agents::run_agents(
+                &mut plan,
+                &agents,
+                &agent_skips,
+                cancel_rx.clone(),
+                &mut on_event,
+            )
+            .await;
             for target in &mut plan.targets {
                 target.shutdown().await;
             }

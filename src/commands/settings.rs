@@ -31,9 +31,25 @@ pub(super) fn base_url(args: &RunArgs, config: Option<&Config>) -> Result<Option
         .map_err(|why| usage(format!("{source} {:?}: {why}", display_url(text.trim()))))
 }
 
-/// `--agent`, else `SA_AGENT`, else the config's `agent`, else `mock`.
-pub(super) fn agent(args: &RunArgs, config: Option<&Config>) -> Result<String, Failure> {
-    let (name, source) = match (&args.agent, std::env::var("SA_AGENT").ok()) {
+/// Every `--agent` (each once), else `SA_AGENT`, else the config's `agent`, else `mock`.
+pub(super) fn agents(args: &RunArgs, config: Option<&Config>) -> Result<Vec<String>, Failure> {
+    if args.agent.is_empty() {
+        return agent(args, config).map(|a| vec![a]);
+    }
+    let mut agents: Vec<String> = Vec::new();
+    for name in &args.agent {
+        check_agent_name(name).map_err(|why| usage(format!("--agent {name:?}: {why}")))?;
+        if agents.contains(name) {
+            return Err(usage(format!("--agent {name} is given twice")));
+        }
+        agents.push(name.clone());
+    }
+    Ok(agents)
+}
+
+/// `SA_AGENT`, else the config's `agent`, else `mock`.
+fn agent(args: &RunArgs, config: Option<&Config>) -> Result<String, Failure> {
+    let (name, source) = match (args.agent.first(), std::env::var("SA_AGENT").ok()) {
         (Some(flag), _) => (flag.clone(), "--agent"),
         // An empty SA_AGENT is unset, as in the seed script; blanks are a mistake.
         (None, Some(env)) if !env.is_empty() => (env, "SA_AGENT"),

@@ -70,6 +70,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
             .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
         only: Vec::new(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
+        agents: Vec::new(),
     };
     let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
     let mut stack = LocalStack::up(options, &mut progress)

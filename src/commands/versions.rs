@@ -5,7 +5,7 @@
 
 use super::{incomplete, Failure};
 use crate::report::{LogFile, Report, Totals};
-use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
+use crate::runner::{PersistChoice, RunEvent, RunPlan};
 use crate::stack::local::{LocalStack, StackOptions};
 use std::path::Path;
 use std::time::Instant;
@@ -28,6 +28,7 @@ pub(super) async fn run_versions(
     let mut parts: Vec<Report> = Vec::new();
     let mut logs: Vec<LogFile> = Vec::new();
     let mut stopped_early = false;
+    let agents = options.agents.clone();
     for version in versions {
         let remaining = overall.saturating_sub(started.elapsed());
         if *cancel.borrow() || remaining.is_zero() {
@@ -76,7 +77,10 @@ pub(super) async fn run_versions(
             name: format!("{version} {}", l.name),
             ..l
         }));
-        let part = runner::run(plan, cancel.clone(), on_event).await;
+        plan.model_calls = up.model_calls.clone();
+        let part =
+            super::agents::run_agents(plan, &agents, &up.agent_skips, cancel.clone(), on_event)
+                .await;
         for target in &mut plan.targets {
             target.shutdown().await;
         }

@@ -47,6 +47,7 @@ pub fn aggregate(
         target: target.into(),
         scenario: scenario.into(),
         server_version,
+        agent: None,
         attempt: deciding.attempt,
         verdict,
         failure_boundary: deciding.failure_boundary,

@@ -42,6 +42,8 @@ pub struct CellChange {
     pub attempt: u32,
     /// On a version axis, the version both cells carry.
     pub server_version: Option<String>,
+    /// On an agent axis, the agent both cells carry.
+    pub agent: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -59,6 +61,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             scenario: cell.scenario.clone(),
             attempt: cell.attempt,
             server_version: cell.server_version.clone(),
+            agent: cell.agent.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -74,6 +77,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
                 scenario: cell.scenario.clone(),
                 attempt: cell.attempt,
                 server_version: cell.server_version.clone(),
+                agent: cell.agent.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -137,7 +141,10 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut duplicated = Vec::new();
     for c in &report.cells {
-        let name = cell_name(&c.target, &c.scenario, c.server_version.as_deref());
+        let mut name = cell_name(&c.target, &c.scenario, c.server_version.as_deref());
+        if let Some(agent) = &c.agent {
+            name.push_str(&format!(" · {agent}"));
+        }
         if !seen.insert(name.clone()) && !duplicated.contains(&name) {
             duplicated.push(name);
         }
@@ -149,7 +156,10 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
 pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
     for r in rows.iter().filter(|r| r.change == Change::Missing) {
-        let name = cell_name(&r.target, &r.scenario, r.server_version.as_deref());
+        let mut name = cell_name(&r.target, &r.scenario, r.server_version.as_deref());
+        if let Some(agent) = &r.agent {
+            name.push_str(&format!(" · {agent}"));
+        }
         if !missing.contains(&name) {
             missing.push(name);
         }
@@ -183,10 +193,13 @@ pub fn render_comparison(
     table.set_header(["target", "scenario", "baseline", "candidate", "change"]);
     for row in rows {
         // A v2 cell holds all its attempts: the row is the cell, not an attempt.
-        let label = match &row.server_version {
-            Some(v) => format!("{} @ {v}", row.target),
-            None => row.target.clone(),
-        };
+        let mut label = row.target.clone();
+        if let Some(agent) = &row.agent {
+            label.push_str(&format!(" · {agent}"));
+        }
+        if let Some(v) = &row.server_version {
+            label.push_str(&format!(" @ {v}"));
+        }
         let mut change = TableCell::new(row.change.as_str());
         if color {
             change = change.fg(match row.change {

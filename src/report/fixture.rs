@@ -93,6 +93,7 @@ fn native_agent() -> Cell {
     Cell {
         target: "agent".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -142,6 +143,7 @@ fn native_gateway() -> Cell {
     Cell {
         target: "gateway".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -173,6 +175,7 @@ fn rehydrate_agent() -> Cell {
     Cell {
         target: "agent".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
@@ -201,6 +204,7 @@ fn rehydrate_gateway() -> Cell {
     Cell {
         target: "gateway".to_string(),
         server_version: None,
+        agent: None,
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,

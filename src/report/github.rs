@@ -33,7 +33,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
     let _ = writeln!(out, "|---|{}", "---|".repeat(scenarios.len()));
     for (target, version) in report.row_order() {
         let label = match &version {
-            Some(v) => format!("{target} @ {v}"),
+            Some(suffix) => format!("{target}{suffix}"),
             None => target.to_string(),
         };
         let row: Vec<String> = scenarios
@@ -42,7 +42,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
                 report
                     .cells
                     .iter()
-                    .find(|c| c.target == target && c.scenario == *s && c.server_version == version)
+                    .find(|c| c.target == target && c.scenario == *s && c.row_suffix() == version)
                     .map(summary_cell)
                     .unwrap_or_else(|| "–".into())
             })

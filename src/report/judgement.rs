@@ -90,11 +90,16 @@ pub struct CellKey {
     pub target: String,
     pub scenario: String,
     pub server_version: Option<String>,
+    /// On an agent axis.
+    pub agent: Option<String>,
 }
 
 impl std::fmt::Display for CellKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} × {}", self.target, self.scenario)?;
+        if let Some(agent) = &self.agent {
+            write!(f, " · {agent}")?;
+        }
         match &self.server_version {
             Some(v) => write!(f, " @ {v}"),
             None => Ok(()),

@@ -5,6 +5,7 @@ pub mod attempts;
 pub mod baseline;
 pub mod compare;
 pub mod expect;
+pub mod fix_location;
 pub mod gate;
 pub mod github;
 pub mod html;

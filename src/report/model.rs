@@ -89,6 +89,10 @@ pub struct Cell {
     /// The server version of this cell, when the run had a version axis.
     #[serde(default)]
     pub server_version: Option<String>,
+    /// The agent of this cell, when the run had an agent axis (`--agent`
+    /// given more than once, or a real agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,
@@ -321,9 +325,21 @@ impl Cell {
     /// The row label renderers share: the target, with the server version
     /// when the run had a version axis. Attempts are inside the cell, not rows.
     pub fn label(&self) -> String {
-        match &self.server_version {
-            Some(version) => format!("{} @ {version}", self.target),
-            None => self.target.clone(),
+        format!("{}{}", self.target, self.row_suffix().unwrap_or_default())
+    }
+
+    /// What follows the target in the row label: ` · AGENT` on an agent
+    /// axis, ` @ VERSION` on a version axis; `None` without either.
+    pub fn row_suffix(&self) -> Option<String> {
+        let agent = self.agent.as_ref().map(|a| format!(" · {a}"));
+        let version = self.server_version.as_ref().map(|v| format!(" @ {v}"));
+        match (agent, version) {
+            (None, None) => None,
+            (a, v) => Some(format!(
+                "{}{}",
+                a.unwrap_or_default(),
+                v.unwrap_or_default()
+            )),
         }
     }
 
@@ -333,6 +349,7 @@ impl Cell {
             target: self.target.clone(),
             scenario: self.scenario.clone(),
             server_version: self.server_version.clone(),
+            agent: self.agent.clone(),
         }
     }
 
@@ -413,15 +430,16 @@ impl Report {
         )
     }
 
-    /// The summary's rows: targets in run order, each once per server
-    /// version its cells carry (once with `None` without a version axis).
+    /// The summary's rows: targets in run order, each once per agent and
+    /// server version its cells carry, as [`Cell::row_suffix`] (once with
+    /// `None` without either axis).
     pub fn row_order(&self) -> Vec<(&str, Option<String>)> {
         let mut rows: Vec<(&str, Option<String>)> = Vec::new();
         for target in self.target_order() {
             let mut versions: Vec<Option<String>> = Vec::new();
             for cell in self.cells.iter().filter(|c| c.target == target) {
-                if !versions.contains(&cell.server_version) {
-                    versions.push(cell.server_version.clone());
+                if !versions.contains(&cell.row_suffix()) {
+                    versions.push(cell.row_suffix());
                 }
             }
             if versions.is_empty() {

@@ -46,7 +46,7 @@ pub fn render_summary(report: &Report) -> String {
     table.set_header(header);
     for (target, version) in report.row_order() {
         let label = match &version {
-            Some(v) => format!("{target} @ {v}"),
+            Some(suffix) => format!("{target}{suffix}"),
             None => target.to_string(),
         };
         let mut row = vec![TableCell::new(label)];
@@ -55,7 +55,7 @@ pub fn render_summary(report: &Report) -> String {
                 .cells
                 .iter()
                 .filter(|c| {
-                    c.target == target && c.scenario == *scenario && c.server_version == version
+                    c.target == target && c.scenario == *scenario && c.row_suffix() == version
                 })
                 .collect();
             row.push(TableCell::new(summary_text(&cells, report.run.repeat)));

@@ -184,6 +184,7 @@ async fn run_one(
         session_suffix: key,
         store,
         agent_sent_log: plan.agent_sent_log.clone(),
+        model_calls: plan.model_calls.clone(),
     };
     plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);

@@ -6,6 +6,7 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod chunks;
+mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
 mod steps;
@@ -46,6 +47,8 @@ pub struct CellSettings {
     /// The scripted agent's record of the chunks it streamed (the local
     /// stack's); without it `turn_history` judges the history alone.
     pub agent_sent_log: Option<std::path::PathBuf>,
+    /// The fake model provider's call log, when the stack runs one.
+    pub model_calls: Option<crate::provider::ModelCalls>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -120,6 +123,9 @@ struct Cell<'a> {
     restarts: Vec<RestartTiming>,
     /// Files, processes and terminals the sandbox steps made.
     sandbox: sandbox_steps::SandboxState,
+    /// When the last restart was over (ready again), for recovery timings.
+    restarted_at: Option<Instant>,
+    restarted_at_ms: Option<u64>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -137,6 +143,8 @@ pub async fn run_cell(
         transcripts: HashMap::new(),
         restarts: Vec::new(),
         sandbox: Default::default(),
+        restarted_at: None,
+        restarted_at_ms: None,
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -242,7 +250,8 @@ fn step_client(step: &Step) -> Option<&str> {
         | Step::TerminalAttach { client, .. }
         | Step::TerminalReattach { client, .. }
         | Step::StartTurn { client, .. }
-        | Step::TurnHistory { client, .. } => Some(client),
+        | Step::TurnHistory { client, .. }
+        | Step::RecoverSession { client, .. } => Some(client),
         Step::Connect { .. }
         | Step::Restart
         | Step::Sleep { .. }
@@ -435,6 +444,7 @@ mod tests {
             store: CellStore::PerClientMemory,
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
+            model_calls: None,
         }
     }
 

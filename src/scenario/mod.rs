@@ -171,6 +171,14 @@ pub enum Step {
     RestartDuringTurn {
         after: Duration,
     },
+    /// The recovering client: prompt the old handle; on a lost server id
+    /// (HTTP 400) open a new one with `?agent=`, `session/load` (or
+    /// `session/resume`) the agent session, and prompt there.
+    RecoverSession {
+        client: String,
+        session: String,
+        text: String,
+    },
 }
 
 /// What `process_status` expects of the process.
@@ -217,6 +225,7 @@ impl Step {
             Step::AwaitTurn { .. } => "await_turn",
             Step::TurnHistory { .. } => "turn_history",
             Step::RestartDuringTurn { .. } => "restart",
+            Step::RecoverSession { .. } => "recover_session",
         }
     }
 
@@ -267,6 +276,9 @@ impl Step {
             Step::AwaitTurn { turn, .. } => format!("the outcome of turn {turn}"),
             Step::TurnHistory { turn, .. } => format!("reading the history of turn {turn}"),
             Step::RestartDuringTurn { .. } => "the target's restart and readiness".into(),
+            Step::RecoverSession { session, .. } => {
+                format!("recovering {session}: new server id, session/load, prompt")
+            }
         }
     }
 }

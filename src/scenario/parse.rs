@@ -14,7 +14,7 @@ use toml::Spanned;
 mod turns;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 4] = [
+const BUILTIN: [(&str, &str); 5] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -30,6 +30,10 @@ const BUILTIN: [(&str, &str); 4] = [
     (
         "restart-mid-turn.toml",
         include_str!("../../scenarios/restart-mid-turn.toml"),
+    ),
+    (
+        "native-load.toml",
+        include_str!("../../scenarios/native-load.toml"),
     ),
 ];
 
@@ -97,7 +101,7 @@ struct RawPhase {
 }
 
 /// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 22] = [
+const STEP_FIELDS: [(&str, &[&str]); 23] = [
     ("connect", &["client"]),
     ("create_session", &["client", "session", "cwd"]),
     (
@@ -133,6 +137,7 @@ const STEP_FIELDS: [(&str, &[&str]); 22] = [
     ("terminal_send", &["terminal", "text"]),
     ("terminal_expect", &["terminal", "text"]),
     ("terminal_reattach", &["client", "terminal"]),
+    ("recover_session", &["client", "session", "text"]),
 ];
 
 impl RawPhase {
@@ -357,6 +362,18 @@ impl Checker<'_> {
             },
             "health" => Step::Health { client: client()? },
             "probe" => Step::Probe { client: client()? },
+            "recover_session" => Step::RecoverSession {
+                client: client()?,
+                session: session()?,
+                text: match &p.text {
+                    Some(Texts::One(t)) if !t.trim().is_empty() => t.clone(),
+                    _ => {
+                        return Err(fail(
+                            "step `recover_session` needs `text`: one non-empty string".into(),
+                        ))
+                    }
+                },
+            },
             // The sandbox steps (files, processes, terminals); known kinds were checked above.
             kind => self.sandbox_step(kind, p, span.clone())?,
         };
@@ -401,6 +418,9 @@ impl Checker<'_> {
                 client, session, ..
             }
             | Step::ResumeSession {
+                client, session, ..
+            }
+            | Step::RecoverSession {
                 client, session, ..
             }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),

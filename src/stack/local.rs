@@ -61,6 +61,8 @@ pub struct StackOptions {
     pub only: Vec<String>,
     /// How the Rivet actor saves state.
     pub rivet_save: rivet::SaveMode,
+    /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
+    pub agents: Vec<String>,
 }
 
 /// A running local stack.
@@ -84,6 +86,13 @@ pub struct LocalStack {
     logs: Vec<(String, PathBuf)>,
     /// The sandbox-agent's `XDG_DATA_HOME`: what its orphaned PTY processes carry.
     agent_data: Option<PathBuf>,
+    /// The fake model provider the real agents use, and its call log.
+    provider: Option<crate::provider::FakeProvider>,
+    pub model_calls: Option<crate::provider::ModelCalls>,
+    /// Real agents that could not be installed or wired: (agent, reason).
+    pub agent_skips: Vec<(String, String)>,
+    /// The mark in every launched agent process's environment.
+    owner: String,
 }
 
 fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
@@ -131,6 +140,10 @@ impl LocalStack {
             rivet: None,
             logs: Vec::new(),
             agent_data: None,
+            provider: None,
+            model_calls: None,
+            agent_skips: Vec::new(),
+            owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
@@ -188,6 +201,7 @@ impl LocalStack {
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
         stack.agent_sent_log = Some(agent.agent_sent_path());
+        super::agent_wiring::wire_agents(&mut stack, &options, &agent.run_dir, progress).await?;
         stack
             .logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
@@ -197,7 +211,8 @@ impl LocalStack {
             managed(agent_spec, AGENT_GRACE),
             Readiness::http(format!("{agent_url}/v1/health")),
         )
-        .with_ready_timeout(READY_TIMEOUT);
+        .with_ready_timeout(READY_TIMEOUT)
+        .with_after_stop(super::agent_wiring::sweep(&stack.owner));
         progress(&format!(
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
@@ -270,6 +285,18 @@ impl LocalStack {
         Ok(stack)
     }
 
+    pub(super) fn push_log(&mut self, name: &str, path: PathBuf) {
+        self.logs.push((name.to_string(), path));
+    }
+
+    pub(super) fn set_provider(&mut self, provider: crate::provider::FakeProvider) {
+        self.provider = Some(provider);
+    }
+
+    pub(super) fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// Lets every process outlive this handle (for `stack up`); fills in the pids.
     pub fn detach(&mut self) -> Vec<Component> {
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
@@ -314,6 +341,10 @@ impl LocalStack {
         // PTY processes the server started outlive its group (own session).
         if let Some(data) = &self.agent_data {
             super::orphans::kill_with_env(&super::orphans::agent_mark(data));
+        }
+        super::agents::reap(&self.owner);
+        if let Some(provider) = self.provider.as_mut() {
+            provider.stop().await;
         }
     }
 }

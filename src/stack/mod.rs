@@ -2,6 +2,8 @@
 //! the nginx gateway and the Rivet layer join it), with the installation and
 //! supervision they need.
 
+pub mod agent_wiring;
+pub mod agents;
 pub mod local;
 pub mod nginx;
 pub mod npm;

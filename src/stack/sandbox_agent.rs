@@ -223,6 +223,8 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
             "CONTINUITY_AGENT_SENT".to_string(),
             config.agent_sent_path().display().to_string(),
         ),
+        // As the real agents do: native-load can session/load after a restart.
+        ("CONTINUITY_AGENT_LOAD_SESSION".to_string(), "1".to_string()),
     ];
     env.extend(config.agent_env.iter().cloned());
     for (key, value) in env {

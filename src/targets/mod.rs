@@ -81,6 +81,39 @@ pub struct Target {
     probe_auth: ProbeAuth,
     /// The current cell's trace: component stop/start and readiness attempts.
     trace: crate::trace::Trace,
+    /// Runs around a managed process's stop (restart or shutdown); what it
+    /// returns goes into the restart's detail.
+    after_stop: Option<AfterStop>,
+    after_stop_note: Option<String>,
+}
+
+/// A check around a managed target's stop, e.g. a count of the children
+/// that outlive the process. `before` gets the pid before the group is
+/// stopped (it may stop the process itself, to see what survives it);
+/// `after` runs once the group is gone. Their notes join the restart's detail.
+#[derive(Clone)]
+pub struct AfterStop {
+    pub before: std::sync::Arc<dyn Fn(Option<u32>) -> Option<String> + Send + Sync>,
+    pub after: std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>,
+}
+
+impl AfterStop {
+    fn run_before(&self, pid: Option<u32>) -> Option<String> {
+        (self.before)(pid)
+    }
+
+    fn run_after(&self, before: Option<String>) -> Option<String> {
+        match (before, (self.after)()) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl std::fmt::Debug for AfterStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterStop")
+    }
 }
 
 impl Target {
@@ -93,7 +126,15 @@ impl Target {
             process: None,
             probe_auth: ProbeAuth::default(),
             trace: crate::trace::Trace::detached(),
+            after_stop: None,
+            after_stop_note: None,
         }
+    }
+
+    /// Runs `hook` each time the managed process has stopped.
+    pub fn with_after_stop(mut self, hook: AfterStop) -> Self {
+        self.after_stop = Some(hook);
+        self
     }
 
     /// HTTP probes of URLs under `base_url` will send `token` and `headers`,
@@ -191,6 +232,21 @@ impl Target {
         let started = Instant::now();
         let action = self.run_action().await;
         let restart_ms = millis(started.elapsed());
+        let mut outcome = self.restart_outcome(action, restart_ms).await;
+        if let Some(note) = self.after_stop_note.take() {
+            outcome.detail = Some(match outcome.detail {
+                Some(detail) => format!("{detail}; {note}"),
+                None => note,
+            });
+        }
+        outcome
+    }
+
+    async fn restart_outcome(
+        &mut self,
+        action: Result<(), ActionError>,
+        restart_ms: u64,
+    ) -> RestartOutcome {
         if let Err(error) = action {
             return RestartOutcome {
                 ok: false,
@@ -234,10 +290,15 @@ impl Target {
     }
 
     pub async fn shutdown(&mut self) {
+        let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
             (self.process.take(), &self.action)
         {
+            let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
             process.stop(spec.stop_signal, spec.grace).await;
+            if let Some(hook) = &hook {
+                hook.run_after(before);
+            }
         }
     }
 
@@ -248,10 +309,13 @@ impl Target {
             }
             RestartAction::Managed(spec) => {
                 let spec = spec.clone();
+                let hook = self.after_stop.clone();
                 if let Some(process) = self.process.as_mut() {
+                    let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
                     component_event(&self.trace, "component_stop", &self.name, state);
+                    self.after_stop_note = hook.and_then(|h| h.run_after(before));
                 }
                 let started = self.start_managed(&spec);
                 if let Some(process) = self.process.as_mut() {

@@ -130,6 +130,8 @@ impl Cell<'_> {
                         _ => Map::new(),
                     },
                 );
+                self.restarted_at = Some(std::time::Instant::now());
+                self.restarted_at_ms = Some(crate::provider::now_ms());
                 self.restarts.push(RestartTiming {
                     phase: String::new(),
                     action: report.action.clone(),
@@ -231,6 +233,11 @@ impl Cell<'_> {
             | Step::TerminalSend { .. }
             | Step::TerminalExpect { .. }
             | Step::TerminalReattach { .. } => return self.run_sandbox_step(step).await,
+            Step::RecoverSession {
+                client,
+                session,
+                text,
+            } => return self.recover_session(client, session, text).await,
             Step::Probe { client } => {
                 let c = self.client(client)?;
                 let limit = std::time::Duration::from_millis(PROBE_LIMIT_MS);

@@ -376,6 +376,7 @@ mod tests {
             crate::scenario::parse_scenario(std::path::Path::new("t.toml"), source).unwrap();
         let settings = crate::scenario::CellSettings {
             trace: crate::trace::Trace::detached(),
+            model_calls: None,
             base_url: "http://127.0.0.1:9".into(),
             token: None,
             headers: vec![],

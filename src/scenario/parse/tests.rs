@@ -270,3 +270,40 @@ mod props {
         }
     }
 }
+
+#[test]
+fn recover_session_needs_one_text_and_a_created_session() {
+    let head = "name = \"x\"\n[[phase]]\nname = \"c\"\nstep = \"connect\"\nclient = \"p\"\n[[phase]]\nname = \"s\"\nstep = \"create_session\"\nclient = \"p\"\nsession = \"n\"\n";
+    let ok = format!("{head}[[phase]]\nname = \"load\"\nstep = \"recover_session\"\nclient = \"p\"\nsession = \"n\"\ntext = \"again\"\n");
+    let scenario = parse_scenario(Path::new("x.toml"), &ok).unwrap();
+    assert_eq!(
+        scenario.phases[2].step,
+        Step::RecoverSession {
+            client: "p".into(),
+            session: "n".into(),
+            text: "again".into()
+        }
+    );
+    let no_text = format!("{head}[[phase]]\nname = \"load\"\nstep = \"recover_session\"\nclient = \"p\"\nsession = \"n\"\n");
+    let e = parse_scenario(Path::new("x.toml"), &no_text).unwrap_err();
+    assert!(
+        e.message.contains("step `recover_session` needs `text`"),
+        "{e}"
+    );
+    let unknown_session = format!("{head}[[phase]]\nname = \"load\"\nstep = \"recover_session\"\nclient = \"p\"\nsession = \"other\"\ntext = \"t\"\n");
+    let e = parse_scenario(Path::new("x.toml"), &unknown_session).unwrap_err();
+    assert!(e.message.contains("session `other` is used before"), "{e}");
+}
+
+#[test]
+fn native_load_is_built_in_and_judged_on_its_recovery() {
+    let scenarios = builtin_scenarios();
+    let load = scenarios.iter().find(|s| s.name == "native-load").unwrap();
+    let verdict: Vec<&str> = load
+        .phases
+        .iter()
+        .filter(|p| p.verdict)
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(verdict, ["promptBeforeRestart", "loadSessionAfterRestart"]);
+}

@@ -1,0 +1,109 @@
+//! The local stack's part for real agents: the fake model provider they
+//! talk to, their install and wiring into sandbox-agent's data folder (an
+//! agent that cannot be installed is recorded, not fatal), and the sweep
+//! for agent processes that outlive a stopped sandbox-agent.
+
+use super::agents::{self, Wiring};
+use super::local::{Component, LocalStack, StackOptions};
+use crate::provider::FakeProvider;
+use crate::targets::AfterStop;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Starts the provider and installs + wires each requested real agent
+/// into `sandbox_agent_dir/data`.
+pub(super) async fn wire_agents(
+    stack: &mut LocalStack,
+    options: &StackOptions,
+    sandbox_agent_dir: &Path,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<(), String> {
+    let real: Vec<agents::RealAgent> = options
+        .agents
+        .iter()
+        .filter_map(|name| agents::real(name))
+        .collect();
+    if real.is_empty() {
+        return Ok(());
+    }
+    let log = options.run_dir.join("provider").join("model-calls.jsonl");
+    let provider = FakeProvider::start(&log).await?;
+    progress(&format!("fake model provider on {}", provider.base_url()));
+    stack.components.push(Component {
+        target: "provider".into(),
+        program: "fake model provider".into(),
+        url: provider.base_url(),
+        log: log.clone(),
+        pid: Some(std::process::id()),
+    });
+    stack.push_log("provider", log);
+    stack.model_calls = Some(provider.calls());
+    let port = provider.port();
+    stack.set_provider(provider);
+    let data = sandbox_agent_dir.join("data");
+    let state = options.run_dir.join("agents");
+    for agent in real {
+        let installed = tokio::task::spawn_blocking(move || {
+            let mut lines = Vec::new();
+            let result = agent.install(&mut |l| lines.push(l.to_string()));
+            (result, lines)
+        })
+        .await
+        .map_err(|e| format!("install task failed: {e}"))?;
+        for line in &installed.1 {
+            progress(line);
+        }
+        let wired = installed.0.and_then(|dir| {
+            agents::wire(
+                agent,
+                &dir,
+                &Wiring {
+                    data: &data,
+                    state: &state,
+                    provider_port: port,
+                    owner: stack.owner(),
+                },
+            )
+        });
+        match wired {
+            Ok(()) => progress(&format!("agent {} ({}) wired", agent.name, agent.spec())),
+            Err(reason) => {
+                let reason = format!("{reason}; retry with: {}", agent.retry_command());
+                progress(&format!("agent {}: {reason}", agent.name));
+                stack.agent_skips.push((agent.name.to_string(), reason));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Around each sandbox-agent stop: SIGTERM the server alone (as a service
+/// manager stopping only its main process would), wait for it to exit, and
+/// count the agent processes (marked with this stack's owner) still alive —
+/// those outlived the server, a finding for users. Then the stack stops the
+/// whole group, and a last sweep kills anything marked that escaped it.
+pub(super) fn sweep(owner: &str) -> AfterStop {
+    let before_owner = owner.to_string();
+    let after_owner = owner.to_string();
+    AfterStop {
+        before: Arc::new(move |pid| {
+            let pid = pid? as i32;
+            // SAFETY: signalling the server process this stack started and still owns.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            while agents::is_running(pid) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            // Agents that exit on their own when stdin closes get a moment.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let outlived = agents::owned_processes(&before_owner).len();
+            Some(format!(
+                "agent processes that outlived the server: {outlived}"
+            ))
+        }),
+        after: Arc::new(move || {
+            let left = agents::reap(&after_owner);
+            (left > 0).then(|| format!("{left} escaped the process group and were killed"))
+        }),
+    }
+}
