@@ -73,12 +73,13 @@ pub(super) fn finish(
         &format!("summary\n{}", report::render_summary(report)),
     );
     console::errln(&format!(
-        "reports: {} ({}, {}, {}, {})",
+        "reports: {} ({}, {}, {}, {}, {})",
         files.dir.display(),
         name(&files.json),
         name(&files.text),
         name(&files.markdown),
-        name(&files.junit)
+        name(&files.junit),
+        name(&files.html)
     ));
     github_outputs(report, folder.dir(), format);
     warn_about(report);
