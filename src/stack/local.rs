@@ -48,6 +48,10 @@ pub struct Component {
     pub url: String,
     pub log: PathBuf,
     pub pid: Option<u32>,
+    /// The process's start time (clock ticks since boot): with `pid`, the
+    /// proof checked before signalling it.
+    #[serde(default)]
+    pub started: Option<u64>,
 }
 
 /// How to bring the stack up.
@@ -160,6 +164,7 @@ impl LocalStack {
                             url,
                             log,
                             pid: None,
+                            started: None,
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
@@ -201,6 +206,7 @@ impl LocalStack {
             url: agent_url.clone(),
             log: stack.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
             pid: agent_target.pid(),
+            started: None,
         });
         stack.add(agent_target, &options);
         stack.base_url = agent_url;
@@ -237,6 +243,7 @@ impl LocalStack {
                     url: gateway.base_url(),
                     log: gateway.prefix.join("error.log"),
                     pid: target.pid(),
+                    started: None,
                 });
                 stack.add(target, &options);
                 let reload = Target::new(
@@ -272,6 +279,7 @@ impl LocalStack {
         for c in &mut components {
             if let Some((_, pid)) = pids.iter().find(|(n, pid)| *n == c.target && pid.is_some()) {
                 c.pid = *pid;
+                c.started = pid.and_then(|p| super::owner::start_time(p as i32));
             }
         }
         components
@@ -302,6 +310,11 @@ impl LocalStack {
         }
         if let Some(rivet) = self.rivet.as_mut() {
             rivet.down().await;
+        }
+        // Whatever a component spawned outside its group (the engine a
+        // RivetKit runner starts when it finds none) carries our owner tag.
+        if let Some(tag) = super::owner::current() {
+            let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
         }
     }
 }

@@ -2,9 +2,12 @@
 //! the nginx gateway and the Rivet layer join it), with the installation and
 //! supervision they need.
 
+pub mod keeper;
 pub mod local;
 pub mod nginx;
 pub mod npm;
+pub mod owner;
 pub mod process;
 pub mod rivet;
 pub mod sandbox_agent;
+pub mod state;

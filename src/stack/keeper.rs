@@ -1,0 +1,104 @@
+//! The keeper: a small process (`continuity keeper`, hidden) that outlives
+//! the harness just long enough to kill what the harness started when the
+//! harness dies in a way it cannot clean up after — SIGKILL, a crash, the
+//! OOM killer. The harness holds the write end of the keeper's stdin and
+//! tells it each process group it starts (`group PGID STARTTIME`) or stops
+//! (`ungroup PGID`); when that pipe closes without `release`, the keeper
+//! SIGKILLs every group whose leader is still the process recorded, then
+//! every process carrying the run's owner tag (see [`super::owner`]).
+//!
+//! `PR_SET_PDEATHSIG` alone would not do: it fires when the spawning
+//! *thread* exits (tokio's blocking threads come and go), and it reaches
+//! neither grandchildren nor programs that start their own group.
+
+use super::owner;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+
+static PIPE: Mutex<Option<ChildStdin>> = Mutex::new(None);
+
+fn pipe() -> std::sync::MutexGuard<'static, Option<ChildStdin>> {
+    PIPE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn send(line: &str) {
+    if let Some(stdin) = pipe().as_mut() {
+        // A keeper that died cannot be helped: the harness still cleans up itself.
+        let _ = writeln!(stdin, "{line}").and_then(|()| stdin.flush());
+    }
+}
+
+/// Starts the keeper for the owner `tag` (the running binary, re-executed).
+/// Its own process group keeps it out of a terminal's Ctrl-C.
+pub fn start(tag: &str) -> Result<(), String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the continuity binary: {e}"))?;
+    let child = Command::new(exe)
+        .args(["keeper", "--owner", tag])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start the keeper process: {e}"))?;
+    *pipe() = child.stdin;
+    Ok(())
+}
+
+/// Tells the keeper about a group the harness started (its leader's pid).
+pub fn track(pgid: i32) {
+    if let Some(started) = owner::start_time(pgid) {
+        send(&format!("group {pgid} {started}"));
+    }
+}
+
+/// Tells the keeper a group was stopped (or handed over) by the harness.
+pub fn untrack(pgid: i32) {
+    send(&format!("ungroup {pgid}"));
+}
+
+/// Lets the keeper go without killing anything: `stack up` hands its
+/// components over to `stack down`.
+pub fn release() {
+    send("release");
+    pipe().take();
+}
+
+/// The keeper's main loop: reads the harness's lines until the pipe closes.
+/// Returns the exit code.
+pub fn run(tag: &str) -> i32 {
+    for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
+        // SAFETY: ignoring a signal installs no handler code.
+        unsafe { libc::signal(signal, libc::SIG_IGN) };
+    }
+    let mut groups: HashMap<i32, u64> = HashMap::new();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("group"), Some(pgid), Some(started)) => {
+                if let (Ok(pgid), Ok(started)) = (pgid.parse(), started.parse()) {
+                    groups.insert(pgid, started);
+                }
+            }
+            (Some("ungroup"), Some(pgid), None) => {
+                if let Ok(pgid) = pgid.parse() {
+                    groups.remove(&pgid);
+                }
+            }
+            (Some("release"), None, None) => return 0,
+            _ => {}
+        }
+    }
+    // The harness is gone without releasing us: nothing it started may stay.
+    for (pgid, started) in groups {
+        if let Some(leader) = owner::verified(pgid, started) {
+            leader.send_to_group(libc::SIGKILL);
+        }
+    }
+    owner::sweep(tag);
+    0
+}
