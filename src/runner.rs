@@ -188,10 +188,20 @@ pub async fn run(
         }
     }
     let scenarios = plan.scenarios.clone();
+    // One flag for every way a run is cut short: the running cell sees it,
+    // records itself as interrupted and runs its cleanup.
+    let (interrupt_tx, interrupt) = watch::channel(false);
+    let watcher = tokio::spawn(async move {
+        tokio::select! {
+            _ = wait_cancel(cancel) => {}
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+        }
+        let _ = interrupt_tx.send(true);
+    });
     'cells: for t in 0..plan.targets.len() {
         for scenario in &scenarios {
             for attempt in 1..=plan.repeat {
-                if *cancel.borrow() || Instant::now() >= deadline {
+                if *interrupt.borrow() || Instant::now() >= deadline {
                     interrupted = true;
                     break 'cells;
                 }
@@ -204,20 +214,22 @@ pub async fn run(
                     scenario: scenario.name.clone(),
                     attempt,
                 });
-                let cell = tokio::select! {
-                    cell = run_one(plan, t, scenario, attempt, index) => cell,
-                    _ = wait_cancel(cancel.clone()) => { interrupted = true; break 'cells; }
-                    _ = tokio::time::sleep_until(deadline.into()) => { interrupted = true; break 'cells; }
-                };
+                let cell = run_one(plan, t, scenario, attempt, index, interrupt.clone()).await;
                 on_event(RunEvent::CellFinished {
                     index,
                     total,
                     cell: Box::new(cell.clone()),
                 });
+                let cut_short = cell.verdict == Verdict::Interrupted;
                 cells.push(cell);
+                if cut_short {
+                    interrupted = true;
+                    break 'cells;
+                }
             }
         }
     }
+    watcher.abort();
     let finished_at = SystemTime::now();
     let totals = Totals::of(&cells);
     Report {
@@ -278,6 +290,7 @@ async fn run_one(
     scenario: &Scenario,
     attempt: u32,
     index: usize,
+    interrupt: watch::Receiver<bool>,
 ) -> Cell {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
@@ -318,6 +331,7 @@ async fn run_one(
         default_timeout: plan.timeout,
         session_suffix: key,
         store,
+        interrupt,
     };
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
@@ -337,13 +351,19 @@ async fn run_one(
         )
         .map(|(r, phase)| RestartTiming { phase, ..r })
         .collect();
+    let reason = (run.verdict == Verdict::Interrupted).then(|| {
+        format!(
+            "the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {}",
+            run.failure_boundary.as_deref().unwrap_or("the cell")
+        )
+    });
     Cell {
         target: target_name,
         scenario: scenario.name.clone(),
         attempt,
         verdict: run.verdict,
         failure_boundary: run.failure_boundary,
-        reason: None,
+        reason,
         duration_ms: run.duration_ms,
         phases: run.phases,
         restarts,

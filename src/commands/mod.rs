@@ -394,7 +394,7 @@ fn finish(report: &Report, run_dir: &Path) -> Result<u8, Failure> {
         name(&files.junit)
     );
     if report.run.interrupted {
-        eprintln!("the run was interrupted: the report holds the cells that finished");
+        eprintln!("the run was interrupted: the report holds the cells that finished and the one it cut short (`interrupted`)");
         return Ok(exit_codes::INCOMPLETE);
     }
     if report.cells.iter().all(|c| c.verdict == Verdict::Pass) && !report.cells.is_empty() {

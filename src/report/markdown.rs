@@ -41,6 +41,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
     let others: Vec<String> = [
         (Verdict::Error, "error", "errors"),
         (Verdict::Skipped, "skipped", "skipped"),
+        (Verdict::Interrupted, "interrupted", "interrupted"),
     ]
     .iter()
     .filter_map(|(v, one, many)| {
@@ -95,6 +96,7 @@ fn per_target(cell: &Cell) -> String {
                 Outcome::Ok => "✅",
                 Outcome::Fail | Outcome::Timeout => "❌",
                 Outcome::NotRun => "–",
+                Outcome::Interrupted => "⏸",
             };
             format!("{} {mark}", p.name)
         })
@@ -107,10 +109,10 @@ fn per_target(cell: &Cell) -> String {
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
     match cell.verdict {
-        Verdict::Skipped | Verdict::Error if marks.is_empty() => {
+        Verdict::Skipped | Verdict::Error | Verdict::Interrupted if marks.is_empty() => {
             format!("{} {}{reason}", cell.verdict.glyph(), cell.verdict.as_str())
         }
-        Verdict::Skipped | Verdict::Error => format!(
+        Verdict::Skipped | Verdict::Error | Verdict::Interrupted => format!(
             "{}; {} {}{reason}",
             marks.join(", "),
             cell.verdict.glyph(),

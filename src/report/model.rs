@@ -79,6 +79,9 @@ pub enum Verdict {
     Error,
     /// Not run, with a reason (a missing program).
     Skipped,
+    /// Cut short by Ctrl-C, SIGTERM or the overall deadline: the phases it
+    /// finished, the one it was in (`interrupted`), and its cleanup.
+    Interrupted,
 }
 
 /// How a phase ended.
@@ -90,6 +93,8 @@ pub enum Outcome {
     Timeout,
     /// Not reached: an earlier phase stopped the cell.
     NotRun,
+    /// The run was interrupted while this phase ran.
+    Interrupted,
 }
 
 /// One phase of a cell.
@@ -166,6 +171,9 @@ pub struct Totals {
     pub failed: u32,
     pub errored: u32,
     pub skipped: u32,
+    /// Absent in reports written before the verdict existed.
+    #[serde(default)]
+    pub interrupted: u32,
 }
 
 impl Totals {
@@ -178,6 +186,7 @@ impl Totals {
                 Verdict::Fail => t.failed += 1,
                 Verdict::Error => t.errored += 1,
                 Verdict::Skipped => t.skipped += 1,
+                Verdict::Interrupted => t.interrupted += 1,
             }
         }
         t
@@ -230,13 +239,14 @@ impl Cell {
 }
 
 impl Verdict {
-    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`.
+    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`, `interrupted`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
             Verdict::Error => "error",
             Verdict::Skipped => "skipped",
+            Verdict::Interrupted => "interrupted",
         }
     }
 
@@ -246,6 +256,7 @@ impl Verdict {
             Verdict::Fail => "❌",
             Verdict::Error => "⚠",
             Verdict::Skipped => "–",
+            Verdict::Interrupted => "⏸",
         }
     }
 }

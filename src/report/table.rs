@@ -130,6 +130,7 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
             None => ("❌".to_string(), Color::Red),
         },
         Outcome::NotRun => (NOT_RUN.to_string(), Color::DarkGrey),
+        Outcome::Interrupted => ("⏸ interrupted".to_string(), Color::Yellow),
     };
     paint(TableCell::new(text), fg, color)
 }
@@ -156,6 +157,7 @@ fn verdict_text(cell: &Cell) -> String {
             _ => with_reason("⚠ error", cell.reason.as_deref()),
         },
         Verdict::Skipped => with_reason("– skipped", cell.reason.as_deref()),
+        Verdict::Interrupted => with_reason("⏸ interrupted", cell.reason.as_deref()),
     }
 }
 
@@ -190,6 +192,7 @@ fn verdict_color(verdict: Verdict) -> Color {
         Verdict::Fail => Color::Red,
         Verdict::Error => Color::Yellow,
         Verdict::Skipped => Color::DarkGrey,
+        Verdict::Interrupted => Color::Yellow,
     }
 }
 

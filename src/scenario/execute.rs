@@ -15,12 +15,16 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// A restart phase's deadline when the scenario sets none: restarts wait for
 /// readiness under their own deadline, so the phase gets at least this much.
 const MIN_RESTART_DEADLINE: Duration = Duration::from_secs(120);
 /// How long disposing a client the scenario left open may take.
 const DISPOSE_BOUND: Duration = Duration::from_secs(3);
+/// After an interruption, how long the cell's cleanup (its cleanup phases,
+/// then disposing the clients) may take in all before the run moves on.
+const INTERRUPTED_CLEANUP_BOUND: Duration = Duration::from_secs(3);
 
 /// What a cell needs to reach the server.
 #[derive(Clone)]
@@ -33,6 +37,9 @@ pub struct CellSettings {
     /// Appended to session labels so every cell's session ids are unique.
     pub session_suffix: String,
     pub store: CellStore,
+    /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
+    /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
+    pub interrupt: watch::Receiver<bool>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -122,32 +129,66 @@ pub async fn run_cell(
     };
     let mut results = Vec::new();
     let mut stopped = false;
+    let mut interrupted: Option<(String, Instant)> = None;
     for phase in &scenario.phases {
-        if stopped {
+        if stopped || interrupted.is_some() {
             results.push(not_run(phase, settings.default_timeout, false));
             continue;
         }
-        let result = cell.run_phase(phase, false).await;
+        let phase_started = Instant::now();
+        let result = tokio::select! {
+            result = cell.run_phase(phase, false) => result,
+            _ = wait_true(settings.interrupt.clone()) => {
+                interrupted = Some((phase.name.clone(), Instant::now()));
+                interrupted_phase(phase, settings.default_timeout, phase_started)
+            }
+        };
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
     }
+    // After an interruption the cleanup still runs (a session left open keeps
+    // its agent process alive on the server), but within a short budget.
+    let cleanup_by = interrupted
+        .as_ref()
+        .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
     for phase in &scenario.cleanup {
         let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
-        let result = if connected {
-            cell.run_phase(phase, true).await
-        } else {
-            not_run(phase, settings.default_timeout, true)
+        let result = match (connected, cleanup_by) {
+            (false, _) => not_run(phase, settings.default_timeout, true),
+            (true, None) => cell.run_phase(phase, true).await,
+            (true, Some(by)) => {
+                let phase_started = Instant::now();
+                match tokio::time::timeout_at(by.into(), cell.run_phase(phase, true)).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        let mut cut =
+                            interrupted_phase(phase, settings.default_timeout, phase_started);
+                        cut.cleanup = true;
+                        cut.verdict = false;
+                        cut
+                    }
+                }
+            }
         };
         results.push(result);
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let leftovers: Vec<Client> = cell.clients.drain().map(|(_, c)| c).collect();
+    let dispose_bound = cleanup_by
+        .map(|by| {
+            by.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(500))
+        })
+        .unwrap_or(DISPOSE_BOUND);
     let _ = tokio::time::timeout(
-        DISPOSE_BOUND,
+        dispose_bound,
         futures_util::future::join_all(leftovers.iter().map(Client::dispose)),
     )
     .await;
-    let (verdict, failure_boundary) = judge(&results);
+    let (verdict, failure_boundary) = match interrupted {
+        Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
+        None => judge(&results),
+    };
     CellRun {
         phases: results,
         restarts: cell.restarts,
@@ -179,6 +220,22 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
         .or_else(|| phases.iter().find(|r| r.verdict && !r.ok))
         .map(|r| r.name.clone());
     (Verdict::Fail, boundary)
+}
+
+async fn wait_true(mut flag: watch::Receiver<bool>) {
+    if flag.wait_for(|v| *v).await.is_err() {
+        // The sender is gone: no interruption can come any more.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The phase that was running when the run was interrupted.
+fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
+    PhaseResult {
+        outcome: Outcome::Interrupted,
+        duration_ms: millis(started.elapsed()),
+        ..not_run(phase, default, false)
+    }
 }
 
 fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
@@ -356,6 +413,7 @@ mod tests {
             default_timeout: Duration::from_secs(5),
             session_suffix: "t".into(),
             store: CellStore::PerClientMemory,
+            interrupt: watch::channel(false).1,
         }
     }
 
@@ -401,6 +459,46 @@ mod tests {
             (SignatureKind::Harness, "exit status 3")
         );
         assert_eq!(run.restarts.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_ends_the_phase_runs_the_cleanup_within_its_bound_and_marks_the_cell() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"quick\"\nstep = \"sleep\"\nms = 1\n[[phase]]\nname = \"long\"\nstep = \"sleep\"\nms = 60000\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 10\n[[cleanup]]\nname = \"slowTidy\"\nstep = \"sleep\"\nms = 60000\n");
+        let (tx, rx) = watch::channel(false);
+        let settings = CellSettings {
+            interrupt: rx,
+            default_timeout: Duration::from_secs(120),
+            ..settings()
+        };
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            tx.send(true).unwrap();
+        });
+        let started = Instant::now();
+        let run = run_cell(&s, &settings, &mut NoRestart(0)).await;
+        let took = started.elapsed();
+        assert_eq!(run.verdict, Verdict::Interrupted);
+        assert_eq!(run.failure_boundary.as_deref(), Some("long"));
+        let outcomes: Vec<(&str, Outcome)> = run
+            .phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("quick", Outcome::Ok),
+                ("long", Outcome::Interrupted),
+                ("after", Outcome::NotRun),
+                ("tidy", Outcome::Ok),
+                ("slowTidy", Outcome::Interrupted),
+            ]
+        );
+        // Cut at the interrupt, then at most the cleanup bound (and some slack).
+        assert!(
+            took < Duration::from_millis(300) + INTERRUPTED_CLEANUP_BOUND + Duration::from_secs(1),
+            "{took:?}"
+        );
     }
 
     #[test]
