@@ -21,10 +21,10 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
         ClientError::AgentExited { .. } => sig.kind = SignatureKind::AgentExit,
         ClientError::UnexpectedResult { .. } => sig.kind = SignatureKind::Protocol,
         ClientError::Health(_) => sig.kind = SignatureKind::Connect,
-        ClientError::Persist(_)
-        | ClientError::SessionNotFound(_)
-        | ClientError::NotBound { .. }
-        | ClientError::Config(_) => sig.kind = SignatureKind::Client,
+        ClientError::Persist(_) => sig.kind = SignatureKind::Persist,
+        ClientError::SessionNotFound(_) | ClientError::NotBound { .. } | ClientError::Config(_) => {
+            sig.kind = SignatureKind::Client
+        }
     }
     sig
 }
@@ -104,6 +104,28 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
         problem_type: None,
         rpc_code: None,
         message: format!("timed out after {deadline_ms} ms"),
+        pending: Some(pending.into()),
+    }
+}
+
+/// A phase that ran out of time because the session store kept it waiting:
+/// `persist (rivet): updateSession no answer after 29.9 s`.
+pub fn persist_timeout(
+    driver: &str,
+    call: &str,
+    waited_ms: u64,
+    deadline_ms: u64,
+    pending: impl Into<String>,
+) -> Signature {
+    Signature {
+        kind: SignatureKind::Persist,
+        http_status: None,
+        problem_type: None,
+        rpc_code: None,
+        message: format!(
+            "persist ({driver}): {call} no answer after {:.1} s (the phase timed out after {deadline_ms} ms)",
+            waited_ms as f64 / 1000.0
+        ),
         pending: Some(pending.into()),
     }
 }

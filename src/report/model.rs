@@ -149,6 +149,9 @@ pub enum SignatureKind {
     Integrity,
     /// The harness itself (restart command failed, readiness never came).
     Harness,
+    /// The session store (a Rivet actor, SQLite) failed or kept the phase
+    /// waiting: the message names the call and its latency.
+    Persist,
 }
 
 /// A restart of the cell's target and how long it took to be ready again.
@@ -275,6 +278,7 @@ impl SignatureKind {
             SignatureKind::AgentExit => "agent_exit",
             SignatureKind::Integrity => "integrity",
             SignatureKind::Harness => "harness",
+            SignatureKind::Persist => "persist",
         }
     }
 }

@@ -6,7 +6,9 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod steps;
+mod store_wait;
 use crate::diagnose;
+use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
@@ -15,6 +17,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store_wait::StoreWait;
 use tokio::sync::watch;
 
 /// A restart phase's deadline when the scenario sets none: restarts wait for
@@ -111,6 +114,8 @@ struct Cell<'a> {
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
     restarts: Vec<RestartTiming>,
+    /// The shared store's calls, to name it when it is what a phase waited on.
+    persist: Option<crate::persist::observe::CallLog>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -120,12 +125,25 @@ pub async fn run_cell(
     restarter: &mut dyn Restarter,
 ) -> CellRun {
     let started = Instant::now();
+    let (observed, persist) = match &settings.store {
+        CellStore::Shared(store) => {
+            let (driver, log) = ObservedDriver::wrap(Arc::clone(store));
+            let settings = CellSettings {
+                store: CellStore::Shared(driver),
+                ..settings.clone()
+            };
+            (Some(settings), Some(log))
+        }
+        CellStore::PerClientMemory => (None, None),
+    };
+    let settings = observed.as_ref().unwrap_or(settings);
     let mut cell = Cell {
         settings,
         restarter,
         clients: HashMap::new(),
         transcripts: HashMap::new(),
         restarts: Vec::new(),
+        persist,
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -295,7 +313,11 @@ impl Cell<'_> {
         let started = Instant::now();
         let outcome = tokio::time::timeout(deadline, self.run_step(&phase.step)).await;
         let duration_ms = millis(started.elapsed());
-        let (outcome, ok, detail, signature) = match outcome {
+        let store = self
+            .persist
+            .as_ref()
+            .map(|log| StoreWait::since(log, started));
+        let (outcome, ok, mut detail, signature) = match outcome {
             Ok(Ok(detail)) => (Outcome::Ok, true, detail, None),
             Ok(Err(failure)) => (
                 Outcome::Fail,
@@ -307,9 +329,23 @@ impl Cell<'_> {
                 Outcome::Timeout,
                 false,
                 Map::new(),
-                Some(diagnose::timeout(millis(deadline), phase.step.pending())),
+                // A phase that spent most of its time waiting on one store
+                // call timed out because of the store: say so.
+                Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
+                    Some((driver, call, waited)) => diagnose::persist_timeout(
+                        driver,
+                        call,
+                        millis(waited),
+                        millis(deadline),
+                        phase.step.pending(),
+                    ),
+                    None => diagnose::timeout(millis(deadline), phase.step.pending()),
+                }),
             ),
         };
+        if let Some(summary) = store.and_then(|w| w.summary()) {
+            detail.insert("persist".into(), summary);
+        }
         PhaseResult {
             name: phase.name.clone(),
             step: phase.step.kind().into(),
