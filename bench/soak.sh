@@ -18,9 +18,10 @@ repeat=${REPEAT:-20}
 out=${OUT:-$(mktemp -d)/soak}
 
 cargo build --release --quiet
+bin=${CARGO_TARGET_DIR:-target}/release/continuity
 started=$(date +%s.%N)
 set +e
-NO_COLOR=1 target/release/continuity run --repeat "$repeat" --out "$out" "$@" >/dev/null 2>"$out.stderr"
+NO_COLOR=1 "$bin" run --repeat "$repeat" --out "$out" "$@" >/dev/null 2>"$out.stderr"
 status=$?
 set -e
 ended=$(date +%s.%N)

@@ -59,6 +59,7 @@ fn main() -> ExitCode {
         }
     });
     continuity::stack::process::kill_all_groups();
+    continuity::stack::keeper::finish();
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {

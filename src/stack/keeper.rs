@@ -15,17 +15,21 @@ use super::owner;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-static PIPE: Mutex<Option<ChildStdin>> = Mutex::new(None);
+/// How long the harness waits, on its way out, for the keeper's last sweep.
+const FINISH_BOUND: Duration = Duration::from_secs(5);
 
-fn pipe() -> std::sync::MutexGuard<'static, Option<ChildStdin>> {
-    PIPE.lock().unwrap_or_else(|p| p.into_inner())
+static KEEPER: Mutex<Option<Child>> = Mutex::new(None);
+
+fn keeper() -> std::sync::MutexGuard<'static, Option<Child>> {
+    KEEPER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn send(line: &str) {
-    if let Some(stdin) = pipe().as_mut() {
+    if let Some(stdin) = keeper().as_mut().and_then(|k| k.stdin.as_mut()) {
         // A keeper that died cannot be helped: the harness still cleans up itself.
         let _ = writeln!(stdin, "{line}").and_then(|()| stdin.flush());
     }
@@ -44,7 +48,7 @@ pub fn start(tag: &str) -> Result<(), String> {
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the keeper process: {e}"))?;
-    *pipe() = child.stdin;
+    *keeper() = Some(child);
     Ok(())
 }
 
@@ -64,7 +68,26 @@ pub fn untrack(pgid: i32) {
 /// components over to `stack down`.
 pub fn release() {
     send("release");
-    pipe().take();
+    finish();
+}
+
+/// On the harness's way out, after its own cleanup: closes the pipe and
+/// waits (a few seconds at most) for the keeper's final sweep, so the
+/// keeper is not left running either.
+pub fn finish() {
+    let Some(mut child) = keeper().take() else {
+        return;
+    };
+    drop(child.stdin.take());
+    let until = Instant::now() + FINISH_BOUND;
+    while Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.
