@@ -27,18 +27,26 @@ fn read_state(dir: &Path) -> Result<StackState, Failure> {
     StackState::read(dir).map_err(usage)
 }
 
-/// The component's process, pinned, if it is still the one the stack started.
-fn verify(component: &Component, owner: &str) -> Option<Pinned> {
+/// The component's process, pinned, if it is still the one the stack in
+/// `dir` started: same start time as recorded, and our owner tag in its
+/// environment or its working folder inside the stack's (nginx overwrites
+/// its environment block with its process title).
+fn verify(component: &Component, owner: &str, dir: &Path) -> Option<Pinned> {
     let pinned = owner::verified(component.pid? as i32, component.started?)?;
-    (pinned.running() && pinned.owned_by(owner)).then_some(pinned)
+    let ours = pinned.owned_by(owner) || pinned.runs_in(dir);
+    (pinned.running() && ours).then_some(pinned)
 }
 
-fn print_components(state: &StackState) {
+fn absolute(dir: &Path) -> Result<std::path::PathBuf, Failure> {
+    std::path::absolute(dir).map_err(|e| usage(format!("{}: {e}", dir.display())))
+}
+
+fn print_components(state: &StackState, dir: &Path) {
     if !state.base_url.is_empty() {
         println!("base URL: {}", state.base_url);
     }
     for c in &state.components {
-        let status = match (c.pid, verify(c, &state.owner)) {
+        let status = match (c.pid, verify(c, &state.owner, dir)) {
             (_, Some(_)) => "running",
             (Some(pid), None) if Pinned::open(pid as i32).is_some() => {
                 "stopped (pid now names another process)"
@@ -61,14 +69,13 @@ fn print_components(state: &StackState) {
 /// at a time per folder: a second `up` while one is starting fails at once
 /// (exit 64), as does `up` on a folder whose stack still runs.
 pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let dir = std::path::absolute(&args.dir)
-        .map_err(|e| usage(format!("{}: {e}", args.dir.display())))?;
+    let dir = absolute(&args.dir)?;
     let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
     if let Ok(previous) = StackState::read(&dir) {
         if previous
             .components
             .iter()
-            .any(|c| verify(c, &previous.owner).is_some())
+            .any(|c| verify(c, &previous.owner, &dir).is_some())
         {
             return Err(usage(format!(
                 "a stack is already up in {}; run `continuity stack down --dir {}` first",
@@ -112,19 +119,20 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     state.write(&dir).map_err(incomplete)?;
     state::end_journal();
     keeper::release();
-    print_components(&state);
+    print_components(&state, &dir);
     Ok(exit_codes::OK)
 }
 
 /// `continuity stack status`: 0 when every component runs, 1 otherwise.
 pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let state = read_state(&args.dir)?;
-    print_components(&state);
+    let dir = absolute(&args.dir)?;
+    let state = read_state(&dir)?;
+    print_components(&state, &dir);
     let all_up = !state.components.is_empty()
         && state
             .components
             .iter()
-            .all(|c| verify(c, &state.owner).is_some());
+            .all(|c| verify(c, &state.owner, &dir).is_some());
     Ok(if all_up {
         exit_codes::OK
     } else {
@@ -137,11 +145,12 @@ pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
 /// in `stack.json` that no longer names the process the stack started is
 /// left alone, and said so.
 pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let _lock = FolderLock::try_acquire(&args.dir).map_err(usage)?;
-    let state = read_state(&args.dir)?;
+    let dir = absolute(&args.dir)?;
+    let state = read_state(&dir)?;
+    let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
     let mut running = Vec::new();
     for c in &state.components {
-        match (c.pid, verify(c, &state.owner)) {
+        match (c.pid, verify(c, &state.owner, &dir)) {
             (_, Some(pinned)) => running.push(pinned),
             (Some(pid), None) if Pinned::open(pid as i32).is_some() => eprintln!(
                 "stack: pid {pid} ({}) is not the process this stack started; left alone",

@@ -3,8 +3,9 @@
 //! process it starts as `CONTINUITY_OWNER`; the descendants inherit it
 //! (sandbox-agent's agent processes, the engine a RivetKit runner may spawn).
 //! A process is signalled only after it is pinned with a pidfd and then
-//! checked: its start time matches the one recorded when it was started, or
-//! its environment carries our tag. Never by name, never by a bare pid.
+//! checked: its start time matches the one recorded when it was started
+//! (and it carries our tag, or runs in our folder), or, for what we never
+//! recorded, its environment carries our tag. Never by name, never by a bare pid.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -122,6 +123,14 @@ impl Pinned {
     /// Whether the process carries our owner tag.
     pub fn owned_by(&self, tag: &str) -> bool {
         carries_tag(self.pid, tag) && self.alive()
+    }
+
+    /// Whether the process's working folder is `dir` or inside it: the
+    /// evidence for a program that overwrites its own environment block with
+    /// its process title (nginx does), whose tag can no longer be read.
+    pub fn runs_in(&self, dir: &std::path::Path) -> bool {
+        std::fs::read_link(format!("/proc/{}/cwd", self.pid)).is_ok_and(|cwd| cwd.starts_with(dir))
+            && self.alive()
     }
 
     /// Signals the process's whole group when it leads one, else itself.
