@@ -205,6 +205,28 @@ mod tests {
     }
 
     #[test]
+    fn a_store_failure_names_the_store_and_the_call() {
+        let e = ClientError::from(crate::persist::PersistError::new(
+            "rivet",
+            "updateSession: HTTP 503: actor_wake_retries_exceeded (after 30012 ms)",
+        ));
+        let s = signature(&e, None);
+        assert_eq!(s.kind, SignatureKind::Persist);
+        assert_eq!(
+            s.message,
+            "persist (rivet): updateSession: HTTP 503: actor_wake_retries_exceeded (after 30012 ms)"
+        );
+        let t = persist_timeout("rivet", "insertEvent", 29_870, 30_000, "session/prompt");
+        assert_eq!(
+            (t.kind, t.message.as_str()),
+            (
+                SignatureKind::Persist,
+                "persist (rivet): insertEvent no answer after 29.9 s (the phase timed out after 30000 ms)"
+            )
+        );
+    }
+
+    #[test]
     fn the_token_is_scrubbed_from_messages() {
         let token = crate::secret::Secret::new("tok-9");
         let e = ClientError::Config("header value tok-9 is bad".into());
