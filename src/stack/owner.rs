@@ -226,6 +226,40 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_reaches_a_descendant_that_left_the_group() {
+        // As the engine a RivetKit runner spawns: its own group, parent gone.
+        let tag = new_tag(std::path::Path::new("/tmp/sweep-descendant"));
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut parent = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("setsid sleep 300 & echo $! > {}", pid_file.display()),
+            ])
+            .env(OWNER_ENV, &tag)
+            .spawn()
+            .unwrap();
+        parent.wait().unwrap();
+        let until = Instant::now() + Duration::from_secs(5);
+        let pid = loop {
+            let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+            if let Ok(pid) = text.trim().parse::<i32>() {
+                if carries_tag(pid, &tag) {
+                    break pid;
+                }
+            }
+            assert!(Instant::now() < until, "the descendant never started");
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let started = start_time(pid).unwrap();
+        assert_eq!(sweep(&tag), 1);
+        assert!(
+            verified(pid, started).is_none_or(|p| !p.running()),
+            "the descendant survived"
+        );
+    }
+
+    #[test]
     fn a_sweep_kills_what_carries_the_tag_and_nothing_else() {
         let tag = new_tag(std::path::Path::new("/tmp/sweep-test"));
         let mut ours = sleeper(Some(&tag));
