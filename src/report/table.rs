@@ -6,7 +6,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
 
-use super::model::{Cell, Outcome, PhaseResult, Report, Verdict};
+use super::model::{Cell, Outcome, PhaseResult, Report, SignatureKind, Verdict};
 
 /// Placeholder for a phase that was not reached or is absent from a cell.
 const NOT_RUN: &str = "–";
@@ -124,7 +124,13 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
     };
     let (text, fg) = match phase.outcome {
         Outcome::Ok => ("✅".to_string(), Color::Green),
-        Outcome::Timeout => ("❌ timeout".to_string(), Color::Red),
+        // A timeout the session store caused says so.
+        Outcome::Timeout => match &phase.signature {
+            Some(sig) if sig.kind == SignatureKind::Persist => {
+                ("❌ persist timeout".to_string(), Color::Red)
+            }
+            _ => ("❌ timeout".to_string(), Color::Red),
+        },
         Outcome::Fail => match &phase.signature {
             Some(sig) => (format!("❌ {}", sig.short()), Color::Red),
             None => ("❌".to_string(), Color::Red),
