@@ -1,9 +1,10 @@
 //! The keeper: a small process (`continuity keeper`, hidden) that outlives
 //! the harness just long enough to kill what the harness started when the
 //! harness dies in a way it cannot clean up after — SIGKILL, a crash, the
-//! OOM killer. The harness holds the write end of the keeper's stdin and
-//! tells it each process group it starts (`group PGID STARTTIME`) or stops
-//! (`ungroup PGID`); when that pipe closes without `release`, the keeper
+//! OOM killer. The harness holds one end of a socket pair whose other end
+//! is the keeper's stdin, and tells it each process group it starts (`group
+//! PGID STARTTIME`) or stops (`ungroup PGID`); when that closes without
+//! `release` (the kernel closes it however the harness dies), the keeper
 //! SIGKILLs every group whose leader is still the process recorded, then
 //! every process carrying the run's owner tag (see [`super::owner`]).
 //!
@@ -13,7 +14,9 @@
 
 use super::owner;
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::BufRead;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -22,17 +25,36 @@ use std::time::{Duration, Instant};
 /// How long the harness waits, on its way out, for the keeper's last sweep.
 const FINISH_BOUND: Duration = Duration::from_secs(5);
 
-static KEEPER: Mutex<Option<Child>> = Mutex::new(None);
+/// The keeper process and the harness's end of its stdin.
+struct Keeper {
+    child: Child,
+    line: UnixStream,
+}
 
-fn keeper() -> std::sync::MutexGuard<'static, Option<Child>> {
+static KEEPER: Mutex<Option<Keeper>> = Mutex::new(None);
+
+fn keeper() -> std::sync::MutexGuard<'static, Option<Keeper>> {
     KEEPER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn send(line: &str) {
-    if let Some(stdin) = keeper().as_mut().and_then(|k| k.stdin.as_mut()) {
-        // A keeper that died cannot be helped: the harness still cleans up itself.
-        let _ = writeln!(stdin, "{line}").and_then(|()| stdin.flush());
-    }
+    let guard = keeper();
+    let Some(keeper) = guard.as_ref() else {
+        return;
+    };
+    let text = format!("{line}\n");
+    // A socket, not a pipe: a keeper that died gets the harness an EPIPE
+    // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
+    // A dead keeper cannot be helped; the harness still cleans up itself.
+    // SAFETY: send(2) of a live buffer on a socket we own.
+    let _ = unsafe {
+        libc::send(
+            keeper.line.as_raw_fd(),
+            text.as_ptr().cast(),
+            text.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
 }
 
 /// Starts the keeper for the owner `tag` (the running binary, re-executed).
@@ -40,15 +62,17 @@ fn send(line: &str) {
 pub fn start(tag: &str) -> Result<(), String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the continuity binary: {e}"))?;
+    let (line, keeper_end) =
+        UnixStream::pair().map_err(|e| format!("cannot start the keeper process: {e}"))?;
     let child = Command::new(exe)
         .args(["keeper", "--owner", tag])
-        .stdin(Stdio::piped())
+        .stdin(Stdio::from(OwnedFd::from(keeper_end)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the keeper process: {e}"))?;
-    *keeper() = Some(child);
+    *keeper() = Some(Keeper { child, line });
     Ok(())
 }
 
@@ -75,10 +99,10 @@ pub fn release() {
 /// waits (a few seconds at most) for the keeper's final sweep, so the
 /// keeper is not left running either.
 pub fn finish() {
-    let Some(mut child) = keeper().take() else {
+    let Some(Keeper { mut child, line }) = keeper().take() else {
         return;
     };
-    drop(child.stdin.take());
+    drop(line);
     let until = Instant::now() + FINISH_BOUND;
     while Instant::now() < until {
         if !matches!(child.try_wait(), Ok(None)) {
