@@ -7,6 +7,8 @@
 #   bench/soak.sh                  # --repeat 20, report folder under a temp dir
 #   REPEAT=5 bench/soak.sh         # shorter
 #   OUT=reports/soak bench/soak.sh # keep the run folder there
+#   OVERALL_TIMEOUT_MS=…           # the run's --overall-timeout-ms (default 4 h: the
+#                                  # default 30 min cuts a --repeat 20 matrix short)
 #   bench/soak.sh --target rivet-engine   # extra arguments go to `continuity run`
 #
 # Exit status: 0 when every cell has one verdict across its attempts, 1 when
@@ -15,13 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeat=${REPEAT:-20}
+overall_ms=${OVERALL_TIMEOUT_MS:-14400000}
 out=${OUT:-$(mktemp -d)/soak}
 
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/continuity
 started=$(date +%s.%N)
 set +e
-NO_COLOR=1 "$bin" run --repeat "$repeat" --out "$out" "$@" >/dev/null 2>"$out.stderr"
+NO_COLOR=1 "$bin" run --repeat "$repeat" --overall-timeout-ms "$overall_ms" --out "$out" "$@" >/dev/null 2>"$out.stderr"
 status=$?
 set -e
 ended=$(date +%s.%N)
