@@ -44,6 +44,18 @@ fn assert_nothing_left(dir: &Path) {
     assert!(owned.is_empty(), "still running after teardown: {owned:#?}");
 }
 
+/// Runs `stack down --dir` when dropped, so a failed assertion does not
+/// leave a `stack up` stack running.
+struct StackDownOnDrop(std::path::PathBuf);
+
+impl Drop for StackDownOnDrop {
+    fn drop(&mut self) {
+        if self.0.join("stack.json").exists() {
+            let _ = continuity(&["stack", "down", "--dir", self.0.to_str().unwrap()]).output();
+        }
+    }
+}
+
 /// A process named `rivet-engine` that continuity did not start (a copy of
 /// `sleep`, no `--config`): it must outlive every teardown.
 struct ForeignEngine {
@@ -238,6 +250,7 @@ fn stack_up_status_down_leaves_nothing_running() {
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap();
     let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    let _down = StackDownOnDrop(stack.clone());
     let stdout = String::from_utf8_lossy(&up.stdout);
     assert_eq!(
         up.status.code(),
@@ -462,6 +475,7 @@ fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() 
     let dir = tempfile::tempdir().unwrap();
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap().to_string();
+    let _down = StackDownOnDrop(stack.clone());
     let ups: Vec<_> = (0..2)
         .map(|_| {
             let arg = stack_arg.clone();
@@ -514,6 +528,7 @@ fn stack_down_kills_only_what_the_stack_started() {
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap();
     let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    let _down = StackDownOnDrop(stack.clone());
     assert_eq!(
         up.status.code(),
         Some(0),
