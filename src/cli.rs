@@ -70,6 +70,12 @@ pub enum Command {
     /// Run the scripted ACP agent on stdio (what the stack's sandbox-agent launches).
     #[command(hide = true)]
     Agent,
+    /// Kill what a harness started once its pipe closes (started by the harness itself).
+    #[command(hide = true)]
+    Keeper {
+        #[arg(long)]
+        owner: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -29,10 +29,10 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
         ClientError::AgentExited { .. } => sig.kind = SignatureKind::AgentExit,
         ClientError::UnexpectedResult { .. } => sig.kind = SignatureKind::Protocol,
         ClientError::Health(_) => sig.kind = SignatureKind::Connect,
-        ClientError::Persist(_)
-        | ClientError::SessionNotFound(_)
-        | ClientError::NotBound { .. }
-        | ClientError::Config(_) => sig.kind = SignatureKind::Client,
+        ClientError::Persist(_) => sig.kind = SignatureKind::Persist,
+        ClientError::SessionNotFound(_) | ClientError::NotBound { .. } | ClientError::Config(_) => {
+            sig.kind = SignatureKind::Client
+        }
     }
     sig
 }
@@ -112,6 +112,30 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
         problem_type: None,
         rpc_code: None,
         message: format!("timed out after {deadline_ms} ms"),
+        pending: Some(pending.into()),
+        cause: None,
+        observed: None,
+    }
+}
+
+/// A phase that ran out of time because the session store kept it waiting:
+/// `persist (rivet): updateSession no answer after 29.9 s`.
+pub fn persist_timeout(
+    driver: &str,
+    call: &str,
+    waited_ms: u64,
+    deadline_ms: u64,
+    pending: impl Into<String>,
+) -> Signature {
+    Signature {
+        kind: SignatureKind::Persist,
+        http_status: None,
+        problem_type: None,
+        rpc_code: None,
+        message: format!(
+            "persist ({driver}): {call} no answer after {:.1} s (the phase timed out after {deadline_ms} ms)",
+            waited_ms as f64 / 1000.0
+        ),
         pending: Some(pending.into()),
         cause: None,
         observed: None,
@@ -335,6 +359,28 @@ mod tests {
             "first POST to /v1/acp/sdk-mock-<id> é"
         );
         assert_eq!(mask_ids("abc 12345678-1234 x"), "abc 12345678-1234 x");
+    }
+
+    #[test]
+    fn a_store_failure_names_the_store_and_the_call() {
+        let e = ClientError::from(crate::persist::PersistError::new(
+            "rivet",
+            "updateSession: HTTP 503: actor_wake_retries_exceeded (after 30012 ms)",
+        ));
+        let s = signature(&e, None);
+        assert_eq!(s.kind, SignatureKind::Persist);
+        assert_eq!(
+            s.message,
+            "persist (rivet): updateSession: HTTP 503: actor_wake_retries_exceeded (after 30012 ms)"
+        );
+        let t = persist_timeout("rivet", "insertEvent", 29_870, 30_000, "session/prompt");
+        assert_eq!(
+            (t.kind, t.message.as_str()),
+            (
+                SignatureKind::Persist,
+                "persist (rivet): insertEvent no answer after 29.9 s (the phase timed out after 30000 ms)"
+            )
+        );
     }
 
     #[test]

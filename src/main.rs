@@ -36,6 +36,8 @@ fn main() -> ExitCode {
     let outcome = runtime.block_on(async move {
         match cli.command {
             Command::Agent => Ok(continuity::agent::run().await.clamp(0, 255) as u8),
+            // Blocks this thread on its pipe: nothing else runs in a keeper.
+            Command::Keeper { owner } => Ok(continuity::stack::keeper::run(&owner) as u8),
             Command::Run(args) => commands::run(*args).await,
             Command::Validate(sources) => commands::validate(&sources).map(|out| {
                 console::out(&out);
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         }
     });
     continuity::stack::process::kill_all_groups();
+    continuity::stack::keeper::finish();
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => {

@@ -255,6 +255,16 @@ pub async fn run(
     let scenarios = plan.scenarios.clone();
     let skipped = plan.skipped_targets.len();
     let mut sequence = 0;
+    // One flag for every way a run is cut short: the running cell sees it,
+    // records itself as interrupted and runs its cleanup.
+    let (interrupt_tx, interrupt) = watch::channel(false);
+    let watcher = tokio::spawn(async move {
+        tokio::select! {
+            _ = attempts::wait_cancel(cancel) => {}
+            _ = tokio::time::sleep_until(deadline.into()) => {}
+        }
+        let _ = interrupt_tx.send(true);
+    });
     'cells: for t in 0..plan.targets.len() {
         for (s, scenario) in scenarios.iter().enumerate() {
             if !is_selected(skipped + t, s) {
@@ -268,8 +278,7 @@ pub async fn run(
                 target: t,
                 scenario,
             };
-            let attempts =
-                run_attempts(plan, &cell_id, &mut sequence, &cancel, deadline, on_event).await;
+            let attempts = run_attempts(plan, &cell_id, &mut sequence, &interrupt, on_event).await;
             interrupted = attempts.interrupted;
             let attempts = attempts.attempts;
             // An interrupted cell keeps the attempts that finished: nothing run is lost.
@@ -288,6 +297,7 @@ pub async fn run(
             }
         }
     }
+    watcher.abort();
     let finished_at = SystemTime::now();
     let totals = Totals::of(&cells);
     Report {

@@ -418,3 +418,52 @@ fn with_the_sdks_in_memory_store_a_second_client_sees_no_history() {
     assert_eq!(events["detail"]["eventsObserved"], 0);
     assert_eq!(native["failureBoundary"], "promptSameHandleAfterRestart");
 }
+
+#[test]
+fn the_overall_deadline_mid_cell_interrupts_the_cell_and_still_runs_its_cleanup() {
+    let s = setup(&[]);
+    let scenarios = s.dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("hold.toml"),
+        "name = \"hold\"\ndescription = \"a session held open\"\nverdict = [\"never\"]\n\
+         [[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\
+         [[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n\
+         [[phase]]\nname = \"hold\"\nstep = \"sleep\"\nms = 120000\ntimeout_ms = 130000\n\
+         [[phase]]\nname = \"never\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"x\"\n\
+         [[cleanup]]\nname = \"destroy\"\nstep = \"destroy_session\"\nclient = \"c\"\nsession = \"s\"\n\
+         [[cleanup]]\nname = \"dispose\"\nstep = \"dispose\"\nclient = \"c\"\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let (run, out) = s.run(
+        "deadline",
+        &[
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--overall-timeout-ms",
+            "5000",
+        ],
+    );
+    assert_exit(&run, 2);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the deadline and the cleanup bound held: {:?}",
+        started.elapsed()
+    );
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true);
+    let cell = cell(&report, "agent", "hold");
+    assert_eq!(cell["verdict"], "interrupted", "{cell:#}");
+    assert_eq!(phase(cell, "create")["outcome"], "ok");
+    assert_eq!(phase(cell, "hold")["outcome"], "interrupted");
+    assert_eq!(phase(cell, "never")["outcome"], "not_run");
+    assert_eq!(phase(cell, "destroy")["outcome"], "ok", "{cell:#}");
+    assert_eq!(phase(cell, "dispose")["outcome"], "ok", "{cell:#}");
+    // Every renderer knows the verdict.
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(junit.contains("interrupted"), "{junit}");
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("interrupted"), "{markdown}");
+    assert!(String::from_utf8_lossy(&run.stdout).contains("interrupted"));
+}

@@ -38,14 +38,87 @@ fn output(command: &mut Command) -> Output {
 fn assert_nothing_left(dir: &Path) {
     let left = support::processes_in(dir);
     assert!(left.is_empty(), "still running after teardown: {left:#?}");
-    let strays: Vec<String> = support::processes_with(&["rivet-engine"])
-        .into_iter()
-        .filter(|c| !c.contains("--config"))
-        .collect();
-    assert!(
-        strays.is_empty(),
-        "a runner-spawned Rivet Engine was left: {strays:#?}"
-    );
+    // Whatever the run started carries its owner tag (a runner-spawned engine
+    // included), wherever it runs and whatever it is named.
+    let owned = support::processes_owned_in(dir);
+    assert!(owned.is_empty(), "still running after teardown: {owned:#?}");
+}
+
+/// Runs `stack down --dir` when dropped, so a failed assertion does not
+/// leave a `stack up` stack running.
+struct StackDownOnDrop(std::path::PathBuf);
+
+impl Drop for StackDownOnDrop {
+    fn drop(&mut self) {
+        if self.0.join("stack.json").exists() {
+            let _ = continuity(&["stack", "down", "--dir", self.0.to_str().unwrap()]).output();
+        }
+    }
+}
+
+/// A process named `rivet-engine` that continuity did not start (a copy of
+/// `sleep`, no `--config`): it must outlive every teardown.
+struct ForeignEngine {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl ForeignEngine {
+    fn start() -> ForeignEngine {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("rivet-engine");
+        std::fs::copy("/bin/sleep", &program).unwrap();
+        let child = Command::new(&program).arg("600").spawn().unwrap();
+        ForeignEngine { child, _dir: dir }
+    }
+
+    fn assert_alive(&mut self) {
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "the foreign rivet-engine (pid {}) was killed",
+            self.child.id()
+        );
+    }
+}
+
+impl Drop for ForeignEngine {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `command` (stderr piped) and calls `on_line` on each stderr line
+/// until it returns true; returns the child and the lines read so far.
+fn spawn_until(
+    command: &mut Command,
+    mut on_line: impl FnMut(&str) -> bool + Send + 'static,
+) -> (std::process::Child, std::thread::JoinHandle<Vec<String>>) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = Vec::new();
+        let mut told = false;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if !told && on_line(&line) {
+                told = true;
+                let _ = tx.send(());
+            }
+            seen.push(line);
+        }
+        seen
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(300));
+    (child, lines)
 }
 
 /// What each restart does to files, processes and terminals on 0.4.2, as the
@@ -248,6 +321,7 @@ fn stack_up_status_down_leaves_nothing_running() {
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap();
     let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    let _down = StackDownOnDrop(stack.clone());
     let stdout = String::from_utf8_lossy(&up.stdout);
     assert_eq!(
         up.status.code(),
@@ -444,3 +518,264 @@ fn a_missing_program_skips_its_target_with_the_install_command() {
 }
 
 static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+#[test]
+fn sigkill_of_the_harness_mid_run_leaves_no_component_running_after_5_s() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (mut child, lines) = spawn_until(
+        &mut continuity(&["run", "--out", out.to_str().unwrap()]),
+        |line| line.starts_with("[2/"),
+    );
+    // Mid-run: the stack is up and its components are recorded as they started.
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("stack").join("stack.json")).unwrap(),
+    )
+    .unwrap();
+    let components = state["components"].as_array().unwrap();
+    assert!(components.len() >= 4, "{state:#}");
+    // Engine, runner, sandbox-agent (nginx overwrites its environment block).
+    let running = support::processes_owned_in(&out);
+    assert!(running.len() >= 3, "the stack runs: {running:#?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    let left = support::processes_owned_in(&out);
+    assert!(
+        left.is_empty(),
+        "5 s after SIGKILL of the harness: {left:#?}"
+    );
+    let left = support::processes_in(&out);
+    assert!(
+        left.is_empty(),
+        "5 s after SIGKILL of the harness: {left:#?}"
+    );
+    for c in components {
+        let pid = c["pid"].as_u64().unwrap() as u32;
+        assert!(!support::alive(pid), "{} (pid {pid}) survived", c["target"]);
+    }
+    drop(lines);
+}
+
+#[test]
+fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let stack = dir.path().join("stack");
+    let stack_arg = stack.to_str().unwrap().to_string();
+    let _down = StackDownOnDrop(stack.clone());
+    let ups: Vec<_> = (0..2)
+        .map(|_| {
+            let arg = stack_arg.clone();
+            std::thread::spawn(move || output(&mut continuity(&["stack", "up", "--dir", &arg])))
+        })
+        .collect();
+    let ups: Vec<Output> = ups.into_iter().map(|t| t.join().unwrap()).collect();
+    let codes: Vec<Option<i32>> = ups.iter().map(|o| o.status.code()).collect();
+    let refused = ups
+        .iter()
+        .find(|o| o.status.code() == Some(64))
+        .unwrap_or_else(|| panic!("one of the two must be refused: {codes:?}"));
+    assert!(
+        ups.iter().any(|o| o.status.code() == Some(0)),
+        "one starts: {codes:?}\n{}",
+        String::from_utf8_lossy(&ups[0].stderr)
+    );
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("stack.lock") || message.contains("already up"),
+        "{message}"
+    );
+    // One stack: one of each component runs in the folder.
+    let running = support::processes_in(&stack);
+    for program in [
+        "rivet-engine --config",
+        "server.mjs",
+        "sandbox-agent server",
+        "nginx: master process",
+    ] {
+        let n = running.iter().filter(|l| l.contains(program)).count();
+        assert_eq!(n, 1, "{program}: {running:#?}");
+    }
+    let down = output(&mut continuity(&["stack", "down", "--dir", &stack_arg]));
+    assert_eq!(
+        down.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    assert_nothing_left(&stack);
+}
+
+#[test]
+fn stack_down_kills_only_what_the_stack_started() {
+    let _serial = serial();
+    let mut foreign_engine = ForeignEngine::start();
+    let mut unrelated = Command::new("sleep").arg("600").spawn().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stack = dir.path().join("stack");
+    let stack_arg = stack.to_str().unwrap();
+    let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
+    let _down = StackDownOnDrop(stack.clone());
+    assert_eq!(
+        up.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    // Hand-edit stack.json: the agent's pid now names the unrelated `sleep`
+    // (its recorded start time kept), and an extra entry names it with its
+    // real start time, as a careful forger would.
+    let path = stack.join("stack.json");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let start_of_sleep: u64 = {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", unrelated.id())).unwrap();
+        let rest = stat.rsplit_once(')').unwrap().1.to_string();
+        rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+    };
+    let components = state["components"].as_array_mut().unwrap();
+    let agent = components
+        .iter_mut()
+        .find(|c| c["target"] == "agent")
+        .unwrap();
+    agent["pid"] = unrelated.id().into();
+    let mut forged = agent.clone();
+    forged["target"] = "forged".into();
+    forged["started"] = start_of_sleep.into();
+    components.push(forged);
+    for c in components
+        .iter_mut()
+        .filter(|c| c["target"] == "rivet-engine")
+    {
+        // The engine entry points at the foreign engine.
+        c["pid"] = foreign_engine.child.id().into();
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+
+    let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
+    assert_eq!(
+        status.status.code(),
+        Some(1),
+        "not every component is the one started"
+    );
+    let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert_eq!(down.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("left alone"), "{stderr}");
+    assert!(
+        unrelated.try_wait().unwrap().is_none(),
+        "stack down killed an unrelated process named in a hand-edited stack.json"
+    );
+    foreign_engine.assert_alive();
+    // The real agent and engine, no longer named in stack.json, are still
+    // found by the owner tag they carry.
+    assert_nothing_left(&stack);
+    unrelated.kill().unwrap();
+    unrelated.wait().unwrap();
+}
+
+#[test]
+fn ctrl_c_mid_cell_records_an_interrupted_cell_and_runs_its_cleanup() {
+    let _serial = serial();
+    let mut foreign_engine = ForeignEngine::start();
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("hold.toml"),
+        r#"name = "hold"
+description = "A session held open by a long phase"
+verdict = ["never"]
+
+[[phase]]
+name = "connect"
+step = "connect"
+client = "c"
+
+[[phase]]
+name = "create"
+step = "create_session"
+client = "c"
+session = "s"
+
+[[phase]]
+name = "prompt"
+step = "prompt"
+client = "c"
+session = "s"
+text = "hello"
+
+[[phase]]
+name = "hold"
+step = "sleep"
+ms = 120000
+timeout_ms = 130000
+
+[[phase]]
+name = "never"
+step = "prompt"
+client = "c"
+session = "s"
+text = "not reached"
+
+[[cleanup]]
+name = "destroy"
+step = "destroy_session"
+client = "c"
+session = "s"
+
+[[cleanup]]
+name = "dispose"
+step = "dispose"
+client = "c"
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let (child, lines) = spawn_until(
+        &mut continuity(&[
+            "run",
+            "--target",
+            "agent",
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]),
+        |line| line.starts_with("stack: starting nginx"),
+    );
+    // The cell is in its 120 s `hold` phase well before this.
+    std::thread::sleep(Duration::from_secs(8));
+    // SAFETY: SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let run = child.wait_with_output().unwrap();
+    let seen = lines.join().unwrap();
+    assert_eq!(run.status.code(), Some(2), "{}", seen.join("\n"));
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true);
+    let cell = cell(&report, "agent", "hold");
+    assert_eq!(cell["verdict"], "interrupted", "{cell:#}");
+    assert_eq!(cell["failureBoundary"], "hold");
+    assert_eq!(phase(cell, "prompt")["outcome"], "ok");
+    assert_eq!(phase(cell, "hold")["outcome"], "interrupted");
+    assert_eq!(phase(cell, "never")["outcome"], "not_run");
+    // Its cleanup ran: the session was destroyed on the server, the client closed.
+    for name in ["destroy", "dispose"] {
+        let p = phase(cell, name);
+        assert_eq!(
+            (p["cleanup"].as_bool(), p["outcome"].as_str()),
+            (Some(true), Some("ok")),
+            "{p:#}"
+        );
+    }
+    assert_eq!(report["totals"]["interrupted"], 1);
+    assert!(
+        seen.iter().any(|l| l.contains("interrupted @ hold")),
+        "{seen:#?}"
+    );
+    assert_nothing_left(&out);
+    // The run's teardown spared the rivet-engine it did not start.
+    foreign_engine.assert_alive();
+}

@@ -84,7 +84,7 @@ pub(super) fn finish(
     github_outputs(report, folder.dir(), format);
     warn_about(report);
     if report.run.interrupted {
-        console::errln("the run was interrupted: the report holds the cells that finished");
+        console::errln("the run was interrupted: the report holds the cells that finished and the one it cut short (`interrupted`)");
         return Ok(exit_codes::INCOMPLETE);
     }
     if report.cells.is_empty() && !empty_ok {

@@ -310,6 +310,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx);
+    // Everything this run starts carries its owner tag, and a keeper kills
+    // it all should the harness die without cleaning up (SIGKILL, a crash).
+    let owner_tag = crate::stack::owner::new_tag(&run_dir);
+    crate::stack::owner::adopt(&owner_tag);
+    crate::stack::keeper::start(&owner_tag).map_err(incomplete)?;
 
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let format = args.message_format;
@@ -407,6 +412,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     .await?,
                 );
             } else {
+                // stack.json before the first component starts: `stack down --dir
+                // RUN/stack` finds whatever a dead harness and keeper left.
+                std::fs::create_dir_all(&options.run_dir)
+                    .and_then(|()| {
+                        crate::stack::state::begin_journal(&options.run_dir, &owner_tag)
+                            .map_err(std::io::Error::other)
+                    })
+                    .map_err(|e| incomplete(e.to_string()))?;
                 let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
                 let mut up = tokio::select! {
                     up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
@@ -448,6 +461,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             if let Some(mut stack) = stack {
                 stack.down().await;
             }
+            crate::stack::state::end_journal();
             report
         }
     };

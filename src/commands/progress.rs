@@ -55,6 +55,14 @@ pub(super) fn print_progress(event: &RunEvent, color: bool) {
                 color,
             ),
         },
+        Verdict::Interrupted => paint(
+            &format!(
+                "interrupted @ {}",
+                cell.failure_boundary.as_deref().unwrap_or("?")
+            ),
+            "33",
+            color,
+        ),
         Verdict::Skipped => paint(
             &format!("skipped: {}", first_line(cell.reason.as_deref())),
             "33",

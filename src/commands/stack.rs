@@ -1,68 +1,94 @@
 //! `continuity stack up|status|down`: the local stack by hand. `up` leaves
-//! the components running (their pids and ports in `stack.json` in the stack
-//! folder); `down` stops each process group, SIGKILLing what outlives a grace
-//! period, and any Rivet Engine a runner spawned.
+//! the components running, recorded in `stack.json` in the stack folder as
+//! they start; `down` stops each component's process group, SIGKILLing what
+//! outlives a grace period, then anything else carrying the stack's owner
+//! tag (an engine a runner spawned). Only processes proven to be the
+//! stack's — same start time as recorded, owner tag in their environment —
+//! are ever signalled.
 
 use super::{incomplete, usage, Failure};
 use crate::exit_codes;
-use crate::stack::local::{LocalStack, StackOptions};
+use crate::stack::local::{Component, LocalStack, StackOptions};
+use crate::stack::owner::{self, Pinned};
+use crate::stack::state::{self, FolderLock, StackState, STATE_FILE};
+use crate::stack::{keeper, process};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-const STACK_STATE: &str = "stack.json";
-
-/// What `stack up` leaves behind for `status` and `down`.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct StackState {
-    base_url: String,
-    components: Vec<crate::stack::local::Component>,
-}
+const DOWN_GRACE: Duration = Duration::from_secs(10);
 
 fn read_state(dir: &Path) -> Result<StackState, Failure> {
-    let path = dir.join(STACK_STATE);
-    let text = std::fs::read_to_string(&path).map_err(|_| {
-        usage(format!(
-            "no stack is up in {} (no {STACK_STATE}); start one with `continuity stack up`",
+    if !dir.join(STATE_FILE).exists() {
+        return Err(usage(format!(
+            "no stack is up in {} (no {STATE_FILE}); start one with `continuity stack up`",
             dir.display()
-        ))
-    })?;
-    serde_json::from_str(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
+        )));
+    }
+    StackState::read(dir).map_err(usage)
 }
 
-fn print_components(state: &StackState) {
-    crate::console::outln(&format!("base URL: {}", state.base_url));
+/// The component's process, pinned, if it is still the one the stack in
+/// `dir` started: same start time as recorded, and our owner tag in its
+/// environment or its working folder inside the stack's (nginx overwrites
+/// its environment block with its process title).
+fn verify(component: &Component, owner: &str, dir: &Path) -> Option<Pinned> {
+    let pinned = owner::verified(component.pid? as i32, component.started?)?;
+    let ours = pinned.owned_by(owner) || pinned.runs_in(dir);
+    (pinned.running() && ours).then_some(pinned)
+}
+
+fn absolute(dir: &Path) -> Result<std::path::PathBuf, Failure> {
+    std::path::absolute(dir).map_err(|e| usage(format!("{}: {e}", dir.display())))
+}
+
+fn print_components(state: &StackState, dir: &Path) {
+    if !state.base_url.is_empty() {
+        crate::console::outln(&format!("base URL: {}", state.base_url));
+    }
     for c in &state.components {
-        let alive = c
-            .pid
-            .is_some_and(|p| crate::stack::process::group_alive(p as i32));
+        let status = match (c.pid, verify(c, &state.owner, dir)) {
+            (_, Some(_)) => "running",
+            (Some(pid), None) if Pinned::open(pid as i32).is_some() => {
+                "stopped (pid now names another process)"
+            }
+            _ => "stopped",
+        };
         crate::console::outln(&format!(
             "  {:<13} {:<24} pid {:<8} {:<8} {}  log {}",
             c.target,
             c.program,
             c.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-            if alive { "running" } else { "stopped" },
+            status,
             c.url,
             c.log.display()
         ));
     }
 }
 
-/// `continuity stack up`: starts the local stack and leaves it running.
+/// `continuity stack up`: starts the local stack and leaves it running. One
+/// at a time per folder: a second `up` while one is starting fails at once
+/// (exit 64), as does `up` on a folder whose stack still runs.
 pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    if read_state(&args.dir).is_ok_and(|s| {
-        s.components.iter().any(|c| {
-            c.pid
-                .is_some_and(|p| crate::stack::process::group_alive(p as i32))
-        })
-    }) {
-        return Err(usage(format!(
-            "a stack is already up in {}; run `continuity stack down --dir {}` first",
-            args.dir.display(),
-            args.dir.display()
-        )));
+    let dir = absolute(&args.dir)?;
+    let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
+    if let Ok(previous) = StackState::read(&dir) {
+        if previous
+            .components
+            .iter()
+            .any(|c| verify(c, &previous.owner, &dir).is_some())
+        {
+            return Err(usage(format!(
+                "a stack is already up in {}; run `continuity stack down --dir {}` first",
+                args.dir.display(),
+                args.dir.display()
+            )));
+        }
     }
-    let dir = std::path::absolute(&args.dir)
-        .map_err(|e| usage(format!("{}: {e}", args.dir.display())))?;
+    let tag = owner::new_tag(&dir);
+    owner::adopt(&tag);
+    // Until the stack is handed over, a harness that dies takes it along.
+    keeper::start(&tag).map_err(incomplete)?;
+    state::begin_journal(&dir, &tag).map_err(incomplete)?;
     let options = StackOptions {
         run_dir: dir.clone(),
         server_version: args.server_version.clone(),
@@ -73,35 +99,41 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
         agents: Vec::new(),
     };
     let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
-    let mut stack = LocalStack::up(options, &mut progress)
-        .await
-        .map_err(incomplete)?;
+    let mut stack = match LocalStack::up(options, &mut progress).await {
+        Ok(stack) => stack,
+        Err(e) => {
+            process::kill_all_groups();
+            let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
+            state::end_journal();
+            let _ = std::fs::remove_file(dir.join(STATE_FILE));
+            return Err(incomplete(e));
+        }
+    };
     for u in &stack.skipped {
         crate::console::errln(&format!("stack: {} not running: {}", u.name, u.reason));
     }
     let state = StackState {
         base_url: stack.base_url.clone(),
+        owner: tag,
         components: stack.detach(),
     };
-    let json = serde_json::to_string_pretty(&state).map_err(|e| incomplete(e.to_string()))?;
-    std::fs::write(dir.join(STACK_STATE), json).map_err(|e| {
-        incomplete(format!(
-            "cannot write {}: {e}",
-            dir.join(STACK_STATE).display()
-        ))
-    })?;
-    print_components(&state);
+    state.write(&dir).map_err(incomplete)?;
+    state::end_journal();
+    keeper::release();
+    print_components(&state, &dir);
     Ok(exit_codes::OK)
 }
 
-/// `continuity stack status`.
+/// `continuity stack status`: 0 when every component runs, 1 otherwise.
 pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let state = read_state(&args.dir)?;
-    print_components(&state);
-    let all_up = state.components.iter().all(|c| {
-        c.pid
-            .is_some_and(|p| crate::stack::process::group_alive(p as i32))
-    });
+    let dir = absolute(&args.dir)?;
+    let state = read_state(&dir)?;
+    print_components(&state, &dir);
+    let all_up = !state.components.is_empty()
+        && state
+            .components
+            .iter()
+            .all(|c| verify(c, &state.owner, &dir).is_some());
     Ok(if all_up {
         exit_codes::OK
     } else {
@@ -109,28 +141,40 @@ pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     })
 }
 
-/// `continuity stack down`: SIGTERM each component's group, then SIGKILL what is left.
+/// `continuity stack down`: SIGTERM each component's group, SIGKILL what is
+/// left after a grace period, then sweep what carries the owner tag. A pid
+/// in `stack.json` that no longer names the process the stack started is
+/// left alone, and said so.
 pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
-    let state = read_state(&args.dir)?;
-    let groups: Vec<i32> = state
-        .components
-        .iter()
-        .filter_map(|c| c.pid)
-        .map(|p| p as i32)
-        .collect();
-    for &g in &groups {
-        crate::stack::process::signal_group(g, libc::SIGTERM);
+    let dir = absolute(&args.dir)?;
+    let state = read_state(&dir)?;
+    let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
+    let mut running = Vec::new();
+    for c in &state.components {
+        match (c.pid, verify(c, &state.owner, &dir)) {
+            (_, Some(pinned)) => running.push(pinned),
+            (Some(pid), None) if Pinned::open(pid as i32).is_some() => {
+                crate::console::errln(&format!(
+                    "stack: pid {pid} ({}) is not the process this stack started; left alone",
+                    c.target
+                ))
+            }
+            _ => {}
+        }
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while groups
-        .iter()
-        .any(|&g| crate::stack::process::group_alive(g))
-        && std::time::Instant::now() < deadline
-    {
+    for leader in &running {
+        leader.send_to_group(libc::SIGTERM);
+    }
+    let deadline = Instant::now() + DOWN_GRACE;
+    while running.iter().any(Pinned::running) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    for &g in &groups {
-        crate::stack::process::signal_group(g, libc::SIGKILL);
+    for leader in &running {
+        leader.send_to_group(libc::SIGKILL);
+    }
+    if !state.owner.is_empty() {
+        let tag = state.owner.clone();
+        let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
     }
     // PTY processes the sandbox-agent started outlive its group (own session).
     // `stack up` made its folders absolute the same way.
@@ -139,11 +183,7 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
             &dir.join("sandbox-agent").join("data"),
         ));
     }
-    for pid in crate::stack::rivet::stray_engines() {
-        // SAFETY: kill(2) on an engine process a runner spawned.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-    let _ = std::fs::remove_file(args.dir.join(STACK_STATE));
+    let _ = std::fs::remove_file(args.dir.join(STATE_FILE));
     crate::console::outln(&format!("stack in {} is down", args.dir.display()));
     Ok(exit_codes::OK)
 }

@@ -6,6 +6,7 @@
 //! Paging follows the SDK: a cursor is the stringified offset of the next item.
 
 mod memory;
+pub mod observe;
 pub mod rivet;
 mod sqlite;
 
@@ -98,7 +99,7 @@ pub struct Page<T> {
 
 /// What went wrong in a store: the driver name and a human-readable cause.
 #[derive(Debug, thiserror::Error)]
-#[error("persist driver {driver}: {message}")]
+#[error("persist ({driver}): {message}")]
 pub struct PersistError {
     pub driver: &'static str,
     pub message: String,

@@ -65,6 +65,17 @@ fn test_case(cell: &Cell, scenario: &str, flaky: FlakyResult) -> TestCase {
             status.set_description(phase_lines(cell));
             status
         }
+        Verdict::Interrupted => {
+            // Neither passed nor failed: CI shows it as skipped, with why.
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(
+                cell.reason
+                    .clone()
+                    .unwrap_or_else(|| "interrupted".to_string()),
+            );
+            status.set_description(phase_lines(cell));
+            status
+        }
         Verdict::Skipped => {
             let mut status = TestCaseStatus::skipped();
             if let Some(reason) = &cell.reason {
@@ -149,6 +160,7 @@ fn lines_of(phases: &[PhaseResult]) -> String {
             Outcome::Fail => "fail",
             Outcome::Timeout => "timeout",
             Outcome::NotRun => "not run",
+            Outcome::Interrupted => "interrupted",
         };
         let cleanup = if p.cleanup { " (cleanup)" } else { "" };
         let mut line = format!("{}{cleanup}: {outcome} in {} ms", p.name, p.duration_ms);

@@ -54,6 +54,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
         (Verdict::Error, "error", "errors"),
         (Verdict::Skipped, "skipped", "skipped"),
         (Verdict::Flaky, "flaky", "flaky"),
+        (Verdict::Interrupted, "interrupted", "interrupted"),
     ]
     .iter()
     .filter_map(|(v, one, many)| {
@@ -114,6 +115,7 @@ fn per_target(cell: &Cell) -> String {
                 Outcome::Ok => "✅",
                 Outcome::Fail | Outcome::Timeout => "❌",
                 Outcome::NotRun => "–",
+                Outcome::Interrupted => "⏸",
             };
             format!("{} {mark}", p.name)
         })
@@ -126,10 +128,10 @@ fn per_target(cell: &Cell) -> String {
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
     match cell.verdict {
-        Verdict::Skipped | Verdict::Error if marks.is_empty() => {
+        Verdict::Skipped | Verdict::Error | Verdict::Interrupted if marks.is_empty() => {
             format!("{} {}{reason}", cell.verdict.glyph(), cell.verdict.as_str())
         }
-        Verdict::Skipped | Verdict::Error => format!(
+        Verdict::Skipped | Verdict::Error | Verdict::Interrupted => format!(
             "{}; {} {}{reason}",
             marks.join(", "),
             cell.verdict.glyph(),

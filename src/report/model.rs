@@ -130,6 +130,9 @@ pub enum Verdict {
     Skipped,
     /// Its attempts disagree: some passed, some did not.
     Flaky,
+    /// Cut short by Ctrl-C, SIGTERM or the overall deadline: the phases it
+    /// finished, the one it was in (`interrupted`), and its cleanup.
+    Interrupted,
 }
 
 /// How a phase ended.
@@ -141,6 +144,8 @@ pub enum Outcome {
     Timeout,
     /// Not reached: an earlier phase stopped the cell.
     NotRun,
+    /// The run was interrupted while this phase ran.
+    Interrupted,
 }
 
 /// One phase of a cell.
@@ -231,6 +236,9 @@ pub enum SignatureKind {
     Integrity,
     /// The harness itself (restart command failed, readiness never came).
     Harness,
+    /// The session store (a Rivet actor, SQLite) failed or kept the phase
+    /// waiting: the message names the call and its latency.
+    Persist,
 }
 
 /// A restart of the cell's target and how long it took to be ready again.
@@ -255,6 +263,9 @@ pub struct Totals {
     pub skipped: u32,
     #[serde(default)]
     pub flaky: u32,
+    /// Absent in reports written before the verdict existed.
+    #[serde(default)]
+    pub interrupted: u32,
 }
 
 impl Totals {
@@ -268,6 +279,7 @@ impl Totals {
                 Verdict::Error => t.errored += 1,
                 Verdict::Skipped => t.skipped += 1,
                 Verdict::Flaky => t.flaky += 1,
+                Verdict::Interrupted => t.interrupted += 1,
             }
         }
         t
@@ -372,7 +384,7 @@ impl Cell {
 }
 
 impl Verdict {
-    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`.
+    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`, `interrupted`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
@@ -380,6 +392,7 @@ impl Verdict {
             Verdict::Error => "error",
             Verdict::Skipped => "skipped",
             Verdict::Flaky => "flaky",
+            Verdict::Interrupted => "interrupted",
         }
     }
 
@@ -390,6 +403,7 @@ impl Verdict {
             Verdict::Error => "⚠",
             Verdict::Skipped => "–",
             Verdict::Flaky => "〰",
+            Verdict::Interrupted => "⏸",
         }
     }
 }
@@ -408,6 +422,7 @@ impl SignatureKind {
             SignatureKind::AgentExit => "agent_exit",
             SignatureKind::Integrity => "integrity",
             SignatureKind::Harness => "harness",
+            SignatureKind::Persist => "persist",
         }
     }
 }

@@ -6,7 +6,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
 
-use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, Verdict};
+use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict};
 
 /// Placeholder for a phase that was not reached or is absent from a cell.
 const NOT_RUN: &str = "–";
@@ -148,15 +148,26 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
     };
     let (text, fg) = match phase.outcome {
         Outcome::Ok => ("✅".to_string(), Color::Green),
-        Outcome::Timeout => match phase.signature.as_ref().and_then(|s| s.cause.as_ref()) {
-            Some(cause) => (format!("⏱ {}", cause.short()), Color::Red),
-            None => ("❌ timeout".to_string(), Color::Red),
+        // A timeout the session store caused says so; otherwise what the waits saw.
+        Outcome::Timeout => match phase.signature.as_ref() {
+            Some(sig) if sig.kind == SignatureKind::Persist => {
+                ("❌ persist timeout".to_string(), Color::Red)
+            }
+            Some(sig) if sig.cause.is_some() => (
+                format!(
+                    "⏱ {}",
+                    sig.cause.as_ref().map(|c| c.short()).unwrap_or_default()
+                ),
+                Color::Red,
+            ),
+            _ => ("❌ timeout".to_string(), Color::Red),
         },
         Outcome::Fail => match &phase.signature {
             Some(sig) => (format!("❌ {}", sig.short()), Color::Red),
             None => ("❌".to_string(), Color::Red),
         },
         Outcome::NotRun => (NOT_RUN.to_string(), Color::DarkGrey),
+        Outcome::Interrupted => ("⏸ interrupted".to_string(), Color::Yellow),
     };
     paint(TableCell::new(text), fg, color)
 }
@@ -195,6 +206,7 @@ fn verdict_head(cell: &Cell) -> String {
             _ => with_reason("⚠ error", cell.reason.as_deref()),
         },
         Verdict::Skipped => with_reason("– skipped", cell.reason.as_deref()),
+        Verdict::Interrupted => with_reason("⏸ interrupted", cell.reason.as_deref()),
     }
 }
 
@@ -248,6 +260,7 @@ fn verdict_color(verdict: Verdict) -> Color {
         Verdict::Fail => Color::Red,
         Verdict::Error => Color::Yellow,
         Verdict::Skipped => Color::DarkGrey,
+        Verdict::Interrupted => Color::Yellow,
     }
 }
 

@@ -482,3 +482,36 @@ fn judged_markdown_snapshot() {
 fn step_summary_snapshot() {
     insta::assert_snapshot!(github::render_step_summary(&judged_report(), "run-1"));
 }
+
+#[test]
+fn an_interrupted_cell_and_a_store_timeout_show_in_every_renderer() {
+    let mut r = fixture::report();
+    let cell = &mut r.cells[0];
+    cell.verdict = Verdict::Interrupted;
+    cell.reason = Some("the run was interrupted during restart".into());
+    let boundary = cell.failure_boundary.clone().unwrap();
+    let phase = cell.phases.iter_mut().find(|p| p.name == boundary).unwrap();
+    phase.outcome = Outcome::Timeout;
+    phase.ok = false;
+    phase.signature = Some(crate::diagnose::persist_timeout(
+        "rivet",
+        "updateSession",
+        29_900,
+        30_000,
+        "session/new",
+    ));
+    r.totals = Totals::of(&r.cells);
+    assert_eq!(r.totals.interrupted, 1);
+    let text = render_text(&r, false);
+    assert!(text.contains("⏸ interrupted"), "{text}");
+    assert!(text.contains("persist timeout"), "{text}");
+    assert!(render_markdown(&r).contains("interrupted"));
+    assert!(render_junit(&r).unwrap().contains("interrupted"));
+    let v = schema_validator();
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(
+        schema_errors(&v, &json).is_empty(),
+        "{:?}",
+        schema_errors(&v, &json)
+    );
+}

@@ -60,6 +60,7 @@ pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
         let outcome = match phase.outcome {
             Outcome::Ok => "ok".to_string(),
             Outcome::NotRun => "not run".to_string(),
+            Outcome::Interrupted => "interrupted".to_string(),
             Outcome::Timeout => phase
                 .signature
                 .as_ref()

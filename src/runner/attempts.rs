@@ -9,7 +9,6 @@ use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarte
 use crate::targets::Target;
 use async_trait::async_trait;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::sync::watch;
 
 /// Wraps a target so the scenario executor can restart it.
@@ -45,13 +44,14 @@ pub(super) struct Attempts {
 }
 
 /// `repeat` attempts, each failed one run again up to `retries` times;
-/// stops (keeping what finished) on cancel or the overall deadline.
+/// stops (keeping what finished) when `interrupt` turns true (Ctrl-C,
+/// SIGTERM or the overall deadline): the attempt then running ends
+/// `interrupted` after its cleanup, and is kept too.
 pub(super) async fn run_attempts(
     plan: &mut RunPlan,
     cell: &CellId<'_>,
     sequence: &mut usize,
-    cancel: &watch::Receiver<bool>,
-    deadline: Instant,
+    interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
     let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
@@ -61,7 +61,7 @@ pub(super) async fn run_attempts(
         let mut retries_left = plan.retries;
         let mut retry = false;
         loop {
-            if *cancel.borrow() || Instant::now() >= deadline {
+            if *interrupt.borrow() {
                 return Attempts {
                     attempts,
                     interrupted: true,
@@ -76,12 +76,23 @@ pub(super) async fn run_attempts(
                 scenario: scenario.name.clone(),
                 attempt: number,
             });
-            let mut attempt = tokio::select! {
-                attempt = run_one(plan, cell.target, scenario, number, *sequence) => attempt,
-                _ = wait_cancel(cancel.clone()) => return Attempts { attempts, interrupted: true },
-                _ = tokio::time::sleep_until(deadline.into()) => return Attempts { attempts, interrupted: true },
-            };
+            let mut attempt = run_one(
+                plan,
+                cell.target,
+                scenario,
+                number,
+                *sequence,
+                interrupt.clone(),
+            )
+            .await;
             attempt.retry = retry;
+            if attempt.verdict == Verdict::Interrupted {
+                attempts.push(attempt);
+                return Attempts {
+                    attempts,
+                    interrupted: true,
+                };
+            }
             let again =
                 matches!(attempt.verdict, Verdict::Fail | Verdict::Error) && retries_left > 0;
             if again {
@@ -131,6 +142,7 @@ async fn run_one(
     scenario: &Scenario,
     attempt: u32,
     index: usize,
+    interrupt: watch::Receiver<bool>,
 ) -> Attempt {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
@@ -182,6 +194,7 @@ async fn run_one(
         agent: plan.agent.clone(),
         default_timeout: plan.timeout,
         session_suffix: key,
+        interrupt,
         store,
         agent_sent_log: plan.agent_sent_log.clone(),
         model_calls: plan.model_calls.clone(),
@@ -213,12 +226,18 @@ async fn run_one(
             .unwrap_or_default(),
     );
     trace.flush();
+    let reason = (run.verdict == Verdict::Interrupted).then(|| {
+        format!(
+            "the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {}",
+            run.failure_boundary.as_deref().unwrap_or("the cell")
+        )
+    });
     Attempt {
         attempt,
         retry: false,
         verdict: run.verdict,
         failure_boundary: run.failure_boundary,
-        reason: None,
+        reason,
         duration_ms: run.duration_ms,
         phases: run.phases,
         restarts,

@@ -10,9 +10,11 @@ mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
 mod steps;
+mod store_wait;
 mod terminal_steps;
 mod turns;
 use crate::diagnose;
+use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
@@ -21,6 +23,8 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store_wait::StoreWait;
+use tokio::sync::watch;
 
 /// A restart phase's deadline when the scenario sets none: restarts wait for
 /// readiness under their own deadline, so the phase gets at least this much.
@@ -30,6 +34,9 @@ const DISPOSE_BOUND: Duration = Duration::from_secs(3);
 /// A probe phase's deadline when the scenario sets none: the reconnect
 /// design's 15 s `pwd` limit, plus a margin so the probe's own limit answers first.
 const PROBE_DEADLINE: Duration = Duration::from_secs(16);
+/// After an interruption, how long the cell's cleanup (its cleanup phases,
+/// then disposing the clients) may take in all before the run moves on.
+const INTERRUPTED_CLEANUP_BOUND: Duration = Duration::from_secs(3);
 
 /// What a cell needs to reach the server.
 #[derive(Clone)]
@@ -49,6 +56,9 @@ pub struct CellSettings {
     pub agent_sent_log: Option<std::path::PathBuf>,
     /// The fake model provider's call log, when the stack runs one.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
+    /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
+    pub interrupt: watch::Receiver<bool>,
 }
 
 /// Where a cell's clients keep session records and events.
@@ -126,6 +136,8 @@ struct Cell<'a> {
     /// When the last restart was over (ready again), for recovery timings.
     restarted_at: Option<Instant>,
     restarted_at_ms: Option<u64>,
+    /// The shared store's calls, to name it when it is what a phase waited on.
+    persist: Option<crate::persist::observe::CallLog>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -135,6 +147,18 @@ pub async fn run_cell(
     restarter: &mut dyn Restarter,
 ) -> CellRun {
     let started = Instant::now();
+    let (observed, persist) = match &settings.store {
+        CellStore::Shared(store) => {
+            let (driver, log) = ObservedDriver::wrap(Arc::clone(store));
+            let settings = CellSettings {
+                store: CellStore::Shared(driver),
+                ..settings.clone()
+            };
+            (Some(settings), Some(log))
+        }
+        CellStore::PerClientMemory => (None, None),
+    };
+    let settings = observed.as_ref().unwrap_or(settings);
     let mut cell = Cell {
         settings,
         restarter,
@@ -145,26 +169,52 @@ pub async fn run_cell(
         sandbox: Default::default(),
         restarted_at: None,
         restarted_at_ms: None,
+        persist,
     };
     let mut results = Vec::new();
     let mut stopped = false;
+    let mut interrupted: Option<(String, Instant)> = None;
     for phase in &scenario.phases {
-        if stopped {
+        if stopped || interrupted.is_some() {
             results.push(not_run(phase, settings.default_timeout, false));
             continue;
         }
-        let result = cell.run_phase(phase, false).await;
+        let phase_started = Instant::now();
+        let result = tokio::select! {
+            result = cell.run_phase(phase, false) => result,
+            _ = wait_true(settings.interrupt.clone()) => {
+                interrupted = Some((phase.name.clone(), Instant::now()));
+                interrupted_phase(phase, settings.default_timeout, phase_started)
+            }
+        };
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
     }
     // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
     cell.turns.cancel_running().await;
+    // After an interruption the cleanup still runs (a session left open keeps
+    // its agent process alive on the server), but within a short budget.
+    let cleanup_by = interrupted
+        .as_ref()
+        .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
     for phase in &scenario.cleanup {
         let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
-        let result = if connected {
-            cell.run_phase(phase, true).await
-        } else {
-            not_run(phase, settings.default_timeout, true)
+        let result = match (connected, cleanup_by) {
+            (false, _) => not_run(phase, settings.default_timeout, true),
+            (true, None) => cell.run_phase(phase, true).await,
+            (true, Some(by)) => {
+                let phase_started = Instant::now();
+                match tokio::time::timeout_at(by.into(), cell.run_phase(phase, true)).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        let mut cut =
+                            interrupted_phase(phase, settings.default_timeout, phase_started);
+                        cut.cleanup = true;
+                        cut.verdict = false;
+                        cut
+                    }
+                }
+            }
         };
         results.push(result);
     }
@@ -174,12 +224,21 @@ pub async fn run_cell(
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
+    let dispose_bound = cleanup_by
+        .map(|by| {
+            by.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(500))
+        })
+        .unwrap_or(DISPOSE_BOUND);
     let _ = tokio::time::timeout(
-        DISPOSE_BOUND,
+        dispose_bound,
         futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
     )
     .await;
-    let (verdict, failure_boundary) = judge(&results);
+    let (verdict, failure_boundary) = match interrupted {
+        Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
+        None => judge(&results),
+    };
     CellRun {
         phases: results,
         restarts: cell.restarts,
@@ -211,6 +270,22 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
         .or_else(|| phases.iter().find(|r| r.verdict && !r.ok))
         .map(|r| r.name.clone());
     (Verdict::Fail, boundary)
+}
+
+async fn wait_true(mut flag: watch::Receiver<bool>) {
+    if flag.wait_for(|v| *v).await.is_err() {
+        // The sender is gone: no interruption can come any more.
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The phase that was running when the run was interrupted.
+fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
+    PhaseResult {
+        outcome: Outcome::Interrupted,
+        duration_ms: millis(started.elapsed()),
+        ..not_run(phase, default, false)
+    }
 }
 
 fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
@@ -305,7 +380,11 @@ impl Cell<'_> {
             (outcome, trace.snapshot())
         };
         let duration_ms = millis(started.elapsed());
-        let (outcome, ok, detail, signature) = match outcome {
+        let store = self
+            .persist
+            .as_ref()
+            .map(|log| StoreWait::since(log, started));
+        let (outcome, ok, mut detail, signature) = match outcome {
             Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
             Some(Err(failure)) => {
                 let mut signature = *failure.signature;
@@ -316,14 +395,28 @@ impl Cell<'_> {
                 Outcome::Timeout,
                 false,
                 Map::new(),
-                Some(diagnose::timeout_seen(
-                    millis(deadline),
-                    phase.step.pending(),
-                    &seen,
-                    self.settings.token.as_ref(),
-                )),
+                // A phase that spent most of its time waiting on one store
+                // call timed out because of the store: say so.
+                Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
+                    Some((driver, call, waited)) => diagnose::persist_timeout(
+                        driver,
+                        call,
+                        millis(waited),
+                        millis(deadline),
+                        phase.step.pending(),
+                    ),
+                    None => diagnose::timeout_seen(
+                        millis(deadline),
+                        phase.step.pending(),
+                        &seen,
+                        self.settings.token.as_ref(),
+                    ),
+                }),
             ),
         };
+        if let Some(summary) = store.and_then(|w| w.summary()) {
+            detail.insert("persist".into(), summary);
+        }
         trace.phase_end(
             &phase.name,
             serde_json::to_value(outcome)
@@ -445,6 +538,7 @@ mod tests {
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
             model_calls: None,
+            interrupt: watch::channel(false).1,
         }
     }
 
@@ -490,6 +584,46 @@ mod tests {
             (SignatureKind::Harness, "exit status 3")
         );
         assert_eq!(run.restarts.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn an_interrupt_ends_the_phase_runs_the_cleanup_within_its_bound_and_marks_the_cell() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"quick\"\nstep = \"sleep\"\nms = 1\n[[phase]]\nname = \"long\"\nstep = \"sleep\"\nms = 60000\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 10\n[[cleanup]]\nname = \"slowTidy\"\nstep = \"sleep\"\nms = 60000\n");
+        let (tx, rx) = watch::channel(false);
+        let settings = CellSettings {
+            interrupt: rx,
+            default_timeout: Duration::from_secs(120),
+            ..settings()
+        };
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            tx.send(true).unwrap();
+        });
+        let started = Instant::now();
+        let run = run_cell(&s, &settings, &mut NoRestart(0)).await;
+        let took = started.elapsed();
+        assert_eq!(run.verdict, Verdict::Interrupted);
+        assert_eq!(run.failure_boundary.as_deref(), Some("long"));
+        let outcomes: Vec<(&str, Outcome)> = run
+            .phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("quick", Outcome::Ok),
+                ("long", Outcome::Interrupted),
+                ("after", Outcome::NotRun),
+                ("tidy", Outcome::Ok),
+                ("slowTidy", Outcome::Interrupted),
+            ]
+        );
+        // Cut at the interrupt, then at most the cleanup bound (and some slack).
+        assert!(
+            took < Duration::from_millis(300) + INTERRUPTED_CLEANUP_BOUND + Duration::from_secs(1),
+            "{took:?}"
+        );
     }
 
     #[test]

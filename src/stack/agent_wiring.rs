@@ -34,7 +34,9 @@ pub(super) async fn wire_agents(
         program: "fake model provider".into(),
         url: provider.base_url(),
         log: log.clone(),
-        pid: Some(std::process::id()),
+        // In the harness's own process: nothing for `stack down` to signal.
+        pid: None,
+        started: None,
     });
     stack.push_log("provider", log);
     stack.model_calls = Some(provider.calls());

@@ -48,6 +48,10 @@ pub struct Component {
     pub url: String,
     pub log: PathBuf,
     pub pid: Option<u32>,
+    /// The process's start time (clock ticks since boot): with `pid`, the
+    /// proof checked before signalling it.
+    #[serde(default)]
+    pub started: Option<u64>,
 }
 
 /// How to bring the stack up.
@@ -179,6 +183,7 @@ impl LocalStack {
                             url,
                             log,
                             pid: None,
+                            started: None,
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
@@ -224,6 +229,7 @@ impl LocalStack {
             url: agent_url.clone(),
             log: stack.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
             pid: agent_target.pid(),
+            started: None,
         });
         stack.add(agent_target, &options);
         stack.base_url = agent_url;
@@ -260,6 +266,7 @@ impl LocalStack {
                     url: gateway.base_url(),
                     log: gateway.prefix.join("error.log"),
                     pid: target.pid(),
+                    started: None,
                 });
                 stack.add(target, &options);
                 let reload = Target::new(
@@ -307,6 +314,7 @@ impl LocalStack {
         for c in &mut components {
             if let Some((_, pid)) = pids.iter().find(|(n, pid)| *n == c.target && pid.is_some()) {
                 c.pid = *pid;
+                c.started = pid.and_then(|p| super::owner::start_time(p as i32));
             }
         }
         components
@@ -345,6 +353,11 @@ impl LocalStack {
         super::agents::reap(&self.owner);
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
+        }
+        // Whatever a component spawned outside its group (the engine a
+        // RivetKit runner starts when it finds none) carries our owner tag.
+        if let Some(tag) = super::owner::current() {
+            let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
         }
     }
 }

@@ -36,9 +36,11 @@ pub fn kill_all_groups() {
 }
 
 /// Lists a process group the caller spawned itself (outside [`ManagedProcess`])
-/// so [`kill_all_groups`] reaches it too; pair with [`untrack_group`].
+/// so [`kill_all_groups`] (and the keeper, should the harness die) reaches it
+/// too; pair with [`untrack_group`].
 pub fn track_group(pgid: i32) {
     registry().get_or_insert_with(HashSet::new).insert(pgid);
+    super::keeper::track(pgid);
 }
 
 /// Removes a group from the registry once the caller has dealt with it.
@@ -46,6 +48,7 @@ pub fn untrack_group(pgid: i32) {
     if let Some(set) = registry().as_mut() {
         set.remove(&pgid);
     }
+    super::keeper::untrack(pgid);
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
@@ -170,6 +173,11 @@ impl ManagedProcess {
             .stdout(log)
             .stderr(log_err)
             .process_group(0);
+        // The mark that lets the harness (and its keeper) prove, later, that
+        // this process and everything it spawns are ours.
+        if let Some(tag) = super::owner::current() {
+            command.env(super::owner::OWNER_ENV, tag);
+        }
         if let Some(cwd) = &self.spec.cwd {
             command.current_dir(cwd);
         }
@@ -181,9 +189,14 @@ impl ManagedProcess {
             )
         })?;
         let pid = child.id();
-        registry()
-            .get_or_insert_with(HashSet::new)
-            .insert(pid as i32);
+        track_group(pid as i32);
+        super::state::record_start(
+            &self.spec.name,
+            &self.spec.program,
+            &self.spec.log,
+            pid,
+            super::owner::start_time(pid as i32),
+        );
         self.child = Some(child);
         self.last_exit = None;
         Ok(pid)
@@ -198,9 +211,7 @@ impl ManagedProcess {
     pub fn detach(&mut self) -> Option<u32> {
         let child = self.child.take()?;
         let pid = child.id();
-        if let Some(set) = registry().as_mut() {
-            set.remove(&(pid as i32));
-        }
+        untrack_group(pid as i32);
         Some(pid)
     }
 
@@ -251,9 +262,8 @@ impl ManagedProcess {
         };
         // SIGKILL is delivered asynchronously: wait until the members are gone.
         kill_group(pgid);
-        if let Some(set) = registry().as_mut() {
-            set.remove(&pgid);
-        }
+        untrack_group(pgid);
+        super::state::record_stop(pgid as u32);
         self.last_exit = Some(status);
         exited(status)
     }
@@ -280,9 +290,8 @@ impl Drop for ManagedProcess {
             signal_group(pgid, libc::SIGKILL);
             let _ = child.wait();
             kill_group(pgid);
-            if let Some(set) = registry().as_mut() {
-                set.remove(&pgid);
-            }
+            untrack_group(pgid);
+            super::state::record_stop(pgid as u32);
         }
     }
 }

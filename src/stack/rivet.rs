@@ -4,7 +4,8 @@
 //! and events. Both are restart targets: `rivet` restarts the runner,
 //! `rivet-engine` the engine. The engine always starts first and must be
 //! healthy: a runner that finds none spawns its own on the default ports,
-//! which would outlive it — [`stray_engines`] finds any such process.
+//! which would outlive it; that engine inherits the run's owner tag, and the
+//! teardown's sweep finds it by that tag (never by its name).
 
 use super::npm;
 use super::process::free_port;
@@ -22,6 +23,7 @@ const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example"
 const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const ENGINE_RESTART_READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a persist call waits for the actor through a restart.
 const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
 
@@ -151,6 +153,14 @@ impl RivetStack {
             retry_for: Duration::ZERO,
         })
         .map_err(|e| e.to_string())?;
+        // Ready means the cells' actor answers, not merely that node started.
+        let actor_answers = Readiness::HttpPost {
+            url: probe.action_url("getSession"),
+            body: r#"{"args":["readiness-probe"]}"#.into(),
+            headers: vec![("x-rivet-encoding".into(), "json".into())],
+            expect_status: 200,
+            interval: Duration::from_millis(100),
+        };
         let runner = Target::new(
             "rivet",
             RestartAction::Managed(ManagedSpec {
@@ -165,14 +175,7 @@ impl RivetStack {
                 stop_signal: libc::SIGKILL,
                 grace: Duration::from_secs(10),
             }),
-            // Ready means the cells' actor answers, not merely that node started.
-            Readiness::HttpPost {
-                url: probe.action_url("getSession"),
-                body: r#"{"args":["readiness-probe"]}"#.into(),
-                headers: vec![("x-rivet-encoding".into(), "json".into())],
-                expect_status: 200,
-                interval: Duration::from_millis(100),
-            },
+            actor_answers.clone(),
         )
         .with_ready_timeout(READY_TIMEOUT);
 
@@ -196,6 +199,19 @@ impl RivetStack {
         ));
         if let Some(runner) = stack.runner.as_mut() {
             runner.prepare().await.map_err(|e| e.to_string())?;
+        }
+        // An engine restart is over when the runner has reconnected and the
+        // actor answers again, not when `/health` does: RivetKit's envoy client
+        // reconnects with a backoff (1 s, doubling to 30 s, reset only after a
+        // connection lasted 60 s), so with restarts less than a minute apart
+        // `/health` comes back seconds before the actor does. Waiting here puts
+        // that time in the restart's `readyMs`, where it belongs, instead of in
+        // the next phase's persistence calls.
+        if let Some(engine) = stack.engine.as_mut() {
+            engine.readiness = actor_answers;
+            // The backoff tops out at 30 s (+25 % jitter), and a call held by
+            // the engine meanwhile takes up to ~18 s to fail.
+            engine.ready_timeout = ENGINE_RESTART_READY_TIMEOUT;
         }
         Ok(stack)
     }
@@ -245,7 +261,8 @@ impl RivetStack {
         })
     }
 
-    /// Stops what the stack still holds and kills any engine a runner spawned.
+    /// Stops what the stack still holds. An engine a runner spawned is found
+    /// by the owner tag it inherited ([`super::owner::sweep`]), never by name.
     pub async fn down(&mut self) {
         for target in [self.runner.as_mut(), self.engine.as_mut()]
             .into_iter()
@@ -253,29 +270,5 @@ impl RivetStack {
         {
             target.shutdown().await;
         }
-        for pid in stray_engines() {
-            // SAFETY: kill(2) on a pid we found running the engine binary.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
     }
-}
-
-/// Pids of `rivet-engine` processes started without `--config`: engines a
-/// runner spawned on its own (on the default ports 6420–6430) when it found
-/// none healthy. Every engine continuity starts has `--config`.
-pub fn stray_engines() -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let mut args = cmdline.split(|b| *b == 0);
-            let is_engine = args
-                .next()
-                .is_some_and(|first| first.ends_with(b"rivet-engine"));
-            is_engine && !args.any(|a| a == b"--config")
-        })
-        .collect()
 }

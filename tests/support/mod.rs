@@ -138,6 +138,38 @@ fn processes_with_finds_a_running_process() {
     assert!(processes_with(&["sleep", &seconds]).is_empty());
 }
 
+/// Running processes that carry the owner tag of a run or stack whose folder
+/// is `dir` or inside it (`CONTINUITY_OWNER=<id>:<folder>` in their
+/// environment): everything that run started, whatever it is named.
+pub fn processes_owned_in(dir: &std::path::Path) -> Vec<String> {
+    let dirs = [
+        dir.display().to_string(),
+        dir.canonicalize()
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+            .to_string(),
+    ];
+    live_processes()
+        .into_iter()
+        .filter(|(pid, _, _)| {
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ.split(|b| *b == 0).any(|entry| {
+                let entry = String::from_utf8_lossy(entry);
+                entry
+                    .strip_prefix("CONTINUITY_OWNER=")
+                    .and_then(|tag| tag.split_once(':'))
+                    .is_some_and(|(_, folder)| dirs.iter().any(|d| folder.starts_with(d.as_str())))
+            })
+        })
+        .map(|(pid, cmdline, _)| format!("{pid}: {cmdline}"))
+        .collect()
+}
+
+/// Whether a process with this pid runs (not a zombie).
+pub fn alive(pid: u32) -> bool {
+    live_processes().iter().any(|(p, _, _)| *p == pid)
+}
+
 /// Running processes whose working folder or command line is inside `dir`.
 pub fn processes_in(dir: &std::path::Path) -> Vec<String> {
     pids_in(dir)

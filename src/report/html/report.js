@@ -68,7 +68,7 @@
     }
     return "❌ " + sigShort(p.signature);
   }
-  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", interrupted: "⏹" };
+  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", flaky: "〰", interrupted: "⏸" };
   function verdictText(c) {
     var text = (GLYPH[c.verdict] || "?") + " " + c.verdict;
     if (c.failureBoundary) text += " @ " + c.failureBoundary;
@@ -256,7 +256,7 @@
     app.appendChild(el("p", { "class": "meta" }, run.baseUrl + " · agent " + run.agent + " · server " + (run.serverVersion || "unknown") + " · started " + run.startedAt + " · " + fmtMs(run.durationMs)));
     var t = R.totals;
     app.appendChild(el("p", { "class": "totals" }, t.passed + "/" + t.cells + " cells passed (" + t.failed + " failed, " + t.errored + " errors, " + t.skipped + " skipped)"));
-    if (run.interrupted) app.appendChild(el("div", { "class": "banner interrupted", id: "interrupted" }, "This run was interrupted: cells that had not finished are missing."));
+    if (run.interrupted) app.appendChild(el("div", { "class": "banner interrupted", id: "interrupted" }, "This run was interrupted: the cell it cut short is marked interrupted (its cleanup ran); cells it never started are missing."));
     var firstFailed = null;
     D.scenarios.forEach(function (scenario) {
       var cells = R.cells.filter(function (c) { return c.scenario === scenario; })
