@@ -18,19 +18,7 @@ fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
-    command
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env_remove("SA_TOKEN")
-        .env_remove("SA_AGENT")
-        .env_remove("SA_TIMEOUT_MS")
-        .env("NO_COLOR", "1");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command
+    support::clean_command(args, env)
 }
 
 fn stderr(run: &Output) -> String {

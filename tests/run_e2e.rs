@@ -5,7 +5,6 @@ mod support;
 
 use support::{assert_exit, cell, phase, report};
 
-use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -18,40 +17,10 @@ struct Setup {
 
 /// Writes a config whose `agent` target is the real server, managed by the harness.
 fn setup(agent_env: &[(&str, &str)]) -> Setup {
-    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
-        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let port = continuity::stack::process::free_port().unwrap();
-    let server = SandboxAgentConfig {
-        binary,
-        run_dir: dir.path().join("server"),
-        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
-        agent_env: agent_env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        port: Some(port),
-    };
-    let spec = server.prepare(port).unwrap();
-    let base_url = format!("http://127.0.0.1:{port}");
-    let command: Vec<String> = std::iter::once(spec.program.display().to_string())
-        .chain(spec.args.iter().cloned())
-        .collect();
-    let env: Vec<String> = spec
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k} = {v:?}"))
-        .collect();
-    let config = format!(
-        "[run]\nbase_url = {base_url:?}\nagent = \"mock\"\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\nready = {{ http = \"{base_url}/v1/health\", status = 200 }}\n",
-        env.join(", "),
-        spec.cwd.unwrap().display().to_string(),
-        spec.log.display().to_string(),
-    );
-    let path = dir.path().join("continuity.toml");
-    std::fs::write(&path, config).unwrap();
+    let (config, base_url) = support::managed_agent_config(dir.path(), agent_env);
     Setup {
-        config: path,
+        config,
         dir,
         base_url,
     }

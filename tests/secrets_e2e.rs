@@ -12,7 +12,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 const TOKEN: &str = "tok-leak-4711abcdef";
@@ -124,19 +124,7 @@ fn hostile(_method: &str, path: &str, head: &str) -> (u16, &'static str, String)
 }
 
 fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
-    command
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env_remove("SA_TOKEN")
-        .env_remove("SA_AGENT")
-        .env_remove("SA_TIMEOUT_MS")
-        .env("NO_COLOR", "1");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().unwrap()
+    support::clean_command(args, env).output().unwrap()
 }
 
 /// Every byte of every file under `dir`, lossily as text.

@@ -306,6 +306,24 @@ pub fn assert_exit(run: &std::process::Output, code: i32) {
     );
 }
 
+/// `continuity ARGS` with none of the seed script's `SA_*` variables of the
+/// environment the tests run in, no colour, and `env` set.
+pub fn clean_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_continuity"));
+    command
+        .args(args)
+        .env_remove("SA_BASE_URL")
+        .env_remove("SA_RESTART_CMD")
+        .env_remove("SA_TOKEN")
+        .env_remove("SA_AGENT")
+        .env_remove("SA_TIMEOUT_MS")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
+}
+
 /// A `continuity.toml` whose `agent` target is the real sandbox-agent
 /// server, managed (started, restarted, stopped) by the harness itself;
 /// `agent_env` reaches the scripted agent. Returns the config path and the
