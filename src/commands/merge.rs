@@ -87,13 +87,7 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 /// The `schema` a report file declares, before any upgrade: merge refuses
 /// to mix schemas even where it could read both.
 fn declared_schema(path: &Path) -> Result<String, Failure> {
-    let file = if path.is_dir() {
-        path.join("report.json")
-    } else {
-        path.to_path_buf()
-    };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    let (file, text) = super::read_report_text(path)?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
     Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())

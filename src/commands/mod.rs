@@ -181,8 +181,8 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
     Ok(out)
 }
 
-/// Reads a run's report: a run folder or the report.json itself.
-pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
+/// A run's `report.json` and its text: `path` is a run folder or the file itself.
+pub(crate) fn read_report_text(path: &Path) -> Result<(PathBuf, String), Failure> {
     let file = if path.is_dir() {
         path.join("report.json")
     } else {
@@ -190,6 +190,12 @@ pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
     };
     let text = std::fs::read_to_string(&file)
         .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+    Ok((file, text))
+}
+
+/// Reads a run's report: a run folder or the report.json itself.
+pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
+    let (file, text) = read_report_text(path)?;
     report::compare::read_report(&text).map_err(|e| usage(format!("{}: {e}", file.display())))
 }
 
