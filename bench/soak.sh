@@ -41,14 +41,20 @@ report = json.load(open(sys.argv[1]))
 wall = float(sys.argv[3]) - float(sys.argv[2])
 cells = OrderedDict()
 durations = {}
+# Schema v2: a cell holds its attempts (none listed when it ran once).
+runs = []
 for c in report["cells"]:
-    key = (c["target"], c["scenario"])
-    label = c["verdict"]
-    if c.get("failureBoundary"):
-        label += " @ " + c["failureBoundary"]
+    target = c["target"] + (f" · {c['agent']}" if c.get("agent") else "")
+    for a in c.get("attempts") or [c]:
+        runs.append((target, c["scenario"], a))
+for target, scenario, a in runs:
+    key = (target, scenario)
+    label = a["verdict"]
+    if a.get("failureBoundary"):
+        label += " @ " + a["failureBoundary"]
     cells.setdefault(key, Counter())[label] += 1
-    durations.setdefault(key, []).append(c["durationMs"] / 1000)
-print(f"soak: --repeat {report['run']['repeat']}, {len(report['cells'])} cells, "
+    durations.setdefault(key, []).append(a["durationMs"] / 1000)
+print(f"soak: --repeat {report['run']['repeat']}, {len(runs)} attempts of {len(report['cells'])} cells, "
       f"wall time {wall:.0f} s ({wall / 60:.1f} min), continuity exit {sys.argv[4]}")
 print(f"{'target':<15} {'scenario':<20} {'verdicts (count)':<44} cell s (min/median/max)")
 varying = 0
@@ -59,7 +65,7 @@ for (target, scenario), counts in cells.items():
     flag = "" if len(counts) == 1 else "   <- varies"
     varying += len(counts) > 1
     print(f"{target:<15} {scenario:<20} {verdicts:<44} {spread}{flag}")
-restarts = [r for c in report["cells"] for r in c["restarts"] if c["target"] == "rivet-engine"]
+restarts = [r for t, _, a in runs for r in a["restarts"] if t.startswith("rivet-engine")]
 if restarts:
     ready = [r["readyMs"] for r in restarts if r.get("readyMs") is not None]
     if ready:
