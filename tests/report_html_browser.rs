@@ -38,6 +38,24 @@ fn cell(
            "phases": phases, "restarts": [], "trace": trace})
 }
 
+/// Gives a cell two attempts (as `--retries 1` does), both failed.
+fn first_attempt(
+    cell: &mut serde_json::Value,
+    first: serde_json::Value,
+    second: serde_json::Value,
+) {
+    let attempt = |mut a: serde_json::Value| {
+        let a_obj = a.as_object_mut().unwrap();
+        a_obj.remove("target");
+        a_obj.remove("scenario");
+        a_obj.remove("expectation");
+        a_obj.entry("retry").or_insert(json!(false));
+        a
+    };
+    cell["attempts"] = json!([attempt(first), attempt(second)]);
+    cell["passRate"] = json!(0.0);
+}
+
 /// A run folder: an interrupted run with one cell of each verdict, a real
 /// trace for the failed cell and a damaged one for the passing cell.
 fn run_folder(dir: &Path) -> Report {
@@ -107,6 +125,16 @@ fn run_folder(dir: &Path) -> Report {
         ],
         "totals": {"cells": 4, "passed": 1, "failed": 1, "errored": 1, "skipped": 1}
     });
+    // The known bug, judged against an expectations file, with two attempts.
+    let mut report = report;
+    report["cells"][0]["expectation"] = json!({"outcome": "expected", "verdict": "fail",
+        "boundary": "promptSameHandleAfterRestart", "signature": null,
+        "reason": "sandbox-agent #189", "entry": "ci/expect.toml:1", "failsRun": false});
+    let first = report["cells"][0].clone();
+    let mut second = first.clone();
+    second["attempt"] = json!(2);
+    second["retry"] = json!(true);
+    first_attempt(&mut report["cells"][0], first, second);
     let report: Report = serde_json::from_value(report).unwrap();
     RunFolder::open(dir, continuity::secret::Redactor::none())
         .write_report(&report, false)
@@ -186,7 +214,7 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         "the failed and the errored cell's boundary"
     );
     for cell in &report.cells {
-        let key = format!("{}/{}#{}", cell.target, cell.scenario, cell.attempt);
+        let key = format!("{}/{}", cell.target, cell.scenario);
         assert!(
             dom.contains(&format!("data-cell=\"{key}\"")),
             "no row for {key}"
@@ -203,6 +231,17 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
     assert!(
         dom.contains("class=\"restart-window\""),
         "restart window shaded"
+    );
+    // The expectation beside the verdict, and every attempt of a retried cell.
+    assert!(dom.contains("<th>expectation</th>"), "expectation column");
+    assert!(
+        dom.contains("data-expectation=\"expected\"")
+            && dom.contains("expected: sandbox-agent #189"),
+        "the agent cell's expectation and its reason"
+    );
+    assert!(
+        dom.contains("#1 fail @ promptSameHandleAfterRestart, #2 (retry) fail"),
+        "the attempts of the retried cell"
     );
     assert!(
         dom.contains("POST /v1/acp/sdk-mock-1 → HTTP 401 in 4 ms"),

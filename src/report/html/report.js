@@ -40,8 +40,23 @@
   }
   function tip(text) { return sv("title", null, text); }
 
-  function cellKey(c) { return c.target + "/" + c.scenario + "#" + c.attempt; }
-  function label(c, repeat) { return repeat > 1 ? c.target + " #" + c.attempt : c.target; }
+  // A v2 cell is one point of the matrix (target × scenario × version ×
+  // agent) and holds all its attempts.
+  function label(c) {
+    return c.target + (c.serverVersion ? " @ " + c.serverVersion : "") + (c.agent ? " · " + c.agent : "");
+  }
+  function cellKey(c) { return label(c).replace(/ /g, "") + "/" + c.scenario; }
+  function expectationText(c) {
+    var x = c.expectation;
+    if (!x) return "";
+    return x.outcome + (x.reason ? ": " + x.reason : "");
+  }
+  function attemptsText(c) {
+    if (!c.attempts || c.attempts.length < 2) return null;
+    return c.attempts.map(function (a) {
+      return "#" + a.attempt + (a.retry ? " (retry)" : "") + " " + a.verdict + (a.failureBoundary ? " @ " + a.failureBoundary : "");
+    }).join(", ") + (c.passRate !== null && c.passRate !== undefined ? " — pass rate " + Math.round(c.passRate * 100) + "%" : "");
+  }
   function fmtMs(ms) {
     if (ms === null || ms === undefined) return "–";
     return ms >= 1000 ? (ms / 1000).toFixed(ms >= 10000 ? 1 : 2) + " s" : Math.round(ms) + " ms";
@@ -226,8 +241,12 @@
 
   function cellDetail(cell, run) {
     var details = el("details", { "class": "cell v-" + cell.verdict, id: "cell-" + cellKey(cell), "data-cell-detail": cellKey(cell) },
-      el("summary", null, cell.scenario + " × " + label(cell, run.repeat) + " — " + verdictText(cell) + " (" + fmtMs(cell.durationMs) + ")"));
+      el("summary", null, cell.scenario + " × " + label(cell) + " — " + verdictText(cell) + " (" + fmtMs(cell.durationMs) + ")"));
     if (cell.reason) details.appendChild(el("p", null, "Reason: ", el("span", { "class": "mono" }, cell.reason)));
+    if (cell.expectation) details.appendChild(el("p", { "class": "expectation", "data-expectation": cell.expectation.outcome },
+      "Expectation: " + expectationText(cell) + (cell.expectation.entry ? " (" + cell.expectation.entry + ")" : "")));
+    var tries = attemptsText(cell);
+    if (tries) details.appendChild(el("p", { "class": "attempts" }, "Attempts: " + tries + " (the timeline shows attempt #" + cell.attempt + ")"));
     if (cell.phases.length) {
       details.appendChild(timeline(cell));
       details.appendChild(el("div", { "class": "legend" },
@@ -260,22 +279,24 @@
     var firstFailed = null;
     D.scenarios.forEach(function (scenario) {
       var cells = R.cells.filter(function (c) { return c.scenario === scenario; })
-        .sort(function (a, b) { return rank(a.target) - rank(b.target) || a.attempt - b.attempt; });
+        .sort(function (a, b) { return rank(a.target) - rank(b.target); });
+      var judged = cells.some(function (c) { return c.expectation; });
       var columns = D.columns[scenario] || [];
       app.appendChild(el("h2", null, scenario));
       var body = el("tbody");
       app.appendChild(el("table", { "class": "matrix" },
-        el("thead", null, el("tr", null, el("th", null, "target"), columns.map(function (c) { return el("th", null, c); }), el("th", null, "verdict"))), body));
+        el("thead", null, el("tr", null, el("th", null, "target"), columns.map(function (c) { return el("th", null, c); }), el("th", null, "verdict"), judged ? el("th", null, "expectation") : null)), body));
       var detailBox = el("div", { "class": "cells" });
       cells.forEach(function (cell) {
         var byName = {};
         cell.phases.forEach(function (p) { byName[p.name] = p; });
-        var row = el("tr", { "data-cell": cellKey(cell) }, el("td", null, label(cell, run.repeat)),
+        var row = el("tr", { "data-cell": cellKey(cell) }, el("td", null, label(cell)),
           columns.map(function (name) {
             var p = byName[name];
             return el("td", { "class": p ? p.outcome : "not_run", title: p && p.signature ? p.signature.message : null }, phaseText(p));
           }),
-          el("td", { "class": "v-" + cell.verdict }, verdictText(cell)));
+          el("td", { "class": "v-" + cell.verdict }, verdictText(cell)),
+          judged ? el("td", { "class": "x-" + (cell.expectation ? cell.expectation.outcome : "none") }, expectationText(cell)) : null);
         body.appendChild(row);
         var detail = cellDetail(cell, run);
         detailBox.appendChild(detail);
