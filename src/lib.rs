@@ -5,8 +5,14 @@
 //! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
 //! `stack` runs the real components; `targets` restarts them (a command, a
 //! managed process, a signal, an HTTP hook) and probes their readiness;
-//! `agent` is the scripted ACP agent; `trace` is each cell's wire history
-//! (what transport, client and targets saw), below all of them.
+//! `agent` is the scripted ACP agent; `provider` the fake model provider
+//! real agents talk to; `trace` is each cell's wire history (what
+//! transport, client and targets saw), below all of them; `secret` and
+//! `console` are what every writer and every printed line go through.
+//! Above them: `scenario` (phases and their executor), `runner` (the
+//! matrix: targets × scenarios × versions × agents × attempts, `partition`
+//! picks shards), `report` (the model and its renderers, judgement against
+//! expectations), and `commands` at the CLI edge.
 
 pub mod acp;
 pub mod agent;
