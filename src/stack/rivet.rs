@@ -272,3 +272,33 @@ impl RivetStack {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The store the local stack actually uses meets the same contract as
+    /// the memory and SQLite drivers, against a real engine and runner.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_rivet_driver_passes_the_persist_contract() {
+        let node = npm::which("node")
+            .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
+        let dir = tempfile::tempdir().unwrap();
+        let mut stack = RivetStack::up(dir.path(), &node, SaveMode::Immediate, &mut |_| {})
+            .await
+            .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let driver = (stack.persist_factory())("contract").expect("a driver for the run's actor");
+        // Whatever the contract finds, the engine and runner are stopped first.
+        let checked = tokio::spawn(async move {
+            // A finding, pinned: the engine sorts payload keys, so anything
+            // that re-serialises a stored envelope sees another byte order.
+            use crate::persist::contract::{check_driver_with, PayloadKeys};
+            check_driver_with(driver.as_ref(), PayloadKeys::Sorted).await;
+        })
+        .await;
+        stack.down().await;
+        if let Err(failure) = checked {
+            std::panic::resume_unwind(failure.into_panic());
+        }
+    }
+}
