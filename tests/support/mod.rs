@@ -306,8 +306,9 @@ pub fn assert_exit(run: &std::process::Output, code: i32) {
     );
 }
 
-/// `continuity ARGS` with none of the seed script's `SA_*` variables of the
-/// environment the tests run in, no colour, and `env` set.
+/// `continuity ARGS` with none of the seed script's `SA_*` variables and
+/// none of GitHub's (a test run inside Actions must not append to its job
+/// summary), no colour, and `env` set.
 pub fn clean_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_continuity"));
     command
@@ -317,6 +318,8 @@ pub fn clean_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Comma
         .env_remove("SA_TOKEN")
         .env_remove("SA_AGENT")
         .env_remove("SA_TIMEOUT_MS")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
         .env("NO_COLOR", "1");
     for (k, v) in env {
         command.env(k, v);
@@ -366,19 +369,7 @@ pub fn managed_agent_config(
     (path, base_url)
 }
 
-/// `continuity ARGS` with the seed script's variables and colour cleared.
+/// `continuity ARGS` run to completion: [`clean_command`]'s environment.
 pub fn continuity_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_continuity"));
-    command
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env_remove("SA_TOKEN")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command.output().unwrap()
+    clean_command(args, env).output().unwrap()
 }
