@@ -100,7 +100,7 @@ pub struct StackArgs {
 
 /// `--server-version`: a published version number only (see
 /// [`crate::stack::npm::check_version`]).
-pub fn parse_version(text: &str) -> Result<String, String> {
+pub fn parse_version(text: &str) -> Result<String, crate::errors::Invalid> {
     crate::stack::npm::check_version(text).map(|()| text.to_string())
 }
 

@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod console;
 pub mod diagnose;
+pub mod errors;
 pub mod exit_codes;
 pub mod http;
 pub mod partition;

@@ -36,7 +36,8 @@ pub enum PersistChoice {
 }
 
 /// Makes a cell's persist store; `key` is unique per cell.
-pub type PersistFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, String> + Send + Sync>;
+pub type PersistFactory =
+    Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, crate::persist::PersistError> + Send + Sync>;
 
 /// Everything a run needs, resolved from flags, config and environment.
 pub struct RunPlan {

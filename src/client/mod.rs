@@ -52,8 +52,8 @@ const SETTLE: Duration = Duration::from_millis(250);
 pub enum ClientError {
     #[error(transparent)]
     Acp(#[from] AcpError),
-    #[error("{0}")]
-    Persist(String),
+    #[error(transparent)]
+    Persist(#[from] PersistError),
     #[error("session '{0}' not found")]
     SessionNotFound(String),
     #[error("session '{session}' is not bound to live ACP connection '{connection}'")]
@@ -66,12 +66,6 @@ pub enum ClientError {
     Config(String),
     #[error("sandbox-agent health check failed: {0}")]
     Health(String),
-}
-
-impl From<PersistError> for ClientError {
-    fn from(e: PersistError) -> Self {
-        ClientError::Persist(e.to_string())
-    }
 }
 
 /// What `connect` needs; `ClientOptions::new` gives the SDK's defaults.

@@ -2,7 +2,6 @@
 //! stderr (coloured only on a terminal without `NO_COLOR`), and the Ctrl-C
 //! handling: the first stops after cleanup, the second kills everything.
 
-use crate::exit_codes;
 use crate::report::Verdict;
 use crate::runner::RunEvent;
 use tokio::sync::watch;
@@ -124,7 +123,7 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
                 let _ = cancel.send(true);
             } else {
                 crate::stack::process::kill_all_groups();
-                std::process::exit(i32::from(exit_codes::KILLED));
+                std::process::exit(i32::from(super::Outcome::Killed.exit_code()));
             }
         }
     });

@@ -3,7 +3,7 @@
 //! after the other (two stacks at once would fight over a 2-core machine);
 //! every cell carries its version, and the parts join into one report.
 
-use super::{incomplete, Failure};
+use super::CommandError;
 use crate::report::{LogFile, Report, Totals};
 use crate::runner::{PersistChoice, RunEvent, RunPlan};
 use crate::stack::local::{LocalStack, StackOptions};
@@ -21,7 +21,7 @@ pub(super) async fn run_versions(
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
-) -> Result<Report, Failure> {
+) -> Result<Report, CommandError> {
     let started = Instant::now();
     let overall = plan.overall_timeout;
     let persist = plan.persist.clone();
@@ -44,12 +44,14 @@ pub(super) async fn run_versions(
         let mut cancelled = cancel.clone();
         let up = tokio::select! {
             up = LocalStack::up(options, &mut progress) => up,
-            _ = cancelled.wait_for(|c| *c) => Err("interrupted while the stack was starting".to_string()),
+            _ = cancelled.wait_for(|c| *c) => Err(crate::stack::StackError::Interrupted),
         };
         let mut up = match up {
             Ok(up) => up,
             Err(e) if parts.is_empty() => {
-                return Err(incomplete(format!("sandbox-agent {version}: {e}")))
+                return Err(CommandError::incomplete(format!(
+                    "sandbox-agent {version}: {e}"
+                )))
             }
             Err(e) => {
                 // The versions that ran are kept: the report says the run is incomplete.

@@ -97,23 +97,43 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// What went wrong in a store: the driver name and a human-readable cause.
-#[derive(Debug, thiserror::Error)]
+/// What went wrong in a store: the driver name, what kind of failure it
+/// was, and a human-readable cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("persist ({driver}): {message}")]
 pub struct PersistError {
     pub driver: &'static str,
+    pub kind: PersistErrorKind,
     pub message: String,
+}
+
+/// The failures a caller reacts to differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistErrorKind {
     /// The event's `(sessionId, eventIndex)` is taken; the SDK retries with a new index.
-    pub index_conflict: bool,
+    IndexConflict,
+    /// Anything else: the store is unreachable, refused the call or answered nonsense.
+    Store,
 }
 
 impl PersistError {
     pub fn new(driver: &'static str, message: impl Into<String>) -> Self {
         Self {
             driver,
+            kind: PersistErrorKind::Store,
             message: message.into(),
-            index_conflict: false,
         }
+    }
+
+    pub fn index_conflict(driver: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind: PersistErrorKind::IndexConflict,
+            ..Self::new(driver, message)
+        }
+    }
+
+    pub fn is_index_conflict(&self) -> bool {
+        self.kind == PersistErrorKind::IndexConflict
     }
 }
 

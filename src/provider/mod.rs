@@ -94,16 +94,34 @@ pub struct FakeProvider {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// Why the provider could not start: what it was doing, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct ProviderError {
+    pub doing: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl ProviderError {
+    fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProviderError {
+        let doing = doing.into();
+        move |source| ProviderError { doing, source }
+    }
+}
+
 impl FakeProvider {
     /// Listens on a free loopback port; every call is appended to `log`
     /// (JSON lines, written through the run folder so secrets are redacted).
-    pub async fn start(log: &Path) -> Result<FakeProvider, String> {
+    pub async fn start(log: &Path) -> Result<FakeProvider, ProviderError> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
-            .map_err(|e| format!("fake model provider: cannot listen on 127.0.0.1: {e}"))?;
+            .map_err(ProviderError::io(
+                "fake model provider: cannot listen on 127.0.0.1",
+            ))?;
         let port = listener
             .local_addr()
-            .map_err(|e| format!("fake model provider: {e}"))?
+            .map_err(ProviderError::io("fake model provider"))?
             .port();
         let dir = log.parent().unwrap_or(Path::new("."));
         let name = log
@@ -113,7 +131,7 @@ impl FakeProvider {
         let folder = Arc::new(RunFolder::open(dir, crate::secret::Redactor::none()));
         folder
             .write_text(&name, "")
-            .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+            .map_err(ProviderError::io(format!("cannot write {}", log.display())))?;
         let calls = ModelCalls::default();
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, calls.clone(), folder, name, stopped));

@@ -122,6 +122,21 @@ pub(super) async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
     let _ = cancel.wait_for(|c| *c).await;
 }
 
+/// Why a cell's persist store could not be made; the cell is then an error.
+#[derive(Debug, thiserror::Error)]
+enum StoreError {
+    #[error("cannot create {}: {source}", .dir.display())]
+    Folder {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Persist(#[from] crate::persist::PersistError),
+    #[error("no factory for persist driver {0}")]
+    NoFactory(String),
+}
+
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
     Attempt {
         attempt,
@@ -146,12 +161,15 @@ async fn run_one(
 ) -> Attempt {
     let target_name = plan.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
-    let store: Result<CellStore, String> = match &plan.persist {
+    let store: Result<CellStore, StoreError> = match &plan.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
             let dir = plan.run_dir.join("persist");
             std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                .map_err(|source| StoreError::Folder {
+                    dir: dir.clone(),
+                    source,
+                })
                 .and_then(|()| {
                     let file = dir.join(format!(
                         "{index:03}-{target_name}-{}-{attempt}.db",
@@ -159,18 +177,20 @@ async fn run_one(
                     ));
                     SqliteDriver::open(file)
                         .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(|e| e.to_string())
+                        .map_err(StoreError::from)
                 })
         }
         PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key).map(CellStore::Shared),
-            None => Err(format!("no factory for persist driver {name}")),
+            Some(factory) => factory(&key)
+                .map(CellStore::Shared)
+                .map_err(StoreError::from),
+            None => Err(StoreError::NoFactory(name.clone())),
         },
     };
     let store = match store {
         Ok(p) => p,
         Err(reason) => {
-            let mut failed = skipped_attempt(attempt, &reason);
+            let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;
             return failed;
         }

@@ -5,6 +5,7 @@
 
 use super::agents::{self, Wiring};
 use super::local::{Component, LocalStack, StackOptions};
+use super::StackError;
 use crate::provider::FakeProvider;
 use crate::targets::AfterStop;
 use std::path::Path;
@@ -17,7 +18,7 @@ pub(super) async fn wire_agents(
     options: &StackOptions,
     sandbox_agent_dir: &Path,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<(), String> {
+) -> Result<(), StackError> {
     let real: Vec<agents::RealAgent> = options
         .agents
         .iter()
@@ -50,8 +51,7 @@ pub(super) async fn wire_agents(
             let result = agent.install(&mut |l| lines.push(l.to_string()));
             (result, lines)
         })
-        .await
-        .map_err(|e| format!("install task failed: {e}"))?;
+        .await?;
         for line in &installed.1 {
             progress(line);
         }

@@ -9,6 +9,7 @@ use super::nginx::{self, GatewayConfig};
 use super::process::free_port;
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+use super::StackError;
 use crate::report::LogFile;
 use crate::runner::{PersistFactory, Unavailable};
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
@@ -117,17 +118,18 @@ impl LocalStack {
     pub async fn up(
         options: StackOptions,
         progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<LocalStack, String> {
-        std::fs::create_dir_all(&options.run_dir)
-            .map_err(|e| format!("cannot create {}: {e}", options.run_dir.display()))?;
+    ) -> Result<LocalStack, StackError> {
+        std::fs::create_dir_all(&options.run_dir).map_err(StackError::io(format!(
+            "cannot create {}",
+            options.run_dir.display()
+        )))?;
         let version = options.server_version.clone();
         let binary = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
             let result = sandbox_agent::install(&version, &mut |l| lines.push(l.to_string()));
             (result, lines)
         })
-        .await
-        .map_err(|e| format!("install task failed: {e}"))?;
+        .await?;
         for line in &binary.1 {
             progress(line);
         }
@@ -153,6 +155,7 @@ impl LocalStack {
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
+                let reason = reason.to_string();
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
                     .skipped
@@ -167,6 +170,7 @@ impl LocalStack {
             .await
             {
                 Err(reason) => {
+                    let reason = reason.to_string();
                     // The other layers can still be tested; cells use SQLite instead.
                     progress(&format!("the Rivet layer did not start: {reason}"));
                     stack.skipped.push(Unavailable::failed("rivet", &reason));
@@ -222,7 +226,7 @@ impl LocalStack {
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
         ));
-        agent_target.prepare().await.map_err(|e| e.to_string())?;
+        agent_target.prepare().await?;
         stack.components.push(Component {
             target: "agent".into(),
             program: "sandbox-agent".into(),
@@ -236,6 +240,7 @@ impl LocalStack {
 
         match nginx::find_binary() {
             Err(reason) => {
+                let reason = reason.to_string();
                 stack.skipped.push(Unavailable::skipped("gateway", &reason));
                 stack
                     .skipped
@@ -259,7 +264,7 @@ impl LocalStack {
                 )
                 .with_ready_timeout(READY_TIMEOUT);
                 progress(&format!("starting nginx gateway on {}", gateway.base_url()));
-                target.prepare().await.map_err(|e| e.to_string())?;
+                target.prepare().await?;
                 stack.components.push(Component {
                     target: "gateway".into(),
                     program: "nginx".into(),

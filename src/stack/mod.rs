@@ -4,6 +4,7 @@
 
 pub mod agent_wiring;
 pub mod agents;
+mod error;
 pub mod keeper;
 pub mod local;
 pub mod nginx;
@@ -14,3 +15,5 @@ pub mod process;
 pub mod rivet;
 pub mod sandbox_agent;
 pub mod state;
+
+pub use error::StackError;

@@ -149,22 +149,28 @@ impl ManagedProcess {
     }
 
     /// Starts the process; an error names the program and the cause.
-    pub fn start(&mut self) -> Result<u32, String> {
+    pub fn start(&mut self) -> Result<u32, ProcessError> {
         if let ProcessState::Running { pid } = self.state() {
             return Ok(pid);
         }
         if let Some(parent) = self.spec.log.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(ProcessError::io(format!(
+                "cannot create {}",
+                parent.display()
+            )))?;
         }
         let log = File::options()
             .create(true)
             .append(true)
             .open(&self.spec.log)
-            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
+            .map_err(ProcessError::io(format!(
+                "cannot open log {}",
+                self.spec.log.display()
+            )))?;
+        let log_err = log.try_clone().map_err(ProcessError::io(format!(
+            "cannot open log {}",
+            self.spec.log.display()
+        )))?;
         let mut command = Command::new(&self.spec.program);
         command
             .args(&self.spec.args)
@@ -181,13 +187,11 @@ impl ManagedProcess {
         if let Some(cwd) = &self.spec.cwd {
             command.current_dir(cwd);
         }
-        let child = command.spawn().map_err(|e| {
-            format!(
-                "cannot start {} ({}): {e}",
-                self.spec.name,
-                self.spec.program.display()
-            )
-        })?;
+        let child = command.spawn().map_err(ProcessError::io(format!(
+            "cannot start {} ({})",
+            self.spec.name,
+            self.spec.program.display()
+        )))?;
         let pid = child.id();
         track_group(pid as i32);
         super::state::record_start(
@@ -297,11 +301,28 @@ impl Drop for ManagedProcess {
 }
 
 /// A port on 127.0.0.1 that nothing listens on right now.
-pub fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, ProcessError> {
     std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+        .map_err(ProcessError::io("no free port on 127.0.0.1"))
+}
+
+/// Why a process could not be started: what was being done, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct ProcessError {
+    pub doing: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl ProcessError {
+    /// For `map_err`: an io error while `doing` something ("cannot open log X").
+    pub fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProcessError {
+        let doing = doing.into();
+        move |source| ProcessError { doing, source }
+    }
 }
 
 #[cfg(test)]
@@ -357,6 +378,6 @@ mod tests {
         let mut s = spec(dir.path(), "");
         s.program = "/nonexistent/program".into();
         let e = ManagedProcess::new(s).start().unwrap_err();
-        assert!(e.contains("/nonexistent/program"), "{e}");
+        assert!(e.to_string().contains("/nonexistent/program"), "{e}");
     }
 }

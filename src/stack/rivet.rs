@@ -9,6 +9,7 @@
 
 use super::npm;
 use super::process::free_port;
+use super::StackError;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::runner::PersistFactory;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
@@ -47,9 +48,12 @@ impl SaveMode {
 }
 
 /// `node`, or the message naming the install command.
-pub fn find_node() -> Result<PathBuf, String> {
-    npm::which("node")
-        .ok_or_else(|| "node is not installed (Debian: apt-get install -y nodejs npm)".to_string())
+pub fn find_node() -> Result<PathBuf, StackError> {
+    npm::which("node").ok_or_else(|| {
+        StackError::NotInstalled(
+            "node is not installed (Debian: apt-get install -y nodejs npm)".into(),
+        )
+    })
 }
 
 /// A running engine + runner pair.
@@ -69,12 +73,12 @@ impl RivetStack {
         node: &Path,
         save: SaveMode,
         progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<RivetStack, String> {
+    ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
-        let dir = &std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
         let installed = tokio::task::spawn_blocking(|| {
             let mut lines = Vec::new();
             let files = [
@@ -86,8 +90,7 @@ impl RivetStack {
                 npm::ensure_app_installed("rivet-app", &files, &mut |l| lines.push(l.to_string()));
             (result, lines)
         })
-        .await
-        .map_err(|e| format!("install task failed: {e}"))?;
+        .await?;
         installed.1.iter().for_each(|l| progress(l));
         let app = installed.0?;
         let engine_bin = app
@@ -106,8 +109,10 @@ impl RivetStack {
             .replace("{{API_PEER_PORT}}", &api_peer.to_string())
             .replace("{{METRICS_PORT}}", &metrics.to_string());
         let config_path = dir.join("engine.json");
-        std::fs::write(&config_path, config)
-            .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+        std::fs::write(&config_path, config).map_err(StackError::io(format!(
+            "cannot write {}",
+            config_path.display()
+        )))?;
         let endpoint = format!("http://127.0.0.1:{guard}");
         let key = format!(
             "continuity-{}",
@@ -151,8 +156,7 @@ impl RivetStack {
             namespace: "default".into(),
             key: key.clone(),
             retry_for: Duration::ZERO,
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         // Ready means the cells' actor answers, not merely that node started.
         let actor_answers = Readiness::HttpPost {
             url: probe.action_url("getSession"),
@@ -191,14 +195,14 @@ impl RivetStack {
         };
         progress(&format!("starting Rivet Engine on {}", stack.endpoint));
         if let Some(engine) = stack.engine.as_mut() {
-            engine.prepare().await.map_err(|e| e.to_string())?;
+            engine.prepare().await?;
         }
         progress(&format!(
             "starting the RivetKit runner (actor save mode: {})",
             save.as_str()
         ));
         if let Some(runner) = stack.runner.as_mut() {
-            runner.prepare().await.map_err(|e| e.to_string())?;
+            runner.prepare().await?;
         }
         // An engine restart is over when the runner has reconnected and the
         // actor answers again, not when `/health` does: RivetKit's envoy client
@@ -255,9 +259,7 @@ impl RivetStack {
             retry_for: PERSIST_RETRY_FOR,
         };
         Arc::new(move |_cell: &str| {
-            RivetDriver::new(config.clone())
-                .map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
-                .map_err(|e| e.to_string())
+            RivetDriver::new(config.clone()).map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
         })
     }
 

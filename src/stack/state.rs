@@ -7,6 +7,7 @@
 //! `stack.lock` (flock) makes one `stack up` at a time per folder.
 
 use super::local::Component;
+use super::StackError;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -27,21 +28,21 @@ pub struct StackState {
 }
 
 impl StackState {
-    pub fn read(dir: &Path) -> Result<StackState, String> {
+    pub fn read(dir: &Path) -> Result<StackState, StackError> {
         let path = dir.join(STATE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(StackError::Read)?;
+        serde_json::from_str(&text).map_err(|source| StackError::Json { path, source })
     }
 
     /// Writes the file whole (a temporary file renamed over it): a reader
     /// never sees half a file.
-    pub fn write(&self, dir: &Path) -> Result<(), String> {
+    pub fn write(&self, dir: &Path) -> Result<(), StackError> {
         let path = dir.join(STATE_FILE);
         let temporary = dir.join(format!(".{STATE_FILE}.tmp"));
-        let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(self).map_err(StackError::Serialize)?;
         std::fs::write(&temporary, json)
             .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(StackError::io(format!("cannot write {}", path.display())))
     }
 }
 
@@ -58,7 +59,7 @@ fn journal() -> std::sync::MutexGuard<'static, Option<Journal>> {
 }
 
 /// Starts recording the stack in `dir` (writes an empty `stack.json`).
-pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), String> {
+pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), StackError> {
     let state = StackState {
         base_url: String::new(),
         owner: owner.to_string(),
@@ -125,23 +126,22 @@ pub struct FolderLock {
 
 impl FolderLock {
     /// Takes the lock, or says who holds it; never waits.
-    pub fn try_acquire(dir: &Path) -> Result<FolderLock, String> {
+    pub fn try_acquire(dir: &Path) -> Result<FolderLock, StackError> {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         let path = dir.join(LOCK_FILE);
         let file = std::fs::File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            .map_err(StackError::io(format!("cannot open {}", path.display())))?;
         // SAFETY: flock(2) on a file descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(format!(
-                "another `continuity stack` command is starting or stopping the stack in {} (it holds {})",
-                dir.display(),
-                path.display()
-            ));
+            return Err(StackError::Busy {
+                dir: dir.to_path_buf(),
+                lock: path,
+            });
         }
         Ok(FolderLock { _file: file })
     }
@@ -156,7 +156,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = FolderLock::try_acquire(dir.path()).unwrap();
         let e = FolderLock::try_acquire(dir.path()).err().unwrap();
-        assert!(e.contains("stack.lock"), "{e}");
+        assert!(matches!(e, StackError::Busy { .. }), "{e}");
+        assert!(e.to_string().contains("stack.lock"), "{e}");
         drop(first);
         assert!(FolderLock::try_acquire(dir.path()).is_ok());
     }

@@ -8,6 +8,7 @@
 
 use super::signal::signal_name;
 use super::{fmt_duration, DEFAULT_GRACE};
+use crate::errors::error_chain;
 use crate::secret::display_url;
 use crate::stack::process::{kill_group, track_group, untrack_group};
 use std::path::PathBuf;
@@ -359,20 +360,4 @@ pub(super) async fn call_hook(
             .take(300)
             .collect(),
     })
-}
-
-/// An error and its causes on one line: reqwest hides "connection refused"
-/// two levels down.
-pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        let part = err.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        cur = err.source();
-    }
-    text
 }

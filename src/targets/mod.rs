@@ -350,14 +350,11 @@ impl Target {
                     .unwrap_or_else(|| default_log_path(&self.name)),
             })
         });
-        process
-            .start()
-            .map(drop)
-            .map_err(|reason| ActionError::Start {
-                command: spec.command_line(),
-                reason,
-                log_tail: process.log_tail(LOG_TAIL_LINES),
-            })
+        process.start().map(drop).map_err(|e| ActionError::Start {
+            command: spec.command_line(),
+            reason: e.to_string(),
+            log_tail: process.log_tail(LOG_TAIL_LINES),
+        })
     }
 
     /// For a managed target whose probe failed: had the process exited, and

@@ -4,8 +4,8 @@
 //! probe's last error ("connection refused", "status 503"), which is usually
 //! the whole diagnosis.
 
-use super::action::error_chain;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
+use crate::errors::error_chain;
 use crate::secret::{display_url, Secret};
 use crate::trace::Trace;
 use std::time::{Duration, Instant};
