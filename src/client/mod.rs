@@ -133,7 +133,8 @@ pub struct Client {
     http: reqwest::Client,
     live: Mutex<HashMap<String, Arc<LiveConnection>>>,
     recorder: Recorder,
-    health: watch::Receiver<Option<Result<(), String>>>,
+    /// True once `/v1/health` answered `ok`; the wait never gives up.
+    health: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Client {
@@ -175,7 +176,7 @@ impl Client {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| ClientError::Config(e.to_string()))?;
-        let (tx, health) = watch::channel(None);
+        let (tx, health) = watch::channel(false);
         tokio::spawn(wait_healthy(
             http.clone(),
             options.base_url.clone(),
@@ -221,20 +222,16 @@ impl Client {
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
-        let _waiting = health.borrow().is_none().then(|| {
+        let _waiting = (!*health.borrow()).then(|| {
             self.options.trace.wait(
                 "the SDK's health wait (GET /v1/health before the first ACP request)",
                 Some(crate::trace::health_channel(&self.options.base_url)),
             )
         });
-        let status = health
-            .wait_for(Option::is_some)
+        health
+            .wait_for(|healthy| *healthy)
             .await
-            .map_err(|_| ClientError::Health("health check stopped".into()))?
-            .clone();
-        if let Some(Err(e)) = status {
-            return Err(ClientError::Health(e));
-        }
+            .map_err(|_| ClientError::Health("health check stopped".into()))?;
         let mut live = self.live.lock().await;
         if let Some(existing) = live.get(agent) {
             return Ok(Arc::clone(existing));

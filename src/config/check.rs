@@ -6,6 +6,7 @@
 use super::raw::{RawConfig, RawRun};
 use super::target::check_target;
 use super::{PersistKind, RunDefaults, TargetEntry};
+use crate::errors::Invalid as InvalidValue;
 use crate::secret::display_url;
 use crate::targets::parse_signal;
 use std::ops::Range;
@@ -66,7 +67,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "run.base_url",
                 url.span(),
                 Some(format!("{:?}", display_url(url.get_ref().trim()))),
-                why,
+                why.to_string(),
             )
         })?);
     }
@@ -76,7 +77,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "run.agent",
                 agent.span(),
                 Some(format!("{:?}", agent.get_ref())),
-                why,
+                why.to_string(),
             )
         })?;
         run.agent = Some(agent.get_ref().clone());
@@ -263,34 +264,40 @@ pub(super) fn check_url(key: &str, value: &Spanned<String>) -> Result<String, In
 /// `user:pass@` (continuity authenticates with the bearer token only, and
 /// would otherwise send those credentials as Basic auth unasked). Returns
 /// it without a trailing `/`. The reason never quotes the URL.
-pub fn check_base_url(text: &str) -> Result<String, String> {
+pub fn check_base_url(text: &str) -> Result<String, InvalidValue> {
     let text = text.trim();
-    let url =
-        url::Url::parse(text).map_err(|e| format!("expected an http:// or https:// URL ({e})"))?;
+    let url = url::Url::parse(text)
+        .map_err(|e| InvalidValue(format!("expected an http:// or https:// URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
+        return Err(InvalidValue(format!(
             "expected an http:// or https:// URL (scheme `{}`)",
             url.scheme()
-        ));
+        )));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err("expected an http:// or https:// URL (no host)".into());
+        return Err(InvalidValue::new(
+            "expected an http:// or https:// URL (no host)",
+        ));
     }
     if url.port() == Some(0) {
-        return Err("expected an http:// or https:// URL (port 0)".into());
+        return Err(InvalidValue::new(
+            "expected an http:// or https:// URL (port 0)",
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("credentials in the URL (user:pass@) are not supported: continuity sends only the bearer token (name its variable with --token-env or set SA_TOKEN); remove them from the URL".into());
+        return Err(InvalidValue::new("credentials in the URL (user:pass@) are not supported: continuity sends only the bearer token (name its variable with --token-env or set SA_TOKEN); remove them from the URL"));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err("expected a base URL without ?query or #fragment".into());
+        return Err(InvalidValue::new(
+            "expected a base URL without ?query or #fragment",
+        ));
     }
     Ok(text.trim_end_matches('/').to_string())
 }
 
 /// An agent name as sandbox-agent takes it in `?agent=` and in server ids:
 /// letters, digits, `-`, `_` and `.`.
-pub fn check_agent_name(name: &str) -> Result<(), String> {
+pub fn check_agent_name(name: &str) -> Result<(), InvalidValue> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -299,7 +306,7 @@ pub fn check_agent_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err("expected an agent name such as \"mock\" or \"claude\" (letters, digits, `-`, `_`, `.`)".into())
+        Err(InvalidValue::new("expected an agent name such as \"mock\" or \"claude\" (letters, digits, `-`, `_`, `.`)"))
     }
 }
 

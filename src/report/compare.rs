@@ -116,7 +116,7 @@ fn outcome(cell: &Cell) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("not a continuity report: {0}")]
-    NotAReport(String),
+    NotAReport(#[from] super::upgrade::UpgradeError),
     #[error("schema {found:?}, expected {}", super::SCHEMA_ID)]
     Schema { found: String },
 }

@@ -260,7 +260,7 @@ impl Checker<'_> {
                 self.turns
                     .borrow_mut()
                     .start_turn(raw.span().start, p, cleanup)
-                    .map_err(&fail)?;
+                    .map_err(|why| fail(why.0))?;
                 let Some(Texts::One(text)) = &p.text else {
                     unreachable!("start_turn checked the text")
                 };
@@ -301,7 +301,7 @@ impl Checker<'_> {
                     self.turns
                         .borrow()
                         .restart_during_turn(cleanup)
-                        .map_err(&fail)?;
+                        .map_err(|why| fail(why.0))?;
                     Step::RestartDuringTurn {
                         after: Duration::from_millis(ms),
                     }
@@ -312,7 +312,7 @@ impl Checker<'_> {
                 self.turns
                     .borrow_mut()
                     .await_turn(&turn, cleanup)
-                    .map_err(&fail)?;
+                    .map_err(|why| fail(why.0))?;
                 Step::AwaitTurn {
                     turn,
                     deadline: timeout,
@@ -320,7 +320,10 @@ impl Checker<'_> {
             }
             "turn_history" => {
                 let turn = need("turn", &p.turn)?;
-                self.turns.borrow().check_history(&turn).map_err(&fail)?;
+                self.turns
+                    .borrow()
+                    .check_history(&turn)
+                    .map_err(|why| fail(why.0))?;
                 Step::TurnHistory {
                     client: client()?,
                     turn,

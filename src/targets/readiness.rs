@@ -215,7 +215,7 @@ impl Readiness {
             Ok(Ok(())) => Ok(started.elapsed()),
             Ok(Err(fatal)) => Err(ProbeError {
                 gave_up: true,
-                ..self.failed(timeout, fatal, attempts)
+                ..self.failed(timeout, fatal.to_string(), attempts)
             }),
             Err(_) => Err(self.failed(
                 timeout,
@@ -257,10 +257,10 @@ async fn poll_http(
     probe: Probe<'_>,
     last_error: &mut String,
     attempts: &mut u32,
-) -> Result<(), String> {
+) -> Result<(), GaveUp> {
     let client = crate::http::client_builder()
         .build()
-        .map_err(|e| error_chain(&e))?;
+        .map_err(GaveUp::Client)?;
     let Probe {
         url,
         post,
@@ -296,8 +296,11 @@ async fn poll_http(
         probe_event(trace, *attempts, url, status, error.as_deref());
         match (status, error) {
             (Some(s), _) if s == expect => return Ok(()),
-            (Some(s @ (401 | 403)), _) => {
-                return Err(refused(s, authorized && auth.token.is_some()))
+            (Some(status @ (401 | 403)), _) => {
+                return Err(GaveUp::Refused {
+                    status,
+                    sent_token: authorized && auth.token.is_some(),
+                })
             }
             (Some(s), _) => *last_error = format!("status {s}"),
             (None, e) => *last_error = e.unwrap_or_default(),
@@ -316,7 +319,17 @@ fn with_auth(mut request: reqwest::RequestBuilder, auth: &ProbeAuth) -> reqwest:
     }
 }
 
-/// A 401 or 403: waiting longer will not help.
+/// Why a probe stopped before its deadline: waiting longer will not help.
+#[derive(Debug, thiserror::Error)]
+enum GaveUp {
+    /// The HTTP client cannot be built.
+    #[error("{}", error_chain(.0))]
+    Client(reqwest::Error),
+    /// A 401 or 403.
+    #[error("{}", refused(*.status, *.sent_token))]
+    Refused { status: u16, sent_token: bool },
+}
+
 fn refused(status: u16, sent_token: bool) -> String {
     if sent_token {
         format!("the server rejected the token (HTTP {status})")
@@ -330,7 +343,7 @@ async fn poll_tcp(
     last_error: &mut String,
     attempts: &mut u32,
     trace: &Trace,
-) -> Result<(), String> {
+) -> Result<(), GaveUp> {
     loop {
         *attempts += 1;
         let connected =
