@@ -6,6 +6,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -88,7 +89,7 @@ fn flags_and_variables_are_named_in_their_errors() {
             &["run", "--config", cfg, "--out", out, "--base-url", url],
             &[],
         );
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         assert!(
             stderr(&run).contains("--base-url"),
             "{url}: {}",
@@ -98,7 +99,7 @@ fn flags_and_variables_are_named_in_their_errors() {
             &["run", "--config", cfg, "--out", out],
             &[("SA_BASE_URL", url)],
         );
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         assert!(
             stderr(&run).contains("SA_BASE_URL"),
             "{url}: {}",
@@ -131,7 +132,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         ];
         argv.extend_from_slice(args);
         let run = continuity(&argv, env);
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         let text = stderr(&run);
         assert!(text.contains(named), "{args:?} {env:?}: {text}");
         if named == "SA_TIMEOUT_MS" {
@@ -151,7 +152,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         ],
         &[],
     );
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(stderr(&run).contains("--token-env"), "{}", stderr(&run));
     assert!(!stderr(&run).contains("4711"), "{}", stderr(&run));
     // Nothing was started or written for any of them.
@@ -161,7 +162,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         &["stack", "up", "--dir", out, "--server-version", "../../etc"],
         &[],
     );
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
 }
 
 #[test]
@@ -183,14 +184,14 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let argv = args("right");
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let run = continuity(&argv, &[("SA_TOKEN", TOKEN)]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 
     // The wrong token: the probe stops at once and says why.
     let argv = args("wrong");
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let started = std::time::Instant::now();
     let run = continuity(&argv, &[("SA_TOKEN", "tok-wrong-987654321")]);
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         stderr(&run).contains("gave up at once")
             && stderr(&run).contains("last error: the server rejected the token (HTTP 401)"),
@@ -223,7 +224,7 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
             ],
             &env,
         );
-        assert_exit(&run, 2);
+        assert_exit(&run, exit_codes::INCOMPLETE);
         assert!(stderr(&run).contains(says), "{}", stderr(&run));
         assert!(!stderr(&run).contains("unreachable"), "{}", stderr(&run));
         assert!(!stderr(&run).contains("tok-wrong"), "{}", stderr(&run));
@@ -244,7 +245,7 @@ fn a_closed_or_full_stdout_never_panics() {
         .stdout(closed_pipe())
         .output()
         .unwrap();
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert_eq!(stderr(&run), "");
     // A full disk is an error worth a message (exit 2), not a panic (101).
     let full = std::fs::OpenOptions::new()
@@ -252,7 +253,7 @@ fn a_closed_or_full_stdout_never_panics() {
         .open("/dev/full")
         .unwrap();
     let run = command(&["list"], &[]).stdout(full).output().unwrap();
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         stderr(&run).contains("cannot write to stdout"),
         "{}",
@@ -279,7 +280,7 @@ fn a_closed_or_full_stdout_never_panics() {
     .stdout(closed_pipe())
     .output()
     .unwrap();
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert!(!stderr(&run).contains("panicked"), "{}", stderr(&run));
     for name in ["report.json", "report.txt", "report.md", "junit.xml"] {
         assert!(out.join(name).is_file(), "{name}");
@@ -303,7 +304,7 @@ fn a_closed_or_full_stdout_never_panics() {
         continuity(&argv, &[])
     };
     let run = again(&[]);
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(stderr(&run).contains("--force"), "{}", stderr(&run));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), before);
     let old_store: Vec<PathBuf> = std::fs::read_dir(out.join("persist"))
@@ -313,7 +314,7 @@ fn a_closed_or_full_stdout_never_panics() {
     assert_eq!(old_store.len(), 1, "{old_store:?}");
     std::fs::write(out.join("persist/999-stale.db"), b"stale").unwrap();
     let run = again(&["--force", "--target", "agent"]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert!(
         !out.join("persist/999-stale.db").exists(),
         "the earlier run's stores were removed"
@@ -328,7 +329,7 @@ fn a_closed_or_full_stdout_never_panics() {
     std::fs::write(&fewer_path, fewer.to_string()).unwrap();
     let base = out.to_str().unwrap();
     let run = continuity(&["compare", base, fewer_path.to_str().unwrap()], &[]);
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert!(stderr(&run).contains("lacks 1 cell"), "{}", stderr(&run));
     let run = continuity(
         &[
@@ -339,7 +340,7 @@ fn a_closed_or_full_stdout_never_panics() {
         ],
         &[],
     );
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let mut doubled = report(&out);
     let cell = doubled["cells"][0].clone();
     doubled["cells"].as_array_mut().unwrap().push(cell);
@@ -349,9 +350,9 @@ fn a_closed_or_full_stdout_never_panics() {
         let mut argv = vec!["compare", base, doubled_path.to_str().unwrap()];
         argv.extend_from_slice(allow);
         let run = continuity(&argv, &[]);
-        assert_exit(&run, 1);
+        assert_exit(&run, exit_codes::FAILED);
         assert!(stderr(&run).contains("more than once"), "{}", stderr(&run));
     }
     let run = continuity(&["compare", base, base], &[]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 }

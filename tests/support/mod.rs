@@ -296,10 +296,10 @@ pub fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
 }
 
 /// Asserts a `continuity` exit code, showing what it printed when it differs.
-pub fn assert_exit(run: &std::process::Output, code: i32) {
+pub fn assert_exit(run: &std::process::Output, code: u8) {
     assert_eq!(
         run.status.code(),
-        Some(code),
+        Some(i32::from(code)),
         "stdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
