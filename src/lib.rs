@@ -8,11 +8,14 @@
 //! `agent` is the scripted ACP agent; `provider` the fake model provider
 //! real agents talk to; `trace` is each cell's wire history (what
 //! transport, client and targets saw), below all of them; `secret` and
-//! `console` are what every writer and every printed line go through.
+//! `console` are what every writer and every printed line go through;
+//! `errors` is what every layer's errors share (the cause chain on one
+//! line, the reason a value was rejected).
 //! Above them: `scenario` (phases and their executor), `runner` (the
 //! matrix: targets × scenarios × versions × agents × attempts, `partition`
 //! picks shards), `report` (the model and its renderers, judgement against
-//! expectations), and `commands` at the CLI edge.
+//! expectations), and `commands` at the CLI edge, where every exit code
+//! is decided (`commands::error`).
 
 pub mod acp;
 pub mod agent;

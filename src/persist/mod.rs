@@ -251,4 +251,17 @@ mod tests {
         let record: SessionRecord = serde_json::from_str(record).unwrap();
         assert_eq!(record.destroyed_at, Some(2));
     }
+
+    #[test]
+    fn an_index_conflict_stays_matchable_through_the_client() {
+        let conflict =
+            PersistError::index_conflict("sqlite", "event index 3 of session s is taken");
+        let through = crate::client::ClientError::from(conflict.clone());
+        assert!(
+            matches!(&through, crate::client::ClientError::Persist(e) if e.is_index_conflict()),
+            "{through}"
+        );
+        assert_eq!(through.to_string(), conflict.to_string());
+        assert!(!PersistError::new("sqlite", "disk I/O error").is_index_conflict());
+    }
 }

@@ -177,6 +177,43 @@ pub enum ActionError {
     },
 }
 
+/// What kind of failure an [`ActionError`] is, without its details: what a
+/// caller matches on (as `std::io::ErrorKind` for `io::Error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionErrorKind {
+    /// The restart command or managed process could not be started at all.
+    Spawn,
+    /// The restart command ran and exited with a failure.
+    Exit,
+    /// The restart command outlived its timeout.
+    Timeout,
+    /// The pid file is missing, unreadable or holds no pid.
+    PidFile,
+    /// The process a pid file names is gone.
+    NoProcess,
+    /// The signal could not be sent.
+    Kill,
+    /// The restart hook could not be called.
+    Request,
+    /// The restart hook answered with an unexpected status.
+    Status,
+}
+
+impl ActionError {
+    pub fn kind(&self) -> ActionErrorKind {
+        match self {
+            ActionError::Spawn { .. } | ActionError::Start { .. } => ActionErrorKind::Spawn,
+            ActionError::Exit { .. } => ActionErrorKind::Exit,
+            ActionError::Timeout { .. } => ActionErrorKind::Timeout,
+            ActionError::PidFile { .. } => ActionErrorKind::PidFile,
+            ActionError::NoProcess { .. } => ActionErrorKind::NoProcess,
+            ActionError::Kill { .. } => ActionErrorKind::Kill,
+            ActionError::Request { .. } => ActionErrorKind::Request,
+            ActionError::Status { .. } => ActionErrorKind::Status,
+        }
+    }
+}
+
 fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(code), _) => format!("code {code}"),

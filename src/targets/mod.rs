@@ -17,7 +17,7 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-pub use action::{ActionError, ManagedSpec, RestartAction};
+pub use action::{ActionError, ActionErrorKind, ManagedSpec, RestartAction};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
 pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 

@@ -189,8 +189,12 @@ async fn a_missing_pid_file_is_an_error() {
         },
         Readiness::None,
     );
-    let e = target.prepare().await.unwrap_err().to_string();
-    assert!(e.contains("nginx.pid"), "{e}");
+    let e = target.prepare().await.unwrap_err();
+    assert!(
+        matches!(&e, TargetError::Action { error, .. } if error.kind() == ActionErrorKind::PidFile),
+        "{e}"
+    );
+    assert!(e.to_string().contains("nginx.pid"), "{e}");
     let outcome = target.restart().await;
     assert!(!outcome.ok);
     assert!(outcome.detail.unwrap().contains("nginx.pid"));
