@@ -70,12 +70,24 @@ pub enum CommandError {
     /// The report folder cannot be used (it exists and is not a run folder…).
     #[error(transparent)]
     Folder(#[from] FolderError),
+    /// A cell's trace that `show` cannot read.
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    /// Shards that `merge` cannot join.
+    #[error(transparent)]
+    Merge(#[from] crate::report::merge::MergeError),
     /// A stack folder given to `stack` that is busy or holds no stack.
     #[error(transparent)]
     StackFolder(Box<StackError>),
     /// The local stack would not start.
     #[error(transparent)]
     Stack(Box<StackError>),
+    /// A restart target of the deployment under test could not be prepared.
+    #[error("cannot prepare target: {0}")]
+    Target(Box<crate::targets::TargetError>),
+    /// The deployment under test did not answer its health check before the run.
+    #[error(transparent)]
+    Preflight(#[from] crate::runner::RunError),
     /// Something the run needs is unreachable or could not be made; the message says what.
     #[error("{0}")]
     Incomplete(String),
@@ -86,6 +98,12 @@ pub enum CommandError {
     /// closed stdout, as `| head` does, is not an error).
     #[error("cannot write to stdout: {0}")]
     Stdout(String),
+}
+
+impl From<crate::targets::TargetError> for CommandError {
+    fn from(e: crate::targets::TargetError) -> Self {
+        CommandError::Target(Box::new(e))
+    }
 }
 
 impl From<StackError> for CommandError {
@@ -116,8 +134,12 @@ impl CommandError {
             | CommandError::Scenario(_)
             | CommandError::Expectations(_)
             | CommandError::Folder(_)
+            | CommandError::Trace(_)
+            | CommandError::Merge(_)
             | CommandError::StackFolder(_) => exit_codes::USAGE,
             CommandError::Stack(_)
+            | CommandError::Target(_)
+            | CommandError::Preflight(_)
             | CommandError::Incomplete(_)
             | CommandError::Runtime(_)
             | CommandError::Stdout(_) => exit_codes::INCOMPLETE,
@@ -177,6 +199,16 @@ mod tests {
             CommandError::from(busy()).exit_code(),
             exit_codes::INCOMPLETE
         );
+        let unreachable = crate::runner::RunError::Unreachable {
+            url: "http://127.0.0.1:9/v1/health".into(),
+            cause: "connection refused".into(),
+        };
+        assert_eq!(
+            CommandError::from(unreachable).exit_code(),
+            exit_codes::INCOMPLETE
+        );
+        let shards = crate::report::merge::MergeError("two shards hold one cell".into());
+        assert_eq!(CommandError::from(shards).exit_code(), exit_codes::USAGE);
         assert_eq!(Outcome::Passed.exit_code(), exit_codes::OK);
         assert_eq!(Outcome::failed_if(true).exit_code(), exit_codes::FAILED);
         assert_eq!(Outcome::Interrupted.exit_code(), exit_codes::INCOMPLETE);

@@ -48,7 +48,7 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     }
     let expectations = gate::load_expectations(&args.gate, None)?;
     let id = format!("merged-{}", super::short_id());
-    let mut report = merge_shards(&id, &shards).map_err(|e| CommandError::usage(e.to_string()))?;
+    let mut report = merge_shards(&id, &shards)?;
     if let Some(x) = &expectations {
         x.check_names(&report.run.targets, &report.run.scenarios)?;
         gate::judge(x, &mut report, &args.gate);

@@ -332,15 +332,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 target.authorize_probes(&plan.base_url, plan.token.as_ref(), &plan.headers);
             }
             for target in &mut plan.targets {
-                if let Err(e) = target.prepare().await {
-                    return Err(CommandError::incomplete(format!(
-                        "cannot prepare target: {e}"
-                    )));
-                }
+                target.prepare().await?;
             }
-            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers)
-                .await
-                .map_err(|e| CommandError::incomplete(e.to_string()))?;
+            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers).await?;
         }
         None => {
             if config

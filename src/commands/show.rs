@@ -25,9 +25,7 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
         run.parent().unwrap_or(Path::new(".")).to_path_buf()
     };
     let events = match &cell.trace {
-        Some(path) => {
-            read_trace(&dir.join(path)).map_err(|e| CommandError::usage(e.to_string()))?
-        }
+        Some(path) => read_trace(&dir.join(path))?,
         None => Vec::new(),
     };
     Ok(render_timeline(cell, &events))
