@@ -5,7 +5,7 @@
 
 use super::sandbox_steps::{file_missing, CELL_MARK};
 use super::{millis, Cell};
-use crate::client::{Client, ClientOptions};
+use crate::client::{Client, ClientError, ClientOptions};
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};
@@ -39,7 +39,7 @@ impl Cell<'_> {
         let mut errors: Vec<String> = Vec::new();
         let mut orphans = 0usize;
         let work = async {
-            let client = Client::connect(options).map_err(|e| e.to_string())?;
+            let client = Client::connect(options)?;
             for id in state.processes.values() {
                 if let Err(e) = client.remove_process(id).await {
                     errors.push(format!("process {id}: {e}"));
@@ -64,7 +64,7 @@ impl Cell<'_> {
                 }
             }
             client.dispose().await;
-            Ok::<(), String>(())
+            Ok::<(), ClientError>(())
         };
         let outcome = tokio::time::timeout(TEARDOWN_BOUND, work).await;
         detail.insert("processes".into(), state.processes.len().into());
@@ -75,7 +75,7 @@ impl Cell<'_> {
                 millis(TEARDOWN_BOUND),
                 "removing the cell's processes and files",
             )),
-            Ok(Err(e)) => Some(diagnose::other(SignatureKind::Client, e)),
+            Ok(Err(e)) => Some(diagnose::other(SignatureKind::Client, e.to_string())),
             Ok(Ok(())) if !errors.is_empty() => Some(diagnose::other(
                 SignatureKind::Client,
                 crate::secret::redact(&errors.join("; "), self.settings.token.as_ref()),
@@ -102,6 +102,15 @@ impl Cell<'_> {
     }
 }
 
+/// Why the sweep for a cell's processes could not run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SweepError {
+    #[error("cell id {0:?} is not safe in a shell word")]
+    UnsafeMark(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
 /// Pids of the sandbox's processes whose environment carries this cell's
 /// mark (read from `/proc` by a one-off command in the sandbox, so it works
 /// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
@@ -110,13 +119,13 @@ pub(super) async fn marked_processes(
     client: &Client,
     suffix: &str,
     kill: bool,
-) -> Result<Vec<i64>, String> {
+) -> Result<Vec<i64>, SweepError> {
     if suffix.is_empty()
         || !suffix
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
     {
-        return Err(format!("cell id {suffix:?} is not safe in a shell word"));
+        return Err(SweepError::UnsafeMark(suffix.to_string()));
     }
     let action = if kill { "kill -9 \"$p\"; " } else { "" };
     let script = format!(
@@ -124,10 +133,7 @@ pub(super) async fn marked_processes(
          if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
          p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
     );
-    let result = client
-        .run_command("sh", &["-c", &script], 10_000)
-        .await
-        .map_err(|e| e.to_string())?;
+    let result = client.run_command("sh", &["-c", &script], 10_000).await?;
     Ok(result
         .get("stdout")
         .and_then(Value::as_str)
