@@ -66,8 +66,8 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
     }
 }
 
-fn restart_timing(restart_ms: u64, ready_ms: Option<u64>, ok: bool) -> RestartTiming {
-    RestartTiming {
+fn restart_timing(restart_ms: u64, ready_ms: Option<u64>, ok: bool) -> RestartResult {
+    RestartResult {
         phase: "restart".to_string(),
         action: "command".to_string(),
         ok,

@@ -4,9 +4,9 @@
 
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
-use crate::report::{Attempt, RestartTiming, Verdict};
-use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
-use crate::targets::Target;
+use crate::report::{Attempt, Verdict};
+use crate::scenario::{run_cell, CellSettings, CellStore, Restarter, Scenario};
+use crate::targets::{RestartResult, Target};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -16,15 +16,8 @@ struct TargetRestarter<'a>(&'a mut Target);
 
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
-    async fn restart(&mut self) -> RestartReport {
-        let outcome = self.0.restart().await;
-        RestartReport {
-            ok: outcome.ok,
-            action: self.0.kind().to_string(),
-            restart_ms: outcome.restart_ms,
-            ready_ms: outcome.ready_ms,
-            detail: outcome.detail,
-        }
+    async fn restart(&mut self, phase: &str) -> RestartResult {
+        self.0.restart(phase).await
     }
 }
 
@@ -202,22 +195,6 @@ async fn run_one(
     plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
-    let restart_phases: Vec<String> = run
-        .phases
-        .iter()
-        .filter(|p| p.step == "restart")
-        .map(|p| p.name.clone())
-        .collect();
-    let restarts = run
-        .restarts
-        .into_iter()
-        .zip(
-            restart_phases
-                .into_iter()
-                .chain(std::iter::repeat(String::new())),
-        )
-        .map(|(r, phase)| RestartTiming { phase, ..r })
-        .collect();
     trace.event(
         "cell_end",
         serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
@@ -240,7 +217,7 @@ async fn run_one(
         reason,
         duration_ms: run.duration_ms,
         phases: run.phases,
-        restarts,
+        restarts: run.restarts,
         trace: trace_path,
     }
 }

@@ -16,8 +16,9 @@ mod turns;
 use crate::diagnose;
 use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
-use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
+use crate::report::{Outcome, PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
+use crate::targets::RestartResult;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -71,27 +72,18 @@ pub enum CellStore {
     PerClientMemory,
 }
 
-/// How a restart went, as the target reports it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RestartReport {
-    pub ok: bool,
-    pub action: String,
-    pub restart_ms: u64,
-    pub ready_ms: Option<u64>,
-    pub detail: Option<String>,
-}
-
-/// Restarts the cell's target (and waits until it is ready again).
+/// Restarts the cell's target (and waits until it is ready again) for the
+/// phase named `phase`, which the result carries.
 #[async_trait]
 pub trait Restarter: Send {
-    async fn restart(&mut self) -> RestartReport;
+    async fn restart(&mut self, phase: &str) -> RestartResult;
 }
 
 /// A finished cell.
 #[derive(Debug, Clone)]
 pub struct CellRun {
     pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
+    pub restarts: Vec<RestartResult>,
     pub verdict: Verdict,
     pub failure_boundary: Option<String>,
     pub duration_ms: u64,
@@ -130,7 +122,7 @@ struct Cell<'a> {
     turns: turns::Turns,
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
-    restarts: Vec<RestartTiming>,
+    restarts: Vec<RestartResult>,
     /// Files, processes and terminals the sandbox steps made.
     sandbox: sandbox_steps::SandboxState,
     /// When the last restart was over (ready again), for recovery timings.
@@ -371,7 +363,7 @@ impl Cell<'_> {
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
         let (outcome, seen) = {
-            let step = self.run_step(&phase.step);
+            let step = self.run_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
@@ -514,9 +506,10 @@ mod tests {
 
     #[async_trait]
     impl Restarter for NoRestart {
-        async fn restart(&mut self) -> RestartReport {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
             self.0 += 1;
-            RestartReport {
+            RestartResult {
+                phase: phase.into(),
                 ok: self.0 == 1,
                 action: "fake".into(),
                 restart_ms: 1,
@@ -583,7 +576,8 @@ mod tests {
             (sig.kind, sig.message.as_str()),
             (SignatureKind::Harness, "exit status 3")
         );
-        assert_eq!(run.restarts.len(), 2);
+        let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["first", "second"]);
     }
 
     #[tokio::test]

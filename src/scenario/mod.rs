@@ -10,7 +10,7 @@
 mod execute;
 mod parse;
 
-pub use execute::{run_cell, CellRun, CellSettings, CellStore, RestartReport, Restarter};
+pub use execute::{run_cell, CellRun, CellSettings, CellStore, Restarter};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
 
 use std::path::PathBuf;

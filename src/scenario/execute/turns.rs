@@ -12,7 +12,6 @@ use crate::client::{Client, ClientError, PromptOutcome};
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender};
 use crate::report::SignatureKind;
-use crate::scenario::Step;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,42 +72,28 @@ impl Drop for Turns {
 }
 
 impl Cell<'_> {
-    pub(super) async fn run_turn_step(&mut self, step: &Step) -> StepResult {
-        match step {
-            Step::StartTurn {
-                client,
-                session,
-                text,
-                turn,
-            } => self.start_turn(client, session, text, turn).await,
-            Step::AwaitTurn { turn, deadline } => {
-                let deadline = deadline.unwrap_or(self.settings.default_timeout);
-                self.await_turn(turn, deadline).await
+    /// `restart` with `after_ms`: waits until `after` past the latest
+    /// turn's start, then restarts the target for phase `phase`.
+    pub(super) async fn restart_during_turn(&mut self, phase: &str, after: Duration) -> StepResult {
+        let elapsed = self
+            .turns
+            .latest_start
+            .map_or(Duration::ZERO, |s| s.elapsed());
+        tokio::time::sleep(after.saturating_sub(elapsed)).await;
+        let into = self.turns.latest_start.map(|s| s.elapsed());
+        let mut detail = match self.restart(phase).await {
+            Ok(detail) => detail,
+            Err(mut failure) => {
+                failure.detail.insert("afterMs".into(), ms(after).into());
+                return Err(failure);
             }
-            Step::TurnHistory { client, turn } => self.turn_history(client, turn).await,
-            Step::RestartDuringTurn { after } => {
-                let elapsed = self
-                    .turns
-                    .latest_start
-                    .map_or(Duration::ZERO, |s| s.elapsed());
-                tokio::time::sleep(after.saturating_sub(elapsed)).await;
-                let into = self.turns.latest_start.map(|s| s.elapsed());
-                let mut detail = match Box::pin(self.run_step(&Step::Restart)).await {
-                    Ok(detail) => detail,
-                    Err(mut failure) => {
-                        failure.detail.insert("afterMs".into(), ms(*after).into());
-                        return Err(failure);
-                    }
-                };
-                detail.insert("afterMs".into(), ms(*after).into());
-                detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
-                Ok(detail)
-            }
-            other => unreachable!("{} is not a turn step", other.kind()),
-        }
+        };
+        detail.insert("afterMs".into(), ms(after).into());
+        detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
+        Ok(detail)
     }
 
-    async fn start_turn(
+    pub(super) async fn start_turn(
         &mut self,
         client: &str,
         session: &str,
@@ -153,7 +138,7 @@ impl Cell<'_> {
         Ok(detail)
     }
 
-    async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
+    pub(super) async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
         let agent = self.settings.agent.clone();
         let token = self.settings.token.clone();
         let Some(turn) = self.turns.turns.get_mut(name) else {
@@ -227,7 +212,7 @@ impl Cell<'_> {
 
     /// The turn's chunks in the store against the agent's sent record, and
     /// the session's `eventIndex` sequence.
-    async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
+    pub(super) async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
         let Some(turn) = self.turns.turns.get(name) else {
             return Err(StepFailure::new(diagnose::other(
                 SignatureKind::Client,
@@ -354,9 +339,10 @@ mod tests {
 
     #[async_trait::async_trait]
     impl crate::scenario::Restarter for CountingRestart {
-        async fn restart(&mut self) -> crate::scenario::RestartReport {
+        async fn restart(&mut self, phase: &str) -> crate::targets::RestartResult {
             self.0 += 1;
-            crate::scenario::RestartReport {
+            crate::targets::RestartResult {
+                phase: phase.into(),
                 ok: true,
                 action: "fake".into(),
                 restart_ms: 1,
