@@ -283,7 +283,7 @@ fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> Phas
 fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
     PhaseResult {
         name: phase.name.clone(),
-        step: phase.step.kind().into(),
+        step: phase.step.kind().name().into(),
         verdict: phase.verdict,
         cleanup,
         outcome: Outcome::NotRun,
@@ -358,7 +358,7 @@ impl Cell<'_> {
             (_, None) => self.settings.default_timeout,
         };
         let trace = self.settings.trace.clone();
-        trace.phase_start(&phase.name, phase.step.kind());
+        trace.phase_start(&phase.name, phase.step.kind().name());
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
@@ -420,7 +420,7 @@ impl Cell<'_> {
         );
         PhaseResult {
             name: phase.name.clone(),
-            step: phase.step.kind().into(),
+            step: phase.step.kind().name().into(),
             verdict: phase.verdict && !cleanup,
             cleanup,
             outcome,

@@ -27,10 +27,8 @@ impl Turns {
                         .into(),
                 )
             }
-            (_, Some(_)) => {
-                return Err("`turn` names a prompt that does not wait: add `wait = false`".into())
-            }
-            (_, None) => unreachable!("only called for wait = false or a turn"),
+            // Called for `wait = false` or a `turn`: here it is a turn without `wait = false`.
+            _ => return Err("`turn` names a prompt that does not wait: add `wait = false`".into()),
         };
         if !matches!(&p.text, Some(Texts::One(t)) if !t.trim().is_empty()) {
             return Err("a prompt with `wait = false` needs `text`: one non-empty string".into());
@@ -148,7 +146,7 @@ mod tests {
                 deadline: Some(Duration::from_millis(900))
             }
         );
-        assert_eq!(s.phases[3].step.kind(), "restart");
+        assert_eq!(s.phases[3].step.kind(), crate::scenario::StepKind::Restart);
     }
 
     #[test]
