@@ -424,7 +424,7 @@ timeout_ms = 3000
             .iter()
             .find(|p| p.name == "sandboxCleanup")
             .unwrap();
-        assert!(cleanup.cleanup && !cleanup.verdict, "{cleanup:?}");
+        assert!(cleanup.cleanup && !cleanup.decides_verdict, "{cleanup:?}");
         assert!(started.elapsed() < Duration::from_secs(15), "{expected}");
     }
 }

@@ -158,8 +158,9 @@ pub struct PhaseResult {
     pub name: String,
     /// The step kind: `prompt`, `restart`, `get_events`, …
     pub step: String,
-    /// Whether it decides the verdict.
-    pub verdict: bool,
+    /// Whether it decides the cell's verdict (`verdict` in `report.json`).
+    #[serde(rename = "verdict")]
+    pub decides_verdict: bool,
     /// Part of the cleanup that never changes the verdict.
     pub cleanup: bool,
     pub outcome: Outcome,

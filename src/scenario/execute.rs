@@ -115,7 +115,9 @@ impl StepFailure {
 
 type StepResult = Result<Map<String, Value>, StepFailure>;
 
-struct Cell<'a> {
+/// A cell while its phases run: its clients, turns, transcripts, restarts
+/// and sandbox labels (what it becomes when done is a [`CellRun`]).
+struct RunningCell<'a> {
     settings: &'a CellSettings,
     restarter: &'a mut dyn Restarter,
     clients: HashMap<String, Arc<Client>>,
@@ -151,7 +153,7 @@ pub async fn run_cell(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
-    let mut cell = Cell {
+    let mut cell = RunningCell {
         settings,
         restarter,
         clients: HashMap::new(),
@@ -202,7 +204,7 @@ pub async fn run_cell(
                         let mut cut =
                             interrupted_phase(phase, settings.default_timeout, phase_started);
                         cut.cleanup = true;
-                        cut.verdict = false;
+                        cut.decides_verdict = false;
                         cut
                     }
                 }
@@ -252,14 +254,14 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
     }) {
         return (Verdict::Error, Some(harness.name.clone()));
     }
-    if phases.iter().filter(|r| r.verdict).all(|r| r.ok) {
+    if phases.iter().filter(|r| r.decides_verdict).all(|r| r.ok) {
         return (Verdict::Pass, None);
     }
     let boundary = phases
         .iter()
-        .find(|r| r.verdict && failed(r))
+        .find(|r| r.decides_verdict && failed(r))
         .or_else(|| phases.iter().find(|r| failed(r)))
-        .or_else(|| phases.iter().find(|r| r.verdict && !r.ok))
+        .or_else(|| phases.iter().find(|r| r.decides_verdict && !r.ok))
         .map(|r| r.name.clone());
     (Verdict::Fail, boundary)
 }
@@ -284,7 +286,7 @@ fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
     PhaseResult {
         name: phase.name.clone(),
         step: phase.step.kind().name().into(),
-        verdict: phase.verdict,
+        decides_verdict: phase.decides_verdict,
         cleanup,
         outcome: Outcome::NotRun,
         ok: false,
@@ -342,7 +344,7 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
     lines.join("\n")
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
         let deadline = match (&phase.step, phase.timeout) {
             // The step ends itself at its turn deadline, saying what it saw.
@@ -421,7 +423,7 @@ impl Cell<'_> {
         PhaseResult {
             name: phase.name.clone(),
             step: phase.step.kind().name().into(),
-            verdict: phase.verdict && !cleanup,
+            decides_verdict: phase.decides_verdict && !cleanup,
             cleanup,
             outcome,
             ok,
@@ -452,7 +454,7 @@ mod tests {
         PhaseResult {
             name: name.into(),
             step: "prompt".into(),
-            verdict,
+            decides_verdict: verdict,
             cleanup: false,
             outcome,
             ok: outcome == Outcome::Ok,

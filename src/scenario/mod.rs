@@ -41,8 +41,8 @@ pub struct Phase {
     pub timeout: Option<Duration>,
     /// Whether the cell goes on after this phase fails.
     pub continue_on_failure: bool,
-    /// Whether this phase decides the verdict.
-    pub verdict: bool,
+    /// Whether this phase decides the cell's verdict (the scenario's `verdict` list names it).
+    pub decides_verdict: bool,
 }
 
 /// What a phase does. `client` names a client connected by an earlier

@@ -55,7 +55,8 @@ struct RawScenario {
     #[serde(default)]
     description: String,
     /// Phases that decide the verdict; all phases when absent.
-    verdict: Option<Vec<String>>,
+    #[serde(rename = "verdict")]
+    verdict_phases: Option<Vec<String>>,
     /// Runs only when named with `--scenario`.
     #[serde(default)]
     opt_in: bool,
@@ -360,7 +361,7 @@ impl Checker<'_> {
             step,
             timeout,
             continue_on_failure,
-            verdict: false,
+            decides_verdict: false,
         })
     }
 
@@ -511,12 +512,12 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
             format!("turn `{turn}` is started here but no `await_turn` step collects it"),
         ));
     }
-    match &raw.verdict {
-        None => phases.iter_mut().for_each(|p| p.verdict = true),
+    match &raw.verdict_phases {
+        None => phases.iter_mut().for_each(|p| p.decides_verdict = true),
         Some(names) => {
             for name in names {
                 match seen.get(name) {
-                    Some(&i) => phases[i].verdict = true,
+                    Some(&i) => phases[i].decides_verdict = true,
                     None => {
                         let known: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
                         return Err(checker.error(

@@ -3,7 +3,7 @@
 //! `file changed`, `process gone`, `logs lost`), and the state the cell keeps
 //! about them (terminals: `terminal_steps.rs`; removal: `sandbox_teardown.rs`).
 
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::AcpError;
 use crate::client::{Client, ClientError, ProcessSpec, Terminal};
 use crate::diagnose;
@@ -44,7 +44,7 @@ impl SandboxState {
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     pub(super) fn sandbox_folder(&self) -> String {
         format!("{SANDBOX_ROOT}/{}", self.settings.session_suffix)
     }

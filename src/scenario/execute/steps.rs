@@ -2,7 +2,7 @@
 //! reads with the integrity check, resume, probes. Each returns the detail
 //! for the report, or a failure with its signature.
 
-use super::{rehydrate_text, Cell, CellStore, StepFailure, StepResult};
+use super::{rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};
 use crate::client::{Client, ClientOptions, CreateSession, Resume};
 use crate::diagnose;
 use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
@@ -30,7 +30,7 @@ fn probe_status(error: &crate::client::ClientError) -> &'static str {
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     pub(super) fn session_id(&self, label: &str) -> String {
         format!("{label}-{}", self.settings.session_suffix)
     }

@@ -3,7 +3,7 @@
 //! and any replayed scrollback); and a terminal failure as a signature.
 
 use super::sandbox_steps::TerminalEntry;
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::client::{Terminal, TerminalError};
 use crate::diagnose;
 use crate::report::{Signature, SignatureKind};
@@ -16,7 +16,7 @@ const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
 const QUIET_GAP: Duration = Duration::from_millis(150);
 const QUIET_BOUND: Duration = Duration::from_secs(1);
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     fn terminal_failure(&self, error: &TerminalError) -> StepFailure {
         StepFailure::new(terminal_signature(error, self.settings.token.as_ref()))
     }

@@ -6,7 +6,7 @@
 //! A turn the cell never collects is cancelled before the clients go.
 
 use super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::StreamStats;
 use crate::client::{Client, ClientError, PromptOutcome};
 use crate::diagnose;
@@ -71,7 +71,7 @@ impl Drop for Turns {
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     /// `restart` with `after_ms`: waits until `after` past the latest
     /// turn's start, then restarts the target for phase `phase`.
     pub(super) async fn restart_during_turn(&mut self, phase: &str, after: Duration) -> StepResult {
