@@ -1,11 +1,11 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
-use crate::config::{from_seed_env, Config, PersistKind};
+use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
+use crate::config::{from_seed_env, Config};
 use crate::exit_codes;
 use crate::report::{self, LogFile, Report};
-use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
+use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::targets::Target;
@@ -274,13 +274,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         std::path::absolute(&run_dir).map_err(|e| usage(format!("{}: {e}", run_dir.display())))?;
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)
         .map_err(|e| usage(e.to_string()))?;
-    let persist = match args.persist.map(|p| match p {
-        PersistArg::Sqlite => PersistKind::Sqlite,
-        PersistArg::Memory => PersistKind::Memory,
-    }) {
-        Some(p) => Some(p),
-        None => run_defaults.persist,
-    };
+    // What the user chose (flag, then config); the local stack's store otherwise.
+    let persist = args
+        .persist
+        .map(PersistChoice::from)
+        .or_else(|| run_defaults.persist.clone());
     let mut plan = RunPlan {
         id: id.clone(),
         base_url: String::new(),
@@ -297,11 +295,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),
         partition: args.partition,
-        persist: match persist {
-            Some(PersistKind::Memory) => PersistChoice::Memory,
-            _ => PersistChoice::Sqlite,
-        },
-        persist_factory: None,
+        persist: run_persist(persist.as_ref(), None),
         targets: Vec::new(),
         skipped_targets: Vec::new(),
         scenarios,
@@ -410,7 +404,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                         &mut plan,
                         &options,
                         &versions,
-                        persist.is_none(),
+                        persist.as_ref(),
                         cancel_rx.clone(),
                         &mut on_event,
                         &run_dir,
@@ -439,12 +433,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 plan.agent_sent_log = up.agent_sent_log.clone();
                 plan.model_calls = up.model_calls.clone();
                 agent_skips = up.agent_skips.clone();
-                if let Some(factory) = up.persist_factory.clone() {
-                    if persist.is_none() {
-                        plan.persist = PersistChoice::Custom("rivet".into());
-                        plan.persist_factory = Some(factory);
-                    }
-                }
+                plan.persist = run_persist(persist.as_ref(), up.persist_factory.clone());
                 stack = Some(up);
             }
         }
@@ -479,6 +468,19 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         events::emit(&events::run_finished_json(&report, &run_dir, code));
     }
     Ok(code)
+}
+
+/// Each cell's store: the user's choice (`--persist`, then the config's),
+/// else the local stack's Rivet actor when it runs one, else SQLite.
+fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
+    match (chosen, stack) {
+        (Some(choice), _) => choice.clone(),
+        (None, Some(factory)) => PersistChoice::Custom {
+            name: "rivet".into(),
+            factory,
+        },
+        (None, None) => PersistChoice::Sqlite,
+    }
 }
 
 /// The `--server-version` values, each once; several make a version axis.

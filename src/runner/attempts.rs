@@ -155,10 +155,7 @@ async fn run_one(
                         .map_err(|e| e.to_string())
                 })
         }
-        PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key).map(CellStore::Shared),
-            None => Err(format!("no factory for persist driver {name}")),
-        },
+        PersistChoice::Custom { factory, .. } => factory(&key).map(CellStore::Shared),
     };
     let store = match store {
         Ok(p) => p,
