@@ -244,7 +244,7 @@ pub async fn run(
     let (interrupt_tx, interrupt) = watch::channel(false);
     let watcher = tokio::spawn(async move {
         tokio::select! {
-            _ = attempts::wait_cancel(cancel) => {}
+            _ = crate::stop_flag::wait_true(cancel) => {}
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
         let _ = interrupt_tx.send(true);

@@ -9,7 +9,6 @@ use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::targets::Target;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
@@ -24,8 +23,9 @@ mod show;
 mod stack;
 mod versions;
 
+use crate::stop_flag::wait_true;
 pub use merge::{baseline, merge};
-use progress::{print_progress, spawn_signal_handler, wait_true};
+use progress::{print_progress, spawn_signal_handler};
 pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -205,7 +205,7 @@ pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
 pub fn compare(baseline: &Path, candidate: &Path, allow_missing: bool) -> Result<u8, Failure> {
     let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
     let rows = report::compare::compare(&baseline, &candidate);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stdout);
     crate::console::out(&report::compare::render_comparison(
         &baseline, &candidate, &rows, color,
     ));
@@ -316,7 +316,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     crate::stack::owner::adopt(&owner_tag);
     crate::stack::keeper::start(&owner_tag).map_err(incomplete)?;
 
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
     let mut on_event = move |event: RunEvent| match format {
         MessageFormat::Human => print_progress(&event, color),

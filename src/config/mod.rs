@@ -42,6 +42,7 @@ pub use check::{check_agent_name, check_base_url};
 
 use crate::persist::PersistChoice;
 use crate::secret::{is_secret_name, Redactor};
+use crate::source_line::line_of;
 use crate::targets::{Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -285,16 +286,6 @@ where
         },
         readiness,
     )))
-}
-
-/// The 1-based line holding byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 /// The first key named `token` anywhere in the document, as a dotted path

@@ -111,10 +111,6 @@ pub(super) async fn run_attempts(
     }
 }
 
-pub(super) async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
-    let _ = cancel.wait_for(|c| *c).await;
-}
-
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
     Attempt {
         attempt,

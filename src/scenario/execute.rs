@@ -13,11 +13,13 @@ mod steps;
 mod store_wait;
 mod terminal_steps;
 mod turns;
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
+use crate::stop_flag::wait_true;
 use crate::targets::RestartResult;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -266,13 +268,6 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
     (Verdict::Fail, boundary)
 }
 
-async fn wait_true(mut flag: watch::Receiver<bool>) {
-    if flag.wait_for(|v| *v).await.is_err() {
-        // The sender is gone: no interruption can come any more.
-        std::future::pending::<()>().await;
-    }
-}
-
 /// The phase that was running when the run was interrupted.
 fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
     PhaseResult {
@@ -295,10 +290,6 @@ fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
         detail: Map::new(),
         signature: None,
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 fn step_client(step: &Step) -> Option<&str> {

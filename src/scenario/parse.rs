@@ -6,6 +6,7 @@ mod fields;
 mod sandbox;
 
 use super::{Phase, Scenario, Step, StepKind, UnknownStep};
+use crate::source_line::line_of;
 use fields::Fields;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -466,10 +467,6 @@ pub(crate) fn toml_error(file: &Path, source: &str, e: &toml::de::Error) -> Scen
             None => e.message().to_string(),
         },
     }
-}
-
-fn line_of(source: &str, offset: usize) -> usize {
-    source[..offset.min(source.len())].matches('\n').count() + 1
 }
 
 /// Parses and checks one scenario file's text.

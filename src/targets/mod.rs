@@ -21,6 +21,7 @@ pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
 pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
+use crate::clock::millis;
 use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -416,10 +417,6 @@ fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))
         .join(format!("{target}.log"))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.

@@ -4,8 +4,9 @@
 //! folder removed; bounded, with a fresh client, whatever happened before.
 
 use super::sandbox_steps::{file_missing, CELL_MARK};
-use super::{millis, RunningCell};
+use super::RunningCell;
 use crate::client::{Client, ClientOptions};
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};

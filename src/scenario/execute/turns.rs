@@ -9,6 +9,7 @@ use super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
 use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::StreamStats;
 use crate::client::{Client, ClientError, PromptOutcome};
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender};
 use crate::report::SignatureKind;
@@ -84,12 +85,14 @@ impl RunningCell<'_> {
         let mut detail = match self.restart(phase).await {
             Ok(detail) => detail,
             Err(mut failure) => {
-                failure.detail.insert("afterMs".into(), ms(after).into());
+                failure
+                    .detail
+                    .insert("afterMs".into(), millis(after).into());
                 return Err(failure);
             }
         };
-        detail.insert("afterMs".into(), ms(after).into());
-        detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
+        detail.insert("afterMs".into(), millis(after).into());
+        detail.insert("startedIntoTurnMs".into(), into.map(millis).into());
         Ok(detail)
     }
 
@@ -160,7 +163,7 @@ impl RunningCell<'_> {
             .await
             .unwrap_or_default();
         let mut detail = stream_detail(&turn.stats_before, &stats);
-        detail.insert("turnMs".into(), ms(turn.started.elapsed()).into());
+        detail.insert("turnMs".into(), millis(turn.started.elapsed()).into());
         let fail = |kind: &str, signature, detail: Map<String, Value>| {
             let mut failure = StepFailure::new(signature).with_detail(detail);
             failure.detail.insert("turnOutcome".into(), kind.into());
@@ -203,7 +206,10 @@ impl RunningCell<'_> {
                 detail.insert("cancelled".into(), ended.into());
                 fail(
                     "lost",
-                    diagnose::timeout(ms(deadline), format!("the outcome of turn {name} ({seen})")),
+                    diagnose::timeout(
+                        millis(deadline),
+                        format!("the outcome of turn {name} ({seen})"),
+                    ),
                     detail,
                 )
             }
@@ -325,10 +331,6 @@ fn new_items(before: &[String], after: &[String]) -> Vec<String> {
         0
     };
     after[skip..].to_vec()
-}
-
-fn ms(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 #[cfg(test)]
