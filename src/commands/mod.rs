@@ -377,24 +377,17 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             for name in &agents {
                 crate::stack::agents::check_known(name).map_err(usage)?;
             }
-            for name in &args.targets {
-                if !crate::stack::local::TARGETS.iter().any(|(n, _)| n == name) {
-                    let known: Vec<&str> = crate::stack::local::TARGETS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect();
-                    return Err(usage(format!(
-                        "unknown target `{name}` (known: {})",
-                        known.join(", ")
-                    )));
-                }
-            }
-            if let Some(x) = &expectations {
-                let names: Vec<String> = crate::stack::local::TARGETS
+            let local_targets = select(
+                crate::stack::local::TARGETS
                     .iter()
-                    .map(|(n, _)| n.to_string())
-                    .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-                    .collect();
+                    .map(|(n, _)| *n)
+                    .collect(),
+                &args.targets,
+                |n| n,
+                "target",
+            )?;
+            if let Some(x) = &expectations {
+                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))
                     .map_err(|e| usage(e.to_string()))?;
             }
