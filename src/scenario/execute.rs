@@ -573,6 +573,39 @@ mod tests {
         assert_eq!(phases, ["first", "second"]);
     }
 
+    /// Slow the first time (past its phase's deadline), quick after.
+    struct SlowFirst(u32);
+
+    #[async_trait]
+    impl Restarter for SlowFirst {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
+            self.0 += 1;
+            if self.0 == 1 {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+            RestartResult {
+                phase: phase.into(),
+                action: "fake".into(),
+                ok: true,
+                restart_ms: 1,
+                ready_ms: None,
+                detail: None,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_restart_is_recorded_under_the_phase_that_ran_it() {
+        // The first restart phase times out before its restart returns: the
+        // one recorded belongs to the second phase, not to the first.
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"cut\"\nstep = \"restart\"\ntimeout_ms = 100\non_failure = \"continue\"\n[[phase]]\nname = \"done\"\nstep = \"restart\"\n");
+        let run = run_cell(&s, &settings(), &mut SlowFirst(0)).await;
+        assert_eq!(run.phases[0].outcome, Outcome::Timeout);
+        assert_eq!(run.phases[1].outcome, Outcome::Ok);
+        let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["done"]);
+    }
+
     #[tokio::test]
     async fn an_interrupt_ends_the_phase_runs_the_cleanup_within_its_bound_and_marks_the_cell() {
         let s = scenario("name = \"t\"\n[[phase]]\nname = \"quick\"\nstep = \"sleep\"\nms = 1\n[[phase]]\nname = \"long\"\nstep = \"sleep\"\nms = 60000\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 10\n[[cleanup]]\nname = \"slowTidy\"\nstep = \"sleep\"\nms = 60000\n");
