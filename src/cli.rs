@@ -175,6 +175,15 @@ pub enum PersistArg {
     Memory,
 }
 
+impl From<PersistArg> for crate::persist::PersistChoice {
+    fn from(arg: PersistArg) -> Self {
+        match arg {
+            PersistArg::Sqlite => Self::Sqlite,
+            PersistArg::Memory => Self::Memory,
+        }
+    }
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RivetSaveArg {
     /// The actor saves after every write (survives a SIGKILL).

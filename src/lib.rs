@@ -21,6 +21,7 @@ pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod client;
+mod clock;
 pub mod commands;
 pub mod config;
 pub mod console;
@@ -35,7 +36,9 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod secret;
+mod source_line;
 pub mod stack;
+mod stop_flag;
 pub mod targets;
 pub mod trace;
 

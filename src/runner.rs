@@ -7,7 +7,6 @@
 //! it never prints or renders.
 
 use crate::partition::{cell_name, Partition};
-use crate::persist::PersistDriver;
 use crate::report::attempts::aggregate;
 use crate::report::{
     Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
@@ -16,7 +15,6 @@ use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::Target;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
@@ -24,20 +22,7 @@ mod attempts;
 
 use attempts::{run_attempts, skipped_attempt, CellId};
 
-/// Which session store each cell gets.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PersistChoice {
-    /// A fresh SQLite file per cell, in the run folder.
-    Sqlite,
-    /// The SDK's default in-memory store, as the seed script uses.
-    Memory,
-    /// A custom factory (the local stack's Rivet actor): `key` is unique per cell.
-    Custom(String),
-}
-
-/// Makes a cell's persist store; `key` is unique per cell.
-pub type PersistFactory =
-    Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, crate::persist::PersistError> + Send + Sync>;
+pub use crate::persist::{PersistChoice, PersistFactory};
 
 /// Everything a run needs, resolved from flags, config and environment.
 pub struct RunPlan {
@@ -55,8 +40,6 @@ pub struct RunPlan {
     /// Run only this shard of the matrix.
     pub partition: Option<Partition>,
     pub persist: PersistChoice,
-    /// Used when `persist` is `Custom`.
-    pub persist_factory: Option<PersistFactory>,
     pub targets: Vec<Target>,
     /// Targets that cannot run here: reported as skipped (or error) cells.
     pub skipped_targets: Vec<Unavailable>,
@@ -261,7 +244,7 @@ pub async fn run(
     let (interrupt_tx, interrupt) = watch::channel(false);
     let watcher = tokio::spawn(async move {
         tokio::select! {
-            _ = attempts::wait_cancel(cancel) => {}
+            _ = crate::stop_flag::wait_true(cancel) => {}
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
         let _ = interrupt_tx.send(true);
@@ -315,11 +298,7 @@ pub async fn run(
             timeout_ms: plan.timeout.as_millis() as u64,
             overall_timeout_ms: plan.overall_timeout.as_millis() as u64,
             repeat: plan.repeat,
-            persist: match &plan.persist {
-                PersistChoice::Sqlite => "sqlite".into(),
-                PersistChoice::Memory => "memory".into(),
-                PersistChoice::Custom(name) => name.clone(),
-            },
+            persist: plan.persist.name().to_string(),
             targets: all_targets,
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             interrupted,

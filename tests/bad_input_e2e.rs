@@ -7,10 +7,9 @@
 mod support;
 
 use continuity::exit_codes;
-use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use support::{assert_exit, report};
+use support::{assert_exit, report, Ready};
 
 const TOKEN: &str = "tok-right-123456789";
 
@@ -28,44 +27,8 @@ fn stderr(run: &Output) -> String {
 
 /// A config whose `agent` target is the real server (managed by the
 /// harness), started with `--token TOKEN` when `token`, probed by `ready`.
-fn config(dir: &Path, token: bool, ready: &str) -> PathBuf {
-    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
-        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
-    let port = continuity::stack::process::free_port().unwrap();
-    let server = SandboxAgentConfig {
-        binary,
-        run_dir: dir.join("server"),
-        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
-        agent_env: Vec::new(),
-        port: Some(port),
-    };
-    let spec = server.prepare(port).unwrap();
-    let base_url = format!("http://127.0.0.1:{port}");
-    let mut command: Vec<String> = std::iter::once(spec.program.display().to_string())
-        .chain(spec.args.iter().cloned())
-        .collect();
-    if token {
-        let at = command.iter().position(|a| a == "--no-token").unwrap();
-        command.splice(at..=at, ["--token".to_string(), TOKEN.to_string()]);
-    }
-    let env: Vec<String> = spec
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k} = {v:?}"))
-        .collect();
-    let ready = match ready {
-        "http" => format!("ready = {{ http = \"{base_url}/v1/health\" }}"),
-        _ => format!("ready = {{ tcp = \"127.0.0.1:{port}\" }}"),
-    };
-    let text = format!(
-        "[run]\nbase_url = {base_url:?}\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\n{ready}\n",
-        env.join(", "),
-        spec.cwd.unwrap().display().to_string(),
-        spec.log.display().to_string(),
-    );
-    let path = dir.join("continuity.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+fn config(dir: &Path, token: bool, ready: Ready) -> PathBuf {
+    support::managed_agent_config_with(dir, &[], token.then_some(TOKEN), ready).0
 }
 
 /// Extra flags, environment, and the name the error must show.
@@ -169,7 +132,7 @@ fn flags_and_variables_are_named_in_their_errors() {
 fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let dir = tempfile::tempdir().unwrap();
     // The right token: the HTTP probe of /v1/health passes (it sends the token).
-    let cfg = config(dir.path(), true, "http");
+    let cfg = config(dir.path(), true, Ready::Http);
     let args = |out: &str| {
         vec![
             "run".to_string(),
@@ -205,7 +168,7 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
 
     // With a probe that needs no token, the health check before the first
     // cell names the refusal, with and without a token.
-    let cfg = config(dir.path(), true, "tcp");
+    let cfg = config(dir.path(), true, Ready::Tcp);
     for (env, says) in [
         (
             vec![("SA_TOKEN", "tok-wrong-987654321")],
@@ -263,7 +226,7 @@ fn a_closed_or_full_stdout_never_panics() {
 
     // `continuity run … | head`: the run still writes its whole report folder.
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), false, "http");
+    let cfg = config(dir.path(), false, Ready::Http);
     let out = dir.path().join("out");
     let run = command(
         &[

@@ -9,9 +9,9 @@ use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
 use continuity::report::{Outcome, PhaseResult, Verdict};
 use continuity::scenario::{
-    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, RestartReport,
-    Restarter,
+    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, Restarter,
 };
+use continuity::targets::RestartResult;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,9 +67,10 @@ struct RestartServer<'a>(&'a mut support::Server);
 
 #[async_trait]
 impl Restarter for RestartServer<'_> {
-    async fn restart(&mut self) -> RestartReport {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
         let took = self.0.restart().await;
-        RestartReport {
+        RestartResult {
+            phase: phase.into(),
             ok: true,
             action: "managed".into(),
             restart_ms: took.as_millis() as u64,
@@ -84,9 +85,10 @@ struct DeleteFiles(String);
 
 #[async_trait]
 impl Restarter for DeleteFiles {
-    async fn restart(&mut self) -> RestartReport {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
         std::fs::remove_dir_all(&self.0).unwrap();
-        RestartReport {
+        RestartResult {
+            phase: phase.into(),
             ok: true,
             action: "delete".into(),
             restart_ms: 0,

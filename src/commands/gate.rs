@@ -9,7 +9,6 @@ use crate::console;
 use crate::report::expect::{gate_fails, Expectations, GateOptions};
 use crate::report::RunFolder;
 use crate::report::{self, ExpectOutcome, Report, Verdict};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// The expectations file to judge with (`--expect`, else `[run] expect`), loaded and checked.
@@ -53,10 +52,10 @@ pub(super) fn finish(
     format: MessageFormat,
     empty_ok: bool,
 ) -> Result<Outcome, CommandError> {
-    let color = match format {
-        MessageFormat::Human => std::io::stdout().is_terminal(),
-        MessageFormat::Json => std::io::stderr().is_terminal(),
-    } && std::env::var_os("NO_COLOR").is_none();
+    let color = console::color(match format {
+        MessageFormat::Human => console::Stream::Stdout,
+        MessageFormat::Json => console::Stream::Stderr,
+    });
     let cannot_write = |e: std::io::Error| {
         CommandError::incomplete(format!(
             "cannot write the report into {}: {e}",

@@ -1,14 +1,13 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
-use crate::config::{from_seed_env, Config, PersistKind};
+use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
+use crate::config::{from_seed_env, Config};
 use crate::report::{self, LogFile, Report};
-use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
+use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::targets::Target;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
@@ -24,9 +23,10 @@ mod show;
 mod stack;
 mod versions;
 
+use crate::stop_flag::wait_true;
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
-use progress::{print_progress, spawn_signal_handler, wait_true};
+use progress::{print_progress, spawn_signal_handler};
 pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -190,7 +190,7 @@ pub fn compare(
 ) -> Result<Outcome, CommandError> {
     let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
     let rows = report::compare::compare(&baseline, &candidate);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stdout);
     crate::console::out(&report::compare::render_comparison(
         &baseline, &candidate, &rows, color,
     ));
@@ -254,13 +254,11 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
-    let persist = match args.persist.map(|p| match p {
-        PersistArg::Sqlite => PersistKind::Sqlite,
-        PersistArg::Memory => PersistKind::Memory,
-    }) {
-        Some(p) => Some(p),
-        None => run_defaults.persist,
-    };
+    // What the user chose (flag, then config); the local stack's store otherwise.
+    let persist = args
+        .persist
+        .map(PersistChoice::from)
+        .or_else(|| run_defaults.persist.clone());
     let mut plan = RunPlan {
         id: id.clone(),
         base_url: String::new(),
@@ -277,11 +275,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),
         partition: args.partition,
-        persist: match persist {
-            Some(PersistKind::Memory) => PersistChoice::Memory,
-            _ => PersistChoice::Sqlite,
-        },
-        persist_factory: None,
+        persist: run_persist(persist.as_ref(), None),
         targets: Vec::new(),
         skipped_targets: Vec::new(),
         scenarios,
@@ -302,7 +296,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     crate::stack::owner::adopt(&owner_tag);
     crate::stack::keeper::start(&owner_tag)?;
 
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
     let mut on_event = move |event: RunEvent| match format {
         MessageFormat::Human => print_progress(&event, color),
@@ -359,24 +353,17 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
             }
-            for name in &args.targets {
-                if !crate::stack::local::TARGETS.iter().any(|(n, _)| n == name) {
-                    let known: Vec<&str> = crate::stack::local::TARGETS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect();
-                    return Err(CommandError::usage(format!(
-                        "unknown target `{name}` (known: {})",
-                        known.join(", ")
-                    )));
-                }
-            }
-            if let Some(x) = &expectations {
-                let names: Vec<String> = crate::stack::local::TARGETS
+            let local_targets = select(
+                crate::stack::local::TARGETS
                     .iter()
-                    .map(|(n, _)| n.to_string())
-                    .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-                    .collect();
+                    .map(|(n, _)| *n)
+                    .collect(),
+                &args.targets,
+                |n| n,
+                "target",
+            )?;
+            if let Some(x) = &expectations {
+                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))?;
             }
             if versions.len() > 1 {
@@ -385,7 +372,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                         &mut plan,
                         &options,
                         &versions,
-                        persist.is_none(),
+                        persist.as_ref(),
                         cancel_rx.clone(),
                         &mut on_event,
                         &run_dir,
@@ -411,12 +398,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 plan.agent_sent_log = up.agent_sent_log.clone();
                 plan.model_calls = up.model_calls.clone();
                 agent_skips = up.agent_skips.clone();
-                if let Some(factory) = up.persist_factory.clone() {
-                    if persist.is_none() {
-                        plan.persist = PersistChoice::Custom("rivet".into());
-                        plan.persist_factory = Some(factory);
-                    }
-                }
+                plan.persist = run_persist(persist.as_ref(), up.persist_factory.clone());
                 stack = Some(up);
             }
         }
@@ -455,6 +437,19 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         ));
     }
     Ok(outcome)
+}
+
+/// Each cell's store: the user's choice (`--persist`, then the config's),
+/// else the local stack's Rivet actor when it runs one, else SQLite.
+fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
+    match (chosen, stack) {
+        (Some(choice), _) => choice.clone(),
+        (None, Some(factory)) => PersistChoice::Custom {
+            name: "rivet".into(),
+            factory,
+        },
+        (None, None) => PersistChoice::Sqlite,
+    }
 }
 
 /// The `--server-version` values, each once; several make a version axis.

@@ -101,10 +101,6 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-pub(super) async fn wait_true(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
-
 /// First Ctrl-C (or SIGTERM): stop after the current cell, write what finished.
 /// Second: kill every process group at once and exit.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {

@@ -4,14 +4,13 @@
 use super::{load_report, CommandError};
 use crate::report::{render_text, timeline::render_timeline, Cell, Report};
 use crate::trace::read_trace;
-use std::io::IsTerminal;
 use std::path::Path;
 
 /// The text to print for `show RUN [--cell …]`.
 pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let Some(wanted) = cell else {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = crate::console::color(crate::console::Stream::Stdout);
         let mut out = render_text(&report, color);
         out.push_str(
             "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[#ATTEMPT]\n",

@@ -3,6 +3,7 @@
 //! after the other (two stacks at once would fight over a 2-core machine);
 //! every cell carries its version, and the parts join into one report.
 
+use super::run_persist;
 use super::CommandError;
 use crate::report::{LogFile, Report, Totals};
 use crate::runner::{PersistChoice, RunEvent, RunPlan};
@@ -17,14 +18,13 @@ pub(super) async fn run_versions(
     plan: &mut RunPlan,
     options: &StackOptions,
     versions: &[String],
-    rivet_persist: bool,
+    persist: Option<&PersistChoice>,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
 ) -> Result<Report, CommandError> {
     let started = Instant::now();
     let overall = plan.overall_timeout;
-    let persist = plan.persist.clone();
     let mut parts: Vec<Report> = Vec::new();
     let mut logs: Vec<LogFile> = Vec::new();
     let mut stopped_early = false;
@@ -69,12 +69,7 @@ pub(super) async fn run_versions(
         plan.skipped_targets = std::mem::take(&mut up.skipped);
         plan.server_version = up.server_version.clone();
         plan.axis_version = Some(version.clone());
-        plan.persist = persist.clone();
-        plan.persist_factory = None;
-        if let (true, Some(factory)) = (rivet_persist, up.persist_factory.clone()) {
-            plan.persist = PersistChoice::Custom("rivet".into());
-            plan.persist_factory = Some(factory);
-        }
+        plan.persist = run_persist(persist, up.persist_factory.clone());
         logs.extend(up.logs(run_dir).into_iter().map(|l| LogFile {
             name: format!("{version} {}", l.name),
             ..l

@@ -5,8 +5,9 @@
 
 use super::raw::{RawConfig, RawRun};
 use super::target::check_target;
-use super::{PersistKind, RunDefaults, TargetEntry};
+use super::{RunDefaults, TargetEntry};
 use crate::errors::Invalid as InvalidValue;
+use crate::persist::PersistChoice;
 use crate::secret::display_url;
 use crate::targets::parse_signal;
 use std::ops::Range;
@@ -137,8 +138,8 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     }
     if let Some(persist) = &raw.persist {
         run.persist = Some(match persist.get_ref().as_str() {
-            "sqlite" => PersistKind::Sqlite,
-            "memory" => PersistKind::Memory,
+            "sqlite" => PersistChoice::Sqlite,
+            "memory" => PersistChoice::Memory,
             other => {
                 return Err(invalid(
                     "run.persist",

@@ -1,6 +1,7 @@
 //! Config files good and bad, checked against the messages a user would read.
 
 use super::*;
+use crate::targets::RestartKind;
 
 const GOOD: &str = r#"
 [run]
@@ -48,7 +49,10 @@ fn a_good_file() {
     assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
     assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
     assert_eq!(config.run.repeat, Some(2));
-    assert_eq!(config.run.persist, Some(PersistKind::Sqlite));
+    assert_eq!(
+        config.run.persist,
+        Some(crate::persist::PersistChoice::Sqlite)
+    );
     assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
     assert_eq!(
         config.run.headers,
@@ -62,7 +66,12 @@ fn a_good_file() {
     let targets = config.targets();
     assert_eq!(
         targets.iter().map(Target::kind).collect::<Vec<_>>(),
-        ["signal", "managed", "http", "command"]
+        [
+            RestartKind::Signal,
+            RestartKind::Managed,
+            RestartKind::Http,
+            RestartKind::Command
+        ]
     );
     assert_eq!(
         targets[0].action,
@@ -234,7 +243,7 @@ fn the_seed_scripts_environment_becomes_a_command_target() {
         .unwrap()
         .unwrap();
     assert_eq!(target.name, "command");
-    assert_eq!(target.kind(), "command");
+    assert_eq!(target.kind(), RestartKind::Command);
     assert_eq!(
         target.readiness,
         Readiness::Delay {

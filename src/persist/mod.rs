@@ -5,11 +5,13 @@
 //! (when the driver is shared storage, as SQLite or the Rivet actor are).
 //! Paging follows the SDK: a cursor is the stringified offset of the next item.
 
+mod choice;
 mod memory;
 pub mod observe;
 pub mod rivet;
 mod sqlite;
 
+pub use choice::{PersistChoice, PersistFactory};
 pub use memory::MemoryDriver;
 pub use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;

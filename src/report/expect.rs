@@ -24,6 +24,8 @@ use semver::{Version, VersionReq};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::source_line::line_of;
+
 use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict};
 
 /// A checked expectations file.
@@ -361,15 +363,6 @@ impl ExpectOutcome {
             ExpectOutcome::New => "new",
         }
     }
-}
-
-/// The 1-based line holding byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{PhaseResult, RestartTiming, Verdict};
+use super::model::{PhaseResult, RestartResult, Verdict};
 
 /// One run of a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,7 +20,7 @@ pub struct Attempt {
     pub reason: Option<String>,
     pub duration_ms: u64,
     pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
+    pub restarts: Vec<RestartResult>,
     /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use super::judgement::{Attempt, CellKey, ExpectOutcome, FlakyResult, Judgement, ShardInfo};
+/// A cell's restarts are the targets' own results, phase and all.
+pub use crate::targets::RestartResult;
 
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "continuity.report/v2";
@@ -102,7 +104,7 @@ pub struct Cell {
     pub reason: Option<String>,
     pub duration_ms: u64,
     pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
+    pub restarts: Vec<RestartResult>,
     /// Passed attempts / attempts, when there was more than one.
     #[serde(default)]
     pub pass_rate: Option<f64>,
@@ -156,8 +158,9 @@ pub struct PhaseResult {
     pub name: String,
     /// The step kind: `prompt`, `restart`, `get_events`, …
     pub step: String,
-    /// Whether it decides the verdict.
-    pub verdict: bool,
+    /// Whether it decides the cell's verdict (`verdict` in `report.json`).
+    #[serde(rename = "verdict")]
+    pub decides_verdict: bool,
     /// Part of the cleanup that never changes the verdict.
     pub cleanup: bool,
     pub outcome: Outcome,
@@ -239,18 +242,6 @@ pub enum SignatureKind {
     /// The session store (a Rivet actor, SQLite) failed or kept the phase
     /// waiting: the message names the call and its latency.
     Persist,
-}
-
-/// A restart of the cell's target and how long it took to be ready again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RestartTiming {
-    pub phase: String,
-    pub action: String,
-    pub ok: bool,
-    pub restart_ms: u64,
-    pub ready_ms: Option<u64>,
-    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

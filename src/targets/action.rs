@@ -79,14 +79,40 @@ impl ManagedSpec {
     }
 }
 
-impl RestartAction {
-    /// `command`, `managed`, `signal` or `http`.
-    pub fn kind(&self) -> &'static str {
+/// The kinds of [`RestartAction`], as a target's `restart` table names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartKind {
+    Managed,
+    Command,
+    Signal,
+    Http,
+}
+
+impl RestartKind {
+    /// The key that selects the kind in a `[targets.NAME.restart]` table.
+    pub fn as_str(self) -> &'static str {
         match self {
-            RestartAction::Command { .. } => "command",
-            RestartAction::Managed(_) => "managed",
-            RestartAction::Signal { .. } => "signal",
-            RestartAction::Http { .. } => "http",
+            RestartKind::Managed => "managed",
+            RestartKind::Command => "command",
+            RestartKind::Signal => "signal",
+            RestartKind::Http => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for RestartKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RestartAction {
+    pub fn kind(&self) -> RestartKind {
+        match self {
+            RestartAction::Command { .. } => RestartKind::Command,
+            RestartAction::Managed(_) => RestartKind::Managed,
+            RestartAction::Signal { .. } => RestartKind::Signal,
+            RestartAction::Http { .. } => RestartKind::Http,
         }
     }
 

@@ -5,7 +5,7 @@
 //! restarted: a managed process is started, a pid file is checked, and the
 //! readiness probe must pass once (a stack that is not up yet is reported
 //! before any scenario runs). [`Target::restart`] never fails as a Rust
-//! error: it returns a [`RestartOutcome`] saying how long the action took,
+//! error: it returns a [`RestartResult`] saying how long the action took,
 //! how long the component then needed to become ready, and, on failure,
 //! exactly what failed. [`Target::shutdown`] stops what the target started;
 //! dropping a target kills it outright.
@@ -17,10 +17,11 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-pub use action::{ActionError, ActionErrorKind, ManagedSpec, RestartAction};
+pub use action::{ActionError, ActionErrorKind, ManagedSpec, RestartAction, RestartKind};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
 pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
+use crate::clock::millis;
 use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -40,9 +41,16 @@ pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// Lines of a managed process's log quoted in a failure.
 const LOG_TAIL_LINES: usize = 10;
 
-/// What one restart did.
+/// What one restart did, stamped with the scenario phase that asked for it:
+/// the one restart type, from the target up to a cell's `restarts` in
+/// `report.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RestartOutcome {
+#[serde(rename_all = "camelCase")]
+pub struct RestartResult {
+    /// The phase that restarted the target.
+    pub phase: String,
+    /// The restart kind (`managed`, `command`, `signal`, `http`).
+    pub action: String,
     pub ok: bool,
     /// How long the restart action itself took.
     pub restart_ms: u64,
@@ -158,8 +166,7 @@ impl Target {
         self
     }
 
-    /// `command`, `managed`, `signal` or `http`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> RestartKind {
         self.action.kind()
     }
 
@@ -227,12 +234,21 @@ impl Target {
         Ok(())
     }
 
-    /// Runs the restart action, then waits for readiness.
-    pub async fn restart(&mut self) -> RestartOutcome {
+    /// Runs the restart action, then waits for readiness; `phase` names the
+    /// scenario phase the result belongs to.
+    pub async fn restart(&mut self, phase: &str) -> RestartResult {
         let started = Instant::now();
         let action = self.run_action().await;
         let restart_ms = millis(started.elapsed());
-        let mut outcome = self.restart_outcome(action, restart_ms).await;
+        let (ok, ready_ms, detail) = self.restart_outcome(action).await;
+        let mut outcome = RestartResult {
+            phase: phase.to_string(),
+            action: self.kind().to_string(),
+            ok,
+            restart_ms,
+            ready_ms,
+            detail,
+        };
         if let Some(note) = self.after_stop_note.take() {
             outcome.detail = Some(match outcome.detail {
                 Some(detail) => format!("{detail}; {note}"),
@@ -242,44 +258,24 @@ impl Target {
         outcome
     }
 
+    /// Whether the restart worked, how long readiness took, and what failed.
     async fn restart_outcome(
         &mut self,
         action: Result<(), ActionError>,
-        restart_ms: u64,
-    ) -> RestartOutcome {
+    ) -> (bool, Option<u64>, Option<String>) {
         if let Err(error) = action {
-            return RestartOutcome {
-                ok: false,
-                restart_ms,
-                ready_ms: None,
-                detail: Some(error.to_string()),
-            };
+            return (false, None, Some(error.to_string()));
         }
         if self.readiness == Readiness::None {
-            return RestartOutcome {
-                ok: true,
-                restart_ms,
-                ready_ms: None,
-                detail: None,
-            };
+            return (true, None, None);
         }
         match self
             .readiness
             .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
         {
-            Ok(took) => RestartOutcome {
-                ok: true,
-                restart_ms,
-                ready_ms: Some(millis(took)),
-                detail: None,
-            },
-            Err(error) => RestartOutcome {
-                ok: false,
-                restart_ms,
-                ready_ms: None,
-                detail: Some(format!("{error}{}", self.process_hint())),
-            },
+            Ok(took) => (true, Some(millis(took)), None),
+            Err(error) => (false, None, Some(format!("{error}{}", self.process_hint()))),
         }
     }
 
@@ -418,10 +414,6 @@ fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))
         .join(format!("{target}.log"))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.

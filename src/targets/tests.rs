@@ -33,7 +33,7 @@ async fn restart_managed_and_check(readiness: Readiness, port: u16, dir: &std::p
     target.prepare().await.expect("prepare");
     let first = target.pid().expect("running") as i32;
 
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(outcome.ok, "{outcome:?}");
     assert!(outcome.ready_ms.is_some(), "{outcome:?}");
     assert!(outcome.detail.is_none());
@@ -88,7 +88,7 @@ async fn a_failing_command_reports_its_exit_code_and_stderr() {
         },
         Readiness::None,
     );
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     assert_eq!(outcome.ready_ms, None);
     let detail = outcome.detail.unwrap();
@@ -109,7 +109,7 @@ async fn a_hanging_command_is_killed_at_its_timeout_with_its_children() {
         Readiness::None,
     );
     let started = Instant::now();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     let took = started.elapsed();
     assert!(!outcome.ok);
     assert!(took >= timeout, "{took:?}");
@@ -143,7 +143,7 @@ async fn a_command_that_succeeds_then_readiness_that_never_comes() {
     )
     .with_ready_timeout(Duration::from_millis(300));
     let started = Instant::now();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(!outcome.ok);
     assert_eq!(outcome.ready_ms, None);
@@ -195,7 +195,7 @@ async fn a_missing_pid_file_is_an_error() {
         "{e}"
     );
     assert!(e.to_string().contains("nginx.pid"), "{e}");
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     assert!(outcome.detail.unwrap().contains("nginx.pid"));
 }
@@ -226,7 +226,7 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
         Readiness::None,
     );
     target.prepare().await.unwrap();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(outcome.ok, "{outcome:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !marker.exists() && Instant::now() < deadline {
@@ -251,8 +251,8 @@ async fn an_http_hook_checks_its_status() {
         },
         Readiness::None,
     );
-    assert!(target.restart().await.ok);
-    let outcome = target.restart().await;
+    assert!(target.restart("restart").await.ok);
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     let detail = outcome.detail.unwrap();
     assert!(detail.contains("answered 500, expected 204"), "{detail}");
@@ -269,7 +269,7 @@ fn describe_is_one_readable_line() {
         RestartAction::Managed(spec),
         Readiness::http("http://127.0.0.1:2468/v1/health"),
     );
-    assert_eq!(target.kind(), "managed");
+    assert_eq!(target.kind(), RestartKind::Managed);
     assert_eq!(
         target.describe(),
         "managed: sandbox-agent server -p 2468 (SIGTERM, grace 5 s); \
@@ -309,7 +309,7 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
         },
         Readiness::None,
     );
-    let detail = target.restart().await.detail.unwrap();
+    let detail = target.restart("restart").await.detail.unwrap();
     // The command itself is quoted first; what follows is the stderr kept.
     assert_eq!(
         detail.rsplit("; stderr: ").next(),

@@ -4,8 +4,9 @@
 //! folder removed; bounded, with a fresh client, whatever happened before.
 
 use super::sandbox_steps::{file_missing, CELL_MARK};
-use super::{millis, Cell};
+use super::RunningCell;
 use crate::client::{Client, ClientError, ClientOptions};
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 /// How long the teardown of a cell's files and processes may take.
 const TEARDOWN_BOUND: Duration = Duration::from_secs(10);
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     /// Closes the cell's terminals and removes its processes and files, bounded,
     /// with a fresh client (the scenario's may be disposed or broken). `None`
     /// when the cell made nothing.
@@ -86,7 +87,7 @@ impl Cell<'_> {
         Some(PhaseResult {
             name: "sandboxCleanup".into(),
             step: "sandbox_cleanup".into(),
-            verdict: false,
+            decides_verdict: false,
             cleanup: true,
             outcome: match (&signature, ok) {
                 (_, true) => Outcome::Ok,

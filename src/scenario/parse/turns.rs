@@ -29,12 +29,12 @@ impl Turns {
                     "a prompt with `wait = false` needs `turn`: the name its `await_turn` uses",
                 ))
             }
-            (_, Some(_)) => {
+            // Called for `wait = false` or a `turn`: here it is a turn without `wait = false`.
+            _ => {
                 return Err(Invalid::new(
                     "`turn` names a prompt that does not wait: add `wait = false`",
                 ))
             }
-            (_, None) => unreachable!("only called for wait = false or a turn"),
         };
         if !matches!(&p.text, Some(Texts::One(t)) if !t.trim().is_empty()) {
             return Err(Invalid::new(
@@ -151,7 +151,7 @@ mod tests {
                 deadline: Some(Duration::from_millis(900))
             }
         );
-        assert_eq!(s.phases[3].step.kind(), "restart");
+        assert_eq!(s.phases[3].step.kind(), crate::scenario::StepKind::Restart);
     }
 
     #[test]
