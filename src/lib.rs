@@ -31,7 +31,9 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod secret;
+pub mod signal;
 pub mod stack;
+pub mod supervise;
 pub mod targets;
 pub mod trace;
 

@@ -7,16 +7,15 @@
 //! it never prints or renders.
 
 use crate::partition::{cell_name, Partition};
-use crate::persist::PersistDriver;
+use crate::persist::PersistFactory;
 use crate::report::attempts::aggregate;
 use crate::report::{
     Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
 };
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
-use crate::targets::Target;
+use crate::targets::{Absence, Target, Unavailable};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
@@ -34,9 +33,6 @@ pub enum PersistChoice {
     /// A custom factory (the local stack's Rivet actor): `key` is unique per cell.
     Custom(String),
 }
-
-/// Makes a cell's persist store; `key` is unique per cell.
-pub type PersistFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, String> + Send + Sync>;
 
 /// Everything a run needs, resolved from flags, config and environment.
 pub struct RunPlan {
@@ -71,33 +67,6 @@ pub struct RunPlan {
     pub agent_sent_log: Option<PathBuf>,
     /// The local stack's fake model provider log, when real agents run.
     pub model_calls: Option<crate::provider::ModelCalls>,
-}
-
-/// A target that cannot run, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unavailable {
-    pub name: String,
-    pub reason: String,
-    /// `Skipped` for a missing program, `Error` for one that failed to start.
-    pub verdict: Verdict,
-}
-
-impl Unavailable {
-    pub fn skipped(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Skipped,
-        }
-    }
-
-    pub fn failed(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Error,
-        }
-    }
 }
 
 /// Progress, as plain data for whoever displays it.
@@ -242,7 +211,10 @@ pub async fn run(
             }
             index += 1;
             let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
-            cell.verdict = unavailable.verdict;
+            cell.verdict = match unavailable.absence {
+                Absence::Missing => Verdict::Skipped,
+                Absence::StartFailed => Verdict::Error,
+            };
             cell.server_version = plan.axis_version.clone();
             on_event(RunEvent::CellFinished {
                 index,

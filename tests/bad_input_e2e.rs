@@ -30,7 +30,7 @@ fn stderr(run: &Output) -> String {
 fn config(dir: &Path, token: bool, ready: &str) -> PathBuf {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let server = SandboxAgentConfig {
         binary,
         run_dir: dir.join("server"),

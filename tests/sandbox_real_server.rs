@@ -382,7 +382,7 @@ async fn start_with_token(token: &str) -> TokenServer {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let spec = SandboxAgentConfig {
         binary,
         run_dir: dir.path().to_path_buf(),

@@ -4,7 +4,7 @@
 use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config, PersistKind};
 use crate::exit_codes;
-use crate::report::{self, LogFile, Report};
+use crate::report::{self, Report};
 use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
@@ -318,9 +318,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     spawn_signal_handler(cancel_tx);
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
-    let owner_tag = crate::stack::owner::new_tag(&run_dir);
-    crate::stack::owner::adopt(&owner_tag);
-    crate::stack::keeper::start(&owner_tag).map_err(incomplete)?;
+    let owner_tag = crate::supervise::owner::new_tag(&run_dir);
+    crate::supervise::owner::adopt(&owner_tag);
+    crate::supervise::keeper::start(&owner_tag).map_err(incomplete)?;
 
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let format = args.message_format;
@@ -499,18 +499,4 @@ fn distinct_versions(given: &[String]) -> Result<Vec<String>, Failure> {
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {
     scenarios.iter().map(|s| s.name.clone()).collect()
-}
-
-/// The run folder's logs, relative to the report folder when inside it.
-pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile> {
-    logs.iter()
-        .map(|(name, path)| LogFile {
-            name: name.clone(),
-            path: path
-                .strip_prefix(run_dir)
-                .unwrap_or(path)
-                .display()
-                .to_string(),
-        })
-        .collect()
 }

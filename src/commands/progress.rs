@@ -123,7 +123,7 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
                 crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
                 let _ = cancel.send(true);
             } else {
-                crate::stack::process::kill_all_groups();
+                crate::supervise::kill_all_groups();
                 std::process::exit(i32::from(exit_codes::KILLED));
             }
         }

@@ -17,6 +17,10 @@ pub use sqlite::SqliteDriver;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
+
+/// Makes a cell's persist store; `key` is unique per cell.
+pub type PersistFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, String> + Send + Sync>;
 
 /// The SDK's default page size for list calls.
 pub const DEFAULT_LIST_LIMIT: usize = 100;

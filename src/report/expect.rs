@@ -334,7 +334,7 @@ impl Entry {
             .as_deref()
             .is_none_or(|b| cell.failure_boundary.as_deref() == Some(b));
         let signature_ok = self.signature.as_deref().is_none_or(|expected| {
-            let expected = crate::diagnose::mask_ids(expected.trim());
+            let expected = super::model::mask_ids(expected.trim());
             cell.boundary_signature()
                 .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
         });

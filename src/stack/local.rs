@@ -6,11 +6,13 @@
 //! skipped target with the install command, never silently dropped.
 
 use super::nginx::{self, GatewayConfig};
-use super::process::free_port;
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+use crate::persist::PersistFactory;
 use crate::report::LogFile;
-use crate::runner::{PersistFactory, Unavailable};
+use crate::signal::Signal;
+use crate::supervise::free_port;
+use crate::targets::Unavailable;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -99,14 +101,14 @@ pub struct LocalStack {
     owner: String,
 }
 
-fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
+fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
     RestartAction::Managed(ManagedSpec {
         program: spec.program,
         args: spec.args,
         env: spec.env,
         cwd: spec.cwd,
         log: Some(spec.log),
-        stop_signal: libc::SIGTERM,
+        stop_signal: Signal::TERM,
         grace,
     })
 }
@@ -273,7 +275,7 @@ impl LocalStack {
                     "gateway-reload",
                     RestartAction::Signal {
                         pid_file: gateway.prefix.join("nginx.pid"),
-                        signal: libc::SIGHUP,
+                        signal: Signal::HUP,
                     },
                     Readiness::http(gateway.health_url()),
                 )
@@ -314,7 +316,7 @@ impl LocalStack {
         for c in &mut components {
             if let Some((_, pid)) = pids.iter().find(|(n, pid)| *n == c.target && pid.is_some()) {
                 c.pid = *pid;
-                c.started = pid.and_then(|p| super::owner::start_time(p as i32));
+                c.started = pid.and_then(|p| crate::supervise::owner::start_time(p as i32));
             }
         }
         components
@@ -330,7 +332,17 @@ impl LocalStack {
 
     /// Component logs for the report, relative to `run_dir` when inside it.
     pub fn logs(&self, run_dir: &Path) -> Vec<LogFile> {
-        crate::commands::relative_logs(run_dir, &self.logs)
+        self.logs
+            .iter()
+            .map(|(name, path)| LogFile {
+                name: name.clone(),
+                path: path
+                    .strip_prefix(run_dir)
+                    .unwrap_or(path)
+                    .display()
+                    .to_string(),
+            })
+            .collect()
     }
 
     /// Stops every component still held here (the runner shuts down its targets itself).
@@ -356,8 +368,8 @@ impl LocalStack {
         }
         // Whatever a component spawned outside its group (the engine a
         // RivetKit runner starts when it finds none) carries our owner tag.
-        if let Some(tag) = super::owner::current() {
-            let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
+        if let Some(tag) = crate::supervise::owner::current() {
+            let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
         }
     }
 }

@@ -4,13 +4,10 @@
 
 pub mod agent_wiring;
 pub mod agents;
-pub mod keeper;
 pub mod local;
 pub mod nginx;
 pub mod npm;
 pub mod orphans;
-pub mod owner;
-pub mod process;
 pub mod rivet;
 pub mod sandbox_agent;
 pub mod state;

@@ -11,17 +11,17 @@
 //! dropping a target kills it outright.
 
 mod action;
+mod pid_file;
 mod readiness;
-mod signal;
 
 #[cfg(test)]
 mod tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
-pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
-use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
+use crate::signal::Signal;
+use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -66,6 +66,40 @@ pub enum TargetError {
         /// What the managed process did meanwhile, when there is one.
         hint: String,
     },
+}
+
+/// A target that cannot run here, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unavailable {
+    pub name: String,
+    pub reason: String,
+    pub absence: Absence,
+}
+
+/// Why a target cannot run: its cells are skipped when its program is
+/// missing, errors when the program failed to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absence {
+    Missing,
+    StartFailed,
+}
+
+impl Unavailable {
+    pub fn skipped(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::Missing,
+        }
+    }
+
+    pub fn failed(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::StartFailed,
+        }
+    }
 }
 
 /// A restartable component.
@@ -192,8 +226,8 @@ impl Target {
                     .map_err(|error| self.action_error(error))?;
             }
             RestartAction::Signal { pid_file, .. } => {
-                let pid = signal::read_pid_file(pid_file).map_err(|e| self.action_error(e))?;
-                if !signal::process_exists(pid) {
+                let pid = pid_file::read_pid_file(pid_file).map_err(|e| self.action_error(e))?;
+                if !pid_file::process_exists(pid) {
                     return Err(self.action_error(ActionError::NoProcess {
                         pid,
                         path: pid_file.clone(),
@@ -325,7 +359,7 @@ impl Target {
                 started
             }
             RestartAction::Signal { pid_file, signal } => {
-                signal::send_from_pid_file(pid_file, *signal)
+                pid_file::send_from_pid_file(pid_file, *signal)
             }
             RestartAction::Http {
                 url,
@@ -372,7 +406,7 @@ impl Target {
             }
             ProcessState::Exited {
                 signal: Some(s), ..
-            } => format!("; the process was killed by {}", signal_name(s)),
+            } => format!("; the process was killed by {}", Signal::from_number(s)),
             ProcessState::Exited { .. } => "; the process exited".to_string(),
             ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
             ProcessState::NotStarted => "; the process never started".to_string(),
@@ -407,7 +441,10 @@ fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: Pro
         }
         ProcessState::Exited { code, signal } => {
             fields.insert("exitCode".into(), code.into());
-            fields.insert("signal".into(), signal.map(signal_name).into());
+            fields.insert(
+                "signal".into(),
+                signal.map(|s| Signal::from_number(s).to_string()).into(),
+            );
         }
         ProcessState::NotStarted => {
             fields.insert("state".into(), "not started".into());

@@ -3,13 +3,13 @@
 //! killed (a restarted server forgets processes without killing them), its
 //! folder removed; bounded, with a fresh client, whatever happened before.
 
-use super::sandbox_steps::{file_missing, CELL_MARK};
+use super::sandbox_steps::{file_missing, marked_processes};
 use super::{millis, Cell};
 use crate::client::{Client, ClientOptions};
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,39 +100,4 @@ impl Cell<'_> {
             signature,
         })
     }
-}
-
-/// Pids of the sandbox's processes whose environment carries this cell's
-/// mark (read from `/proc` by a one-off command in the sandbox, so it works
-/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
-/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
-pub(super) async fn marked_processes(
-    client: &Client,
-    suffix: &str,
-    kill: bool,
-) -> Result<Vec<i64>, String> {
-    if suffix.is_empty()
-        || !suffix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        return Err(format!("cell id {suffix:?} is not safe in a shell word"));
-    }
-    let action = if kill { "kill -9 \"$p\"; " } else { "" };
-    let script = format!(
-        "{{ for f in /proc/[0-9]*/environ; do \
-         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
-         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
-    );
-    let result = client
-        .run_command("sh", &["-c", &script], 10_000)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(result
-        .get("stdout")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect())
 }

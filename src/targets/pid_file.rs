@@ -1,0 +1,69 @@
+//! The `signal` restart action: read a pid file and signal that process
+//! (an nginx reload, a supervisor's HUP).
+
+use super::action::ActionError;
+use crate::signal::Signal;
+use std::path::Path;
+
+/// Reads a pid file: one positive integer, surrounding whitespace allowed.
+pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
+    let pid_file_error = |reason: String| ActionError::PidFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| pid_file_error(e.to_string()))?;
+    let trimmed = text.trim();
+    match trimmed.parse::<i32>() {
+        Ok(pid) if pid > 0 => Ok(pid),
+        _ => {
+            let shown: String = trimmed.chars().take(40).collect();
+            Err(pid_file_error(format!(
+                "expected a process id, found {shown:?}"
+            )))
+        }
+    }
+}
+
+/// Whether a process with this pid exists (and may be signalled by us).
+pub fn process_exists(pid: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks existence and permission.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Sends `signal` to the process named by `pid_file`.
+pub fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
+    let pid = read_pid_file(pid_file)?;
+    // SAFETY: kill(2) on a single positive pid; no memory is touched.
+    if unsafe { libc::kill(pid, signal.number()) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Err(ActionError::NoProcess {
+            pid,
+            path: pid_file.to_path_buf(),
+        })
+    } else {
+        Err(ActionError::Kill {
+            pid,
+            signal: signal.to_string(),
+            reason: err.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_files_must_hold_a_pid() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.pid");
+        std::fs::write(&path, "not a pid\n").unwrap();
+        let e = read_pid_file(&path).unwrap_err().to_string();
+        assert!(e.contains("x.pid") && e.contains("not a pid"), "{e}");
+        std::fs::write(&path, " 42\n").unwrap();
+        assert_eq!(read_pid_file(&path).unwrap(), 42);
+    }
+}
