@@ -220,3 +220,30 @@ fn the_checker_reports_a_mod_line_without_its_file() {
         "{findings}"
     );
 }
+
+#[test]
+fn a_module_and_its_own_submodules_using_each_other_make_no_circle() {
+    let store = "mod disk;\npub const BLOCK: usize = 4;\npub fn open() -> usize { disk::size() }\n";
+    let disk = "pub fn size() -> usize { super::BLOCK * crate::util::KB }\n";
+    let (files, layers) = synthetic(&[("src/store/mod.rs", store), ("src/store/disk.rs", disk)]);
+    let findings = check(&files, &layers);
+    assert!(findings.is_clean(), "{findings}");
+    let inside: Vec<_> = checker::edges(&files)
+        .into_iter()
+        .filter(|e| e.nested)
+        .map(|e| (e.from, e.to))
+        .collect();
+    assert_eq!(
+        inside,
+        vec![
+            (
+                "src/store/disk.rs".to_string(),
+                "src/store/mod.rs".to_string()
+            ),
+            (
+                "src/store/mod.rs".to_string(),
+                "src/store/disk.rs".to_string()
+            )
+        ]
+    );
+}

@@ -208,7 +208,29 @@ impl LocalStack {
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
         stack.agent_sent_log = Some(agent.agent_sent_path());
-        super::agent_wiring::wire_agents(&mut stack, &options, &agent.run_dir, progress).await?;
+        let wired = super::agent_wiring::wire_agents(
+            &options.agents,
+            &options.run_dir,
+            &agent.run_dir,
+            &stack.owner,
+            progress,
+        )
+        .await?;
+        if let Some(wired) = wired {
+            stack.components.push(Component {
+                target: "provider".into(),
+                program: "fake model provider".into(),
+                url: wired.provider.base_url(),
+                log: wired.log.clone(),
+                // In the harness's own process: nothing for `stack down` to signal.
+                pid: None,
+                started: None,
+            });
+            stack.logs.push(("provider".into(), wired.log));
+            stack.model_calls = Some(wired.provider.calls());
+            stack.provider = Some(wired.provider);
+            stack.agent_skips.extend(wired.skips);
+        }
         stack
             .logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
@@ -292,18 +314,6 @@ impl LocalStack {
             .targets
             .sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
         Ok(stack)
-    }
-
-    pub(super) fn push_log(&mut self, name: &str, path: PathBuf) {
-        self.logs.push((name.to_string(), path));
-    }
-
-    pub(super) fn set_provider(&mut self, provider: crate::provider::FakeProvider) {
-        self.provider = Some(provider);
-    }
-
-    pub(super) fn owner(&self) -> &str {
-        &self.owner
     }
 
     /// Lets every process outlive this handle (for `stack up`); fills in the pids.

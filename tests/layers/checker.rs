@@ -25,6 +25,12 @@ pub struct Edge {
     pub from: String,
     pub to: String,
     pub names: BTreeSet<String>,
+    /// Between a module's file and the file of one of its own submodules
+    /// (`mod.rs` and `action.rs` of one folder): a child naming what its
+    /// parent defines for all its children (`super::Shared`), or a parent
+    /// using its child. Such a pair is one module's inside, so it does not
+    /// count towards a circle; siblings and strangers do.
+    pub nested: bool,
 }
 
 /// What the checker found; empty vectors mean the picture is true.
@@ -140,8 +146,10 @@ pub fn layer_table(lib_rs: &str) -> Vec<Vec<String>> {
 }
 
 /// Files that import each other: the strongly connected components of more
-/// than one file (Tarjan), each with the edges that tie it.
+/// than one file (Tarjan) over the edges that are not [`Edge::nested`],
+/// each with the edges that tie it.
 fn circles(edges: &[Edge]) -> Vec<Vec<Edge>> {
+    let edges: Vec<&Edge> = edges.iter().filter(|e| !e.nested).collect();
     let nodes: BTreeSet<&str> = edges
         .iter()
         .flat_map(|e| [e.from.as_str(), e.to.as_str()])
@@ -149,7 +157,7 @@ fn circles(edges: &[Edge]) -> Vec<Vec<Edge>> {
     let nodes: Vec<&str> = nodes.into_iter().collect();
     let index_of = |n: &str| nodes.binary_search(&n).expect("node");
     let mut next: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for e in edges {
+    for e in &edges {
         next[index_of(&e.from)].push(index_of(&e.to));
     }
     let mut t = Tarjan {
@@ -175,7 +183,7 @@ fn circles(edges: &[Edge]) -> Vec<Vec<Edge>> {
             let mut inside: Vec<Edge> = edges
                 .iter()
                 .filter(|e| members.contains(e.from.as_str()) && members.contains(e.to.as_str()))
-                .cloned()
+                .map(|e| (*e).clone())
                 .collect();
             inside.sort();
             inside
@@ -366,6 +374,11 @@ impl Crate {
         }
     }
 
+    /// The module a file is the source of (not the inline modules inside it).
+    fn module_of_file(&self, file: &str) -> Option<usize> {
+        self.modules.iter().position(|m| m.file == file)
+    }
+
     fn top_module_of(&self, file: &str) -> &str {
         self.modules
             .iter()
@@ -398,11 +411,13 @@ impl Crate {
         for (id, module) in self.modules.iter().enumerate() {
             for u in module.uses.iter().chain(&module.globs) {
                 let is_glob = u.alias == "*";
-                match self.resolve(id, &u.path, 0) {
-                    Some(Target::Item(def)) if !(u.public && self.is_descendant(def, id)) => {
-                        add(id, def, u.path.last().map_or("", String::as_str))
+                match self.resolve_named(id, &u.path, 0) {
+                    Some((Target::Item(def), name))
+                        if !(u.public && self.is_descendant(def, id)) =>
+                    {
+                        add(id, def, name)
                     }
-                    Some(Target::Module(m))
+                    Some((Target::Module(m), _))
                         if is_glob && !(u.public && self.is_descendant(m, id)) =>
                     {
                         add(id, m, "*")
@@ -411,14 +426,25 @@ impl Crate {
                 }
             }
             for path in &module.paths {
-                if let Some(Target::Item(def)) = self.resolve(id, path, 0) {
-                    add(id, def, path.last().map_or("", String::as_str));
+                if let Some((Target::Item(def), name)) = self.resolve_named(id, path, 0) {
+                    add(id, def, name);
                 }
             }
         }
         merged
             .into_iter()
-            .map(|((from, to), names)| Edge { from, to, names })
+            .map(|((from, to), names)| {
+                let nested = match (self.module_of_file(&from), self.module_of_file(&to)) {
+                    (Some(a), Some(b)) => self.is_descendant(a, b) || self.is_descendant(b, a),
+                    _ => false,
+                };
+                Edge {
+                    from,
+                    to,
+                    names,
+                    nested,
+                }
+            })
             .collect()
     }
 
@@ -426,6 +452,17 @@ impl Crate {
     /// that defines the item (the rest of the path, e.g. an enum variant or
     /// an associated function, stays in that item's file).
     fn resolve(&self, from: usize, path: &[String], depth: usize) -> Option<Target> {
+        self.resolve_named(from, path, depth)
+            .map(|(target, _)| target)
+    }
+
+    /// [`Crate::resolve`], with the segment that named the item.
+    fn resolve_named<'p>(
+        &self,
+        from: usize,
+        path: &'p [String],
+        depth: usize,
+    ) -> Option<(Target, &'p str)> {
         if depth > 16 || path.is_empty() {
             return None;
         }
@@ -435,14 +472,16 @@ impl Crate {
             "super" => Target::Module(self.modules[from].parent?),
             first => self.lookup(from, first, depth)?,
         };
+        let mut name = path[0].as_str();
         for segment in &path[1..] {
             let Target::Module(m) = at else { break };
+            name = segment;
             at = match segment.as_str() {
                 "super" => Target::Module(self.modules[m].parent?),
-                name => self.lookup(m, name, depth)?,
+                segment => self.lookup(m, segment, depth)?,
             };
         }
-        Some(at)
+        Some((at, name))
     }
 
     /// A name as seen from inside module `m`: a child module, an item it
