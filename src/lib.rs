@@ -37,22 +37,22 @@ pub mod agent;
 pub mod cli;
 pub mod client;
 pub mod commands;
-pub mod config;
+mod config;
 pub mod console;
 pub mod diagnose;
 pub mod exit_codes;
 pub mod http;
-pub mod partition;
+mod partition;
 pub mod persist;
-pub mod provider;
+mod provider;
 pub mod report;
-pub mod runner;
+mod runner;
 pub mod scenario;
 pub mod secret;
-pub mod signal;
+mod signal;
 pub mod stack;
 pub mod supervise;
-pub mod targets;
+mod targets;
 pub mod trace;
 
 #[cfg(test)]

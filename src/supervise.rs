@@ -12,7 +12,7 @@
 //! through [`set_journal`], so supervision never reaches up to it.
 
 pub mod keeper;
-pub mod owner;
+pub(crate) mod owner;
 
 use crate::signal::Signal;
 use std::collections::HashSet;

@@ -106,7 +106,8 @@ pub(super) async fn wait_true(mut rx: watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
 }
 
-/// First Ctrl-C (or SIGTERM): stop after the current cell, write what finished.
+/// First Ctrl-C (or SIGTERM): the running cell stops where it is (recorded
+/// as interrupted), cleans up, and the partial report is written.
 /// Second: kill every process group at once and exit.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
     tokio::spawn(async move {

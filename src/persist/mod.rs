@@ -6,8 +6,8 @@
 //! Paging follows the SDK: a cursor is the stringified offset of the next item.
 
 mod memory;
-pub mod observe;
-pub mod rivet;
+pub(crate) mod observe;
+pub(crate) mod rivet;
 mod sqlite;
 
 pub use memory::MemoryDriver;

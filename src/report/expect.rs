@@ -168,10 +168,6 @@ impl Expectations {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Refuses an entry whose target or scenario matches none of the run's:
     /// a typo must not silently switch a gate off.
     pub fn check_names(&self, targets: &[String], scenarios: &[String]) -> Result<(), ExpectError> {

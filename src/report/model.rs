@@ -221,7 +221,7 @@ impl Cause {
     }
 }
 
-/// The classes of failure, as ARCHITECTURE.md lists them.
+/// The classes of failure, as docs/report-schema.md lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignatureKind {

@@ -317,12 +317,12 @@ impl Target {
         }
     }
 
-    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     /// Leaves a managed target's process running past this handle; returns its pid.
     pub fn detach(&mut self) -> Option<u32> {
         self.process.as_mut().and_then(ManagedProcess::detach)
     }
 
+    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     pub async fn shutdown(&mut self) {
         let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
