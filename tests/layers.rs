@@ -164,6 +164,24 @@ fn the_checker_fails_an_upward_import_hidden_behind_a_use_alias_or_a_macro() {
 }
 
 #[test]
+fn the_checker_sees_paths_in_attribute_arguments() {
+    let util = "pub const KB: usize = 1024;\n\
+                #[derive(Debug)]\npub struct Args {\n    #[arg(long, default_value = crate::app::NAME)]\n    pub name: String,\n}\n";
+    let app =
+        "use crate::store::Store;\npub const NAME: &str = \"app\";\npub fn run(_: Store) {}\n";
+    let (files, layers) = synthetic(&[("src/util.rs", util), ("src/app.rs", app)]);
+    let findings = check(&files, &layers);
+    assert_eq!(findings.upward.len(), 1, "{findings}");
+    assert_eq!(
+        (
+            findings.upward[0].from.as_str(),
+            findings.upward[0].to.as_str()
+        ),
+        ("src/util.rs", "src/app.rs")
+    );
+}
+
+#[test]
 fn the_checker_finds_sibling_files_that_import_each_other_inside_one_module() {
     let disk = "use super::cache::Cache;\npub struct Store;\npub fn hit(_: Cache) {}\n";
     let cache = "pub struct Cache;\npub fn fill() -> super::disk::Store { super::disk::Store }\n";

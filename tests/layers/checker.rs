@@ -522,7 +522,22 @@ impl<'ast> Visit<'ast> for PathCollector<'_> {
         syn::visit::visit_path(self, path);
     }
 
-    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
+    /// Attribute arguments name items too: clap's `default_value =
+    /// crate::x::DEFAULT`, thiserror's `#[error("{}", super::ID)]`.
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        let syn::Meta::List(list) = &attr.meta else {
+            return;
+        };
+        if list.path.is_ident("cfg") {
+            return;
+        }
+        let parser = Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        if let Ok(exprs) = list.parse_args_with(parser) {
+            for expr in &exprs {
+                self.visit_expr(expr);
+            }
+        }
+    }
 
     fn visit_item(&mut self, item: &'ast syn::Item) {
         if !is_test_only(item_attrs(item)) {
