@@ -53,7 +53,30 @@ fn imports_run_down_the_layer_table_of_lib_rs_without_circles() {
 /// The module-to-module picture, top layer first (for `--nocapture` readers).
 fn print_module_graph(files: &Files, layers: &[Vec<String>]) {
     let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for e in checker::edges(files) {
+    let edges = checker::edges(files);
+    let two_way: Vec<String> = edges
+        .iter()
+        .filter(|e| e.nested && e.from < e.to)
+        .filter(|e| {
+            edges
+                .iter()
+                .any(|back| back.from == e.to && back.to == e.from)
+        })
+        .map(|e| format!("{} <-> {}", e.from, e.to))
+        .collect();
+    println!(
+        "{} file imports. A module's file and its own submodules that use each other",
+        edges.len()
+    );
+    println!(
+        "(one module's inside, not counted as a circle): {}",
+        two_way.len()
+    );
+    for pair in &two_way {
+        println!("  {pair}");
+    }
+    println!("Modules, top layer first, and what each imports:");
+    for e in edges {
         let (a, b) = (top(&e.from), top(&e.to));
         if a != b {
             uses.entry(a).or_default().insert(b);
