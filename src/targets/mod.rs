@@ -11,8 +11,8 @@
 //! dropping a target kills it outright.
 
 mod action;
-mod pid_file;
 mod readiness;
+mod signal;
 
 #[cfg(test)]
 mod tests;
@@ -226,8 +226,8 @@ impl Target {
                     .map_err(|error| self.action_error(error))?;
             }
             RestartAction::Signal { pid_file, .. } => {
-                let pid = pid_file::read_pid_file(pid_file).map_err(|e| self.action_error(e))?;
-                if !pid_file::process_exists(pid) {
+                let pid = signal::read_pid_file(pid_file).map_err(|e| self.action_error(e))?;
+                if !signal::process_exists(pid) {
                     return Err(self.action_error(ActionError::NoProcess {
                         pid,
                         path: pid_file.clone(),
@@ -359,7 +359,7 @@ impl Target {
                 started
             }
             RestartAction::Signal { pid_file, signal } => {
-                pid_file::send_from_pid_file(pid_file, *signal)
+                signal::send_from_pid_file(pid_file, *signal)
             }
             RestartAction::Http {
                 url,
