@@ -6,6 +6,8 @@
 
 #[path = "layers/checker.rs"]
 mod checker;
+#[path = "layers/read.rs"]
+mod read;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
