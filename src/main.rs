@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     // Whatever happens, no child process group outlives the harness.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        continuity::stack::process::kill_all_groups();
+        continuity::supervise::kill_all_groups();
         default_hook(info);
     }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -33,9 +33,9 @@ fn main() -> ExitCode {
                 continuity::agent::run().await.clamp(0, 255) as u8,
             )),
             // Blocks this thread on its pipe: nothing else runs in a keeper.
-            Command::Keeper { owner } => {
-                Ok(Outcome::Exited(continuity::stack::keeper::run(&owner) as u8))
-            }
+            Command::Keeper { owner } => Ok(Outcome::Exited(continuity::supervise::keeper::run(
+                &owner,
+            ) as u8)),
             Command::Run(args) => commands::run(*args).await,
             Command::Validate(sources) => commands::validate(&sources).map(|out| {
                 console::out(&out);
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
             },
         }
     });
-    continuity::stack::process::kill_all_groups();
-    continuity::stack::keeper::finish();
+    continuity::supervise::kill_all_groups();
+    continuity::supervise::keeper::finish();
     ExitCode::from(commands::exit_code(outcome))
 }

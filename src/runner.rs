@@ -13,7 +13,7 @@ use crate::report::{
 };
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
-use crate::targets::Target;
+use crate::targets::{Absence, Target, Unavailable};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -55,33 +55,6 @@ pub struct RunPlan {
     pub agent_sent_log: Option<PathBuf>,
     /// The local stack's fake model provider log, when real agents run.
     pub model_calls: Option<crate::provider::ModelCalls>,
-}
-
-/// A target that cannot run, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unavailable {
-    pub name: String,
-    pub reason: String,
-    /// `Skipped` for a missing program, `Error` for one that failed to start.
-    pub verdict: Verdict,
-}
-
-impl Unavailable {
-    pub fn skipped(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Skipped,
-        }
-    }
-
-    pub fn failed(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Error,
-        }
-    }
 }
 
 /// Progress, as plain data for whoever displays it.
@@ -226,7 +199,10 @@ pub async fn run(
             }
             index += 1;
             let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
-            cell.verdict = unavailable.verdict;
+            cell.verdict = match unavailable.absence {
+                Absence::Missing => Verdict::Skipped,
+                Absence::StartFailed => Verdict::Error,
+            };
             cell.server_version = plan.axis_version.clone();
             on_event(RunEvent::CellFinished {
                 index,

@@ -236,7 +236,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     );
 
     // Nothing listening: the run cannot be completed, exit 2, no phase ran.
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let run = continuity(&[
         "run",
         "--base-url",

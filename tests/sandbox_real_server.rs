@@ -7,11 +7,11 @@ mod support;
 use async_trait::async_trait;
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
+use continuity::report::RestartResult;
 use continuity::report::{Outcome, PhaseResult, Verdict};
 use continuity::scenario::{
     builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, Restarter,
 };
-use continuity::targets::RestartResult;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -384,7 +384,7 @@ async fn start_with_token(token: &str) -> TokenServer {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let spec = SandboxAgentConfig {
         binary,
         run_dir: dir.path().to_path_buf(),

@@ -5,9 +5,9 @@
 
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
+use continuity::report::RestartResult;
 use continuity::report::Verdict;
 use continuity::scenario::{parse_scenario, run_cell, CellSettings, CellStore, Restarter};
-use continuity::targets::RestartResult;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 
 use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
-use crate::report::{self, LogFile, Report};
+use crate::report::{self, Report};
 use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
@@ -292,9 +292,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     spawn_signal_handler(cancel_tx);
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
-    let owner_tag = crate::stack::owner::new_tag(&run_dir);
-    crate::stack::owner::adopt(&owner_tag);
-    crate::stack::keeper::start(&owner_tag)?;
+    let owner_tag = crate::supervise::owner::new_tag(&run_dir);
+    crate::supervise::owner::adopt(&owner_tag);
+    crate::supervise::keeper::start(&owner_tag).map_err(crate::stack::StackError::from)?;
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
@@ -472,18 +472,4 @@ fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {
     scenarios.iter().map(|s| s.name.clone()).collect()
-}
-
-/// The run folder's logs, relative to the report folder when inside it.
-pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile> {
-    logs.iter()
-        .map(|(name, path)| LogFile {
-            name: name.clone(),
-            path: path
-                .strip_prefix(run_dir)
-                .unwrap_or(path)
-                .display()
-                .to_string(),
-        })
-        .collect()
 }

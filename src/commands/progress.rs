@@ -101,7 +101,8 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-/// First Ctrl-C (or SIGTERM): stop after the current cell, write what finished.
+/// First Ctrl-C (or SIGTERM): the running cell stops where it is (recorded
+/// as interrupted), cleans up, and the partial report is written.
 /// Second: kill every process group at once and exit.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
     tokio::spawn(async move {
@@ -118,7 +119,7 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
                 crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
                 let _ = cancel.send(true);
             } else {
-                crate::stack::process::kill_all_groups();
+                crate::supervise::kill_all_groups();
                 std::process::exit(i32::from(super::Outcome::Killed.exit_code()));
             }
         }

@@ -8,9 +8,9 @@
 
 use super::{CommandError, Outcome};
 use crate::stack::local::{Component, LocalStack, StackOptions};
-use crate::stack::owner::{self, Pinned};
 use crate::stack::state::{self, FolderLock, StackState, STATE_FILE};
-use crate::stack::{keeper, process};
+use crate::supervise::owner::{self, Pinned};
+use crate::supervise::{self, keeper};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -86,7 +86,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
     let tag = owner::new_tag(&dir);
     owner::adopt(&tag);
     // Until the stack is handed over, a harness that dies takes it along.
-    keeper::start(&tag)?;
+    keeper::start(&tag).map_err(crate::stack::StackError::from)?;
     state::begin_journal(&dir, &tag)?;
     let options = StackOptions {
         run_dir: dir.clone(),
@@ -102,7 +102,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
     let mut stack = match LocalStack::up(options, &mut progress).await {
         Ok(stack) => stack,
         Err(e) => {
-            process::kill_all_groups();
+            supervise::kill_all_groups();
             let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
             state::end_journal();
             let _ = std::fs::remove_file(dir.join(STATE_FILE));

@@ -34,11 +34,12 @@
 mod check;
 mod raw;
 mod target;
+mod values;
 
 #[cfg(test)]
 mod tests;
 
-pub use check::{check_agent_name, check_base_url};
+pub use values::{check_agent_name, check_base_url};
 
 use crate::persist::PersistChoice;
 use crate::secret::{is_secret_name, Redactor};

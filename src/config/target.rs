@@ -2,11 +2,12 @@
 //! (exactly one of managed, command, signal, http, with only the keys that
 //! kind takes) and its readiness probe.
 
-use super::check::{
+use super::raw::{RawManaged, RawReady, RawRestart, RawTarget};
+use super::values::{
     check_addr, check_signal, check_status, check_url, invalid, positive_ms, Invalid,
 };
-use super::raw::{RawManaged, RawReady, RawRestart, RawTarget};
 use super::TargetEntry;
+use crate::signal::Signal;
 use crate::targets::{
     ManagedSpec, Readiness, RestartAction, RestartKind, DEFAULT_COMMAND_TIMEOUT, DEFAULT_GRACE,
     DEFAULT_HTTP_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_READY_TIMEOUT,
@@ -175,7 +176,7 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 })?;
             Ok(RestartAction::Signal {
                 pid_file: PathBuf::from(pid_file.get_ref()),
-                signal: signal.unwrap_or(libc::SIGHUP),
+                signal: signal.unwrap_or(Signal::HUP),
             })
         }
         RestartKind::Http => {

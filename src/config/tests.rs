@@ -77,7 +77,7 @@ fn a_good_file() {
         targets[0].action,
         RestartAction::Signal {
             pid_file: "/run/nginx.pid".into(),
-            signal: libc::SIGHUP
+            signal: crate::signal::Signal::HUP
         }
     );
     let RestartAction::Managed(spec) = &targets[1].action else {

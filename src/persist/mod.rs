@@ -7,8 +7,8 @@
 
 mod choice;
 mod memory;
-pub mod observe;
-pub mod rivet;
+pub(crate) mod observe;
+pub(crate) mod rivet;
 mod sqlite;
 
 pub use choice::{PersistChoice, PersistFactory};

@@ -10,7 +10,7 @@
 //! and stopping it is spawning and cancelling one task, and a scenario reads
 //! the same log the server writes, with no second process to supervise.
 
-pub mod wire;
+pub(crate) mod wire;
 
 use crate::report::RunFolder;
 use bytes::Bytes;
@@ -89,7 +89,6 @@ pub fn now_ms() -> u64 {
 pub struct FakeProvider {
     port: u16,
     calls: ModelCalls,
-    log: PathBuf,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -138,7 +137,6 @@ impl FakeProvider {
         Ok(FakeProvider {
             port,
             calls,
-            log: log.to_path_buf(),
             stop,
             task: Some(task),
         })
@@ -151,10 +149,6 @@ impl FakeProvider {
     /// `http://127.0.0.1:PORT` (the agents add `/v1/...`).
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub fn log_path(&self) -> &Path {
-        &self.log
     }
 
     /// The call log, for scenarios.

@@ -117,8 +117,6 @@ fn outcome(cell: &Cell) -> String {
 pub enum ReadError {
     #[error("not a continuity report: {0}")]
     NotAReport(#[from] super::upgrade::UpgradeError),
-    #[error("schema {found:?}, expected {}", super::SCHEMA_ID)]
-    Schema { found: String },
 }
 
 /// Reads a `report.json`: any input gives a report or a typed error.

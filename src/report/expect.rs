@@ -170,10 +170,6 @@ impl Expectations {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Refuses an entry whose target or scenario matches none of the run's:
     /// a typo must not silently switch a gate off.
     pub fn check_names(&self, targets: &[String], scenarios: &[String]) -> Result<(), ExpectError> {
@@ -336,7 +332,7 @@ impl Entry {
             .as_deref()
             .is_none_or(|b| cell.failure_boundary.as_deref() == Some(b));
         let signature_ok = self.signature.as_deref().is_none_or(|expected| {
-            let expected = crate::diagnose::mask_ids(expected.trim());
+            let expected = super::model::mask_ids(expected.trim());
             cell.boundary_signature()
                 .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
         });

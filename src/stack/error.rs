@@ -46,7 +46,7 @@ pub enum StackError {
     Target(Box<TargetError>),
     /// A component's process could not be started.
     #[error(transparent)]
-    Process(#[from] super::process::ProcessError),
+    Process(#[from] crate::supervise::ProcessError),
     /// The session store the stack provides did not answer.
     #[error(transparent)]
     Persist(#[from] crate::persist::PersistError),

@@ -3,8 +3,8 @@
 //! path prefix `/sandbox/` to sandbox-agent over HTTP/1.1 without buffering,
 //! so SSE streams through. Everything it writes stays in its run folder.
 
-use super::process::ProcessSpec;
 use super::StackError;
+use crate::supervise::ProcessSpec;
 use std::path::{Path, PathBuf};
 
 const TEMPLATE: &str = include_str!("../../stack/nginx/nginx.conf.template");

@@ -8,10 +8,11 @@
 //! teardown's sweep finds it by that tag (never by its name).
 
 use super::npm;
-use super::process::free_port;
 use super::StackError;
+use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
-use crate::runner::PersistFactory;
+use crate::signal::Signal;
+use crate::supervise::free_port;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -132,7 +133,7 @@ impl RivetStack {
                 env: vec![],
                 cwd: Some(dir.to_path_buf()),
                 log: Some(engine_log.clone()),
-                stop_signal: libc::SIGTERM,
+                stop_signal: Signal::TERM,
                 grace: Duration::from_secs(10),
             }),
             Readiness::http(format!("{endpoint}/health")),
@@ -176,7 +177,7 @@ impl RivetStack {
                 log: Some(runner_log.clone()),
                 // A crash, not a shutdown: a graceful stop saves pending state
                 // in either save mode, so only SIGKILL tells the modes apart.
-                stop_signal: libc::SIGKILL,
+                stop_signal: Signal::KILL,
                 grace: Duration::from_secs(10),
             }),
             actor_answers.clone(),
@@ -264,7 +265,7 @@ impl RivetStack {
     }
 
     /// Stops what the stack still holds. An engine a runner spawned is found
-    /// by the owner tag it inherited ([`super::owner::sweep`]), never by name.
+    /// by the owner tag it inherited ([`crate::supervise::owner::sweep`]), never by name.
     pub async fn down(&mut self) {
         for target in [self.runner.as_mut(), self.engine.as_mut()]
             .into_iter()

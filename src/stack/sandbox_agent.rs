@@ -4,8 +4,9 @@
 //! `/v1/health`, restartable on the same port.
 
 use super::npm;
-use super::process::{free_port, ManagedProcess, ProcessSpec, ProcessState};
 use super::StackError;
+use crate::signal::Signal;
+use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -151,7 +152,7 @@ impl SandboxAgentServer {
     /// Kills the server's process group.
     pub async fn stop(&mut self) -> ProcessState {
         self.process
-            .stop(libc::SIGTERM, Duration::from_secs(3))
+            .stop(Signal::TERM, Duration::from_secs(3))
             .await
     }
 

@@ -8,6 +8,7 @@
 
 use super::local::Component;
 use super::StackError;
+use crate::supervise::Lifecycle;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -70,7 +71,22 @@ pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), StackError> {
         dir: dir.to_path_buf(),
         state,
     });
+    crate::supervise::set_journal(Some(record));
     Ok(())
+}
+
+/// What supervision tells the journal while it is on.
+fn record(change: &Lifecycle<'_>) {
+    match *change {
+        Lifecycle::Started {
+            name,
+            program,
+            log,
+            pid,
+            started,
+        } => record_start(name, program, log, pid, started),
+        Lifecycle::Stopped { pid } => record_stop(pid),
+    }
 }
 
 /// Records a started process under its target's name (replacing the
@@ -111,6 +127,7 @@ pub fn record_stop(pid: u32) {
 
 /// Stops recording. A stack with nothing left running leaves no `stack.json`.
 pub fn end_journal() {
+    crate::supervise::set_journal(None);
     if let Some(journal) = journal().take() {
         if journal.state.components.is_empty() {
             let _ = std::fs::remove_file(journal.dir.join(STATE_FILE));

@@ -6,11 +6,11 @@
 //! purpose (`pkill server; server &` relaunches a daemon), so only a timed-out
 //! or abandoned command has its group killed.
 
-use super::signal::signal_name;
 use super::{fmt_duration, DEFAULT_GRACE};
 use crate::errors::error_chain;
 use crate::secret::display_url;
-use crate::stack::process::{kill_group, track_group, untrack_group};
+use crate::signal::Signal;
+use crate::supervise::{kill_group, track_group, untrack_group};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ pub enum RestartAction {
     /// A process the harness starts itself and restarts by stopping and starting.
     Managed(ManagedSpec),
     /// Send `signal` to the pid written in `pid_file`.
-    Signal { pid_file: PathBuf, signal: i32 },
+    Signal { pid_file: PathBuf, signal: Signal },
     /// Call a hook URL; any 2xx passes unless `expect_status` is given.
     Http {
         url: String,
@@ -52,7 +52,7 @@ pub struct ManagedSpec {
     pub cwd: Option<PathBuf>,
     /// Where stdout and stderr go; a file under the temp directory if unset.
     pub log: Option<PathBuf>,
-    pub stop_signal: i32,
+    pub stop_signal: Signal,
     pub grace: Duration,
 }
 
@@ -65,7 +65,7 @@ impl ManagedSpec {
             env: Vec::new(),
             cwd: None,
             log: None,
-            stop_signal: libc::SIGTERM,
+            stop_signal: Signal::TERM,
             grace: DEFAULT_GRACE,
         }
     }
@@ -125,14 +125,12 @@ impl RestartAction {
             RestartAction::Managed(spec) => format!(
                 "managed: {} ({}, grace {})",
                 spec.command_line(),
-                signal_name(spec.stop_signal),
+                spec.stop_signal,
                 fmt_duration(spec.grace)
             ),
-            RestartAction::Signal { pid_file, signal } => format!(
-                "signal: {} to the pid in {}",
-                signal_name(*signal),
-                pid_file.display()
-            ),
+            RestartAction::Signal { pid_file, signal } => {
+                format!("signal: {} to the pid in {}", signal, pid_file.display())
+            }
             RestartAction::Http {
                 url,
                 method,
@@ -243,7 +241,7 @@ impl ActionError {
 fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(code), _) => format!("code {code}"),
-        (None, Some(signal)) => signal_name(signal),
+        (None, Some(signal)) => Signal::from_number(signal).to_string(),
         (None, None) => "an unknown status".to_string(),
     }
 }

@@ -17,13 +17,13 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-pub use action::{ActionError, ActionErrorKind, ManagedSpec, RestartAction, RestartKind};
+pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
-pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
 use crate::clock::millis;
-use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
-use serde::{Deserialize, Serialize};
+use crate::signal::Signal;
+use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState};
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -41,26 +41,7 @@ pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// Lines of a managed process's log quoted in a failure.
 const LOG_TAIL_LINES: usize = 10;
 
-/// What one restart did, stamped with the scenario phase that asked for it:
-/// the one restart type, from the target up to a cell's `restarts` in
-/// `report.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RestartResult {
-    /// The phase that restarted the target.
-    pub phase: String,
-    /// The restart kind (`managed`, `command`, `signal`, `http`).
-    pub action: String,
-    pub ok: bool,
-    /// How long the restart action itself took.
-    pub restart_ms: u64,
-    /// From the end of the action until the probe passed; `None` when the
-    /// restart failed or the target has no probe.
-    pub ready_ms: Option<u64>,
-    /// On failure, what failed: the command and its exit code and stderr,
-    /// or the probe, its deadline and its last error.
-    pub detail: Option<String>,
-}
+pub use crate::report::RestartResult;
 
 /// Why a target could not be prepared. The message is complete on its own.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -74,6 +55,40 @@ pub enum TargetError {
         /// What the managed process did meanwhile, when there is one.
         hint: String,
     },
+}
+
+/// A target that cannot run here, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unavailable {
+    pub name: String,
+    pub reason: String,
+    pub absence: Absence,
+}
+
+/// Why a target cannot run: its cells are skipped when its program is
+/// missing, errors when the program failed to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absence {
+    Missing,
+    StartFailed,
+}
+
+impl Unavailable {
+    pub fn skipped(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::Missing,
+        }
+    }
+
+    pub fn failed(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::StartFailed,
+        }
+    }
 }
 
 /// A restartable component.
@@ -279,12 +294,12 @@ impl Target {
         }
     }
 
-    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     /// Leaves a managed target's process running past this handle; returns its pid.
     pub fn detach(&mut self) -> Option<u32> {
         self.process.as_mut().and_then(ManagedProcess::detach)
     }
 
+    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     pub async fn shutdown(&mut self) {
         let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
@@ -365,7 +380,7 @@ impl Target {
             }
             ProcessState::Exited {
                 signal: Some(s), ..
-            } => format!("; the process was killed by {}", signal_name(s)),
+            } => format!("; the process was killed by {}", Signal::from_number(s)),
             ProcessState::Exited { .. } => "; the process exited".to_string(),
             ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
             ProcessState::NotStarted => "; the process never started".to_string(),
@@ -400,7 +415,10 @@ fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: Pro
         }
         ProcessState::Exited { code, signal } => {
             fields.insert("exitCode".into(), code.into());
-            fields.insert("signal".into(), signal.map(signal_name).into());
+            fields.insert(
+                "signal".into(),
+                signal.map(|s| Signal::from_number(s).to_string()).into(),
+            );
         }
         ProcessState::NotStarted => {
             fields.insert("state".into(), "not started".into());

@@ -145,7 +145,9 @@ impl Readiness {
     }
 
     /// Polls until ready; returns how long that took. A delay is only a delay,
-    /// so it does not consult `timeout`.
+    /// so it does not consult `timeout`. Only tests probe without auth or a
+    /// trace; the harness always goes through [`Readiness::wait_with`].
+    #[cfg(test)]
     pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
         self.wait_with(timeout, &ProbeAuth::default(), &Trace::detached())
             .await

@@ -1,7 +1,8 @@
 //! Targets against real processes, sockets and files on 127.0.0.1.
 
+use super::action::ActionErrorKind;
 use super::*;
-use crate::stack::process::{free_port, group_members};
+use crate::supervise::{free_port, group_members};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The interpreter itself, not a version-manager shim that would sit
@@ -185,7 +186,7 @@ async fn a_missing_pid_file_is_an_error() {
         "gateway",
         RestartAction::Signal {
             pid_file: pid_file.clone(),
-            signal: libc::SIGHUP,
+            signal: crate::signal::Signal::HUP,
         },
         Readiness::None,
     );
@@ -221,7 +222,7 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
         "gateway",
         RestartAction::Signal {
             pid_file,
-            signal: libc::SIGHUP,
+            signal: crate::signal::Signal::HUP,
         },
         Readiness::None,
     );

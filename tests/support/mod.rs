@@ -323,7 +323,7 @@ pub fn managed_agent_config_with(
 ) -> (std::path::PathBuf, String) {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let server = SandboxAgentConfig {
         binary,
         run_dir: dir.join("server"),

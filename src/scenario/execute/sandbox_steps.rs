@@ -9,12 +9,12 @@ use crate::client::{Client, ClientError, ProcessSpec, Terminal};
 use crate::diagnose;
 use crate::report::SignatureKind;
 use crate::scenario::ProcessExpect;
-use serde_json::Map;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a cell's processes with the cell's id.
-pub(super) const CELL_MARK: &str = "CONTINUITY_CELL";
+const CELL_MARK: &str = "CONTINUITY_CELL";
 /// Where a cell's files go in the sandbox: one folder per cell, removed at the end.
 const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 /// How long `process_status` waits for `logs_contain` to show up in the logs.
@@ -188,13 +188,9 @@ impl RunningCell<'_> {
             Ok(info) => info,
             Err(e) if gone(&e) => {
                 // The server forgot it; is the OS process still there, orphaned?
-                let orphans = super::sandbox_teardown::marked_processes(
-                    c,
-                    &self.settings.session_suffix,
-                    false,
-                )
-                .await
-                .unwrap_or_default();
+                let orphans = marked_processes(c, &self.settings.session_suffix, false)
+                    .await
+                    .unwrap_or_default();
                 detail.insert("orphanPids".into(), orphans.clone().into());
                 let mut failure = self.failure(Some("process gone"), &e);
                 if !orphans.is_empty() {
@@ -311,4 +307,45 @@ mod tests {
         assert!(!file_missing(&http(400, "bad path")));
         assert!(!file_missing(&http(500, "not found")));
     }
+}
+
+/// Why the sweep for a cell's processes could not run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SweepError {
+    #[error("cell id {0:?} is not safe in a shell word")]
+    UnsafeMark(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+/// Pids of the sandbox's processes whose environment carries this cell's
+/// mark (read from `/proc` by a one-off command in the sandbox, so it works
+/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
+/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
+pub(super) async fn marked_processes(
+    client: &Client,
+    suffix: &str,
+    kill: bool,
+) -> Result<Vec<i64>, SweepError> {
+    if suffix.is_empty()
+        || !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(SweepError::UnsafeMark(suffix.to_string()));
+    }
+    let action = if kill { "kill -9 \"$p\"; " } else { "" };
+    let script = format!(
+        "{{ for f in /proc/[0-9]*/environ; do \
+         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
+         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
+    );
+    let result = client.run_command("sh", &["-c", &script], 10_000).await?;
+    Ok(result
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
 }

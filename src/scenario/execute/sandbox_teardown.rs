@@ -3,14 +3,14 @@
 //! killed (a restarted server forgets processes without killing them), its
 //! folder removed; bounded, with a fresh client, whatever happened before.
 
-use super::sandbox_steps::{file_missing, CELL_MARK};
+use super::sandbox_steps::{file_missing, marked_processes};
 use super::RunningCell;
 use crate::client::{Client, ClientError, ClientOptions};
 use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -101,45 +101,4 @@ impl RunningCell<'_> {
             signature,
         })
     }
-}
-
-/// Why the sweep for a cell's processes could not run.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum SweepError {
-    #[error("cell id {0:?} is not safe in a shell word")]
-    UnsafeMark(String),
-    #[error(transparent)]
-    Client(#[from] ClientError),
-}
-
-/// Pids of the sandbox's processes whose environment carries this cell's
-/// mark (read from `/proc` by a one-off command in the sandbox, so it works
-/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
-/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
-pub(super) async fn marked_processes(
-    client: &Client,
-    suffix: &str,
-    kill: bool,
-) -> Result<Vec<i64>, SweepError> {
-    if suffix.is_empty()
-        || !suffix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        return Err(SweepError::UnsafeMark(suffix.to_string()));
-    }
-    let action = if kill { "kill -9 \"$p\"; " } else { "" };
-    let script = format!(
-        "{{ for f in /proc/[0-9]*/environ; do \
-         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
-         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
-    );
-    let result = client.run_command("sh", &["-c", &script], 10_000).await?;
-    Ok(result
-        .get("stdout")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect())
 }
