@@ -30,11 +30,12 @@
 //! - `trace`: each cell's wire history (what transport, client and
 //!   targets saw)
 //! - `console`: every printed line, redacted
-//! - `http`, `secret`, `signal`, `exit_codes`, `errors`, `clock`,
-//!   `source_line`, `stop_flag`: leaves: the HTTP client builder, redaction
-//!   of secrets, the signal table, exit codes, what every layer's errors
-//!   share (the cause chain on one line, a rejected value's reason),
-//!   durations in ms, a byte offset's line, waiting on a stop flag
+//! - `http`, `secret`, `signal`, `exit_codes`, `errors`: leaves: the HTTP
+//!   client builder, redaction of secrets, the signal table, exit codes,
+//!   what every layer's errors share (the cause chain on one line, a
+//!   rejected value's reason)
+//! - `clock`, `source_line`, `stop_flag`: leaves: durations in ms, a byte
+//!   offset's line, waiting on a stop flag
 
 pub mod acp;
 pub mod agent;
