@@ -1,5 +1,6 @@
-//! The runner: targets × scenarios → cells, one after another (restarts
-//! interfere); each cell runs `repeat` attempts, a failed one again up to
+//! The runner: targets × scenarios → cells, one after another on a stack
+//! (restarts interfere), on several stacks side by side with `--jobs N`
+//! (see [`workers`]); each cell runs `repeat` attempts, a failed one again up to
 //! `retries` times, each attempt with fresh clients and its own persist
 //! store, and the attempts fold into one cell (`flaky` when they disagree).
 //! With a partition, only that shard's cells run.
@@ -21,8 +22,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 mod attempts;
+mod workers;
 
-use attempts::{run_attempts, skipped_attempt, CellId};
+use attempts::skipped_attempt;
+pub use workers::{workers_for, Worker};
 
 /// Which session store each cell gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,9 @@ pub struct RunPlan {
     pub agent_sent_log: Option<PathBuf>,
     /// The local stack's fake model provider log, when real agents run.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// The stacks of further workers (`--jobs N`): each runs cells beside
+    /// the plan's own stack, with the same targets in the same order.
+    pub workers: Vec<Worker>,
 }
 
 /// A target that cannot run, and why.
@@ -215,7 +221,6 @@ pub async fn run(
     let started = Instant::now();
     let deadline = started + plan.overall_timeout;
     let mut cells = Vec::new();
-    let mut interrupted = false;
     let all_targets: Vec<String> = plan
         .skipped_targets
         .iter()
@@ -252,9 +257,17 @@ pub async fn run(
             cells.push(cell);
         }
     }
-    let scenarios = plan.scenarios.clone();
     let skipped = plan.skipped_targets.len();
-    let mut sequence = 0;
+    let jobs: Vec<workers::Job> = (0..plan.targets.len())
+        .flat_map(|t| (0..plan.scenarios.len()).map(move |s| (t, s)))
+        .filter(|(t, s)| is_selected(skipped + t, *s))
+        .enumerate()
+        .map(|(n, (target, scenario))| workers::Job {
+            index: index + n + 1,
+            target,
+            scenario,
+        })
+        .collect();
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
@@ -265,38 +278,9 @@ pub async fn run(
         }
         let _ = interrupt_tx.send(true);
     });
-    'cells: for t in 0..plan.targets.len() {
-        for (s, scenario) in scenarios.iter().enumerate() {
-            if !is_selected(skipped + t, s) {
-                continue;
-            }
-            index += 1;
-            let target_name = plan.targets[t].name.clone();
-            let cell_id = CellId {
-                index,
-                total,
-                target: t,
-                scenario,
-            };
-            let attempts = run_attempts(plan, &cell_id, &mut sequence, &interrupt, on_event).await;
-            interrupted = attempts.interrupted;
-            let attempts = attempts.attempts;
-            // An interrupted cell keeps the attempts that finished: nothing run is lost.
-            if !attempts.is_empty() {
-                let version = plan.axis_version.clone();
-                let cell = aggregate(&target_name, &scenario.name, version, attempts);
-                on_event(RunEvent::CellFinished {
-                    index,
-                    total,
-                    cell: Box::new(cell.clone()),
-                });
-                cells.push(cell);
-            }
-            if interrupted {
-                break 'cells;
-            }
-        }
-    }
+    let finished = workers::run_jobs(plan, jobs, total, &interrupt, on_event).await;
+    cells.extend(finished.cells);
+    let interrupted = finished.interrupted;
     watcher.abort();
     let finished_at = SystemTime::now();
     let totals = Totals::of(&cells);

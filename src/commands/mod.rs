@@ -7,7 +7,7 @@ use crate::exit_codes;
 use crate::report::{self, LogFile, Report};
 use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
-use crate::stack::local::{LocalStack, StackOptions};
+use crate::stack::local::StackOptions;
 use crate::targets::Target;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,7 @@ mod settings;
 mod show;
 mod stack;
 mod versions;
+mod workers;
 
 pub use merge::{baseline, merge};
 use progress::{print_progress, spawn_signal_handler, wait_true};
@@ -312,6 +313,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         trace_level: args.trace.into(),
         agent_sent_log: None,
         model_calls: None,
+        workers: Vec::new(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -329,7 +331,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
     let versions = distinct_versions(&args.server_version)?;
-    let mut stack = None;
+    let mut stacks = Vec::new();
     let mut joined = None;
     let mut agent_skips = Vec::new();
     match base_url {
@@ -405,11 +407,17 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     .map_err(|e| usage(e.to_string()))?;
             }
             if versions.len() > 1 {
+                let jobs: Vec<usize> = versions
+                    .iter()
+                    .map(|v| local_jobs(&args, &plan, v))
+                    .collect();
                 joined = Some(
                     versions::run_versions(
                         &mut plan,
                         &options,
                         &versions,
+                        &jobs,
+                        &owner_tag,
                         persist.is_none(),
                         cancel_rx.clone(),
                         &mut on_event,
@@ -418,34 +426,15 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     .await?,
                 );
             } else {
-                // stack.json before the first component starts: `stack down --dir
-                // RUN/stack` finds whatever a dead harness and keeper left.
-                std::fs::create_dir_all(&options.run_dir)
-                    .and_then(|()| {
-                        crate::stack::state::begin_journal(&options.run_dir, &owner_tag)
-                            .map_err(std::io::Error::other)
-                    })
-                    .map_err(|e| incomplete(e.to_string()))?;
-                let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
-                let mut up = tokio::select! {
-                    up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
-                    _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
-                };
-                plan.base_url = up.base_url.clone();
-                plan.targets = std::mem::take(&mut up.targets);
-                plan.skipped_targets = std::mem::take(&mut up.skipped);
-                plan.server_version = up.server_version.clone();
-                plan.logs = up.logs(&run_dir);
-                plan.agent_sent_log = up.agent_sent_log.clone();
-                plan.model_calls = up.model_calls.clone();
-                agent_skips = up.agent_skips.clone();
-                if let Some(factory) = up.persist_factory.clone() {
-                    if persist.is_none() {
-                        plan.persist = PersistChoice::Custom("rivet".into());
-                        plan.persist_factory = Some(factory);
-                    }
-                }
-                stack = Some(up);
+                let jobs = local_jobs(&args, &plan, versions[0].as_str());
+                let mut up =
+                    workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone())
+                        .await
+                        .map_err(incomplete)?;
+                workers::attach(&mut plan, &mut up, persist.is_none());
+                plan.logs = workers::logs(&up, &run_dir);
+                agent_skips = up[0].agent_skips.clone();
+                stacks = up;
             }
         }
     }
@@ -461,12 +450,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 &mut on_event,
             )
             .await;
-            for target in &mut plan.targets {
-                target.shutdown().await;
-            }
-            if let Some(mut stack) = stack {
-                stack.down().await;
-            }
+            workers::teardown(&mut plan, &mut stacks).await;
             crate::stack::state::end_journal();
             report
         }
@@ -479,6 +463,33 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         events::emit(&events::run_finished_json(&report, &run_dir, code));
     }
     Ok(code)
+}
+
+/// How many stacks the local stack runs side by side: `--jobs` (or the
+/// number of CPUs), never more than one stack's share of cells needs, with
+/// a message when that is fewer than asked.
+fn local_jobs(args: &RunArgs, plan: &RunPlan, version: &str) -> usize {
+    let asked = args
+        .jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(workers::default_jobs);
+    let targets: Vec<String> = crate::stack::local::TARGETS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+        .collect();
+    let axis_version = (args.server_version.len() > 1).then_some(version);
+    let cells = workers::cells_per_stack(
+        &targets,
+        &scenario_names(&plan.scenarios),
+        args.partition.as_ref(),
+        axis_version,
+    );
+    let (jobs, message) = runner::workers_for(asked, cells);
+    if let (Some(message), Some(_)) = (message, args.jobs) {
+        crate::console::errln(&format!("continuity: {message}"));
+    }
+    jobs
 }
 
 /// The `--server-version` values, each once; several make a version axis.

@@ -2,12 +2,14 @@
 //! times, each with fresh clients, its own persist store and a restart of
 //! the cell's target. What finished is kept when the run is cancelled.
 
+use super::workers::Worker;
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
 use crate::report::{Attempt, RestartTiming, Verdict};
 use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -43,19 +45,21 @@ pub(super) struct Attempts {
     pub interrupted: bool,
 }
 
-/// `repeat` attempts, each failed one run again up to `retries` times;
-/// stops (keeping what finished) when `interrupt` turns true (Ctrl-C,
-/// SIGTERM or the overall deadline): the attempt then running ends
-/// `interrupted` after its cleanup, and is kept too.
+/// `repeat` attempts, each failed one run again up to `retries` times, on
+/// `worker`'s stack; stops (keeping what finished) when `interrupt` turns
+/// true (Ctrl-C, SIGTERM or the overall deadline): the attempt then running
+/// ends `interrupted` after its cleanup, and is kept too. `sequence` numbers
+/// the run's attempts (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
-    plan: &mut RunPlan,
+    plan: &RunPlan,
+    worker: &mut Worker,
     cell: &CellId<'_>,
-    sequence: &mut usize,
+    sequence: &AtomicUsize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
     let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
-    let target = plan.targets[cell.target].name.clone();
+    let target = worker.targets[cell.target].name.clone();
     let mut attempts: Vec<Attempt> = Vec::new();
     for _ in 0..plan.repeat {
         let mut retries_left = plan.retries;
@@ -67,7 +71,7 @@ pub(super) async fn run_attempts(
                     interrupted: true,
                 };
             }
-            *sequence += 1;
+            let sequence = sequence.fetch_add(1, Ordering::SeqCst) + 1;
             let number = attempts.len() as u32 + 1;
             on_event(RunEvent::CellStarted {
                 index,
@@ -78,10 +82,11 @@ pub(super) async fn run_attempts(
             });
             let mut attempt = run_one(
                 plan,
+                worker,
                 cell.target,
                 scenario,
                 number,
-                *sequence,
+                sequence,
                 interrupt.clone(),
             )
             .await;
@@ -137,14 +142,15 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
 }
 
 async fn run_one(
-    plan: &mut RunPlan,
+    plan: &RunPlan,
+    worker: &mut Worker,
     t: usize,
     scenario: &Scenario,
     attempt: u32,
     index: usize,
     interrupt: watch::Receiver<bool>,
 ) -> Attempt {
-    let target_name = plan.targets[t].name.clone();
+    let target_name = worker.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
     let store: Result<CellStore, String> = match &plan.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
@@ -162,7 +168,7 @@ async fn run_one(
                         .map_err(|e| e.to_string())
                 })
         }
-        PersistChoice::Custom(name) => match &plan.persist_factory {
+        PersistChoice::Custom(name) => match &worker.persist_factory {
             Some(factory) => factory(&key).map(CellStore::Shared),
             None => Err(format!("no factory for persist driver {name}")),
         },
@@ -188,7 +194,7 @@ async fn run_one(
     );
     let settings = CellSettings {
         trace: trace.clone(),
-        base_url: plan.base_url.clone(),
+        base_url: worker.base_url.clone(),
         token: plan.token.clone(),
         headers: plan.headers.clone(),
         agent: plan.agent.clone(),
@@ -196,11 +202,11 @@ async fn run_one(
         session_suffix: key,
         interrupt,
         store,
-        agent_sent_log: plan.agent_sent_log.clone(),
-        model_calls: plan.model_calls.clone(),
+        agent_sent_log: worker.agent_sent_log.clone(),
+        model_calls: worker.model_calls.clone(),
     };
-    plan.targets[t].set_trace(trace.clone());
-    let mut restarter = TargetRestarter(&mut plan.targets[t]);
+    worker.targets[t].set_trace(trace.clone());
+    let mut restarter = TargetRestarter(&mut worker.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
     let restart_phases: Vec<String> = run
         .phases

@@ -335,6 +335,14 @@ impl LocalStack {
 
     /// Stops every component still held here (the runner shuts down its targets itself).
     pub async fn down(&mut self) {
+        self.stop_own().await;
+        sweep_owner_tag().await;
+    }
+
+    /// As [`LocalStack::down`], without the sweep of the run's owner tag,
+    /// which would reach every other stack of the run too (`--jobs N`):
+    /// several stacks stop side by side, then one sweep.
+    pub async fn stop_own(&mut self) {
         for target in self
             .targets
             .iter_mut()
@@ -354,10 +362,13 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
-        // Whatever a component spawned outside its group (the engine a
-        // RivetKit runner starts when it finds none) carries our owner tag.
-        if let Some(tag) = super::owner::current() {
-            let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
-        }
+    }
+}
+
+/// Whatever a component spawned outside its group (the engine a RivetKit
+/// runner starts when it finds none) carries the run's owner tag.
+pub async fn sweep_owner_tag() {
+    if let Some(tag) = super::owner::current() {
+        let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
     }
 }

@@ -1,0 +1,226 @@
+//! `run --jobs N` on the local stack: N stacks side by side, one per worker
+//! (`RUN/stack`, `RUN/stack-2`, …, each with its own ports, folders and
+//! `stack.json`), brought up together and torn down together. A stack that
+//! fails to start takes every other one down with it: no half-started set
+//! of stacks is left behind.
+
+use crate::runner::{PersistChoice, RunPlan, Worker};
+use crate::stack::local::{LocalStack, StackOptions};
+use std::path::{Path, PathBuf};
+use tokio::sync::watch;
+
+/// `--jobs` when not given on the local stack: the number of CPUs, at least 2.
+pub(super) fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .max(2)
+}
+
+/// How many target × scenario cells one stack runs (per agent and version):
+/// no more workers than that are worth a stack.
+pub(super) fn cells_per_stack(
+    targets: &[String],
+    scenarios: &[String],
+    partition: Option<&crate::partition::Partition>,
+    version: Option<&str>,
+) -> usize {
+    let names: Vec<String> = targets
+        .iter()
+        .flat_map(|t| {
+            scenarios
+                .iter()
+                .map(move |s| crate::partition::cell_name(t, s, version))
+        })
+        .collect();
+    match partition {
+        Some(p) => p.selects(&names).into_iter().filter(|k| *k).count(),
+        None => names.len(),
+    }
+}
+
+/// The folder of worker `k`'s stack (0-based) under `first` (worker 0's).
+pub(super) fn stack_dir(first: &Path, k: usize) -> PathBuf {
+    if k == 0 {
+        return first.to_path_buf();
+    }
+    let name = first
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stack".into());
+    first.with_file_name(format!("{name}-{}", k + 1))
+}
+
+/// Brings up `count` stacks from the `options` template, side by side, each
+/// recorded in its folder's `stack.json` before its first component starts.
+/// All or nothing: when one fails (or the run is cancelled), the ones that
+/// came up are stopped before the error returns.
+pub(super) async fn up_stacks(
+    options: &StackOptions,
+    count: usize,
+    owner_tag: &str,
+    label: &str,
+    cancel: watch::Receiver<bool>,
+) -> Result<Vec<LocalStack>, String> {
+    let mut starting = Vec::new();
+    for k in 0..count {
+        let dir = stack_dir(&options.run_dir, k);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        crate::stack::state::begin_journal(&dir, owner_tag)?;
+        let name = match (count, k) {
+            (1, _) => label.to_string(),
+            (_, k) => format!("{label} {}", k + 1),
+        };
+        let options = StackOptions {
+            run_dir: dir,
+            ..options.clone()
+        };
+        starting.push(async move {
+            let mut progress = |line: &str| crate::console::errln(&format!("{name}: {line}"));
+            let up = LocalStack::up(options, &mut progress).await;
+            up.map_err(|e| match count {
+                1 => e,
+                _ => format!("{name}: {e}"),
+            })
+        });
+    }
+    let results = tokio::select! {
+        results = futures_util::future::join_all(starting) => results,
+        // Dropping the stacks being started kills what they started.
+        _ = super::wait_true(cancel) => {
+            crate::stack::local::sweep_owner_tag().await;
+            crate::stack::state::end_journal();
+            return Err("interrupted while the stack was starting".into());
+        }
+    };
+    let mut stacks = Vec::new();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(stack) => stacks.push(stack),
+            Err(e) => errors.push(e),
+        }
+    }
+    if let Some(different) = stacks
+        .iter()
+        .skip(1)
+        .find(|s| shape(s) != shape(&stacks[0]))
+    {
+        errors.push(format!(
+            "the stacks came up with different targets ({} and {}): cells would not be comparable",
+            shape(&stacks[0]).join(" "),
+            shape(different).join(" ")
+        ));
+    }
+    if errors.is_empty() {
+        return Ok(stacks);
+    }
+    down_stacks(&mut stacks).await;
+    crate::stack::state::end_journal();
+    Err(errors.join("; "))
+}
+
+/// Every stack's component logs for the report; a worker's stack names
+/// itself (`stack-2 sandbox-agent`), the first keeps the plain names.
+pub(super) fn logs(stacks: &[LocalStack], run_dir: &Path) -> Vec<crate::report::LogFile> {
+    stacks
+        .iter()
+        .enumerate()
+        .flat_map(|(k, stack)| {
+            stack.logs(run_dir).into_iter().map(move |log| match k {
+                0 => log,
+                _ => crate::report::LogFile {
+                    name: format!("stack-{} {}", k + 1, log.name),
+                    ..log
+                },
+            })
+        })
+        .collect()
+}
+
+/// A stack's runnable and skipped targets, by name.
+fn shape(stack: &LocalStack) -> Vec<String> {
+    stack
+        .targets
+        .iter()
+        .map(|t| t.name.clone())
+        .chain(stack.skipped.iter().map(|u| format!("{}(skipped)", u.name)))
+        .collect()
+}
+
+/// Hands the stacks to the plan: the first as the plan's own (its targets,
+/// URL, persist driver), each further one as a worker of its own.
+pub(super) fn attach(plan: &mut RunPlan, stacks: &mut [LocalStack], rivet_persist: bool) {
+    plan.workers.clear();
+    for stack in stacks.iter_mut().skip(1) {
+        plan.workers.push(Worker {
+            base_url: stack.base_url.clone(),
+            targets: std::mem::take(&mut stack.targets),
+            persist_factory: if rivet_persist {
+                stack.persist_factory.clone()
+            } else {
+                None
+            },
+            agent_sent_log: stack.agent_sent_log.clone(),
+            model_calls: stack.model_calls.clone(),
+        });
+    }
+    let Some(up) = stacks.first_mut() else {
+        return;
+    };
+    plan.base_url = up.base_url.clone();
+    plan.targets = std::mem::take(&mut up.targets);
+    plan.skipped_targets = std::mem::take(&mut up.skipped);
+    plan.server_version = up.server_version.clone();
+    plan.agent_sent_log = up.agent_sent_log.clone();
+    plan.model_calls = up.model_calls.clone();
+    plan.persist_factory = None;
+    if let (true, Some(factory)) = (rivet_persist, up.persist_factory.clone()) {
+        plan.persist = PersistChoice::Custom("rivet".into());
+        plan.persist_factory = Some(factory);
+    }
+}
+
+/// After the run: every worker's targets, then every stack, side by side,
+/// then one sweep of the run's owner tag (a sweep per stack would reach
+/// the stacks still stopping).
+pub(super) async fn teardown(plan: &mut RunPlan, stacks: &mut [LocalStack]) {
+    let workers = std::mem::take(&mut plan.workers);
+    let mut targets: Vec<&mut crate::targets::Target> = plan.targets.iter_mut().collect();
+    let mut worker_targets: Vec<crate::targets::Target> =
+        workers.into_iter().flat_map(|w| w.targets).collect();
+    targets.extend(worker_targets.iter_mut());
+    futures_util::future::join_all(targets.into_iter().map(|t| t.shutdown())).await;
+    down_stacks(stacks).await;
+}
+
+async fn down_stacks(stacks: &mut [LocalStack]) {
+    futures_util::future::join_all(stacks.iter_mut().map(|s| s.stop_own())).await;
+    crate::stack::local::sweep_owner_tag().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_stacks_live_beside_the_first() {
+        let first = Path::new("/r/run/stack");
+        assert_eq!(stack_dir(first, 0), first);
+        assert_eq!(stack_dir(first, 1), Path::new("/r/run/stack-2"));
+        assert_eq!(
+            stack_dir(Path::new("/r/run/stack-0.4.2"), 2),
+            Path::new("/r/run/stack-0.4.2-3")
+        );
+    }
+
+    #[test]
+    fn a_shard_counts_only_its_cells() {
+        let targets: Vec<String> = ["agent", "gateway", "rivet"].map(String::from).into();
+        let scenarios: Vec<String> = ["a", "b"].map(String::from).into();
+        assert_eq!(cells_per_stack(&targets, &scenarios, None, None), 6);
+        let half: crate::partition::Partition = "count:1/2".parse().unwrap();
+        assert_eq!(cells_per_stack(&targets, &scenarios, Some(&half), None), 3);
+    }
+}

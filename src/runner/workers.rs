@@ -1,0 +1,222 @@
+//! `--jobs N`: the run's cells shared among workers, each on a stack of its
+//! own (own ports, folders, processes), so no two cells that touch the same
+//! stack ever run at once. Workers take the next cell, in matrix order, from
+//! one queue; what they finish is put back in matrix order, so the report is
+//! the one `--jobs 1` writes, whichever worker ran which cell.
+
+use super::attempts::{run_attempts, CellId};
+use super::{PersistFactory, RunEvent, RunPlan};
+use crate::report::attempts::aggregate;
+use crate::report::Cell;
+use crate::targets::Target;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Mutex;
+use tokio::sync::{mpsc, watch};
+
+/// What a worker's cells connect to and restart: one stack's side of a plan.
+pub struct Worker {
+    pub base_url: String,
+    /// The stack's restart targets, in the plan's target order.
+    pub targets: Vec<Target>,
+    /// The stack's Rivet persist driver, when cells persist there.
+    pub persist_factory: Option<PersistFactory>,
+    /// The stack's scripted agent's record of the chunks it streamed.
+    pub agent_sent_log: Option<PathBuf>,
+    /// The stack's fake model provider log (real agents only).
+    pub model_calls: Option<crate::provider::ModelCalls>,
+}
+
+impl Worker {
+    /// The plan's own stack, taken out of it for the run (see [`Worker::restore`]).
+    fn take_from(plan: &mut RunPlan) -> Worker {
+        Worker {
+            base_url: plan.base_url.clone(),
+            targets: std::mem::take(&mut plan.targets),
+            persist_factory: plan.persist_factory.clone(),
+            agent_sent_log: plan.agent_sent_log.clone(),
+            model_calls: plan.model_calls.clone(),
+        }
+    }
+
+    fn restore(self, plan: &mut RunPlan) {
+        plan.targets = self.targets;
+    }
+}
+
+/// One cell of the matrix: its place in the run and which target × scenario it is.
+pub(super) struct Job {
+    pub index: usize,
+    pub target: usize,
+    pub scenario: usize,
+}
+
+/// The cells the workers finished, in matrix order, and whether the run was interrupted.
+pub(super) struct Finished {
+    pub cells: Vec<Cell>,
+    pub interrupted: bool,
+}
+
+/// Runs `jobs` on the plan's own stack and on every stack of `plan.workers`,
+/// one cell at a time per stack; events reach `on_event` as they happen.
+pub(super) async fn run_jobs(
+    plan: &mut RunPlan,
+    jobs: Vec<Job>,
+    total: usize,
+    interrupt: &watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    let mut workers = vec![Worker::take_from(plan)];
+    workers.append(&mut plan.workers);
+    // Only real agents talk to the fake provider: a plan without its log
+    // (a mock agent's turn) gives none to any worker.
+    if plan.model_calls.is_none() {
+        for worker in &mut workers {
+            worker.model_calls = None;
+        }
+    }
+    let queue = Mutex::new(VecDeque::from(jobs));
+    let sequence = AtomicUsize::new(0);
+    let (events, mut received) = mpsc::unbounded_channel();
+    let results = {
+        let shared = Shared {
+            plan,
+            queue: &queue,
+            sequence: &sequence,
+            total,
+            interrupt,
+        };
+        let running = futures_util::future::join_all(
+            workers
+                .iter_mut()
+                .map(|worker| work(&shared, worker, events.clone())),
+        );
+        drop(events);
+        tokio::pin!(running);
+        loop {
+            tokio::select! {
+                Some(event) = received.recv() => on_event(event),
+                results = &mut running => break results,
+            }
+        }
+    };
+    while let Ok(event) = received.try_recv() {
+        on_event(event);
+    }
+    let interrupted = results.iter().any(|(_, interrupted)| *interrupted);
+    let mut cells: Vec<(usize, Cell)> = results.into_iter().flat_map(|(c, _)| c).collect();
+    cells.sort_by_key(|(index, _)| *index);
+    let mut workers = workers.into_iter();
+    if let Some(own) = workers.next() {
+        own.restore(plan);
+    }
+    plan.workers = workers.collect();
+    Finished {
+        cells: cells.into_iter().map(|(_, cell)| cell).collect(),
+        interrupted,
+    }
+}
+
+/// What every worker reads.
+struct Shared<'a> {
+    plan: &'a RunPlan,
+    queue: &'a Mutex<VecDeque<Job>>,
+    sequence: &'a AtomicUsize,
+    total: usize,
+    interrupt: &'a watch::Receiver<bool>,
+}
+
+/// One worker: the next cell from the queue until it is empty or the run is interrupted.
+async fn work(
+    shared: &Shared<'_>,
+    worker: &mut Worker,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> (Vec<(usize, Cell)>, bool) {
+    let plan = shared.plan;
+    let mut finished = Vec::new();
+    let mut send = |event: RunEvent| {
+        let _ = events.send(event);
+    };
+    loop {
+        let next = shared
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop_front();
+        let Some(job) = next else {
+            return (finished, false);
+        };
+        let scenario = &plan.scenarios[job.scenario];
+        let cell_id = CellId {
+            index: job.index,
+            total: shared.total,
+            target: job.target,
+            scenario,
+        };
+        let target_name = worker.targets[job.target].name.clone();
+        let attempts = run_attempts(
+            plan,
+            worker,
+            &cell_id,
+            shared.sequence,
+            shared.interrupt,
+            &mut send,
+        )
+        .await;
+        // An interrupted cell keeps the attempts that finished: nothing run is lost.
+        if !attempts.attempts.is_empty() {
+            let version = plan.axis_version.clone();
+            let cell = aggregate(&target_name, &scenario.name, version, attempts.attempts);
+            send(RunEvent::CellFinished {
+                index: job.index,
+                total: shared.total,
+                cell: Box::new(cell.clone()),
+            });
+            finished.push((job.index, cell));
+        }
+        if attempts.interrupted {
+            return (finished, true);
+        }
+    }
+}
+
+/// How many workers a run of `cells` cells gets for `--jobs jobs`: never
+/// more than there are cells (an idle worker's stack would only cost), and
+/// the message that says so when it is fewer.
+pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
+    let workers = jobs.min(cells).max(1);
+    let message = (workers < jobs).then(|| {
+        format!(
+            "--jobs {jobs}: {cells} cell{} to run, so {workers} worker{} (one stack each)",
+            if cells == 1 { "" } else { "s" },
+            if workers == 1 { "" } else { "s" }
+        )
+    });
+    (workers, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers_for;
+
+    #[test]
+    fn never_more_workers_than_cells_and_say_so() {
+        assert_eq!(workers_for(4, 20), (4, None));
+        assert_eq!(workers_for(2, 2), (2, None));
+        let (n, message) = workers_for(8, 3);
+        assert_eq!(n, 3);
+        assert_eq!(
+            message.as_deref(),
+            Some("--jobs 8: 3 cells to run, so 3 workers (one stack each)")
+        );
+        let (n, message) = workers_for(2, 1);
+        assert_eq!(n, 1);
+        assert!(message.unwrap().contains("1 cell to run, so 1 worker "));
+        assert_eq!(
+            workers_for(3, 0).0,
+            1,
+            "a run of no cells still has its stack"
+        );
+    }
+}
