@@ -215,6 +215,58 @@ mod tests {
         );
     }
 
+    /// Processes whose command line or working folder names `dir`.
+    fn processes_in(dir: &Path) -> Vec<String> {
+        let dir = dir.display().to_string();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let proc_dir = entry.path();
+            let cmdline = std::fs::read(proc_dir.join("cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let cwd = std::fs::read_link(proc_dir.join("cwd")).unwrap_or_default();
+            if cmdline.contains(&dir) || cwd.starts_with(&dir) {
+                found.push(format!("{}: {cmdline}", proc_dir.display()));
+            }
+        }
+        found
+    }
+
+    /// Worker 2's stack cannot create its sandbox-agent folder (a file is in
+    /// the way) after its Rivet layer started, while worker 1's stack comes
+    /// up whole: the error names worker 2, and nothing of either is left.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_stack_that_fails_takes_the_started_ones_down() {
+        let tmp = tempfile::tempdir().unwrap();
+        let first = tmp.path().join("stack");
+        std::fs::create_dir_all(stack_dir(&first, 1)).unwrap();
+        std::fs::write(stack_dir(&first, 1).join("sandbox-agent"), "in the way").unwrap();
+        let options = StackOptions {
+            run_dir: first.clone(),
+            server_version: crate::stack::sandbox_agent::DEFAULT_VERSION.into(),
+            agent_program: std::env::current_exe().unwrap(),
+            only: Vec::new(),
+            rivet_save: crate::stack::rivet::SaveMode::Immediate,
+            agents: Vec::new(),
+        };
+        let (_cancel, cancel) = watch::channel(false);
+        let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {
+            Ok(_) => panic!("stack 2 cannot start"),
+            Err(e) => e,
+        };
+        assert!(e.starts_with("stack 2: "), "{e}");
+        let first_state = crate::stack::state::StackState::read(&first);
+        assert!(
+            first_state.is_err() || first_state.unwrap().components.is_empty(),
+            "stack 1 came up and went down"
+        );
+        assert!(
+            std::fs::read_to_string(first.join("sandbox-agent/sandbox-agent.log")).is_ok(),
+            "stack 1 had started its sandbox-agent"
+        );
+        let left = processes_in(tmp.path());
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
+
     #[test]
     fn a_shard_counts_only_its_cells() {
         let targets: Vec<String> = ["agent", "gateway", "rivet"].map(String::from).into();
