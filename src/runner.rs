@@ -77,6 +77,9 @@ pub struct RunPlan {
     /// The stacks of further workers (`--jobs N`): each runs cells beside
     /// the plan's own stack, with the same targets in the same order.
     pub workers: Vec<Worker>,
+    /// On a shared deployment (no worker stacks): how many cells of
+    /// `independent` targets may run at once; the others run alone.
+    pub jobs: usize,
 }
 
 /// A target that cannot run, and why.
@@ -262,9 +265,9 @@ pub async fn run(
         .flat_map(|t| (0..plan.scenarios.len()).map(move |s| (t, s)))
         .filter(|(t, s)| is_selected(skipped + t, *s))
         .enumerate()
-        .map(|(n, (target, scenario))| workers::Job {
+        .map(|(n, (t, scenario))| workers::Job {
             index: index + n + 1,
-            target,
+            target: plan.targets[t].name.clone(),
             scenario,
         })
         .collect();
@@ -279,7 +282,7 @@ pub async fn run(
         let _ = interrupt_tx.send(true);
     });
     let finished = workers::run_jobs(plan, jobs, total, &interrupt, on_event).await;
-    cells.extend(finished.cells);
+    cells.extend(finished.cells.into_iter().map(|(_, cell)| cell));
     let interrupted = finished.interrupted;
     watcher.abort();
     let finished_at = SystemTime::now();

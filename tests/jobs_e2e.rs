@@ -178,3 +178,65 @@ fn jobs_must_be_a_positive_count_and_never_start_idle_stacks() {
     assert!(out.join("stack").exists() && !out.join("stack-2").exists());
     assert_eq!(report(&out)["cells"].as_array().unwrap().len(), 1);
 }
+
+/// A deployment (a managed sandbox-agent from a config file) with two
+/// `independent` targets: `--jobs 2` runs their cells side by side, the
+/// other target's alone, and gives `--jobs 1`'s cells and verdicts.
+#[test]
+fn independent_targets_of_a_deployment_run_side_by_side() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for hook in ["hook-a", "hook-b"] {
+        text.push_str(&format!(
+            "\n[targets.{hook}]\nrestart = {{ command = \"sleep 0.2\" }}\nindependent = true\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let run = |out: &Path, jobs: &str| {
+        continuity_with(
+            &[
+                "run",
+                "--config",
+                config.to_str().unwrap(),
+                "--jobs",
+                jobs,
+                "--scenario",
+                "native-continuity",
+                "--message-format",
+                "json",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    let first = run(&one, "1");
+    let second = run(&two, "2");
+    assert_eq!(first.status.code(), second.status.code());
+    let expected = cells(&report(&one));
+    let targets: Vec<&str> = expected.iter().filter_map(|c| c[0].as_str()).collect();
+    assert_eq!(targets, ["agent", "hook-a", "hook-b"]);
+    assert_eq!(cells(&report(&two)), expected);
+    let (one_events, two_events) = (events(&first), events(&second));
+    assert!(!overlapped(&one_events), "{one_events:?}");
+    // hook-b (cell 3) starts before hook-a (cell 2) finishes; agent (cell 1) ran alone.
+    let at = |events: &[(String, u64)], kind: &str, index: u64| {
+        events
+            .iter()
+            .position(|(k, i)| k == kind && *i == index)
+            .unwrap()
+    };
+    assert!(
+        at(&two_events, "cell-started", 3) < at(&two_events, "cell-finished", 2),
+        "{two_events:?}"
+    );
+    assert!(
+        at(&two_events, "cell-finished", 1) < at(&two_events, "cell-started", 2),
+        "{two_events:?}"
+    );
+    let left = processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

@@ -314,6 +314,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         agent_sent_log: None,
         model_calls: None,
         workers: Vec::new(),
+        jobs: 1,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -345,6 +346,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            plan.jobs = deployment_jobs(&args, &run_defaults, &plan.targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))
@@ -409,7 +411,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             if versions.len() > 1 {
                 let jobs: Vec<usize> = versions
                     .iter()
-                    .map(|v| local_jobs(&args, &plan, v))
+                    .map(|v| local_jobs(&args, run_defaults.jobs, &plan, v))
                     .collect();
                 joined = Some(
                     versions::run_versions(
@@ -426,7 +428,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     .await?,
                 );
             } else {
-                let jobs = local_jobs(&args, &plan, versions[0].as_str());
+                let jobs = local_jobs(&args, run_defaults.jobs, &plan, versions[0].as_str());
                 let mut up =
                     workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone())
                         .await
@@ -468,9 +470,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
 /// How many stacks the local stack runs side by side: `--jobs` (or the
 /// number of CPUs), never more than one stack's share of cells needs, with
 /// a message when that is fewer than asked.
-fn local_jobs(args: &RunArgs, plan: &RunPlan, version: &str) -> usize {
-    let asked = args
-        .jobs
+fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, plan: &RunPlan, version: &str) -> usize {
+    let given = args.jobs.or(config_jobs);
+    let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
     let targets: Vec<String> = crate::stack::local::TARGETS
@@ -486,10 +488,32 @@ fn local_jobs(args: &RunArgs, plan: &RunPlan, version: &str) -> usize {
         axis_version,
     );
     let (jobs, message) = runner::workers_for(asked, cells);
-    if let (Some(message), Some(_)) = (message, args.jobs) {
+    if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
+}
+
+/// How many cells run at once on a deployment: `--jobs` (or `[run] jobs`,
+/// default 1) cells of `independent` targets; with none, one at a time,
+/// and a message when more were asked.
+fn deployment_jobs(
+    args: &RunArgs,
+    defaults: &crate::config::RunDefaults,
+    targets: &[Target],
+) -> usize {
+    let asked = args.jobs.or(defaults.jobs).unwrap_or(1) as usize;
+    let independent = targets.iter().filter(|t| t.independent).count();
+    if asked > 1 && independent < asked {
+        crate::console::errln(&format!(
+            "continuity: --jobs {asked}: {independent} of the {} targets {} `independent = true` (one shared deployment), so at most {} cell{} at once",
+            targets.len(),
+            if independent == 1 { "is" } else { "are" },
+            independent.max(1),
+            if independent > 1 { "s" } else { "" },
+        ));
+    }
+    asked
 }
 
 /// The `--server-version` values, each once; several make a version axis.

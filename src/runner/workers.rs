@@ -43,23 +43,37 @@ impl Worker {
     fn restore(self, plan: &mut RunPlan) {
         plan.targets = self.targets;
     }
+
+    /// Another worker on the same stack (a shared deployment's lane), with no targets yet.
+    fn sharing(&self) -> Worker {
+        Worker {
+            base_url: self.base_url.clone(),
+            targets: Vec::new(),
+            persist_factory: self.persist_factory.clone(),
+            agent_sent_log: self.agent_sent_log.clone(),
+            model_calls: self.model_calls.clone(),
+        }
+    }
 }
 
 /// One cell of the matrix: its place in the run and which target × scenario it is.
 pub(super) struct Job {
     pub index: usize,
-    pub target: usize,
+    /// The target's name: a worker runs only cells of targets it holds.
+    pub target: String,
     pub scenario: usize,
 }
 
-/// The cells the workers finished, in matrix order, and whether the run was interrupted.
+/// The cells the workers finished (with their index), in matrix order,
+/// and whether the run was interrupted.
 pub(super) struct Finished {
-    pub cells: Vec<Cell>,
+    pub cells: Vec<(usize, Cell)>,
     pub interrupted: bool,
 }
 
 /// Runs `jobs` on the plan's own stack and on every stack of `plan.workers`,
-/// one cell at a time per stack; events reach `on_event` as they happen.
+/// one cell at a time per stack; on a shared deployment (no worker stacks,
+/// `plan.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
 pub(super) async fn run_jobs(
     plan: &mut RunPlan,
     jobs: Vec<Job>,
@@ -67,6 +81,9 @@ pub(super) async fn run_jobs(
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
+    if plan.workers.is_empty() && plan.jobs > 1 && plan.targets.iter().any(|t| t.independent) {
+        return run_lanes(plan, jobs, total, interrupt, on_event).await;
+    }
     let mut workers = vec![Worker::take_from(plan)];
     workers.append(&mut plan.workers);
     // Only real agents talk to the fake provider: a plan without its log
@@ -76,14 +93,83 @@ pub(super) async fn run_jobs(
             worker.model_calls = None;
         }
     }
-    let queue = Mutex::new(VecDeque::from(jobs));
     let sequence = AtomicUsize::new(0);
+    let run = (plan as &RunPlan, &sequence, total, interrupt);
+    let finished = drive(run, &mut workers, jobs, on_event).await;
+    let mut workers = workers.into_iter();
+    if let Some(own) = workers.next() {
+        own.restore(plan);
+    }
+    plan.workers = workers.collect();
+    finished
+}
+
+/// One shared deployment, `plan.jobs` lanes: the cells of targets that are
+/// not `independent` first, one at a time and alone (their restarts would
+/// disturb any other cell); then the independent targets' cells, up to
+/// `plan.jobs` at once, never two of one target (a lane holds its targets).
+async fn run_lanes(
+    plan: &mut RunPlan,
+    jobs: Vec<Job>,
+    total: usize,
+    interrupt: &watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    let order: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+    let mut own = Worker::take_from(plan);
+    let (independent, alone): (Vec<Target>, Vec<Target>) =
+        own.targets.drain(..).partition(|t| t.independent);
+    let is_independent = |job: &Job| independent.iter().any(|t| t.name == job.target);
+    let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
+    let lanes = plan.jobs.min(independent.len()).max(1);
+    let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
+    for (n, target) in independent.into_iter().enumerate() {
+        workers[n % lanes].targets.push(target);
+    }
+    own.targets = alone;
+    let sequence = AtomicUsize::new(0);
+    let run = (plan as &RunPlan, &sequence, total, interrupt);
+    let mut finished = drive(run, std::slice::from_mut(&mut own), first, on_event).await;
+    if !finished.interrupted {
+        let more = drive(run, &mut workers, later, on_event).await;
+        finished.cells.extend(more.cells);
+        finished.cells.sort_by_key(|(index, _)| *index);
+        finished.interrupted = more.interrupted;
+    }
+    own.targets
+        .extend(workers.into_iter().flat_map(|w| w.targets));
+    own.targets.sort_by_key(|t| position(&order, &t.name));
+    own.restore(plan);
+    finished
+}
+
+fn position(order: &[String], name: &str) -> usize {
+    order.iter().position(|n| n == name).unwrap_or(usize::MAX)
+}
+
+/// The run's side of a drive: the plan, the attempt counter, the cell
+/// count and the interrupt flag.
+type RunRef<'a> = (
+    &'a RunPlan,
+    &'a AtomicUsize,
+    usize,
+    &'a watch::Receiver<bool>,
+);
+
+/// Runs `jobs` on `workers`, each taking the next cell it can run.
+async fn drive(
+    (plan, sequence, total, interrupt): RunRef<'_>,
+    workers: &mut [Worker],
+    jobs: Vec<Job>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    let queue = Mutex::new(VecDeque::from(jobs));
     let (events, mut received) = mpsc::unbounded_channel();
     let results = {
         let shared = Shared {
             plan,
             queue: &queue,
-            sequence: &sequence,
+            sequence,
             total,
             interrupt,
         };
@@ -107,15 +193,7 @@ pub(super) async fn run_jobs(
     let interrupted = results.iter().any(|(_, interrupted)| *interrupted);
     let mut cells: Vec<(usize, Cell)> = results.into_iter().flat_map(|(c, _)| c).collect();
     cells.sort_by_key(|(index, _)| *index);
-    let mut workers = workers.into_iter();
-    if let Some(own) = workers.next() {
-        own.restore(plan);
-    }
-    plan.workers = workers.collect();
-    Finished {
-        cells: cells.into_iter().map(|(_, cell)| cell).collect(),
-        interrupted,
-    }
+    Finished { cells, interrupted }
 }
 
 /// What every worker reads.
@@ -127,7 +205,17 @@ struct Shared<'a> {
     interrupt: &'a watch::Receiver<bool>,
 }
 
-/// One worker: the next cell from the queue until it is empty or the run is interrupted.
+/// The next job, in matrix order, whose target `worker` holds.
+fn next_job(queue: &Mutex<VecDeque<Job>>, worker: &Worker) -> Option<(Job, usize)> {
+    let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
+    let (at, target) = queue.iter().enumerate().find_map(|(at, job)| {
+        let target = worker.targets.iter().position(|t| t.name == job.target)?;
+        Some((at, target))
+    })?;
+    queue.remove(at).map(|job| (job, target))
+}
+
+/// One worker: the next cell it can run until none is left or the run is interrupted.
 async fn work(
     shared: &Shared<'_>,
     worker: &mut Worker,
@@ -139,22 +227,16 @@ async fn work(
         let _ = events.send(event);
     };
     loop {
-        let next = shared
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front();
-        let Some(job) = next else {
+        let Some((job, target)) = next_job(shared.queue, worker) else {
             return (finished, false);
         };
         let scenario = &plan.scenarios[job.scenario];
         let cell_id = CellId {
             index: job.index,
             total: shared.total,
-            target: job.target,
+            target,
             scenario,
         };
-        let target_name = worker.targets[job.target].name.clone();
         let attempts = run_attempts(
             plan,
             worker,
@@ -167,7 +249,7 @@ async fn work(
         // An interrupted cell keeps the attempts that finished: nothing run is lost.
         if !attempts.attempts.is_empty() {
             let version = plan.axis_version.clone();
-            let cell = aggregate(&target_name, &scenario.name, version, attempts.attempts);
+            let cell = aggregate(&job.target, &scenario.name, version, attempts.attempts);
             send(RunEvent::CellFinished {
                 index: job.index,
                 total: shared.total,
