@@ -127,6 +127,7 @@ fn native_agent() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(1_200, Some(340), true)],
+        timing: None,
     }
 }
 
@@ -168,6 +169,7 @@ fn native_gateway() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(180, None, false)],
+        timing: None,
     }
 }
 
@@ -197,6 +199,7 @@ fn rehydrate_agent() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(1_150, Some(330), true)],
+        timing: None,
     }
 }
 
@@ -217,6 +220,7 @@ fn rehydrate_gateway() -> Cell {
         phases: Vec::new(),
         trace: None,
         restarts: Vec::new(),
+        timing: None,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct Attempt {
     /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The physical floor on the attempt's path and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<super::floor::Floor>,
 }
 
 /// Whether a flaky cell counts as passed (nextest's default, with a

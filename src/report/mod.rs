@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod compare;
 pub mod expect;
 pub mod fix_location;
+pub mod floor;
 pub mod gate;
 pub mod github;
 pub mod html;

@@ -116,6 +116,9 @@ pub struct Cell {
     /// absent when the cell never ran or `--trace off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The physical floor of the cell's attempts and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<super::floor::Floor>,
 }
 
 /// A cell's outcome.
@@ -266,6 +269,9 @@ pub struct Totals {
     /// Absent in reports written before the verdict existed.
     #[serde(default)]
     pub interrupted: u32,
+    /// The run's floor and overhead: the sums over the cells that have one.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<super::floor::Floor>,
 }
 
 impl Totals {
@@ -282,6 +288,7 @@ impl Totals {
                 Verdict::Interrupted => t.interrupted += 1,
             }
         }
+        t.timing = super::floor::Floor::sum(cells.iter().map(|c| &c.timing));
         t
     }
 }

@@ -5,6 +5,7 @@
 use super::workers::Worker;
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
+use crate::report::floor::Floor;
 use crate::report::{Attempt, RestartTiming, Verdict};
 use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
 use crate::targets::Target;
@@ -138,6 +139,7 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
         phases: Vec::new(),
         restarts: Vec::new(),
         trace: None,
+        timing: None,
     }
 }
 
@@ -214,7 +216,7 @@ async fn run_one(
         .filter(|p| p.step == "restart")
         .map(|p| p.name.clone())
         .collect();
-    let restarts = run
+    let restarts: Vec<RestartTiming> = run
         .restarts
         .into_iter()
         .zip(
@@ -238,6 +240,10 @@ async fn run_one(
             run.failure_boundary.as_deref().unwrap_or("the cell")
         )
     });
+    let trace_text = trace_path
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(plan.run_dir.join(p)).ok());
+    let timing = Floor::of_attempt(run.duration_ms, &restarts, trace_text.as_deref());
     Attempt {
         attempt,
         retry: false,
@@ -248,5 +254,6 @@ async fn run_one(
         phases: run.phases,
         restarts,
         trace: trace_path,
+        timing: Some(timing),
     }
 }
