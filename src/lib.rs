@@ -11,7 +11,7 @@
 //! `console` are what every writer and every printed line go through.
 //! Above them: `scenario` (phases and their executor), `runner` (the
 //! matrix: targets × scenarios × versions × agents × attempts, `partition`
-//! picks shards), `report` (the model and its renderers, judgement against
+//! picks shards, `--jobs` workers run cells side by side), `report` (the model and its renderers, judgement against
 //! expectations), and `commands` at the CLI edge.
 
 pub mod acp;
