@@ -107,8 +107,8 @@ seed_ms = int(sys.argv[8]) if sys.argv[8] else None
 def verdicts(r):
     return [(c["target"], c["scenario"], c["verdict"], c.get("failureBoundary")) for c in r["cells"]]
 def timing(r):
-    t = r["totals"]
-    return t.get("floorMs"), t.get("overheadMs")
+    t = r["run"]
+    return t.get("floorMs", 0), t.get("overheadMs", 0)
 def cell_ms(r, target, scenario):
     return next(c["durationMs"] for c in r["cells"] if c["target"] == target and c["scenario"] == scenario)
 workers = 1 + sum(1 for l in many["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))

@@ -316,6 +316,7 @@ pub async fn run(
             shards: Vec::new(),
             expect_file: None,
             allow_fixed: false,
+            timing: crate::report::floor::Floor::of_cells(&cells),
         },
         cells,
         totals,

@@ -108,6 +108,14 @@ fn two_jobs_give_the_cells_and_verdicts_of_one() {
     );
     assert_eq!(cells(&two_report), expected, "same cells, order, verdicts");
     assert_eq!(two_report["totals"], one_report["totals"]);
+    for r in [&one_report, &two_report] {
+        let (floor, overhead) = (&r["run"]["floorMs"], &r["run"]["overheadMs"]);
+        assert!(
+            floor.as_u64().unwrap() > 0 && overhead.is_u64(),
+            "{}",
+            r["run"]
+        );
+    }
 
     // --jobs 1 runs a cell after the other; --jobs 2 two at a time, on two stacks.
     assert!(!overlapped(&events(&first)), "{:?}", events(&first));

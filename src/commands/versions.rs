@@ -110,5 +110,6 @@ fn join(parts: Vec<Report>, logs: Vec<LogFile>, stopped_early: bool, started: In
     report.run.server_version = (!versions.is_empty()).then(|| versions.join(", "));
     report.run.logs = logs;
     report.totals = Totals::of(&report.cells);
+    report.run.timing = crate::report::floor::Floor::of_cells(&report.cells);
     report
 }

@@ -234,6 +234,7 @@ pub fn report() -> Report {
     Report {
         schema: SCHEMA_ID.to_string(),
         run: RunInfo {
+            timing: None,
             id: "20261129T120102Z-ab12cd".to_string(),
             harness_version: "0.1.0".to_string(),
             started_at: "2026-11-29T12:01:02Z".to_string(),

@@ -47,6 +47,11 @@ impl Floor {
         })
     }
 
+    /// A run's: the sum over its cells.
+    pub fn of_cells(cells: &[super::Cell]) -> Option<Floor> {
+        Floor::sum(cells.iter().map(|c| &c.timing))
+    }
+
     /// The overhead as a share of the floor, in percent.
     pub fn overhead_percent(&self) -> Option<f64> {
         (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
@@ -275,11 +280,11 @@ mod tests {
                 overhead_ms: 100,
             });
         }
-        report.totals = crate::report::Totals::of(&report.cells);
+        report.run.timing = Floor::of_cells(&report.cells);
         let cells = report.cells.len() as u64;
         let floor: u64 = (1..=cells).map(|n| n * 1000).sum();
         assert_eq!(
-            report.totals.timing,
+            report.run.timing,
             Some(Floor {
                 floor_ms: floor,
                 overhead_ms: 100 * cells
@@ -310,7 +315,8 @@ mod tests {
         );
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["cells"][0]["floorMs"], 1000);
-        assert_eq!(json["totals"]["overheadMs"], 100 * cells);
+        assert_eq!(json["run"]["overheadMs"], 100 * cells);
+        assert!(json["totals"].get("floorMs").is_none(), "totals are counts");
         let schema: serde_json::Value =
             serde_json::from_str(include_str!("../../docs/report.schema.json")).unwrap();
         let validator = jsonschema::draft202012::new(&schema).unwrap();

@@ -70,6 +70,9 @@ pub struct RunInfo {
     /// `--allow-fixed`: a cell that passes against an expected failure does not fail the run.
     #[serde(default)]
     pub allow_fixed: bool,
+    /// The run's floor and overhead: the sums over its cells (see [`super::floor`]).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<super::floor::Floor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -269,9 +272,6 @@ pub struct Totals {
     /// Absent in reports written before the verdict existed.
     #[serde(default)]
     pub interrupted: u32,
-    /// The run's floor and overhead: the sums over the cells that have one.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub timing: Option<super::floor::Floor>,
 }
 
 impl Totals {
@@ -288,7 +288,6 @@ impl Totals {
                 Verdict::Interrupted => t.interrupted += 1,
             }
         }
-        t.timing = super::floor::Floor::sum(cells.iter().map(|c| &c.timing));
         t
     }
 }
