@@ -220,6 +220,9 @@ pub struct RunArgs {
     /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest); merge shards with `continuity merge`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
     pub partition: Option<crate::partition::Partition>,
+    /// Run cells on N workers, each with a local stack of its own [default: the number of CPUs, at least 2]; with --base-url or --config, see the config's `jobs` and `independent`.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
     #[command(flatten)]
     pub gate: GateArgs,
     /// `json`: one JSON object per line on stdout while the run goes (the tables go to stderr).

@@ -8,7 +8,7 @@
 //! - `commands`: the CLI edge, one function per subcommand; exit codes
 //! - `cli`: the command line as clap parses it
 //! - `runner`: the matrix (targets × scenarios × versions × agents ×
-//!   attempts), cells one after another, events out, a report back
+//!   attempts), cells handed to `--jobs` workers, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
 //!   RivetKit runner, real agents and the fake provider they talk to)

@@ -1,5 +1,6 @@
-//! The runner: targets × scenarios → cells, one after another (restarts
-//! interfere); each cell runs `repeat` attempts, a failed one again up to
+//! The runner: targets × scenarios → cells, one after another on a stack
+//! (restarts interfere), on several stacks side by side with `--jobs N`
+//! (see [`workers`]); each cell runs `repeat` attempts, a failed one again up to
 //! `retries` times, each attempt with fresh clients and its own persist
 //! store, and the attempts fold into one cell (`flaky` when they disagree).
 //! With a partition, only that shard's cells run.
@@ -19,10 +20,54 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 mod attempts;
+mod workers;
 
-use attempts::{run_attempts, skipped_attempt, CellId};
+use attempts::skipped_attempt;
+pub use workers::workers_for;
 
 pub use crate::persist::{PersistChoice, PersistFactory};
+
+/// What a worker's cells connect to and restart: one stack's side of a plan.
+pub struct Worker {
+    pub base_url: String,
+    /// The stack's restart targets, in the plan's target order.
+    pub targets: Vec<Target>,
+    /// Where this worker's cells keep their sessions (a Rivet choice holds
+    /// this worker's own stack's factory).
+    pub persist: PersistChoice,
+    /// The stack's scripted agent's record of the chunks it streamed.
+    pub agent_sent_log: Option<PathBuf>,
+    /// The stack's fake model provider log (real agents only).
+    pub model_calls: Option<crate::provider::ModelCalls>,
+}
+
+impl Worker {
+    /// The plan's own stack, taken out of it for the run (see [`Worker::restore`]).
+    pub(crate) fn take_from(plan: &mut RunPlan) -> Worker {
+        Worker {
+            base_url: plan.base_url.clone(),
+            targets: std::mem::take(&mut plan.targets),
+            persist: plan.persist.clone(),
+            agent_sent_log: plan.agent_sent_log.clone(),
+            model_calls: plan.model_calls.clone(),
+        }
+    }
+
+    pub(crate) fn restore(self, plan: &mut RunPlan) {
+        plan.targets = self.targets;
+    }
+
+    /// Another worker on the same stack (a shared deployment's lane), with no targets yet.
+    pub(crate) fn sharing(&self) -> Worker {
+        Worker {
+            base_url: self.base_url.clone(),
+            targets: Vec::new(),
+            persist: self.persist.clone(),
+            agent_sent_log: self.agent_sent_log.clone(),
+            model_calls: self.model_calls.clone(),
+        }
+    }
+}
 
 /// Everything a run needs, resolved from flags, config and environment.
 pub struct RunPlan {
@@ -55,6 +100,12 @@ pub struct RunPlan {
     pub agent_sent_log: Option<PathBuf>,
     /// The local stack's fake model provider log, when real agents run.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// The stacks of further workers (`--jobs N`): each runs cells beside
+    /// the plan's own stack, with the same targets in the same order.
+    pub workers: Vec<Worker>,
+    /// On a shared deployment (no worker stacks): how many cells of
+    /// `independent` targets may run at once; the others run alone.
+    pub jobs: usize,
 }
 
 /// Progress, as plain data for whoever displays it.
@@ -172,7 +223,6 @@ pub async fn run(
     let started = Instant::now();
     let deadline = started + plan.overall_timeout;
     let mut cells = Vec::new();
-    let mut interrupted = false;
     let all_targets: Vec<String> = plan
         .skipped_targets
         .iter()
@@ -212,9 +262,17 @@ pub async fn run(
             cells.push(cell);
         }
     }
-    let scenarios = plan.scenarios.clone();
     let skipped = plan.skipped_targets.len();
-    let mut sequence = 0;
+    let jobs: Vec<workers::Job> = (0..plan.targets.len())
+        .flat_map(|t| (0..plan.scenarios.len()).map(move |s| (t, s)))
+        .filter(|(t, s)| is_selected(skipped + t, *s))
+        .enumerate()
+        .map(|(n, (t, scenario))| workers::Job {
+            index: index + n + 1,
+            target: plan.targets[t].name.clone(),
+            scenario,
+        })
+        .collect();
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
@@ -225,38 +283,9 @@ pub async fn run(
         }
         let _ = interrupt_tx.send(true);
     });
-    'cells: for t in 0..plan.targets.len() {
-        for (s, scenario) in scenarios.iter().enumerate() {
-            if !is_selected(skipped + t, s) {
-                continue;
-            }
-            index += 1;
-            let target_name = plan.targets[t].name.clone();
-            let cell_id = CellId {
-                index,
-                total,
-                target: t,
-                scenario,
-            };
-            let attempts = run_attempts(plan, &cell_id, &mut sequence, &interrupt, on_event).await;
-            interrupted = attempts.interrupted;
-            let attempts = attempts.attempts;
-            // An interrupted cell keeps the attempts that finished: nothing run is lost.
-            if !attempts.is_empty() {
-                let version = plan.axis_version.clone();
-                let cell = aggregate(&target_name, &scenario.name, version, attempts);
-                on_event(RunEvent::CellFinished {
-                    index,
-                    total,
-                    cell: Box::new(cell.clone()),
-                });
-                cells.push(cell);
-            }
-            if interrupted {
-                break 'cells;
-            }
-        }
-    }
+    let finished = workers::run_jobs(plan, jobs, total, &interrupt, on_event).await;
+    cells.extend(finished.cells.into_iter().map(|(_, cell)| cell));
+    let interrupted = finished.interrupted;
     watcher.abort();
     let finished_at = SystemTime::now();
     let totals = Totals::of(&cells);
@@ -285,6 +314,7 @@ pub async fn run(
             shards: Vec::new(),
             expect_file: None,
             allow_fixed: false,
+            timing: crate::report::Floor::of_cells(&cells),
         },
         cells,
         totals,

@@ -81,5 +81,6 @@ fn join(parts: Vec<Report>, agents: &[String]) -> Report {
     }
     report.run.agent = agents.join(", ");
     report.totals = Totals::of(&report.cells);
+    report.run.timing = crate::report::Floor::of_cells(&report.cells);
     report
 }

@@ -6,7 +6,7 @@ use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
 use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
-use crate::stack::local::{LocalStack, StackOptions};
+use crate::stack::local::StackOptions;
 use crate::targets::Target;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -22,6 +22,7 @@ mod settings;
 mod show;
 mod stack;
 mod versions;
+mod workers;
 
 use crate::stop_flag::wait_true;
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
@@ -286,6 +287,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         trace_level: args.trace.into(),
         agent_sent_log: None,
         model_calls: None,
+        workers: Vec::new(),
+        jobs: 1,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -303,7 +306,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
     let versions = distinct_versions(&args.server_version)?;
-    let mut stack = None;
+    let mut stacks = Vec::new();
     let mut joined = None;
     let mut agent_skips = Vec::new();
     match base_url {
@@ -317,6 +320,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            plan.jobs = deployment_jobs(&args, &run_defaults, &plan.targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))?;
@@ -367,12 +371,18 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 x.check_names(&names, &scenario_names(&plan.scenarios))?;
             }
             if versions.len() > 1 {
+                let jobs: Vec<usize> = versions
+                    .iter()
+                    .map(|v| local_jobs(&args, run_defaults.jobs, &plan, v))
+                    .collect();
                 joined = Some(
                     versions::run_versions(
                         &mut plan,
                         &options,
                         &versions,
                         persist.as_ref(),
+                        &jobs,
+                        &owner_tag,
                         cancel_rx.clone(),
                         &mut on_event,
                         &run_dir,
@@ -380,26 +390,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     .await?,
                 );
             } else {
-                // stack.json before the first component starts: `stack down --dir
-                // RUN/stack` finds whatever a dead harness and keeper left.
-                std::fs::create_dir_all(&options.run_dir)
-                    .map_err(|e| CommandError::incomplete(e.to_string()))?;
-                crate::stack::state::begin_journal(&options.run_dir, &owner_tag)?;
-                let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
-                let mut up = tokio::select! {
-                    up = LocalStack::up(options, &mut progress) => up?,
-                    _ = wait_true(cancel_rx.clone()) => return Err(crate::stack::StackError::Interrupted.into()),
-                };
-                plan.base_url = up.base_url.clone();
-                plan.targets = std::mem::take(&mut up.targets);
-                plan.skipped_targets = std::mem::take(&mut up.skipped);
-                plan.server_version = up.server_version.clone();
-                plan.logs = up.logs(&run_dir);
-                plan.agent_sent_log = up.agent_sent_log.clone();
-                plan.model_calls = up.model_calls.clone();
-                agent_skips = up.agent_skips.clone();
-                plan.persist = run_persist(persist.as_ref(), up.persist_factory.clone());
-                stack = Some(up);
+                let jobs = local_jobs(&args, run_defaults.jobs, &plan, versions[0].as_str());
+                let mut up =
+                    workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone())
+                        .await?;
+                workers::attach(&mut plan, &mut up, persist.as_ref());
+                plan.logs = workers::logs(&up, &run_dir);
+                agent_skips = up[0].agent_skips.clone();
+                stacks = up;
             }
         }
     }
@@ -415,12 +413,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 &mut on_event,
             )
             .await;
-            for target in &mut plan.targets {
-                target.shutdown().await;
-            }
-            if let Some(mut stack) = stack {
-                stack.down().await;
-            }
+            workers::teardown(&mut plan, &mut stacks).await;
             crate::stack::state::end_journal();
             report
         }
@@ -450,6 +443,55 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
         },
         (None, None) => PersistChoice::Sqlite,
     }
+}
+
+/// How many stacks the local stack runs side by side: `--jobs` (or the
+/// number of CPUs), never more than one stack's share of cells needs, with
+/// a message when that is fewer than asked.
+fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, plan: &RunPlan, version: &str) -> usize {
+    let given = args.jobs.or(config_jobs);
+    let asked = given
+        .map(|j| j as usize)
+        .unwrap_or_else(workers::default_jobs);
+    let targets: Vec<String> = crate::stack::local::TARGETS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+        .collect();
+    let axis_version = (args.server_version.len() > 1).then_some(version);
+    let cells = workers::cells_per_stack(
+        &targets,
+        &scenario_names(&plan.scenarios),
+        args.partition.as_ref(),
+        axis_version,
+    );
+    let (jobs, message) = runner::workers_for(asked, cells);
+    if let (Some(message), Some(_)) = (message, given) {
+        crate::console::errln(&format!("continuity: {message}"));
+    }
+    jobs
+}
+
+/// How many cells run at once on a deployment: `--jobs` (or `[run] jobs`,
+/// default 1) cells of `independent` targets; with none, one at a time,
+/// and a message when more were asked.
+fn deployment_jobs(
+    args: &RunArgs,
+    defaults: &crate::config::RunDefaults,
+    targets: &[Target],
+) -> usize {
+    let asked = args.jobs.or(defaults.jobs).unwrap_or(1) as usize;
+    let independent = targets.iter().filter(|t| t.independent).count();
+    if asked > 1 && independent < asked {
+        crate::console::errln(&format!(
+            "continuity: --jobs {asked}: {independent} of the {} targets {} `independent = true` (one shared deployment), so at most {} cell{} at once",
+            targets.len(),
+            if independent == 1 { "is" } else { "are" },
+            independent.max(1),
+            if independent > 1 { "s" } else { "" },
+        ));
+    }
+    asked
 }
 
 /// The `--server-version` values, each once; several make a version axis.

@@ -1,24 +1,29 @@
 //! `--server-version A --server-version B`: the matrix's version axis on the
 //! local stack. One stack per version, brought up, run and torn down one
-//! after the other (two stacks at once would fight over a 2-core machine);
+//! after the other (two versions at once would fight over a 2-core
+//! machine; `--jobs` runs each version's cells on several stacks of it);
 //! every cell carries its version, and the parts join into one report.
 
-use super::run_persist;
 use super::CommandError;
+use crate::persist::PersistChoice;
 use crate::report::{LogFile, Report, Totals};
-use crate::runner::{PersistChoice, RunEvent, RunPlan};
-use crate::stack::local::{LocalStack, StackOptions};
+use crate::runner::{RunEvent, RunPlan};
+use crate::stack::local::StackOptions;
 use std::path::Path;
 use std::time::Instant;
 use tokio::sync::watch;
 
-/// Runs the plan once per version; `options` is the stack template
-/// (its folder and version are replaced per version).
+/// Runs the plan once per version, on `jobs[i]` stacks of version `i`;
+/// `options` is the stack template (its folder and version are replaced
+/// per version).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn run_versions(
     plan: &mut RunPlan,
     options: &StackOptions,
     versions: &[String],
     persist: Option<&PersistChoice>,
+    jobs: &[usize],
+    owner_tag: &str,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
@@ -29,7 +34,7 @@ pub(super) async fn run_versions(
     let mut logs: Vec<LogFile> = Vec::new();
     let mut stopped_early = false;
     let agents = options.agents.clone();
-    for version in versions {
+    for (version, jobs) in versions.iter().zip(jobs) {
         let remaining = overall.saturating_sub(started.elapsed());
         if *cancel.borrow() || remaining.is_zero() {
             stopped_early = true;
@@ -40,18 +45,13 @@ pub(super) async fn run_versions(
             server_version: version.clone(),
             ..options.clone()
         };
-        let mut progress = |line: &str| crate::console::errln(&format!("stack {version}: {line}"));
-        let mut cancelled = cancel.clone();
-        let up = tokio::select! {
-            up = LocalStack::up(options, &mut progress) => up,
-            _ = cancelled.wait_for(|c| *c) => Err(crate::stack::StackError::Interrupted),
-        };
+        let label = format!("stack {version}");
+        let up =
+            super::workers::up_stacks(&options, *jobs, owner_tag, &label, cancel.clone()).await;
         let mut up = match up {
             Ok(up) => up,
             Err(e) if parts.is_empty() => {
-                return Err(CommandError::incomplete(format!(
-                    "sandbox-agent {version}: {e}"
-                )))
+                return Err(e.context(format!("sandbox-agent {version}")).into())
             }
             Err(e) => {
                 // The versions that ran are kept: the report says the run is incomplete.
@@ -63,25 +63,20 @@ pub(super) async fn run_versions(
             }
         };
         plan.overall_timeout = remaining;
-        plan.base_url = up.base_url.clone();
-        plan.agent_sent_log = up.agent_sent_log.clone();
-        plan.targets = std::mem::take(&mut up.targets);
-        plan.skipped_targets = std::mem::take(&mut up.skipped);
-        plan.server_version = up.server_version.clone();
         plan.axis_version = Some(version.clone());
-        plan.persist = run_persist(persist, up.persist_factory.clone());
-        logs.extend(up.logs(run_dir).into_iter().map(|l| LogFile {
-            name: format!("{version} {}", l.name),
-            ..l
-        }));
-        plan.model_calls = up.model_calls.clone();
-        let part =
-            super::agents::run_agents(plan, &agents, &up.agent_skips, cancel.clone(), on_event)
-                .await;
-        for target in &mut plan.targets {
-            target.shutdown().await;
-        }
-        up.down().await;
+        super::workers::attach(plan, &mut up, persist);
+        logs.extend(
+            super::workers::logs(&up, run_dir)
+                .into_iter()
+                .map(|l| LogFile {
+                    name: format!("{version} {}", l.name),
+                    ..l
+                }),
+        );
+        let skips = up[0].agent_skips.clone();
+        let part = super::agents::run_agents(plan, &agents, &skips, cancel.clone(), on_event).await;
+        super::workers::teardown(plan, &mut up).await;
+        crate::stack::state::end_journal();
         let interrupted = part.run.interrupted;
         parts.push(part);
         if interrupted {
@@ -114,5 +109,6 @@ fn join(parts: Vec<Report>, logs: Vec<LogFile>, stopped_early: bool, started: In
     report.run.server_version = (!versions.is_empty()).then(|| versions.join(", "));
     report.run.logs = logs;
     report.totals = Totals::of(&report.cells);
+    report.run.timing = crate::report::Floor::of_cells(&report.cells);
     report
 }

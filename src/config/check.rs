@@ -108,6 +108,22 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 })?,
         );
     }
+    if let Some(jobs) = &raw.jobs {
+        let value = *jobs.get_ref();
+        run.jobs = Some(
+            u32::try_from(value)
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| {
+                    invalid(
+                        "run.jobs",
+                        jobs.span(),
+                        Some(value.to_string()),
+                        "expected a number of jobs from 1 to 64",
+                    )
+                })?,
+        );
+    }
     if let Some(persist) = &raw.persist {
         run.persist = Some(match persist.get_ref().as_str() {
             "sqlite" => PersistChoice::Sqlite,

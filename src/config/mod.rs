@@ -14,6 +14,7 @@
 //! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
 //! expect = "ci/expect.toml"  # expectations file, as --expect
 //! retries = 0                # as --retries
+//! jobs = 1                   # as --jobs: cells of `independent` targets at once
 //! headers = { "x-extra" = "v" }
 //!
 //! [targets.agent]            # targets restart in file order
@@ -24,6 +25,7 @@
 //! ready = { http = "http://127.0.0.1:2468/v1/health", status = 200 }
 //! # ready = { tcp = "127.0.0.1:2468" }   or   ready = { delay_ms = 6000 }   or no `ready`
 //! ready_timeout_ms = 30000
+//! independent = false        # true: its restarts disturb no other target's cells
 //! ```
 //!
 //! `managed` also takes `cwd` and `log` (where its output goes). Defaults:
@@ -67,6 +69,8 @@ pub struct RunDefaults {
     pub expect: Option<PathBuf>,
     /// `--retries`.
     pub retries: Option<u32>,
+    /// `--jobs`: how many cells of `independent` targets run at once (default 1).
+    pub jobs: Option<u32>,
 }
 
 /// One `[targets.NAME]` table, checked; [`Config::targets`] turns it into a [`Target`].
@@ -76,6 +80,7 @@ struct TargetEntry {
     action: RestartAction,
     readiness: Readiness,
     ready_timeout: Duration,
+    independent: bool,
 }
 
 impl TargetEntry {
@@ -86,6 +91,7 @@ impl TargetEntry {
             self.readiness.clone(),
         )
         .with_ready_timeout(self.ready_timeout)
+        .with_independent(self.independent)
     }
 }
 

@@ -31,6 +31,7 @@ pub(super) struct RawRun {
     pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
     pub expect: Option<Spanned<String>>,
     pub retries: Option<Spanned<i64>>,
+    pub jobs: Option<Spanned<i64>>,
     #[serde(default)]
     pub headers: Option<Ordered<Spanned<String>>>,
 }
@@ -41,6 +42,7 @@ pub(super) struct RawTarget {
     pub restart: Spanned<RawRestart>,
     pub ready: Option<Spanned<RawReady>>,
     pub ready_timeout_ms: Option<Spanned<i64>>,
+    pub independent: Option<bool>,
 }
 
 /// One table for every restart kind, so a user who writes two kinds gets

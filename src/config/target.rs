@@ -43,6 +43,7 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
         action,
         readiness,
         ready_timeout,
+        independent: raw.independent.unwrap_or(false),
     })
 }
 

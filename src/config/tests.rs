@@ -402,3 +402,29 @@ fn gating_keys_in_the_run_table() {
         "{e}"
     );
 }
+
+#[test]
+fn jobs_and_independent_targets() {
+    let config = parse(
+        "[run]\njobs = 3\n[targets.a]\nrestart = { command = \"x\" }\nindependent = true\n[targets.b]\nrestart = { command = \"y\" }\n",
+    )
+    .unwrap();
+    assert_eq!(config.run.jobs, Some(3));
+    let independent: Vec<(String, bool)> = config
+        .targets()
+        .iter()
+        .map(|t| (t.name.clone(), t.independent))
+        .collect();
+    assert_eq!(
+        independent,
+        [("a".to_string(), true), ("b".to_string(), false)]
+    );
+    assert_eq!(parse("[run]\n").unwrap().run.jobs, None, "1 unless given");
+    for bad in ["0", "65", "-2"] {
+        let e = error(&format!("[run]\njobs = {bad}\n"));
+        assert!(e.contains("run.jobs") && e.contains(bad), "{e}");
+        assert!(e.contains("from 1 to 64"), "{e}");
+    }
+    let e = error("[targets.a]\nrestart = { command = \"x\" }\nindependent = \"yes\"\n");
+    assert!(e.contains("independent"), "{e}");
+}

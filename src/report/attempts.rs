@@ -42,7 +42,13 @@ pub fn aggregate(
         phases: Vec::new(),
         restarts: Vec::new(),
         trace: None,
+        timing: None,
     });
+    let timing = if many {
+        super::Floor::sum(attempts.iter().map(|a| &a.timing))
+    } else {
+        deciding.timing
+    };
     Cell {
         target: target.into(),
         scenario: scenario.into(),
@@ -63,6 +69,7 @@ pub fn aggregate(
         pass_rate,
         attempts,
         expectation: None,
+        timing,
     }
 }
 
@@ -100,6 +107,7 @@ impl Attempt {
             phases: cell.phases.clone(),
             restarts: cell.restarts.clone(),
             trace: cell.trace.clone(),
+            timing: cell.timing,
         }
     }
 }
@@ -119,6 +127,10 @@ mod tests {
             phases: Vec::new(),
             restarts: Vec::new(),
             trace: None,
+            timing: Some(crate::report::Floor {
+                floor_ms: u64::from(n),
+                overhead_ms: 9 * u64::from(n),
+            }),
         }
     }
 

@@ -127,6 +127,7 @@ fn native_agent() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(1_200, Some(340), true)],
+        timing: None,
     }
 }
 
@@ -168,6 +169,7 @@ fn native_gateway() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(180, None, false)],
+        timing: None,
     }
 }
 
@@ -197,6 +199,7 @@ fn rehydrate_agent() -> Cell {
         ],
         trace: None,
         restarts: vec![restart_timing(1_150, Some(330), true)],
+        timing: None,
     }
 }
 
@@ -217,6 +220,7 @@ fn rehydrate_gateway() -> Cell {
         phases: Vec::new(),
         trace: None,
         restarts: Vec::new(),
+        timing: None,
     }
 }
 
@@ -230,6 +234,7 @@ pub fn report() -> Report {
     Report {
         schema: SCHEMA_ID.to_string(),
         run: RunInfo {
+            timing: None,
             id: "20261129T120102Z-ab12cd".to_string(),
             harness_version: "0.1.0".to_string(),
             started_at: "2026-11-29T12:01:02Z".to_string(),

@@ -35,6 +35,10 @@ pub fn render_markdown(report: &Report) -> String {
     metadata_section(&mut out, report);
     out.push('\n');
     restarts_section(&mut out, report);
+    if let Some(section) = super::floor::markdown_section(report) {
+        out.push('\n');
+        out.push_str(&section);
+    }
     out
 }
 

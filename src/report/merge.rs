@@ -89,9 +89,11 @@ pub fn merge(id: &str, shards: &[ShardRun]) -> Result<Report, MergeError> {
             cells.push(cell);
         }
     }
+    let mut run = merged_run(id, shards, version_axis);
+    run.timing = super::Floor::of_cells(&cells);
     Ok(Report {
         schema: SCHEMA_ID.into(),
-        run: merged_run(id, shards, version_axis),
+        run,
         totals: Totals::of(&cells),
         cells,
     })
@@ -232,6 +234,7 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
             })
             .collect(),
         retries: runs.iter().map(|r| r.retries).max().unwrap_or(0),
+        timing: None,
         flaky_result: first.flaky_result,
         partition: None,
         shards: shards

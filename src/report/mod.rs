@@ -6,6 +6,7 @@ pub(crate) mod baseline;
 pub(crate) mod compare;
 pub(crate) mod expect;
 pub(crate) mod fix_location;
+pub(crate) mod floor;
 pub(crate) mod gate;
 pub(crate) mod github;
 pub(crate) mod html;

@@ -33,6 +33,16 @@ pub struct RestartResult {
     pub detail: Option<String>,
 }
 
+/// An attempt's (or a sum of attempts') physical floor (restart-to-ready
+/// plus the server's own answer times) and the harness overhead above it,
+/// in milliseconds; computed in `report::floor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Floor {
+    pub floor_ms: u64,
+    pub overhead_ms: u64,
+}
+
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "continuity.report/v2";
 /// The previous schema, still readable (see [`super::upgrade`]).
@@ -91,6 +101,9 @@ pub struct RunInfo {
     /// `--allow-fixed`: a cell that passes against an expected failure does not fail the run.
     #[serde(default)]
     pub allow_fixed: bool,
+    /// The run's floor and overhead: the sums over its cells (see [`super::floor`]).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,6 +150,9 @@ pub struct Cell {
     /// absent when the cell never ran or `--trace off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The physical floor of the cell's attempts and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
 }
 
 /// One run of a cell.
@@ -156,6 +172,9 @@ pub struct Attempt {
     /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// The physical floor on the attempt's path and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
 }
 
 /// How a phase ended.

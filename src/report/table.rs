@@ -18,6 +18,10 @@ pub fn render_text(report: &Report, color: bool) -> String {
     out.push('\n');
     out.push_str(&totals_line(report));
     out.push('\n');
+    if let Some(line) = super::floor::run_line(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     if report.run.interrupted {
         out.push_str("interrupted: unfinished cells are missing\n");
     }
@@ -31,6 +35,14 @@ pub fn render_text(report: &Report, color: bool) -> String {
         out.push('\n');
         out.push_str(&scenario_table(report, scenario, color).to_string());
         out.push('\n');
+    }
+    if let Some(rows) = super::floor::cell_rows(report) {
+        let mut table = new_table(false);
+        table.set_header(super::floor::CELL_COLUMNS);
+        for row in rows {
+            table.add_row(row);
+        }
+        out.push_str(&format!("\nfloor and overhead\n{table}\n"));
     }
     out
 }

@@ -317,6 +317,10 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     std::fs::create_dir_all(dir.join("persist")).unwrap();
     std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    // A --jobs worker's stack, a version's stack: earlier runs' too.
+    for stack in ["stack-2/rivet", "stack-0.4.2"] {
+        std::fs::create_dir_all(dir.join(stack)).unwrap();
+    }
     let refused = RunFolder::create(&dir, false, none()).unwrap_err();
     assert!(matches!(refused, FolderError::NotEmpty(_)), "{refused}");
     assert!(refused.to_string().contains("--force"), "{refused}");

@@ -20,7 +20,7 @@ use super::table::render_text;
 use crate::secret::Redactor;
 
 /// What a run writes at the top of its folder: `--force` removes these
-/// (and only these) before a new run reuses the folder. A writer that adds
+/// (and only these, with the `stack-*` folders of further stacks) before a new run reuses the folder. A writer that adds
 /// a file or folder of its own lists it here.
 pub const RUN_FOLDER_ENTRIES: &[&str] = &[
     "report.json",
@@ -74,7 +74,17 @@ impl RunFolder {
                     return Err(FolderError::NotEmpty(dir.to_path_buf()));
                 }
                 if force {
-                    for entry in RUN_FOLDER_ENTRIES {
+                    // `stack-*`: a version's stack, a `--jobs` worker's stack.
+                    let stacks: Vec<String> = fs::read_dir(dir)
+                        .map_err(io_error(dir))?
+                        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .filter(|name| name.starts_with("stack-"))
+                        .collect();
+                    let entries = RUN_FOLDER_ENTRIES
+                        .iter()
+                        .copied()
+                        .chain(stacks.iter().map(String::as_str));
+                    for entry in entries {
                         let path = dir.join(entry);
                         let removed = match fs::symlink_metadata(&path) {
                             Ok(m) if m.is_dir() => fs::remove_dir_all(&path),

@@ -2,12 +2,15 @@
 //! times, each with fresh clients, its own persist store and a restart of
 //! the cell's target. What finished is kept when the run is cancelled.
 
+use super::Worker;
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
-use crate::report::{Attempt, Verdict};
+use crate::report::Floor;
+use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell, CellSettings, CellStore, Restarter, Scenario};
-use crate::targets::{RestartResult, Target};
+use crate::targets::Target;
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -36,19 +39,21 @@ pub(super) struct Attempts {
     pub interrupted: bool,
 }
 
-/// `repeat` attempts, each failed one run again up to `retries` times;
-/// stops (keeping what finished) when `interrupt` turns true (Ctrl-C,
-/// SIGTERM or the overall deadline): the attempt then running ends
-/// `interrupted` after its cleanup, and is kept too.
+/// `repeat` attempts, each failed one run again up to `retries` times, on
+/// `worker`'s stack; stops (keeping what finished) when `interrupt` turns
+/// true (Ctrl-C, SIGTERM or the overall deadline): the attempt then running
+/// ends `interrupted` after its cleanup, and is kept too. `sequence` numbers
+/// the run's attempts (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
-    plan: &mut RunPlan,
+    plan: &RunPlan,
+    worker: &mut Worker,
     cell: &CellId<'_>,
-    sequence: &mut usize,
+    sequence: &AtomicUsize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
     let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
-    let target = plan.targets[cell.target].name.clone();
+    let target = worker.targets[cell.target].name.clone();
     let mut attempts: Vec<Attempt> = Vec::new();
     for _ in 0..plan.repeat {
         let mut retries_left = plan.retries;
@@ -60,7 +65,7 @@ pub(super) async fn run_attempts(
                     interrupted: true,
                 };
             }
-            *sequence += 1;
+            let sequence = sequence.fetch_add(1, Ordering::SeqCst) + 1;
             let number = attempts.len() as u32 + 1;
             on_event(RunEvent::CellStarted {
                 index,
@@ -71,10 +76,11 @@ pub(super) async fn run_attempts(
             });
             let mut attempt = run_one(
                 plan,
+                worker,
                 cell.target,
                 scenario,
                 number,
-                *sequence,
+                sequence,
                 interrupt.clone(),
             )
             .await;
@@ -135,20 +141,22 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
         phases: Vec::new(),
         restarts: Vec::new(),
         trace: None,
+        timing: None,
     }
 }
 
 async fn run_one(
-    plan: &mut RunPlan,
+    plan: &RunPlan,
+    worker: &mut Worker,
     t: usize,
     scenario: &Scenario,
     attempt: u32,
     index: usize,
     interrupt: watch::Receiver<bool>,
 ) -> Attempt {
-    let target_name = plan.targets[t].name.clone();
+    let target_name = worker.targets[t].name.clone();
     let key = format!("{}-{index}", plan.id);
-    let store: Result<CellStore, StoreError> = match &plan.persist {
+    let store: Result<CellStore, StoreError> = match &worker.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
             let dir = plan.run_dir.join("persist");
@@ -192,7 +200,7 @@ async fn run_one(
     );
     let settings = CellSettings {
         trace: trace.clone(),
-        base_url: plan.base_url.clone(),
+        base_url: worker.base_url.clone(),
         token: plan.token.clone(),
         headers: plan.headers.clone(),
         agent: plan.agent.clone(),
@@ -200,11 +208,11 @@ async fn run_one(
         session_suffix: key,
         interrupt,
         store,
-        agent_sent_log: plan.agent_sent_log.clone(),
-        model_calls: plan.model_calls.clone(),
+        agent_sent_log: worker.agent_sent_log.clone(),
+        model_calls: worker.model_calls.clone(),
     };
-    plan.targets[t].set_trace(trace.clone());
-    let mut restarter = TargetRestarter(&mut plan.targets[t]);
+    worker.targets[t].set_trace(trace.clone());
+    let mut restarter = TargetRestarter(&mut worker.targets[t]);
     let run = run_cell(scenario, &settings, &mut restarter).await;
     trace.event(
         "cell_end",
@@ -220,6 +228,10 @@ async fn run_one(
             run.failure_boundary.as_deref().unwrap_or("the cell")
         )
     });
+    let trace_text = trace_path
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(plan.run_dir.join(p)).ok());
+    let timing = Floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
     Attempt {
         attempt,
         retry: false,
@@ -230,5 +242,6 @@ async fn run_one(
         phases: run.phases,
         restarts: run.restarts,
         trace: trace_path,
+        timing: Some(timing),
     }
 }

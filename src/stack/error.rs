@@ -59,6 +59,13 @@ pub enum StackError {
     /// The background task that installs a component panicked or was cancelled.
     #[error("install task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// Several stacks started side by side (`--jobs`) and more than one failed.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<StackError>),
+    /// Stacks started side by side came up with different targets: their
+    /// cells would not be comparable.
+    #[error("the stacks came up with different targets ({first} and {other}): cells would not be comparable")]
+    Uneven { first: String, other: String },
     /// The run was cancelled (Ctrl-C) while the stack was starting.
     #[error("interrupted while the stack was starting")]
     Interrupted,

@@ -360,8 +360,11 @@ impl LocalStack {
             .collect()
     }
 
-    /// Stops every component still held here (the runner shuts down its targets itself).
-    pub async fn down(&mut self) {
+    /// Stops every component still held here (the runner shuts down its
+    /// targets itself), without the sweep of the run's owner tag, which
+    /// would reach every other stack of the run too (`--jobs N`): several
+    /// stacks stop side by side, then one [`sweep_owner_tag`].
+    pub async fn stop_own(&mut self) {
         for target in self
             .targets
             .iter_mut()
@@ -381,10 +384,13 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
-        // Whatever a component spawned outside its group (the engine a
-        // RivetKit runner starts when it finds none) carries our owner tag.
-        if let Some(tag) = crate::supervise::owner::current() {
-            let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
-        }
+    }
+}
+
+/// Whatever a component spawned outside its group (the engine a RivetKit
+/// runner starts when it finds none) carries the run's owner tag.
+pub async fn sweep_owner_tag() {
+    if let Some(tag) = crate::supervise::owner::current() {
+        let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
     }
 }

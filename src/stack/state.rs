@@ -47,16 +47,17 @@ impl StackState {
     }
 }
 
-/// The stack being started by this process, recorded as it goes.
+/// A stack being started by this process, recorded as it goes.
 struct Journal {
     dir: PathBuf,
     state: StackState,
 }
 
-static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
+/// One journal per stack folder: `run --jobs N` runs N stacks side by side.
+static JOURNALS: Mutex<Vec<Journal>> = Mutex::new(Vec::new());
 
-fn journal() -> std::sync::MutexGuard<'static, Option<Journal>> {
-    JOURNAL.lock().unwrap_or_else(|p| p.into_inner())
+fn journals() -> std::sync::MutexGuard<'static, Vec<Journal>> {
+    JOURNALS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Starts recording the stack in `dir` (writes an empty `stack.json`).
@@ -67,7 +68,9 @@ pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), StackError> {
         components: Vec::new(),
     };
     state.write(dir)?;
-    *journal() = Some(Journal {
+    let mut journals = journals();
+    journals.retain(|j| j.dir != dir);
+    journals.push(Journal {
         dir: dir.to_path_buf(),
         state,
     });
@@ -89,11 +92,21 @@ fn record(change: &Lifecycle<'_>) {
     }
 }
 
+/// The journal of the stack whose folder holds `log`: every component of
+/// the local stack logs inside its stack's folder.
+fn journal_of<'a>(journals: &'a mut [Journal], log: &Path) -> Option<&'a mut Journal> {
+    journals
+        .iter_mut()
+        .filter(|j| log.starts_with(&j.dir))
+        .max_by_key(|j| j.dir.components().count())
+}
+
 /// Records a started process under its target's name (replacing the
-/// previous process of that target, after a restart).
+/// previous process of that target, after a restart) in the journal of
+/// the stack whose folder holds its log.
 pub fn record_start(target: &str, program: &Path, log: &Path, pid: u32, started: Option<u64>) {
-    let mut guard = journal();
-    let Some(journal) = guard.as_mut() else {
+    let mut guard = journals();
+    let Some(journal) = journal_of(&mut guard, log) else {
         return;
     };
     let program = program
@@ -114,21 +127,19 @@ pub fn record_start(target: &str, program: &Path, log: &Path, pid: u32, started:
 
 /// Records that the harness stopped a process.
 pub fn record_stop(pid: u32) {
-    let mut guard = journal();
-    let Some(journal) = guard.as_mut() else {
-        return;
-    };
-    let before = journal.state.components.len();
-    journal.state.components.retain(|c| c.pid != Some(pid));
-    if journal.state.components.len() != before {
-        let _ = journal.state.write(&journal.dir);
+    for journal in journals().iter_mut() {
+        let before = journal.state.components.len();
+        journal.state.components.retain(|c| c.pid != Some(pid));
+        if journal.state.components.len() != before {
+            let _ = journal.state.write(&journal.dir);
+        }
     }
 }
 
-/// Stops recording. A stack with nothing left running leaves no `stack.json`.
+/// Stops recording every stack. A stack with nothing left running leaves no `stack.json`.
 pub fn end_journal() {
     crate::supervise::set_journal(None);
-    if let Some(journal) = journal().take() {
+    for journal in journals().drain(..) {
         if journal.state.components.is_empty() {
             let _ = std::fs::remove_file(journal.dir.join(STATE_FILE));
         }
@@ -177,6 +188,49 @@ mod tests {
         assert!(e.to_string().contains("stack.lock"), "{e}");
         drop(first);
         assert!(FolderLock::try_acquire(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn each_stack_folder_records_its_own_components() {
+        let root = tempfile::tempdir().unwrap();
+        let (one, two) = (root.path().join("stack"), root.path().join("stack-2"));
+        for dir in [&one, &two] {
+            std::fs::create_dir_all(dir).unwrap();
+            begin_journal(dir, "tag").unwrap();
+        }
+        let program = Path::new("/bin/sandbox-agent");
+        record_start(
+            "agent",
+            program,
+            &one.join("sandbox-agent/log"),
+            1_000_001,
+            None,
+        );
+        record_start(
+            "agent",
+            program,
+            &two.join("sandbox-agent/log"),
+            1_000_002,
+            None,
+        );
+        let pids = |dir: &Path| -> Vec<Option<u32>> {
+            let state = StackState::read(dir).unwrap();
+            state.components.iter().map(|c| c.pid).collect()
+        };
+        assert_eq!(pids(&one), [Some(1_000_001)]);
+        assert_eq!(pids(&two), [Some(1_000_002)], "stack-2 is not `stack`");
+        record_stop(1_000_002);
+        assert!(pids(&two).is_empty());
+        assert_eq!(pids(&one), [Some(1_000_001)]);
+        end_journal();
+        assert!(
+            !two.join(STATE_FILE).exists(),
+            "an empty stack leaves no file"
+        );
+        assert!(
+            one.join(STATE_FILE).exists(),
+            "a running one stays findable"
+        );
     }
 
     #[test]

@@ -98,6 +98,9 @@ pub struct Target {
     pub action: RestartAction,
     pub readiness: Readiness,
     pub ready_timeout: Duration,
+    /// Its restarts disturb no other target's cells: on a shared deployment
+    /// (`--jobs`), its cells may run beside other independent targets' cells.
+    pub independent: bool,
     /// The running process of a managed target.
     process: Option<ManagedProcess>,
     /// What HTTP probes of the server under test send (the token).
@@ -146,12 +149,19 @@ impl Target {
             action,
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            independent: false,
             process: None,
             probe_auth: ProbeAuth::default(),
             trace: crate::trace::Trace::detached(),
             after_stop: None,
             after_stop_note: None,
         }
+    }
+
+    /// See [`Target::independent`].
+    pub fn with_independent(mut self, independent: bool) -> Self {
+        self.independent = independent;
+        self
     }
 
     /// Runs `hook` each time the managed process has stopped.

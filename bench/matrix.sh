@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The matrix side by side, in one run on this machine (release build):
+#   1. the bug reporter's SDK script (bench/repro-restart-continuity.mjs,
+#      sandbox-agent SDK 0.4.2) at its defaults (60 s deadline per step, 6 s
+#      wait after the restart), against sandbox-agent 0.4.2 and its mock
+#      agent, restarted by SIGTERM to its group and a start on the same port
+#      (as bench/time-to-diagnosis.sh). It runs one scenario against one
+#      target per invocation, and can only restart what a shell command can:
+#      its figure is one cell, the agent × native-continuity one;
+#   2. continuity run --jobs 1 over the default local matrix
+#      (5 targets × 4 scenarios);
+#   3. continuity run --jobs N (N = JOBS, default the number of CPUs, at
+#      least 2) over the same matrix.
+# Prints wall times (whole run, and the cells after the stacks are up),
+# floor and overhead, the harness's peak RSS (and per worker), whether the
+# verdicts are identical, and the ratios.
+#
+#   bench/matrix.sh
+#   JOBS=4 bench/matrix.sh
+#   SKIP_SEED=1 bench/matrix.sh     # without the SDK script (no npm install)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+version=0.4.2
+jobs=${JOBS:-$(python3 -c 'import os; print(max(2, os.cpu_count() or 1))')}
+
+cargo build --release --quiet
+bin=$repo/target/release/continuity
+work=$(mktemp -d)
+cleanup() {
+  [ -f "$work/server.pid" ] && kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT && echo "work folder: $work" >&2
+
+now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
+
+# Runs "$@", prints "WALL_MS PEAK_KB": wall time and the peak RSS of that
+# process itself (VmHWM, polled), not of the stack's servers it starts.
+measure() {
+  local start pid hwm=0 v
+  start=$(now_ms)
+  "$@" >"$work/out.txt" 2>"$work/err.txt" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    v=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    if [ -n "$v" ] && [ "$v" -gt "$hwm" ]; then hwm=$v; fi
+    sleep 0.02
+  done
+  wait "$pid" || true
+  echo "$(( $(now_ms) - start )) $hwm"
+}
+
+seed_ms=""
+if [ -z "${SKIP_SEED:-}" ]; then
+  cache=${CONTINUITY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/continuity}
+  sdk=$cache/npm/bench-sdk-$version
+  if [ ! -f "$sdk/.continuity-complete" ]; then
+    echo "installing sandbox-agent@$version (SDK and server) into $sdk" >&2
+    npm install --prefix "$sdk" --no-save --no-audit --no-fund --loglevel=error \
+      "sandbox-agent@$version" "@sandbox-agent/cli-linux-x64@$version" >&2
+    touch "$sdk/.continuity-complete"
+  fi
+  server=$sdk/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent
+  chmod +x "$server"
+  mkdir -p "$work/data/sandbox-agent/bin/agent_processes"
+  printf '#!/bin/sh\nexec %q agent "$@"\n' "$bin" > "$work/data/sandbox-agent/bin/agent_processes/mock-acp"
+  chmod +x "$work/data/sandbox-agent/bin/agent_processes/mock-acp"
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  base=http://127.0.0.1:$port
+  cat > "$work/restart.sh" <<EOF
+#!/usr/bin/env bash
+set -eu
+if [ -f "$work/server.pid" ]; then
+  kill -TERM -- "-\$(cat "$work/server.pid")" 2>/dev/null || true
+  while kill -0 -- "-\$(cat "$work/server.pid")" 2>/dev/null; do sleep 0.01; done
+fi
+XDG_DATA_HOME="$work/data" setsid "$server" server --no-token --no-telemetry -H 127.0.0.1 -p $port \
+  >> "$work/server.log" 2>&1 < /dev/null &
+echo \$! > "$work/server.pid"
+for _ in \$(seq 1 500); do
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$base/v1/health" 2>/dev/null && exit 0
+  sleep 0.02
+done
+echo "sandbox-agent did not come back" >&2; exit 1
+EOF
+  chmod +x "$work/restart.sh"
+  "$work/restart.sh"
+  cp "$repo/bench/repro-restart-continuity.mjs" "$sdk/"
+  # At its defaults: only where to connect, which agent and how to restart.
+  read -r seed_ms _ < <(measure sh -c "cd '$sdk' && SA_BASE_URL='$base' SA_AGENT=mock SA_RESTART_CMD='$work/restart.sh' node --unhandled-rejections=warn repro-restart-continuity.mjs < /dev/null")
+  kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
+  rm -f "$work/server.pid"
+fi
+
+read -r one_ms one_kb < <(measure "$bin" run --jobs 1 --out "$work/jobs1")
+read -r many_ms many_kb < <(measure "$bin" run --jobs "$jobs" --out "$work/jobsN")
+
+python3 - "$work/jobs1/report.json" "$work/jobsN/report.json" "$jobs" \
+  "$one_ms" "$one_kb" "$many_ms" "$many_kb" "${seed_ms:-}" <<'PY'
+import json, sys
+one, many = (json.load(open(p)) for p in sys.argv[1:3])
+jobs = int(sys.argv[3])
+one_ms, one_kb, many_ms, many_kb = map(int, sys.argv[4:8])
+seed_ms = int(sys.argv[8]) if sys.argv[8] else None
+def verdicts(r):
+    return [(c["target"], c["scenario"], c["verdict"], c.get("failureBoundary")) for c in r["cells"]]
+def timing(r):
+    t = r["run"]
+    return t.get("floorMs", 0), t.get("overheadMs", 0)
+def cell_ms(r, target, scenario):
+    return next(c["durationMs"] for c in r["cells"] if c["target"] == target and c["scenario"] == scenario)
+workers = 1 + sum(1 for l in many["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))
+same = verdicts(one) == verdicts(many)
+print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios), sandbox-agent {one['run']['serverVersion']}, release build")
+print(f"{'run':<34} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9} {'peak RSS':>9} {'per worker':>10}")
+def row(name, wall, r, kb, n):
+    floor, over = timing(r)
+    cells = r["run"]["durationMs"]
+    pct = f"{over/floor*100:.0f}%" if floor else "-"
+    print(f"{name:<34} {wall/1000:7.1f}s {cells/1000:7.1f}s {floor/1000:7.1f}s {over/1000:6.1f}s {pct:>3} {kb/1024:7.1f}MB {kb/1024/n:8.1f}MB")
+if seed_ms is not None:
+    print(f"{'SDK script, 1 cell (agent x nc)':<34} {seed_ms/1000:7.1f}s")
+row("continuity --jobs 1", one_ms, one, one_kb, 1)
+row(f"continuity --jobs {jobs} ({workers} stacks)", many_ms, many, many_kb, workers)
+print(f"verdicts --jobs {jobs} vs --jobs 1: {'identical' if same else 'DIFFERENT'}")
+print(f"ratio wall --jobs 1 / --jobs {jobs}: {one_ms/many_ms:.2f}x; cells after the stack is up: {one['run']['durationMs']/many['run']['durationMs']:.2f}x")
+if seed_ms is not None:
+    nc = cell_ms(one, "agent", "native-continuity")
+    print(f"ratio SDK script / continuity's same cell (agent x native-continuity, {nc/1000:.1f}s): {seed_ms/nc:.1f}x")
+    print(f"SDK script x {len(one['cells'])} cells (one per invocation, if it could restart every target): ~{seed_ms*len(one['cells'])/1000:.0f}s, {seed_ms*len(one['cells'])/many['run']['durationMs']:.0f}x continuity --jobs {jobs}'s cells")
+if not same:
+    for a, b in zip(verdicts(one), verdicts(many)):
+        if a != b:
+            print(f"  {a} != {b}")
+    sys.exit(1)
+PY

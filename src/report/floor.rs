@@ -1,0 +1,333 @@
+//! The floor and the overhead of an attempt, a cell and a run. The floor is
+//! the time nothing on the harness's side could save: every restart's
+//! restart-to-ready time plus the server's own response times, read from the
+//! wire trace (each HTTP exchange from request to answer, and each JSON-RPC
+//! request from sent to answered — a prompt's answer comes on the stream
+//! once the agent is done — overlapping ones counted once). The overhead is
+//! the rest of the attempt's wall time: the harness's own work, its waits
+//! (the SDK's 250 ms settle after each answer among them), the session
+//! store's calls, and its cleanup. Without a trace (`--trace
+//! off`) the floor is the restarts alone, so the overhead holds the server's
+//! answers too.
+
+use super::model::{Floor, RestartResult};
+
+impl Floor {
+    /// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
+    pub fn of_attempt(duration_ms: u64, restarts: &[RestartResult], trace: Option<&str>) -> Floor {
+        let restarting: u64 = restarts
+            .iter()
+            .map(|r| r.restart_ms + r.ready_ms.unwrap_or(0))
+            .sum();
+        let answering = trace.map(server_time_ms).unwrap_or(0);
+        let floor_ms = (restarting + answering).min(duration_ms);
+        Floor {
+            floor_ms,
+            overhead_ms: duration_ms - floor_ms,
+        }
+    }
+
+    /// The sum of the floors given; `None` when there is none.
+    pub fn sum<'a>(floors: impl IntoIterator<Item = &'a Option<Floor>>) -> Option<Floor> {
+        floors.into_iter().flatten().fold(None, |total, f| {
+            let t = total.unwrap_or_default();
+            Some(Floor {
+                floor_ms: t.floor_ms + f.floor_ms,
+                overhead_ms: t.overhead_ms + f.overhead_ms,
+            })
+        })
+    }
+
+    /// A run's: the sum over its cells.
+    pub fn of_cells(cells: &[super::Cell]) -> Option<Floor> {
+        Floor::sum(cells.iter().map(|c| &c.timing))
+    }
+
+    /// The overhead as a share of the floor, in percent.
+    pub fn overhead_percent(&self) -> Option<f64> {
+        (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
+    }
+
+    /// `floor 12.3 s, overhead 1.2 s (+10%)`.
+    pub fn describe(&self) -> String {
+        let percent = self
+            .overhead_percent()
+            .map(|p| format!(" (+{p:.0}%)"))
+            .unwrap_or_default();
+        format!(
+            "floor {:.1} s, overhead {:.1} s{percent}",
+            self.floor_ms as f64 / 1000.0,
+            self.overhead_ms as f64 / 1000.0
+        )
+    }
+}
+
+/// The run's floor line for the text report, when its cells have one.
+pub fn run_line(report: &super::Report) -> Option<String> {
+    let timing = Floor::sum(report.cells.iter().map(|c| &c.timing))?;
+    Some(format!(
+        "time: {} over {} s of cells (run {:.1} s wall)",
+        timing.describe(),
+        format_args!(
+            "{:.1}",
+            (timing.floor_ms + timing.overhead_ms) as f64 / 1000.0
+        ),
+        report.run.duration_ms as f64 / 1000.0
+    ))
+}
+
+/// Every cell's floor and overhead, in report order: a table for the text
+/// report, rows for Markdown; `None` when no cell has one.
+pub fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
+    let rows: Vec<[String; 5]> = report
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let t = cell.timing?;
+            Some([
+                cell.label(),
+                cell.scenario.clone(),
+                t.floor_ms.to_string(),
+                t.overhead_ms.to_string(),
+                t.overhead_percent()
+                    .map(|p| format!("{p:.0}%"))
+                    .unwrap_or_else(|| "–".into()),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then_some(rows)
+}
+
+pub const CELL_COLUMNS: [&str; 5] = ["target", "scenario", "floor ms", "overhead ms", "overhead"];
+
+/// The Markdown section: the run's line and one row per cell.
+pub fn markdown_section(report: &super::Report) -> Option<String> {
+    let rows = cell_rows(report)?;
+    let mut out = String::from(
+        "## Floor and overhead
+
+",
+    );
+    if let Some(line) = run_line(report) {
+        out.push_str(&format!(
+            "{}
+
+",
+            line.trim_start_matches("time: ")
+        ));
+    }
+    out.push_str(&format!("| {} |\n", CELL_COLUMNS.join(" | ")));
+    out.push_str("|---|---|---|---|---|\n");
+    for row in rows {
+        let row: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    Some(out)
+}
+
+/// The time the server took to answer, from the trace (`t` and `ms` in
+/// milliseconds): `http` events, logged at their end with their duration,
+/// and `rpc` requests (`dir: out`) paired with their answer (`dir: in`, the
+/// same `rpcId`, the latest request first); the length of the union of
+/// their intervals, so concurrent exchanges count once.
+fn server_time_ms(trace: &str) -> u64 {
+    let mut spans: Vec<(f64, f64)> = Vec::new();
+    let mut asked: Vec<(i64, f64)> = Vec::new();
+    for event in trace
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+    {
+        let Some(t) = event["t"].as_f64() else {
+            continue;
+        };
+        match (
+            event["ev"].as_str(),
+            event["dir"].as_str(),
+            event["rpcId"].as_i64(),
+        ) {
+            (Some("http"), _, _) => {
+                if let Some(ms) = event["ms"].as_f64() {
+                    spans.push(((t - ms).max(0.0), t));
+                }
+            }
+            (Some("rpc"), Some("out"), Some(id)) => asked.push((id, t)),
+            (Some("rpc"), Some("in"), Some(id)) => {
+                if let Some(at) = asked.iter().rposition(|(asked_id, _)| *asked_id == id) {
+                    let (_, sent) = asked.remove(at);
+                    spans.push((sent, t));
+                }
+            }
+            _ => {}
+        }
+    }
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (start, end) in spans {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        total += e - s;
+    }
+    total.round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn restart(restart_ms: u64, ready_ms: Option<u64>) -> RestartResult {
+        RestartResult {
+            phase: "restart".into(),
+            action: "managed".into(),
+            ok: true,
+            restart_ms,
+            ready_ms,
+            detail: None,
+        }
+    }
+
+    const TRACE: &str = concat!(
+        r#"{"t":0.0,"ev":"trace"}"#,
+        "\n",
+        r#"{"t":10.0,"ev":"http","ms":4.0}"#,
+        "\n",
+        // Two exchanges at once (two clients): 20..30 and 25..40 are 20 ms, not 25.
+        r#"{"t":30.0,"ev":"http","ms":10.0}"#,
+        "\n",
+        r#"{"t":40.0,"ev":"http","ms":15.0}"#,
+        "\n",
+        r#"{"t":50.0,"ev":"sse","ms":99.0}"#,
+        "\n",
+        // A prompt sent at 100 and answered on the stream at 150: 50 ms.
+        r#"{"t":100.0,"ev":"rpc","dir":"out","rpcId":7}"#,
+        "\n",
+        r#"{"t":150.0,"ev":"rpc","dir":"in","rpcId":7}"#,
+        "\n",
+        // A notification (no answer) counts nothing.
+        r#"{"t":160.0,"ev":"rpc","dir":"out","method":"session/cancel"}"#,
+        "\n",
+        "not json\n",
+    );
+
+    #[test]
+    fn restarts_and_answers_are_the_floor_the_rest_is_overhead() {
+        let floor = Floor::of_attempt(1000, &[restart(100, Some(200))], Some(TRACE));
+        assert_eq!(
+            floor,
+            Floor {
+                floor_ms: 374,
+                overhead_ms: 626
+            }
+        );
+        assert_eq!(floor.describe(), "floor 0.4 s, overhead 0.6 s (+167%)");
+    }
+
+    #[test]
+    fn without_a_trace_the_floor_is_the_restarts() {
+        let floor = Floor::of_attempt(500, &[restart(10, None), restart(5, Some(5))], None);
+        assert_eq!(floor.floor_ms, 20);
+        assert_eq!(floor.overhead_ms, 480);
+        assert_eq!(Floor::of_attempt(0, &[], None).overhead_percent(), None);
+    }
+
+    #[test]
+    fn the_floor_never_exceeds_the_wall_time() {
+        let floor = Floor::of_attempt(50, &[restart(100, Some(100))], None);
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (50, 0));
+    }
+
+    #[test]
+    fn sums_skip_what_has_no_floor() {
+        let a = Some(Floor {
+            floor_ms: 1,
+            overhead_ms: 2,
+        });
+        assert_eq!(
+            Floor::sum(&[a, None, a]),
+            Some(Floor {
+                floor_ms: 2,
+                overhead_ms: 4
+            })
+        );
+        assert_eq!(Floor::sum(&[None]), None);
+    }
+
+    #[test]
+    fn the_text_and_markdown_reports_show_both_per_cell_and_for_the_run() {
+        let mut report = crate::report::fixture::report();
+        let plain = crate::report::table::render_text(&report, false);
+        assert!(!plain.contains("floor"), "no floor, no line: {plain}");
+        for (n, cell) in report.cells.iter_mut().enumerate() {
+            cell.timing = Some(Floor {
+                floor_ms: 1000 * (n as u64 + 1),
+                overhead_ms: 100,
+            });
+        }
+        report.run.timing = Floor::of_cells(&report.cells);
+        let cells = report.cells.len() as u64;
+        let floor: u64 = (1..=cells).map(|n| n * 1000).sum();
+        assert_eq!(
+            report.run.timing,
+            Some(Floor {
+                floor_ms: floor,
+                overhead_ms: 100 * cells
+            })
+        );
+        let text = crate::report::table::render_text(&report, false);
+        let line = text.lines().find(|l| l.starts_with("time: ")).unwrap();
+        assert!(
+            line.contains(&format!("floor {:.1} s", floor as f64 / 1000.0)),
+            "{line}"
+        );
+        assert!(text.contains("floor and overhead"), "{text}");
+        let first = &report.cells[0];
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&first.label()) && l.contains("1000") && l.contains("10%")),
+            "{text}"
+        );
+        let markdown = crate::report::markdown::render_markdown(&report);
+        assert!(markdown.contains("## Floor and overhead"), "{markdown}");
+        assert!(
+            markdown.contains(&format!(
+                "| {} | {} | 1000 | 100 | 10% |",
+                first.label(),
+                first.scenario
+            )),
+            "{markdown}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cells"][0]["floorMs"], 1000);
+        assert_eq!(json["run"]["overheadMs"], 100 * cells);
+        assert!(json["totals"].get("floorMs").is_none(), "totals are counts");
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../docs/report.schema.json")).unwrap();
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn reports_without_the_fields_still_read() {
+        #[derive(Deserialize)]
+        struct Holder {
+            #[serde(flatten, default)]
+            timing: Option<Floor>,
+        }
+        let old: Holder = serde_json::from_str(r#"{"other":1}"#).unwrap();
+        assert_eq!(old.timing, None);
+        let new: Holder = serde_json::from_str(r#"{"floorMs":3,"overheadMs":4}"#).unwrap();
+        assert_eq!(new.timing.map(|f| f.floor_ms), Some(3));
+    }
+}

@@ -1,0 +1,262 @@
+//! `--jobs N`: the run's cells shared among workers, each on a stack of its
+//! own (own ports, folders, processes), so no two cells that touch the same
+//! stack ever run at once. Workers take the next cell, in matrix order, from
+//! one queue; what they finish is put back in matrix order, so the report is
+//! the one `--jobs 1` writes, whichever worker ran which cell.
+
+use super::attempts::{run_attempts, CellId};
+use super::{RunEvent, RunPlan, Worker};
+use crate::report::attempts::aggregate;
+use crate::report::Cell;
+use crate::targets::Target;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Mutex;
+use tokio::sync::{mpsc, watch};
+
+/// One cell of the matrix: its place in the run and which target × scenario it is.
+pub(super) struct Job {
+    pub index: usize,
+    /// The target's name: a worker runs only cells of targets it holds.
+    pub target: String,
+    pub scenario: usize,
+}
+
+/// The cells the workers finished (with their index), in matrix order,
+/// and whether the run was interrupted.
+pub(super) struct Finished {
+    pub cells: Vec<(usize, Cell)>,
+    pub interrupted: bool,
+}
+
+/// Runs `jobs` on the plan's own stack and on every stack of `plan.workers`,
+/// one cell at a time per stack; on a shared deployment (no worker stacks,
+/// `plan.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
+pub(super) async fn run_jobs(
+    plan: &mut RunPlan,
+    jobs: Vec<Job>,
+    total: usize,
+    interrupt: &watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    if plan.workers.is_empty() && plan.jobs > 1 && plan.targets.iter().any(|t| t.independent) {
+        return run_lanes(plan, jobs, total, interrupt, on_event).await;
+    }
+    let mut workers = vec![Worker::take_from(plan)];
+    workers.append(&mut plan.workers);
+    // Only real agents talk to the fake provider: a plan without its log
+    // (a mock agent's turn) gives none to any worker.
+    if plan.model_calls.is_none() {
+        for worker in &mut workers {
+            worker.model_calls = None;
+        }
+    }
+    let sequence = AtomicUsize::new(0);
+    let run = (plan as &RunPlan, &sequence, total, interrupt);
+    let finished = drive(run, &mut workers, jobs, on_event).await;
+    let mut workers = workers.into_iter();
+    if let Some(own) = workers.next() {
+        own.restore(plan);
+    }
+    plan.workers = workers.collect();
+    finished
+}
+
+/// One shared deployment, `plan.jobs` lanes: the cells of targets that are
+/// not `independent` first, one at a time and alone (their restarts would
+/// disturb any other cell); then the independent targets' cells, up to
+/// `plan.jobs` at once, never two of one target (a lane holds its targets).
+async fn run_lanes(
+    plan: &mut RunPlan,
+    jobs: Vec<Job>,
+    total: usize,
+    interrupt: &watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    let order: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
+    let mut own = Worker::take_from(plan);
+    let (independent, alone): (Vec<Target>, Vec<Target>) =
+        own.targets.drain(..).partition(|t| t.independent);
+    let is_independent = |job: &Job| independent.iter().any(|t| t.name == job.target);
+    let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
+    let lanes = plan.jobs.min(independent.len()).max(1);
+    let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
+    for (n, target) in independent.into_iter().enumerate() {
+        workers[n % lanes].targets.push(target);
+    }
+    own.targets = alone;
+    let sequence = AtomicUsize::new(0);
+    let run = (plan as &RunPlan, &sequence, total, interrupt);
+    let mut finished = drive(run, std::slice::from_mut(&mut own), first, on_event).await;
+    if !finished.interrupted {
+        let more = drive(run, &mut workers, later, on_event).await;
+        finished.cells.extend(more.cells);
+        finished.cells.sort_by_key(|(index, _)| *index);
+        finished.interrupted = more.interrupted;
+    }
+    own.targets
+        .extend(workers.into_iter().flat_map(|w| w.targets));
+    own.targets.sort_by_key(|t| position(&order, &t.name));
+    own.restore(plan);
+    finished
+}
+
+fn position(order: &[String], name: &str) -> usize {
+    order.iter().position(|n| n == name).unwrap_or(usize::MAX)
+}
+
+/// The run's side of a drive: the plan, the attempt counter, the cell
+/// count and the interrupt flag.
+type RunRef<'a> = (
+    &'a RunPlan,
+    &'a AtomicUsize,
+    usize,
+    &'a watch::Receiver<bool>,
+);
+
+/// Runs `jobs` on `workers`, each taking the next cell it can run.
+async fn drive(
+    (plan, sequence, total, interrupt): RunRef<'_>,
+    workers: &mut [Worker],
+    jobs: Vec<Job>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Finished {
+    let queue = Mutex::new(VecDeque::from(jobs));
+    let (events, mut received) = mpsc::unbounded_channel();
+    let results = {
+        let shared = Shared {
+            plan,
+            queue: &queue,
+            sequence,
+            total,
+            interrupt,
+        };
+        let running = futures_util::future::join_all(
+            workers
+                .iter_mut()
+                .map(|worker| work(&shared, worker, events.clone())),
+        );
+        drop(events);
+        tokio::pin!(running);
+        loop {
+            tokio::select! {
+                Some(event) = received.recv() => on_event(event),
+                results = &mut running => break results,
+            }
+        }
+    };
+    while let Ok(event) = received.try_recv() {
+        on_event(event);
+    }
+    let interrupted = results.iter().any(|(_, interrupted)| *interrupted);
+    let mut cells: Vec<(usize, Cell)> = results.into_iter().flat_map(|(c, _)| c).collect();
+    cells.sort_by_key(|(index, _)| *index);
+    Finished { cells, interrupted }
+}
+
+/// What every worker reads.
+struct Shared<'a> {
+    plan: &'a RunPlan,
+    queue: &'a Mutex<VecDeque<Job>>,
+    sequence: &'a AtomicUsize,
+    total: usize,
+    interrupt: &'a watch::Receiver<bool>,
+}
+
+/// The next job, in matrix order, whose target `worker` holds.
+fn next_job(queue: &Mutex<VecDeque<Job>>, worker: &Worker) -> Option<(Job, usize)> {
+    let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
+    let (at, target) = queue.iter().enumerate().find_map(|(at, job)| {
+        let target = worker.targets.iter().position(|t| t.name == job.target)?;
+        Some((at, target))
+    })?;
+    queue.remove(at).map(|job| (job, target))
+}
+
+/// One worker: the next cell it can run until none is left or the run is interrupted.
+async fn work(
+    shared: &Shared<'_>,
+    worker: &mut Worker,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> (Vec<(usize, Cell)>, bool) {
+    let plan = shared.plan;
+    let mut finished = Vec::new();
+    let mut send = |event: RunEvent| {
+        let _ = events.send(event);
+    };
+    loop {
+        let Some((job, target)) = next_job(shared.queue, worker) else {
+            return (finished, false);
+        };
+        let scenario = &plan.scenarios[job.scenario];
+        let cell_id = CellId {
+            index: job.index,
+            total: shared.total,
+            target,
+            scenario,
+        };
+        let attempts = run_attempts(
+            plan,
+            worker,
+            &cell_id,
+            shared.sequence,
+            shared.interrupt,
+            &mut send,
+        )
+        .await;
+        // An interrupted cell keeps the attempts that finished: nothing run is lost.
+        if !attempts.attempts.is_empty() {
+            let version = plan.axis_version.clone();
+            let cell = aggregate(&job.target, &scenario.name, version, attempts.attempts);
+            send(RunEvent::CellFinished {
+                index: job.index,
+                total: shared.total,
+                cell: Box::new(cell.clone()),
+            });
+            finished.push((job.index, cell));
+        }
+        if attempts.interrupted {
+            return (finished, true);
+        }
+    }
+}
+
+/// How many workers a run of `cells` cells gets for `--jobs jobs`: never
+/// more than there are cells (an idle worker's stack would only cost), and
+/// the message that says so when it is fewer.
+pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
+    let workers = jobs.min(cells).max(1);
+    let message = (workers < jobs).then(|| {
+        format!(
+            "--jobs {jobs}: {cells} cell{} to run, so {workers} worker{} (one stack each)",
+            if cells == 1 { "" } else { "s" },
+            if workers == 1 { "" } else { "s" }
+        )
+    });
+    (workers, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workers_for;
+
+    #[test]
+    fn never_more_workers_than_cells_and_say_so() {
+        assert_eq!(workers_for(4, 20), (4, None));
+        assert_eq!(workers_for(2, 2), (2, None));
+        let (n, message) = workers_for(8, 3);
+        assert_eq!(n, 3);
+        assert_eq!(
+            message.as_deref(),
+            Some("--jobs 8: 3 cells to run, so 3 workers (one stack each)")
+        );
+        let (n, message) = workers_for(2, 1);
+        assert_eq!(n, 1);
+        assert!(message.unwrap().contains("1 cell to run, so 1 worker "));
+        assert_eq!(
+            workers_for(3, 0).0,
+            1,
+            "a run of no cells still has its stack"
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! `run --jobs N` end to end on the local stack: the same matrix with
+//! `--jobs 1` and `--jobs 2` gives the same cells in the same order with the
+//! same verdicts (judged by the committed expectations), the second on two
+//! stacks at once; nothing of either is left running. Also `--jobs`'s bad
+//! input. Three targets × two scenarios keep it short; every run is real.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::{assert_exit, continuity_with, processes_in, report};
+
+/// One run at a time: each is several real programs on a 2-core machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const EXPECT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/ci/expect-sandbox-agent-0.4.2.toml"
+);
+
+fn run(out: &Path, jobs: &str) -> std::process::Output {
+    continuity_with(
+        &[
+            "run",
+            "--jobs",
+            jobs,
+            "--target",
+            "agent",
+            "--target",
+            "gateway",
+            "--target",
+            "gateway-reload",
+            "--scenario",
+            "native-continuity",
+            "--scenario",
+            "sandbox-reconnect",
+            "--expect",
+            EXPECT,
+            "--message-format",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    )
+}
+
+/// Each cell in report order: target, scenario, verdict, boundary, expectation, attempts.
+fn cells(report: &Value) -> Vec<Value> {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            serde_json::json!([
+                c["target"],
+                c["scenario"],
+                c["verdict"],
+                c["failureBoundary"],
+                c["expectation"]["outcome"],
+                c["attempts"].as_array().map(Vec::len),
+            ])
+        })
+        .collect()
+}
+
+/// The JSON event lines on stdout: (type, index) in the order they came.
+fn events(run: &std::process::Output) -> Vec<(String, u64)> {
+    String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|e| Some((e["type"].as_str()?.to_string(), e["index"].as_u64()?)))
+        .collect()
+}
+
+/// Whether some cell started before the one before it finished.
+fn overlapped(events: &[(String, u64)]) -> bool {
+    events.iter().enumerate().any(|(at, (kind, index))| {
+        kind == "cell-started"
+            && *index > 1
+            && !events[..at]
+                .iter()
+                .any(|(k, i)| k == "cell-finished" && *i == index - 1)
+    })
+}
+
+#[test]
+fn two_jobs_give_the_cells_and_verdicts_of_one() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+
+    let first = run(&one, "1");
+    assert_exit(&first, 0);
+    let second = run(&two, "2");
+    assert_exit(&second, 0);
+
+    let (one_report, two_report) = (report(&one), report(&two));
+    let expected = cells(&one_report);
+    assert_eq!(expected.len(), 6, "{expected:?}");
+    assert!(
+        expected.iter().any(|c| c[2] == "fail") && expected.iter().any(|c| c[2] == "pass"),
+        "the subset holds both verdicts: {expected:?}"
+    );
+    assert_eq!(cells(&two_report), expected, "same cells, order, verdicts");
+    assert_eq!(two_report["totals"], one_report["totals"]);
+    for r in [&one_report, &two_report] {
+        let (floor, overhead) = (&r["run"]["floorMs"], &r["run"]["overheadMs"]);
+        assert!(
+            floor.as_u64().unwrap() > 0 && overhead.is_u64(),
+            "{}",
+            r["run"]
+        );
+    }
+
+    // --jobs 1 runs a cell after the other; --jobs 2 two at a time, on two stacks.
+    assert!(!overlapped(&events(&first)), "{:?}", events(&first));
+    assert!(overlapped(&events(&second)), "{:?}", events(&second));
+    assert!(!one.join("stack-2").exists());
+    let logs: Vec<&str> = two_report["run"]["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    assert!(logs.contains(&"stack-2 sandbox-agent"), "{logs:?}");
+    for stack in ["stack", "stack-2"] {
+        let served = std::fs::read_to_string(two.join(stack).join("gateway/access.log")).unwrap();
+        assert!(
+            served.contains("/v1/acp/"),
+            "{stack} served cells:\n{served}"
+        );
+    }
+
+    for out in [&one, &two] {
+        let left = processes_in(out);
+        assert!(left.is_empty(), "left running: {left:?}");
+        for stack in ["stack", "stack-2"] {
+            assert!(
+                !out.join(stack).join("stack.json").exists(),
+                "{stack}/stack.json says something still runs"
+            );
+        }
+    }
+}
+
+#[test]
+fn jobs_must_be_a_positive_count_and_never_start_idle_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["0", "-1", "two", "65"] {
+        let out = dir.path().join(format!("bad{bad}"));
+        let flag = format!("--jobs={bad}");
+        let run = continuity_with(&["run", &flag, "--out", out.to_str().unwrap()], &[]);
+        assert_exit(&run, 64);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains("--jobs"), "{bad}: {stderr}");
+        assert!(!out.join("stack").exists(), "{bad}: nothing started");
+    }
+
+    let _serial = serial();
+    let out = dir.path().join("one-cell");
+    let run = continuity_with(
+        &[
+            "run",
+            "--jobs",
+            "5",
+            "--target",
+            "gateway",
+            "--scenario",
+            "native-continuity",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&run, 0);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("--jobs 5: 1 cell to run, so 1 worker"),
+        "{stderr}"
+    );
+    assert!(out.join("stack").exists() && !out.join("stack-2").exists());
+    assert_eq!(report(&out)["cells"].as_array().unwrap().len(), 1);
+}
+
+/// A deployment (a managed sandbox-agent from a config file) with two
+/// `independent` targets: `--jobs 2` runs their cells side by side, the
+/// other target's alone, and gives `--jobs 1`'s cells and verdicts.
+#[test]
+fn independent_targets_of_a_deployment_run_side_by_side() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for hook in ["hook-a", "hook-b"] {
+        text.push_str(&format!(
+            "\n[targets.{hook}]\nrestart = {{ command = \"sleep 0.2\" }}\nindependent = true\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let run = |out: &Path, jobs: &str| {
+        continuity_with(
+            &[
+                "run",
+                "--config",
+                config.to_str().unwrap(),
+                "--jobs",
+                jobs,
+                "--scenario",
+                "native-continuity",
+                "--message-format",
+                "json",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    let first = run(&one, "1");
+    let second = run(&two, "2");
+    assert_eq!(first.status.code(), second.status.code());
+    let expected = cells(&report(&one));
+    let targets: Vec<&str> = expected.iter().filter_map(|c| c[0].as_str()).collect();
+    assert_eq!(targets, ["agent", "hook-a", "hook-b"]);
+    assert_eq!(cells(&report(&two)), expected);
+    let (one_events, two_events) = (events(&first), events(&second));
+    assert!(!overlapped(&one_events), "{one_events:?}");
+    // hook-b (cell 3) starts before hook-a (cell 2) finishes; agent (cell 1) ran alone.
+    let at = |events: &[(String, u64)], kind: &str, index: u64| {
+        events
+            .iter()
+            .position(|(k, i)| k == kind && *i == index)
+            .unwrap()
+    };
+    assert!(
+        at(&two_events, "cell-started", 3) < at(&two_events, "cell-finished", 2),
+        "{two_events:?}"
+    );
+    assert!(
+        at(&two_events, "cell-finished", 1) < at(&two_events, "cell-started", 2),
+        "{two_events:?}"
+    );
+    let left = processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
