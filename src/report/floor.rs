@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn reports_without_the_fields_still_read() {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct Holder {
             #[serde(flatten, default)]
             timing: Option<Floor>,
