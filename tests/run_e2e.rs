@@ -121,13 +121,32 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let restart = &native["restarts"][0];
     assert_eq!(restart["ok"], true);
     assert!(restart["readyMs"].as_u64().is_some());
-
     let rehydrate = cell(&report, "agent", "recreate-rehydrate");
     assert_eq!(rehydrate["verdict"], "pass", "{rehydrate}");
     assert_eq!(
         phase(rehydrate, "promptRehydrate")["detail"]["rehydratedPrompts"],
         2
     );
+    // The cell's two clients are disposed side by side: the second
+    // dispose starts before the first one ends (each still timed alone).
+    let events =
+        continuity::trace::read_trace(&out.join(rehydrate["trace"].as_str().unwrap())).unwrap();
+    let at = |ev: &str, phase: &str| {
+        events
+            .iter()
+            .find(|e| e["ev"] == ev && e["phase"] == phase)
+            .and_then(|e| e["t"].as_f64())
+            .unwrap_or_else(|| panic!("no {ev} of {phase} in the trace"))
+    };
+    assert!(
+        at("phase_start", "disposeAfter") < at("phase_end", "disposeBefore"),
+        "disposes ran one after the other"
+    );
+    for name in ["disposeBefore", "disposeAfter"] {
+        let dispose = phase(rehydrate, name);
+        assert_eq!(dispose["cleanup"], true, "{dispose}");
+        assert_eq!(dispose["outcome"], "ok", "{dispose}");
+    }
 
     // The table on stdout and the files beside the JSON.
     assert!(stdout.contains("promptSameHandleAfterRestart"), "{stdout}");

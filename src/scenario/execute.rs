@@ -6,6 +6,7 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod chunks;
+mod cleanup;
 mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -193,27 +194,7 @@ pub async fn run_cell(
     let cleanup_by = interrupted
         .as_ref()
         .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
-    for phase in &scenario.cleanup {
-        let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
-        let result = match (connected, cleanup_by) {
-            (false, _) => not_run(phase, settings.default_timeout, true),
-            (true, None) => cell.run_phase(phase, true).await,
-            (true, Some(by)) => {
-                let phase_started = Instant::now();
-                match tokio::time::timeout_at(by.into(), cell.run_phase(phase, true)).await {
-                    Ok(result) => result,
-                    Err(_) => {
-                        let mut cut =
-                            interrupted_phase(phase, settings.default_timeout, phase_started);
-                        cut.cleanup = true;
-                        cut.decides_verdict = false;
-                        cut
-                    }
-                }
-            }
-        };
-        results.push(result);
-    }
+    results.extend(cell.run_cleanup(&scenario.cleanup, cleanup_by).await);
     // Files and processes the cell made go, even after a failure.
     if let Some(teardown) = cell.sandbox_teardown().await {
         results.push(teardown);
@@ -269,7 +250,7 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
 }
 
 /// The phase that was running when the run was interrupted.
-fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
+pub(super) fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
     PhaseResult {
         outcome: Outcome::Interrupted,
         duration_ms: millis(started.elapsed()),
@@ -277,7 +258,7 @@ fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> Phas
     }
 }
 
-fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
+pub(super) fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
     PhaseResult {
         name: phase.name.clone(),
         step: phase.step.kind().name().into(),
@@ -292,7 +273,7 @@ fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
     }
 }
 
-fn step_client(step: &Step) -> Option<&str> {
+pub(super) fn step_client(step: &Step) -> Option<&str> {
     match step {
         Step::CreateSession { client, .. }
         | Step::Prompt { client, .. }
@@ -365,6 +346,33 @@ impl RunningCell<'_> {
             (outcome, trace.snapshot())
         };
         let duration_ms = millis(started.elapsed());
+        let result = self.phase_result(
+            phase,
+            cleanup,
+            started,
+            duration_ms,
+            deadline,
+            outcome,
+            &seen,
+        );
+        trace.phase_end(&phase.name, &outcome_word(result.outcome), duration_ms);
+        result
+    }
+
+    /// What a phase that ran became: its outcome, detail (with the store
+    /// calls made since `started`) and, on failure, its signature; a
+    /// timeout names what the phase was waiting on (`seen`).
+    #[allow(clippy::too_many_arguments)]
+    fn phase_result(
+        &self,
+        phase: &Phase,
+        cleanup: bool,
+        started: Instant,
+        duration_ms: u64,
+        deadline: Duration,
+        outcome: Option<StepResult>,
+        seen: &crate::trace::Snapshot,
+    ) -> PhaseResult {
         let store = self
             .persist
             .as_ref()
@@ -373,7 +381,7 @@ impl RunningCell<'_> {
             Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
             Some(Err(failure)) => {
                 let mut signature = *failure.signature;
-                diagnose::add_seen(&mut signature, &seen, self.settings.token.as_ref());
+                diagnose::add_seen(&mut signature, seen, self.settings.token.as_ref());
                 (Outcome::Fail, false, failure.detail, Some(signature))
             }
             None => (
@@ -393,7 +401,7 @@ impl RunningCell<'_> {
                     None => diagnose::timeout_seen(
                         millis(deadline),
                         phase.step.pending(),
-                        &seen,
+                        seen,
                         self.settings.token.as_ref(),
                     ),
                 }),
@@ -402,15 +410,6 @@ impl RunningCell<'_> {
         if let Some(summary) = store.and_then(|w| w.summary()) {
             detail.insert("persist".into(), summary);
         }
-        trace.phase_end(
-            &phase.name,
-            serde_json::to_value(outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .as_deref()
-                .unwrap_or("?"),
-            duration_ms,
-        );
         PhaseResult {
             name: phase.name.clone(),
             step: phase.step.kind().name().into(),
@@ -430,6 +429,14 @@ impl RunningCell<'_> {
             signature,
         }
     }
+}
+
+/// An outcome as the trace writes it (`ok`, `timeout`, …).
+fn outcome_word(outcome: Outcome) -> String {
+    serde_json::to_value(outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }
 
 #[cfg(test)]

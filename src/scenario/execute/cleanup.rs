@@ -1,0 +1,119 @@
+//! A cell's cleanup phases, after its verdict phases: each under its own
+//! deadline (all of them cut at one bound after an interruption), and
+//! consecutive `dispose` phases side by side. Each client still gets its
+//! own deadline and its own measured duration (the SDK's bound per client
+//! is what the report shows), but the cell waits for the slowest of them
+//! rather than their sum: on 0.4.2 a dispose waits out an unanswered
+//! DELETE, so two clients cost one bound instead of two.
+
+use super::{interrupted_phase, not_run, step_client, RunningCell};
+use crate::clock::millis;
+use crate::report::PhaseResult;
+use crate::scenario::{Phase, Step};
+use serde_json::Map;
+use std::time::Instant;
+
+impl RunningCell<'_> {
+    /// Runs `phases` (the scenario's cleanup) and returns their results in
+    /// the scenario's order. `cut_at`: the bound after an interruption.
+    pub(super) async fn run_cleanup(
+        &mut self,
+        phases: &[Phase],
+        cut_at: Option<Instant>,
+    ) -> Vec<PhaseResult> {
+        let mut results = Vec::with_capacity(phases.len());
+        let mut rest = phases;
+        while let Some(first) = rest.first() {
+            let disposes = rest
+                .iter()
+                .take_while(|p| matches!(p.step, Step::Dispose { .. }))
+                .count();
+            if disposes > 1 && cut_at.is_none() {
+                results.extend(self.dispose_side_by_side(&rest[..disposes]).await);
+                rest = &rest[disposes..];
+            } else {
+                results.push(self.cleanup_phase(first, cut_at).await);
+                rest = &rest[1..];
+            }
+        }
+        results
+    }
+
+    /// One cleanup phase; not run when its client never connected.
+    async fn cleanup_phase(&mut self, phase: &Phase, cut_at: Option<Instant>) -> PhaseResult {
+        let default = self.settings.default_timeout;
+        if !self.connected(phase) {
+            return not_run(phase, default, true);
+        }
+        let Some(by) = cut_at else {
+            return self.run_phase(phase, true).await;
+        };
+        let phase_started = Instant::now();
+        match tokio::time::timeout_at(by.into(), self.run_phase(phase, true)).await {
+            Ok(result) => result,
+            Err(_) => {
+                let mut cut = interrupted_phase(phase, default, phase_started);
+                cut.cleanup = true;
+                cut.decides_verdict = false;
+                cut
+            }
+        }
+    }
+
+    fn connected(&self, phase: &Phase) -> bool {
+        step_client(&phase.step).is_none_or(|c| self.clients.contains_key(c))
+    }
+
+    /// `dispose` phases at once, each under its own deadline, each timed
+    /// on its own; results in the order given.
+    async fn dispose_side_by_side(&mut self, phases: &[Phase]) -> Vec<PhaseResult> {
+        let default = self.settings.default_timeout;
+        let trace = self.settings.trace.clone();
+        let mut results: Vec<Option<PhaseResult>> = vec![None; phases.len()];
+        let mut closing = Vec::new();
+        for (at, phase) in phases.iter().enumerate() {
+            let client = match &phase.step {
+                Step::Dispose { client } => self.clients.remove(client),
+                _ => None,
+            };
+            match client {
+                Some(client) => closing.push((at, phase, client)),
+                None => results[at] = Some(not_run(phase, default, true)),
+            }
+        }
+        let closed =
+            futures_util::future::join_all(closing.into_iter().map(|(at, phase, client)| {
+                let trace = trace.clone();
+                async move {
+                    let deadline = phase.timeout.unwrap_or(default);
+                    trace.phase_start(&phase.name, phase.step.kind().name());
+                    let started = Instant::now();
+                    let done = tokio::time::timeout(deadline, client.dispose())
+                        .await
+                        .is_ok();
+                    let duration_ms = millis(started.elapsed());
+                    let seen = trace.snapshot();
+                    trace.phase_end(
+                        &phase.name,
+                        if done { "ok" } else { "timeout" },
+                        duration_ms,
+                    );
+                    (at, phase, started, duration_ms, deadline, done, seen)
+                }
+            }))
+            .await;
+        for (at, phase, started, duration_ms, deadline, done, seen) in closed {
+            let outcome = done.then(|| Ok(Map::new()));
+            results[at] = Some(self.phase_result(
+                phase,
+                true,
+                started,
+                duration_ms,
+                deadline,
+                outcome,
+                &seen,
+            ));
+        }
+        results.into_iter().flatten().collect()
+    }
+}
