@@ -10,18 +10,6 @@ use serde_json::Value;
 use std::path::Path;
 use support::{assert_exit, continuity_with, processes_in, report};
 
-/// One run at a time: each is several real programs on a 2-core machine.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-const EXPECT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/ci/expect-sandbox-agent-0.4.2.toml"
-);
-
 fn run(out: &Path, jobs: &str) -> std::process::Output {
     continuity_with(
         &[
@@ -39,7 +27,7 @@ fn run(out: &Path, jobs: &str) -> std::process::Output {
             "--scenario",
             "sandbox-reconnect",
             "--expect",
-            EXPECT,
+            support::EXPECTATIONS,
             "--message-format",
             "json",
             "--out",
@@ -90,7 +78,7 @@ fn overlapped(events: &[(String, u64)]) -> bool {
 
 #[test]
 fn two_jobs_give_the_cells_and_verdicts_of_one() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (one, two) = (dir.path().join("one"), dir.path().join("two"));
 
@@ -161,7 +149,7 @@ fn jobs_must_be_a_positive_count_and_never_start_idle_stacks() {
         assert!(!out.join("stack").exists(), "{bad}: nothing started");
     }
 
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let out = dir.path().join("one-cell");
     let run = continuity_with(
         &[
@@ -192,7 +180,7 @@ fn jobs_must_be_a_positive_count_and_never_start_idle_stacks() {
 /// other target's alone, and gives `--jobs 1`'s cells and verdicts.
 #[test]
 fn independent_targets_of_a_deployment_run_side_by_side() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (config, _) = support::managed_agent_config(dir.path(), &[]);
     let mut text = std::fs::read_to_string(&config).unwrap();

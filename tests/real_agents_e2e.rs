@@ -12,11 +12,7 @@ use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 use support::{assert_exit, cell, phase, report};
-
-/// One stack at a time on a 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Live (non-zombie) processes whose environment or working folder mentions `dir`:
 /// every agent process has its HOME inside the run folder.
@@ -43,7 +39,7 @@ fn agent_processes_in(dir: &Path) -> Vec<String> {
 }
 
 fn run_agent(agent: &str) {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = support::one_stack_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
@@ -175,7 +171,7 @@ fn an_agent_given_twice_is_a_usage_error() {
 
 #[test]
 fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_others_run() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = support::one_stack_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     // sandbox-agent comes from the real cache; the agent's install hits a dead registry.

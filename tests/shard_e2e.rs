@@ -14,18 +14,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use support::{assert_exit, continuity_with, report};
 
-/// One stack at a time: each is several real programs on a 2-core machine.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-const EXPECT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/ci/expect-sandbox-agent-0.4.2.toml"
-);
-
 fn run(out: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "run",
@@ -60,12 +48,12 @@ fn matrix(report: &Value) -> BTreeMap<(String, String), (Value, Value)> {
 
 #[test]
 fn merged_shards_equal_one_full_run_and_gate_like_it() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
 
     // One full run, judged with the committed expectations: the known failure is expected.
-    let full = run(&path("full"), &["--expect", EXPECT]);
+    let full = run(&path("full"), &["--expect", support::EXPECTATIONS]);
     assert_exit(&full, exit_codes::OK);
     let full_report = report(&path("full"));
     let agent = full_report["cells"]
@@ -105,7 +93,7 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
         "--out",
         merged.to_str().unwrap(),
         "--expect",
-        EXPECT,
+        support::EXPECTATIONS,
         shard_1.to_str().unwrap(),
         shard_2.to_str().unwrap(),
     ];
@@ -184,7 +172,7 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
 
 #[test]
 fn two_server_versions_make_one_matrix_with_a_version_axis() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("versions");
     let args = [

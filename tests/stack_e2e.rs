@@ -10,15 +10,7 @@ use support::{assert_exit, cell, phase, report};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// One stack at a time: each one is five real programs on a 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 fn continuity(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
@@ -186,7 +178,7 @@ fn assert_sandbox_state_per_target(report: &serde_json::Value, targets: &[&str])
 
 #[test]
 fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     // The README's command as a user types it: default (relative) report folder.
     let run = output(continuity(&["run"]).current_dir(dir.path()));
@@ -279,7 +271,7 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
 
 #[test]
 fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = output(&mut continuity(&[
@@ -314,7 +306,7 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
 
 #[test]
 fn stack_up_status_down_leaves_nothing_running() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap();
@@ -394,7 +386,7 @@ fn stack_up_status_down_leaves_nothing_running() {
 
 #[test]
 fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut child = continuity(&["run", "--out", out.to_str().unwrap()])
@@ -452,7 +444,7 @@ fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
 
 #[test]
 fn a_missing_program_skips_its_target_with_the_install_command() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = output(
@@ -498,7 +490,7 @@ static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0
 
 #[test]
 fn sigkill_of_the_harness_mid_run_leaves_no_component_running_after_5_s() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let (mut child, lines) = spawn_until(
@@ -537,7 +529,7 @@ fn sigkill_of_the_harness_mid_run_leaves_no_component_running_after_5_s() {
 
 #[test]
 fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap().to_string();
@@ -583,7 +575,7 @@ fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() 
 
 #[test]
 fn stack_down_kills_only_what_the_stack_started() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let mut foreign_engine = ForeignEngine::start();
     let mut unrelated = Command::new("sleep").arg("600").spawn().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -643,7 +635,7 @@ fn stack_down_kills_only_what_the_stack_started() {
 
 #[test]
 fn ctrl_c_mid_cell_records_an_interrupted_cell_and_runs_its_cleanup() {
-    let _serial = serial();
+    let _serial = support::one_stack_at_a_time();
     let mut foreign_engine = ForeignEngine::start();
     let dir = tempfile::tempdir().unwrap();
     let scenarios = dir.path().join("scenarios");

@@ -9,6 +9,19 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The committed expectations for the pinned server (what CI gates on).
+pub const EXPECTATIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/ci/expect-sandbox-agent-0.4.2.toml"
+);
+
+/// One local stack at a time within a test binary: each stack is several
+/// real programs on a 2-core machine. A panicked holder does not poison it.
+pub fn one_stack_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 pub const READY_WITHIN: Duration = Duration::from_secs(20);
 
 pub struct Server {
