@@ -54,39 +54,9 @@ measure() {
 
 seed_ms=""
 if [ -z "${SKIP_SEED:-}" ]; then
-  cache=${CONTINUITY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/continuity}
-  sdk=$cache/npm/bench-sdk-$version
-  if [ ! -f "$sdk/.continuity-complete" ]; then
-    echo "installing sandbox-agent@$version (SDK and server) into $sdk" >&2
-    npm install --prefix "$sdk" --no-save --no-audit --no-fund --loglevel=error \
-      "sandbox-agent@$version" "@sandbox-agent/cli-linux-x64@$version" >&2
-    touch "$sdk/.continuity-complete"
-  fi
-  server=$sdk/node_modules/@sandbox-agent/cli-linux-x64/bin/sandbox-agent
-  chmod +x "$server"
-  mkdir -p "$work/data/sandbox-agent/bin/agent_processes"
-  printf '#!/bin/sh\nexec %q agent "$@"\n' "$bin" > "$work/data/sandbox-agent/bin/agent_processes/mock-acp"
-  chmod +x "$work/data/sandbox-agent/bin/agent_processes/mock-acp"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  base=http://127.0.0.1:$port
-  cat > "$work/restart.sh" <<EOF
-#!/usr/bin/env bash
-set -eu
-if [ -f "$work/server.pid" ]; then
-  kill -TERM -- "-\$(cat "$work/server.pid")" 2>/dev/null || true
-  while kill -0 -- "-\$(cat "$work/server.pid")" 2>/dev/null; do sleep 0.01; done
-fi
-XDG_DATA_HOME="$work/data" setsid "$server" server --no-token --no-telemetry -H 127.0.0.1 -p $port \
-  >> "$work/server.log" 2>&1 < /dev/null &
-echo \$! > "$work/server.pid"
-for _ in \$(seq 1 500); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$base/v1/health" 2>/dev/null && exit 0
-  sleep 0.02
-done
-echo "sandbox-agent did not come back" >&2; exit 1
-EOF
-  chmod +x "$work/restart.sh"
-  "$work/restart.sh"
+  . "$repo/bench/lib/standalone-server.sh"
+  install_bench_sdk "$version"
+  start_standalone_server "$work" "$bin"
   cp "$repo/bench/repro-restart-continuity.mjs" "$sdk/"
   # At its defaults: only where to connect, which agent and how to restart.
   read -r seed_ms _ < <(measure sh -c "cd '$sdk' && SA_BASE_URL='$base' SA_AGENT=mock SA_RESTART_CMD='$work/restart.sh' node --unhandled-rejections=warn repro-restart-continuity.mjs < /dev/null")
