@@ -21,6 +21,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 mod attempts;
+mod client_axis;
+
+pub use client_axis::ClientChoice;
 
 use attempts::{run_attempts, skipped_attempt, CellId};
 
@@ -71,6 +74,8 @@ pub struct RunPlan {
     pub agent_sent_log: Option<PathBuf>,
     /// The local stack's fake model provider log, when real agents run.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// Which client runs the cells (`--client`).
+    pub client: ClientChoice,
 }
 
 /// A target that cannot run, and why.

@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod agents;
+mod clients;
 mod events;
 mod gate;
 mod merge;
@@ -312,6 +313,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         trace_level: args.trace.into(),
         agent_sent_log: None,
         model_calls: None,
+        client: runner::ClientChoice::Rust,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -329,6 +331,8 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
     let versions = distinct_versions(&args.server_version)?;
+    let client_axis = clients::distinct(&args.clients);
+    let mut sdk_host: Result<String, String> = Err("the local stack is not running".into());
     let mut stack = None;
     let mut joined = None;
     let mut agent_skips = Vec::new();
@@ -337,6 +341,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
             return Err(usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
         Some(url) => {
+            clients::refuse_without_rivet(&client_axis).map_err(usage)?;
             plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
@@ -379,6 +384,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
                 },
                 agents: agents.clone(),
+                sdk_version: args.sdk_version.clone(),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name).map_err(usage)?;
@@ -403,6 +409,9 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                     .collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))
                     .map_err(|e| usage(e.to_string()))?;
+            }
+            if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
+                return Err(usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
             }
             if versions.len() > 1 {
                 joined = Some(
@@ -439,6 +448,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 plan.agent_sent_log = up.agent_sent_log.clone();
                 plan.model_calls = up.model_calls.clone();
                 agent_skips = up.agent_skips.clone();
+                sdk_host = up.sdk_host.clone().map(|host| host.endpoint);
                 if let Some(factory) = up.persist_factory.clone() {
                     if persist.is_none() {
                         plan.persist = PersistChoice::Custom("rivet".into());
@@ -453,8 +463,10 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut report = match joined {
         Some(report) => report,
         None => {
-            let report = agents::run_agents(
+            let report = clients::run_clients(
                 &mut plan,
+                &client_axis,
+                sdk_host,
                 &agents,
                 &agent_skips,
                 cancel_rx.clone(),

@@ -93,6 +93,10 @@ pub struct Cell {
     /// given more than once, or a real agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The client that ran this cell (`rust` or `ts-sdk`), when the run had
+    /// a client axis (`--client ts-sdk`, alone or beside `rust`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,

@@ -5,7 +5,7 @@
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
 use crate::report::{Attempt, RestartTiming, Verdict};
-use crate::scenario::{run_cell, CellSettings, CellStore, RestartReport, Restarter, Scenario};
+use crate::scenario::{run_cell_with, CellSettings, CellStore, RestartReport, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -145,7 +145,11 @@ async fn run_one(
     interrupt: watch::Receiver<bool>,
 ) -> Attempt {
     let target_name = plan.targets[t].name.clone();
-    let key = format!("{}-{index}", plan.id);
+    if let Some(reason) = super::client_axis::skip_reason(&plan.client, scenario) {
+        return skipped_attempt(attempt, &reason);
+    }
+    let tag = super::client_axis::tag(&plan.client);
+    let key = format!("{}-{tag}{index}", plan.id);
     let store: Result<CellStore, String> = match &plan.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
@@ -175,7 +179,20 @@ async fn run_one(
             return failed;
         }
     };
-    let cell_dir = crate::trace::cell_dir_name(index, &target_name, &scenario.name, attempt);
+    let hosted = match super::client_axis::hosted_cell(&plan.client, &key) {
+        Ok(hosted) => hosted,
+        Err(reason) => {
+            let mut failed = skipped_attempt(attempt, &reason);
+            failed.verdict = Verdict::Error;
+            return failed;
+        }
+    };
+    let cell_dir = crate::trace::cell_dir_name(
+        index,
+        &format!("{tag}{target_name}"),
+        &scenario.name,
+        attempt,
+    );
     let (trace, trace_path) = crate::trace::for_cell(
         &plan.run_dir,
         &cell_dir,
@@ -201,7 +218,7 @@ async fn run_one(
     };
     plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
-    let run = run_cell(scenario, &settings, &mut restarter).await;
+    let run = run_cell_with(scenario, &settings, &mut restarter, hosted).await;
     let restart_phases: Vec<String> = run
         .phases
         .iter()

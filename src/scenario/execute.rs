@@ -6,6 +6,7 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod chunks;
+mod hosted_steps;
 mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -19,6 +20,7 @@ use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use async_trait::async_trait;
+pub use hosted_steps::{hosted_signature, unsupported_step, HostedCell};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,6 +140,8 @@ struct Cell<'a> {
     restarted_at_ms: Option<u64>,
     /// The shared store's calls, to name it when it is what a phase waited on.
     persist: Option<crate::persist::observe::CallLog>,
+    /// With `--client ts-sdk`: the hosted SDK takes the session steps.
+    hosted: Option<HostedCell>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -145,6 +149,17 @@ pub async fn run_cell(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
+) -> CellRun {
+    run_cell_with(scenario, settings, restarter, None).await
+}
+
+/// [`run_cell`], with the session steps taken by the hosted TypeScript SDK
+/// when `hosted` is given (check [`unsupported_step`] first).
+pub async fn run_cell_with(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+    hosted: Option<HostedCell>,
 ) -> CellRun {
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
@@ -170,6 +185,7 @@ pub async fn run_cell(
         restarted_at: None,
         restarted_at_ms: None,
         persist,
+        hosted,
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -198,7 +214,8 @@ pub async fn run_cell(
         .as_ref()
         .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
     for phase in &scenario.cleanup {
-        let connected = step_client(&phase.step).is_none_or(|c| cell.clients.contains_key(c));
+        let connected = step_client(&phase.step)
+            .is_none_or(|c| cell.clients.contains_key(c) || cell.hosted_connected(c));
         let result = match (connected, cleanup_by) {
             (false, _) => not_run(phase, settings.default_timeout, true),
             (true, None) => cell.run_phase(phase, true).await,
@@ -223,6 +240,7 @@ pub async fn run_cell(
         results.push(teardown);
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
+    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let dispose_bound = cleanup_by
         .map(|by| {
@@ -351,6 +369,15 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 }
 
 impl Cell<'_> {
+    /// The step, by the hosted SDK client when the cell has one.
+    async fn dispatch_step(&mut self, phase: &Phase) -> StepResult {
+        if self.hosted.is_some() {
+            self.run_hosted_step(&phase.name, &phase.step).await
+        } else {
+            self.run_step(&phase.step).await
+        }
+    }
+
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
         let deadline = match (&phase.step, phase.timeout) {
             // The step ends itself at its turn deadline, saying what it saw.
@@ -370,8 +397,11 @@ impl Cell<'_> {
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
+        if let Some(hosted) = self.hosted.as_mut() {
+            hosted.deadline = deadline;
+        }
         let (outcome, seen) = {
-            let step = self.run_step(&phase.step);
+            let step = self.dispatch_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),

@@ -10,7 +10,10 @@
 mod execute;
 mod parse;
 
-pub use execute::{run_cell, CellRun, CellSettings, CellStore, RestartReport, Restarter};
+pub use execute::{
+    hosted_signature, run_cell, run_cell_with, unsupported_step, CellRun, CellSettings, CellStore,
+    HostedCell, RestartReport, Restarter,
+};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
 
 use std::path::PathBuf;

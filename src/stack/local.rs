@@ -67,6 +67,16 @@ pub struct StackOptions {
     pub rivet_save: rivet::SaveMode,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
+    /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
+    pub sdk_version: Option<String>,
+}
+
+/// Where the hosted TypeScript SDK client runs: the engine endpoint its
+/// actor is called through and the SDK version it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdkHost {
+    pub endpoint: String,
+    pub sdk_version: String,
 }
 
 /// A running local stack.
@@ -97,6 +107,8 @@ pub struct LocalStack {
     pub agent_skips: Vec<(String, String)>,
     /// The mark in every launched agent process's environment.
     owner: String,
+    /// The hosted SDK client's actor, or why it cannot run.
+    pub sdk_host: Result<SdkHost, String>,
 }
 
 fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
@@ -148,25 +160,29 @@ impl LocalStack {
             model_calls: None,
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            sdk_host: Err("the Rivet layer is not running".into()),
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
+                stack.sdk_host = Err(reason.clone());
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
                     .skipped
                     .push(Unavailable::skipped("rivet-engine", &reason));
             }
-            Ok(node) => match RivetStack::up(
+            Ok(node) => match RivetStack::up_with_sdk(
                 &options.run_dir.join("rivet"),
                 &node,
                 options.rivet_save,
+                options.sdk_version.as_deref(),
                 progress,
             )
             .await
             {
                 Err(reason) => {
+                    stack.sdk_host = Err(format!("the Rivet layer did not start: {reason}"));
                     // The other layers can still be tested; cells use SQLite instead.
                     progress(&format!("the Rivet layer did not start: {reason}"));
                     stack.skipped.push(Unavailable::failed("rivet", &reason));
@@ -187,6 +203,13 @@ impl LocalStack {
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
+                    stack.sdk_host = match rivet.sdk() {
+                        Ok(version) => Ok(SdkHost {
+                            endpoint: rivet.endpoint().to_string(),
+                            sdk_version: version.to_string(),
+                        }),
+                        Err(reason) => Err(reason.to_string()),
+                    };
                     let (engine, runner) = rivet.targets();
                     stack.add(engine, &options);
                     stack.add(runner, &options);

@@ -1,0 +1,63 @@
+//! Which client runs a plan's cells: continuity's own (`rust`) or the real
+//! TypeScript SDK hosted in the Rivet app (`ts-sdk`). The runner asks here
+//! whether a ts-sdk cell can run at all (a hosted client that could not be
+//! set up, a step it cannot take: skipped, with the reason) and for the
+//! cell's hosted client, one actor per cell attempt.
+
+use crate::client::hosted::{HostedClient, HostedConfig};
+use crate::scenario::{unsupported_step, HostedCell, Scenario};
+
+/// The client of a plan.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ClientChoice {
+    /// continuity's SDK-faithful Rust client.
+    #[default]
+    Rust,
+    /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
+    /// called through, or why it cannot run here.
+    TsSdk(Result<String, String>),
+}
+
+impl ClientChoice {
+    /// The name reports carry: `rust` or `ts-sdk`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientChoice::Rust => "rust",
+            ClientChoice::TsSdk(_) => "ts-sdk",
+        }
+    }
+}
+
+/// Why a cell of `scenario` cannot run with this client, if it cannot.
+pub(super) fn skip_reason(choice: &ClientChoice, scenario: &Scenario) -> Option<String> {
+    match choice {
+        ClientChoice::Rust => None,
+        ClientChoice::TsSdk(Err(reason)) => Some(format!("the ts-sdk client cannot run: {reason}")),
+        ClientChoice::TsSdk(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
+            format!("the ts-sdk client does not support step `{kind}` (phase {phase}): the hosted SDK drives sessions only")
+        }),
+    }
+}
+
+/// The folder and key part that keeps a ts-sdk cell apart from the rust cell
+/// at the same index (both clients run the same matrix in one run folder).
+pub(super) fn tag(choice: &ClientChoice) -> &'static str {
+    match choice {
+        ClientChoice::Rust => "",
+        ClientChoice::TsSdk(_) => "ts-sdk-",
+    }
+}
+
+/// The cell's hosted client (its own `sdkClient` actor, keyed `key`), for ts-sdk.
+pub(super) fn hosted_cell(choice: &ClientChoice, key: &str) -> Result<Option<HostedCell>, String> {
+    match choice {
+        ClientChoice::Rust => Ok(None),
+        ClientChoice::TsSdk(Err(reason)) => Err(reason.clone()),
+        ClientChoice::TsSdk(Ok(endpoint)) => HostedClient::new(HostedConfig {
+            endpoint: endpoint.clone(),
+            namespace: "default".into(),
+            key: key.to_string(),
+        })
+        .map(|client| Some(HostedCell::new(client))),
+    }
+}
