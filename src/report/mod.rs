@@ -3,6 +3,7 @@
 
 pub mod attempts;
 pub mod baseline;
+pub mod clients;
 pub mod compare;
 pub mod expect;
 pub mod fix_location;

@@ -241,6 +241,10 @@ pub async fn run_cell_with(
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
+    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
+        .await
+        .unwrap_or_default();
+    hosted_steps::attach_faults(&faults, &mut results);
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let dispose_bound = cleanup_by
         .map(|by| {

@@ -298,7 +298,7 @@ export function sdkClientActor({ persistNow, options }) {
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */
 			faults: (c) => {
 				adoptFaults(c);
-				return { faults: plain(c.state.faults), wakes: c.state.wakes };
+				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes };
 			},
 		},
 	});

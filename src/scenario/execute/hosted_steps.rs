@@ -326,6 +326,25 @@ impl Cell<'_> {
             .is_some_and(|h| h.connected.contains(client))
     }
 
+    /// What the actor app recorded as unhandled rejections during this cell.
+    pub(super) async fn hosted_faults(&self) -> Vec<Value> {
+        let Some(hosted) = self.hosted.as_ref() else {
+            return Vec::new();
+        };
+        match hosted
+            .client
+            .call("faults", json!({"phase": "faults"}), Duration::from_secs(5))
+            .await
+        {
+            Ok(out) => out
+                .get("faults")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// Disposes every hosted SDK client the scenario left open.
     pub(super) async fn dispose_hosted(&mut self) {
         let Some(hosted) = self.hosted.as_mut() else {
@@ -342,6 +361,38 @@ impl Cell<'_> {
                         .unwrap_or_default(),
                 )
                 .await;
+        }
+    }
+}
+
+/// Puts each unhandled rejection (or uncaught exception) the actor app
+/// recorded into the detail of the phase it happened in
+/// (`unhandledRejections`), or of the last phase when it came after them.
+pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::PhaseResult]) {
+    for fault in faults {
+        let phase = fault.get("phase").and_then(Value::as_str).unwrap_or("");
+        let at = results
+            .iter()
+            .position(|r| r.name == phase)
+            .or(results.len().checked_sub(1));
+        let Some(at) = at else { continue };
+        let error = fault.get("error").cloned().unwrap_or(Value::Null);
+        let entry = json!({
+            "kind": fault.get("kind").cloned().unwrap_or(Value::Null),
+            "phase": phase,
+            "name": error.get("name").cloned().unwrap_or(Value::Null),
+            "message": diagnose::mask_ids(&crate::secret::redact_known(
+                error.get("message").and_then(Value::as_str).unwrap_or(""),
+            )),
+            "status": error.get("status").cloned().unwrap_or(Value::Null),
+            "problemType": error.get("problem").and_then(|p| p.get("type")).cloned().unwrap_or(Value::Null),
+        });
+        let list = results[at]
+            .detail
+            .entry("unhandledRejections")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list {
+            list.push(entry);
         }
     }
 }
