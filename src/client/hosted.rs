@@ -216,12 +216,14 @@ impl HostedClient {
 }
 
 /// A failure where the action never reached the actor: refused, or an
-/// engine (`guard`) error such as `actor_wake_retries_exceeded`.
+/// engine error on the way to it (`guard`: `actor_wake_retries_exceeded`;
+/// `pegboard`: `route_resolve_query_timeout`, no runner to place it on yet).
 fn retryable(error: &HostedError) -> bool {
     match error {
         HostedError::Unreachable { .. } => true,
         HostedError::Actor { status, body, .. } => {
-            *status >= 500 && body.contains("\"group\":\"guard\"")
+            *status >= 500
+                && (body.contains("\"group\":\"guard\"") || body.contains("\"group\":\"pegboard\""))
         }
         _ => false,
     }
@@ -276,6 +278,12 @@ mod tests {
             body: r#"{"group":"user","code":"invalid_args"}"#.into(),
         };
         assert!(retryable(&guard));
+        let route = HostedError::Actor {
+            action: "connect".into(),
+            status: 504,
+            body: r#"{"group":"pegboard","code":"route_resolve_query_timeout"}"#.into(),
+        };
+        assert!(retryable(&route));
         assert!(!retryable(&user));
         assert!(!retryable(&HostedError::Sdk(SdkError {
             name: "Error".into(),

@@ -179,7 +179,7 @@ async fn run_one(
             return failed;
         }
     };
-    let hosted = match super::client_axis::hosted_cell(&plan.client, &key) {
+    let hosted = match super::client_axis::hosted_cell(&plan.client, &key).await {
         Ok(hosted) => hosted,
         Err(reason) => {
             let mut failed = skipped_attempt(attempt, &reason);

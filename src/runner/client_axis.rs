@@ -6,6 +6,7 @@
 
 use crate::client::hosted::{HostedClient, HostedConfig};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use std::time::Duration;
 
 /// The client of a plan.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -48,16 +49,38 @@ pub(super) fn tag(choice: &ClientChoice) -> &'static str {
     }
 }
 
-/// The cell's hosted client (its own `sdkClient` actor, keyed `key`), for ts-sdk.
-pub(super) fn hosted_cell(choice: &ClientChoice, key: &str) -> Result<Option<HostedCell>, String> {
-    match choice {
-        ClientChoice::Rust => Ok(None),
-        ClientChoice::TsSdk(Err(reason)) => Err(reason.clone()),
-        ClientChoice::TsSdk(Ok(endpoint)) => HostedClient::new(HostedConfig {
-            endpoint: endpoint.clone(),
-            namespace: "default".into(),
-            key: key.to_string(),
-        })
-        .map(|client| Some(HostedCell::new(client))),
-    }
+/// How long a ts-sdk cell waits for its actor before its first phase: the
+/// Rivet layer may still be coming back from an earlier cell's restarts
+/// (the runner's reconnect backoff reaches 30 s and more, NOTES.md).
+const ACTOR_READY: Duration = Duration::from_secs(90);
+
+/// The cell's hosted client (its own `sdkClient` actor, keyed `key`), for
+/// ts-sdk, once that actor answers: setup, like a target's readiness, so
+/// the Rivet layer's recovery from an earlier cell is not charged to this
+/// cell's first phase.
+pub(super) async fn hosted_cell(
+    choice: &ClientChoice,
+    key: &str,
+) -> Result<Option<HostedCell>, String> {
+    let endpoint = match choice {
+        ClientChoice::Rust => return Ok(None),
+        ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone()),
+        ClientChoice::TsSdk(Ok(endpoint)) => endpoint,
+    };
+    let client = HostedClient::new(HostedConfig {
+        endpoint: endpoint.clone(),
+        namespace: "default".into(),
+        key: key.to_string(),
+    })?;
+    let started = std::time::Instant::now();
+    client
+        .call("faults", serde_json::json!({"phase": "setup"}), ACTOR_READY)
+        .await
+        .map_err(|e| {
+            format!(
+                "the hosted client's actor did not answer within {} s: {e}",
+                started.elapsed().as_secs()
+            )
+        })?;
+    Ok(Some(HostedCell::new(client)))
 }
