@@ -245,6 +245,7 @@ pub async fn run_cell_with(
         .await
         .unwrap_or_default();
     hosted_steps::attach_faults(&faults, &mut results);
+    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let dispose_bound = cleanup_by
         .map(|by| {

@@ -295,6 +295,14 @@ export function sdkClientActor({ persistNow, options }) {
 					return {};
 				}),
 
+			/** The cell is over: close every SDK client and destroy this actor. */
+			retire: async (c) => {
+				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
+				c.vars.clients.clear();
+				c.destroy();
+				return { ok: true };
+			},
+
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */
 			faults: (c) => {
 				adoptFaults(c);

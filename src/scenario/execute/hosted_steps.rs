@@ -345,6 +345,17 @@ impl Cell<'_> {
         }
     }
 
+    /// Destroys the cell's actor (its SDK clients closed first): one cell,
+    /// one actor, none left behind on the runner.
+    pub(super) async fn retire_hosted(&self) {
+        if let Some(hosted) = self.hosted.as_ref() {
+            let _ = hosted
+                .client
+                .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
+                .await;
+        }
+    }
+
     /// Disposes every hosted SDK client the scenario left open.
     pub(super) async fn dispose_hosted(&mut self) {
         let Some(hosted) = self.hosted.as_mut() else {
