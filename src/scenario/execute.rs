@@ -6,6 +6,7 @@ use super::{Phase, Scenario, Step};
 use crate::client::Client;
 
 mod chunks;
+mod hosted_data;
 mod hosted_steps;
 mod recover;
 mod sandbox_steps;
@@ -20,7 +21,8 @@ use crate::persist::PersistDriver;
 use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use async_trait::async_trait;
-pub use hosted_steps::{hosted_signature, unsupported_step, HostedCell};
+pub use hosted_data::hosted_signature;
+pub use hosted_steps::{unsupported_step, HostedCell};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -244,7 +246,7 @@ pub async fn run_cell_with(
     let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
         .await
         .unwrap_or_default();
-    hosted_steps::attach_faults(&faults, &mut results);
+    hosted_data::attach_faults(&faults, &mut results);
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let dispose_bound = cleanup_by
