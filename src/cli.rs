@@ -100,7 +100,7 @@ pub struct StackArgs {
 
 /// `--server-version`: a published version number only (see
 /// [`crate::stack::npm::check_version`]).
-pub fn parse_version(text: &str) -> Result<String, String> {
+pub fn parse_version(text: &str) -> Result<String, crate::errors::Invalid> {
     crate::stack::npm::check_version(text).map(|()| text.to_string())
 }
 
@@ -173,6 +173,15 @@ pub enum PersistArg {
     Sqlite,
     /// In-memory per client, as the seed script (a second client sees nothing).
     Memory,
+}
+
+impl From<PersistArg> for crate::persist::PersistChoice {
+    fn from(arg: PersistArg) -> Self {
+        match arg {
+            PersistArg::Sqlite => Self::Sqlite,
+            PersistArg::Memory => Self::Memory,
+        }
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

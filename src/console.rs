@@ -8,12 +8,31 @@
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
 use crate::secret::Redactor;
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+/// Where a block of text goes, for [`color`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Whether text for `stream` may carry ANSI colours: the stream is a
+/// terminal and `NO_COLOR` is unset. Decided here only, once per stream.
+pub fn color(stream: Stream) -> bool {
+    static STDOUT: OnceLock<bool> = OnceLock::new();
+    static STDERR: OnceLock<bool> = OnceLock::new();
+    let no_color = || std::env::var_os("NO_COLOR").is_some();
+    match stream {
+        Stream::Stdout => *STDOUT.get_or_init(|| io::stdout().is_terminal() && !no_color()),
+        Stream::Stderr => *STDERR.get_or_init(|| io::stderr().is_terminal() && !no_color()),
+    }
+}
 
 /// Writes `text` to stdout as it is (no newline added).
 pub fn out(text: &str) {

@@ -4,7 +4,7 @@
 
 use crate::acp::AcpError;
 use crate::client::ClientError;
-use crate::report::{Cause, Signature, SignatureKind};
+use crate::report::{mask_ids, Cause, Signature, SignatureKind};
 use crate::trace::{ChannelStats, ErrorKind, Seen, Snapshot};
 
 /// The signature of a client-layer failure. `token` is scrubbed from the message.
@@ -60,48 +60,6 @@ fn classify_acp(error: &AcpError, sig: &mut Signature) {
         AcpError::Timeout { .. } => SignatureKind::Timeout,
         AcpError::AgentExited { .. } => SignatureKind::AgentExit,
     };
-}
-
-/// Replaces UUIDs (server ids like `sdk-mock-<uuid>`, session ids) with
-/// `<id>`, so the same failure has the same message in every cell and run.
-pub fn mask_ids(text: &str) -> String {
-    const SHAPE: [usize; 5] = [8, 4, 4, 4, 12];
-    let bytes = text.as_bytes();
-    let uuid_at = |start: usize| -> Option<usize> {
-        let mut i = start;
-        for (n, len) in SHAPE.iter().enumerate() {
-            if n > 0 {
-                if bytes.get(i) != Some(&b'-') {
-                    return None;
-                }
-                i += 1;
-            }
-            let group = bytes.get(i..i + len)?;
-            if !group.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            i += len;
-        }
-        // Not part of a longer hex run.
-        (!bytes.get(i).is_some_and(u8::is_ascii_hexdigit)).then_some(i)
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let boundary = i == 0 || !bytes[i - 1].is_ascii_hexdigit();
-        match boundary.then(|| uuid_at(i)).flatten() {
-            Some(end) => {
-                out.push_str("<id>");
-                i = end;
-            }
-            None => {
-                let ch = text[i..].chars().next().expect("i is on a char boundary");
-                out.push(ch);
-                i += ch.len_utf8();
-            }
-        }
-    }
-    out
 }
 
 /// A phase that ran out of time, and what it was waiting for.
@@ -350,15 +308,6 @@ mod tests {
             detail: "d".into(),
         };
         assert_eq!(signature(&bad, None).kind, SignatureKind::Protocol);
-    }
-
-    #[test]
-    fn ids_are_masked_so_signatures_compare_across_runs() {
-        assert_eq!(
-            mask_ids("first POST to /v1/acp/sdk-mock-3743b79f-59e5-4713-a915-af9a2188ebbc é"),
-            "first POST to /v1/acp/sdk-mock-<id> é"
-        );
-        assert_eq!(mask_ids("abc 12345678-1234 x"), "abc 12345678-1234 x");
     }
 
     #[test]

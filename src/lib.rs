@@ -1,38 +1,67 @@
 //! continuity: tells whether sandbox-agent sessions survive a restart of each
 //! component of their stack, and if not, where and why they break.
 //!
-//! Layers, each using only the ones below it: `client` (the TypeScript SDK's
-//! semantics) over `acp` (ACP over HTTP) and `persist` (session stores);
-//! `stack` runs the real components; `targets` restarts them (a command, a
-//! managed process, a signal, an HTTP hook) and probes their readiness;
-//! `agent` is the scripted ACP agent; `provider` the fake model provider
-//! real agents talk to; `trace` is each cell's wire history (what
-//! transport, client and targets saw), below all of them; `secret` and
-//! `console` are what every writer and every printed line go through.
-//! Above them: `scenario` (phases and their executor), `runner` (the
-//! matrix: targets × scenarios × versions × agents × attempts, `partition`
-//! picks shards), `report` (the model and its renderers, judgement against
-//! expectations), and `commands` at the CLI edge.
+//! Layers, top to bottom: a module uses only modules on lines below its
+//! own, and no files import each other in a circle (`cargo test --test
+//! layers` checks both against this list, so keep it true):
+//!
+//! - `commands`: the CLI edge, one function per subcommand; exit codes
+//! - `cli`: the command line as clap parses it
+//! - `runner`: the matrix (targets × scenarios × versions × agents ×
+//!   attempts), cells one after another, events out, a report back
+//! - `scenario`: scenario files to phases, and the executor with deadlines
+//! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
+//!   RivetKit runner, real agents and the fake provider they talk to)
+//! - `diagnose`: a failure to its signature (kind, layer, status, code)
+//! - `client`: the TypeScript SDK's semantics (sessions, resume, replay)
+//! - `agent`: the scripted ACP agent the stack runs over stdio
+//! - `provider`: the fake model provider real agents talk to
+//! - `config`: `continuity.toml`, read in two stages
+//! - `persist`: session stores (memory, SQLite, the Rivet actor) and the
+//!   choice of one per cell
+//! - `targets`: restart actions (command, managed process, signal, HTTP
+//!   hook) and readiness probes
+//! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
+//! - `report`: the report model, its renderers, judgement against
+//!   expectations
+//! - `partition`: which shard a cell belongs to
+//! - `supervise`: child processes in their own groups, proof of ownership
+//!   before any signal, nothing left when the harness dies
+//! - `trace`: each cell's wire history (what transport, client and
+//!   targets saw)
+//! - `console`: every printed line, redacted
+//! - `http`, `secret`, `signal`, `exit_codes`, `errors`: leaves: the HTTP
+//!   client builder, redaction of secrets, the signal table, exit codes,
+//!   what every layer's errors share (the cause chain on one line, a
+//!   rejected value's reason)
+//! - `clock`, `source_line`, `stop_flag`: leaves: durations in ms, a byte
+//!   offset's line, waiting on a stop flag
 
 pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod client;
+mod clock;
 pub mod commands;
-pub mod config;
+mod config;
 pub mod console;
 pub mod diagnose;
+pub mod errors;
 pub mod exit_codes;
 pub mod http;
-pub mod partition;
+mod partition;
 pub mod persist;
-pub mod provider;
+mod provider;
 pub mod report;
-pub mod runner;
+mod runner;
 pub mod scenario;
 pub mod secret;
+mod signal;
+mod source_line;
 pub mod stack;
-pub mod targets;
+mod stop_flag;
+pub mod supervise;
+mod targets;
 pub mod trace;
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use clap::Parser;
 use continuity::cli::{Cli, Command, StackAction};
-use continuity::{commands, console, exit_codes};
+use continuity::commands::{self, CommandError, Outcome};
+use continuity::console;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -10,17 +11,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit_codes::USAGE
-            } else {
-                exit_codes::OK
-            });
+            return ExitCode::from(commands::parse_error_exit_code(&e));
         }
     };
     // Whatever happens, no child process group outlives the harness.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        continuity::stack::process::kill_all_groups();
+        continuity::supervise::kill_all_groups();
         default_hook(info);
     }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -28,24 +25,25 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => {
-            console::errln(&format!("continuity: cannot start the async runtime: {e}"));
-            return ExitCode::from(exit_codes::INCOMPLETE);
-        }
+        Err(e) => return ExitCode::from(commands::report(&CommandError::Runtime(e))),
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Agent => Ok(continuity::agent::run().await.clamp(0, 255) as u8),
+            Command::Agent => Ok(Outcome::Exited(
+                continuity::agent::run().await.clamp(0, 255) as u8,
+            )),
             // Blocks this thread on its pipe: nothing else runs in a keeper.
-            Command::Keeper { owner } => Ok(continuity::stack::keeper::run(&owner) as u8),
+            Command::Keeper { owner } => Ok(Outcome::Exited(continuity::supervise::keeper::run(
+                &owner,
+            ) as u8)),
             Command::Run(args) => commands::run(*args).await,
             Command::Validate(sources) => commands::validate(&sources).map(|out| {
                 console::out(&out);
-                exit_codes::OK
+                Outcome::Passed
             }),
             Command::List(sources) => commands::list(&sources).map(|out| {
                 console::out(&out);
-                exit_codes::OK
+                Outcome::Passed
             }),
             Command::Compare {
                 baseline,
@@ -55,18 +53,18 @@ fn main() -> ExitCode {
             Command::Merge(args) => commands::merge(args),
             Command::Baseline { run } => commands::baseline(&run).map(|out| {
                 console::out(&out);
-                exit_codes::OK
+                Outcome::Passed
             }),
             Command::Completions { shell } => {
                 use clap::CommandFactory;
                 let mut script = Vec::new();
                 clap_complete::generate(shell, &mut Cli::command(), "continuity", &mut script);
                 console::out(&String::from_utf8_lossy(&script));
-                Ok(exit_codes::OK)
+                Ok(Outcome::Passed)
             }
             Command::Show { run, cell } => commands::show(&run, cell.as_deref()).map(|out| {
                 console::out(&out);
-                exit_codes::OK
+                Outcome::Passed
             }),
             Command::Stack { action } => match action {
                 StackAction::Up(args) => commands::stack_up(args).await,
@@ -75,21 +73,7 @@ fn main() -> ExitCode {
             },
         }
     });
-    continuity::stack::process::kill_all_groups();
-    continuity::stack::keeper::finish();
-    let code = match outcome {
-        Ok(code) => code,
-        Err(failure) => {
-            console::errln(&format!("continuity: {}", failure.message));
-            failure.code
-        }
-    };
-    // A reader that closed stdout (`| head`) is not an error; a full disk is.
-    match console::stdout_error() {
-        Some(e) if code < exit_codes::INCOMPLETE => {
-            console::errln(&format!("continuity: cannot write to stdout: {e}"));
-            ExitCode::from(exit_codes::INCOMPLETE)
-        }
-        _ => ExitCode::from(code),
-    }
+    continuity::supervise::kill_all_groups();
+    continuity::supervise::keeper::finish();
+    ExitCode::from(commands::exit_code(outcome))
 }

@@ -5,6 +5,7 @@
 //! targets were found in or the harness build). Every cell lands in exactly
 //! one shard, so merged shards are the whole matrix.
 
+use crate::errors::Invalid;
 use std::fmt;
 use std::str::FromStr;
 
@@ -24,34 +25,38 @@ pub struct Partition {
 }
 
 impl FromStr for Partition {
-    type Err = String;
+    type Err = Invalid;
 
-    fn from_str(text: &str) -> Result<Partition, String> {
+    fn from_str(text: &str) -> Result<Partition, Invalid> {
         let usage = "expected count:K/N or hash:K/N with 1 <= K <= N, e.g. count:1/2";
         let (kind, rest) = text
             .split_once(':')
-            .ok_or_else(|| format!("{text:?}: {usage}"))?;
+            .ok_or_else(|| Invalid(format!("{text:?}: {usage}")))?;
         let kind = match kind {
             "count" => PartitionKind::Count,
             "hash" => PartitionKind::Hash,
-            other => return Err(format!("unknown partition kind {other:?}: {usage}")),
+            other => {
+                return Err(Invalid(format!(
+                    "unknown partition kind {other:?}: {usage}"
+                )))
+            }
         };
         let (shard, total) = rest
             .split_once('/')
-            .ok_or_else(|| format!("{text:?}: {usage}"))?;
+            .ok_or_else(|| Invalid(format!("{text:?}: {usage}")))?;
         let number = |s: &str| {
             s.trim()
                 .parse::<u32>()
-                .map_err(|_| format!("{text:?}: {s:?} is not a number; {usage}"))
+                .map_err(|_| Invalid(format!("{text:?}: {s:?} is not a number; {usage}")))
         };
         let (shard, total) = (number(shard)?, number(total)?);
         if total == 0 {
-            return Err(format!("{text:?}: N must be at least 1; {usage}"));
+            return Err(Invalid(format!("{text:?}: N must be at least 1; {usage}")));
         }
         if shard == 0 || shard > total {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "{text:?}: shard {shard} does not exist in {total} shards (shards count from 1); {usage}"
-            ));
+            )));
         }
         Ok(Partition { kind, shard, total })
     }
@@ -151,7 +156,7 @@ mod tests {
             "slice:1/2",
             "count:a/2",
         ] {
-            let e = bad.parse::<Partition>().unwrap_err();
+            let e = bad.parse::<Partition>().unwrap_err().to_string();
             assert!(
                 e.contains("count:K/N") || e.contains("partition"),
                 "{bad}: {e}"
@@ -160,6 +165,7 @@ mod tests {
         assert!("count:3/2"
             .parse::<Partition>()
             .unwrap_err()
+            .to_string()
             .contains("shard 3"));
     }
 

@@ -7,16 +7,14 @@
 //! it never prints or renders.
 
 use crate::partition::{cell_name, Partition};
-use crate::persist::PersistDriver;
 use crate::report::attempts::aggregate;
 use crate::report::{
     Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
 };
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
-use crate::targets::Target;
+use crate::targets::{Absence, Target, Unavailable};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
@@ -27,19 +25,7 @@ pub use client_axis::ClientChoice;
 
 use attempts::{run_attempts, skipped_attempt, CellId};
 
-/// Which session store each cell gets.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PersistChoice {
-    /// A fresh SQLite file per cell, in the run folder.
-    Sqlite,
-    /// The SDK's default in-memory store, as the seed script uses.
-    Memory,
-    /// A custom factory (the local stack's Rivet actor): `key` is unique per cell.
-    Custom(String),
-}
-
-/// Makes a cell's persist store; `key` is unique per cell.
-pub type PersistFactory = Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, String> + Send + Sync>;
+pub use crate::persist::{PersistChoice, PersistFactory};
 
 /// Everything a run needs, resolved from flags, config and environment.
 pub struct RunPlan {
@@ -57,8 +43,6 @@ pub struct RunPlan {
     /// Run only this shard of the matrix.
     pub partition: Option<Partition>,
     pub persist: PersistChoice,
-    /// Used when `persist` is `Custom`.
-    pub persist_factory: Option<PersistFactory>,
     pub targets: Vec<Target>,
     /// Targets that cannot run here: reported as skipped (or error) cells.
     pub skipped_targets: Vec<Unavailable>,
@@ -76,33 +60,6 @@ pub struct RunPlan {
     pub model_calls: Option<crate::provider::ModelCalls>,
     /// Which client runs the cells (`--client`).
     pub client: ClientChoice,
-}
-
-/// A target that cannot run, and why.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unavailable {
-    pub name: String,
-    pub reason: String,
-    /// `Skipped` for a missing program, `Error` for one that failed to start.
-    pub verdict: Verdict,
-}
-
-impl Unavailable {
-    pub fn skipped(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Skipped,
-        }
-    }
-
-    pub fn failed(name: &str, reason: &str) -> Self {
-        Self {
-            name: name.into(),
-            reason: reason.into(),
-            verdict: Verdict::Error,
-        }
-    }
 }
 
 /// Progress, as plain data for whoever displays it.
@@ -247,7 +204,10 @@ pub async fn run(
             }
             index += 1;
             let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
-            cell.verdict = unavailable.verdict;
+            cell.verdict = match unavailable.absence {
+                Absence::Missing => Verdict::Skipped,
+                Absence::StartFailed => Verdict::Error,
+            };
             cell.server_version = plan.axis_version.clone();
             on_event(RunEvent::CellFinished {
                 index,
@@ -265,7 +225,7 @@ pub async fn run(
     let (interrupt_tx, interrupt) = watch::channel(false);
     let watcher = tokio::spawn(async move {
         tokio::select! {
-            _ = attempts::wait_cancel(cancel) => {}
+            _ = crate::stop_flag::wait_true(cancel) => {}
             _ = tokio::time::sleep_until(deadline.into()) => {}
         }
         let _ = interrupt_tx.send(true);
@@ -319,11 +279,7 @@ pub async fn run(
             timeout_ms: plan.timeout.as_millis() as u64,
             overall_timeout_ms: plan.overall_timeout.as_millis() as u64,
             repeat: plan.repeat,
-            persist: match &plan.persist {
-                PersistChoice::Sqlite => "sqlite".into(),
-                PersistChoice::Memory => "memory".into(),
-                PersistChoice::Custom(name) => name.clone(),
-            },
+            persist: plan.persist.name().to_string(),
             targets: all_targets,
             scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
             interrupted,

@@ -1,10 +1,14 @@
 //! The scripted agent on its own: JSON-RPC over stdio, as sandbox-agent drives it.
 
+mod support;
+
+use continuity::exit_codes;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
+use support::assert_exit;
 
 struct Agent {
     child: Child,
@@ -218,6 +222,6 @@ fn a_bad_knob_in_the_environment_is_a_clear_error() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(64));
+    assert_exit(&output, exit_codes::USAGE);
     assert!(String::from_utf8_lossy(&output.stderr).contains("CONTINUITY_AGENT_FAULT"));
 }

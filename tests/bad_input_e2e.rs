@@ -6,10 +6,10 @@
 
 mod support;
 
-use continuity::stack::sandbox_agent::{self, SandboxAgentConfig};
+use continuity::exit_codes;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use support::{assert_exit, report};
+use support::{assert_exit, report, Ready};
 
 const TOKEN: &str = "tok-right-123456789";
 
@@ -27,44 +27,8 @@ fn stderr(run: &Output) -> String {
 
 /// A config whose `agent` target is the real server (managed by the
 /// harness), started with `--token TOKEN` when `token`, probed by `ready`.
-fn config(dir: &Path, token: bool, ready: &str) -> PathBuf {
-    let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
-        .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
-    let port = continuity::stack::process::free_port().unwrap();
-    let server = SandboxAgentConfig {
-        binary,
-        run_dir: dir.join("server"),
-        agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
-        agent_env: Vec::new(),
-        port: Some(port),
-    };
-    let spec = server.prepare(port).unwrap();
-    let base_url = format!("http://127.0.0.1:{port}");
-    let mut command: Vec<String> = std::iter::once(spec.program.display().to_string())
-        .chain(spec.args.iter().cloned())
-        .collect();
-    if token {
-        let at = command.iter().position(|a| a == "--no-token").unwrap();
-        command.splice(at..=at, ["--token".to_string(), TOKEN.to_string()]);
-    }
-    let env: Vec<String> = spec
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k} = {v:?}"))
-        .collect();
-    let ready = match ready {
-        "http" => format!("ready = {{ http = \"{base_url}/v1/health\" }}"),
-        _ => format!("ready = {{ tcp = \"127.0.0.1:{port}\" }}"),
-    };
-    let text = format!(
-        "[run]\nbase_url = {base_url:?}\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\n{ready}\n",
-        env.join(", "),
-        spec.cwd.unwrap().display().to_string(),
-        spec.log.display().to_string(),
-    );
-    let path = dir.join("continuity.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+fn config(dir: &Path, token: bool, ready: Ready) -> PathBuf {
+    support::managed_agent_config_with(dir, &[], token.then_some(TOKEN), ready).0
 }
 
 /// Extra flags, environment, and the name the error must show.
@@ -88,7 +52,7 @@ fn flags_and_variables_are_named_in_their_errors() {
             &["run", "--config", cfg, "--out", out, "--base-url", url],
             &[],
         );
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         assert!(
             stderr(&run).contains("--base-url"),
             "{url}: {}",
@@ -98,7 +62,7 @@ fn flags_and_variables_are_named_in_their_errors() {
             &["run", "--config", cfg, "--out", out],
             &[("SA_BASE_URL", url)],
         );
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         assert!(
             stderr(&run).contains("SA_BASE_URL"),
             "{url}: {}",
@@ -131,7 +95,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         ];
         argv.extend_from_slice(args);
         let run = continuity(&argv, env);
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         let text = stderr(&run);
         assert!(text.contains(named), "{args:?} {env:?}: {text}");
         if named == "SA_TIMEOUT_MS" {
@@ -151,7 +115,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         ],
         &[],
     );
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(stderr(&run).contains("--token-env"), "{}", stderr(&run));
     assert!(!stderr(&run).contains("4711"), "{}", stderr(&run));
     // Nothing was started or written for any of them.
@@ -161,14 +125,14 @@ fn flags_and_variables_are_named_in_their_errors() {
         &["stack", "up", "--dir", out, "--server-version", "../../etc"],
         &[],
     );
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
 }
 
 #[test]
 fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let dir = tempfile::tempdir().unwrap();
     // The right token: the HTTP probe of /v1/health passes (it sends the token).
-    let cfg = config(dir.path(), true, "http");
+    let cfg = config(dir.path(), true, Ready::Http);
     let args = |out: &str| {
         vec![
             "run".to_string(),
@@ -183,14 +147,14 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
     let argv = args("right");
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let run = continuity(&argv, &[("SA_TOKEN", TOKEN)]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 
     // The wrong token: the probe stops at once and says why.
     let argv = args("wrong");
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let started = std::time::Instant::now();
     let run = continuity(&argv, &[("SA_TOKEN", "tok-wrong-987654321")]);
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         stderr(&run).contains("gave up at once")
             && stderr(&run).contains("last error: the server rejected the token (HTTP 401)"),
@@ -204,7 +168,7 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
 
     // With a probe that needs no token, the health check before the first
     // cell names the refusal, with and without a token.
-    let cfg = config(dir.path(), true, "tcp");
+    let cfg = config(dir.path(), true, Ready::Tcp);
     for (env, says) in [
         (
             vec![("SA_TOKEN", "tok-wrong-987654321")],
@@ -223,7 +187,7 @@ fn readiness_probes_send_the_token_and_a_wrong_token_is_named() {
             ],
             &env,
         );
-        assert_exit(&run, 2);
+        assert_exit(&run, exit_codes::INCOMPLETE);
         assert!(stderr(&run).contains(says), "{}", stderr(&run));
         assert!(!stderr(&run).contains("unreachable"), "{}", stderr(&run));
         assert!(!stderr(&run).contains("tok-wrong"), "{}", stderr(&run));
@@ -244,7 +208,7 @@ fn a_closed_or_full_stdout_never_panics() {
         .stdout(closed_pipe())
         .output()
         .unwrap();
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert_eq!(stderr(&run), "");
     // A full disk is an error worth a message (exit 2), not a panic (101).
     let full = std::fs::OpenOptions::new()
@@ -252,7 +216,7 @@ fn a_closed_or_full_stdout_never_panics() {
         .open("/dev/full")
         .unwrap();
     let run = command(&["list"], &[]).stdout(full).output().unwrap();
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         stderr(&run).contains("cannot write to stdout"),
         "{}",
@@ -262,7 +226,7 @@ fn a_closed_or_full_stdout_never_panics() {
 
     // `continuity run … | head`: the run still writes its whole report folder.
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), false, "http");
+    let cfg = config(dir.path(), false, Ready::Http);
     let out = dir.path().join("out");
     let run = command(
         &[
@@ -279,7 +243,7 @@ fn a_closed_or_full_stdout_never_panics() {
     .stdout(closed_pipe())
     .output()
     .unwrap();
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert!(!stderr(&run).contains("panicked"), "{}", stderr(&run));
     for name in ["report.json", "report.txt", "report.md", "junit.xml"] {
         assert!(out.join(name).is_file(), "{name}");
@@ -303,7 +267,7 @@ fn a_closed_or_full_stdout_never_panics() {
         continuity(&argv, &[])
     };
     let run = again(&[]);
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(stderr(&run).contains("--force"), "{}", stderr(&run));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), before);
     let old_store: Vec<PathBuf> = std::fs::read_dir(out.join("persist"))
@@ -313,7 +277,7 @@ fn a_closed_or_full_stdout_never_panics() {
     assert_eq!(old_store.len(), 1, "{old_store:?}");
     std::fs::write(out.join("persist/999-stale.db"), b"stale").unwrap();
     let run = again(&["--force", "--target", "agent"]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert!(
         !out.join("persist/999-stale.db").exists(),
         "the earlier run's stores were removed"
@@ -328,7 +292,7 @@ fn a_closed_or_full_stdout_never_panics() {
     std::fs::write(&fewer_path, fewer.to_string()).unwrap();
     let base = out.to_str().unwrap();
     let run = continuity(&["compare", base, fewer_path.to_str().unwrap()], &[]);
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert!(stderr(&run).contains("lacks 1 cell"), "{}", stderr(&run));
     let run = continuity(
         &[
@@ -339,7 +303,7 @@ fn a_closed_or_full_stdout_never_panics() {
         ],
         &[],
     );
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let mut doubled = report(&out);
     let cell = doubled["cells"][0].clone();
     doubled["cells"].as_array_mut().unwrap().push(cell);
@@ -349,9 +313,9 @@ fn a_closed_or_full_stdout_never_panics() {
         let mut argv = vec!["compare", base, doubled_path.to_str().unwrap()];
         argv.extend_from_slice(allow);
         let run = continuity(&argv, &[]);
-        assert_exit(&run, 1);
+        assert_exit(&run, exit_codes::FAILED);
         assert!(stderr(&run).contains("more than once"), "{}", stderr(&run));
     }
     let run = continuity(&["compare", base, base], &[]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 }

@@ -8,6 +8,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -177,7 +178,7 @@ async fn run_through(gateway: &Gateway, scenario: &str, dir: &std::path::Path) -
         .output()
         .await
         .unwrap();
-    support::assert_exit(&run, 1);
+    support::assert_exit(&run, exit_codes::FAILED);
     assert_no_token_in(&out);
     let report = report(&out);
     let cell = cell(&report, "gateway", scenario);

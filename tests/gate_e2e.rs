@@ -6,6 +6,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Output;
@@ -81,7 +82,7 @@ fn expectations_decide_the_exit_code() {
     // The known failure, expected: exit 0, and the table says so with the reason.
     let expect = s.write("expect.toml", KNOWN_BUG);
     let (run, out) = s.run("expected", &["--expect", expect.to_str().unwrap()]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let r = report(&out);
     assert_eq!(outcome(&r, "native-continuity"), "expected");
     assert_eq!(outcome(&r, "recreate-rehydrate"), "new");
@@ -108,7 +109,7 @@ fn expectations_decide_the_exit_code() {
         &KNOWN_BUG.replace("verdict = \"fail\"", "verdict = \"pass\""),
     );
     let (run, out) = s.run("regressed", &["--expect", expect.to_str().unwrap()]);
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert_eq!(outcome(&report(&out), "native-continuity"), "regressed");
     assert!(
         stdout(&run).contains("regressed (expected pass)"),
@@ -120,7 +121,7 @@ fn expectations_decide_the_exit_code() {
     let fixed = format!("{KNOWN_BUG}\n[[expect]]\ntarget = \"agent\"\nscenario = \"recreate-*\"\nverdict = \"fail\"\nreason = \"was broken\"\n");
     let expect = s.write("fixed.toml", &fixed);
     let (run, out) = s.run("fixed", &["--expect", expect.to_str().unwrap()]);
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert_eq!(outcome(&report(&out), "recreate-rehydrate"), "fixed");
     assert!(
         stderr(&run).contains("expected failures now pass"),
@@ -131,7 +132,7 @@ fn expectations_decide_the_exit_code() {
         "allowed",
         &["--expect", expect.to_str().unwrap(), "--allow-fixed"],
     );
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let r = report(&out);
     assert_eq!(r["run"]["allowFixed"], true);
     assert_eq!(
@@ -159,12 +160,12 @@ fn expectations_decide_the_exit_code() {
         ],
         &[],
     );
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert_eq!(outcome(&report(&out), "native-continuity"), "expected");
 
     // `baseline` records the run; judged against it, the run is all expected.
     let run = continuity_with(&["baseline", s.path("regressed").to_str().unwrap()], &[]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let baseline = s.write("baseline.toml", &stdout(&run));
     // A run against a URL does not know the server version: entries are not scoped to one.
     assert!(!stdout(&run).contains("server_version"), "{}", stdout(&run));
@@ -174,7 +175,7 @@ fn expectations_decide_the_exit_code() {
         stdout(&run)
     );
     let (run, out) = s.run("rebased", &["--expect", baseline.to_str().unwrap()]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let r = report(&out);
     for scenario in ["native-continuity", "recreate-rehydrate"] {
         assert_eq!(outcome(&r, scenario), "expected", "{scenario}");
@@ -196,7 +197,7 @@ fn bad_expectations_and_partitions_exit_64_with_file_and_line() {
             &format!("out-{name}"),
             &["--expect", file.to_str().unwrap()],
         );
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         let err = stderr(&run);
         assert!(
             err.contains(&format!("{}{line}", file.display())) && err.contains(what),
@@ -206,11 +207,11 @@ fn bad_expectations_and_partitions_exit_64_with_file_and_line() {
     }
     let missing = s.path("no-such.toml");
     let (run, _) = s.run("missing", &["--expect", missing.to_str().unwrap()]);
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(stderr(&run).contains("no-such.toml"), "{}", stderr(&run));
     for bad in ["count:0/2", "count:3/2", "hash:1/0", "slice:1/2"] {
         let (run, _) = s.run("p", &["--partition", bad]);
-        assert_exit(&run, 64);
+        assert_exit(&run, exit_codes::USAGE);
         assert!(
             stderr(&run).contains("--partition"),
             "{bad}: {}",
@@ -245,7 +246,7 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
         ],
     );
     // Counted as passed by default, with a warning.
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     assert!(
         stderr(&run).contains("1 flaky cell(s) counted as passed"),
         "{}",
@@ -310,7 +311,7 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
             "fail",
         ],
     );
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert_eq!(
         cell(&report(&out), "agent", "first-try")["verdict"],
         "flaky"
@@ -332,7 +333,7 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
             "3",
         ],
     );
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let c = cell(&report(&out), "agent", "first-try").clone();
     assert_eq!(c["verdict"], "flaky");
     let verdicts: Vec<(&Value, &Value)> = c["attempts"]
@@ -358,7 +359,7 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
         "no-retry",
         &["--scenarios-dir", scenarios.to_str().unwrap()],
     );
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let c = cell(&report(&out), "agent", "first-try").clone();
     assert_eq!(c["verdict"], "fail");
     assert_eq!(c["attempts"], Value::Array(Vec::new()));
@@ -372,7 +373,7 @@ fn completions_are_generated_for_each_shell() {
         ("fish", "complete -c continuity"),
     ] {
         let run = continuity_with(&["completions", shell], &[]);
-        assert_exit(&run, 0);
+        assert_exit(&run, exit_codes::OK);
         let script = stdout(&run);
         assert!(script.contains(marker), "{shell}: {script}");
         assert!(
@@ -380,5 +381,8 @@ fn completions_are_generated_for_each_shell() {
             "{shell} completes run's flags"
         );
     }
-    assert_exit(&continuity_with(&["completions", "tcsh"], &[]), 64);
+    assert_exit(
+        &continuity_with(&["completions", "tcsh"], &[]),
+        exit_codes::USAGE,
+    );
 }

@@ -6,6 +6,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use support::{assert_exit, cell, phase, report};
 
 use serde_json::Value;
@@ -33,7 +34,7 @@ fn a_gateway_reload_keeps_the_turn_and_an_agent_restart_cuts_it() {
         ],
         &[],
     );
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
 
     // nginx SIGHUP: the old worker keeps the POST and the stream; nothing is lost.
@@ -160,7 +161,7 @@ fn a_lost_turn_and_a_failed_restart_mid_turn_end_bounded_and_cancel_the_turn() {
         ],
         &[],
     );
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     assert!(started.elapsed() < Duration::from_secs(60), "bounded");
     let report = report(&out);
 

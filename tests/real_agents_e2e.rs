@@ -8,6 +8,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -61,7 +62,7 @@ fn run_agent(agent: &str) {
         .output()
         .unwrap();
     // native-continuity fails by design: exit 1, never a harness error.
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
 
     let sdk = cell(&report, "agent", "native-continuity");
@@ -152,7 +153,7 @@ fn an_unknown_agent_is_a_usage_error_naming_the_known_ones() {
         .env_remove("SA_BASE_URL")
         .output()
         .unwrap();
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("unknown agent \"gemini\" (known: mock, opencode, claude, codex)"),
@@ -168,7 +169,7 @@ fn an_agent_given_twice_is_a_usage_error() {
         .env_remove("SA_BASE_URL")
         .output()
         .unwrap();
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     assert!(String::from_utf8_lossy(&run.stderr).contains("--agent mock is given twice"));
 }
 
@@ -211,7 +212,7 @@ fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_other
         .output()
         .unwrap();
     // A skipped cell makes the run exit 1 (README, exit codes), not 2: the others ran.
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let cells = report["cells"].as_array().unwrap();
     let of = |agent: &str| {

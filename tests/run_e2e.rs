@@ -3,6 +3,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use support::{assert_exit, cell, phase, report};
 
 use serde_json::Value;
@@ -64,7 +65,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
     let s = setup(&[]);
     let (run, out) = s.run("out", &[]);
     // A failed cell exits 1.
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let stdout = String::from_utf8_lossy(&run.stdout);
 
     let report = report(&out);
@@ -187,7 +188,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
 fn a_hanging_agent_phase_ends_at_its_deadline_as_a_timeout() {
     let s = setup(&[]);
     let (run, out) = run_scenario(&s, "hang", "name = \"hang\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"c\"\nsession = \"s\"\n[[phase]]\nname = \"promptHang\"\nstep = \"prompt\"\nclient = \"c\"\nsession = \"s\"\ntext = \"[[hang]]\"\ntimeout_ms = 600\n[[cleanup]]\nstep = \"dispose\"\nclient = \"c\"\n");
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let hang = phase(cell(&report, "agent", "hang"), "promptHang");
     assert_eq!(hang["outcome"], "timeout");
@@ -208,7 +209,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     let s = setup(&[]);
     // Only the scenario that passes on 0.4.2: exit 0.
     let (run, out) = s.run("pass", &["--scenario", "recreate-rehydrate"]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 
     // `compare`: a run against itself is unchanged (0); a candidate whose
     // passing cell now fails is a regression (1).
@@ -217,12 +218,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         out.to_str().unwrap(),
         out.join("report.json").to_str().unwrap(),
     ]);
-    assert_eq!(
-        same.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&same.stdout)
-    );
+    assert_exit(&same, exit_codes::OK);
     let mut worse = report(&out);
     worse["cells"][0]["verdict"] = "fail".into();
     let worse_path = s.dir.path().join("worse.json");
@@ -232,7 +228,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         out.to_str().unwrap(),
         worse_path.to_str().unwrap(),
     ]);
-    assert_eq!(compared.status.code(), Some(1));
+    assert_exit(&compared, exit_codes::FAILED);
     assert!(
         String::from_utf8_lossy(&compared.stdout).contains("1 regressed"),
         "{}",
@@ -240,7 +236,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     );
 
     // Nothing listening: the run cannot be completed, exit 2, no phase ran.
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let run = continuity(&[
         "run",
         "--base-url",
@@ -250,7 +246,7 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
         "--out",
         s.dir.path().join("x").to_str().unwrap(),
     ]);
-    assert_eq!(run.status.code(), Some(2));
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         String::from_utf8_lossy(&run.stderr).contains("unreachable"),
         "{}",
@@ -258,21 +254,16 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     );
 
     // Bad usage and bad config: 64, with the file and line.
-    assert_eq!(
-        continuity(&["run", "--repeat", "0"]).status.code(),
-        Some(64)
-    );
-    assert_eq!(
-        continuity(&[
+    assert_exit(&continuity(&["run", "--repeat", "0"]), exit_codes::USAGE);
+    assert_exit(
+        &continuity(&[
             "run",
             "--config",
             s.config.to_str().unwrap(),
             "--target",
-            "nope"
-        ])
-        .status
-        .code(),
-        Some(64)
+            "nope",
+        ]),
+        exit_codes::USAGE,
     );
     let bad = s.dir.path().join("bad.toml");
     std::fs::write(
@@ -281,21 +272,21 @@ fn exit_codes_tell_pass_unreachable_and_bad_usage_apart() {
     )
     .unwrap();
     let run = continuity(&["validate", "--config", bad.to_str().unwrap()]);
-    assert_eq!(run.status.code(), Some(64));
+    assert_exit(&run, exit_codes::USAGE);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("bad.toml:3") && stderr.contains("colour"),
         "{stderr}"
     );
     let run = continuity(&["validate", "--config", s.config.to_str().unwrap()]);
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
 }
 
 #[test]
 fn health_and_liveness_probe_steps_report_connected() {
     let s = setup(&[]);
     let (run, out) = run_scenario(&s, "probe", "name = \"probe\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n");
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let report = report(&out);
     let cell = cell(&report, "agent", "probe");
     assert_eq!(phase(cell, "health")["detail"]["health"]["status"], "ok");
@@ -315,7 +306,7 @@ fn the_overall_deadline_interrupts_the_run_and_keeps_finished_cells() {
     let s = setup(&[]);
     // Long enough for the first cell (a restart and a few prompts), not for both.
     let (run, out) = s.run("out", &["--repeat", "20", "--overall-timeout-ms", "3000"]);
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     let report = report(&out);
     assert_eq!(report["run"]["interrupted"], true);
     let cells = report["cells"].as_array().unwrap().len();
@@ -348,7 +339,7 @@ fn the_token_never_reaches_a_report_or_the_output() {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert_exit(&run, 0);
+    assert_exit(&run, exit_codes::OK);
     let mut seen =
         String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr);
     for entry in std::fs::read_dir(&out).unwrap() {
@@ -367,7 +358,7 @@ fn the_token_never_reaches_a_report_or_the_output() {
         "--token-env",
         "UNSET_TOKEN_VAR_XYZ",
     ]);
-    assert_eq!(run.status.code(), Some(64));
+    assert_exit(&run, exit_codes::USAGE);
 }
 
 #[test]
@@ -377,7 +368,7 @@ fn with_the_sdks_in_memory_store_a_second_client_sees_no_history() {
         "out",
         &["--scenario", "native-continuity", "--persist", "memory"],
     );
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     assert_eq!(report["run"]["persist"], "memory");
     let native = cell(&report, "agent", "native-continuity");
@@ -414,7 +405,7 @@ fn the_overall_deadline_mid_cell_interrupts_the_cell_and_still_runs_its_cleanup(
             "5000",
         ],
     );
-    assert_exit(&run, 2);
+    assert_exit(&run, exit_codes::INCOMPLETE);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(30),
         "the deadline and the cleanup bound held: {:?}",

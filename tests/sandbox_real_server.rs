@@ -7,10 +7,10 @@ mod support;
 use async_trait::async_trait;
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
+use continuity::report::RestartResult;
 use continuity::report::{Outcome, PhaseResult, Verdict};
 use continuity::scenario::{
-    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, RestartReport,
-    Restarter,
+    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, Restarter,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -67,9 +67,10 @@ struct RestartServer<'a>(&'a mut support::Server);
 
 #[async_trait]
 impl Restarter for RestartServer<'_> {
-    async fn restart(&mut self) -> RestartReport {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
         let took = self.0.restart().await;
-        RestartReport {
+        RestartResult {
+            phase: phase.into(),
             ok: true,
             action: "managed".into(),
             restart_ms: took.as_millis() as u64,
@@ -84,9 +85,10 @@ struct DeleteFiles(String);
 
 #[async_trait]
 impl Restarter for DeleteFiles {
-    async fn restart(&mut self) -> RestartReport {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
         std::fs::remove_dir_all(&self.0).unwrap();
-        RestartReport {
+        RestartResult {
+            phase: phase.into(),
             ok: true,
             action: "delete".into(),
             restart_ms: 0,
@@ -382,7 +384,7 @@ async fn start_with_token(token: &str) -> TokenServer {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
     let dir = tempfile::tempdir().unwrap();
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let spec = SandboxAgentConfig {
         binary,
         run_dir: dir.path().to_path_buf(),

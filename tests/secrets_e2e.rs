@@ -9,6 +9,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -218,7 +219,7 @@ ready = {{ http = "{url}/v1/health" }}
         ],
         &[("MY_SA_TOKEN", TOKEN), ("DEPLOY_TOKEN", DEPLOY_TOKEN)],
     );
-    support::assert_exit(&run, 1);
+    support::assert_exit(&run, exit_codes::FAILED);
 
     // The secrets really went out, so each path had them to copy back.
     let seen = server.seen();
@@ -257,7 +258,7 @@ fn credentials_in_the_base_url_are_refused_without_being_shown() {
         let mut argv = vec!["run", "--config", config.to_str().unwrap()];
         argv.extend(args);
         let run = continuity(&argv, &env);
-        support::assert_exit(&run, 64);
+        support::assert_exit(&run, exit_codes::USAGE);
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert!(stderr.contains(source), "{stderr}");
         assert!(stderr.contains("user:pass@"), "{stderr}");
@@ -270,7 +271,7 @@ fn credentials_in_the_base_url_are_refused_without_being_shown() {
     )
     .unwrap();
     let run = continuity(&["validate", "--config", config.to_str().unwrap()], &[]);
-    support::assert_exit(&run, 64);
+    support::assert_exit(&run, exit_codes::USAGE);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("c.toml:2") && stderr.contains("run.base_url"),
@@ -300,7 +301,7 @@ fn a_403_reads_as_a_rejected_token() {
         ],
         &[("SA_TOKEN", TOKEN)],
     );
-    support::assert_exit(&run, 2);
+    support::assert_exit(&run, exit_codes::INCOMPLETE);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         stderr.contains("sandbox-agent rejected the token (HTTP 403)"),

@@ -2,11 +2,15 @@
 //! cell's timeline; bad input (another schema, a damaged trace, an unknown
 //! cell) is a usage error naming the file or the cell, never a panic.
 
+mod support;
+
+use continuity::exit_codes;
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
+use support::assert_exit;
 
 fn show(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_continuity"))
@@ -83,7 +87,7 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     run_folder(dir.path());
     let run = dir.path().to_str().unwrap();
     let matrix = show(&[run]);
-    assert_eq!(matrix.status.code(), Some(0), "{:?}", text(&matrix));
+    assert_exit(&matrix, exit_codes::OK);
     let (out, _) = text(&matrix);
     assert!(
         out.contains("promptAfter") && out.contains("❌ http 401"),
@@ -91,7 +95,7 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     );
 
     let timeline = show(&[run, "--cell", "agent/s"]);
-    assert_eq!(timeline.status.code(), Some(0), "{:?}", text(&timeline));
+    assert_exit(&timeline, exit_codes::OK);
     let (out, _) = text(&timeline);
     assert!(out.contains("promptAfter ◀ boundary"), "{out}");
     assert!(out.contains("POST /v1/acp/sdk-mock-1 → 401"), "{out}");
@@ -110,7 +114,11 @@ fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
     let usage = |args: &[&str], needle: &str| {
         let o = show(args);
         let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(64), "{args:?}: {err}");
+        assert_eq!(
+            o.status.code(),
+            Some(i32::from(exit_codes::USAGE)),
+            "{args:?}: {err}"
+        );
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     };

@@ -5,6 +5,7 @@
 
 mod support;
 
+use continuity::exit_codes;
 use support::{assert_exit, cell, phase, report};
 
 use std::path::Path;
@@ -190,11 +191,8 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
     // The README's command as a user types it: default (relative) report folder.
     let run = output(continuity(&["run"]).current_dir(dir.path()));
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "native continuity fails on 0.4.2, so the run exits 1\n{stderr}"
-    );
+    // Native continuity fails on 0.4.2, so the run exits 1.
+    assert_exit(&run, exit_codes::FAILED);
     let runs: Vec<_> = std::fs::read_dir(dir.path().join("reports"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -295,7 +293,7 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
         "--out",
         out.to_str().unwrap(),
     ]));
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let native = cell(&report, "rivet", "native-continuity");
     let events = phase(native, "getEvents");
@@ -323,12 +321,7 @@ fn stack_up_status_down_leaves_nothing_running() {
     let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
     let _down = StackDownOnDrop(stack.clone());
     let stdout = String::from_utf8_lossy(&up.stdout);
-    assert_eq!(
-        up.status.code(),
-        Some(0),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    assert_exit(&up, exit_codes::OK);
     assert!(stdout.contains("base URL: http://127.0.0.1:"), "{stdout}");
     for component in ["agent", "gateway", "rivet-engine", "rivet "] {
         assert!(
@@ -368,18 +361,10 @@ fn stack_up_status_down_leaves_nothing_running() {
     );
 
     let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
-    assert_eq!(
-        status.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&status.stdout)
-    );
+    assert_exit(&status, exit_codes::OK);
     let again = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
-    assert_eq!(
-        again.status.code(),
-        Some(64),
-        "a second stack in the same folder is refused"
-    );
+    // A second stack in the same folder is refused.
+    assert_exit(&again, exit_codes::USAGE);
 
     // A PTY process the server starts has its own session: stopping the
     // server's group leaves it running; `down` must find and kill it too.
@@ -400,15 +385,11 @@ fn stack_up_status_down_leaves_nothing_running() {
     );
 
     let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));
-    assert_eq!(
-        down.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&down.stderr)
-    );
+    assert_exit(&down, exit_codes::OK);
     assert_nothing_left(&stack);
     let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
-    assert_eq!(status.status.code(), Some(64), "no stack is up any more");
+    // No stack is up any more.
+    assert_exit(&status, exit_codes::USAGE);
 }
 
 #[test]
@@ -458,7 +439,7 @@ fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
     let seen = lines.join().unwrap();
     assert_eq!(
         status.code(),
-        Some(2),
+        Some(i32::from(exit_codes::INCOMPLETE)),
         "an interrupted run exits 2:\n{}",
         seen.join("\n")
     );
@@ -488,12 +469,8 @@ fn a_missing_program_skips_its_target_with_the_install_command() {
         ])
         .env("CONTINUITY_NGINX", "/nonexistent/nginx"),
     );
-    assert_eq!(
-        run.status.code(),
-        Some(1),
-        "a skipped cell is not a pass\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    // A skipped cell is not a pass.
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let gateway = cell(&report, "gateway", "recreate-rehydrate");
     assert_eq!(gateway["verdict"], "skipped");
@@ -575,10 +552,11 @@ fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() 
     let codes: Vec<Option<i32>> = ups.iter().map(|o| o.status.code()).collect();
     let refused = ups
         .iter()
-        .find(|o| o.status.code() == Some(64))
+        .find(|o| o.status.code() == Some(i32::from(exit_codes::USAGE)))
         .unwrap_or_else(|| panic!("one of the two must be refused: {codes:?}"));
     assert!(
-        ups.iter().any(|o| o.status.code() == Some(0)),
+        ups.iter()
+            .any(|o| o.status.code() == Some(i32::from(exit_codes::OK))),
         "one starts: {codes:?}\n{}",
         String::from_utf8_lossy(&ups[0].stderr)
     );
@@ -599,12 +577,7 @@ fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() 
         assert_eq!(n, 1, "{program}: {running:#?}");
     }
     let down = output(&mut continuity(&["stack", "down", "--dir", &stack_arg]));
-    assert_eq!(
-        down.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&down.stderr)
-    );
+    assert_exit(&down, exit_codes::OK);
     assert_nothing_left(&stack);
 }
 
@@ -618,12 +591,7 @@ fn stack_down_kills_only_what_the_stack_started() {
     let stack_arg = stack.to_str().unwrap();
     let up = output(&mut continuity(&["stack", "up", "--dir", stack_arg]));
     let _down = StackDownOnDrop(stack.clone());
-    assert_eq!(
-        up.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
+    assert_exit(&up, exit_codes::OK);
     // Hand-edit stack.json: the agent's pid now names the unrelated `sleep`
     // (its recorded start time kept), and an extra entry names it with its
     // real start time, as a careful forger would.
@@ -655,14 +623,11 @@ fn stack_down_kills_only_what_the_stack_started() {
     std::fs::write(&path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
 
     let status = output(&mut continuity(&["stack", "status", "--dir", stack_arg]));
-    assert_eq!(
-        status.status.code(),
-        Some(1),
-        "not every component is the one started"
-    );
+    // Not every component is the one started.
+    assert_exit(&status, exit_codes::FAILED);
     let down = output(&mut continuity(&["stack", "down", "--dir", stack_arg]));
     let stderr = String::from_utf8_lossy(&down.stderr);
-    assert_eq!(down.status.code(), Some(0), "{stderr}");
+    assert_exit(&down, exit_codes::OK);
     assert!(stderr.contains("left alone"), "{stderr}");
     assert!(
         unrelated.try_wait().unwrap().is_none(),
@@ -752,7 +717,12 @@ client = "c"
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let run = child.wait_with_output().unwrap();
     let seen = lines.join().unwrap();
-    assert_eq!(run.status.code(), Some(2), "{}", seen.join("\n"));
+    assert_eq!(
+        run.status.code(),
+        Some(i32::from(exit_codes::INCOMPLETE)),
+        "{}",
+        seen.join("\n")
+    );
     let report = report(&out);
     assert_eq!(report["run"]["interrupted"], true);
     let cell = cell(&report, "agent", "hold");
@@ -778,4 +748,41 @@ client = "c"
     assert_nothing_left(&out);
     // The run's teardown spared the rivet-engine it did not start.
     foreign_engine.assert_alive();
+}
+
+// The support module's own checks: here, so they run once and not in every
+// test binary that includes it.
+
+#[test]
+fn processes_with_finds_a_running_process() {
+    // A duration no other process uses: this binary's pid as the fraction.
+    let seconds = format!("3000.{}", std::process::id());
+    let mut child = std::process::Command::new("sleep")
+        .arg(&seconds)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let found = loop {
+        let found = support::processes_with(&["sleep", &seconds]);
+        if !found.is_empty() || std::time::Instant::now() > deadline {
+            break found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(found.len(), 1, "{found:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(support::processes_with(&["sleep", &seconds]).is_empty());
+}
+
+#[test]
+fn proc_addresses_parse() {
+    assert_eq!(
+        support::parse_proc_addr("0100007F:1F90", false).to_string(),
+        "127.0.0.1:8080"
+    );
+    assert_eq!(
+        support::parse_proc_addr("00000000000000000000000001000000:0050", true).to_string(),
+        "[::1]:80"
+    );
 }

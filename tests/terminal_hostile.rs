@@ -5,10 +5,9 @@
 
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
+use continuity::report::RestartResult;
 use continuity::report::Verdict;
-use continuity::scenario::{
-    parse_scenario, run_cell, CellSettings, CellStore, RestartReport, Restarter,
-};
+use continuity::scenario::{parse_scenario, run_cell, CellSettings, CellStore, Restarter};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,7 +238,7 @@ struct NoRestart;
 
 #[async_trait::async_trait]
 impl Restarter for NoRestart {
-    async fn restart(&mut self) -> RestartReport {
+    async fn restart(&mut self, _phase: &str) -> RestartResult {
         unreachable!("no restart phase here")
     }
 }
@@ -425,7 +424,7 @@ timeout_ms = 3000
             .iter()
             .find(|p| p.name == "sandboxCleanup")
             .unwrap();
-        assert!(cleanup.cleanup && !cleanup.verdict, "{cleanup:?}");
+        assert!(cleanup.cleanup && !cleanup.decides_verdict, "{cleanup:?}");
         assert!(started.elapsed() < Duration::from_secs(15), "{expected}");
     }
 }

@@ -1,6 +1,7 @@
 //! Typed transport failures. Each variant keeps the fields a failure signature
 //! needs (status, problem type, RPC code, cause), and none holds a credential.
 
+use crate::errors::error_chain;
 use crate::trace::{ErrorKind, Seen};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -213,20 +214,6 @@ fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> 
         cur = err.source();
     }
     None
-}
-
-/// The whole cause chain on one line, most specific last.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        let text = err.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cur = err.source();
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The agent's fault knobs: read once from the environment, overridden per
 //! prompt by `[[…]]` directives in the prompt text.
 
+use crate::errors::Invalid;
+
 /// A misbehaviour for one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -36,40 +38,40 @@ pub struct Stream {
 
 impl Stream {
     /// `K/N`: K chunks (1..=10000) over N milliseconds.
-    pub fn parse(text: &str) -> Result<Stream, String> {
+    pub fn parse(text: &str) -> Result<Stream, Invalid> {
         let (k, n) = text
             .trim()
             .split_once('/')
-            .ok_or_else(|| format!("expected CHUNKS/MS, got {text:?}"))?;
+            .ok_or_else(|| Invalid(format!("expected CHUNKS/MS, got {text:?}")))?;
         let chunks: u32 = k
             .trim()
             .parse()
             .ok()
             .filter(|k| (1..=10_000).contains(k))
-            .ok_or_else(|| format!("chunks must be 1..=10000, got {k:?}"))?;
+            .ok_or_else(|| Invalid(format!("chunks must be 1..=10000, got {k:?}")))?;
         let over_ms = n
             .trim()
             .parse()
-            .map_err(|_| format!("duration must be milliseconds, got {n:?}"))?;
+            .map_err(|_| Invalid(format!("duration must be milliseconds, got {n:?}")))?;
         Ok(Stream { chunks, over_ms })
     }
 }
 
 impl Fault {
-    fn parse(text: &str) -> Result<Fault, String> {
+    fn parse(text: &str) -> Result<Fault, Invalid> {
         match text.trim() {
             "hang" => Ok(Fault::Hang),
             "malformed" => Ok(Fault::Malformed),
-            other => match other.strip_prefix("exit:") {
-                Some(code) => code
-                    .trim()
-                    .parse()
-                    .map(Fault::Exit)
-                    .map_err(|_| format!("exit code must be an integer, got {code:?}")),
-                None => Err(format!(
-                    "unknown fault {other:?} (expected hang, exit:CODE or malformed)"
-                )),
-            },
+            other => {
+                match other.strip_prefix("exit:") {
+                    Some(code) => code.trim().parse().map(Fault::Exit).map_err(|_| {
+                        Invalid(format!("exit code must be an integer, got {code:?}"))
+                    }),
+                    None => Err(Invalid(format!(
+                        "unknown fault {other:?} (expected hang, exit:CODE or malformed)"
+                    ))),
+                }
+            }
         }
     }
 }
@@ -77,27 +79,29 @@ impl Fault {
 impl Knobs {
     /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`,
     /// `CONTINUITY_AGENT_LOAD_SESSION`, `CONTINUITY_AGENT_STREAM`.
-    pub fn from_env() -> Result<Knobs, String> {
+    pub fn from_env() -> Result<Knobs, Invalid> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Knobs, String> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Knobs, Invalid> {
         let delay_ms = match var("CONTINUITY_AGENT_DELAY_MS") {
             Some(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
-                format!("CONTINUITY_AGENT_DELAY_MS must be milliseconds, got {v:?}")
+                Invalid(format!(
+                    "CONTINUITY_AGENT_DELAY_MS must be milliseconds, got {v:?}"
+                ))
             })?,
             _ => 0,
         };
         let fault = match var("CONTINUITY_AGENT_FAULT") {
-            Some(v) if !v.trim().is_empty() => {
-                Some(Fault::parse(&v).map_err(|e| format!("CONTINUITY_AGENT_FAULT: {e}"))?)
-            }
+            Some(v) if !v.trim().is_empty() => Some(
+                Fault::parse(&v).map_err(|e| Invalid(format!("CONTINUITY_AGENT_FAULT: {e}")))?,
+            ),
             _ => None,
         };
         let stream = match var("CONTINUITY_AGENT_STREAM") {
-            Some(v) if !v.trim().is_empty() => {
-                Some(Stream::parse(&v).map_err(|e| format!("CONTINUITY_AGENT_STREAM: {e}"))?)
-            }
+            Some(v) if !v.trim().is_empty() => Some(
+                Stream::parse(&v).map_err(|e| Invalid(format!("CONTINUITY_AGENT_STREAM: {e}")))?,
+            ),
             _ => None,
         };
         let load_session = matches!(
@@ -190,12 +194,16 @@ mod tests {
 
     #[test]
     fn rejects_bad_values_with_the_variable_name() {
-        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_FAULT", "explode")])).unwrap_err();
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_FAULT", "explode")]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("CONTINUITY_AGENT_FAULT") && e.contains("explode"),
             "{e}"
         );
-        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_DELAY_MS", "soon")])).unwrap_err();
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_DELAY_MS", "soon")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("CONTINUITY_AGENT_DELAY_MS"), "{e}");
     }
 
@@ -242,7 +250,9 @@ mod tests {
                 over_ms: 100
             })
         );
-        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_STREAM", "lots")])).unwrap_err();
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_STREAM", "lots")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("CONTINUITY_AGENT_STREAM"), "{e}");
     }
 }

@@ -67,7 +67,7 @@ pub async fn run() -> i32 {
         Ok(k) => k,
         Err(e) => {
             eprintln!("continuity agent: {e}");
-            return 64;
+            return i32::from(crate::exit_codes::USAGE);
         }
     };
     let state_file = std::env::var_os("CONTINUITY_AGENT_STATE").map(PathBuf::from);

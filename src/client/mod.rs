@@ -53,8 +53,8 @@ const SETTLE: Duration = Duration::from_millis(250);
 pub enum ClientError {
     #[error(transparent)]
     Acp(#[from] AcpError),
-    #[error("{0}")]
-    Persist(String),
+    #[error(transparent)]
+    Persist(#[from] PersistError),
     #[error("session '{0}' not found")]
     SessionNotFound(String),
     #[error("session '{session}' is not bound to live ACP connection '{connection}'")]
@@ -67,12 +67,6 @@ pub enum ClientError {
     Config(String),
     #[error("sandbox-agent health check failed: {0}")]
     Health(String),
-}
-
-impl From<PersistError> for ClientError {
-    fn from(e: PersistError) -> Self {
-        ClientError::Persist(e.to_string())
-    }
 }
 
 /// What `connect` needs; `ClientOptions::new` gives the SDK's defaults.
@@ -140,7 +134,8 @@ pub struct Client {
     http: reqwest::Client,
     live: Mutex<HashMap<String, Arc<LiveConnection>>>,
     recorder: Recorder,
-    health: watch::Receiver<Option<Result<(), String>>>,
+    /// True once `/v1/health` answered `ok`; the wait never gives up.
+    health: watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Client {
@@ -182,7 +177,7 @@ impl Client {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| ClientError::Config(e.to_string()))?;
-        let (tx, health) = watch::channel(None);
+        let (tx, health) = watch::channel(false);
         tokio::spawn(wait_healthy(
             http.clone(),
             options.base_url.clone(),
@@ -228,20 +223,16 @@ impl Client {
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
-        let _waiting = health.borrow().is_none().then(|| {
+        let _waiting = (!*health.borrow()).then(|| {
             self.options.trace.wait(
                 "the SDK's health wait (GET /v1/health before the first ACP request)",
                 Some(crate::trace::health_channel(&self.options.base_url)),
             )
         });
-        let status = health
-            .wait_for(Option::is_some)
+        health
+            .wait_for(|healthy| *healthy)
             .await
-            .map_err(|_| ClientError::Health("health check stopped".into()))?
-            .clone();
-        if let Some(Err(e)) = status {
-            return Err(ClientError::Health(e));
-        }
+            .map_err(|_| ClientError::Health("health check stopped".into()))?;
         let mut live = self.live.lock().await;
         if let Some(existing) = live.get(agent) {
             return Ok(Arc::clone(existing));

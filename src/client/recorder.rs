@@ -7,7 +7,7 @@
 //! never reach the caller of `prompt` (the SDK only logs them); they are kept
 //! for the report, where lost events are exactly what the rivet target checks.
 
-use crate::persist::{list_all_events, PersistDriver, Sender, SessionEvent};
+use crate::persist::{list_all_events, PersistDriver, PersistError, Sender, SessionEvent};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -126,14 +126,31 @@ async fn run(
                             .entry(session_id)
                             .or_default() += 1;
                     }
-                    Err(message) => failures
+                    Err(e) => failures
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .push(message),
+                        .push(e.to_string()),
                 }
             }
         }
     }
+}
+
+/// Why one event did not reach the store.
+#[derive(Debug, thiserror::Error)]
+enum RecordError {
+    #[error("cannot seed event index of {session_id}: {source}")]
+    Seed {
+        session_id: String,
+        #[source]
+        source: PersistError,
+    },
+    #[error("event of {session_id} lost: {source}")]
+    Lost {
+        session_id: String,
+        #[source]
+        source: PersistError,
+    },
 }
 
 async fn store(
@@ -143,16 +160,19 @@ async fn store(
     connection_id: &str,
     sender: Sender,
     envelope: Value,
-) -> Result<(), String> {
+) -> Result<(), RecordError> {
     if !next_index.contains_key(session_id) {
         let existing = list_all_events(persist, session_id)
             .await
-            .map_err(|e| format!("cannot seed event index of {session_id}: {e}"))?;
+            .map_err(|source| RecordError::Seed {
+                session_id: session_id.to_string(),
+                source,
+            })?;
         let max = existing.iter().map(|e| e.event_index).max().unwrap_or(0);
         next_index.insert(session_id.to_string(), max.max(0) + 1);
     }
-    let mut last_error = String::new();
-    for _ in 0..MAX_INSERT_ATTEMPTS {
+    let mut attempts_left = MAX_INSERT_ATTEMPTS;
+    loop {
         let index = next_index.get_mut(session_id).expect("seeded above");
         let event = SessionEvent {
             id: uuid::Uuid::new_v4().to_string(),
@@ -166,11 +186,16 @@ async fn store(
         *index += 1;
         match persist.insert_event(session_id, event).await {
             Ok(()) => return Ok(()),
-            Err(e) if e.index_conflict => last_error = e.to_string(),
-            Err(e) => return Err(format!("event of {session_id} lost: {e}")),
+            // A taken index: the SDK retries with the next one, a few times.
+            Err(e) if e.is_index_conflict() && attempts_left > 1 => attempts_left -= 1,
+            Err(source) => {
+                return Err(RecordError::Lost {
+                    session_id: session_id.to_string(),
+                    source,
+                })
+            }
         }
     }
-    Err(format!("event of {session_id} lost: {last_error}"))
 }
 
 /// Milliseconds since the Unix epoch, as JavaScript's `Date.now()`.

@@ -155,7 +155,7 @@ pub(super) async fn wait_healthy(
     http: reqwest::Client,
     base_url: String,
     headers: HeaderMap,
-    done: watch::Sender<Option<Result<(), String>>>,
+    done: watch::Sender<bool>,
     trace: Trace,
 ) {
     let url = format!("{base_url}/v1/health");
@@ -169,7 +169,7 @@ pub(super) async fn wait_healthy(
         attempt += 1;
         if let Ok(health) = health_once(&http, &url, headers.clone(), &trace, Some(attempt)).await {
             if health.get("status").and_then(Value::as_str) == Some("ok") {
-                let _ = done.send(Some(Ok(())));
+                let _ = done.send(true);
                 return;
             }
         }

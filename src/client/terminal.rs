@@ -83,7 +83,7 @@ struct State {
     ready: bool,
     exit: Option<Option<i64>>,
     closed: Option<CloseInfo>,
-    protocol_error: Option<String>,
+    protocol_error: Option<FrameError>,
 }
 
 impl State {
@@ -231,7 +231,7 @@ impl Terminal {
                     return Ok(seen.len());
                 }
                 if let Some(error) = &state.protocol_error {
-                    return Err(TerminalError::Protocol(error.clone()));
+                    return Err(TerminalError::Protocol(error.to_string()));
                 }
                 if let Some(code) = state.exit {
                     return Err(TerminalError::Exited(code));
@@ -260,7 +260,7 @@ impl Terminal {
                     return Ok(());
                 }
                 if let Some(error) = &state.protocol_error {
-                    return Err(TerminalError::Protocol(error.clone()));
+                    return Err(TerminalError::Protocol(error.to_string()));
                 }
                 if let Some(closed) = &state.closed {
                     return Err(TerminalError::Closed(closed.clone()));
@@ -357,19 +357,34 @@ enum Control {
     Exit(Option<i64>),
 }
 
+/// A text frame the terminal protocol does not allow, or an `error` frame.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum FrameError {
+    /// The frame's first 120 characters.
+    #[error("invalid control frame (not JSON): {0:?}")]
+    NotJson(String),
+    #[error("server error frame: {0}")]
+    Server(String),
+    #[error("invalid control frame: {0:?}")]
+    Unknown(String),
+}
+
 /// A text frame as 0.4.2's terminal protocol defines it; anything else is an error.
-fn control_frame(text: &str) -> Result<Control, String> {
+fn control_frame(text: &str) -> Result<Control, FrameError> {
     let shown: String = text.chars().take(120).collect();
-    let value: Value = serde_json::from_str(text)
-        .map_err(|_| format!("invalid control frame (not JSON): {shown:?}"))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|_| FrameError::NotJson(shown.clone()))?;
     match value.get("type").and_then(Value::as_str) {
         Some("ready") => Ok(Control::Ready),
         Some("exit") => Ok(Control::Exit(value.get("exitCode").and_then(Value::as_i64))),
-        Some("error") => Err(format!(
-            "server error frame: {}",
-            value.get("message").and_then(Value::as_str).unwrap_or("")
+        Some("error") => Err(FrameError::Server(
+            value
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
         )),
-        _ => Err(format!("invalid control frame: {shown:?}")),
+        _ => Err(FrameError::Unknown(shown)),
     }
 }
 
@@ -436,12 +451,12 @@ mod tests {
             control_frame(r#"{"type":"exit","exitCode":3}"#),
             Ok(Control::Exit(Some(3)))
         ));
-        assert!(control_frame("\u{1}garbage")
-            .unwrap_err()
-            .contains("not JSON"));
-        assert!(control_frame(r#"{"type":"error","message":"boom"}"#)
-            .unwrap_err()
-            .contains("boom"));
+        let garbage = control_frame("\u{1}garbage").unwrap_err();
+        assert!(matches!(garbage, FrameError::NotJson(_)), "{garbage}");
+        assert!(garbage.to_string().contains("not JSON"), "{garbage}");
+        let boom = control_frame(r#"{"type":"error","message":"boom"}"#).unwrap_err();
+        assert_eq!(boom, FrameError::Server("boom".into()));
+        assert!(boom.to_string().contains("boom"), "{boom}");
     }
 
     #[test]

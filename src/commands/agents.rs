@@ -5,7 +5,8 @@
 //! command to retry; the other agents still run.
 
 use crate::report::{Report, Totals};
-use crate::runner::{self, RunEvent, RunPlan, Unavailable};
+use crate::runner::{self, RunEvent, RunPlan};
+use crate::targets::Unavailable;
 use tokio::sync::watch;
 
 /// Whether cells name their agent: several agents, or one that is not the default `mock`.

@@ -3,23 +3,21 @@
 //! annotations), warn about flaky and fixed cells, and pick the exit code.
 //! `run` and `merge` share it so they gate the same way.
 
-use super::{incomplete, usage, Failure};
+use super::{CommandError, Outcome};
 use crate::cli::{GateArgs, MessageFormat};
 use crate::console;
-use crate::exit_codes;
 use crate::report::expect::{gate_fails, Expectations, GateOptions};
 use crate::report::RunFolder;
 use crate::report::{self, ExpectOutcome, Report, Verdict};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// The expectations file to judge with (`--expect`, else `[run] expect`), loaded and checked.
 pub(super) fn load_expectations(
     gate: &GateArgs,
     from_config: Option<&Path>,
-) -> Result<Option<Expectations>, Failure> {
+) -> Result<Option<Expectations>, CommandError> {
     let path: Option<PathBuf> = gate.expect.clone().or(from_config.map(Path::to_path_buf));
-    path.map(|p| Expectations::load(&p).map_err(|e| usage(e.to_string())))
+    path.map(|p| Expectations::load(&p).map_err(CommandError::from))
         .transpose()
 }
 
@@ -53,13 +51,13 @@ pub(super) fn finish(
     folder: &RunFolder,
     format: MessageFormat,
     empty_ok: bool,
-) -> Result<u8, Failure> {
-    let color = match format {
-        MessageFormat::Human => std::io::stdout().is_terminal(),
-        MessageFormat::Json => std::io::stderr().is_terminal(),
-    } && std::env::var_os("NO_COLOR").is_none();
+) -> Result<Outcome, CommandError> {
+    let color = console::color(match format {
+        MessageFormat::Human => console::Stream::Stdout,
+        MessageFormat::Json => console::Stream::Stderr,
+    });
     let cannot_write = |e: std::io::Error| {
-        incomplete(format!(
+        CommandError::incomplete(format!(
             "cannot write the report into {}: {e}",
             folder.dir().display()
         ))
@@ -85,16 +83,12 @@ pub(super) fn finish(
     warn_about(report);
     if report.run.interrupted {
         console::errln("the run was interrupted: the report holds the cells that finished and the one it cut short (`interrupted`)");
-        return Ok(exit_codes::INCOMPLETE);
+        return Ok(Outcome::Interrupted);
     }
     if report.cells.is_empty() && !empty_ok {
-        return Ok(exit_codes::FAILED);
+        return Ok(Outcome::Failed);
     }
-    Ok(if gate_fails(report) {
-        exit_codes::FAILED
-    } else {
-        exit_codes::OK
-    })
+    Ok(Outcome::failed_if(gate_fails(report)))
 }
 
 /// Flaky cells counted as passed and allowed fixes pass quietly otherwise.

@@ -1,7 +1,7 @@
 //! `continuity merge` (shard runs → one run folder, gated like a run) and
 //! `continuity baseline` (a finished run → an expectations file on stdout).
 
-use super::{gate, load_report, usage, Failure};
+use super::{gate, load_report, CommandError};
 use crate::cli::{MergeArgs, MessageFormat};
 use crate::report::merge::{merge as merge_shards, ShardRun};
 use crate::report::{baseline::render_baseline, SCHEMA_ID};
@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 /// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
 /// merge writes nothing.
-pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
+pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let out = &args.out;
-    let out_absolute =
-        std::path::absolute(out).map_err(|e| usage(format!("{}: {e}", out.display())))?;
+    let out_absolute = std::path::absolute(out)
+        .map_err(|e| CommandError::usage(format!("{}: {e}", out.display())))?;
     let mut shards = Vec::new();
     let mut seen: Vec<(PathBuf, String)> = Vec::new();
     for given in &args.runs {
@@ -23,7 +23,7 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
         };
         let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
         if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
-            return Err(usage(format!(
+            return Err(CommandError::usage(format!(
                 "{} and {first} are the same run folder: merging a run with itself would count its cells twice",
                 given.display()
             )));
@@ -41,17 +41,16 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
         });
     }
     if out.join("report.json").exists() {
-        return Err(usage(format!(
+        return Err(CommandError::usage(format!(
             "{} already holds a report: merge into a new folder (nothing is overwritten)",
             out.display()
         )));
     }
     let expectations = gate::load_expectations(&args.gate, None)?;
     let id = format!("merged-{}", super::short_id());
-    let mut report = merge_shards(&id, &shards).map_err(|e| usage(e.to_string()))?;
+    let mut report = merge_shards(&id, &shards)?;
     if let Some(x) = &expectations {
-        x.check_names(&report.run.targets, &report.run.scenarios)
-            .map_err(|e| usage(e.to_string()))?;
+        x.check_names(&report.run.targets, &report.run.scenarios)?;
         gate::judge(x, &mut report, &args.gate);
     } else {
         report.run.flaky_result = args.gate.flaky_result.into();
@@ -61,8 +60,7 @@ pub fn merge(args: MergeArgs) -> Result<u8, Failure> {
     let mut redactor = crate::secret::Redactor::none();
     redactor.add_secret_variables(std::env::vars());
     crate::secret::install(redactor.clone());
-    let folder =
-        crate::report::RunFolder::create(out, false, redactor).map_err(|e| usage(e.to_string()))?;
+    let folder = crate::report::RunFolder::create(out, false, redactor)?;
     gate::finish(&report, &folder, MessageFormat::Human, false)
 }
 
@@ -86,15 +84,16 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 
 /// The `schema` a report file declares, before any upgrade: merge refuses
 /// to mix schemas even where it could read both.
-fn declared_schema(path: &Path) -> Result<String, Failure> {
+fn declared_schema(path: &Path) -> Result<String, CommandError> {
     let (file, text) = super::read_report_text(path)?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| usage(format!("{}: not a continuity report: {e}", file.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        CommandError::usage(format!("{}: not a continuity report: {e}", file.display()))
+    })?;
     Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())
 }
 
 /// `continuity baseline RUN`: the expectations file that makes this run pass.
-pub fn baseline(run: &Path) -> Result<String, Failure> {
+pub fn baseline(run: &Path) -> Result<String, CommandError> {
     let report = load_report(run)?;
     Ok(render_baseline(&report))
 }

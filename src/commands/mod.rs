@@ -1,21 +1,20 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{MessageFormat, PersistArg, RivetSaveArg, RunArgs, Sources};
-use crate::config::{from_seed_env, Config, PersistKind};
-use crate::exit_codes;
-use crate::report::{self, LogFile, Report};
-use crate::runner::{self, PersistChoice, RunEvent, RunPlan};
+use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
+use crate::config::{from_seed_env, Config};
+use crate::report::{self, Report};
+use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::targets::Target;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod agents;
 mod clients;
+mod error;
 mod events;
 mod gate;
 mod merge;
@@ -25,57 +24,38 @@ mod show;
 mod stack;
 mod versions;
 
+use crate::stop_flag::wait_true;
+pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
-use progress::{print_progress, spawn_signal_handler, wait_true};
+use progress::{print_progress, spawn_signal_handler};
 pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// A message for the user and the exit code that goes with it.
-#[derive(Debug)]
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-fn usage(message: impl Into<String>) -> Failure {
-    Failure {
-        code: exit_codes::USAGE,
-        message: message.into(),
-    }
-}
-
-fn incomplete(message: impl Into<String>) -> Failure {
-    Failure {
-        code: exit_codes::INCOMPLETE,
-        message: message.into(),
-    }
-}
-
 /// Scenarios from `--scenarios-dir`, or the built-in ones.
-pub fn load_scenarios(sources: &Sources) -> Result<Vec<Scenario>, Failure> {
+pub fn load_scenarios(sources: &Sources) -> Result<Vec<Scenario>, CommandError> {
     match &sources.scenarios_dir {
-        Some(dir) => load_dir(dir).map_err(|e| usage(e.to_string())),
+        Some(dir) => Ok(load_dir(dir)?),
         None => Ok(builtin_scenarios()),
     }
 }
 
-fn load_config(sources: &Sources) -> Result<Option<Config>, Failure> {
+fn load_config(sources: &Sources) -> Result<Option<Config>, CommandError> {
     sources
         .config
         .as_deref()
         .map(Config::load)
         .transpose()
-        .map_err(|e| usage(e.to_string()))
+        .map_err(CommandError::from)
 }
 
 /// Targets from the config file plus `SA_RESTART_CMD`, in that order.
-fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, Failure> {
+fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, CommandError> {
     let mut targets = config.map(Config::targets).unwrap_or_default();
-    if let Some(seed) = from_seed_env(std::env::vars()).map_err(|e| usage(e.to_string()))? {
+    if let Some(seed) = from_seed_env(std::env::vars())? {
         if targets.iter().any(|t| t.name == seed.name) {
-            return Err(usage(format!(
+            return Err(CommandError::usage(format!(
                 "SA_RESTART_CMD defines target `{}`, which the config file defines too",
                 seed.name
             )));
@@ -91,14 +71,14 @@ fn select<T>(
     wanted: &[String],
     name: impl Fn(&T) -> &str,
     what: &str,
-) -> Result<Vec<T>, Failure> {
+) -> Result<Vec<T>, CommandError> {
     if wanted.is_empty() {
         return Ok(items);
     }
     for w in wanted {
         if !items.iter().any(|i| name(i) == w) {
             let known: Vec<&str> = items.iter().map(&name).collect();
-            return Err(usage(format!(
+            return Err(CommandError::usage(format!(
                 "unknown {what} `{w}` (known: {})",
                 known.join(", ")
             )));
@@ -122,7 +102,7 @@ fn redact_output_with(config: Option<&Config>) {
 }
 
 /// `continuity validate`: parses everything, touches nothing.
-pub fn validate(sources: &Sources) -> Result<String, Failure> {
+pub fn validate(sources: &Sources) -> Result<String, CommandError> {
     redact_output_with(None);
     let config = load_config(sources)?;
     redact_output_with(config.as_ref());
@@ -148,7 +128,7 @@ pub fn validate(sources: &Sources) -> Result<String, Failure> {
 }
 
 /// `continuity list`: targets and scenarios.
-pub fn list(sources: &Sources) -> Result<String, Failure> {
+pub fn list(sources: &Sources) -> Result<String, CommandError> {
     redact_output_with(None);
     let config = load_config(sources)?;
     redact_output_with(config.as_ref());
@@ -183,30 +163,35 @@ pub fn list(sources: &Sources) -> Result<String, Failure> {
 }
 
 /// A run's `report.json` and its text: `path` is a run folder or the file itself.
-pub(crate) fn read_report_text(path: &Path) -> Result<(PathBuf, String), Failure> {
+pub(crate) fn read_report_text(path: &Path) -> Result<(PathBuf, String), CommandError> {
     let file = if path.is_dir() {
         path.join("report.json")
     } else {
         path.to_path_buf()
     };
     let text = std::fs::read_to_string(&file)
-        .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+        .map_err(|e| CommandError::usage(format!("cannot read {}: {e}", file.display())))?;
     Ok((file, text))
 }
 
 /// Reads a run's report: a run folder or the report.json itself.
-pub(crate) fn load_report(path: &Path) -> Result<Report, Failure> {
+pub(crate) fn load_report(path: &Path) -> Result<Report, CommandError> {
     let (file, text) = read_report_text(path)?;
-    report::compare::read_report(&text).map_err(|e| usage(format!("{}: {e}", file.display())))
+    report::compare::read_report(&text)
+        .map_err(|e| CommandError::usage(format!("{}: {e}", file.display())))
 }
 
 /// `continuity compare`: cell by cell. A regression exits 1, and so does a
 /// cell of the baseline the candidate lacks (unless `allow_missing`) or a
 /// cell either report holds twice (always: which of the two would count?).
-pub fn compare(baseline: &Path, candidate: &Path, allow_missing: bool) -> Result<u8, Failure> {
+pub fn compare(
+    baseline: &Path,
+    candidate: &Path,
+    allow_missing: bool,
+) -> Result<Outcome, CommandError> {
     let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
     let rows = report::compare::compare(&baseline, &candidate);
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stdout);
     crate::console::out(&report::compare::render_comparison(
         &baseline, &candidate, &rows, color,
     ));
@@ -230,11 +215,7 @@ pub fn compare(baseline: &Path, candidate: &Path, allow_missing: bool) -> Result
         ));
         failed = true;
     }
-    Ok(if failed {
-        exit_codes::FAILED
-    } else {
-        exit_codes::OK
-    })
+    Ok(Outcome::failed_if(failed))
 }
 
 pub(crate) fn short_id() -> String {
@@ -242,7 +223,7 @@ pub(crate) fn short_id() -> String {
 }
 
 /// `continuity run`.
-pub async fn run(args: RunArgs) -> Result<u8, Failure> {
+pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
     redact_output_with(None);
     let config = load_config(&args.sources)?;
@@ -271,17 +252,14 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         .clone()
         .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
     // Components run in folders of their own: a relative path would point elsewhere.
-    let run_dir =
-        std::path::absolute(&run_dir).map_err(|e| usage(format!("{}: {e}", run_dir.display())))?;
-    let folder = report::RunFolder::create(&run_dir, args.force, redactor)
-        .map_err(|e| usage(e.to_string()))?;
-    let persist = match args.persist.map(|p| match p {
-        PersistArg::Sqlite => PersistKind::Sqlite,
-        PersistArg::Memory => PersistKind::Memory,
-    }) {
-        Some(p) => Some(p),
-        None => run_defaults.persist,
-    };
+    let run_dir = std::path::absolute(&run_dir)
+        .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
+    let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
+    // What the user chose (flag, then config); the local stack's store otherwise.
+    let persist = args
+        .persist
+        .map(PersistChoice::from)
+        .or_else(|| run_defaults.persist.clone());
     let mut plan = RunPlan {
         id: id.clone(),
         base_url: String::new(),
@@ -298,11 +276,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),
         partition: args.partition,
-        persist: match persist {
-            Some(PersistKind::Memory) => PersistChoice::Memory,
-            _ => PersistChoice::Sqlite,
-        },
-        persist_factory: None,
+        persist: run_persist(persist.as_ref(), None),
         targets: Vec::new(),
         skipped_targets: Vec::new(),
         scenarios,
@@ -320,11 +294,11 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     spawn_signal_handler(cancel_tx);
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
-    let owner_tag = crate::stack::owner::new_tag(&run_dir);
-    crate::stack::owner::adopt(&owner_tag);
-    crate::stack::keeper::start(&owner_tag).map_err(incomplete)?;
+    let owner_tag = crate::supervise::owner::new_tag(&run_dir);
+    crate::supervise::owner::adopt(&owner_tag);
+    crate::supervise::keeper::start(&owner_tag).map_err(crate::stack::StackError::from)?;
 
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
     let mut on_event = move |event: RunEvent| match format {
         MessageFormat::Human => print_progress(&event, color),
@@ -338,46 +312,42 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut agent_skips = Vec::new();
     match base_url {
         Some(_) if versions.len() > 1 => {
-            return Err(usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+            return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
         Some(url) => {
-            clients::refuse_without_rivet(&client_axis).map_err(usage)?;
+            clients::refuse_without_rivet(&client_axis).map_err(CommandError::usage)?;
             plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
-                return Err(usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
+                return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
             if let Some(x) = &expectations {
                 let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
-                x.check_names(&names, &scenario_names(&plan.scenarios))
-                    .map_err(|e| usage(e.to_string()))?;
+                x.check_names(&names, &scenario_names(&plan.scenarios))?;
             }
             for target in &mut plan.targets {
                 // Probes of the server itself need the token the server wants.
                 target.authorize_probes(&plan.base_url, plan.token.as_ref(), &plan.headers);
             }
             for target in &mut plan.targets {
-                if let Err(e) = target.prepare().await {
-                    return Err(incomplete(format!("cannot prepare target: {e}")));
-                }
+                target.prepare().await?;
             }
-            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers)
-                .await
-                .map_err(|e| incomplete(e.to_string()))?;
+            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers).await?;
         }
         None => {
             if config
                 .as_ref()
                 .is_some_and(|c| !c.target_names().is_empty())
             {
-                return Err(usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
+                return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
             }
             let options = StackOptions {
                 run_dir: run_dir.join("stack"),
                 server_version: versions[0].clone(),
-                agent_program: std::env::current_exe()
-                    .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
+                agent_program: std::env::current_exe().map_err(|e| {
+                    CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
+                })?,
                 only: args.targets.clone(),
                 rivet_save: match args.rivet_save {
                     RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
@@ -387,31 +357,23 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 sdk_version: args.sdk_version.clone(),
             };
             for name in &agents {
-                crate::stack::agents::check_known(name).map_err(usage)?;
+                crate::stack::agents::check_known(name)?;
             }
-            for name in &args.targets {
-                if !crate::stack::local::TARGETS.iter().any(|(n, _)| n == name) {
-                    let known: Vec<&str> = crate::stack::local::TARGETS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect();
-                    return Err(usage(format!(
-                        "unknown target `{name}` (known: {})",
-                        known.join(", ")
-                    )));
-                }
-            }
-            if let Some(x) = &expectations {
-                let names: Vec<String> = crate::stack::local::TARGETS
+            let local_targets = select(
+                crate::stack::local::TARGETS
                     .iter()
-                    .map(|(n, _)| n.to_string())
-                    .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-                    .collect();
-                x.check_names(&names, &scenario_names(&plan.scenarios))
-                    .map_err(|e| usage(e.to_string()))?;
+                    .map(|(n, _)| *n)
+                    .collect(),
+                &args.targets,
+                |n| n,
+                "target",
+            )?;
+            if let Some(x) = &expectations {
+                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
+                x.check_names(&names, &scenario_names(&plan.scenarios))?;
             }
             if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
-                return Err(usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
+                return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
             }
             if versions.len() > 1 {
                 joined = Some(
@@ -419,7 +381,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                         &mut plan,
                         &options,
                         &versions,
-                        persist.is_none(),
+                        persist.as_ref(),
                         cancel_rx.clone(),
                         &mut on_event,
                         &run_dir,
@@ -430,15 +392,12 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 // stack.json before the first component starts: `stack down --dir
                 // RUN/stack` finds whatever a dead harness and keeper left.
                 std::fs::create_dir_all(&options.run_dir)
-                    .and_then(|()| {
-                        crate::stack::state::begin_journal(&options.run_dir, &owner_tag)
-                            .map_err(std::io::Error::other)
-                    })
-                    .map_err(|e| incomplete(e.to_string()))?;
+                    .map_err(|e| CommandError::incomplete(e.to_string()))?;
+                crate::stack::state::begin_journal(&options.run_dir, &owner_tag)?;
                 let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
                 let mut up = tokio::select! {
-                    up = LocalStack::up(options, &mut progress) => up.map_err(incomplete)?,
-                    _ = wait_true(cancel_rx.clone()) => return Err(incomplete("interrupted while the stack was starting")),
+                    up = LocalStack::up(options, &mut progress) => up?,
+                    _ = wait_true(cancel_rx.clone()) => return Err(crate::stack::StackError::Interrupted.into()),
                 };
                 plan.base_url = up.base_url.clone();
                 plan.targets = std::mem::take(&mut up.targets);
@@ -449,12 +408,7 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
                 plan.model_calls = up.model_calls.clone();
                 agent_skips = up.agent_skips.clone();
                 sdk_host = up.sdk_host.clone().map(|host| host.endpoint);
-                if let Some(factory) = up.persist_factory.clone() {
-                    if persist.is_none() {
-                        plan.persist = PersistChoice::Custom("rivet".into());
-                        plan.persist_factory = Some(factory);
-                    }
-                }
+                plan.persist = run_persist(persist.as_ref(), up.persist_factory.clone());
                 stack = Some(up);
             }
         }
@@ -486,23 +440,42 @@ pub async fn run(args: RunArgs) -> Result<u8, Failure> {
     if let Some(x) = &expectations {
         gate::judge(x, &mut report, &args.gate);
     }
-    let code = gate::finish(&report, &folder, format, args.partition.is_some())?;
+    let outcome = gate::finish(&report, &folder, format, args.partition.is_some())?;
     if format == MessageFormat::Json {
-        events::emit(&events::run_finished_json(&report, &run_dir, code));
+        events::emit(&events::run_finished_json(
+            &report,
+            &run_dir,
+            outcome.exit_code(),
+        ));
     }
-    Ok(code)
+    Ok(outcome)
+}
+
+/// Each cell's store: the user's choice (`--persist`, then the config's),
+/// else the local stack's Rivet actor when it runs one, else SQLite.
+fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
+    match (chosen, stack) {
+        (Some(choice), _) => choice.clone(),
+        (None, Some(factory)) => PersistChoice::Custom {
+            name: "rivet".into(),
+            factory,
+        },
+        (None, None) => PersistChoice::Sqlite,
+    }
 }
 
 /// The `--server-version` values, each once; several make a version axis.
-fn distinct_versions(given: &[String]) -> Result<Vec<String>, Failure> {
+fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
     let mut versions: Vec<String> = Vec::new();
     for v in given {
         let v = v.trim();
         if v.is_empty() {
-            return Err(usage("--server-version: empty version"));
+            return Err(CommandError::usage("--server-version: empty version"));
         }
         if versions.iter().any(|known| known == v) {
-            return Err(usage(format!("--server-version {v} is given twice")));
+            return Err(CommandError::usage(format!(
+                "--server-version {v} is given twice"
+            )));
         }
         versions.push(v.to_string());
     }
@@ -511,18 +484,4 @@ fn distinct_versions(given: &[String]) -> Result<Vec<String>, Failure> {
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {
     scenarios.iter().map(|s| s.name.clone()).collect()
-}
-
-/// The run folder's logs, relative to the report folder when inside it.
-pub fn relative_logs(run_dir: &Path, logs: &[(String, PathBuf)]) -> Vec<LogFile> {
-    logs.iter()
-        .map(|(name, path)| LogFile {
-            name: name.clone(),
-            path: path
-                .strip_prefix(run_dir)
-                .unwrap_or(path)
-                .display()
-                .to_string(),
-        })
-        .collect()
 }

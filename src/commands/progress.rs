@@ -2,7 +2,6 @@
 //! stderr (coloured only on a terminal without `NO_COLOR`), and the Ctrl-C
 //! handling: the first stops after cleanup, the second kills everything.
 
-use crate::exit_codes;
 use crate::report::Verdict;
 use crate::runner::RunEvent;
 use tokio::sync::watch;
@@ -102,11 +101,8 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-pub(super) async fn wait_true(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|v| *v).await;
-}
-
-/// First Ctrl-C (or SIGTERM): stop after the current cell, write what finished.
+/// First Ctrl-C (or SIGTERM): the running cell stops where it is (recorded
+/// as interrupted), cleans up, and the partial report is written.
 /// Second: kill every process group at once and exit.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
     tokio::spawn(async move {
@@ -123,8 +119,8 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
                 crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
                 let _ = cancel.send(true);
             } else {
-                crate::stack::process::kill_all_groups();
-                std::process::exit(i32::from(exit_codes::KILLED));
+                crate::supervise::kill_all_groups();
+                std::process::exit(i32::from(super::Outcome::Killed.exit_code()));
             }
         }
     });

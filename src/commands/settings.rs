@@ -4,7 +4,7 @@
 //! `SA_TIMEOUT_MS`, or the file and line), and the run's [`Redactor`] built
 //! from every secret those sources hold.
 
-use super::{usage, Failure};
+use super::CommandError;
 use crate::cli::RunArgs;
 use crate::config::{check_agent_name, check_base_url, Config};
 use crate::secret::{display_url, Redactor, Secret};
@@ -20,27 +20,33 @@ fn env_var(name: &str) -> Option<String> {
 
 /// `--base-url`, else `SA_BASE_URL`, else the config's `base_url` (checked
 /// when the file was read); `None` means the local stack.
-pub(super) fn base_url(args: &RunArgs, config: Option<&Config>) -> Result<Option<String>, Failure> {
+pub(super) fn base_url(
+    args: &RunArgs,
+    config: Option<&Config>,
+) -> Result<Option<String>, CommandError> {
     let (text, source) = match (&args.base_url, env_var("SA_BASE_URL")) {
         (Some(flag), _) => (flag.clone(), "--base-url"),
         (None, Some(env)) => (env, "SA_BASE_URL"),
         (None, None) => return Ok(config.and_then(|c| c.run.base_url.clone())),
     };
-    check_base_url(&text)
-        .map(Some)
-        .map_err(|why| usage(format!("{source} {:?}: {why}", display_url(text.trim()))))
+    check_base_url(&text).map(Some).map_err(|why| {
+        CommandError::usage(format!("{source} {:?}: {why}", display_url(text.trim())))
+    })
 }
 
 /// Every `--agent` (each once), else `SA_AGENT`, else the config's `agent`, else `mock`.
-pub(super) fn agents(args: &RunArgs, config: Option<&Config>) -> Result<Vec<String>, Failure> {
+pub(super) fn agents(args: &RunArgs, config: Option<&Config>) -> Result<Vec<String>, CommandError> {
     if args.agent.is_empty() {
         return agent(args, config).map(|a| vec![a]);
     }
     let mut agents: Vec<String> = Vec::new();
     for name in &args.agent {
-        check_agent_name(name).map_err(|why| usage(format!("--agent {name:?}: {why}")))?;
+        check_agent_name(name)
+            .map_err(|why| CommandError::usage(format!("--agent {name:?}: {why}")))?;
         if agents.contains(name) {
-            return Err(usage(format!("--agent {name} is given twice")));
+            return Err(CommandError::usage(format!(
+                "--agent {name} is given twice"
+            )));
         }
         agents.push(name.clone());
     }
@@ -48,7 +54,7 @@ pub(super) fn agents(args: &RunArgs, config: Option<&Config>) -> Result<Vec<Stri
 }
 
 /// `SA_AGENT`, else the config's `agent`, else `mock`.
-fn agent(args: &RunArgs, config: Option<&Config>) -> Result<String, Failure> {
+fn agent(args: &RunArgs, config: Option<&Config>) -> Result<String, CommandError> {
     let (name, source) = match (args.agent.first(), std::env::var("SA_AGENT").ok()) {
         (Some(flag), _) => (flag.clone(), "--agent"),
         // An empty SA_AGENT is unset, as in the seed script; blanks are a mistake.
@@ -61,11 +67,11 @@ fn agent(args: &RunArgs, config: Option<&Config>) -> Result<String, Failure> {
     };
     check_agent_name(&name)
         .map(|()| name.clone())
-        .map_err(|why| usage(format!("{source} {name:?}: {why}")))
+        .map_err(|why| CommandError::usage(format!("{source} {name:?}: {why}")))
 }
 
 /// `--timeout-ms` (checked by clap), else `SA_TIMEOUT_MS`, else the config's, else 30 s.
-pub(super) fn timeout(args: &RunArgs, config: Option<&Config>) -> Result<Duration, Failure> {
+pub(super) fn timeout(args: &RunArgs, config: Option<&Config>) -> Result<Duration, CommandError> {
     if let Some(ms) = args.timeout_ms {
         return Ok(Duration::from_millis(ms));
     }
@@ -77,7 +83,7 @@ pub(super) fn timeout(args: &RunArgs, config: Option<&Config>) -> Result<Duratio
             .filter(|ms| *ms > 0)
             .map(Duration::from_millis)
             .ok_or_else(|| {
-                usage(format!(
+                CommandError::usage(format!(
                     "SA_TIMEOUT_MS={text:?}: expected a positive number of milliseconds, such as 30000"
                 ))
             });
@@ -89,7 +95,10 @@ pub(super) fn timeout(args: &RunArgs, config: Option<&Config>) -> Result<Duratio
 
 /// The token from the variable `--token-env` or the config's `token_env`
 /// names, else `SA_TOKEN`.
-pub(super) fn token(args: &RunArgs, config: Option<&Config>) -> Result<Option<Secret>, Failure> {
+pub(super) fn token(
+    args: &RunArgs,
+    config: Option<&Config>,
+) -> Result<Option<Secret>, CommandError> {
     let named = match (
         &args.token_env,
         config.and_then(|c| c.run.token_env.as_ref()),
@@ -109,12 +118,12 @@ pub(super) fn token(args: &RunArgs, config: Option<&Config>) -> Result<Option<Se
     match named {
         // A value that cannot be a variable's name may be the token itself,
         // pasted by mistake: it is not shown.
-        Some((name, source)) if !looks_like_variable(&name) => Err(usage(format!(
+        Some((name, source)) if !looks_like_variable(&name) => Err(CommandError::usage(format!(
             "{source}: expected the name of an environment variable (letters, digits and `_`, e.g. SA_TOKEN), not the token itself"
         ))),
         Some((name, source)) => match std::env::var(&name) {
             Ok(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
-            _ => Err(usage(format!(
+            _ => Err(CommandError::usage(format!(
                 "{source} {name}: that environment variable is not set"
             ))),
         },

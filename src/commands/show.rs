@@ -1,17 +1,16 @@
 //! `continuity show`: a finished run read back from its folder — the matrix,
 //! or one cell's timeline as text (`--cell TARGET/SCENARIO[#ATTEMPT]`).
 
-use super::{load_report, usage, Failure};
+use super::{load_report, CommandError};
 use crate::report::{render_text, timeline::render_timeline, Cell, Report};
 use crate::trace::read_trace;
-use std::io::IsTerminal;
 use std::path::Path;
 
 /// The text to print for `show RUN [--cell …]`.
-pub fn show(run: &Path, cell: Option<&str>) -> Result<String, Failure> {
+pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let Some(wanted) = cell else {
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = crate::console::color(crate::console::Stream::Stdout);
         let mut out = render_text(&report, color);
         out.push_str(
             "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[#ATTEMPT]\n",
@@ -25,7 +24,7 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, Failure> {
         run.parent().unwrap_or(Path::new(".")).to_path_buf()
     };
     let events = match &cell.trace {
-        Some(path) => read_trace(&dir.join(path)).map_err(|e| usage(e.to_string()))?,
+        Some(path) => read_trace(&dir.join(path))?,
         None => Vec::new(),
     };
     Ok(render_timeline(cell, &events))
@@ -34,12 +33,12 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, Failure> {
 /// `TARGET/SCENARIO[#ATTEMPT]`: the cell (the attempt it shows) or, with
 /// `#N`, its Nth attempt. TARGET may carry the version (`agent@0.4.0`) on a
 /// version axis.
-fn find_cell(report: &Report, wanted: &str) -> Result<Cell, Failure> {
+fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
     let (path, attempt) = match wanted.rsplit_once('#') {
         Some((path, n)) => (
             path,
             Some(n.parse::<u32>().map_err(|_| {
-                usage(format!(
+                CommandError::usage(format!(
                     "--cell {wanted:?}: the attempt after # must be a number"
                 ))
             })?),
@@ -47,7 +46,7 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, Failure> {
         None => (wanted, None),
     };
     let Some((target, scenario)) = path.split_once('/') else {
-        return Err(usage(format!(
+        return Err(CommandError::usage(format!(
             "--cell {wanted:?}: expected TARGET/SCENARIO[#ATTEMPT]"
         )));
     };
@@ -68,7 +67,7 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, Failure> {
         .iter()
         .find(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
         .ok_or_else(|| {
-            usage(format!(
+            CommandError::usage(format!(
                 "no cell {target}/{scenario} in this run (cells: {})",
                 known()
             ))
@@ -81,7 +80,7 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, Failure> {
     }
     let Some(a) = cell.attempts.iter().find(|a| a.attempt == n) else {
         let ran = cell.attempts.len().max(1);
-        return Err(usage(format!(
+        return Err(CommandError::usage(format!(
             "{target}/{scenario} has no attempt #{n} (it ran {ran})"
         )));
     };

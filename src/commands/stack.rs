@@ -6,25 +6,24 @@
 //! stack's — same start time as recorded, owner tag in their environment —
 //! are ever signalled.
 
-use super::{incomplete, usage, Failure};
-use crate::exit_codes;
+use super::{CommandError, Outcome};
 use crate::stack::local::{Component, LocalStack, StackOptions};
-use crate::stack::owner::{self, Pinned};
 use crate::stack::state::{self, FolderLock, StackState, STATE_FILE};
-use crate::stack::{keeper, process};
+use crate::supervise::owner::{self, Pinned};
+use crate::supervise::{self, keeper};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const DOWN_GRACE: Duration = Duration::from_secs(10);
 
-fn read_state(dir: &Path) -> Result<StackState, Failure> {
+fn read_state(dir: &Path) -> Result<StackState, CommandError> {
     if !dir.join(STATE_FILE).exists() {
-        return Err(usage(format!(
+        return Err(CommandError::usage(format!(
             "no stack is up in {} (no {STATE_FILE}); start one with `continuity stack up`",
             dir.display()
         )));
     }
-    StackState::read(dir).map_err(usage)
+    StackState::read(dir).map_err(CommandError::stack_folder)
 }
 
 /// The component's process, pinned, if it is still the one the stack in
@@ -37,8 +36,8 @@ fn verify(component: &Component, owner: &str, dir: &Path) -> Option<Pinned> {
     (pinned.running() && ours).then_some(pinned)
 }
 
-fn absolute(dir: &Path) -> Result<std::path::PathBuf, Failure> {
-    std::path::absolute(dir).map_err(|e| usage(format!("{}: {e}", dir.display())))
+fn absolute(dir: &Path) -> Result<std::path::PathBuf, CommandError> {
+    std::path::absolute(dir).map_err(|e| CommandError::usage(format!("{}: {e}", dir.display())))
 }
 
 fn print_components(state: &StackState, dir: &Path) {
@@ -68,16 +67,16 @@ fn print_components(state: &StackState, dir: &Path) {
 /// `continuity stack up`: starts the local stack and leaves it running. One
 /// at a time per folder: a second `up` while one is starting fails at once
 /// (exit 64), as does `up` on a folder whose stack still runs.
-pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
-    let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
+    let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
     if let Ok(previous) = StackState::read(&dir) {
         if previous
             .components
             .iter()
             .any(|c| verify(c, &previous.owner, &dir).is_some())
         {
-            return Err(usage(format!(
+            return Err(CommandError::usage(format!(
                 "a stack is already up in {}; run `continuity stack down --dir {}` first",
                 args.dir.display(),
                 args.dir.display()
@@ -87,13 +86,14 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     let tag = owner::new_tag(&dir);
     owner::adopt(&tag);
     // Until the stack is handed over, a harness that dies takes it along.
-    keeper::start(&tag).map_err(incomplete)?;
-    state::begin_journal(&dir, &tag).map_err(incomplete)?;
+    keeper::start(&tag).map_err(crate::stack::StackError::from)?;
+    state::begin_journal(&dir, &tag)?;
     let options = StackOptions {
         run_dir: dir.clone(),
         server_version: args.server_version.clone(),
-        agent_program: std::env::current_exe()
-            .map_err(|e| incomplete(format!("cannot find the continuity binary: {e}")))?,
+        agent_program: std::env::current_exe().map_err(|e| {
+            CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
+        })?,
         only: Vec::new(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
         agents: Vec::new(),
@@ -103,11 +103,11 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     let mut stack = match LocalStack::up(options, &mut progress).await {
         Ok(stack) => stack,
         Err(e) => {
-            process::kill_all_groups();
+            supervise::kill_all_groups();
             let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
             state::end_journal();
             let _ = std::fs::remove_file(dir.join(STATE_FILE));
-            return Err(incomplete(e));
+            return Err(e.into());
         }
     };
     for u in &stack.skipped {
@@ -118,15 +118,15 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<u8, Failure> {
         owner: tag,
         components: stack.detach(),
     };
-    state.write(&dir).map_err(incomplete)?;
+    state.write(&dir)?;
     state::end_journal();
     keeper::release();
     print_components(&state, &dir);
-    Ok(exit_codes::OK)
+    Ok(Outcome::Passed)
 }
 
 /// `continuity stack status`: 0 when every component runs, 1 otherwise.
-pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+pub fn stack_status(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
     let state = read_state(&dir)?;
     print_components(&state, &dir);
@@ -135,21 +135,17 @@ pub fn stack_status(args: crate::cli::StackArgs) -> Result<u8, Failure> {
             .components
             .iter()
             .all(|c| verify(c, &state.owner, &dir).is_some());
-    Ok(if all_up {
-        exit_codes::OK
-    } else {
-        exit_codes::FAILED
-    })
+    Ok(Outcome::failed_if(!all_up))
 }
 
 /// `continuity stack down`: SIGTERM each component's group, SIGKILL what is
 /// left after a grace period, then sweep what carries the owner tag. A pid
 /// in `stack.json` that no longer names the process the stack started is
 /// left alone, and said so.
-pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
+pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
     let state = read_state(&dir)?;
-    let _lock = FolderLock::try_acquire(&dir).map_err(usage)?;
+    let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
     let mut running = Vec::new();
     for c in &state.components {
         match (c.pid, verify(c, &state.owner, &dir)) {
@@ -186,5 +182,5 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<u8, Failure> {
     }
     let _ = std::fs::remove_file(args.dir.join(STATE_FILE));
     crate::console::outln(&format!("stack in {} is down", args.dir.display()));
-    Ok(exit_codes::OK)
+    Ok(Outcome::Passed)
 }

@@ -3,7 +3,8 @@
 //! after the other (two stacks at once would fight over a 2-core machine);
 //! every cell carries its version, and the parts join into one report.
 
-use super::{incomplete, Failure};
+use super::run_persist;
+use super::CommandError;
 use crate::report::{LogFile, Report, Totals};
 use crate::runner::{PersistChoice, RunEvent, RunPlan};
 use crate::stack::local::{LocalStack, StackOptions};
@@ -17,14 +18,13 @@ pub(super) async fn run_versions(
     plan: &mut RunPlan,
     options: &StackOptions,
     versions: &[String],
-    rivet_persist: bool,
+    persist: Option<&PersistChoice>,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
-) -> Result<Report, Failure> {
+) -> Result<Report, CommandError> {
     let started = Instant::now();
     let overall = plan.overall_timeout;
-    let persist = plan.persist.clone();
     let mut parts: Vec<Report> = Vec::new();
     let mut logs: Vec<LogFile> = Vec::new();
     let mut stopped_early = false;
@@ -44,12 +44,14 @@ pub(super) async fn run_versions(
         let mut cancelled = cancel.clone();
         let up = tokio::select! {
             up = LocalStack::up(options, &mut progress) => up,
-            _ = cancelled.wait_for(|c| *c) => Err("interrupted while the stack was starting".to_string()),
+            _ = cancelled.wait_for(|c| *c) => Err(crate::stack::StackError::Interrupted),
         };
         let mut up = match up {
             Ok(up) => up,
             Err(e) if parts.is_empty() => {
-                return Err(incomplete(format!("sandbox-agent {version}: {e}")))
+                return Err(CommandError::incomplete(format!(
+                    "sandbox-agent {version}: {e}"
+                )))
             }
             Err(e) => {
                 // The versions that ran are kept: the report says the run is incomplete.
@@ -67,12 +69,7 @@ pub(super) async fn run_versions(
         plan.skipped_targets = std::mem::take(&mut up.skipped);
         plan.server_version = up.server_version.clone();
         plan.axis_version = Some(version.clone());
-        plan.persist = persist.clone();
-        plan.persist_factory = None;
-        if let (true, Some(factory)) = (rivet_persist, up.persist_factory.clone()) {
-            plan.persist = PersistChoice::Custom("rivet".into());
-            plan.persist_factory = Some(factory);
-        }
+        plan.persist = run_persist(persist, up.persist_factory.clone());
         logs.extend(up.logs(run_dir).into_iter().map(|l| LogFile {
             name: format!("{version} {}", l.name),
             ..l

@@ -1,40 +1,14 @@
 //! The second stage: raw tables to checked values, for the `[run]` table
-//! here and per target in `target`, with the value checks both share
-//! (positive timeouts, URLs that parse, known signal names). Every failure
-//! names the key, the span to point at and what was expected.
+//! here and per target in `target`, both with the value checks of
+//! `values`. Every failure names the key, the span to point at and what was
+//! expected.
 
 use super::raw::{RawConfig, RawRun};
 use super::target::check_target;
-use super::{PersistKind, RunDefaults, TargetEntry};
+use super::values::{check_agent_name, check_base_url, invalid, is_env_name, positive_ms, Invalid};
+use super::{RunDefaults, TargetEntry};
+use crate::persist::PersistChoice;
 use crate::secret::display_url;
-use crate::targets::parse_signal;
-use std::ops::Range;
-use std::time::Duration;
-use toml::Spanned;
-
-/// A value that parsed but does not make sense.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Invalid {
-    pub key: String,
-    pub span: Range<usize>,
-    /// The offending value, when showing it is safe and helps.
-    pub value: Option<String>,
-    pub expected: String,
-}
-
-pub(super) fn invalid(
-    key: &str,
-    span: Range<usize>,
-    value: Option<String>,
-    expected: impl Into<String>,
-) -> Invalid {
-    Invalid {
-        key: key.to_string(),
-        span,
-        value,
-        expected: expected.into(),
-    }
-}
 
 /// The checked contents of a file, before it is tied to a path.
 pub(super) struct Checked {
@@ -66,7 +40,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "run.base_url",
                 url.span(),
                 Some(format!("{:?}", display_url(url.get_ref().trim()))),
-                why,
+                why.to_string(),
             )
         })?);
     }
@@ -76,7 +50,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "run.agent",
                 agent.span(),
                 Some(format!("{:?}", agent.get_ref())),
-                why,
+                why.to_string(),
             )
         })?;
         run.agent = Some(agent.get_ref().clone());
@@ -136,8 +110,8 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     }
     if let Some(persist) = &raw.persist {
         run.persist = Some(match persist.get_ref().as_str() {
-            "sqlite" => PersistKind::Sqlite,
-            "memory" => PersistKind::Memory,
+            "sqlite" => PersistChoice::Sqlite,
+            "memory" => PersistChoice::Memory,
             other => {
                 return Err(invalid(
                     "run.persist",
@@ -200,130 +174,4 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         run.headers.push((name, value.into_inner()));
     }
     Ok(run)
-}
-
-pub(super) fn positive_ms(key: &str, value: &Spanned<i64>) -> Result<Duration, Invalid> {
-    match u64::try_from(*value.get_ref()) {
-        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
-        _ => Err(invalid(
-            key,
-            value.span(),
-            Some(value.get_ref().to_string()),
-            "expected a positive number of milliseconds",
-        )),
-    }
-}
-
-pub(super) fn check_status(key: &str, value: &Spanned<i64>) -> Result<u16, Invalid> {
-    u16::try_from(*value.get_ref())
-        .ok()
-        .filter(|s| (100..=599).contains(s))
-        .ok_or_else(|| {
-            invalid(
-                key,
-                value.span(),
-                Some(value.get_ref().to_string()),
-                "expected an HTTP status between 100 and 599",
-            )
-        })
-}
-
-pub(super) fn check_signal(key: &str, value: &Spanned<String>) -> Result<i32, Invalid> {
-    parse_signal(value.get_ref()).map_err(|e| {
-        invalid(
-            key,
-            value.span(),
-            Some(format!("{:?}", value.get_ref())),
-            e.to_string(),
-        )
-    })
-}
-
-pub(super) fn check_url(key: &str, value: &Spanned<String>) -> Result<String, Invalid> {
-    let text = value.get_ref().trim();
-    let bad = |why: &str| {
-        invalid(
-            key,
-            value.span(),
-            Some(format!("{:?}", display_url(text))),
-            format!("expected an http:// or https:// URL ({why})"),
-        )
-    };
-    let url = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(bad(&format!("scheme `{}`", url.scheme())));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(bad("no host"));
-    }
-    Ok(text.to_string())
-}
-
-/// A sandbox-agent base URL: http or https, a host, a valid port, and no
-/// `user:pass@` (continuity authenticates with the bearer token only, and
-/// would otherwise send those credentials as Basic auth unasked). Returns
-/// it without a trailing `/`. The reason never quotes the URL.
-pub fn check_base_url(text: &str) -> Result<String, String> {
-    let text = text.trim();
-    let url =
-        url::Url::parse(text).map_err(|e| format!("expected an http:// or https:// URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "expected an http:// or https:// URL (scheme `{}`)",
-            url.scheme()
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err("expected an http:// or https:// URL (no host)".into());
-    }
-    if url.port() == Some(0) {
-        return Err("expected an http:// or https:// URL (port 0)".into());
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err("credentials in the URL (user:pass@) are not supported: continuity sends only the bearer token (name its variable with --token-env or set SA_TOKEN); remove them from the URL".into());
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err("expected a base URL without ?query or #fragment".into());
-    }
-    Ok(text.trim_end_matches('/').to_string())
-}
-
-/// An agent name as sandbox-agent takes it in `?agent=` and in server ids:
-/// letters, digits, `-`, `_` and `.`.
-pub fn check_agent_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err("expected an agent name such as \"mock\" or \"claude\" (letters, digits, `-`, `_`, `.`)".into())
-    }
-}
-
-pub(super) fn check_addr(key: &str, value: &Spanned<String>) -> Result<String, Invalid> {
-    let text = value.get_ref().trim();
-    let ok = text
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
-    if ok {
-        Ok(text.to_string())
-    } else {
-        Err(invalid(
-            key,
-            value.span(),
-            Some(format!("{text:?}")),
-            "expected host:port, e.g. \"127.0.0.1:2468\"",
-        ))
-    }
-}
-
-fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -34,23 +34,19 @@
 mod check;
 mod raw;
 mod target;
+mod values;
 
 #[cfg(test)]
 mod tests;
 
-pub use check::{check_agent_name, check_base_url};
+pub use values::{check_agent_name, check_base_url};
 
+use crate::persist::PersistChoice;
 use crate::secret::{is_secret_name, Redactor};
+use crate::source_line::line_of;
 use crate::targets::{Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Which session store a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistKind {
-    Sqlite,
-    Memory,
-}
 
 /// The `[run]` table: defaults the command line may override.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -60,7 +56,7 @@ pub struct RunDefaults {
     pub timeout: Option<Duration>,
     pub overall_timeout: Option<Duration>,
     pub repeat: Option<u32>,
-    pub persist: Option<PersistKind>,
+    pub persist: Option<PersistChoice>,
     /// The name of the environment variable that holds the bearer token.
     pub token_env: Option<String>,
     /// Variables whose values are secret, beyond the secret-named ones.
@@ -291,16 +287,6 @@ where
         },
         readiness,
     )))
-}
-
-/// The 1-based line holding byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 /// The first key named `token` anywhere in the document, as a dotted path

@@ -2,13 +2,14 @@
 //! (exactly one of managed, command, signal, http, with only the keys that
 //! kind takes) and its readiness probe.
 
-use super::check::{
+use super::raw::{RawManaged, RawReady, RawRestart, RawTarget};
+use super::values::{
     check_addr, check_signal, check_status, check_url, invalid, positive_ms, Invalid,
 };
-use super::raw::{RawManaged, RawReady, RawRestart, RawTarget};
 use super::TargetEntry;
+use crate::signal::Signal;
 use crate::targets::{
-    ManagedSpec, Readiness, RestartAction, DEFAULT_COMMAND_TIMEOUT, DEFAULT_GRACE,
+    ManagedSpec, Readiness, RestartAction, RestartKind, DEFAULT_COMMAND_TIMEOUT, DEFAULT_GRACE,
     DEFAULT_HTTP_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_READY_TIMEOUT,
 };
 use std::ops::Range;
@@ -45,23 +46,23 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
     })
 }
 
-/// Which restart key owns each secondary key, for "does not apply" messages.
-const RESTART_SECONDARY: &[(&str, &[&str])] = &[
-    ("timeout_ms", &["command", "http"]),
-    ("pid_file", &["signal"]),
-    ("method", &["http"]),
-    ("expect_status", &["http"]),
+/// The restart kinds that take each secondary key, for "does not apply" messages.
+const RESTART_SECONDARY: &[(&str, &[RestartKind])] = &[
+    ("timeout_ms", &[RestartKind::Command, RestartKind::Http]),
+    ("pid_file", &[RestartKind::Signal]),
+    ("method", &[RestartKind::Http]),
+    ("expect_status", &[RestartKind::Http]),
 ];
 
 /// The one kind a table sets, or an error naming what is missing or doubled.
-fn exactly_one<'a>(
+fn exactly_one<K: Copy + std::fmt::Display>(
     key: &str,
     table: Range<usize>,
-    candidates: &[(&'a str, Option<Range<usize>>)],
+    candidates: &[(K, Option<Range<usize>>)],
     what: &str,
     choices: &str,
-) -> Result<&'a str, Invalid> {
-    let kinds: Vec<(&str, Range<usize>)> = candidates
+) -> Result<K, Invalid> {
+    let kinds: Vec<(K, Range<usize>)> = candidates
         .iter()
         .filter_map(|(kind, span)| Some((*kind, span.clone()?)))
         .collect();
@@ -72,7 +73,7 @@ fn exactly_one<'a>(
             None,
             format!("expected one {what}: {choices}"),
         )),
-        [(kind, _)] => Ok(kind),
+        [(kind, _)] => Ok(*kind),
         [(first, _), (second, span), ..] => Err(invalid(
             key,
             span.clone(),
@@ -86,10 +87,10 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
     let key = format!("{target_key}.restart");
     let r = raw.get_ref();
     let kinds = [
-        ("managed", r.managed.as_ref().map(Spanned::span)),
-        ("command", r.command.as_ref().map(Spanned::span)),
-        ("signal", r.signal.as_ref().map(Spanned::span)),
-        ("http", r.http.as_ref().map(Spanned::span)),
+        (RestartKind::Managed, r.managed.as_ref().map(Spanned::span)),
+        (RestartKind::Command, r.command.as_ref().map(Spanned::span)),
+        (RestartKind::Signal, r.signal.as_ref().map(Spanned::span)),
+        (RestartKind::Http, r.http.as_ref().map(Spanned::span)),
     ];
     let kind = exactly_one(
         &key,
@@ -117,7 +118,11 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 None,
                 format!(
                     "`{secondary}` belongs to a {} restart, not to a {kind} restart",
-                    owners.join(" or ")
+                    owners
+                        .iter()
+                        .map(|o| o.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
                 ),
             ));
         }
@@ -127,11 +132,11 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
         None => Ok(default),
     };
     match kind {
-        "managed" => check_managed(
+        RestartKind::Managed => check_managed(
             &format!("{key}.managed"),
             r.managed.as_ref().map(Spanned::get_ref),
         ),
-        "command" => {
+        RestartKind::Command => {
             let command = r
                 .command
                 .as_ref()
@@ -151,7 +156,7 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 timeout: timeout(DEFAULT_COMMAND_TIMEOUT)?,
             })
         }
-        "signal" => {
+        RestartKind::Signal => {
             let signal = r
                 .signal
                 .as_ref()
@@ -171,10 +176,10 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 })?;
             Ok(RestartAction::Signal {
                 pid_file: PathBuf::from(pid_file.get_ref()),
-                signal: signal.unwrap_or(libc::SIGHUP),
+                signal: signal.unwrap_or(Signal::HUP),
             })
         }
-        _ => {
+        RestartKind::Http => {
             let url = r
                 .http
                 .as_ref()

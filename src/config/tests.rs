@@ -1,6 +1,7 @@
 //! Config files good and bad, checked against the messages a user would read.
 
 use super::*;
+use crate::targets::RestartKind;
 
 const GOOD: &str = r#"
 [run]
@@ -48,7 +49,10 @@ fn a_good_file() {
     assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
     assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
     assert_eq!(config.run.repeat, Some(2));
-    assert_eq!(config.run.persist, Some(PersistKind::Sqlite));
+    assert_eq!(
+        config.run.persist,
+        Some(crate::persist::PersistChoice::Sqlite)
+    );
     assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
     assert_eq!(
         config.run.headers,
@@ -62,13 +66,18 @@ fn a_good_file() {
     let targets = config.targets();
     assert_eq!(
         targets.iter().map(Target::kind).collect::<Vec<_>>(),
-        ["signal", "managed", "http", "command"]
+        [
+            RestartKind::Signal,
+            RestartKind::Managed,
+            RestartKind::Http,
+            RestartKind::Command
+        ]
     );
     assert_eq!(
         targets[0].action,
         RestartAction::Signal {
             pid_file: "/run/nginx.pid".into(),
-            signal: libc::SIGHUP
+            signal: crate::signal::Signal::HUP
         }
     );
     let RestartAction::Managed(spec) = &targets[1].action else {
@@ -234,7 +243,7 @@ fn the_seed_scripts_environment_becomes_a_command_target() {
         .unwrap()
         .unwrap();
     assert_eq!(target.name, "command");
-    assert_eq!(target.kind(), "command");
+    assert_eq!(target.kind(), RestartKind::Command);
     assert_eq!(
         target.readiness,
         Readiness::Delay {

@@ -5,11 +5,13 @@
 //! (when the driver is shared storage, as SQLite or the Rivet actor are).
 //! Paging follows the SDK: a cursor is the stringified offset of the next item.
 
+mod choice;
 mod memory;
-pub mod observe;
-pub mod rivet;
+pub(crate) mod observe;
+pub(crate) mod rivet;
 mod sqlite;
 
+pub use choice::{PersistChoice, PersistFactory};
 pub use memory::MemoryDriver;
 pub use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;
@@ -97,23 +99,43 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// What went wrong in a store: the driver name and a human-readable cause.
-#[derive(Debug, thiserror::Error)]
+/// What went wrong in a store: the driver name, what kind of failure it
+/// was, and a human-readable cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("persist ({driver}): {message}")]
 pub struct PersistError {
     pub driver: &'static str,
+    pub kind: PersistErrorKind,
     pub message: String,
+}
+
+/// The failures a caller reacts to differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersistErrorKind {
     /// The event's `(sessionId, eventIndex)` is taken; the SDK retries with a new index.
-    pub index_conflict: bool,
+    IndexConflict,
+    /// Anything else: the store is unreachable, refused the call or answered nonsense.
+    Store,
 }
 
 impl PersistError {
     pub fn new(driver: &'static str, message: impl Into<String>) -> Self {
         Self {
             driver,
+            kind: PersistErrorKind::Store,
             message: message.into(),
-            index_conflict: false,
         }
+    }
+
+    pub fn index_conflict(driver: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind: PersistErrorKind::IndexConflict,
+            ..Self::new(driver, message)
+        }
+    }
+
+    pub fn is_index_conflict(&self) -> bool {
+        self.kind == PersistErrorKind::IndexConflict
     }
 }
 
@@ -230,5 +252,18 @@ mod tests {
         let record = r#"{"id":"s","agent":"mock","agentSessionId":"a","lastConnectionId":"c","createdAt":1.0,"destroyedAt":2.0}"#;
         let record: SessionRecord = serde_json::from_str(record).unwrap();
         assert_eq!(record.destroyed_at, Some(2));
+    }
+
+    #[test]
+    fn an_index_conflict_stays_matchable_through_the_client() {
+        let conflict =
+            PersistError::index_conflict("sqlite", "event index 3 of session s is taken");
+        let through = crate::client::ClientError::from(conflict.clone());
+        assert!(
+            matches!(&through, crate::client::ClientError::Persist(e) if e.is_index_conflict()),
+            "{through}"
+        );
+        assert_eq!(through.to_string(), conflict.to_string());
+        assert!(!PersistError::new("sqlite", "disk I/O error").is_index_conflict());
     }
 }

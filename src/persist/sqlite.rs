@@ -233,13 +233,14 @@ impl PersistDriver for SqliteDriver {
                 Err(rusqlite::Error::SqliteFailure(f, msg))
                     if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
-                    let mut e = err(format!(
-                        "event index {} of session {session_id} is taken: {}",
-                        event.event_index,
-                        msg.unwrap_or_default()
-                    ));
-                    e.index_conflict = true;
-                    Err(e)
+                    Err(PersistError::index_conflict(
+                        DRIVER,
+                        format!(
+                            "event index {} of session {session_id} is taken: {}",
+                            event.event_index,
+                            msg.unwrap_or_default()
+                        ),
+                    ))
                 }
                 Err(e) => Err(err(e)),
             }
@@ -302,7 +303,11 @@ mod tests {
         let mut dup = contract::event("s", 1);
         dup.id = "other".into();
         let e = driver.insert_event("s", dup).await.unwrap_err();
-        assert!(e.index_conflict, "{e}");
+        assert_eq!(
+            e.kind,
+            crate::persist::PersistErrorKind::IndexConflict,
+            "{e}"
+        );
     }
 
     #[test]

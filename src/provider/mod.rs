@@ -10,7 +10,7 @@
 //! and stopping it is spawning and cancelling one task, and a scenario reads
 //! the same log the server writes, with no second process to supervise.
 
-pub mod wire;
+pub(crate) mod wire;
 
 use crate::report::RunFolder;
 use bytes::Bytes;
@@ -89,21 +89,38 @@ pub fn now_ms() -> u64 {
 pub struct FakeProvider {
     port: u16,
     calls: ModelCalls,
-    log: PathBuf,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Why the provider could not start: what it was doing, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct ProviderError {
+    pub doing: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl ProviderError {
+    fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProviderError {
+        let doing = doing.into();
+        move |source| ProviderError { doing, source }
+    }
 }
 
 impl FakeProvider {
     /// Listens on a free loopback port; every call is appended to `log`
     /// (JSON lines, written through the run folder so secrets are redacted).
-    pub async fn start(log: &Path) -> Result<FakeProvider, String> {
+    pub async fn start(log: &Path) -> Result<FakeProvider, ProviderError> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
-            .map_err(|e| format!("fake model provider: cannot listen on 127.0.0.1: {e}"))?;
+            .map_err(ProviderError::io(
+                "fake model provider: cannot listen on 127.0.0.1",
+            ))?;
         let port = listener
             .local_addr()
-            .map_err(|e| format!("fake model provider: {e}"))?
+            .map_err(ProviderError::io("fake model provider"))?
             .port();
         let dir = log.parent().unwrap_or(Path::new("."));
         let name = log
@@ -113,14 +130,13 @@ impl FakeProvider {
         let folder = Arc::new(RunFolder::open(dir, crate::secret::Redactor::none()));
         folder
             .write_text(&name, "")
-            .map_err(|e| format!("cannot write {}: {e}", log.display()))?;
+            .map_err(ProviderError::io(format!("cannot write {}", log.display())))?;
         let calls = ModelCalls::default();
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(serve(listener, calls.clone(), folder, name, stopped));
         Ok(FakeProvider {
             port,
             calls,
-            log: log.to_path_buf(),
             stop,
             task: Some(task),
         })
@@ -133,10 +149,6 @@ impl FakeProvider {
     /// `http://127.0.0.1:PORT` (the agents add `/v1/...`).
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub fn log_path(&self) -> &Path {
-        &self.log
     }
 
     /// The call log, for scenarios.

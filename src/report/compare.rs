@@ -120,9 +120,7 @@ fn outcome(cell: &Cell) -> String {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("not a continuity report: {0}")]
-    NotAReport(String),
-    #[error("schema {found:?}, expected {}", super::SCHEMA_ID)]
-    Schema { found: String },
+    NotAReport(#[from] super::upgrade::UpgradeError),
 }
 
 /// Reads a `report.json`: any input gives a report or a typed error.

@@ -24,6 +24,8 @@ use semver::{Version, VersionReq};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::source_line::line_of;
+
 use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict};
 
 /// A checked expectations file.
@@ -166,10 +168,6 @@ impl Expectations {
             path: path.to_path_buf(),
             entries,
         })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Refuses an entry whose target or scenario matches none of the run's:
@@ -334,7 +332,7 @@ impl Entry {
             .as_deref()
             .is_none_or(|b| cell.failure_boundary.as_deref() == Some(b));
         let signature_ok = self.signature.as_deref().is_none_or(|expected| {
-            let expected = crate::diagnose::mask_ids(expected.trim());
+            let expected = super::model::mask_ids(expected.trim());
             cell.boundary_signature()
                 .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
         });
@@ -361,15 +359,6 @@ impl ExpectOutcome {
             ExpectOutcome::New => "new",
         }
     }
-}
-
-/// The 1-based line holding byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ fn phase(name: &str, step: &str, outcome: Outcome, ms: u64) -> PhaseResult {
     PhaseResult {
         name: name.to_string(),
         step: step.to_string(),
-        verdict: false,
+        decides_verdict: false,
         cleanup: false,
         outcome,
         ok: outcome == Outcome::Ok,
@@ -31,7 +31,7 @@ fn phase(name: &str, step: &str, outcome: Outcome, ms: u64) -> PhaseResult {
 
 fn verdict_phase(name: &str, outcome: Outcome, ms: u64) -> PhaseResult {
     PhaseResult {
-        verdict: true,
+        decides_verdict: true,
         ..phase(name, "prompt", outcome, ms)
     }
 }
@@ -66,8 +66,8 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
     }
 }
 
-fn restart_timing(restart_ms: u64, ready_ms: Option<u64>, ok: bool) -> RestartTiming {
-    RestartTiming {
+fn restart_timing(restart_ms: u64, ready_ms: Option<u64>, ok: bool) -> RestartResult {
+    RestartResult {
         phase: "restart".to_string(),
         action: "command".to_string(),
         ok,

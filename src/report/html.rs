@@ -10,7 +10,7 @@
 //! the DOM, and any script error too, which the browser test reads.
 
 use super::model::Report;
-use crate::trace::for_each_event;
+use crate::trace::{for_each_event, TraceError};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
@@ -23,13 +23,13 @@ const MAX_MARKS: usize = 2000;
 
 /// The events of each cell's trace that the page draws, in cell order; a
 /// missing or damaged trace gives a note instead, never a failed report.
-pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, String>> {
+pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, TraceError>> {
     report
         .cells
         .iter()
         .map(|cell| match &cell.trace {
             None => Ok(Vec::new()),
-            Some(path) => marks(&run_dir.join(path)).map_err(|e| e.to_string()),
+            Some(path) => marks(&run_dir.join(path)),
         })
         .collect()
 }
@@ -37,7 +37,7 @@ pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, St
 /// Only what the timeline draws, read line by line so a full trace never
 /// sits in memory: the structure (phases, restarts, the component and cell
 /// events) always, and at most [`MAX_MARKS`] requests and stream events.
-fn marks(path: &Path) -> Result<Vec<Value>, crate::trace::TraceError> {
+fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
     const STRUCTURE: &[&str] = &[
         "phase_start",
         "phase_end",
@@ -103,13 +103,13 @@ fn marks(path: &Path) -> Result<Vec<Value>, crate::trace::TraceError> {
 }
 
 /// The whole page.
-pub fn render_html(report: &Report, traces: &[Result<Vec<Value>, String>]) -> String {
+pub fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceError>]) -> String {
     let mut data = serde_json::to_value(report).unwrap_or(Value::Null);
     if let Some(cells) = data.get_mut("cells").and_then(Value::as_array_mut) {
         for (cell, trace) in cells.iter_mut().zip(traces) {
             let (events, problem) = match trace {
                 Ok(events) => (events.clone(), Value::Null),
-                Err(e) => (Vec::new(), Value::from(e.clone())),
+                Err(e) => (Vec::new(), Value::from(e.to_string())),
             };
             cell["events"] = Value::Array(events);
             cell["traceProblem"] = problem;
@@ -148,7 +148,8 @@ mod tests {
     fn the_page_is_self_contained_and_its_data_cannot_close_the_script() {
         let mut report = super::super::fixture::report();
         report.cells[0].reason = Some("</script><script>alert(1)</script>".into());
-        let html = render_html(&report, &vec![Ok(Vec::new()); report.cells.len()]);
+        let traces: Vec<_> = report.cells.iter().map(|_| Ok(Vec::new())).collect();
+        let html = render_html(&report, &traces);
         assert_eq!(
             html.matches("</script>").count(),
             2,

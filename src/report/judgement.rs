@@ -1,29 +1,51 @@
-//! What a cell holds beyond one attempt's phases (schema v2): every
-//! attempt, whether flaky cells count as passed, the shards a merged run
-//! came from, a cell's identity across runs, and its judgement against an
-//! expectations file. Plain data, re-exported by [`super::model`].
+//! The words a report judges cells with (schema v2): a cell's verdict,
+//! whether flaky cells count as passed, the shards a merged run came from, a
+//! cell's identity across runs, and its judgement against an expectations
+//! file. Plain data below the model, which re-exports it; it uses nothing
+//! of the model.
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{PhaseResult, RestartTiming, Verdict};
+/// A cell's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The harness could not run the cell (a target would not restart, a setup step failed).
+    Error,
+    /// Not run, with a reason (a missing program).
+    Skipped,
+    /// Its attempts disagree: some passed, some did not.
+    Flaky,
+    /// Cut short by Ctrl-C, SIGTERM or the overall deadline: the phases it
+    /// finished, the one it was in (`interrupted`), and its cleanup.
+    Interrupted,
+}
 
-/// One run of a cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Attempt {
-    /// 1-based.
-    pub attempt: u32,
-    /// A rerun of a failed attempt (`--retries`) rather than one of `--repeat`.
-    pub retry: bool,
-    pub verdict: Verdict,
-    pub failure_boundary: Option<String>,
-    pub reason: Option<String>,
-    pub duration_ms: u64,
-    pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
-    /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<String>,
+impl Verdict {
+    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`, `interrupted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+            Verdict::Skipped => "skipped",
+            Verdict::Flaky => "flaky",
+            Verdict::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Verdict::Pass => "✅",
+            Verdict::Fail => "❌",
+            Verdict::Error => "⚠",
+            Verdict::Skipped => "–",
+            Verdict::Flaky => "〰",
+            Verdict::Interrupted => "⏸",
+        }
+    }
 }
 
 /// Whether a flaky cell counts as passed (nextest's default, with a

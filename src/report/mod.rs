@@ -1,25 +1,25 @@
 //! Reports: the matrix model (`report.json`, schema v2) and its renderings.
 //! Only this module knows about comfy-table and quick-junit.
 
-pub mod attempts;
-pub mod baseline;
-pub mod clients;
-pub mod compare;
-pub mod expect;
-pub mod fix_location;
-pub mod gate;
-pub mod github;
-pub mod html;
-pub mod judgement;
-pub mod junit;
-pub mod markdown;
-pub mod merge;
-pub mod model;
-pub mod table;
-pub mod timeline;
-pub mod upgrade;
-pub mod versions;
-pub mod write;
+pub(crate) mod attempts;
+pub(crate) mod baseline;
+pub(crate) mod clients;
+pub(crate) mod compare;
+pub(crate) mod expect;
+pub(crate) mod fix_location;
+pub(crate) mod gate;
+pub(crate) mod github;
+pub(crate) mod html;
+pub(crate) mod judgement;
+pub(crate) mod junit;
+pub(crate) mod markdown;
+pub(crate) mod merge;
+pub(crate) mod model;
+pub(crate) mod table;
+pub(crate) mod timeline;
+pub(crate) mod upgrade;
+pub(crate) mod versions;
+pub(crate) mod write;
 
 pub use junit::render_junit;
 pub use markdown::render_markdown;

@@ -10,7 +10,28 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::judgement::{Attempt, CellKey, ExpectOutcome, FlakyResult, Judgement, ShardInfo};
+pub use super::judgement::{CellKey, ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
+
+/// What one restart did, stamped with the scenario phase that asked for it:
+/// the one restart type, from the target up to a cell's `restarts` in
+/// `report.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartResult {
+    /// The phase that restarted the target.
+    pub phase: String,
+    /// The restart kind (`managed`, `command`, `signal`, `http`).
+    pub action: String,
+    pub ok: bool,
+    /// How long the restart action itself took.
+    pub restart_ms: u64,
+    /// From the end of the action until the probe passed; `None` when the
+    /// restart failed or the target has no probe.
+    pub ready_ms: Option<u64>,
+    /// On failure, what failed: the command and its exit code and stderr,
+    /// or the probe, its deadline and its last error.
+    pub detail: Option<String>,
+}
 
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "continuity.report/v2";
@@ -106,7 +127,7 @@ pub struct Cell {
     pub reason: Option<String>,
     pub duration_ms: u64,
     pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
+    pub restarts: Vec<RestartResult>,
     /// Passed attempts / attempts, when there was more than one.
     #[serde(default)]
     pub pass_rate: Option<f64>,
@@ -122,21 +143,23 @@ pub struct Cell {
     pub trace: Option<String>,
 }
 
-/// A cell's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    /// The harness could not run the cell (a target would not restart, a setup step failed).
-    Error,
-    /// Not run, with a reason (a missing program).
-    Skipped,
-    /// Its attempts disagree: some passed, some did not.
-    Flaky,
-    /// Cut short by Ctrl-C, SIGTERM or the overall deadline: the phases it
-    /// finished, the one it was in (`interrupted`), and its cleanup.
-    Interrupted,
+/// One run of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1-based.
+    pub attempt: u32,
+    /// A rerun of a failed attempt (`--retries`) rather than one of `--repeat`.
+    pub retry: bool,
+    pub verdict: Verdict,
+    pub failure_boundary: Option<String>,
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartResult>,
+    /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// How a phase ended.
@@ -160,8 +183,9 @@ pub struct PhaseResult {
     pub name: String,
     /// The step kind: `prompt`, `restart`, `get_events`, …
     pub step: String,
-    /// Whether it decides the verdict.
-    pub verdict: bool,
+    /// Whether it decides the cell's verdict (`verdict` in `report.json`).
+    #[serde(rename = "verdict")]
+    pub decides_verdict: bool,
     /// Part of the cleanup that never changes the verdict.
     pub cleanup: bool,
     pub outcome: Outcome,
@@ -223,7 +247,7 @@ impl Cause {
     }
 }
 
-/// The classes of failure, as ARCHITECTURE.md lists them.
+/// The classes of failure, as docs/report-schema.md lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignatureKind {
@@ -243,18 +267,6 @@ pub enum SignatureKind {
     /// The session store (a Rivet actor, SQLite) failed or kept the phase
     /// waiting: the message names the call and its latency.
     Persist,
-}
-
-/// A restart of the cell's target and how long it took to be ready again.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RestartTiming {
-    pub phase: String,
-    pub action: String,
-    pub ok: bool,
-    pub restart_ms: u64,
-    pub ready_ms: Option<u64>,
-    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,29 +403,46 @@ impl Cell {
     }
 }
 
-impl Verdict {
-    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`, `interrupted`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Error => "error",
-            Verdict::Skipped => "skipped",
-            Verdict::Flaky => "flaky",
-            Verdict::Interrupted => "interrupted",
+/// Replaces UUIDs (server ids like `sdk-mock-<uuid>`, session ids) with
+/// `<id>`, so the same failure has the same message in every cell and run.
+pub fn mask_ids(text: &str) -> String {
+    const SHAPE: [usize; 5] = [8, 4, 4, 4, 12];
+    let bytes = text.as_bytes();
+    let uuid_at = |start: usize| -> Option<usize> {
+        let mut i = start;
+        for (n, len) in SHAPE.iter().enumerate() {
+            if n > 0 {
+                if bytes.get(i) != Some(&b'-') {
+                    return None;
+                }
+                i += 1;
+            }
+            let group = bytes.get(i..i + len)?;
+            if !group.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            i += len;
+        }
+        // Not part of a longer hex run.
+        (!bytes.get(i).is_some_and(u8::is_ascii_hexdigit)).then_some(i)
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let boundary = i == 0 || !bytes[i - 1].is_ascii_hexdigit();
+        match boundary.then(|| uuid_at(i)).flatten() {
+            Some(end) => {
+                out.push_str("<id>");
+                i = end;
+            }
+            None => {
+                let ch = text[i..].chars().next().expect("i is on a char boundary");
+                out.push(ch);
+                i += ch.len_utf8();
+            }
         }
     }
-
-    pub fn glyph(self) -> &'static str {
-        match self {
-            Verdict::Pass => "✅",
-            Verdict::Fail => "❌",
-            Verdict::Error => "⚠",
-            Verdict::Skipped => "–",
-            Verdict::Flaky => "〰",
-            Verdict::Interrupted => "⏸",
-        }
-    }
+    out
 }
 
 impl SignatureKind {

@@ -515,3 +515,12 @@ fn an_interrupted_cell_and_a_store_timeout_show_in_every_renderer() {
         schema_errors(&v, &json)
     );
 }
+
+#[test]
+fn ids_are_masked_so_signatures_compare_across_runs() {
+    assert_eq!(
+        mask_ids("first POST to /v1/acp/sdk-mock-3743b79f-59e5-4713-a915-af9a2188ebbc é"),
+        "first POST to /v1/acp/sdk-mock-<id> é"
+    );
+    assert_eq!(mask_ids("abc 12345678-1234 x"), "abc 12345678-1234 x");
+}

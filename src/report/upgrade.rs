@@ -7,9 +7,18 @@ use std::collections::HashMap;
 use super::attempts::aggregate;
 use super::model::{Attempt, Cell, Report, Totals, SCHEMA_ID, SCHEMA_V1};
 
+/// Why a text is not a report of a schema this build reads.
+#[derive(Debug, thiserror::Error)]
+pub enum UpgradeError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("schema {found:?}, expected {SCHEMA_ID} (or {SCHEMA_V1})")]
+    Schema { found: String },
+}
+
 /// A report from its JSON text, upgraded to the current schema.
-pub fn parse_report(text: &str) -> Result<Report, String> {
-    let mut report: Report = serde_json::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse_report(text: &str) -> Result<Report, UpgradeError> {
+    let mut report: Report = serde_json::from_str(text)?;
     match report.schema.as_str() {
         SCHEMA_ID => Ok(report),
         SCHEMA_V1 => {
@@ -18,9 +27,9 @@ pub fn parse_report(text: &str) -> Result<Report, String> {
             report.schema = SCHEMA_ID.into();
             Ok(report)
         }
-        other => Err(format!(
-            "schema {other:?}, expected {SCHEMA_ID} (or {SCHEMA_V1})"
-        )),
+        other => Err(UpgradeError::Schema {
+            found: other.to_string(),
+        }),
     }
 }
 
@@ -78,6 +87,10 @@ mod tests {
         let mut r = fixture::report();
         r.schema = "something/v9".into();
         let e = parse_report(&serde_json::to_string(&r).unwrap()).unwrap_err();
-        assert!(e.contains("something/v9"), "{e}");
+        assert!(
+            matches!(&e, UpgradeError::Schema { found } if found == "something/v9"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("something/v9"), "{e}");
     }
 }

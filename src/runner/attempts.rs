@@ -4,9 +4,9 @@
 
 use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
-use crate::report::{Attempt, RestartTiming, Verdict};
-use crate::scenario::{run_cell_with, CellSettings, CellStore, RestartReport, Restarter, Scenario};
-use crate::targets::Target;
+use crate::report::{Attempt, Verdict};
+use crate::scenario::{run_cell_with, CellSettings, CellStore, Restarter, Scenario};
+use crate::targets::{RestartResult, Target};
 use async_trait::async_trait;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -16,15 +16,8 @@ struct TargetRestarter<'a>(&'a mut Target);
 
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
-    async fn restart(&mut self) -> RestartReport {
-        let outcome = self.0.restart().await;
-        RestartReport {
-            ok: outcome.ok,
-            action: self.0.kind().to_string(),
-            restart_ms: outcome.restart_ms,
-            ready_ms: outcome.ready_ms,
-            detail: outcome.detail,
-        }
+    async fn restart(&mut self, phase: &str) -> RestartResult {
+        self.0.restart(phase).await
     }
 }
 
@@ -118,8 +111,17 @@ pub(super) async fn run_attempts(
     }
 }
 
-pub(super) async fn wait_cancel(mut cancel: watch::Receiver<bool>) {
-    let _ = cancel.wait_for(|c| *c).await;
+/// Why a cell's persist store could not be made; the cell is then an error.
+#[derive(Debug, thiserror::Error)]
+enum StoreError {
+    #[error("cannot create {}: {source}", .dir.display())]
+    Folder {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Persist(#[from] crate::persist::PersistError),
 }
 
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
@@ -150,12 +152,15 @@ async fn run_one(
     }
     let tag = super::client_axis::tag(&plan.client);
     let key = format!("{}-{tag}{index}", plan.id);
-    let store: Result<CellStore, String> = match &plan.persist {
+    let store: Result<CellStore, StoreError> = match &plan.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
             let dir = plan.run_dir.join("persist");
             std::fs::create_dir_all(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+                .map_err(|source| StoreError::Folder {
+                    dir: dir.clone(),
+                    source,
+                })
                 .and_then(|()| {
                     let file = dir.join(format!(
                         "{index:03}-{target_name}-{}-{attempt}.db",
@@ -163,18 +168,17 @@ async fn run_one(
                     ));
                     SqliteDriver::open(file)
                         .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(|e| e.to_string())
+                        .map_err(StoreError::from)
                 })
         }
-        PersistChoice::Custom(name) => match &plan.persist_factory {
-            Some(factory) => factory(&key).map(CellStore::Shared),
-            None => Err(format!("no factory for persist driver {name}")),
-        },
+        PersistChoice::Custom { factory, .. } => factory(&key)
+            .map(CellStore::Shared)
+            .map_err(StoreError::from),
     };
     let store = match store {
         Ok(p) => p,
         Err(reason) => {
-            let mut failed = skipped_attempt(attempt, &reason);
+            let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;
             return failed;
         }
@@ -219,22 +223,6 @@ async fn run_one(
     plan.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut plan.targets[t]);
     let run = run_cell_with(scenario, &settings, &mut restarter, hosted).await;
-    let restart_phases: Vec<String> = run
-        .phases
-        .iter()
-        .filter(|p| p.step == "restart")
-        .map(|p| p.name.clone())
-        .collect();
-    let restarts = run
-        .restarts
-        .into_iter()
-        .zip(
-            restart_phases
-                .into_iter()
-                .chain(std::iter::repeat(String::new())),
-        )
-        .map(|(r, phase)| RestartTiming { phase, ..r })
-        .collect();
     trace.event(
         "cell_end",
         serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
@@ -257,7 +245,7 @@ async fn run_one(
         reason,
         duration_ms: run.duration_ms,
         phases: run.phases,
-        restarts,
+        restarts: run.restarts,
         trace: trace_path,
     }
 }

@@ -15,11 +15,14 @@ mod steps;
 mod store_wait;
 mod terminal_steps;
 mod turns;
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
-use crate::report::{Outcome, PhaseResult, RestartTiming, Signature, SignatureKind, Verdict};
+use crate::report::{Outcome, PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
+use crate::stop_flag::wait_true;
+use crate::targets::RestartResult;
 use async_trait::async_trait;
 pub use hosted_data::hosted_signature;
 pub use hosted_steps::{unsupported_step, HostedCell};
@@ -75,27 +78,18 @@ pub enum CellStore {
     PerClientMemory,
 }
 
-/// How a restart went, as the target reports it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RestartReport {
-    pub ok: bool,
-    pub action: String,
-    pub restart_ms: u64,
-    pub ready_ms: Option<u64>,
-    pub detail: Option<String>,
-}
-
-/// Restarts the cell's target (and waits until it is ready again).
+/// Restarts the cell's target (and waits until it is ready again) for the
+/// phase named `phase`, which the result carries.
 #[async_trait]
 pub trait Restarter: Send {
-    async fn restart(&mut self) -> RestartReport;
+    async fn restart(&mut self, phase: &str) -> RestartResult;
 }
 
 /// A finished cell.
 #[derive(Debug, Clone)]
 pub struct CellRun {
     pub phases: Vec<PhaseResult>,
-    pub restarts: Vec<RestartTiming>,
+    pub restarts: Vec<RestartResult>,
     pub verdict: Verdict,
     pub failure_boundary: Option<String>,
     pub duration_ms: u64,
@@ -127,14 +121,16 @@ impl StepFailure {
 
 type StepResult = Result<Map<String, Value>, StepFailure>;
 
-struct Cell<'a> {
+/// A cell while its phases run: its clients, turns, transcripts, restarts
+/// and sandbox labels (what it becomes when done is a [`CellRun`]).
+struct RunningCell<'a> {
     settings: &'a CellSettings,
     restarter: &'a mut dyn Restarter,
     clients: HashMap<String, Arc<Client>>,
     turns: turns::Turns,
     /// User prompts sent per session label: the client-side transcript.
     transcripts: HashMap<String, Vec<String>>,
-    restarts: Vec<RestartTiming>,
+    restarts: Vec<RestartResult>,
     /// Files, processes and terminals the sandbox steps made.
     sandbox: sandbox_steps::SandboxState,
     /// When the last restart was over (ready again), for recovery timings.
@@ -176,7 +172,7 @@ pub async fn run_cell_with(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
-    let mut cell = Cell {
+    let mut cell = RunningCell {
         settings,
         restarter,
         clients: HashMap::new(),
@@ -229,7 +225,7 @@ pub async fn run_cell_with(
                         let mut cut =
                             interrupted_phase(phase, settings.default_timeout, phase_started);
                         cut.cleanup = true;
-                        cut.verdict = false;
+                        cut.decides_verdict = false;
                         cut
                     }
                 }
@@ -285,23 +281,16 @@ fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
     }) {
         return (Verdict::Error, Some(harness.name.clone()));
     }
-    if phases.iter().filter(|r| r.verdict).all(|r| r.ok) {
+    if phases.iter().filter(|r| r.decides_verdict).all(|r| r.ok) {
         return (Verdict::Pass, None);
     }
     let boundary = phases
         .iter()
-        .find(|r| r.verdict && failed(r))
+        .find(|r| r.decides_verdict && failed(r))
         .or_else(|| phases.iter().find(|r| failed(r)))
-        .or_else(|| phases.iter().find(|r| r.verdict && !r.ok))
+        .or_else(|| phases.iter().find(|r| r.decides_verdict && !r.ok))
         .map(|r| r.name.clone());
     (Verdict::Fail, boundary)
-}
-
-async fn wait_true(mut flag: watch::Receiver<bool>) {
-    if flag.wait_for(|v| *v).await.is_err() {
-        // The sender is gone: no interruption can come any more.
-        std::future::pending::<()>().await;
-    }
 }
 
 /// The phase that was running when the run was interrupted.
@@ -316,8 +305,8 @@ fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> Phas
 fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
     PhaseResult {
         name: phase.name.clone(),
-        step: phase.step.kind().into(),
-        verdict: phase.verdict,
+        step: phase.step.kind().name().into(),
+        decides_verdict: phase.decides_verdict,
         cleanup,
         outcome: Outcome::NotRun,
         ok: false,
@@ -326,10 +315,6 @@ fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
         detail: Map::new(),
         signature: None,
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
 fn step_client(step: &Step) -> Option<&str> {
@@ -375,13 +360,13 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
     lines.join("\n")
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     /// The step, by the hosted SDK client when the cell has one.
     async fn dispatch_step(&mut self, phase: &Phase) -> StepResult {
         if self.hosted.is_some() {
-            self.run_hosted_step(&phase.name, &phase.step).await
+            self.run_hosted_step(phase).await
         } else {
-            self.run_step(&phase.step).await
+            self.run_step(phase).await
         }
     }
 
@@ -400,7 +385,7 @@ impl Cell<'_> {
             (_, None) => self.settings.default_timeout,
         };
         let trace = self.settings.trace.clone();
-        trace.phase_start(&phase.name, phase.step.kind());
+        trace.phase_start(&phase.name, phase.step.kind().name());
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
@@ -465,8 +450,8 @@ impl Cell<'_> {
         );
         PhaseResult {
             name: phase.name.clone(),
-            step: phase.step.kind().into(),
-            verdict: phase.verdict && !cleanup,
+            step: phase.step.kind().name().into(),
+            decides_verdict: phase.decides_verdict && !cleanup,
             cleanup,
             outcome,
             ok,
@@ -497,7 +482,7 @@ mod tests {
         PhaseResult {
             name: name.into(),
             step: "prompt".into(),
-            verdict,
+            decides_verdict: verdict,
             cleanup: false,
             outcome,
             ok: outcome == Outcome::Ok,
@@ -551,9 +536,10 @@ mod tests {
 
     #[async_trait]
     impl Restarter for NoRestart {
-        async fn restart(&mut self) -> RestartReport {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
             self.0 += 1;
-            RestartReport {
+            RestartResult {
+                phase: phase.into(),
                 ok: self.0 == 1,
                 action: "fake".into(),
                 restart_ms: 1,
@@ -620,7 +606,41 @@ mod tests {
             (sig.kind, sig.message.as_str()),
             (SignatureKind::Harness, "exit status 3")
         );
-        assert_eq!(run.restarts.len(), 2);
+        let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["first", "second"]);
+    }
+
+    /// Slow the first time (past its phase's deadline), quick after.
+    struct SlowFirst(u32);
+
+    #[async_trait]
+    impl Restarter for SlowFirst {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
+            self.0 += 1;
+            if self.0 == 1 {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+            RestartResult {
+                phase: phase.into(),
+                action: "fake".into(),
+                ok: true,
+                restart_ms: 1,
+                ready_ms: None,
+                detail: None,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_restart_is_recorded_under_the_phase_that_ran_it() {
+        // The first restart phase times out before its restart returns: the
+        // one recorded belongs to the second phase, not to the first.
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"cut\"\nstep = \"restart\"\ntimeout_ms = 100\non_failure = \"continue\"\n[[phase]]\nname = \"done\"\nstep = \"restart\"\n");
+        let run = run_cell(&s, &settings(), &mut SlowFirst(0)).await;
+        assert_eq!(run.phases[0].outcome, Outcome::Timeout);
+        assert_eq!(run.phases[1].outcome, Outcome::Ok);
+        let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
+        assert_eq!(phases, ["done"]);
     }
 
     #[tokio::test]

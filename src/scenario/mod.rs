@@ -8,12 +8,14 @@
 //! references between phases, naming the file and line of any mistake.
 
 mod execute;
+mod kind;
 mod parse;
 
 pub use execute::{
     hosted_signature, run_cell, run_cell_with, unsupported_step, CellRun, CellSettings, CellStore,
-    HostedCell, RestartReport, Restarter,
+    HostedCell, Restarter,
 };
+pub use kind::{StepKind, UnknownStep};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
 
 use std::path::PathBuf;
@@ -42,8 +44,8 @@ pub struct Phase {
     pub timeout: Option<Duration>,
     /// Whether the cell goes on after this phase fails.
     pub continue_on_failure: bool,
-    /// Whether this phase decides the verdict.
-    pub verdict: bool,
+    /// Whether this phase decides the cell's verdict (the scenario's `verdict` list names it).
+    pub decides_verdict: bool,
 }
 
 /// What a phase does. `client` names a client connected by an earlier
@@ -201,34 +203,35 @@ pub enum ResumeExpect {
 }
 
 impl Step {
-    /// The step kind as written in scenario files.
-    pub fn kind(&self) -> &'static str {
+    /// The step kind scenario files name (a turn is a `prompt`, a timed
+    /// restart a `restart`).
+    pub fn kind(&self) -> StepKind {
         match self {
-            Step::Connect { .. } => "connect",
-            Step::CreateSession { .. } => "create_session",
-            Step::Prompt { .. } => "prompt",
-            Step::RehydratePrompt { .. } => "rehydrate_prompt",
-            Step::Restart => "restart",
-            Step::GetEvents { .. } => "get_events",
-            Step::ResumeSession { .. } => "resume_session",
-            Step::DestroySession { .. } => "destroy_session",
-            Step::Dispose { .. } => "dispose",
-            Step::Sleep { .. } => "sleep",
-            Step::Health { .. } => "health",
-            Step::Probe { .. } => "probe",
-            Step::WriteFile { .. } => "write_file",
-            Step::ReadFile { .. } => "read_file",
-            Step::SpawnProcess { .. } => "spawn_process",
-            Step::ProcessStatus { .. } => "process_status",
-            Step::TerminalAttach { .. } => "terminal_attach",
-            Step::TerminalSend { .. } => "terminal_send",
-            Step::TerminalExpect { .. } => "terminal_expect",
-            Step::TerminalReattach { .. } => "terminal_reattach",
-            Step::StartTurn { .. } => "prompt",
-            Step::AwaitTurn { .. } => "await_turn",
-            Step::TurnHistory { .. } => "turn_history",
-            Step::RestartDuringTurn { .. } => "restart",
-            Step::RecoverSession { .. } => "recover_session",
+            Step::Connect { .. } => StepKind::Connect,
+            Step::CreateSession { .. } => StepKind::CreateSession,
+            Step::Prompt { .. } => StepKind::Prompt,
+            Step::RehydratePrompt { .. } => StepKind::RehydratePrompt,
+            Step::Restart => StepKind::Restart,
+            Step::GetEvents { .. } => StepKind::GetEvents,
+            Step::ResumeSession { .. } => StepKind::ResumeSession,
+            Step::DestroySession { .. } => StepKind::DestroySession,
+            Step::Dispose { .. } => StepKind::Dispose,
+            Step::Sleep { .. } => StepKind::Sleep,
+            Step::Health { .. } => StepKind::Health,
+            Step::Probe { .. } => StepKind::Probe,
+            Step::WriteFile { .. } => StepKind::WriteFile,
+            Step::ReadFile { .. } => StepKind::ReadFile,
+            Step::SpawnProcess { .. } => StepKind::SpawnProcess,
+            Step::ProcessStatus { .. } => StepKind::ProcessStatus,
+            Step::TerminalAttach { .. } => StepKind::TerminalAttach,
+            Step::TerminalSend { .. } => StepKind::TerminalSend,
+            Step::TerminalExpect { .. } => StepKind::TerminalExpect,
+            Step::TerminalReattach { .. } => StepKind::TerminalReattach,
+            Step::StartTurn { .. } => StepKind::Prompt,
+            Step::AwaitTurn { .. } => StepKind::AwaitTurn,
+            Step::TurnHistory { .. } => StepKind::TurnHistory,
+            Step::RestartDuringTurn { .. } => StepKind::Restart,
+            Step::RecoverSession { .. } => StepKind::RecoverSession,
         }
     }
 

@@ -2,9 +2,12 @@
 //! rejected by toml with their line), then a checked [`Scenario`] whose errors
 //! name the file, the line of the offending phase, and what was expected.
 
+mod fields;
 mod sandbox;
 
-use super::{Phase, ResumeExpect, Scenario, Step};
+use super::{Phase, Scenario, Step, StepKind, UnknownStep};
+use crate::source_line::line_of;
+use fields::Fields;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -53,7 +56,8 @@ struct RawScenario {
     #[serde(default)]
     description: String,
     /// Phases that decide the verdict; all phases when absent.
-    verdict: Option<Vec<String>>,
+    #[serde(rename = "verdict")]
+    verdict_phases: Option<Vec<String>>,
     /// Runs only when named with `--scenario`.
     #[serde(default)]
     opt_in: bool,
@@ -99,46 +103,6 @@ struct RawPhase {
     turn: Option<String>,
     after_ms: Option<u64>,
 }
-
-/// Each step kind and the fields it takes (besides name, step, timeout_ms, on_failure).
-const STEP_FIELDS: [(&str, &[&str]); 23] = [
-    ("connect", &["client"]),
-    ("create_session", &["client", "session", "cwd"]),
-    (
-        "prompt",
-        &[
-            "client",
-            "session",
-            "text",
-            "expect_stop_reason",
-            "wait",
-            "turn",
-        ],
-    ),
-    ("rehydrate_prompt", &["client", "session", "from"]),
-    ("restart", &["after_ms"]),
-    ("await_turn", &["turn"]),
-    ("turn_history", &["client", "turn"]),
-    ("get_events", &["client", "session", "limit", "integrity"]),
-    ("resume_session", &["client", "session", "expect"]),
-    ("destroy_session", &["client", "session"]),
-    ("dispose", &["client"]),
-    ("sleep", &["ms"]),
-    ("health", &["client"]),
-    ("probe", &["client"]),
-    ("write_file", &["client", "path", "content"]),
-    ("read_file", &["client", "path"]),
-    ("spawn_process", &["client", "process", "command", "tty"]),
-    (
-        "process_status",
-        &["client", "process", "expect", "logs_contain"],
-    ),
-    ("terminal_attach", &["client", "process", "terminal"]),
-    ("terminal_send", &["terminal", "text"]),
-    ("terminal_expect", &["terminal", "text"]),
-    ("terminal_reattach", &["client", "terminal"]),
-    ("recover_session", &["client", "session", "text"]),
-];
 
 impl RawPhase {
     /// The step-specific fields that are set, by name.
@@ -201,14 +165,11 @@ impl Checker<'_> {
         let span = Some(raw.span());
         let p = raw.get_ref();
         let fail = |msg: String| self.error(span.clone(), msg);
-        let Some((_, allowed)) = STEP_FIELDS.iter().find(|(kind, _)| *kind == p.step) else {
-            let kinds: Vec<&str> = STEP_FIELDS.iter().map(|(k, _)| *k).collect();
-            return Err(fail(format!(
-                "unknown step {:?}; expected one of: {}",
-                p.step,
-                kinds.join(", ")
-            )));
-        };
+        let kind: StepKind = p
+            .step
+            .parse()
+            .map_err(|e: UnknownStep| fail(e.to_string()))?;
+        let allowed = kind.fields();
         for field in p.set_fields() {
             if !allowed.contains(&field) {
                 return Err(fail(format!(
@@ -241,94 +202,81 @@ impl Checker<'_> {
             Some(ms) => Some(Duration::from_millis(ms)),
             None => None,
         };
-        let need = |field: &str, value: &Option<String>| -> Result<String, ScenarioError> {
-            match value {
-                Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
-                _ => Err(self.error(span.clone(), format!("step `{}` needs `{field}`", p.step))),
-            }
+        let f = Fields {
+            kind,
+            raw: p,
+            file: self.file,
+            line: span.as_ref().map(|s| line_of(self.source, s.start)),
         };
-        let client = || need("client", &p.client);
-        let session = || need("session", &p.session);
-        let step = match p.step.as_str() {
-            "connect" => Step::Connect { client: client()? },
-            "create_session" => Step::CreateSession {
-                client: client()?,
-                session: session()?,
+        let step = match kind {
+            StepKind::Connect => Step::Connect {
+                client: f.client()?,
+            },
+            StepKind::CreateSession => Step::CreateSession {
+                client: f.client()?,
+                session: f.session()?,
                 cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
             },
-            "prompt" if p.wait == Some(false) || p.turn.is_some() => {
+            StepKind::Prompt if p.wait == Some(false) || p.turn.is_some() => {
                 self.turns
                     .borrow_mut()
                     .start_turn(raw.span().start, p, cleanup)
-                    .map_err(&fail)?;
-                let Some(Texts::One(text)) = &p.text else {
-                    unreachable!("start_turn checked the text")
-                };
+                    .map_err(|why| fail(why.0))?;
                 Step::StartTurn {
-                    client: client()?,
-                    session: session()?,
-                    text: text.clone(),
-                    turn: need("turn", &p.turn)?,
+                    client: f.client()?,
+                    session: f.session()?,
+                    text: f.one_text()?,
+                    turn: f.need("turn", &p.turn)?,
                 }
             }
-            "prompt" => {
-                let texts = match &p.text {
-                    Some(Texts::One(t)) => vec![t.clone()],
-                    Some(Texts::Many(ts)) => ts.clone(),
-                    None => Vec::new(),
-                };
-                if texts.is_empty() || texts.iter().any(|t| t.trim().is_empty()) {
-                    return Err(fail(
-                        "step `prompt` needs `text`: a string or a list of non-empty strings"
-                            .into(),
-                    ));
-                }
-                Step::Prompt {
-                    client: client()?,
-                    session: session()?,
-                    texts,
-                    expect_stop_reason: p.expect_stop_reason.clone(),
-                }
-            }
-            "rehydrate_prompt" => Step::RehydratePrompt {
-                client: client()?,
-                session: session()?,
-                from: need("from", &p.from)?,
+            StepKind::Prompt => Step::Prompt {
+                client: f.client()?,
+                session: f.session()?,
+                texts: f.prompt_texts()?,
+                expect_stop_reason: p.expect_stop_reason.clone(),
             },
-            "restart" => match p.after_ms {
+            StepKind::RehydratePrompt => Step::RehydratePrompt {
+                client: f.client()?,
+                session: f.session()?,
+                from: f.need("from", &p.from)?,
+            },
+            StepKind::Restart => match p.after_ms {
                 None => Step::Restart,
                 Some(ms) => {
                     self.turns
                         .borrow()
                         .restart_during_turn(cleanup)
-                        .map_err(&fail)?;
+                        .map_err(|why| fail(why.0))?;
                     Step::RestartDuringTurn {
                         after: Duration::from_millis(ms),
                     }
                 }
             },
-            "await_turn" => {
-                let turn = need("turn", &p.turn)?;
+            StepKind::AwaitTurn => {
+                let turn = f.need("turn", &p.turn)?;
                 self.turns
                     .borrow_mut()
                     .await_turn(&turn, cleanup)
-                    .map_err(&fail)?;
+                    .map_err(|why| fail(why.0))?;
                 Step::AwaitTurn {
                     turn,
                     deadline: timeout,
                 }
             }
-            "turn_history" => {
-                let turn = need("turn", &p.turn)?;
-                self.turns.borrow().check_history(&turn).map_err(&fail)?;
+            StepKind::TurnHistory => {
+                let turn = f.need("turn", &p.turn)?;
+                self.turns
+                    .borrow()
+                    .check_history(&turn)
+                    .map_err(|why| fail(why.0))?;
                 Step::TurnHistory {
-                    client: client()?,
+                    client: f.client()?,
                     turn,
                 }
             }
-            "get_events" => Step::GetEvents {
-                client: client()?,
-                session: session()?,
+            StepKind::GetEvents => Step::GetEvents {
+                client: f.client()?,
+                session: f.session()?,
                 limit: match p.limit {
                     Some(0) => return Err(fail("limit must be greater than 0".into())),
                     Some(n) => n,
@@ -336,46 +284,80 @@ impl Checker<'_> {
                 },
                 integrity: p.integrity.unwrap_or(false),
             },
-            "resume_session" => Step::ResumeSession {
-                client: client()?,
-                session: session()?,
-                expect: match p.expect.as_deref() {
-                    None => None,
-                    Some("same_handle") => Some(ResumeExpect::SameHandle),
-                    Some("recreated") => Some(ResumeExpect::Recreated),
-                    Some(other) => {
-                        return Err(fail(format!(
-                            "expect must be \"same_handle\" or \"recreated\", got {other:?}"
-                        )))
-                    }
-                },
+            StepKind::ResumeSession => Step::ResumeSession {
+                client: f.client()?,
+                session: f.session()?,
+                expect: f.resume_expect()?,
             },
-            "destroy_session" => Step::DestroySession {
-                client: client()?,
-                session: session()?,
+            StepKind::DestroySession => Step::DestroySession {
+                client: f.client()?,
+                session: f.session()?,
             },
-            "dispose" => Step::Dispose { client: client()? },
-            "sleep" => Step::Sleep {
+            StepKind::Dispose => Step::Dispose {
+                client: f.client()?,
+            },
+            StepKind::Sleep => Step::Sleep {
                 duration: Duration::from_millis(
                     p.ms.ok_or_else(|| fail("step `sleep` needs `ms`".into()))?,
                 ),
             },
-            "health" => Step::Health { client: client()? },
-            "probe" => Step::Probe { client: client()? },
-            "recover_session" => Step::RecoverSession {
-                client: client()?,
-                session: session()?,
-                text: match &p.text {
-                    Some(Texts::One(t)) if !t.trim().is_empty() => t.clone(),
-                    _ => {
-                        return Err(fail(
-                            "step `recover_session` needs `text`: one non-empty string".into(),
-                        ))
-                    }
-                },
+            StepKind::Health => Step::Health {
+                client: f.client()?,
             },
-            // The sandbox steps (files, processes, terminals); known kinds were checked above.
-            kind => self.sandbox_step(kind, p, span.clone())?,
+            StepKind::Probe => Step::Probe {
+                client: f.client()?,
+            },
+            StepKind::RecoverSession => Step::RecoverSession {
+                client: f.client()?,
+                session: f.session()?,
+                text: f.one_text()?,
+            },
+            StepKind::WriteFile => Step::WriteFile {
+                client: f.client()?,
+                path: f.path()?,
+                content: p
+                    .content
+                    .clone()
+                    .ok_or_else(|| fail("step `write_file` needs `content`".into()))?,
+            },
+            StepKind::ReadFile => Step::ReadFile {
+                client: f.client()?,
+                path: f.path()?,
+            },
+            StepKind::SpawnProcess => {
+                let command = f.command()?;
+                Step::SpawnProcess {
+                    client: f.client()?,
+                    process: f.need("process", &p.process)?,
+                    command,
+                    tty: p.tty.unwrap_or(false),
+                }
+            }
+            StepKind::ProcessStatus => Step::ProcessStatus {
+                client: f.client()?,
+                process: f.need("process", &p.process)?,
+                expect: f.process_expect()?,
+                logs_contain: p.logs_contain.clone().filter(|t| !t.is_empty()),
+            },
+            StepKind::TerminalAttach => Step::TerminalAttach {
+                client: f.client()?,
+                process: f.need("process", &p.process)?,
+                terminal: f.need("terminal", &p.terminal)?,
+            },
+            StepKind::TerminalSend => Step::TerminalSend {
+                terminal: f.need("terminal", &p.terminal)?,
+                text: f
+                    .one_line()?
+                    .ok_or_else(|| fail("step `terminal_send` needs `text`".into()))?,
+            },
+            StepKind::TerminalExpect => Step::TerminalExpect {
+                terminal: f.need("terminal", &p.terminal)?,
+                text: f.one_line()?,
+            },
+            StepKind::TerminalReattach => Step::TerminalReattach {
+                client: f.client()?,
+                terminal: f.need("terminal", &p.terminal)?,
+            },
         };
         self.check_references(&step, span)?;
         Ok(Phase {
@@ -383,7 +365,7 @@ impl Checker<'_> {
             step,
             timeout,
             continue_on_failure,
-            verdict: false,
+            decides_verdict: false,
         })
     }
 
@@ -490,10 +472,6 @@ pub(crate) fn toml_error(file: &Path, source: &str, e: &toml::de::Error) -> Scen
     }
 }
 
-fn line_of(source: &str, offset: usize) -> usize {
-    source[..offset.min(source.len())].matches('\n').count() + 1
-}
-
 /// Parses and checks one scenario file's text.
 pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioError> {
     let raw: RawScenario = toml::from_str(source).map_err(|e| toml_error(file, source, &e))?;
@@ -534,12 +512,12 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
             format!("turn `{turn}` is started here but no `await_turn` step collects it"),
         ));
     }
-    match &raw.verdict {
-        None => phases.iter_mut().for_each(|p| p.verdict = true),
+    match &raw.verdict_phases {
+        None => phases.iter_mut().for_each(|p| p.decides_verdict = true),
         Some(names) => {
             for name in names {
                 match seen.get(name) {
-                    Some(&i) => phases[i].verdict = true,
+                    Some(&i) => phases[i].decides_verdict = true,
                     None => {
                         let known: Vec<&str> = phases.iter().map(|p| p.name.as_str()).collect();
                         return Err(checker.error(

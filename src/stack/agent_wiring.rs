@@ -4,54 +4,52 @@
 //! for agent processes that outlive a stopped sandbox-agent.
 
 use super::agents::{self, Wiring};
-use super::local::{Component, LocalStack, StackOptions};
+use super::StackError;
 use crate::provider::FakeProvider;
 use crate::targets::AfterStop;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// What wiring real agents added to the stack: the running provider, its
+/// call log, and the agents that could not be installed or wired.
+pub(super) struct WiredAgents {
+    pub provider: FakeProvider,
+    pub log: PathBuf,
+    /// (agent, reason), reported as skipped cells.
+    pub skips: Vec<(String, String)>,
+}
+
 /// Starts the provider and installs + wires each requested real agent
-/// into `sandbox_agent_dir/data`.
+/// (of `agent_names`; `None` when there is none) into
+/// `sandbox_agent_dir/data`, their processes marked with `owner`.
 pub(super) async fn wire_agents(
-    stack: &mut LocalStack,
-    options: &StackOptions,
+    agent_names: &[String],
+    run_dir: &Path,
     sandbox_agent_dir: &Path,
+    owner: &str,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<(), String> {
-    let real: Vec<agents::RealAgent> = options
-        .agents
+) -> Result<Option<WiredAgents>, StackError> {
+    let real: Vec<agents::RealAgent> = agent_names
         .iter()
         .filter_map(|name| agents::real(name))
         .collect();
     if real.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let log = options.run_dir.join("provider").join("model-calls.jsonl");
+    let log = run_dir.join("provider").join("model-calls.jsonl");
     let provider = FakeProvider::start(&log).await?;
     progress(&format!("fake model provider on {}", provider.base_url()));
-    stack.components.push(Component {
-        target: "provider".into(),
-        program: "fake model provider".into(),
-        url: provider.base_url(),
-        log: log.clone(),
-        // In the harness's own process: nothing for `stack down` to signal.
-        pid: None,
-        started: None,
-    });
-    stack.push_log("provider", log);
-    stack.model_calls = Some(provider.calls());
+    let mut skips = Vec::new();
     let port = provider.port();
-    stack.set_provider(provider);
     let data = sandbox_agent_dir.join("data");
-    let state = options.run_dir.join("agents");
+    let state = run_dir.join("agents");
     for agent in real {
         let installed = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
             let result = agent.install(&mut |l| lines.push(l.to_string()));
             (result, lines)
         })
-        .await
-        .map_err(|e| format!("install task failed: {e}"))?;
+        .await?;
         for line in &installed.1 {
             progress(line);
         }
@@ -63,7 +61,7 @@ pub(super) async fn wire_agents(
                     data: &data,
                     state: &state,
                     provider_port: port,
-                    owner: stack.owner(),
+                    owner,
                 },
             )
         });
@@ -72,11 +70,15 @@ pub(super) async fn wire_agents(
             Err(reason) => {
                 let reason = format!("{reason}; retry with: {}", agent.retry_command());
                 progress(&format!("agent {}: {reason}", agent.name));
-                stack.agent_skips.push((agent.name.to_string(), reason));
+                skips.push((agent.name.to_string(), reason));
             }
         }
     }
-    Ok(())
+    Ok(Some(WiredAgents {
+        provider,
+        log,
+        skips,
+    }))
 }
 
 /// Around each sandbox-agent stop: SIGTERM the server alone (as a service

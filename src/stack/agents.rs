@@ -8,6 +8,8 @@
 //! switch its version needs, so nothing reaches beyond loopback.
 
 use super::npm;
+use super::StackError;
+use crate::errors::Invalid;
 use crate::report::RunFolder;
 use crate::secret::Redactor;
 use std::path::{Path, PathBuf};
@@ -56,14 +58,14 @@ pub fn real(name: &str) -> Option<RealAgent> {
 }
 
 /// `unknown agent "x" (known: mock, opencode, claude, codex)` for a bad name.
-pub fn check_known(name: &str) -> Result<(), String> {
+pub fn check_known(name: &str) -> Result<(), Invalid> {
     if KNOWN.contains(&name) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Invalid(format!(
             "unknown agent {name:?} (known: {})",
             KNOWN.join(", ")
-        ))
+        )))
     }
 }
 
@@ -87,7 +89,7 @@ impl RealAgent {
     }
 
     /// Installs the package (first use only) and returns its folder.
-    pub fn install(&self, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+    pub fn install(&self, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
         let fresh = !npm::cache_dir()
             .join("npm")
             .join(self.slot())
@@ -101,8 +103,13 @@ impl RealAgent {
                 self.download
             ));
         }
-        let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress)
-            .map_err(|e| format!("cannot install {}: {}", self.spec(), summarize(&e)))?;
+        let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress).map_err(|e| {
+            StackError::Failed(format!(
+                "cannot install {}: {}",
+                self.spec(),
+                summarize(&e.to_string())
+            ))
+        })?;
         if fresh {
             progress(&format!(
                 "agent {}: {} MB on disk in {}",
@@ -161,29 +168,32 @@ fn exports(vars: &[(&str, String)]) -> String {
         .collect()
 }
 
-fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, String> {
+fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, StackError> {
     use std::os::unix::fs::PermissionsExt;
     let path = folder
         .write_text(name, text)
-        .map_err(|e| format!("cannot write {}: {e}", name.display()))?;
+        .map_err(StackError::io(format!("cannot write {}", name.display())))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+        .map_err(StackError::io(format!("cannot chmod {}", path.display())))?;
     Ok(path)
 }
 
 /// Writes `agent`'s launcher, stand-in native binary and config into `wiring`.
-pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), String> {
+pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), StackError> {
     let bin = wiring.data.join("sandbox-agent").join("bin");
     let launchers = RunFolder::open(&bin, Redactor::none());
     let home = wiring.state.join(agent.name);
     let state = RunFolder::open(&home, Redactor::none());
     for dir in ["home", "config", "data", "cache", "state"] {
-        std::fs::create_dir_all(home.join(dir))
-            .map_err(|e| format!("cannot create {}: {e}", home.join(dir).display()))?;
+        std::fs::create_dir_all(home.join(dir)).map_err(StackError::io(format!(
+            "cannot create {}",
+            home.join(dir).display()
+        )))?;
     }
     let port = wiring.provider_port;
-    let node =
-        npm::which("node").ok_or("node is not installed (Debian: apt-get install -y nodejs)")?;
+    let node = npm::which("node").ok_or_else(|| {
+        StackError::NotInstalled("node is not installed (Debian: apt-get install -y nodejs)".into())
+    })?;
     let path_var = std::env::var("PATH").unwrap_or_default();
     let mut env: Vec<(&str, String)> = vec![
         (OWNER_VAR, wiring.owner.to_string()),
@@ -198,7 +208,7 @@ pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), S
             let config = home.join("config/opencode/opencode.json");
             state
                 .write_text("config/opencode/opencode.json", &opencode_config(port))
-                .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+                .map_err(StackError::io(format!("cannot write {}", config.display())))?;
             for (key, dir) in [
                 ("XDG_CONFIG_HOME", "config"),
                 ("XDG_DATA_HOME", "data"),
@@ -263,7 +273,10 @@ pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), S
             let codex_home = home.join("codex");
             state
                 .write_text("codex/config.toml", &codex_config(port))
-                .map_err(|e| format!("cannot write {}: {e}", codex_home.display()))?;
+                .map_err(StackError::io(format!(
+                    "cannot write {}",
+                    codex_home.display()
+                )))?;
             env.push(("CODEX_HOME", codex_home.display().to_string()));
             env.push(("FAKE_API_KEY", "fake-key".into()));
             env.push(("OPENAI_API_KEY", "fake-key".into()));
@@ -272,7 +285,7 @@ pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), S
                 format!("exec {} \"$@\"\n", shell_quote(&binary.display().to_string())),
             )
         }
-        other => return Err(format!("{other} is not a real agent")),
+        other => return Err(Invalid(format!("{other} is not a real agent")).into()),
     };
     write_script(&launchers, Path::new(agent.name), &native)?;
     let mut launcher = format!(
@@ -427,7 +440,7 @@ mod tests {
             assert!(check_known(name).is_ok());
         }
         assert_eq!(
-            check_known("Claude").unwrap_err(),
+            check_known("Claude").unwrap_err().to_string(),
             "unknown agent \"Claude\" (known: mock, opencode, claude, codex)"
         );
         assert!(real("mock").is_none());

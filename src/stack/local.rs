@@ -6,11 +6,14 @@
 //! skipped target with the install command, never silently dropped.
 
 use super::nginx::{self, GatewayConfig};
-use super::process::free_port;
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+use super::StackError;
+use crate::persist::PersistFactory;
 use crate::report::LogFile;
-use crate::runner::{PersistFactory, Unavailable};
+use crate::signal::Signal;
+use crate::supervise::free_port;
+use crate::targets::Unavailable;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -111,14 +114,14 @@ pub struct LocalStack {
     pub sdk_host: Result<SdkHost, String>,
 }
 
-fn managed(spec: super::process::ProcessSpec, grace: Duration) -> RestartAction {
+fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
     RestartAction::Managed(ManagedSpec {
         program: spec.program,
         args: spec.args,
         env: spec.env,
         cwd: spec.cwd,
         log: Some(spec.log),
-        stop_signal: libc::SIGTERM,
+        stop_signal: Signal::TERM,
         grace,
     })
 }
@@ -129,17 +132,18 @@ impl LocalStack {
     pub async fn up(
         options: StackOptions,
         progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<LocalStack, String> {
-        std::fs::create_dir_all(&options.run_dir)
-            .map_err(|e| format!("cannot create {}: {e}", options.run_dir.display()))?;
+    ) -> Result<LocalStack, StackError> {
+        std::fs::create_dir_all(&options.run_dir).map_err(StackError::io(format!(
+            "cannot create {}",
+            options.run_dir.display()
+        )))?;
         let version = options.server_version.clone();
         let binary = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
             let result = sandbox_agent::install(&version, &mut |l| lines.push(l.to_string()));
             (result, lines)
         })
-        .await
-        .map_err(|e| format!("install task failed: {e}"))?;
+        .await?;
         for line in &binary.1 {
             progress(line);
         }
@@ -166,6 +170,7 @@ impl LocalStack {
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
+                let reason = reason.to_string();
                 stack.sdk_host = Err(reason.clone());
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
@@ -182,6 +187,7 @@ impl LocalStack {
             .await
             {
                 Err(reason) => {
+                    let reason = reason.to_string();
                     stack.sdk_host = Err(format!("the Rivet layer did not start: {reason}"));
                     // The other layers can still be tested; cells use SQLite instead.
                     progress(&format!("the Rivet layer did not start: {reason}"));
@@ -229,7 +235,29 @@ impl LocalStack {
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
         stack.agent_sent_log = Some(agent.agent_sent_path());
-        super::agent_wiring::wire_agents(&mut stack, &options, &agent.run_dir, progress).await?;
+        let wired = super::agent_wiring::wire_agents(
+            &options.agents,
+            &options.run_dir,
+            &agent.run_dir,
+            &stack.owner,
+            progress,
+        )
+        .await?;
+        if let Some(wired) = wired {
+            stack.components.push(Component {
+                target: "provider".into(),
+                program: "fake model provider".into(),
+                url: wired.provider.base_url(),
+                log: wired.log.clone(),
+                // In the harness's own process: nothing for `stack down` to signal.
+                pid: None,
+                started: None,
+            });
+            stack.logs.push(("provider".into(), wired.log));
+            stack.model_calls = Some(wired.provider.calls());
+            stack.provider = Some(wired.provider);
+            stack.agent_skips.extend(wired.skips);
+        }
         stack
             .logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
@@ -245,7 +273,7 @@ impl LocalStack {
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
         ));
-        agent_target.prepare().await.map_err(|e| e.to_string())?;
+        agent_target.prepare().await?;
         stack.components.push(Component {
             target: "agent".into(),
             program: "sandbox-agent".into(),
@@ -259,6 +287,7 @@ impl LocalStack {
 
         match nginx::find_binary() {
             Err(reason) => {
+                let reason = reason.to_string();
                 stack.skipped.push(Unavailable::skipped("gateway", &reason));
                 stack
                     .skipped
@@ -282,7 +311,7 @@ impl LocalStack {
                 )
                 .with_ready_timeout(READY_TIMEOUT);
                 progress(&format!("starting nginx gateway on {}", gateway.base_url()));
-                target.prepare().await.map_err(|e| e.to_string())?;
+                target.prepare().await?;
                 stack.components.push(Component {
                     target: "gateway".into(),
                     program: "nginx".into(),
@@ -296,7 +325,7 @@ impl LocalStack {
                     "gateway-reload",
                     RestartAction::Signal {
                         pid_file: gateway.prefix.join("nginx.pid"),
-                        signal: libc::SIGHUP,
+                        signal: Signal::HUP,
                     },
                     Readiness::http(gateway.health_url()),
                 )
@@ -315,18 +344,6 @@ impl LocalStack {
         Ok(stack)
     }
 
-    pub(super) fn push_log(&mut self, name: &str, path: PathBuf) {
-        self.logs.push((name.to_string(), path));
-    }
-
-    pub(super) fn set_provider(&mut self, provider: crate::provider::FakeProvider) {
-        self.provider = Some(provider);
-    }
-
-    pub(super) fn owner(&self) -> &str {
-        &self.owner
-    }
-
     /// Lets every process outlive this handle (for `stack up`); fills in the pids.
     pub fn detach(&mut self) -> Vec<Component> {
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
@@ -337,7 +354,7 @@ impl LocalStack {
         for c in &mut components {
             if let Some((_, pid)) = pids.iter().find(|(n, pid)| *n == c.target && pid.is_some()) {
                 c.pid = *pid;
-                c.started = pid.and_then(|p| super::owner::start_time(p as i32));
+                c.started = pid.and_then(|p| crate::supervise::owner::start_time(p as i32));
             }
         }
         components
@@ -353,7 +370,17 @@ impl LocalStack {
 
     /// Component logs for the report, relative to `run_dir` when inside it.
     pub fn logs(&self, run_dir: &Path) -> Vec<LogFile> {
-        crate::commands::relative_logs(run_dir, &self.logs)
+        self.logs
+            .iter()
+            .map(|(name, path)| LogFile {
+                name: name.clone(),
+                path: path
+                    .strip_prefix(run_dir)
+                    .unwrap_or(path)
+                    .display()
+                    .to_string(),
+            })
+            .collect()
     }
 
     /// Stops every component still held here (the runner shuts down its targets itself).
@@ -379,8 +406,8 @@ impl LocalStack {
         }
         // Whatever a component spawned outside its group (the engine a
         // RivetKit runner starts when it finds none) carries our owner tag.
-        if let Some(tag) = super::owner::current() {
-            let _ = tokio::task::spawn_blocking(move || super::owner::sweep(&tag)).await;
+        if let Some(tag) = crate::supervise::owner::current() {
+            let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
         }
     }
 }

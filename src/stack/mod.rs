@@ -1,16 +1,18 @@
-//! The local stack: real programs as child processes (sandbox-agent today;
-//! the nginx gateway and the Rivet layer join it), with the installation and
-//! supervision they need.
+//! The local stack: real programs as child processes — sandbox-agent, the
+//! nginx gateway in front of it, the Rivet Engine and RivetKit runner that
+//! persist session history, real agents and the fake model provider they
+//! talk to — with the installation they need, each a restart target. Their
+//! processes are supervised by `crate::supervise`, below this module.
 
-pub mod agent_wiring;
-pub mod agents;
-pub mod keeper;
-pub mod local;
-pub mod nginx;
-pub mod npm;
-pub mod orphans;
-pub mod owner;
-pub mod process;
-pub mod rivet;
+pub(crate) mod agent_wiring;
+pub(crate) mod agents;
+mod error;
+pub(crate) mod local;
+pub(crate) mod nginx;
+pub(crate) mod npm;
+pub(crate) mod orphans;
+pub(crate) mod rivet;
 pub mod sandbox_agent;
-pub mod state;
+pub(crate) mod state;
+
+pub use error::StackError;

@@ -3,7 +3,8 @@
 //! path prefix `/sandbox/` to sandbox-agent over HTTP/1.1 without buffering,
 //! so SSE streams through. Everything it writes stays in its run folder.
 
-use super::process::ProcessSpec;
+use super::StackError;
+use crate::supervise::ProcessSpec;
 use std::path::{Path, PathBuf};
 
 const TEMPLATE: &str = include_str!("../../stack/nginx/nginx.conf.template");
@@ -14,14 +15,14 @@ pub const ROUTE: &str = "/sandbox";
 const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
 
 /// The nginx binary (`$CONTINUITY_NGINX` when set), or a message naming the install command.
-pub fn find_binary() -> Result<PathBuf, String> {
+pub fn find_binary() -> Result<PathBuf, StackError> {
     if let Some(path) = std::env::var_os("CONTINUITY_NGINX").map(PathBuf::from) {
         return match path.is_file() {
             true => Ok(path),
-            false => Err(format!(
+            false => Err(StackError::NotInstalled(format!(
                 "nginx is not installed at CONTINUITY_NGINX={} (Debian: apt-get install -y nginx)",
                 path.display()
-            )),
+            ))),
         };
     }
     super::npm::which("nginx")
@@ -30,7 +31,11 @@ pub fn find_binary() -> Result<PathBuf, String> {
                 .is_file()
                 .then(|| PathBuf::from(DEBIAN_NGINX))
         })
-        .ok_or_else(|| "nginx is not installed (Debian: apt-get install -y nginx)".to_string())
+        .ok_or_else(|| {
+            StackError::NotInstalled(
+                "nginx is not installed (Debian: apt-get install -y nginx)".into(),
+            )
+        })
 }
 
 /// A gateway in `prefix` listening on `listen_port`, forwarding to `upstream_port`.
@@ -44,15 +49,17 @@ pub struct GatewayConfig {
 
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
-    pub fn prepare(&self) -> Result<ProcessSpec, String> {
+    pub fn prepare(&self) -> Result<ProcessSpec, StackError> {
         if !self.prefix.is_absolute() {
-            return Err(format!(
+            return Err(StackError::Invalid(crate::errors::Invalid(format!(
                 "the gateway folder must be an absolute path, not {}",
                 self.prefix.display()
-            ));
+            ))));
         }
-        std::fs::create_dir_all(&self.prefix)
-            .map_err(|e| format!("cannot create {}: {e}", self.prefix.display()))?;
+        std::fs::create_dir_all(&self.prefix).map_err(StackError::io(format!(
+            "cannot create {}",
+            self.prefix.display()
+        )))?;
         let prefix = self.prefix.display().to_string();
         // As root the workers need a user; Debian has no group "nobody", and
         // root keeps the run folder's files readable by the harness.
@@ -69,7 +76,7 @@ impl GatewayConfig {
             .replace("{{USER}}", user);
         let path = self.prefix.join("nginx.conf");
         std::fs::write(&path, config)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(StackError::io(format!("cannot write {}", path.display())))?;
         Ok(ProcessSpec {
             name: "nginx".into(),
             program: self.binary.clone(),

@@ -1,6 +1,8 @@
 //! Installs pinned npm packages into a cache folder outside the repository,
 //! once, with visible progress; concurrent installers wait on a file lock.
 
+use super::StackError;
+use crate::errors::Invalid;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,7 +35,7 @@ pub fn ensure_installed(
     slot: &str,
     packages: &[String],
     progress: &mut dyn FnMut(&str),
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, StackError> {
     let dir = cache_dir().join("npm").join(slot);
     install_once(&dir, &packages.join(" "), progress, |dir| {
         run_npm(
@@ -62,7 +64,7 @@ pub fn ensure_app_installed(
     slot: &str,
     files: &[(&str, &str)],
     progress: &mut dyn FnMut(&str),
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, StackError> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, contents) in files {
         for byte in name.bytes().chain(contents.bytes()) {
@@ -76,7 +78,7 @@ pub fn ensure_app_installed(
         for (name, contents) in files {
             let path = dir.join(name);
             std::fs::write(&path, contents)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                .map_err(StackError::io(format!("cannot write {}", path.display())))?;
         }
         run_npm(
             Command::new("npm")
@@ -99,19 +101,20 @@ fn install_once(
     dir: &Path,
     what: &str,
     progress: &mut dyn FnMut(&str),
-    install: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<PathBuf, String> {
+    install: impl FnOnce(&Path) -> Result<(), StackError>,
+) -> Result<PathBuf, StackError> {
     let marker = dir.join(".continuity-complete");
     if marker.is_file() {
         return Ok(dir.to_path_buf());
     }
     if which("npm").is_none() {
-        return Err(
+        return Err(StackError::NotInstalled(
             "npm is not installed; install Node.js and npm (Debian: apt-get install -y nodejs npm)"
                 .into(),
-        );
+        ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
     let _lock = FileLock::acquire(&dir.join(".lock"))?;
     if marker.is_file() {
         return Ok(dir.to_path_buf());
@@ -122,7 +125,8 @@ fn install_once(
     ));
     let started = std::time::Instant::now();
     install(dir)?;
-    std::fs::write(&marker, what).map_err(|e| format!("cannot write {}: {e}", marker.display()))?;
+    std::fs::write(&marker, what)
+        .map_err(StackError::io(format!("cannot write {}", marker.display())))?;
     progress(&format!(
         "installed in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -130,31 +134,29 @@ fn install_once(
     Ok(dir.to_path_buf())
 }
 
-fn run_npm(command: &mut Command, dir: &Path) -> Result<(), String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
+fn run_npm(command: &mut Command, dir: &Path) -> Result<(), StackError> {
+    let output = command.output().map_err(StackError::io("cannot run npm"))?;
     if output.status.success() {
         return Ok(());
     }
-    Err(format!(
+    Err(StackError::Failed(format!(
         "npm install in {} failed ({}):\n{}",
         dir.display(),
         output.status,
         String::from_utf8_lossy(&output.stderr).trim()
-    ))
+    )))
 }
 
 /// Makes a file executable (npm may skip the package's chmod install script).
-pub fn make_executable(path: &Path) -> Result<(), String> {
+pub fn make_executable(path: &Path) -> Result<(), StackError> {
     use std::os::unix::fs::PermissionsExt;
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("{} is missing: {e}", path.display()))?;
+    let meta = std::fs::metadata(path)
+        .map_err(StackError::io(format!("{} is missing", path.display())))?;
     let mut perms = meta.permissions();
     if perms.mode() & 0o111 != 0o111 {
         perms.set_mode(perms.mode() | 0o755);
         std::fs::set_permissions(path, perms)
-            .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+            .map_err(StackError::io(format!("cannot chmod {}", path.display())))?;
     }
     Ok(())
 }
@@ -163,20 +165,21 @@ pub fn make_executable(path: &Path) -> Result<(), String> {
 struct FileLock(std::fs::File);
 
 impl FileLock {
-    fn acquire(path: &Path) -> Result<FileLock, String> {
+    fn acquire(path: &Path) -> Result<FileLock, StackError> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)
-            .map_err(|e| format!("cannot open lock {}: {e}", path.display()))?;
+            .map_err(StackError::io(format!(
+                "cannot open lock {}",
+                path.display()
+            )))?;
         // SAFETY: flock on a file descriptor we own for the lifetime of `file`.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(format!(
-                "cannot lock {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
+            return Err(StackError::io(format!("cannot lock {}", path.display()))(
+                std::io::Error::last_os_error(),
             ));
         }
         Ok(FileLock(file))
@@ -194,7 +197,7 @@ impl Drop for FileLock {
 /// A published version number, `MAJOR.MINOR.PATCH` with an optional
 /// `-prerelease` and `+build`: it becomes a folder name and an npm spec, so
 /// nothing else (`../x`, `latest`, `1.0 || 2`) gets through.
-pub fn check_version(text: &str) -> Result<(), String> {
+pub fn check_version(text: &str) -> Result<(), Invalid> {
     let (core, rest) = match text.find(['-', '+']) {
         Some(i) => text.split_at(i),
         None => (text, ""),
@@ -212,6 +215,8 @@ pub fn check_version(text: &str) -> Result<(), String> {
     if numeric && suffix_ok {
         Ok(())
     } else {
-        Err("expected a version such as 0.4.2 or 0.5.0-rc.1".to_string())
+        Err(Invalid::new(
+            "expected a version such as 0.4.2 or 0.5.0-rc.1",
+        ))
     }
 }

@@ -8,9 +8,11 @@
 //! teardown's sweep finds it by that tag (never by its name).
 
 use super::npm;
-use super::process::free_port;
+use super::StackError;
+use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
-use crate::runner::PersistFactory;
+use crate::signal::Signal;
+use crate::supervise::free_port;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,9 +52,12 @@ impl SaveMode {
 }
 
 /// `node`, or the message naming the install command.
-pub fn find_node() -> Result<PathBuf, String> {
-    npm::which("node")
-        .ok_or_else(|| "node is not installed (Debian: apt-get install -y nodejs npm)".to_string())
+pub fn find_node() -> Result<PathBuf, StackError> {
+    npm::which("node").ok_or_else(|| {
+        StackError::NotInstalled(
+            "node is not installed (Debian: apt-get install -y nodejs npm)".into(),
+        )
+    })
 }
 
 /// A running engine + runner pair.
@@ -68,18 +73,9 @@ pub struct RivetStack {
 
 impl RivetStack {
     /// Installs the app (once), starts the engine, waits for `/health`, then the
-    /// runner, and waits until the actor answers an action.
-    pub async fn up(
-        dir: &Path,
-        node: &Path,
-        save: SaveMode,
-        progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<RivetStack, String> {
-        Self::up_with_sdk(dir, node, save, None, progress).await
-    }
-
-    /// [`RivetStack::up`] with the app's `sandbox-agent` SDK at `sdk_version`
-    /// (the pinned one when `None`), installed in a cache slot of its own. A
+    /// runner, and waits until the actor answers an action. The app's
+    /// `sandbox-agent` SDK is at `sdk_version` (the pinned one when `None`),
+    /// installed in a cache slot of its own. A
     /// version npm cannot install leaves the pinned app running the `persist`
     /// actor, and [`RivetStack::sdk`] says why the hosted client cannot run.
     pub async fn up_with_sdk(
@@ -88,12 +84,12 @@ impl RivetStack {
         save: SaveMode,
         sdk_version: Option<&str>,
         progress: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<RivetStack, String> {
+    ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
-        let dir = &std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
         let wanted = sdk_version.unwrap_or(PINNED_SDK_VERSION).to_string();
         let (app, sdk) = match install_app(&wanted, progress).await {
             Ok(app) => (app, Ok(wanted)),
@@ -106,7 +102,7 @@ impl RivetStack {
                     app,
                     Err(format!(
                         "the sandbox-agent SDK {wanted} could not be installed from the npm registry: {}",
-                        reason.lines().take(4).collect::<Vec<_>>().join(" ")
+                        reason.to_string().lines().take(4).collect::<Vec<_>>().join(" ")
                     )),
                 )
             }
@@ -128,8 +124,10 @@ impl RivetStack {
             .replace("{{API_PEER_PORT}}", &api_peer.to_string())
             .replace("{{METRICS_PORT}}", &metrics.to_string());
         let config_path = dir.join("engine.json");
-        std::fs::write(&config_path, config)
-            .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+        std::fs::write(&config_path, config).map_err(StackError::io(format!(
+            "cannot write {}",
+            config_path.display()
+        )))?;
         let endpoint = format!("http://127.0.0.1:{guard}");
         let key = format!(
             "continuity-{}",
@@ -149,7 +147,7 @@ impl RivetStack {
                 env: vec![],
                 cwd: Some(dir.to_path_buf()),
                 log: Some(engine_log.clone()),
-                stop_signal: libc::SIGTERM,
+                stop_signal: Signal::TERM,
                 grace: Duration::from_secs(10),
             }),
             Readiness::http(format!("{endpoint}/health")),
@@ -173,8 +171,7 @@ impl RivetStack {
             namespace: "default".into(),
             key: key.clone(),
             retry_for: Duration::ZERO,
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
         // Ready means the cells' actor answers, not merely that node started.
         let actor_answers = Readiness::HttpPost {
             url: probe.action_url("getSession"),
@@ -194,7 +191,7 @@ impl RivetStack {
                 log: Some(runner_log.clone()),
                 // A crash, not a shutdown: a graceful stop saves pending state
                 // in either save mode, so only SIGKILL tells the modes apart.
-                stop_signal: libc::SIGKILL,
+                stop_signal: Signal::KILL,
                 grace: Duration::from_secs(10),
             }),
             actor_answers.clone(),
@@ -214,14 +211,14 @@ impl RivetStack {
         };
         progress(&format!("starting Rivet Engine on {}", stack.endpoint));
         if let Some(engine) = stack.engine.as_mut() {
-            engine.prepare().await.map_err(|e| e.to_string())?;
+            engine.prepare().await?;
         }
         progress(&format!(
             "starting the RivetKit runner (actor save mode: {})",
             save.as_str()
         ));
         if let Some(runner) = stack.runner.as_mut() {
-            runner.prepare().await.map_err(|e| e.to_string())?;
+            runner.prepare().await?;
         }
         // An engine restart is over when the runner has reconnected and the
         // actor answers again, not when `/health` does: RivetKit's envoy client
@@ -288,14 +285,12 @@ impl RivetStack {
             retry_for: PERSIST_RETRY_FOR,
         };
         Arc::new(move |_cell: &str| {
-            RivetDriver::new(config.clone())
-                .map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
-                .map_err(|e| e.to_string())
+            RivetDriver::new(config.clone()).map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
         })
     }
 
     /// Stops what the stack still holds. An engine a runner spawned is found
-    /// by the owner tag it inherited ([`super::owner::sweep`]), never by name.
+    /// by the owner tag it inherited ([`crate::supervise::owner::sweep`]), never by name.
     pub async fn down(&mut self) {
         for target in [self.runner.as_mut(), self.engine.as_mut()]
             .into_iter()
@@ -328,8 +323,9 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
 async fn install_app(
     version: &str,
     progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<PathBuf, String> {
-    npm::check_version(version).map_err(|e| format!("--sdk-version {version}: {e}"))?;
+) -> Result<PathBuf, StackError> {
+    npm::check_version(version)
+        .map_err(|e| StackError::Failed(format!("--sdk-version {version}: {e}")))?;
     let files = app_files(version);
     let installed = tokio::task::spawn_blocking(move || {
         let mut lines = Vec::new();
@@ -338,8 +334,7 @@ async fn install_app(
             npm::ensure_app_installed("rivet-app", &borrowed, &mut |l| lines.push(l.to_string()));
         (result, lines)
     })
-    .await
-    .map_err(|e| format!("install task failed: {e}"))?;
+    .await?;
     installed.1.iter().for_each(|l| progress(l));
     installed.0
 }
@@ -373,9 +368,10 @@ mod tests {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         let dir = tempfile::tempdir().unwrap();
-        let mut stack = RivetStack::up(dir.path(), &node, SaveMode::Immediate, &mut |_| {})
-            .await
-            .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let mut stack =
+            RivetStack::up_with_sdk(dir.path(), &node, SaveMode::Immediate, None, &mut |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
         let driver = (stack.persist_factory())("contract").expect("a driver for the run's actor");
         // Whatever the contract finds, the engine and runner are stopped first.
         let checked = tokio::spawn(async move {

@@ -4,7 +4,9 @@
 //! `/v1/health`, restartable on the same port.
 
 use super::npm;
-use super::process::{free_port, ManagedProcess, ProcessSpec, ProcessState};
+use super::StackError;
+use crate::signal::Signal;
+use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -13,9 +15,10 @@ pub const DEFAULT_VERSION: &str = "0.4.2";
 const PACKAGE: &str = "@sandbox-agent/cli-linux-x64";
 
 /// Installs `@sandbox-agent/cli-linux-x64@version` (once) and returns the binary path.
-pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, String> {
+pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
     // The version names a cache folder and an npm spec: never a path or a range.
-    npm::check_version(version).map_err(|e| format!("sandbox-agent version {version:?}: {e}"))?;
+    npm::check_version(version)
+        .map_err(|e| StackError::from(e).context(format!("sandbox-agent version {version:?}")))?;
     let dir = npm::ensure_installed(
         &format!("sandbox-agent-{version}"),
         &[format!("{PACKAGE}@{version}")],
@@ -53,12 +56,12 @@ pub struct SandboxAgentServer {
 
 impl SandboxAgentConfig {
     /// Writes the `mock` launcher and returns how to run the server on `port`.
-    pub fn prepare(&self, port: u16) -> Result<ProcessSpec, String> {
+    pub fn prepare(&self, port: u16) -> Result<ProcessSpec, StackError> {
         if !self.run_dir.is_absolute() {
-            return Err(format!(
+            return Err(StackError::Invalid(crate::errors::Invalid(format!(
                 "the sandbox-agent folder must be an absolute path, not {}",
                 self.run_dir.display()
-            ));
+            ))));
         }
         let data = self.run_dir.join("data");
         write_launcher(&data, self)?;
@@ -106,7 +109,10 @@ pub fn binary_version(binary: &Path) -> Option<String> {
 
 impl SandboxAgentServer {
     /// Writes the launcher, starts the server and waits until it is healthy.
-    pub async fn start(config: SandboxAgentConfig, ready_within: Duration) -> Result<Self, String> {
+    pub async fn start(
+        config: SandboxAgentConfig,
+        ready_within: Duration,
+    ) -> Result<Self, StackError> {
         let port = match config.port {
             Some(p) => p,
             None => free_port()?,
@@ -146,12 +152,12 @@ impl SandboxAgentServer {
     /// Kills the server's process group.
     pub async fn stop(&mut self) -> ProcessState {
         self.process
-            .stop(libc::SIGTERM, Duration::from_secs(3))
+            .stop(Signal::TERM, Duration::from_secs(3))
             .await
     }
 
     /// Stops the server and starts it again on the same port; returns time to healthy.
-    pub async fn restart(&mut self, ready_within: Duration) -> Result<Duration, String> {
+    pub async fn restart(&mut self, ready_within: Duration) -> Result<Duration, StackError> {
         self.stop().await;
         let started = Instant::now();
         self.process.start()?;
@@ -159,20 +165,19 @@ impl SandboxAgentServer {
         Ok(started.elapsed())
     }
 
-    async fn wait_ready(&mut self, within: Duration) -> Result<(), String> {
+    async fn wait_ready(&mut self, within: Duration) -> Result<(), StackError> {
         let url = format!("{}/v1/health", self.base_url());
         let http = crate::http::client_builder()
             .timeout(Duration::from_millis(500))
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         let deadline = Instant::now() + within;
         loop {
             if let ProcessState::Exited { code, signal } = self.process.state() {
-                return Err(format!(
+                return Err(StackError::Failed(format!(
                     "sandbox-agent exited during start (code {code:?}, signal {signal:?}); log {}:\n{}",
                     self.log_path().display(),
                     self.process.log_tail(20)
-                ));
+                )));
             }
             if let Ok(r) = http.get(&url).send().await {
                 if r.status().is_success() {
@@ -180,12 +185,12 @@ impl SandboxAgentServer {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(format!(
+                return Err(StackError::Failed(format!(
                     "sandbox-agent not healthy at {url} within {} ms; log {}:\n{}",
                     within.as_millis(),
                     self.log_path().display(),
                     self.process.log_tail(20)
-                ));
+                )));
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
@@ -198,13 +203,14 @@ fn shell_quote(text: &str) -> String {
 
 /// sandbox-agent runs `$XDG_DATA_HOME/sandbox-agent/bin/agent_processes/mock-acp`
 /// for agent `mock`; ours execs the scripted agent with its knobs.
-fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String> {
+fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), StackError> {
     use std::os::unix::fs::PermissionsExt;
     let dir = data
         .join("sandbox-agent")
         .join("bin")
         .join("agent_processes");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
     let mut script = String::from(
         "#!/bin/sh\n# Written by continuity: the scripted ACP agent stands in for `mock`.\n",
     );
@@ -229,7 +235,9 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
     env.extend(config.agent_env.iter().cloned());
     for (key, value) in env {
         if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("invalid agent environment variable name {key:?}"));
+            return Err(StackError::Invalid(crate::errors::Invalid(format!(
+                "invalid agent environment variable name {key:?}"
+            ))));
         }
         script.push_str(&format!("export {key}={}\n", shell_quote(&value)));
     }
@@ -238,7 +246,8 @@ fn write_launcher(data: &Path, config: &SandboxAgentConfig) -> Result<(), String
         shell_quote(&config.agent_program.display().to_string())
     ));
     let path = dir.join("mock-acp");
-    std::fs::write(&path, script).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&path, script)
+        .map_err(StackError::io(format!("cannot write {}", path.display())))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))
+        .map_err(StackError::io(format!("cannot chmod {}", path.display())))
 }

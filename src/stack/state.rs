@@ -7,6 +7,8 @@
 //! `stack.lock` (flock) makes one `stack up` at a time per folder.
 
 use super::local::Component;
+use super::StackError;
+use crate::supervise::Lifecycle;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -27,21 +29,21 @@ pub struct StackState {
 }
 
 impl StackState {
-    pub fn read(dir: &Path) -> Result<StackState, String> {
+    pub fn read(dir: &Path) -> Result<StackState, StackError> {
         let path = dir.join(STATE_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(StackError::Read)?;
+        serde_json::from_str(&text).map_err(|source| StackError::Json { path, source })
     }
 
     /// Writes the file whole (a temporary file renamed over it): a reader
     /// never sees half a file.
-    pub fn write(&self, dir: &Path) -> Result<(), String> {
+    pub fn write(&self, dir: &Path) -> Result<(), StackError> {
         let path = dir.join(STATE_FILE);
         let temporary = dir.join(format!(".{STATE_FILE}.tmp"));
-        let json = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string_pretty(self).map_err(StackError::Serialize)?;
         std::fs::write(&temporary, json)
             .and_then(|()| std::fs::rename(&temporary, &path))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            .map_err(StackError::io(format!("cannot write {}", path.display())))
     }
 }
 
@@ -58,7 +60,7 @@ fn journal() -> std::sync::MutexGuard<'static, Option<Journal>> {
 }
 
 /// Starts recording the stack in `dir` (writes an empty `stack.json`).
-pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), String> {
+pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), StackError> {
     let state = StackState {
         base_url: String::new(),
         owner: owner.to_string(),
@@ -69,7 +71,22 @@ pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), String> {
         dir: dir.to_path_buf(),
         state,
     });
+    crate::supervise::set_journal(Some(record));
     Ok(())
+}
+
+/// What supervision tells the journal while it is on.
+fn record(change: &Lifecycle<'_>) {
+    match *change {
+        Lifecycle::Started {
+            name,
+            program,
+            log,
+            pid,
+            started,
+        } => record_start(name, program, log, pid, started),
+        Lifecycle::Stopped { pid } => record_stop(pid),
+    }
 }
 
 /// Records a started process under its target's name (replacing the
@@ -110,6 +127,7 @@ pub fn record_stop(pid: u32) {
 
 /// Stops recording. A stack with nothing left running leaves no `stack.json`.
 pub fn end_journal() {
+    crate::supervise::set_journal(None);
     if let Some(journal) = journal().take() {
         if journal.state.components.is_empty() {
             let _ = std::fs::remove_file(journal.dir.join(STATE_FILE));
@@ -125,23 +143,22 @@ pub struct FolderLock {
 
 impl FolderLock {
     /// Takes the lock, or says who holds it; never waits.
-    pub fn try_acquire(dir: &Path) -> Result<FolderLock, String> {
+    pub fn try_acquire(dir: &Path) -> Result<FolderLock, StackError> {
         std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         let path = dir.join(LOCK_FILE);
         let file = std::fs::File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            .map_err(StackError::io(format!("cannot open {}", path.display())))?;
         // SAFETY: flock(2) on a file descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(format!(
-                "another `continuity stack` command is starting or stopping the stack in {} (it holds {})",
-                dir.display(),
-                path.display()
-            ));
+            return Err(StackError::Busy {
+                dir: dir.to_path_buf(),
+                lock: path,
+            });
         }
         Ok(FolderLock { _file: file })
     }
@@ -156,7 +173,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = FolderLock::try_acquire(dir.path()).unwrap();
         let e = FolderLock::try_acquire(dir.path()).err().unwrap();
-        assert!(e.contains("stack.lock"), "{e}");
+        assert!(matches!(e, StackError::Busy { .. }), "{e}");
+        assert!(e.to_string().contains("stack.lock"), "{e}");
         drop(first);
         assert!(FolderLock::try_acquire(dir.path()).is_ok());
     }

@@ -6,10 +6,11 @@
 //! purpose (`pkill server; server &` relaunches a daemon), so only a timed-out
 //! or abandoned command has its group killed.
 
-use super::signal::signal_name;
 use super::{fmt_duration, DEFAULT_GRACE};
+use crate::errors::error_chain;
 use crate::secret::display_url;
-use crate::stack::process::{kill_group, track_group, untrack_group};
+use crate::signal::Signal;
+use crate::supervise::{kill_group, track_group, untrack_group};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -32,7 +33,7 @@ pub enum RestartAction {
     /// A process the harness starts itself and restarts by stopping and starting.
     Managed(ManagedSpec),
     /// Send `signal` to the pid written in `pid_file`.
-    Signal { pid_file: PathBuf, signal: i32 },
+    Signal { pid_file: PathBuf, signal: Signal },
     /// Call a hook URL; any 2xx passes unless `expect_status` is given.
     Http {
         url: String,
@@ -51,7 +52,7 @@ pub struct ManagedSpec {
     pub cwd: Option<PathBuf>,
     /// Where stdout and stderr go; a file under the temp directory if unset.
     pub log: Option<PathBuf>,
-    pub stop_signal: i32,
+    pub stop_signal: Signal,
     pub grace: Duration,
 }
 
@@ -64,7 +65,7 @@ impl ManagedSpec {
             env: Vec::new(),
             cwd: None,
             log: None,
-            stop_signal: libc::SIGTERM,
+            stop_signal: Signal::TERM,
             grace: DEFAULT_GRACE,
         }
     }
@@ -78,14 +79,40 @@ impl ManagedSpec {
     }
 }
 
-impl RestartAction {
-    /// `command`, `managed`, `signal` or `http`.
-    pub fn kind(&self) -> &'static str {
+/// The kinds of [`RestartAction`], as a target's `restart` table names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartKind {
+    Managed,
+    Command,
+    Signal,
+    Http,
+}
+
+impl RestartKind {
+    /// The key that selects the kind in a `[targets.NAME.restart]` table.
+    pub fn as_str(self) -> &'static str {
         match self {
-            RestartAction::Command { .. } => "command",
-            RestartAction::Managed(_) => "managed",
-            RestartAction::Signal { .. } => "signal",
-            RestartAction::Http { .. } => "http",
+            RestartKind::Managed => "managed",
+            RestartKind::Command => "command",
+            RestartKind::Signal => "signal",
+            RestartKind::Http => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for RestartKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl RestartAction {
+    pub fn kind(&self) -> RestartKind {
+        match self {
+            RestartAction::Command { .. } => RestartKind::Command,
+            RestartAction::Managed(_) => RestartKind::Managed,
+            RestartAction::Signal { .. } => RestartKind::Signal,
+            RestartAction::Http { .. } => RestartKind::Http,
         }
     }
 
@@ -98,14 +125,12 @@ impl RestartAction {
             RestartAction::Managed(spec) => format!(
                 "managed: {} ({}, grace {})",
                 spec.command_line(),
-                signal_name(spec.stop_signal),
+                spec.stop_signal,
                 fmt_duration(spec.grace)
             ),
-            RestartAction::Signal { pid_file, signal } => format!(
-                "signal: {} to the pid in {}",
-                signal_name(*signal),
-                pid_file.display()
-            ),
+            RestartAction::Signal { pid_file, signal } => {
+                format!("signal: {} to the pid in {}", signal, pid_file.display())
+            }
             RestartAction::Http {
                 url,
                 method,
@@ -176,10 +201,47 @@ pub enum ActionError {
     },
 }
 
+/// What kind of failure an [`ActionError`] is, without its details: what a
+/// caller matches on (as `std::io::ErrorKind` for `io::Error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionErrorKind {
+    /// The restart command or managed process could not be started at all.
+    Spawn,
+    /// The restart command ran and exited with a failure.
+    Exit,
+    /// The restart command outlived its timeout.
+    Timeout,
+    /// The pid file is missing, unreadable or holds no pid.
+    PidFile,
+    /// The process a pid file names is gone.
+    NoProcess,
+    /// The signal could not be sent.
+    Kill,
+    /// The restart hook could not be called.
+    Request,
+    /// The restart hook answered with an unexpected status.
+    Status,
+}
+
+impl ActionError {
+    pub fn kind(&self) -> ActionErrorKind {
+        match self {
+            ActionError::Spawn { .. } | ActionError::Start { .. } => ActionErrorKind::Spawn,
+            ActionError::Exit { .. } => ActionErrorKind::Exit,
+            ActionError::Timeout { .. } => ActionErrorKind::Timeout,
+            ActionError::PidFile { .. } => ActionErrorKind::PidFile,
+            ActionError::NoProcess { .. } => ActionErrorKind::NoProcess,
+            ActionError::Kill { .. } => ActionErrorKind::Kill,
+            ActionError::Request { .. } => ActionErrorKind::Request,
+            ActionError::Status { .. } => ActionErrorKind::Status,
+        }
+    }
+}
+
 fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(code), _) => format!("code {code}"),
-        (None, Some(signal)) => signal_name(signal),
+        (None, Some(signal)) => Signal::from_number(signal).to_string(),
         (None, None) => "an unknown status".to_string(),
     }
 }
@@ -359,20 +421,4 @@ pub(super) async fn call_hook(
             .take(300)
             .collect(),
     })
-}
-
-/// An error and its causes on one line: reqwest hides "connection refused"
-/// two levels down.
-pub(super) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        let part = err.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        cur = err.source();
-    }
-    text
 }

@@ -5,7 +5,7 @@
 //! restarted: a managed process is started, a pid file is checked, and the
 //! readiness probe must pass once (a stack that is not up yet is reported
 //! before any scenario runs). [`Target::restart`] never fails as a Rust
-//! error: it returns a [`RestartOutcome`] saying how long the action took,
+//! error: it returns a [`RestartResult`] saying how long the action took,
 //! how long the component then needed to become ready, and, on failure,
 //! exactly what failed. [`Target::shutdown`] stops what the target started;
 //! dropping a target kills it outright.
@@ -17,12 +17,13 @@ mod signal;
 #[cfg(test)]
 mod tests;
 
-pub use action::{ActionError, ManagedSpec, RestartAction};
+pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
-pub use signal::{known_signals, parse_signal, signal_name, UnknownSignal};
 
-use crate::stack::process::{ManagedProcess, ProcessSpec, ProcessState};
-use serde::{Deserialize, Serialize};
+use crate::clock::millis;
+use crate::signal::Signal;
+use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState};
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -40,19 +41,7 @@ pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// Lines of a managed process's log quoted in a failure.
 const LOG_TAIL_LINES: usize = 10;
 
-/// What one restart did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RestartOutcome {
-    pub ok: bool,
-    /// How long the restart action itself took.
-    pub restart_ms: u64,
-    /// From the end of the action until the probe passed; `None` when the
-    /// restart failed or the target has no probe.
-    pub ready_ms: Option<u64>,
-    /// On failure, what failed: the command and its exit code and stderr,
-    /// or the probe, its deadline and its last error.
-    pub detail: Option<String>,
-}
+pub use crate::report::RestartResult;
 
 /// Why a target could not be prepared. The message is complete on its own.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -66,6 +55,40 @@ pub enum TargetError {
         /// What the managed process did meanwhile, when there is one.
         hint: String,
     },
+}
+
+/// A target that cannot run here, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unavailable {
+    pub name: String,
+    pub reason: String,
+    pub absence: Absence,
+}
+
+/// Why a target cannot run: its cells are skipped when its program is
+/// missing, errors when the program failed to start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Absence {
+    Missing,
+    StartFailed,
+}
+
+impl Unavailable {
+    pub fn skipped(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::Missing,
+        }
+    }
+
+    pub fn failed(name: &str, reason: &str) -> Self {
+        Self {
+            name: name.into(),
+            reason: reason.into(),
+            absence: Absence::StartFailed,
+        }
+    }
 }
 
 /// A restartable component.
@@ -158,8 +181,7 @@ impl Target {
         self
     }
 
-    /// `command`, `managed`, `signal` or `http`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> RestartKind {
         self.action.kind()
     }
 
@@ -227,12 +249,21 @@ impl Target {
         Ok(())
     }
 
-    /// Runs the restart action, then waits for readiness.
-    pub async fn restart(&mut self) -> RestartOutcome {
+    /// Runs the restart action, then waits for readiness; `phase` names the
+    /// scenario phase the result belongs to.
+    pub async fn restart(&mut self, phase: &str) -> RestartResult {
         let started = Instant::now();
         let action = self.run_action().await;
         let restart_ms = millis(started.elapsed());
-        let mut outcome = self.restart_outcome(action, restart_ms).await;
+        let (ok, ready_ms, detail) = self.restart_outcome(action).await;
+        let mut outcome = RestartResult {
+            phase: phase.to_string(),
+            action: self.kind().to_string(),
+            ok,
+            restart_ms,
+            ready_ms,
+            detail,
+        };
         if let Some(note) = self.after_stop_note.take() {
             outcome.detail = Some(match outcome.detail {
                 Some(detail) => format!("{detail}; {note}"),
@@ -242,53 +273,33 @@ impl Target {
         outcome
     }
 
+    /// Whether the restart worked, how long readiness took, and what failed.
     async fn restart_outcome(
         &mut self,
         action: Result<(), ActionError>,
-        restart_ms: u64,
-    ) -> RestartOutcome {
+    ) -> (bool, Option<u64>, Option<String>) {
         if let Err(error) = action {
-            return RestartOutcome {
-                ok: false,
-                restart_ms,
-                ready_ms: None,
-                detail: Some(error.to_string()),
-            };
+            return (false, None, Some(error.to_string()));
         }
         if self.readiness == Readiness::None {
-            return RestartOutcome {
-                ok: true,
-                restart_ms,
-                ready_ms: None,
-                detail: None,
-            };
+            return (true, None, None);
         }
         match self
             .readiness
             .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
         {
-            Ok(took) => RestartOutcome {
-                ok: true,
-                restart_ms,
-                ready_ms: Some(millis(took)),
-                detail: None,
-            },
-            Err(error) => RestartOutcome {
-                ok: false,
-                restart_ms,
-                ready_ms: None,
-                detail: Some(format!("{error}{}", self.process_hint())),
-            },
+            Ok(took) => (true, Some(millis(took)), None),
+            Err(error) => (false, None, Some(format!("{error}{}", self.process_hint()))),
         }
     }
 
-    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     /// Leaves a managed target's process running past this handle; returns its pid.
     pub fn detach(&mut self) -> Option<u32> {
         self.process.as_mut().and_then(ManagedProcess::detach)
     }
 
+    /// Stops a managed process (its stop signal, grace, then SIGKILL).
     pub async fn shutdown(&mut self) {
         let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
@@ -350,14 +361,11 @@ impl Target {
                     .unwrap_or_else(|| default_log_path(&self.name)),
             })
         });
-        process
-            .start()
-            .map(drop)
-            .map_err(|reason| ActionError::Start {
-                command: spec.command_line(),
-                reason,
-                log_tail: process.log_tail(LOG_TAIL_LINES),
-            })
+        process.start().map(drop).map_err(|e| ActionError::Start {
+            command: spec.command_line(),
+            reason: e.to_string(),
+            log_tail: process.log_tail(LOG_TAIL_LINES),
+        })
     }
 
     /// For a managed target whose probe failed: had the process exited, and
@@ -372,7 +380,7 @@ impl Target {
             }
             ProcessState::Exited {
                 signal: Some(s), ..
-            } => format!("; the process was killed by {}", signal_name(s)),
+            } => format!("; the process was killed by {}", Signal::from_number(s)),
             ProcessState::Exited { .. } => "; the process exited".to_string(),
             ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
             ProcessState::NotStarted => "; the process never started".to_string(),
@@ -407,7 +415,10 @@ fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: Pro
         }
         ProcessState::Exited { code, signal } => {
             fields.insert("exitCode".into(), code.into());
-            fields.insert("signal".into(), signal.map(signal_name).into());
+            fields.insert(
+                "signal".into(),
+                signal.map(|s| Signal::from_number(s).to_string()).into(),
+            );
         }
         ProcessState::NotStarted => {
             fields.insert("state".into(), "not started".into());
@@ -421,10 +432,6 @@ fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))
         .join(format!("{target}.log"))
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.

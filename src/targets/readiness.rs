@@ -4,8 +4,8 @@
 //! probe's last error ("connection refused", "status 503"), which is usually
 //! the whole diagnosis.
 
-use super::action::error_chain;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
+use crate::errors::error_chain;
 use crate::secret::{display_url, Secret};
 use crate::trace::Trace;
 use std::time::{Duration, Instant};
@@ -145,7 +145,9 @@ impl Readiness {
     }
 
     /// Polls until ready; returns how long that took. A delay is only a delay,
-    /// so it does not consult `timeout`.
+    /// so it does not consult `timeout`. Only tests probe without auth or a
+    /// trace; the harness always goes through [`Readiness::wait_with`].
+    #[cfg(test)]
     pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
         self.wait_with(timeout, &ProbeAuth::default(), &Trace::detached())
             .await
@@ -215,7 +217,7 @@ impl Readiness {
             Ok(Ok(())) => Ok(started.elapsed()),
             Ok(Err(fatal)) => Err(ProbeError {
                 gave_up: true,
-                ..self.failed(timeout, fatal, attempts)
+                ..self.failed(timeout, fatal.to_string(), attempts)
             }),
             Err(_) => Err(self.failed(
                 timeout,
@@ -257,10 +259,10 @@ async fn poll_http(
     probe: Probe<'_>,
     last_error: &mut String,
     attempts: &mut u32,
-) -> Result<(), String> {
+) -> Result<(), GaveUp> {
     let client = crate::http::client_builder()
         .build()
-        .map_err(|e| error_chain(&e))?;
+        .map_err(GaveUp::Client)?;
     let Probe {
         url,
         post,
@@ -296,8 +298,11 @@ async fn poll_http(
         probe_event(trace, *attempts, url, status, error.as_deref());
         match (status, error) {
             (Some(s), _) if s == expect => return Ok(()),
-            (Some(s @ (401 | 403)), _) => {
-                return Err(refused(s, authorized && auth.token.is_some()))
+            (Some(status @ (401 | 403)), _) => {
+                return Err(GaveUp::Refused {
+                    status,
+                    sent_token: authorized && auth.token.is_some(),
+                })
             }
             (Some(s), _) => *last_error = format!("status {s}"),
             (None, e) => *last_error = e.unwrap_or_default(),
@@ -316,7 +321,17 @@ fn with_auth(mut request: reqwest::RequestBuilder, auth: &ProbeAuth) -> reqwest:
     }
 }
 
-/// A 401 or 403: waiting longer will not help.
+/// Why a probe stopped before its deadline: waiting longer will not help.
+#[derive(Debug, thiserror::Error)]
+enum GaveUp {
+    /// The HTTP client cannot be built.
+    #[error("{}", error_chain(.0))]
+    Client(reqwest::Error),
+    /// A 401 or 403.
+    #[error("{}", refused(*.status, *.sent_token))]
+    Refused { status: u16, sent_token: bool },
+}
+
 fn refused(status: u16, sent_token: bool) -> String {
     if sent_token {
         format!("the server rejected the token (HTTP {status})")
@@ -330,7 +345,7 @@ async fn poll_tcp(
     last_error: &mut String,
     attempts: &mut u32,
     trace: &Trace,
-) -> Result<(), String> {
+) -> Result<(), GaveUp> {
     loop {
         *attempts += 1;
         let connected =

@@ -1,62 +1,9 @@
-//! Signal names as a config file spells them (`"SIGTERM"` or `"TERM"`), the
-//! libc numbers they stand for, and the `signal` restart action: read a pid
-//! file and signal that process (an nginx reload, a supervisor's HUP).
+//! The `signal` restart action: read a pid file and signal that process
+//! (an nginx reload, a supervisor's HUP).
 
 use super::action::ActionError;
+use crate::signal::Signal;
 use std::path::Path;
-
-/// The signals a restart may send, in the order error messages list them.
-const SIGNALS: &[(&str, i32)] = &[
-    ("SIGTERM", libc::SIGTERM),
-    ("SIGKILL", libc::SIGKILL),
-    ("SIGHUP", libc::SIGHUP),
-    ("SIGINT", libc::SIGINT),
-    ("SIGQUIT", libc::SIGQUIT),
-    ("SIGUSR1", libc::SIGUSR1),
-    ("SIGUSR2", libc::SIGUSR2),
-];
-
-/// A signal name the harness does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown signal `{given}`; expected one of {}", known_signals())]
-pub struct UnknownSignal {
-    pub given: String,
-}
-
-/// `SIGTERM, SIGKILL, …` for messages.
-pub fn known_signals() -> String {
-    SIGNALS
-        .iter()
-        .map(|(name, _)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Maps `"SIGTERM"`, `"TERM"` or `"sigterm"` to `libc::SIGTERM`.
-pub fn parse_signal(name: &str) -> Result<i32, UnknownSignal> {
-    let upper = name.trim().to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    SIGNALS
-        .iter()
-        .find(|(known, _)| *known == full)
-        .map(|(_, number)| *number)
-        .ok_or_else(|| UnknownSignal {
-            given: name.to_string(),
-        })
-}
-
-/// `SIGTERM` for `libc::SIGTERM`; `signal 34` for one outside the table.
-pub fn signal_name(signal: i32) -> String {
-    SIGNALS
-        .iter()
-        .find(|(_, number)| *number == signal)
-        .map(|(name, _)| name.to_string())
-        .unwrap_or_else(|| format!("signal {signal}"))
-}
 
 /// Reads a pid file: one positive integer, surrounding whitespace allowed.
 pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
@@ -84,10 +31,10 @@ pub fn process_exists(pid: i32) -> bool {
 }
 
 /// Sends `signal` to the process named by `pid_file`.
-pub fn send_from_pid_file(pid_file: &Path, signal: i32) -> Result<(), ActionError> {
+pub fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
     let pid = read_pid_file(pid_file)?;
     // SAFETY: kill(2) on a single positive pid; no memory is touched.
-    if unsafe { libc::kill(pid, signal) } == 0 {
+    if unsafe { libc::kill(pid, signal.number()) } == 0 {
         return Ok(());
     }
     let err = std::io::Error::last_os_error();
@@ -99,7 +46,7 @@ pub fn send_from_pid_file(pid_file: &Path, signal: i32) -> Result<(), ActionErro
     } else {
         Err(ActionError::Kill {
             pid,
-            signal: signal_name(signal),
+            signal: signal.to_string(),
             reason: err.to_string(),
         })
     }
@@ -108,18 +55,6 @@ pub fn send_from_pid_file(pid_file: &Path, signal: i32) -> Result<(), ActionErro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_with_and_without_the_sig_prefix() {
-        assert_eq!(parse_signal("SIGTERM"), Ok(libc::SIGTERM));
-        assert_eq!(parse_signal("TERM"), Ok(libc::SIGTERM));
-        assert_eq!(parse_signal("hup"), Ok(libc::SIGHUP));
-        assert_eq!(parse_signal("SIGUSR2"), Ok(libc::SIGUSR2));
-        let e = parse_signal("SIGFOO").unwrap_err();
-        assert!(e.to_string().contains("SIGFOO"), "{e}");
-        assert!(e.to_string().contains("SIGQUIT"), "{e}");
-        assert_eq!(signal_name(libc::SIGINT), "SIGINT");
-    }
 
     #[test]
     fn pid_files_must_hold_a_pid() {

@@ -1,7 +1,8 @@
 //! Targets against real processes, sockets and files on 127.0.0.1.
 
+use super::action::ActionErrorKind;
 use super::*;
-use crate::stack::process::{free_port, group_members};
+use crate::supervise::{free_port, group_members};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The interpreter itself, not a version-manager shim that would sit
@@ -33,7 +34,7 @@ async fn restart_managed_and_check(readiness: Readiness, port: u16, dir: &std::p
     target.prepare().await.expect("prepare");
     let first = target.pid().expect("running") as i32;
 
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(outcome.ok, "{outcome:?}");
     assert!(outcome.ready_ms.is_some(), "{outcome:?}");
     assert!(outcome.detail.is_none());
@@ -88,7 +89,7 @@ async fn a_failing_command_reports_its_exit_code_and_stderr() {
         },
         Readiness::None,
     );
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     assert_eq!(outcome.ready_ms, None);
     let detail = outcome.detail.unwrap();
@@ -109,7 +110,7 @@ async fn a_hanging_command_is_killed_at_its_timeout_with_its_children() {
         Readiness::None,
     );
     let started = Instant::now();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     let took = started.elapsed();
     assert!(!outcome.ok);
     assert!(took >= timeout, "{took:?}");
@@ -143,7 +144,7 @@ async fn a_command_that_succeeds_then_readiness_that_never_comes() {
     )
     .with_ready_timeout(Duration::from_millis(300));
     let started = Instant::now();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(!outcome.ok);
     assert_eq!(outcome.ready_ms, None);
@@ -185,13 +186,17 @@ async fn a_missing_pid_file_is_an_error() {
         "gateway",
         RestartAction::Signal {
             pid_file: pid_file.clone(),
-            signal: libc::SIGHUP,
+            signal: crate::signal::Signal::HUP,
         },
         Readiness::None,
     );
-    let e = target.prepare().await.unwrap_err().to_string();
-    assert!(e.contains("nginx.pid"), "{e}");
-    let outcome = target.restart().await;
+    let e = target.prepare().await.unwrap_err();
+    assert!(
+        matches!(&e, TargetError::Action { error, .. } if error.kind() == ActionErrorKind::PidFile),
+        "{e}"
+    );
+    assert!(e.to_string().contains("nginx.pid"), "{e}");
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     assert!(outcome.detail.unwrap().contains("nginx.pid"));
 }
@@ -217,12 +222,12 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
         "gateway",
         RestartAction::Signal {
             pid_file,
-            signal: libc::SIGHUP,
+            signal: crate::signal::Signal::HUP,
         },
         Readiness::None,
     );
     target.prepare().await.unwrap();
-    let outcome = target.restart().await;
+    let outcome = target.restart("restart").await;
     assert!(outcome.ok, "{outcome:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !marker.exists() && Instant::now() < deadline {
@@ -247,8 +252,8 @@ async fn an_http_hook_checks_its_status() {
         },
         Readiness::None,
     );
-    assert!(target.restart().await.ok);
-    let outcome = target.restart().await;
+    assert!(target.restart("restart").await.ok);
+    let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     let detail = outcome.detail.unwrap();
     assert!(detail.contains("answered 500, expected 204"), "{detail}");
@@ -265,7 +270,7 @@ fn describe_is_one_readable_line() {
         RestartAction::Managed(spec),
         Readiness::http("http://127.0.0.1:2468/v1/health"),
     );
-    assert_eq!(target.kind(), "managed");
+    assert_eq!(target.kind(), RestartKind::Managed);
     assert_eq!(
         target.describe(),
         "managed: sandbox-agent server -p 2468 (SIGTERM, grace 5 s); \
@@ -305,7 +310,7 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
         },
         Readiness::None,
     );
-    let detail = target.restart().await.detail.unwrap();
+    let detail = target.restart("restart").await.detail.unwrap();
     // The command itself is quoted first; what follows is the stderr kept.
     assert_eq!(
         detail.rsplit("; stderr: ").next(),

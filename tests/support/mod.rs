@@ -116,28 +116,6 @@ pub fn processes_with(words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn processes_with_finds_a_running_process() {
-    // A duration no other process uses: this binary's pid as the fraction.
-    let seconds = format!("3000.{}", std::process::id());
-    let mut child = std::process::Command::new("sleep")
-        .arg(&seconds)
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let found = loop {
-        let found = processes_with(&["sleep", &seconds]);
-        if !found.is_empty() || std::time::Instant::now() > deadline {
-            break found;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    assert_eq!(found.len(), 1, "{found:?}");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(processes_with(&["sleep", &seconds]).is_empty());
-}
-
 /// Running processes that carry the owner tag of a run or stack whose folder
 /// is `dir` or inside it (`CONTINUITY_OWNER=<id>:<folder>` in their
 /// environment): everything that run started, whatever it is named.
@@ -234,7 +212,7 @@ pub fn listening_addresses_in(dir: &std::path::Path) -> Vec<(std::net::SocketAdd
 }
 
 /// `0100007F:1F90` (little-endian words, as /proc/net prints them) → `127.0.0.1:8080`.
-fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
+pub fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
     let (ip, port) = text.split_once(':').unwrap();
     let port = u16::from_str_radix(port, 16).unwrap();
     let words: Vec<u32> = (0..ip.len() / 8)
@@ -254,18 +232,6 @@ fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
         std::net::Ipv4Addr::from(words[0]).into()
     };
     std::net::SocketAddr::new(ip, port)
-}
-
-#[test]
-fn proc_addresses_parse() {
-    assert_eq!(
-        parse_proc_addr("0100007F:1F90", false).to_string(),
-        "127.0.0.1:8080"
-    );
-    assert_eq!(
-        parse_proc_addr("00000000000000000000000001000000:0050", true).to_string(),
-        "[::1]:80"
-    );
 }
 
 /// The `report.json` of a run folder.
@@ -296,10 +262,10 @@ pub fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
 }
 
 /// Asserts a `continuity` exit code, showing what it printed when it differs.
-pub fn assert_exit(run: &std::process::Output, code: i32) {
+pub fn assert_exit(run: &std::process::Output, code: u8) {
     assert_eq!(
         run.status.code(),
-        Some(code),
+        Some(i32::from(code)),
         "stdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
@@ -335,9 +301,29 @@ pub fn managed_agent_config(
     dir: &std::path::Path,
     agent_env: &[(&str, &str)],
 ) -> (std::path::PathBuf, String) {
+    managed_agent_config_with(dir, agent_env, None, Ready::Http)
+}
+
+/// How the managed server's readiness is probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// `GET /v1/health` (with the run's token), 200.
+    Http,
+    /// A TCP connect to its port: needs no token.
+    Tcp,
+}
+
+/// [`managed_agent_config`], the server started with `--token TOKEN` when
+/// `token` is given, probed by `ready`.
+pub fn managed_agent_config_with(
+    dir: &std::path::Path,
+    agent_env: &[(&str, &str)],
+    token: Option<&str>,
+    ready: Ready,
+) -> (std::path::PathBuf, String) {
     let binary = sandbox_agent::install(sandbox_agent::DEFAULT_VERSION, &mut |l| eprintln!("{l}"))
         .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
-    let port = continuity::stack::process::free_port().unwrap();
+    let port = continuity::supervise::free_port().unwrap();
     let server = SandboxAgentConfig {
         binary,
         run_dir: dir.join("server"),
@@ -350,16 +336,24 @@ pub fn managed_agent_config(
     };
     let spec = server.prepare(port).unwrap();
     let base_url = format!("http://127.0.0.1:{port}");
-    let command: Vec<String> = std::iter::once(spec.program.display().to_string())
+    let mut command: Vec<String> = std::iter::once(spec.program.display().to_string())
         .chain(spec.args.iter().cloned())
         .collect();
+    if let Some(token) = token {
+        let at = command.iter().position(|a| a == "--no-token").unwrap();
+        command.splice(at..=at, ["--token".to_string(), token.to_string()]);
+    }
     let env: Vec<String> = spec
         .env
         .iter()
         .map(|(k, v)| format!("{k} = {v:?}"))
         .collect();
+    let ready = match ready {
+        Ready::Http => format!("ready = {{ http = \"{base_url}/v1/health\", status = 200 }}"),
+        Ready::Tcp => format!("ready = {{ tcp = \"127.0.0.1:{port}\" }}"),
+    };
     let config = format!(
-        "[run]\nbase_url = {base_url:?}\nagent = \"mock\"\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\nready = {{ http = \"{base_url}/v1/health\", status = 200 }}\n",
+        "[run]\nbase_url = {base_url:?}\nagent = \"mock\"\ntimeout_ms = 10000\n\n[targets.agent]\nrestart = {{ managed = {{ command = {command:?}, env = {{ {} }}, cwd = {:?}, log = {:?} }} }}\n{ready}\n",
         env.join(", "),
         spec.cwd.unwrap().display().to_string(),
         spec.log.display().to_string(),

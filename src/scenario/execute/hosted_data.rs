@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 /// The signature of a hosted failure: the SDK's own error classified by
 /// what it carries (RPC code, HTTP status, its name), or the Rivet path's.
 pub fn hosted_signature(error: &HostedError, token: Option<&crate::secret::Secret>) -> Signature {
-    let text = diagnose::mask_ids(&crate::secret::redact_known(&crate::secret::redact(
+    let text = crate::report::mask_ids(&crate::secret::redact_known(&crate::secret::redact(
         &error.to_string(),
         token,
     )));
@@ -68,7 +68,7 @@ pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::Phas
             "kind": fault.get("kind").cloned().unwrap_or(Value::Null),
             "phase": phase,
             "name": error.get("name").cloned().unwrap_or(Value::Null),
-            "message": diagnose::mask_ids(&crate::secret::redact_known(
+            "message": crate::report::mask_ids(&crate::secret::redact_known(
                 error.get("message").and_then(Value::as_str).unwrap_or(""),
             )),
             "status": error.get("status").cloned().unwrap_or(Value::Null),
@@ -145,7 +145,7 @@ pub(super) fn sdk_json(sdk: &SdkError) -> Value {
         m.insert("name".into(), e.name.clone().into());
         m.insert(
             "message".into(),
-            diagnose::mask_ids(&crate::secret::redact_known(&e.message)).into(),
+            crate::report::mask_ids(&crate::secret::redact_known(&e.message)).into(),
         );
         if let Some(s) = e.status {
             m.insert("status".into(), s.into());

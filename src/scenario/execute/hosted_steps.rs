@@ -6,11 +6,11 @@
 //! cell starts, so such a cell is skipped with the step named, never faked.
 
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
-use super::{rehydrate_text, Cell, StepFailure, StepResult};
+use super::{rehydrate_text, RunningCell, StepFailure, StepResult};
 use crate::client::hosted::{HostedClient, HostedError};
 use crate::diagnose;
 use crate::report::SignatureKind;
-use crate::scenario::{ResumeExpect, Scenario, Step};
+use crate::scenario::{Phase, ResumeExpect, Scenario, Step, StepKind};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -34,7 +34,7 @@ impl HostedCell {
 }
 
 /// The first step of `scenario` the hosted client cannot take: (phase, step kind).
-pub fn unsupported_step(scenario: &Scenario) -> Option<(String, &'static str)> {
+pub fn unsupported_step(scenario: &Scenario) -> Option<(String, StepKind)> {
     scenario
         .phases
         .iter()
@@ -60,7 +60,7 @@ fn supported(step: &Step) -> bool {
     )
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     fn hosted(&self) -> &HostedCell {
         self.hosted
             .as_ref()
@@ -96,7 +96,8 @@ impl Cell<'_> {
     }
 
     /// Runs a step through the hosted SDK client.
-    pub(super) async fn run_hosted_step(&mut self, phase: &str, step: &Step) -> StepResult {
+    pub(super) async fn run_hosted_step(&mut self, running: &Phase) -> StepResult {
+        let (phase, step) = (running.name.as_str(), &running.step);
         let mut detail = Map::new();
         let base = |client: &str| -> Map<String, Value> {
             let mut m = Map::new();
@@ -105,7 +106,7 @@ impl Cell<'_> {
             m
         };
         match step {
-            Step::Restart | Step::Sleep { .. } => return self.run_step(step).await,
+            Step::Restart | Step::Sleep { .. } => return self.run_step(running).await,
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
@@ -347,7 +348,7 @@ mod tests {
         assert_eq!(unsupported_step(find("recreate-rehydrate")), None);
         let (_, kind) = unsupported_step(find("sandbox-reconnect")).expect("sandbox steps");
         assert!(
-            ["write_file", "probe", "spawn_process"].contains(&kind),
+            ["write_file", "probe", "spawn_process"].contains(&kind.name()),
             "{kind}"
         );
         assert!(unsupported_step(find("restart-mid-turn")).is_some());

@@ -7,7 +7,7 @@
 //! to the first good prompt, and — from the fake provider's log — whether the
 //! model saw the earlier turns.
 
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::{Direction, Observed, Transport, TransportConfig};
 use crate::diagnose;
 use crate::report::SignatureKind;
@@ -56,7 +56,7 @@ fn drain_chunks(
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     pub(super) async fn recover_session(
         &mut self,
         client: &str,

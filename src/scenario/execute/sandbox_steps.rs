@@ -3,18 +3,18 @@
 //! `file changed`, `process gone`, `logs lost`), and the state the cell keeps
 //! about them (terminals: `terminal_steps.rs`; removal: `sandbox_teardown.rs`).
 
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::AcpError;
 use crate::client::{Client, ClientError, ProcessSpec, Terminal};
 use crate::diagnose;
 use crate::report::SignatureKind;
-use crate::scenario::{ProcessExpect, Step};
-use serde_json::Map;
+use crate::scenario::ProcessExpect;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a cell's processes with the cell's id.
-pub(super) const CELL_MARK: &str = "CONTINUITY_CELL";
+const CELL_MARK: &str = "CONTINUITY_CELL";
 /// Where a cell's files go in the sandbox: one folder per cell, removed at the end.
 const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 /// How long `process_status` waits for `logs_contain` to show up in the logs.
@@ -44,7 +44,7 @@ impl SandboxState {
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     pub(super) fn sandbox_folder(&self) -> String {
         format!("{SANDBOX_ROOT}/{}", self.settings.session_suffix)
     }
@@ -75,188 +75,191 @@ impl Cell<'_> {
         })
     }
 
-    pub(super) async fn run_sandbox_step(&mut self, step: &Step) -> StepResult {
+    /// `write_file`: the content into the cell's sandbox folder.
+    pub(super) async fn write_file(
+        &mut self,
+        client: &str,
+        path: &str,
+        content: &str,
+    ) -> StepResult {
         let mut detail = Map::new();
-        match step {
-            Step::WriteFile {
-                client,
-                path,
-                content,
-            } => {
-                let full = format!("{}/{path}", self.sandbox_folder());
-                // Recorded first: a write that fails half-way still gets cleaned up.
-                self.sandbox
-                    .files
-                    .insert(path.clone(), content.as_bytes().to_vec());
-                self.sandbox_client(client)?
-                    .write_file(&full, content.as_bytes().to_vec())
-                    .await
-                    .map_err(|e| self.failure(None, &e))?;
-                detail.insert("path".into(), full.into());
-                detail.insert("bytes".into(), content.len().into());
+        let full = format!("{}/{path}", self.sandbox_folder());
+        // Recorded first: a write that fails half-way still gets cleaned up.
+        self.sandbox
+            .files
+            .insert(path.to_string(), content.as_bytes().to_vec());
+        self.sandbox_client(client)?
+            .write_file(&full, content.as_bytes().to_vec())
+            .await
+            .map_err(|e| self.failure(None, &e))?;
+        detail.insert("path".into(), full.into());
+        detail.insert("bytes".into(), content.len().into());
+        Ok(detail)
+    }
+
+    /// `read_file`: read back and compared with what the cell wrote.
+    pub(super) async fn read_file(&mut self, client: &str, path: &str) -> StepResult {
+        let mut detail = Map::new();
+        let full = format!("{}/{path}", self.sandbox_folder());
+        detail.insert("path".into(), full.clone().into());
+        let read = self.sandbox_client(client)?.read_file(&full).await;
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(e) if file_missing(&e) => {
+                return Err(self
+                    .failure(Some("file missing"), &e)
+                    .with_detail(detail)
+                    .with("exists", false))
             }
-            Step::ReadFile { client, path } => {
-                let full = format!("{}/{path}", self.sandbox_folder());
-                detail.insert("path".into(), full.clone().into());
-                let read = self.sandbox_client(client)?.read_file(&full).await;
-                let bytes = match read {
-                    Ok(bytes) => bytes,
-                    Err(e) if file_missing(&e) => {
-                        return Err(self
-                            .failure(Some("file missing"), &e)
-                            .with_detail(detail)
-                            .with("exists", false))
-                    }
-                    Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
-                };
-                let expected = self.sandbox.files.get(path).cloned().unwrap_or_default();
-                detail.insert("exists".into(), true.into());
-                detail.insert("bytes".into(), bytes.len().into());
-                detail.insert("sameBytes".into(), (bytes == expected).into());
-                if bytes != expected {
-                    let at = bytes
-                        .iter()
-                        .zip(&expected)
-                        .position(|(a, b)| a != b)
-                        .unwrap_or(bytes.len().min(expected.len()));
-                    return Err(StepFailure::new(diagnose::other(
-                        SignatureKind::Integrity,
-                        format!(
-                            "file changed: read {} bytes, wrote {} (first difference at byte {at})",
-                            bytes.len(),
-                            expected.len()
-                        ),
-                    ))
-                    .with_detail(detail));
+            Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
+        };
+        let expected = self.sandbox.files.get(path).cloned().unwrap_or_default();
+        detail.insert("exists".into(), true.into());
+        detail.insert("bytes".into(), bytes.len().into());
+        detail.insert("sameBytes".into(), (bytes == expected).into());
+        if bytes != expected {
+            let at = bytes
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(bytes.len().min(expected.len()));
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Integrity,
+                format!(
+                    "file changed: read {} bytes, wrote {} (first difference at byte {at})",
+                    bytes.len(),
+                    expected.len()
+                ),
+            ))
+            .with_detail(detail));
+        }
+        Ok(detail)
+    }
+
+    /// `spawn_process`: a long-running process marked with the cell's id.
+    pub(super) async fn spawn_process(
+        &mut self,
+        client: &str,
+        process: &str,
+        command: &[String],
+        tty: bool,
+    ) -> StepResult {
+        let mut detail = Map::new();
+        let spec = ProcessSpec {
+            command: command[0].clone(),
+            args: command[1..].to_vec(),
+            tty,
+            env: vec![(CELL_MARK.into(), self.settings.session_suffix.clone())],
+        };
+        self.sandbox.spawned = true;
+        let info = self
+            .sandbox_client(client)?
+            .create_process(&spec)
+            .await
+            .map_err(|e| self.failure(None, &e))?;
+        self.sandbox
+            .processes
+            .insert(process.to_string(), info.id.clone());
+        detail.insert("processId".into(), info.id.into());
+        detail.insert("status".into(), info.status.into());
+        detail.insert("pid".into(), info.pid.into());
+        Ok(detail)
+    }
+
+    /// `process_status`: still listed, in the expected state, its logs kept.
+    pub(super) async fn process_status(
+        &mut self,
+        client: &str,
+        process: &str,
+        expect: ProcessExpect,
+        logs_contain: Option<&str>,
+    ) -> StepResult {
+        let mut detail = Map::new();
+        let id = self.process_id(process)?;
+        let c = self.sandbox_client(client)?;
+        detail.insert("processId".into(), id.clone().into());
+        let listed = c
+            .list_process_ids()
+            .await
+            .map_err(|e| self.failure(None, &e))?
+            .contains(&id);
+        detail.insert("listed".into(), listed.into());
+        let info = match c.get_process(&id).await {
+            Ok(info) => info,
+            Err(e) if gone(&e) => {
+                // The server forgot it; is the OS process still there, orphaned?
+                let orphans = marked_processes(c, &self.settings.session_suffix, false)
+                    .await
+                    .unwrap_or_default();
+                detail.insert("orphanPids".into(), orphans.clone().into());
+                let mut failure = self.failure(Some("process gone"), &e);
+                if !orphans.is_empty() {
+                    failure
+                        .signature
+                        .message
+                        .push_str(" (still running unlisted)");
                 }
+                return Err(failure.with_detail(detail));
             }
-            Step::SpawnProcess {
-                client,
-                process,
-                command,
-                tty,
-            } => {
-                let spec = ProcessSpec {
-                    command: command[0].clone(),
-                    args: command[1..].to_vec(),
-                    tty: *tty,
-                    env: vec![(CELL_MARK.into(), self.settings.session_suffix.clone())],
-                };
-                self.sandbox.spawned = true;
-                let info = self
-                    .sandbox_client(client)?
-                    .create_process(&spec)
-                    .await
-                    .map_err(|e| self.failure(None, &e))?;
-                self.sandbox
-                    .processes
-                    .insert(process.clone(), info.id.clone());
-                detail.insert("processId".into(), info.id.into());
-                detail.insert("status".into(), info.status.into());
-                detail.insert("pid".into(), info.pid.into());
+            Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
+        };
+        detail.insert("status".into(), info.status.clone().into());
+        detail.insert("exitCode".into(), info.exit_code.into());
+        // Output a process just printed may take a moment to be logged.
+        let settle = Instant::now() + LOG_SETTLE;
+        let (logs, text) = loop {
+            let logs = c
+                .process_logs(&id)
+                .await
+                .map_err(|e| self.failure(None, &e).with_detail(detail.clone()))?;
+            let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
+            let found = logs_contain
+                .as_ref()
+                .is_none_or(|wanted| String::from_utf8_lossy(&text).contains(wanted));
+            if found || Instant::now() >= settle {
+                break (logs, text);
             }
-            Step::ProcessStatus {
-                client,
-                process,
-                expect,
-                logs_contain,
-            } => {
-                let id = self.process_id(process)?;
-                let c = self.sandbox_client(client)?;
-                detail.insert("processId".into(), id.clone().into());
-                let listed = c
-                    .list_process_ids()
-                    .await
-                    .map_err(|e| self.failure(None, &e))?
-                    .contains(&id);
-                detail.insert("listed".into(), listed.into());
-                let info = match c.get_process(&id).await {
-                    Ok(info) => info,
-                    Err(e) if gone(&e) => {
-                        // The server forgot it; is the OS process still there, orphaned?
-                        let orphans = super::sandbox_teardown::marked_processes(
-                            c,
-                            &self.settings.session_suffix,
-                            false,
-                        )
-                        .await
-                        .unwrap_or_default();
-                        detail.insert("orphanPids".into(), orphans.clone().into());
-                        let mut failure = self.failure(Some("process gone"), &e);
-                        if !orphans.is_empty() {
-                            failure
-                                .signature
-                                .message
-                                .push_str(" (still running unlisted)");
-                        }
-                        return Err(failure.with_detail(detail));
-                    }
-                    Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
-                };
-                detail.insert("status".into(), info.status.clone().into());
-                detail.insert("exitCode".into(), info.exit_code.into());
-                // Output a process just printed may take a moment to be logged.
-                let settle = Instant::now() + LOG_SETTLE;
-                let (logs, text) = loop {
-                    let logs = c
-                        .process_logs(&id)
-                        .await
-                        .map_err(|e| self.failure(None, &e).with_detail(detail.clone()))?;
-                    let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
-                    let found = logs_contain.as_ref().is_none_or(|wanted| {
-                        String::from_utf8_lossy(&text).contains(wanted.as_str())
-                    });
-                    if found || Instant::now() >= settle {
-                        break (logs, text);
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                };
-                detail.insert("logEntries".into(), logs.len().into());
-                detail.insert("logBytes".into(), text.len().into());
-                let state_ok = match expect {
-                    ProcessExpect::Running => info.status == "running",
-                    ProcessExpect::Exited => info.status == "exited",
-                    ProcessExpect::Listed => true,
-                };
-                if !listed || !state_ok {
-                    let message = if !listed {
-                        format!("process gone: {id} is not in the process list")
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        detail.insert("logEntries".into(), logs.len().into());
+        detail.insert("logBytes".into(), text.len().into());
+        let state_ok = match expect {
+            ProcessExpect::Running => info.status == "running",
+            ProcessExpect::Exited => info.status == "exited",
+            ProcessExpect::Listed => true,
+        };
+        if !listed || !state_ok {
+            let message = if !listed {
+                format!("process gone: {id} is not in the process list")
+            } else {
+                format!(
+                    "process {}: status {}{}",
+                    if expect == ProcessExpect::Running {
+                        "stopped"
                     } else {
-                        format!(
-                            "process {}: status {}{}",
-                            if *expect == ProcessExpect::Running {
-                                "stopped"
-                            } else {
-                                "still running"
-                            },
-                            info.status,
-                            info.exit_code
-                                .map(|c| format!(", exit code {c}"))
-                                .unwrap_or_default()
-                        )
-                    };
-                    return Err(
-                        StepFailure::new(diagnose::other(SignatureKind::Client, message))
-                            .with_detail(detail),
-                    );
-                }
-                if let Some(wanted) = logs_contain {
-                    let kept = String::from_utf8_lossy(&text).contains(wanted.as_str());
-                    detail.insert("logsRetained".into(), kept.into());
-                    if !kept {
-                        return Err(StepFailure::new(diagnose::other(
-                            SignatureKind::Integrity,
-                            format!("logs lost: {} entries, none has {wanted:?}", logs.len()),
-                        ))
-                        .with_detail(detail));
-                    }
-                }
+                        "still running"
+                    },
+                    info.status,
+                    info.exit_code
+                        .map(|c| format!(", exit code {c}"))
+                        .unwrap_or_default()
+                )
+            };
+            return Err(
+                StepFailure::new(diagnose::other(SignatureKind::Client, message))
+                    .with_detail(detail),
+            );
+        }
+        if let Some(wanted) = logs_contain {
+            let kept = String::from_utf8_lossy(&text).contains(wanted);
+            detail.insert("logsRetained".into(), kept.into());
+            if !kept {
+                return Err(StepFailure::new(diagnose::other(
+                    SignatureKind::Integrity,
+                    format!("logs lost: {} entries, none has {wanted:?}", logs.len()),
+                ))
+                .with_detail(detail));
             }
-            Step::TerminalAttach { .. }
-            | Step::TerminalSend { .. }
-            | Step::TerminalExpect { .. }
-            | Step::TerminalReattach { .. } => return self.run_terminal_step(step).await,
-            other => unreachable!("{} is not a sandbox step", other.kind()),
         }
         Ok(detail)
     }
@@ -304,4 +307,45 @@ mod tests {
         assert!(!file_missing(&http(400, "bad path")));
         assert!(!file_missing(&http(500, "not found")));
     }
+}
+
+/// Why the sweep for a cell's processes could not run.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SweepError {
+    #[error("cell id {0:?} is not safe in a shell word")]
+    UnsafeMark(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+/// Pids of the sandbox's processes whose environment carries this cell's
+/// mark (read from `/proc` by a one-off command in the sandbox, so it works
+/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
+/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
+pub(super) async fn marked_processes(
+    client: &Client,
+    suffix: &str,
+    kill: bool,
+) -> Result<Vec<i64>, SweepError> {
+    if suffix.is_empty()
+        || !suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(SweepError::UnsafeMark(suffix.to_string()));
+    }
+    let action = if kill { "kill -9 \"$p\"; " } else { "" };
+    let script = format!(
+        "{{ for f in /proc/[0-9]*/environ; do \
+         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
+         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
+    );
+    let result = client.run_command("sh", &["-c", &script], 10_000).await?;
+    Ok(result
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect())
 }

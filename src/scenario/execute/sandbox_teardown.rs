@@ -3,20 +3,21 @@
 //! killed (a restarted server forgets processes without killing them), its
 //! folder removed; bounded, with a fresh client, whatever happened before.
 
-use super::sandbox_steps::{file_missing, CELL_MARK};
-use super::{millis, Cell};
-use crate::client::{Client, ClientOptions};
+use super::sandbox_steps::{file_missing, marked_processes};
+use super::RunningCell;
+use crate::client::{Client, ClientError, ClientOptions};
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::{Outcome, PhaseResult, SignatureKind};
-use serde_json::{Map, Value};
+use serde_json::Map;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the teardown of a cell's files and processes may take.
 const TEARDOWN_BOUND: Duration = Duration::from_secs(10);
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     /// Closes the cell's terminals and removes its processes and files, bounded,
     /// with a fresh client (the scenario's may be disposed or broken). `None`
     /// when the cell made nothing.
@@ -39,7 +40,7 @@ impl Cell<'_> {
         let mut errors: Vec<String> = Vec::new();
         let mut orphans = 0usize;
         let work = async {
-            let client = Client::connect(options).map_err(|e| e.to_string())?;
+            let client = Client::connect(options)?;
             for id in state.processes.values() {
                 if let Err(e) = client.remove_process(id).await {
                     errors.push(format!("process {id}: {e}"));
@@ -64,7 +65,7 @@ impl Cell<'_> {
                 }
             }
             client.dispose().await;
-            Ok::<(), String>(())
+            Ok::<(), ClientError>(())
         };
         let outcome = tokio::time::timeout(TEARDOWN_BOUND, work).await;
         detail.insert("processes".into(), state.processes.len().into());
@@ -75,7 +76,7 @@ impl Cell<'_> {
                 millis(TEARDOWN_BOUND),
                 "removing the cell's processes and files",
             )),
-            Ok(Err(e)) => Some(diagnose::other(SignatureKind::Client, e)),
+            Ok(Err(e)) => Some(diagnose::other(SignatureKind::Client, e.to_string())),
             Ok(Ok(())) if !errors.is_empty() => Some(diagnose::other(
                 SignatureKind::Client,
                 crate::secret::redact(&errors.join("; "), self.settings.token.as_ref()),
@@ -86,7 +87,7 @@ impl Cell<'_> {
         Some(PhaseResult {
             name: "sandboxCleanup".into(),
             step: "sandbox_cleanup".into(),
-            verdict: false,
+            decides_verdict: false,
             cleanup: true,
             outcome: match (&signature, ok) {
                 (_, true) => Outcome::Ok,
@@ -100,39 +101,4 @@ impl Cell<'_> {
             signature,
         })
     }
-}
-
-/// Pids of the sandbox's processes whose environment carries this cell's
-/// mark (read from `/proc` by a one-off command in the sandbox, so it works
-/// on a remote deployment too); with `kill`, SIGKILLs them first. The mark
-/// proves ownership: nothing else has `CONTINUITY_CELL=<this cell>`.
-pub(super) async fn marked_processes(
-    client: &Client,
-    suffix: &str,
-    kill: bool,
-) -> Result<Vec<i64>, String> {
-    if suffix.is_empty()
-        || !suffix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-    {
-        return Err(format!("cell id {suffix:?} is not safe in a shell word"));
-    }
-    let action = if kill { "kill -9 \"$p\"; " } else { "" };
-    let script = format!(
-        "{{ for f in /proc/[0-9]*/environ; do \
-         if tr '\\0' '\\n' < \"$f\" | grep -qx '{CELL_MARK}={suffix}'; then \
-         p=${{f#/proc/}}; p=${{p%/environ}}; {action}echo \"$p\"; fi; done; }} 2>/dev/null; true"
-    );
-    let result = client
-        .run_command("sh", &["-c", &script], 10_000)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(result
-        .get("stdout")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect())
 }

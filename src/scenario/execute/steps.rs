@@ -2,12 +2,12 @@
 //! reads with the integrity check, resume, probes. Each returns the detail
 //! for the report, or a failure with its signature.
 
-use super::{rehydrate_text, Cell, CellStore, StepFailure, StepResult};
+use super::{rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};
 use crate::client::{Client, ClientOptions, CreateSession, Resume};
 use crate::diagnose;
 use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
-use crate::report::{RestartTiming, SignatureKind};
-use crate::scenario::{ResumeExpect, Step};
+use crate::report::SignatureKind;
+use crate::scenario::{Phase, ResumeExpect, Step};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ fn probe_status(error: &crate::client::ClientError) -> &'static str {
     }
 }
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     pub(super) fn session_id(&self, label: &str) -> String {
         format!("{label}-{}", self.settings.session_suffix)
     }
@@ -48,13 +48,25 @@ impl Cell<'_> {
         StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
     }
 
-    pub(super) async fn run_step(&mut self, step: &Step) -> StepResult {
+    /// Runs one phase's step: every step kind is dispatched here.
+    pub(super) async fn run_step(&mut self, phase: &Phase) -> StepResult {
+        let phase_name = phase.name.as_str();
         let mut detail = Map::new();
-        match step {
-            Step::StartTurn { .. }
-            | Step::AwaitTurn { .. }
-            | Step::TurnHistory { .. }
-            | Step::RestartDuringTurn { .. } => return self.run_turn_step(step).await,
+        match &phase.step {
+            Step::StartTurn {
+                client,
+                session,
+                text,
+                turn,
+            } => return self.start_turn(client, session, text, turn).await,
+            Step::AwaitTurn { turn, deadline } => {
+                let deadline = deadline.unwrap_or(self.settings.default_timeout);
+                return self.await_turn(turn, deadline).await;
+            }
+            Step::TurnHistory { client, turn } => return self.turn_history(client, turn).await,
+            Step::RestartDuringTurn { after } => {
+                return self.restart_during_turn(phase_name, *after).await
+            }
             Step::Connect { client } => {
                 let store: Arc<dyn PersistDriver> = match &self.settings.store {
                     CellStore::Shared(store) => Arc::clone(store),
@@ -119,38 +131,7 @@ impl Cell<'_> {
                 detail.insert("stopReason".into(), stop.into());
                 detail.insert("rehydratedPrompts".into(), prompts.len().into());
             }
-            Step::Restart => {
-                let trace = &self.settings.trace;
-                trace.event("restart_start", Map::new());
-                let report = self.restarter.restart().await;
-                trace.event(
-                    "restart_end",
-                    match json!({"ok": report.ok, "action": report.action, "restartMs": report.restart_ms, "readyMs": report.ready_ms, "detail": report.detail}) {
-                        Value::Object(map) => map,
-                        _ => Map::new(),
-                    },
-                );
-                self.restarted_at = Some(std::time::Instant::now());
-                self.restarted_at_ms = Some(crate::provider::now_ms());
-                self.restarts.push(RestartTiming {
-                    phase: String::new(),
-                    action: report.action.clone(),
-                    ok: report.ok,
-                    restart_ms: report.restart_ms,
-                    ready_ms: report.ready_ms,
-                    detail: report.detail.clone(),
-                });
-                detail.insert("action".into(), report.action.clone().into());
-                detail.insert("restartMs".into(), report.restart_ms.into());
-                detail.insert("readyMs".into(), report.ready_ms.into());
-                if !report.ok {
-                    let message = report.detail.unwrap_or_else(|| "restart failed".into());
-                    return Err(
-                        StepFailure::new(diagnose::other(SignatureKind::Harness, message))
-                            .with_detail(detail),
-                    );
-                }
-            }
+            Step::Restart => return self.restart(phase_name).await,
             Step::GetEvents {
                 client,
                 session,
@@ -225,14 +206,42 @@ impl Cell<'_> {
                     .map_err(|e| self.fail(&e))?;
                 detail.insert("health".into(), health);
             }
-            Step::WriteFile { .. }
-            | Step::ReadFile { .. }
-            | Step::SpawnProcess { .. }
-            | Step::ProcessStatus { .. }
-            | Step::TerminalAttach { .. }
-            | Step::TerminalSend { .. }
-            | Step::TerminalExpect { .. }
-            | Step::TerminalReattach { .. } => return self.run_sandbox_step(step).await,
+            Step::WriteFile {
+                client,
+                path,
+                content,
+            } => return self.write_file(client, path, content).await,
+            Step::ReadFile { client, path } => return self.read_file(client, path).await,
+            Step::SpawnProcess {
+                client,
+                process,
+                command,
+                tty,
+            } => return self.spawn_process(client, process, command, *tty).await,
+            Step::ProcessStatus {
+                client,
+                process,
+                expect,
+                logs_contain,
+            } => {
+                return self
+                    .process_status(client, process, *expect, logs_contain.as_deref())
+                    .await
+            }
+            Step::TerminalAttach {
+                client,
+                process,
+                terminal,
+            } => return self.terminal_attach(client, process, terminal).await,
+            Step::TerminalSend { terminal, text } => {
+                return self.terminal_send(terminal, text).await
+            }
+            Step::TerminalExpect { terminal, text } => {
+                return self.terminal_expect(terminal, text.as_deref()).await
+            }
+            Step::TerminalReattach { client, terminal } => {
+                return self.terminal_reattach(client, terminal).await
+            }
             Step::RecoverSession {
                 client,
                 session,
@@ -269,6 +278,35 @@ impl Cell<'_> {
                     Err(e) => return Err(self.fail(&e).with("status", probe_status(&e))),
                 }
             }
+        }
+        Ok(detail)
+    }
+
+    /// Restarts the target for phase `phase` and records the result.
+    pub(super) async fn restart(&mut self, phase: &str) -> StepResult {
+        let mut detail = Map::new();
+        let trace = &self.settings.trace;
+        trace.event("restart_start", Map::new());
+        let report = self.restarter.restart(phase).await;
+        trace.event(
+                "restart_end",
+                match json!({"ok": report.ok, "action": report.action, "restartMs": report.restart_ms, "readyMs": report.ready_ms, "detail": report.detail}) {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                },
+            );
+        self.restarted_at = Some(std::time::Instant::now());
+        self.restarted_at_ms = Some(crate::provider::now_ms());
+        self.restarts.push(report.clone());
+        detail.insert("action".into(), report.action.clone().into());
+        detail.insert("restartMs".into(), report.restart_ms.into());
+        detail.insert("readyMs".into(), report.ready_ms.into());
+        if !report.ok {
+            let message = report.detail.unwrap_or_else(|| "restart failed".into());
+            return Err(
+                StepFailure::new(diagnose::other(SignatureKind::Harness, message))
+                    .with_detail(detail),
+            );
         }
         Ok(detail)
     }

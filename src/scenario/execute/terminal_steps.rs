@@ -3,11 +3,10 @@
 //! and any replayed scrollback); and a terminal failure as a signature.
 
 use super::sandbox_steps::TerminalEntry;
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::client::{Terminal, TerminalError};
 use crate::diagnose;
 use crate::report::{Signature, SignatureKind};
-use crate::scenario::Step;
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 
@@ -17,7 +16,7 @@ const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
 const QUIET_GAP: Duration = Duration::from_millis(150);
 const QUIET_BOUND: Duration = Duration::from_secs(1);
 
-impl Cell<'_> {
+impl RunningCell<'_> {
     fn terminal_failure(&self, error: &TerminalError) -> StepFailure {
         StepFailure::new(terminal_signature(error, self.settings.token.as_ref()))
     }
@@ -31,113 +30,129 @@ impl Cell<'_> {
         })
     }
 
-    pub(super) async fn run_terminal_step(&mut self, step: &Step) -> StepResult {
+    /// `terminal_attach`: opens the process's terminal WebSocket as `terminal`.
+    pub(super) async fn terminal_attach(
+        &mut self,
+        client: &str,
+        process: &str,
+        terminal: &str,
+    ) -> StepResult {
         let mut detail = Map::new();
-        match step {
-            Step::TerminalAttach {
-                client,
-                process,
-                terminal,
-            } => {
-                let id = self.process_id(process)?;
-                let attached = self
-                    .sandbox_client(client)?
-                    .attach_terminal(&id)
-                    .await
-                    .map_err(|e| self.terminal_failure(&e))?;
-                attached
-                    .wait_ready()
-                    .await
-                    .map_err(|e| self.terminal_failure(&e))?;
-                detail.insert("processId".into(), id.into());
-                detail.insert("ready".into(), true.into());
-                self.sandbox.terminals.insert(
-                    terminal.clone(),
-                    TerminalEntry {
-                        terminal: attached,
-                        mark: 0,
-                        sent: Vec::new(),
-                    },
-                );
+        let id = self.process_id(process)?;
+        let attached = self
+            .sandbox_client(client)?
+            .attach_terminal(&id)
+            .await
+            .map_err(|e| self.terminal_failure(&e))?;
+        attached
+            .wait_ready()
+            .await
+            .map_err(|e| self.terminal_failure(&e))?;
+        detail.insert("processId".into(), id.into());
+        detail.insert("ready".into(), true.into());
+        self.sandbox.terminals.insert(
+            terminal.to_string(),
+            TerminalEntry {
+                terminal: attached,
+                mark: 0,
+                sent: Vec::new(),
+            },
+        );
+        Ok(detail)
+    }
+
+    /// `terminal_send`: types a line into `terminal`.
+    pub(super) async fn terminal_send(&mut self, terminal: &str, text: &str) -> StepResult {
+        let mut detail = Map::new();
+        // Recorded before sending: a `terminal_expect` after a failed
+        // send waits for this line, never for an older echo.
+        let entry = self.sandbox.terminals.get_mut(terminal).ok_or_else(|| {
+            StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("terminal `{terminal}` is not attached (its attach failed)"),
+            ))
+        })?;
+        entry.mark = entry.terminal.mark();
+        entry.sent.push(text.to_string());
+        let entry = self.entry(terminal)?;
+        entry
+            .terminal
+            .send_line(text)
+            .await
+            .map_err(|e| self.terminal_failure(&e))?;
+        detail.insert("bytes".into(), (text.len() + 1).into());
+        Ok(detail)
+    }
+
+    /// `terminal_expect`: waits for `text` (default: the line last sent).
+    pub(super) async fn terminal_expect(
+        &mut self,
+        terminal: &str,
+        text: Option<&str>,
+    ) -> StepResult {
+        let mut detail = Map::new();
+        let entry = self.entry(terminal)?;
+        let Some(wanted) = text
+            .map(str::to_string)
+            .or_else(|| entry.sent.last().cloned())
+        else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("nothing was sent on terminal `{terminal}` to expect back"),
+            )));
+        };
+        let seen = entry
+            .terminal
+            .expect(&wanted, entry.mark)
+            .await
+            .map_err(|e| {
+                self.terminal_failure(&e)
+                    .with("output", entry.terminal.output_since(entry.mark))
+            })?;
+        detail.insert("expected".into(), wanted.into());
+        detail.insert("bytesSeen".into(), seen.into());
+        Ok(detail)
+    }
+
+    /// `terminal_reattach`: records the old socket's end, attaches a new one.
+    pub(super) async fn terminal_reattach(&mut self, client: &str, terminal: &str) -> StepResult {
+        let mut detail = Map::new();
+        let entry = self.entry(terminal)?;
+        let process_id = entry.terminal.process_id().to_string();
+        record_old_socket(&entry.terminal, &mut detail);
+        // Let output already under way land before the new attach, so
+        // only a replay can bring old lines to the new socket.
+        let quiet_by = Instant::now() + QUIET_BOUND;
+        loop {
+            let before = entry.terminal.mark();
+            tokio::time::sleep(QUIET_GAP).await;
+            if entry.terminal.mark() == before || Instant::now() >= quiet_by {
+                break;
             }
-            Step::TerminalSend { terminal, text } => {
-                // Recorded before sending: a `terminal_expect` after a failed
-                // send waits for this line, never for an older echo.
-                let entry = self.sandbox.terminals.get_mut(terminal).ok_or_else(|| {
-                    StepFailure::new(diagnose::other(
-                        SignatureKind::Client,
-                        format!("terminal `{terminal}` is not attached (its attach failed)"),
-                    ))
-                })?;
-                entry.mark = entry.terminal.mark();
-                entry.sent.push(text.clone());
-                let entry = self.entry(terminal)?;
-                entry
-                    .terminal
-                    .send_line(text)
-                    .await
-                    .map_err(|e| self.terminal_failure(&e))?;
-                detail.insert("bytes".into(), (text.len() + 1).into());
-            }
-            Step::TerminalExpect { terminal, text } => {
-                let entry = self.entry(terminal)?;
-                let Some(wanted) = text.clone().or_else(|| entry.sent.last().cloned()) else {
-                    return Err(StepFailure::new(diagnose::other(
-                        SignatureKind::Client,
-                        format!("nothing was sent on terminal `{terminal}` to expect back"),
-                    )));
-                };
-                let seen = entry
-                    .terminal
-                    .expect(&wanted, entry.mark)
-                    .await
-                    .map_err(|e| {
-                        self.terminal_failure(&e)
-                            .with("output", entry.terminal.output_since(entry.mark))
-                    })?;
-                detail.insert("expected".into(), wanted.into());
-                detail.insert("bytesSeen".into(), seen.into());
-            }
-            Step::TerminalReattach { client, terminal } => {
-                let entry = self.entry(terminal)?;
-                let process_id = entry.terminal.process_id().to_string();
-                record_old_socket(&entry.terminal, &mut detail);
-                // Let output already under way land before the new attach, so
-                // only a replay can bring old lines to the new socket.
-                let quiet_by = Instant::now() + QUIET_BOUND;
-                loop {
-                    let before = entry.terminal.mark();
-                    tokio::time::sleep(QUIET_GAP).await;
-                    if entry.terminal.mark() == before || Instant::now() >= quiet_by {
-                        break;
-                    }
-                }
-                entry.terminal.close().await;
-                let fresh = self
-                    .sandbox_client(client)?
-                    .attach_terminal(&process_id)
-                    .await
-                    .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
-                fresh
-                    .wait_ready()
-                    .await
-                    .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
-                tokio::time::sleep(SCROLLBACK_WAIT).await;
-                // Live output of the last line may still arrive on the new
-                // socket; only the first line ever sent proves a replay.
-                let replayed = fresh.output_since(0);
-                let kept = entry
-                    .sent
-                    .first()
-                    .is_some_and(|first| replayed.contains(first.as_str()));
-                detail.insert("scrollbackBytes".into(), replayed.len().into());
-                detail.insert("scrollbackKept".into(), kept.into());
-                let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
-                entry.terminal = fresh;
-                entry.mark = entry.terminal.mark();
-            }
-            other => unreachable!("{} is not a terminal step", other.kind()),
         }
+        entry.terminal.close().await;
+        let fresh = self
+            .sandbox_client(client)?
+            .attach_terminal(&process_id)
+            .await
+            .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+        fresh
+            .wait_ready()
+            .await
+            .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+        tokio::time::sleep(SCROLLBACK_WAIT).await;
+        // Live output of the last line may still arrive on the new
+        // socket; only the first line ever sent proves a replay.
+        let replayed = fresh.output_since(0);
+        let kept = entry
+            .sent
+            .first()
+            .is_some_and(|first| replayed.contains(first.as_str()));
+        detail.insert("scrollbackBytes".into(), replayed.len().into());
+        detail.insert("scrollbackKept".into(), kept.into());
+        let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
+        entry.terminal = fresh;
+        entry.mark = entry.terminal.mark();
         Ok(detail)
     }
 }

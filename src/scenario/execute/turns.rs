@@ -6,13 +6,13 @@
 //! A turn the cell never collects is cancelled before the clients go.
 
 use super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
-use super::{Cell, StepFailure, StepResult};
+use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::StreamStats;
 use crate::client::{Client, ClientError, PromptOutcome};
+use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender};
 use crate::report::SignatureKind;
-use crate::scenario::Step;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -72,43 +72,31 @@ impl Drop for Turns {
     }
 }
 
-impl Cell<'_> {
-    pub(super) async fn run_turn_step(&mut self, step: &Step) -> StepResult {
-        match step {
-            Step::StartTurn {
-                client,
-                session,
-                text,
-                turn,
-            } => self.start_turn(client, session, text, turn).await,
-            Step::AwaitTurn { turn, deadline } => {
-                let deadline = deadline.unwrap_or(self.settings.default_timeout);
-                self.await_turn(turn, deadline).await
+impl RunningCell<'_> {
+    /// `restart` with `after_ms`: waits until `after` past the latest
+    /// turn's start, then restarts the target for phase `phase`.
+    pub(super) async fn restart_during_turn(&mut self, phase: &str, after: Duration) -> StepResult {
+        let elapsed = self
+            .turns
+            .latest_start
+            .map_or(Duration::ZERO, |s| s.elapsed());
+        tokio::time::sleep(after.saturating_sub(elapsed)).await;
+        let into = self.turns.latest_start.map(|s| s.elapsed());
+        let mut detail = match self.restart(phase).await {
+            Ok(detail) => detail,
+            Err(mut failure) => {
+                failure
+                    .detail
+                    .insert("afterMs".into(), millis(after).into());
+                return Err(failure);
             }
-            Step::TurnHistory { client, turn } => self.turn_history(client, turn).await,
-            Step::RestartDuringTurn { after } => {
-                let elapsed = self
-                    .turns
-                    .latest_start
-                    .map_or(Duration::ZERO, |s| s.elapsed());
-                tokio::time::sleep(after.saturating_sub(elapsed)).await;
-                let into = self.turns.latest_start.map(|s| s.elapsed());
-                let mut detail = match Box::pin(self.run_step(&Step::Restart)).await {
-                    Ok(detail) => detail,
-                    Err(mut failure) => {
-                        failure.detail.insert("afterMs".into(), ms(*after).into());
-                        return Err(failure);
-                    }
-                };
-                detail.insert("afterMs".into(), ms(*after).into());
-                detail.insert("startedIntoTurnMs".into(), into.map(ms).into());
-                Ok(detail)
-            }
-            other => unreachable!("{} is not a turn step", other.kind()),
-        }
+        };
+        detail.insert("afterMs".into(), millis(after).into());
+        detail.insert("startedIntoTurnMs".into(), into.map(millis).into());
+        Ok(detail)
     }
 
-    async fn start_turn(
+    pub(super) async fn start_turn(
         &mut self,
         client: &str,
         session: &str,
@@ -153,7 +141,7 @@ impl Cell<'_> {
         Ok(detail)
     }
 
-    async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
+    pub(super) async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
         let agent = self.settings.agent.clone();
         let token = self.settings.token.clone();
         let Some(turn) = self.turns.turns.get_mut(name) else {
@@ -175,7 +163,7 @@ impl Cell<'_> {
             .await
             .unwrap_or_default();
         let mut detail = stream_detail(&turn.stats_before, &stats);
-        detail.insert("turnMs".into(), ms(turn.started.elapsed()).into());
+        detail.insert("turnMs".into(), millis(turn.started.elapsed()).into());
         let fail = |kind: &str, signature, detail: Map<String, Value>| {
             let mut failure = StepFailure::new(signature).with_detail(detail);
             failure.detail.insert("turnOutcome".into(), kind.into());
@@ -218,7 +206,10 @@ impl Cell<'_> {
                 detail.insert("cancelled".into(), ended.into());
                 fail(
                     "lost",
-                    diagnose::timeout(ms(deadline), format!("the outcome of turn {name} ({seen})")),
+                    diagnose::timeout(
+                        millis(deadline),
+                        format!("the outcome of turn {name} ({seen})"),
+                    ),
                     detail,
                 )
             }
@@ -227,7 +218,7 @@ impl Cell<'_> {
 
     /// The turn's chunks in the store against the agent's sent record, and
     /// the session's `eventIndex` sequence.
-    async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
+    pub(super) async fn turn_history(&mut self, reader: &str, name: &str) -> StepResult {
         let Some(turn) = self.turns.turns.get(name) else {
             return Err(StepFailure::new(diagnose::other(
                 SignatureKind::Client,
@@ -342,10 +333,6 @@ fn new_items(before: &[String], after: &[String]) -> Vec<String> {
     after[skip..].to_vec()
 }
 
-fn ms(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,9 +341,10 @@ mod tests {
 
     #[async_trait::async_trait]
     impl crate::scenario::Restarter for CountingRestart {
-        async fn restart(&mut self) -> crate::scenario::RestartReport {
+        async fn restart(&mut self, phase: &str) -> crate::targets::RestartResult {
             self.0 += 1;
-            crate::scenario::RestartReport {
+            crate::targets::RestartResult {
+                phase: phase.into(),
                 ok: true,
                 action: "fake".into(),
                 restart_ms: 1,

@@ -30,7 +30,7 @@ fn the_builtin_scenarios_parse_with_the_seed_phase_names() {
     let verdict: Vec<&str> = all[0]
         .phases
         .iter()
-        .filter(|p| p.verdict)
+        .filter(|p| p.decides_verdict)
         .map(|p| p.name.as_str())
         .collect();
     assert_eq!(
@@ -86,7 +86,7 @@ fn sandbox_steps_check_fields_labels_and_paths() {
     let verdict: Vec<&str> = reconnect
         .phases
         .iter()
-        .filter(|p| p.verdict)
+        .filter(|p| p.decides_verdict)
         .map(|p| p.name.as_str())
         .collect();
     assert!(
@@ -191,7 +191,7 @@ fn cleanup_steps_continue_and_default_their_name() {
     .unwrap();
     assert_eq!(s.cleanup[0].name, "dispose");
     assert!(s.cleanup[0].continue_on_failure);
-    assert!(!s.cleanup[0].verdict);
+    assert!(!s.cleanup[0].decides_verdict);
 }
 
 mod props {
@@ -302,7 +302,7 @@ fn native_load_is_built_in_and_judged_on_its_recovery() {
     let verdict: Vec<&str> = load
         .phases
         .iter()
-        .filter(|p| p.verdict)
+        .filter(|p| p.decides_verdict)
         .map(|p| p.name.as_str())
         .collect();
     assert_eq!(verdict, ["promptBeforeRestart", "loadSessionAfterRestart"]);

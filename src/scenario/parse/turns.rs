@@ -4,6 +4,7 @@
 //! restart has a running turn to land in.
 
 use super::{RawPhase, Texts};
+use crate::errors::Invalid;
 use std::collections::HashMap;
 
 #[derive(Default)]
@@ -15,47 +16,49 @@ pub(super) struct Turns {
 }
 
 impl Turns {
-    pub fn start_turn(&mut self, at: usize, p: &RawPhase, cleanup: bool) -> Result<(), String> {
+    pub fn start_turn(&mut self, at: usize, p: &RawPhase, cleanup: bool) -> Result<(), Invalid> {
         if cleanup {
-            return Err("a cleanup step cannot start a turn (`wait = false`)".into());
+            return Err(Invalid::new(
+                "a cleanup step cannot start a turn (`wait = false`)",
+            ));
         }
         let turn = match (p.wait, p.turn.as_deref().map(str::trim)) {
             (Some(false), Some(turn)) if !turn.is_empty() => turn,
             (Some(false), _) => {
-                return Err(
-                    "a prompt with `wait = false` needs `turn`: the name its `await_turn` uses"
-                        .into(),
-                )
+                return Err(Invalid::new(
+                    "a prompt with `wait = false` needs `turn`: the name its `await_turn` uses",
+                ))
             }
-            (_, Some(_)) => {
-                return Err("`turn` names a prompt that does not wait: add `wait = false`".into())
+            // Called for `wait = false` or a `turn`: here it is a turn without `wait = false`.
+            _ => {
+                return Err(Invalid::new(
+                    "`turn` names a prompt that does not wait: add `wait = false`",
+                ))
             }
-            (_, None) => unreachable!("only called for wait = false or a turn"),
         };
         if !matches!(&p.text, Some(Texts::One(t)) if !t.trim().is_empty()) {
-            return Err("a prompt with `wait = false` needs `text`: one non-empty string".into());
+            return Err(Invalid::new(
+                "a prompt with `wait = false` needs `text`: one non-empty string",
+            ));
         }
         if p.expect_stop_reason.is_some() {
-            return Err(
-                "`expect_stop_reason` belongs on a waiting prompt; a turn's outcome is judged by `await_turn`"
-                    .into(),
-            );
+            return Err(Invalid::new("`expect_stop_reason` belongs on a waiting prompt; a turn's outcome is judged by `await_turn`"));
         }
         if self.started.contains_key(turn) {
-            return Err(format!("turn name `{turn}` is used twice"));
+            return Err(Invalid(format!("turn name `{turn}` is used twice")));
         }
         self.started.insert(turn.to_string(), (at, false));
         self.running.push(turn.to_string());
         Ok(())
     }
 
-    pub fn await_turn(&mut self, turn: &str, cleanup: bool) -> Result<(), String> {
+    pub fn await_turn(&mut self, turn: &str, cleanup: bool) -> Result<(), Invalid> {
         match self.started.get_mut(turn) {
             None => Err(self.unknown(turn, "await_turn")),
-            Some((_, true)) => Err(format!("turn `{turn}` is awaited twice")),
-            Some(_) if cleanup => Err(format!(
+            Some((_, true)) => Err(Invalid(format!("turn `{turn}` is awaited twice"))),
+            Some(_) if cleanup => Err(Invalid(format!(
                 "turn `{turn}` must be awaited by a phase, not a cleanup step"
-            )),
+            ))),
             Some((_, awaited)) => {
                 *awaited = true;
                 self.running.retain(|t| t != turn);
@@ -64,19 +67,19 @@ impl Turns {
         }
     }
 
-    pub fn check_history(&self, turn: &str) -> Result<(), String> {
+    pub fn check_history(&self, turn: &str) -> Result<(), Invalid> {
         match self.started.get(turn) {
             None => Err(self.unknown(turn, "turn_history")),
-            Some((_, false)) => Err(format!(
+            Some((_, false)) => Err(Invalid(format!(
                 "turn `{turn}` is still running here: `turn_history` comes after its `await_turn`"
-            )),
+            ))),
             Some(_) => Ok(()),
         }
     }
 
-    pub fn restart_during_turn(&self, cleanup: bool) -> Result<(), String> {
+    pub fn restart_during_turn(&self, cleanup: bool) -> Result<(), Invalid> {
         if cleanup || self.running.is_empty() {
-            return Err("`after_ms` counts from the start of a running turn, and none is running here (start one with a `prompt` with `wait = false`)".into());
+            return Err(Invalid::new("`after_ms` counts from the start of a running turn, and none is running here (start one with a `prompt` with `wait = false`)"));
         }
         Ok(())
     }
@@ -90,17 +93,17 @@ impl Turns {
             .min_by_key(|(_, at)| *at)
     }
 
-    fn unknown(&self, turn: &str, step: &str) -> String {
+    fn unknown(&self, turn: &str, step: &str) -> Invalid {
         let mut known: Vec<&str> = self.started.keys().map(String::as_str).collect();
         known.sort();
-        format!(
+        Invalid(format!(
             "`{step}` names turn `{turn}`, which no earlier `prompt` with `wait = false` starts{}",
             if known.is_empty() {
                 String::new()
             } else {
                 format!(" (turns: {})", known.join(", "))
             }
-        )
+        ))
     }
 }
 
@@ -148,7 +151,7 @@ mod tests {
                 deadline: Some(Duration::from_millis(900))
             }
         );
-        assert_eq!(s.phases[3].step.kind(), "restart");
+        assert_eq!(s.phases[3].step.kind(), crate::scenario::StepKind::Restart);
     }
 
     #[test]

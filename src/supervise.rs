@@ -1,11 +1,20 @@
-//! Supervision of the child processes the harness starts.
+//! Supervision of the child processes the harness starts, below everything
+//! that starts one (`targets` restarts them, `stack` runs its components).
 //!
 //! Each child leads its own process group, so stopping it reaches everything
 //! it spawned (sandbox-agent's agent processes, nginx workers, node's helpers).
 //! Stop is graceful: a signal to the group, a grace period, then SIGKILL to the
 //! group. Every live group is also listed in a process-wide registry that the
-//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness.
+//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness;
+//! [`keeper`] does the same should the harness die without cleaning up, and
+//! [`owner`] proves a process is ours before any signal reaches it. Whoever
+//! records what runs (the stack's `stack.json`) hears of each start and stop
+//! through [`set_journal`], so supervision never reaches up to it.
 
+pub mod keeper;
+pub(crate) mod owner;
+
+use crate::signal::Signal;
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -21,6 +30,39 @@ static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
 fn registry() -> std::sync::MutexGuard<'static, Option<HashSet<i32>>> {
     LIVE_GROUPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A start or stop of a [`ManagedProcess`], told to the journal.
+#[derive(Debug)]
+pub enum Lifecycle<'a> {
+    Started {
+        name: &'a str,
+        program: &'a Path,
+        log: &'a Path,
+        pid: u32,
+        /// The leader's start time, the proof that the pid is still ours.
+        started: Option<u64>,
+    },
+    Stopped {
+        pid: u32,
+    },
+}
+
+/// Hears every [`Lifecycle`] change while set.
+pub type Journal = fn(&Lifecycle<'_>);
+
+static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
+
+/// Sets (or, with `None`, clears) the journal every start and stop is told to.
+pub fn set_journal(journal: Option<Journal>) {
+    *JOURNAL.lock().unwrap_or_else(|p| p.into_inner()) = journal;
+}
+
+fn journal(change: &Lifecycle<'_>) {
+    let journal = *JOURNAL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(journal) = journal {
+        journal(change);
+    }
 }
 
 /// SIGKILLs every process group the harness still has running. Safe to call
@@ -40,7 +82,7 @@ pub fn kill_all_groups() {
 /// too; pair with [`untrack_group`].
 pub fn track_group(pgid: i32) {
     registry().get_or_insert_with(HashSet::new).insert(pgid);
-    super::keeper::track(pgid);
+    keeper::track(pgid);
 }
 
 /// Removes a group from the registry once the caller has dealt with it.
@@ -48,7 +90,7 @@ pub fn untrack_group(pgid: i32) {
     if let Some(set) = registry().as_mut() {
         set.remove(&pgid);
     }
-    super::keeper::untrack(pgid);
+    keeper::untrack(pgid);
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
@@ -149,22 +191,28 @@ impl ManagedProcess {
     }
 
     /// Starts the process; an error names the program and the cause.
-    pub fn start(&mut self) -> Result<u32, String> {
+    pub fn start(&mut self) -> Result<u32, ProcessError> {
         if let ProcessState::Running { pid } = self.state() {
             return Ok(pid);
         }
         if let Some(parent) = self.spec.log.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(ProcessError::io(format!(
+                "cannot create {}",
+                parent.display()
+            )))?;
         }
         let log = File::options()
             .create(true)
             .append(true)
             .open(&self.spec.log)
-            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| format!("cannot open log {}: {e}", self.spec.log.display()))?;
+            .map_err(ProcessError::io(format!(
+                "cannot open log {}",
+                self.spec.log.display()
+            )))?;
+        let log_err = log.try_clone().map_err(ProcessError::io(format!(
+            "cannot open log {}",
+            self.spec.log.display()
+        )))?;
         let mut command = Command::new(&self.spec.program);
         command
             .args(&self.spec.args)
@@ -175,28 +223,26 @@ impl ManagedProcess {
             .process_group(0);
         // The mark that lets the harness (and its keeper) prove, later, that
         // this process and everything it spawns are ours.
-        if let Some(tag) = super::owner::current() {
-            command.env(super::owner::OWNER_ENV, tag);
+        if let Some(tag) = owner::current() {
+            command.env(owner::OWNER_ENV, tag);
         }
         if let Some(cwd) = &self.spec.cwd {
             command.current_dir(cwd);
         }
-        let child = command.spawn().map_err(|e| {
-            format!(
-                "cannot start {} ({}): {e}",
-                self.spec.name,
-                self.spec.program.display()
-            )
-        })?;
+        let child = command.spawn().map_err(ProcessError::io(format!(
+            "cannot start {} ({})",
+            self.spec.name,
+            self.spec.program.display()
+        )))?;
         let pid = child.id();
         track_group(pid as i32);
-        super::state::record_start(
-            &self.spec.name,
-            &self.spec.program,
-            &self.spec.log,
+        journal(&Lifecycle::Started {
+            name: &self.spec.name,
+            program: &self.spec.program,
+            log: &self.spec.log,
             pid,
-            super::owner::start_time(pid as i32),
-        );
+            started: owner::start_time(pid as i32),
+        });
         self.child = Some(child);
         self.last_exit = None;
         Ok(pid)
@@ -236,12 +282,12 @@ impl ManagedProcess {
 
     /// Sends `signal` to the group, waits up to `grace` for the leader to exit,
     /// then SIGKILLs the group. Returns how the leader ended.
-    pub async fn stop(&mut self, signal: i32, grace: Duration) -> ProcessState {
+    pub async fn stop(&mut self, signal: Signal, grace: Duration) -> ProcessState {
         let Some(mut child) = self.child.take() else {
             return self.state();
         };
         let pgid = child.id() as i32;
-        signal_group(pgid, signal);
+        signal_group(pgid, signal.number());
         let deadline = Instant::now() + grace;
         let status = loop {
             match child.try_wait() {
@@ -263,7 +309,7 @@ impl ManagedProcess {
         // SIGKILL is delivered asynchronously: wait until the members are gone.
         kill_group(pgid);
         untrack_group(pgid);
-        super::state::record_stop(pgid as u32);
+        journal(&Lifecycle::Stopped { pid: pgid as u32 });
         self.last_exit = Some(status);
         exited(status)
     }
@@ -291,17 +337,34 @@ impl Drop for ManagedProcess {
             let _ = child.wait();
             kill_group(pgid);
             untrack_group(pgid);
-            super::state::record_stop(pgid as u32);
+            journal(&Lifecycle::Stopped { pid: pgid as u32 });
         }
     }
 }
 
 /// A port on 127.0.0.1 that nothing listens on right now.
-pub fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, ProcessError> {
     std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| format!("no free port on 127.0.0.1: {e}"))
+        .map_err(ProcessError::io("no free port on 127.0.0.1"))
+}
+
+/// Why a process could not be started: what was being done, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct ProcessError {
+    pub doing: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl ProcessError {
+    /// For `map_err`: an io error while `doing` something ("cannot open log X").
+    pub fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProcessError {
+        let doing = doing.into();
+        move |source| ProcessError { doing, source }
+    }
 }
 
 #[cfg(test)]
@@ -330,7 +393,7 @@ mod tests {
         let pid = p.start().unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(group_alive(pid as i32));
-        let state = p.stop(libc::SIGTERM, Duration::from_millis(200)).await;
+        let state = p.stop(Signal::TERM, Duration::from_millis(200)).await;
         assert_eq!(
             state,
             ProcessState::Exited {
@@ -357,6 +420,6 @@ mod tests {
         let mut s = spec(dir.path(), "");
         s.program = "/nonexistent/program".into();
         let e = ManagedProcess::new(s).start().unwrap_err();
-        assert!(e.contains("/nonexistent/program"), "{e}");
+        assert!(e.to_string().contains("/nonexistent/program"), "{e}");
     }
 }

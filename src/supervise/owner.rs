@@ -87,10 +87,6 @@ impl Pinned {
         (fd >= 0).then_some(Pinned { pid, fd })
     }
 
-    pub fn pid(&self) -> i32 {
-        self.pid
-    }
-
     /// Whether the pinned process still runs (and so the reads were about it).
     fn alive(&self) -> bool {
         self.send(0)

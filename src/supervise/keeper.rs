@@ -59,11 +59,12 @@ fn send(line: &str) {
 
 /// Starts the keeper for the owner `tag` (the running binary, re-executed).
 /// Its own process group keeps it out of a terminal's Ctrl-C.
-pub fn start(tag: &str) -> Result<(), String> {
+pub fn start(tag: &str) -> Result<(), super::ProcessError> {
+    use super::ProcessError;
     let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the continuity binary: {e}"))?;
+        std::env::current_exe().map_err(ProcessError::io("cannot find the continuity binary"))?;
     let (line, keeper_end) =
-        UnixStream::pair().map_err(|e| format!("cannot start the keeper process: {e}"))?;
+        UnixStream::pair().map_err(ProcessError::io("cannot start the keeper process"))?;
     let child = Command::new(exe)
         .args(["keeper", "--owner", tag])
         .stdin(Stdio::from(OwnedFd::from(keeper_end)))
@@ -71,7 +72,7 @@ pub fn start(tag: &str) -> Result<(), String> {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot start the keeper process: {e}"))?;
+        .map_err(ProcessError::io("cannot start the keeper process"))?;
     *keeper() = Some(Keeper { child, line });
     Ok(())
 }

@@ -1,0 +1,130 @@
+//! Reading one raw phase's step fields into checked values: required
+//! labels, relative paths, texts, commands and the `expect` choices, each
+//! error naming the step kind and the field.
+
+use super::{RawPhase, ScenarioError, Texts};
+use crate::scenario::{ProcessExpect, ResumeExpect, StepKind};
+use std::path::{Component, Path, PathBuf};
+
+/// One phase's fields, with where to point an error.
+pub(super) struct Fields<'a> {
+    pub kind: StepKind,
+    pub raw: &'a RawPhase,
+    pub file: &'a Path,
+    pub line: Option<usize>,
+}
+
+impl Fields<'_> {
+    pub fn fail(&self, message: impl Into<String>) -> ScenarioError {
+        ScenarioError {
+            file: PathBuf::from(self.file),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+
+    /// A field the step cannot do without, trimmed and not empty.
+    pub fn need(&self, field: &str, value: &Option<String>) -> Result<String, ScenarioError> {
+        match value {
+            Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+            _ => Err(self.fail(format!("step `{}` needs `{field}`", self.kind))),
+        }
+    }
+
+    pub fn client(&self) -> Result<String, ScenarioError> {
+        self.need("client", &self.raw.client)
+    }
+
+    pub fn session(&self) -> Result<String, ScenarioError> {
+        self.need("session", &self.raw.session)
+    }
+
+    /// `path`, relative and without `..`: files go in the cell's own folder.
+    pub fn path(&self) -> Result<String, ScenarioError> {
+        let path = self.need("path", &self.raw.path)?;
+        let relative = Path::new(&path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)));
+        if !relative {
+            return Err(self.fail(format!(
+                "path {path:?} must be relative, without `..` (files go in the cell's own sandbox folder)"
+            )));
+        }
+        Ok(path)
+    }
+
+    /// `text` as one line (no list, no newline), when set.
+    pub fn one_line(&self) -> Result<Option<String>, ScenarioError> {
+        match &self.raw.text {
+            None => Ok(None),
+            Some(Texts::One(t)) if !t.is_empty() && !t.contains('\n') => Ok(Some(t.clone())),
+            Some(_) => Err(self.fail(format!(
+                "step `{}` takes one non-empty line of `text` (no list, no newline)",
+                self.kind
+            ))),
+        }
+    }
+
+    /// `text` as one non-empty string.
+    pub fn one_text(&self) -> Result<String, ScenarioError> {
+        match &self.raw.text {
+            Some(Texts::One(t)) if !t.trim().is_empty() => Ok(t.clone()),
+            _ => Err(self.fail(format!(
+                "step `{}` needs `text`: one non-empty string",
+                self.kind
+            ))),
+        }
+    }
+
+    /// A prompt's `text`: a string or a list of non-empty strings.
+    pub fn prompt_texts(&self) -> Result<Vec<String>, ScenarioError> {
+        let texts = match &self.raw.text {
+            Some(Texts::One(t)) => vec![t.clone()],
+            Some(Texts::Many(ts)) => ts.clone(),
+            None => Vec::new(),
+        };
+        if texts.is_empty() || texts.iter().any(|t| t.trim().is_empty()) {
+            return Err(
+                self.fail("step `prompt` needs `text`: a string or a list of non-empty strings")
+            );
+        }
+        Ok(texts)
+    }
+
+    /// `command`: a program, or a list of program and arguments.
+    pub fn command(&self) -> Result<Vec<String>, ScenarioError> {
+        let command = match &self.raw.command {
+            Some(Texts::One(c)) => vec![c.clone()],
+            Some(Texts::Many(cs)) => cs.clone(),
+            None => Vec::new(),
+        };
+        if command.first().is_none_or(|c| c.trim().is_empty()) {
+            return Err(self.fail(
+                "step `spawn_process` needs `command`: a program, or a list of program and arguments",
+            ));
+        }
+        Ok(command)
+    }
+
+    pub fn process_expect(&self) -> Result<ProcessExpect, ScenarioError> {
+        match self.raw.expect.as_deref() {
+            None | Some("running") => Ok(ProcessExpect::Running),
+            Some("exited") => Ok(ProcessExpect::Exited),
+            Some("listed") => Ok(ProcessExpect::Listed),
+            Some(other) => Err(self.fail(format!(
+                "expect must be \"running\", \"exited\" or \"listed\", got {other:?}"
+            ))),
+        }
+    }
+
+    pub fn resume_expect(&self) -> Result<Option<ResumeExpect>, ScenarioError> {
+        match self.raw.expect.as_deref() {
+            None => Ok(None),
+            Some("same_handle") => Ok(Some(ResumeExpect::SameHandle)),
+            Some("recreated") => Ok(Some(ResumeExpect::Recreated)),
+            Some(other) => Err(self.fail(format!(
+                "expect must be \"same_handle\" or \"recreated\", got {other:?}"
+            ))),
+        }
+    }
+}

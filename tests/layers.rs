@@ -1,0 +1,292 @@
+//! Keeps the module picture in `src/lib.rs` true: every import runs down its
+//! layer table, and no files import each other in a circle. The checker
+//! itself is tested on small made-up crates, so a bad import really fails.
+//!
+//! Run: `cargo test --test layers -- --nocapture` (prints the module graph).
+
+#[path = "layers/checker.rs"]
+mod checker;
+#[path = "layers/read.rs"]
+mod read;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use checker::{check, layer_table, Files};
+
+fn crate_sources() -> Files {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Files::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src/") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.insert(rel, std::fs::read_to_string(&path).expect("read source"));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn imports_run_down_the_layer_table_of_lib_rs_without_circles() {
+    let files = crate_sources();
+    let layers = layer_table(&files["src/lib.rs"]);
+    assert!(
+        layers.len() >= 5,
+        "lib.rs lists its layers as `//! - `module`: ...` lines; found {layers:?}"
+    );
+    let findings = check(&files, &layers);
+    print_module_graph(&files, &layers);
+    assert!(
+        findings.is_clean(),
+        "the layers of src/lib.rs are not true:\n{findings}"
+    );
+}
+
+/// The module-to-module picture, top layer first (for `--nocapture` readers).
+fn print_module_graph(files: &Files, layers: &[Vec<String>]) {
+    let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let edges = checker::edges(files);
+    let two_way: Vec<String> = edges
+        .iter()
+        .filter(|e| e.nested && e.from < e.to)
+        .filter(|e| {
+            edges
+                .iter()
+                .any(|back| back.from == e.to && back.to == e.from)
+        })
+        .map(|e| format!("{} <-> {}", e.from, e.to))
+        .collect();
+    println!(
+        "{} file imports. A module's file and its own submodules that use each other",
+        edges.len()
+    );
+    println!(
+        "(one module's inside, not counted as a circle): {}",
+        two_way.len()
+    );
+    for pair in &two_way {
+        println!("  {pair}");
+    }
+    println!("Modules, top layer first, and what each imports:");
+    for e in edges {
+        let (a, b) = (top(&e.from), top(&e.to));
+        if a != b {
+            uses.entry(a).or_default().insert(b);
+        }
+    }
+    for line in layers {
+        for m in line {
+            let below: Vec<_> = uses.get(m).into_iter().flatten().cloned().collect();
+            println!("{m:>10} -> {}", below.join(", "));
+        }
+    }
+}
+
+fn top(file: &str) -> String {
+    let rest = file.trim_start_matches("src/");
+    let head = rest.split('/').next().unwrap_or(rest);
+    head.trim_end_matches(".rs").to_string()
+}
+
+/// A made-up crate: `app` over `store` over `util`.
+fn synthetic(extra: &[(&str, &str)]) -> (Files, Vec<Vec<String>>) {
+    let lib = "//! - `app`: the top\n//! - `store`: the middle\n//! - `util`: the bottom\n\
+               pub mod app;\npub mod store;\npub mod util;\n";
+    let mut files: Files = [
+        ("src/lib.rs", lib),
+        (
+            "src/app.rs",
+            "use crate::store::Store;\npub fn run(_: Store) {}\n",
+        ),
+        ("src/store/mod.rs", "mod disk;\npub use disk::Store;\n"),
+        (
+            "src/store/disk.rs",
+            "pub struct Store;\npub fn size() -> usize { crate::util::KB }\n",
+        ),
+        ("src/util.rs", "pub const KB: usize = 1024;\n"),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_string(), t.to_string()))
+    .collect();
+    for (p, t) in extra {
+        files.insert(p.to_string(), t.to_string());
+    }
+    let layers = layer_table(&files["src/lib.rs"]);
+    (files, layers)
+}
+
+#[test]
+fn the_checker_passes_a_crate_whose_imports_point_down() {
+    let (files, layers) = synthetic(&[]);
+    assert_eq!(layers, vec![vec!["app"], vec!["store"], vec!["util"]]);
+    let findings = check(&files, &layers);
+    assert!(findings.is_clean(), "{findings}");
+    let edges: Vec<_> = checker::edges(&files)
+        .into_iter()
+        .map(|e| (e.from, e.to))
+        .collect();
+    // `app` names `store::Store`, which is defined in disk.rs: the edge goes
+    // to the definition; store/mod.rs's re-export of its child is no edge.
+    assert!(
+        edges.contains(&("src/app.rs".into(), "src/store/disk.rs".into())),
+        "{edges:?}"
+    );
+    assert!(
+        edges.contains(&("src/store/disk.rs".into(), "src/util.rs".into())),
+        "{edges:?}"
+    );
+    assert!(
+        !edges.iter().any(|(a, _)| a == "src/store/mod.rs"),
+        "{edges:?}"
+    );
+    assert_eq!(edges.len(), 2, "{edges:?}");
+}
+
+#[test]
+fn the_checker_fails_a_lower_layer_that_imports_a_higher_one() {
+    let util =
+        "pub const KB: usize = 1024;\npub fn go() { crate::app::run(crate::store::Store) }\n";
+    let (files, layers) = synthetic(&[("src/util.rs", util)]);
+    let findings = check(&files, &layers);
+    let upward: Vec<_> = findings
+        .upward
+        .iter()
+        .map(|e| (e.from.as_str(), e.to.as_str()))
+        .collect();
+    assert!(
+        upward.contains(&("src/util.rs", "src/app.rs")),
+        "{findings}"
+    );
+    assert!(
+        upward.contains(&("src/util.rs", "src/store/disk.rs")),
+        "{findings}"
+    );
+    // util -> app -> store -> util is also a circle of files.
+    assert_eq!(findings.circles.len(), 1, "{findings}");
+}
+
+#[test]
+fn the_checker_fails_an_upward_import_hidden_behind_a_use_alias_or_a_macro() {
+    let util = "use crate::app as top;\npub const KB: usize = 1024;\n\
+                pub fn show() -> String { format!(\"{:?}\", top::NAME) }\n";
+    let app =
+        "use crate::store::Store;\npub const NAME: &str = \"app\";\npub fn run(_: Store) {}\n";
+    let (files, layers) = synthetic(&[("src/util.rs", util), ("src/app.rs", app)]);
+    let findings = check(&files, &layers);
+    assert_eq!(findings.upward.len(), 1, "{findings}");
+    assert_eq!(findings.upward[0].to, "src/app.rs");
+    assert!(findings.upward[0].names.contains("NAME"), "{findings}");
+}
+
+#[test]
+fn the_checker_sees_paths_in_attribute_arguments() {
+    let util = "pub const KB: usize = 1024;\n\
+                #[derive(Debug)]\npub struct Args {\n    #[arg(long, default_value = crate::app::NAME)]\n    pub name: String,\n}\n";
+    let app =
+        "use crate::store::Store;\npub const NAME: &str = \"app\";\npub fn run(_: Store) {}\n";
+    let (files, layers) = synthetic(&[("src/util.rs", util), ("src/app.rs", app)]);
+    let findings = check(&files, &layers);
+    assert_eq!(findings.upward.len(), 1, "{findings}");
+    assert_eq!(
+        (
+            findings.upward[0].from.as_str(),
+            findings.upward[0].to.as_str()
+        ),
+        ("src/util.rs", "src/app.rs")
+    );
+}
+
+#[test]
+fn the_checker_finds_sibling_files_that_import_each_other_inside_one_module() {
+    let disk = "use super::cache::Cache;\npub struct Store;\npub fn hit(_: Cache) {}\n";
+    let cache = "pub struct Cache;\npub fn fill() -> super::disk::Store { super::disk::Store }\n";
+    let store = "mod cache;\nmod disk;\npub use disk::Store;\n";
+    let (files, layers) = synthetic(&[
+        ("src/store/disk.rs", disk),
+        ("src/store/cache.rs", cache),
+        ("src/store/mod.rs", store),
+    ]);
+    let findings = check(&files, &layers);
+    assert!(findings.upward.is_empty(), "{findings}");
+    assert_eq!(findings.circles.len(), 1, "{findings}");
+    let tied: BTreeSet<_> = findings.circles[0]
+        .iter()
+        .map(|e| (e.from.as_str(), e.to.as_str()))
+        .collect();
+    assert_eq!(
+        tied,
+        BTreeSet::from([
+            ("src/store/cache.rs", "src/store/disk.rs"),
+            ("src/store/disk.rs", "src/store/cache.rs")
+        ])
+    );
+}
+
+#[test]
+fn the_checker_leaves_test_code_out_and_reports_unlisted_modules() {
+    let util =
+        "pub const KB: usize = 1024;\n#[cfg(test)]\nmod tests {\n    use crate::app::run;\n}\n";
+    let lib = "//! - `app`: the top\n//! - `store`, `gone`: the middle\n\
+               pub mod app;\npub mod store;\npub mod util;\n";
+    let (files, _) = synthetic(&[("src/util.rs", util), ("src/lib.rs", lib)]);
+    let findings = check(&files, &layer_table(&files["src/lib.rs"]));
+    assert!(
+        findings.upward.is_empty() && findings.circles.is_empty(),
+        "{findings}"
+    );
+    assert_eq!(
+        findings.unlisted,
+        vec![
+            "module `util` is in no layer".to_string(),
+            "`gone` is listed but is no module".to_string()
+        ]
+    );
+}
+
+#[test]
+fn the_checker_reports_a_mod_line_without_its_file() {
+    let (files, layers) = synthetic(&[("src/app.rs", "mod missing;\n")]);
+    let findings = check(&files, &layers);
+    assert_eq!(findings.unreadable.len(), 1, "{findings}");
+    assert!(
+        findings.unreadable[0].contains("mod missing;"),
+        "{findings}"
+    );
+}
+
+#[test]
+fn a_module_and_its_own_submodules_using_each_other_make_no_circle() {
+    let store = "mod disk;\npub const BLOCK: usize = 4;\npub fn open() -> usize { disk::size() }\n";
+    let disk = "pub fn size() -> usize { super::BLOCK * crate::util::KB }\n";
+    let (files, layers) = synthetic(&[("src/store/mod.rs", store), ("src/store/disk.rs", disk)]);
+    let findings = check(&files, &layers);
+    assert!(findings.is_clean(), "{findings}");
+    let inside: Vec<_> = checker::edges(&files)
+        .into_iter()
+        .filter(|e| e.nested)
+        .map(|e| (e.from, e.to))
+        .collect();
+    assert_eq!(
+        inside,
+        vec![
+            (
+                "src/store/disk.rs".to_string(),
+                "src/store/mod.rs".to_string()
+            ),
+            (
+                "src/store/mod.rs".to_string(),
+                "src/store/disk.rs".to_string()
+            )
+        ]
+    );
+}
