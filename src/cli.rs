@@ -252,6 +252,20 @@ pub struct RunArgs {
     /// What each cell's trace.jsonl keeps: nothing, every exchange and envelope without bodies, or with bodies cut at 4 KB.
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
     pub trace: TraceArg,
+    /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
+    #[arg(long = "client", value_enum, value_name = "CLIENT")]
+    pub clients: Vec<ClientArg>,
+    /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry) [default: 0.4.2, pinned].
+    #[arg(long, value_name = "VERSION", value_parser = parse_version)]
+    pub sdk_version: Option<String>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientArg {
+    /// continuity's own client, reproducing the TypeScript SDK's semantics.
+    Rust,
+    /// The real `sandbox-agent` npm SDK, hosted in a RivetKit actor.
+    TsSdk,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report;
 //! it never prints or renders.
 
+use crate::client::hosted::Unhosted;
 use crate::partition::{cell_name, Partition};
 use crate::report::attempts::aggregate;
 use crate::report::{
@@ -20,7 +21,10 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 mod attempts;
+mod client_axis;
 mod workers;
+
+pub use client_axis::ClientChoice;
 
 use attempts::skipped_attempt;
 pub use workers::workers_for;
@@ -39,6 +43,9 @@ pub struct Worker {
     pub agent_sent_log: Option<PathBuf>,
     /// The stack's fake model provider log (real agents only).
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// Where this worker's stack hosts the TypeScript SDK client (its Rivet
+    /// Engine endpoint), or why it cannot.
+    pub sdk_host: Result<String, Unhosted>,
 }
 
 impl Worker {
@@ -50,6 +57,19 @@ impl Worker {
             persist: plan.persist.clone(),
             agent_sent_log: plan.agent_sent_log.clone(),
             model_calls: plan.model_calls.clone(),
+            sdk_host: match &plan.client {
+                ClientChoice::TsSdk(host) => host.clone(),
+                ClientChoice::Rust => Err(Unhosted("this run's client is rust".into())),
+            },
+        }
+    }
+
+    /// The plan's client as this worker's cells run it: a hosted client is
+    /// called through this worker's own stack.
+    pub(crate) fn client(&self, choice: &ClientChoice) -> ClientChoice {
+        match choice {
+            ClientChoice::Rust => ClientChoice::Rust,
+            ClientChoice::TsSdk(_) => ClientChoice::TsSdk(self.sdk_host.clone()),
         }
     }
 
@@ -65,6 +85,7 @@ impl Worker {
             persist: self.persist.clone(),
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
+            sdk_host: self.sdk_host.clone(),
         }
     }
 }
@@ -106,6 +127,8 @@ pub struct RunPlan {
     /// On a shared deployment (no worker stacks): how many cells of
     /// `independent` targets may run at once; the others run alone.
     pub jobs: usize,
+    /// Which client runs the cells (`--client`).
+    pub client: ClientChoice,
 }
 
 /// Progress, as plain data for whoever displays it.

@@ -2,6 +2,7 @@
 //! > config file > defaults), run, render, and pick the exit code.
 
 use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
+use crate::client::hosted::Unhosted;
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
 use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
@@ -13,6 +14,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod agents;
+mod clients;
 mod error;
 mod events;
 mod gate;
@@ -289,6 +291,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         model_calls: None,
         workers: Vec::new(),
         jobs: 1,
+        client: runner::ClientChoice::Rust,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -307,6 +310,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     };
     let versions = distinct_versions(&args.server_version)?;
     let mut stacks = Vec::new();
+    let client_axis = clients::distinct(&args.clients);
+    let mut sdk_host: Result<String, Unhosted> =
+        Err(Unhosted("the local stack is not running".into()));
     let mut joined = None;
     let mut agent_skips = Vec::new();
     match base_url {
@@ -314,6 +320,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
         Some(url) => {
+            clients::refuse_without_rivet(&client_axis)?;
             plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
@@ -353,6 +360,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
                 },
                 agents: agents.clone(),
+                sdk_version: args.sdk_version.clone(),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
@@ -369,6 +377,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if let Some(x) = &expectations {
                 let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&plan.scenarios))?;
+            }
+            if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
+                return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
             }
             if versions.len() > 1 {
                 let jobs: Vec<usize> = versions
@@ -397,6 +408,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 workers::attach(&mut plan, &mut up, persist.as_ref());
                 plan.logs = workers::logs(&up, &run_dir);
                 agent_skips = up[0].agent_skips.clone();
+                sdk_host = up[0].sdk_host.clone().map(|host| host.endpoint);
                 stacks = up;
             }
         }
@@ -405,8 +417,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let mut report = match joined {
         Some(report) => report,
         None => {
-            let report = agents::run_agents(
+            let report = clients::run_clients(
                 &mut plan,
+                &client_axis,
+                sdk_host,
                 &agents,
                 &agent_skips,
                 cancel_rx.clone(),

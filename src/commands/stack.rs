@@ -97,6 +97,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         only: Vec::new(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
         agents: Vec::new(),
+        sdk_version: None,
     };
     let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
     let mut stack = match LocalStack::up(options, &mut progress).await {

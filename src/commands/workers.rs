@@ -169,6 +169,7 @@ pub(super) fn attach(
             persist: super::run_persist(chosen, stack.persist_factory.clone()),
             agent_sent_log: stack.agent_sent_log.clone(),
             model_calls: stack.model_calls.clone(),
+            sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
         });
     }
     let Some(up) = stacks.first_mut() else {
@@ -248,6 +249,7 @@ mod tests {
             only: Vec::new(),
             rivet_save: crate::stack::rivet::SaveMode::Immediate,
             agents: Vec::new(),
+            sdk_version: None,
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {

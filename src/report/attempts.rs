@@ -54,6 +54,7 @@ pub fn aggregate(
         scenario: scenario.into(),
         server_version,
         agent: None,
+        client: None,
         attempt: deciding.attempt,
         verdict,
         failure_boundary: deciding.failure_boundary,

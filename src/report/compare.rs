@@ -44,6 +44,8 @@ pub struct CellChange {
     pub server_version: Option<String>,
     /// On an agent axis, the agent both cells carry.
     pub agent: Option<String>,
+    /// On a client axis, the client both cells carry.
+    pub client: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -62,6 +64,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             attempt: cell.attempt,
             server_version: cell.server_version.clone(),
             agent: cell.agent.clone(),
+            client: cell.client.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -78,6 +81,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
                 attempt: cell.attempt,
                 server_version: cell.server_version.clone(),
                 agent: cell.agent.clone(),
+                client: cell.client.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -143,6 +147,9 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
         if let Some(agent) = &c.agent {
             name.push_str(&format!(" · {agent}"));
         }
+        if let Some(client) = &c.client {
+            name.push_str(&format!(" · {client}"));
+        }
         if !seen.insert(name.clone()) && !duplicated.contains(&name) {
             duplicated.push(name);
         }
@@ -157,6 +164,9 @@ pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
         let mut name = cell_name(&r.target, &r.scenario, r.server_version.as_deref());
         if let Some(agent) = &r.agent {
             name.push_str(&format!(" · {agent}"));
+        }
+        if let Some(client) = &r.client {
+            name.push_str(&format!(" · {client}"));
         }
         if !missing.contains(&name) {
             missing.push(name);
@@ -194,6 +204,9 @@ pub fn render_comparison(
         let mut label = row.target.clone();
         if let Some(agent) = &row.agent {
             label.push_str(&format!(" · {agent}"));
+        }
+        if let Some(client) = &row.client {
+            label.push_str(&format!(" · {client}"));
         }
         if let Some(v) = &row.server_version {
             label.push_str(&format!(" @ {v}"));

@@ -22,6 +22,10 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
         let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
             continue;
         };
+        // A skipped cell (e.g. the hosted client, which cannot load) did not run.
+        if [sdk, load].iter().any(|c| c.verdict == Verdict::Skipped) {
+            continue;
+        }
         let label = format!("{target}{}", suffix.unwrap_or_default());
         lines.push(format!("- **{label}**: {}", verdict_line(sdk, load)));
     }
@@ -98,5 +102,19 @@ mod tests {
         assert!(verdict_line(&sdk_fail, &load_fail).ends_with("→ server- or agent-side fix"));
         let sdk_pass = cell(SDK, "pass", None, None);
         assert!(verdict_line(&sdk_pass, &load_pass).ends_with("→ nothing to fix"));
+    }
+
+    #[test]
+    fn a_row_whose_load_cell_was_skipped_gets_no_line() {
+        let mut report = crate::report::fixture::report();
+        report.cells = vec![
+            cell(SDK, "fail", Some("promptSameHandleAfterRestart"), None),
+            cell(LOAD, "skipped", None, None),
+        ];
+        assert_eq!(render_fix_location(&report), None);
+        report.cells[1] = cell(LOAD, "pass", None, Some(5));
+        assert!(render_fix_location(&report)
+            .unwrap()
+            .contains("client-side fix"));
     }
 }

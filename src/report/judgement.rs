@@ -114,6 +114,8 @@ pub struct CellKey {
     pub server_version: Option<String>,
     /// On an agent axis.
     pub agent: Option<String>,
+    /// On a client axis (`rust`, `ts-sdk`).
+    pub client: Option<String>,
 }
 
 impl std::fmt::Display for CellKey {
@@ -121,6 +123,9 @@ impl std::fmt::Display for CellKey {
         write!(f, "{} × {}", self.target, self.scenario)?;
         if let Some(agent) = &self.agent {
             write!(f, " · {agent}")?;
+        }
+        if let Some(client) = &self.client {
+            write!(f, " · {client}")?;
         }
         match &self.server_version {
             Some(v) => write!(f, " @ {v}"),

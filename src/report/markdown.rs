@@ -21,6 +21,10 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         out.push_str(&versions);
     }
+    if let Some(clients) = super::clients::render_client_sections(report) {
+        out.push('\n');
+        out.push_str(&clients);
+    }
     if let Some(fix) = super::fix_location::render_fix_location(report) {
         out.push('\n');
         out.push_str(&fix);

@@ -3,6 +3,7 @@
 
 pub(crate) mod attempts;
 pub(crate) mod baseline;
+pub(crate) mod clients;
 pub(crate) mod compare;
 pub(crate) mod expect;
 pub(crate) mod fix_location;

@@ -127,6 +127,10 @@ pub struct Cell {
     /// given more than once, or a real agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The client that ran this cell (`rust` or `ts-sdk`), when the run had
+    /// a client axis (`--client ts-sdk`, alone or beside `rust`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,
@@ -372,15 +376,18 @@ impl Cell {
     }
 
     /// What follows the target in the row label: ` · AGENT` on an agent
-    /// axis, ` @ VERSION` on a version axis; `None` without either.
+    /// axis, ` · CLIENT` on a client axis, ` @ VERSION` on a version axis;
+    /// `None` without any.
     pub fn row_suffix(&self) -> Option<String> {
         let agent = self.agent.as_ref().map(|a| format!(" · {a}"));
+        let client = self.client.as_ref().map(|c| format!(" · {c}"));
         let version = self.server_version.as_ref().map(|v| format!(" @ {v}"));
-        match (agent, version) {
-            (None, None) => None,
-            (a, v) => Some(format!(
-                "{}{}",
+        match (agent, client, version) {
+            (None, None, None) => None,
+            (a, c, v) => Some(format!(
+                "{}{}{}",
                 a.unwrap_or_default(),
+                c.unwrap_or_default(),
                 v.unwrap_or_default()
             )),
         }
@@ -393,6 +400,7 @@ impl Cell {
             scenario: self.scenario.clone(),
             server_version: self.server_version.clone(),
             agent: self.agent.clone(),
+            client: self.client.clone(),
         }
     }
 

@@ -7,7 +7,7 @@ use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
-use crate::scenario::{run_cell, CellSettings, CellStore, Restarter, Scenario};
+use crate::scenario::{run_cell_with, CellSettings, CellStore, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -155,7 +155,12 @@ async fn run_one(
     interrupt: watch::Receiver<bool>,
 ) -> Attempt {
     let target_name = worker.targets[t].name.clone();
-    let key = format!("{}-{index}", plan.id);
+    let client = worker.client(&plan.client);
+    if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
+        return skipped_attempt(attempt, &reason);
+    }
+    let tag = super::client_axis::tag(&client);
+    let key = format!("{}-{tag}{index}", plan.id);
     let store: Result<CellStore, StoreError> = match &worker.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
@@ -187,7 +192,20 @@ async fn run_one(
             return failed;
         }
     };
-    let cell_dir = crate::trace::cell_dir_name(index, &target_name, &scenario.name, attempt);
+    let hosted = match super::client_axis::hosted_cell(&client, &key).await {
+        Ok(hosted) => hosted,
+        Err(reason) => {
+            let mut failed = skipped_attempt(attempt, &reason.to_string());
+            failed.verdict = Verdict::Error;
+            return failed;
+        }
+    };
+    let cell_dir = crate::trace::cell_dir_name(
+        index,
+        &format!("{tag}{target_name}"),
+        &scenario.name,
+        attempt,
+    );
     let (trace, trace_path) = crate::trace::for_cell(
         &plan.run_dir,
         &cell_dir,
@@ -213,7 +231,7 @@ async fn run_one(
     };
     worker.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut worker.targets[t]);
-    let run = run_cell(scenario, &settings, &mut restarter).await;
+    let run = run_cell_with(scenario, &settings, &mut restarter, hosted).await;
     trace.event(
         "cell_end",
         serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})

@@ -7,6 +7,8 @@ use crate::client::Client;
 
 mod chunks;
 mod cleanup;
+mod hosted_data;
+mod hosted_steps;
 mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -23,6 +25,8 @@ use crate::secret::Secret;
 use crate::stop_flag::wait_true;
 use crate::targets::RestartResult;
 use async_trait::async_trait;
+pub use hosted_data::hosted_signature;
+pub use hosted_steps::{unsupported_step, HostedCell};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -135,6 +139,8 @@ struct RunningCell<'a> {
     restarted_at_ms: Option<u64>,
     /// The shared store's calls, to name it when it is what a phase waited on.
     persist: Option<crate::persist::observe::CallLog>,
+    /// With `--client ts-sdk`: the hosted SDK takes the session steps.
+    hosted: Option<HostedCell>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -142,6 +148,17 @@ pub async fn run_cell(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
+) -> CellRun {
+    run_cell_with(scenario, settings, restarter, None).await
+}
+
+/// [`run_cell`], with the session steps taken by the hosted TypeScript SDK
+/// when `hosted` is given (check [`unsupported_step`] first).
+pub async fn run_cell_with(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+    hosted: Option<HostedCell>,
 ) -> CellRun {
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
@@ -167,6 +184,7 @@ pub async fn run_cell(
         restarted_at: None,
         restarted_at_ms: None,
         persist,
+        hosted,
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -200,6 +218,12 @@ pub async fn run_cell(
         results.push(teardown);
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
+    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
+    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
+        .await
+        .unwrap_or_default();
+    hosted_data::attach_faults(&faults, &mut results);
+    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let dispose_bound = cleanup_by
         .map(|by| {
@@ -317,6 +341,15 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 }
 
 impl RunningCell<'_> {
+    /// The step, by the hosted SDK client when the cell has one.
+    async fn dispatch_step(&mut self, phase: &Phase) -> StepResult {
+        if self.hosted.is_some() {
+            self.run_hosted_step(phase).await
+        } else {
+            self.run_step(phase).await
+        }
+    }
+
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
         let deadline = match (&phase.step, phase.timeout) {
             // The step ends itself at its turn deadline, saying what it saw.
@@ -336,8 +369,11 @@ impl RunningCell<'_> {
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
+        if let Some(hosted) = self.hosted.as_mut() {
+            hosted.deadline = deadline;
+        }
         let (outcome, seen) = {
-            let step = self.run_step(phase);
+            let step = self.dispatch_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),

@@ -11,7 +11,10 @@ mod execute;
 mod kind;
 mod parse;
 
-pub use execute::{run_cell, CellRun, CellSettings, CellStore, Restarter};
+pub use execute::{
+    hosted_signature, run_cell, run_cell_with, unsupported_step, CellRun, CellSettings, CellStore,
+    HostedCell, Restarter,
+};
 pub use kind::{StepKind, UnknownStep};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
 

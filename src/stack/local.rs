@@ -9,6 +9,7 @@ use super::nginx::{self, GatewayConfig};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
 use super::StackError;
+use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::report::LogFile;
 use crate::signal::Signal;
@@ -70,6 +71,16 @@ pub struct StackOptions {
     pub rivet_save: rivet::SaveMode,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
+    /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
+    pub sdk_version: Option<String>,
+}
+
+/// Where the hosted TypeScript SDK client runs: the engine endpoint its
+/// actor is called through and the SDK version it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdkHost {
+    pub endpoint: String,
+    pub sdk_version: String,
 }
 
 /// A running local stack.
@@ -100,6 +111,8 @@ pub struct LocalStack {
     pub agent_skips: Vec<(String, String)>,
     /// The mark in every launched agent process's environment.
     owner: String,
+    /// The hosted SDK client's actor, or why it cannot run.
+    pub sdk_host: Result<SdkHost, Unhosted>,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -152,27 +165,32 @@ impl LocalStack {
             model_calls: None,
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
                 let reason = reason.to_string();
+                stack.sdk_host = Err(Unhosted(reason.clone()));
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
                     .skipped
                     .push(Unavailable::skipped("rivet-engine", &reason));
             }
-            Ok(node) => match RivetStack::up(
+            Ok(node) => match RivetStack::up_with_sdk(
                 &options.run_dir.join("rivet"),
                 &node,
                 options.rivet_save,
+                options.sdk_version.as_deref(),
                 progress,
             )
             .await
             {
                 Err(reason) => {
                     let reason = reason.to_string();
+                    stack.sdk_host =
+                        Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
                     // The other layers can still be tested; cells use SQLite instead.
                     progress(&format!("the Rivet layer did not start: {reason}"));
                     stack.skipped.push(Unavailable::failed("rivet", &reason));
@@ -193,6 +211,13 @@ impl LocalStack {
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
+                    stack.sdk_host = match rivet.sdk() {
+                        Ok(version) => Ok(SdkHost {
+                            endpoint: rivet.endpoint().to_string(),
+                            sdk_version: version.to_string(),
+                        }),
+                        Err(reason) => Err(reason.clone()),
+                    };
                     let (engine, runner) = rivet.targets();
                     stack.add(engine, &options);
                     stack.add(runner, &options);

@@ -9,6 +9,7 @@
 
 use super::npm;
 use super::StackError;
+use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
@@ -21,6 +22,9 @@ use std::time::Duration;
 const PACKAGE_JSON: &str = include_str!("../../stack/rivet/package.json");
 const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
 const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
+const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
+/// The `sandbox-agent` SDK version `package.json` and its lock pin.
+pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
 const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
 
@@ -64,15 +68,22 @@ pub struct RivetStack {
     engine: Option<Target>,
     runner: Option<Target>,
     logs: Vec<(String, PathBuf)>,
+    /// The SDK version the runner's app holds, or why the wanted one could not be installed.
+    sdk: Result<String, Unhosted>,
 }
 
 impl RivetStack {
     /// Installs the app (once), starts the engine, waits for `/health`, then the
-    /// runner, and waits until the actor answers an action.
-    pub async fn up(
+    /// runner, and waits until the actor answers an action. The app's
+    /// `sandbox-agent` SDK is at `sdk_version` (the pinned one when `None`),
+    /// installed in a cache slot of its own. A
+    /// version npm cannot install leaves the pinned app running the `persist`
+    /// actor, and [`RivetStack::sdk`] says why the hosted client cannot run.
+    pub async fn up_with_sdk(
         dir: &Path,
         node: &Path,
         save: SaveMode,
+        sdk_version: Option<&str>,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
@@ -80,20 +91,24 @@ impl RivetStack {
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
         let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
-        let installed = tokio::task::spawn_blocking(|| {
-            let mut lines = Vec::new();
-            let files = [
-                ("package.json", PACKAGE_JSON),
-                ("package-lock.json", PACKAGE_LOCK),
-                ("server.mjs", SERVER),
-            ];
-            let result =
-                npm::ensure_app_installed("rivet-app", &files, &mut |l| lines.push(l.to_string()));
-            (result, lines)
-        })
-        .await?;
-        installed.1.iter().for_each(|l| progress(l));
-        let app = installed.0?;
+        let wanted = sdk_version.unwrap_or(PINNED_SDK_VERSION).to_string();
+        let (app, sdk) = match install_app(&wanted, progress).await {
+            Ok(app) => (app, Ok(wanted)),
+            Err(reason) if wanted != PINNED_SDK_VERSION => {
+                progress(&format!(
+                    "sandbox-agent SDK {wanted} could not be installed; the Rivet layer runs the pinned {PINNED_SDK_VERSION} app without it"
+                ));
+                let app = install_app(PINNED_SDK_VERSION, progress).await?;
+                (
+                    app,
+                    Err(Unhosted(format!(
+                        "the sandbox-agent SDK {wanted} could not be installed from the npm registry: {}",
+                        reason.to_string().lines().take(4).collect::<Vec<_>>().join(" ")
+                    ))),
+                )
+            }
+            Err(reason) => return Err(reason),
+        };
         let engine_bin = app
             .join("node_modules")
             .join(ENGINE_PACKAGE)
@@ -193,6 +208,7 @@ impl RivetStack {
                 ("rivet-engine".into(), engine_log),
                 ("rivet-runner".into(), runner_log),
             ],
+            sdk,
         };
         progress(&format!("starting Rivet Engine on {}", stack.endpoint));
         if let Some(engine) = stack.engine.as_mut() {
@@ -219,6 +235,16 @@ impl RivetStack {
             engine.ready_timeout = ENGINE_RESTART_READY_TIMEOUT;
         }
         Ok(stack)
+    }
+
+    /// The engine's guard endpoint, where actor actions are called.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The SDK version the hosted client runs, or why it cannot run.
+    pub fn sdk(&self) -> Result<&str, &Unhosted> {
+        self.sdk.as_deref()
     }
 
     /// The engine and runner targets; the stack keeps nothing running after this.
@@ -276,9 +302,65 @@ impl RivetStack {
     }
 }
 
+/// The app's files with `sandbox-agent` at `version`: the committed lock for
+/// the pinned version, none for another (npm resolves it, in its own slot).
+fn app_files(version: &str) -> Vec<(&'static str, String)> {
+    let pin = format!("\"sandbox-agent\": \"{PINNED_SDK_VERSION}\"");
+    let mut files = vec![
+        (
+            "package.json",
+            PACKAGE_JSON.replace(&pin, &format!("\"sandbox-agent\": \"{version}\"")),
+        ),
+        ("server.mjs", SERVER.to_string()),
+        ("sdk-client.mjs", SDK_CLIENT.to_string()),
+    ];
+    if version == PINNED_SDK_VERSION {
+        files.insert(1, ("package-lock.json", PACKAGE_LOCK.to_string()));
+    }
+    files
+}
+
+/// Installs the app (once per version and content) and returns its folder.
+async fn install_app(
+    version: &str,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<PathBuf, StackError> {
+    npm::check_version(version)
+        .map_err(|e| StackError::Failed(format!("--sdk-version {version}: {e}")))?;
+    let files = app_files(version);
+    let installed = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
+        let result =
+            npm::ensure_app_installed("rivet-app", &borrowed, &mut |l| lines.push(l.to_string()));
+        (result, lines)
+    })
+    .await?;
+    installed.1.iter().for_each(|l| progress(l));
+    installed.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_app_pins_the_sdk_version_and_another_version_gets_other_files() {
+        assert!(PACKAGE_JSON.contains(&format!("\"sandbox-agent\": \"{PINNED_SDK_VERSION}\"")));
+        assert!(PACKAGE_LOCK.contains(&format!(
+            "\"node_modules/sandbox-agent\": {{\n      \"version\": \"{PINNED_SDK_VERSION}\""
+        )));
+        let pinned = app_files(PINNED_SDK_VERSION);
+        assert!(pinned.iter().any(|(n, _)| *n == "package-lock.json"));
+        let other = app_files("0.4.0");
+        assert!(other.iter().all(|(n, _)| *n != "package-lock.json"));
+        let package = &other.iter().find(|(n, _)| *n == "package.json").unwrap().1;
+        assert!(
+            package.contains("\"sandbox-agent\": \"0.4.0\""),
+            "{package}"
+        );
+        assert!(!package.contains(PINNED_SDK_VERSION));
+    }
 
     /// The store the local stack actually uses meets the same contract as
     /// the memory and SQLite drivers, against a real engine and runner.
@@ -287,9 +369,10 @@ mod tests {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         let dir = tempfile::tempdir().unwrap();
-        let mut stack = RivetStack::up(dir.path(), &node, SaveMode::Immediate, &mut |_| {})
-            .await
-            .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let mut stack =
+            RivetStack::up_with_sdk(dir.path(), &node, SaveMode::Immediate, None, &mut |_| {})
+                .await
+                .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
         let driver = (stack.persist_factory())("contract").expect("a driver for the run's actor");
         // Whatever the contract finds, the engine and runner are stopped first.
         let checked = tokio::spawn(async move {

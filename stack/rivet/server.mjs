@@ -1,5 +1,7 @@
 // continuity: RivetKit actor app that stores sandbox-agent SDK session
-// records and events in actor state (mirrors the SDK's SessionPersistDriver).
+// records and events in actor state (actor `persist`, mirrors the SDK's
+// SessionPersistDriver), and hosts the real SDK client (actor `sdkClient`,
+// sdk-client.mjs) for the harness's `--client ts-sdk`.
 //
 // Env:
 //   RIVET_ENDPOINT           engine guard URL, e.g. http://127.0.0.1:<guard port> (required)
@@ -13,6 +15,7 @@
 // Prints "continuity-rivet: ready ..." on stdout once the envoy is registered
 // with the engine; exits non-zero if registration fails.
 import { actor, setup, UserError } from "rivetkit";
+import { sdkClientActor } from "./sdk-client.mjs";
 
 if (process.env.RIVET_RUN_SERVICES === undefined) process.env.RIVET_RUN_SERVICES = "0";
 if (!process.env.RIVET_ENDPOINT) {
@@ -104,14 +107,19 @@ const persist = actor({
 	},
 });
 
-export const registry = setup({ use: { persist }, shutdown: { gracePeriodMs: GRACE_MS } });
+const sdkClient = sdkClientActor({
+	persistNow,
+	options: SAVE_INTERVAL > 0 ? { stateSaveInterval: SAVE_INTERVAL } : {},
+});
+
+export const registry = setup({ use: { persist, sdkClient }, shutdown: { gracePeriodMs: GRACE_MS } });
 
 const t0 = Date.now();
 registry
 	.startAndWait()
 	.then(() => {
 		console.log(
-			`continuity-rivet: ready endpoint=${process.env.RIVET_ENDPOINT} actor=persist save=${SAVE} save_interval_ms=${SAVE_INTERVAL ?? "default"} pid=${process.pid} startup_ms=${Date.now() - t0}`,
+			`continuity-rivet: ready endpoint=${process.env.RIVET_ENDPOINT} actors=persist,sdkClient save=${SAVE} save_interval_ms=${SAVE_INTERVAL ?? "default"} pid=${process.pid} startup_ms=${Date.now() - t0}`,
 		);
 	})
 	.catch((err) => {

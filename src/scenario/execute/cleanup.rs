@@ -28,7 +28,7 @@ impl RunningCell<'_> {
                 .iter()
                 .take_while(|p| matches!(p.step, Step::Dispose { .. }))
                 .count();
-            if disposes > 1 && cut_at.is_none() {
+            if disposes > 1 && cut_at.is_none() && self.hosted.is_none() {
                 results.extend(self.dispose_side_by_side(&rest[..disposes]).await);
                 rest = &rest[disposes..];
             } else {
@@ -61,7 +61,8 @@ impl RunningCell<'_> {
     }
 
     fn connected(&self, phase: &Phase) -> bool {
-        step_client(&phase.step).is_none_or(|c| self.clients.contains_key(c))
+        step_client(&phase.step)
+            .is_none_or(|c| self.clients.contains_key(c) || self.hosted_connected(c))
     }
 
     /// `dispose` phases at once, each under its own deadline, each timed

@@ -1,0 +1,202 @@
+//! The client axis in `report.md`: where continuity's own client (`rust`)
+//! and the real TypeScript SDK (`ts-sdk`) disagree on a cell, by verdict and
+//! failure boundary, never by signature (continuity names the 400 the SDK
+//! hides behind a timeout: that difference is the point). A disagreement is
+//! a finding about the SDK-faithful client, shown with both phase traces.
+//! Also the unhandled rejections the hosted SDK raised, with their phase.
+
+use super::model::{Cell, Outcome, Report};
+use std::fmt::Write as _;
+
+/// A cell both clients ran whose verdict or failure boundary differs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disagreement<'a> {
+    pub rust: &'a Cell,
+    pub ts_sdk: &'a Cell,
+}
+
+/// Pairs each `rust` cell with the `ts-sdk` cell of the same target ×
+/// scenario (× agent, × version) and keeps those that disagree. Skipped
+/// cells on either side are not compared: nothing ran.
+pub fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
+    let of = |c: &Cell, client: &str| c.client.as_deref() == Some(client);
+    report
+        .cells
+        .iter()
+        .filter(|c| of(c, "rust"))
+        .filter_map(|rust| {
+            let ts_sdk = report.cells.iter().find(|t| {
+                of(t, "ts-sdk")
+                    && t.target == rust.target
+                    && t.scenario == rust.scenario
+                    && t.agent == rust.agent
+                    && t.server_version == rust.server_version
+            })?;
+            let ran = |c: &Cell| c.verdict != super::Verdict::Skipped;
+            let differs =
+                rust.verdict != ts_sdk.verdict || rust.failure_boundary != ts_sdk.failure_boundary;
+            (ran(rust) && ran(ts_sdk) && differs).then_some(Disagreement { rust, ts_sdk })
+        })
+        .collect()
+}
+
+/// `## Where the clients disagree` and `## Unhandled rejections in the
+/// hosted SDK`, when the run had a client axis.
+pub fn render_client_sections(report: &Report) -> Option<String> {
+    let has_axis = report.cells.iter().any(|c| c.client.is_some());
+    let both = report
+        .cells
+        .iter()
+        .any(|c| c.client.as_deref() == Some("rust"))
+        && report
+            .cells
+            .iter()
+            .any(|c| c.client.as_deref() == Some("ts-sdk"));
+    if !has_axis {
+        return None;
+    }
+    let mut out = String::new();
+    if both {
+        out.push_str("## Where the clients disagree\n\n");
+        let found = disagreements(report);
+        if found.is_empty() {
+            out.push_str("continuity's client (`rust`) and the TypeScript SDK (`ts-sdk`) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "**Finding about continuity's SDK-faithful client**: on {} cell(s) it does not judge as the real TypeScript SDK does (verdict or failure boundary). Both phase traces follow.\n",
+                found.len()
+            );
+            for d in &found {
+                let _ = writeln!(
+                    out,
+                    "### {} × {}{}\n",
+                    d.rust.target,
+                    d.rust.scenario,
+                    d.rust
+                        .agent
+                        .as_ref()
+                        .map(|a| format!(" · {a}"))
+                        .unwrap_or_default()
+                );
+                let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
+                let _ = writeln!(out, "- ts-sdk: {}\n", verdict_text(d.ts_sdk));
+                out.push_str("| phase | rust | ts-sdk |\n|---|---|---|\n");
+                for phase in &d.rust.phases {
+                    let other = d.ts_sdk.phase(&phase.name);
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} |",
+                        phase.name,
+                        phase_text(Some(phase)),
+                        phase_text(other)
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let faults: Vec<(&Cell, &str, &serde_json::Value)> = report
+        .cells
+        .iter()
+        .filter(|c| c.client.as_deref() == Some("ts-sdk"))
+        .flat_map(|c| {
+            c.phases.iter().flat_map(move |p| {
+                p.detail
+                    .get("unhandledRejections")
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                    .map(move |f| (c, p.name.as_str(), f))
+            })
+        })
+        .collect();
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("## Unhandled rejections in the hosted SDK\n\n");
+    if faults.is_empty() {
+        out.push_str("none recorded.\n");
+    } else {
+        out.push_str("The actor app records them instead of letting the runner die (Node's default); each is a rejection no SDK caller could catch.\n\n| cell | phase | error |\n|---|---|---|\n");
+        for (cell, phase, fault) in faults {
+            let text = |k: &str| fault.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            let mut error = format!("{}: {}", text("name"), text("message"));
+            if let Some(status) = fault.get("status").and_then(|v| v.as_u64()) {
+                let _ = write!(error, " (HTTP {status}");
+                if !text("problemType").is_empty() {
+                    let _ = write!(error, " {}", text("problemType"));
+                }
+                error.push(')');
+            }
+            let _ = writeln!(
+                out,
+                "| {} × {} | {phase} | {} |",
+                cell.label(),
+                cell.scenario,
+                error.replace('|', "\\|")
+            );
+        }
+    }
+    Some(out)
+}
+
+fn verdict_text(cell: &Cell) -> String {
+    let mut text = cell.verdict.as_str().to_string();
+    if let Some(b) = &cell.failure_boundary {
+        let _ = write!(text, " @ {b}");
+    }
+    text
+}
+
+fn phase_text(phase: Option<&super::PhaseResult>) -> String {
+    let Some(phase) = phase else {
+        return "–".into();
+    };
+    match (&phase.outcome, &phase.signature) {
+        (Outcome::Ok, _) => "ok".into(),
+        (Outcome::NotRun, _) => "not run".into(),
+        (_, Some(sig)) => sig.short().replace('|', "\\|"),
+        (outcome, None) => format!("{outcome:?}").to_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    fn with_client(mut cell: Cell, client: &str) -> Cell {
+        cell.client = Some(client.into());
+        cell
+    }
+
+    #[test]
+    fn a_boundary_that_differs_is_a_finding_and_a_signature_that_differs_is_not() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let mut ts = with_client(base.clone(), "ts-sdk");
+        let rust = with_client(base.clone(), "rust");
+        report.cells = vec![rust.clone(), ts.clone()];
+        assert!(disagreements(&report).is_empty(), "same cell, no finding");
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("agree on every cell"), "{text}");
+
+        ts.failure_boundary = Some("somewhereElse".into());
+        ts.verdict = crate::report::Verdict::Fail;
+        report.cells = vec![rust, ts];
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1);
+        let text = render_client_sections(&report).unwrap();
+        assert!(
+            text.contains("Finding about continuity's SDK-faithful client"),
+            "{text}"
+        );
+        assert!(text.contains("| phase | rust | ts-sdk |"), "{text}");
+    }
+
+    #[test]
+    fn no_client_axis_no_section() {
+        assert_eq!(render_client_sections(&fixture::report()), None);
+    }
+}

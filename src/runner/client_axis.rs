@@ -1,0 +1,99 @@
+//! Which client runs a plan's cells: continuity's own (`rust`) or the real
+//! TypeScript SDK hosted in the Rivet app (`ts-sdk`). The runner asks here
+//! whether a ts-sdk cell can run at all (a hosted client that could not be
+//! set up, a step it cannot take: skipped, with the reason) and for the
+//! cell's hosted client, one actor per cell attempt.
+
+use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
+use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use std::time::Duration;
+
+/// The client of a plan.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum ClientChoice {
+    /// continuity's SDK-faithful Rust client.
+    #[default]
+    Rust,
+    /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
+    /// called through, or why it cannot run here.
+    TsSdk(Result<String, Unhosted>),
+}
+
+impl ClientChoice {
+    /// The name reports carry: `rust` or `ts-sdk`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClientChoice::Rust => "rust",
+            ClientChoice::TsSdk(_) => "ts-sdk",
+        }
+    }
+}
+
+/// Why a cell of `scenario` cannot run with this client, if it cannot.
+pub(super) fn skip_reason(choice: &ClientChoice, scenario: &Scenario) -> Option<String> {
+    match choice {
+        ClientChoice::Rust => None,
+        ClientChoice::TsSdk(Err(reason)) => Some(format!("the ts-sdk client cannot run: {reason}")),
+        ClientChoice::TsSdk(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
+            format!("the ts-sdk client does not support step `{kind}` (phase {phase}): the hosted SDK drives sessions only")
+        }),
+    }
+}
+
+/// The folder and key part that keeps a ts-sdk cell apart from the rust cell
+/// at the same index (both clients run the same matrix in one run folder).
+pub(super) fn tag(choice: &ClientChoice) -> &'static str {
+    match choice {
+        ClientChoice::Rust => "",
+        ClientChoice::TsSdk(_) => "ts-sdk-",
+    }
+}
+
+/// Why a ts-sdk cell's hosted client could not be set up: the cell is an error.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum HostedSetupError {
+    #[error(transparent)]
+    Unhosted(#[from] Unhosted),
+    #[error("cannot build the hosted client's HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("the hosted client's actor did not answer within {waited_s} s: {source}")]
+    NoActor {
+        waited_s: u64,
+        #[source]
+        source: HostedError,
+    },
+}
+
+/// How long a ts-sdk cell waits for its actor before its first phase: the
+/// Rivet layer may still be coming back from an earlier cell's restarts
+/// (the runner's reconnect backoff reaches 30 s and more, NOTES.md).
+const ACTOR_READY: Duration = Duration::from_secs(90);
+
+/// The cell's hosted client (its own `sdkClient` actor, keyed `key`), for
+/// ts-sdk, once that actor answers: setup, like a target's readiness, so
+/// the Rivet layer's recovery from an earlier cell is not charged to this
+/// cell's first phase.
+pub(super) async fn hosted_cell(
+    choice: &ClientChoice,
+    key: &str,
+) -> Result<Option<HostedCell>, HostedSetupError> {
+    let endpoint = match choice {
+        ClientChoice::Rust => return Ok(None),
+        ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
+        ClientChoice::TsSdk(Ok(endpoint)) => endpoint,
+    };
+    let client = HostedClient::new(HostedConfig {
+        endpoint: endpoint.clone(),
+        namespace: "default".into(),
+        key: key.to_string(),
+    })?;
+    let started = std::time::Instant::now();
+    client
+        .call("faults", serde_json::json!({"phase": "setup"}), ACTOR_READY)
+        .await
+        .map_err(|source| HostedSetupError::NoActor {
+            waited_s: started.elapsed().as_secs(),
+            source,
+        })?;
+    Ok(Some(HostedCell::new(client)))
+}

@@ -1,0 +1,220 @@
+//! What the hosted SDK's answers mean for the report: its errors as
+//! failure signatures (classified by what the SDK's error carries), the
+//! stored history's integrity, and the unhandled rejections the actor app
+//! recorded, put into the detail of the phase they happened in.
+
+use super::StepFailure;
+use crate::client::hosted::{HostedError, SdkError};
+use crate::diagnose;
+use crate::report::{Signature, SignatureKind};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// The signature of a hosted failure: the SDK's own error classified by
+/// what it carries (RPC code, HTTP status, its name), or the Rivet path's.
+pub fn hosted_signature(error: &HostedError, token: Option<&crate::secret::Secret>) -> Signature {
+    let text = crate::report::mask_ids(&crate::secret::redact_known(&crate::secret::redact(
+        &error.to_string(),
+        token,
+    )));
+    let mut sig = diagnose::other(SignatureKind::Client, text);
+    match error {
+        HostedError::Sdk(sdk) => classify_sdk(sdk, &mut sig),
+        HostedError::Unreachable { .. } => sig.kind = SignatureKind::Connect,
+        HostedError::Actor { status, .. } => {
+            sig.kind = SignatureKind::Http;
+            sig.http_status = Some(*status);
+        }
+        HostedError::Protocol { .. } => sig.kind = SignatureKind::Protocol,
+    }
+    sig
+}
+
+fn classify_sdk(sdk: &SdkError, sig: &mut Signature) {
+    sig.http_status = sdk.http_status();
+    sig.problem_type = sdk
+        .problem_type()
+        .map(|t| t.rsplit(':').next().unwrap_or(&t).to_string());
+    sig.rpc_code = sdk.rpc_code();
+    let names: Vec<&str> = sdk.chain().map(|e| e.name.as_str()).collect();
+    let text = sdk.describe();
+    sig.kind = if sig.rpc_code.is_some() {
+        SignatureKind::Rpc
+    } else if sig.http_status.is_some() {
+        SignatureKind::Http
+    } else if names.contains(&"ActorTimeout") {
+        SignatureKind::Timeout
+    } else if text.contains("health") || text.contains("fetch failed") {
+        // The health wait, or fetch itself (refused, reset): the server was not there.
+        SignatureKind::Connect
+    } else {
+        SignatureKind::Client
+    };
+}
+
+/// Puts each unhandled rejection (or uncaught exception) the actor app
+/// recorded into the detail of the phase it happened in
+/// (`unhandledRejections`), or of the last phase when it came after them.
+pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::PhaseResult]) {
+    for fault in faults {
+        let phase = fault.get("phase").and_then(Value::as_str).unwrap_or("");
+        let at = results
+            .iter()
+            .position(|r| r.name == phase)
+            .or(results.len().checked_sub(1));
+        let Some(at) = at else { continue };
+        let error = fault.get("error").cloned().unwrap_or(Value::Null);
+        let entry = json!({
+            "kind": fault.get("kind").cloned().unwrap_or(Value::Null),
+            "phase": phase,
+            "name": error.get("name").cloned().unwrap_or(Value::Null),
+            "message": crate::report::mask_ids(&crate::secret::redact_known(
+                error.get("message").and_then(Value::as_str).unwrap_or(""),
+            )),
+            "status": error.get("status").cloned().unwrap_or(Value::Null),
+            "problemType": error.get("problem").and_then(|p| p.get("type")).cloned().unwrap_or(Value::Null),
+        });
+        let list = results[at]
+            .detail
+            .entry("unhandledRejections")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list {
+            list.push(entry);
+        }
+    }
+}
+
+/// The stored history against what the SDK asked the store to keep: each
+/// event once, `eventIndex` 1..n with no gaps.
+pub(super) fn check_history(
+    out: &Map<String, Value>,
+    detail: &mut Map<String, Value>,
+) -> Result<(), StepFailure> {
+    let history = out
+        .get("history")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let recorded = out.get("recorded").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let indexes: BTreeSet<i64> = history
+        .iter()
+        .filter_map(|e| e.get("eventIndex").and_then(Value::as_f64))
+        .map(|i| i as i64)
+        .collect();
+    let ids: BTreeSet<&str> = history
+        .iter()
+        .filter_map(|e| e.get("id").and_then(Value::as_str))
+        .collect();
+    let duplicates = history.len() - indexes.len();
+    let max = indexes.iter().next_back().copied().unwrap_or(0);
+    let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
+    // Both counts live in the actor's state: a lost save loses the count
+    // too, so what this catches is a hole in the middle (gaps) or a write
+    // the store dropped while the SDK went on.
+    let lost = recorded.saturating_sub(ids.len());
+    detail.insert("eventsTotal".into(), history.len().into());
+    detail.insert("eventsRecorded".into(), recorded.into());
+    detail.insert("eventsLost".into(), lost.into());
+    detail.insert("eventsDuplicated".into(), duplicates.into());
+    detail.insert("indexGaps".into(), gaps.into());
+    if duplicates == 0 && gaps == 0 && lost == 0 {
+        return Ok(());
+    }
+    Err(StepFailure::new(diagnose::other(
+        SignatureKind::Integrity,
+        format!(
+            "history has {} events, the SDK stored {recorded}: {lost} lost, {duplicates} duplicated, {gaps} index gaps",
+            history.len()
+        ),
+    ))
+    .with_detail(detail.clone()))
+}
+
+pub(super) fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if let Some(v) = from.get(*key) {
+            to.insert((*key).into(), v.clone());
+        }
+    }
+}
+
+pub(super) fn sdk_json(sdk: &SdkError) -> Value {
+    let mut chain = Vec::new();
+    for e in sdk.chain() {
+        let mut m = Map::new();
+        m.insert("name".into(), e.name.clone().into());
+        m.insert(
+            "message".into(),
+            crate::report::mask_ids(&crate::secret::redact_known(&e.message)).into(),
+        );
+        if let Some(s) = e.status {
+            m.insert("status".into(), s.into());
+        }
+        if let Some(p) = &e.problem {
+            m.insert("problem".into(), p.clone());
+        }
+        if let Some(c) = &e.code {
+            m.insert("code".into(), c.clone());
+        }
+        chain.push(Value::Object(m));
+    }
+    Value::Array(chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sdks_400_is_an_http_signature_and_its_timeout_a_timeout() {
+        let sdk = |v: Value| HostedError::Sdk(serde_json::from_value(v).unwrap());
+        let http = hosted_signature(
+            &sdk(
+                json!({"name": "AcpHttpError", "message": "Bad Request", "status": 400,
+                "problem": {"type": "urn:sandbox-agent:error:invalid_request"}}),
+            ),
+            None,
+        );
+        assert_eq!(
+            (http.kind, http.http_status, http.problem_type.as_deref()),
+            (SignatureKind::Http, Some(400), Some("invalid_request"))
+        );
+        let timeout = hosted_signature(
+            &sdk(
+                json!({"name": "ActorTimeout", "message": "promptSameHandleAfterRestart: no answer within 5000 ms"}),
+            ),
+            None,
+        );
+        assert_eq!(timeout.kind, SignatureKind::Timeout);
+        let closed = hosted_signature(
+            &sdk(json!({"name": "Error", "message": "ACP client is closed"})),
+            None,
+        );
+        assert_eq!(closed.kind, SignatureKind::Client);
+    }
+
+    #[test]
+    fn a_history_with_a_gap_or_a_lost_event_fails_integrity() {
+        let out = |history: Value, recorded: u64| -> Map<String, Value> {
+            json!({"history": history, "recorded": recorded})
+                .as_object()
+                .cloned()
+                .unwrap()
+        };
+        let mut d = Map::new();
+        let whole = out(
+            json!([{"id": "a", "eventIndex": 1}, {"id": "b", "eventIndex": 2}]),
+            2,
+        );
+        assert!(check_history(&whole, &mut d).is_ok());
+        let gap = out(
+            json!([{"id": "a", "eventIndex": 1}, {"id": "c", "eventIndex": 3}]),
+            2,
+        );
+        assert!(check_history(&gap, &mut d).is_err());
+        let lost = out(json!([{"id": "a", "eventIndex": 1}]), 2);
+        let failure = check_history(&lost, &mut d).unwrap_err();
+        assert_eq!(failure.signature.kind, SignatureKind::Integrity);
+        assert_eq!(d["eventsLost"], 1);
+    }
+}
