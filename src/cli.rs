@@ -192,6 +192,14 @@ pub enum RivetSaveArg {
     Deferred,
 }
 
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RivetStopArg {
+    /// SIGKILL: the runner crashes (what a persist driver must survive).
+    Kill,
+    /// SIGTERM: RivetKit shuts down within its grace period, actors sleep.
+    Graceful,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -249,6 +257,9 @@ pub struct RunArgs {
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
+    /// How the `rivet` target stops the local stack's RivetKit runner (with `--client ts-sdk`, the process that holds the live SDK client).
+    #[arg(long, value_enum, value_name = "HOW", default_value = "kill")]
+    pub rivet_stop: RivetStopArg,
     /// What each cell's trace.jsonl keeps: nothing, every exchange and envelope without bodies, or with bodies cut at 4 KB.
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
     pub trace: TraceArg,

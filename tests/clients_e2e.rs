@@ -7,15 +7,8 @@ mod support;
 
 use support::{assert_exit, continuity_with, phase, report};
 
+use continuity::exit_codes;
 use serde_json::Value;
-use std::sync::Mutex;
-
-/// One stack at a time: each one is five real programs on a 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// The cell of `client` for a target and scenario.
 fn client_cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str) -> &'a Value {
@@ -29,7 +22,7 @@ fn client_cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str
 
 #[test]
 fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target() {
-    let _one = serial();
+    let _one = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = continuity_with(
@@ -51,7 +44,7 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
         &[],
     );
     // Both clients fail the cell: the run fails, it does not break.
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let rust = client_cell(&report, "rust", "agent", "native-continuity");
     let ts = client_cell(&report, "ts-sdk", "agent", "native-continuity");
@@ -103,7 +96,7 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
 
 #[test]
 fn an_sdk_version_the_registry_lacks_skips_the_ts_sdk_cells_and_rust_still_runs() {
-    let _one = serial();
+    let _one = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = continuity_with(
@@ -125,7 +118,7 @@ fn an_sdk_version_the_registry_lacks_skips_the_ts_sdk_cells_and_rust_still_runs(
         &[],
     );
     // A skipped cell is not a pass: the run says so with its exit code.
-    assert_exit(&run, 1);
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     assert_eq!(
         client_cell(&report, "rust", "agent", "recreate-rehydrate")["verdict"],
@@ -159,7 +152,7 @@ fn ts_sdk_on_a_configured_deployment_without_rivet_is_a_usage_error() {
         ],
         &[],
     );
-    assert_exit(&run, 64);
+    assert_exit(&run, exit_codes::USAGE);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("--client ts-sdk"), "{stderr}");
     assert!(stderr.contains("Rivet"), "{stderr}");
@@ -177,4 +170,51 @@ fn ts_sdk_on_a_configured_deployment_without_rivet_is_a_usage_error() {
         &[],
     );
     assert!(!String::from_utf8_lossy(&run.stderr).contains("--client ts-sdk"));
+}
+
+#[test]
+fn a_graceful_rivet_stop_sends_the_runner_that_holds_the_sdk_client_sigterm() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = continuity_with(
+        &[
+            "run",
+            "--client",
+            "ts-sdk",
+            "--target",
+            "rivet",
+            "--scenario",
+            "native-continuity",
+            "--rivet-stop",
+            "graceful",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let report = report(&out);
+    let cell = &report["cells"][0];
+    assert_eq!(cell["target"], "rivet", "{cell}");
+    // The restart happened, and it was a shutdown, not a crash.
+    let restart = &cell["restarts"][0];
+    assert_eq!(restart["ok"], true, "{cell}");
+    let events = continuity::trace::read_trace(&out.join(cell["trace"].as_str().unwrap())).unwrap();
+    let stop = events
+        .iter()
+        .find(|e| e["ev"] == "component_stop" && e["component"] == "rivet")
+        .unwrap_or_else(|| panic!("no stop of the runner in the trace"));
+    // SIGTERM lets RivetKit drain and exit on its own (an exit code) or, at
+    // worst, end by that signal: never the SIGKILL of the default stop.
+    assert_ne!(stop["signal"], "SIGKILL", "{stop}");
+    assert!(
+        stop["exitCode"].is_i64() || stop["signal"] == "SIGTERM",
+        "{stop}"
+    );
+    // Whatever the hosted client made of it, the cell says so with an exit code to match.
+    let code = match cell["verdict"].as_str() {
+        Some("pass") => exit_codes::OK,
+        _ => exit_codes::FAILED,
+    };
+    assert_exit(&run, code);
 }

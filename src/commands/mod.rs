@@ -1,7 +1,7 @@
 //! What each command does: resolve settings (flags > seed-script environment
 //! > config file > defaults), run, render, and pick the exit code.
 
-use crate::cli::{MessageFormat, RivetSaveArg, RunArgs, Sources};
+use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::client::hosted::Unhosted;
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
@@ -358,6 +358,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 rivet_save: match args.rivet_save {
                     RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
                     RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
+                },
+                rivet_stop: match args.rivet_stop {
+                    RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
+                    RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
                 },
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),

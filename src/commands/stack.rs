@@ -96,6 +96,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         })?,
         only: Vec::new(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
+        rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
         sdk_version: None,
     };

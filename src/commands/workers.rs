@@ -248,6 +248,7 @@ mod tests {
             agent_program: std::env::current_exe().unwrap(),
             only: Vec::new(),
             rivet_save: crate::stack::rivet::SaveMode::Immediate,
+            rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
             sdk_version: None,
         };

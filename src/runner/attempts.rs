@@ -192,9 +192,22 @@ async fn run_one(
             return failed;
         }
     };
-    let hosted = match super::client_axis::hosted_cell(&client, &key).await {
-        Ok(hosted) => hosted,
-        Err(reason) => {
+    // The wait for the hosted client's actor is setup, but Ctrl-C still ends it.
+    let setup = tokio::select! {
+        setup = super::client_axis::hosted_cell(&client, &key) => Some(setup),
+        _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
+    };
+    let hosted = match setup {
+        None => {
+            let mut cut = skipped_attempt(
+                attempt,
+                "the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) while the hosted client's actor was being set up",
+            );
+            cut.verdict = Verdict::Interrupted;
+            return cut;
+        }
+        Some(Ok(hosted)) => hosted,
+        Some(Err(reason)) => {
             let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;
             return failed;

@@ -69,6 +69,8 @@ pub struct StackOptions {
     pub only: Vec<String>,
     /// How the Rivet actor saves state.
     pub rivet_save: rivet::SaveMode,
+    /// How the `rivet` target stops the RivetKit runner.
+    pub rivet_stop: rivet::RunnerStop,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
     /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
@@ -182,6 +184,7 @@ impl LocalStack {
                 &options.run_dir.join("rivet"),
                 &node,
                 options.rivet_save,
+                options.rivet_stop,
                 options.sdk_version.as_deref(),
                 progress,
             )

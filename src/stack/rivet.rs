@@ -52,6 +52,26 @@ impl SaveMode {
     }
 }
 
+/// How the `rivet` target stops the RivetKit runner before starting it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunnerStop {
+    /// SIGKILL: a crash. Pending state is lost unless saved at once, and
+    /// the live clients an actor holds die without a word.
+    #[default]
+    Kill,
+    /// SIGTERM: RivetKit's shutdown (its grace period), actors put to sleep.
+    Graceful,
+}
+
+impl RunnerStop {
+    fn signal(self) -> Signal {
+        match self {
+            RunnerStop::Kill => Signal::KILL,
+            RunnerStop::Graceful => Signal::TERM,
+        }
+    }
+}
+
 /// `node`, or the message naming the install command.
 pub fn find_node() -> Result<PathBuf, StackError> {
     npm::which("node").ok_or_else(|| {
@@ -83,6 +103,7 @@ impl RivetStack {
         dir: &Path,
         node: &Path,
         save: SaveMode,
+        runner_stop: RunnerStop,
         sdk_version: Option<&str>,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<RivetStack, StackError> {
@@ -190,9 +211,10 @@ impl RivetStack {
                 // The run folder, so its processes are found by where they run.
                 cwd: Some(dir.to_path_buf()),
                 log: Some(runner_log.clone()),
-                // A crash, not a shutdown: a graceful stop saves pending state
-                // in either save mode, so only SIGKILL tells the modes apart.
-                stop_signal: Signal::KILL,
+                // A crash by default, not a shutdown: a graceful stop saves
+                // pending state in either save mode, so only SIGKILL tells the
+                // modes apart (`--rivet-stop graceful` asks for the shutdown).
+                stop_signal: runner_stop.signal(),
                 grace: Duration::from_secs(10),
             }),
             actor_answers.clone(),
@@ -369,10 +391,16 @@ mod tests {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         let dir = tempfile::tempdir().unwrap();
-        let mut stack =
-            RivetStack::up_with_sdk(dir.path(), &node, SaveMode::Immediate, None, &mut |_| {})
-                .await
-                .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let mut stack = RivetStack::up_with_sdk(
+            dir.path(),
+            &node,
+            SaveMode::Immediate,
+            RunnerStop::Kill,
+            None,
+            &mut |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
         let driver = (stack.persist_factory())("contract").expect("a driver for the run's actor");
         // Whatever the contract finds, the engine and runner are stopped first.
         let checked = tokio::spawn(async move {
