@@ -46,8 +46,8 @@ pub enum Command {
     Show {
         /// The run: its folder or its report.json.
         run: PathBuf,
-        /// One cell's timeline: TARGET/SCENARIO, or TARGET/SCENARIO#ATTEMPT for a repeated run.
-        #[arg(long, value_name = "TARGET/SCENARIO[#ATTEMPT]")]
+        /// One cell's timeline: TARGET/SCENARIO, TARGET/SCENARIO/CLIENT on a client axis, and #ATTEMPT for a repeated run.
+        #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT][#ATTEMPT]")]
         cell: Option<String>,
     },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.

@@ -107,6 +107,45 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
 }
 
 #[test]
+fn on_a_client_axis_the_cell_names_its_client() {
+    let dir = tempfile::tempdir().unwrap();
+    run_folder(dir.path());
+    let path = dir.path().join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // A client axis is v2's: the cell names its client.
+    report["schema"] = json!("continuity.report/v2");
+    let mut hosted = report["cells"][0].clone();
+    hosted["client"] = json!("ts-sdk");
+    hosted["failureBoundary"] = json!("connect");
+    report["cells"][0]["client"] = json!("rust");
+    report["cells"].as_array_mut().unwrap().push(hosted);
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    let run = dir.path().to_str().unwrap();
+
+    let ambiguous = show(&[run, "--cell", "agent/s"]);
+    assert_exit(&ambiguous, exit_codes::USAGE);
+    let (_, err) = text(&ambiguous);
+    assert!(err.contains("ran with clients rust and ts-sdk"), "{err}");
+
+    let hosted = show(&[run, "--cell", "agent/s/ts-sdk"]);
+    assert_exit(&hosted, exit_codes::OK);
+    assert!(
+        text(&hosted).0.contains("connect ◀ boundary"),
+        "{}",
+        text(&hosted).0
+    );
+    let own = show(&[run, "--cell", "agent/s/rust#1"]);
+    assert_exit(&own, exit_codes::OK);
+    assert!(
+        text(&own).0.contains("promptAfter ◀ boundary"),
+        "{}",
+        text(&own).0
+    );
+    assert_exit(&show(&[run, "--cell", "agent/s/go"]), exit_codes::USAGE);
+}
+
+#[test]
 fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
     let dir = tempfile::tempdir().unwrap();
     run_folder(dir.path());

@@ -1,5 +1,5 @@
 //! `continuity show`: a finished run read back from its folder — the matrix,
-//! or one cell's timeline as text (`--cell TARGET/SCENARIO[#ATTEMPT]`).
+//! or one cell's timeline as text (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
 
 use super::{load_report, CommandError};
 use crate::report::{render_text, timeline::render_timeline, Cell, Report};
@@ -13,7 +13,7 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
         let color = crate::console::color(crate::console::Stream::Stdout);
         let mut out = render_text(&report, color);
         out.push_str(
-            "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[#ATTEMPT]\n",
+            "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]\n",
         );
         return Ok(out);
     };
@@ -30,9 +30,10 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     Ok(render_timeline(cell, &events))
 }
 
-/// `TARGET/SCENARIO[#ATTEMPT]`: the cell (the attempt it shows) or, with
-/// `#N`, its Nth attempt. TARGET may carry the version (`agent@0.4.0`) on a
-/// version axis.
+/// `TARGET/SCENARIO[/CLIENT][#ATTEMPT]`: the cell (the attempt it shows)
+/// or, with `#N`, its Nth attempt. TARGET may carry the version
+/// (`agent@0.4.0`) on a version axis; CLIENT (`rust`, `ts-sdk`) picks one
+/// of a client axis's cells, and is needed there.
 fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
     let (path, attempt) = match wanted.rsplit_once('#') {
         Some((path, n)) => (
@@ -45,10 +46,14 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
         ),
         None => (wanted, None),
     };
-    let Some((target, scenario)) = path.split_once('/') else {
+    let Some((target, rest)) = path.split_once('/') else {
         return Err(CommandError::usage(format!(
-            "--cell {wanted:?}: expected TARGET/SCENARIO[#ATTEMPT]"
+            "--cell {wanted:?}: expected TARGET/SCENARIO[/CLIENT][#ATTEMPT]"
         )));
+    };
+    let (scenario, client) = match rest.split_once('/') {
+        Some((scenario, client)) => (scenario, Some(client)),
+        None => (rest, None),
     };
     let name = |c: &Cell| match &c.server_version {
         Some(v) => format!("{}@{v}", c.target),
@@ -62,16 +67,30 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let cell = report
+    let client_of = |c: &Cell| c.client.clone().unwrap_or_else(|| "rust".into());
+    let matching: Vec<&Cell> = report
         .cells
         .iter()
-        .find(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
-        .ok_or_else(|| {
-            CommandError::usage(format!(
-                "no cell {target}/{scenario} in this run (cells: {})",
+        .filter(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
+        .filter(|c| client.is_none_or(|k| client_of(c) == k))
+        .collect();
+    let clients: Vec<String> = matching.iter().map(|c| client_of(c)).collect();
+    let cell = match matching.first() {
+        None => {
+            return Err(CommandError::usage(format!(
+                "no cell {path} in this run (cells: {})",
                 known()
-            ))
-        })?;
+            )))
+        }
+        Some(_) if clients.iter().any(|k| *k != clients[0]) => {
+            return Err(CommandError::usage(format!(
+                "{target}/{scenario} ran with clients {}: name one, e.g. --cell {target}/{scenario}/{}",
+                clients.join(" and "),
+                clients[clients.len() - 1]
+            )))
+        }
+        Some(cell) => *cell,
+    };
     let Some(n) = attempt else {
         return Ok(cell.clone());
     };

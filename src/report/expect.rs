@@ -7,6 +7,7 @@
 //! [[expect]]
 //! target = "agent"                       # glob; default "*"
 //! scenario = "native-continuity"         # glob; default "*"
+//! client = "rust"                        # glob; default "*" (`rust` or `ts-sdk`)
 //! verdict = "fail"                       # pass | fail | error | skipped
 //! boundary = "promptSameHandleAfterRestart"
 //! signature = "http 400 invalid_request" # the short or the (masked) full signature
@@ -40,6 +41,8 @@ struct Entry {
     line: usize,
     target: Pattern,
     scenario: Pattern,
+    /// Matched against the cell's client; a cell without one ran `rust`.
+    client: Pattern,
     verdict: Verdict,
     boundary: Option<String>,
     signature: Option<String>,
@@ -74,6 +77,7 @@ struct RawFile {
 struct RawEntry {
     target: Option<Spanned<String>>,
     scenario: Option<Spanned<String>>,
+    client: Option<Spanned<String>>,
     verdict: Spanned<String>,
     boundary: Option<String>,
     signature: Option<String>,
@@ -157,6 +161,21 @@ impl Expectations {
                 line: line_of(text, start),
                 target: pattern(&raw.target, "target")?,
                 scenario: pattern(&raw.scenario, "scenario")?,
+                client: {
+                    let client = pattern(&raw.client, "client")?;
+                    // A typo must not silently switch a gate off.
+                    if !["rust", "ts-sdk"].iter().any(|c| client.glob.is_match(c)) {
+                        let at = raw.client.as_ref().map(|c| c.span().start);
+                        return Err(error(
+                            at,
+                            format!(
+                                "`client` = {:?} matches no client (rust, ts-sdk)",
+                                client.text
+                            ),
+                        ));
+                    }
+                    client
+                },
                 verdict,
                 boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
                 signature: raw.signature.filter(|s| !s.trim().is_empty()),
@@ -255,6 +274,10 @@ impl Entry {
     fn matches(&self, cell: &Cell, server_version: Option<&str>) -> bool {
         self.target.glob.is_match(&cell.target)
             && self.scenario.glob.is_match(&cell.scenario)
+            && self
+                .client
+                .glob
+                .is_match(cell.client.as_deref().unwrap_or("rust"))
             && match &self.server_version {
                 None => true,
                 Some(req) => server_version

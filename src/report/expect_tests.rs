@@ -146,6 +146,45 @@ fn server_version_scopes_an_entry() {
 }
 
 #[test]
+fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
+    let text = |client: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nclient = \"{client}\"\nverdict = \"fail\"\n")
+    };
+    // The fixture's cells carry no client: they ran continuity's own.
+    let r = judged(&text("rust"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let r = judged(&text("ts-sdk"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+    // On a client axis the entry decides the ts-sdk cell only.
+    let mut r = fixture::report();
+    let mut hosted = r.cells[0].clone();
+    hosted.client = Some("ts-sdk".into());
+    r.cells[0].client = Some("rust".into());
+    r.cells.push(hosted);
+    parse(&text("ts-*"))
+        .unwrap()
+        .judge(&mut r, GateOptions::default());
+    let of = |client: &str| {
+        r.cells
+            .iter()
+            .find(|c| c.client.as_deref() == Some(client))
+            .and_then(|c| c.expectation.as_ref())
+            .map(|j| j.outcome)
+            .unwrap()
+    };
+    assert_eq!(of("ts-sdk"), ExpectOutcome::Expected);
+    assert_eq!(of("rust"), ExpectOutcome::New);
+    let typo = parse(&text("ts_sdk")).unwrap_err().to_string();
+    assert!(typo.contains("matches no client"), "{typo}");
+}
+
+#[test]
 fn a_flaky_cell_follows_flaky_result() {
     let mut r = fixture::repeated_report();
     let text =
