@@ -30,6 +30,9 @@ pub fn render_baseline(report: &Report) -> String {
             out.push_str("[[expect]]\n");
             let _ = writeln!(out, "target = {}", quoted(&glob_literal(&cell.target)));
             let _ = writeln!(out, "scenario = {}", quoted(&glob_literal(&cell.scenario)));
+            if let Some(client) = &cell.client {
+                let _ = writeln!(out, "client = {}", quoted(&glob_literal(client)));
+            }
             let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
             if matches!(verdict, Verdict::Fail | Verdict::Error) {
                 if let Some(b) = &cell.failure_boundary {
@@ -100,7 +103,19 @@ mod tests {
 
     #[test]
     fn a_run_judged_against_its_own_baseline_is_all_expected() {
-        for mut report in [fixture::report(), fixture::repeated_report()] {
+        // On a client axis the same target × scenario differs by client.
+        let mut two_clients = fixture::report();
+        let mut hosted = two_clients.cells.clone();
+        for cell in &mut hosted {
+            cell.client = Some("ts-sdk".into());
+            cell.verdict = Verdict::Pass;
+            cell.failure_boundary = None;
+        }
+        for cell in &mut two_clients.cells {
+            cell.client = Some("rust".into());
+        }
+        two_clients.cells.extend(hosted);
+        for mut report in [fixture::report(), fixture::repeated_report(), two_clients] {
             let text = render_baseline(&report);
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
