@@ -55,7 +55,7 @@ impl RivetDriver {
             "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
             self.config.endpoint.trim_end_matches('/'),
             self.config.namespace,
-            encode(&self.config.key)
+            crate::http::encode_component(&self.config.key)
         )
     }
 
@@ -131,17 +131,6 @@ impl RivetDriver {
             }
         }
     }
-}
-
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            other => format!("%{other:02X}"),
-        })
-        .collect()
 }
 
 #[async_trait]

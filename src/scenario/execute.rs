@@ -467,6 +467,18 @@ impl RunningCell<'_> {
     }
 }
 
+/// A prompt's stop reason against the one the scenario expects, if any.
+fn expect_stop(expected: Option<&str>, stop: &str) -> Result<(), StepFailure> {
+    match expected.filter(|e| *e != stop) {
+        None => Ok(()),
+        Some(expected) => Err(StepFailure::new(diagnose::other(
+            SignatureKind::Protocol,
+            format!("stopReason {stop}, expected {expected}"),
+        ))
+        .with("stopReason", stop)),
+    }
+}
+
 /// An outcome as the trace writes it (`ok`, `timeout`, …).
 fn outcome_word(outcome: Outcome) -> String {
     serde_json::to_value(outcome)

@@ -6,7 +6,7 @@
 //! cell starts, so such a cell is skipped with the step named, never faked.
 
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
-use super::{rehydrate_text, RunningCell, StepFailure, StepResult};
+use super::{expect_stop, rehydrate_text, RunningCell, StepFailure, StepResult};
 use crate::client::hosted::{HostedClient, HostedError};
 use crate::diagnose;
 use crate::report::SignatureKind;
@@ -148,13 +148,7 @@ impl RunningCell<'_> {
                     let stop = self
                         .hosted_prompt(phase, client, session, text.clone(), &mut detail)
                         .await?;
-                    if let Some(expected) = expect_stop_reason.as_deref().filter(|e| *e != stop) {
-                        return Err(StepFailure::new(diagnose::other(
-                            SignatureKind::Protocol,
-                            format!("stopReason {stop}, expected {expected}"),
-                        ))
-                        .with("stopReason", stop));
-                    }
+                    expect_stop(expect_stop_reason.as_deref(), &stop)?;
                     detail.insert("stopReason".into(), stop.into());
                 }
                 detail.insert("prompts".into(), texts.len().into());

@@ -2,7 +2,7 @@
 //! reads with the integrity check, resume, probes. Each returns the detail
 //! for the report, or a failure with its signature.
 
-use super::{rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};
+use super::{expect_stop, rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};
 use crate::client::{Client, ClientOptions, CreateSession, Resume};
 use crate::diagnose;
 use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
@@ -108,13 +108,7 @@ impl RunningCell<'_> {
             } => {
                 for text in texts {
                     let stop = self.prompt(client, session, text.clone()).await?;
-                    if let Some(expected) = expect_stop_reason.as_deref().filter(|e| *e != stop) {
-                        return Err(StepFailure::new(diagnose::other(
-                            SignatureKind::Protocol,
-                            format!("stopReason {stop}, expected {expected}"),
-                        ))
-                        .with("stopReason", stop));
-                    }
+                    expect_stop(expect_stop_reason.as_deref(), &stop)?;
                     detail.insert("stopReason".into(), stop.into());
                 }
                 detail.insert("prompts".into(), texts.len().into());
