@@ -13,12 +13,12 @@
 // are recorded with the phase that was running instead of killing the runner.
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
+import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
 const HEALTH_WAIT_MS = 30_000;
 /** Actions are bounded by the harness's phase deadline, plus this. */
 const ACTION_MARGIN_MS = 5_000;
-const DEFAULT_LIMIT = 100;
 const MAX_CAUSES = 6;
 
 // Rejections land here first (the handler knows no actor); each actor moves
@@ -61,29 +61,9 @@ function plainJson(v) {
 	}
 }
 
-// Actor state round-trips through CBOR: big integers come back as BigInt.
-function plain(v) {
-	if (typeof v === "bigint") return Number(v);
-	if (Array.isArray(v)) return v.map(plain);
-	if (v && typeof v === "object") {
-		const o = {};
-		for (const [k, x] of Object.entries(v)) o[k] = plain(x);
-		return o;
-	}
-	return v;
-}
-
-function cmp(a, b) {
-	return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function page(all, cursor, limit) {
-	const start = cursor == null || cursor === "" ? 0 : Number.parseInt(String(cursor), 10);
-	const offset = Number.isFinite(start) && start > 0 ? start : 0;
-	const n = Number.isFinite(Number(limit)) && Number(limit) > 0 ? Number(limit) : DEFAULT_LIMIT;
-	const items = all.slice(offset, offset + n).map(plain);
-	const next = offset + items.length;
-	return next < all.length ? { items, nextCursor: String(next) } : { items };
+/** The SDK's ListPage: no `nextCursor` on the last page. */
+function sdkPage({ items, nextCursor }) {
+	return nextCursor == null ? { items } : { items, nextCursor };
 }
 
 /** SessionPersistDriver over this actor's state: the `persist` actor's contract. */
@@ -98,7 +78,7 @@ class ActorStatePersistDriver {
 	}
 	async listSessions(request = {}) {
 		const all = Object.values(this.c.state.sessions).sort((a, b) => cmp(a.createdAt, b.createdAt) || cmp(a.id, b.id));
-		return page(all, request?.cursor, request?.limit);
+		return sdkPage(page(all, request?.cursor, request?.limit));
 	}
 	async updateSession(session) {
 		this.c.state.sessions[session.id] = plainJson(session);
@@ -108,7 +88,7 @@ class ActorStatePersistDriver {
 		const all = [...(this.c.state.events[request.sessionId] ?? [])].sort(
 			(a, b) => cmp(a.eventIndex, b.eventIndex) || cmp(a.id, b.id),
 		);
-		return page(all, request?.cursor, request?.limit);
+		return sdkPage(page(all, request?.cursor, request?.limit));
 	}
 	async insertEvent(sessionId, event) {
 		const list = this.c.state.events[sessionId] ?? [];

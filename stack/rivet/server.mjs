@@ -15,6 +15,7 @@
 // Prints "continuity-rivet: ready ..." on stdout once the envoy is registered
 // with the engine; exits non-zero if registration fails.
 import { actor, setup, UserError } from "rivetkit";
+import { cmp, page, plain } from "./records.mjs";
 import { sdkClientActor } from "./sdk-client.mjs";
 
 if (process.env.RIVET_RUN_SERVICES === undefined) process.env.RIVET_RUN_SERVICES = "0";
@@ -31,34 +32,6 @@ const SAVE_INTERVAL = process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS
 	? Number.parseInt(process.env.CONTINUITY_RIVET_SAVE_INTERVAL_MS, 10)
 	: undefined;
 const GRACE_MS = Math.max(1000, Number.parseInt(process.env.CONTINUITY_RIVET_SHUTDOWN_GRACE_MS ?? "5000", 10) || 5000);
-const DEFAULT_LIMIT = 100;
-
-function page(all, cursor, limit) {
-	const start = cursor == null || cursor === "" ? 0 : Number.parseInt(String(cursor), 10);
-	const offset = Number.isFinite(start) && start > 0 ? start : 0;
-	const n = Number.isFinite(Number(limit)) && Number(limit) > 0 ? Number(limit) : DEFAULT_LIMIT;
-	const items = all.slice(offset, offset + n).map(plain);
-	const next = offset + items.length;
-	return { items, nextCursor: next < all.length ? String(next) : null };
-}
-
-// Actor state round-trips through CBOR; integers above 2^32 (e.g. createdAt in
-// ms) come back from storage as BigInt, which the JSON encoding would render
-// as ["$BigInt","..."]. Return plain JSON numbers to callers.
-function plain(v) {
-	if (typeof v === "bigint") return Number(v);
-	if (Array.isArray(v)) return v.map(plain);
-	if (v && typeof v === "object") {
-		const o = {};
-		for (const [k, x] of Object.entries(v)) o[k] = plain(x);
-		return o;
-	}
-	return v;
-}
-
-function cmp(a, b) {
-	return a < b ? -1 : a > b ? 1 : 0;
-}
 
 async function persistNow(c) {
 	if (SAVE === "immediate") await c.saveState({ immediate: true });
