@@ -20,29 +20,35 @@ fn client_cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str
         .unwrap_or_else(|| panic!("no {client} cell {target} × {scenario} in {report}"))
 }
 
-#[test]
-fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target() {
+/// `continuity run ARGS --out DIR` on its own local stack, one at a time:
+/// the folder (kept alive by the guard), the run folder and the output.
+fn run_on_the_local_stack(
+    args: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
     let _one = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let run = continuity_with(
-        &[
-            "run",
-            "--client",
-            "rust",
-            "--client",
-            "ts-sdk",
-            "--target",
-            "agent",
-            "--scenario",
-            "native-continuity",
-            "--timeout-ms",
-            "6000",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let run = continuity_with(&all, &[]);
+    (dir, out, run)
+}
+
+#[test]
+fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target() {
+    let (_dir, out, run) = run_on_the_local_stack(&[
+        "--client",
+        "rust",
+        "--client",
+        "ts-sdk",
+        "--target",
+        "agent",
+        "--scenario",
+        "native-continuity",
+        "--timeout-ms",
+        "6000",
+    ]);
     // Both clients fail the cell: the run fails, it does not break.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
@@ -96,27 +102,18 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
 
 #[test]
 fn an_sdk_version_the_registry_lacks_skips_the_ts_sdk_cells_and_rust_still_runs() {
-    let _one = support::one_stack_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let run = continuity_with(
-        &[
-            "run",
-            "--client",
-            "rust",
-            "--client",
-            "ts-sdk",
-            "--sdk-version",
-            "0.0.999",
-            "--target",
-            "agent",
-            "--scenario",
-            "recreate-rehydrate",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (_dir, out, run) = run_on_the_local_stack(&[
+        "--client",
+        "rust",
+        "--client",
+        "ts-sdk",
+        "--sdk-version",
+        "0.0.999",
+        "--target",
+        "agent",
+        "--scenario",
+        "recreate-rehydrate",
+    ]);
     // A skipped cell is not a pass: the run says so with its exit code.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
@@ -174,25 +171,16 @@ fn ts_sdk_on_a_configured_deployment_without_rivet_is_a_usage_error() {
 
 #[test]
 fn a_graceful_rivet_stop_sends_the_runner_that_holds_the_sdk_client_sigterm() {
-    let _one = support::one_stack_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let run = continuity_with(
-        &[
-            "run",
-            "--client",
-            "ts-sdk",
-            "--target",
-            "rivet",
-            "--scenario",
-            "native-continuity",
-            "--rivet-stop",
-            "graceful",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (_dir, out, run) = run_on_the_local_stack(&[
+        "--client",
+        "ts-sdk",
+        "--target",
+        "rivet",
+        "--scenario",
+        "native-continuity",
+        "--rivet-stop",
+        "graceful",
+    ]);
     let report = report(&out);
     let cell = &report["cells"][0];
     assert_eq!(cell["target"], "rivet", "{cell}");
