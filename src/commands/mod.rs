@@ -2,12 +2,9 @@
 //! > config file > defaults), run, render, and pick the exit code.
 
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
-use crate::client::hosted::Unhosted;
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{
-    self, PersistChoice, PersistFactory, RunEvent, RunSettings, RunStacks, Worker,
-};
+use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunSettings};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -17,6 +14,7 @@ use tokio::sync::watch;
 
 mod agents;
 mod clients;
+mod deployment;
 mod error;
 mod events;
 mod gate;
@@ -311,12 +309,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
-            let jobs = deployment_jobs(&args, &run_defaults, &targets);
+            let jobs = deployment::jobs(&args, &run_defaults, &targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let stacks = deployment(&settings, url, targets, persist.as_ref(), jobs).await?;
+            let stacks =
+                deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
             (stacks, Vec::new(), Vec::new())
         }
         None => {
@@ -428,40 +427,6 @@ fn finish(
     Ok(outcome)
 }
 
-/// A deployment's side of the run, built whole: its targets allowed to
-/// probe the server, prepared, and the server checked to answer.
-async fn deployment(
-    settings: &RunSettings,
-    url: String,
-    mut targets: Vec<Target>,
-    persist: Option<&PersistChoice>,
-    jobs: usize,
-) -> Result<RunStacks, CommandError> {
-    let base_url = url.trim_end_matches('/').to_string();
-    for target in &mut targets {
-        // Probes of the server itself need the token the server wants.
-        target.authorize_probes(&base_url, settings.token.as_ref(), &settings.headers);
-    }
-    for target in &mut targets {
-        target.prepare().await?;
-    }
-    runner::preflight(&base_url, settings.token.as_ref(), &settings.headers).await?;
-    Ok(RunStacks {
-        own: Worker {
-            base_url,
-            targets,
-            persist: run_persist(persist, None),
-            agent_sent_log: None,
-            model_calls: None,
-            sdk_host: Err(Unhosted("the local stack is not running".into())),
-        },
-        skipped_targets: Vec::new(),
-        server_version: None,
-        logs: Vec::new(),
-        workers: Vec::new(),
-        jobs,
-    })
-}
 /// Each cell's store: the user's choice (`--persist`, then the config's),
 /// else the local stack's Rivet actor when it runs one, else SQLite.
 fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
@@ -505,28 +470,6 @@ fn local_jobs(
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
-}
-
-/// How many cells run at once on a deployment: `--jobs` (or `[run] jobs`,
-/// default 1) cells of `independent` targets; with none, one at a time,
-/// and a message when more were asked.
-fn deployment_jobs(
-    args: &RunArgs,
-    defaults: &crate::config::RunDefaults,
-    targets: &[Target],
-) -> usize {
-    let asked = args.jobs.or(defaults.jobs).unwrap_or(1) as usize;
-    let independent = targets.iter().filter(|t| t.independent).count();
-    if asked > 1 && independent < asked {
-        crate::console::errln(&format!(
-            "continuity: --jobs {asked}: {independent} of the {} targets {} `independent = true` (one shared deployment), so at most {} cell{} at once",
-            targets.len(),
-            if independent == 1 { "is" } else { "are" },
-            independent.max(1),
-            if independent > 1 { "s" } else { "" },
-        ));
-    }
-    asked
 }
 
 /// The `--server-version` values, each once; several make a version axis.
