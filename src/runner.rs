@@ -49,21 +49,6 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// The plan's own stack, taken out of it for the run (see [`Worker::restore`]).
-    pub(crate) fn take_from(plan: &mut RunPlan) -> Worker {
-        Worker {
-            base_url: plan.base_url.clone(),
-            targets: std::mem::take(&mut plan.targets),
-            persist: plan.persist.clone(),
-            agent_sent_log: plan.agent_sent_log.clone(),
-            model_calls: plan.model_calls.clone(),
-            sdk_host: match &plan.client {
-                ClientChoice::TsSdk(host) => host.clone(),
-                ClientChoice::Rust => Err(Unhosted("this run's client is rust".into())),
-            },
-        }
-    }
-
     /// The plan's client as this worker's cells run it: a hosted client is
     /// called through this worker's own stack.
     pub(crate) fn client(&self, choice: &ClientChoice) -> ClientChoice {
@@ -71,10 +56,6 @@ impl Worker {
             ClientChoice::Rust => ClientChoice::Rust,
             ClientChoice::TsSdk(_) => ClientChoice::TsSdk(self.sdk_host.clone()),
         }
-    }
-
-    pub(crate) fn restore(self, plan: &mut RunPlan) {
-        plan.targets = self.targets;
     }
 
     /// Another worker on the same stack (a shared deployment's lane), with no targets yet.
@@ -90,13 +71,12 @@ impl Worker {
     }
 }
 
-/// Everything a run needs, resolved from flags, config and environment.
-pub struct RunPlan {
+/// What flags, config and environment decide for a run, known before any
+/// stack is up or any deployment is reached.
+pub struct RunSettings {
     pub id: String,
-    pub base_url: String,
     pub token: Option<Secret>,
     pub headers: Vec<(String, String)>,
-    pub agent: String,
     pub timeout: Duration,
     pub overall_timeout: Duration,
     pub repeat: u32,
@@ -105,30 +85,71 @@ pub struct RunPlan {
     pub flaky_result: FlakyResult,
     /// Run only this shard of the matrix.
     pub partition: Option<Partition>,
-    pub persist: PersistChoice,
-    pub targets: Vec<Target>,
-    /// Targets that cannot run here: reported as skipped (or error) cells.
-    pub skipped_targets: Vec<Unavailable>,
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
-    pub server_version: Option<String>,
-    /// On a version axis (several `--server-version`): the version every cell of this run carries.
-    pub axis_version: Option<String>,
-    pub logs: Vec<LogFile>,
     /// How much of the wire each cell's `trace.jsonl` keeps.
     pub trace_level: crate::trace::TraceLevel,
-    /// The local stack's scripted agent records the chunks it streams here.
-    pub agent_sent_log: Option<PathBuf>,
-    /// The local stack's fake model provider log, when real agents run.
-    pub model_calls: Option<crate::provider::ModelCalls>,
+}
+
+/// What the deployment or the local stack(s) provide: where the cells
+/// connect, what they restart, where they keep their sessions.
+pub struct RunStacks {
+    /// The first (or only) stack, or the deployment.
+    pub own: Worker,
+    /// Targets that cannot run here: reported as skipped (or error) cells.
+    pub skipped_targets: Vec<Unavailable>,
+    pub server_version: Option<String>,
+    pub logs: Vec<LogFile>,
     /// The stacks of further workers (`--jobs N`): each runs cells beside
-    /// the plan's own stack, with the same targets in the same order.
+    /// the own stack, with the same targets in the same order.
     pub workers: Vec<Worker>,
     /// On a shared deployment (no worker stacks): how many cells of
     /// `independent` targets may run at once; the others run alone.
     pub jobs: usize,
+}
+
+impl RunStacks {
+    /// The same stacks with every target skipped for `reason` (no target is
+    /// touched): the cells of an agent the stack could not install.
+    pub fn all_skipped(&self, reason: &str) -> RunStacks {
+        RunStacks {
+            own: self.own.sharing(),
+            skipped_targets: self
+                .skipped_targets
+                .iter()
+                .map(|u| u.name.clone())
+                .chain(self.own.targets.iter().map(|t| t.name.clone()))
+                .map(|name| Unavailable::skipped(&name, reason))
+                .collect(),
+            server_version: self.server_version.clone(),
+            logs: self.logs.clone(),
+            workers: Vec::new(),
+            jobs: 1,
+        }
+    }
+}
+
+/// Which point of the matrix's axes (agent × client × version) one run of
+/// the cells is, and how long it may take.
+#[derive(Clone)]
+pub struct AxisPoint {
+    pub agent: String,
+    /// Whether the agent talks to the stack's fake model provider (a real
+    /// agent): only then does its log judge the cells.
+    pub real_agent: bool,
     /// Which client runs the cells (`--client`).
     pub client: ClientChoice,
+    /// On a version axis (several `--server-version`): the version every cell carries.
+    pub version: Option<String>,
+    /// The run's overall timeout, or on a version axis what is left of it.
+    pub overall_timeout: Duration,
+}
+
+/// Everything one run of the cells reads: the settings and its axis point.
+#[derive(Clone, Copy)]
+pub struct RunPlan<'a> {
+    pub settings: &'a RunSettings,
+    pub point: &'a AxisPoint,
 }
 
 /// Progress, as plain data for whoever displays it.
@@ -238,35 +259,41 @@ fn rfc3339(t: SystemTime) -> String {
 
 /// Runs every cell (until `cancel` turns true or the overall deadline passes).
 pub async fn run(
-    plan: &mut RunPlan,
+    plan: RunPlan<'_>,
+    stacks: &mut RunStacks,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Report {
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let deadline = started + plan.overall_timeout;
+    let deadline = started + plan.point.overall_timeout;
     let mut cells = Vec::new();
-    let all_targets: Vec<String> = plan
+    let all_targets: Vec<String> = stacks
         .skipped_targets
         .iter()
         .map(|u| u.name.clone())
-        .chain(plan.targets.iter().map(|t| t.name.clone()))
+        .chain(stacks.own.targets.iter().map(|t| t.name.clone()))
         .collect();
     let selected = selection(plan, &all_targets);
     let total = selected.iter().filter(|k| **k).count();
-    let per_target = plan.scenarios.len();
+    let per_target = plan.settings.scenarios.len();
     let is_selected = |t: usize, s: usize| selected[t * per_target + s];
     on_event(RunEvent::RunStarted {
-        id: plan.id.clone(),
+        id: plan.settings.id.clone(),
         total,
         targets: all_targets.clone(),
-        scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
-        partition: plan.partition.map(|p| p.to_string()),
-        server_version: plan.axis_version.clone(),
+        scenarios: plan
+            .settings
+            .scenarios
+            .iter()
+            .map(|s| s.name.clone())
+            .collect(),
+        partition: plan.settings.partition.map(|p| p.to_string()),
+        server_version: plan.point.version.clone(),
     });
     let mut index = 0;
-    for (u, unavailable) in plan.skipped_targets.iter().enumerate() {
-        for (s, scenario) in plan.scenarios.iter().enumerate() {
+    for (u, unavailable) in stacks.skipped_targets.iter().enumerate() {
+        for (s, scenario) in plan.settings.scenarios.iter().enumerate() {
             if !is_selected(u, s) {
                 continue;
             }
@@ -276,7 +303,7 @@ pub async fn run(
                 Absence::Missing => Verdict::Skipped,
                 Absence::StartFailed => Verdict::Error,
             };
-            cell.server_version = plan.axis_version.clone();
+            cell.server_version = plan.point.version.clone();
             on_event(RunEvent::CellFinished {
                 index,
                 total,
@@ -285,14 +312,14 @@ pub async fn run(
             cells.push(cell);
         }
     }
-    let skipped = plan.skipped_targets.len();
-    let jobs: Vec<workers::Job> = (0..plan.targets.len())
-        .flat_map(|t| (0..plan.scenarios.len()).map(move |s| (t, s)))
+    let skipped = stacks.skipped_targets.len();
+    let jobs: Vec<workers::Job> = (0..stacks.own.targets.len())
+        .flat_map(|t| (0..plan.settings.scenarios.len()).map(move |s| (t, s)))
         .filter(|(t, s)| is_selected(skipped + t, *s))
         .enumerate()
         .map(|(n, (t, scenario))| workers::Job {
             index: index + n + 1,
-            target: plan.targets[t].name.clone(),
+            target: stacks.own.targets[t].name.clone(),
             scenario,
         })
         .collect();
@@ -306,7 +333,7 @@ pub async fn run(
         }
         let _ = interrupt_tx.send(true);
     });
-    let finished = workers::run_jobs(plan, jobs, total, &interrupt, on_event).await;
+    let finished = workers::run_jobs(plan, stacks, jobs, total, &interrupt, on_event).await;
     cells.extend(finished.cells.into_iter().map(|(_, cell)| cell));
     let interrupted = finished.interrupted;
     watcher.abort();
@@ -315,25 +342,30 @@ pub async fn run(
     Report {
         schema: SCHEMA_ID.into(),
         run: RunInfo {
-            id: plan.id.clone(),
+            id: plan.settings.id.clone(),
             harness_version: env!("CARGO_PKG_VERSION").into(),
             started_at: rfc3339(started_at),
             finished_at: rfc3339(finished_at),
             duration_ms: started.elapsed().as_millis() as u64,
-            base_url: display_url(&plan.base_url),
-            agent: plan.agent.clone(),
-            server_version: plan.server_version.clone(),
-            timeout_ms: plan.timeout.as_millis() as u64,
-            overall_timeout_ms: plan.overall_timeout.as_millis() as u64,
-            repeat: plan.repeat,
-            persist: plan.persist.name().to_string(),
+            base_url: display_url(&stacks.own.base_url),
+            agent: plan.point.agent.clone(),
+            server_version: stacks.server_version.clone(),
+            timeout_ms: plan.settings.timeout.as_millis() as u64,
+            overall_timeout_ms: plan.point.overall_timeout.as_millis() as u64,
+            repeat: plan.settings.repeat,
+            persist: stacks.own.persist.name().to_string(),
             targets: all_targets,
-            scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+            scenarios: plan
+                .settings
+                .scenarios
+                .iter()
+                .map(|s| s.name.clone())
+                .collect(),
             interrupted,
-            logs: plan.logs.clone(),
-            retries: plan.retries,
-            flaky_result: plan.flaky_result,
-            partition: plan.partition.map(|p| p.to_string()),
+            logs: stacks.logs.clone(),
+            retries: plan.settings.retries,
+            flaky_result: plan.settings.flaky_result,
+            partition: plan.settings.partition.map(|p| p.to_string()),
             shards: Vec::new(),
             expect_file: None,
             allow_fixed: false,
@@ -346,16 +378,17 @@ pub async fn run(
 
 /// Which target × scenario cells (targets in `all_targets` order, scenarios
 /// in plan order, row-major) this run holds.
-fn selection(plan: &RunPlan, all_targets: &[String]) -> Vec<bool> {
+fn selection(plan: RunPlan<'_>, all_targets: &[String]) -> Vec<bool> {
     let names: Vec<String> = all_targets
         .iter()
         .flat_map(|t| {
-            plan.scenarios
+            plan.settings
+                .scenarios
                 .iter()
-                .map(move |s| cell_name(t, &s.name, plan.axis_version.as_deref()))
+                .map(move |s| cell_name(t, &s.name, plan.point.version.as_deref()))
         })
         .collect();
-    match &plan.partition {
+    match &plan.settings.partition {
         Some(p) => p.selects(&names),
         None => vec![true; names.len()],
     }

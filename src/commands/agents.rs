@@ -5,8 +5,8 @@
 //! command to retry; the other agents still run.
 
 use crate::report::{Report, Totals};
-use crate::runner::{self, RunEvent, RunPlan};
-use crate::targets::Unavailable;
+use crate::runner::{self, AxisPoint, ClientChoice, RunEvent, RunPlan, RunSettings, RunStacks};
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// Whether cells name their agent: several agents, or one that is not the default `mock`.
@@ -14,29 +14,50 @@ pub(super) fn is_axis(agents: &[String]) -> bool {
     agents.len() > 1 || agents.iter().any(|a| a != "mock")
 }
 
-/// Runs the plan once per agent; `skips` are (agent, reason) pairs the stack gave up on.
+/// Where on the other axes an agent axis runs: its client and version, and
+/// the time left for it.
+pub(super) struct Outer {
+    pub client: ClientChoice,
+    pub version: Option<String>,
+    pub overall_timeout: Duration,
+}
+
+/// Runs the cells once per agent, at the client and version of `at`; `skips` are (agent, reason) pairs the stack gave up on.
 pub(super) async fn run_agents(
-    plan: &mut RunPlan,
+    settings: &RunSettings,
+    stacks: &mut RunStacks,
+    at: &Outer,
     agents: &[String],
     skips: &[(String, String)],
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Report {
     let mut parts: Vec<Report> = Vec::new();
-    let model_calls = plan.model_calls.take();
     for agent in agents {
-        // Only real agents talk to the fake provider: its log judges their cells only.
-        plan.model_calls = crate::stack::agents::real(agent).and(model_calls.clone());
         if !parts.is_empty() && (*cancel.borrow() || parts.iter().any(|p| p.run.interrupted)) {
             break;
         }
-        plan.agent = agent.clone();
+        let point = AxisPoint {
+            agent: agent.clone(),
+            real_agent: crate::stack::agents::real(agent).is_some(),
+            client: at.client.clone(),
+            version: at.version.clone(),
+            overall_timeout: at.overall_timeout,
+        };
+        let plan = RunPlan {
+            settings,
+            point: &point,
+        };
         if is_axis(agents) {
             crate::console::errln(&format!("agent {agent}:"));
         }
         let mut part = match skips.iter().find(|(name, _)| name == agent) {
-            Some((_, reason)) => skipped_part(plan, reason, cancel.clone(), on_event).await,
-            None => runner::run(plan, cancel.clone(), on_event).await,
+            // Every cell skipped with the reason: no target is touched.
+            Some((_, reason)) => {
+                let mut skipped = stacks.all_skipped(reason);
+                runner::run(plan, &mut skipped, cancel.clone(), on_event).await
+            }
+            None => runner::run(plan, stacks, cancel.clone(), on_event).await,
         };
         if is_axis(agents) {
             for cell in &mut part.cells {
@@ -45,29 +66,7 @@ pub(super) async fn run_agents(
         }
         parts.push(part);
     }
-    plan.model_calls = model_calls;
     join(parts, agents)
-}
-
-/// Every cell of the plan, skipped with `reason` (no target is touched).
-async fn skipped_part(
-    plan: &mut RunPlan,
-    reason: &str,
-    cancel: watch::Receiver<bool>,
-    on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> Report {
-    let targets = std::mem::take(&mut plan.targets);
-    let skipped = plan.skipped_targets.clone();
-    plan.skipped_targets = skipped
-        .iter()
-        .map(|u| u.name.clone())
-        .chain(targets.iter().map(|t| t.name.clone()))
-        .map(|name| Unavailable::skipped(&name, reason))
-        .collect();
-    let part = runner::run(plan, cancel, on_event).await;
-    plan.targets = targets;
-    plan.skipped_targets = skipped;
-    part
 }
 
 fn join(parts: Vec<Report>, agents: &[String]) -> Report {

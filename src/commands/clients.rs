@@ -7,9 +7,8 @@
 use super::agents;
 use super::CommandError;
 use crate::cli::ClientArg;
-use crate::client::hosted::Unhosted;
 use crate::report::{Report, Totals};
-use crate::runner::{ClientChoice, RunEvent, RunPlan};
+use crate::runner::{ClientChoice, RunEvent, RunSettings, RunStacks};
 use tokio::sync::watch;
 
 /// The `--client` values, each once, `rust` when none.
@@ -39,13 +38,12 @@ pub(super) fn refuse_without_rivet(clients: &[ClientArg]) -> Result<(), CommandE
     Ok(())
 }
 
-/// Runs the plan once per client; `sdk_host` is the Rivet Engine endpoint
-/// of the hosted client, or why it cannot run.
-#[allow(clippy::too_many_arguments)]
+/// Runs the cells once per client; a hosted client is called through the
+/// own stack's Rivet Engine (each worker's through its own), or cannot run.
 pub(super) async fn run_clients(
-    plan: &mut RunPlan,
+    settings: &RunSettings,
+    stacks: &mut RunStacks,
     clients: &[ClientArg],
-    sdk_host: Result<String, Unhosted>,
     agent_names: &[String],
     agent_skips: &[(String, String)],
     cancel: watch::Receiver<bool>,
@@ -56,23 +54,36 @@ pub(super) async fn run_clients(
         if !parts.is_empty() && (*cancel.borrow() || parts.iter().any(|p| p.run.interrupted)) {
             break;
         }
-        plan.client = match client {
+        let client = match client {
             ClientArg::Rust => ClientChoice::Rust,
-            ClientArg::TsSdk => ClientChoice::TsSdk(sdk_host.clone()),
+            ClientArg::TsSdk => ClientChoice::TsSdk(stacks.own.sdk_host.clone()),
         };
         if is_axis(clients) {
-            crate::console::errln(&format!("client {}:", plan.client.name()));
+            crate::console::errln(&format!("client {}:", client.name()));
         }
-        let mut part =
-            agents::run_agents(plan, agent_names, agent_skips, cancel.clone(), on_event).await;
+        let name = client.name();
+        let at = agents::Outer {
+            client,
+            version: None,
+            overall_timeout: settings.overall_timeout,
+        };
+        let mut part = agents::run_agents(
+            settings,
+            stacks,
+            &at,
+            agent_names,
+            agent_skips,
+            cancel.clone(),
+            on_event,
+        )
+        .await;
         if is_axis(clients) {
             for cell in &mut part.cells {
-                cell.client = Some(plan.client.name().to_string());
+                cell.client = Some(name.to_string());
             }
         }
         parts.push(part);
     }
-    plan.client = ClientChoice::Rust;
     let mut parts = parts.into_iter();
     let mut report = parts.next().expect("at least one client ran");
     for part in parts {

@@ -2,10 +2,9 @@
 //! > config file > defaults), run, render, and pick the exit code.
 
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
-use crate::client::hosted::Unhosted;
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunPlan};
+use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunSettings};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -15,6 +14,7 @@ use tokio::sync::watch;
 
 mod agents;
 mod clients;
+mod deployment;
 mod error;
 mod events;
 mod gate;
@@ -246,7 +246,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let token = settings::token(&args, config.as_ref())?;
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
-    let agent = agents[0].clone();
     let timeout = settings::timeout(&args, config.as_ref())?;
     let id = short_id();
     let run_dir = args
@@ -262,12 +261,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         .persist
         .map(PersistChoice::from)
         .or_else(|| run_defaults.persist.clone());
-    let mut plan = RunPlan {
+    let settings = RunSettings {
         id: id.clone(),
-        base_url: String::new(),
         token,
         headers: run_defaults.headers.clone(),
-        agent,
         timeout,
         overall_timeout: args
             .overall_timeout_ms
@@ -278,20 +275,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),
         partition: args.partition,
-        persist: run_persist(persist.as_ref(), None),
-        targets: Vec::new(),
-        skipped_targets: Vec::new(),
         scenarios,
         run_dir: run_dir.clone(),
-        server_version: None,
-        axis_version: None,
-        logs: Vec::new(),
         trace_level: args.trace.into(),
-        agent_sent_log: None,
-        model_calls: None,
-        workers: Vec::new(),
-        jobs: 1,
-        client: runner::ClientChoice::Rust,
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let (cancel_tx, cancel_rx) = watch::channel(false);
@@ -309,37 +295,28 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
     let versions = distinct_versions(&args.server_version)?;
-    let mut stacks = Vec::new();
     let client_axis = clients::distinct(&args.clients);
-    let mut sdk_host: Result<String, Unhosted> =
-        Err(Unhosted("the local stack is not running".into()));
-    let mut joined = None;
-    let mut agent_skips = Vec::new();
-    match base_url {
+    // What the cells run on, built whole: a deployment, or one local stack
+    // (`--jobs`: several). A version axis runs its own stacks and report.
+    let (mut run_stacks, mut local_stacks, agent_skips) = match base_url {
         Some(_) if versions.len() > 1 => {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
         Some(url) => {
             clients::refuse_without_rivet(&client_axis)?;
-            plan.base_url = url.trim_end_matches('/').to_string();
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
-            plan.targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
-            plan.jobs = deployment_jobs(&args, &run_defaults, &plan.targets);
+            let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let jobs = deployment::jobs(&args, &run_defaults, &targets);
             if let Some(x) = &expectations {
-                let names: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
-                x.check_names(&names, &scenario_names(&plan.scenarios))?;
+                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+                x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            for target in &mut plan.targets {
-                // Probes of the server itself need the token the server wants.
-                target.authorize_probes(&plan.base_url, plan.token.as_ref(), &plan.headers);
-            }
-            for target in &mut plan.targets {
-                target.prepare().await?;
-            }
-            runner::preflight(&plan.base_url, plan.token.as_ref(), &plan.headers).await?;
+            let stacks =
+                deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
+            (stacks, Vec::new(), Vec::new())
         }
         None => {
             if config
@@ -380,7 +357,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             )?;
             if let Some(x) = &expectations {
                 let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
-                x.check_names(&names, &scenario_names(&plan.scenarios))?;
+                x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
             if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
                 return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
@@ -388,62 +365,62 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if versions.len() > 1 {
                 let jobs: Vec<usize> = versions
                     .iter()
-                    .map(|v| local_jobs(&args, run_defaults.jobs, &plan, v))
+                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v))
                     .collect();
-                joined = Some(
-                    versions::run_versions(
-                        &mut plan,
-                        &options,
-                        &versions,
-                        persist.as_ref(),
-                        &jobs,
-                        &owner_tag,
-                        cancel_rx.clone(),
-                        &mut on_event,
-                        &run_dir,
-                    )
-                    .await?,
-                );
-            } else {
-                let jobs = local_jobs(&args, run_defaults.jobs, &plan, versions[0].as_str());
-                let mut up =
-                    workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone())
-                        .await?;
-                workers::attach(&mut plan, &mut up, persist.as_ref());
-                plan.logs = workers::logs(&up, &run_dir);
-                agent_skips = up[0].agent_skips.clone();
-                sdk_host = up[0].sdk_host.clone().map(|host| host.endpoint);
-                stacks = up;
+                let report = versions::run_versions(
+                    &settings,
+                    &options,
+                    &versions,
+                    persist.as_ref(),
+                    &jobs,
+                    &owner_tag,
+                    cancel_rx.clone(),
+                    &mut on_event,
+                    &run_dir,
+                )
+                .await?;
+                return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
-        }
-    }
-
-    let mut report = match joined {
-        Some(report) => report,
-        None => {
-            let report = clients::run_clients(
-                &mut plan,
-                &client_axis,
-                sdk_host,
-                &agents,
-                &agent_skips,
-                cancel_rx.clone(),
-                &mut on_event,
-            )
-            .await;
-            workers::teardown(&mut plan, &mut stacks).await;
-            crate::stack::state::end_journal();
-            report
+            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+            let mut up =
+                workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
+            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
+            let skips = up[0].agent_skips.clone();
+            (stacks, up, skips)
         }
     };
-    if let Some(x) = &expectations {
+    let report = clients::run_clients(
+        &settings,
+        &mut run_stacks,
+        &client_axis,
+        &agents,
+        &agent_skips,
+        cancel_rx.clone(),
+        &mut on_event,
+    )
+    .await;
+    workers::teardown(run_stacks, &mut local_stacks).await;
+    crate::stack::state::end_journal();
+    finish(report, &args, expectations.as_ref(), &folder, &run_dir)
+}
+
+/// Judges the report against the expectations, writes it and picks the exit code.
+fn finish(
+    mut report: Report,
+    args: &RunArgs,
+    expectations: Option<&crate::report::expect::Expectations>,
+    folder: &report::RunFolder,
+    run_dir: &Path,
+) -> Result<Outcome, CommandError> {
+    let format = args.message_format;
+    if let Some(x) = expectations {
         gate::judge(x, &mut report, &args.gate);
     }
-    let outcome = gate::finish(&report, &folder, format, args.partition.is_some())?;
+    let outcome = gate::finish(&report, folder, format, args.partition.is_some())?;
     if format == MessageFormat::Json {
         events::emit(&events::run_finished_json(
             &report,
-            &run_dir,
+            run_dir,
             outcome.exit_code(),
         ));
     }
@@ -466,7 +443,12 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
 /// How many stacks the local stack runs side by side: `--jobs` (or the
 /// number of CPUs), never more than one stack's share of cells needs, with
 /// a message when that is fewer than asked.
-fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, plan: &RunPlan, version: &str) -> usize {
+fn local_jobs(
+    args: &RunArgs,
+    config_jobs: Option<u32>,
+    settings: &RunSettings,
+    version: &str,
+) -> usize {
     let given = args.jobs.or(config_jobs);
     let asked = given
         .map(|j| j as usize)
@@ -479,7 +461,7 @@ fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, plan: &RunPlan, version:
     let axis_version = (args.server_version.len() > 1).then_some(version);
     let cells = workers::cells_per_stack(
         &targets,
-        &scenario_names(&plan.scenarios),
+        &scenario_names(&settings.scenarios),
         args.partition.as_ref(),
         axis_version,
     );
@@ -488,28 +470,6 @@ fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, plan: &RunPlan, version:
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
-}
-
-/// How many cells run at once on a deployment: `--jobs` (or `[run] jobs`,
-/// default 1) cells of `independent` targets; with none, one at a time,
-/// and a message when more were asked.
-fn deployment_jobs(
-    args: &RunArgs,
-    defaults: &crate::config::RunDefaults,
-    targets: &[Target],
-) -> usize {
-    let asked = args.jobs.or(defaults.jobs).unwrap_or(1) as usize;
-    let independent = targets.iter().filter(|t| t.independent).count();
-    if asked > 1 && independent < asked {
-        crate::console::errln(&format!(
-            "continuity: --jobs {asked}: {independent} of the {} targets {} `independent = true` (one shared deployment), so at most {} cell{} at once",
-            targets.len(),
-            if independent == 1 { "is" } else { "are" },
-            independent.max(1),
-            if independent > 1 { "s" } else { "" },
-        ));
-    }
-    asked
 }
 
 /// The `--server-version` values, each once; several make a version axis.

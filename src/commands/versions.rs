@@ -7,7 +7,7 @@
 use super::CommandError;
 use crate::persist::PersistChoice;
 use crate::report::{LogFile, Report, Totals};
-use crate::runner::{RunEvent, RunPlan};
+use crate::runner::{ClientChoice, RunEvent, RunSettings};
 use crate::stack::local::StackOptions;
 use std::path::Path;
 use std::time::Instant;
@@ -18,7 +18,7 @@ use tokio::sync::watch;
 /// per version).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn run_versions(
-    plan: &mut RunPlan,
+    settings: &RunSettings,
     options: &StackOptions,
     versions: &[String],
     persist: Option<&PersistChoice>,
@@ -29,7 +29,7 @@ pub(super) async fn run_versions(
     run_dir: &Path,
 ) -> Result<Report, CommandError> {
     let started = Instant::now();
-    let overall = plan.overall_timeout;
+    let overall = settings.overall_timeout;
     let mut parts: Vec<Report> = Vec::new();
     let mut logs: Vec<LogFile> = Vec::new();
     let mut stopped_early = false;
@@ -62,20 +62,28 @@ pub(super) async fn run_versions(
                 break;
             }
         };
-        plan.overall_timeout = remaining;
-        plan.axis_version = Some(version.clone());
-        super::workers::attach(plan, &mut up, persist);
-        logs.extend(
-            super::workers::logs(&up, run_dir)
-                .into_iter()
-                .map(|l| LogFile {
-                    name: format!("{version} {}", l.name),
-                    ..l
-                }),
-        );
+        let mut stacks = super::workers::attach(&mut up, persist, run_dir);
+        logs.extend(stacks.logs.iter().map(|l| LogFile {
+            name: format!("{version} {}", l.name),
+            ..l.clone()
+        }));
+        let at = super::agents::Outer {
+            client: ClientChoice::Rust,
+            version: Some(version.clone()),
+            overall_timeout: remaining,
+        };
         let skips = up[0].agent_skips.clone();
-        let part = super::agents::run_agents(plan, &agents, &skips, cancel.clone(), on_event).await;
-        super::workers::teardown(plan, &mut up).await;
+        let part = super::agents::run_agents(
+            settings,
+            &mut stacks,
+            &at,
+            &agents,
+            &skips,
+            cancel.clone(),
+            on_event,
+        )
+        .await;
+        super::workers::teardown(stacks, &mut up).await;
         crate::stack::state::end_journal();
         let interrupted = part.run.interrupted;
         parts.push(part);
@@ -84,7 +92,6 @@ pub(super) async fn run_versions(
             break;
         }
     }
-    plan.overall_timeout = overall;
     Ok(join(parts, logs, stopped_early, started))
 }
 

@@ -4,7 +4,7 @@
 //! fails to start takes every other one down with it: no half-started set
 //! of stacks is left behind.
 
-use crate::runner::{PersistChoice, RunPlan, Worker};
+use crate::runner::{PersistChoice, RunStacks, Worker};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::stack::StackError;
 use std::path::{Path, PathBuf};
@@ -152,48 +152,48 @@ fn shape(stack: &LocalStack) -> Vec<String> {
         .collect()
 }
 
-/// Hands the stacks to the plan: the first as the plan's own (its targets,
-/// URL, persist driver), each further one as a worker of its own. Each
-/// stack's cells keep their sessions where `chosen` says, else in that
-/// stack's own Rivet actor.
+/// The stacks as the runner sees them, built whole: the first as the own
+/// stack (its targets, URL, persist driver), each further one as a worker of
+/// its own. Each stack's cells keep their sessions where `chosen` says,
+/// else in that stack's own Rivet actor.
 pub(super) fn attach(
-    plan: &mut RunPlan,
     stacks: &mut [LocalStack],
     chosen: Option<&PersistChoice>,
-) {
-    plan.workers.clear();
-    for stack in stacks.iter_mut().skip(1) {
-        plan.workers.push(Worker {
-            base_url: stack.base_url.clone(),
-            targets: std::mem::take(&mut stack.targets),
-            persist: super::run_persist(chosen, stack.persist_factory.clone()),
-            agent_sent_log: stack.agent_sent_log.clone(),
-            model_calls: stack.model_calls.clone(),
-            sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
-        });
+    run_dir: &Path,
+) -> RunStacks {
+    let logs = logs(stacks, run_dir);
+    let mut workers = stacks.iter_mut().map(|stack| Worker {
+        base_url: stack.base_url.clone(),
+        targets: std::mem::take(&mut stack.targets),
+        persist: super::run_persist(chosen, stack.persist_factory.clone()),
+        agent_sent_log: stack.agent_sent_log.clone(),
+        model_calls: stack.model_calls.clone(),
+        sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
+    });
+    let own = workers
+        .next()
+        .expect("up_stacks brings up at least one stack");
+    let workers: Vec<Worker> = workers.collect();
+    let first = &mut stacks[0];
+    RunStacks {
+        own,
+        skipped_targets: std::mem::take(&mut first.skipped),
+        server_version: first.server_version.clone(),
+        logs,
+        workers,
+        jobs: 1,
     }
-    let Some(up) = stacks.first_mut() else {
-        return;
-    };
-    plan.base_url = up.base_url.clone();
-    plan.targets = std::mem::take(&mut up.targets);
-    plan.skipped_targets = std::mem::take(&mut up.skipped);
-    plan.server_version = up.server_version.clone();
-    plan.agent_sent_log = up.agent_sent_log.clone();
-    plan.model_calls = up.model_calls.clone();
-    plan.persist = super::run_persist(chosen, up.persist_factory.clone());
 }
 
 /// After the run: every worker's targets, then every stack, side by side,
 /// then one sweep of the run's owner tag (a sweep per stack would reach
 /// the stacks still stopping).
-pub(super) async fn teardown(plan: &mut RunPlan, stacks: &mut [LocalStack]) {
-    let workers = std::mem::take(&mut plan.workers);
-    let mut targets: Vec<&mut crate::targets::Target> = plan.targets.iter_mut().collect();
-    let mut worker_targets: Vec<crate::targets::Target> =
-        workers.into_iter().flat_map(|w| w.targets).collect();
-    targets.extend(worker_targets.iter_mut());
-    futures_util::future::join_all(targets.into_iter().map(|t| t.shutdown())).await;
+pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
+    let mut targets: Vec<crate::targets::Target> = std::iter::once(run.own)
+        .chain(run.workers)
+        .flat_map(|w| w.targets)
+        .collect();
+    futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
     down_stacks(stacks).await;
 }
 

@@ -45,7 +45,7 @@ pub(super) struct Attempts {
 /// ends `interrupted` after its cleanup, and is kept too. `sequence` numbers
 /// the run's attempts (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
-    plan: &RunPlan,
+    plan: RunPlan<'_>,
     worker: &mut Worker,
     cell: &CellId<'_>,
     sequence: &AtomicUsize,
@@ -55,8 +55,8 @@ pub(super) async fn run_attempts(
     let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
     let target = worker.targets[cell.target].name.clone();
     let mut attempts: Vec<Attempt> = Vec::new();
-    for _ in 0..plan.repeat {
-        let mut retries_left = plan.retries;
+    for _ in 0..plan.settings.repeat {
+        let mut retries_left = plan.settings.retries;
         let mut retry = false;
         loop {
             if *interrupt.borrow() {
@@ -146,7 +146,7 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
 }
 
 async fn run_one(
-    plan: &RunPlan,
+    plan: RunPlan<'_>,
     worker: &mut Worker,
     t: usize,
     scenario: &Scenario,
@@ -155,16 +155,16 @@ async fn run_one(
     interrupt: watch::Receiver<bool>,
 ) -> Attempt {
     let target_name = worker.targets[t].name.clone();
-    let client = worker.client(&plan.client);
+    let client = worker.client(&plan.point.client);
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return skipped_attempt(attempt, &reason);
     }
     let tag = super::client_axis::tag(&client);
-    let key = format!("{}-{tag}{index}", plan.id);
+    let key = format!("{}-{tag}{index}", plan.settings.id);
     let store: Result<CellStore, StoreError> = match &worker.persist {
         PersistChoice::Memory => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
-            let dir = plan.run_dir.join("persist");
+            let dir = plan.settings.run_dir.join("persist");
             std::fs::create_dir_all(&dir)
                 .map_err(|source| StoreError::Folder {
                     dir: dir.clone(),
@@ -220,10 +220,10 @@ async fn run_one(
         attempt,
     );
     let (trace, trace_path) = crate::trace::for_cell(
-        &plan.run_dir,
+        &plan.settings.run_dir,
         &cell_dir,
-        plan.trace_level,
-        plan.token.clone(),
+        plan.settings.trace_level,
+        plan.settings.token.clone(),
         serde_json::json!({"cell": {"target": target_name, "scenario": scenario.name, "attempt": attempt}})
             .as_object()
             .cloned()
@@ -232,15 +232,16 @@ async fn run_one(
     let settings = CellSettings {
         trace: trace.clone(),
         base_url: worker.base_url.clone(),
-        token: plan.token.clone(),
-        headers: plan.headers.clone(),
-        agent: plan.agent.clone(),
-        default_timeout: plan.timeout,
+        token: plan.settings.token.clone(),
+        headers: plan.settings.headers.clone(),
+        agent: plan.point.agent.clone(),
+        default_timeout: plan.settings.timeout,
         session_suffix: key,
         interrupt,
         store,
         agent_sent_log: worker.agent_sent_log.clone(),
-        model_calls: worker.model_calls.clone(),
+        // Only real agents talk to the fake provider: its log judges their cells only.
+        model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
     };
     worker.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut worker.targets[t]);
@@ -261,7 +262,7 @@ async fn run_one(
     });
     let trace_text = trace_path
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(plan.run_dir.join(p)).ok());
+        .and_then(|p| std::fs::read_to_string(plan.settings.run_dir.join(p)).ok());
     let timing = Floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
     Attempt {
         attempt,

@@ -5,7 +5,7 @@
 //! the one `--jobs 1` writes, whichever worker ran which cell.
 
 use super::attempts::{run_attempts, CellId};
-use super::{RunEvent, RunPlan, Worker};
+use super::{RunEvent, RunPlan, RunStacks, Worker};
 use crate::report::attempts::aggregate;
 use crate::report::Cell;
 use crate::targets::Target;
@@ -29,67 +29,60 @@ pub(super) struct Finished {
     pub interrupted: bool,
 }
 
-/// Runs `jobs` on the plan's own stack and on every stack of `plan.workers`,
+/// Runs `jobs` on the own stack and on every stack of `stacks.workers`,
 /// one cell at a time per stack; on a shared deployment (no worker stacks,
-/// `plan.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
+/// `stacks.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
 pub(super) async fn run_jobs(
-    plan: &mut RunPlan,
+    plan: RunPlan<'_>,
+    stacks: &mut RunStacks,
     jobs: Vec<Job>,
     total: usize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
-    if plan.workers.is_empty() && plan.jobs > 1 && plan.targets.iter().any(|t| t.independent) {
-        return run_lanes(plan, jobs, total, interrupt, on_event).await;
+    if stacks.workers.is_empty()
+        && stacks.jobs > 1
+        && stacks.own.targets.iter().any(|t| t.independent)
+    {
+        return run_lanes(plan, stacks, jobs, total, interrupt, on_event).await;
     }
-    let mut workers = vec![Worker::take_from(plan)];
-    workers.append(&mut plan.workers);
-    // Only real agents talk to the fake provider: a plan without its log
-    // (a mock agent's turn) gives none to any worker.
-    if plan.model_calls.is_none() {
-        for worker in &mut workers {
-            worker.model_calls = None;
-        }
-    }
+    let workers: Vec<&mut Worker> = std::iter::once(&mut stacks.own)
+        .chain(stacks.workers.iter_mut())
+        .collect();
     let sequence = AtomicUsize::new(0);
-    let run = (plan as &RunPlan, &sequence, total, interrupt);
-    let finished = drive(run, &mut workers, jobs, on_event).await;
-    let mut workers = workers.into_iter();
-    if let Some(own) = workers.next() {
-        own.restore(plan);
-    }
-    plan.workers = workers.collect();
-    finished
+    let run = (plan, &sequence, total, interrupt);
+    drive(run, workers, jobs, on_event).await
 }
 
-/// One shared deployment, `plan.jobs` lanes: the cells of targets that are
+/// One shared deployment, `stacks.jobs` lanes: the cells of targets that are
 /// not `independent` first, one at a time and alone (their restarts would
 /// disturb any other cell); then the independent targets' cells, up to
-/// `plan.jobs` at once, never two of one target (a lane holds its targets).
+/// `stacks.jobs` at once, never two of one target (a lane holds its targets).
 async fn run_lanes(
-    plan: &mut RunPlan,
+    plan: RunPlan<'_>,
+    stacks: &mut RunStacks,
     jobs: Vec<Job>,
     total: usize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
-    let order: Vec<String> = plan.targets.iter().map(|t| t.name.clone()).collect();
-    let mut own = Worker::take_from(plan);
+    let own = &mut stacks.own;
+    let order: Vec<String> = own.targets.iter().map(|t| t.name.clone()).collect();
     let (independent, alone): (Vec<Target>, Vec<Target>) =
         own.targets.drain(..).partition(|t| t.independent);
     let is_independent = |job: &Job| independent.iter().any(|t| t.name == job.target);
     let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
-    let lanes = plan.jobs.min(independent.len()).max(1);
+    let lanes = stacks.jobs.min(independent.len()).max(1);
     let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
     for (n, target) in independent.into_iter().enumerate() {
         workers[n % lanes].targets.push(target);
     }
     own.targets = alone;
     let sequence = AtomicUsize::new(0);
-    let run = (plan as &RunPlan, &sequence, total, interrupt);
-    let mut finished = drive(run, std::slice::from_mut(&mut own), first, on_event).await;
+    let run = (plan, &sequence, total, interrupt);
+    let mut finished = drive(run, vec![&mut *own], first, on_event).await;
     if !finished.interrupted {
-        let more = drive(run, &mut workers, later, on_event).await;
+        let more = drive(run, workers.iter_mut().collect(), later, on_event).await;
         finished.cells.extend(more.cells);
         finished.cells.sort_by_key(|(index, _)| *index);
         finished.interrupted = more.interrupted;
@@ -97,7 +90,6 @@ async fn run_lanes(
     own.targets
         .extend(workers.into_iter().flat_map(|w| w.targets));
     own.targets.sort_by_key(|t| position(&order, &t.name));
-    own.restore(plan);
     finished
 }
 
@@ -108,7 +100,7 @@ fn position(order: &[String], name: &str) -> usize {
 /// The run's side of a drive: the plan, the attempt counter, the cell
 /// count and the interrupt flag.
 type RunRef<'a> = (
-    &'a RunPlan,
+    RunPlan<'a>,
     &'a AtomicUsize,
     usize,
     &'a watch::Receiver<bool>,
@@ -117,7 +109,7 @@ type RunRef<'a> = (
 /// Runs `jobs` on `workers`, each taking the next cell it can run.
 async fn drive(
     (plan, sequence, total, interrupt): RunRef<'_>,
-    workers: &mut [Worker],
+    workers: Vec<&mut Worker>,
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
@@ -133,7 +125,7 @@ async fn drive(
         };
         let running = futures_util::future::join_all(
             workers
-                .iter_mut()
+                .into_iter()
                 .map(|worker| work(&shared, worker, events.clone())),
         );
         drop(events);
@@ -156,7 +148,7 @@ async fn drive(
 
 /// What every worker reads.
 struct Shared<'a> {
-    plan: &'a RunPlan,
+    plan: RunPlan<'a>,
     queue: &'a Mutex<VecDeque<Job>>,
     sequence: &'a AtomicUsize,
     total: usize,
@@ -188,7 +180,7 @@ async fn work(
         let Some((job, target)) = next_job(shared.queue, worker) else {
             return (finished, false);
         };
-        let scenario = &plan.scenarios[job.scenario];
+        let scenario = &plan.settings.scenarios[job.scenario];
         let cell_id = CellId {
             index: job.index,
             total: shared.total,
@@ -206,7 +198,7 @@ async fn work(
         .await;
         // An interrupted cell keeps the attempts that finished: nothing run is lost.
         if !attempts.attempts.is_empty() {
-            let version = plan.axis_version.clone();
+            let version = plan.point.version.clone();
             let cell = aggregate(&job.target, &scenario.name, version, attempts.attempts);
             send(RunEvent::CellFinished {
                 index: job.index,
