@@ -480,7 +480,7 @@ fn expect_stop(expected: Option<&str>, stop: &str) -> Result<(), StepFailure> {
 }
 
 /// An outcome as the trace writes it (`ok`, `timeout`, …).
-fn outcome_word(outcome: Outcome) -> String {
+pub(super) fn outcome_word(outcome: Outcome) -> String {
     serde_json::to_value(outcome)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))

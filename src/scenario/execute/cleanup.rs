@@ -6,9 +6,9 @@
 //! rather than their sum: on 0.4.2 a dispose waits out an unanswered
 //! DELETE, so two clients cost one bound instead of two.
 
-use super::{interrupted_phase, not_run, step_client, RunningCell};
+use super::{interrupted_phase, not_run, outcome_word, step_client, RunningCell};
 use crate::clock::millis;
-use crate::report::PhaseResult;
+use crate::report::{Outcome, PhaseResult};
 use crate::scenario::{Phase, Step};
 use serde_json::Map;
 use std::time::Instant;
@@ -78,31 +78,32 @@ impl RunningCell<'_> {
                 _ => None,
             };
             match client {
-                Some(client) => closing.push((at, phase, client)),
+                // Every dispose starts before any is awaited: the trace
+                // shows them open side by side whatever order they end in.
+                Some(client) => {
+                    trace.phase_start(&phase.name, phase.step.kind().name());
+                    closing.push((at, phase, client, Instant::now()));
+                }
                 None => results[at] = Some(not_run(phase, default, true)),
             }
         }
-        let closed =
-            futures_util::future::join_all(closing.into_iter().map(|(at, phase, client)| {
+        let closed = futures_util::future::join_all(closing.into_iter().map(
+            |(at, phase, client, started)| {
                 let trace = trace.clone();
                 async move {
                     let deadline = phase.timeout.unwrap_or(default);
-                    trace.phase_start(&phase.name, phase.step.kind().name());
-                    let started = Instant::now();
                     let done = tokio::time::timeout(deadline, client.dispose())
                         .await
                         .is_ok();
                     let duration_ms = millis(started.elapsed());
                     let seen = trace.snapshot();
-                    trace.phase_end(
-                        &phase.name,
-                        if done { "ok" } else { "timeout" },
-                        duration_ms,
-                    );
+                    let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
+                    trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
                     (at, phase, started, duration_ms, deadline, done, seen)
                 }
-            }))
-            .await;
+            },
+        ))
+        .await;
         for (at, phase, started, duration_ms, deadline, done, seen) in closed {
             let outcome = done.then(|| Ok(Map::new()));
             results[at] = Some(self.phase_result(
