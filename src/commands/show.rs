@@ -67,14 +67,13 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let client_of = |c: &Cell| c.client.clone().unwrap_or_else(|| "rust".into());
     let matching: Vec<&Cell> = report
         .cells
         .iter()
         .filter(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
-        .filter(|c| client.is_none_or(|k| client_of(c) == k))
+        .filter(|c| client.is_none_or(|k| c.client_name() == k))
         .collect();
-    let clients: Vec<String> = matching.iter().map(|c| client_of(c)).collect();
+    let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
     let cell = match matching.first() {
         None => {
             return Err(CommandError::usage(format!(

@@ -27,7 +27,7 @@ use toml::Spanned;
 
 use crate::source_line::line_of;
 
-use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict};
+use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict, CLIENTS};
 
 /// A checked expectations file.
 #[derive(Debug, Clone)]
@@ -164,13 +164,14 @@ impl Expectations {
                 client: {
                     let client = pattern(&raw.client, "client")?;
                     // A typo must not silently switch a gate off.
-                    if !["rust", "ts-sdk"].iter().any(|c| client.glob.is_match(c)) {
+                    if !CLIENTS.iter().any(|c| client.glob.is_match(c)) {
                         let at = raw.client.as_ref().map(|c| c.span().start);
                         return Err(error(
                             at,
                             format!(
-                                "`client` = {:?} matches no client (rust, ts-sdk)",
-                                client.text
+                                "`client` = {:?} matches no client ({})",
+                                client.text,
+                                CLIENTS.join(", ")
                             ),
                         ));
                     }
@@ -274,10 +275,7 @@ impl Entry {
     fn matches(&self, cell: &Cell, server_version: Option<&str>) -> bool {
         self.target.glob.is_match(&cell.target)
             && self.scenario.glob.is_match(&cell.scenario)
-            && self
-                .client
-                .glob
-                .is_match(cell.client.as_deref().unwrap_or("rust"))
+            && self.client.glob.is_match(cell.client_name())
             && match &self.server_version {
                 None => true,
                 Some(req) => server_version

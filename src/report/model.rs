@@ -362,9 +362,18 @@ impl Signature {
     }
 }
 
+/// The clients a cell can name; the first is continuity's own, which a
+/// cell without a client (a run with no client axis) ran.
+pub const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
+
 impl Cell {
     pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
         self.phases.iter().find(|p| p.name == name)
+    }
+
+    /// The client that ran this cell, `rust` when it names none.
+    pub fn client_name(&self) -> &str {
+        self.client.as_deref().unwrap_or(CLIENTS[0])
     }
 }
 

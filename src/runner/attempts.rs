@@ -130,6 +130,11 @@ enum StoreError {
     Persist(#[from] crate::persist::PersistError),
 }
 
+/// Why an attempt ended `interrupted`: the run was stopped during `what`.
+fn interrupted_during(what: &str) -> String {
+    format!("the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {what}")
+}
+
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
     Attempt {
         attempt,
@@ -201,7 +206,7 @@ async fn run_one(
         None => {
             let mut cut = skipped_attempt(
                 attempt,
-                "the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) while the hosted client's actor was being set up",
+                &interrupted_during("the setup of the hosted client's actor"),
             );
             cut.verdict = Verdict::Interrupted;
             return cut;
@@ -254,12 +259,8 @@ async fn run_one(
             .unwrap_or_default(),
     );
     trace.flush();
-    let reason = (run.verdict == Verdict::Interrupted).then(|| {
-        format!(
-            "the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {}",
-            run.failure_boundary.as_deref().unwrap_or("the cell")
-        )
-    });
+    let reason = (run.verdict == Verdict::Interrupted)
+        .then(|| interrupted_during(run.failure_boundary.as_deref().unwrap_or("the cell")));
     let trace_text = trace_path
         .as_ref()
         .and_then(|p| std::fs::read_to_string(plan.settings.run_dir.join(p)).ok());
