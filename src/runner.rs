@@ -46,6 +46,9 @@ pub struct Worker {
     /// Where this worker's stack hosts the TypeScript SDK client (its Rivet
     /// Engine endpoint), or why it cannot.
     pub sdk_host: Result<String, Unhosted>,
+    /// Between its cells' deferred DELETEs and the restarts that would cut
+    /// them; lanes of one shared deployment share it.
+    pub fence: crate::scenario::CleanupFence,
 }
 
 impl Worker {
@@ -67,6 +70,7 @@ impl Worker {
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
+            fence: self.fence.clone(),
         }
     }
 }
@@ -180,6 +184,15 @@ pub enum RunEvent {
         attempt: Box<Attempt>,
         target: String,
         scenario: String,
+    },
+    /// A cell's attempts have their verdicts; its record follows in
+    /// [`RunEvent::CellFinished`] once their cleanup has run out (the
+    /// worker has moved on to its next cell meanwhile).
+    CellJudged {
+        index: usize,
+        total: usize,
+        /// Each attempt's verdict, in order.
+        verdicts: Vec<crate::report::Verdict>,
     },
     /// A cell with all its attempts, exactly as `report.json` holds it.
     CellFinished {

@@ -287,12 +287,14 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
             "cell-started",
             "cell-retrying",
             "cell-started",
+            "cell-judged",
             "cell-finished",
             "run-finished"
         ]
     );
-    assert_eq!(lines[4]["cell"], *c);
-    assert_eq!(lines[5]["exitCode"], 0);
+    assert_eq!(lines[4]["verdicts"], serde_json::json!(["fail", "pass"]));
+    assert_eq!(lines[5]["cell"], *c);
+    assert_eq!(lines[6]["exitCode"], 0);
     assert!(
         stderr(&run).contains("first-try"),
         "the table goes to stderr"

@@ -239,21 +239,30 @@ impl Transport {
     /// Closes the transport: stops the stream, fails pending requests, and
     /// DELETEs the server id (best effort, bounded) if anything was ever posted.
     pub async fn close(&self) {
-        let posted = {
-            let mut state = self.inner.lock();
-            if state.closed.is_some() {
-                return;
-            }
-            state.closed = Some(AcpError::Closed { cause: None });
-            if let Some(task) = state.sse_task.take() {
-                task.abort();
-            }
-            fail_pending(&mut state, AcpError::Closed { cause: None });
-            state.posted_once
-        };
-        if !posted {
-            return;
+        if self.shut() {
+            self.delete().await;
         }
+    }
+
+    /// The first half of [`Transport::close`]: stops the stream and fails
+    /// pending requests, at once. True when the server id still has to be
+    /// DELETEd (something was posted, and this call is the one that shut it).
+    pub fn shut(&self) -> bool {
+        let mut state = self.inner.lock();
+        if state.closed.is_some() {
+            return false;
+        }
+        state.closed = Some(AcpError::Closed { cause: None });
+        if let Some(task) = state.sse_task.take() {
+            task.abort();
+        }
+        fail_pending(&mut state, AcpError::Closed { cause: None });
+        state.posted_once
+    }
+
+    /// The second half of [`Transport::close`]: the bounded DELETE of the
+    /// server id, whatever its outcome (the SDK ignores it too).
+    pub async fn delete(&self) {
         let inner = &self.inner;
         let url = inner.url(None);
         let _waiting = inner.trace.wait(
@@ -272,8 +281,9 @@ impl Transport {
         let outcome = tokio::time::timeout(inner.config.delete_timeout, request).await;
         let (status, failure) = match outcome {
             Ok(Ok(r)) => (Some(r.status().as_u16()), None),
-            Ok(Err(e)) => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
-            Err(_) => {
+            Ok(Err(e)) if !e.is_timeout() => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
+            // reqwest's own timer (the same bound) may fire first: name the bound either way.
+            Ok(Err(_)) | Err(_) => {
                 let ms = inner.config.delete_timeout.as_millis() as u64;
                 (None, Some(AcpError::Timeout { ms }.seen()))
             }

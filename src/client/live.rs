@@ -199,6 +199,16 @@ impl LiveConnection {
     pub async fn close(&self) {
         self.transport.close().await;
     }
+
+    /// See [`crate::acp::Transport::shut`].
+    pub fn shut(&self) -> bool {
+        self.transport.shut()
+    }
+
+    /// See [`crate::acp::Transport::delete`].
+    pub async fn delete(&self) {
+        self.transport.delete().await;
+    }
 }
 
 impl Bindings {

@@ -48,6 +48,24 @@ pub const DEFAULT_REPLAY_MAX_CHARS: usize = 12_000;
 /// How long a call waits for the stream to catch up with a response it got by POST.
 const SETTLE: Duration = Duration::from_millis(250);
 
+/// The rest of a dispose once the streams are stopped and the events
+/// stored: one bounded DELETE per connection that had posted.
+pub struct Disposal {
+    deleting: Vec<Arc<LiveConnection>>,
+    trace: Trace,
+}
+
+impl Disposal {
+    /// The DELETEs, side by side, each under the SDK's bound.
+    pub async fn finish(self) {
+        if self.deleting.is_empty() {
+            return;
+        }
+        let _waiting = self.trace.wait("dispose: closing live connections", None);
+        futures_util::future::join_all(self.deleting.iter().map(|c| c.delete())).await;
+    }
+}
+
 /// Failures of the client layer.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ClientError {
@@ -401,13 +419,21 @@ impl Client {
 
     /// `dispose`: closes every live connection (bounded DELETE each) and stores pending events.
     pub async fn dispose(&self) {
-        let _waiting = self
-            .options
-            .trace
-            .wait("dispose: closing live connections", None);
+        self.begin_dispose().await.finish().await;
+    }
+
+    /// The part of [`Client::dispose`] that needs the session store: stops
+    /// every live connection's stream and stores the events seen so far.
+    /// What is left, [`Disposal::finish`], is the servers' DELETEs alone,
+    /// so it can end beside other work that must not touch the store.
+    pub async fn begin_dispose(&self) -> Disposal {
         let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
-        futures_util::future::join_all(connections.iter().map(|c| c.close())).await;
+        let deleting = connections.into_iter().filter(|c| c.shut()).collect();
         self.recorder.flush().await;
+        Disposal {
+            deleting,
+            trace: self.options.trace.clone(),
+        }
     }
 
     /// The SDK's `sendSessionMethodInternal`, with its lazy resume.

@@ -34,6 +34,7 @@ pub(super) async fn stacks(
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("the local stack is not running".into())),
+            fence: Default::default(),
         },
         skipped_targets: Vec::new(),
         server_version: None,

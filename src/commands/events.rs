@@ -54,6 +54,16 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "scenario": scenario,
             "attempt": attempt,
         }),
+        RunEvent::CellJudged {
+            index,
+            total,
+            verdicts,
+        } => json!({
+            "type": "cell-judged",
+            "index": index,
+            "total": total,
+            "verdicts": verdicts.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+        }),
         RunEvent::CellFinished { index, total, cell } => json!({
             "type": "cell-finished",
             "index": index,

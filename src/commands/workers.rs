@@ -169,6 +169,7 @@ pub(super) fn attach(
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
+        fence: Default::default(),
     });
     let own = workers
         .next()

@@ -7,9 +7,11 @@ use super::{PersistChoice, RunEvent, RunPlan};
 use crate::persist::SqliteDriver;
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
-use crate::scenario::{run_cell_with, CellSettings, CellStore, Restarter, Scenario};
+use crate::scenario::{run_cell_deferring, CellRun, CellSettings, CellStore, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -21,6 +23,10 @@ struct TargetRestarter<'a>(&'a mut Target);
 impl Restarter for TargetRestarter<'_> {
     async fn restart(&mut self, phase: &str) -> RestartResult {
         self.0.restart(phase).await
+    }
+
+    fn cuts_open_requests(&self) -> bool {
+        !self.0.keeps_open_requests
     }
 }
 
@@ -35,8 +41,34 @@ pub(super) struct CellId<'a> {
 
 /// The attempts of one cell, and whether the run was interrupted during them.
 pub(super) struct Attempts {
-    pub attempts: Vec<Attempt>,
+    pub attempts: Vec<PendingAttempt>,
     pub interrupted: bool,
+}
+
+/// An attempt whose verdict is decided; what is left of it (its deferred
+/// DELETEs, its trace's end, its floor) runs in [`PendingAttempt::finish`],
+/// which the worker drives beside its next cell.
+pub(super) struct PendingAttempt {
+    pub verdict: Verdict,
+    retry: bool,
+    rest: Pin<Box<dyn Future<Output = Attempt> + Send>>,
+}
+
+impl PendingAttempt {
+    fn ready(attempt: Attempt) -> Self {
+        Self {
+            verdict: attempt.verdict,
+            retry: false,
+            rest: Box::pin(std::future::ready(attempt)),
+        }
+    }
+
+    /// The whole attempt, once its cleanup has run out.
+    pub async fn finish(self) -> Attempt {
+        let mut attempt = self.rest.await;
+        attempt.retry = self.retry;
+        attempt
+    }
 }
 
 /// `repeat` attempts, each failed one run again up to `retries` times, on
@@ -54,7 +86,7 @@ pub(super) async fn run_attempts(
 ) -> Attempts {
     let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
     let target = worker.targets[cell.target].name.clone();
-    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut attempts: Vec<PendingAttempt> = Vec::new();
     for _ in 0..plan.settings.repeat {
         let mut retries_left = plan.settings.retries;
         let mut retry = false;
@@ -95,13 +127,16 @@ pub(super) async fn run_attempts(
             let again =
                 matches!(attempt.verdict, Verdict::Fail | Verdict::Error) && retries_left > 0;
             if again {
+                // The retry's restart would wait for this cleanup anyway.
+                let finished = attempt.finish().await;
                 on_event(RunEvent::Retrying {
                     index,
                     total,
-                    attempt: Box::new(attempt.clone()),
+                    attempt: Box::new(finished.clone()),
                     target: target.clone(),
                     scenario: scenario.name.clone(),
                 });
+                attempt = PendingAttempt::ready(finished);
             }
             attempts.push(attempt);
             if !again {
@@ -158,11 +193,28 @@ async fn run_one(
     attempt: u32,
     index: usize,
     interrupt: watch::Receiver<bool>,
-) -> Attempt {
+) -> PendingAttempt {
+    match prepare_and_run(plan, worker, t, scenario, attempt, index, interrupt).await {
+        Ok(pending) => pending,
+        Err(done) => PendingAttempt::ready(done),
+    }
+}
+
+/// [`run_one`]; an attempt that ended before its cell ran (skipped, no
+/// store, interrupted during setup) is the `Err`.
+async fn prepare_and_run(
+    plan: RunPlan<'_>,
+    worker: &mut Worker,
+    t: usize,
+    scenario: &Scenario,
+    attempt: u32,
+    index: usize,
+    interrupt: watch::Receiver<bool>,
+) -> Result<PendingAttempt, Attempt> {
     let target_name = worker.targets[t].name.clone();
     let client = worker.client(&plan.point.client);
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
-        return skipped_attempt(attempt, &reason);
+        return Err(skipped_attempt(attempt, &reason));
     }
     let tag = super::client_axis::tag(&client);
     let key = format!("{}-{tag}{index}", plan.settings.id);
@@ -194,7 +246,7 @@ async fn run_one(
         Err(reason) => {
             let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;
-            return failed;
+            return Err(failed);
         }
     };
     // The wait for the hosted client's actor is setup, but Ctrl-C still ends it.
@@ -209,13 +261,13 @@ async fn run_one(
                 &interrupted_during("the setup of the hosted client's actor"),
             );
             cut.verdict = Verdict::Interrupted;
-            return cut;
+            return Err(cut);
         }
         Some(Ok(hosted)) => hosted,
         Some(Err(reason)) => {
             let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;
-            return failed;
+            return Err(failed);
         }
     };
     let cell_dir = crate::trace::cell_dir_name(
@@ -250,7 +302,34 @@ async fn run_one(
     };
     worker.targets[t].set_trace(trace.clone());
     let mut restarter = TargetRestarter(&mut worker.targets[t]);
-    let run = run_cell_with(scenario, &settings, &mut restarter, hosted).await;
+    let fence = Some(worker.fence.clone());
+    let (run, deferred) =
+        run_cell_deferring(scenario, &settings, &mut restarter, hosted, fence).await;
+    let run_dir = plan.settings.run_dir.clone();
+    let verdict = run.verdict;
+    let rest = async move {
+        let mut run = run;
+        if let Some(deferred) = deferred {
+            run.complete(deferred).await;
+        }
+        finish_attempt(run, attempt, &trace, trace_path, &run_dir)
+    };
+    Ok(PendingAttempt {
+        verdict,
+        retry: false,
+        rest: Box::pin(rest),
+    })
+}
+
+/// The attempt's record once its cell has run out: the trace closed and
+/// read back for the floor.
+fn finish_attempt(
+    run: CellRun,
+    attempt: u32,
+    trace: &crate::trace::Trace,
+    trace_path: Option<String>,
+    run_dir: &std::path::Path,
+) -> Attempt {
     trace.event(
         "cell_end",
         serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
@@ -263,7 +342,7 @@ async fn run_one(
         .then(|| interrupted_during(run.failure_boundary.as_deref().unwrap_or("the cell")));
     let trace_text = trace_path
         .as_ref()
-        .and_then(|p| std::fs::read_to_string(plan.settings.run_dir.join(p)).ok());
+        .and_then(|p| std::fs::read_to_string(run_dir.join(p)).ok());
     let timing = Floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
     Attempt {
         attempt,

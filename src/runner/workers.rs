@@ -4,11 +4,12 @@
 //! one queue; what they finish is put back in matrix order, so the report is
 //! the one `--jobs 1` writes, whichever worker ran which cell.
 
-use super::attempts::{run_attempts, CellId};
+use super::attempts::{run_attempts, CellId, PendingAttempt};
 use super::{RunEvent, RunPlan, RunStacks, Worker};
 use crate::report::attempts::aggregate;
 use crate::report::Cell;
 use crate::targets::Target;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -165,7 +166,9 @@ fn next_job(queue: &Mutex<VecDeque<Job>>, worker: &Worker) -> Option<(Job, usize
     queue.remove(at).map(|job| (job, target))
 }
 
-/// One worker: the next cell it can run until none is left or the run is interrupted.
+/// One worker: the next cell it can run until none is left or the run is
+/// interrupted. A cell whose verdict is in but whose cleanup is still
+/// running out (deferred DELETEs) finishes beside the next cell.
 async fn work(
     shared: &Shared<'_>,
     worker: &mut Worker,
@@ -173,13 +176,20 @@ async fn work(
 ) -> (Vec<(usize, Cell)>, bool) {
     let plan = shared.plan;
     let mut finished = Vec::new();
+    let mut finishing = FuturesUnordered::new();
+    let mut done = |(index, cell): (usize, Cell), events: &mpsc::UnboundedSender<RunEvent>| {
+        let _ = events.send(RunEvent::CellFinished {
+            index,
+            total: shared.total,
+            cell: Box::new(cell.clone()),
+        });
+        finished.push((index, cell));
+    };
     let mut send = |event: RunEvent| {
         let _ = events.send(event);
     };
-    loop {
-        let Some((job, target)) = next_job(shared.queue, worker) else {
-            return (finished, false);
-        };
+    let mut interrupted = false;
+    while let Some((job, target)) = next_job(shared.queue, worker) {
         let scenario = &plan.settings.scenarios[job.scenario];
         let cell_id = CellId {
             index: job.index,
@@ -187,30 +197,64 @@ async fn work(
             target,
             scenario,
         };
-        let attempts = run_attempts(
-            plan,
-            worker,
-            &cell_id,
-            shared.sequence,
-            shared.interrupt,
-            &mut send,
-        )
-        .await;
+        let attempts = {
+            let running = run_attempts(
+                plan,
+                worker,
+                &cell_id,
+                shared.sequence,
+                shared.interrupt,
+                &mut send,
+            );
+            tokio::pin!(running);
+            loop {
+                tokio::select! {
+                    attempts = &mut running => break attempts,
+                    Some(cell) = finishing.next(), if !finishing.is_empty() => done(cell, &events),
+                }
+            }
+        };
         // An interrupted cell keeps the attempts that finished: nothing run is lost.
         if !attempts.attempts.is_empty() {
-            let version = plan.point.version.clone();
-            let cell = aggregate(&job.target, &scenario.name, version, attempts.attempts);
-            send(RunEvent::CellFinished {
+            send(RunEvent::CellJudged {
                 index: job.index,
                 total: shared.total,
-                cell: Box::new(cell.clone()),
+                verdicts: attempts.attempts.iter().map(|a| a.verdict).collect(),
             });
-            finished.push((job.index, cell));
+            let version = plan.point.version.clone();
+            finishing.push(finish_cell(
+                job,
+                scenario.name.clone(),
+                version,
+                attempts.attempts,
+            ));
         }
         if attempts.interrupted {
-            return (finished, true);
+            interrupted = true;
+            break;
         }
     }
+    while let Some(cell) = finishing.next().await {
+        done(cell, &events);
+    }
+    (finished, interrupted)
+}
+
+/// A cell's record once each of its attempts has run out.
+async fn finish_cell(
+    job: Job,
+    scenario: String,
+    version: Option<String>,
+    attempts: Vec<PendingAttempt>,
+) -> (usize, Cell) {
+    let mut finished = Vec::with_capacity(attempts.len());
+    for attempt in attempts {
+        finished.push(attempt.finish().await);
+    }
+    (
+        job.index,
+        aggregate(&job.target, &scenario, version, finished),
+    )
 }
 
 /// How many workers a run of `cells` cells gets for `--jobs jobs`: never

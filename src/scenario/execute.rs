@@ -7,6 +7,7 @@ use crate::client::Client;
 
 mod chunks;
 mod cleanup;
+mod deferred;
 mod hosted_data;
 mod hosted_steps;
 mod recover;
@@ -25,6 +26,7 @@ use crate::secret::Secret;
 use crate::stop_flag::wait_true;
 use crate::targets::RestartResult;
 use async_trait::async_trait;
+pub use deferred::{CleanupFence, DeferredCleanup};
 pub use hosted_data::hosted_signature;
 pub use hosted_steps::{unsupported_step, HostedCell};
 use serde_json::{Map, Value};
@@ -84,6 +86,13 @@ pub enum CellStore {
 #[async_trait]
 pub trait Restarter: Send {
     async fn restart(&mut self, phase: &str) -> RestartResult;
+
+    /// Whether the restart cuts clients' requests in flight (a server or a
+    /// gateway stopped), so it must not land on another cell's deferred
+    /// DELETE; false for a graceful reload or a component off their path.
+    fn cuts_open_requests(&self) -> bool {
+        true
+    }
 }
 
 /// A finished cell.
@@ -94,6 +103,8 @@ pub struct CellRun {
     pub verdict: Verdict,
     pub failure_boundary: Option<String>,
     pub duration_ms: u64,
+    /// When the cell began: its duration runs from here.
+    pub started: Instant,
 }
 
 struct StepFailure {
@@ -141,6 +152,21 @@ struct RunningCell<'a> {
     persist: Option<crate::persist::observe::CallLog>,
     /// With `--client ts-sdk`: the hosted SDK takes the session steps.
     hosted: Option<HostedCell>,
+    /// The worker's fence: with one, the cleanup's closing DELETEs may be deferred.
+    fence: Option<CleanupFence>,
+    /// The cleanup's `dispose` phases whose DELETEs are deferred.
+    pending_disposes: Vec<deferred::PendingDispose>,
+    /// Server ids the recovering client opened, closed with the cleanup.
+    recovered: Vec<crate::acp::Transport>,
+}
+
+/// What judging a phase needs besides the phase: owned, so a deferred
+/// phase can be judged after the cell has moved on.
+#[derive(Clone)]
+struct ResultContext {
+    persist: Option<crate::persist::observe::CallLog>,
+    token: Option<Secret>,
+    default_timeout: Duration,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -160,6 +186,24 @@ pub async fn run_cell_with(
     restarter: &mut dyn Restarter,
     hosted: Option<HostedCell>,
 ) -> CellRun {
+    let (mut run, deferred) = run_cell_deferring(scenario, settings, restarter, hosted, None).await;
+    if let Some(deferred) = deferred {
+        run.complete(deferred).await;
+    }
+    run
+}
+
+/// [`run_cell_with`] on a worker's stack: with `fence`, the DELETEs that
+/// end the cleanup are handed back undone (see [`DeferredCleanup`]); the
+/// verdict is already decided, and [`CellRun::complete`] fills in their
+/// phases. Its restarts first wait for the fence (other cells' DELETEs).
+pub async fn run_cell_deferring(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+    hosted: Option<HostedCell>,
+    fence: Option<CleanupFence>,
+) -> (CellRun, Option<DeferredCleanup>) {
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
         CellStore::Shared(store) => {
@@ -185,6 +229,9 @@ pub async fn run_cell_with(
         restarted_at_ms: None,
         persist,
         hosted,
+        fence,
+        pending_disposes: Vec::new(),
+        recovered: Vec::new(),
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -212,7 +259,10 @@ pub async fn run_cell_with(
     let cleanup_by = interrupted
         .as_ref()
         .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
-    results.extend(cell.run_cleanup(&scenario.cleanup, cleanup_by).await);
+    let cleanup_results = cell
+        .run_cleanup(&scenario.cleanup, cleanup_by, results.len())
+        .await;
+    results.extend(cleanup_results);
     // Files and processes the cell made go, even after a failure.
     if let Some(teardown) = cell.sandbox_teardown().await {
         results.push(teardown);
@@ -225,27 +275,53 @@ pub async fn run_cell_with(
     hosted_data::attach_faults(&faults, &mut results);
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
+    let recovered = std::mem::take(&mut cell.recovered);
     let dispose_bound = cleanup_by
         .map(|by| {
             by.saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(500))
         })
         .unwrap_or(DISPOSE_BOUND);
-    let _ = tokio::time::timeout(
-        dispose_bound,
-        futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
-    )
-    .await;
+    let fence = cell.fence.clone().filter(|_| interrupted.is_none());
+    let deferred = match fence {
+        Some(fence) => {
+            let loose = deferred::loose_deletes(&leftovers, recovered, dispose_bound).await;
+            cell.take_deferred(&fence, loose).await
+        }
+        None => {
+            let closing = futures_util::future::join(
+                futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
+                futures_util::future::join_all(recovered.iter().map(|t| t.close())),
+            );
+            let _ = tokio::time::timeout(dispose_bound, closing).await;
+            None
+        }
+    };
     let (verdict, failure_boundary) = match interrupted {
         Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
         None => judge(&results),
     };
-    CellRun {
+    let run = CellRun {
         phases: results,
         restarts: cell.restarts,
         verdict,
         failure_boundary,
         duration_ms: millis(started.elapsed()),
+        started,
+    };
+    (run, deferred)
+}
+
+impl CellRun {
+    /// Runs the deferred DELETEs out and puts their phases in place; the
+    /// cell's duration then runs to their end, as if never deferred.
+    pub async fn complete(&mut self, deferred: DeferredCleanup) {
+        for (position, result) in deferred.finish().await {
+            if let Some(slot) = self.phases.get_mut(position) {
+                *slot = result;
+            }
+        }
+        self.duration_ms = millis(self.started.elapsed());
     }
 }
 
@@ -365,6 +441,7 @@ impl RunningCell<'_> {
             (_, None) => self.settings.default_timeout,
         };
         let trace = self.settings.trace.clone();
+        self.clear_fence(phase).await;
         trace.phase_start(&phase.name, phase.step.kind().name());
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
@@ -395,9 +472,7 @@ impl RunningCell<'_> {
         result
     }
 
-    /// What a phase that ran became: its outcome, detail (with the store
-    /// calls made since `started`) and, on failure, its signature; a
-    /// timeout names what the phase was waiting on (`seen`).
+    /// What a phase that ran became: see [`phase_result`].
     #[allow(clippy::too_many_arguments)]
     fn phase_result(
         &self,
@@ -409,61 +484,118 @@ impl RunningCell<'_> {
         outcome: Option<StepResult>,
         seen: &crate::trace::Snapshot,
     ) -> PhaseResult {
-        let store = self
-            .persist
-            .as_ref()
-            .map(|log| StoreWait::since(log, started));
-        let (outcome, ok, mut detail, signature) = match outcome {
-            Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
-            Some(Err(failure)) => {
-                let mut signature = *failure.signature;
-                diagnose::add_seen(&mut signature, seen, self.settings.token.as_ref());
-                (Outcome::Fail, false, failure.detail, Some(signature))
-            }
-            None => (
-                Outcome::Timeout,
-                false,
-                Map::new(),
-                // A phase that spent most of its time waiting on one store
-                // call timed out because of the store: say so.
-                Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
-                    Some((driver, call, waited)) => diagnose::persist_timeout(
-                        driver,
-                        call,
-                        millis(waited),
-                        millis(deadline),
-                        phase.step.pending(),
-                    ),
-                    None => diagnose::timeout_seen(
-                        millis(deadline),
-                        phase.step.pending(),
-                        seen,
-                        self.settings.token.as_ref(),
-                    ),
-                }),
-            ),
-        };
-        if let Some(summary) = store.and_then(|w| w.summary()) {
-            detail.insert("persist".into(), summary);
-        }
-        PhaseResult {
-            name: phase.name.clone(),
-            step: phase.step.kind().name().into(),
-            decides_verdict: phase.decides_verdict && !cleanup,
+        phase_result(
+            &self.result_context(),
+            phase,
             cleanup,
-            outcome,
-            ok,
+            started,
             duration_ms,
-            deadline_ms: match &phase.step {
-                // The turn's deadline, not the margin the phase timer adds to it.
-                Step::AwaitTurn { deadline: turn, .. } => {
-                    millis(turn.unwrap_or(self.settings.default_timeout))
-                }
-                _ => millis(deadline),
-            },
-            detail,
-            signature,
+            deadline,
+            outcome,
+            seen,
+        )
+    }
+
+    /// Before a phase that restarts a target which cuts requests in
+    /// flight (or starts a turn such a restart will land in), waits until
+    /// no earlier cell's deferred DELETE is running on this stack; the
+    /// wait is the harness's, so it is outside the phase and in the trace.
+    async fn clear_fence(&mut self, phase: &Phase) {
+        let restarts = matches!(
+            phase.step,
+            Step::Restart | Step::RestartDuringTurn { .. } | Step::StartTurn { .. }
+        );
+        let Some(fence) = self.fence.as_ref().filter(|_| restarts) else {
+            return;
+        };
+        if !self.restarter.cuts_open_requests() {
+            return;
         }
+        let waited = fence.clear().await;
+        if waited >= Duration::from_millis(1) {
+            let mut fields = Map::new();
+            fields.insert("ms".into(), millis(waited).into());
+            self.settings.trace.event("cleanup_wait", fields);
+        }
+    }
+
+    fn result_context(&self) -> ResultContext {
+        ResultContext {
+            persist: self.persist.clone(),
+            token: self.settings.token.clone(),
+            default_timeout: self.settings.default_timeout,
+        }
+    }
+}
+
+/// What a phase that ran became: its outcome, detail (with the store
+/// calls made since `started`) and, on failure, its signature; a
+/// timeout names what the phase was waiting on (`seen`).
+#[allow(clippy::too_many_arguments)]
+fn phase_result(
+    context: &ResultContext,
+    phase: &Phase,
+    cleanup: bool,
+    started: Instant,
+    duration_ms: u64,
+    deadline: Duration,
+    outcome: Option<StepResult>,
+    seen: &crate::trace::Snapshot,
+) -> PhaseResult {
+    let store = context
+        .persist
+        .as_ref()
+        .map(|log| StoreWait::since(log, started));
+    let (outcome, ok, mut detail, signature) = match outcome {
+        Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
+        Some(Err(failure)) => {
+            let mut signature = *failure.signature;
+            diagnose::add_seen(&mut signature, seen, context.token.as_ref());
+            (Outcome::Fail, false, failure.detail, Some(signature))
+        }
+        None => (
+            Outcome::Timeout,
+            false,
+            Map::new(),
+            // A phase that spent most of its time waiting on one store
+            // call timed out because of the store: say so.
+            Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
+                Some((driver, call, waited)) => diagnose::persist_timeout(
+                    driver,
+                    call,
+                    millis(waited),
+                    millis(deadline),
+                    phase.step.pending(),
+                ),
+                None => diagnose::timeout_seen(
+                    millis(deadline),
+                    phase.step.pending(),
+                    seen,
+                    context.token.as_ref(),
+                ),
+            }),
+        ),
+    };
+    if let Some(summary) = store.and_then(|w| w.summary()) {
+        detail.insert("persist".into(), summary);
+    }
+    PhaseResult {
+        name: phase.name.clone(),
+        step: phase.step.kind().name().into(),
+        decides_verdict: phase.decides_verdict && !cleanup,
+        cleanup,
+        outcome,
+        ok,
+        duration_ms,
+        deadline_ms: match &phase.step {
+            // The turn's deadline, not the margin the phase timer adds to it.
+            Step::AwaitTurn { deadline: turn, .. } => {
+                millis(turn.unwrap_or(context.default_timeout))
+            }
+            _ => millis(deadline),
+        },
+        detail,
+        signature,
     }
 }
 

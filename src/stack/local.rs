@@ -334,7 +334,8 @@ impl LocalStack {
                     },
                     Readiness::http(gateway.health_url()),
                 )
-                .with_ready_timeout(READY_TIMEOUT);
+                .with_ready_timeout(READY_TIMEOUT)
+                .keeping_open_requests();
                 stack.add(reload, &options);
                 stack.base_url = gateway.base_url();
             }

@@ -175,7 +175,9 @@ impl RivetStack {
             }),
             Readiness::http(format!("{endpoint}/health")),
         )
-        .with_ready_timeout(READY_TIMEOUT);
+        .with_ready_timeout(READY_TIMEOUT)
+        // Clients talk to sandbox-agent through the gateway, never to Rivet.
+        .keeping_open_requests();
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
@@ -220,7 +222,8 @@ impl RivetStack {
             }),
             actor_answers.clone(),
         )
-        .with_ready_timeout(READY_TIMEOUT);
+        .with_ready_timeout(READY_TIMEOUT)
+        .keeping_open_requests();
 
         let mut stack = RivetStack {
             endpoint,

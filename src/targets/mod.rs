@@ -101,6 +101,11 @@ pub struct Target {
     /// Its restarts disturb no other target's cells: on a shared deployment
     /// (`--jobs`), its cells may run beside other independent targets' cells.
     pub independent: bool,
+    /// Its restart lets clients' requests in flight finish: a graceful
+    /// reload, or a component off their path (the session store's engine
+    /// and runner). Otherwise (the default) a restart waits for other
+    /// cells' deferred DELETEs first, so it never cuts one.
+    pub keeps_open_requests: bool,
     /// The running process of a managed target.
     process: Option<ManagedProcess>,
     /// What HTTP probes of the server under test send (the token).
@@ -150,6 +155,7 @@ impl Target {
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
             independent: false,
+            keeps_open_requests: false,
             process: None,
             probe_auth: ProbeAuth::default(),
             trace: crate::trace::Trace::detached(),
@@ -161,6 +167,12 @@ impl Target {
     /// See [`Target::independent`].
     pub fn with_independent(mut self, independent: bool) -> Self {
         self.independent = independent;
+        self
+    }
+
+    /// See [`Target::keeps_open_requests`].
+    pub fn keeping_open_requests(mut self) -> Self {
+        self.keeps_open_requests = true;
         self
     }
 

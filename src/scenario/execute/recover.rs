@@ -115,7 +115,7 @@ impl RunningCell<'_> {
         // 3. A new server id, bootstrapped with ?agent=.
         let server_id = format!("recover-{}-{}", self.settings.agent, uuid::Uuid::new_v4());
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let transport = Transport::new(
+        let transport = Transport::traced(
             TransportConfig {
                 base_url: self.settings.base_url.trim_end_matches('/').to_string(),
                 server_id: server_id.clone(),
@@ -128,6 +128,7 @@ impl RunningCell<'_> {
                 .build()
                 .map_err(|e| failure(SignatureKind::Harness, e.to_string(), &detail))?,
             tx,
+            self.settings.trace.clone(),
         );
         let result = self
             .load_and_prompt(
@@ -139,7 +140,9 @@ impl RunningCell<'_> {
                 &mut detail,
             )
             .await;
-        transport.close().await;
+        // Its DELETE is cleanup (the server may not answer it for its whole
+        // bound): it goes with the cell's, not into this phase's time.
+        self.recovered.push(transport);
         let (stop, answered) = result?;
         detail.insert("stopReason".into(), stop.into());
         if let Some(ready) = self.restarted_at {

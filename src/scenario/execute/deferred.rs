@@ -1,0 +1,201 @@
+//! Cleanup off the critical path. On 0.4.2 a dispose waits out a DELETE the
+//! server never answers (the SDK's 2 s bound), so a cell whose cleanup ends
+//! with its `dispose` phases hands their DELETEs to the worker, which starts
+//! the next cell while they run out. Only the DELETEs go: streams are
+//! stopped and events stored first, in the cell's own time, so nothing
+//! deferred touches the session store. Each phase keeps its own deadline
+//! and its measured duration (start to DELETE answered or bound reached):
+//! what the report shows per client is what an undeferred run shows.
+//!
+//! The stack's [`CleanupFence`] keeps the overlap safe: deferred DELETEs
+//! hold a lease, and a restart that would cut requests in flight (the
+//! server's, or a gateway stopped rather than reloaded) first waits until
+//! no lease is left, so it never lands on another cell's DELETE.
+
+use super::{outcome_word, phase_result, RunningCell};
+use crate::client::Disposal;
+use crate::clock::millis;
+use crate::report::{Outcome, PhaseResult};
+use crate::scenario::{Phase, Step};
+use serde_json::Map;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedRwLockReadGuard, RwLock};
+
+/// One stack's fence between deferred DELETEs and restarts that cut them.
+#[derive(Clone, Default)]
+pub struct CleanupFence(Arc<RwLock<()>>);
+
+impl CleanupFence {
+    /// Waits until no deferred DELETE is in flight; how long that took.
+    pub async fn clear(&self) -> Duration {
+        let started = Instant::now();
+        drop(self.0.write().await);
+        started.elapsed()
+    }
+
+    async fn lease(&self) -> OwnedRwLockReadGuard<()> {
+        Arc::clone(&self.0).read_owned().await
+    }
+}
+
+/// The deferred DELETEs of one cell: the phase results they complete, by
+/// their position among the cell's phase results.
+pub struct DeferredCleanup {
+    work: futures_util::future::BoxFuture<'static, Vec<(usize, PhaseResult)>>,
+}
+
+impl DeferredCleanup {
+    /// Runs the DELETEs out; the finished phase results, by position.
+    pub(super) async fn finish(self) -> Vec<(usize, PhaseResult)> {
+        self.work.await
+    }
+}
+
+/// A `dispose` phase whose DELETEs are still to come.
+pub(super) struct PendingDispose {
+    position: usize,
+    phase: Phase,
+    disposal: Disposal,
+    started: Instant,
+}
+
+/// DELETEs with no phase of their own: clients the scenario left open,
+/// the recovering client's server id.
+pub(super) type LooseDelete = futures_util::future::BoxFuture<'static, ()>;
+
+impl RunningCell<'_> {
+    /// `dispose` phases that end the cleanup, deferred: each stops its
+    /// client's streams and stores its events now (under its deadline);
+    /// their DELETEs wait in `self.pending_disposes`. Returns placeholders
+    /// in order, which [`DeferredCleanup::finish`] replaces.
+    pub(super) async fn dispose_deferred(
+        &mut self,
+        phases: &[Phase],
+        first_position: usize,
+    ) -> Vec<PhaseResult> {
+        let default = self.settings.default_timeout;
+        let trace = self.settings.trace.clone();
+        let context = self.result_context();
+        let mut results = Vec::with_capacity(phases.len());
+        for (at, phase) in phases.iter().enumerate() {
+            let client = match &phase.step {
+                Step::Dispose { client } => self.clients.remove(client),
+                _ => None,
+            };
+            let Some(client) = client else {
+                results.push(super::not_run(phase, default, true));
+                continue;
+            };
+            trace.phase_start(&phase.name, phase.step.kind().name());
+            let started = Instant::now();
+            let deadline = phase.timeout.unwrap_or(default);
+            match tokio::time::timeout(deadline, client.begin_dispose()).await {
+                Ok(disposal) => {
+                    results.push(super::not_run(phase, default, true));
+                    self.pending_disposes.push(PendingDispose {
+                        position: first_position + at,
+                        phase: phase.clone(),
+                        disposal,
+                        started,
+                    });
+                }
+                Err(_) => {
+                    let duration_ms = millis(started.elapsed());
+                    let seen = trace.snapshot();
+                    trace.phase_end(&phase.name, &outcome_word(Outcome::Timeout), duration_ms);
+                    results.push(phase_result(
+                        &context,
+                        phase,
+                        true,
+                        started,
+                        duration_ms,
+                        deadline,
+                        None,
+                        &seen,
+                    ));
+                }
+            }
+        }
+        results
+    }
+
+    /// Everything deferred so far, as one piece of work holding one lease
+    /// on `fence`; `None` when nothing was.
+    pub(super) async fn take_deferred(
+        &mut self,
+        fence: &CleanupFence,
+        loose: Vec<LooseDelete>,
+    ) -> Option<DeferredCleanup> {
+        let disposes = std::mem::take(&mut self.pending_disposes);
+        if disposes.is_empty() && loose.is_empty() {
+            return None;
+        }
+        let lease = fence.lease().await;
+        let trace = self.settings.trace.clone();
+        let context = self.result_context();
+        let phases = futures_util::future::join_all(disposes.into_iter().map(|pending| {
+            let trace = trace.clone();
+            let context = context.clone();
+            async move {
+                let PendingDispose {
+                    position,
+                    phase,
+                    disposal,
+                    started,
+                } = pending;
+                let deadline = phase.timeout.unwrap_or(context.default_timeout);
+                let left = deadline.saturating_sub(started.elapsed());
+                let done = tokio::time::timeout(left, disposal.finish()).await.is_ok();
+                let duration_ms = millis(started.elapsed());
+                let seen = trace.snapshot();
+                let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
+                trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
+                let outcome = done.then(|| Ok(Map::new()));
+                let result = phase_result(
+                    &context,
+                    &phase,
+                    true,
+                    started,
+                    duration_ms,
+                    deadline,
+                    outcome,
+                    &seen,
+                );
+                (position, result)
+            }
+        }));
+        let loose = futures_util::future::join_all(loose);
+        let work = async move {
+            let (finished, _) = futures_util::future::join(phases, loose).await;
+            drop(lease);
+            finished
+        };
+        Some(DeferredCleanup {
+            work: Box::pin(work),
+        })
+    }
+}
+
+/// The DELETEs of clients the scenario left open (their streams stopped
+/// and events stored now, within `bound`) and of the recovering client's
+/// server ids, to run with the deferred phases.
+pub(super) async fn loose_deletes(
+    leftovers: &[Arc<crate::client::Client>],
+    recovered: Vec<crate::acp::Transport>,
+    bound: Duration,
+) -> Vec<LooseDelete> {
+    let mut loose: Vec<LooseDelete> = Vec::new();
+    let begun = futures_util::future::join_all(leftovers.iter().map(|c| c.begin_dispose()));
+    if let Ok(disposals) = tokio::time::timeout(bound, begun).await {
+        for disposal in disposals {
+            loose.push(Box::pin(async move {
+                let _ = tokio::time::timeout(bound, disposal.finish()).await;
+            }));
+        }
+    }
+    for transport in recovered.into_iter().filter(|t| t.shut()) {
+        loose.push(Box::pin(async move { transport.delete().await }));
+    }
+    loose
+}
