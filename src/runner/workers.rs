@@ -1,8 +1,10 @@
 //! `--jobs N`: the run's cells shared among workers, each on a stack of its
 //! own (own ports, folders, processes), so no two cells that touch the same
-//! stack ever run at once. Workers take the next cell, in matrix order, from
-//! one queue; what they finish is put back in matrix order, so the report is
-//! the one `--jobs 1` writes, whichever worker ran which cell.
+//! stack ever run at once (a cell's deferred DELETEs aside, which restarts
+//! that would cut them wait for). Workers take the next cell from one queue
+//! (targets interleaved, see [`dispatch_order`]); what they finish is put
+//! back in matrix order, so the report is the one `--jobs 1` writes,
+//! whichever worker ran which cell.
 
 use super::attempts::{run_attempts, CellId, PendingAttempt};
 use super::{RunEvent, RunPlan, RunStacks, Worker};
@@ -114,7 +116,7 @@ async fn drive(
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
-    let queue = Mutex::new(VecDeque::from(jobs));
+    let queue = Mutex::new(dispatch_order(jobs));
     let (events, mut received) = mpsc::unbounded_channel();
     let results = {
         let shared = Shared {
@@ -156,13 +158,49 @@ struct Shared<'a> {
     interrupt: &'a watch::Receiver<bool>,
 }
 
-/// The next job, in matrix order, whose target `worker` holds.
+/// The order workers take cells in: each target's first cell, then each
+/// one's second, and so on. In matrix order one target's cells come
+/// together, so the slow ones (a Rivet restart takes seconds) would pile
+/// up at the end on every worker at once, and one stack would restart the
+/// same component back to back.
+fn dispatch_order(mut jobs: Vec<Job>) -> VecDeque<Job> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut round = |job: &Job| match seen.iter_mut().find(|(t, _)| *t == job.target) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            seen.push((job.target.clone(), 0));
+            0
+        }
+    };
+    let rounds: Vec<usize> = jobs.iter().map(&mut round).collect();
+    let mut ranked: Vec<(usize, Job)> = rounds.into_iter().zip(jobs.drain(..)).collect();
+    // Stable: within a round, matrix order.
+    ranked.sort_by_key(|(round, _)| *round);
+    ranked.into_iter().map(|(_, job)| job).collect()
+}
+
+/// The next job for `worker`, among those whose target it holds: while
+/// its stack still has deferred DELETEs running, the first one whose
+/// restart would not have to wait for them; else the first in line.
 fn next_job(queue: &Mutex<VecDeque<Job>>, worker: &Worker) -> Option<(Job, usize)> {
     let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
-    let (at, target) = queue.iter().enumerate().find_map(|(at, job)| {
-        let target = worker.targets.iter().position(|t| t.name == job.target)?;
-        Some((at, target))
-    })?;
+    let runnable: Vec<(usize, usize)> = queue
+        .iter()
+        .enumerate()
+        .filter_map(|(at, job)| {
+            let target = worker.targets.iter().position(|t| t.name == job.target)?;
+            Some((at, target))
+        })
+        .collect();
+    let busy = worker.fence.busy();
+    let (at, target) = runnable
+        .iter()
+        .find(|(_, t)| busy && worker.targets[*t].keeps_open_requests)
+        .or(runnable.first())
+        .copied()?;
     queue.remove(at).map(|job| (job, target))
 }
 
@@ -274,7 +312,23 @@ pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::workers_for;
+    use super::{dispatch_order, workers_for, Job};
+
+    #[test]
+    fn workers_take_each_targets_first_cell_then_each_ones_second() {
+        let matrix = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0), ("c", 1)];
+        let jobs = matrix
+            .iter()
+            .enumerate()
+            .map(|(n, (target, scenario))| Job {
+                index: n + 1,
+                target: target.to_string(),
+                scenario: *scenario,
+            })
+            .collect();
+        let order: Vec<usize> = dispatch_order(jobs).iter().map(|j| j.index).collect();
+        assert_eq!(order, [1, 4, 5, 2, 6, 3]);
+    }
 
     #[test]
     fn never_more_workers_than_cells_and_say_so() {

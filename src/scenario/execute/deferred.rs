@@ -34,6 +34,11 @@ impl CleanupFence {
         started.elapsed()
     }
 
+    /// Whether deferred DELETEs are running now.
+    pub fn busy(&self) -> bool {
+        self.0.try_write().is_err()
+    }
+
     async fn lease(&self) -> OwnedRwLockReadGuard<()> {
         Arc::clone(&self.0).read_owned().await
     }
