@@ -110,6 +110,16 @@ pub fn kill_group(pgid: i32) {
     }
 }
 
+/// [`kill_group`] for async callers: the wait sleeps on the runtime's
+/// timer, not the thread, so other cells' tasks keep running meanwhile.
+pub async fn kill_group_async(pgid: i32) {
+    signal_group(pgid, libc::SIGKILL);
+    let gone_by = Instant::now() + GROUP_EXIT_BOUND;
+    while group_alive(pgid) && Instant::now() < gone_by {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Whether any process of the group is still running. Zombies do not count:
 /// an orphan's zombie waits for PID 1 to reap it, which some containers never do.
 pub fn group_alive(pgid: i32) -> bool {
@@ -307,7 +317,7 @@ impl ManagedProcess {
                 .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL)),
         };
         // SIGKILL is delivered asynchronously: wait until the members are gone.
-        kill_group(pgid);
+        kill_group_async(pgid).await;
         untrack_group(pgid);
         journal(&Lifecycle::Stopped { pid: pgid as u32 });
         self.last_exit = Some(status);

@@ -98,9 +98,14 @@ pub(super) fn sweep(owner: &str) -> AfterStop {
             while agents::is_running(pid) && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(25));
             }
-            // Agents that exit on their own when stdin closes get a moment.
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            let outlived = agents::owned_processes(&before_owner).len();
+            // Agents that exit on their own when stdin closes get a moment
+            // (up to 300 ms); one that is gone already costs no wait.
+            let grace = std::time::Instant::now() + std::time::Duration::from_millis(300);
+            let mut outlived = agents::owned_processes(&before_owner).len();
+            while outlived > 0 && std::time::Instant::now() < grace {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                outlived = agents::owned_processes(&before_owner).len();
+            }
             Some(format!(
                 "agent processes that outlived the server: {outlived}"
             ))

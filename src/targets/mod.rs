@@ -128,13 +128,22 @@ pub struct AfterStop {
     pub after: std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>,
 }
 
+// The hooks wait and scan /proc: on a blocking thread, so the other
+// workers' cells (timers, streams) keep running meanwhile.
 impl AfterStop {
-    fn run_before(&self, pid: Option<u32>) -> Option<String> {
-        (self.before)(pid)
+    async fn run_before(&self, pid: Option<u32>) -> Option<String> {
+        let before = std::sync::Arc::clone(&self.before);
+        tokio::task::spawn_blocking(move || before(pid))
+            .await
+            .unwrap_or_default()
     }
 
-    fn run_after(&self, before: Option<String>) -> Option<String> {
-        match (before, (self.after)()) {
+    async fn run_after(&self, before: Option<String>) -> Option<String> {
+        let after = std::sync::Arc::clone(&self.after);
+        let after = tokio::task::spawn_blocking(move || after())
+            .await
+            .unwrap_or_default();
+        match (before, after) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
         }
@@ -327,10 +336,13 @@ impl Target {
         if let (Some(mut process), RestartAction::Managed(spec)) =
             (self.process.take(), &self.action)
         {
-            let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
+            let before = match hook.as_ref() {
+                Some(h) => h.run_before(process.pid()).await,
+                None => None,
+            };
             process.stop(spec.stop_signal, spec.grace).await;
             if let Some(hook) = &hook {
-                hook.run_after(before);
+                hook.run_after(before).await;
             }
         }
     }
@@ -344,11 +356,17 @@ impl Target {
                 let spec = spec.clone();
                 let hook = self.after_stop.clone();
                 if let Some(process) = self.process.as_mut() {
-                    let before = hook.as_ref().and_then(|h| h.run_before(process.pid()));
+                    let before = match hook.as_ref() {
+                        Some(h) => h.run_before(process.pid()).await,
+                        None => None,
+                    };
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
                     component_event(&self.trace, "component_stop", &self.name, state);
-                    self.after_stop_note = hook.and_then(|h| h.run_after(before));
+                    self.after_stop_note = match hook {
+                        Some(h) => h.run_after(before).await,
+                        None => None,
+                    };
                 }
                 let started = self.start_managed(&spec);
                 if let Some(process) = self.process.as_mut() {
