@@ -250,7 +250,9 @@ impl Client {
             _ => {}
         }
         // Kill is asynchronous; the delete of a still-running process is refused.
-        for _ in 0..20 {
+        // Polled often: each round is a few milliseconds of the server's, and
+        // the gap between rounds is pure waiting.
+        for _ in 0..100 {
             match self
                 .sandbox_request(Method::DELETE, &process_path(id, ""), &[], None, None)
                 .await
@@ -258,7 +260,7 @@ impl Client {
                 Ok(_) => return Ok(()),
                 Err(e) if gone(&e) => return Ok(()),
                 Err(ClientError::Acp(AcpError::Http { status: 409, .. })) => {
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
                 }
                 Err(e) => return Err(e),
             }

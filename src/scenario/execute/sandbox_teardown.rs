@@ -36,6 +36,7 @@ impl RunningCell<'_> {
         );
         options.token = self.settings.token.clone();
         options.headers = self.settings.headers.clone();
+        options.trace = self.settings.trace.clone();
         let mut detail = Map::new();
         let mut errors: Vec<String> = Vec::new();
         let mut orphans = 0usize;

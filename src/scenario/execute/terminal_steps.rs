@@ -10,7 +10,8 @@ use crate::report::{Signature, SignatureKind};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 
-/// How long a fresh attach waits for replayed output (scrollback) before the next step.
+/// How long a fresh attach waits for replayed output (scrollback) before the
+/// next step, when the first line sent has not come back sooner.
 const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
 /// Output silence that counts as "nothing more under way" before a reattach, and its bound.
 const QUIET_GAP: Duration = Duration::from_millis(150);
@@ -140,14 +141,21 @@ impl RunningCell<'_> {
             .wait_ready()
             .await
             .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
-        tokio::time::sleep(SCROLLBACK_WAIT).await;
         // Live output of the last line may still arrive on the new
-        // socket; only the first line ever sent proves a replay.
+        // socket; only the first line ever sent proves a replay. Once it
+        // is there the answer is known; only its absence needs the whole wait.
+        let first_sent = entry.sent.first().cloned();
+        let replay_by = Instant::now() + SCROLLBACK_WAIT;
+        let kept = loop {
+            let kept = first_sent
+                .as_ref()
+                .is_some_and(|first| fresh.output_since(0).contains(first.as_str()));
+            if kept || Instant::now() >= replay_by {
+                break kept;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
         let replayed = fresh.output_since(0);
-        let kept = entry
-            .sent
-            .first()
-            .is_some_and(|first| replayed.contains(first.as_str()));
         detail.insert("scrollbackBytes".into(), replayed.len().into());
         detail.insert("scrollbackKept".into(), kept.into());
         let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
