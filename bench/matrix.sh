@@ -9,14 +9,15 @@
 #      its figure is one cell, the agent × native-continuity one;
 #   2. continuity run --jobs 1 over the default local matrix
 #      (5 targets × 4 scenarios);
-#   3. continuity run --jobs N (N = JOBS, default the number of CPUs, at
-#      least 2) over the same matrix.
+#   3. continuity run --jobs N over the same matrix, for each N in JOBS
+#      (default: the number of CPUs, at least 2 — the default of --jobs).
 # Prints wall times (whole run, and the cells after the stacks are up),
 # floor and overhead, the harness's peak RSS (and per worker), whether the
 # verdicts are identical, and the ratios.
 #
 #   bench/matrix.sh
 #   JOBS=4 bench/matrix.sh
+#   JOBS="2 4 6" bench/matrix.sh     # several N side by side
 #   SKIP_SEED=1 bench/matrix.sh     # without the SDK script (no npm install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,15 +66,22 @@ if [ -z "${SKIP_SEED:-}" ]; then
 fi
 
 read -r one_ms one_kb < <(measure "$bin" run --jobs 1 --out "$work/jobs1")
-read -r many_ms many_kb < <(measure "$bin" run --jobs "$jobs" --out "$work/jobsN")
+runs=()
+for n in $jobs; do
+  read -r many_ms many_kb < <(measure "$bin" run --jobs "$n" --out "$work/jobs$n-many")
+  runs+=("$n:$many_ms:$many_kb")
+done
 
-python3 - "$work/jobs1/report.json" "$work/jobsN/report.json" "$jobs" \
-  "$one_ms" "$one_kb" "$many_ms" "$many_kb" "${seed_ms:-}" <<'PY'
+python3 - "$work" "$one_ms" "$one_kb" "${seed_ms:-}" "${runs[@]}" <<'PY'
 import json, sys
-one, many = (json.load(open(p)) for p in sys.argv[1:3])
-jobs = int(sys.argv[3])
-one_ms, one_kb, many_ms, many_kb = map(int, sys.argv[4:8])
-seed_ms = int(sys.argv[8]) if sys.argv[8] else None
+work = sys.argv[1]
+one_ms, one_kb = int(sys.argv[2]), int(sys.argv[3])
+seed_ms = int(sys.argv[4]) if sys.argv[4] else None
+one = json.load(open(f"{work}/jobs1/report.json"))
+runs = []
+for spec in sys.argv[5:]:
+    n, ms, kb = map(int, spec.split(":"))
+    runs.append((n, ms, kb, json.load(open(f"{work}/jobs{n}-many/report.json"))))
 def verdicts(r):
     return [(c["target"], c["scenario"], c["verdict"], c.get("failureBoundary")) for c in r["cells"]]
 def timing(r):
@@ -81,8 +89,8 @@ def timing(r):
     return t.get("floorMs", 0), t.get("overheadMs", 0)
 def cell_ms(r, target, scenario):
     return next(c["durationMs"] for c in r["cells"] if c["target"] == target and c["scenario"] == scenario)
-workers = 1 + sum(1 for l in many["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))
-same = verdicts(one) == verdicts(many)
+def workers_of(r):
+    return 1 + sum(1 for l in r["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))
 print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios), sandbox-agent {one['run']['serverVersion']}, release build")
 print(f"{'run':<34} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9} {'peak RSS':>9} {'per worker':>10}")
 def row(name, wall, r, kb, n):
@@ -93,16 +101,23 @@ def row(name, wall, r, kb, n):
 if seed_ms is not None:
     print(f"{'SDK script, 1 cell (agent x nc)':<34} {seed_ms/1000:7.1f}s")
 row("continuity --jobs 1", one_ms, one, one_kb, 1)
-row(f"continuity --jobs {jobs} ({workers} stacks)", many_ms, many, many_kb, workers)
-print(f"verdicts --jobs {jobs} vs --jobs 1: {'identical' if same else 'DIFFERENT'}")
-print(f"ratio wall --jobs 1 / --jobs {jobs}: {one_ms/many_ms:.2f}x; cells after the stack is up: {one['run']['durationMs']/many['run']['durationMs']:.2f}x")
+for n, ms, kb, r in runs:
+    row(f"continuity --jobs {n} ({workers_of(r)} stacks)", ms, r, kb, workers_of(r))
+same = True
+for n, ms, kb, r in runs:
+    agree = verdicts(one) == verdicts(r)
+    same = same and agree
+    print(f"verdicts --jobs {n} vs --jobs 1: {'identical' if agree else 'DIFFERENT'}")
+    print(f"ratio wall --jobs 1 / --jobs {n}: {one_ms/ms:.2f}x; cells after the stack is up: {one['run']['durationMs']/r['run']['durationMs']:.2f}x")
+    if not agree:
+        for a, b in zip(verdicts(one), verdicts(r)):
+            if a != b:
+                print(f"  {a} != {b}")
 if seed_ms is not None:
     nc = cell_ms(one, "agent", "native-continuity")
+    best = min(r["run"]["durationMs"] for _, _, _, r in runs)
     print(f"ratio SDK script / continuity's same cell (agent x native-continuity, {nc/1000:.1f}s): {seed_ms/nc:.1f}x")
-    print(f"SDK script x {len(one['cells'])} cells (one per invocation, if it could restart every target): ~{seed_ms*len(one['cells'])/1000:.0f}s, {seed_ms*len(one['cells'])/many['run']['durationMs']:.0f}x continuity --jobs {jobs}'s cells")
+    print(f"SDK script x {len(one['cells'])} cells (one per invocation, if it could restart every target): ~{seed_ms*len(one['cells'])/1000:.0f}s, {seed_ms*len(one['cells'])/best:.0f}x continuity's fastest cells above")
 if not same:
-    for a, b in zip(verdicts(one), verdicts(many)):
-        if a != b:
-            print(f"  {a} != {b}")
     sys.exit(1)
 PY
