@@ -300,16 +300,19 @@ impl RivetStack {
         self.logs.clone()
     }
 
-    /// Every cell's persist store: the one actor this stack made for the run.
+    /// Every cell's persist store: the one actor this stack made for the run,
+    /// through one driver, so the actor id it learns serves every cell.
     pub fn persist_factory(&self) -> PersistFactory {
-        let config = RivetConfig {
+        let driver = RivetDriver::new(RivetConfig {
             endpoint: self.endpoint.clone(),
             namespace: "default".into(),
             key: self.key.clone(),
             retry_for: PERSIST_RETRY_FOR,
-        };
-        Arc::new(move |_cell: &str| {
-            RivetDriver::new(config.clone()).map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
+        })
+        .map(Arc::new);
+        Arc::new(move |_cell: &str| match &driver {
+            Ok(driver) => Ok(Arc::clone(driver) as Arc<dyn PersistDriver>),
+            Err(e) => Err(e.clone()),
         })
     }
 
