@@ -142,7 +142,7 @@ impl RivetDriver {
         }
     }
 
-    fn remember(&self, id: String) {
+    pub(crate) fn remember(&self, id: String) {
         *self.id_slot() = Some(id);
     }
 
