@@ -56,7 +56,8 @@ impl ObservedDriver {
         Self::wrap_traced(inner, Trace::detached())
     }
 
-    /// [`ObservedDriver::wrap`], writing each call to the cell's `trace`.
+    /// Wraps `inner`: the driver to use in its place, and the log a phase
+    /// reads; each call that ends is a `store` event in `trace`.
     pub fn wrap_traced(
         inner: Arc<dyn PersistDriver>,
         trace: Trace,

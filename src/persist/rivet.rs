@@ -6,10 +6,12 @@
 //! the key (`/gateway/persist/action/X?rvt-method=getOrCreate&rvt-key=K`),
 //! which costs the engine a lookup on every request (~45 ms against ~16 ms);
 //! its answer names the actor (`x-rivet-actor`), and later calls go to
-//! `/gateway/{actorId}/action/X` directly, as RivetKit's client does once it
-//! has resolved a handle. An answer saying the id is stale (the actor's
-//! lifecycle and scheduling errors, see [`answer`]) forgets the id and the
-//! call goes through the key again.
+//! `/gateway/{actorId}/action/X` directly — what a RivetKit 2.3.19 app gets
+//! from `handle.resolve()` and `client.getForId()` (its handle's own
+//! actions on a key still go through the key each time). An answer saying
+//! the id is stale (the lifecycle and scheduling errors on which RivetKit's
+//! handle drops a resolved id, see [`answer`]) forgets the id and the call
+//! goes through the key again.
 //!
 //! While the runner or engine restarts the actor is unreachable for a few
 //! seconds; a call retries transient failures (connection refused, 5xx) until
