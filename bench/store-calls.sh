@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" stack up --dir "$work/st" >/dev/null
+"$BIN" stack up --dir "$work/st" >/dev/null 2>&1
 endpoint=$(python3 -c 'import json,sys; print(next(c["url"] for c in json.load(open(sys.argv[1]))["components"] if c["target"]=="rivet-engine"))' "$work/st/stack.json")
 key=$(curl -sf "$endpoint/actors?namespace=default&name=persist" | python3 -c 'import json,sys; print(json.load(sys.stdin)["actors"][0]["key"])')
 id=$(curl -sf "$endpoint/actors?namespace=default&name=persist&key=$key" | python3 -c 'import json,sys; print(json.load(sys.stdin)["actors"][0]["actor_id"])')
@@ -54,7 +54,7 @@ for action in getSession updateSession; do
 done
 "$BIN" stack down --dir "$work/st" >/dev/null
 
-NO_COLOR=1 "$BIN" run --target gateway --scenario native-continuity --jobs 1 --out "$work/run" >/dev/null || true
+NO_COLOR=1 "$BIN" run --target gateway --scenario native-continuity --jobs 1 --out "$work/run" >/dev/null 2>&1 || true
 echo "the driver in a run (trace store events):"
 python3 - "$work/run" <<'PY'
 import glob, json, sys
