@@ -87,6 +87,13 @@ fn run_folder(dir: &Path) -> Report {
             detail: Some("token expired".into()),
         }),
     });
+    trace.event(
+        "store",
+        json!({"call": "getSession", "driver": "rivet", "ms": 16.0, "ok": true})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
     trace.phase_end("promptSameHandleAfterRestart", "fail", 5);
     trace.flush();
     std::fs::create_dir_all(dir.join("cells/002-gateway")).unwrap();
@@ -246,6 +253,10 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
     assert!(
         dom.contains("POST /v1/acp/sdk-mock-1 → HTTP 401 in 4 ms"),
         "a request mark with status and latency"
+    );
+    assert!(
+        dom.contains("store getSession (rivet) → ok in 16 ms"),
+        "a store call's mark with its latency"
     );
     assert!(
         dom.contains("id=\"interrupted\""),

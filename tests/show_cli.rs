@@ -54,6 +54,13 @@ fn run_folder(dir: &Path) {
             detail: None,
         }),
     });
+    trace.event(
+        "store",
+        json!({"call": "insertEvent", "driver": "rivet", "ms": 12.5, "ok": false, "error": "insertEvent: HTTP 503"})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
     trace.phase_end("promptAfter", "fail", 3);
     trace.flush();
     let phase = |name: &str, outcome: &str, sig: serde_json::Value| {
@@ -99,6 +106,10 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     let (out, _) = text(&timeline);
     assert!(out.contains("promptAfter ◀ boundary"), "{out}");
     assert!(out.contains("POST /v1/acp/sdk-mock-1 → 401"), "{out}");
+    assert!(
+        out.contains("store insertEvent (rivet) → failed: insertEvent: HTTP 503 (12.5 ms)"),
+        "{out}"
+    );
     assert!(out.contains("trace: cells/001/trace.jsonl"), "{out}");
     // The same with an explicit attempt, and from the report.json itself.
     let report = dir.path().join("report.json");

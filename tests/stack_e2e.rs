@@ -304,6 +304,62 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
     assert_nothing_left(&out);
 }
 
+/// The session store is a server of the stack: each call to the Rivet
+/// actor is a `store` event in the cell's trace, across a runner crash and
+/// an engine restart, and the history survives both (immediate saves).
+#[test]
+fn store_calls_reach_the_trace_through_runner_and_engine_restarts() {
+    let _serial = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = output(&mut continuity(&[
+        "run",
+        "--target",
+        "rivet",
+        "--target",
+        "rivet-engine",
+        "--scenario",
+        "native-continuity",
+        "--jobs",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    assert_eq!(report["run"]["persist"], "rivet");
+    for target in ["rivet", "rivet-engine"] {
+        let native = cell(&report, target, "native-continuity");
+        assert_eq!(native["verdict"], "pass", "{native}");
+        assert_eq!(phase(native, "getEvents")["detail"]["eventsLost"], 0);
+        let events =
+            continuity::trace::read_trace(&out.join(native["trace"].as_str().unwrap())).unwrap();
+        let stores: Vec<&serde_json::Value> =
+            events.iter().filter(|e| e["ev"] == "store").collect();
+        for call in ["getSession", "updateSession", "insertEvent", "listEvents"] {
+            assert!(
+                stores.iter().any(|e| e["call"] == call),
+                "{target}: no {call} store event in {stores:#?}"
+            );
+        }
+        for store in &stores {
+            assert_eq!(store["driver"], "rivet", "{store}");
+            assert_eq!(store["ok"], true, "{target}: {store}");
+            assert!(store["ms"].as_f64().unwrap() > 0.0, "{store}");
+        }
+        // The floor holds the restart and the servers' answers around it.
+        let restart = &native["restarts"][0];
+        let restarting =
+            restart["restartMs"].as_u64().unwrap() + restart["readyMs"].as_u64().unwrap();
+        assert!(
+            native["floorMs"].as_u64().unwrap() > restarting,
+            "{target}: floor {} within the restart's {restarting} ms",
+            native["floorMs"]
+        );
+    }
+    assert_nothing_left(&out);
+}
+
 #[test]
 fn stack_up_status_down_leaves_nothing_running() {
     let _serial = support::one_stack_at_a_time();

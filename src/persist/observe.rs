@@ -3,10 +3,15 @@
 //! store in one, so when a phase is slow or times out because the store
 //! was (a Rivet actor waiting for its runner), the report says so —
 //! `persist (rivet): updateSession pending for 29.8 s` — instead of blaming
-//! the sandbox-agent call that was waiting on it.
+//! the sandbox-agent call that was waiting on it. Each call that ends is
+//! also a `store` event in the cell's trace (`call`, `driver`, `ms`, `ok`,
+//! `error`): the store is a server of the stack, and its answers count in
+//! the cell's floor.
 
 use super::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
+use crate::trace::Trace;
 use async_trait::async_trait;
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,7 +36,11 @@ struct Calls {
 pub struct ObservedDriver {
     inner: Arc<dyn PersistDriver>,
     calls: Arc<Mutex<Calls>>,
+    trace: Trace,
 }
+
+/// The longest error a `store` event keeps.
+const ERROR_LIMIT_CHARS: usize = 300;
 
 /// What a phase asks the wrapped driver.
 #[derive(Clone)]
@@ -41,13 +50,31 @@ pub struct CallLog {
 }
 
 impl ObservedDriver {
-    pub fn wrap(inner: Arc<dyn PersistDriver>) -> (Arc<ObservedDriver>, CallLog) {
+    /// [`ObservedDriver::wrap_traced`] with no trace (tests of the log alone).
+    #[cfg(test)]
+    pub(crate) fn wrap(inner: Arc<dyn PersistDriver>) -> (Arc<ObservedDriver>, CallLog) {
+        Self::wrap_traced(inner, Trace::detached())
+    }
+
+    /// Wraps `inner`: the driver to use in its place, and the log a phase
+    /// reads; each call that ends is a `store` event in `trace`.
+    pub fn wrap_traced(
+        inner: Arc<dyn PersistDriver>,
+        trace: Trace,
+    ) -> (Arc<ObservedDriver>, CallLog) {
         let calls = Arc::new(Mutex::new(Calls::default()));
         let log = CallLog {
             driver: inner.name(),
             calls: Arc::clone(&calls),
         };
-        (Arc::new(ObservedDriver { inner, calls }), log)
+        (
+            Arc::new(ObservedDriver {
+                inner,
+                calls,
+                trace,
+            }),
+            log,
+        )
     }
 
     async fn observe<T>(
@@ -55,7 +82,7 @@ impl ObservedDriver {
         call: &'static str,
         work: impl std::future::Future<Output = Result<T, PersistError>>,
     ) -> Result<T, PersistError> {
-        let mut in_flight = InFlight::start(&self.calls, call);
+        let mut in_flight = InFlight::start(self, call);
         let result = work.await;
         in_flight.error = Some(result.as_ref().err().map(|e| e.message.clone()));
         result
@@ -66,6 +93,8 @@ impl ObservedDriver {
 /// up at a phase deadline), it is recorded as abandoned with its age.
 struct InFlight<'a> {
     calls: &'a Mutex<Calls>,
+    trace: &'a Trace,
+    driver: &'static str,
     id: u64,
     call: &'static str,
     /// `Some(outcome)` once the call returned.
@@ -73,13 +102,16 @@ struct InFlight<'a> {
 }
 
 impl<'a> InFlight<'a> {
-    fn start(calls: &'a Mutex<Calls>, call: &'static str) -> Self {
+    fn start(driver: &'a ObservedDriver, call: &'static str) -> Self {
+        let calls = driver.calls.as_ref();
         let mut guard = calls.lock().unwrap_or_else(|p| p.into_inner());
         guard.next += 1;
         let id = guard.next;
         guard.pending.insert(id, (call, Instant::now()));
         InFlight {
             calls,
+            trace: &driver.trace,
+            driver: driver.inner.name(),
             id,
             call,
             error: None,
@@ -90,19 +122,42 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, started)) = calls.pending.remove(&self.id) {
-            let error = self
-                .error
-                .take()
-                .unwrap_or_else(|| Some(ABANDONED.to_string()));
-            calls.finished.push(FinishedCall {
-                call: self.call,
-                took: started.elapsed(),
-                ended: Instant::now(),
-                error,
-            });
-        }
+        let Some((_, started)) = calls.pending.remove(&self.id) else {
+            return;
+        };
+        let error = self
+            .error
+            .take()
+            .unwrap_or_else(|| Some(ABANDONED.to_string()));
+        let finished = FinishedCall {
+            call: self.call,
+            took: started.elapsed(),
+            ended: Instant::now(),
+            error,
+        };
+        calls.finished.push(finished.clone());
+        drop(calls);
+        self.trace
+            .event("store", store_event(self.driver, &finished));
     }
+}
+
+/// A finished call as the trace's `store` event: logged at its end with its
+/// duration, as an `http` event is.
+fn store_event(driver: &'static str, call: &FinishedCall) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("call".into(), call.call.into());
+    fields.insert("driver".into(), driver.into());
+    fields.insert(
+        "ms".into(),
+        ((call.took.as_micros() as f64 / 100.0).round() / 10.0).into(),
+    );
+    fields.insert("ok".into(), call.error.is_none().into());
+    if let Some(error) = &call.error {
+        let cut: String = error.chars().take(ERROR_LIMIT_CHARS).collect();
+        fields.insert("error".into(), cut.into());
+    }
+    fields
 }
 
 /// The error of a call its caller stopped waiting for.
@@ -179,6 +234,7 @@ impl PersistDriver for ObservedDriver {
 pub(crate) mod tests {
     use super::*;
     use crate::persist::MemoryDriver;
+    use futures_util::FutureExt;
 
     pub(crate) fn record(id: &str) -> SessionRecord {
         SessionRecord {
@@ -222,6 +278,69 @@ pub(crate) mod tests {
         async fn insert_event(&self, id: &str, e: SessionEvent) -> Result<(), PersistError> {
             self.0.insert_event(id, e).await
         }
+    }
+
+    #[tokio::test]
+    async fn every_ended_call_is_a_store_event_in_the_cells_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = Trace::create(
+            dir.path(),
+            crate::trace::TraceLevel::Summary,
+            None,
+            Map::new(),
+        )
+        .unwrap();
+        let (driver, _log) =
+            ObservedDriver::wrap_traced(Arc::new(Hanging(MemoryDriver::default())), trace.clone());
+        driver.update_session(record("s1")).now_or_never();
+        assert!(driver.get_session("s1").await.unwrap().is_none());
+        let event = crate::persist::contract::event("s1", 0);
+        driver.insert_event("s1", event).await.unwrap();
+        trace.flush();
+        let text = std::fs::read_to_string(dir.path().join(crate::trace::TRACE_FILE)).unwrap();
+        let stores: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["ev"] == "store")
+            .collect();
+        let calls: Vec<(&str, bool)> = stores
+            .iter()
+            .map(|e| (e["call"].as_str().unwrap(), e["ok"].as_bool().unwrap()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("updateSession", false),
+                ("getSession", true),
+                ("insertEvent", true)
+            ]
+        );
+        assert_eq!(stores[0]["error"], ABANDONED);
+        assert!(stores[1].get("error").is_none(), "{}", stores[1]);
+        for e in &stores {
+            assert_eq!(e["driver"], "hanging");
+            assert!(
+                e["ms"].as_f64().unwrap() >= 0.0 && e["t"].as_f64().is_some(),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_store_events_error_is_cut() {
+        let call = FinishedCall {
+            call: "insertEvent",
+            took: Duration::from_micros(1234),
+            ended: Instant::now(),
+            error: Some("é".repeat(1000)),
+        };
+        let fields = store_event("rivet", &call);
+        assert_eq!(fields["ms"], 1.2);
+        assert_eq!(fields["ok"], false);
+        assert_eq!(
+            fields["error"].as_str().unwrap().chars().count(),
+            ERROR_LIMIT_CHARS
+        );
     }
 
     #[tokio::test]

@@ -2,21 +2,41 @@
 //! (`stack/rivet/server.mjs`, actor `persist`), called over HTTP through the
 //! Rivet Engine's gateway — the Rust equivalent of `@sandbox-agent/persist-rivet`.
 //!
-//! One actor instance per key holds one store. While the runner or engine
-//! restarts the actor is unreachable for a few seconds; a call retries
-//! transient failures (connection refused, 5xx) until `retry_for` runs out, as
-//! a client waiting for its store would, so a restart shows up as latency or,
-//! past the bound, as a failed write the integrity check counts.
+//! One actor instance per key holds one store. The first call goes through
+//! the key (`/gateway/persist/action/X?rvt-method=getOrCreate&rvt-key=K`),
+//! which costs the engine a lookup on every request (~45 ms against ~16 ms);
+//! its answer names the actor (`x-rivet-actor`), and later calls go to
+//! `/gateway/{actorId}/action/X` directly — what a RivetKit 2.3.19 app gets
+//! from `handle.resolve()` and `client.getForId()` (its handle's own
+//! actions on a key still go through the key each time). An answer saying
+//! the id is stale (the lifecycle and scheduling errors on which RivetKit's
+//! handle drops a resolved id, see [`answer`]) forgets the id and the call
+//! goes through the key again.
+//!
+//! While the runner or engine restarts the actor is unreachable for a few
+//! seconds; a call retries transient failures (connection refused, 5xx) until
+//! `retry_for` runs out, as a client waiting for its store would, so a
+//! restart shows up as latency or, past the bound, as a failed write the
+//! integrity check counts.
+
+mod answer;
+#[cfg(test)]
+mod tests;
 
 use super::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
+use answer::{EngineError, ACTOR_HEADER};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const DRIVER: &str = "rivet";
 /// The actor's name in the app's registry.
 pub const ACTOR: &str = "persist";
+/// How long to let an actor that is starting or stopping settle before
+/// resolving its key again (RivetKit's retry window).
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// Where the actor is and how long to wait for it.
 #[derive(Debug, Clone)]
@@ -29,14 +49,45 @@ pub struct RivetConfig {
     pub retry_for: Duration,
 }
 
-/// Session store in Rivet actor state.
+/// Session store in Rivet actor state. Clones share the HTTP client and the
+/// actor id they learnt.
+#[derive(Clone)]
 pub struct RivetDriver {
     config: RivetConfig,
     http: reqwest::Client,
+    /// The actor's id once an answer named it; shared by every clone.
+    actor_id: Arc<Mutex<Option<String>>>,
 }
 
 fn err(message: impl Into<String>) -> PersistError {
     PersistError::new(DRIVER, message)
+}
+
+/// Where one call goes: through the key, or straight to the actor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Route {
+    Key,
+    Actor(String),
+}
+
+/// Why one call failed, and what the next one should do about it.
+#[derive(Debug)]
+struct Failure {
+    /// Passes with time: retry within `retry_for`.
+    transient: bool,
+    /// The engine's error, when it answered with one.
+    engine: Option<EngineError>,
+    message: String,
+}
+
+impl Failure {
+    fn new(transient: bool, message: String) -> Self {
+        Failure {
+            transient,
+            engine: None,
+            message,
+        }
+    }
 }
 
 impl RivetDriver {
@@ -46,30 +97,86 @@ impl RivetDriver {
             .timeout(Duration::from_secs(25))
             .build()
             .map_err(|e| err(e.to_string()))?;
-        Ok(Self { config, http })
+        Ok(Self {
+            config,
+            http,
+            actor_id: Arc::new(Mutex::new(None)),
+        })
     }
 
-    /// The URL of an action on this driver's actor.
+    fn endpoint(&self) -> &str {
+        self.config.endpoint.trim_end_matches('/')
+    }
+
+    /// The URL of an action on this driver's actor, through its key (what a
+    /// readiness probe asks: the key must resolve, not only a known id answer).
     pub fn action_url(&self, action: &str) -> String {
         format!(
             "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
-            self.config.endpoint.trim_end_matches('/'),
+            self.endpoint(),
             self.config.namespace,
             crate::http::encode_component(&self.config.key)
         )
     }
 
-    /// Calls an action once; `Err((transient, message))`.
-    async fn call_once(&self, action: &str, args: &Value) -> Result<Value, (bool, String)> {
+    /// The URL of an action on the actor with this id.
+    fn actor_url(&self, actor_id: &str, action: &str) -> String {
+        format!(
+            "{}/gateway/{}/action/{action}",
+            self.endpoint(),
+            crate::http::encode_component(actor_id)
+        )
+    }
+
+    /// The actor id learnt so far.
+    pub fn known_actor_id(&self) -> Option<String> {
+        self.id_slot().clone()
+    }
+
+    fn id_slot(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.actor_id.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn route(&self) -> Route {
+        match self.known_actor_id() {
+            Some(id) => Route::Actor(id),
+            None => Route::Key,
+        }
+    }
+
+    pub(crate) fn remember(&self, id: String) {
+        *self.id_slot() = Some(id);
+    }
+
+    /// Forgets `stale`, unless another call has already learnt a newer id.
+    fn forget(&self, stale: &str) {
+        let mut slot = self.id_slot();
+        if slot.as_deref() == Some(stale) {
+            *slot = None;
+        }
+    }
+
+    /// Calls an action once by `route`: its output and the actor id the
+    /// answer named.
+    async fn call_once(
+        &self,
+        action: &str,
+        args: &Value,
+        route: &Route,
+    ) -> Result<(Value, Option<String>), Failure> {
+        let url = match route {
+            Route::Key => self.action_url(action),
+            Route::Actor(id) => self.actor_url(id, action),
+        };
         let response = self
             .http
-            .post(self.action_url(action))
+            .post(url)
             .header("x-rivet-encoding", "json")
             .json(&json!({ "args": args }))
             .send()
             .await
             .map_err(|e| {
-                (
+                Failure::new(
                     e.is_connect() || e.is_timeout() || e.is_request(),
                     format!(
                         "{action}: {}",
@@ -78,30 +185,35 @@ impl RivetDriver {
                 )
             })?;
         let status = response.status();
+        let actor = answer::actor_id(
+            response
+                .headers()
+                .get(ACTOR_HEADER)
+                .map(|value| value.as_bytes()),
+        );
         let body = response
             .bytes()
             .await
-            .map_err(|e| (true, format!("{action}: reading the reply: {e}")))?;
+            .map_err(|e| Failure::new(true, format!("{action}: reading the reply: {e}")))?;
         if !status.is_success() {
+            let engine = EngineError::parse(&body);
             let text = String::from_utf8_lossy(&body);
             let text: String = crate::secret::redact_known(&text)
                 .chars()
                 .take(300)
                 .collect();
-            // 5xx and 404 (actor not yet scheduled on a runner) pass with time.
-            let transient =
-                status.is_server_error() || status.as_u16() == 404 || status.as_u16() == 429;
-            return Err((
-                transient,
-                format!("{action}: HTTP {}: {text}", status.as_u16()),
-            ));
+            return Err(Failure {
+                transient: answer::is_transient(status.as_u16(), engine.as_ref()),
+                engine,
+                message: format!("{action}: HTTP {}: {text}", status.as_u16()),
+            });
         }
         let reply: Value = serde_json::from_slice(&body)
-            .map_err(|e| (false, format!("{action}: reply is not JSON: {e}")))?;
-        reply
-            .get("output")
-            .cloned()
-            .ok_or_else(|| (false, format!("{action}: reply has no `output`: {reply}")))
+            .map_err(|e| Failure::new(false, format!("{action}: reply is not JSON: {e}")))?;
+        let output = reply.get("output").cloned().ok_or_else(|| {
+            Failure::new(false, format!("{action}: reply has no `output`: {reply}"))
+        })?;
+        Ok((output, actor))
     }
 
     async fn call<T: DeserializeOwned>(
@@ -111,24 +223,45 @@ impl RivetDriver {
     ) -> Result<T, PersistError> {
         let started = Instant::now();
         let mut delay = Duration::from_millis(50);
+        // A stale id is this driver's shortcut failing, not the store: the
+        // first one goes back through the key at once, whatever `retry_for`.
+        let mut rerouted = false;
         loop {
-            match self.call_once(action, &args).await {
-                Ok(output) => {
+            let route = self.route();
+            let failure = match self.call_once(action, &args, &route).await {
+                Ok((output, actor)) => {
+                    if let Some(id) = actor {
+                        if route != Route::Actor(id.clone()) {
+                            self.remember(id);
+                        }
+                    }
                     return serde_json::from_value(output)
                         .map_err(|e| err(format!("{action}: unexpected output: {e}")));
                 }
-                Err((true, message)) if started.elapsed() < self.config.retry_for => {
-                    let _ = message;
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_millis(500));
-                }
-                Err((_, message)) => {
-                    return Err(err(format!(
-                        "{message} (after {} ms)",
-                        started.elapsed().as_millis()
-                    )));
+                Err(failure) => failure,
+            };
+            if let (Route::Actor(id), Some(engine)) = (&route, &failure.engine) {
+                if engine.id_is_stale() {
+                    self.forget(id);
+                    if engine.is_settling() {
+                        tokio::time::sleep(SETTLE).await;
+                    }
+                    if !rerouted {
+                        rerouted = true;
+                        continue;
+                    }
                 }
             }
+            if failure.transient && started.elapsed() < self.config.retry_for {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(500));
+                continue;
+            }
+            return Err(err(format!(
+                "{} (after {} ms)",
+                failure.message,
+                started.elapsed().as_millis()
+            )));
         }
     }
 }

@@ -1,14 +1,16 @@
 //! The floor and the overhead of an attempt, a cell and a run. The floor is
-//! the time nothing on the harness's side could save: every restart's
-//! restart-to-ready time plus the server's own response times, read from the
-//! wire trace (each HTTP exchange from request to answer, and each JSON-RPC
-//! request from sent to answered — a prompt's answer comes on the stream
-//! once the agent is done — overlapping ones counted once). The overhead is
-//! the rest of the attempt's wall time: the harness's own work, its waits
-//! (the SDK's 250 ms settle after each answer among them), the session
-//! store's calls, and its cleanup. Without a trace (`--trace
-//! off`) the floor is the restarts alone, so the overhead holds the server's
-//! answers too.
+//! the time nothing on the harness's side could save: the restarts, from
+//! action to ready, and the servers' own answers, read from the wire trace —
+//! each HTTP exchange from request to answer, each JSON-RPC request from
+//! sent to answered (a prompt's answer comes on the stream once the agent is
+//! done), and each call to the session store (the Rivet actor, or SQLite)
+//! from asked to answered. With a trace, the restart windows join the same
+//! union of intervals, so a store call or a health check waiting during a
+//! restart counts once. The overhead is the rest of the attempt's wall
+//! time: the harness's own work, its waits and settles (the SDK's 250 ms
+//! settle after each answer among them) and the scheduling of its cleanup.
+//! Without a trace (`--trace off`) the floor is the restarts alone (restart
+//! plus ready time, summed), so the overhead holds the servers' answers too.
 
 use super::model::{Floor, RestartResult};
 
@@ -19,8 +21,16 @@ impl Floor {
             .iter()
             .map(|r| r.restart_ms + r.ready_ms.unwrap_or(0))
             .sum();
-        let answering = trace.map(server_time_ms).unwrap_or(0);
-        let floor_ms = (restarting + answering).min(duration_ms);
+        let floor_ms = match trace.map(Spans::read) {
+            // Every restart has its window in the trace: one union.
+            Some(spans) if spans.restarts.len() == restarts.len() => {
+                union_ms(spans.answers.into_iter().chain(spans.restarts).collect())
+            }
+            // A restart the trace lost (cut at its size limit): add them up.
+            Some(spans) => restarting + union_ms(spans.answers),
+            None => restarting,
+        }
+        .min(duration_ms);
         Floor {
             floor_ms,
             overhead_ms: duration_ms - floor_ms,
@@ -125,41 +135,64 @@ pub fn markdown_section(report: &super::Report) -> Option<String> {
     Some(out)
 }
 
-/// The time the server took to answer, from the trace (`t` and `ms` in
-/// milliseconds): `http` events, logged at their end with their duration,
-/// and `rpc` requests (`dir: out`) paired with their answer (`dir: in`, the
-/// same `rpcId`, the latest request first); the length of the union of
-/// their intervals, so concurrent exchanges count once.
-fn server_time_ms(trace: &str) -> u64 {
-    let mut spans: Vec<(f64, f64)> = Vec::new();
-    let mut asked: Vec<(i64, f64)> = Vec::new();
-    for event in trace
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-    {
-        let Some(t) = event["t"].as_f64() else {
-            continue;
+/// A trace's intervals (`t` and `ms` in milliseconds).
+struct Spans {
+    /// The servers' answers: `http` and `store` events, logged at their end
+    /// with their duration, and `rpc` requests (`dir: out`) paired with
+    /// their answer (`dir: in`, the same `rpcId`, the latest request first).
+    answers: Vec<(f64, f64)>,
+    /// `restart_start` to `restart_end`.
+    restarts: Vec<(f64, f64)>,
+}
+
+impl Spans {
+    fn read(trace: &str) -> Spans {
+        let mut spans = Spans {
+            answers: Vec::new(),
+            restarts: Vec::new(),
         };
-        match (
-            event["ev"].as_str(),
-            event["dir"].as_str(),
-            event["rpcId"].as_i64(),
-        ) {
-            (Some("http"), _, _) => {
-                if let Some(ms) = event["ms"].as_f64() {
-                    spans.push(((t - ms).max(0.0), t));
+        let mut asked: Vec<(i64, f64)> = Vec::new();
+        let mut restarting: Option<f64> = None;
+        for event in trace
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        {
+            let Some(t) = event["t"].as_f64() else {
+                continue;
+            };
+            match (
+                event["ev"].as_str(),
+                event["dir"].as_str(),
+                event["rpcId"].as_i64(),
+            ) {
+                (Some("http" | "store"), _, _) => {
+                    if let Some(ms) = event["ms"].as_f64() {
+                        spans.answers.push(((t - ms).max(0.0), t));
+                    }
                 }
-            }
-            (Some("rpc"), Some("out"), Some(id)) => asked.push((id, t)),
-            (Some("rpc"), Some("in"), Some(id)) => {
-                if let Some(at) = asked.iter().rposition(|(asked_id, _)| *asked_id == id) {
-                    let (_, sent) = asked.remove(at);
-                    spans.push((sent, t));
+                (Some("rpc"), Some("out"), Some(id)) => asked.push((id, t)),
+                (Some("rpc"), Some("in"), Some(id)) => {
+                    if let Some(at) = asked.iter().rposition(|(asked_id, _)| *asked_id == id) {
+                        let (_, sent) = asked.remove(at);
+                        spans.answers.push((sent, t));
+                    }
                 }
+                (Some("restart_start"), _, _) => restarting = Some(t),
+                (Some("restart_end"), _, _) => {
+                    if let Some(start) = restarting.take() {
+                        spans.restarts.push((start, t));
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
+        spans
     }
+}
+
+/// The length of the union of `spans`, rounded to whole milliseconds:
+/// overlapping intervals count once.
+fn union_ms(mut spans: Vec<(f64, f64)>) -> u64 {
     spans.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut total = 0.0;
     let mut current: Option<(f64, f64)> = None;
@@ -228,6 +261,67 @@ mod tests {
             }
         );
         assert_eq!(floor.describe(), "floor 0.4 s, overhead 0.6 s (+167%)");
+    }
+
+    #[test]
+    fn store_calls_are_answers_like_http_exchanges() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            // A store call alone: 20..30.
+            r#"{"t":30.0,"ev":"store","call":"insertEvent","driver":"rivet","ms":10.0,"ok":true}"#,
+            "\n",
+            // One overlapping an exchange (40..60 and 50..70): 30 ms, not 40.
+            r#"{"t":60.0,"ev":"http","ms":20.0}"#,
+            "\n",
+            r#"{"t":70.0,"ev":"store","call":"getSession","driver":"rivet","ms":20.0,"ok":true}"#,
+            "\n",
+            // A failed call waited as long as it waited; one without `ms` counts nothing.
+            r#"{"t":100.0,"ev":"store","call":"updateSession","ms":5.0,"ok":false,"error":"x"}"#,
+            "\n",
+            r#"{"t":200.0,"ev":"store","call":"updateSession"}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (45, 955));
+    }
+
+    #[test]
+    fn restart_windows_join_the_union_so_a_call_waiting_in_one_counts_once() {
+        let trace = concat!(
+            r#"{"t":100.0,"ev":"restart_start"}"#,
+            "\n",
+            // A store call retrying while the runner restarts (150..350), and
+            // one that outlives the restart by 50 ms (350..450).
+            r#"{"t":350.0,"ev":"store","call":"insertEvent","ms":200.0,"ok":true}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"restart_end","ok":true,"restartMs":250,"readyMs":50}"#,
+            "\n",
+            r#"{"t":450.0,"ev":"store","call":"getSession","ms":100.0,"ok":true}"#,
+            "\n",
+            r#"{"t":600.0,"ev":"http","ms":10.0}"#,
+            "\n",
+        );
+        let restarts = [restart(250, Some(50))];
+        // 100..450 and 590..600, where summing would say 300 + 350 + 10.
+        let floor = Floor::of_attempt(1000, &restarts, Some(trace));
+        assert_eq!(floor.floor_ms, 360);
+        // A trace that lost a restart's end (cut at its size limit) cannot
+        // place it: the restarts are added up, and the answers beside them.
+        let cut = trace.replace(r#""ev":"restart_end""#, r#""ev":"truncated""#);
+        let floor = Floor::of_attempt(1000, &restarts, Some(&cut));
+        assert_eq!(floor.floor_ms, 300 + 300 + 10);
+        // Two restarts, two windows.
+        let twice = format!(
+            "{trace}{}\n{}\n",
+            r#"{"t":700.0,"ev":"restart_start"}"#, r#"{"t":800.0,"ev":"restart_end","ok":true}"#
+        );
+        let floor = Floor::of_attempt(
+            1000,
+            &[restarts[0].clone(), restart(90, Some(10))],
+            Some(&twice),
+        );
+        assert_eq!(floor.floor_ms, 460);
     }
 
     #[test]

@@ -74,6 +74,8 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "pid",
         "exitCode",
         "signal",
+        "call",
+        "driver",
     ];
     let mut kept = Vec::new();
     let mut marks = 0;

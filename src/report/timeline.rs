@@ -1,6 +1,6 @@
 //! One cell's timeline as text, for `continuity show --cell`: each phase
-//! with its start, duration and outcome, the HTTP exchanges and restart
-//! events of its trace under it, and the signature of a failed phase — so a
+//! with its start, duration and outcome, the HTTP exchanges, session-store
+//! calls and restart events of its trace under it, and the signature of a failed phase — so a
 //! run pasted into an issue reads without a browser.
 
 use super::model::{Cell, Outcome, SignatureKind};
@@ -174,6 +174,16 @@ fn event_line(e: &Value) -> Option<String> {
             Some(err) => format!("event stream ended: {err}"),
             None => format!("event stream ended ({} events)", e["events"]),
         },
+        "store" => format!(
+            "store {} ({}) → {} ({})",
+            text("call"),
+            text("driver"),
+            match e["error"].as_str() {
+                Some(error) => format!("failed: {error}"),
+                None => "ok".to_string(),
+            },
+            ms(e["ms"].as_f64().unwrap_or(0.0))
+        ),
         "restart_start" => "restart started".to_string(),
         "restart_end" => format!(
             "restart {} (ready after {})",

@@ -207,7 +207,8 @@ pub async fn run_cell_deferring(
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
         CellStore::Shared(store) => {
-            let (driver, log) = ObservedDriver::wrap(Arc::clone(store));
+            let (driver, log) =
+                ObservedDriver::wrap_traced(Arc::clone(store), settings.trace.clone());
             let settings = CellSettings {
                 store: CellStore::Shared(driver),
                 ..settings.clone()

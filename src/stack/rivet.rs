@@ -303,16 +303,19 @@ impl RivetStack {
         self.logs.clone()
     }
 
-    /// Every cell's persist store: the one actor this stack made for the run.
+    /// Every cell's persist store: the one actor this stack made for the run,
+    /// through one driver, so the actor id it learns serves every cell.
     pub fn persist_factory(&self) -> PersistFactory {
-        let config = RivetConfig {
+        let driver = RivetDriver::new(RivetConfig {
             endpoint: self.endpoint.clone(),
             namespace: "default".into(),
             key: self.key.clone(),
             retry_for: PERSIST_RETRY_FOR,
-        };
-        Arc::new(move |_cell: &str| {
-            RivetDriver::new(config.clone()).map(|d| Arc::new(d) as Arc<dyn PersistDriver>)
+        })
+        .map(Arc::new);
+        Arc::new(move |_cell: &str| match &driver {
+            Ok(driver) => Ok(Arc::clone(driver) as Arc<dyn PersistDriver>),
+            Err(e) => Err(e.clone()),
         })
     }
 
@@ -419,5 +422,96 @@ mod tests {
         if let Err(failure) = checked {
             std::panic::resume_unwind(failure.into_panic());
         }
+    }
+
+    /// Calls by actor id, against the real engine: the id learnt from the
+    /// first answer keeps serving across a runner SIGKILL and an engine
+    /// restart, and an id the engine calls stale (a destroyed actor's, as
+    /// the engine really answers it) sends the call back through the key.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_by_actor_id_survive_restarts_and_stale_ids_resolve_again() {
+        let node = npm::which("node")
+            .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
+        let dir = tempfile::tempdir().unwrap();
+        let mut stack = RivetStack::up_with_sdk(
+            dir.path(),
+            &node,
+            SaveMode::Immediate,
+            RunnerStop::Kill,
+            None,
+            &mut |_| {},
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let config = RivetConfig {
+            endpoint: stack.endpoint.clone(),
+            namespace: "default".into(),
+            key: stack.key.clone(),
+            retry_for: PERSIST_RETRY_FOR,
+        };
+        let (mut engine, mut runner) = stack.targets();
+        // Errors, not panics, until both targets are stopped.
+        let checked: Result<(), String> = async {
+            let driver = RivetDriver::new(config.clone()).map_err(|e| e.to_string())?;
+            let record = crate::persist::contract::record("s1", 1);
+            let read = |driver: RivetDriver| async move {
+                match driver.get_session("s1").await {
+                    Ok(Some(found)) if found.id == "s1" => Ok(()),
+                    other => Err(format!("getSession s1: {other:?}")),
+                }
+            };
+            if driver.known_actor_id().is_some() {
+                return Err("an id before any answer".into());
+            }
+            driver
+                .update_session(record)
+                .await
+                .map_err(|e| e.to_string())?;
+            let id = driver
+                .known_actor_id()
+                .ok_or("the first answer named no actor")?;
+            for target in [&mut runner, &mut engine] {
+                let restarted = target.restart("restart").await;
+                if !restarted.ok {
+                    return Err(format!("restart failed: {restarted:?}"));
+                }
+                read(driver.clone()).await?;
+                if driver.known_actor_id().as_deref() != Some(id.as_str()) {
+                    return Err(format!(
+                        "the id changed: {:?} != {id}",
+                        driver.known_actor_id()
+                    ));
+                }
+            }
+            // Another key's actor, destroyed: its id is stale for good.
+            let other = RivetDriver::new(RivetConfig {
+                key: format!("{}-gone", config.key),
+                ..config.clone()
+            })
+            .map_err(|e| e.to_string())?;
+            other.get_session("x").await.map_err(|e| e.to_string())?;
+            let gone = other.known_actor_id().ok_or("no id for the other actor")?;
+            let deleted = reqwest::Client::new()
+                .delete(format!(
+                    "{}/actors/{gone}?namespace=default",
+                    config.endpoint
+                ))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if !deleted.status().is_success() {
+                return Err(format!("DELETE the other actor: {}", deleted.status()));
+            }
+            driver.remember(gone.clone());
+            read(driver.clone()).await?;
+            match driver.known_actor_id() {
+                Some(now) if now == id => Ok(()),
+                now => Err(format!("after the stale {gone}: {now:?}, expected {id}")),
+            }
+        }
+        .await;
+        runner.shutdown().await;
+        engine.shutdown().await;
+        checked.unwrap();
     }
 }

@@ -130,6 +130,7 @@
     if (e.ev === "stream_end") return e.error ? "mark-fail" : "mark-info";
     if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
     if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
+    if (e.ev === "store") return e.ok ? "mark-ok" : "mark-fail";
     return "mark-info";
   }
   function markText(e) {
@@ -149,9 +150,10 @@
     if (e.ev === "component_start") return e.component + " started" + (e.pid ? " (pid " + e.pid + ")" : "") + at;
     if (e.ev === "restart_start") return "restart started" + at;
     if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
+    if (e.ev === "store") return "store " + e.call + " (" + e.driver + ") → " + (e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
     return e.ev + at;
   }
-  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC",
+  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC", store: "store",
     ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
 
   function timeline(cell) {
@@ -161,7 +163,7 @@
     times.forEach(function (x) { span = Math.max(span, x.end); });
     events.forEach(function (e) { span = Math.max(span, e.t); });
     var W = 1000, L = 190, R = 12, rowH = 18, top = 22;
-    var lanes = ["HTTP", "stream", "JSON-RPC", "target"];
+    var lanes = ["HTTP", "stream", "JSON-RPC", "store", "target"];
     var rows = times.length + lanes.length;
     var H = top + rows * rowH + 8;
     var x = function (t) { return L + (t / span) * (W - L - R); };
@@ -193,7 +195,7 @@
       var lane = lanes.indexOf(LANES[e.ev]);
       if (lane < 0) return;
       var y = top + (times.length + lane) * rowH;
-      var start = e.ev === "http" && e.ms ? Math.max(0, e.t - e.ms) : e.t;
+      var start = (e.ev === "http" || e.ev === "store") && e.ms ? Math.max(0, e.t - e.ms) : e.t;
       root.appendChild(sv("rect", { "class": "mark " + markClass(e), x: x(start) - 1, y: y + 3, width: Math.max(3, x(e.t) - x(start) + 1), height: rowH - 7 }, tip(markText(e))));
     });
     return root;
