@@ -12,7 +12,7 @@ use crate::report::attempts::aggregate;
 use crate::report::Cell;
 use crate::targets::Target;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
@@ -182,25 +182,34 @@ fn dispatch_order(mut jobs: Vec<Job>) -> VecDeque<Job> {
     ranked.into_iter().map(|(_, job)| job).collect()
 }
 
-/// The next job for `worker`, among those whose target it holds: while
-/// its stack still has deferred DELETEs running, the first one whose
-/// restart would not have to wait for them; else the first in line.
-fn next_job(queue: &Mutex<VecDeque<Job>>, worker: &Worker) -> Option<(Job, usize)> {
+/// The next job for `worker`, among those whose target it holds, by three
+/// preferences in turn. While its stack still has deferred DELETEs
+/// running, one whose restart would not have to wait for them (a reload,
+/// the Rivet engine or runner); otherwise one whose restart would, so
+/// those run while nothing is deferred. Then the target this worker has
+/// restarted least (`ran`): some components come back slower each time
+/// (the RivetKit runner's reconnect backoff doubles on every engine
+/// restart within a minute), so one target's cells go to different stacks.
+/// Then the first in line.
+fn next_job(
+    queue: &Mutex<VecDeque<Job>>,
+    worker: &Worker,
+    ran: &HashMap<String, usize>,
+) -> Option<(Job, usize)> {
     let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
-    let runnable: Vec<(usize, usize)> = queue
+    let busy = worker.fence.busy();
+    let (at, target) = queue
         .iter()
         .enumerate()
         .filter_map(|(at, job)| {
             let target = worker.targets.iter().position(|t| t.name == job.target)?;
             Some((at, target))
         })
-        .collect();
-    let busy = worker.fence.busy();
-    let (at, target) = runnable
-        .iter()
-        .find(|(_, t)| busy && worker.targets[*t].keeps_open_requests)
-        .or(runnable.first())
-        .copied()?;
+        .min_by_key(|(at, t)| {
+            let target = &worker.targets[*t];
+            let waits = target.keeps_open_requests != busy;
+            (waits, ran.get(&target.name).copied().unwrap_or(0), *at)
+        })?;
     queue.remove(at).map(|job| (job, target))
 }
 
@@ -227,7 +236,9 @@ async fn work(
         let _ = events.send(event);
     };
     let mut interrupted = false;
-    while let Some((job, target)) = next_job(shared.queue, worker) {
+    let mut ran: HashMap<String, usize> = HashMap::new();
+    while let Some((job, target)) = next_job(shared.queue, worker, &ran) {
+        *ran.entry(job.target.clone()).or_default() += 1;
         let scenario = &plan.settings.scenarios[job.scenario];
         let cell_id = CellId {
             index: job.index,
