@@ -10,6 +10,7 @@ mod cleanup;
 mod deferred;
 mod hosted_data;
 mod hosted_steps;
+mod judge;
 mod recover;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -21,7 +22,7 @@ use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::observe::ObservedDriver;
 use crate::persist::PersistDriver;
-use crate::report::{Outcome, PhaseResult, Signature, SignatureKind, Verdict};
+use crate::report::{PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use crate::stop_flag::wait_true;
 use crate::targets::RestartResult;
@@ -29,6 +30,8 @@ use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
 pub use hosted_data::hosted_signature;
 pub use hosted_steps::{unsupported_step, HostedCell};
+use judge::{interrupted_phase, not_run, outcome_word};
+use judge::{judge, phase_result, ResultContext};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -158,15 +161,6 @@ struct RunningCell<'a> {
     pending_disposes: Vec<deferred::PendingDispose>,
     /// Server ids the recovering client opened, closed with the cleanup.
     recovered: Vec<crate::acp::Transport>,
-}
-
-/// What judging a phase needs besides the phase: owned, so a deferred
-/// phase can be judged after the cell has moved on.
-#[derive(Clone)]
-struct ResultContext {
-    persist: Option<crate::persist::observe::CallLog>,
-    token: Option<Secret>,
-    default_timeout: Duration,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -326,54 +320,6 @@ impl CellRun {
     }
 }
 
-/// Pass when every verdict phase passed; a harness failure makes it an error.
-/// The boundary is the first failed verdict phase, or else the first failed phase.
-fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
-    let phases: Vec<&PhaseResult> = results.iter().filter(|r| !r.cleanup).collect();
-    let failed = |r: &&PhaseResult| matches!(r.outcome, Outcome::Fail | Outcome::Timeout);
-    if let Some(harness) = phases.iter().find(|r| {
-        r.signature
-            .as_ref()
-            .is_some_and(|s| s.kind == SignatureKind::Harness)
-    }) {
-        return (Verdict::Error, Some(harness.name.clone()));
-    }
-    if phases.iter().filter(|r| r.decides_verdict).all(|r| r.ok) {
-        return (Verdict::Pass, None);
-    }
-    let boundary = phases
-        .iter()
-        .find(|r| r.decides_verdict && failed(r))
-        .or_else(|| phases.iter().find(|r| failed(r)))
-        .or_else(|| phases.iter().find(|r| r.decides_verdict && !r.ok))
-        .map(|r| r.name.clone());
-    (Verdict::Fail, boundary)
-}
-
-/// The phase that was running when the run was interrupted.
-pub(super) fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
-    PhaseResult {
-        outcome: Outcome::Interrupted,
-        duration_ms: millis(started.elapsed()),
-        ..not_run(phase, default, false)
-    }
-}
-
-pub(super) fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseResult {
-    PhaseResult {
-        name: phase.name.clone(),
-        step: phase.step.kind().name().into(),
-        decides_verdict: phase.decides_verdict,
-        cleanup,
-        outcome: Outcome::NotRun,
-        ok: false,
-        duration_ms: 0,
-        deadline_ms: millis(phase.timeout.unwrap_or(default)),
-        detail: Map::new(),
-        signature: None,
-    }
-}
-
 pub(super) fn step_client(step: &Step) -> Option<&str> {
     match step {
         Step::CreateSession { client, .. }
@@ -529,77 +475,6 @@ impl RunningCell<'_> {
     }
 }
 
-/// What a phase that ran became: its outcome, detail (with the store
-/// calls made since `started`) and, on failure, its signature; a
-/// timeout names what the phase was waiting on (`seen`).
-#[allow(clippy::too_many_arguments)]
-fn phase_result(
-    context: &ResultContext,
-    phase: &Phase,
-    cleanup: bool,
-    started: Instant,
-    duration_ms: u64,
-    deadline: Duration,
-    outcome: Option<StepResult>,
-    seen: &crate::trace::Snapshot,
-) -> PhaseResult {
-    let store = context
-        .persist
-        .as_ref()
-        .map(|log| StoreWait::since(log, started));
-    let (outcome, ok, mut detail, signature) = match outcome {
-        Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
-        Some(Err(failure)) => {
-            let mut signature = *failure.signature;
-            diagnose::add_seen(&mut signature, seen, context.token.as_ref());
-            (Outcome::Fail, false, failure.detail, Some(signature))
-        }
-        None => (
-            Outcome::Timeout,
-            false,
-            Map::new(),
-            // A phase that spent most of its time waiting on one store
-            // call timed out because of the store: say so.
-            Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
-                Some((driver, call, waited)) => diagnose::persist_timeout(
-                    driver,
-                    call,
-                    millis(waited),
-                    millis(deadline),
-                    phase.step.pending(),
-                ),
-                None => diagnose::timeout_seen(
-                    millis(deadline),
-                    phase.step.pending(),
-                    seen,
-                    context.token.as_ref(),
-                ),
-            }),
-        ),
-    };
-    if let Some(summary) = store.and_then(|w| w.summary()) {
-        detail.insert("persist".into(), summary);
-    }
-    PhaseResult {
-        name: phase.name.clone(),
-        step: phase.step.kind().name().into(),
-        decides_verdict: phase.decides_verdict && !cleanup,
-        cleanup,
-        outcome,
-        ok,
-        duration_ms,
-        deadline_ms: match &phase.step {
-            // The turn's deadline, not the margin the phase timer adds to it.
-            Step::AwaitTurn { deadline: turn, .. } => {
-                millis(turn.unwrap_or(context.default_timeout))
-            }
-            _ => millis(deadline),
-        },
-        detail,
-        signature,
-    }
-}
-
 /// A prompt's stop reason against the one the scenario expects, if any.
 fn expect_stop(expected: Option<&str>, stop: &str) -> Result<(), StepFailure> {
     match expected.filter(|e| *e != stop) {
@@ -612,76 +487,10 @@ fn expect_stop(expected: Option<&str>, stop: &str) -> Result<(), StepFailure> {
     }
 }
 
-/// An outcome as the trace writes it (`ok`, `timeout`, …).
-pub(super) fn outcome_word(outcome: Outcome) -> String {
-    serde_json::to_value(outcome)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn result(
-        name: &str,
-        verdict: bool,
-        outcome: Outcome,
-        kind: Option<SignatureKind>,
-    ) -> PhaseResult {
-        PhaseResult {
-            name: name.into(),
-            step: "prompt".into(),
-            decides_verdict: verdict,
-            cleanup: false,
-            outcome,
-            ok: outcome == Outcome::Ok,
-            duration_ms: 0,
-            deadline_ms: 0,
-            detail: Map::new(),
-            signature: kind.map(|k| diagnose::other(k, "x")),
-        }
-    }
-
-    #[test]
-    fn the_boundary_is_the_first_failed_verdict_phase() {
-        let r = [
-            result("a", false, Outcome::Ok, None),
-            result("b", true, Outcome::Fail, Some(SignatureKind::Http)),
-            result("c", false, Outcome::Fail, Some(SignatureKind::Client)),
-            result("d", true, Outcome::Timeout, Some(SignatureKind::Timeout)),
-        ];
-        assert_eq!(judge(&r), (Verdict::Fail, Some("b".into())));
-    }
-
-    #[test]
-    fn a_setup_failure_is_the_boundary_when_verdict_phases_never_ran() {
-        let r = [
-            result("create", false, Outcome::Fail, Some(SignatureKind::Connect)),
-            result("v", true, Outcome::NotRun, None),
-        ];
-        assert_eq!(judge(&r), (Verdict::Fail, Some("create".into())));
-    }
-
-    #[test]
-    fn a_harness_failure_is_an_error_and_all_ok_is_a_pass() {
-        let r = [
-            result(
-                "restart",
-                false,
-                Outcome::Fail,
-                Some(SignatureKind::Harness),
-            ),
-            result("v", true, Outcome::NotRun, None),
-        ];
-        assert_eq!(judge(&r).0, Verdict::Error);
-        let r = [
-            result("v", true, Outcome::Ok, None),
-            result("x", false, Outcome::Fail, Some(SignatureKind::Http)),
-        ];
-        assert_eq!(judge(&r), (Verdict::Pass, None));
-    }
+    use crate::report::Outcome;
 
     struct NoRestart(u32);
 
