@@ -26,20 +26,17 @@ fn probe_event(trace: &Trace, attempt: u32, target: &str, took: Duration, seen: 
         Seen::Connected => {}
         Seen::Status(status) => _ = fields.insert("status".into(), status.into()),
         Seen::Error(error) => _ = fields.insert("error".into(), error.into()),
-        // Not a failure of the server: it may still have answered.
-        Seen::Dropped => _ = fields.insert("dropped".into(), true.into()),
     }
     trace.event("ready_probe", fields);
 }
 
 /// What one attempt saw.
+#[derive(Clone, Copy)]
 enum Seen<'a> {
     /// A TCP connect succeeded.
     Connected,
     Status(u16),
     Error(&'a str),
-    /// Still waiting, dropped to make room for a newer attempt.
-    Dropped,
 }
 
 /// How long one TCP connect attempt may take before the next try.
@@ -312,29 +309,24 @@ async fn poll_http(
         }
     };
     let judge = |finished: Finished<Result<u16, String>>| {
-        let Finished {
-            number,
-            took,
-            ended,
-        } = finished;
-        let waited = format!("no answer within {}", fmt_duration(took));
-        let (seen, error) = match &ended {
-            Ended::Answered(Ok(status)) => (Seen::Status(*status), None),
-            Ended::Answered(Err(e)) => (Seen::Error(e), Some(e)),
-            Ended::TimedOut => (Seen::Error(&waited), Some(&waited)),
-            Ended::Dropped => (Seen::Dropped, Some(&waited)),
+        let timed_out = format!("no answer within {}", fmt_duration(finished.took));
+        let seen = match &finished.ended {
+            Ended::Answered(Ok(status)) => Seen::Status(*status),
+            Ended::Answered(Err(e)) => Seen::Error(e),
+            Ended::TimedOut => Seen::Error(&timed_out),
         };
-        probe_event(trace, number, url, took, seen);
-        match (&ended, error) {
-            (Ended::Answered(Ok(s)), _) if *s == expect => return ControlFlow::Break(Ok(())),
-            (Ended::Answered(Ok(status @ (401 | 403))), _) => {
+        probe_event(trace, finished.number, url, finished.took, seen);
+        match seen {
+            Seen::Status(s) if s == expect => return ControlFlow::Break(Ok(())),
+            Seen::Status(status @ (401 | 403)) => {
                 return ControlFlow::Break(Err(GaveUp::Refused {
-                    status: *status,
+                    status,
                     sent_token: authorized && auth.token.is_some(),
                 }))
             }
-            (Ended::Answered(Ok(s)), _) => *last_error = format!("status {s}"),
-            (_, e) => *last_error = e.cloned().unwrap_or_default(),
+            Seen::Status(s) => *last_error = format!("status {s}"),
+            Seen::Error(e) => *last_error = e.to_string(),
+            Seen::Connected => {}
         }
         ControlFlow::Continue(())
     };
