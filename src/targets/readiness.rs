@@ -2,32 +2,41 @@
 //!
 //! A probe polls until it passes or its deadline ends; a failure carries the
 //! probe's last error ("connection refused", "status 503"), which is usually
-//! the whole diagnosis.
+//! the whole diagnosis. HTTP probes overlap their attempts ([`hedge`]),
+//! since a server may hold a request rather than refuse it.
+
+mod hedge;
 
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
 use crate::errors::error_chain;
 use crate::secret::{display_url, Secret};
 use crate::trace::Trace;
+use hedge::{Ended, Finished};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-/// One readiness attempt in the cell's trace.
-fn probe_event(
-    trace: &Trace,
-    attempt: u32,
-    target: &str,
-    status: Option<u16>,
-    error: Option<&str>,
-) {
+/// One readiness attempt in the cell's trace: `attempt` is the order it
+/// started in, `took` how long it was in flight.
+fn probe_event(trace: &Trace, attempt: u32, target: &str, took: Duration, seen: Seen<'_>) {
     let mut fields = serde_json::Map::new();
     fields.insert("attempt".into(), attempt.into());
     fields.insert("probe".into(), display_url(target).into());
-    if let Some(status) = status {
-        fields.insert("status".into(), status.into());
-    }
-    if let Some(error) = error {
-        fields.insert("error".into(), error.into());
+    fields.insert("ms".into(), (took.as_millis() as u64).into());
+    match seen {
+        Seen::Connected => {}
+        Seen::Status(status) => _ = fields.insert("status".into(), status.into()),
+        Seen::Error(error) => _ = fields.insert("error".into(), error.into()),
     }
     trace.event("ready_probe", fields);
+}
+
+/// What one attempt saw.
+#[derive(Clone, Copy)]
+enum Seen<'a> {
+    /// A TCP connect succeeded.
+    Connected,
+    Status(u16),
+    Error(&'a str),
 }
 
 /// How long one TCP connect attempt may take before the next try.
@@ -252,9 +261,10 @@ struct Probe<'a> {
     trace: &'a Trace,
 }
 
-/// Polls until the probe answers `expect`. Only a probe that can never pass
-/// (a client that cannot be built, a server that refuses its credentials)
-/// returns early with an error.
+/// Polls until the probe answers `expect`, a new attempt every interval
+/// while earlier ones may still wait ([`hedge::hedge`]). Only a probe that
+/// can never pass (a client that cannot be built, a server that refuses its
+/// credentials) returns early with an error.
 async fn poll_http(
     probe: Probe<'_>,
     last_error: &mut String,
@@ -272,7 +282,7 @@ async fn poll_http(
         trace,
     } = probe;
     let authorized = auth.covers(url);
-    loop {
+    let start = || {
         let request = match post {
             None => client.get(url),
             Some((body, headers)) => {
@@ -290,25 +300,37 @@ async fn poll_http(
             true => with_auth(request, auth),
             false => request,
         };
-        *attempts += 1;
-        let attempt = request.timeout(interval.max(TCP_ATTEMPT)).send();
-        let outcome = attempt.await;
-        let status = outcome.as_ref().ok().map(|r| r.status().as_u16());
-        let error = outcome.as_ref().err().map(|e| error_chain(e));
-        probe_event(trace, *attempts, url, status, error.as_deref());
-        match (status, error) {
-            (Some(s), _) if s == expect => return Ok(()),
-            (Some(status @ (401 | 403)), _) => {
-                return Err(GaveUp::Refused {
+        let sent = request.send();
+        async move {
+            match sent.await {
+                Ok(response) => Ok(response.status().as_u16()),
+                Err(e) => Err(error_chain(&e)),
+            }
+        }
+    };
+    let judge = |finished: Finished<Result<u16, String>>| {
+        let timed_out = format!("no answer within {}", fmt_duration(finished.took));
+        let seen = match &finished.ended {
+            Ended::Answered(Ok(status)) => Seen::Status(*status),
+            Ended::Answered(Err(e)) => Seen::Error(e),
+            Ended::TimedOut => Seen::Error(&timed_out),
+        };
+        probe_event(trace, finished.number, url, finished.took, seen);
+        match seen {
+            Seen::Status(s) if s == expect => return ControlFlow::Break(Ok(())),
+            Seen::Status(status @ (401 | 403)) => {
+                return ControlFlow::Break(Err(GaveUp::Refused {
                     status,
                     sent_token: authorized && auth.token.is_some(),
-                })
+                }))
             }
-            (Some(s), _) => *last_error = format!("status {s}"),
-            (None, e) => *last_error = e.unwrap_or_default(),
+            Seen::Status(s) => *last_error = format!("status {s}"),
+            Seen::Error(e) => *last_error = e.to_string(),
+            Seen::Connected => {}
         }
-        tokio::time::sleep(interval).await;
-    }
+        ControlFlow::Continue(())
+    };
+    hedge::hedge(interval, attempts, start, judge).await
 }
 
 fn with_auth(mut request: reqwest::RequestBuilder, auth: &ProbeAuth) -> reqwest::RequestBuilder {
@@ -346,8 +368,15 @@ async fn poll_tcp(
     attempts: &mut u32,
     trace: &Trace,
 ) -> Result<(), GaveUp> {
+    // A connect is not held by the server (the kernel accepts or refuses
+    // it), so one attempt at a time; they start on a beat, so a slow failure
+    // is not followed by a sleep on top.
+    let mut beat = tokio::time::interval(DEFAULT_PROBE_INTERVAL);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        beat.tick().await;
         *attempts += 1;
+        let began = Instant::now();
         let connected =
             tokio::time::timeout(TCP_ATTEMPT, tokio::net::TcpStream::connect(addr)).await;
         let error = match &connected {
@@ -355,7 +384,11 @@ async fn poll_tcp(
             Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some("no answer".to_string()),
         };
-        probe_event(trace, *attempts, addr, None, error.as_deref());
+        let seen = match &error {
+            None => Seen::Connected,
+            Some(e) => Seen::Error(e),
+        };
+        probe_event(trace, *attempts, addr, began.elapsed(), seen);
         match connected {
             Ok(Ok(_stream)) => return Ok(()),
             Ok(Err(e)) => *last_error = format!("connect {addr}: {e}"),
@@ -366,39 +399,8 @@ async fn poll_tcp(
                 )
             }
         }
-        tokio::time::sleep(DEFAULT_PROBE_INTERVAL).await;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_token_goes_only_to_the_server_under_test() {
-        let token = Secret::new("tok-123456");
-        let auth = ProbeAuth::new("https://host.example/sandbox", Some(&token), &[]);
-        for url in [
-            "https://host.example/sandbox/v1/health",
-            "https://host.example:443/sandbox",
-            "https://host.example/sandbox/",
-        ] {
-            assert!(auth.covers(url), "{url}");
-        }
-        for url in [
-            "http://host.example/sandbox/v1/health",
-            "https://other.example/sandbox/v1/health",
-            "https://host.example:8443/sandbox/v1/health",
-            "https://host.example/sandboxx/v1/health",
-            "https://host.example/v1/health",
-            "not a url",
-        ] {
-            assert!(!auth.covers(url), "{url}");
-        }
-        assert!(!format!("{auth:?}").contains("tok-123456"));
-        // A base URL at the root covers every path of that origin.
-        assert!(
-            ProbeAuth::new("http://127.0.0.1:9", None, &[]).covers("http://127.0.0.1:9/v1/health")
-        );
-    }
-}
+mod tests;
