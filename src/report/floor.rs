@@ -7,8 +7,9 @@
 //! from asked to answered. With a trace, the restart windows join the same
 //! union of intervals, so a store call or a health check waiting during a
 //! restart counts once. The overhead is the rest of the attempt's wall
-//! time: the harness's own work, its waits and settles (the SDK's 250 ms
-//! settle after each answer among them) and the scheduling of its cleanup.
+//! time: the harness's own work, its waits and settles (the SDK's settle
+//! until the stream catches up with an answer, and a restart's wait for the
+//! previous cell's deferred DELETEs, `cleanup_wait`, among them).
 //! Without a trace (`--trace off`) the floor is the restarts alone (restart
 //! plus ready time, summed), so the overhead holds the servers' answers too.
 
