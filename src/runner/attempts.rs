@@ -115,7 +115,8 @@ pub(super) async fn run_attempts(
                 sequence,
                 interrupt.clone(),
             )
-            .await;
+            .await
+            .unwrap_or_else(PendingAttempt::ready);
             attempt.retry = retry;
             if attempt.verdict == Verdict::Interrupted {
                 attempts.push(attempt);
@@ -185,24 +186,10 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
     }
 }
 
+/// One attempt on `worker`'s stack, its verdict decided; an attempt that
+/// ended before its cell ran (skipped, no store, interrupted during setup)
+/// is the `Err`.
 async fn run_one(
-    plan: RunPlan<'_>,
-    worker: &mut Worker,
-    t: usize,
-    scenario: &Scenario,
-    attempt: u32,
-    index: usize,
-    interrupt: watch::Receiver<bool>,
-) -> PendingAttempt {
-    match prepare_and_run(plan, worker, t, scenario, attempt, index, interrupt).await {
-        Ok(pending) => pending,
-        Err(done) => PendingAttempt::ready(done),
-    }
-}
-
-/// [`run_one`]; an attempt that ended before its cell ran (skipped, no
-/// store, interrupted during setup) is the `Err`.
-async fn prepare_and_run(
     plan: RunPlan<'_>,
     worker: &mut Worker,
     t: usize,

@@ -30,8 +30,8 @@ use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
 pub use hosted_data::hosted_signature;
 pub use hosted_steps::{unsupported_step, HostedCell};
+use judge::{dispose_ended, judge, phase_result, ResultContext};
 use judge::{interrupted_phase, not_run, outcome_word};
-use judge::{judge, phase_result, ResultContext};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -406,7 +406,8 @@ impl RunningCell<'_> {
             (outcome, trace.snapshot())
         };
         let duration_ms = millis(started.elapsed());
-        let result = self.phase_result(
+        let result = phase_result(
+            &self.result_context(),
             phase,
             cleanup,
             started,
@@ -417,30 +418,6 @@ impl RunningCell<'_> {
         );
         trace.phase_end(&phase.name, &outcome_word(result.outcome), duration_ms);
         result
-    }
-
-    /// What a phase that ran became: see [`phase_result`].
-    #[allow(clippy::too_many_arguments)]
-    fn phase_result(
-        &self,
-        phase: &Phase,
-        cleanup: bool,
-        started: Instant,
-        duration_ms: u64,
-        deadline: Duration,
-        outcome: Option<StepResult>,
-        seen: &crate::trace::Snapshot,
-    ) -> PhaseResult {
-        phase_result(
-            &self.result_context(),
-            phase,
-            cleanup,
-            started,
-            duration_ms,
-            deadline,
-            outcome,
-            seen,
-        )
     }
 
     /// Before a phase that restarts a target which cuts requests in

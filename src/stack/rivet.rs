@@ -392,15 +392,12 @@ mod tests {
         assert!(!package.contains(PINNED_SDK_VERSION));
     }
 
-    /// The store the local stack actually uses meets the same contract as
-    /// the memory and SQLite drivers, against a real engine and runner.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_rivet_driver_passes_the_persist_contract() {
+    /// A real engine and runner in `dir` (immediate saves, SIGKILL restarts).
+    async fn real_stack(dir: &std::path::Path) -> RivetStack {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
-        let dir = tempfile::tempdir().unwrap();
-        let mut stack = RivetStack::up_with_sdk(
-            dir.path(),
+        RivetStack::up_with_sdk(
+            dir,
             &node,
             SaveMode::Immediate,
             RunnerStop::Kill,
@@ -408,7 +405,15 @@ mod tests {
             &mut |_| {},
         )
         .await
-        .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"))
+    }
+
+    /// The store the local stack actually uses meets the same contract as
+    /// the memory and SQLite drivers, against a real engine and runner.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_rivet_driver_passes_the_persist_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut stack = real_stack(dir.path()).await;
         let driver = (stack.persist_factory())("contract").expect("a driver for the run's actor");
         // Whatever the contract finds, the engine and runner are stopped first.
         let checked = tokio::spawn(async move {
@@ -430,19 +435,8 @@ mod tests {
     /// the engine really answers it) sends the call back through the key.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn calls_by_actor_id_survive_restarts_and_stale_ids_resolve_again() {
-        let node = npm::which("node")
-            .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         let dir = tempfile::tempdir().unwrap();
-        let mut stack = RivetStack::up_with_sdk(
-            dir.path(),
-            &node,
-            SaveMode::Immediate,
-            RunnerStop::Kill,
-            None,
-            &mut |_| {},
-        )
-        .await
-        .unwrap_or_else(|e| panic!("the Rivet layer would not start: {e}"));
+        let mut stack = real_stack(dir.path()).await;
         let config = RivetConfig {
             endpoint: stack.endpoint.clone(),
             namespace: "default".into(),

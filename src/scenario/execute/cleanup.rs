@@ -7,11 +7,9 @@
 //! DELETE, so two clients cost one bound instead of two. On a worker's
 //! stack, disposes that end the cleanup are deferred (see `deferred`).
 
-use super::{interrupted_phase, not_run, outcome_word, step_client, RunningCell};
-use crate::clock::millis;
-use crate::report::{Outcome, PhaseResult};
+use super::{dispose_ended, interrupted_phase, not_run, step_client, RunningCell};
+use crate::report::PhaseResult;
 use crate::scenario::{Phase, Step};
-use serde_json::Map;
 use std::time::Instant;
 
 impl RunningCell<'_> {
@@ -98,34 +96,23 @@ impl RunningCell<'_> {
                 None => results[at] = Some(not_run(phase, default, true)),
             }
         }
+        let context = self.result_context();
         let closed = futures_util::future::join_all(closing.into_iter().map(
             |(at, phase, client, started)| {
-                let trace = trace.clone();
+                let (trace, context) = (trace.clone(), context.clone());
                 async move {
                     let deadline = phase.timeout.unwrap_or(default);
                     let done = tokio::time::timeout(deadline, client.dispose())
                         .await
                         .is_ok();
-                    let duration_ms = millis(started.elapsed());
-                    let seen = trace.snapshot();
-                    let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
-                    trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
-                    (at, phase, started, duration_ms, deadline, done, seen)
+                    let result = dispose_ended(&context, &trace, phase, started, deadline, done);
+                    (at, result)
                 }
             },
         ))
         .await;
-        for (at, phase, started, duration_ms, deadline, done, seen) in closed {
-            let outcome = done.then(|| Ok(Map::new()));
-            results[at] = Some(self.phase_result(
-                phase,
-                true,
-                started,
-                duration_ms,
-                deadline,
-                outcome,
-                &seen,
-            ));
+        for (at, result) in closed {
+            results[at] = Some(result);
         }
         results.into_iter().flatten().collect()
     }

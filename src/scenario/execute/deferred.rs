@@ -12,12 +12,10 @@
 //! server's, or a gateway stopped rather than reloaded) first waits until
 //! no lease is left, so it never lands on another cell's DELETE.
 
-use super::{outcome_word, phase_result, RunningCell};
+use super::{dispose_ended, RunningCell};
 use crate::client::Disposal;
-use crate::clock::millis;
-use crate::report::{Outcome, PhaseResult};
+use crate::report::PhaseResult;
 use crate::scenario::{Phase, Step};
-use serde_json::Map;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedRwLockReadGuard, RwLock};
@@ -106,19 +104,8 @@ impl RunningCell<'_> {
                     });
                 }
                 Err(_) => {
-                    let duration_ms = millis(started.elapsed());
-                    let seen = trace.snapshot();
-                    trace.phase_end(&phase.name, &outcome_word(Outcome::Timeout), duration_ms);
-                    results.push(phase_result(
-                        &context,
-                        phase,
-                        true,
-                        started,
-                        duration_ms,
-                        deadline,
-                        None,
-                        &seen,
-                    ));
+                    let ended = dispose_ended(&context, &trace, phase, started, deadline, false);
+                    results.push(ended);
                 }
             }
         }
@@ -152,21 +139,7 @@ impl RunningCell<'_> {
                 let deadline = phase.timeout.unwrap_or(context.default_timeout);
                 let left = deadline.saturating_sub(started.elapsed());
                 let done = tokio::time::timeout(left, disposal.finish()).await.is_ok();
-                let duration_ms = millis(started.elapsed());
-                let seen = trace.snapshot();
-                let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
-                trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
-                let outcome = done.then(|| Ok(Map::new()));
-                let result = phase_result(
-                    &context,
-                    &phase,
-                    true,
-                    started,
-                    duration_ms,
-                    deadline,
-                    outcome,
-                    &seen,
-                );
+                let result = dispose_ended(&context, &trace, &phase, started, deadline, done);
                 (position, result)
             }
         }));

@@ -136,6 +136,33 @@ pub(super) fn phase_result(
     }
 }
 
+/// A `dispose` phase that ended (`done`) or ran out of its deadline: its
+/// end in the trace and its result.
+pub(super) fn dispose_ended(
+    context: &ResultContext,
+    trace: &crate::trace::Trace,
+    phase: &Phase,
+    started: Instant,
+    deadline: Duration,
+    done: bool,
+) -> PhaseResult {
+    let duration_ms = millis(started.elapsed());
+    let seen = trace.snapshot();
+    let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
+    trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
+    let outcome = done.then(|| Ok(Map::new()));
+    phase_result(
+        context,
+        phase,
+        true,
+        started,
+        duration_ms,
+        deadline,
+        outcome,
+        &seen,
+    )
+}
+
 /// An outcome as the trace writes it (`ok`, `timeout`, …).
 pub(super) fn outcome_word(outcome: Outcome) -> String {
     serde_json::to_value(outcome)
