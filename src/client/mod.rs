@@ -56,6 +56,11 @@ pub struct Disposal {
 }
 
 impl Disposal {
+    /// Whether no connection had posted: nothing is left to DELETE.
+    pub fn is_empty(&self) -> bool {
+        self.deleting.is_empty()
+    }
+
     /// The DELETEs, side by side, each under the SDK's bound.
     pub async fn finish(self) {
         if self.deleting.is_empty() {

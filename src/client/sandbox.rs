@@ -7,6 +7,7 @@
 use super::rest::auth_headers;
 use super::{Client, ClientError};
 use crate::acp::{AcpError, Problem};
+use crate::trace::{Exchange, Purpose};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -74,7 +75,7 @@ impl Client {
         }
         let mut request = self
             .http
-            .request(method, &url)
+            .request(method.clone(), &url)
             .headers(auth_headers(&self.headers, self.options.token.as_ref()));
         if let Some(body) = body {
             request = request
@@ -84,22 +85,49 @@ impl Client {
         if let Some(value) = json_body {
             request = request.json(&value);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| ClientError::Acp(AcpError::from_reqwest(&url, &e)))?;
-        let status = response.status().as_u16();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| ClientError::Acp(AcpError::from_reqwest(&url, &e)))?;
-        if !(200..300).contains(&status) {
-            return Err(ClientError::Acp(AcpError::Http {
-                status,
-                problem: Problem::parse(&body),
-            }));
+        let started = std::time::Instant::now();
+        let mut record = Exchange {
+            method: method_name(&method),
+            url: url.clone(),
+            purpose: if path.starts_with("/v1/fs") {
+                Purpose::Fs
+            } else {
+                Purpose::Process
+            },
+            attempt: None,
+            status: None,
+            elapsed: std::time::Duration::ZERO,
+            sent: 0,
+            received: 0,
+            failure: None,
+        };
+        let outcome = async {
+            let response = request
+                .send()
+                .await
+                .map_err(|e| AcpError::from_reqwest(&url, &e))?;
+            let status = response.status().as_u16();
+            record.status = Some(status);
+            let body = response
+                .bytes()
+                .await
+                .map_err(|e| AcpError::from_reqwest(&url, &e))?;
+            record.received = body.len() as u64;
+            if !(200..300).contains(&status) {
+                return Err(AcpError::Http {
+                    status,
+                    problem: Problem::parse(&body),
+                });
+            }
+            Ok(body)
         }
-        Ok(body)
+        .await;
+        // The sandbox API's answers are the server's time too: in the trace,
+        // they count in the cell's floor and show in its timeline.
+        record.elapsed = started.elapsed();
+        record.failure = outcome.as_ref().err().map(AcpError::seen);
+        self.options.trace.http(record);
+        outcome.map_err(ClientError::Acp)
     }
 
     async fn sandbox_json(
@@ -268,6 +296,19 @@ impl Client {
         self.sandbox_request(Method::DELETE, &process_path(id, ""), &[], None, None)
             .await
             .map(drop)
+    }
+}
+
+/// A request method as the trace writes it.
+fn method_name(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        _ => "OTHER",
     }
 }
 

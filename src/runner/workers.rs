@@ -12,6 +12,7 @@ use crate::report::attempts::aggregate;
 use crate::report::Cell;
 use crate::targets::Target;
 use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::FutureExt;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -182,10 +183,12 @@ fn dispatch_order(mut jobs: Vec<Job>) -> VecDeque<Job> {
     ranked.into_iter().map(|(_, job)| job).collect()
 }
 
-/// The next job for `worker`, among those whose target it holds, by three
+/// The next job for `worker`, among those whose target it holds, by these
 /// preferences in turn. While its stack still has deferred DELETEs
 /// running, one whose restart would not have to wait for them (a reload,
-/// the Rivet engine or runner); otherwise one whose restart would, so
+/// the Rivet engine or runner), and among those one that leaves no DELETE
+/// behind (its scenario does not end by disposing a client), so the stack
+/// is clear again for the next; otherwise one whose restart would wait, so
 /// those run while nothing is deferred. Then the target this worker has
 /// restarted least (`ran`): some components come back slower each time
 /// (the RivetKit runner's reconnect backoff doubles on every engine
@@ -195,6 +198,7 @@ fn next_job(
     queue: &Mutex<VecDeque<Job>>,
     worker: &Worker,
     ran: &HashMap<String, usize>,
+    leaves_deletes: impl Fn(&Job) -> bool,
 ) -> Option<(Job, usize)> {
     let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
     let busy = worker.fence.busy();
@@ -203,14 +207,24 @@ fn next_job(
         .enumerate()
         .filter_map(|(at, job)| {
             let target = worker.targets.iter().position(|t| t.name == job.target)?;
-            Some((at, target))
+            Some((at, target, busy && leaves_deletes(job)))
         })
-        .min_by_key(|(at, t)| {
+        .min_by_key(|(at, t, keeps_busy)| {
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
-            (waits, ran.get(&target.name).copied().unwrap_or(0), *at)
-        })?;
+            let ran = ran.get(&target.name).copied().unwrap_or(0);
+            (waits, *keeps_busy, ran, *at)
+        })
+        .map(|(at, t, _)| (at, t))?;
     queue.remove(at).map(|job| (job, target))
+}
+
+/// Whether a cell of `scenario` ends with DELETEs deferred past it.
+fn ends_disposing(scenario: &crate::scenario::Scenario) -> bool {
+    scenario
+        .cleanup
+        .last()
+        .is_some_and(|p| matches!(p.step, crate::scenario::Step::Dispose { .. }))
 }
 
 /// One worker: the next cell it can run until none is left or the run is
@@ -237,7 +251,8 @@ async fn work(
     };
     let mut interrupted = false;
     let mut ran: HashMap<String, usize> = HashMap::new();
-    while let Some((job, target)) = next_job(shared.queue, worker, &ran) {
+    let leaves_deletes = |job: &Job| ends_disposing(&plan.settings.scenarios[job.scenario]);
+    while let Some((job, target)) = next_job(shared.queue, worker, &ran, leaves_deletes) {
         *ran.entry(job.target.clone()).or_default() += 1;
         let scenario = &plan.settings.scenarios[job.scenario];
         let cell_id = CellId {
@@ -277,6 +292,11 @@ async fn work(
                 version,
                 attempts.attempts,
             ));
+        }
+        // Cells whose cleanup is already over (nothing was deferred, or a
+        // DELETE answered at once) end now, so the next pick sees the stack clear.
+        while let Some(Some(cell)) = finishing.next().now_or_never() {
+            done(cell, &events);
         }
         if attempts.interrupted {
             interrupted = true;

@@ -64,6 +64,8 @@ pub enum Purpose {
     Stream,
     Delete,
     Process,
+    /// The sandbox's file API (`/v1/fs/…`).
+    Fs,
 }
 
 impl Purpose {
@@ -74,6 +76,7 @@ impl Purpose {
             Purpose::Stream => "stream",
             Purpose::Delete => "delete",
             Purpose::Process => "process",
+            Purpose::Fs => "fs",
         }
     }
 }

@@ -94,6 +94,12 @@ impl RunningCell<'_> {
             let started = Instant::now();
             let deadline = phase.timeout.unwrap_or(default);
             match tokio::time::timeout(deadline, client.begin_dispose()).await {
+                // Nothing was ever posted: the phase is over now.
+                Ok(disposal) if disposal.is_empty() => {
+                    results.push(dispose_ended(
+                        &context, &trace, phase, started, deadline, true,
+                    ));
+                }
                 Ok(disposal) => {
                     results.push(super::not_run(phase, default, true));
                     self.pending_disposes.push(PendingDispose {
