@@ -269,22 +269,32 @@ fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
     assert_nothing_left(&out);
 }
 
+/// `continuity run` of native-continuity against `targets`, into `out`.
+fn native_continuity(
+    out: &std::path::Path,
+    targets: &[&str],
+    extra: &[&str],
+) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "--scenario",
+        "native-continuity",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    for target in targets {
+        args.extend(["--target", target]);
+    }
+    args.extend(extra);
+    output(&mut continuity(&args))
+}
+
 #[test]
 fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
     let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let run = output(&mut continuity(&[
-        "run",
-        "--target",
-        "rivet",
-        "--scenario",
-        "native-continuity",
-        "--rivet-save",
-        "deferred",
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    let run = native_continuity(&out, &["rivet"], &["--rivet-save", "deferred"]);
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let native = cell(&report, "rivet", "native-continuity");
@@ -312,19 +322,7 @@ fn store_calls_reach_the_trace_through_runner_and_engine_restarts() {
     let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let run = output(&mut continuity(&[
-        "run",
-        "--target",
-        "rivet",
-        "--target",
-        "rivet-engine",
-        "--scenario",
-        "native-continuity",
-        "--jobs",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    let run = native_continuity(&out, &["rivet", "rivet-engine"], &["--jobs", "1"]);
     assert_exit(&run, exit_codes::OK);
     let report = report(&out);
     assert_eq!(report["run"]["persist"], "rivet");

@@ -87,15 +87,9 @@ async fn exchange(
 ) -> Result<(u16, Vec<u8>), ClientError> {
     let started = Instant::now();
     let mut record = Exchange {
-        method,
-        url: url.to_string(),
-        purpose,
         attempt,
-        status: None,
-        elapsed: Duration::ZERO,
         sent,
-        received: 0,
-        failure: None,
+        ..Exchange::new(method, url, purpose)
     };
     let outcome = async {
         let response = request

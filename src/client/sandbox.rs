@@ -86,21 +86,11 @@ impl Client {
             request = request.json(&value);
         }
         let started = std::time::Instant::now();
-        let mut record = Exchange {
-            method: method_name(&method),
-            url: url.clone(),
-            purpose: if path.starts_with("/v1/fs") {
-                Purpose::Fs
-            } else {
-                Purpose::Process
-            },
-            attempt: None,
-            status: None,
-            elapsed: std::time::Duration::ZERO,
-            sent: 0,
-            received: 0,
-            failure: None,
+        let purpose = match path.starts_with("/v1/fs") {
+            true => Purpose::Fs,
+            false => Purpose::Process,
         };
+        let mut record = Exchange::new(method_name(&method), url.clone(), purpose);
         let outcome = async {
             let response = request
                 .send()

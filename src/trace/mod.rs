@@ -98,6 +98,23 @@ pub struct Exchange {
     pub failure: Option<Seen>,
 }
 
+impl Exchange {
+    /// An exchange about to be sent: nothing answered, nothing counted yet.
+    pub fn new(method: &'static str, url: impl Into<String>, purpose: Purpose) -> Self {
+        Exchange {
+            method,
+            url: url.into(),
+            purpose,
+            attempt: None,
+            status: None,
+            elapsed: Duration::ZERO,
+            sent: 0,
+            received: 0,
+            failure: None,
+        }
+    }
+}
+
 /// A cell's trace handle; cheap to clone, shared by everything in the cell.
 #[derive(Clone)]
 pub struct Trace {

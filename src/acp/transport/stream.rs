@@ -91,17 +91,7 @@ impl Inner {
         counts: &mut (u64, u64),
     ) -> Option<AcpError> {
         let started = std::time::Instant::now();
-        let mut exchange = Exchange {
-            method: "GET",
-            url: url.to_string(),
-            purpose: Purpose::Stream,
-            attempt: None,
-            status: None,
-            elapsed: std::time::Duration::ZERO,
-            sent: 0,
-            received: 0,
-            failure: None,
-        };
+        let mut exchange = Exchange::new("GET", url, Purpose::Stream);
         let mut request = self
             .http
             .get(url)

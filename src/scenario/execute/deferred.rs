@@ -80,38 +80,44 @@ impl RunningCell<'_> {
         let default = self.settings.default_timeout;
         let trace = self.settings.trace.clone();
         let context = self.result_context();
-        let mut results = Vec::with_capacity(phases.len());
+        let mut results: Vec<PhaseResult> = phases
+            .iter()
+            .map(|phase| super::not_run(phase, default, true))
+            .collect();
+        // Every dispose starts before any ends, as side by side in the cell.
+        let mut begun = Vec::new();
         for (at, phase) in phases.iter().enumerate() {
             let client = match &phase.step {
                 Step::Dispose { client } => self.clients.remove(client),
                 _ => None,
             };
-            let Some(client) = client else {
-                results.push(super::not_run(phase, default, true));
-                continue;
-            };
-            trace.phase_start(&phase.name, phase.step.kind().name());
-            let started = Instant::now();
-            let deadline = phase.timeout.unwrap_or(default);
-            match tokio::time::timeout(deadline, client.begin_dispose()).await {
+            if let Some(client) = client {
+                trace.phase_start(&phase.name, phase.step.kind().name());
+                begun.push((at, phase, client, Instant::now()));
+            }
+        }
+        let begun = futures_util::future::join_all(begun.into_iter().map(
+            |(at, phase, client, started)| async move {
+                let deadline = phase.timeout.unwrap_or(default);
+                let disposal = tokio::time::timeout(deadline, client.begin_dispose()).await;
+                (at, phase, disposal, started, deadline)
+            },
+        ))
+        .await;
+        for (at, phase, disposal, started, deadline) in begun {
+            match disposal {
                 // Nothing was ever posted: the phase is over now.
                 Ok(disposal) if disposal.is_empty() => {
-                    results.push(dispose_ended(
-                        &context, &trace, phase, started, deadline, true,
-                    ));
+                    results[at] = dispose_ended(&context, &trace, phase, started, deadline, true);
                 }
-                Ok(disposal) => {
-                    results.push(super::not_run(phase, default, true));
-                    self.pending_disposes.push(PendingDispose {
-                        position: first_position + at,
-                        phase: phase.clone(),
-                        disposal,
-                        started,
-                    });
-                }
+                Ok(disposal) => self.pending_disposes.push(PendingDispose {
+                    position: first_position + at,
+                    phase: phase.clone(),
+                    disposal,
+                    started,
+                }),
                 Err(_) => {
-                    let ended = dispose_ended(&context, &trace, phase, started, deadline, false);
-                    results.push(ended);
+                    results[at] = dispose_ended(&context, &trace, phase, started, deadline, false);
                 }
             }
         }
