@@ -164,20 +164,16 @@ struct Shared<'a> {
 /// together, so the slow ones (a Rivet restart takes seconds) would pile
 /// up at the end on every worker at once, and one stack would restart the
 /// same component back to back.
-fn dispatch_order(mut jobs: Vec<Job>) -> VecDeque<Job> {
-    let mut seen: Vec<(String, usize)> = Vec::new();
-    let mut round = |job: &Job| match seen.iter_mut().find(|(t, _)| *t == job.target) {
-        Some((_, n)) => {
-            *n += 1;
-            *n
-        }
-        None => {
-            seen.push((job.target.clone(), 0));
-            0
-        }
-    };
-    let rounds: Vec<usize> = jobs.iter().map(&mut round).collect();
-    let mut ranked: Vec<(usize, Job)> = rounds.into_iter().zip(jobs.drain(..)).collect();
+fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut ranked: Vec<(usize, Job)> = jobs
+        .into_iter()
+        .map(|job| {
+            let count = seen.entry(job.target.clone()).or_default();
+            *count += 1;
+            (*count, job)
+        })
+        .collect();
     // Stable: within a round, matrix order.
     ranked.sort_by_key(|(round, _)| *round);
     ranked.into_iter().map(|(_, job)| job).collect()

@@ -7,7 +7,7 @@
 //! DELETE, so two clients cost one bound instead of two. On a worker's
 //! stack, disposes that end the cleanup are deferred (see `deferred`).
 
-use super::{dispose_ended, interrupted_phase, not_run, step_client, RunningCell};
+use super::{interrupted_phase, not_run, step_client, RunningCell};
 use crate::report::PhaseResult;
 use crate::scenario::{Phase, Step};
 use std::time::Instant;
@@ -34,7 +34,7 @@ impl RunningCell<'_> {
             // Nothing after them: their DELETEs can end beside the next cell.
             if last && self.fence.is_some() && cut_at.is_none() && self.hosted.is_none() {
                 let position = offset + results.len();
-                results.extend(self.dispose_deferred(rest, position).await);
+                results.extend(self.begin_disposes(rest, position).await);
                 break;
             }
             if disposes > 1 && cut_at.is_none() && self.hosted.is_none() {
@@ -75,45 +75,15 @@ impl RunningCell<'_> {
     }
 
     /// `dispose` phases at once, each under its own deadline, each timed
-    /// on its own; results in the order given.
+    /// on its own; results in the order given. The deferred path without
+    /// the deferring: begun side by side, then run out here.
     async fn dispose_side_by_side(&mut self, phases: &[Phase]) -> Vec<PhaseResult> {
-        let default = self.settings.default_timeout;
-        let trace = self.settings.trace.clone();
-        let mut results: Vec<Option<PhaseResult>> = vec![None; phases.len()];
-        let mut closing = Vec::new();
-        for (at, phase) in phases.iter().enumerate() {
-            let client = match &phase.step {
-                Step::Dispose { client } => self.clients.remove(client),
-                _ => None,
-            };
-            match client {
-                // Every dispose starts before any is awaited: the trace
-                // shows them open side by side whatever order they end in.
-                Some(client) => {
-                    trace.phase_start(&phase.name, phase.step.kind().name());
-                    closing.push((at, phase, client, Instant::now()));
-                }
-                None => results[at] = Some(not_run(phase, default, true)),
+        let mut results = self.begin_disposes(phases, 0).await;
+        if let Some(pending) = self.run_out_disposes() {
+            for (at, result) in pending.await {
+                results[at] = result;
             }
         }
-        let context = self.result_context();
-        let closed = futures_util::future::join_all(closing.into_iter().map(
-            |(at, phase, client, started)| {
-                let (trace, context) = (trace.clone(), context.clone());
-                async move {
-                    let deadline = phase.timeout.unwrap_or(default);
-                    let done = tokio::time::timeout(deadline, client.dispose())
-                        .await
-                        .is_ok();
-                    let result = dispose_ended(&context, &trace, phase, started, deadline, done);
-                    (at, result)
-                }
-            },
-        ))
-        .await;
-        for (at, result) in closed {
-            results[at] = Some(result);
-        }
-        results.into_iter().flatten().collect()
+        results
     }
 }

@@ -16,6 +16,7 @@ use super::{dispose_ended, RunningCell};
 use crate::client::Disposal;
 use crate::report::PhaseResult;
 use crate::scenario::{Phase, Step};
+use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedRwLockReadGuard, RwLock};
@@ -45,7 +46,7 @@ impl CleanupFence {
 /// The deferred DELETEs of one cell: the phase results they complete, by
 /// their position among the cell's phase results.
 pub struct DeferredCleanup {
-    work: futures_util::future::BoxFuture<'static, Vec<(usize, PhaseResult)>>,
+    work: BoxFuture<'static, Vec<(usize, PhaseResult)>>,
 }
 
 impl DeferredCleanup {
@@ -65,14 +66,15 @@ pub(super) struct PendingDispose {
 
 /// DELETEs with no phase of their own: clients the scenario left open,
 /// the recovering client's server id.
-pub(super) type LooseDelete = futures_util::future::BoxFuture<'static, ()>;
+pub(super) type LooseDelete = BoxFuture<'static, ()>;
 
 impl RunningCell<'_> {
-    /// `dispose` phases that end the cleanup, deferred: each stops its
-    /// client's streams and stores its events now (under its deadline);
-    /// their DELETEs wait in `self.pending_disposes`. Returns placeholders
-    /// in order, which [`DeferredCleanup::finish`] replaces.
-    pub(super) async fn dispose_deferred(
+    /// `dispose` phases, begun side by side: each stops its client's
+    /// streams and stores its events now (under its deadline); their
+    /// DELETEs wait in `self.pending_disposes`. Returns results in order,
+    /// placeholders for the pending ones, which [`Self::run_out_disposes`]
+    /// (now, or deferred through [`Self::take_deferred`]) replaces.
+    pub(super) async fn begin_disposes(
         &mut self,
         phases: &[Phase],
         first_position: usize,
@@ -124,21 +126,18 @@ impl RunningCell<'_> {
         results
     }
 
-    /// Everything deferred so far, as one piece of work holding one lease
-    /// on `fence`; `None` when nothing was.
-    pub(super) async fn take_deferred(
+    /// The pending disposes' DELETEs, side by side, each to its phase's
+    /// deadline: their results by position; `None` when none is pending.
+    pub(super) fn run_out_disposes(
         &mut self,
-        fence: &CleanupFence,
-        loose: Vec<LooseDelete>,
-    ) -> Option<DeferredCleanup> {
+    ) -> Option<BoxFuture<'static, Vec<(usize, PhaseResult)>>> {
         let disposes = std::mem::take(&mut self.pending_disposes);
-        if disposes.is_empty() && loose.is_empty() {
+        if disposes.is_empty() {
             return None;
         }
-        let lease = fence.lease().await;
         let trace = self.settings.trace.clone();
         let context = self.result_context();
-        let phases = futures_util::future::join_all(disposes.into_iter().map(|pending| {
+        let phases = futures_util::future::join_all(disposes.into_iter().map(move |pending| {
             let trace = trace.clone();
             let context = context.clone();
             async move {
@@ -155,8 +154,29 @@ impl RunningCell<'_> {
                 (position, result)
             }
         }));
+        Some(Box::pin(phases))
+    }
+
+    /// Everything deferred so far, as one piece of work holding one lease
+    /// on `fence`; `None` when nothing was.
+    pub(super) async fn take_deferred(
+        &mut self,
+        fence: &CleanupFence,
+        loose: Vec<LooseDelete>,
+    ) -> Option<DeferredCleanup> {
+        let phases = self.run_out_disposes();
+        if phases.is_none() && loose.is_empty() {
+            return None;
+        }
+        let lease = fence.lease().await;
         let loose = futures_util::future::join_all(loose);
         let work = async move {
+            let phases = async {
+                match phases {
+                    Some(phases) => phases.await,
+                    None => Vec::new(),
+                }
+            };
             let (finished, _) = futures_util::future::join(phases, loose).await;
             drop(lease);
             finished
