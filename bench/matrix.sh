@@ -27,42 +27,27 @@ jobs=${JOBS:-$(python3 -c 'import os; print(max(2, os.cpu_count() or 1))')}
 
 cargo build --release --quiet
 bin=$repo/target/release/continuity
+. "$repo/bench/lib/standalone-server.sh"
 work=$(mktemp -d)
 cleanup() {
-  [ -f "$work/server.pid" ] && kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
+  stop_standalone_server "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap - EXIT && echo "work folder: $work" >&2
 
-now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
-
-# Runs "$@", prints "WALL_MS PEAK_KB": wall time and the peak RSS of that
-# process itself (VmHWM, polled), not of the stack's servers it starts.
-measure() {
-  local start pid hwm=0 v
-  start=$(now_ms)
-  "$@" >"$work/out.txt" 2>"$work/err.txt" &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    v=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-    if [ -n "$v" ] && [ "$v" -gt "$hwm" ]; then hwm=$v; fi
-    sleep 0.02
-  done
-  wait "$pid" || true
-  echo "$(( $(now_ms) - start )) $hwm"
-}
+. "$repo/bench/lib/peak-rss.sh"
+# Wall time and peak RSS of the harness process ("WALL_MS PEAK_KB").
+measure() { run_measured "$work/out.txt" "$@"; }
 
 seed_ms=""
 if [ -z "${SKIP_SEED:-}" ]; then
-  . "$repo/bench/lib/standalone-server.sh"
   install_bench_sdk "$version"
   start_standalone_server "$work" "$bin"
   cp "$repo/bench/repro-restart-continuity.mjs" "$sdk/"
   # At its defaults: only where to connect, which agent and how to restart.
   read -r seed_ms _ < <(measure sh -c "cd '$sdk' && SA_BASE_URL='$base' SA_AGENT=mock SA_RESTART_CMD='$work/restart.sh' node --unhandled-rejections=warn repro-restart-continuity.mjs < /dev/null")
-  kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
-  rm -f "$work/server.pid"
+  stop_standalone_server "$work"
 fi
 
 read -r one_ms one_kb < <(measure "$bin" run --jobs 1 --out "$work/jobs1")

@@ -16,19 +16,12 @@ server_pid=""
 cleanup() { [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-# Peak RSS in MB of the harness process itself (VmHWM, polled until it
-# exits): not of the stack's servers it starts, which /usr/bin/time would
-# fold in (its ru_maxrss is the largest of the reaped descendants).
+. bench/lib/peak-rss.sh
+# Peak RSS in MB of the harness process itself (bench/lib/peak-rss.sh).
 peak_mb() {
-  "$@" >"$work/out.txt" 2>&1 &
-  local pid=$! hwm=0 v
-  while kill -0 "$pid" 2>/dev/null; do
-    v=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
-    if [ -n "$v" ] && [ "$v" -gt "$hwm" ]; then hwm=$v; fi
-    sleep 0.02
-  done
-  wait "$pid" || true
-  awk -v k="$hwm" 'BEGIN {printf "%.1f", k/1024}'
+  local kb
+  read -r _ kb < <(run_measured "$work/out.txt" "$@")
+  awk -v k="$kb" 'BEGIN {printf "%.1f", k/1024}'
 }
 
 normal=$(peak_mb "$BIN" run --out "$work/normal")

@@ -22,7 +22,7 @@ install_bench_sdk "$version"
 
 work=$(mktemp -d)
 cleanup() {
-  [ -f "$work/server.pid" ] && kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
+  stop_standalone_server "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT

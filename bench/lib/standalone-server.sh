@@ -8,6 +8,7 @@
 #   start_standalone_server WORK BIN -> writes WORK/restart.sh, starts the
 #                                       server once, sets $base; the pid is
 #                                       in WORK/server.pid
+#   stop_standalone_server WORK      -> kills its process group, if running
 
 install_bench_sdk() {
   local version=$1
@@ -48,4 +49,10 @@ echo "sandbox-agent did not come back" >&2; exit 1
 EOF
   chmod +x "$work/restart.sh"
   "$work/restart.sh"
+}
+
+stop_standalone_server() {
+  local work=$1
+  [ -f "$work/server.pid" ] && kill -KILL -- "-$(cat "$work/server.pid")" 2>/dev/null || true
+  rm -f "$work/server.pid"
 }
