@@ -291,16 +291,17 @@ pub async fn run(
     let total = selected.iter().filter(|k| **k).count();
     let per_target = plan.settings.scenarios.len();
     let is_selected = |t: usize, s: usize| selected[t * per_target + s];
+    let scenario_names: Vec<String> = plan
+        .settings
+        .scenarios
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
     on_event(RunEvent::RunStarted {
         id: plan.settings.id.clone(),
         total,
         targets: all_targets.clone(),
-        scenarios: plan
-            .settings
-            .scenarios
-            .iter()
-            .map(|s| s.name.clone())
-            .collect(),
+        scenarios: scenario_names.clone(),
         partition: plan.settings.partition.map(|p| p.to_string()),
         server_version: plan.point.version.clone(),
     });
@@ -368,12 +369,7 @@ pub async fn run(
             repeat: plan.settings.repeat,
             persist: stacks.own.persist.name().to_string(),
             targets: all_targets,
-            scenarios: plan
-                .settings
-                .scenarios
-                .iter()
-                .map(|s| s.name.clone())
-                .collect(),
+            scenarios: scenario_names,
             interrupted,
             logs: stacks.logs.clone(),
             retries: plan.settings.retries,
