@@ -34,6 +34,49 @@ pub fn color(stream: Stream) -> bool {
     }
 }
 
+/// Columns a layout for `stream` may fill when nothing says otherwise:
+/// a CI log is read in a browser or a wide terminal.
+pub const DEFAULT_WIDTH: usize = 120;
+
+/// The columns text for `stream` should fit in: `COLUMNS` when set (it
+/// wins, as for `ls`: a user or a test asks for a width), else the
+/// terminal's when the stream is one, else [`DEFAULT_WIDTH`].
+pub fn width(stream: Stream) -> usize {
+    columns_from(std::env::var("COLUMNS").ok().as_deref())
+        .or_else(|| terminal_width(stream))
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// Whether `stream` is a terminal (live progress is drawn only there).
+pub fn is_terminal(stream: Stream) -> bool {
+    match stream {
+        Stream::Stdout => io::stdout().is_terminal(),
+        Stream::Stderr => io::stderr().is_terminal(),
+    }
+}
+
+fn columns_from(value: Option<&str>) -> Option<usize> {
+    value?.trim().parse::<usize>().ok().filter(|n| *n > 0)
+}
+
+/// The terminal's width from the kernel (`TIOCGWINSZ`), when `stream` is one.
+fn terminal_width(stream: Stream) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = match stream {
+        Stream::Stdout => io::stdout().as_raw_fd(),
+        Stream::Stderr => io::stderr().as_raw_fd(),
+    };
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// Writes `text` to stdout as it is (no newline added).
 pub fn out(text: &str) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
@@ -71,4 +114,19 @@ pub fn stdout_error() -> Option<String> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::columns_from;
+
+    #[test]
+    fn columns_must_be_a_positive_number() {
+        assert_eq!(columns_from(Some("80")), Some(80));
+        assert_eq!(columns_from(Some(" 132\n")), Some(132));
+        for bad in ["", "0", "-1", "wide", "80x"] {
+            assert_eq!(columns_from(Some(bad)), None, "{bad}");
+        }
+        assert_eq!(columns_from(None), None);
+    }
 }

@@ -245,12 +245,12 @@ async fn check(fault: Fault) {
                 message.contains("[redacted]"),
                 "the echoed token is scrubbed: {sig}"
             );
-            assert!(table.contains("⏱ http 401"), "{table}");
+            assert!(table.contains("timeout: http 401"), "{table}");
         }
         Fault::Reset => {
             assert_eq!(sig["cause"]["error"], "reset", "{sig}");
             assert!(message.contains("connection reset"), "{sig}");
-            assert!(table.contains("⏱ reset"), "{table}");
+            assert!(table.contains("timeout: reset"), "{table}");
         }
     }
 

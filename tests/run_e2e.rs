@@ -151,7 +151,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
 
     // The table on stdout and the files beside the JSON.
     assert!(stdout.contains("promptSameHandleAfterRestart"), "{stdout}");
-    assert!(stdout.contains("❌ http 400 invalid_request"), "{stdout}");
+    assert!(stdout.contains("  http 400 invalid_request"), "{stdout}");
     assert!(!stdout.contains('\x1b'), "NO_COLOR is respected");
     for file in ["report.txt", "report.md", "junit.xml", "report.html"] {
         assert!(out.join(file).is_file(), "{file} missing");

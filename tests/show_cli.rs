@@ -97,7 +97,11 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     assert_exit(&matrix, exit_codes::OK);
     let (out, _) = text(&matrix);
     assert!(
-        out.contains("promptAfter") && out.contains("❌ http 401"),
+        out.contains("FAIL [  0.0 s] agent × s @ promptAfter"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  ❌ promptAfter    2 ms  http 401\n"),
         "{out}"
     );
 
