@@ -3,7 +3,10 @@
 //! [`crate::secret::install`] once the run knows its secrets), and a stdout that is closed (`continuity list | head -1`) ends
 //! output quietly, as ripgrep does, instead of panicking; any other stdout
 //! failure (a full disk) is kept for the exit code. Writing to stderr never
-//! fails a run.
+//! fails a run. While the [`live`] area is shown, stderr lines go above it
+//! and stdout is written with it taken off the screen.
+
+pub mod live;
 
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
@@ -83,10 +86,12 @@ pub fn out(text: &str) {
         return;
     }
     let text = redact(text);
-    let mut stdout = io::stdout().lock();
-    let result = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+    let result = live::suspended(|| {
+        let mut stdout = io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+    });
     if let Err(e) = result {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != io::ErrorKind::BrokenPipe {
@@ -103,9 +108,12 @@ pub fn outln(line: &str) {
 
 /// Writes `line` and a newline to stderr; a failure to do so is ignored.
 pub fn errln(line: &str) {
-    let text = redact(line) + "\n";
+    let line = redact(line);
+    if live::print_above(&line) {
+        return;
+    }
     let mut stderr = io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.write_all(format!("{line}\n").as_bytes());
 }
 
 /// Why stdout could not be written, unless it was only closed by its reader.

@@ -67,11 +67,7 @@ pub fn render_terminal(report: &Report, layout: &Layout) -> String {
             out.wrap(&line);
         }
     }
-    let blocks: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| needs_block(c))
-        .collect();
+    let blocks: Vec<&Cell> = report.cells.iter().filter(|c| needs_block(c)).collect();
     for cell in &blocks {
         out.blank();
         block(&mut out, cell, layout.color);
