@@ -1,0 +1,8 @@
+//! Tests that need only the built binary and in-test servers.
+
+mod agent_stdio;
+mod secrets_e2e;
+mod show_cli;
+mod stream_diagnosis;
+mod terminal_hostile;
+mod transport_hostile;
