@@ -6,7 +6,7 @@
 //! screen before the final output, and at once on Ctrl-C. Off a terminal
 //! the same run prints plain lines only.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -6,14 +6,14 @@
 //! `pending` must name the SDK's health wait rather than a `session/new`
 //! that was never sent.
 
-mod support;
+use crate::support;
 
+use crate::support::{cell, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{cell, phase, report};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

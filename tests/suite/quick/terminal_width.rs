@@ -4,7 +4,7 @@
 //! and `COLUMNS` winning over it. The run is a real default-matrix report
 //! (trimmed of details) with an expected failure and a regression.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;
