@@ -114,3 +114,40 @@ fn a_repeated_cell_on_a_deployment_runs_every_attempt() {
     );
     assert_exit(&run, exit_codes::OK);
 }
+
+/// Secrets equal to the report's own words (a field name, a verdict's
+/// field) once renamed report.json's fields: the run exited 0 and `show`,
+/// `compare` and `baseline` then refused the report.
+#[test]
+fn secrets_that_are_words_of_the_report_leave_it_readable() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--target",
+            "gateway-reload",
+            "--scenario",
+            "native-continuity",
+        ],
+        &[("MY_SORT_KEY", "durationMs"), ("SA_TOKEN", "verdict")],
+    );
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    assert!(report["run"]["durationMs"].is_u64(), "{report}");
+    assert_eq!(
+        cell(&report, "gateway-reload", "native-continuity")["verdict"],
+        "pass"
+    );
+    for command in [
+        &["show"][..],
+        &["baseline"][..],
+        &["compare", out.to_str().unwrap()][..],
+    ] {
+        let mut args = command.to_vec();
+        args.insert(1, out.to_str().unwrap());
+        let read = continuity_with(&args, &[]);
+        assert_exit(&read, exit_codes::OK);
+    }
+}

@@ -65,6 +65,9 @@ pub(super) fn finish(
     let files = folder.write_report(report, color).map_err(cannot_write)?;
     // What the components and session stores wrote there, now that they have stopped.
     folder.scrub().map_err(cannot_write)?;
+    folder
+        .check_report(&files)
+        .map_err(|e| CommandError::incomplete(e.to_string()))?;
     print_table(format, &files.stdout);
     print_table(
         format,

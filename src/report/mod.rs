@@ -26,7 +26,9 @@ pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use model::*;
 pub use table::{render_summary, render_text};
-pub use write::{default_run_dir, FolderError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES};
+pub use write::{
+    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
+};
 
 #[cfg(test)]
 mod fixture;
