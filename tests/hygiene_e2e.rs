@@ -151,3 +151,77 @@ fn secrets_that_are_words_of_the_report_leave_it_readable() {
         assert_exit(&read, exit_codes::OK);
     }
 }
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Scenario names are user text: one that climbs out (`/../..`) once made
+/// the SQLite store `/tmp/x/pwn-1.db`, and one with a `/` (`team/alpha`)
+/// turned every cell into an error ("cannot open …/001-agent-team/alpha-1.db").
+#[test]
+fn scenario_names_never_write_outside_the_run_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let climbing = format!("/../../../../../..{}/pwn", outside.display());
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    let body = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/recreate-rehydrate.toml"
+    ))
+    .unwrap();
+    let body = body.replace("name = \"recreate-rehydrate\"\n", "");
+    for (file, name) in [("climbing", climbing.as_str()), ("slash", "team/alpha")] {
+        std::fs::write(
+            scenarios.join(format!("{file}.toml")),
+            format!("name = {name:?}\n{body}"),
+        )
+        .unwrap();
+    }
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--persist",
+            "sqlite",
+        ],
+        &[],
+    );
+    assert_eq!(
+        files_under(&outside),
+        Vec::<String>::new(),
+        "written outside"
+    );
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    for name in [climbing.as_str(), "team/alpha"] {
+        assert_eq!(cell(&report, "agent", name)["verdict"], "pass", "{report}");
+    }
+    let stores: Vec<String> = files_under(&out.join("persist"));
+    assert_eq!(stores.len(), 2, "{stores:?}");
+    assert!(
+        stores.iter().all(|s| !s.contains('/')),
+        "one folder, no subfolders: {stores:?}"
+    );
+}

@@ -480,6 +480,9 @@ fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
         if v.is_empty() {
             return Err(CommandError::usage("--server-version: empty version"));
         }
+        // Each version names a stack folder (`stack-VERSION`) and an npm spec.
+        crate::stack::npm::check_version(v)
+            .map_err(|e| CommandError::usage(format!("--server-version {v:?}: {e}")))?;
         if versions.iter().any(|known| known == v) {
             return Err(CommandError::usage(format!(
                 "--server-version {v} is given twice"

@@ -258,7 +258,7 @@ fn default_run_dir_is_timestamp_then_id() {
     );
     assert_eq!(
         default_run_dir(root, started, "../x"),
-        root.join("20261129T120102Z-___x")
+        root.join("20261129T120102Z-_._x")
     );
 }
 

@@ -300,17 +300,8 @@ pub fn default_run_dir(root: &Path, started: SystemTime, short_id: &str) -> Path
         .filter(|c| *c != '-' && *c != ':')
         .collect();
     // The id becomes a path component: nothing in it may climb out of root.
-    let id: String = short_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if id.is_empty() {
+    let id = crate::file_name::safe(short_id);
+    if short_id.is_empty() {
         root.join(stamp)
     } else {
         root.join(format!("{stamp}-{id}"))

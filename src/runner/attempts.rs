@@ -314,8 +314,9 @@ async fn run_one(
                 })
                 .and_then(|()| {
                     let file = dir.join(format!(
-                        "{index:03}-{target_name}-{}-{attempt}.db",
-                        scenario.name
+                        "{index:03}-{}-{}-{attempt}.db",
+                        crate::file_name::safe(&target_name),
+                        crate::file_name::safe(&scenario.name)
                     ));
                     SqliteDriver::open(file)
                         .map(|d| CellStore::Shared(Arc::new(d)))
