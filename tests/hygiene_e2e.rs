@@ -225,3 +225,151 @@ fn scenario_names_never_write_outside_the_run_folder() {
         "one folder, no subfolders: {stores:?}"
     );
 }
+
+/// `continuity run ARGS --message-format json --out OUT`, started: its
+/// stdout's lines arrive on the receiver as they are printed.
+fn spawn_run(out: &Path, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--message-format", "json", "--out", out.to_str().unwrap()]);
+    let mut child = support::clean_command(&all, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Ok(value) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(value);
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// Waits (two minutes at most) for the first `cell-finished` event.
+fn first_finished_cell(events: &std::sync::mpsc::Receiver<Value>) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let event = events
+            .recv_timeout(left)
+            .expect("no cell finished within two minutes");
+        if event["type"] == "cell-finished" {
+            return event;
+        }
+    }
+}
+
+fn signal(child: &std::process::Child, signal: i32) {
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+}
+
+/// The child's exit code, waiting two minutes at most.
+fn exit_code(child: &mut std::process::Child) -> Option<i32> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::time::Instant::now() < until {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("the run did not end within two minutes of its signals");
+}
+
+/// Two scenarios: `a-quick` finishes at once; `b-hold` then holds its
+/// cell in a long sleep, and its cleanup lingers (up to the 3 s an
+/// interrupted cell's cleanup is given), so signals land while it runs.
+fn quick_then_holding(dir: &Path) -> std::path::PathBuf {
+    let scenarios = dir.join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("a-quick.toml"),
+        "name = \"a-quick\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scenarios.join("b-hold.toml"),
+        "name = \"b-hold\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"hold\"\nstep = \"sleep\"\nms = 120000\ntimeout_ms = 130000\n\n[[cleanup]]\nname = \"linger\"\nstep = \"sleep\"\nms = 60000\ntimeout_ms = 70000\n",
+    )
+    .unwrap();
+    scenarios
+}
+
+/// A closed terminal or a dropped SSH session sends SIGHUP (and Ctrl-\
+/// SIGQUIT): the run once exited 129 at once, with no report, every
+/// finished cell lost. Now both stop it as Ctrl-C does.
+#[test]
+fn sighup_and_sigquit_stop_a_run_as_ctrl_c_does() {
+    for (name, number) in [("SIGHUP", libc::SIGHUP), ("SIGQUIT", libc::SIGQUIT)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, _) = support::managed_agent_config(dir.path(), &[]);
+        let out = dir.path().join("out");
+        let scenarios = quick_then_holding(dir.path());
+        let (mut child, events) = spawn_run(
+            &out,
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "--scenarios-dir",
+                scenarios.to_str().unwrap(),
+            ],
+        );
+        let finished = first_finished_cell(&events);
+        signal(&child, number);
+        assert_eq!(exit_code(&mut child), Some(2), "{name}");
+        let report = report(&out);
+        assert_eq!(report["run"]["interrupted"], true, "{name}");
+        let cell = &finished["cell"];
+        let kept = support::cell(
+            &report,
+            cell["target"].as_str().unwrap(),
+            cell["scenario"].as_str().unwrap(),
+        );
+        assert_eq!(kept["verdict"], cell["verdict"], "{name}: {report}");
+    }
+}
+
+/// A second Ctrl-C kills everything at once; it once threw away every
+/// finished cell too (exit 130, no report). Now the cells that finished
+/// are written first.
+#[test]
+fn a_second_ctrl_c_still_writes_the_cells_that_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let out = dir.path().join("out");
+    let scenarios = quick_then_holding(dir.path());
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+    );
+    let finished = first_finished_cell(&events);
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    signal(&child, libc::SIGINT);
+    assert_eq!(exit_code(&mut child), Some(i32::from(exit_codes::KILLED)));
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true);
+    let cell = &finished["cell"];
+    let kept = support::cell(
+        &report,
+        cell["target"].as_str().unwrap(),
+        cell["scenario"].as_str().unwrap(),
+    );
+    assert_eq!(kept["verdict"], cell["verdict"], "{report}");
+    let read = continuity_with(&["show", out.to_str().unwrap()], &[]);
+    assert_exit(&read, exit_codes::OK);
+}

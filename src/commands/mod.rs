@@ -19,6 +19,7 @@ mod error;
 mod events;
 mod gate;
 mod merge;
+mod partial;
 mod progress;
 mod settings;
 mod show;
@@ -280,8 +281,12 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         trace_level: args.trace.into(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
+    let partial = partial::PartialRun::new(
+        folder.clone(),
+        partial_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
+    );
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    spawn_signal_handler(cancel_tx);
+    spawn_signal_handler(cancel_tx, partial.clone());
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
@@ -290,9 +295,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
-    let mut on_event = move |event: RunEvent| match format {
-        MessageFormat::Human => print_progress(&event, color),
-        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    let mut on_event = move |event: RunEvent| {
+        if let RunEvent::CellFinished { cell, .. } = &event {
+            partial.finished(cell);
+        }
+        match format {
+            MessageFormat::Human => print_progress(&event, color),
+            MessageFormat::Json => events::emit(&events::event_json(&event)),
+        }
     };
     let versions = distinct_versions(&args.server_version)?;
     let client_axis = clients::distinct(&args.clients);
@@ -402,6 +412,41 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     workers::teardown(run_stacks, &mut local_stacks).await;
     crate::stack::state::end_journal();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
+}
+
+/// What the report of a run killed part-way says about the run, known
+/// before any stack is up.
+fn partial_info(
+    settings: &RunSettings,
+    base_url: Option<&str>,
+    agents: &[String],
+    persist: Option<&PersistChoice>,
+) -> report::RunInfo {
+    report::RunInfo {
+        id: settings.id.clone(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        finished_at: String::new(),
+        duration_ms: 0,
+        base_url: base_url.map(crate::secret::display_url).unwrap_or_default(),
+        agent: agents.join(", "),
+        server_version: None,
+        timeout_ms: settings.timeout.as_millis() as u64,
+        overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
+        repeat: settings.repeat,
+        persist: persist.map(|p| p.name().to_string()).unwrap_or_default(),
+        targets: Vec::new(),
+        scenarios: scenario_names(&settings.scenarios),
+        interrupted: true,
+        logs: Vec::new(),
+        retries: settings.retries,
+        flaky_result: settings.flaky_result,
+        partition: settings.partition.map(|p| p.to_string()),
+        shards: Vec::new(),
+        expect_file: None,
+        allow_fixed: false,
+        timing: None,
+    }
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.

@@ -11,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::junit::render_junit;
@@ -55,6 +56,8 @@ pub enum FolderError {
 pub struct RunFolder {
     dir: PathBuf,
     redactor: Redactor,
+    /// Held while the report is written; true once it has been (clones share it).
+    report_written: Arc<Mutex<bool>>,
 }
 
 impl RunFolder {
@@ -107,6 +110,7 @@ impl RunFolder {
         RunFolder {
             dir: dir.to_path_buf(),
             redactor,
+            report_written: Arc::default(),
         }
     }
 
@@ -162,6 +166,35 @@ impl RunFolder {
     /// structured renderings (JSON, XML, the page) are written as rendered,
     /// the plain-text ones redacted again as text.
     pub fn write_report(&self, report: &Report, color: bool) -> io::Result<ReportFiles> {
+        let mut written = self.lock_report();
+        let files = self.write_report_files(report, color)?;
+        *written = true;
+        Ok(files)
+    }
+
+    /// [`Self::write_report`], unless a report was written into this
+    /// folder already (a partial report must not replace the run's own).
+    pub fn write_report_once(
+        &self,
+        report: &Report,
+        color: bool,
+    ) -> io::Result<Option<ReportFiles>> {
+        let mut written = self.lock_report();
+        if *written {
+            return Ok(None);
+        }
+        let files = self.write_report_files(report, color)?;
+        *written = true;
+        Ok(Some(files))
+    }
+
+    fn lock_report(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.report_written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_report_files(&self, report: &Report, color: bool) -> io::Result<ReportFiles> {
         let dir = self.dir.as_path();
         fs::create_dir_all(dir)?;
         let report = &self.redacted(report)?;
