@@ -373,3 +373,61 @@ fn a_second_ctrl_c_still_writes_the_cells_that_finished() {
     let read = continuity_with(&["show", out.to_str().unwrap()], &[]);
     assert_exit(&read, exit_codes::OK);
 }
+
+/// `continuity stack ACTION --dir DIR`.
+fn stack(action: &str, dir: &Path) -> Output {
+    continuity_with(&["stack", action, "--dir", dir.to_str().unwrap()], &[])
+}
+
+/// What still runs of the stack in `dir`: by working folder or command
+/// line (nginx included), and by owner tag.
+fn left_running(dir: &Path) -> Vec<String> {
+    let mut left = support::processes_in(dir);
+    left.extend(support::processes_owned_in(dir));
+    left
+}
+
+/// Stops whatever a failed assertion would leave of a stack folder.
+struct DownOnDrop(std::path::PathBuf);
+
+impl Drop for DownOnDrop {
+    fn drop(&mut self) {
+        let _ = stack("down", &self.0);
+    }
+}
+
+/// A corrupt `stack.json` once made `stack down` stop nothing (exit 64) and
+/// `stack up` overwrite it, leaving the first stack's engine, runner and
+/// nginx running for good. Now `up` refuses the folder and `down` finds the
+/// stack without the file, and a gone file likewise.
+#[test]
+fn a_stack_whose_state_file_is_corrupt_or_gone_is_still_stopped() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("stack");
+    let _down = DownOnDrop(folder.clone());
+    for damage in ["corrupt", "gone"] {
+        let up = stack("up", &folder);
+        assert_exit(&up, exit_codes::OK);
+        assert!(!left_running(&folder).is_empty(), "the stack runs");
+        let state = folder.join("stack.json");
+        match damage {
+            "corrupt" => std::fs::write(&state, "{ not json").unwrap(),
+            _ => std::fs::remove_file(&state).unwrap(),
+        }
+        let again = stack("up", &folder);
+        assert_exit(&again, exit_codes::USAGE);
+        let down = stack("down", &folder);
+        assert_exit(&down, exit_codes::OK);
+        let left = left_running(&folder);
+        assert!(left.is_empty(), "{damage}: still running: {left:#?}");
+    }
+    // Down on a folder with no stack is already done.
+    let down = stack("down", &folder);
+    assert_exit(&down, exit_codes::OK);
+    assert!(
+        String::from_utf8_lossy(&down.stdout).contains("no stack is up"),
+        "{}",
+        String::from_utf8_lossy(&down.stdout)
+    );
+}

@@ -77,6 +77,19 @@ pub fn start(tag: &str) -> Result<(), super::ProcessError> {
     Ok(())
 }
 
+/// Whether a keeper for `tag` runs: the harness that owns the tag (a run,
+/// a `stack up` still starting) is alive, since a keeper outlives its
+/// harness only for its last sweep.
+pub fn running_for(tag: &str) -> bool {
+    let wanted = format!(" keeper --owner {tag}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(owner::command_line)
+        .any(|line| line.ends_with(&wanted))
+}
+
 /// Tells the keeper about a group the harness started (its leader's pid).
 pub fn track(pgid: i32) {
     if let Some(started) = owner::start_time(pgid) {
