@@ -431,3 +431,66 @@ fn a_stack_whose_state_file_is_corrupt_or_gone_is_still_stopped() {
         String::from_utf8_lossy(&down.stdout)
     );
 }
+
+/// An interrupted run's baseline once wrote `verdict = "interrupted"`,
+/// which `run --expect` then refused (exit 64, "is not a verdict"); and a
+/// report holding a cell twice, which `compare` refuses, got a baseline.
+#[test]
+fn baseline_writes_only_what_expect_reads_and_refuses_duplicated_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let scenarios = quick_then_holding(dir.path());
+    let out = dir.path().join("out");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+    );
+    first_finished_cell(&events);
+    signal(&child, libc::SIGINT);
+    assert_eq!(exit_code(&mut child), Some(2));
+    assert_eq!(
+        cell(&report(&out), "agent", "b-hold")["verdict"],
+        "interrupted"
+    );
+    let baseline = continuity_with(&["baseline", out.to_str().unwrap()], &[]);
+    assert_exit(&baseline, exit_codes::OK);
+    assert!(
+        String::from_utf8_lossy(&baseline.stderr).contains("left out 1 interrupted cell"),
+        "{}",
+        String::from_utf8_lossy(&baseline.stderr)
+    );
+    let expect = dir.path().join("expect.toml");
+    std::fs::write(&expect, &baseline.stdout).unwrap();
+    let judged = run_local(
+        &dir.path().join("again"),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--scenario",
+            "a-quick",
+            "--expect",
+            expect.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&judged, exit_codes::OK);
+
+    let mut twice = report(&out);
+    let first = twice["cells"][0].clone();
+    twice["cells"].as_array_mut().unwrap().push(first);
+    std::fs::write(out.join("report.json"), twice.to_string()).unwrap();
+    let refused = continuity_with(&["baseline", out.to_str().unwrap()], &[]);
+    assert_exit(&refused, exit_codes::USAGE);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("more than once"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
