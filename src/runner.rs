@@ -224,6 +224,9 @@ fn rejection(url: &str, status: u16, sent_token: bool) -> String {
     }
 }
 
+/// How long the health check before the first cell waits for an answer.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Checks the server answers `/v1/health` before any cell runs.
 pub async fn preflight(
     base_url: &str,
@@ -232,7 +235,7 @@ pub async fn preflight(
 ) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
     let http = crate::http::client_builder()
-        .timeout(Duration::from_secs(10))
+        .timeout(PREFLIGHT_TIMEOUT)
         .build()
         .map_err(|e| RunError::Unreachable {
             url: display_url(&url),
@@ -259,7 +262,7 @@ pub async fn preflight(
         Err(e) => Err(RunError::Unreachable {
             url: display_url(&url),
             cause: crate::secret::redact(
-                &crate::acp::AcpError::from_reqwest(&url, &e).to_string(),
+                &crate::acp::AcpError::from_reqwest(&url, &e, PREFLIGHT_TIMEOUT).to_string(),
                 token,
             ),
         }),

@@ -494,3 +494,30 @@ fn baseline_writes_only_what_expect_reads_and_refuses_duplicated_cells() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// A server that takes connections and never answers: the health check
+/// before the first cell waits its 10 s, and once said it had waited 0 ms.
+#[test]
+fn a_preflight_that_gets_no_answer_names_the_real_wait() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        // Holds each connection open, answering nothing.
+        let mut open = Vec::new();
+        for stream in listener.incoming().take(4) {
+            open.push(stream);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &["--base-url", &url, "--scenario", "native-continuity"],
+        &[("SA_RESTART_CMD", "true")],
+    );
+    assert_exit(&run, exit_codes::INCOMPLETE);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("no answer within 10000 ms"), "{stderr}");
+    drop(held);
+}
