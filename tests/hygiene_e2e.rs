@@ -255,16 +255,7 @@ fn spawn_run(out: &Path, args: &[&str]) -> (std::process::Child, std::sync::mpsc
 
 /// Waits (two minutes at most) for the first `cell-finished` event.
 fn first_finished_cell(events: &std::sync::mpsc::Receiver<Value>) -> Value {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        let event = events
-            .recv_timeout(left)
-            .expect("no cell finished within two minutes");
-        if event["type"] == "cell-finished" {
-            return event;
-        }
-    }
+    first_event(events, "cell-finished")
 }
 
 fn signal(child: &std::process::Child, signal: i32) {
@@ -520,4 +511,88 @@ fn a_preflight_that_gets_no_answer_names_the_real_wait() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(stderr.contains("no answer within 10000 ms"), "{stderr}");
     drop(held);
+}
+
+/// Waits (two minutes at most) for the first event of type `kind`.
+fn first_event(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Value {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        let event = events
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no {kind} within two minutes"));
+        if event["type"] == kind {
+            return event;
+        }
+    }
+}
+
+/// Ctrl-C while the last cell's deferred DELETEs ran out (its verdict
+/// judged, its record not yet finished) printed "writing the partial
+/// report" and then exited 0 with `interrupted: false`.
+#[test]
+fn ctrl_c_during_the_last_deferred_delete_is_an_interrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let out = dir.path().join("out");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+        ],
+    );
+    first_event(&events, "cell-judged");
+    // sandbox-agent 0.4.2 never answers the DELETE: the SDK's 2 s bound runs.
+    signal(&child, libc::SIGINT);
+    assert_eq!(exit_code(&mut child), Some(2));
+    assert_eq!(report(&out)["run"]["interrupted"], true);
+    let stderr = stderr_of(&mut child);
+    assert!(stderr.contains("(none was cut short)"), "{stderr}");
+}
+
+/// What the child wrote on stderr, once it has exited.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+/// When --overall-timeout-ms ran out, nothing said so.
+#[test]
+fn the_overall_timeout_running_out_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let scenarios = quick_then_holding(dir.path());
+    let out = dir.path().join("out");
+    let (mut child, _events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--overall-timeout-ms",
+            "4000",
+        ],
+    );
+    assert_eq!(exit_code(&mut child), Some(2));
+    let stderr = stderr_of(&mut child);
+    assert!(
+        stderr.contains("the overall timeout (4000 ms, --overall-timeout-ms) ran out"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the one it cut short"), "{stderr}");
+    assert_eq!(
+        cell(&report(&out), "agent", "b-hold")["verdict"],
+        "interrupted"
+    );
 }

@@ -301,7 +301,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         }
         match format {
             MessageFormat::Human => print_progress(&event, color),
-            MessageFormat::Json => events::emit(&events::event_json(&event)),
+            MessageFormat::Json => {
+                events::emit(&events::event_json(&event));
+                // A person reads stderr in either format.
+                if matches!(event, RunEvent::OverallTimeout { .. }) {
+                    print_progress(&event, color);
+                }
+            }
         }
     };
     let versions = distinct_versions(&args.server_version)?;

@@ -10,6 +10,12 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 pub(super) fn print_progress(event: &RunEvent, color: bool) {
+    if let RunEvent::OverallTimeout { timeout_ms } = event {
+        crate::console::errln(&format!(
+            "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out: stopping, cleaning up and writing the partial report"
+        ));
+        return;
+    }
     if let RunEvent::Retrying {
         index,
         total,

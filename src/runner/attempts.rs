@@ -226,7 +226,7 @@ impl AttemptSource for OnWorker<'_, '_> {
 }
 
 /// The cell's [`lifecycle`] on `worker`'s stack: the attempt then running
-/// when `interrupt` turns true (Ctrl-C, SIGTERM or the overall deadline)
+/// when `interrupt` turns true (a stopping signal or the overall deadline)
 /// ends `interrupted` after its cleanup, and is kept too. `sequence`
 /// numbers the run's attempts (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
@@ -266,7 +266,7 @@ enum StoreError {
 
 /// Why an attempt ended `interrupted`: the run was stopped during `what`.
 fn interrupted_during(what: &str) -> String {
-    format!("the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {what}")
+    format!("the run was interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or the overall deadline) during {what}")
 }
 
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
