@@ -226,9 +226,35 @@ fn scenario_names_never_write_outside_the_run_folder() {
     );
 }
 
+/// A started harness, SIGKILLed (its keeper then sweeps) should a failed
+/// assertion leave it running.
+struct Harness(std::process::Child);
+
+impl std::ops::Deref for Harness {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// `continuity run ARGS --message-format json --out OUT`, started: its
 /// stdout's lines arrive on the receiver as they are printed.
-fn spawn_run(out: &Path, args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
+fn spawn_run(out: &Path, args: &[&str]) -> (Harness, std::sync::mpsc::Receiver<Value>) {
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--message-format", "json", "--out", out.to_str().unwrap()]);
@@ -250,7 +276,7 @@ fn spawn_run(out: &Path, args: &[&str]) -> (std::process::Child, std::sync::mpsc
             }
         }
     });
-    (child, rx)
+    (Harness(child), rx)
 }
 
 /// Waits (two minutes at most) for the first `cell-finished` event.
@@ -595,4 +621,86 @@ fn the_overall_timeout_running_out_is_said() {
         cell(&report(&out), "agent", "b-hold")["verdict"],
         "interrupted"
     );
+}
+
+const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
+
+/// The sandbox folders of run `id` (one per cell that made files).
+fn sandbox_folders_of(id: &str) -> Vec<String> {
+    std::fs::read_dir(SANDBOX_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&format!("{id}-")))
+        .collect()
+}
+
+/// A cell's sandbox folder (`/tmp/continuity-sandbox/<run>-<cell>/`) was
+/// left behind when a second Ctrl-C (or SIGKILL) cut its teardown; now the
+/// harness removes its own on the way out, and the next run removes a
+/// dead run's.
+#[test]
+fn sandbox_folders_go_after_a_second_ctrl_c_and_a_dead_runs_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("files.toml"),
+        "name = \"files\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"c\"\npath = \"notes/a.txt\"\ncontent = \"kept\\n\"\n\n[[phase]]\nname = \"hold\"\nstep = \"sleep\"\nms = 120000\ntimeout_ms = 130000\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+    );
+    let id = first_event(&events, "run-started")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sandbox_folders_of(&id).is_empty() {
+        assert!(std::time::Instant::now() < until, "the cell wrote no file");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    signal(&child, libc::SIGINT);
+    assert_eq!(exit_code(&mut child), Some(i32::from(exit_codes::KILLED)));
+    assert_eq!(sandbox_folders_of(&id), Vec::<String>::new());
+
+    // A run killed outright (its lock file left, unlocked) leaves a folder:
+    // the next run to start removes it, whatever becomes of that run.
+    let dead = format!("{:08x}", std::process::id().wrapping_mul(2_654_435_761));
+    let folder = Path::new(SANDBOX_ROOT).join(format!("{dead}-1"));
+    std::fs::create_dir_all(folder.join("notes")).unwrap();
+    std::fs::create_dir_all(Path::new(SANDBOX_ROOT).join(".runs")).unwrap();
+    std::fs::write(
+        Path::new(SANDBOX_ROOT)
+            .join(".runs")
+            .join(format!("{dead}.lock")),
+        b"",
+    )
+    .unwrap();
+    let next = run_local(
+        &dir.path().join("next"),
+        &[
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--scenario",
+            "files",
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+        &[("SA_RESTART_CMD", "true")],
+    );
+    assert_exit(&next, exit_codes::INCOMPLETE);
+    assert!(!folder.exists(), "a dead run's sandbox folder is left");
 }

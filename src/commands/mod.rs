@@ -335,6 +335,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             (stacks, Vec::new(), Vec::new())
         }
         None => {
+    // Sandbox folders of runs that died without removing them (SIGKILL, a
+    // crash) go now; this run's are claimed until it ends.
+    crate::scenario::sandbox_root::sweep_dead();
+    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
             if config
                 .as_ref()
                 .is_some_and(|c| !c.target_names().is_empty())
@@ -445,6 +449,7 @@ fn partial_info(
         scenarios: scenario_names(&settings.scenarios),
         interrupted: true,
         logs: Vec::new(),
+                crate::scenario::sandbox_root::remove_run(&id);
         retries: settings.retries,
         flaky_result: settings.flaky_result,
         partition: settings.partition.map(|p| p.to_string()),
@@ -475,6 +480,8 @@ fn finish(
             outcome.exit_code(),
         ));
     }
+    // What a cell's teardown could not remove (it was cut short).
+    crate::scenario::sandbox_root::remove_run(&id);
     Ok(outcome)
 }
 

@@ -26,6 +26,11 @@ impl PartialRun {
         }
     }
 
+    /// The run's id.
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+
     /// A cell with all its attempts, as `report.json` will hold it.
     pub fn finished(&self, cell: &Cell) {
         self.lock().push(cell.clone());

@@ -146,6 +146,7 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: Partial
                 let _ = cancel.send(true);
             } else {
                 crate::supervise::kill_all_groups();
+                crate::scenario::sandbox_root::remove_run(partial.id());
                 match partial.write() {
                     Ok(Some(cells)) => crate::console::errln(&format!(
                         "killed ({name}): the report holds the {cells} cell(s) that had finished"
