@@ -704,3 +704,81 @@ fn sandbox_folders_go_after_a_second_ctrl_c_and_a_dead_runs_at_the_next_start() 
     assert_exit(&next, exit_codes::INCOMPLETE);
     assert!(!folder.exists(), "a dead run's sandbox folder is left");
 }
+
+/// The pids of `continuity keeper --owner TAG` processes whose tag names `dir`.
+fn keepers_of(dir: &Path) -> Vec<i32> {
+    let suffix = format!(":{}", dir.display());
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let words: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            words
+                .windows(3)
+                .any(|w| w[0] == "keeper" && w[1] == "--owner" && w[2].ends_with(&suffix))
+        })
+        .collect()
+}
+
+/// A keeper killed by hand went unnoticed: the harness, killed in turn,
+/// then left everything it started running. Now a new keeper takes over.
+#[test]
+fn a_killed_keeper_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let scenarios = quick_then_holding(dir.path());
+    let out = dir.path().join("out");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+    );
+    first_finished_cell(&events);
+    let first = keepers_of(&out);
+    assert_eq!(first.len(), 1, "one keeper: {first:?}");
+    // SAFETY: kill(2) on the keeper of the run this test started.
+    unsafe { libc::kill(first[0], libc::SIGKILL) };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let second = loop {
+        let now = keepers_of(&out);
+        if now.len() == 1 && now[0] != first[0] {
+            break now[0];
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "no new keeper after the first was killed: {now:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(support::alive(second as u32));
+    assert!(
+        !support::processes_owned_in(&out).is_empty(),
+        "the run's server runs"
+    );
+    signal(&child, libc::SIGKILL);
+    let _ = child.wait();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let left = support::processes_owned_in(&out);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "left running after the harness was killed: {left:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let stderr = stderr_of(&mut child);
+    assert!(stderr.contains("a new one (pid"), "{stderr}");
+}
