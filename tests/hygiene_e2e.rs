@@ -705,6 +705,65 @@ fn sandbox_folders_go_after_a_second_ctrl_c_and_a_dead_runs_at_the_next_start() 
     assert!(!folder.exists(), "a dead run's sandbox folder is left");
 }
 
+/// `show --cell` exited 64 on a missing trace or one torn line; a run with
+/// `--trace off` has no trace and shows its timeline from the report's
+/// phases, and so does a damaged one now (with the events before the damage).
+#[test]
+fn show_cell_degrades_on_a_missing_or_torn_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let scenarios = quick_then_holding(dir.path());
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+            "--scenario",
+            "a-quick",
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::OK);
+    let trace = out.join(
+        cell(&report(&out), "agent", "a-quick")["trace"]
+            .as_str()
+            .unwrap(),
+    );
+    let show = || {
+        continuity_with(
+            &["show", out.to_str().unwrap(), "--cell", "agent/a-quick"],
+            &[],
+        )
+    };
+    let whole = show();
+    assert_exit(&whole, exit_codes::OK);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let half = &lines[2][..lines[2].len() / 2].to_string();
+    lines[2] = half;
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let torn = show();
+    assert_exit(&torn, exit_codes::OK);
+    let stderr = String::from_utf8_lossy(&torn.stderr);
+    assert!(
+        stderr.contains("line 3") && stderr.contains("events before it"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&torn.stdout).contains("health"));
+    std::fs::remove_file(&trace).unwrap();
+    let missing = show();
+    assert_exit(&missing, exit_codes::OK);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("phases only"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
+    assert!(String::from_utf8_lossy(&missing.stdout).contains("health"));
+}
+
 /// The pids of `continuity keeper --owner TAG` processes whose tag names `dir`.
 fn keepers_of(dir: &Path) -> Vec<i32> {
     let suffix = format!(":{}", dir.display());
