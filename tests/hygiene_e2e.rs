@@ -764,6 +764,143 @@ fn show_cell_degrades_on_a_missing_or_torn_trace() {
     assert!(String::from_utf8_lossy(&missing.stdout).contains("health"));
 }
 
+/// `validate` said ok when the config's `expect` file was missing or
+/// malformed; `run` then refused it.
+#[test]
+fn validate_reads_the_configs_expectations_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("continuity.toml");
+    let expect = dir.path().join("expect.toml");
+    std::fs::write(
+        &config,
+        format!("[run]\nexpect = {:?}\n", expect.display().to_string()),
+    )
+    .unwrap();
+    let validate = || continuity_with(&["validate", "--config", config.to_str().unwrap()], &[]);
+    let missing = validate();
+    assert_exit(&missing, exit_codes::USAGE);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("expect.toml"));
+    std::fs::write(&expect, "[[expect]]\nverdict = \"interrupted\"\n").unwrap();
+    let malformed = validate();
+    assert_exit(&malformed, exit_codes::USAGE);
+    assert!(
+        String::from_utf8_lossy(&malformed.stderr).contains("expect.toml:2"),
+        "{}",
+        String::from_utf8_lossy(&malformed.stderr)
+    );
+    std::fs::write(
+        &expect,
+        "[[expect]]\ntarget = \"nope\"\nverdict = \"pass\"\n",
+    )
+    .unwrap();
+    assert_exit(&validate(), exit_codes::USAGE);
+    std::fs::write(
+        &expect,
+        "[[expect]]\ntarget = \"gateway\"\nverdict = \"pass\"\n",
+    )
+    .unwrap();
+    let good = validate();
+    assert_exit(&good, exit_codes::OK);
+    assert!(String::from_utf8_lossy(&good.stdout).contains("expect.toml: ok"));
+}
+
+/// `--partition count:5/5` over one cell started a whole local stack to run
+/// nothing.
+#[test]
+fn an_empty_shard_starts_no_stack() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--target",
+            "gateway",
+            "--scenario",
+            "native-continuity",
+            "--partition",
+            "count:5/5",
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::OK);
+    assert!(!out.join("stack").exists(), "a stack was started");
+    let report = report(&out);
+    assert_eq!(
+        report["cells"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
+    assert_eq!(report["run"]["partition"], "count:5/5");
+    assert_eq!(report["run"]["targets"][0], "gateway", "{report}");
+}
+
+/// A folder nobody may write into (root included: immutable), writable
+/// again when dropped.
+struct Unwritable(std::path::PathBuf);
+
+impl Unwritable {
+    fn new(dir: &Path) -> Unwritable {
+        std::fs::create_dir_all(dir).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let chattr = std::process::Command::new("chattr")
+                .args(["+i", dir.to_str().unwrap()])
+                .status()
+                .expect("chattr (e2fsprogs) makes a folder read-only for root");
+            assert!(chattr.success(), "chattr +i {}", dir.display());
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+        Unwritable(dir.to_path_buf())
+    }
+}
+
+impl Drop for Unwritable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .args(["-i", self.0.to_str().unwrap()])
+            .status();
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+/// An existing `--out` the run cannot write into ran the whole matrix and
+/// failed at the end; and an `--out` was created (empty) for a run that
+/// then stopped on a usage error.
+#[test]
+fn an_unusable_out_is_refused_before_anything_runs_and_no_out_is_left_by_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("locked");
+    let _locked = Unwritable::new(&out);
+    let run = run_local(
+        &out,
+        &[
+            "--base-url",
+            "http://127.0.0.1:1",
+            "--scenario",
+            "native-continuity",
+        ],
+        &[("SA_RESTART_CMD", "true")],
+    );
+    assert_exit(&run, exit_codes::USAGE);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains("cannot write into"), "{stderr}");
+
+    let fresh = dir.path().join("a/b/out");
+    let run = run_local(
+        &fresh,
+        &[
+            "--expect",
+            dir.path().join("missing.toml").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::USAGE);
+    assert!(!dir.path().join("a").exists(), "--out was left behind");
+}
+
 /// The pids of `continuity keeper --owner TAG` processes whose tag names `dir`.
 fn keepers_of(dir: &Path) -> Vec<i32> {
     let suffix = format!(":{}", dir.display());

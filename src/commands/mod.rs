@@ -119,6 +119,20 @@ pub fn validate(sources: &Sources) -> Result<String, CommandError> {
             targets.len()
         ));
     }
+    // The expectations file the config names is read as `run` would read it.
+    if let Some(path) = config.as_ref().and_then(|c| c.run.expect.as_deref()) {
+        let expectations = crate::report::expect::Expectations::load(path)?;
+        let names: Vec<String> = if targets.is_empty() {
+            crate::stack::local::TARGETS
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect()
+        } else {
+            targets.iter().map(|t| t.name.clone()).collect()
+        };
+        expectations.check_names(&names, &scenario_names(&scenarios))?;
+        out.push_str(&format!("{}: ok\n", path.display()));
+    }
     for s in &scenarios {
         out.push_str(&format!(
             "{}: ok ({}, {} phases)\n",
@@ -225,8 +239,42 @@ pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
-/// `continuity run`.
+/// `continuity run`. A usage error leaves no `--out` behind: the folders
+/// it created for the run are removed again (while still empty).
 pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
+    let mut created = None;
+    let result = run_in(args, &mut created).await;
+    if let (Err(e), Some((run_dir, first))) = (&result, created) {
+        if e.exit_code() == crate::exit_codes::USAGE {
+            let mut dir = Some(run_dir.as_path());
+            while let Some(d) = dir.filter(|d| d.starts_with(&first)) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    result
+}
+
+/// The outermost folder of `dir` that does not exist yet, if any.
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.exists()) {
+        missing = Some(d.to_path_buf());
+        at = d.parent();
+    }
+    missing
+}
+
+/// [`run`], noting in `created` the run folder and the outermost folder it
+/// had to create for it.
+async fn run_in(
+    args: RunArgs,
+    created: &mut Option<(PathBuf, PathBuf)>,
+) -> Result<Outcome, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
     redact_output_with(None);
     let config = load_config(&args.sources)?;
@@ -256,7 +304,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     // Components run in folders of their own: a relative path would point elsewhere.
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
+    let missing = first_missing(&run_dir);
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
+    *created = missing.map(|first| (run_dir.clone(), first));
     // What the user chose (flag, then config); the local stack's store otherwise.
     let persist = args
         .persist
@@ -285,6 +335,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         folder.clone(),
         partial_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
     );
+    // Sandbox folders of runs that died without removing them (SIGKILL, a
+    // crash) go now; this run's are claimed until it ends.
+    crate::scenario::sandbox_root::sweep_dead();
+    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx, partial.clone());
     // Everything this run starts carries its owner tag, and a keeper kills
@@ -335,10 +389,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             (stacks, Vec::new(), Vec::new())
         }
         None => {
-    // Sandbox folders of runs that died without removing them (SIGKILL, a
-    // crash) go now; this run's are claimed until it ends.
-    crate::scenario::sandbox_root::sweep_dead();
-    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
             if config
                 .as_ref()
                 .is_some_and(|c| !c.target_names().is_empty())
@@ -399,14 +449,23 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     &run_dir,
                 )
                 .await?;
+                crate::scenario::sandbox_root::remove_run(&id);
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
-            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
-            let mut up =
-                workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
-            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
-            let skips = up[0].agent_skips.clone();
-            (stacks, up, skips)
+            if args.partition.is_some() && local_cells(&args, &settings, &versions[0]) == 0 {
+                crate::console::errln(
+                    "continuity: this shard holds no cell of the matrix: no stack is started",
+                );
+                (no_stacks(&args, persist.as_ref()), Vec::new(), Vec::new())
+            } else {
+                let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+                let mut up =
+                    workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone())
+                        .await?;
+                let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
+                let skips = up[0].agent_skips.clone();
+                (stacks, up, skips)
+            }
         }
     };
     let report = clients::run_clients(
@@ -421,6 +480,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     .await;
     workers::teardown(run_stacks, &mut local_stacks).await;
     crate::stack::state::end_journal();
+    // What a cell's teardown could not remove (it was cut short).
+    crate::scenario::sandbox_root::remove_run(&id);
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
 
@@ -449,7 +510,6 @@ fn partial_info(
         scenarios: scenario_names(&settings.scenarios),
         interrupted: true,
         logs: Vec::new(),
-                crate::scenario::sandbox_root::remove_run(&id);
         retries: settings.retries,
         flaky_result: settings.flaky_result,
         partition: settings.partition.map(|p| p.to_string()),
@@ -480,8 +540,6 @@ fn finish(
             outcome.exit_code(),
         ));
     }
-    // What a cell's teardown could not remove (it was cut short).
-    crate::scenario::sandbox_root::remove_run(&id);
     Ok(outcome)
 }
 
@@ -498,6 +556,54 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
     }
 }
 
+/// The local stack's targets this run names (all, without `--target`).
+fn local_target_names(args: &RunArgs) -> Vec<String> {
+    crate::stack::local::TARGETS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+        .collect()
+}
+
+/// How many target × scenario cells one local stack runs for `version`
+/// (the shard's share with `--partition`).
+fn local_cells(args: &RunArgs, settings: &RunSettings, version: &str) -> usize {
+    let axis_version = (args.server_version.len() > 1).then_some(version);
+    workers::cells_per_stack(
+        &local_target_names(args),
+        &scenario_names(&settings.scenarios),
+        args.partition.as_ref(),
+        axis_version,
+    )
+}
+
+/// A shard of the local stack's matrix that holds no cell: its report
+/// lists the targets and scenarios and no cell, and no stack is started
+/// for it (it would run nothing).
+fn no_stacks(args: &RunArgs, persist: Option<&PersistChoice>) -> runner::RunStacks {
+    runner::RunStacks {
+        own: runner::Worker {
+            base_url: String::new(),
+            targets: Vec::new(),
+            persist: run_persist(persist, None),
+            agent_sent_log: None,
+            model_calls: None,
+            sdk_host: Err(crate::client::hosted::Unhosted(
+                "no stack: this shard holds no cell".into(),
+            )),
+            fence: Default::default(),
+        },
+        skipped_targets: local_target_names(args)
+            .iter()
+            .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
+            .collect(),
+        server_version: None,
+        logs: Vec::new(),
+        workers: Vec::new(),
+        jobs: 1,
+    }
+}
+
 /// How many stacks the local stack runs side by side: `--jobs` (or the
 /// number of CPUs), never more than one stack's share of cells needs, with
 /// a message when that is fewer than asked.
@@ -511,18 +617,7 @@ fn local_jobs(
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-        .collect();
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    let cells = workers::cells_per_stack(
-        &targets,
-        &scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    );
+    let cells = local_cells(args, settings, version);
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));

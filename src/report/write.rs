@@ -43,6 +43,12 @@ pub enum FolderError {
     NotEmpty(PathBuf),
     #[error("{} is not a folder", .0.display())]
     NotAFolder(PathBuf),
+    #[error("cannot write into {}: {source}; choose another --out", .path.display())]
+    NotWritable {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("cannot prepare {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -102,6 +108,8 @@ impl RunFolder {
             }
             Err(_) => fs::create_dir_all(dir).map_err(io_error(dir))?,
         }
+        // Found now, not once the whole matrix has run.
+        check_writable(dir)?;
         Ok(RunFolder::open(dir, redactor))
     }
 
@@ -306,6 +314,21 @@ fn changed_strings(
 pub struct ReadBackError {
     pub path: PathBuf,
     pub reason: String,
+}
+
+/// Writes and removes a file in `dir`: the folder takes the run's files.
+fn check_writable(dir: &Path) -> Result<(), FolderError> {
+    let probe = dir.join(format!(".continuity-write-check-{}", std::process::id()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(b"ok"));
+    let _ = fs::remove_file(&probe);
+    written.map_err(|source| FolderError::NotWritable {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// What [`RunFolder::write_report`] wrote.
