@@ -333,7 +333,7 @@ async fn run_in(
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),
-        partial_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
+        partial::run_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
     );
     // Sandbox folders of runs that died without removing them (SIGKILL, a
     // crash) go now; this run's are claimed until it ends.
@@ -452,11 +452,16 @@ async fn run_in(
                 crate::scenario::sandbox_root::remove_run(&id);
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
-            if args.partition.is_some() && local_cells(&args, &settings, &versions[0]) == 0 {
+            if args.partition.is_some() && workers::local_cells(&args, &settings, &versions[0]) == 0
+            {
                 crate::console::errln(
                     "continuity: this shard holds no cell of the matrix: no stack is started",
                 );
-                (no_stacks(&args, persist.as_ref()), Vec::new(), Vec::new())
+                (
+                    workers::no_stacks(&args, run_persist(persist.as_ref(), None)),
+                    Vec::new(),
+                    Vec::new(),
+                )
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
                 let mut up =
@@ -483,41 +488,6 @@ async fn run_in(
     // What a cell's teardown could not remove (it was cut short).
     crate::scenario::sandbox_root::remove_run(&id);
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
-}
-
-/// What the report of a run killed part-way says about the run, known
-/// before any stack is up.
-fn partial_info(
-    settings: &RunSettings,
-    base_url: Option<&str>,
-    agents: &[String],
-    persist: Option<&PersistChoice>,
-) -> report::RunInfo {
-    report::RunInfo {
-        id: settings.id.clone(),
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        finished_at: String::new(),
-        duration_ms: 0,
-        base_url: base_url.map(crate::secret::display_url).unwrap_or_default(),
-        agent: agents.join(", "),
-        server_version: None,
-        timeout_ms: settings.timeout.as_millis() as u64,
-        overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
-        repeat: settings.repeat,
-        persist: persist.map(|p| p.name().to_string()).unwrap_or_default(),
-        targets: Vec::new(),
-        scenarios: scenario_names(&settings.scenarios),
-        interrupted: true,
-        logs: Vec::new(),
-        retries: settings.retries,
-        flaky_result: settings.flaky_result,
-        partition: settings.partition.map(|p| p.to_string()),
-        shards: Vec::new(),
-        expect_file: None,
-        allow_fixed: false,
-        timing: None,
-    }
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.
@@ -556,54 +526,6 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
     }
 }
 
-/// The local stack's targets this run names (all, without `--target`).
-fn local_target_names(args: &RunArgs) -> Vec<String> {
-    crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-        .collect()
-}
-
-/// How many target × scenario cells one local stack runs for `version`
-/// (the shard's share with `--partition`).
-fn local_cells(args: &RunArgs, settings: &RunSettings, version: &str) -> usize {
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    workers::cells_per_stack(
-        &local_target_names(args),
-        &scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    )
-}
-
-/// A shard of the local stack's matrix that holds no cell: its report
-/// lists the targets and scenarios and no cell, and no stack is started
-/// for it (it would run nothing).
-fn no_stacks(args: &RunArgs, persist: Option<&PersistChoice>) -> runner::RunStacks {
-    runner::RunStacks {
-        own: runner::Worker {
-            base_url: String::new(),
-            targets: Vec::new(),
-            persist: run_persist(persist, None),
-            agent_sent_log: None,
-            model_calls: None,
-            sdk_host: Err(crate::client::hosted::Unhosted(
-                "no stack: this shard holds no cell".into(),
-            )),
-            fence: Default::default(),
-        },
-        skipped_targets: local_target_names(args)
-            .iter()
-            .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
-            .collect(),
-        server_version: None,
-        logs: Vec::new(),
-        workers: Vec::new(),
-        jobs: 1,
-    }
-}
-
 /// How many stacks the local stack runs side by side: `--jobs` (or the
 /// number of CPUs), never more than one stack's share of cells needs, with
 /// a message when that is fewer than asked.
@@ -617,7 +539,7 @@ fn local_jobs(
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let cells = local_cells(args, settings, version);
+    let cells = workers::local_cells(args, settings, version);
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));

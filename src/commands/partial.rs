@@ -3,6 +3,7 @@
 //! running cells' cleanup) still writes a report of every finished cell.
 
 use crate::report::{Cell, Floor, Report, RunFolder, RunInfo, Totals, SCHEMA_ID};
+use crate::runner::{PersistChoice, RunSettings};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -63,5 +64,40 @@ impl PartialRun {
         };
         let written = self.folder.write_report_once(&report, false)?;
         Ok(written.map(|_| count))
+    }
+}
+
+/// What the report of a run killed part-way says about the run, known
+/// before any stack is up.
+pub(super) fn run_info(
+    settings: &RunSettings,
+    base_url: Option<&str>,
+    agents: &[String],
+    persist: Option<&PersistChoice>,
+) -> RunInfo {
+    RunInfo {
+        id: settings.id.clone(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        finished_at: String::new(),
+        duration_ms: 0,
+        base_url: base_url.map(crate::secret::display_url).unwrap_or_default(),
+        agent: agents.join(", "),
+        server_version: None,
+        timeout_ms: settings.timeout.as_millis() as u64,
+        overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
+        repeat: settings.repeat,
+        persist: persist.map(|p| p.name().to_string()).unwrap_or_default(),
+        targets: Vec::new(),
+        scenarios: super::scenario_names(&settings.scenarios),
+        interrupted: true,
+        logs: Vec::new(),
+        retries: settings.retries,
+        flaky_result: settings.flaky_result,
+        partition: settings.partition.map(|p| p.to_string()),
+        shards: Vec::new(),
+        expect_file: None,
+        allow_fixed: false,
+        timing: None,
     }
 }
