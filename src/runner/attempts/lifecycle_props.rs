@@ -5,7 +5,8 @@
 //! paused time, so a deadlock shows as the hour running out), runs the
 //! attempts it should, and once its attempts are finished no lease is left.
 
-use super::{lifecycle, skipped_attempt, AttemptSource, PendingAttempt};
+use super::lifecycle::{lifecycle, AttemptSource, PendingAttempt};
+use super::skipped_attempt;
 use crate::report::{Attempt, Verdict};
 use crate::scenario::CleanupFence;
 use async_trait::async_trait;
