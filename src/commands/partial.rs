@@ -62,8 +62,13 @@ impl PartialRun {
             totals: Totals::of(&cells),
             cells,
         };
-        let written = self.folder.write_report_once(&report, false)?;
-        Ok(written.map(|_| count))
+        let Some(files) = self.folder.write_report_once(&report, false)? else {
+            return Ok(None);
+        };
+        self.folder
+            .check_report(&files)
+            .map_err(std::io::Error::other)?;
+        Ok(Some(count))
     }
 }
 
