@@ -12,6 +12,7 @@
 #   OVERALL_TIMEOUT_MS=…           # the runs' --overall-timeout-ms (default 6 h: the
 #                                  # default 30 min cuts a --repeat 20 matrix short)
 #   SKIP_ONCE=1 bench/soak.sh      # no single run first (no ratio printed)
+#   CLIENTS=rust bench/soak.sh     # one client (default: "rust ts-sdk")
 #   bench/soak.sh --target rivet-engine   # extra arguments go to both `continuity run`s
 #
 # Exit status: 0 when every cell has one verdict across its attempts and the
@@ -24,7 +25,10 @@ cd "$(dirname "$0")/.."
 repeat=${REPEAT:-20}
 overall_ms=${OVERALL_TIMEOUT_MS:-21600000}
 out=${OUT:-$(mktemp -d)/soak}
-clients=(--client rust --client ts-sdk)
+clients=()
+for client in ${CLIENTS:-rust ts-sdk}; do
+  clients+=(--client "$client")
+done
 
 cargo build --release --quiet
 bin=${CARGO_TARGET_DIR:-target}/release/continuity
