@@ -978,3 +978,49 @@ fn a_killed_keeper_is_replaced() {
     let stderr = stderr_of(&mut child);
     assert!(stderr.contains("a new one (pid"), "{stderr}");
 }
+
+/// The shared-deployment lanes (`--jobs 2` over `independent` targets of
+/// one deployment, which share its cleanup fence) with `--repeat 2`: every
+/// attempt of every cell runs, none waits for the overall deadline.
+#[test]
+fn repeated_cells_in_the_lanes_of_one_deployment_run_every_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for hook in ["hook-a", "hook-b"] {
+        text.push_str(&format!(
+            "\n[targets.{hook}]\nrestart = {{ command = \"sleep 0.2\" }}\nindependent = true\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--repeat",
+            "2",
+            "--scenario",
+            "recreate-rehydrate",
+            "--overall-timeout-ms",
+            "120000",
+        ],
+        &[],
+    );
+    let report = report(&out);
+    assert_eq!(
+        report["run"]["interrupted"],
+        false,
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    for target in ["agent", "hook-a", "hook-b"] {
+        let seen = attempts(cell(&report, target, "recreate-rehydrate"));
+        assert_eq!(seen.len(), 2, "{target}: {seen:?}");
+        assert!(seen.iter().all(|(v, _)| v == "pass"), "{target}: {seen:?}");
+    }
+    assert_exit(&run, exit_codes::OK);
+}
