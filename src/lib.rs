@@ -34,8 +34,9 @@
 //!   client builder, redaction of secrets, the signal table, exit codes,
 //!   what every layer's errors share (the cause chain on one line, a
 //!   rejected value's reason)
-//! - `clock`, `source_line`, `stop_flag`, `fit`: leaves: durations in ms, a
-//!   byte offset's line, waiting on a stop flag, text cut to a display width
+//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`: leaves:
+//!   durations in ms, a byte offset's line, waiting on a stop flag, text
+//!   cut to a display width, file names from user text
 
 pub mod acp;
 pub mod agent;
@@ -48,6 +49,7 @@ pub mod console;
 pub mod diagnose;
 pub mod errors;
 pub mod exit_codes;
+mod file_name;
 pub mod fit;
 pub mod http;
 mod partition;

@@ -194,6 +194,8 @@ pub enum RunEvent {
         /// Each attempt's verdict, in order.
         verdicts: Vec<crate::report::Verdict>,
     },
+    /// The overall timeout ran out: the running cells stop and clean up.
+    OverallTimeout { timeout_ms: u64 },
     /// A cell with all its attempts, exactly as `report.json` holds it.
     CellFinished {
         index: usize,
@@ -224,6 +226,9 @@ fn rejection(url: &str, status: u16, sent_token: bool) -> String {
     }
 }
 
+/// How long the health check before the first cell waits for an answer.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Checks the server answers `/v1/health` before any cell runs.
 pub async fn preflight(
     base_url: &str,
@@ -232,7 +237,7 @@ pub async fn preflight(
 ) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
     let http = crate::http::client_builder()
-        .timeout(Duration::from_secs(10))
+        .timeout(PREFLIGHT_TIMEOUT)
         .build()
         .map_err(|e| RunError::Unreachable {
             url: display_url(&url),
@@ -259,7 +264,7 @@ pub async fn preflight(
         Err(e) => Err(RunError::Unreachable {
             url: display_url(&url),
             cause: crate::secret::redact(
-                &crate::acp::AcpError::from_reqwest(&url, &e).to_string(),
+                &crate::acp::AcpError::from_reqwest(&url, &e, PREFLIGHT_TIMEOUT).to_string(),
                 token,
             ),
         }),
@@ -340,17 +345,41 @@ pub async fn run(
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
-    let watcher = tokio::spawn(async move {
+    let stop = async {
         tokio::select! {
-            _ = crate::stop_flag::wait_true(cancel) => {}
-            _ = tokio::time::sleep_until(deadline.into()) => {}
+            _ = crate::stop_flag::wait_true(cancel) => None,
+            _ = tokio::time::sleep_until(deadline.into()) => Some(plan.point.overall_timeout),
         }
-        let _ = interrupt_tx.send(true);
-    });
-    let finished = workers::run_jobs(plan, stacks, jobs, total, &interrupt, on_event).await;
+    };
+    // The events of the cells and the one of the deadline share `on_event`,
+    // never at once: the workers call it only while polled, and the stop
+    // is taken between two polls of them.
+    let events = std::sync::Mutex::new(on_event);
+    let mut forward = |event: RunEvent| (events.lock().unwrap_or_else(|p| p.into_inner()))(event);
+    let finished = {
+        let running = workers::run_jobs(plan, stacks, jobs, total, &interrupt, &mut forward);
+        tokio::pin!(running, stop);
+        let mut stopped = false;
+        loop {
+            tokio::select! {
+                finished = &mut running => break finished,
+                overall = &mut stop, if !stopped => {
+                    stopped = true;
+                    let _ = interrupt_tx.send(true);
+                    if let Some(timeout) = overall {
+                        let on_event = &mut *events.lock().unwrap_or_else(|p| p.into_inner());
+                        on_event(RunEvent::OverallTimeout {
+                            timeout_ms: timeout.as_millis() as u64,
+                        });
+                    }
+                }
+            }
+        }
+    };
     cells.extend(finished.cells.into_iter().map(|(_, cell)| cell));
-    let interrupted = finished.interrupted;
-    watcher.abort();
+    // Stopped while only cleanup was left (the last cell's deferred
+    // DELETEs) is stopped all the same: the user was told so.
+    let interrupted = finished.interrupted || *interrupt.borrow();
     let finished_at = SystemTime::now();
     let totals = Totals::of(&cells);
     Report {

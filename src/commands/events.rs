@@ -64,6 +64,10 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "total": total,
             "verdicts": verdicts.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
         }),
+        RunEvent::OverallTimeout { timeout_ms } => json!({
+            "type": "overall-timeout",
+            "timeoutMs": timeout_ms,
+        }),
         RunEvent::CellFinished { index, total, cell } => json!({
             "type": "cell-finished",
             "index": index,

@@ -66,6 +66,9 @@ pub(super) fn finish(
     let files = folder.write_report(report).map_err(cannot_write)?;
     // What the components and session stores wrote there, now that they have stopped.
     folder.scrub().map_err(cannot_write)?;
+    folder
+        .check_report(&files)
+        .map_err(|e| CommandError::incomplete(e.to_string()))?;
     let layout = report::Layout {
         width: console::width(stream),
         color,
@@ -77,7 +80,17 @@ pub(super) fn finish(
     github_outputs(report, folder.dir(), format);
     warn_about(report);
     if report.run.interrupted {
-        console::errln("the run was interrupted: the report holds the cells that finished and the one it cut short (`interrupted`)");
+        let cut = report
+            .cells
+            .iter()
+            .filter(|c| c.verdict == Verdict::Interrupted)
+            .count();
+        let held = match cut {
+            0 => "the cells that finished (none was cut short)".to_string(),
+            1 => "the cells that finished and the one it cut short (`interrupted`)".to_string(),
+            n => format!("the cells that finished and the {n} it cut short (`interrupted`)"),
+        };
+        console::errln(&format!("the run was interrupted: the report holds {held}"));
         return Ok(Outcome::Interrupted);
     }
     if report.cells.is_empty() && !empty_ok {

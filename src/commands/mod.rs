@@ -20,6 +20,7 @@ mod error;
 mod events;
 mod gate;
 mod merge;
+mod partial;
 mod progress;
 mod settings;
 mod show;
@@ -118,6 +119,20 @@ pub fn validate(sources: &Sources) -> Result<String, CommandError> {
             c.path().display(),
             targets.len()
         ));
+    }
+    // The expectations file the config names is read as `run` would read it.
+    if let Some(path) = config.as_ref().and_then(|c| c.run.expect.as_deref()) {
+        let expectations = crate::report::expect::Expectations::load(path)?;
+        let names: Vec<String> = if targets.is_empty() {
+            crate::stack::local::TARGETS
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect()
+        } else {
+            targets.iter().map(|t| t.name.clone()).collect()
+        };
+        expectations.check_names(&names, &scenario_names(&scenarios))?;
+        out.push_str(&format!("{}: ok\n", path.display()));
     }
     for s in &scenarios {
         out.push_str(&format!(
@@ -225,8 +240,42 @@ pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
-/// `continuity run`.
+/// `continuity run`. A usage error leaves no `--out` behind: the folders
+/// it created for the run are removed again (while still empty).
 pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
+    let mut created = None;
+    let result = run_in(args, &mut created).await;
+    if let (Err(e), Some((run_dir, first))) = (&result, created) {
+        if e.exit_code() == crate::exit_codes::USAGE {
+            let mut dir = Some(run_dir.as_path());
+            while let Some(d) = dir.filter(|d| d.starts_with(&first)) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    result
+}
+
+/// The outermost folder of `dir` that does not exist yet, if any.
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.exists()) {
+        missing = Some(d.to_path_buf());
+        at = d.parent();
+    }
+    missing
+}
+
+/// [`run`], noting in `created` the run folder and the outermost folder it
+/// had to create for it.
+async fn run_in(
+    args: RunArgs,
+    created: &mut Option<(PathBuf, PathBuf)>,
+) -> Result<Outcome, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
     redact_output_with(None);
     let config = load_config(&args.sources)?;
@@ -256,7 +305,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     // Components run in folders of their own: a relative path would point elsewhere.
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
+    let missing = first_missing(&run_dir);
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
+    *created = missing.map(|first| (run_dir.clone(), first));
     // What the user chose (flag, then config); the local stack's store otherwise.
     let persist = args
         .persist
@@ -281,8 +332,16 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         trace_level: args.trace.into(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
+    let partial = partial::PartialRun::new(
+        folder.clone(),
+        partial::run_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
+    );
+    // Sandbox folders of runs that died without removing them (SIGKILL, a
+    // crash) go now; this run's are claimed until it ends.
+    crate::scenario::sandbox_root::sweep_dead();
+    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    spawn_signal_handler(cancel_tx);
+    spawn_signal_handler(cancel_tx, partial.clone());
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
@@ -295,9 +354,20 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let progress = Progress::start(format == MessageFormat::Human, color);
     let _cleared = ClearOnDrop(progress.clone());
     let shown = progress.clone();
-    let mut on_event = move |event: RunEvent| match format {
-        MessageFormat::Human => shown.event(&event),
-        MessageFormat::Json => events::emit(&events::event_json(&event)),
+    let mut on_event = move |event: RunEvent| {
+        if let RunEvent::CellFinished { cell, .. } = &event {
+            partial.finished(cell);
+        }
+        match format {
+            MessageFormat::Human => shown.event(&event),
+            MessageFormat::Json => {
+                events::emit(&events::event_json(&event));
+                // A person reads stderr in either format.
+                if matches!(event, RunEvent::OverallTimeout { .. }) {
+                    shown.event(&event);
+                }
+            }
+        }
     };
     let versions = distinct_versions(&args.server_version)?;
     let client_axis = clients::distinct(&args.clients);
@@ -386,21 +456,34 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 )
                 .await?;
                 progress.clear();
+                crate::scenario::sandbox_root::remove_run(&id);
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
-            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
-            let mut up = workers::up_stacks(
-                &options,
-                jobs,
-                &owner_tag,
-                "stack",
-                cancel_rx.clone(),
-                &progress,
-            )
-            .await?;
-            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
-            let skips = up[0].agent_skips.clone();
-            (stacks, up, skips)
+            if args.partition.is_some() && workers::local_cells(&args, &settings, &versions[0]) == 0
+            {
+                crate::console::errln(
+                    "continuity: this shard holds no cell of the matrix: no stack is started",
+                );
+                (
+                    workers::no_stacks(&args, run_persist(persist.as_ref(), None)),
+                    Vec::new(),
+                    Vec::new(),
+                )
+            } else {
+                let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+                let mut up = workers::up_stacks(
+                    &options,
+                    jobs,
+                    &owner_tag,
+                    "stack",
+                    cancel_rx.clone(),
+                    &progress,
+                )
+                .await?;
+                let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
+                let skips = up[0].agent_skips.clone();
+                (stacks, up, skips)
+            }
         }
     };
     let report = clients::run_clients(
@@ -416,6 +499,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     workers::teardown(run_stacks, &mut local_stacks).await;
     crate::stack::state::end_journal();
     progress.clear();
+    // What a cell's teardown could not remove (it was cut short).
+    crate::scenario::sandbox_root::remove_run(&id);
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
 
@@ -478,18 +563,7 @@ fn local_jobs(
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-        .collect();
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    let cells = workers::cells_per_stack(
-        &targets,
-        &scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    );
+    let cells = workers::local_cells(args, settings, version);
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));
@@ -505,6 +579,9 @@ fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
         if v.is_empty() {
             return Err(CommandError::usage("--server-version: empty version"));
         }
+        // Each version names a stack folder (`stack-VERSION`) and an npm spec.
+        crate::stack::npm::check_version(v)
+            .map_err(|e| CommandError::usage(format!("--server-version {v:?}: {e}")))?;
         if versions.iter().any(|known| known == v) {
             return Err(CommandError::usage(format!(
                 "--server-version {v} is given twice"

@@ -1,5 +1,6 @@
-//! What the user sees while a run goes, and the Ctrl-C handling (the first
-//! stops after cleanup, the second kills everything).
+//! What the user sees while a run goes, and the signal handling (Ctrl-C,
+//! SIGTERM, SIGHUP, SIGQUIT alike): the first stops after cleanup, the
+//! second kills everything and keeps what finished.
 //!
 //! Everything is read from the runner's [`RunEvent`]s and the stacks'
 //! [`Note`]s, never from runner internals. On a terminal (stderr, human
@@ -14,10 +15,12 @@
 //! when its worker moves on.
 
 use super::cell_line::finished_line;
+use super::partial::PartialRun;
 use crate::console::live::{self, LineStyle, LiveLine};
 use crate::runner::RunEvent;
 use crate::stack::progress::Note;
 use std::sync::{Arc, Mutex};
+use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 /// The run's progress display; clones share it (the event callback, each
@@ -108,6 +111,11 @@ impl Progress {
 impl View {
     fn event(&mut self, event: &RunEvent) {
         match event {
+            RunEvent::OverallTimeout { timeout_ms } => {
+                crate::console::errln(&format!(
+                    "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out: stopping, cleaning up and writing the partial report"
+                ));
+            }
             RunEvent::RunStarted { total, .. } => {
                 (self.done, self.total, self.failed) = (0, *total, 0);
                 if let Some(live) = &self.live {
@@ -281,27 +289,54 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-/// First Ctrl-C (or SIGTERM): the running cell stops where it is (recorded
-/// as interrupted), cleans up, and the partial report is written; the live
-/// area goes at once, so the lines that follow read plainly. Second: kill
-/// every process group at once and exit.
-pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
+/// The signals that stop a run: Ctrl-C, `kill`, a closed terminal or a
+/// dropped SSH session (SIGHUP), Ctrl-\ (SIGQUIT); nextest treats them alike.
+const STOPPING: [(SignalKind, &str); 4] = [
+    (SignalKind::interrupt(), "Ctrl-C"),
+    (SignalKind::terminate(), "SIGTERM"),
+    (SignalKind::hangup(), "SIGHUP"),
+    (SignalKind::quit(), "SIGQUIT"),
+];
+
+/// The first stopping signal: the running cell stops where it is
+/// (recorded as interrupted), cleans up, and the partial report is
+/// written; the live area goes at once, so the lines that follow read
+/// plainly. The second: every process group is killed at once, the
+/// report of the cells that finished is written, and the harness exits.
+pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: PartialRun) {
+    let mut streams = Vec::new();
+    for (kind, name) in STOPPING {
+        match signal(kind) {
+            Ok(stream) => streams.push((stream, name)),
+            Err(e) => crate::console::errln(&format!("warning: cannot handle {name}: {e}")),
+        }
+    }
     tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut presses = 0;
         loop {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => { if r.is_err() { return; } }
-                Some(_) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => {}
-            }
+            let next =
+                futures_util::future::select_all(streams.iter_mut().map(|(stream, name)| {
+                    Box::pin(async move { stream.recv().await.map(|_| *name) })
+                }));
+            let (received, _, _) = next.await;
+            let Some(name) = received else { return };
             presses += 1;
             live::clear();
             if presses == 1 {
-                crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
+                crate::console::errln(&format!("\ninterrupted ({name}): stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)"));
                 let _ = cancel.send(true);
             } else {
                 crate::supervise::kill_all_groups();
+                crate::scenario::sandbox_root::remove_run(partial.id());
+                match partial.write() {
+                    Ok(Some(cells)) => crate::console::errln(&format!(
+                        "killed ({name}): the report holds the {cells} cell(s) that had finished"
+                    )),
+                    Ok(None) => {}
+                    Err(e) => crate::console::errln(&format!(
+                        "killed ({name}): cannot write the partial report: {e}"
+                    )),
+                }
                 std::process::exit(i32::from(super::Outcome::Killed.exit_code()));
             }
         }

@@ -5,7 +5,7 @@
 
 use super::{load_report, CommandError};
 use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
-use crate::trace::read_trace;
+use crate::trace::for_each_event;
 use std::path::Path;
 
 /// The text to print for `show RUN [--cell …]`.
@@ -26,10 +26,22 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     } else {
         run.parent().unwrap_or(Path::new(".")).to_path_buf()
     };
-    let events = match &cell.trace {
-        Some(path) => read_trace(&dir.join(path))?,
-        None => Vec::new(),
-    };
+    // A trace that is gone or torn costs its events, never the timeline:
+    // the report's phases are drawn as for a run with `--trace off`, with
+    // whatever events came before the damage.
+    let mut events = Vec::new();
+    if let Some(path) = &cell.trace {
+        if let Err(e) = for_each_event(&dir.join(path), |event| events.push(event)) {
+            crate::console::errln(&format!(
+                "warning: {e}; the timeline shows the report's phases{}",
+                if events.is_empty() {
+                    " only".to_string()
+                } else {
+                    format!(" and the {} events before it", events.len())
+                }
+            ));
+        }
+    }
     Ok(render_timeline(cell, &events))
 }
 

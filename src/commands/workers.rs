@@ -40,6 +40,58 @@ pub(super) fn cells_per_stack(
     }
 }
 
+/// The local stack's targets this run names (all, without `--target`).
+pub(super) fn local_target_names(args: &crate::cli::RunArgs) -> Vec<String> {
+    crate::stack::local::TARGETS
+        .iter()
+        .map(|(n, _)| n.to_string())
+        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+        .collect()
+}
+
+/// How many target × scenario cells one local stack runs for `version`
+/// (the shard's share with `--partition`).
+pub(super) fn local_cells(
+    args: &crate::cli::RunArgs,
+    settings: &crate::runner::RunSettings,
+    version: &str,
+) -> usize {
+    let axis_version = (args.server_version.len() > 1).then_some(version);
+    cells_per_stack(
+        &local_target_names(args),
+        &super::scenario_names(&settings.scenarios),
+        args.partition.as_ref(),
+        axis_version,
+    )
+}
+
+/// A shard of the local stack's matrix that holds no cell: its report
+/// lists the targets and scenarios and no cell, and no stack is started
+/// for it (it would run nothing).
+pub(super) fn no_stacks(args: &crate::cli::RunArgs, persist: PersistChoice) -> RunStacks {
+    RunStacks {
+        own: Worker {
+            base_url: String::new(),
+            targets: Vec::new(),
+            persist,
+            agent_sent_log: None,
+            model_calls: None,
+            sdk_host: Err(crate::client::hosted::Unhosted(
+                "no stack: this shard holds no cell".into(),
+            )),
+            fence: Default::default(),
+        },
+        skipped_targets: local_target_names(args)
+            .iter()
+            .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
+            .collect(),
+        server_version: None,
+        logs: Vec::new(),
+        workers: Vec::new(),
+        jobs: 1,
+    }
+}
+
 /// The folder of worker `k`'s stack (0-based) under `first` (worker 0's).
 pub(super) fn stack_dir(first: &Path, k: usize) -> PathBuf {
     if k == 0 {

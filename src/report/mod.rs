@@ -30,7 +30,9 @@ pub use model::*;
 pub use summary::{fitted_summary, render_summary};
 pub use table::render_text;
 pub use terminal::{render_terminal, Layout};
-pub use write::{default_run_dir, FolderError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES};
+pub use write::{
+    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
+};
 
 #[cfg(test)]
 mod fixture;

@@ -254,7 +254,7 @@ fn default_run_dir_is_timestamp_then_id() {
     );
     assert_eq!(
         default_run_dir(root, started, "../x"),
-        root.join("20261129T120102Z-___x")
+        root.join("20261129T120102Z-_._x")
     );
 }
 
@@ -266,7 +266,7 @@ fn every_report_file_is_redacted() {
     r.cells[0].reason = Some(format!("stderr: Bearer {secret}"));
     if let Some(p) = r.cells[0].phases.first_mut() {
         p.detail
-            .insert(secret.into(), format!("echo {secret}").into());
+            .insert("command".into(), format!("echo {secret}").into());
     }
     r.run.agent = format!("mock {secret}");
     let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
@@ -311,6 +311,73 @@ fn every_report_file_is_redacted() {
         !shown.contains("4711") && !shown.contains("tok-"),
         "{shown}"
     );
+}
+
+/// Secrets that equal the report's own words (a field name, a verdict)
+/// once renamed fields and broke every reader of report.json.
+#[test]
+fn secrets_equal_to_the_reports_words_leave_it_readable() {
+    for secret in [
+        "durationMs",
+        "verdict",
+        "pass",
+        "phases",
+        "attempts",
+        "outcome",
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut r = fixture::report();
+        r.cells[0].reason = Some(format!("saw {secret} in the log"));
+        let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
+        // A component's JSON log and a trace line of the same words.
+        std::fs::create_dir_all(tmp.path().join("cells/1")).unwrap();
+        let trace = tmp.path().join("cells/1/trace.jsonl");
+        std::fs::write(
+            &trace,
+            format!("{{\"{secret}\":\"{secret} here\"}}\nnot json {secret}\n"),
+        )
+        .unwrap();
+        let files = folder.write_report(&r).expect("writes");
+        folder.scrub().expect("scrubs");
+        folder
+            .check_report(&files)
+            .unwrap_or_else(|e| panic!("{secret}: {e}"));
+        let text = std::fs::read_to_string(&files.json).unwrap();
+        let back = crate::report::compare::read_report(&text).unwrap();
+        assert_eq!(back.cells.len(), r.cells.len(), "{secret}");
+        assert_eq!(back.cells[0].verdict, r.cells[0].verdict, "{secret}");
+        assert_eq!(
+            back.cells[0].reason.as_deref(),
+            Some("saw [redacted] in the log"),
+            "{secret}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            format!("{{\"{secret}\":\"[redacted] here\"}}\nnot json [redacted]\n"),
+            "{secret}"
+        );
+        let junit = std::fs::read_to_string(&files.junit).unwrap();
+        assert!(junit.contains("<testsuites"), "{secret}: {junit}");
+    }
+}
+
+/// A report.json that does not parse back into the model fails the check.
+#[test]
+fn a_report_that_does_not_read_back_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::none());
+    let files = folder.write_report(&fixture::report()).unwrap();
+    folder
+        .check_report(&files)
+        .expect("a fresh report reads back");
+    let text = std::fs::read_to_string(&files.json).unwrap();
+    std::fs::write(
+        &files.json,
+        text.replacen("\"durationMs\"", "\"[redacted]\"", 1),
+    )
+    .unwrap();
+    let e = folder.check_report(&files).unwrap_err();
+    assert!(e.to_string().contains("report.json"), "{e}");
 }
 
 #[test]

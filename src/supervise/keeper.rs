@@ -8,6 +8,9 @@
 //! SIGKILLs every group whose leader is still the process recorded, then
 //! every process carrying the run's owner tag (see [`super::owner`]).
 //!
+//! A keeper that dies while the harness runs (killed by hand) is noticed
+//! within half a second, said so, and replaced by one told the same groups.
+//!
 //! `PR_SET_PDEATHSIG` alone would not do: it fires when the spawning
 //! *thread* exits (tokio's blocking threads come and go), and it reaches
 //! neither grandchildren nor programs that start their own group.
@@ -25,10 +28,16 @@ use std::time::{Duration, Instant};
 /// How long the harness waits, on its way out, for the keeper's last sweep.
 const FINISH_BOUND: Duration = Duration::from_secs(5);
 
-/// The keeper process and the harness's end of its stdin.
+/// How often the harness checks that its keeper still runs.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// The keeper process, the harness's end of its stdin, and what it was
+/// told (so a new keeper can be told it again).
 struct Keeper {
     child: Child,
     line: UnixStream,
+    tag: String,
+    groups: HashMap<i32, u64>,
 }
 
 static KEEPER: Mutex<Option<Keeper>> = Mutex::new(None);
@@ -37,15 +46,11 @@ fn keeper() -> std::sync::MutexGuard<'static, Option<Keeper>> {
     KEEPER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn send(line: &str) {
-    let guard = keeper();
-    let Some(keeper) = guard.as_ref() else {
-        return;
-    };
+fn send_to(keeper: &Keeper, line: &str) {
     let text = format!("{line}\n");
     // A socket, not a pipe: a keeper that died gets the harness an EPIPE
     // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
-    // A dead keeper cannot be helped; the harness still cleans up itself.
+    // A dead keeper is replaced by the watch (see `watch`).
     // SAFETY: send(2) of a live buffer on a socket we own.
     let _ = unsafe {
         libc::send(
@@ -57,9 +62,9 @@ fn send(line: &str) {
     };
 }
 
-/// Starts the keeper for the owner `tag` (the running binary, re-executed).
-/// Its own process group keeps it out of a terminal's Ctrl-C.
-pub fn start(tag: &str) -> Result<(), super::ProcessError> {
+/// A keeper process for `tag` (the running binary, re-executed). Its own
+/// process group keeps it out of a terminal's Ctrl-C.
+fn spawn(tag: &str, groups: HashMap<i32, u64>) -> Result<Keeper, super::ProcessError> {
     use super::ProcessError;
     let exe =
         std::env::current_exe().map_err(ProcessError::io("cannot find the continuity binary"))?;
@@ -73,36 +78,116 @@ pub fn start(tag: &str) -> Result<(), super::ProcessError> {
         .process_group(0)
         .spawn()
         .map_err(ProcessError::io("cannot start the keeper process"))?;
-    *keeper() = Some(Keeper { child, line });
+    let keeper = Keeper {
+        child,
+        line,
+        tag: tag.to_string(),
+        groups,
+    };
+    for (pgid, started) in &keeper.groups {
+        send_to(&keeper, &format!("group {pgid} {started}"));
+    }
+    Ok(keeper)
+}
+
+/// Starts the keeper for the owner `tag`, and a watch that replaces it
+/// should it die (killed by hand, the OOM killer) while the harness runs:
+/// the new one is told every group the old one knew.
+pub fn start(tag: &str) -> Result<(), super::ProcessError> {
+    *keeper() = Some(spawn(tag, HashMap::new())?);
+    std::thread::spawn(watch);
     Ok(())
+}
+
+/// Until the keeper is finished or released: a keeper that exited is
+/// said so and replaced.
+fn watch() {
+    loop {
+        std::thread::sleep(WATCH_EVERY);
+        let mut guard = keeper();
+        let Some(current) = guard.as_mut() else {
+            return;
+        };
+        let Ok(Some(status)) = current.child.try_wait() else {
+            continue;
+        };
+        let pid = current.child.id();
+        let (tag, groups) = (current.tag.clone(), current.groups.clone());
+        match spawn(&tag, groups) {
+            Ok(replacement) => {
+                crate::console::errln(&format!(
+                    "warning: the keeper process (pid {pid}) ended ({status}); a new one (pid {}) now makes sure nothing outlives the harness",
+                    replacement.child.id()
+                ));
+                *guard = Some(replacement);
+            }
+            Err(e) => {
+                crate::console::errln(&format!(
+                    "warning: the keeper process (pid {pid}) ended ({status}) and cannot be replaced ({e}): should the harness be killed, what it started may outlive it"
+                ));
+                *guard = None;
+                return;
+            }
+        }
+    }
+}
+
+/// Whether a keeper for `tag` runs: the harness that owns the tag (a run,
+/// a `stack up` still starting) is alive, since a keeper outlives its
+/// harness only for its last sweep.
+pub fn running_for(tag: &str) -> bool {
+    let wanted = format!(" keeper --owner {tag}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(owner::command_line)
+        .any(|line| line.ends_with(&wanted))
 }
 
 /// Tells the keeper about a group the harness started (its leader's pid).
 pub fn track(pgid: i32) {
     if let Some(started) = owner::start_time(pgid) {
-        send(&format!("group {pgid} {started}"));
+        if let Some(keeper) = keeper().as_mut() {
+            keeper.groups.insert(pgid, started);
+            send_to(keeper, &format!("group {pgid} {started}"));
+        }
     }
 }
 
 /// Tells the keeper a group was stopped (or handed over) by the harness.
 pub fn untrack(pgid: i32) {
-    send(&format!("ungroup {pgid}"));
+    if let Some(keeper) = keeper().as_mut() {
+        keeper.groups.remove(&pgid);
+        send_to(keeper, &format!("ungroup {pgid}"));
+    }
 }
 
 /// Lets the keeper go without killing anything: `stack up` hands its
-/// components over to `stack down`.
+/// components over to `stack down`. Taken out of the watch's reach first,
+/// so a keeper that exits on `release` is not taken for one that died.
 pub fn release() {
-    send("release");
-    finish();
+    let taken = keeper().take();
+    if let Some(keeper) = taken {
+        send_to(&keeper, "release");
+        wait_out(keeper);
+    }
 }
 
 /// On the harness's way out, after its own cleanup: closes the pipe and
 /// waits (a few seconds at most) for the keeper's final sweep, so the
 /// keeper is not left running either.
 pub fn finish() {
-    let Some(Keeper { mut child, line }) = keeper().take() else {
-        return;
-    };
+    let taken = keeper().take();
+    if let Some(keeper) = taken {
+        wait_out(keeper);
+    }
+}
+
+fn wait_out(keeper: Keeper) {
+    let Keeper {
+        mut child, line, ..
+    } = keeper;
     drop(line);
     let until = Instant::now() + FINISH_BOUND;
     while Instant::now() < until {

@@ -69,6 +69,35 @@ pub fn carries_tag(pid: i32, tag: &str) -> bool {
             .any(|entry| entry == wanted.as_bytes())
 }
 
+/// The owner tag in the process's environment, if it carries one.
+pub fn tag_of(pid: i32) -> Option<String> {
+    let mut environ = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .and_then(|mut f| f.read_to_end(&mut environ))
+        .ok()?;
+    let prefix = format!("{OWNER_ENV}=");
+    environ.split(|b| *b == 0).find_map(|entry| {
+        let tag = entry.strip_prefix(prefix.as_bytes())?;
+        Some(String::from_utf8_lossy(tag).into_owned())
+    })
+}
+
+/// The folder an owner tag names: [`new_tag`] writes `<id>:<folder>`.
+pub fn tag_folder(tag: &str) -> Option<&str> {
+    tag.split_once(':').map(|(_, folder)| folder)
+}
+
+/// The process's command line, its arguments joined by spaces.
+pub fn command_line(pid: i32) -> Option<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let words: Vec<String> = bytes
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    Some(words.join(" "))
+}
+
 /// A process held by a pidfd: while it is open, the number cannot name
 /// another process for us, so what we read from `/proc` after opening it and
 /// the signal we send through it concern the same process.
@@ -85,6 +114,10 @@ impl Pinned {
         // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         (fd >= 0).then_some(Pinned { pid, fd })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// Whether the pinned process still runs (and so the reads were about it).
@@ -171,6 +204,21 @@ pub fn tagged(tag: &str) -> Vec<Pinned> {
         .filter_map(Pinned::open)
         .filter(|p| !group_and_state(p.pid).is_some_and(|(_, zombie)| zombie))
         .filter(|p| p.owned_by(tag))
+        .collect()
+}
+
+/// Every live process whose owner tag names `dir` as its folder (any run
+/// or `stack up` there, whichever its id), pinned, with its tag.
+pub fn tagged_in(dir: &std::path::Path) -> Vec<(String, Pinned)> {
+    let folder = dir.display().to_string();
+    all_pids()
+        .into_iter()
+        .filter_map(Pinned::open)
+        .filter(|p| p.running())
+        .filter_map(|p| {
+            let tag = tag_of(p.pid)?;
+            (tag_folder(&tag) == Some(folder.as_str()) && p.alive()).then_some((tag, p))
+        })
         .collect()
 }
 

@@ -471,7 +471,7 @@ fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: Pro
 fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))
-        .join(format!("{target}.log"))
+        .join(format!("{}.log", crate::file_name::safe(target)))
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.

@@ -184,7 +184,12 @@ fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
         "{\"t\":0,\"ev\":\"trace\",\"schema\":\"continuity.trace/v1\"}\n\u{0}garbage\n",
     )
     .unwrap();
-    usage(&[run, "--cell", "agent/s"], "trace.jsonl: line 2");
+    // A torn trace costs its events, not the timeline (as `--trace off`).
+    let torn = show(&[run, "--cell", "agent/s"]);
+    assert_exit(&torn, exit_codes::OK);
+    let (out, err) = text(&torn);
+    assert!(err.contains("trace.jsonl: line 2"), "{err}");
+    assert!(out.contains("promptAfter ◀ boundary"), "{out}");
 
     let report = dir.path().join("report.json");
     let text = std::fs::read_to_string(&report)

@@ -6,6 +6,7 @@ mod client_real_server;
 mod clients_e2e;
 mod diagnosis_e2e;
 mod gate_e2e;
+mod hygiene_e2e;
 mod jobs_e2e;
 mod mid_turn_e2e;
 mod progress_tty;
