@@ -4,7 +4,9 @@
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunSettings};
+use crate::runner::{
+    self, Matrix, PersistChoice, PersistFactory, PersistPoint, RunEvent, RunSettings, ServerPoint,
+};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -12,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
-mod agents;
+mod axes;
 mod cell_line;
-mod clients;
 mod deployment;
 mod error;
 mod events;
@@ -24,7 +25,6 @@ mod progress;
 mod settings;
 mod show;
 mod stack;
-mod versions;
 mod workers;
 
 use crate::stop_flag::wait_true;
@@ -299,29 +299,25 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         MessageFormat::Human => shown.event(&event),
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
-    let versions = distinct_versions(&args.server_version)?;
-    let client_axis = clients::distinct(&args.clients);
-    // What the cells run on, built whole: a deployment, or one local stack
-    // (`--jobs`: several). A version axis runs its own stacks and report.
-    let (mut run_stacks, mut local_stacks, agent_skips) = match base_url {
-        Some(_) if versions.len() > 1 => {
-            return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
-        }
+    let chosen = axes::Chosen::of(&args, agents, persist.as_ref())?;
+    // What the cells run on, built whole: a deployment, or the local stacks
+    // (`--jobs`: several), each of which serves every server point.
+    let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
         Some(url) => {
-            clients::refuse_without_rivet(&client_axis)?;
+            chosen.refuse_on_a_deployment()?;
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
+            let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
             let stacks =
                 deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
-            (stacks, Vec::new(), Vec::new())
+            (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
             if config
@@ -330,28 +326,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             {
                 return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
             }
-            let options = StackOptions {
-                run_dir: run_dir.join("stack"),
-                server_version: versions[0].clone(),
-                agent_program: std::env::current_exe().map_err(|e| {
-                    CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
-                })?,
-                only: args.targets.clone(),
-                rivet_save: match args.rivet_save {
-                    RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
-                    RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
-                },
-                rivet_stop: match args.rivet_stop {
-                    RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
-                    RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
-                },
-                agents: agents.clone(),
-                sdk_version: args.sdk_version.clone(),
-            };
-            for name in &agents {
+            for name in &chosen.agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let local_targets = select(
+            let names: Vec<String> = select(
                 crate::stack::local::TARGETS
                     .iter()
                     .map(|(n, _)| *n)
@@ -359,36 +337,25 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 &args.targets,
                 |n| n,
                 "target",
-            )?;
+            )?
+            .into_iter()
+            .map(String::from)
+            .collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
-                return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
-            }
-            if versions.len() > 1 {
-                let jobs: Vec<usize> = versions
-                    .iter()
-                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v))
-                    .collect();
-                let report = versions::run_versions(
-                    &settings,
-                    &options,
-                    &versions,
-                    persist.as_ref(),
-                    &jobs,
-                    &owner_tag,
-                    cancel_rx.clone(),
-                    &mut on_event,
-                    &run_dir,
-                    &progress,
-                )
-                .await?;
-                progress.clear();
-                return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
-            }
-            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+            let options = local_stack_options(&args, &run_dir, &chosen)?;
+            // One store whichever it is: the count of cells is the same.
+            let cells = Matrix::build(
+                names.clone(),
+                &settings.scenarios,
+                chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+                settings.partition.as_ref(),
+            )
+            .cells
+            .len();
+            let jobs = local_jobs(&args, run_defaults.jobs, cells);
+            let binaries = workers::install_servers(&chosen.servers, &progress).await?;
             let mut up = workers::up_stacks(
                 &options,
                 jobs,
@@ -398,17 +365,25 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 &progress,
             )
             .await?;
-            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
-            let skips = up[0].agent_skips.clone();
-            (stacks, up, skips)
+            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir, binaries);
+            (stacks, up, names, chosen.servers.clone())
         }
     };
-    let report = clients::run_clients(
+    // The store the user chose, else the stack's Rivet actor when it runs one.
+    let store = match run_stacks.own.rivet_store {
+        Some(_) => PersistPoint::Rivet,
+        None => PersistPoint::Sqlite,
+    };
+    let matrix = Matrix::build(
+        targets,
+        &settings.scenarios,
+        chosen.axes(servers, store),
+        settings.partition.as_ref(),
+    );
+    let report = runner::run(
         &settings,
+        &matrix,
         &mut run_stacks,
-        &client_axis,
-        &agents,
-        &agent_skips,
         cancel_rx.clone(),
         &mut on_event,
     )
@@ -427,6 +402,38 @@ impl Drop for ClearOnDrop {
     fn drop(&mut self) {
         self.0.clear();
     }
+}
+
+/// The local stack every worker's stack is made from: it comes up running
+/// the first server point (the others are switched to between cells).
+fn local_stack_options(
+    args: &RunArgs,
+    run_dir: &Path,
+    chosen: &axes::Chosen,
+) -> Result<StackOptions, CommandError> {
+    let first = match chosen.servers.first().map(|s| &s.source) {
+        Some(runner::ServerSource::Registry(version)) => version.clone(),
+        _ => crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+    };
+    let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
+    Ok(StackOptions {
+        run_dir: run_dir.join("stack"),
+        server_version: first,
+        agent_program: std::env::current_exe().map_err(|e| {
+            CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
+        })?,
+        only: args.targets.clone(),
+        rivet_save: match args.rivet_save {
+            RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
+            RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
+        },
+        rivet_stop: match args.rivet_stop {
+            RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
+            RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
+        },
+        agents: chosen.agents.clone(),
+        sdk_version: Some(sdk_version.clone()),
+    })
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.
@@ -466,53 +473,18 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
 }
 
 /// How many stacks the local stack runs side by side: `--jobs` (or the
-/// number of CPUs), never more than one stack's share of cells needs, with
-/// a message when that is fewer than asked.
-fn local_jobs(
-    args: &RunArgs,
-    config_jobs: Option<u32>,
-    settings: &RunSettings,
-    version: &str,
-) -> usize {
+/// number of CPUs), never more than the run's `cells` need, with a message
+/// when that is fewer than asked.
+fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, cells: usize) -> usize {
     let given = args.jobs.or(config_jobs);
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-        .collect();
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    let cells = workers::cells_per_stack(
-        &targets,
-        &scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    );
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
-}
-
-/// The `--server-version` values, each once; several make a version axis.
-fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
-    let mut versions: Vec<String> = Vec::new();
-    for v in given {
-        let v = v.trim();
-        if v.is_empty() {
-            return Err(CommandError::usage("--server-version: empty version"));
-        }
-        if versions.iter().any(|known| known == v) {
-            return Err(CommandError::usage(format!(
-                "--server-version {v} is given twice"
-            )));
-        }
-        versions.push(v.to_string());
-    }
-    Ok(versions)
 }
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {

@@ -105,6 +105,7 @@ pub(super) async fn run_attempts(
                 target: target.clone(),
                 scenario: scenario.name.clone(),
                 attempt: number,
+                point: Box::new(plan.point.clone()),
             });
             let mut attempt = run_one(
                 plan,
@@ -136,6 +137,7 @@ pub(super) async fn run_attempts(
                     attempt: Box::new(finished.clone()),
                     target: target.clone(),
                     scenario: scenario.name.clone(),
+                    point: Box::new(plan.point.clone()),
                 });
                 attempt = PendingAttempt::ready(finished);
             }
