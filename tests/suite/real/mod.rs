@@ -7,6 +7,7 @@ mod clients_e2e;
 mod diagnosis_e2e;
 mod gate_e2e;
 mod jobs_e2e;
+mod matrix_e2e;
 mod mid_turn_e2e;
 mod progress_tty;
 mod real_agents_e2e;

@@ -4,9 +4,9 @@
 //! node/npm, and the npm registry's sandbox-agent 0.4.0 and 0.4.2
 //! (`.ci/run` installs them); without them they fail, loudly.
 
-mod support;
+use crate::support;
 
-use support::{continuity_with, report};
+use crate::support::{continuity_with, report};
 
 use continuity::exit_codes;
 use serde_json::Value;
