@@ -373,3 +373,23 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
     planned.labels.stamp(&mut cell);
     Some(cell)
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A worker of no stack: its targets, SQLite, nothing hosted.
+    pub(crate) fn bare_worker(targets: Vec<Target>) -> Worker {
+        Worker {
+            base_url: "http://127.0.0.1:9".into(),
+            targets,
+            persist: PersistChoice::Sqlite,
+            rivet_store: None,
+            agent_sent_log: None,
+            model_calls: None,
+            sdk_host: Err(Unhosted("no stack".into())),
+            fence: Default::default(),
+            server: None,
+        }
+    }
+}

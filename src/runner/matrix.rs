@@ -361,8 +361,22 @@ impl Matrix {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// A rust cell of `target` × native-continuity on server point `server`.
+    pub(in crate::runner) fn point(target: &str, server: &str) -> CellPoint {
+        CellPoint {
+            target: target.into(),
+            scenario: "native-continuity".into(),
+            agent: DEFAULT_AGENT.into(),
+            real_agent: false,
+            client: ClientKind::Rust,
+            server: ServerPoint::registry(server),
+            sdk: None,
+            persist: PersistPoint::Sqlite,
+        }
+    }
 
     fn scenarios(names: &[&str]) -> Vec<Scenario> {
         let all = crate::scenario::builtin_scenarios();

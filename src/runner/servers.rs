@@ -167,3 +167,92 @@ fn note_in_log(target: &Target, line: &str) {
         let _ = writeln!(file, "{line}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::matrix::tests::point;
+    use crate::targets::{ManagedSpec, Readiness, RestartAction};
+    use std::time::Duration;
+
+    /// A worker whose `agent` target is a tiny HTTP server on 127.0.0.1,
+    /// run by `/usr/bin/dash` (point `good`); point `bad` names a program
+    /// that does not exist.
+    async fn worker(dir: &std::path::Path) -> Worker {
+        let port = crate::supervise::free_port().unwrap();
+        let python = std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 is needed for this test");
+        let python = String::from_utf8_lossy(&python.stdout).trim().to_string();
+        let script = format!("exec {python} -m http.server --bind 127.0.0.1 {port}");
+        let mut spec = ManagedSpec::new("/usr/bin/dash", ["-c".to_string(), script]);
+        spec.log = Some(dir.join("server.log"));
+        spec.grace = Duration::from_secs(2);
+        let mut target = Target::new(
+            "agent",
+            RestartAction::Managed(spec),
+            Readiness::Tcp {
+                addr: format!("127.0.0.1:{port}"),
+            },
+        )
+        .with_ready_timeout(Duration::from_secs(15));
+        target.prepare().await.expect("the server starts");
+        let binaries: Arc<[ServedBinary]> = vec![
+            ServedBinary {
+                label: "good".into(),
+                binary: "/usr/bin/dash".into(),
+            },
+            ServedBinary {
+                label: "bad".into(),
+                binary: dir.join("no-such-server"),
+            },
+        ]
+        .into();
+        let mut worker = crate::runner::tests::bare_worker(vec![target]);
+        worker.server = Some(ServerSlot::new(binaries, "good", "agent", None));
+        worker
+    }
+
+    /// A point whose binary cannot start makes its cells errors that say
+    /// so, at once for the next ones; a good point starts again after it.
+    #[tokio::test]
+    async fn a_point_that_cannot_start_errs_its_cells_and_the_stack_serves_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut worker = worker(dir.path()).await;
+        let good = point("agent", "good");
+        let bad = point("agent", "bad");
+        assert!(worker.serves(&good.server));
+        worker
+            .take_point(&good)
+            .await
+            .expect("already serving good");
+        let e = worker.take_point(&bad).await.unwrap_err();
+        assert!(
+            e.starts_with("sandbox-agent bad did not start on this stack"),
+            "{e}"
+        );
+        assert!(!worker.serves(&good.server) && !worker.serves(&bad.server));
+        let started = std::time::Instant::now();
+        assert_eq!(worker.take_point(&bad).await.unwrap_err(), e);
+        assert!(started.elapsed() < Duration::from_secs(1), "no second wait");
+        worker.take_point(&good).await.expect("good starts again");
+        assert!(worker.serves(&good.server));
+        let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+        assert!(log.contains("continuity: sandbox-agent bad ("), "{log}");
+        assert!(log.contains("continuity: sandbox-agent good ("), "{log}");
+        worker.targets[0].shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_cell_in_rivet_needs_the_stacks_rivet_store() {
+        let mut worker = crate::runner::tests::bare_worker(Vec::new());
+        let mut rivet = point("agent", "0.4.2");
+        rivet.persist = PersistPoint::Rivet;
+        let e = worker.take_point(&rivet).await.unwrap_err();
+        assert!(e.contains("Rivet store"), "{e}");
+        rivet.persist = PersistPoint::Memory;
+        worker.take_point(&rivet).await.unwrap();
+        assert_eq!(worker.persist, PersistChoice::Memory);
+    }
+}

@@ -381,9 +381,56 @@ pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{dispatch_order, workers_for, Job};
-    use crate::runner::matrix::{CellPoint, PersistPoint, ServerPoint};
-    use crate::runner::ClientKind;
+    use super::{dispatch_order, next_job, workers_for, Job};
+    use crate::runner::matrix::tests::point;
+    use crate::runner::{ServedBinary, ServerSlot};
+    use crate::targets::{Readiness, RestartAction, Target};
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::Mutex;
+
+    fn job(index: usize, target: &str, scenario: usize, server: &str) -> Job {
+        Job {
+            index,
+            target: target.to_string(),
+            scenario,
+            point: point(target, server),
+            labels: Default::default(),
+        }
+    }
+
+    /// A worker whose stack runs 0.4.2 takes the 0.4.2 cell first, though
+    /// a 0.4.0 cell is ahead of it in line; with only 0.4.0 left, it takes that.
+    #[test]
+    fn a_worker_takes_the_cells_of_the_server_it_runs_first() {
+        let target = Target::new(
+            "gateway",
+            RestartAction::Command {
+                command: "true".into(),
+                timeout: std::time::Duration::from_secs(1),
+            },
+            Readiness::None,
+        );
+        let mut worker = crate::runner::tests::bare_worker(vec![target]);
+        let binaries: Vec<ServedBinary> = ["0.4.0", "0.4.2"]
+            .iter()
+            .map(|v| ServedBinary {
+                label: v.to_string(),
+                binary: format!("/bin/sandbox-agent-{v}").into(),
+            })
+            .collect();
+        worker.server = Some(ServerSlot::new(binaries.into(), "0.4.2", "agent", None));
+        let queue = Mutex::new(VecDeque::from([
+            job(1, "gateway", 0, "0.4.0"),
+            job(2, "gateway", 0, "0.4.2"),
+        ]));
+        let pick = || {
+            next_job(&queue, &worker, &HashMap::new(), |_| false)
+                .map(|(job, _)| job.index)
+                .unwrap()
+        };
+        assert_eq!(pick(), 2);
+        assert_eq!(pick(), 1);
+    }
 
     #[test]
     fn workers_take_each_targets_first_cell_then_each_ones_second() {
@@ -391,22 +438,7 @@ mod tests {
         let jobs = matrix
             .iter()
             .enumerate()
-            .map(|(n, (target, scenario))| Job {
-                index: n + 1,
-                target: target.to_string(),
-                scenario: *scenario,
-                point: CellPoint {
-                    target: target.to_string(),
-                    scenario: "s".into(),
-                    agent: "mock".into(),
-                    real_agent: false,
-                    client: ClientKind::Rust,
-                    server: ServerPoint::registry("0.4.2"),
-                    sdk: None,
-                    persist: PersistPoint::Sqlite,
-                },
-                labels: Default::default(),
-            })
+            .map(|(n, (target, scenario))| job(n + 1, target, *scenario, "0.4.2"))
             .collect();
         let order: Vec<usize> = dispatch_order(jobs).iter().map(|j| j.index).collect();
         assert_eq!(order, [1, 4, 5, 2, 6, 3]);
