@@ -248,6 +248,12 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
+    // What the user chose (flag, then config); the local stack's store otherwise.
+    let persist = args
+        .persist
+        .map(PersistChoice::from)
+        .or_else(|| run_defaults.persist.clone());
+    let chosen = axes::Chosen::of(&args, agents, persist.as_ref())?;
     let id = short_id();
     let run_dir = args
         .out
@@ -257,11 +263,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
-    // What the user chose (flag, then config); the local stack's store otherwise.
-    let persist = args
-        .persist
-        .map(PersistChoice::from)
-        .or_else(|| run_defaults.persist.clone());
     let settings = RunSettings {
         id: id.clone(),
         token,
@@ -299,7 +300,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         MessageFormat::Human => shown.event(&event),
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
-    let chosen = axes::Chosen::of(&args, agents, persist.as_ref())?;
     // What the cells run on, built whole: a deployment, or the local stacks
     // (`--jobs`: several), each of which serves every server point.
     let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
@@ -344,7 +344,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let options = local_stack_options(&args, &run_dir, &chosen)?;
+            let (options, serving) = local_stack_options(&args, &run_dir, &chosen)?;
             // One store whichever it is: the count of cells is the same.
             let cells = Matrix::build(
                 names.clone(),
@@ -365,7 +365,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 &progress,
             )
             .await?;
-            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir, binaries);
+            let stacks = workers::attach(
+                &mut up,
+                persist.as_ref(),
+                &run_dir,
+                binaries,
+                serving.as_deref(),
+            );
             (stacks, up, names, chosen.servers.clone())
         }
     };
@@ -404,21 +410,28 @@ impl Drop for ClearOnDrop {
     }
 }
 
-/// The local stack every worker's stack is made from: it comes up running
-/// the first server point (the others are switched to between cells).
+/// The local stack every worker's stack is made from, and the label of
+/// the server point it comes up running: the first, when that is a
+/// registry version (the others are switched to between cells).
 fn local_stack_options(
     args: &RunArgs,
     run_dir: &Path,
     chosen: &axes::Chosen,
-) -> Result<StackOptions, CommandError> {
-    let first = match chosen.servers.first().map(|s| &s.source) {
-        Some(runner::ServerSource::Registry(version)) => version.clone(),
-        _ => crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+) -> Result<(StackOptions, Option<String>), CommandError> {
+    let (version, serving) = match chosen.servers.first() {
+        Some(ServerPoint {
+            label,
+            source: runner::ServerSource::Registry(version),
+        }) => (version.clone(), Some(label.clone())),
+        _ => (
+            crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+            None,
+        ),
     };
     let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
-    Ok(StackOptions {
+    let options = StackOptions {
         run_dir: run_dir.join("stack"),
-        server_version: first,
+        server_version: version,
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,
@@ -433,7 +446,8 @@ fn local_stack_options(
         },
         agents: chosen.agents.clone(),
         sdk_version: Some(sdk_version.clone()),
-    })
+    };
+    Ok((options, serving))
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.

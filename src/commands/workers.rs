@@ -184,12 +184,13 @@ fn shape(stack: &LocalStack) -> Vec<String> {
 /// stack (its targets, URL, persist driver), each further one as a worker of
 /// its own. Each stack's cells keep their sessions where `chosen` says,
 /// else in that stack's own Rivet actor. Every stack came up running the
-/// first of `binaries` and switches between them.
+/// point labelled `serving` and switches between `binaries`.
 pub(super) fn attach(
     stacks: &mut [LocalStack],
     chosen: Option<&PersistChoice>,
     run_dir: &Path,
     binaries: Vec<ServedBinary>,
+    serving: Option<&str>,
 ) -> RunStacks {
     let logs = logs(stacks, run_dir);
     let server_version = reported_versions(&binaries);
@@ -204,14 +205,12 @@ pub(super) fn attach(
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
         fence: Default::default(),
-        server: binaries.first().map(|first| {
-            ServerSlot::new(
-                binaries.clone(),
-                &first.label,
-                server,
-                stack.take_background(server),
-            )
-        }),
+        server: Some(ServerSlot::new(
+            binaries.clone(),
+            serving,
+            server,
+            stack.take_background(server),
+        )),
     });
     let own = workers
         .next()

@@ -41,12 +41,13 @@ pub struct ServerSlot {
 }
 
 impl ServerSlot {
-    /// The slot of a stack that came up running the `serving` point, its
+    /// The slot of a stack that came up running the `serving` point
+    /// (`None`: none of `binaries`, so its first cell switches), its
     /// server the restart target `target` (`background` when this run
     /// does not restart it).
     pub fn new(
         binaries: Arc<[ServedBinary]>,
-        serving: &str,
+        serving: Option<&str>,
         target: &str,
         background: Option<Target>,
     ) -> ServerSlot {
@@ -54,7 +55,7 @@ impl ServerSlot {
             binaries,
             target: target.to_string(),
             background,
-            serving: Some(serving.to_string()),
+            serving: serving.map(str::to_string),
             failed: Vec::new(),
         }
     }
@@ -210,7 +211,7 @@ mod tests {
         ]
         .into();
         let mut worker = crate::runner::tests::bare_worker(vec![target]);
-        worker.server = Some(ServerSlot::new(binaries, "good", "agent", None));
+        worker.server = Some(ServerSlot::new(binaries, Some("good"), "agent", None));
         worker
     }
 

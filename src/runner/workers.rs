@@ -418,7 +418,12 @@ mod tests {
                 binary: format!("/bin/sandbox-agent-{v}").into(),
             })
             .collect();
-        worker.server = Some(ServerSlot::new(binaries.into(), "0.4.2", "agent", None));
+        worker.server = Some(ServerSlot::new(
+            binaries.into(),
+            Some("0.4.2"),
+            "agent",
+            None,
+        ));
         let queue = Mutex::new(VecDeque::from([
             job(1, "gateway", 0, "0.4.0"),
             job(2, "gateway", 0, "0.4.2"),
