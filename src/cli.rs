@@ -251,7 +251,7 @@ pub struct RunArgs {
     /// Session store of each cell.
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Option<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: one stack per version, one matrix.
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix.
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
     pub server_version: Vec<String>,
     /// How the local stack's Rivet actor saves session history.

@@ -7,8 +7,9 @@
 //!
 //! - `commands`: the CLI edge, one function per subcommand; exit codes
 //! - `cli`: the command line as clap parses it
-//! - `runner`: the matrix (targets × scenarios × versions × agents ×
-//!   attempts), cells handed to `--jobs` workers, events out, a report back
+//! - `runner`: the matrix (targets × scenarios × agents × clients ×
+//!   servers × SDKs × stores, built whole; attempts as they run), cells
+//!   handed to `--jobs` workers from one queue, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
 //!   RivetKit runner, real agents and the fake provider they talk to)

@@ -4,7 +4,9 @@
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunSettings};
+use crate::runner::{
+    self, Matrix, PersistChoice, PersistFactory, PersistPoint, RunEvent, RunSettings, ServerPoint,
+};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -12,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
-mod agents;
+mod axes;
 mod cell_line;
-mod clients;
 mod deployment;
 mod error;
 mod events;
@@ -25,7 +26,6 @@ mod progress;
 mod settings;
 mod show;
 mod stack;
-mod versions;
 mod workers;
 
 use crate::stop_flag::wait_true;
@@ -297,6 +297,12 @@ async fn run_in(
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
+    // What the user chose (flag, then config); the local stack's store otherwise.
+    let persist = args
+        .persist
+        .map(PersistChoice::from)
+        .or_else(|| run_defaults.persist.clone());
+    let chosen = axes::Chosen::of(&args, agents.clone(), persist.as_ref())?;
     let id = short_id();
     let run_dir = args
         .out
@@ -308,11 +314,6 @@ async fn run_in(
     let missing = first_missing(&run_dir);
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
     *created = missing.map(|first| (run_dir.clone(), first));
-    // What the user chose (flag, then config); the local stack's store otherwise.
-    let persist = args
-        .persist
-        .map(PersistChoice::from)
-        .or_else(|| run_defaults.persist.clone());
     let settings = RunSettings {
         id: id.clone(),
         token,
@@ -369,29 +370,24 @@ async fn run_in(
             }
         }
     };
-    let versions = distinct_versions(&args.server_version)?;
-    let client_axis = clients::distinct(&args.clients);
-    // What the cells run on, built whole: a deployment, or one local stack
-    // (`--jobs`: several). A version axis runs its own stacks and report.
-    let (mut run_stacks, mut local_stacks, agent_skips) = match base_url {
-        Some(_) if versions.len() > 1 => {
-            return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
-        }
+    // What the cells run on, built whole: a deployment, or the local stacks
+    // (`--jobs`: several), each of which serves every server point.
+    let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
         Some(url) => {
-            clients::refuse_without_rivet(&client_axis)?;
+            chosen.refuse_on_a_deployment()?;
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
             let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
+            let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
             let stacks =
                 deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
-            (stacks, Vec::new(), Vec::new())
+            (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
             if config
@@ -400,28 +396,10 @@ async fn run_in(
             {
                 return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
             }
-            let options = StackOptions {
-                run_dir: run_dir.join("stack"),
-                server_version: versions[0].clone(),
-                agent_program: std::env::current_exe().map_err(|e| {
-                    CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
-                })?,
-                only: args.targets.clone(),
-                rivet_save: match args.rivet_save {
-                    RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
-                    RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
-                },
-                rivet_stop: match args.rivet_stop {
-                    RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
-                    RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
-                },
-                agents: agents.clone(),
-                sdk_version: args.sdk_version.clone(),
-            };
-            for name in &agents {
+            for name in &chosen.agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let local_targets = select(
+            let names: Vec<String> = select(
                 crate::stack::local::TARGETS
                     .iter()
                     .map(|(n, _)| *n)
@@ -429,48 +407,32 @@ async fn run_in(
                 &args.targets,
                 |n| n,
                 "target",
-            )?;
+            )?
+            .into_iter()
+            .map(String::from)
+            .collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
-                return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
-            }
-            if versions.len() > 1 {
-                let jobs: Vec<usize> = versions
-                    .iter()
-                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v))
-                    .collect();
-                let report = versions::run_versions(
-                    &settings,
-                    &options,
-                    &versions,
-                    persist.as_ref(),
-                    &jobs,
-                    &owner_tag,
-                    cancel_rx.clone(),
-                    &mut on_event,
-                    &run_dir,
-                    &progress,
-                )
-                .await?;
-                progress.clear();
-                crate::scenario::sandbox_root::remove_run(&id);
-                return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
-            }
-            if args.partition.is_some() && workers::local_cells(&args, &settings, &versions[0]) == 0
-            {
+            let (options, serving) = local_stack_options(&args, &run_dir, &chosen)?;
+            // One store whichever it is: the count of cells is the same.
+            let cells = Matrix::build(
+                names.clone(),
+                &settings.scenarios,
+                chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+                settings.partition.as_ref(),
+            )
+            .cells
+            .len();
+            if args.partition.is_some() && cells == 0 {
                 crate::console::errln(
                     "continuity: this shard holds no cell of the matrix: no stack is started",
                 );
-                (
-                    workers::no_stacks(&args, run_persist(persist.as_ref(), None)),
-                    Vec::new(),
-                    Vec::new(),
-                )
+                let stacks = workers::no_stacks(&names, run_persist(persist.as_ref(), None));
+                (stacks, Vec::new(), names, chosen.servers.clone())
             } else {
-                let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+                let jobs = local_jobs(&args, run_defaults.jobs, cells);
+                let binaries = workers::install_servers(&chosen.servers, &progress).await?;
                 let mut up = workers::up_stacks(
                     &options,
                     jobs,
@@ -480,18 +442,32 @@ async fn run_in(
                     &progress,
                 )
                 .await?;
-                let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
-                let skips = up[0].agent_skips.clone();
-                (stacks, up, skips)
+                let stacks = workers::attach(
+                    &mut up,
+                    persist.as_ref(),
+                    &run_dir,
+                    binaries,
+                    serving.as_deref(),
+                );
+                (stacks, up, names, chosen.servers.clone())
             }
         }
     };
-    let report = clients::run_clients(
+    // The store the user chose, else the stack's Rivet actor when it runs one.
+    let store = match run_stacks.own.rivet_store {
+        Some(_) => PersistPoint::Rivet,
+        None => PersistPoint::Sqlite,
+    };
+    let matrix = Matrix::build(
+        targets,
+        &settings.scenarios,
+        chosen.axes(servers, store),
+        settings.partition.as_ref(),
+    );
+    let report = runner::run(
         &settings,
+        &matrix,
         &mut run_stacks,
-        &client_axis,
-        &agents,
-        &agent_skips,
         cancel_rx.clone(),
         &mut on_event,
     )
@@ -512,6 +488,46 @@ impl Drop for ClearOnDrop {
     fn drop(&mut self) {
         self.0.clear();
     }
+}
+
+/// The local stack every worker's stack is made from, and the label of
+/// the server point it comes up running: the first, when that is a
+/// registry version (the others are switched to between cells).
+fn local_stack_options(
+    args: &RunArgs,
+    run_dir: &Path,
+    chosen: &axes::Chosen,
+) -> Result<(StackOptions, Option<String>), CommandError> {
+    let (version, serving) = match chosen.servers.first() {
+        Some(ServerPoint {
+            label,
+            source: runner::ServerSource::Registry(version),
+        }) => (version.clone(), Some(label.clone())),
+        _ => (
+            crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+            None,
+        ),
+    };
+    let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
+    let options = StackOptions {
+        run_dir: run_dir.join("stack"),
+        server_version: version,
+        agent_program: std::env::current_exe().map_err(|e| {
+            CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
+        })?,
+        only: args.targets.clone(),
+        rivet_save: match args.rivet_save {
+            RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
+            RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
+        },
+        rivet_stop: match args.rivet_stop {
+            RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
+            RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
+        },
+        agents: chosen.agents.clone(),
+        sdk_version: Some(sdk_version.clone()),
+    };
+    Ok((options, serving))
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.
@@ -551,45 +567,18 @@ fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) ->
 }
 
 /// How many stacks the local stack runs side by side: `--jobs` (or the
-/// number of CPUs), never more than one stack's share of cells needs, with
-/// a message when that is fewer than asked.
-fn local_jobs(
-    args: &RunArgs,
-    config_jobs: Option<u32>,
-    settings: &RunSettings,
-    version: &str,
-) -> usize {
+/// number of CPUs), never more than the run's `cells` need, with a message
+/// when that is fewer than asked.
+fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, cells: usize) -> usize {
     let given = args.jobs.or(config_jobs);
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let cells = workers::local_cells(args, settings, version);
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
-}
-
-/// The `--server-version` values, each once; several make a version axis.
-fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
-    let mut versions: Vec<String> = Vec::new();
-    for v in given {
-        let v = v.trim();
-        if v.is_empty() {
-            return Err(CommandError::usage("--server-version: empty version"));
-        }
-        // Each version names a stack folder (`stack-VERSION`) and an npm spec.
-        crate::stack::npm::check_version(v)
-            .map_err(|e| CommandError::usage(format!("--server-version {v:?}: {e}")))?;
-        if versions.iter().any(|known| known == v) {
-            return Err(CommandError::usage(format!(
-                "--server-version {v} is given twice"
-            )));
-        }
-        versions.push(v.to_string());
-    }
-    Ok(versions)
 }
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {

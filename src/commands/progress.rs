@@ -32,8 +32,8 @@ pub(super) struct Progress {
 
 struct View {
     color: bool,
-    /// Finished and total cells of the part running (a `RunStarted` each:
-    /// one per agent, client and version in turn).
+    /// Finished and total cells of the run (one `RunStarted` for the
+    /// whole matrix, every axis in it).
     done: usize,
     total: usize,
     failed: usize,

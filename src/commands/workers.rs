@@ -1,13 +1,17 @@
 //! `run --jobs N` on the local stack: N stacks side by side, one per worker
 //! (`RUN/stack`, `RUN/stack-2`, …, each with its own ports, folders and
-//! `stack.json`), brought up together and torn down together. A stack that
-//! fails to start takes every other one down with it: no half-started set
-//! of stacks is left behind.
+//! `stack.json`), brought up together and torn down together, every server
+//! point's binary installed before (each stack switches between them). A
+//! stack that fails to start takes every other one down with it: no
+//! half-started set of stacks is left behind.
 
-use crate::runner::{PersistChoice, RunStacks, Worker};
+use crate::runner::{
+    PersistChoice, RunStacks, ServedBinary, ServerPoint, ServerSlot, ServerSource, Worker,
+};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::stack::StackError;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// `--jobs` when not given on the local stack: the number of CPUs, at least 2.
@@ -18,73 +22,73 @@ pub(super) fn default_jobs() -> usize {
         .max(2)
 }
 
-/// How many target × scenario cells one stack runs (per agent and version):
-/// no more workers than that are worth a stack.
-pub(super) fn cells_per_stack(
-    targets: &[String],
-    scenarios: &[String],
-    partition: Option<&crate::partition::Partition>,
-    version: Option<&str>,
-) -> usize {
-    let names: Vec<String> = targets
-        .iter()
-        .flat_map(|t| {
-            scenarios
-                .iter()
-                .map(move |s| crate::partition::cell_name(t, s, version))
-        })
-        .collect();
-    match partition {
-        Some(p) => p.selects(&names).into_iter().filter(|k| *k).count(),
-        None => names.len(),
+/// Every server point's binary, installed (from the npm registry, into
+/// the shared cache) before any stack starts, so a stack's switch between
+/// points is only a stop and a start.
+pub(super) async fn install_servers(
+    servers: &[ServerPoint],
+    progress: &super::Progress,
+) -> Result<Vec<ServedBinary>, StackError> {
+    let mut binaries = Vec::new();
+    let mut notes = |note| progress.note("stack", note);
+    for server in servers {
+        let binary = match &server.source {
+            ServerSource::Registry(version) => {
+                let version = version.clone();
+                crate::stack::progress::blocking_with_notes(&mut notes, move |note| {
+                    crate::stack::sandbox_agent::install(&version, note)
+                })
+                .await?
+                .map_err(|e| e.context(format!("sandbox-agent {}", server.label)))?
+            }
+            ServerSource::Binary(path) => path.clone(),
+            ServerSource::Deployment => {
+                return Err(StackError::Failed(
+                    "the deployment's server is not one a local stack can run".into(),
+                ))
+            }
+        };
+        binaries.push(ServedBinary {
+            label: server.label.clone(),
+            binary,
+        });
     }
+    Ok(binaries)
 }
 
-/// The local stack's targets this run names (all, without `--target`).
-pub(super) fn local_target_names(args: &crate::cli::RunArgs) -> Vec<String> {
-    crate::stack::local::TARGETS
+/// What the run header says the servers are: what each binary reports
+/// about itself, comma-separated.
+fn reported_versions(binaries: &[ServedBinary]) -> Option<String> {
+    let reported: Vec<String> = binaries
         .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
-        .collect()
-}
-
-/// How many target × scenario cells one local stack runs for `version`
-/// (the shard's share with `--partition`).
-pub(super) fn local_cells(
-    args: &crate::cli::RunArgs,
-    settings: &crate::runner::RunSettings,
-    version: &str,
-) -> usize {
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    cells_per_stack(
-        &local_target_names(args),
-        &super::scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    )
+        .filter_map(|b| crate::stack::sandbox_agent::binary_version(&b.binary))
+        .collect();
+    (!reported.is_empty()).then(|| reported.join(", "))
 }
 
 /// A shard of the local stack's matrix that holds no cell: its report
 /// lists the targets and scenarios and no cell, and no stack is started
 /// for it (it would run nothing).
-pub(super) fn no_stacks(args: &crate::cli::RunArgs, persist: PersistChoice) -> RunStacks {
+pub(super) fn no_stacks(targets: &[String], persist: PersistChoice) -> RunStacks {
     RunStacks {
         own: Worker {
             base_url: String::new(),
             targets: Vec::new(),
             persist,
+            rivet_store: None,
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(crate::client::hosted::Unhosted(
                 "no stack: this shard holds no cell".into(),
             )),
             fence: Default::default(),
+            server: None,
         },
-        skipped_targets: local_target_names(args)
+        skipped_targets: targets
             .iter()
             .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
             .collect(),
+        agent_skips: Vec::new(),
         server_version: None,
         logs: Vec::new(),
         workers: Vec::new(),
@@ -209,21 +213,34 @@ fn shape(stack: &LocalStack) -> Vec<String> {
 /// The stacks as the runner sees them, built whole: the first as the own
 /// stack (its targets, URL, persist driver), each further one as a worker of
 /// its own. Each stack's cells keep their sessions where `chosen` says,
-/// else in that stack's own Rivet actor.
+/// else in that stack's own Rivet actor. Every stack came up running the
+/// point labelled `serving` and switches between `binaries`.
 pub(super) fn attach(
     stacks: &mut [LocalStack],
     chosen: Option<&PersistChoice>,
     run_dir: &Path,
+    binaries: Vec<ServedBinary>,
+    serving: Option<&str>,
 ) -> RunStacks {
     let logs = logs(stacks, run_dir);
+    let server_version = reported_versions(&binaries);
+    let binaries: Arc<[ServedBinary]> = binaries.into();
+    let server = crate::stack::local::SERVER_TARGET;
     let mut workers = stacks.iter_mut().map(|stack| Worker {
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
         persist: super::run_persist(chosen, stack.persist_factory.clone()),
+        rivet_store: stack.persist_factory.clone(),
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
         fence: Default::default(),
+        server: Some(ServerSlot::new(
+            binaries.clone(),
+            serving,
+            server,
+            stack.take_background(server),
+        )),
     });
     let own = workers
         .next()
@@ -233,7 +250,8 @@ pub(super) fn attach(
     RunStacks {
         own,
         skipped_targets: std::mem::take(&mut first.skipped),
-        server_version: first.server_version.clone(),
+        agent_skips: first.agent_skips.clone(),
+        server_version: server_version.or_else(|| first.server_version.clone()),
         logs,
         workers,
         jobs: 1,
@@ -246,7 +264,10 @@ pub(super) fn attach(
 pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
     let mut targets: Vec<crate::targets::Target> = std::iter::once(run.own)
         .chain(run.workers)
-        .flat_map(|w| w.targets)
+        .flat_map(|mut w| {
+            let background = w.server.as_mut().and_then(ServerSlot::take_background);
+            w.targets.into_iter().chain(background)
+        })
         .collect();
     futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
     down_stacks(stacks).await;
@@ -333,14 +354,5 @@ mod tests {
         );
         let left = processes_in(tmp.path());
         assert!(left.is_empty(), "left running: {left:?}");
-    }
-
-    #[test]
-    fn a_shard_counts_only_its_cells() {
-        let targets: Vec<String> = ["agent", "gateway", "rivet"].map(String::from).into();
-        let scenarios: Vec<String> = ["a", "b"].map(String::from).into();
-        assert_eq!(cells_per_stack(&targets, &scenarios, None, None), 6);
-        let half: crate::partition::Partition = "count:1/2".parse().unwrap();
-        assert_eq!(cells_per_stack(&targets, &scenarios, Some(&half), None), 3);
     }
 }

@@ -55,6 +55,8 @@ pub fn aggregate(
         server_version,
         agent: None,
         client: None,
+        sdk_version: None,
+        persist: None,
         attempt: deciding.attempt,
         verdict,
         failure_boundary: deciding.failure_boundary,

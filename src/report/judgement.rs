@@ -106,7 +106,7 @@ pub struct Judgement {
     pub fails_run: bool,
 }
 
-/// A cell's identity: target × scenario (× server version).
+/// A cell's identity: target × scenario, and the value of each axis the run had.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellKey {
     pub target: String,
@@ -116,6 +116,10 @@ pub struct CellKey {
     pub agent: Option<String>,
     /// On a client axis (`rust`, `ts-sdk`).
     pub client: Option<String>,
+    /// On an SDK axis.
+    pub sdk_version: Option<String>,
+    /// On a persistence axis.
+    pub persist: Option<String>,
 }
 
 impl std::fmt::Display for CellKey {
@@ -126,6 +130,12 @@ impl std::fmt::Display for CellKey {
         }
         if let Some(client) = &self.client {
             write!(f, " · {client}")?;
+        }
+        if let Some(sdk) = &self.sdk_version {
+            write!(f, " · sdk {sdk}")?;
+        }
+        if let Some(persist) = &self.persist {
+            write!(f, " · {persist}")?;
         }
         match &self.server_version {
             Some(v) => write!(f, " @ {v}"),

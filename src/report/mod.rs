@@ -11,6 +11,7 @@ pub(crate) mod floor;
 pub(crate) mod gate;
 pub(crate) mod github;
 pub(crate) mod html;
+pub(crate) mod join;
 pub(crate) mod judgement;
 pub(crate) mod junit;
 pub(crate) mod markdown;

@@ -182,10 +182,7 @@ impl RunFolder {
 
     /// [`Self::write_report`], unless a report was written into this
     /// folder already (a partial report must not replace the run's own).
-    pub fn write_report_once(
-        &self,
-        report: &Report,
-    ) -> io::Result<Option<ReportFiles>> {
+    pub fn write_report_once(&self, report: &Report) -> io::Result<Option<ReportFiles>> {
         let mut written = self.lock_report();
         if *written {
             return Ok(None);

@@ -66,6 +66,7 @@ impl AttemptSource for OnWorker<'_, '_> {
             target: self.target.clone(),
             scenario: self.cell.scenario.name.clone(),
             attempt: number,
+            point: Box::new(self.plan.point.clone()),
         });
         run_one(
             self.plan,
@@ -87,6 +88,7 @@ impl AttemptSource for OnWorker<'_, '_> {
             attempt: Box::new(attempt.clone()),
             target: self.target.clone(),
             scenario: self.cell.scenario.name.clone(),
+            point: Box::new(self.plan.point.clone()),
         });
     }
 }

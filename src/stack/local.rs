@@ -41,6 +41,9 @@ pub const TARGETS: [(&str, &str); 5] = [
     ("rivet-engine", "the Rivet Engine the runner connects to"),
 ];
 
+/// The restart target that runs the sandbox-agent server.
+pub const SERVER_TARGET: &str = "agent";
+
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
@@ -264,7 +267,7 @@ impl LocalStack {
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
         let agent_url = format!("http://127.0.0.1:{agent_port}");
         let mut agent_target = Target::new(
-            "agent",
+            SERVER_TARGET,
             managed(agent_spec, AGENT_GRACE),
             Readiness::http(format!("{agent_url}/v1/health")),
         )
@@ -363,6 +366,13 @@ impl LocalStack {
             }
         }
         components
+    }
+
+    /// Hands over a running component this run does not restart (not
+    /// among `targets`); whoever takes it stops it.
+    pub fn take_background(&mut self, name: &str) -> Option<Target> {
+        let at = self.background.iter().position(|t| t.name == name)?;
+        Some(self.background.remove(at))
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {

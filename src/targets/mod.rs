@@ -325,6 +325,25 @@ impl Target {
         }
     }
 
+    /// From now on this managed target runs `program` (another build of
+    /// the same component, same arguments, same port): the running process
+    /// stops as at [`Target::shutdown`], then the new one starts and must
+    /// become ready as at [`Target::prepare`].
+    pub async fn switch_program(&mut self, program: PathBuf) -> Result<(), TargetError> {
+        if !matches!(self.action, RestartAction::Managed(_)) {
+            return Err(self.action_error(ActionError::Start {
+                command: self.action.describe(),
+                reason: "only a managed process can run another program".into(),
+                log_tail: String::new(),
+            }));
+        }
+        self.shutdown().await;
+        if let RestartAction::Managed(spec) = &mut self.action {
+            spec.program = program;
+        }
+        self.prepare().await
+    }
+
     /// Leaves a managed target's process running past this handle; returns its pid.
     pub fn detach(&mut self) -> Option<u32> {
         self.process.as_mut().and_then(ManagedProcess::detach)

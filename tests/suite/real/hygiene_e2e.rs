@@ -5,12 +5,12 @@
 //! folders are found and stopped whatever their state file says. Each test
 //! runs the real binary, most against the real local stack or server.
 
+use crate::support;
+use crate::support::{assert_exit, cell, continuity_with, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
-use crate::support;
-use crate::support::{assert_exit, cell, continuity_with, report};
 
 /// `continuity run ARGS --out DIR` on the local stack.
 fn run_local(out: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {

@@ -8,6 +8,7 @@ mod diagnosis_e2e;
 mod gate_e2e;
 mod hygiene_e2e;
 mod jobs_e2e;
+mod matrix_e2e;
 mod mid_turn_e2e;
 mod progress_tty;
 mod real_agents_e2e;
