@@ -1,6 +1,10 @@
 //! Tests that need only the built binary and in-test servers.
 
 mod agent_stdio;
+mod bad_input;
+mod command_env;
+mod completions;
+mod process_probes;
 mod secrets_e2e;
 mod show_cli;
 mod stream_diagnosis;
