@@ -399,11 +399,7 @@ pub fn owned_processes(owner: &str) -> Vec<i32> {
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-                .unwrap_or(false)
-        })
+        .filter(|&pid| crate::supervise::owner::environ_holds(pid, &needle))
         .filter(|pid| !is_zombie(*pid))
         .collect()
 }

@@ -20,10 +20,7 @@ pub fn processes_with_env(entry: &str) -> Vec<i32> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == entry.as_bytes()))
-        })
+        .filter(|&pid| crate::supervise::owner::environ_holds(pid, entry))
         .collect()
 }
 
