@@ -5,11 +5,16 @@
 //! it spawned (sandbox-agent's agent processes, nginx workers, node's helpers).
 //! Stop is graceful: a signal to the group, a grace period, then SIGKILL to the
 //! group. Every live group is also listed in a process-wide registry that the
-//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness;
-//! [`keeper`] does the same should the harness die without cleaning up, and
-//! [`owner`] proves a process is ours before any signal reaches it. Whoever
-//! records what runs (the stack's `stack.json`) hears of each start and stop
-//! through [`set_journal`], so supervision never reaches up to it.
+//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness:
+//! the only process-wide state here, since a signal handler and a panic hook
+//! are reached by no argument.
+//!
+//! Everything else comes with a [`Supervisor`] handle, given to whoever
+//! starts a process: the run's owner tag (put into each process's
+//! environment, see [`owner`]), its [`keeper`] (which kills it all should
+//! the harness die without cleaning up), and the [`Journal`] of the stack
+//! the process belongs to (the stack's `stack.json`), which hears of each
+//! start and stop, so supervision never reaches up to it.
 
 pub mod keeper;
 pub(crate) mod owner;
@@ -20,7 +25,7 @@ use std::fs::File;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a killed group's members may take to disappear from `/proc`.
@@ -48,20 +53,131 @@ pub enum Lifecycle<'a> {
     },
 }
 
-/// Hears every [`Lifecycle`] change while set.
-pub type Journal = fn(&Lifecycle<'_>);
-
-static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
-
-/// Sets (or, with `None`, clears) the journal every start and stop is told to.
-pub fn set_journal(journal: Option<Journal>) {
-    *JOURNAL.lock().unwrap_or_else(|p| p.into_inner()) = journal;
+/// Hears every [`Lifecycle`] change of the processes started under a
+/// [`Supervisor`] that carries it.
+pub trait Journal: Send + Sync {
+    fn record(&self, change: &Lifecycle<'_>);
 }
 
-fn journal(change: &Lifecycle<'_>) {
-    let journal = *JOURNAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(journal) = journal {
-        journal(change);
+/// What the processes of one run (or one `stack up`) are started under.
+/// Cheap to clone: every clone shares the owner tag and the keeper.
+/// [`Supervisor::default`] has neither (a library caller's, a test's):
+/// its groups are still in the process-wide registry.
+#[derive(Clone, Default)]
+pub struct Supervisor {
+    owner: Option<Arc<Owner>>,
+    journal: Option<Arc<dyn Journal>>,
+}
+
+/// A run's owner tag and the keeper that knows its groups.
+struct Owner {
+    tag: String,
+    /// `None` only in unit tests: a keeper re-executes the running binary,
+    /// which there is the test harness.
+    keeper: Option<keeper::Keeper>,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor")
+            .field("owner", &self.owner_tag())
+            .field("journal", &self.journal.is_some())
+            .finish()
+    }
+}
+
+impl Supervisor {
+    /// Everything started under the returned handle carries `tag` (see
+    /// [`owner::new_tag`]), and a keeper process, started here, kills it all
+    /// should the harness die without cleaning up.
+    pub fn owned(tag: String) -> Result<Supervisor, ProcessError> {
+        let keeper = Some(keeper::Keeper::start(&tag)?);
+        Ok(Supervisor {
+            owner: Some(Arc::new(Owner { tag, keeper })),
+            journal: None,
+        })
+    }
+
+    #[cfg(test)]
+    fn tagged_without_keeper(tag: &str) -> Supervisor {
+        Supervisor {
+            owner: Some(Arc::new(Owner {
+                tag: tag.to_string(),
+                keeper: None,
+            })),
+            journal: None,
+        }
+    }
+
+    fn keeper(&self) -> Option<&keeper::Keeper> {
+        self.owner.as_ref().and_then(|o| o.keeper.as_ref())
+    }
+
+    /// This handle, with every start and stop also told to `journal`.
+    pub fn with_journal(&self, journal: Arc<dyn Journal>) -> Supervisor {
+        Supervisor {
+            owner: self.owner.clone(),
+            journal: Some(journal),
+        }
+    }
+
+    /// The owner tag every process started under this handle carries.
+    pub fn owner_tag(&self) -> Option<&str> {
+        self.owner.as_ref().map(|o| o.tag.as_str())
+    }
+
+    /// Lists a process group the caller spawned itself (outside
+    /// [`ManagedProcess`]) so [`kill_all_groups`] and the keeper reach it
+    /// too; pair with [`Supervisor::untrack_group`].
+    pub fn track_group(&self, pgid: i32) {
+        registry().get_or_insert_with(HashSet::new).insert(pgid);
+        if let Some(keeper) = self.keeper() {
+            keeper.track(pgid);
+        }
+    }
+
+    /// Removes a group from the registry (and the keeper's list) once the
+    /// caller has dealt with it.
+    pub fn untrack_group(&self, pgid: i32) {
+        if let Some(set) = registry().as_mut() {
+            set.remove(&pgid);
+        }
+        if let Some(keeper) = self.keeper() {
+            keeper.untrack(pgid);
+        }
+    }
+
+    fn record(&self, change: &Lifecycle<'_>) {
+        if let Some(journal) = &self.journal {
+            journal.record(change);
+        }
+    }
+
+    /// SIGKILLs everything that carries the owner tag, wherever it runs,
+    /// and waits until it is gone; how many processes there were.
+    pub async fn sweep(&self) -> usize {
+        let Some(tag) = self.owner_tag().map(str::to_string) else {
+            return 0;
+        };
+        tokio::task::spawn_blocking(move || owner::sweep(&tag))
+            .await
+            .unwrap_or(0)
+    }
+
+    /// Lets the keeper go without killing anything: `stack up` hands its
+    /// components over to `stack down`.
+    pub fn release_keeper(&self) {
+        if let Some(keeper) = self.keeper() {
+            keeper.release();
+        }
+    }
+
+    /// On the way out, after the harness's own cleanup: the keeper's last
+    /// sweep, waited for. Dropping the last clone does the same.
+    pub fn finish_keeper(&self) {
+        if let Some(keeper) = self.keeper() {
+            keeper.finish();
+        }
     }
 }
 
@@ -75,22 +191,6 @@ pub fn kill_all_groups() {
     for pgid in groups {
         signal_group(pgid, libc::SIGKILL);
     }
-}
-
-/// Lists a process group the caller spawned itself (outside [`ManagedProcess`])
-/// so [`kill_all_groups`] (and the keeper, should the harness die) reaches it
-/// too; pair with [`untrack_group`].
-pub fn track_group(pgid: i32) {
-    registry().get_or_insert_with(HashSet::new).insert(pgid);
-    keeper::track(pgid);
-}
-
-/// Removes a group from the registry once the caller has dealt with it.
-pub fn untrack_group(pgid: i32) {
-    if let Some(set) = registry().as_mut() {
-        set.remove(&pgid);
-    }
-    keeper::untrack(pgid);
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
@@ -179,14 +279,18 @@ pub enum ProcessState {
 #[derive(Debug)]
 pub struct ManagedProcess {
     spec: ProcessSpec,
+    supervisor: Supervisor,
     child: Option<Child>,
     last_exit: Option<ExitStatus>,
 }
 
 impl ManagedProcess {
-    pub fn new(spec: ProcessSpec) -> Self {
+    /// A process to be started under `supervisor`: its owner tag, its
+    /// keeper, its stack's journal.
+    pub fn new(spec: ProcessSpec, supervisor: Supervisor) -> Self {
         Self {
             spec,
+            supervisor,
             child: None,
             last_exit: None,
         }
@@ -233,7 +337,7 @@ impl ManagedProcess {
             .process_group(0);
         // The mark that lets the harness (and its keeper) prove, later, that
         // this process and everything it spawns are ours.
-        if let Some(tag) = owner::current() {
+        if let Some(tag) = self.supervisor.owner_tag() {
             command.env(owner::OWNER_ENV, tag);
         }
         if let Some(cwd) = &self.spec.cwd {
@@ -245,8 +349,8 @@ impl ManagedProcess {
             self.spec.program.display()
         )))?;
         let pid = child.id();
-        track_group(pid as i32);
-        journal(&Lifecycle::Started {
+        self.supervisor.track_group(pid as i32);
+        self.supervisor.record(&Lifecycle::Started {
             name: &self.spec.name,
             program: &self.spec.program,
             log: &self.spec.log,
@@ -267,7 +371,7 @@ impl ManagedProcess {
     pub fn detach(&mut self) -> Option<u32> {
         let child = self.child.take()?;
         let pid = child.id();
-        untrack_group(pid as i32);
+        self.supervisor.untrack_group(pid as i32);
         Some(pid)
     }
 
@@ -318,8 +422,9 @@ impl ManagedProcess {
         };
         // SIGKILL is delivered asynchronously: wait until the members are gone.
         kill_group_async(pgid).await;
-        untrack_group(pgid);
-        journal(&Lifecycle::Stopped { pid: pgid as u32 });
+        self.supervisor.untrack_group(pgid);
+        self.supervisor
+            .record(&Lifecycle::Stopped { pid: pgid as u32 });
         self.last_exit = Some(status);
         exited(status)
     }
@@ -346,8 +451,9 @@ impl Drop for ManagedProcess {
             signal_group(pgid, libc::SIGKILL);
             let _ = child.wait();
             kill_group(pgid);
-            untrack_group(pgid);
-            journal(&Lifecycle::Stopped { pid: pgid as u32 });
+            self.supervisor.untrack_group(pgid);
+            self.supervisor
+                .record(&Lifecycle::Stopped { pid: pgid as u32 });
         }
     }
 }
@@ -396,10 +502,10 @@ mod tests {
     async fn stop_kills_the_whole_group_even_when_the_leader_ignores_sigterm() {
         let dir = tempfile::tempdir().unwrap();
         // The leader ignores TERM and has a child that would outlive it.
-        let mut p = ManagedProcess::new(spec(
-            dir.path(),
-            "trap '' TERM; sleep 300 & echo started; wait",
-        ));
+        let mut p = ManagedProcess::new(
+            spec(dir.path(), "trap '' TERM; sleep 300 & echo started; wait"),
+            Supervisor::default(),
+        );
         let pid = p.start().unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(group_alive(pid as i32));
@@ -418,10 +524,58 @@ mod tests {
     #[tokio::test]
     async fn dropping_kills_the_group() {
         let dir = tempfile::tempdir().unwrap();
-        let mut p = ManagedProcess::new(spec(dir.path(), "sleep 300 & wait"));
+        let mut p =
+            ManagedProcess::new(spec(dir.path(), "sleep 300 & wait"), Supervisor::default());
         let pid = p.start().unwrap();
         drop(p);
         assert!(!group_alive(pid as i32));
+    }
+
+    /// Every start and stop it hears, as (pid, started?) pairs.
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<(u32, bool)>>);
+
+    impl Journal for Heard {
+        fn record(&self, change: &Lifecycle<'_>) {
+            let entry = match *change {
+                Lifecycle::Started { pid, .. } => (pid, true),
+                Lifecycle::Stopped { pid } => (pid, false),
+            };
+            self.0.lock().unwrap().push(entry);
+        }
+    }
+
+    #[tokio::test]
+    async fn each_process_carries_its_supervisors_tag_and_tells_its_own_journal() {
+        // Two stacks of one run side by side, their logs in one folder: each
+        // process is told to the journal it was started under, whatever its path.
+        let dir = tempfile::tempdir().unwrap();
+        let run = Supervisor::tagged_without_keeper("tag-1:/tmp/run");
+        let (one, two) = (Arc::new(Heard::default()), Arc::new(Heard::default()));
+        let mut first = ManagedProcess::new(
+            spec(dir.path(), "echo \"$CONTINUITY_OWNER\"; sleep 300"),
+            run.with_journal(one.clone()),
+        );
+        let mut second =
+            ManagedProcess::new(spec(dir.path(), "sleep 300"), run.with_journal(two.clone()));
+        let mut unowned = ManagedProcess::new(spec(dir.path(), "sleep 300"), Supervisor::default());
+        let (a, b, c) = (
+            first.start().unwrap(),
+            second.start().unwrap(),
+            unowned.start().unwrap(),
+        );
+        let until = Instant::now() + Duration::from_secs(5);
+        while !first.log_tail(5).contains("tag-1:/tmp/run") {
+            assert!(Instant::now() < until, "the tag never reached the process");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(owner::carries_tag(b as i32, "tag-1:/tmp/run"));
+        assert!(!owner::carries_tag(c as i32, "tag-1:/tmp/run"));
+        first.stop(Signal::KILL, Duration::ZERO).await;
+        drop(second);
+        drop(unowned);
+        assert_eq!(*one.0.lock().unwrap(), [(a, true), (a, false)]);
+        assert_eq!(*two.0.lock().unwrap(), [(b, true), (b, false)]);
     }
 
     #[test]
@@ -429,7 +583,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = spec(dir.path(), "");
         s.program = "/nonexistent/program".into();
-        let e = ManagedProcess::new(s).start().unwrap_err();
+        let e = ManagedProcess::new(s, Supervisor::default())
+            .start()
+            .unwrap_err();
         assert!(e.to_string().contains("/nonexistent/program"), "{e}");
     }
 }

@@ -285,8 +285,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
-    crate::supervise::owner::adopt(&owner_tag);
-    crate::supervise::keeper::start(&owner_tag).map_err(crate::stack::StackError::from)?;
+    let supervisor = crate::supervise::Supervisor::owned(owner_tag.clone())
+        .map_err(crate::stack::StackError::from)?;
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
@@ -308,7 +308,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
-            let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            for target in &mut targets {
+                target.set_supervisor(supervisor.clone());
+            }
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
@@ -342,6 +345,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 },
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),
+                supervisor: supervisor.clone(),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
@@ -373,7 +377,6 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     &versions,
                     persist.as_ref(),
                     &jobs,
-                    &owner_tag,
                     cancel_rx.clone(),
                     &mut on_event,
                     &run_dir,
@@ -382,8 +385,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
             let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
-            let mut up =
-                workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
+            let mut up = workers::up_stacks(&options, jobs, "stack", cancel_rx.clone()).await?;
             let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
             let skips = up[0].agent_skips.clone();
             (stacks, up, skips)
@@ -399,8 +401,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         &mut on_event,
     )
     .await;
-    workers::teardown(run_stacks, &mut local_stacks).await;
-    crate::stack::state::end_journal();
+    workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
+    drop(local_stacks);
+    supervisor.finish_keeper();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
 

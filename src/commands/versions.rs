@@ -23,7 +23,6 @@ pub(super) async fn run_versions(
     versions: &[String],
     persist: Option<&PersistChoice>,
     jobs: &[usize],
-    owner_tag: &str,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
@@ -46,8 +45,7 @@ pub(super) async fn run_versions(
             ..options.clone()
         };
         let label = format!("stack {version}");
-        let up =
-            super::workers::up_stacks(&options, *jobs, owner_tag, &label, cancel.clone()).await;
+        let up = super::workers::up_stacks(&options, *jobs, &label, cancel.clone()).await;
         let mut up = match up {
             Ok(up) => up,
             Err(e) if parts.is_empty() => {
@@ -83,8 +81,7 @@ pub(super) async fn run_versions(
             on_event,
         )
         .await;
-        super::workers::teardown(stacks, &mut up).await;
-        crate::stack::state::end_journal();
+        super::workers::teardown(stacks, &mut up, &options.supervisor).await;
         let interrupted = part.run.interrupted;
         parts.push(part);
         if interrupted {

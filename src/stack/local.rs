@@ -8,12 +8,13 @@
 use super::nginx::{self, GatewayConfig};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::report::LogFile;
 use crate::signal::Signal;
-use crate::supervise::free_port;
+use crate::supervise::{free_port, Supervisor};
 use crate::targets::Unavailable;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
@@ -75,6 +76,8 @@ pub struct StackOptions {
     pub agents: Vec<String>,
     /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
     pub sdk_version: Option<String>,
+    /// The run's owner tag and keeper; the stack adds its own journal.
+    pub supervisor: Supervisor,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -115,6 +118,8 @@ pub struct LocalStack {
     owner: String,
     /// The hosted SDK client's actor, or why it cannot run.
     pub sdk_host: Result<SdkHost, Unhosted>,
+    /// This stack's `stack.json`, written as components start and stop.
+    journal: StackJournal,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -131,7 +136,8 @@ fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartActio
 
 impl LocalStack {
     /// Installs what is missing (npm packages into the cache), starts every
-    /// component in order and waits until each is ready.
+    /// component in order and waits until each is ready. The folder's
+    /// `stack.json` is written before the first component starts.
     pub async fn up(
         options: StackOptions,
         progress: &mut (dyn FnMut(&str) + Send),
@@ -140,6 +146,13 @@ impl LocalStack {
             "cannot create {}",
             options.run_dir.display()
         )))?;
+        let journal = StackJournal::begin(
+            &options.run_dir,
+            options.supervisor.owner_tag().unwrap_or_default(),
+        )?;
+        let supervisor = options
+            .supervisor
+            .with_journal(std::sync::Arc::new(journal.clone()));
         let version = options.server_version.clone();
         let binary = tokio::task::spawn_blocking(move || {
             let mut lines = Vec::new();
@@ -168,6 +181,7 @@ impl LocalStack {
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
+            journal,
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
@@ -186,6 +200,7 @@ impl LocalStack {
                 options.rivet_save,
                 options.rivet_stop,
                 options.sdk_version.as_deref(),
+                &supervisor,
                 progress,
             )
             .await
@@ -273,7 +288,8 @@ impl LocalStack {
             Readiness::http(format!("{agent_url}/v1/health")),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .with_after_stop(super::agent_wiring::sweep(&stack.owner));
+        .with_after_stop(super::agent_wiring::sweep(&stack.owner))
+        .supervised_by(supervisor.clone());
         progress(&format!(
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
@@ -314,7 +330,8 @@ impl LocalStack {
                     managed(spec, Duration::from_secs(5)),
                     Readiness::http(gateway.health_url()),
                 )
-                .with_ready_timeout(READY_TIMEOUT);
+                .with_ready_timeout(READY_TIMEOUT)
+                .supervised_by(supervisor.clone());
                 progress(&format!("starting nginx gateway on {}", gateway.base_url()));
                 target.prepare().await?;
                 stack.components.push(Component {
@@ -335,7 +352,8 @@ impl LocalStack {
                     Readiness::http(gateway.health_url()),
                 )
                 .with_ready_timeout(READY_TIMEOUT)
-                .keeping_open_requests();
+                .keeping_open_requests()
+                .supervised_by(supervisor.clone());
                 stack.add(reload, &options);
                 stack.base_url = gateway.base_url();
             }
@@ -350,8 +368,10 @@ impl LocalStack {
         Ok(stack)
     }
 
-    /// Lets every process outlive this handle (for `stack up`); fills in the pids.
+    /// Lets every process outlive this handle (for `stack up`); fills in
+    /// the pids. The journal stops: the caller writes the file whole.
     pub fn detach(&mut self) -> Vec<Component> {
+        self.journal.close();
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
         for target in self.targets.iter_mut().chain(self.background.iter_mut()) {
             pids.push((target.name.clone(), target.detach()));
@@ -392,7 +412,7 @@ impl LocalStack {
     /// Stops every component still held here (the runner shuts down its
     /// targets itself), without the sweep of the run's owner tag, which
     /// would reach every other stack of the run too (`--jobs N`): several
-    /// stacks stop side by side, then one [`sweep_owner_tag`].
+    /// stacks stop side by side, then one [`Supervisor::sweep`].
     pub async fn stop_own(&mut self) {
         for target in self
             .targets
@@ -413,13 +433,5 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
-    }
-}
-
-/// Whatever a component spawned outside its group (the engine a RivetKit
-/// runner starts when it finds none) carries the run's owner tag.
-pub async fn sweep_owner_tag() {
-    if let Some(tag) = crate::supervise::owner::current() {
-        let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
     }
 }

@@ -25,94 +25,96 @@ use std::time::{Duration, Instant};
 /// How long the harness waits, on its way out, for the keeper's last sweep.
 const FINISH_BOUND: Duration = Duration::from_secs(5);
 
-/// The keeper process and the harness's end of its stdin.
-struct Keeper {
-    child: Child,
-    line: UnixStream,
+/// The harness's side of a keeper: the keeper process and the harness's
+/// end of its stdin, owned by the run's [`super::Supervisor`].
+pub(super) struct Keeper {
+    line: Mutex<Option<(Child, UnixStream)>>,
 }
 
-static KEEPER: Mutex<Option<Keeper>> = Mutex::new(None);
-
-fn keeper() -> std::sync::MutexGuard<'static, Option<Keeper>> {
-    KEEPER.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn send(line: &str) {
-    let guard = keeper();
-    let Some(keeper) = guard.as_ref() else {
-        return;
-    };
-    let text = format!("{line}\n");
-    // A socket, not a pipe: a keeper that died gets the harness an EPIPE
-    // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
-    // A dead keeper cannot be helped; the harness still cleans up itself.
-    // SAFETY: send(2) of a live buffer on a socket we own.
-    let _ = unsafe {
-        libc::send(
-            keeper.line.as_raw_fd(),
-            text.as_ptr().cast(),
-            text.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
-}
-
-/// Starts the keeper for the owner `tag` (the running binary, re-executed).
-/// Its own process group keeps it out of a terminal's Ctrl-C.
-pub fn start(tag: &str) -> Result<(), super::ProcessError> {
-    use super::ProcessError;
-    let exe =
-        std::env::current_exe().map_err(ProcessError::io("cannot find the continuity binary"))?;
-    let (line, keeper_end) =
-        UnixStream::pair().map_err(ProcessError::io("cannot start the keeper process"))?;
-    let child = Command::new(exe)
-        .args(["keeper", "--owner", tag])
-        .stdin(Stdio::from(OwnedFd::from(keeper_end)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(ProcessError::io("cannot start the keeper process"))?;
-    *keeper() = Some(Keeper { child, line });
-    Ok(())
-}
-
-/// Tells the keeper about a group the harness started (its leader's pid).
-pub fn track(pgid: i32) {
-    if let Some(started) = owner::start_time(pgid) {
-        send(&format!("group {pgid} {started}"));
+impl Keeper {
+    /// Starts the keeper for the owner `tag` (the running binary,
+    /// re-executed). Its own process group keeps it out of a terminal's Ctrl-C.
+    pub(super) fn start(tag: &str) -> Result<Keeper, super::ProcessError> {
+        use super::ProcessError;
+        let exe = std::env::current_exe()
+            .map_err(ProcessError::io("cannot find the continuity binary"))?;
+        let (line, keeper_end) =
+            UnixStream::pair().map_err(ProcessError::io("cannot start the keeper process"))?;
+        let child = Command::new(exe)
+            .args(["keeper", "--owner", tag])
+            .stdin(Stdio::from(OwnedFd::from(keeper_end)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(ProcessError::io("cannot start the keeper process"))?;
+        Ok(Keeper {
+            line: Mutex::new(Some((child, line))),
+        })
     }
-}
 
-/// Tells the keeper a group was stopped (or handed over) by the harness.
-pub fn untrack(pgid: i32) {
-    send(&format!("ungroup {pgid}"));
-}
-
-/// Lets the keeper go without killing anything: `stack up` hands its
-/// components over to `stack down`.
-pub fn release() {
-    send("release");
-    finish();
-}
-
-/// On the harness's way out, after its own cleanup: closes the pipe and
-/// waits (a few seconds at most) for the keeper's final sweep, so the
-/// keeper is not left running either.
-pub fn finish() {
-    let Some(Keeper { mut child, line }) = keeper().take() else {
-        return;
-    };
-    drop(line);
-    let until = Instant::now() + FINISH_BOUND;
-    while Instant::now() < until {
-        if !matches!(child.try_wait(), Ok(None)) {
+    fn send(&self, line: &str) {
+        let guard = self.line.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((_, socket)) = guard.as_ref() else {
             return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+        };
+        let text = format!("{line}\n");
+        // A socket, not a pipe: a keeper that died gets the harness an EPIPE
+        // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
+        // A dead keeper cannot be helped; the harness still cleans up itself.
+        // SAFETY: send(2) of a live buffer on a socket we own.
+        let _ = unsafe {
+            libc::send(
+                socket.as_raw_fd(),
+                text.as_ptr().cast(),
+                text.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
     }
-    let _ = child.kill();
-    let _ = child.wait();
+
+    /// Tells the keeper about a group the harness started (its leader's pid).
+    pub(super) fn track(&self, pgid: i32) {
+        if let Some(started) = owner::start_time(pgid) {
+            self.send(&format!("group {pgid} {started}"));
+        }
+    }
+
+    /// Tells the keeper a group was stopped (or handed over) by the harness.
+    pub(super) fn untrack(&self, pgid: i32) {
+        self.send(&format!("ungroup {pgid}"));
+    }
+
+    /// Lets the keeper go without killing anything.
+    pub(super) fn release(&self) {
+        self.send("release");
+        self.finish();
+    }
+
+    /// Closes the keeper's stdin and waits (a few seconds at most) for its
+    /// final sweep, so the keeper is not left running either. Idempotent.
+    pub(super) fn finish(&self) {
+        let taken = self.line.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some((mut child, line)) = taken else {
+            return;
+        };
+        drop(line);
+        let until = Instant::now() + FINISH_BOUND;
+        while Instant::now() < until {
+            if !matches!(child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.finish();
+    }
 }
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.

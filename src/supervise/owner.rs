@@ -16,18 +16,6 @@ pub const OWNER_ENV: &str = "CONTINUITY_OWNER";
 /// How long a sweep waits for what it killed to disappear from `/proc`.
 const SWEEP_BOUND: Duration = Duration::from_secs(3);
 
-static CURRENT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-/// Makes `tag` the owner of every process this harness starts from now on.
-pub fn adopt(tag: &str) {
-    *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(tag.to_string());
-}
-
-/// The owner tag of this harness's processes, once a run or stack adopted one.
-pub fn current() -> Option<String> {
-    CURRENT.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
 /// A new owner tag for a run or stack in `dir`: unique, and readable by
 /// a person looking at `/proc/PID/environ`.
 pub fn new_tag(dir: &std::path::Path) -> String {

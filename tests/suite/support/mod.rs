@@ -10,6 +10,7 @@ pub mod fake_http;
 pub use command::{continuity_command, continuity_with};
 
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig, SandboxAgentServer};
+use continuity::supervise::Supervisor;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,7 +58,8 @@ impl Server {
             agent_env,
             port: None,
         };
-        let server = SandboxAgentServer::start(config, READY_WITHIN)
+        // Unowned: no run's tag or keeper; dropping `Server` kills its group.
+        let server = SandboxAgentServer::start(config, Supervisor::default(), READY_WITHIN)
             .await
             .unwrap_or_else(|e| panic!("sandbox-agent did not start: {e}"));
         Server { server, dir }
