@@ -8,6 +8,7 @@
 use super::nginx::{self, GatewayConfig};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+pub use super::state::Component;
 use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
@@ -43,21 +44,6 @@ pub const TARGETS: [(&str, &str); 5] = [
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
-
-/// One running program of the stack.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Component {
-    /// The restart target that owns the process.
-    pub target: String,
-    pub program: String,
-    pub url: String,
-    pub log: PathBuf,
-    pub pid: Option<u32>,
-    /// The process's start time (clock ticks since boot): with `pid`, the
-    /// proof checked before signalling it.
-    #[serde(default)]
-    pub started: Option<u64>,
-}
 
 /// How to bring the stack up.
 #[derive(Debug, Clone)]

@@ -6,7 +6,6 @@
 //! signal, that a pid still names what the stack started. The folder's
 //! `stack.lock` (flock) makes one `stack up` at a time per folder.
 
-use super::local::Component;
 use super::StackError;
 use crate::supervise::Lifecycle;
 use std::os::fd::AsRawFd;
@@ -45,6 +44,21 @@ impl StackState {
             .and_then(|()| std::fs::rename(&temporary, &path))
             .map_err(StackError::io(format!("cannot write {}", path.display())))
     }
+}
+
+/// One running program of the stack.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Component {
+    /// The restart target that owns the process.
+    pub target: String,
+    pub program: String,
+    pub url: String,
+    pub log: PathBuf,
+    pub pid: Option<u32>,
+    /// The process's start time (clock ticks since boot): with `pid`, the
+    /// proof checked before signalling it.
+    #[serde(default)]
+    pub started: Option<u64>,
 }
 
 /// The record of one stack this process runs, kept as it goes: the
