@@ -194,6 +194,7 @@ pub fn kill_all_groups() {
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
+#[allow(unsafe_code)]
 pub fn signal_group(pgid: i32, signal: i32) -> bool {
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
     unsafe { libc::kill(-pgid, signal) == 0 }

@@ -179,7 +179,7 @@ fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, 
 }
 
 /// Writes `agent`'s launcher, stand-in native binary and config into `wiring`.
-pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), StackError> {
+pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(), StackError> {
     let bin = wiring.data.join("sandbox-agent").join("bin");
     let launchers = RunFolder::open(&bin, Redactor::none());
     let home = wiring.state.join(agent.name);
@@ -417,6 +417,7 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// Kills (SIGKILL) every process `owner` marks; returns how many there were.
+#[allow(unsafe_code)]
 pub fn reap(owner: &str) -> usize {
     let pids = owned_processes(owner);
     for pid in &pids {

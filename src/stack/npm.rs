@@ -165,6 +165,7 @@ pub fn make_executable(path: &Path) -> Result<(), StackError> {
 struct FileLock(std::fs::File);
 
 impl FileLock {
+    #[allow(unsafe_code)]
     fn acquire(path: &Path) -> Result<FileLock, StackError> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::options()
@@ -187,6 +188,7 @@ impl FileLock {
 }
 
 impl Drop for FileLock {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         use std::os::fd::AsRawFd;
         // SAFETY: unlocking the descriptor we locked.

@@ -25,6 +25,7 @@ pub fn processes_with_env(entry: &str) -> Vec<i32> {
 }
 
 /// SIGKILLs every process whose environment holds `entry`; returns their pids.
+#[allow(unsafe_code)]
 pub fn kill_with_env(entry: &str) -> Vec<i32> {
     let pids = processes_with_env(entry);
     for &pid in &pids {

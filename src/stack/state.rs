@@ -181,6 +181,7 @@ pub struct FolderLock {
 
 impl FolderLock {
     /// Takes the lock, or says who holds it; never waits.
+    #[allow(unsafe_code)]
     pub fn try_acquire(dir: &Path) -> Result<FolderLock, StackError> {
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;

@@ -53,6 +53,7 @@ impl Keeper {
         })
     }
 
+    #[allow(unsafe_code)]
     fn send(&self, line: &str) {
         let guard = self.line.lock().unwrap_or_else(|p| p.into_inner());
         let Some((_, socket)) = guard.as_ref() else {
@@ -119,6 +120,7 @@ impl Drop for Keeper {
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.
 /// Returns the exit code.
+#[allow(unsafe_code)]
 pub fn run(tag: &str) -> i32 {
     for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
         // SAFETY: ignoring a signal installs no handler code.

@@ -119,6 +119,7 @@ pub struct Pinned {
 }
 
 impl Pinned {
+    #[allow(unsafe_code)]
     pub fn open(pid: i32) -> Option<Pinned> {
         if pid <= 1 || pid == std::process::id() as i32 {
             return None;
@@ -139,6 +140,7 @@ impl Pinned {
     }
 
     /// Signals the pinned process itself; false if it is gone.
+    #[allow(unsafe_code)]
     pub fn send(&self, signal: i32) -> bool {
         // SAFETY: pidfd_send_signal(2) on an fd we own; no siginfo.
         unsafe {
@@ -172,6 +174,7 @@ impl Pinned {
 
     /// Signals the process's whole group when it leads one, else itself.
     /// The leader is pinned and alive, so the group id is still its group.
+    #[allow(unsafe_code)]
     pub fn send_to_group(&self, signal: i32) -> bool {
         match group_and_state(self.pid) {
             Some((pgrp, false)) if pgrp == self.pid && self.alive() => {
@@ -184,6 +187,7 @@ impl Pinned {
 }
 
 impl Drop for Pinned {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: closing the fd pidfd_open gave us.
         unsafe { libc::close(self.fd) };

@@ -56,7 +56,7 @@ fn flags_and_variables_are_named_in_their_errors() {
         );
         assert!(!stderr(&run).contains("--base-url"), "{}", stderr(&run));
     }
-    let cases: [Case; 7] = [
+    let cases: [Case<'_>; 7] = [
         (&["--agent", ""], &[], "--agent"),
         (&["--agent", "a b/c"], &[], "--agent"),
         (&[], &[("SA_AGENT", "  ")], "SA_AGENT"),

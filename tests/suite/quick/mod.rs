@@ -10,3 +10,4 @@ mod show_cli;
 mod stream_diagnosis;
 mod terminal_hostile;
 mod transport_hostile;
+mod workflows;

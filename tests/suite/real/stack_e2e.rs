@@ -433,6 +433,7 @@ fn stack_up_status_down_leaves_nothing_running() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
     let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
@@ -682,6 +683,7 @@ fn stack_down_kills_only_what_the_stack_started() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn ctrl_c_mid_cell_records_an_interrupted_cell_and_runs_its_cleanup() {
     let _serial = support::one_stack_at_a_time();
     let mut foreign_engine = ForeignEngine::start();
