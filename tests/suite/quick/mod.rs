@@ -4,6 +4,7 @@ mod agent_stdio;
 mod bad_input;
 mod command_env;
 mod completions;
+mod docs_links;
 mod process_probes;
 mod secrets_e2e;
 mod show_cli;
