@@ -63,6 +63,7 @@ fn columns_from(value: Option<&str>) -> Option<usize> {
 }
 
 /// The terminal's width from the kernel (`TIOCGWINSZ`), when `stream` is one.
+#[allow(unsafe_code)]
 fn terminal_width(stream: Stream) -> Option<usize> {
     use std::os::fd::AsRawFd;
     let fd = match stream {

@@ -74,7 +74,8 @@ fn main() -> ExitCode {
             },
         }
     });
+    // The command's keeper (if it had one) finished with its run; this is
+    // for what a panic or an early error left.
     continuity::supervise::kill_all_groups();
-    continuity::supervise::keeper::finish();
     ExitCode::from(commands::exit_code(outcome))
 }

@@ -346,8 +346,8 @@ async fn run_in(
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
-    crate::supervise::owner::adopt(&owner_tag);
-    crate::supervise::keeper::start(&owner_tag).map_err(crate::stack::StackError::from)?;
+    let supervisor = crate::supervise::Supervisor::owned(owner_tag.clone())
+        .map_err(crate::stack::StackError::from)?;
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
@@ -379,7 +379,10 @@ async fn run_in(
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
-            let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            for target in &mut targets {
+                target.set_supervisor(supervisor.clone());
+            }
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
@@ -414,7 +417,7 @@ async fn run_in(
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let (options, serving) = local_stack_options(&args, &run_dir, &chosen)?;
+            let (options, serving) = local_stack_options(&args, &run_dir, &chosen, &supervisor)?;
             // One store whichever it is: the count of cells is the same.
             let cells = Matrix::build(
                 names.clone(),
@@ -433,15 +436,9 @@ async fn run_in(
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, cells);
                 let binaries = workers::install_servers(&chosen.servers, &progress).await?;
-                let mut up = workers::up_stacks(
-                    &options,
-                    jobs,
-                    &owner_tag,
-                    "stack",
-                    cancel_rx.clone(),
-                    &progress,
-                )
-                .await?;
+                let mut up =
+                    workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
+                        .await?;
                 let stacks = workers::attach(
                     &mut up,
                     persist.as_ref(),
@@ -472,11 +469,12 @@ async fn run_in(
         &mut on_event,
     )
     .await;
-    workers::teardown(run_stacks, &mut local_stacks).await;
-    crate::stack::state::end_journal();
+    workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
+    drop(local_stacks);
     progress.clear();
     // What a cell's teardown could not remove (it was cut short).
     crate::scenario::sandbox_root::remove_run(&id);
+    supervisor.finish_keeper();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
 
@@ -497,6 +495,7 @@ fn local_stack_options(
     args: &RunArgs,
     run_dir: &Path,
     chosen: &axes::Chosen,
+    supervisor: &crate::supervise::Supervisor,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (version, serving) = match chosen.servers.first() {
         Some(ServerPoint {
@@ -526,6 +525,7 @@ fn local_stack_options(
         },
         agents: chosen.agents.clone(),
         sdk_version: Some(sdk_version.clone()),
+        supervisor: supervisor.clone(),
     };
     Ok((options, serving))
 }

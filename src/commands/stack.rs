@@ -8,9 +8,9 @@
 
 use super::{CommandError, Outcome};
 use crate::stack::local::{Component, LocalStack, StackOptions};
-use crate::stack::state::{self, FolderLock, StackState, STATE_FILE};
+use crate::stack::state::{FolderLock, StackState, STATE_FILE};
 use crate::supervise::owner::{self, Pinned};
-use crate::supervise::{self, keeper};
+use crate::supervise::{self, Supervisor};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -102,10 +102,8 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         return Err(already_up());
     }
     let tag = owner::new_tag(&dir);
-    owner::adopt(&tag);
     // Until the stack is handed over, a harness that dies takes it along.
-    keeper::start(&tag).map_err(crate::stack::StackError::from)?;
-    state::begin_journal(&dir, &tag)?;
+    let supervisor = Supervisor::owned(tag.clone()).map_err(crate::stack::StackError::from)?;
     let options = StackOptions {
         run_dir: dir.clone(),
         server_version: args.server_version.clone(),
@@ -117,6 +115,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
         sdk_version: None,
+        supervisor: supervisor.clone(),
     };
     let mut progress =
         |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));
@@ -124,8 +123,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         Ok(stack) => stack,
         Err(e) => {
             supervise::kill_all_groups();
-            let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
-            state::end_journal();
+            supervisor.sweep().await;
             let _ = std::fs::remove_file(dir.join(STATE_FILE));
             return Err(e.into());
         }
@@ -139,8 +137,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         components: stack.detach(),
     };
     state.write(&dir)?;
-    state::end_journal();
-    keeper::release();
+    supervisor.release_keeper();
     print_components(&state, &dir);
     Ok(Outcome::Passed)
 }

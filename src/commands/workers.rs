@@ -10,6 +10,7 @@ use crate::runner::{
 };
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::stack::StackError;
+use crate::supervise::Supervisor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -109,13 +110,12 @@ pub(super) fn stack_dir(first: &Path, k: usize) -> PathBuf {
 }
 
 /// Brings up `count` stacks from the `options` template, side by side, each
-/// recorded in its folder's `stack.json` before its first component starts.
+/// recorded in its folder's `stack.json` (see [`LocalStack::up`]).
 /// All or nothing: when one fails (or the run is cancelled), the ones that
 /// came up are stopped before the error returns.
 pub(super) async fn up_stacks(
     options: &StackOptions,
     count: usize,
-    owner_tag: &str,
     label: &str,
     cancel: watch::Receiver<bool>,
     progress: &super::Progress,
@@ -125,7 +125,6 @@ pub(super) async fn up_stacks(
         let dir = stack_dir(&options.run_dir, k);
         std::fs::create_dir_all(&dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
-        crate::stack::state::begin_journal(&dir, owner_tag)?;
         let name = match (count, k) {
             (1, _) => label.to_string(),
             (_, k) => format!("{label} {}", k + 1),
@@ -148,8 +147,7 @@ pub(super) async fn up_stacks(
         results = futures_util::future::join_all(starting) => results,
         // Dropping the stacks being started kills what they started.
         _ = super::wait_true(cancel) => {
-            crate::stack::local::sweep_owner_tag().await;
-            crate::stack::state::end_journal();
+            options.supervisor.sweep().await;
             return Err(StackError::Interrupted);
         }
     };
@@ -174,8 +172,7 @@ pub(super) async fn up_stacks(
     if errors.is_empty() {
         return Ok(stacks);
     }
-    down_stacks(&mut stacks).await;
-    crate::stack::state::end_journal();
+    down_stacks(&mut stacks, &options.supervisor).await;
     Err(match errors.len() {
         1 => errors.remove(0),
         _ => StackError::Several(errors),
@@ -261,7 +258,7 @@ pub(super) fn attach(
 /// After the run: every worker's targets, then every stack, side by side,
 /// then one sweep of the run's owner tag (a sweep per stack would reach
 /// the stacks still stopping).
-pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
+pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack], supervisor: &Supervisor) {
     let mut targets: Vec<crate::targets::Target> = std::iter::once(run.own)
         .chain(run.workers)
         .flat_map(|mut w| {
@@ -270,12 +267,12 @@ pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
         })
         .collect();
     futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
-    down_stacks(stacks).await;
+    down_stacks(stacks, supervisor).await;
 }
 
-async fn down_stacks(stacks: &mut [LocalStack]) {
+async fn down_stacks(stacks: &mut [LocalStack], supervisor: &Supervisor) {
     futures_util::future::join_all(stacks.iter_mut().map(|s| s.stop_own())).await;
-    crate::stack::local::sweep_owner_tag().await;
+    supervisor.sweep().await;
 }
 
 #[cfg(test)]
@@ -327,12 +324,12 @@ mod tests {
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
             sdk_version: None,
+            supervisor: crate::supervise::Supervisor::default(),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(
             &options,
             2,
-            "test-tag",
             "stack",
             cancel,
             &crate::commands::Progress::start(false, false),

@@ -52,6 +52,7 @@ pub fn start() -> bool {
 /// is shown: the `^C` a Ctrl-C echoes would land after the area's last
 /// column, wrap to a line the area does not know of, and leave its top line
 /// on the screen once it is cleared. [`clear`] puts the setting back.
+#[allow(unsafe_code)]
 fn quiet_control_echo() {
     let fd = libc::STDERR_FILENO;
     // SAFETY: tcgetattr/tcsetattr on stderr, a terminal, with a termios we own.
@@ -68,6 +69,7 @@ fn quiet_control_echo() {
     }
 }
 
+#[allow(unsafe_code)]
 fn restore_control_echo() {
     if let Some(saved) = ECHO.lock().unwrap_or_else(|p| p.into_inner()).take() {
         // SAFETY: the settings tcgetattr gave, back on the same terminal.

@@ -30,6 +30,7 @@ fn lock_path(root: &Path, id: &str) -> PathBuf {
 }
 
 /// An exclusive lock on `path`, or `None` when another process holds it.
+#[allow(unsafe_code)]
 fn try_lock(path: &Path) -> Option<std::fs::File> {
     let file = std::fs::File::options()
         .create(true)

@@ -86,6 +86,7 @@ pub(super) async fn wire_agents(
 /// count the agent processes (marked with this stack's owner) still alive —
 /// those outlived the server, a finding for users. Then the stack stops the
 /// whole group, and a last sweep kills anything marked that escaped it.
+#[allow(unsafe_code)]
 pub(super) fn sweep(owner: &str) -> AfterStop {
     let before_owner = owner.to_string();
     let after_owner = owner.to_string();

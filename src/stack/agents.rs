@@ -180,7 +180,7 @@ fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, 
 }
 
 /// Writes `agent`'s launcher, stand-in native binary and config into `wiring`.
-pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), StackError> {
+pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(), StackError> {
     let bin = wiring.data.join("sandbox-agent").join("bin");
     let launchers = RunFolder::open(&bin, Redactor::none());
     let home = wiring.state.join(agent.name);
@@ -400,11 +400,7 @@ pub fn owned_processes(owner: &str) -> Vec<i32> {
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-                .unwrap_or(false)
-        })
+        .filter(|&pid| crate::supervise::owner::environ_holds(pid, &needle))
         .filter(|pid| !is_zombie(*pid))
         .collect()
 }
@@ -422,6 +418,7 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// Kills (SIGKILL) every process `owner` marks; returns how many there were.
+#[allow(unsafe_code)]
 pub fn reap(owner: &str) -> usize {
     let pids = owned_processes(owner);
     for pid in &pids {

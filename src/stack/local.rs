@@ -9,12 +9,14 @@ use super::nginx::{self, GatewayConfig};
 use super::progress::{blocking_with_notes, Note, Progress};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+pub use super::state::Component;
+use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::report::LogFile;
 use crate::signal::Signal;
-use crate::supervise::free_port;
+use crate::supervise::{free_port, Supervisor};
 use crate::targets::Unavailable;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
@@ -47,21 +49,6 @@ pub const SERVER_TARGET: &str = "agent";
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
-/// One running program of the stack.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Component {
-    /// The restart target that owns the process.
-    pub target: String,
-    pub program: String,
-    pub url: String,
-    pub log: PathBuf,
-    pub pid: Option<u32>,
-    /// The process's start time (clock ticks since boot): with `pid`, the
-    /// proof checked before signalling it.
-    #[serde(default)]
-    pub started: Option<u64>,
-}
-
 /// How to bring the stack up.
 #[derive(Debug, Clone)]
 pub struct StackOptions {
@@ -79,6 +66,8 @@ pub struct StackOptions {
     pub agents: Vec<String>,
     /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
     pub sdk_version: Option<String>,
+    /// The run's owner tag and keeper; the stack adds its own journal.
+    pub supervisor: Supervisor,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -119,6 +108,8 @@ pub struct LocalStack {
     owner: String,
     /// The hosted SDK client's actor, or why it cannot run.
     pub sdk_host: Result<SdkHost, Unhosted>,
+    /// This stack's `stack.json`, written as components start and stop.
+    journal: StackJournal,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -135,7 +126,8 @@ fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartActio
 
 impl LocalStack {
     /// Installs what is missing (npm packages into the cache), starts every
-    /// component in order and waits until each is ready.
+    /// component in order and waits until each is ready. The folder's
+    /// `stack.json` is written before the first component starts.
     pub async fn up(
         options: StackOptions,
         progress: &mut Progress<'_>,
@@ -144,6 +136,13 @@ impl LocalStack {
             "cannot create {}",
             options.run_dir.display()
         )))?;
+        let journal = StackJournal::begin(
+            &options.run_dir,
+            options.supervisor.owner_tag().unwrap_or_default(),
+        )?;
+        let supervisor = options
+            .supervisor
+            .with_journal(std::sync::Arc::new(journal.clone()));
         let version = options.server_version.clone();
         let binary =
             blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
@@ -165,6 +164,7 @@ impl LocalStack {
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
+            journal,
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
@@ -183,6 +183,7 @@ impl LocalStack {
                 options.rivet_save,
                 options.rivet_stop,
                 options.sdk_version.as_deref(),
+                &supervisor,
                 progress,
             )
             .await
@@ -272,7 +273,8 @@ impl LocalStack {
             Readiness::http(format!("{agent_url}/v1/health")),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .with_after_stop(super::agent_wiring::sweep(&stack.owner));
+        .with_after_stop(super::agent_wiring::sweep(&stack.owner))
+        .supervised_by(supervisor.clone());
         progress(Note::step(format!(
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
@@ -313,7 +315,8 @@ impl LocalStack {
                     managed(spec, Duration::from_secs(5)),
                     Readiness::http(gateway.health_url()),
                 )
-                .with_ready_timeout(READY_TIMEOUT);
+                .with_ready_timeout(READY_TIMEOUT)
+                .supervised_by(supervisor.clone());
                 progress(Note::step(format!(
                     "starting nginx gateway on {}",
                     gateway.base_url()
@@ -337,7 +340,8 @@ impl LocalStack {
                     Readiness::http(gateway.health_url()),
                 )
                 .with_ready_timeout(READY_TIMEOUT)
-                .keeping_open_requests();
+                .keeping_open_requests()
+                .supervised_by(supervisor.clone());
                 stack.add(reload, &options);
                 stack.base_url = gateway.base_url();
             }
@@ -352,8 +356,10 @@ impl LocalStack {
         Ok(stack)
     }
 
-    /// Lets every process outlive this handle (for `stack up`); fills in the pids.
+    /// Lets every process outlive this handle (for `stack up`); fills in
+    /// the pids. The journal stops: the caller writes the file whole.
     pub fn detach(&mut self) -> Vec<Component> {
+        self.journal.close();
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
         for target in self.targets.iter_mut().chain(self.background.iter_mut()) {
             pids.push((target.name.clone(), target.detach()));
@@ -401,7 +407,7 @@ impl LocalStack {
     /// Stops every component still held here (the runner shuts down its
     /// targets itself), without the sweep of the run's owner tag, which
     /// would reach every other stack of the run too (`--jobs N`): several
-    /// stacks stop side by side, then one [`sweep_owner_tag`].
+    /// stacks stop side by side, then one [`Supervisor::sweep`].
     pub async fn stop_own(&mut self) {
         for target in self
             .targets
@@ -422,13 +428,5 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
-    }
-}
-
-/// Whatever a component spawned outside its group (the engine a RivetKit
-/// runner starts when it finds none) carries the run's owner tag.
-pub async fn sweep_owner_tag() {
-    if let Some(tag) = crate::supervise::owner::current() {
-        let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
     }
 }

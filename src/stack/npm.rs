@@ -172,6 +172,7 @@ struct FileLock(std::fs::File);
 
 impl FileLock {
     /// Takes the lock, calling `contended` first when someone else holds it.
+    #[allow(unsafe_code)]
     fn acquire(path: &Path, contended: impl FnOnce()) -> Result<FileLock, StackError> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::options()
@@ -200,6 +201,7 @@ impl FileLock {
 }
 
 impl Drop for FileLock {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         use std::os::fd::AsRawFd;
         // SAFETY: unlocking the descriptor we locked.

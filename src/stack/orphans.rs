@@ -83,14 +83,12 @@ pub fn processes_with_env(entry: &str) -> Vec<i32> {
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == entry.as_bytes()))
-        })
+        .filter(|&pid| crate::supervise::owner::environ_holds(pid, entry))
         .collect()
 }
 
 /// SIGKILLs every process whose environment holds `entry`; returns their pids.
+#[allow(unsafe_code)]
 pub fn kill_with_env(entry: &str) -> Vec<i32> {
     let pids = processes_with_env(entry);
     for &pid in &pids {

@@ -14,7 +14,7 @@ use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
-use crate::supervise::free_port;
+use crate::supervise::{free_port, Supervisor};
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -107,6 +107,7 @@ impl RivetStack {
         save: SaveMode,
         runner_stop: RunnerStop,
         sdk_version: Option<&str>,
+        supervisor: &Supervisor,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
@@ -178,7 +179,8 @@ impl RivetStack {
         )
         .with_ready_timeout(READY_TIMEOUT)
         // Clients talk to sandbox-agent through the gateway, never to Rivet.
-        .keeping_open_requests();
+        .keeping_open_requests()
+        .supervised_by(supervisor.clone());
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
@@ -224,7 +226,8 @@ impl RivetStack {
             actor_answers.clone(),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .keeping_open_requests();
+        .keeping_open_requests()
+        .supervised_by(supervisor.clone());
 
         let mut stack = RivetStack {
             endpoint,
@@ -398,6 +401,7 @@ mod tests {
             SaveMode::Immediate,
             RunnerStop::Kill,
             None,
+            &Supervisor::default(),
             &mut |_| {},
         )
         .await

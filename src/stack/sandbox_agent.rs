@@ -7,7 +7,7 @@ use super::npm;
 use super::progress::Note;
 use super::StackError;
 use crate::signal::Signal;
-use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState};
+use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState, Supervisor};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -109,9 +109,11 @@ pub fn binary_version(binary: &Path) -> Option<String> {
 }
 
 impl SandboxAgentServer {
-    /// Writes the launcher, starts the server and waits until it is healthy.
+    /// Writes the launcher, starts the server under `supervisor` and waits
+    /// until it is healthy.
     pub async fn start(
         config: SandboxAgentConfig,
+        supervisor: Supervisor,
         ready_within: Duration,
     ) -> Result<Self, StackError> {
         let port = match config.port {
@@ -122,7 +124,7 @@ impl SandboxAgentServer {
         let mut server = SandboxAgentServer {
             config,
             port,
-            process: ManagedProcess::new(spec),
+            process: ManagedProcess::new(spec, supervisor),
         };
         server.process.start()?;
         server.wait_ready(ready_within).await?;

@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// How long the harness waits, on its way out, for the keeper's last sweep.
@@ -33,20 +33,27 @@ const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 /// The keeper process, the harness's end of its stdin, and what it was
 /// told (so a new keeper can be told it again).
-struct Keeper {
+struct Live {
     child: Child,
     line: UnixStream,
     tag: String,
     groups: HashMap<i32, u64>,
 }
 
-static KEEPER: Mutex<Option<Keeper>> = Mutex::new(None);
+type Shared = Arc<Mutex<Option<Live>>>;
 
-fn keeper() -> std::sync::MutexGuard<'static, Option<Keeper>> {
-    KEEPER.lock().unwrap_or_else(|p| p.into_inner())
+/// The harness's side of a keeper, owned by the run's [`super::Supervisor`];
+/// a watch thread replaces the keeper process should it die.
+pub(super) struct Keeper {
+    live: Shared,
 }
 
-fn send_to(keeper: &Keeper, line: &str) {
+fn lock(live: &Mutex<Option<Live>>) -> std::sync::MutexGuard<'_, Option<Live>> {
+    live.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[allow(unsafe_code)]
+fn send_to(live: &Live, line: &str) {
     let text = format!("{line}\n");
     // A socket, not a pipe: a keeper that died gets the harness an EPIPE
     // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
@@ -54,7 +61,7 @@ fn send_to(keeper: &Keeper, line: &str) {
     // SAFETY: send(2) of a live buffer on a socket we own.
     let _ = unsafe {
         libc::send(
-            keeper.line.as_raw_fd(),
+            live.line.as_raw_fd(),
             text.as_ptr().cast(),
             text.len(),
             libc::MSG_NOSIGNAL,
@@ -62,9 +69,9 @@ fn send_to(keeper: &Keeper, line: &str) {
     };
 }
 
-/// A keeper process for `tag` (the running binary, re-executed). Its own
-/// process group keeps it out of a terminal's Ctrl-C.
-fn spawn(tag: &str, groups: HashMap<i32, u64>) -> Result<Keeper, super::ProcessError> {
+/// A keeper process for `tag` (the running binary, re-executed), told
+/// `groups`. Its own process group keeps it out of a terminal's Ctrl-C.
+fn spawn(tag: &str, groups: HashMap<i32, u64>) -> Result<Live, super::ProcessError> {
     use super::ProcessError;
     let exe =
         std::env::current_exe().map_err(ProcessError::io("cannot find the continuity binary"))?;
@@ -78,33 +85,27 @@ fn spawn(tag: &str, groups: HashMap<i32, u64>) -> Result<Keeper, super::ProcessE
         .process_group(0)
         .spawn()
         .map_err(ProcessError::io("cannot start the keeper process"))?;
-    let keeper = Keeper {
+    let live = Live {
         child,
         line,
         tag: tag.to_string(),
         groups,
     };
-    for (pgid, started) in &keeper.groups {
-        send_to(&keeper, &format!("group {pgid} {started}"));
+    for (pgid, started) in &live.groups {
+        send_to(&live, &format!("group {pgid} {started}"));
     }
-    Ok(keeper)
+    Ok(live)
 }
 
-/// Starts the keeper for the owner `tag`, and a watch that replaces it
-/// should it die (killed by hand, the OOM killer) while the harness runs:
-/// the new one is told every group the old one knew.
-pub fn start(tag: &str) -> Result<(), super::ProcessError> {
-    *keeper() = Some(spawn(tag, HashMap::new())?);
-    std::thread::spawn(watch);
-    Ok(())
-}
-
-/// Until the keeper is finished or released: a keeper that exited is
-/// said so and replaced.
-fn watch() {
+/// Until the keeper is finished, released or dropped: a keeper that exited
+/// is said so and replaced by one told every group the old one knew.
+fn watch(live: Weak<Mutex<Option<Live>>>) {
     loop {
         std::thread::sleep(WATCH_EVERY);
-        let mut guard = keeper();
+        let Some(live) = live.upgrade() else {
+            return;
+        };
+        let mut guard = lock(&live);
         let Some(current) = guard.as_mut() else {
             return;
         };
@@ -145,49 +146,64 @@ pub fn running_for(tag: &str) -> bool {
         .any(|line| line.ends_with(&wanted))
 }
 
-/// Tells the keeper about a group the harness started (its leader's pid).
-pub fn track(pgid: i32) {
-    if let Some(started) = owner::start_time(pgid) {
-        if let Some(keeper) = keeper().as_mut() {
-            keeper.groups.insert(pgid, started);
-            send_to(keeper, &format!("group {pgid} {started}"));
+impl Keeper {
+    /// Starts the keeper for the owner `tag`, and the watch that replaces it.
+    pub(super) fn start(tag: &str) -> Result<Keeper, super::ProcessError> {
+        let live: Shared = Arc::new(Mutex::new(Some(spawn(tag, HashMap::new())?)));
+        let watched = Arc::downgrade(&live);
+        std::thread::spawn(move || watch(watched));
+        Ok(Keeper { live })
+    }
+
+    /// Tells the keeper about a group the harness started (its leader's pid).
+    pub(super) fn track(&self, pgid: i32) {
+        if let Some(started) = owner::start_time(pgid) {
+            if let Some(live) = lock(&self.live).as_mut() {
+                live.groups.insert(pgid, started);
+                send_to(live, &format!("group {pgid} {started}"));
+            }
+        }
+    }
+
+    /// Tells the keeper a group was stopped (or handed over) by the harness.
+    pub(super) fn untrack(&self, pgid: i32) {
+        if let Some(live) = lock(&self.live).as_mut() {
+            live.groups.remove(&pgid);
+            send_to(live, &format!("ungroup {pgid}"));
+        }
+    }
+
+    /// Lets the keeper go without killing anything: `stack up` hands its
+    /// components over to `stack down`. Taken out of the watch's reach
+    /// first, so a keeper that exits on `release` is not taken for one that died.
+    pub(super) fn release(&self) {
+        let taken = lock(&self.live).take();
+        if let Some(live) = taken {
+            send_to(&live, "release");
+            wait_out(live);
+        }
+    }
+
+    /// Closes the keeper's stdin and waits (a few seconds at most) for its
+    /// final sweep, so the keeper is not left running either. Idempotent.
+    pub(super) fn finish(&self) {
+        let taken = lock(&self.live).take();
+        if let Some(live) = taken {
+            wait_out(live);
         }
     }
 }
 
-/// Tells the keeper a group was stopped (or handed over) by the harness.
-pub fn untrack(pgid: i32) {
-    if let Some(keeper) = keeper().as_mut() {
-        keeper.groups.remove(&pgid);
-        send_to(keeper, &format!("ungroup {pgid}"));
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
-/// Lets the keeper go without killing anything: `stack up` hands its
-/// components over to `stack down`. Taken out of the watch's reach first,
-/// so a keeper that exits on `release` is not taken for one that died.
-pub fn release() {
-    let taken = keeper().take();
-    if let Some(keeper) = taken {
-        send_to(&keeper, "release");
-        wait_out(keeper);
-    }
-}
-
-/// On the harness's way out, after its own cleanup: closes the pipe and
-/// waits (a few seconds at most) for the keeper's final sweep, so the
-/// keeper is not left running either.
-pub fn finish() {
-    let taken = keeper().take();
-    if let Some(keeper) = taken {
-        wait_out(keeper);
-    }
-}
-
-fn wait_out(keeper: Keeper) {
-    let Keeper {
+fn wait_out(live: Live) {
+    let Live {
         mut child, line, ..
-    } = keeper;
+    } = live;
     drop(line);
     let until = Instant::now() + FINISH_BOUND;
     while Instant::now() < until {
@@ -202,6 +218,7 @@ fn wait_out(keeper: Keeper) {
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.
 /// Returns the exit code.
+#[allow(unsafe_code)]
 pub fn run(tag: &str) -> i32 {
     for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
         // SAFETY: ignoring a signal installs no handler code.

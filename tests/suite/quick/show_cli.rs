@@ -2,19 +2,16 @@
 //! cell's timeline; bad input (another schema, a damaged trace, an unknown
 //! cell) is a usage error naming the file or the cell, never a panic.
 
-use crate::support::assert_exit;
+use crate::support::{assert_exit, continuity_command};
 use continuity::exit_codes;
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 fn show(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .arg("show")
-        .args(args)
-        .env("NO_COLOR", "1")
+    continuity_command(["show"].iter().chain(args))
         .output()
         .unwrap()
 }

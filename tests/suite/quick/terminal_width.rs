@@ -14,11 +14,9 @@ use unicode_width::UnicodeWidthStr;
 const RUN: &str = "tests/fixtures/terminal";
 
 fn show_with_columns(columns: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(["show", RUN])
+    let out = support::continuity_command(["show", RUN])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("COLUMNS", columns)
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     support::assert_exit(&out, continuity::exit_codes::OK);

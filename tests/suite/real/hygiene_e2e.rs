@@ -257,7 +257,7 @@ fn spawn_run(out: &Path, args: &[&str]) -> (Harness, std::sync::mpsc::Receiver<V
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--message-format", "json", "--out", out.to_str().unwrap()]);
-    let mut child = support::clean_command(&all, &[])
+    let mut child = support::continuity_command(&all)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -283,6 +283,7 @@ fn first_finished_cell(events: &std::sync::mpsc::Receiver<Value>) -> Value {
     first_event(events, "cell-finished")
 }
 
+#[allow(unsafe_code)]
 fn signal(child: &std::process::Child, signal: i32) {
     // SAFETY: kill(2) on the child this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
@@ -838,6 +839,7 @@ fn an_empty_shard_starts_no_stack() {
 struct Unwritable(std::path::PathBuf);
 
 impl Unwritable {
+    #[allow(unsafe_code)]
     fn new(dir: &Path) -> Unwritable {
         std::fs::create_dir_all(dir).unwrap();
         // SAFETY: geteuid has no preconditions.
@@ -923,6 +925,7 @@ fn keepers_of(dir: &Path) -> Vec<i32> {
 
 /// A keeper killed by hand went unnoticed: the harness, killed in turn,
 /// then left everything it started running. Now a new keeper takes over.
+#[allow(unsafe_code)]
 #[test]
 fn a_killed_keeper_is_replaced() {
     let dir = tempfile::tempdir().unwrap();
