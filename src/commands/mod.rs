@@ -15,6 +15,7 @@ use tokio::sync::watch;
 mod agents;
 mod clients;
 mod deployment;
+mod deployment_faults;
 mod error;
 mod events;
 mod gate;
@@ -138,8 +139,8 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for (name, what) in crate::stack::local::TARGETS {
-            out.push_str(&format!("  {name:<14} local stack: {what}\n"));
+        for (name, what, _) in crate::stack::local::known_targets() {
+            out.push_str(&format!("  {name:<20} local stack: {what}\n"));
         }
     }
     for t in &targets {
@@ -296,6 +297,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     };
     let versions = distinct_versions(&args.server_version)?;
     let client_axis = clients::distinct(&args.clients);
+    // A deployment's fault proxies ([faults]) live as long as the run.
+    let mut deployment_hops = None;
     // What the cells run on, built whole: a deployment, or one local stack
     // (`--jobs`: several). A version axis runs its own stacks and report.
     let (mut run_stacks, mut local_stacks, agent_skips) = match base_url {
@@ -308,7 +311,14 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
-            let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let hops = deployment_faults::wire(
+                config.as_ref().and_then(|c| c.faults.as_ref()),
+                &url,
+                &mut targets,
+            )?;
+            let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
+            deployment_hops = hops;
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
@@ -342,19 +352,22 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 },
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),
+                fault_proxies: true,
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let local_targets = select(
-                crate::stack::local::TARGETS
-                    .iter()
-                    .map(|(n, _)| *n)
+            // Unknown names are refused; opt-in fault targets run only when named.
+            select(
+                crate::stack::local::known_targets()
+                    .into_iter()
+                    .map(|(n, _, _)| n)
                     .collect(),
                 &args.targets,
                 |n| n,
                 "target",
             )?;
+            let local_targets = crate::stack::local::run_targets(&args.targets);
             if let Some(x) = &expectations {
                 let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
@@ -400,6 +413,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     )
     .await;
     workers::teardown(run_stacks, &mut local_stacks).await;
+    drop(deployment_hops);
     crate::stack::state::end_journal();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
@@ -453,10 +467,9 @@ fn local_jobs(
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+    let targets: Vec<String> = crate::stack::local::run_targets(&args.targets)
+        .into_iter()
+        .map(String::from)
         .collect();
     let axis_version = (args.server_version.len() > 1).then_some(version);
     let cells = workers::cells_per_stack(

@@ -252,6 +252,7 @@ mod tests {
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
             sdk_version: None,
+            fault_proxies: true,
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {

@@ -19,6 +19,16 @@
 //! to hold or refuse connections, and spawns connection tasks nothing
 //! owns, so they could outlive a cell.
 
+/// The local stack's hops and what each carries (its proxies are
+/// started by `stack`; a config file's fault targets name these when it
+/// has no `[faults]` table of its own).
+pub const LOCAL_HOPS: [(&str, &str); 4] = [
+    ("gateway", "clients → the nginx gateway"),
+    ("agent", "the nginx gateway → sandbox-agent"),
+    ("persist", "the persist driver → the Rivet Engine"),
+    ("runner", "the RivetKit runner → the Rivet Engine"),
+];
+
 mod connection;
 mod proxy;
 mod state;

@@ -96,6 +96,13 @@ pub trait Restarter: Send {
     fn cuts_open_requests(&self) -> bool {
         true
     }
+
+    /// When the cell's phases are over, before its cleanup: a network
+    /// fault still in force heals. An error means the harness could not
+    /// (its fault proxy failed): the cell is then an error, not a failure.
+    async fn settle(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A finished cell.
@@ -246,6 +253,10 @@ pub async fn run_cell_deferring(
         };
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
+    }
+    // The network heals before the cleanup runs on it.
+    if let Err(reason) = cell.restarter.settle().await {
+        results.push(judge::harness_failure("healFault", "heal_fault", reason));
     }
     // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
     cell.turns.cancel_running().await;

@@ -40,6 +40,28 @@ pub const TARGETS: [(&str, &str); 5] = [
     ("rivet-engine", "the Rivet Engine the runner connects to"),
 ];
 
+/// Every target of the local stack, restarts then faults: its name, what
+/// it does, and whether it runs when `--target` names none.
+pub fn known_targets() -> Vec<(&'static str, String, bool)> {
+    let restarts = TARGETS.iter().map(|(n, w)| (*n, w.to_string(), true));
+    let faults = super::fault_targets::BUILTIN
+        .iter()
+        .map(|f| (f.name, f.what(), f.default));
+    restarts.chain(faults).collect()
+}
+
+/// The targets a run on the local stack has: those named, else the default ones.
+pub fn run_targets(named: &[String]) -> Vec<&'static str> {
+    known_targets()
+        .into_iter()
+        .filter(|(n, _, default)| match named.is_empty() {
+            true => *default,
+            false => named.iter().any(|w| w == n),
+        })
+        .map(|(n, _, _)| n)
+        .collect()
+}
+
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
@@ -75,6 +97,9 @@ pub struct StackOptions {
     pub agents: Vec<String>,
     /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
     pub sdk_version: Option<String>,
+    /// A fault proxy on each hop (a run), or none (`stack up`, whose
+    /// stack outlives the harness process the proxies live in).
+    pub fault_proxies: bool,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -115,6 +140,8 @@ pub struct LocalStack {
     owner: String,
     /// The hosted SDK client's actor, or why it cannot run.
     pub sdk_host: Result<SdkHost, Unhosted>,
+    /// The fault proxies on the stack's hops.
+    hops: super::hops::Hops,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -168,6 +195,7 @@ impl LocalStack {
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
+            hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
         };
 
         // Rivet first: the clients' persist store must be up before any session exists.
@@ -186,6 +214,7 @@ impl LocalStack {
                 options.rivet_save,
                 options.rivet_stop,
                 options.sdk_version.as_deref(),
+                &mut stack.hops,
                 progress,
             )
             .await
@@ -288,7 +317,9 @@ impl LocalStack {
             started: None,
         });
         stack.add(agent_target, &options);
-        stack.base_url = agent_url;
+        // The gateway (or, without one, the clients) reach sandbox-agent through the agent hop.
+        let agent_hop = stack.hops.front("agent", agent_port)?;
+        stack.base_url = format!("http://127.0.0.1:{agent_hop}");
 
         match nginx::find_binary() {
             Err(reason) => {
@@ -303,7 +334,7 @@ impl LocalStack {
                     binary,
                     prefix: options.run_dir.join("gateway"),
                     listen_port: free_port()?,
-                    upstream_port: agent_port,
+                    upstream_port: agent_hop,
                 };
                 let spec = gateway.prepare()?;
                 stack
@@ -337,16 +368,25 @@ impl LocalStack {
                 .with_ready_timeout(READY_TIMEOUT)
                 .keeping_open_requests();
                 stack.add(reload, &options);
-                stack.base_url = gateway.base_url();
+                // Clients reach the gateway through the gateway hop.
+                let gateway_hop = stack.hops.front("gateway", gateway.listen_port)?;
+                stack.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
             }
         }
         stack
             .skipped
             .retain(|u| options.only.is_empty() || options.only.contains(&u.name));
-        // Report order follows TARGETS, not start order.
+        stack.add_faults(&options);
+        // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
+        let hops = stack.hops.controls();
+        for target in &mut stack.targets {
+            target.watch_hops(hops.clone());
+        }
+        // Report order follows known_targets(), not start order.
+        let order: Vec<&str> = known_targets().into_iter().map(|(n, _, _)| n).collect();
         stack
             .targets
-            .sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
+            .sort_by_key(|t| order.iter().position(|n| *n == t.name));
         Ok(stack)
     }
 
@@ -364,6 +404,34 @@ impl LocalStack {
             }
         }
         components
+    }
+
+    /// The fault targets the run selects, each on its hop's proxy; one
+    /// whose hop has none here is skipped, saying why.
+    fn add_faults(&mut self, options: &StackOptions) {
+        let selected = run_targets(&options.only);
+        for fault in super::fault_targets::BUILTIN {
+            if !selected.contains(&fault.name) {
+                continue;
+            }
+            match self.hops.control(fault.hop) {
+                Some(control) => self.targets.push(fault.target(control)),
+                None => {
+                    let reason = if !options.fault_proxies || !super::hops::proxies_wanted() {
+                        format!(
+                            "the stack runs without fault proxies ({}=off)",
+                            super::hops::PROXIES_ENV
+                        )
+                    } else {
+                        format!(
+                            "the {} hop is not running here (its component did not start)",
+                            fault.hop
+                        )
+                    };
+                    self.skipped.push(Unavailable::skipped(fault.name, &reason));
+                }
+            }
+        }
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {
@@ -413,6 +481,7 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
+        self.hops.stop();
     }
 }
 

@@ -85,6 +85,8 @@ pub fn find_node() -> Result<PathBuf, StackError> {
 /// A running engine + runner pair.
 pub struct RivetStack {
     endpoint: String,
+    /// Where the persist driver reaches the engine: the `persist` hop.
+    persist_endpoint: String,
     key: String,
     engine: Option<Target>,
     runner: Option<Target>,
@@ -106,6 +108,7 @@ impl RivetStack {
         save: SaveMode,
         runner_stop: RunnerStop,
         sdk_version: Option<&str>,
+        hops: &mut super::hops::Hops,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
@@ -152,6 +155,9 @@ impl RivetStack {
             config_path.display()
         )))?;
         let endpoint = format!("http://127.0.0.1:{guard}");
+        // The runner and the persist driver reach the engine through their hops.
+        let runner_endpoint = format!("http://127.0.0.1:{}", hops.front("runner", guard)?);
+        let persist_endpoint = format!("http://127.0.0.1:{}", hops.front("persist", guard)?);
         let key = format!(
             "continuity-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -181,7 +187,7 @@ impl RivetStack {
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
-            ("RIVET_ENDPOINT".to_string(), endpoint.clone()),
+            ("RIVET_ENDPOINT".to_string(), runner_endpoint),
             ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
             (
                 "CONTINUITY_RIVET_SAVE".to_string(),
@@ -227,6 +233,7 @@ impl RivetStack {
 
         let mut stack = RivetStack {
             endpoint,
+            persist_endpoint,
             key,
             engine: Some(engine),
             runner: Some(runner),
@@ -307,7 +314,7 @@ impl RivetStack {
     /// through one driver, so the actor id it learns serves every cell.
     pub fn persist_factory(&self) -> PersistFactory {
         let driver = RivetDriver::new(RivetConfig {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.persist_endpoint.clone(),
             namespace: "default".into(),
             key: self.key.clone(),
             retry_for: PERSIST_RETRY_FOR,
@@ -402,6 +409,7 @@ mod tests {
             SaveMode::Immediate,
             RunnerStop::Kill,
             None,
+            &mut super::super::hops::Hops::default(),
             &mut |_| {},
         )
         .await
