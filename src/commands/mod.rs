@@ -139,7 +139,7 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for (name, what, _) in crate::stack::local::known_targets() {
+        for (name, what, _) in crate::stack::local::known_targets(&[]) {
             out.push_str(&format!("  {name:<20} local stack: {what}\n"));
         }
     }
@@ -329,11 +329,19 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             (stacks, Vec::new(), Vec::new())
         }
         None => {
+            // Fault targets of the file join the local stack's, on its hops.
+            let local_faults = config
+                .as_ref()
+                .map(Config::fault_targets)
+                .unwrap_or_default();
             if config
                 .as_ref()
-                .is_some_and(|c| !c.target_names().is_empty())
+                .is_some_and(|c| c.target_names().len() > local_faults.len())
             {
-                return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
+                return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
+            }
+            if config.as_ref().is_some_and(|c| c.faults.is_some()) {
+                return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
             }
             let options = StackOptions {
                 run_dir: run_dir.join("stack"),
@@ -353,21 +361,22 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),
                 fault_proxies: true,
+                custom_faults: local_faults.clone(),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
             }
             // Unknown names are refused; opt-in fault targets run only when named.
             select(
-                crate::stack::local::known_targets()
+                crate::stack::local::known_targets(&local_faults)
                     .into_iter()
                     .map(|(n, _, _)| n)
                     .collect(),
                 &args.targets,
-                |n| n,
+                |n| n.as_str(),
                 "target",
             )?;
-            let local_targets = crate::stack::local::run_targets(&args.targets);
+            let local_targets = crate::stack::local::run_targets(&args.targets, &local_faults);
             if let Some(x) = &expectations {
                 let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
@@ -378,7 +387,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             if versions.len() > 1 {
                 let jobs: Vec<usize> = versions
                     .iter()
-                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v))
+                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v, &local_faults))
                     .collect();
                 let report = versions::run_versions(
                     &settings,
@@ -394,7 +403,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 .await?;
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
-            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
+            let jobs = local_jobs(
+                &args,
+                run_defaults.jobs,
+                &settings,
+                versions[0].as_str(),
+                &local_faults,
+            );
             let mut up =
                 workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
             let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
@@ -462,15 +477,13 @@ fn local_jobs(
     config_jobs: Option<u32>,
     settings: &RunSettings,
     version: &str,
+    custom_faults: &[(String, crate::targets::FaultAction)],
 ) -> usize {
     let given = args.jobs.or(config_jobs);
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::run_targets(&args.targets)
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let targets = crate::stack::local::run_targets(&args.targets, custom_faults);
     let axis_version = (args.server_version.len() > 1).then_some(version);
     let cells = workers::cells_per_stack(
         &targets,

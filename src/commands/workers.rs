@@ -253,6 +253,7 @@ mod tests {
             agents: Vec::new(),
             sdk_version: None,
             fault_proxies: true,
+            custom_faults: Vec::new(),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {

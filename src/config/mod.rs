@@ -250,6 +250,18 @@ impl Config {
         }
     }
 
+    /// The file's fault targets, by name: on the local stack (no base
+    /// URL) they join its own, on its hops.
+    pub fn fault_targets(&self) -> Vec<(String, crate::targets::FaultAction)> {
+        self.targets
+            .iter()
+            .filter_map(|t| match &t.action {
+                RestartAction::Fault(f) => Some((t.name.clone(), f.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn target_names(&self) -> Vec<&str> {
         self.targets.iter().map(|t| t.name.as_str()).collect()
     }

@@ -210,20 +210,21 @@ impl BuiltinFault {
             format!("{describe} (only with --target)")
         }
     }
+}
 
-    /// The target, on the hop's proxy. Off the clients' requests (the
-    /// session store's hops), its window may cut no other cell's DELETE.
-    pub fn target(&self, control: crate::faults::FaultControl) -> Target {
-        let target = Target::new(
-            self.name,
-            RestartAction::Fault(self.action()),
-            Readiness::None,
-        )
-        .with_fault_proxy(control);
-        match self.hop {
-            "persist" | "runner" => target.keeping_open_requests(),
-            _ => target,
-        }
+/// A fault target on its hop's proxy. Off the clients' requests (the
+/// session store's hops), its window may cut no other cell's DELETE.
+pub fn fault_target(
+    name: &str,
+    action: FaultAction,
+    control: crate::faults::FaultControl,
+) -> Target {
+    let hop = action.hop.clone();
+    let target =
+        Target::new(name, RestartAction::Fault(action), Readiness::None).with_fault_proxy(control);
+    match hop.as_str() {
+        "persist" | "runner" => target.keeping_open_requests(),
+        _ => target,
     }
 }
 

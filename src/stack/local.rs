@@ -15,7 +15,7 @@ use crate::report::LogFile;
 use crate::signal::Signal;
 use crate::supervise::free_port;
 use crate::targets::Unavailable;
-use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{FaultAction, ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,19 +40,25 @@ pub const TARGETS: [(&str, &str); 5] = [
     ("rivet-engine", "the Rivet Engine the runner connects to"),
 ];
 
-/// Every target of the local stack, restarts then faults: its name, what
-/// it does, and whether it runs when `--target` names none.
-pub fn known_targets() -> Vec<(&'static str, String, bool)> {
-    let restarts = TARGETS.iter().map(|(n, w)| (*n, w.to_string(), true));
+/// Every target of the local stack, restarts, built-in faults, then the
+/// config file's own faults (`custom`): its name, what it does, and whether
+/// it runs when `--target` names none.
+pub fn known_targets(custom: &[(String, FaultAction)]) -> Vec<(String, String, bool)> {
+    let restarts = TARGETS
+        .iter()
+        .map(|(n, w)| (n.to_string(), w.to_string(), true));
     let faults = super::fault_targets::BUILTIN
         .iter()
-        .map(|f| (f.name, f.what(), f.default));
-    restarts.chain(faults).collect()
+        .map(|f| (f.name.to_string(), f.what(), f.default));
+    let own = custom
+        .iter()
+        .map(|(n, f)| (n.clone(), format!("{} (config file)", f.describe()), true));
+    restarts.chain(faults).chain(own).collect()
 }
 
 /// The targets a run on the local stack has: those named, else the default ones.
-pub fn run_targets(named: &[String]) -> Vec<&'static str> {
-    known_targets()
+pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<String> {
+    known_targets(custom)
         .into_iter()
         .filter(|(n, _, default)| match named.is_empty() {
             true => *default,
@@ -100,6 +106,8 @@ pub struct StackOptions {
     /// A fault proxy on each hop (a run), or none (`stack up`, whose
     /// stack outlives the harness process the proxies live in).
     pub fault_proxies: bool,
+    /// The config file's own fault targets on the stack's hops.
+    pub custom_faults: Vec<(String, FaultAction)>,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -383,7 +391,10 @@ impl LocalStack {
             target.watch_hops(hops.clone());
         }
         // Report order follows known_targets(), not start order.
-        let order: Vec<&str> = known_targets().into_iter().map(|(n, _, _)| n).collect();
+        let order: Vec<String> = known_targets(&options.custom_faults)
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect();
         stack
             .targets
             .sort_by_key(|t| order.iter().position(|n| *n == t.name));
@@ -406,31 +417,34 @@ impl LocalStack {
         components
     }
 
-    /// The fault targets the run selects, each on its hop's proxy; one
-    /// whose hop has none here is skipped, saying why.
+    /// The fault targets the run selects, built in and the config file's,
+    /// each on its hop's proxy; one whose hop has none here is skipped,
+    /// saying why.
     fn add_faults(&mut self, options: &StackOptions) {
-        let selected = run_targets(&options.only);
-        for fault in super::fault_targets::BUILTIN {
-            if !selected.contains(&fault.name) {
+        let selected = run_targets(&options.only, &options.custom_faults);
+        let builtin = super::fault_targets::BUILTIN
+            .iter()
+            .map(|f| (f.name.to_string(), f.action()));
+        let custom = options.custom_faults.iter().cloned();
+        for (name, action) in builtin.chain(custom) {
+            if !selected.contains(&name) {
                 continue;
             }
-            match self.hops.control(fault.hop) {
-                Some(control) => self.targets.push(fault.target(control)),
-                None => {
-                    let reason = if !options.fault_proxies || !super::hops::proxies_wanted() {
-                        format!(
-                            "the stack runs without fault proxies ({}=off)",
-                            super::hops::PROXIES_ENV
-                        )
-                    } else {
-                        format!(
-                            "the {} hop is not running here (its component did not start)",
-                            fault.hop
-                        )
-                    };
-                    self.skipped.push(Unavailable::skipped(fault.name, &reason));
-                }
-            }
+            let hop = action.hop.clone();
+            let Some(control) = self.hops.control(&hop) else {
+                let reason = if !options.fault_proxies || !super::hops::proxies_wanted() {
+                    format!(
+                        "the stack runs without fault proxies ({}=off)",
+                        super::hops::PROXIES_ENV
+                    )
+                } else {
+                    format!("the {hop} hop is not running here (its component did not start)")
+                };
+                self.skipped.push(Unavailable::skipped(&name, &reason));
+                continue;
+            };
+            let target = super::fault_targets::fault_target(&name, action, control);
+            self.targets.push(target);
         }
     }
 
