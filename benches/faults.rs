@@ -3,7 +3,8 @@
 //! Run through `bench/faults.sh` (or `cargo bench --bench faults`).
 //!
 //! Each trial opens a connection through a fault proxy to a loopback
-//! server that streams bytes without pause, sets the toxic, and times
+//! server that streams bytes without pause (a `reset_peer` acts on the
+//! next chunk, as Toxiproxy's does), sets the toxic, and times
 //! what the client sees: the reset (`reset_peer`), the end of the stream
 //! (`down`), the last byte before the stream stops (`partition`); then
 //! how soon bytes flow again after the partition heals.
@@ -22,9 +23,11 @@ async fn streaming_server() -> SocketAddr {
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             tokio::spawn(async move {
+                // Without pause (a timer would round to 1 ms): the next
+                // chunk, which a reset_peer acts on, is always on its way.
                 let chunk = [b'x'; 256];
                 while socket.write_all(&chunk).await.is_ok() {
-                    tokio::time::sleep(Duration::from_micros(50)).await;
+                    tokio::task::yield_now().await;
                 }
             });
         }

@@ -4,8 +4,9 @@
 //! side of the stack); the others only when named with `--target`, like
 //! opt-in scenarios.
 
+use super::hops::{Hops, PROXIES_ENV};
 use crate::faults::{parse_toxic, Param, ToxicSpec};
-use crate::targets::{FaultAction, Readiness, RestartAction, Target};
+use crate::targets::{FaultAction, Readiness, RestartAction, Target, Unavailable};
 use std::time::Duration;
 
 /// One built-in fault target.
@@ -210,6 +211,48 @@ impl BuiltinFault {
             format!("{describe} (only with --target)")
         }
     }
+}
+
+/// The fault targets a run selects (`selected`, by name), built in and the
+/// config file's (`custom`), each on its hop's proxy and with `ready`'s
+/// probe for its hop (what must answer once the fault heals); one whose
+/// hop has no proxy here is unavailable, saying why.
+pub fn on_hops(
+    selected: &[String],
+    custom: &[(String, FaultAction)],
+    hops: &Hops,
+    ready: &dyn Fn(&str) -> Option<(Readiness, Duration)>,
+) -> (Vec<Target>, Vec<Unavailable>) {
+    let builtin = BUILTIN.iter().map(|f| (f.name.to_string(), f.action()));
+    let (mut targets, mut unavailable) = (Vec::new(), Vec::new());
+    for (name, action) in builtin.chain(custom.iter().cloned()) {
+        if !selected.contains(&name) {
+            continue;
+        }
+        match hops.control(&action.hop) {
+            Some(control) => {
+                let hop = action.hop.clone();
+                let mut target = fault_target(&name, action, control);
+                if let Some((readiness, timeout)) = ready(&hop) {
+                    target.readiness = readiness;
+                    target.ready_timeout = timeout;
+                }
+                targets.push(target);
+            }
+            None if !hops.is_on() => unavailable.push(Unavailable::skipped(
+                &name,
+                &format!("the stack runs without fault proxies ({PROXIES_ENV}=off)"),
+            )),
+            None => unavailable.push(Unavailable::skipped(
+                &name,
+                &format!(
+                    "the {} hop is not running here (its component did not start)",
+                    action.hop
+                ),
+            )),
+        }
+    }
+    (targets, unavailable)
 }
 
 /// A fault target on its hop's proxy. Off the clients' requests (the

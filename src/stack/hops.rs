@@ -49,6 +49,12 @@ impl Hops {
         Ok(port)
     }
 
+    /// Whether the hops have proxies (off for `stack up` and with
+    /// `CONTINUITY_FAULT_PROXIES=off`).
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
     /// The control of `hop`'s proxy, when it has one.
     pub fn control(&self, hop: &str) -> Option<FaultControl> {
         self.proxies

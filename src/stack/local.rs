@@ -69,6 +69,10 @@ pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<St
 }
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the session actor may take to answer after a fault on the
+/// Rivet hops heals: the runner's reconnect backoff tops out at 30 s
+/// (+25 % jitter), as after an engine restart.
+const AFTER_HEAL_RIVET_TIMEOUT: Duration = Duration::from_secs(90);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
 /// One running program of the stack.
@@ -384,7 +388,26 @@ impl LocalStack {
         stack
             .skipped
             .retain(|u| options.only.is_empty() || options.only.contains(&u.name));
-        stack.add_faults(&options);
+        let selected = run_targets(&options.only, &options.custom_faults);
+        // Once a fault heals, what its hop leads to answers again: through
+        // the gateway (and the agent hop), or the session actor (through
+        // the runner's link to the engine, which reconnects with a backoff).
+        let probe_of = |name: &str, timeout: Duration| {
+            stack
+                .targets
+                .iter()
+                .chain(stack.background.iter())
+                .find(|t| t.name == name)
+                .map(|t| (t.readiness.clone(), timeout))
+        };
+        let ready = |hop: &str| match hop {
+            "persist" | "runner" => probe_of("rivet", AFTER_HEAL_RIVET_TIMEOUT),
+            _ => probe_of("gateway", READY_TIMEOUT).or_else(|| probe_of("agent", READY_TIMEOUT)),
+        };
+        let (faults, unavailable) =
+            super::fault_targets::on_hops(&selected, &options.custom_faults, &stack.hops, &ready);
+        stack.targets.extend(faults);
+        stack.skipped.extend(unavailable);
         // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
         let hops = stack.hops.controls();
         for target in &mut stack.targets {
@@ -415,37 +438,6 @@ impl LocalStack {
             }
         }
         components
-    }
-
-    /// The fault targets the run selects, built in and the config file's,
-    /// each on its hop's proxy; one whose hop has none here is skipped,
-    /// saying why.
-    fn add_faults(&mut self, options: &StackOptions) {
-        let selected = run_targets(&options.only, &options.custom_faults);
-        let builtin = super::fault_targets::BUILTIN
-            .iter()
-            .map(|f| (f.name.to_string(), f.action()));
-        let custom = options.custom_faults.iter().cloned();
-        for (name, action) in builtin.chain(custom) {
-            if !selected.contains(&name) {
-                continue;
-            }
-            let hop = action.hop.clone();
-            let Some(control) = self.hops.control(&hop) else {
-                let reason = if !options.fault_proxies || !super::hops::proxies_wanted() {
-                    format!(
-                        "the stack runs without fault proxies ({}=off)",
-                        super::hops::PROXIES_ENV
-                    )
-                } else {
-                    format!("the {hop} hop is not running here (its component did not start)")
-                };
-                self.skipped.push(Unavailable::skipped(&name, &reason));
-                continue;
-            };
-            let target = super::fault_targets::fault_target(&name, action, control);
-            self.targets.push(target);
-        }
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {

@@ -207,15 +207,40 @@ impl Target {
     /// (the cleanup runs on a healed network), and every hop's proxy must
     /// still be serving. An error is the harness's: the proxy itself failed.
     pub async fn settle(&mut self) -> Result<(), String> {
-        let healed = match self.window.take() {
-            Some(window) => window.close(),
-            None => Ok(()),
-        };
-        healed?;
+        if let Some(window) = self.window.take() {
+            window.close()?;
+            self.ready_after_heal().await?;
+        }
         for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
             hop.check().map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+
+    /// After a fault heals, the stack must answer again before the cell's
+    /// cleanup and the next cell (a RivetKit runner whose engine link was
+    /// cut reconnects with a backoff): the wait goes into the trace, and a
+    /// stack that never recovers is the harness's error, not the next cell's.
+    async fn ready_after_heal(&mut self) -> Result<(), String> {
+        if self.readiness == Readiness::None {
+            return Ok(());
+        }
+        match self
+            .readiness
+            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
+            .await
+        {
+            Ok(took) => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("ms".into(), millis(took).into());
+                self.trace.event("fault_ready", fields);
+                Ok(())
+            }
+            Err(error) => Err(format!(
+                "the stack was not ready again within {} of the fault's heal: {error}",
+                fmt_duration(self.ready_timeout)
+            )),
+        }
     }
 
     /// See [`Target::independent`].
@@ -374,7 +399,8 @@ impl Target {
         if let Err(error) = action {
             return (false, None, Some(error.to_string()));
         }
-        if self.readiness == Readiness::None {
+        // A fault's probe waits for its heal ([`Target::settle`]), not its start.
+        if self.readiness == Readiness::None || self.kind() == RestartKind::Fault {
             return (true, None, None);
         }
         match self
