@@ -144,7 +144,8 @@ fn a_reset_peer_in_the_middle_of_a_turn_is_named_as_the_fault_proxys() {
         "fail"
     );
     // Signatures with a fault are valid against the published schema.
-    let schema: Value = serde_json::from_str(include_str!("../../../docs/report.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../docs/report.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator
         .iter_errors(&report)
