@@ -116,6 +116,8 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         agents: Vec::new(),
         sdk_version: None,
         supervisor: supervisor.clone(),
+        fault_proxies: false,
+        custom_faults: Vec::new(),
     };
     let mut progress =
         |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));

@@ -325,6 +325,8 @@ mod tests {
             agents: Vec::new(),
             sdk_version: None,
             supervisor: crate::supervise::Supervisor::default(),
+            fault_proxies: true,
+            custom_faults: Vec::new(),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(

@@ -190,6 +190,18 @@ fn event_line(e: &Value) -> Option<String> {
             if e["ok"] == true { "ready" } else { "failed" },
             e["readyMs"].as_f64().map(ms).unwrap_or_else(|| "–".into())
         ),
+        "fault_start" => format!("fault on the {} hop: {}", text("hop"), text("fault")),
+        "fault_action" => format!(
+            "the fault proxy {} connection {} on the {} hop ({})",
+            text("action"),
+            e["conn"],
+            text("hop"),
+            text("toxic")
+        ),
+        "fault_end" => match e["ok"] == true {
+            true => format!("fault on the {} hop healed", text("hop")),
+            false => format!("fault on the {} hop: {}", text("hop"), text("detail")),
+        },
         "truncated" => "trace cut here (size limit)".to_string(),
         "component_stop" => format!(
             "{} stopped{}",

@@ -34,6 +34,10 @@ impl Restarter for TargetRestarter<'_> {
     fn cuts_open_requests(&self) -> bool {
         !self.0.keeps_open_requests
     }
+
+    async fn settle(&mut self) -> Result<(), String> {
+        self.0.settle().await
+    }
 }
 
 /// Which cell the attempts belong to, for events and file names.

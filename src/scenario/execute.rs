@@ -96,6 +96,13 @@ pub trait Restarter: Send {
     fn cuts_open_requests(&self) -> bool {
         true
     }
+
+    /// When the cell's phases are over, before its cleanup: a network
+    /// fault still in force heals. An error means the harness could not
+    /// (its fault proxy failed): the cell is then an error, not a failure.
+    async fn settle(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A finished cell.
@@ -246,6 +253,10 @@ pub async fn run_cell_deferring(
         };
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
+    }
+    // The network heals before the cleanup runs on it.
+    if let Err(reason) = cell.restarter.settle().await {
+        results.push(judge::harness_failure("healFault", "heal_fault", reason));
     }
     // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
     cell.turns.cancel_running().await;
@@ -545,6 +556,45 @@ mod tests {
         );
         let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
         assert_eq!(phases, ["first", "second"]);
+    }
+
+    /// Restarts fine, but cannot heal its network fault (its proxy died).
+    struct ProxyDied {
+        settled_before_cleanup: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    #[async_trait]
+    impl Restarter for ProxyDied {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
+            NoRestart(0).restart(phase).await
+        }
+
+        async fn settle(&mut self) -> Result<(), String> {
+            self.settled_before_cleanup
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            Err("the fault proxy of the gateway hop has stopped: its accept loop ended".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fault_the_harness_cannot_heal_makes_the_cell_an_error_not_a_failure() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"fault\"\nstep = \"restart\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 1\n");
+        let settled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut restarter = ProxyDied {
+            settled_before_cleanup: Arc::clone(&settled),
+        };
+        let run = run_cell(&s, &settings(), &mut restarter).await;
+        assert!(settled.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Error, Some("healFault"))
+        );
+        let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        // The heal comes after the phases and before the cleanup.
+        assert_eq!(names, ["fault", "after", "healFault", "tidy"]);
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::Harness);
+        assert!(sig.message.contains("has stopped"), "{}", sig.message);
     }
 
     /// Slow the first time (past its phase's deadline), quick after.

@@ -7,6 +7,8 @@
 pub(crate) mod agent_wiring;
 pub(crate) mod agents;
 mod error;
+pub(crate) mod fault_targets;
+pub(crate) mod hops;
 pub(crate) mod local;
 pub(crate) mod nginx;
 pub(crate) mod npm;

@@ -41,6 +41,8 @@ pub enum RestartAction {
         expect_status: Option<u16>,
         timeout: Duration,
     },
+    /// A toxic on a hop's fault proxy for a window.
+    Fault(super::FaultAction),
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -86,6 +88,7 @@ pub enum RestartKind {
     Command,
     Signal,
     Http,
+    Fault,
 }
 
 impl RestartKind {
@@ -96,6 +99,7 @@ impl RestartKind {
             RestartKind::Command => "command",
             RestartKind::Signal => "signal",
             RestartKind::Http => "http",
+            RestartKind::Fault => "fault",
         }
     }
 }
@@ -113,6 +117,7 @@ impl RestartAction {
             RestartAction::Managed(_) => RestartKind::Managed,
             RestartAction::Signal { .. } => RestartKind::Signal,
             RestartAction::Http { .. } => RestartKind::Http,
+            RestartAction::Fault(_) => RestartKind::Fault,
         }
     }
 
@@ -142,6 +147,7 @@ impl RestartAction {
                 expected_status_text(*expect_status),
                 fmt_duration(*timeout)
             ),
+            RestartAction::Fault(fault) => fault.describe(),
         }
     }
 }
@@ -191,6 +197,10 @@ pub enum ActionError {
         url: String,
         reason: String,
     },
+    #[error("the {hop} hop has no fault proxy here")]
+    NoHop { hop: String },
+    #[error("{reason}")]
+    Proxy { hop: String, reason: String },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,
@@ -221,6 +231,8 @@ pub enum ActionErrorKind {
     Request,
     /// The restart hook answered with an unexpected status.
     Status,
+    /// The fault's hop has no proxy, or its proxy stopped serving.
+    Proxy,
 }
 
 impl ActionError {
@@ -234,6 +246,7 @@ impl ActionError {
             ActionError::Kill { .. } => ActionErrorKind::Kill,
             ActionError::Request { .. } => ActionErrorKind::Request,
             ActionError::Status { .. } => ActionErrorKind::Status,
+            ActionError::NoHop { .. } | ActionError::Proxy { .. } => ActionErrorKind::Proxy,
         }
     }
 }

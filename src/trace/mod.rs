@@ -11,11 +11,13 @@
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
 
 mod cell;
+mod fault_window;
 mod observe;
 mod sink;
 mod url;
 
 pub use cell::{cell_dir_name, for_cell};
+pub use fault_window::FaultSeen;
 pub use observe::{ChannelStats, ErrorKind, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA,

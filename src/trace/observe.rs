@@ -161,6 +161,8 @@ pub struct WaitInfo {
 pub struct Snapshot {
     pub waits: Vec<WaitInfo>,
     pub channels: Vec<ChannelStats>,
+    /// The cell's fault windows so far, first first (kept across phases).
+    pub faults: Vec<super::FaultSeen>,
 }
 
 impl Snapshot {
@@ -195,6 +197,7 @@ pub(super) struct Observations {
     /// background (the SDK's health wait, polling from `connect` on).
     watched: Vec<(u64, String)>,
     channels: Vec<ChannelStats>,
+    pub(super) faults: Vec<super::FaultSeen>,
 }
 
 impl Observations {
@@ -300,6 +303,7 @@ impl Observations {
         Snapshot {
             waits: self.waits.iter().map(|(_, w)| w.clone()).collect(),
             channels: self.channels.clone(),
+            faults: self.faults.clone(),
         }
     }
 }

@@ -122,6 +122,17 @@
     return windows;
   }
 
+  // fault_start to fault_end (or to the cell's end, when the trace has none).
+  function faultWindows(cell, span) {
+    var windows = [], open = null;
+    (cell.events || []).forEach(function (e) {
+      if (e.ev === "fault_start") open = e;
+      if (e.ev === "fault_end" && open !== null) { windows.push([open.t, e.t, open, e]); open = null; }
+    });
+    if (open !== null) windows.push([open.t, span, open, null]);
+    return windows;
+  }
+
   function markClass(e) {
     if (e.ev === "http") {
       if (e.error) return "mark-fail";
@@ -131,6 +142,8 @@
     if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
     if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
     if (e.ev === "store") return e.ok ? "mark-ok" : "mark-fail";
+    if (e.ev === "fault_action" || e.ev === "fault_start") return "mark-fail";
+    if (e.ev === "fault_end") return e.ok ? "mark-ok" : "mark-fail";
     return "mark-info";
   }
   function markText(e) {
@@ -150,11 +163,15 @@
     if (e.ev === "component_start") return e.component + " started" + (e.pid ? " (pid " + e.pid + ")" : "") + at;
     if (e.ev === "restart_start") return "restart started" + at;
     if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
+    if (e.ev === "fault_start") return "fault on the " + e.hop + " hop: " + (e.fault || e.toxic) + at;
+    if (e.ev === "fault_action") return "the fault proxy " + e.action + " connection " + e.conn + " on the " + e.hop + " hop (" + e.toxic + ")" + at;
+    if (e.ev === "fault_end") return "fault on the " + e.hop + " hop healed" + (e.ok ? "" : ": " + (e.detail || "the proxy failed")) + at;
     if (e.ev === "store") return "store " + e.call + " (" + e.driver + ") → " + (e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
     return e.ev + at;
   }
   var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC", store: "store",
-    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
+    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target",
+    fault_start: "target", fault_action: "target", fault_end: "target" };
 
   function timeline(cell) {
     var times = phaseTimes(cell);
@@ -173,6 +190,10 @@
       root.appendChild(sv("line", { "class": "grid", x1: x(t), x2: x(t), y1: top - 4, y2: H - 6 }));
       root.appendChild(sv("text", { "class": "label", x: x(t), y: 12, "text-anchor": "middle" }, fmtMs(t)));
     }
+    faultWindows(cell, span).forEach(function (w) {
+      var end = w[3] ? "healed after " + fmtMs(w[1] - w[0]) : "not healed in the trace";
+      root.appendChild(sv("rect", { "class": "fault-window", x: x(w[0]), y: top - 4, width: Math.max(2, x(w[1]) - x(w[0])), height: H - top }, tip("fault on the " + w[2].hop + " hop: " + (w[2].fault || w[2].toxic) + ", " + end)));
+    });
     restartWindows(cell, times).forEach(function (w) {
       var detail = w[2] ? " (" + (w[2].ok ? "ready" : "failed") + (w[2].readyMs !== undefined && w[2].readyMs !== null ? ", ready after " + fmtMs(w[2].readyMs) : "") + ")" : "";
       root.appendChild(sv("rect", { "class": "restart-window", x: x(w[0]), y: top - 4, width: Math.max(2, x(w[1]) - x(w[0])), height: H - top }, tip("restart " + fmtMs(w[1] - w[0]) + detail)));

@@ -5,6 +5,7 @@ mod bad_input_e2e;
 mod client_real_server;
 mod clients_e2e;
 mod diagnosis_e2e;
+mod faults_e2e;
 mod gate_e2e;
 mod hygiene_e2e;
 mod jobs_e2e;
