@@ -4,7 +4,12 @@
 //! each HTTP exchange from request to answer, each JSON-RPC request from
 //! sent to answered (a prompt's answer comes on the stream once the agent is
 //! done), and each call to the session store (the Rivet actor, or SQLite)
-//! from asked to answered. With a trace, the restart windows join the same
+//! from asked to answered. For the hosted TypeScript SDK, the client under
+//! test, each of its actions (`sdk`) counts from asked to answered, or to
+//! the phase deadline it was given up at: that time is the SDK's (its own
+//! waits, such as a prompt it leaves pending after a 400 it never
+//! surfaces) and the servers', not the harness's; its wire, in the same
+//! trace, shows what it was. With a trace, the restart windows join the same
 //! union of intervals, so a store call or a health check waiting during a
 //! restart counts once. The overhead is the rest of the attempt's wall
 //! time: the harness's own work, its waits and settles (the SDK's settle
@@ -138,8 +143,8 @@ pub fn markdown_section(report: &super::Report) -> Option<String> {
 
 /// A trace's intervals (`t` and `ms` in milliseconds).
 struct Spans {
-    /// The servers' answers: `http` and `store` events, logged at their end
-    /// with their duration, and `rpc` requests (`dir: out`) paired with
+    /// The servers' answers: `http`, `store` and `sdk` events, logged at
+    /// their end with their duration, and `rpc` requests (`dir: out`) paired with
     /// their answer (`dir: in`, the same `rpcId`, the latest request first).
     answers: Vec<(f64, f64)>,
     /// `restart_start` to `restart_end`.
@@ -166,7 +171,7 @@ impl Spans {
                 event["dir"].as_str(),
                 event["rpcId"].as_i64(),
             ) {
-                (Some("http" | "store"), _, _) => {
+                (Some("http" | "store" | "sdk"), _, _) => {
                     if let Some(ms) = event["ms"].as_f64() {
                         spans.answers.push(((t - ms).max(0.0), t));
                     }
@@ -323,6 +328,24 @@ mod tests {
             Some(&twice),
         );
         assert_eq!(floor.floor_ms, 460);
+    }
+
+    #[test]
+    fn a_hosted_sdk_action_counts_to_its_answer_or_to_the_deadline_it_was_given_up_at() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            // The SDK's POST inside its action counts once: 100..400.
+            r#"{"t":120.0,"ev":"http","ms":10.0,"client":"ts-sdk"}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"sdk","call":"prompt","ms":300.0,"ok":true}"#,
+            "\n",
+            // Given up at its 500 ms deadline: 500..1000.
+            r#"{"t":1000.0,"ev":"sdk","call":"prompt","ms":500.0,"abandoned":true}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1100, &[], Some(trace));
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (800, 300));
     }
 
     #[test]

@@ -76,6 +76,10 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "signal",
         "call",
         "driver",
+        "abandoned",
+        "headersMs",
+        "client",
+        "closedBy",
     ];
     let mut kept = Vec::new();
     let mut marks = 0;

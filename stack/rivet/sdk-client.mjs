@@ -11,9 +11,14 @@
 // HTTP status and problem, JSON-RPC code, cause chain), never as an actor
 // error. Unhandled promise rejections (the SDK raises them around restarts)
 // are recorded with the phase that was running instead of killing the runner.
+//
+// The SDK's wire is recorded (wire.mjs): its `fetch` and its persist driver
+// are wrapped, and every answer carries the records continuity has not yet
+// acknowledged (`wireAck` in the args), which it writes into the cell's trace.
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
 const HEALTH_WAIT_MS = 30_000;
@@ -109,7 +114,8 @@ function newClient(c, name, settings, save) {
 		sdk: new SandboxAgent({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
-			persist: new ActorStatePersistDriver(c, save),
+			fetch: recordingFetch(c.vars.wire),
+			persist: recordingPersist(c.vars.wire, new ActorStatePersistDriver(c, save)),
 			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
 		}),
 		sessions: new Map(),
@@ -151,22 +157,25 @@ function bounded(promise, ms, what) {
 
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
-	// recorded faults into state, answers ok or the error as data.
+	// recorded faults into state, answers ok or the error as data, with the
+	// wire records continuity has not acknowledged.
 	async function act(c, args, body) {
 		const phase = String(args?.phase ?? "");
 		active = { key: c.key?.join?.(",") ?? String(c.key ?? ""), phase };
 		const save = () => persistNow(c);
+		c.vars.wire.acknowledge(args?.wireAck);
 		adoptFaults(c);
 		const deadline = Number(args?.timeoutMs) > 0 ? Number(args.timeoutMs) + ACTION_MARGIN_MS : 120_000;
+		let answer;
 		try {
 			const result = await bounded(body(save), deadline, phase || "action");
-			return { ok: true, ...result };
+			answer = { ok: true, ...result };
 		} catch (error) {
-			return { ok: false, error: describeError(error) };
-		} finally {
-			adoptFaults(c);
-			await save().catch(() => {});
+			answer = { ok: false, error: describeError(error) };
 		}
+		adoptFaults(c);
+		await save().catch(() => {});
+		return { ...answer, wire: c.vars.wire.pending() };
 	}
 
 	function adoptFaults(c) {
@@ -182,7 +191,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 	return actor({
 		createState: () => ({ sessions: {}, events: {}, inserted: {}, clients: {}, faults: [], wakes: 0 }),
-		createVars: () => ({ clients: new Map() }),
+		createVars: () => ({ clients: new Map(), wire: new WireLog() }),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -276,17 +285,25 @@ export function sdkClientActor({ persistNow, options }) {
 				}),
 
 			/** The cell is over: close every SDK client and destroy this actor. */
-			retire: async (c) => {
+			retire: async (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
 				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
 				c.vars.clients.clear();
 				c.destroy();
-				return { ok: true };
+				return { ok: true, wire: c.vars.wire.pending() };
 			},
 
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */
-			faults: (c) => {
+			faults: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
 				adoptFaults(c);
-				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes };
+				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
+			},
+
+			/** The wire records continuity has not acknowledged, e.g. after a phase it gave up on. */
+			wire: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				return { ok: true, wire: c.vars.wire.pending() };
 			},
 		},
 	});
