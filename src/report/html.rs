@@ -80,6 +80,12 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "headersMs",
         "client",
         "closedBy",
+        "process",
+        "frame",
+        "bytes",
+        "code",
+        "clean",
+        "what",
     ];
     let mut kept = Vec::new();
     let mut marks = 0;

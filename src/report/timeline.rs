@@ -206,6 +206,39 @@ fn event_line(e: &Value) -> Option<String> {
             },
             ms(e["ms"].as_f64().unwrap_or(0.0))
         ),
+        "ws" => match e["dir"].as_str() {
+            Some("out") => format!(
+                "terminal {} → input ({} bytes)",
+                text("process"),
+                e["bytes"]
+            ),
+            _ => format!(
+                "terminal {} ← {} ({} bytes)",
+                text("process"),
+                text("frame"),
+                e["bytes"]
+            ),
+        },
+        "ws_open" => format!("terminal {} open", text("process")),
+        "ws_close" => format!(
+            "terminal {} closed: ws close {}{}",
+            text("process"),
+            e["code"],
+            if e["clean"] == false {
+                " (no close frame)"
+            } else {
+                ""
+            }
+        ),
+        "window" => format!(
+            "watched {} for {}",
+            ms(e["ms"].as_f64().unwrap_or(0.0)),
+            text("what")
+        ),
+        "cleanup_wait" => format!(
+            "waited {} for the previous cell's DELETEs on this stack",
+            ms(e["ms"].as_f64().unwrap_or(0.0))
+        ),
         "wire_dropped" => format!(
             "{} of the hosted SDK's wire records lost (its buffer was full)",
             e["dropped"]

@@ -69,6 +69,8 @@ pub enum Purpose {
     Fs,
     /// Any other endpoint of the server's API (`/v1/agents`, …).
     Api,
+    /// A process's terminal WebSocket upgrade.
+    Terminal,
 }
 
 impl Purpose {
@@ -81,6 +83,7 @@ impl Purpose {
             Purpose::Process => "process",
             Purpose::Fs => "fs",
             Purpose::Api => "api",
+            Purpose::Terminal => "terminal",
         }
     }
 }

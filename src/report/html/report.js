@@ -126,8 +126,10 @@
     if (e.ev === "http") {
       if (e.error) return "mark-fail";
       if (e.closedBy === "client" && e.status === undefined) return "mark-info";
+      if (e.purpose === "terminal" && e.status === 101) return "mark-ok";
       return e.status >= 200 && e.status < 300 ? "mark-ok" : "mark-fail";
     }
+    if (e.ev === "ws_close") return e.clean === false ? "mark-fail" : "mark-info";
     if (e.ev === "stream_end") return e.error ? "mark-fail" : "mark-info";
     if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
     if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
@@ -154,10 +156,16 @@
     if (e.ev === "restart_start") return "restart started" + at;
     if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
     if (e.ev === "store") return "store " + e.call + " (" + e.driver + ") → " + (e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
+    if (e.ev === "ws") return "terminal " + e.process + (e.dir === "out" ? " → input" : " ← " + e.frame) + " (" + e.bytes + " bytes)" + at;
+    if (e.ev === "ws_open") return "terminal " + e.process + " open" + at;
+    if (e.ev === "ws_close") return "terminal " + e.process + " closed: ws close " + e.code + (e.clean === false ? " (no close frame)" : "") + at;
+    if (e.ev === "window") return "watched " + fmtMs(e.ms) + " for " + e.what + at;
+    if (e.ev === "cleanup_wait") return "waited " + fmtMs(e.ms) + " for the previous cell's DELETEs" + at;
     if (e.ev === "sdk") return "hosted SDK " + e.call + " → " + (e.abandoned ? "no answer by the deadline" : e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
     return e.ev + at;
   }
-  var LANES = { sdk: "SDK", http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC", store: "store",
+  var LANES = { sdk: "SDK", http: "HTTP", stream_end: "stream", sse: "stream", ws: "stream", ws_open: "stream", ws_close: "stream",
+    rpc: "JSON-RPC", store: "store", window: "target", cleanup_wait: "target",
     ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
 
   function timeline(cell) {
@@ -201,7 +209,8 @@
       var lane = lanes.indexOf(LANES[e.ev]);
       if (lane < 0) return;
       var y = top + (times.length + lane) * rowH;
-      var start = (e.ev === "http" || e.ev === "store" || e.ev === "sdk") && e.ms ? Math.max(0, e.t - e.ms) : e.t;
+      var spans = e.ev === "http" || e.ev === "store" || e.ev === "sdk" || e.ev === "window" || e.ev === "cleanup_wait";
+      var start = spans && e.ms ? Math.max(0, e.t - e.ms) : e.t;
       root.appendChild(sv("rect", { "class": "mark " + markClass(e), x: x(start) - 1, y: y + 3, width: Math.max(3, x(e.t) - x(start) + 1), height: rowH - 7 }, tip(markText(e))));
     });
     return root;
