@@ -267,11 +267,11 @@ pub async fn run_cell_deferring(
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
-    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
+    // One call retires the actor and brings back its faults and last wire records.
+    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted())
         .await
         .unwrap_or_default();
     hosted_data::attach_faults(&faults, &mut results);
-    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let recovered = std::mem::take(&mut cell.recovered);
     let dispose_bound = cleanup_by

@@ -284,13 +284,18 @@ export function sdkClientActor({ persistNow, options }) {
 					return {};
 				}),
 
-			/** The cell is over: close every SDK client and destroy this actor. */
+			/**
+			 * The cell is over: close every SDK client and destroy this actor;
+			 * answers with the faults recorded for it and the last wire records.
+			 */
 			retire: async (c, args) => {
 				c.vars.wire.acknowledge(args?.wireAck);
 				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
 				c.vars.clients.clear();
+				adoptFaults(c);
+				const answer = { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
 				c.destroy();
-				return { ok: true, wire: c.vars.wire.pending() };
+				return answer;
 			},
 
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */

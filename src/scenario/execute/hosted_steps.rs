@@ -302,14 +302,16 @@ impl RunningCell<'_> {
             .is_some_and(|h| h.connected.contains(client))
     }
 
-    /// What the actor app recorded as unhandled rejections during this cell.
-    pub(super) async fn hosted_faults(&self) -> Vec<Value> {
+    /// Destroys the cell's actor (its SDK clients closed first): one cell,
+    /// one actor, none left behind on the runner. Returns what the actor
+    /// app recorded as unhandled rejections during the cell.
+    pub(super) async fn retire_hosted(&self) -> Vec<Value> {
         let Some(hosted) = self.hosted.as_ref() else {
             return Vec::new();
         };
         match hosted
             .client
-            .call("faults", json!({"phase": "faults"}), Duration::from_secs(5))
+            .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
             .await
         {
             Ok(out) => out
@@ -318,17 +320,6 @@ impl RunningCell<'_> {
                 .cloned()
                 .unwrap_or_default(),
             Err(_) => Vec::new(),
-        }
-    }
-
-    /// Destroys the cell's actor (its SDK clients closed first): one cell,
-    /// one actor, none left behind on the runner.
-    pub(super) async fn retire_hosted(&self) {
-        if let Some(hosted) = self.hosted.as_ref() {
-            let _ = hosted
-                .client
-                .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
-                .await;
         }
     }
 
