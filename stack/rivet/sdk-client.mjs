@@ -144,16 +144,29 @@ async function handleFor(client, id) {
 	return { session, handle: "fetched after the actor woke" };
 }
 
-function bounded(promise, ms, what) {
+/**
+ * `promise`, or an ActorTimeout after `ms`, or an ActorRetired when the cell
+ * ends first: `inflight` holds a way to end each running action at once.
+ */
+function bounded(promise, ms, what, inflight) {
 	let timer;
+	let retire;
 	const limit = new Promise((_, reject) => {
 		timer = setTimeout(
 			() => reject(Object.assign(new Error(`${what}: no answer within ${ms} ms`), { name: "ActorTimeout" })),
 			ms,
 		);
+		retire = () => reject(Object.assign(new Error(`${what}: the cell ended first`), { name: "ActorRetired" }));
 	});
-	return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+	inflight.add(retire);
+	return Promise.race([promise, limit]).finally(() => {
+		clearTimeout(timer);
+		inflight.delete(retire);
+	});
 }
+
+/** How long `retire` lets the actions it ended finish answering before the actor goes. */
+const RETIRE_DRAIN_MS = 2_000;
 
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
@@ -167,15 +180,23 @@ export function sdkClientActor({ persistNow, options }) {
 		adoptFaults(c);
 		const deadline = Number(args?.timeoutMs) > 0 ? Number(args.timeoutMs) + ACTION_MARGIN_MS : 120_000;
 		let answer;
+		let finished;
+		const done = new Promise((resolve) => (finished = resolve));
+		c.vars.acting.add(done);
 		try {
-			const result = await bounded(body(save), deadline, phase || "action");
+			const result = await bounded(body(save), deadline, phase || "action", c.vars.inflight);
 			answer = { ok: true, ...result };
 		} catch (error) {
 			answer = { ok: false, error: describeError(error) };
 		}
-		adoptFaults(c);
-		await save().catch(() => {});
-		return { ...answer, wire: c.vars.wire.pending() };
+		try {
+			adoptFaults(c);
+			await save().catch(() => {});
+			return { ...answer, wire: c.vars.wire.pending() };
+		} finally {
+			finished();
+			c.vars.acting.delete(done);
+		}
 	}
 
 	function adoptFaults(c) {
@@ -191,7 +212,8 @@ export function sdkClientActor({ persistNow, options }) {
 
 	return actor({
 		createState: () => ({ sessions: {}, events: {}, inserted: {}, clients: {}, faults: [], wakes: 0 }),
-		createVars: () => ({ clients: new Map(), wire: new WireLog() }),
+		// inflight: a way to end each running action; acting: each action until it has answered.
+		createVars: () => ({ clients: new Map(), wire: new WireLog(), inflight: new Set(), acting: new Set() }),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -290,6 +312,13 @@ export function sdkClientActor({ persistNow, options }) {
 			 */
 			retire: async (c, args) => {
 				c.vars.wire.acknowledge(args?.wireAck);
+				// An action the harness gave up on (a prompt the SDK left pending) still
+				// holds its request open: ended first, so the actor is not destroyed
+				// under it (RivetKit then waits out its shutdown grace, and the runner
+				// did not place actors again for the next cells on the stack).
+				for (const end of [...c.vars.inflight]) end();
+				const acting = Promise.allSettled([...c.vars.acting]);
+				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
 				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
 				c.vars.clients.clear();
 				adoptFaults(c);
