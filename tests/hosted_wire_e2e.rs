@@ -148,6 +148,11 @@ async fn the_recording_fetch_keeps_a_real_servers_exchanges_and_never_a_token() 
     let seqs: Vec<u64> = records.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
     assert_eq!(log["dropped"], 0);
+    // Acknowledged up to 3: the rest stays for the next answer; another
+    // log's acknowledgement (a restarted runner's) removes nothing.
+    let kept: Vec<u64> = seqs.iter().copied().filter(|s| *s > 3).collect();
+    assert_eq!(log["acknowledged"], serde_json::json!(kept));
+    assert_eq!(log["foreign"].as_u64(), Some(kept.len() as u64));
 }
 
 #[test]
