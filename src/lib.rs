@@ -34,8 +34,8 @@
 //!   client builder, redaction of secrets, the signal table, exit codes,
 //!   what every layer's errors share (the cause chain on one line, a
 //!   rejected value's reason)
-//! - `clock`, `source_line`, `stop_flag`: leaves: durations in ms, a byte
-//!   offset's line, waiting on a stop flag
+//! - `clock`, `source_line`, `stop_flag`, `fit`: leaves: durations in ms, a
+//!   byte offset's line, waiting on a stop flag, text cut to a display width
 
 pub mod acp;
 pub mod agent;
@@ -48,6 +48,7 @@ pub mod console;
 pub mod diagnose;
 pub mod errors;
 pub mod exit_codes;
+pub mod fit;
 pub mod http;
 mod partition;
 pub mod persist;

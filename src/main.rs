@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         continuity::supervise::kill_all_groups();
+        console::live::clear();
         default_hook(info);
     }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()

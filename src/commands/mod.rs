@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod agents;
+mod cell_line;
 mod clients;
 mod deployment;
 mod error;
@@ -29,7 +30,7 @@ mod workers;
 use crate::stop_flag::wait_true;
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
-use progress::{print_progress, spawn_signal_handler};
+use progress::{spawn_signal_handler, Progress};
 pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -290,8 +291,12 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
+    // Live on a terminal in the human format; `json` keeps its lines as they are.
+    let progress = Progress::start(format == MessageFormat::Human, color);
+    let _cleared = ClearOnDrop(progress.clone());
+    let shown = progress.clone();
     let mut on_event = move |event: RunEvent| match format {
-        MessageFormat::Human => print_progress(&event, color),
+        MessageFormat::Human => shown.event(&event),
         MessageFormat::Json => events::emit(&events::event_json(&event)),
     };
     let versions = distinct_versions(&args.server_version)?;
@@ -377,13 +382,22 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     cancel_rx.clone(),
                     &mut on_event,
                     &run_dir,
+                    &progress,
                 )
                 .await?;
+                progress.clear();
                 return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
             }
             let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
-            let mut up =
-                workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
+            let mut up = workers::up_stacks(
+                &options,
+                jobs,
+                &owner_tag,
+                "stack",
+                cancel_rx.clone(),
+                &progress,
+            )
+            .await?;
             let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
             let skips = up[0].agent_skips.clone();
             (stacks, up, skips)
@@ -401,7 +415,18 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     .await;
     workers::teardown(run_stacks, &mut local_stacks).await;
     crate::stack::state::end_journal();
+    progress.clear();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
+}
+
+/// Takes the live area off the terminal however `run` ends (an error
+/// is printed after it), so nothing is left drawn under the last line.
+struct ClearOnDrop(Progress);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.clear();
+    }
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.

@@ -1,8 +1,10 @@
-//! `continuity show`: a finished run read back from its folder — the matrix,
-//! or one cell's timeline as text (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
+//! `continuity show`: a finished run read back from its folder — the
+//! summary and a block per failed cell, fitted to the terminal as `run`
+//! prints them, or one cell's timeline as text
+//! (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
 
 use super::{load_report, CommandError};
-use crate::report::{render_text, timeline::render_timeline, Cell, Report};
+use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
 use crate::trace::read_trace;
 use std::path::Path;
 
@@ -10,12 +12,13 @@ use std::path::Path;
 pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let Some(wanted) = cell else {
-        let color = crate::console::color(crate::console::Stream::Stdout);
-        let mut out = render_text(&report, color);
-        out.push_str(
-            "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]\n",
-        );
-        return Ok(out);
+        let stdout = crate::console::Stream::Stdout;
+        let layout = Layout {
+            width: crate::console::width(stdout),
+            color: crate::console::color(stdout),
+            folder: run.display().to_string(),
+        };
+        return Ok(render_terminal(&report, &layout));
     };
     let cell = &find_cell(&report, wanted)?;
     let dir = if run.is_dir() {

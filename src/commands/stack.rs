@@ -100,7 +100,8 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         agents: Vec::new(),
         sdk_version: None,
     };
-    let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
+    let mut progress =
+        |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));
     let mut stack = match LocalStack::up(options, &mut progress).await {
         Ok(stack) => stack,
         Err(e) => {

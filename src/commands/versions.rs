@@ -27,6 +27,7 @@ pub(super) async fn run_versions(
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
     run_dir: &Path,
+    progress: &super::Progress,
 ) -> Result<Report, CommandError> {
     let started = Instant::now();
     let overall = settings.overall_timeout;
@@ -47,7 +48,8 @@ pub(super) async fn run_versions(
         };
         let label = format!("stack {version}");
         let up =
-            super::workers::up_stacks(&options, *jobs, owner_tag, &label, cancel.clone()).await;
+            super::workers::up_stacks(&options, *jobs, owner_tag, &label, cancel.clone(), progress)
+                .await;
         let mut up = match up {
             Ok(up) => up,
             Err(e) if parts.is_empty() => {

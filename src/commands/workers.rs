@@ -62,6 +62,7 @@ pub(super) async fn up_stacks(
     owner_tag: &str,
     label: &str,
     cancel: watch::Receiver<bool>,
+    progress: &super::Progress,
 ) -> Result<Vec<LocalStack>, StackError> {
     let mut starting = Vec::new();
     for k in 0..count {
@@ -77,9 +78,10 @@ pub(super) async fn up_stacks(
             run_dir: dir,
             ..options.clone()
         };
+        let progress = progress.clone();
         starting.push(async move {
-            let mut progress = |line: &str| crate::console::errln(&format!("{name}: {line}"));
-            let up = LocalStack::up(options, &mut progress).await;
+            let mut notes = |note| progress.note(&name, note);
+            let up = LocalStack::up(options, &mut notes).await;
             up.map_err(|e| match count {
                 1 => e,
                 _ => e.context(name),
@@ -254,7 +256,16 @@ mod tests {
             sdk_version: None,
         };
         let (_cancel, cancel) = watch::channel(false);
-        let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {
+        let e = match up_stacks(
+            &options,
+            2,
+            "test-tag",
+            "stack",
+            cancel,
+            &crate::commands::Progress::start(false, false),
+        )
+        .await
+        {
             Ok(_) => panic!("stack 2 cannot start"),
             Err(e) => e,
         };

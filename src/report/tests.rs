@@ -204,7 +204,7 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     let dir = tmp.path().join("run");
     let r = fixture::report();
     let files = RunFolder::open(&dir, crate::secret::Redactor::none())
-        .write_report(&r, true)
+        .write_report(&r)
         .expect("writes");
 
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -229,10 +229,6 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     let text = std::fs::read_to_string(&files.text).expect("txt");
     assert_eq!(text, render_text(&r, false));
     assert!(!text.contains('\x1b'));
-    assert!(
-        files.stdout.contains('\x1b'),
-        "stdout rendering honours color"
-    );
     assert_eq!(
         std::fs::read_to_string(&files.markdown).expect("md"),
         render_markdown(&r)
@@ -243,7 +239,7 @@ fn the_run_folder_writes_four_files_and_no_temp() {
 
     // A second write replaces the files in place.
     RunFolder::open(&dir, crate::secret::Redactor::none())
-        .write_report(&r, false)
+        .write_report(&r)
         .expect("rewrites");
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 5);
 }
@@ -274,7 +270,7 @@ fn every_report_file_is_redacted() {
     }
     r.run.agent = format!("mock {secret}");
     let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
-    let files = folder.write_report(&r, true).expect("writes");
+    let files = folder.write_report(&r).expect("writes");
     let extra = folder
         .write_text("cells/1/trace.jsonl", &format!("{{\"x\":\"{secret}\"}}\n"))
         .expect("writes");
@@ -302,7 +298,19 @@ fn every_report_file_is_redacted() {
             assert!(!text.contains(part), "{}: {text}", path.display());
         }
     }
-    assert!(!files.stdout.contains("4711"));
+    let shown = render_terminal(
+        &folder.redacted_report(&r),
+        &Layout {
+            width: 40,
+            color: false,
+            folder: "run".into(),
+        },
+    );
+    assert!(shown.contains("[redacted]"), "{shown}");
+    assert!(
+        !shown.contains("4711") && !shown.contains("tok-"),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -311,9 +319,7 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     let dir = tmp.path().join("run");
     let none = crate::secret::Redactor::none;
     let folder = RunFolder::create(&dir, false, none()).expect("a new folder");
-    folder
-        .write_report(&fixture::report(), false)
-        .expect("writes");
+    folder.write_report(&fixture::report()).expect("writes");
     std::fs::create_dir_all(dir.join("persist")).unwrap();
     std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();

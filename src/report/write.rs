@@ -149,12 +149,10 @@ impl RunFolder {
     /// The report files. The report is redacted before it is rendered (so
     /// every format sees the same text) and each rendering again as it is
     /// written.
-    pub fn write_report(&self, report: &Report, color: bool) -> io::Result<ReportFiles> {
+    pub fn write_report(&self, report: &Report) -> io::Result<ReportFiles> {
         let dir = self.dir.as_path();
         fs::create_dir_all(dir)?;
-        // Should a redacted value no longer parse (a secret equal to an enum
-        // value), the renderings are still redacted as they are written.
-        let report = &self.redacted(report).unwrap_or_else(|_| report.clone());
+        let report = &self.redacted_report(report);
         let json = serde_json::to_string_pretty(report).map_err(io::Error::other)? + "\n";
         let junit = render_junit(report).map_err(io::Error::other)?;
         let files = ReportFiles {
@@ -168,10 +166,6 @@ impl RunFolder {
                 "report.html",
                 &super::html::render_html(report, &super::html::cell_traces(dir, report)),
             )?,
-            stdout: self
-                .redactor
-                .redact(&render_text(report, color))
-                .into_owned(),
         };
         // The renames are durable only once the directory entry is on disk;
         // some filesystems refuse to open a directory for sync, which is not
@@ -180,6 +174,15 @@ impl RunFolder {
             let _ = d.sync_all();
         }
         Ok(files)
+    }
+
+    /// The report with the run's secrets taken out, as the files hold it:
+    /// what a renderer that cuts text to a width must start from, since a
+    /// secret cut in half is no longer found by the redactor. Should a
+    /// redacted value no longer parse (a secret equal to an enum value), the
+    /// report as it is: every rendering is redacted again as it is written.
+    pub fn redacted_report(&self, report: &Report) -> Report {
+        self.redacted(report).unwrap_or_else(|_| report.clone())
     }
 
     fn redacted(&self, report: &Report) -> io::Result<Report> {
@@ -237,10 +240,6 @@ pub struct ReportFiles {
     pub junit: PathBuf,
     /// The self-contained page with the matrix and each cell's timeline.
     pub html: PathBuf,
-    /// The table rendering for the terminal, coloured as asked, so the
-    /// caller prints exactly what it wrote without rendering twice.
-    /// `report.txt` itself is always plain.
-    pub stdout: String,
 }
 
 /// `<root>/<UTC timestamp>-<short id>`, e.g. `reports/20261129T120102Z-ab12cd`:

@@ -8,6 +8,7 @@
 //! switch its version needs, so nothing reaches beyond loopback.
 
 use super::npm;
+use super::progress::Note;
 use super::StackError;
 use crate::errors::Invalid;
 use crate::report::RunFolder;
@@ -89,19 +90,19 @@ impl RealAgent {
     }
 
     /// Installs the package (first use only) and returns its folder.
-    pub fn install(&self, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
+    pub fn install(&self, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
         let fresh = !npm::cache_dir()
             .join("npm")
             .join(self.slot())
             .join(".continuity-complete")
             .is_file();
         if fresh {
-            progress(&format!(
+            progress(Note::Step(format!(
                 "agent {}: installing {} from the npm registry ({})",
                 self.name,
                 self.spec(),
                 self.download
-            ));
+            )));
         }
         let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress).map_err(|e| {
             StackError::Failed(format!(
@@ -111,12 +112,12 @@ impl RealAgent {
             ))
         })?;
         if fresh {
-            progress(&format!(
+            progress(Note::Step(format!(
                 "agent {}: {} MB on disk in {}",
                 self.name,
                 folder_size(&dir) / 1_000_000,
                 dir.display()
-            ));
+            )));
         }
         Ok(dir)
     }

@@ -6,6 +6,7 @@
 //! skipped target with the install command, never silently dropped.
 
 use super::nginx::{self, GatewayConfig};
+use super::progress::{blocking_with_notes, Note, Progress};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
 use super::StackError;
@@ -134,23 +135,16 @@ impl LocalStack {
     /// component in order and waits until each is ready.
     pub async fn up(
         options: StackOptions,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut Progress<'_>,
     ) -> Result<LocalStack, StackError> {
         std::fs::create_dir_all(&options.run_dir).map_err(StackError::io(format!(
             "cannot create {}",
             options.run_dir.display()
         )))?;
         let version = options.server_version.clone();
-        let binary = tokio::task::spawn_blocking(move || {
-            let mut lines = Vec::new();
-            let result = sandbox_agent::install(&version, &mut |l| lines.push(l.to_string()));
-            (result, lines)
-        })
-        .await?;
-        for line in &binary.1 {
-            progress(line);
-        }
-        let binary = binary.0?;
+        let binary =
+            blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
+                .await??;
         let mut stack = LocalStack {
             base_url: String::new(),
             targets: Vec::new(),
@@ -195,7 +189,9 @@ impl LocalStack {
                     stack.sdk_host =
                         Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
                     // The other layers can still be tested; cells use SQLite instead.
-                    progress(&format!("the Rivet layer did not start: {reason}"));
+                    progress(Note::step(format!(
+                        "the Rivet layer did not start: {reason}"
+                    )));
                     stack.skipped.push(Unavailable::failed("rivet", &reason));
                     stack
                         .skipped
@@ -274,10 +270,10 @@ impl LocalStack {
         )
         .with_ready_timeout(READY_TIMEOUT)
         .with_after_stop(super::agent_wiring::sweep(&stack.owner));
-        progress(&format!(
+        progress(Note::step(format!(
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
-        ));
+        )));
         agent_target.prepare().await?;
         stack.components.push(Component {
             target: "agent".into(),
@@ -315,7 +311,10 @@ impl LocalStack {
                     Readiness::http(gateway.health_url()),
                 )
                 .with_ready_timeout(READY_TIMEOUT);
-                progress(&format!("starting nginx gateway on {}", gateway.base_url()));
+                progress(Note::step(format!(
+                    "starting nginx gateway on {}",
+                    gateway.base_url()
+                )));
                 target.prepare().await?;
                 stack.components.push(Component {
                     target: "gateway".into(),

@@ -8,6 +8,7 @@
 //! teardown's sweep finds it by that tag (never by its name).
 
 use super::npm;
+use super::progress::{blocking_with_notes, Note, Progress};
 use super::StackError;
 use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
@@ -107,7 +108,7 @@ impl RivetStack {
         save: SaveMode,
         runner_stop: RunnerStop,
         sdk_version: Option<&str>,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
@@ -118,9 +119,9 @@ impl RivetStack {
         let (app, sdk) = match install_app(&wanted, progress).await {
             Ok(app) => (app, Ok(wanted)),
             Err(reason) if wanted != PINNED_SDK_VERSION => {
-                progress(&format!(
+                progress(Note::step(format!(
                     "sandbox-agent SDK {wanted} could not be installed; the Rivet layer runs the pinned {PINNED_SDK_VERSION} app without it"
-                ));
+                )));
                 let app = install_app(PINNED_SDK_VERSION, progress).await?;
                 (
                     app,
@@ -237,14 +238,17 @@ impl RivetStack {
             ],
             sdk,
         };
-        progress(&format!("starting Rivet Engine on {}", stack.endpoint));
+        progress(Note::step(format!(
+            "starting Rivet Engine on {}",
+            stack.endpoint
+        )));
         if let Some(engine) = stack.engine.as_mut() {
             engine.prepare().await?;
         }
-        progress(&format!(
+        progress(Note::step(format!(
             "starting the RivetKit runner (actor save mode: {})",
             save.as_str()
-        ));
+        )));
         if let Some(runner) = stack.runner.as_mut() {
             runner.prepare().await?;
         }
@@ -353,23 +357,15 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
 }
 
 /// Installs the app (once per version and content) and returns its folder.
-async fn install_app(
-    version: &str,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<PathBuf, StackError> {
+async fn install_app(version: &str, progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     npm::check_version(version)
         .map_err(|e| StackError::Failed(format!("--sdk-version {version}: {e}")))?;
     let files = app_files(version);
-    let installed = tokio::task::spawn_blocking(move || {
-        let mut lines = Vec::new();
+    blocking_with_notes(progress, move |note| {
         let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-        let result =
-            npm::ensure_app_installed("rivet-app", &borrowed, &mut |l| lines.push(l.to_string()));
-        (result, lines)
+        npm::ensure_app_installed("rivet-app", &borrowed, note)
     })
-    .await?;
-    installed.1.iter().for_each(|l| progress(l));
-    installed.0
+    .await?
 }
 
 #[cfg(test)]

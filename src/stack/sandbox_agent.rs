@@ -4,6 +4,7 @@
 //! `/v1/health`, restartable on the same port.
 
 use super::npm;
+use super::progress::Note;
 use super::StackError;
 use crate::signal::Signal;
 use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState};
@@ -15,7 +16,7 @@ pub const DEFAULT_VERSION: &str = "0.4.2";
 const PACKAGE: &str = "@sandbox-agent/cli-linux-x64";
 
 /// Installs `@sandbox-agent/cli-linux-x64@version` (once) and returns the binary path.
-pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
+pub fn install(version: &str, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
     // The version names a cache folder and an npm spec: never a path or a range.
     npm::check_version(version)
         .map_err(|e| StackError::from(e).context(format!("sandbox-agent version {version:?}")))?;

@@ -6,13 +6,13 @@
 //! runs. Two targets (agent, gateway) keep it short; every run is real.
 //! Also the version axis: two sandbox-agent versions in one run.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, continuity_with, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use support::{assert_exit, continuity_with, report};
 
 fn run(out: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![

@@ -3,9 +3,9 @@
 //! app) run the same cells on one stack. These tests need nginx and
 //! node/npm (`.ci/run` installs them); without them they fail, loudly.
 
-mod support;
+use crate::support;
 
-use support::{assert_exit, continuity_with, phase, report};
+use crate::support::{assert_exit, continuity_with, phase, report};
 
 use continuity::exit_codes;
 use serde_json::Value;

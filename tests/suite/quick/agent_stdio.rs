@@ -1,14 +1,12 @@
 //! The scripted agent on its own: JSON-RPC over stdio, as sandbox-agent drives it.
 
-mod support;
-
+use crate::support::assert_exit;
 use continuity::exit_codes;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
-use support::assert_exit;
 
 struct Agent {
     child: Child,

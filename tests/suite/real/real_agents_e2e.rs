@@ -6,13 +6,13 @@
 //! run. The agents install into the cache on first use (`.ci/run` does it
 //! once); without npm or the registry these tests fail, loudly.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, cell, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
-use support::{assert_exit, cell, phase, report};
 
 /// Live (non-zombie) processes whose environment or working folder mentions `dir`:
 /// every agent process has its HOME inside the run folder.

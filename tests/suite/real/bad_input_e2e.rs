@@ -4,12 +4,12 @@
 //! stdout, a run folder that is not empty, a comparison with missing or
 //! duplicated cells.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, report, Ready};
 use continuity::exit_codes;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use support::{assert_exit, report, Ready};
 
 const TOKEN: &str = "tok-right-123456789";
 

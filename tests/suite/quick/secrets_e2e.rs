@@ -7,7 +7,7 @@
 //! headers into its error bodies: hostile behaviour no real sandbox-agent
 //! shows, which is the point.
 
-mod support;
+use crate::support;
 
 use continuity::exit_codes;
 use std::io::{Read, Write};

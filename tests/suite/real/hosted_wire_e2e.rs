@@ -6,7 +6,7 @@
 //! These need node and nginx (`.ci/run` installs them); without them they
 //! fail, loudly.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

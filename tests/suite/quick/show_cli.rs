@@ -2,15 +2,13 @@
 //! cell's timeline; bad input (another schema, a damaged trace, an unknown
 //! cell) is a usage error naming the file or the cell, never a panic.
 
-mod support;
-
+use crate::support::assert_exit;
 use continuity::exit_codes;
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
-use support::assert_exit;
 
 fn show(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_continuity"))
@@ -97,7 +95,11 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     assert_exit(&matrix, exit_codes::OK);
     let (out, _) = text(&matrix);
     assert!(
-        out.contains("promptAfter") && out.contains("❌ http 401"),
+        out.contains("FAIL [  0.0 s] agent × s @ promptAfter"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  ❌ promptAfter    2 ms  http 401\n"),
         "{out}"
     );
 

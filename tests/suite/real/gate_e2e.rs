@@ -4,13 +4,11 @@
 //! `baseline` records a run that then gates itself, the JSON event stream,
 //! and every kind of bad input exits 64 naming the file and line.
 
-mod support;
-
+use crate::support::{assert_exit, cell, continuity_with, managed_agent_config, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Output;
-use support::{assert_exit, cell, continuity_with, managed_agent_config, report};
 
 struct Setup {
     dir: tempfile::TempDir,

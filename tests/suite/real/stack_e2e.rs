@@ -3,10 +3,10 @@
 //! tears everything down. These tests need nginx and node/npm (`.ci/run`
 //! installs them); without them they fail, loudly, by design.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, cell, phase, report};
 use continuity::exit_codes;
-use support::{assert_exit, cell, phase, report};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

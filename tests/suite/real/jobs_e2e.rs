@@ -4,11 +4,11 @@
 //! stacks at once; nothing of either is left running. Also `--jobs`'s bad
 //! input. Three targets × two scenarios keep it short; every run is real.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, continuity_with, processes_in, report};
 use serde_json::Value;
 use std::path::Path;
-use support::{assert_exit, continuity_with, processes_in, report};
 
 fn run(out: &Path, jobs: &str) -> std::process::Output {
     continuity_with(

@@ -6,14 +6,14 @@
 //! `pending` must name the SDK's health wait rather than a `session/new`
 //! that was never sent.
 
-mod support;
+use crate::support;
 
+use crate::support::{cell, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{cell, phase, report};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -245,12 +245,12 @@ async fn check(fault: Fault) {
                 message.contains("[redacted]"),
                 "the echoed token is scrubbed: {sig}"
             );
-            assert!(table.contains("⏱ http 401"), "{table}");
+            assert!(table.contains("timeout: http 401"), "{table}");
         }
         Fault::Reset => {
             assert_eq!(sig["cause"]["error"], "reset", "{sig}");
             assert!(message.contains("connection reset"), "{sig}");
-            assert!(table.contains("⏱ reset"), "{table}");
+            assert!(table.contains("timeout: reset"), "{table}");
         }
     }
 

@@ -4,10 +4,10 @@
 //! named); a turn that never ends is lost at its deadline and cancelled; a
 //! restart that fails mid-turn is an error and cleanup still cancels the turn.
 
-mod support;
+use crate::support;
 
+use crate::support::{assert_exit, cell, phase, report};
 use continuity::exit_codes;
-use support::{assert_exit, cell, phase, report};
 
 use serde_json::Value;
 use std::time::{Duration, Instant};

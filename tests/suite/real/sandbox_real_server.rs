@@ -2,7 +2,7 @@
 //! sandbox-agent server: each step on a live server, what a server restart
 //! does to them, and that a cell's teardown removes what it made.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use continuity::client::{Client, ClientOptions, TerminalError};

@@ -1,7 +1,6 @@
 //! The client layer against the real sandbox-agent 0.4.2 server.
 
-mod support;
-
+use crate::support::{text, Server};
 use continuity::acp::AcpError;
 use continuity::client::{
     Client, ClientError, ClientOptions, CreateSession, Resume, REPLAY_PREFIX,
@@ -10,7 +9,6 @@ use continuity::persist::{list_all_events, MemoryDriver, PersistDriver, Sender, 
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{text, Server};
 
 fn client(server: &Server, persist: Arc<dyn PersistDriver>) -> Client {
     Client::connect(ClientOptions::new(server.base_url(), persist)).unwrap()

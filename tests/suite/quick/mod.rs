@@ -1,0 +1,10 @@
+//! Tests that need only the built binary and in-test servers.
+
+mod agent_stdio;
+mod docs_links;
+mod secrets_e2e;
+mod show_cli;
+mod stream_diagnosis;
+mod terminal_hostile;
+mod terminal_width;
+mod transport_hostile;

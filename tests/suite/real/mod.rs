@@ -1,0 +1,18 @@
+//! Tests that start the real programs (sandbox-agent, the local stack,
+//! real agents, Chromium); they fail loudly when one cannot start.
+
+mod bad_input_e2e;
+mod client_real_server;
+mod clients_e2e;
+mod diagnosis_e2e;
+mod gate_e2e;
+mod hosted_wire_e2e;
+mod jobs_e2e;
+mod mid_turn_e2e;
+mod progress_tty;
+mod real_agents_e2e;
+mod report_html_browser;
+mod run_e2e;
+mod sandbox_real_server;
+mod shard_e2e;
+mod stack_e2e;
