@@ -15,6 +15,7 @@
 //! over WebSocket (`terminal.rs`).
 
 pub mod hosted;
+mod hosted_wire;
 mod live;
 mod recorder;
 mod replay;

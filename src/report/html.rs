@@ -84,6 +84,16 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "fault",
         "conn",
         "detail",
+        "abandoned",
+        "headersMs",
+        "client",
+        "closedBy",
+        "process",
+        "frame",
+        "bytes",
+        "code",
+        "clean",
+        "what",
     ];
     let mut kept = Vec::new();
     let mut marks = 0;

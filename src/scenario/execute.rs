@@ -47,6 +47,8 @@ const DISPOSE_BOUND: Duration = Duration::from_secs(3);
 /// A probe phase's deadline when the scenario sets none: the reconnect
 /// design's 15 s `pwd` limit, plus a margin so the probe's own limit answers first.
 const PROBE_DEADLINE: Duration = Duration::from_secs(16);
+/// How long fetching the hosted SDK's wire after a timed-out phase may take.
+const WIRE_DRAIN_BOUND: Duration = Duration::from_secs(2);
 /// After an interruption, how long the cell's cleanup (its cleanup phases,
 /// then disposing the clients) may take in all before the run moves on.
 const INTERRUPTED_CLEANUP_BOUND: Duration = Duration::from_secs(3);
@@ -219,6 +221,7 @@ pub async fn run_cell_deferring(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
+    let hosted = hosted.map(|h| h.traced(settings.trace.clone()));
     let mut cell = RunningCell {
         settings,
         restarter,
@@ -275,11 +278,11 @@ pub async fn run_cell_deferring(
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
-    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
+    // One call retires the actor and brings back its faults and last wire records.
+    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted())
         .await
         .unwrap_or_default();
     hosted_data::attach_faults(&faults, &mut results);
-    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let recovered = std::mem::take(&mut cell.recovered);
     let dispose_bound = cleanup_by
@@ -404,19 +407,25 @@ impl RunningCell<'_> {
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
-        if let Some(hosted) = self.hosted.as_mut() {
+        let hosted = self.hosted.as_mut().map(|hosted| {
             hosted.deadline = deadline;
-        }
-        let (outcome, seen) = {
+            hosted.client.clone()
+        });
+        let (outcome, duration_ms, seen) = {
             let step = self.dispatch_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
             };
-            (outcome, trace.snapshot())
+            let duration_ms = millis(started.elapsed());
+            // A hosted action given up on never answered: what the SDK did
+            // meanwhile (the 400 it kept to itself) is fetched for the signature.
+            if let (None, Some(hosted)) = (&outcome, &hosted) {
+                hosted.drain_wire(&phase.name, WIRE_DRAIN_BOUND).await;
+            }
+            (outcome, duration_ms, trace.snapshot())
         };
-        let duration_ms = millis(started.elapsed());
         let result = phase_result(
             &self.result_context(),
             phase,

@@ -25,6 +25,7 @@ const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
 const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
 const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
+const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -363,6 +364,7 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
         ("server.mjs", SERVER.to_string()),
         ("sdk-client.mjs", SDK_CLIENT.to_string()),
         ("records.mjs", RECORDS.to_string()),
+        ("wire.mjs", WIRE.to_string()),
     ];
     if version == PINNED_SDK_VERSION {
         files.insert(1, ("package-lock.json", PACKAGE_LOCK.to_string()));
