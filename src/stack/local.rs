@@ -317,9 +317,11 @@ impl LocalStack {
         .with_ready_timeout(READY_TIMEOUT)
         .with_after_stop(super::agent_wiring::sweep(&stack.owner))
         .supervised_by(supervisor.clone());
+        // A binary's `--version` says "sandbox-agent X": the name once.
+        let version = stack.server_version.as_deref().unwrap_or("");
+        let version = version.strip_prefix("sandbox-agent ").unwrap_or(version);
         progress(Note::step(format!(
-            "starting sandbox-agent {} on {agent_url}",
-            stack.server_version.as_deref().unwrap_or("")
+            "starting sandbox-agent {version} on {agent_url}"
         )));
         agent_target.prepare().await?;
         stack.components.push(Component {
