@@ -169,10 +169,14 @@ pub struct MergeArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersistArg {
-    /// A SQLite file per cell in the run folder: clients of a cell share history.
-    Sqlite,
     /// In-memory per client, as the seed script (a second client sees nothing).
     Memory,
+    /// A SQLite file per cell in the run folder: clients of a cell share history.
+    Sqlite,
+    /// The local stack's Postgres server (Debian's package), a schema per cell.
+    Postgres,
+    /// The local stack's Rivet actor (the default when the Rivet layer runs).
+    Rivet,
 }
 
 impl From<PersistArg> for crate::persist::PersistChoice {
@@ -180,6 +184,8 @@ impl From<PersistArg> for crate::persist::PersistChoice {
         match arg {
             PersistArg::Sqlite => Self::Sqlite,
             PersistArg::Memory => Self::Memory,
+            PersistArg::Postgres => Self::Postgres,
+            PersistArg::Rivet => Self::Rivet,
         }
     }
 }
@@ -248,9 +254,9 @@ pub struct RunArgs {
     /// Reuse a non-empty --out folder: an earlier run's reports, session stores and logs in it are removed first.
     #[arg(long)]
     pub force: bool,
-    /// Session store of each cell.
+    /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
     #[arg(long, value_enum, value_name = "DRIVER")]
-    pub persist: Option<PersistArg>,
+    pub persist: Vec<PersistArg>,
     /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: one stack per version, one matrix.
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
     pub server_version: Vec<String>,

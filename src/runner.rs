@@ -22,6 +22,7 @@ use tokio::sync::watch;
 
 mod attempts;
 mod client_axis;
+mod persist_axis;
 mod workers;
 
 pub use client_axis::ClientChoice;
@@ -29,16 +30,23 @@ pub use client_axis::ClientChoice;
 use attempts::skipped_attempt;
 pub use workers::workers_for;
 
-pub use crate::persist::{PersistChoice, PersistFactory};
+pub use crate::persist::{PersistChoice, StackStores};
 
 /// What a worker's cells connect to and restart: one stack's side of a plan.
 pub struct Worker {
     pub base_url: String,
     /// The stack's restart targets, in the plan's target order.
     pub targets: Vec<Target>,
-    /// Where this worker's cells keep their sessions (a Rivet choice holds
-    /// this worker's own stack's factory).
+    /// Where this worker's cells keep their sessions (a Rivet or Postgres
+    /// choice holds this worker's own stack's factory).
     pub persist: PersistChoice,
+    /// The stores this worker's stack provides, for each point of the
+    /// persistence axis.
+    pub stores: StackStores,
+    /// The process that holds the hosted SDK client (the RivetKit runner),
+    /// when it is not one of the targets: the `client` target of a ts-sdk
+    /// cell kills and starts it.
+    pub sdk_process: Option<Target>,
     /// The stack's scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
     /// The stack's fake model provider log (real agents only).
@@ -67,6 +75,8 @@ impl Worker {
             base_url: self.base_url.clone(),
             targets: Vec::new(),
             persist: self.persist.clone(),
+            stores: self.stores.clone(),
+            sdk_process: None,
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),

@@ -30,7 +30,9 @@ pub(super) async fn stacks(
         own: Worker {
             base_url,
             targets,
-            persist: super::run_persist(persist, None),
+            persist: super::run_persist(persist, &Default::default()),
+            stores: Default::default(),
+            sdk_process: None,
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("the local stack is not running".into())),

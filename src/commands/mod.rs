@@ -3,8 +3,9 @@
 
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
+use crate::persist::StackStores;
 use crate::report::{self, Report};
-use crate::runner::{self, PersistChoice, PersistFactory, RunEvent, RunSettings};
+use crate::runner::{self, PersistChoice, RunEvent, RunSettings};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -19,6 +20,7 @@ mod error;
 mod events;
 mod gate;
 mod merge;
+mod persists;
 mod progress;
 mod settings;
 mod show;
@@ -256,11 +258,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
-    // What the user chose (flag, then config); the local stack's store otherwise.
-    let persist = args
-        .persist
-        .map(PersistChoice::from)
-        .or_else(|| run_defaults.persist.clone());
+    // What the user chose (flags, then config; several make a persistence
+    // axis); the local stack's store otherwise.
+    let persist_axis = persists::distinct(&args.persist, &run_defaults.persist);
+    let persist = persist_axis.first();
     let settings = RunSettings {
         id: id.clone(),
         token,
@@ -314,8 +315,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let stacks =
-                deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
+            let stacks = deployment::stacks(&settings, url, targets, persist, jobs).await?;
             (stacks, Vec::new(), Vec::new())
         }
         None => {
@@ -342,11 +342,12 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 },
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),
+                postgres: persist_axis.contains(&PersistChoice::Postgres),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let local_targets = select(
+            let local_targets: Vec<&str> = select(
                 crate::stack::local::TARGETS
                     .iter()
                     .map(|(n, _)| *n)
@@ -354,13 +355,19 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 &args.targets,
                 |n| n,
                 "target",
-            )?;
+            )?
+            .into_iter()
+            .filter(|n| crate::stack::local::selected(n, &args.targets))
+            .collect();
             if let Some(x) = &expectations {
                 let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
             if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
                 return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
+            }
+            if versions.len() > 1 && persist_axis.len() > 1 {
+                return Err(CommandError::usage("several --persist values with several --server-version values is not supported: run one axis at a time"));
             }
             if versions.len() > 1 {
                 let jobs: Vec<usize> = versions
@@ -371,7 +378,7 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                     &settings,
                     &options,
                     &versions,
-                    persist.as_ref(),
+                    persist,
                     &jobs,
                     &owner_tag,
                     cancel_rx.clone(),
@@ -384,12 +391,13 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
             let mut up =
                 workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
-            let stacks = workers::attach(&mut up, persist.as_ref(), &run_dir);
+            let stacks = workers::attach(&mut up, persist, &run_dir);
             let skips = up[0].agent_skips.clone();
             (stacks, up, skips)
         }
     };
-    let report = clients::run_clients(
+    let report = persists::run_persists(
+        &persist_axis,
         &settings,
         &mut run_stacks,
         &client_axis,
@@ -427,16 +435,17 @@ fn finish(
     Ok(outcome)
 }
 
-/// Each cell's store: the user's choice (`--persist`, then the config's),
-/// else the local stack's Rivet actor when it runs one, else SQLite.
-fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
-    match (chosen, stack) {
-        (Some(choice), _) => choice.clone(),
-        (None, Some(factory)) => PersistChoice::Custom {
+/// Each cell's store: the user's choice (`--persist`, then the config's)
+/// as this stack provides it, else the stack's Rivet actor when it runs
+/// one, else SQLite.
+fn run_persist(chosen: Option<&PersistChoice>, stack: &StackStores) -> PersistChoice {
+    match (chosen, &stack.rivet) {
+        (Some(choice), _) => stack.resolve(choice),
+        (None, Ok(factory)) => PersistChoice::Custom {
             name: "rivet".into(),
-            factory,
+            factory: factory.clone(),
         },
-        (None, None) => PersistChoice::Sqlite,
+        (None, Err(_)) => PersistChoice::Sqlite,
     }
 }
 
@@ -456,7 +465,7 @@ fn local_jobs(
     let targets: Vec<String> = crate::stack::local::TARGETS
         .iter()
         .map(|(n, _)| n.to_string())
-        .filter(|n| args.targets.is_empty() || args.targets.contains(n))
+        .filter(|n| crate::stack::local::selected(n, &args.targets))
         .collect();
     let axis_version = (args.server_version.len() > 1).then_some(version);
     let cells = workers::cells_per_stack(

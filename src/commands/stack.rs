@@ -99,6 +99,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
         sdk_version: None,
+        postgres: false,
     };
     let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
     let mut stack = match LocalStack::up(options, &mut progress).await {

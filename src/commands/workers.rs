@@ -165,7 +165,9 @@ pub(super) fn attach(
     let mut workers = stacks.iter_mut().map(|stack| Worker {
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
-        persist: super::run_persist(chosen, stack.persist_factory.clone()),
+        persist: super::run_persist(chosen, &stack.stores),
+        stores: stack.stores.clone(),
+        sdk_process: stack.sdk_process.take(),
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
@@ -192,7 +194,7 @@ pub(super) fn attach(
 pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
     let mut targets: Vec<crate::targets::Target> = std::iter::once(run.own)
         .chain(run.workers)
-        .flat_map(|w| w.targets)
+        .flat_map(|w| w.targets.into_iter().chain(w.sdk_process))
         .collect();
     futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
     down_stacks(stacks).await;
@@ -252,6 +254,7 @@ mod tests {
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
             sdk_version: None,
+            postgres: false,
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {

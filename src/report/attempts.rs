@@ -55,6 +55,7 @@ pub fn aggregate(
         server_version,
         agent: None,
         client: None,
+        persist: None,
         attempt: deciding.attempt,
         verdict,
         failure_boundary: deciding.failure_boundary,

@@ -116,6 +116,8 @@ pub struct CellKey {
     pub agent: Option<String>,
     /// On a client axis (`rust`, `ts-sdk`).
     pub client: Option<String>,
+    /// On a persistence axis (`memory`, `sqlite`, `postgres`, `rivet`).
+    pub persist: Option<String>,
 }
 
 impl std::fmt::Display for CellKey {
@@ -126,6 +128,9 @@ impl std::fmt::Display for CellKey {
         }
         if let Some(client) = &self.client {
             write!(f, " · {client}")?;
+        }
+        if let Some(persist) = &self.persist {
+            write!(f, " · {persist}")?;
         }
         match &self.server_version {
             Some(v) => write!(f, " @ {v}"),

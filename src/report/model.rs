@@ -131,6 +131,10 @@ pub struct Cell {
     /// a client axis (`--client ts-sdk`, alone or beside `rust`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The session store of this cell, when the run had a persistence
+    /// axis (more than one store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persist: Option<String>,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,
@@ -385,21 +389,18 @@ impl Cell {
     }
 
     /// What follows the target in the row label: ` · AGENT` on an agent
-    /// axis, ` · CLIENT` on a client axis, ` @ VERSION` on a version axis;
+    /// axis, ` · CLIENT` on a client axis, ` · STORE` on a persistence
+    /// axis, ` @ VERSION` on a version axis;
     /// `None` without any.
     pub fn row_suffix(&self) -> Option<String> {
-        let agent = self.agent.as_ref().map(|a| format!(" · {a}"));
-        let client = self.client.as_ref().map(|c| format!(" · {c}"));
-        let version = self.server_version.as_ref().map(|v| format!(" @ {v}"));
-        match (agent, client, version) {
-            (None, None, None) => None,
-            (a, c, v) => Some(format!(
-                "{}{}{}",
-                a.unwrap_or_default(),
-                c.unwrap_or_default(),
-                v.unwrap_or_default()
-            )),
-        }
+        let parts = [
+            self.agent.as_ref().map(|a| format!(" · {a}")),
+            self.client.as_ref().map(|c| format!(" · {c}")),
+            self.persist.as_ref().map(|p| format!(" · {p}")),
+            self.server_version.as_ref().map(|v| format!(" @ {v}")),
+        ];
+        let suffix: String = parts.into_iter().flatten().collect();
+        (!suffix.is_empty()).then_some(suffix)
     }
 
     /// What identifies a cell across runs, shards and expectations.
@@ -410,6 +411,7 @@ impl Cell {
             server_version: self.server_version.clone(),
             agent: self.agent.clone(),
             client: self.client.clone(),
+            persist: self.persist.clone(),
         }
     }
 

@@ -2,31 +2,38 @@
 //! times, each with fresh clients, its own persist store and a restart of
 //! the cell's target. What finished is kept when the run is cancelled.
 
+use super::persist_axis;
 use super::Worker;
-use super::{PersistChoice, RunEvent, RunPlan};
-use crate::persist::SqliteDriver;
+use super::{RunEvent, RunPlan};
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
-use crate::scenario::{run_cell_deferring, CellRun, CellSettings, CellStore, Restarter, Scenario};
+use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use tokio::sync::watch;
 
 /// Wraps a target so the scenario executor can restart it.
-struct TargetRestarter<'a>(&'a mut Target);
+struct TargetRestarter<'a> {
+    target: &'a mut Target,
+    /// The `client` target of continuity's own client: the cell renews its clients.
+    clients: bool,
+}
 
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
     async fn restart(&mut self, phase: &str) -> RestartResult {
-        self.0.restart(phase).await
+        self.target.restart(phase).await
     }
 
     fn cuts_open_requests(&self) -> bool {
-        !self.0.keeps_open_requests
+        !self.target.keeps_open_requests
+    }
+
+    fn restarts_clients(&self) -> bool {
+        self.clients
     }
 }
 
@@ -153,19 +160,6 @@ pub(super) async fn run_attempts(
     }
 }
 
-/// Why a cell's persist store could not be made; the cell is then an error.
-#[derive(Debug, thiserror::Error)]
-enum StoreError {
-    #[error("cannot create {}: {source}", .dir.display())]
-    Folder {
-        dir: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Persist(#[from] crate::persist::PersistError),
-}
-
 /// Why an attempt ended `interrupted`: the run was stopped during `what`.
 fn interrupted_during(what: &str) -> String {
     format!("the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {what}")
@@ -203,42 +197,52 @@ async fn run_one(
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }
+    if let Some(reason) = persist_axis::skip_reason(&target_name, &worker.persist) {
+        return Err(skipped_attempt(attempt, &reason));
+    }
+    let restarts_clients = target_name == persist_axis::CLIENT_TARGET;
+    let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
+    if restarts_clients
+        && hosts_sdk
+        && worker.sdk_process.is_none()
+        && !worker.targets.iter().any(|t| t.name == "rivet")
+    {
+        return Err(skipped_attempt(
+            attempt,
+            "the hosted client's process (the RivetKit runner) is not running on this stack",
+        ));
+    }
     let tag = super::client_axis::tag(&client);
     let key = format!("{}-{tag}{index}", plan.settings.id);
-    let store: Result<CellStore, StoreError> = match &worker.persist {
-        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
-        PersistChoice::Sqlite => {
-            let dir = plan.settings.run_dir.join("persist");
-            std::fs::create_dir_all(&dir)
-                .map_err(|source| StoreError::Folder {
-                    dir: dir.clone(),
-                    source,
-                })
-                .and_then(|()| {
-                    let file = dir.join(format!(
-                        "{index:03}-{target_name}-{}-{attempt}.db",
-                        scenario.name
-                    ));
-                    SqliteDriver::open(file)
-                        .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(StoreError::from)
-                })
-        }
-        PersistChoice::Custom { factory, .. } => factory(&key)
-            .map(CellStore::Shared)
-            .map_err(StoreError::from),
-    };
-    let store = match store {
-        Ok(p) => p,
-        Err(reason) => {
-            let mut failed = skipped_attempt(attempt, &reason.to_string());
-            failed.verdict = Verdict::Error;
-            return Err(failed);
-        }
-    };
+    let file_cell = format!("{index:03}-{tag}{target_name}-{}-{attempt}", scenario.name);
+    let store =
+        match persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key) {
+            Ok(p) => p,
+            Err(reason) => {
+                let mut failed = skipped_attempt(attempt, &reason.to_string());
+                let absent = matches!(
+                    reason,
+                    persist_axis::StoreError::Unavailable { failed: false, .. }
+                );
+                failed.verdict = if absent {
+                    Verdict::Skipped
+                } else {
+                    Verdict::Error
+                };
+                return Err(failed);
+            }
+        };
+    let hosted_store = persist_axis::hosted_store(
+        &client,
+        &worker.persist,
+        worker.stores.postgres_url.as_deref(),
+        &plan.settings.run_dir,
+        &file_cell,
+        &key,
+    );
     // The wait for the hosted client's actor is setup, but Ctrl-C still ends it.
     let setup = tokio::select! {
-        setup = super::client_axis::hosted_cell(&client, &key) => Some(setup),
+        setup = super::client_axis::hosted_cell(&client, &key, hosted_store) => Some(setup),
         _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
     };
     let hosted = match setup {
@@ -287,8 +291,22 @@ async fn run_one(
         // Only real agents talk to the fake provider: its log judges their cells only.
         model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
     };
-    worker.targets[t].set_trace(trace.clone());
-    let mut restarter = TargetRestarter(&mut worker.targets[t]);
+    // A hosted client's `client` restart is its process's: the RivetKit runner's.
+    let target = match (restarts_clients, hosted.is_some()) {
+        (true, true) => match worker.targets.iter().position(|t| t.name == "rivet") {
+            Some(runner) => &mut worker.targets[runner],
+            None => worker
+                .sdk_process
+                .as_mut()
+                .expect("checked before the setup"),
+        },
+        _ => &mut worker.targets[t],
+    };
+    target.set_trace(trace.clone());
+    let mut restarter = TargetRestarter {
+        target,
+        clients: restarts_clients && hosted.is_none(),
+    };
     let fence = Some(worker.fence.clone());
     let (run, deferred) =
         run_cell_deferring(scenario, &settings, &mut restarter, hosted, fence).await;

@@ -76,6 +76,7 @@ const ACTOR_READY: Duration = Duration::from_secs(90);
 pub(super) async fn hosted_cell(
     choice: &ClientChoice,
     key: &str,
+    store: Option<serde_json::Value>,
 ) -> Result<Option<HostedCell>, HostedSetupError> {
     let endpoint = match choice {
         ClientChoice::Rust => return Ok(None),
@@ -95,5 +96,5 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(HostedCell::new(client)))
+    Ok(Some(HostedCell::new(client).with_store(store)))
 }

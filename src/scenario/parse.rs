@@ -304,6 +304,10 @@ impl Checker<'_> {
             StepKind::Health => Step::Health {
                 client: f.client()?,
             },
+            StepKind::ReplayCheck => Step::ReplayCheck {
+                client: f.client()?,
+                session: f.session()?,
+            },
             StepKind::Probe => Step::Probe {
                 client: f.client()?,
             },
@@ -405,6 +409,7 @@ impl Checker<'_> {
             | Step::RecoverSession {
                 client, session, ..
             }
+            | Step::ReplayCheck { client, session }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),
             Step::StartTurn {
                 client, session, ..

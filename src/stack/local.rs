@@ -6,11 +6,12 @@
 //! skipped target with the install command, never silently dropped.
 
 use super::nginx::{self, GatewayConfig};
+use super::postgres::{PostgresOptions, PostgresStack};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
 use super::StackError;
 use crate::client::hosted::Unhosted;
-use crate::persist::PersistFactory;
+use crate::persist::{PersistFactory, StackStores, StoreAbsent};
 use crate::report::LogFile;
 use crate::signal::Signal;
 use crate::supervise::free_port;
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The local stack's restart targets and what each restarts.
-pub const TARGETS: [(&str, &str); 5] = [
+pub const TARGETS: [(&str, &str); 7] = [
     (
         "agent",
         "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
@@ -38,7 +39,27 @@ pub const TARGETS: [(&str, &str); 5] = [
         "the RivetKit runner holding the session-persistence actor",
     ),
     ("rivet-engine", "the Rivet Engine the runner connects to"),
+    (
+        "client",
+        "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again (only with --target)",
+    ),
+    (
+        "store",
+        "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres; only with --target)",
+    ),
 ];
+
+/// Targets that run only when named with `--target`: they restart what a
+/// plain run keeps (the clients, the session store's server).
+pub const OPT_IN_TARGETS: [&str; 2] = ["client", "store"];
+
+/// Whether a run with `--target only…` (all when empty) has `name`'s cells.
+pub fn selected(name: &str, only: &[String]) -> bool {
+    match only.is_empty() {
+        true => !OPT_IN_TARGETS.contains(&name),
+        false => only.iter().any(|o| o == name),
+    }
+}
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
@@ -75,6 +96,8 @@ pub struct StackOptions {
     pub agents: Vec<String>,
     /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
     pub sdk_version: Option<String>,
+    /// Start the Postgres store server (`--persist postgres`).
+    pub postgres: bool,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -115,6 +138,11 @@ pub struct LocalStack {
     owner: String,
     /// The hosted SDK client's actor, or why it cannot run.
     pub sdk_host: Result<SdkHost, Unhosted>,
+    /// The stores this stack provides (its Rivet actor, its Postgres).
+    pub stores: StackStores,
+    /// The RivetKit runner, when the `client` target needs it and `rivet` is not a target.
+    pub sdk_process: Option<Target>,
+    postgres: Option<PostgresStack>,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -168,12 +196,18 @@ impl LocalStack {
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
+            stores: StackStores::default(),
+            sdk_process: None,
+            postgres: None,
         };
+        stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
+        stack.start_postgres(&options, progress).await;
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
                 let reason = reason.to_string();
+                stack.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
                 stack.sdk_host = Err(Unhosted(reason.clone()));
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
@@ -192,6 +226,10 @@ impl LocalStack {
             {
                 Err(reason) => {
                     let reason = reason.to_string();
+                    stack.stores.rivet = Err(StoreAbsent {
+                        reason: format!("the Rivet layer did not start: {reason}"),
+                        failed: true,
+                    });
                     stack.sdk_host =
                         Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
                     // The other layers can still be tested; cells use SQLite instead.
@@ -214,6 +252,7 @@ impl LocalStack {
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
+                    stack.stores.rivet = Ok(rivet.persist_factory());
                     stack.sdk_host = match rivet.sdk() {
                         Ok(version) => Ok(SdkHost {
                             endpoint: rivet.endpoint().to_string(),
@@ -340,9 +379,17 @@ impl LocalStack {
                 stack.base_url = gateway.base_url();
             }
         }
-        stack
-            .skipped
-            .retain(|u| options.only.is_empty() || options.only.contains(&u.name));
+        stack.add(
+            Target::new("client", RestartAction::Clients, Readiness::None).keeping_open_requests(),
+            &options,
+        );
+        // The `client` target of a hosted client restarts the runner.
+        if selected("client", &options.only) && !selected("rivet", &options.only) {
+            if let Some(at) = stack.background.iter().position(|t| t.name == "rivet") {
+                stack.sdk_process = Some(stack.background.remove(at));
+            }
+        }
+        stack.skipped.retain(|u| selected(&u.name, &options.only));
         // Report order follows TARGETS, not start order.
         stack
             .targets
@@ -353,7 +400,12 @@ impl LocalStack {
     /// Lets every process outlive this handle (for `stack up`); fills in the pids.
     pub fn detach(&mut self) -> Vec<Component> {
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
-        for target in self.targets.iter_mut().chain(self.background.iter_mut()) {
+        for target in self
+            .targets
+            .iter_mut()
+            .chain(self.background.iter_mut())
+            .chain(self.sdk_process.iter_mut())
+        {
             pids.push((target.name.clone(), target.detach()));
         }
         let mut components = self.components.clone();
@@ -366,8 +418,63 @@ impl LocalStack {
         components
     }
 
+    /// Postgres, when a cell may keep its sessions there: the `store`
+    /// target, or the reason it cannot run (skipped when Postgres is not
+    /// installed or not asked for, an error when it would not start).
+    async fn start_postgres(
+        &mut self,
+        options: &StackOptions,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) {
+        if !options.postgres {
+            let reason = "no store server runs: the `store` target restarts Postgres, which the stack starts for --persist postgres only";
+            self.stores.postgres = Err(StoreAbsent::skipped(reason));
+            self.skipped.push(Unavailable::skipped("store", reason));
+            return;
+        }
+        let bin = match super::postgres::find_bin_dir() {
+            Ok(bin) => bin,
+            Err(reason) => {
+                let reason = reason.to_string();
+                progress(&reason);
+                self.stores.postgres = Err(StoreAbsent::skipped(reason.clone()));
+                self.skipped.push(Unavailable::skipped("store", &reason));
+                return;
+            }
+        };
+        let dir = options.run_dir.join("postgres");
+        match PostgresStack::up(&dir, &bin, PostgresOptions::default(), progress).await {
+            Err(reason) => {
+                let reason = format!("Postgres did not start: {reason}");
+                progress(&reason);
+                self.stores.postgres = Err(StoreAbsent {
+                    reason: reason.clone(),
+                    failed: true,
+                });
+                self.skipped.push(Unavailable::failed("store", &reason));
+            }
+            Ok(mut postgres) => {
+                self.stores.postgres = Ok(postgres.persist_factory());
+                self.stores.postgres_url = Some(postgres.url());
+                self.logs
+                    .push(("postgres".into(), postgres.log().to_path_buf()));
+                let target = postgres.target();
+                self.components.push(Component {
+                    target: "store".into(),
+                    program: "postgres".into(),
+                    url: format!("postgres://127.0.0.1:{}", postgres.port()),
+                    log: postgres.log().to_path_buf(),
+                    pid: target.pid(),
+                    started: None,
+                });
+                self.add(target, options);
+                self.postgres = Some(postgres);
+            }
+        }
+    }
+
     fn add(&mut self, target: Target, options: &StackOptions) {
-        if options.only.is_empty() || options.only.contains(&target.name) {
+        if selected(&target.name, &options.only) {
             self.targets.push(target);
         } else {
             self.background.push(target);
@@ -398,9 +505,13 @@ impl LocalStack {
             .targets
             .iter_mut()
             .chain(self.background.iter_mut())
+            .chain(self.sdk_process.iter_mut())
             .rev()
         {
             target.shutdown().await;
+        }
+        if let Some(postgres) = self.postgres.as_mut() {
+            postgres.down().await;
         }
         if let Some(rivet) = self.rivet.as_mut() {
             rivet.down().await;

@@ -11,6 +11,7 @@ pub(crate) mod local;
 pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;
+pub(crate) mod postgres;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
 pub(crate) mod state;

@@ -41,6 +41,11 @@ pub enum RestartAction {
         expect_status: Option<u16>,
         timeout: Duration,
     },
+    /// The cell's own clients: the cell drops continuity's clients and
+    /// makes new ones over the same store, as a restarted application
+    /// would; the action itself does nothing (a hosted SDK's process is
+    /// the RivetKit runner, restarted by its own target's action).
+    Clients,
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -86,6 +91,7 @@ pub enum RestartKind {
     Command,
     Signal,
     Http,
+    Clients,
 }
 
 impl RestartKind {
@@ -96,6 +102,7 @@ impl RestartKind {
             RestartKind::Command => "command",
             RestartKind::Signal => "signal",
             RestartKind::Http => "http",
+            RestartKind::Clients => "clients",
         }
     }
 }
@@ -113,6 +120,7 @@ impl RestartAction {
             RestartAction::Managed(_) => RestartKind::Managed,
             RestartAction::Signal { .. } => RestartKind::Signal,
             RestartAction::Http { .. } => RestartKind::Http,
+            RestartAction::Clients => RestartKind::Clients,
         }
     }
 
@@ -142,6 +150,9 @@ impl RestartAction {
                 expected_status_text(*expect_status),
                 fmt_duration(*timeout)
             ),
+            RestartAction::Clients => {
+                "clients: the cell's clients are made anew over the same store".into()
+            }
         }
     }
 }

@@ -253,7 +253,8 @@ impl Target {
                     }));
                 }
             }
-            RestartAction::Command { .. } | RestartAction::Http { .. } => {}
+            RestartAction::Command { .. } | RestartAction::Http { .. } | RestartAction::Clients => {
+            }
         }
         let is_delay = matches!(self.readiness, Readiness::Delay { .. });
         if is_delay && !matches!(self.action, RestartAction::Managed(_)) {
@@ -378,6 +379,7 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
+            RestartAction::Clients => Ok(()),
             RestartAction::Http {
                 url,
                 method,

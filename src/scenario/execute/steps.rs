@@ -44,6 +44,19 @@ impl RunningCell<'_> {
         })
     }
 
+    /// A client of the cell's store (its own in-memory one for `memory`).
+    pub(super) fn new_client(&self) -> Result<Client, StepFailure> {
+        let store: Arc<dyn PersistDriver> = match &self.settings.store {
+            CellStore::Shared(store) => Arc::clone(store),
+            CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
+        };
+        let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
+        options.token = self.settings.token.clone();
+        options.headers = self.settings.headers.clone();
+        options.trace = self.settings.trace.clone();
+        Client::connect(options).map_err(|e| self.fail(&e))
+    }
+
     fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
         StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
     }
@@ -68,18 +81,13 @@ impl RunningCell<'_> {
                 return self.restart_during_turn(phase_name, *after).await
             }
             Step::Connect { client } => {
-                let store: Arc<dyn PersistDriver> = match &self.settings.store {
-                    CellStore::Shared(store) => Arc::clone(store),
-                    CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
-                };
-                let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
-                options.token = self.settings.token.clone();
-                options.headers = self.settings.headers.clone();
-                options.trace = self.settings.trace.clone();
-                let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
+                let connected = self.new_client()?;
                 if let Some(old) = self.clients.insert(client.clone(), Arc::new(connected)) {
                     old.dispose().await;
                 }
+            }
+            Step::ReplayCheck { client, session } => {
+                return self.replay_check(client, session).await
             }
             Step::CreateSession {
                 client,
@@ -281,6 +289,11 @@ impl RunningCell<'_> {
         let mut detail = Map::new();
         let trace = &self.settings.trace;
         trace.event("restart_start", Map::new());
+        if self.restarter.restarts_clients() && self.hosted.is_none() {
+            let renewed = self.renew_clients().await?;
+            detail.insert("clientsRenewed".into(), renewed.into());
+        }
+        let trace = &self.settings.trace;
         let report = self.restarter.restart(phase).await;
         trace.event(
                 "restart_end",
