@@ -343,6 +343,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
                 agents: agents.clone(),
                 sdk_version: args.sdk_version.clone(),
                 postgres: persist_axis.contains(&PersistChoice::Postgres),
+                hosted_sqlite: persist_axis.contains(&PersistChoice::Sqlite)
+                    && client_axis.contains(&crate::cli::ClientArg::TsSdk),
             };
             for name in &agents {
                 crate::stack::agents::check_known(name)?;

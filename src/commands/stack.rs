@@ -100,6 +100,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         agents: Vec::new(),
         sdk_version: None,
         postgres: false,
+        hosted_sqlite: false,
     };
     let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
     let mut stack = match LocalStack::up(options, &mut progress).await {

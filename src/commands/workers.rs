@@ -255,6 +255,7 @@ mod tests {
             agents: Vec::new(),
             sdk_version: None,
             postgres: false,
+            hosted_sqlite: false,
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {

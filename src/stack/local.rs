@@ -98,6 +98,8 @@ pub struct StackOptions {
     pub sdk_version: Option<String>,
     /// Start the Postgres store server (`--persist postgres`).
     pub postgres: bool,
+    /// Build better-sqlite3 for the hosted client's SQLite driver (`--client ts-sdk --persist sqlite`).
+    pub hosted_sqlite: bool,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -220,6 +222,7 @@ impl LocalStack {
                 options.rivet_save,
                 options.rivet_stop,
                 options.sdk_version.as_deref(),
+                options.hosted_sqlite,
                 progress,
             )
             .await

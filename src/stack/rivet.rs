@@ -24,6 +24,7 @@ const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
 const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
 const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
+const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -106,6 +107,7 @@ impl RivetStack {
         save: SaveMode,
         runner_stop: RunnerStop,
         sdk_version: Option<&str>,
+        native_sqlite: bool,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<RivetStack, StackError> {
         std::fs::create_dir_all(dir)
@@ -131,6 +133,26 @@ impl RivetStack {
             }
             Err(reason) => return Err(reason),
         };
+        // The hosted SQLite driver loads better-sqlite3; only a ts-sdk ×
+        // sqlite run pays for building it (once per app slot). A failed
+        // build leaves those cells failing with the reason, nothing else.
+        if native_sqlite {
+            let built = {
+                let app = app.clone();
+                tokio::task::spawn_blocking(move || {
+                    let mut lines = Vec::new();
+                    let result = npm::ensure_native_module(&app, "better-sqlite3", &mut |l| {
+                        lines.push(l.to_string())
+                    });
+                    (result, lines)
+                })
+                .await?
+            };
+            built.1.iter().for_each(|l| progress(l));
+            if let Err(reason) = built.0 {
+                progress(&format!("the hosted sqlite driver cannot run: {reason}"));
+            }
+        }
         let engine_bin = app
             .join("node_modules")
             .join(ENGINE_PACKAGE)
@@ -343,6 +365,7 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
         ("server.mjs", SERVER.to_string()),
         ("sdk-client.mjs", SDK_CLIENT.to_string()),
         ("records.mjs", RECORDS.to_string()),
+        ("drivers.mjs", DRIVERS.to_string()),
     ];
     if version == PINNED_SDK_VERSION {
         files.insert(1, ("package-lock.json", PACKAGE_LOCK.to_string()));
@@ -369,6 +392,9 @@ async fn install_app(
     installed.1.iter().for_each(|l| progress(l));
     installed.0
 }
+
+#[cfg(test)]
+mod hosted_contract;
 
 #[cfg(test)]
 mod tests {
@@ -402,6 +428,7 @@ mod tests {
             SaveMode::Immediate,
             RunnerStop::Kill,
             None,
+            false,
             &mut |_| {},
         )
         .await

@@ -365,7 +365,14 @@ impl RunningCell<'_> {
         let duplicates = events.len() - indexes.len();
         let max = indexes.iter().next_back().copied().unwrap_or(0);
         let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
-        let lost = stored.saturating_sub(events.len() as u64) as usize + write_failures.len();
+        let silent = stored.saturating_sub(events.len() as u64) as usize;
+        let how = super::hosted_data::write_loss(
+            silent,
+            write_failures.len(),
+            write_failures.first().map(String::as_str),
+            detail,
+        );
+        let lost = silent + write_failures.len();
         detail.insert("eventsTotal".into(), events.len().into());
         detail.insert(
             "eventsRecorded".into(),
@@ -377,10 +384,7 @@ impl RunningCell<'_> {
         if lost == 0 && duplicates == 0 && gaps == 0 {
             return Ok(());
         }
-        let mut message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps", events.len(), stored as usize + write_failures.len());
-        if let Some(first) = write_failures.first() {
-            message.push_str(&format!("; first write failure: {first}"));
-        }
+        let message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps{how}", events.len(), stored as usize + write_failures.len());
         Err(
             StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
                 .with_detail(detail.clone()),
