@@ -47,6 +47,9 @@ pub struct Worker {
     /// when it is not one of the targets: the `client` target of a ts-sdk
     /// cell kills and starts it.
     pub sdk_process: Option<Target>,
+    /// On a persistence axis, `STORE-`: what keeps one store's cell
+    /// keys, files and trace folders apart from another's.
+    pub persist_tag: String,
     /// The stack's scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
     /// The stack's fake model provider log (real agents only).
@@ -77,6 +80,7 @@ impl Worker {
             persist: self.persist.clone(),
             stores: self.stores.clone(),
             sdk_process: None,
+            persist_tag: self.persist_tag.clone(),
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),

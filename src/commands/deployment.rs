@@ -33,6 +33,7 @@ pub(super) async fn stacks(
             persist: super::run_persist(persist, &Default::default()),
             stores: Default::default(),
             sdk_process: None,
+            persist_tag: String::new(),
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("the local stack is not running".into())),

@@ -63,6 +63,7 @@ pub(super) async fn run_persists(
         crate::console::errln(&format!("persist {}:", store.name()));
         for worker in std::iter::once(&mut stacks.own).chain(stacks.workers.iter_mut()) {
             worker.persist = worker.stores.resolve(store);
+            worker.persist_tag = format!("{}-", store.name());
         }
         let mut part = clients::run_clients(
             settings,

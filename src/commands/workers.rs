@@ -168,6 +168,7 @@ pub(super) fn attach(
         persist: super::run_persist(chosen, &stack.stores),
         stores: stack.stores.clone(),
         sdk_process: stack.sdk_process.take(),
+        persist_tag: String::new(),
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),

@@ -212,7 +212,8 @@ async fn run_one(
             "the hosted client's process (the RivetKit runner) is not running on this stack",
         ));
     }
-    let tag = super::client_axis::tag(&client);
+    // Each point of the persistence axis runs the matrix again: its own keys, files and folders.
+    let tag = format!("{}{}", super::client_axis::tag(&client), worker.persist_tag);
     let key = format!("{}-{tag}{index}", plan.settings.id);
     let file_cell = format!("{index:03}-{tag}{target_name}-{}-{attempt}", scenario.name);
     let store =

@@ -173,6 +173,9 @@ struct RunningCell<'a> {
     /// Clients a `client` restart dropped: their connections are closed
     /// with the cleanup, as the server would keep a killed app's.
     abandoned: Vec<crate::client::Disposal>,
+    /// Those clients, by name: what they stored still counts in the
+    /// integrity check (a restarted app's history is the old one's too).
+    retired: Vec<(String, Arc<Client>)>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -240,6 +243,7 @@ pub async fn run_cell_deferring(
         pending_disposes: Vec::new(),
         recovered: Vec::new(),
         abandoned: Vec::new(),
+        retired: Vec::new(),
     };
     let mut results = Vec::new();
     let mut stopped = false;

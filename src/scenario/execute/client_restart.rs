@@ -28,6 +28,7 @@ impl RunningCell<'_> {
         for name in &names {
             if let Some(old) = self.clients.remove(name) {
                 self.abandoned.push(old.begin_dispose().await);
+                self.retired.push((name.clone(), old));
             }
             let fresh = self.new_client()?;
             self.clients.insert(name.clone(), Arc::new(fresh));

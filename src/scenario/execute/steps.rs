@@ -347,10 +347,18 @@ impl RunningCell<'_> {
         detail: &mut Map<String, Value>,
     ) -> Result<(), StepFailure> {
         let store = Arc::clone(self.client(reader)?.persist());
+        // A client the `client` target retired counts under its name: its
+        // store died with it when it was its own memory.
+        let retired = self
+            .retired
+            .iter()
+            .filter(|(name, c)| name == reader || Arc::ptr_eq(c.persist(), &store))
+            .map(|(_, c)| c);
         let writers: Vec<&Arc<Client>> = self
             .clients
             .values()
             .filter(|c| Arc::ptr_eq(c.persist(), &store))
+            .chain(retired)
             .collect();
         for client in &writers {
             client.flush().await;
