@@ -8,6 +8,7 @@ mod diagnosis_e2e;
 mod gate_e2e;
 mod jobs_e2e;
 mod mid_turn_e2e;
+mod persist_e2e;
 mod real_agents_e2e;
 mod report_html_browser;
 mod run_e2e;
