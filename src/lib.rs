@@ -11,14 +11,14 @@
 //!   attempts), cells handed to `--jobs` workers, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
-//!   RivetKit runner, real agents and the fake provider they talk to)
+//!   RivetKit runner, Postgres, real agents and the fake provider they talk to)
 //! - `diagnose`: a failure to its signature (kind, layer, status, code)
 //! - `client`: the TypeScript SDK's semantics (sessions, resume, replay)
 //! - `agent`: the scripted ACP agent the stack runs over stdio
 //! - `provider`: the fake model provider real agents talk to
 //! - `config`: `continuity.toml`, read in two stages
-//! - `persist`: session stores (memory, SQLite, the Rivet actor) and the
-//!   choice of one per cell
+//! - `persist`: session stores (memory, SQLite, Postgres, the Rivet actor)
+//!   and the choice of one per cell
 //! - `targets`: restart actions (command, managed process, signal, HTTP
 //!   hook) and readiness probes
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes

@@ -82,12 +82,34 @@ pub(super) fn judge_replay(
     ordered.sort_by_key(|e| e.event_index);
     let integrity =
         |message: String| StepFailure::new(diagnose::other(SignatureKind::Integrity, message));
+    if ordered.is_empty() {
+        return Err(integrity(
+            "the store holds no history of the session: there was nothing to restore it from"
+                .into(),
+        ));
+    }
+    // Each `session/new` after the first is a restore (the SDK's recreate).
+    let restores = ordered
+        .iter()
+        .filter(|e| {
+            e.sender == Sender::Client
+                && e.payload.get("method").and_then(Value::as_str) == Some("session/new")
+        })
+        .count()
+        .saturating_sub(1);
     let Some(at) = ordered
         .iter()
         .rposition(|e| prompt_text(e).is_some_and(|t| t.starts_with(REPLAY_PREFIX)))
     else {
+        if restores == 0 {
+            // The client kept its session (a store restart, say): nothing to replay.
+            let mut detail = Map::new();
+            detail.insert("restored".into(), false.into());
+            detail.insert("historyEvents".into(), ordered.len().into());
+            return Ok(detail);
+        }
         return Err(integrity(format!(
-            "no prompt in the history carried a replay ({} events stored): the restored session did not get its history",
+            "the session was recreated {restores} time(s), but no prompt carried a replay ({} events stored): the restored session did not get its history",
             ordered.len()
         )));
     };
@@ -104,6 +126,7 @@ pub(super) fn judge_replay(
     let body = sent.strip_suffix(TRUNCATED).unwrap_or(sent);
     let lines = body.lines().count().saturating_sub(1);
     let mut detail = Map::new();
+    detail.insert("restored".into(), true.into());
     detail.insert("historyEvents".into(), source.len().into());
     detail.insert("replayEvents".into(), lines.into());
     detail.insert("replayChars".into(), js_length(sent).into());
@@ -161,8 +184,18 @@ mod tests {
 
     /// A history of `n` events on the old connection, then a restore whose
     /// first prompt carries `replay`.
+    /// The session's `session/new`, then chunks up to event `n`.
+    fn base(n: i64) -> Vec<SessionEvent> {
+        let mut events: Vec<SessionEvent> = (2..=n).map(chunk).collect();
+        events.insert(
+            0,
+            event(1, "old", Sender::Client, json!({"method": "session/new"})),
+        );
+        events
+    }
+
     fn restored(n: i64, replay: &str) -> Vec<SessionEvent> {
-        let mut events: Vec<SessionEvent> = (1..=n).map(chunk).collect();
+        let mut events = base(n);
         events.push(event(
             n + 1,
             "new",
@@ -180,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_documented_cut_of_a_long_history_passes_and_is_measured() {
-        let history: Vec<SessionEvent> = (1..=70).map(chunk).collect();
+        let history = base(70);
         let replay = build_replay_text(&history[20..], 12_000).unwrap();
         let detail = judge_replay(&restored(70, &replay), 50, 12_000).unwrap();
         assert_eq!(detail["historyEvents"], 70);
@@ -194,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_replay_that_is_not_the_cut_or_absent_fails() {
-        let history: Vec<SessionEvent> = (1..=70).map(chunk).collect();
+        let history = base(70);
         // The oldest 50 instead of the newest: within the caps, the wrong cut.
         let wrong = build_replay_text(&history[..50], 12_000).unwrap();
         let e = judge_replay(&restored(70, &wrong), 50, 12_000).unwrap_err();
@@ -217,5 +250,17 @@ mod tests {
             "{}",
             e.signature.message
         );
+        let e = judge_replay(&[], 50, 12_000).unwrap_err();
+        assert!(
+            e.signature.message.contains("no history"),
+            "{}",
+            e.signature.message
+        );
+    }
+
+    #[test]
+    fn a_session_never_recreated_has_nothing_to_replay() {
+        let detail = judge_replay(&base(5), 50, 12_000).unwrap();
+        assert_eq!(detail["restored"], false);
     }
 }
