@@ -19,14 +19,18 @@
 #   JOBS=4 bench/matrix.sh
 #   JOBS="2 4 6" bench/matrix.sh     # several N side by side
 #   SKIP_SEED=1 bench/matrix.sh     # without the SDK script (no npm install)
+#   CLIENTS="rust ts-sdk" bench/matrix.sh   # the two-client matrix (40 cells)
+#   BIN=/path/to/continuity bench/matrix.sh # another build, side by side (no build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 version=0.4.2
 jobs=${JOBS:-$(python3 -c 'import os; print(max(2, os.cpu_count() or 1))')}
+clients=()
+for c in ${CLIENTS:-}; do clients+=(--client "$c"); done
 
-cargo build --release --quiet
-bin=$repo/target/release/continuity
+if [ -z "${BIN:-}" ]; then cargo build --release --quiet; fi
+bin=${BIN:-$repo/target/release/continuity}
 . "$repo/bench/lib/standalone-server.sh"
 work=$(mktemp -d)
 cleanup() {
@@ -50,10 +54,10 @@ if [ -z "${SKIP_SEED:-}" ]; then
   stop_standalone_server "$work"
 fi
 
-read -r one_ms one_kb < <(measure "$bin" run --jobs 1 --out "$work/jobs1")
+read -r one_ms one_kb < <(measure "$bin" run "${clients[@]}" --jobs 1 --out "$work/jobs1")
 runs=()
 for n in $jobs; do
-  read -r many_ms many_kb < <(measure "$bin" run --jobs "$n" --out "$work/jobs$n-many")
+  read -r many_ms many_kb < <(measure "$bin" run "${clients[@]}" --jobs "$n" --out "$work/jobs$n-many")
   runs+=("$n:$many_ms:$many_kb")
 done
 
@@ -68,15 +72,16 @@ for spec in sys.argv[5:]:
     n, ms, kb = map(int, spec.split(":"))
     runs.append((n, ms, kb, json.load(open(f"{work}/jobs{n}-many/report.json"))))
 def verdicts(r):
-    return [(c["target"], c["scenario"], c["verdict"], c.get("failureBoundary")) for c in r["cells"]]
+    return [(c["target"], c["scenario"], c.get("client"), c["verdict"], c.get("failureBoundary")) for c in r["cells"]]
 def timing(r):
     t = r["run"]
     return t.get("floorMs", 0), t.get("overheadMs", 0)
 def cell_ms(r, target, scenario):
-    return next(c["durationMs"] for c in r["cells"] if c["target"] == target and c["scenario"] == scenario)
+    return next(c["durationMs"] for c in r["cells"] if c["target"] == target and c["scenario"] == scenario and c.get("client", "rust") == "rust")
 def workers_of(r):
     return 1 + sum(1 for l in r["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))
-print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios), sandbox-agent {one['run']['serverVersion']}, release build")
+clients = sorted({c.get("client", "rust") for c in one["cells"]})
+print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios x {len(clients)} client(s): {', '.join(clients)}), sandbox-agent {one['run']['serverVersion']}, release build")
 print(f"{'run':<34} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9} {'peak RSS':>9} {'per worker':>10}")
 def row(name, wall, r, kb, n):
     floor, over = timing(r)

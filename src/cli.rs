@@ -179,17 +179,6 @@ pub enum PersistArg {
     Rivet,
 }
 
-impl From<PersistArg> for crate::persist::PersistChoice {
-    fn from(arg: PersistArg) -> Self {
-        match arg {
-            PersistArg::Sqlite => Self::Sqlite,
-            PersistArg::Memory => Self::Memory,
-            PersistArg::Postgres => Self::Postgres,
-            PersistArg::Rivet => Self::Rivet,
-        }
-    }
-}
-
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RivetSaveArg {
     /// The actor saves after every write (survives a SIGKILL).
@@ -257,7 +246,7 @@ pub struct RunArgs {
     /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Vec<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: one stack per version, one matrix.
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix.
     #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
     pub server_version: Vec<String>,
     /// How the local stack's Rivet actor saves session history.

@@ -3,7 +3,10 @@
 //! [`crate::secret::install`] once the run knows its secrets), and a stdout that is closed (`continuity list | head -1`) ends
 //! output quietly, as ripgrep does, instead of panicking; any other stdout
 //! failure (a full disk) is kept for the exit code. Writing to stderr never
-//! fails a run.
+//! fails a run. While the [`live`] area is shown, stderr lines go above it
+//! and stdout is written with it taken off the screen.
+
+pub mod live;
 
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
@@ -34,16 +37,62 @@ pub fn color(stream: Stream) -> bool {
     }
 }
 
+/// Columns a layout for `stream` may fill when nothing says otherwise:
+/// a CI log is read in a browser or a wide terminal.
+pub const DEFAULT_WIDTH: usize = 120;
+
+/// The columns text for `stream` should fit in: `COLUMNS` when set (it
+/// wins, as for `ls`: a user or a test asks for a width), else the
+/// terminal's when the stream is one, else [`DEFAULT_WIDTH`].
+pub fn width(stream: Stream) -> usize {
+    columns_from(std::env::var("COLUMNS").ok().as_deref())
+        .or_else(|| terminal_width(stream))
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+/// Whether `stream` is a terminal (live progress is drawn only there).
+pub fn is_terminal(stream: Stream) -> bool {
+    match stream {
+        Stream::Stdout => io::stdout().is_terminal(),
+        Stream::Stderr => io::stderr().is_terminal(),
+    }
+}
+
+fn columns_from(value: Option<&str>) -> Option<usize> {
+    value?.trim().parse::<usize>().ok().filter(|n| *n > 0)
+}
+
+/// The terminal's width from the kernel (`TIOCGWINSZ`), when `stream` is one.
+#[allow(unsafe_code)]
+fn terminal_width(stream: Stream) -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let fd = match stream {
+        Stream::Stdout => io::stdout().as_raw_fd(),
+        Stream::Stderr => io::stderr().as_raw_fd(),
+    };
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// Writes `text` to stdout as it is (no newline added).
 pub fn out(text: &str) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
     let text = redact(text);
-    let mut stdout = io::stdout().lock();
-    let result = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
+    let result = live::suspended(|| {
+        let mut stdout = io::stdout().lock();
+        stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+    });
     if let Err(e) = result {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
         if e.kind() != io::ErrorKind::BrokenPipe {
@@ -60,9 +109,12 @@ pub fn outln(line: &str) {
 
 /// Writes `line` and a newline to stderr; a failure to do so is ignored.
 pub fn errln(line: &str) {
-    let text = redact(line) + "\n";
+    let line = redact(line);
+    if live::print_above(&line) {
+        return;
+    }
     let mut stderr = io::stderr().lock();
-    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.write_all(format!("{line}\n").as_bytes());
 }
 
 /// Why stdout could not be written, unless it was only closed by its reader.
@@ -71,4 +123,19 @@ pub fn stdout_error() -> Option<String> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::columns_from;
+
+    #[test]
+    fn columns_must_be_a_positive_number() {
+        assert_eq!(columns_from(Some("80")), Some(80));
+        assert_eq!(columns_from(Some(" 132\n")), Some(132));
+        for bad in ["", "0", "-1", "wide", "80x"] {
+            assert_eq!(columns_from(Some(bad)), None, "{bad}");
+        }
+        assert_eq!(columns_from(None), None);
+    }
 }

@@ -9,6 +9,10 @@ use std::sync::Once;
 static TLS_PROVIDER: Once = Once::new();
 
 /// A client builder with continuity's defaults; callers add timeouts.
+/// How long the SDK clients' HTTP waits for a connection: their only time
+/// limit (each request has its own deadline above it).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub fn client_builder() -> reqwest::ClientBuilder {
     TLS_PROVIDER.call_once(|| {
         // Fails only if another provider was installed first, which is as good.

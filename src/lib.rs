@@ -7,8 +7,9 @@
 //!
 //! - `commands`: the CLI edge, one function per subcommand; exit codes
 //! - `cli`: the command line as clap parses it
-//! - `runner`: the matrix (targets × scenarios × versions × agents ×
-//!   attempts), cells handed to `--jobs` workers, events out, a report back
+//! - `runner`: the matrix (targets × scenarios × agents × clients ×
+//!   servers × SDKs × stores, built whole; attempts as they run), cells
+//!   handed to `--jobs` workers from one queue, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
 //!   RivetKit runner, Postgres, real agents and the fake provider they talk to)
@@ -34,8 +35,9 @@
 //!   client builder, redaction of secrets, the signal table, exit codes,
 //!   what every layer's errors share (the cause chain on one line, a
 //!   rejected value's reason)
-//! - `clock`, `source_line`, `stop_flag`: leaves: durations in ms, a byte
-//!   offset's line, waiting on a stop flag
+//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`: leaves:
+//!   durations in ms, a byte offset's line, waiting on a stop flag, text
+//!   cut to a display width, file names from user text
 
 pub mod acp;
 pub mod agent;
@@ -48,6 +50,8 @@ pub mod console;
 pub mod diagnose;
 pub mod errors;
 pub mod exit_codes;
+mod file_name;
+pub mod fit;
 pub mod http;
 mod partition;
 pub mod persist;

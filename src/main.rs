@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         continuity::supervise::kill_all_groups();
+        console::live::clear();
         default_hook(info);
     }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -73,7 +74,8 @@ fn main() -> ExitCode {
             },
         }
     });
+    // The command's keeper (if it had one) finished with its run; this is
+    // for what a panic or an early error left.
     continuity::supervise::kill_all_groups();
-    continuity::supervise::keeper::finish();
     ExitCode::from(commands::exit_code(outcome))
 }

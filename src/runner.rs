@@ -1,18 +1,17 @@
-//! The runner: targets × scenarios → cells, one after another on a stack
-//! (restarts interfere), on several stacks side by side with `--jobs N`
-//! (see [`workers`]); each cell runs `repeat` attempts, a failed one again up to
+//! The runner: the matrix (every target × scenario × agent × client ×
+//! server × SDK × store point, built whole in [`matrix`]) run from one
+//! queue over the workers, one cell at a time per stack (restarts
+//! interfere), on several stacks side by side with `--jobs N` (see
+//! [`workers`]; a stack switches its server between points, see
+//! [`servers`]). Each cell runs `repeat` attempts, a failed one again up to
 //! `retries` times, each attempt with fresh clients and its own persist
 //! store, and the attempts fold into one cell (`flaky` when they disagree).
-//! With a partition, only that shard's cells run.
-//! It emits [`RunEvent`]s and returns the finished (or interrupted) report;
-//! it never prints or renders.
+//! It emits [`RunEvent`]s and returns the finished (or interrupted) report,
+//! joined once (`report::join`); it never prints or renders.
 
 use crate::client::hosted::Unhosted;
-use crate::partition::{cell_name, Partition};
 use crate::report::attempts::aggregate;
-use crate::report::{
-    Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Totals, Verdict, SCHEMA_ID,
-};
+use crate::report::{Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Verdict};
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::{Absence, Target, Unavailable};
@@ -22,34 +21,40 @@ use tokio::sync::watch;
 
 mod attempts;
 mod client_axis;
+mod matrix;
 mod persist_axis;
+mod servers;
 mod workers;
 
-pub use client_axis::ClientChoice;
+pub use client_axis::{ClientChoice, ClientKind};
+pub use matrix::{
+    AgentPoint, Axes, CellPoint, Matrix, PersistPoint, PlannedCell, SdkPoint, SdkSource,
+    ServerPoint, ServerSource, DEFAULT_AGENT,
+};
+pub use servers::{ServedBinary, ServerSlot};
 
 use attempts::skipped_attempt;
 pub use workers::workers_for;
 
 pub use crate::persist::{PersistChoice, StackStores};
 
-/// What a worker's cells connect to and restart: one stack's side of a plan.
+/// What a worker's cells connect to and restart: one stack's side of a run.
 pub struct Worker {
     pub base_url: String,
-    /// The stack's restart targets, in the plan's target order.
+    /// The stack's restart targets, in the run's target order.
     pub targets: Vec<Target>,
-    /// Where this worker's cells keep their sessions (a Rivet or Postgres
-    /// choice holds this worker's own stack's factory).
+    /// Where the cell now running keeps its sessions: set from the cell's
+    /// point before its attempts (see [`servers`]; a Rivet or Postgres
+    /// store is this worker's own stack's).
     pub persist: PersistChoice,
-    /// The stores this worker's stack provides, for each point of the
-    /// persistence axis.
+    /// The stores this worker's stack provides beyond memory and SQLite
+    /// (its Rivet actor, its Postgres), for cells whose point keeps
+    /// sessions there.
     pub stores: StackStores,
     /// The process that holds the hosted SDK client (the RivetKit runner),
     /// when it is not one of the targets: the `client` target of a ts-sdk
     /// cell kills and starts it.
     pub sdk_process: Option<Target>,
-    /// On a persistence axis, `STORE-`: what keeps one store's cell
-    /// keys, files and trace folders apart from another's.
-    pub persist_tag: String,
     /// The stack's scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
     /// The stack's fake model provider log (real agents only).
@@ -60,15 +65,18 @@ pub struct Worker {
     /// Between its cells' deferred DELETEs and the restarts that would cut
     /// them; lanes of one shared deployment share it.
     pub fence: crate::scenario::CleanupFence,
+    /// The local stack's sandbox-agent, switched between server points;
+    /// `None` on a deployment (its one server is whatever runs there).
+    pub server: Option<ServerSlot>,
 }
 
 impl Worker {
-    /// The plan's client as this worker's cells run it: a hosted client is
-    /// called through this worker's own stack.
-    pub(crate) fn client(&self, choice: &ClientChoice) -> ClientChoice {
-        match choice {
-            ClientChoice::Rust => ClientChoice::Rust,
-            ClientChoice::TsSdk(_) => ClientChoice::TsSdk(self.sdk_host.clone()),
+    /// A cell's client as this worker runs it: a hosted client is called
+    /// through this worker's own stack.
+    pub(crate) fn client(&self, kind: &ClientKind) -> ClientChoice {
+        match kind {
+            ClientKind::Rust => ClientChoice::Rust,
+            ClientKind::TsSdk => ClientChoice::TsSdk(self.sdk_host.clone()),
         }
     }
 
@@ -80,11 +88,11 @@ impl Worker {
             persist: self.persist.clone(),
             stores: self.stores.clone(),
             sdk_process: None,
-            persist_tag: self.persist_tag.clone(),
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
             fence: self.fence.clone(),
+            server: None,
         }
     }
 }
@@ -102,7 +110,7 @@ pub struct RunSettings {
     pub retries: u32,
     pub flaky_result: FlakyResult,
     /// Run only this shard of the matrix.
-    pub partition: Option<Partition>,
+    pub partition: Option<crate::partition::Partition>,
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
     /// How much of the wire each cell's `trace.jsonl` keeps.
@@ -116,6 +124,11 @@ pub struct RunStacks {
     pub own: Worker,
     /// Targets that cannot run here: reported as skipped (or error) cells.
     pub skipped_targets: Vec<Unavailable>,
+    /// Agents the stack could not install or wire, with why: their cells
+    /// are skipped with that reason, the other agents still run.
+    pub agent_skips: Vec<(String, String)>,
+    /// What the servers report about themselves (the run header's
+    /// `serverVersion`; on a server axis, each point's, comma-separated).
     pub server_version: Option<String>,
     pub logs: Vec<LogFile>,
     /// The stacks of further workers (`--jobs N`): each runs cells beside
@@ -126,62 +139,27 @@ pub struct RunStacks {
     pub jobs: usize,
 }
 
-impl RunStacks {
-    /// The same stacks with every target skipped for `reason` (no target is
-    /// touched): the cells of an agent the stack could not install.
-    pub fn all_skipped(&self, reason: &str) -> RunStacks {
-        RunStacks {
-            own: self.own.sharing(),
-            skipped_targets: self
-                .skipped_targets
-                .iter()
-                .map(|u| u.name.clone())
-                .chain(self.own.targets.iter().map(|t| t.name.clone()))
-                .map(|name| Unavailable::skipped(&name, reason))
-                .collect(),
-            server_version: self.server_version.clone(),
-            logs: self.logs.clone(),
-            workers: Vec::new(),
-            jobs: 1,
-        }
-    }
-}
-
-/// Which point of the matrix's axes (agent × client × version) one run of
-/// the cells is, and how long it may take.
-#[derive(Clone)]
-pub struct AxisPoint {
-    pub agent: String,
-    /// Whether the agent talks to the stack's fake model provider (a real
-    /// agent): only then does its log judge the cells.
-    pub real_agent: bool,
-    /// Which client runs the cells (`--client`).
-    pub client: ClientChoice,
-    /// On a version axis (several `--server-version`): the version every cell carries.
-    pub version: Option<String>,
-    /// The run's overall timeout, or on a version axis what is left of it.
-    pub overall_timeout: Duration,
-}
-
-/// Everything one run of the cells reads: the settings and its axis point.
+/// Everything one cell's attempts read: the run's settings and the cell's point.
 #[derive(Clone, Copy)]
 pub struct RunPlan<'a> {
     pub settings: &'a RunSettings,
-    pub point: &'a AxisPoint,
+    pub point: &'a CellPoint,
 }
 
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
 pub enum RunEvent {
-    /// Before the first cell: how many cells this run (or shard) holds. On
-    /// a version axis, once per version, with that version.
+    /// Before the first cell: how many cells this run (or shard) holds,
+    /// and the axes its cells name, each with its values.
     RunStarted {
         id: String,
         total: usize,
         targets: Vec<String>,
         scenarios: Vec<String>,
         partition: Option<String>,
-        server_version: Option<String>,
+        /// `("client", ["rust", "ts-sdk"])`, `("serverVersion", […])`…:
+        /// see [`Matrix::named_axes`].
+        axes: Vec<(&'static str, Vec<String>)>,
     },
     /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {
@@ -190,6 +168,8 @@ pub enum RunEvent {
         target: String,
         scenario: String,
         attempt: u32,
+        /// The cell's whole point (agent, client, server, SDK, store).
+        point: Box<CellPoint>,
     },
     /// An attempt that did not pass and will run again (`--retries`).
     Retrying {
@@ -198,6 +178,7 @@ pub enum RunEvent {
         attempt: Box<Attempt>,
         target: String,
         scenario: String,
+        point: Box<CellPoint>,
     },
     /// A cell's attempts have their verdicts; its record follows in
     /// [`RunEvent::CellFinished`] once their cleanup has run out (the
@@ -208,6 +189,8 @@ pub enum RunEvent {
         /// Each attempt's verdict, in order.
         verdicts: Vec<crate::report::Verdict>,
     },
+    /// The overall timeout ran out: the running cells stop and clean up.
+    OverallTimeout { timeout_ms: u64 },
     /// A cell with all its attempts, exactly as `report.json` holds it.
     CellFinished {
         index: usize,
@@ -238,6 +221,9 @@ fn rejection(url: &str, status: u16, sent_token: bool) -> String {
     }
 }
 
+/// How long the health check before the first cell waits for an answer.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Checks the server answers `/v1/health` before any cell runs.
 pub async fn preflight(
     base_url: &str,
@@ -246,7 +232,7 @@ pub async fn preflight(
 ) -> Result<(), RunError> {
     let url = format!("{}/v1/health", base_url.trim_end_matches('/'));
     let http = crate::http::client_builder()
-        .timeout(Duration::from_secs(10))
+        .timeout(PREFLIGHT_TIMEOUT)
         .build()
         .map_err(|e| RunError::Unreachable {
             url: display_url(&url),
@@ -273,7 +259,7 @@ pub async fn preflight(
         Err(e) => Err(RunError::Unreachable {
             url: display_url(&url),
             cause: crate::secret::redact(
-                &crate::acp::AcpError::from_reqwest(&url, &e).to_string(),
+                &crate::acp::AcpError::from_reqwest(&url, &e, PREFLIGHT_TIMEOUT).to_string(),
                 token,
             ),
         }),
@@ -284,139 +270,165 @@ fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// Runs every cell (until `cancel` turns true or the overall deadline passes).
+/// Runs every cell of `matrix` (until `cancel` turns true or the overall
+/// deadline passes): the cells no stack can run are reported at once, the
+/// others go into one queue over the workers.
 pub async fn run(
-    plan: RunPlan<'_>,
+    settings: &RunSettings,
+    matrix: &Matrix,
     stacks: &mut RunStacks,
     cancel: watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Report {
     let started_at = SystemTime::now();
     let started = Instant::now();
-    let deadline = started + plan.point.overall_timeout;
-    let mut cells = Vec::new();
-    let all_targets: Vec<String> = stacks
-        .skipped_targets
-        .iter()
-        .map(|u| u.name.clone())
-        .chain(stacks.own.targets.iter().map(|t| t.name.clone()))
-        .collect();
-    let selected = selection(plan, &all_targets);
-    let total = selected.iter().filter(|k| **k).count();
-    let per_target = plan.settings.scenarios.len();
-    let is_selected = |t: usize, s: usize| selected[t * per_target + s];
-    let scenario_names: Vec<String> = plan
-        .settings
-        .scenarios
-        .iter()
-        .map(|s| s.name.clone())
-        .collect();
+    let deadline = started + settings.overall_timeout;
+    let total = matrix.cells.len();
     on_event(RunEvent::RunStarted {
-        id: plan.settings.id.clone(),
+        id: settings.id.clone(),
         total,
-        targets: all_targets.clone(),
-        scenarios: scenario_names.clone(),
-        partition: plan.settings.partition.map(|p| p.to_string()),
-        server_version: plan.point.version.clone(),
+        targets: matrix.targets.clone(),
+        scenarios: matrix.scenarios.clone(),
+        partition: settings.partition.map(|p| p.to_string()),
+        axes: matrix.named_axes(),
     });
-    let mut index = 0;
-    for (u, unavailable) in stacks.skipped_targets.iter().enumerate() {
-        for (s, scenario) in plan.settings.scenarios.iter().enumerate() {
-            if !is_selected(u, s) {
-                continue;
+    let mut cells: Vec<(usize, Cell)> = Vec::new();
+    let mut jobs: Vec<workers::Job> = Vec::new();
+    for planned in &matrix.cells {
+        match unavailable(stacks, planned) {
+            Some(cell) => {
+                on_event(RunEvent::CellFinished {
+                    index: planned.index,
+                    total,
+                    cell: Box::new(cell.clone()),
+                });
+                cells.push((planned.index, cell));
             }
-            index += 1;
-            let mut cell = skipped_cell(&unavailable.name, &scenario.name, &unavailable.reason);
-            cell.verdict = match unavailable.absence {
-                Absence::Missing => Verdict::Skipped,
-                Absence::StartFailed => Verdict::Error,
-            };
-            cell.server_version = plan.point.version.clone();
-            on_event(RunEvent::CellFinished {
-                index,
-                total,
-                cell: Box::new(cell.clone()),
-            });
-            cells.push(cell);
+            None => jobs.push(workers::Job::of(planned)),
         }
     }
-    let skipped = stacks.skipped_targets.len();
-    let jobs: Vec<workers::Job> = (0..stacks.own.targets.len())
-        .flat_map(|t| (0..plan.settings.scenarios.len()).map(move |s| (t, s)))
-        .filter(|(t, s)| is_selected(skipped + t, *s))
-        .enumerate()
-        .map(|(n, (t, scenario))| workers::Job {
-            index: index + n + 1,
-            target: stacks.own.targets[t].name.clone(),
-            scenario,
-        })
-        .collect();
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
-    let watcher = tokio::spawn(async move {
+    let stop = async {
         tokio::select! {
-            _ = crate::stop_flag::wait_true(cancel) => {}
-            _ = tokio::time::sleep_until(deadline.into()) => {}
+            _ = crate::stop_flag::wait_true(cancel) => None,
+            _ = tokio::time::sleep_until(deadline.into()) => Some(settings.overall_timeout),
         }
-        let _ = interrupt_tx.send(true);
-    });
-    let finished = workers::run_jobs(plan, stacks, jobs, total, &interrupt, on_event).await;
-    cells.extend(finished.cells.into_iter().map(|(_, cell)| cell));
-    let interrupted = finished.interrupted;
-    watcher.abort();
-    let finished_at = SystemTime::now();
-    let totals = Totals::of(&cells);
-    Report {
-        schema: SCHEMA_ID.into(),
-        run: RunInfo {
-            id: plan.settings.id.clone(),
-            harness_version: env!("CARGO_PKG_VERSION").into(),
-            started_at: rfc3339(started_at),
-            finished_at: rfc3339(finished_at),
-            duration_ms: started.elapsed().as_millis() as u64,
-            base_url: display_url(&stacks.own.base_url),
-            agent: plan.point.agent.clone(),
-            server_version: stacks.server_version.clone(),
-            timeout_ms: plan.settings.timeout.as_millis() as u64,
-            overall_timeout_ms: plan.point.overall_timeout.as_millis() as u64,
-            repeat: plan.settings.repeat,
-            persist: stacks.own.persist.name().to_string(),
-            targets: all_targets,
-            scenarios: scenario_names,
-            interrupted,
-            logs: stacks.logs.clone(),
-            retries: plan.settings.retries,
-            flaky_result: plan.settings.flaky_result,
-            partition: plan.settings.partition.map(|p| p.to_string()),
-            shards: Vec::new(),
-            expect_file: None,
-            allow_fixed: false,
-            timing: crate::report::Floor::of_cells(&cells),
+    };
+    // The events of the cells and the one of the deadline share `on_event`,
+    // never at once: the workers call it only while polled, and the stop
+    // is taken between two polls of them.
+    let events = std::sync::Mutex::new(on_event);
+    let mut forward = |event: RunEvent| (events.lock().unwrap_or_else(|p| p.into_inner()))(event);
+    let finished = {
+        let running = workers::run_jobs(settings, stacks, jobs, total, &interrupt, &mut forward);
+        tokio::pin!(running, stop);
+        let mut stopped = false;
+        loop {
+            tokio::select! {
+                finished = &mut running => break finished,
+                overall = &mut stop, if !stopped => {
+                    stopped = true;
+                    let _ = interrupt_tx.send(true);
+                    if let Some(timeout) = overall {
+                        let on_event = &mut *events.lock().unwrap_or_else(|p| p.into_inner());
+                        on_event(RunEvent::OverallTimeout {
+                            timeout_ms: timeout.as_millis() as u64,
+                        });
+                    }
+                }
+            }
+        }
+    };
+    cells.extend(finished.cells);
+    cells.sort_by_key(|(index, _)| *index);
+    // Stopped while only cleanup was left (the last cell's deferred
+    // DELETEs) is stopped all the same: the user was told so.
+    let interrupted = finished.interrupted || *interrupt.borrow();
+    let joined = |names: Vec<&str>| names.join(", ");
+    let run = RunInfo {
+        id: settings.id.clone(),
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: rfc3339(started_at),
+        finished_at: rfc3339(SystemTime::now()),
+        duration_ms: started.elapsed().as_millis() as u64,
+        base_url: display_url(&stacks.own.base_url),
+        agent: joined(matrix.axes.agents.iter().map(|a| a.name.as_str()).collect()),
+        server_version: stacks.server_version.clone(),
+        timeout_ms: settings.timeout.as_millis() as u64,
+        overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
+        repeat: settings.repeat,
+        persist: joined(matrix.axes.persists.iter().map(|p| p.name()).collect()),
+        targets: matrix.targets.clone(),
+        scenarios: matrix.scenarios.clone(),
+        interrupted,
+        logs: stacks.logs.clone(),
+        retries: settings.retries,
+        flaky_result: settings.flaky_result,
+        partition: settings.partition.map(|p| p.to_string()),
+        shards: Vec::new(),
+        expect_file: None,
+        allow_fixed: false,
+        timing: None,
+    };
+    crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
+}
+
+/// The record of a cell no stack of this run can run: its agent could not
+/// be installed, or its target cannot run here (skipped when its program
+/// is missing, an error when it failed to start).
+fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
+    let point = &planned.point;
+    let (verdict, reason) = match stacks.agent_skips.iter().find(|(a, _)| *a == point.agent) {
+        Some((_, reason)) => (Verdict::Skipped, reason.clone()),
+        None => match stacks
+            .skipped_targets
+            .iter()
+            .find(|u| u.name == point.target)
+        {
+            Some(u) => (
+                match u.absence {
+                    Absence::Missing => Verdict::Skipped,
+                    Absence::StartFailed => Verdict::Error,
+                },
+                u.reason.clone(),
+            ),
+            None if stacks.own.targets.iter().any(|t| t.name == point.target) => return None,
+            None => (
+                Verdict::Error,
+                format!("no stack of this run has the target `{}`", point.target),
+            ),
         },
-        cells,
-        totals,
-    }
+    };
+    let mut cell = aggregate(
+        &point.target,
+        &point.scenario,
+        None,
+        vec![skipped_attempt(1, &reason)],
+    );
+    cell.verdict = verdict;
+    planned.labels.stamp(&mut cell);
+    Some(cell)
 }
 
-/// Which target × scenario cells (targets in `all_targets` order, scenarios
-/// in plan order, row-major) this run holds.
-fn selection(plan: RunPlan<'_>, all_targets: &[String]) -> Vec<bool> {
-    let names: Vec<String> = all_targets
-        .iter()
-        .flat_map(|t| {
-            plan.settings
-                .scenarios
-                .iter()
-                .map(move |s| cell_name(t, &s.name, plan.point.version.as_deref()))
-        })
-        .collect();
-    match &plan.settings.partition {
-        Some(p) => p.selects(&names),
-        None => vec![true; names.len()],
-    }
-}
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
 
-fn skipped_cell(target: &str, scenario: &str, reason: &str) -> Cell {
-    aggregate(target, scenario, None, vec![skipped_attempt(1, reason)])
+    /// A worker of no stack: its targets, SQLite, nothing hosted.
+    pub(crate) fn bare_worker(targets: Vec<Target>) -> Worker {
+        Worker {
+            base_url: "http://127.0.0.1:9".into(),
+            targets,
+            persist: PersistChoice::Sqlite,
+            stores: Default::default(),
+            sdk_process: None,
+            agent_sent_log: None,
+            model_calls: None,
+            sdk_host: Err(Unhosted("no stack".into())),
+            fence: Default::default(),
+            server: None,
+        }
+    }
 }

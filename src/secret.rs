@@ -31,6 +31,23 @@ pub fn redact_known(text: &str) -> String {
     }
 }
 
+/// The string values of `value` (never its keys) with `token` and the
+/// run's known secrets redacted, in place.
+pub fn redact_json_known(value: &mut serde_json::Value, token: Option<&Secret>) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            let redacted = redact_known(&redact(s, token));
+            if redacted != *s {
+                *s = redacted;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json_known(v, token)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_json_known(v, token)),
+        _ => {}
+    }
+}
+
 /// A secret string, readable only through [`Secret::expose`].
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);

@@ -5,14 +5,22 @@
 //! it spawned (sandbox-agent's agent processes, nginx workers, node's helpers).
 //! Stop is graceful: a signal to the group, a grace period, then SIGKILL to the
 //! group. Every live group is also listed in a process-wide registry that the
-//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness;
-//! [`keeper`] does the same should the harness die without cleaning up, and
-//! [`owner`] proves a process is ours before any signal reaches it. Whoever
-//! records what runs (the stack's `stack.json`) hears of each start and stop
-//! through [`set_journal`], so supervision never reaches up to it.
+//! Ctrl-C handler and the panic hook empty, so nothing outlives the harness:
+//! the only process-wide state here, since a signal handler and a panic hook
+//! are reached by no argument.
+//!
+//! Everything else comes with a [`Supervisor`] handle, given to whoever
+//! starts a process: the run's owner tag (put into each process's
+//! environment, see [`owner`]), its [`keeper`] (which kills it all should
+//! the harness die without cleaning up), and the [`Journal`] of the stack
+//! the process belongs to (the stack's `stack.json`), which hears of each
+//! start and stop, so supervision never reaches up to it.
 
+mod handle;
 pub mod keeper;
 pub(crate) mod owner;
+
+pub use handle::{Journal, Lifecycle, Supervisor};
 
 use crate::signal::Signal;
 use std::collections::HashSet;
@@ -32,39 +40,6 @@ fn registry() -> std::sync::MutexGuard<'static, Option<HashSet<i32>>> {
     LIVE_GROUPS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A start or stop of a [`ManagedProcess`], told to the journal.
-#[derive(Debug)]
-pub enum Lifecycle<'a> {
-    Started {
-        name: &'a str,
-        program: &'a Path,
-        log: &'a Path,
-        pid: u32,
-        /// The leader's start time, the proof that the pid is still ours.
-        started: Option<u64>,
-    },
-    Stopped {
-        pid: u32,
-    },
-}
-
-/// Hears every [`Lifecycle`] change while set.
-pub type Journal = fn(&Lifecycle<'_>);
-
-static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
-
-/// Sets (or, with `None`, clears) the journal every start and stop is told to.
-pub fn set_journal(journal: Option<Journal>) {
-    *JOURNAL.lock().unwrap_or_else(|p| p.into_inner()) = journal;
-}
-
-fn journal(change: &Lifecycle<'_>) {
-    let journal = *JOURNAL.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(journal) = journal {
-        journal(change);
-    }
-}
-
 /// SIGKILLs every process group the harness still has running. Safe to call
 /// from a signal-handling task or a panic hook; idempotent.
 pub fn kill_all_groups() {
@@ -77,23 +52,8 @@ pub fn kill_all_groups() {
     }
 }
 
-/// Lists a process group the caller spawned itself (outside [`ManagedProcess`])
-/// so [`kill_all_groups`] (and the keeper, should the harness die) reaches it
-/// too; pair with [`untrack_group`].
-pub fn track_group(pgid: i32) {
-    registry().get_or_insert_with(HashSet::new).insert(pgid);
-    keeper::track(pgid);
-}
-
-/// Removes a group from the registry once the caller has dealt with it.
-pub fn untrack_group(pgid: i32) {
-    if let Some(set) = registry().as_mut() {
-        set.remove(&pgid);
-    }
-    keeper::untrack(pgid);
-}
-
 /// Sends `signal` to every process of the group; false if none received it.
+#[allow(unsafe_code)]
 pub fn signal_group(pgid: i32, signal: i32) -> bool {
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
     unsafe { libc::kill(-pgid, signal) == 0 }
@@ -179,14 +139,18 @@ pub enum ProcessState {
 #[derive(Debug)]
 pub struct ManagedProcess {
     spec: ProcessSpec,
+    supervisor: Supervisor,
     child: Option<Child>,
     last_exit: Option<ExitStatus>,
 }
 
 impl ManagedProcess {
-    pub fn new(spec: ProcessSpec) -> Self {
+    /// A process to be started under `supervisor`: its owner tag, its
+    /// keeper, its stack's journal.
+    pub fn new(spec: ProcessSpec, supervisor: Supervisor) -> Self {
         Self {
             spec,
+            supervisor,
             child: None,
             last_exit: None,
         }
@@ -233,7 +197,7 @@ impl ManagedProcess {
             .process_group(0);
         // The mark that lets the harness (and its keeper) prove, later, that
         // this process and everything it spawns are ours.
-        if let Some(tag) = owner::current() {
+        if let Some(tag) = self.supervisor.owner_tag() {
             command.env(owner::OWNER_ENV, tag);
         }
         if let Some(cwd) = &self.spec.cwd {
@@ -245,8 +209,8 @@ impl ManagedProcess {
             self.spec.program.display()
         )))?;
         let pid = child.id();
-        track_group(pid as i32);
-        journal(&Lifecycle::Started {
+        self.supervisor.track_group(pid as i32);
+        self.supervisor.record(&Lifecycle::Started {
             name: &self.spec.name,
             program: &self.spec.program,
             log: &self.spec.log,
@@ -267,7 +231,7 @@ impl ManagedProcess {
     pub fn detach(&mut self) -> Option<u32> {
         let child = self.child.take()?;
         let pid = child.id();
-        untrack_group(pid as i32);
+        self.supervisor.untrack_group(pid as i32);
         Some(pid)
     }
 
@@ -318,8 +282,9 @@ impl ManagedProcess {
         };
         // SIGKILL is delivered asynchronously: wait until the members are gone.
         kill_group_async(pgid).await;
-        untrack_group(pgid);
-        journal(&Lifecycle::Stopped { pid: pgid as u32 });
+        self.supervisor.untrack_group(pgid);
+        self.supervisor
+            .record(&Lifecycle::Stopped { pid: pgid as u32 });
         self.last_exit = Some(status);
         exited(status)
     }
@@ -346,8 +311,9 @@ impl Drop for ManagedProcess {
             signal_group(pgid, libc::SIGKILL);
             let _ = child.wait();
             kill_group(pgid);
-            untrack_group(pgid);
-            journal(&Lifecycle::Stopped { pid: pgid as u32 });
+            self.supervisor.untrack_group(pgid);
+            self.supervisor
+                .record(&Lifecycle::Stopped { pid: pgid as u32 });
         }
     }
 }
@@ -396,10 +362,10 @@ mod tests {
     async fn stop_kills_the_whole_group_even_when_the_leader_ignores_sigterm() {
         let dir = tempfile::tempdir().unwrap();
         // The leader ignores TERM and has a child that would outlive it.
-        let mut p = ManagedProcess::new(spec(
-            dir.path(),
-            "trap '' TERM; sleep 300 & echo started; wait",
-        ));
+        let mut p = ManagedProcess::new(
+            spec(dir.path(), "trap '' TERM; sleep 300 & echo started; wait"),
+            Supervisor::default(),
+        );
         let pid = p.start().unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(group_alive(pid as i32));
@@ -418,10 +384,61 @@ mod tests {
     #[tokio::test]
     async fn dropping_kills_the_group() {
         let dir = tempfile::tempdir().unwrap();
-        let mut p = ManagedProcess::new(spec(dir.path(), "sleep 300 & wait"));
+        let mut p =
+            ManagedProcess::new(spec(dir.path(), "sleep 300 & wait"), Supervisor::default());
         let pid = p.start().unwrap();
         drop(p);
         assert!(!group_alive(pid as i32));
+    }
+
+    /// Every start and stop it hears, as (pid, started?) pairs.
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<(u32, bool)>>);
+
+    impl Journal for Heard {
+        fn record(&self, change: &Lifecycle<'_>) {
+            let entry = match *change {
+                Lifecycle::Started { pid, .. } => (pid, true),
+                Lifecycle::Stopped { pid } => (pid, false),
+            };
+            self.0.lock().unwrap().push(entry);
+        }
+    }
+
+    #[tokio::test]
+    async fn each_process_carries_its_supervisors_tag_and_tells_its_own_journal() {
+        // Two stacks of one run side by side, their logs in one folder: each
+        // process is told to the journal it was started under, whatever its path.
+        let dir = tempfile::tempdir().unwrap();
+        let run = Supervisor::tagged_without_keeper("tag-1:/tmp/run");
+        let (one, two) = (
+            std::sync::Arc::new(Heard::default()),
+            std::sync::Arc::new(Heard::default()),
+        );
+        let mut first = ManagedProcess::new(
+            spec(dir.path(), "echo \"$CONTINUITY_OWNER\"; sleep 300"),
+            run.with_journal(one.clone()),
+        );
+        let mut second =
+            ManagedProcess::new(spec(dir.path(), "sleep 300"), run.with_journal(two.clone()));
+        let mut unowned = ManagedProcess::new(spec(dir.path(), "sleep 300"), Supervisor::default());
+        let (a, b, c) = (
+            first.start().unwrap(),
+            second.start().unwrap(),
+            unowned.start().unwrap(),
+        );
+        let until = Instant::now() + Duration::from_secs(5);
+        while !first.log_tail(5).contains("tag-1:/tmp/run") {
+            assert!(Instant::now() < until, "the tag never reached the process");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(owner::carries_tag(b as i32, "tag-1:/tmp/run"));
+        assert!(!owner::carries_tag(c as i32, "tag-1:/tmp/run"));
+        first.stop(Signal::KILL, Duration::ZERO).await;
+        drop(second);
+        drop(unowned);
+        assert_eq!(*one.0.lock().unwrap(), [(a, true), (a, false)]);
+        assert_eq!(*two.0.lock().unwrap(), [(b, true), (b, false)]);
     }
 
     #[test]
@@ -429,7 +446,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut s = spec(dir.path(), "");
         s.program = "/nonexistent/program".into();
-        let e = ManagedProcess::new(s).start().unwrap_err();
+        let e = ManagedProcess::new(s, Supervisor::default())
+            .start()
+            .unwrap_err();
         assert!(e.to_string().contains("/nonexistent/program"), "{e}");
     }
 }

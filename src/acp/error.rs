@@ -6,6 +6,7 @@ use crate::trace::{ErrorKind, Seen};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
 
 /// An RFC 7807 problem document as sandbox-agent sends it (`application/problem+json`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -117,12 +118,16 @@ fn cause_suffix(cause: &Option<Box<AcpError>>) -> String {
 }
 
 impl AcpError {
-    /// Classifies a reqwest failure: refused/reset while connecting, or a
-    /// stream that ended once the request was under way.
-    pub(crate) fn from_reqwest(url: &str, e: &reqwest::Error) -> AcpError {
+    /// Classifies a reqwest failure: refused/reset while connecting, a
+    /// stream that ended once the request was under way, or no answer
+    /// within `limit`, the time limit of the client that sent it (a
+    /// timeout names the real wait).
+    pub(crate) fn from_reqwest(url: &str, e: &reqwest::Error, limit: Duration) -> AcpError {
         let detail = error_chain(e);
         if e.is_timeout() {
-            return AcpError::Timeout { ms: 0 };
+            return AcpError::Timeout {
+                ms: limit.as_millis() as u64,
+            };
         }
         if e.is_connect() {
             let kind = io_kind(e)

@@ -281,7 +281,10 @@ impl Transport {
         let outcome = tokio::time::timeout(inner.config.delete_timeout, request).await;
         let (status, failure) = match outcome {
             Ok(Ok(r)) => (Some(r.status().as_u16()), None),
-            Ok(Err(e)) if !e.is_timeout() => (None, Some(AcpError::from_reqwest(&url, &e).seen())),
+            Ok(Err(e)) if !e.is_timeout() => (
+                None,
+                Some(AcpError::from_reqwest(&url, &e, crate::http::CONNECT_TIMEOUT).seen()),
+            ),
             // reqwest's own timer (the same bound) may fire first: name the bound either way.
             Ok(Err(_)) | Err(_) => {
                 let ms = inner.config.delete_timeout.as_millis() as u64;

@@ -119,7 +119,9 @@ pub struct HostedClient {
 
 impl HostedClient {
     pub fn new(config: HostedConfig) -> Result<Self, reqwest::Error> {
-        let http = crate::http::client_builder().build()?;
+        let http = crate::http::client_builder()
+            .connect_timeout(crate::http::CONNECT_TIMEOUT)
+            .build()?;
         Ok(Self { config, http })
     }
 
@@ -174,7 +176,12 @@ impl HostedClient {
             .await
             .map_err(|e| HostedError::Unreachable {
                 action: action.into(),
-                message: crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e).to_string(),
+                message: crate::acp::AcpError::from_reqwest(
+                    &self.config.endpoint,
+                    &e,
+                    crate::http::CONNECT_TIMEOUT,
+                )
+                .to_string(),
             })?;
         let status = response.status().as_u16();
         let body = response

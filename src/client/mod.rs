@@ -197,7 +197,7 @@ impl Client {
             headers.insert(name, value);
         }
         let http = crate::http::client_builder()
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()
             .map_err(|e| ClientError::Config(e.to_string()))?;
         let (tx, health) = watch::channel(false);

@@ -95,12 +95,12 @@ async fn exchange(
         let response = request
             .send()
             .await
-            .map_err(|e| AcpError::from_reqwest(url, &e))?;
+            .map_err(|e| AcpError::from_reqwest(url, &e, crate::http::CONNECT_TIMEOUT))?;
         let status = response.status().as_u16();
         record.status = Some(status);
         let body = read_bounded(response)
             .await
-            .map_err(|e| AcpError::from_reqwest(url, &e))?
+            .map_err(|e| AcpError::from_reqwest(url, &e, crate::http::CONNECT_TIMEOUT))?
             .ok_or_else(|| AcpError::Malformed {
                 detail: format!("{method} {url}: response body over {MAX_ENVELOPE_BYTES} bytes (the envelope limit)"),
             })?;

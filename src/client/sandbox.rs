@@ -95,13 +95,13 @@ impl Client {
             let response = request
                 .send()
                 .await
-                .map_err(|e| AcpError::from_reqwest(&url, &e))?;
+                .map_err(|e| AcpError::from_reqwest(&url, &e, crate::http::CONNECT_TIMEOUT))?;
             let status = response.status().as_u16();
             record.status = Some(status);
             let body = response
                 .bytes()
                 .await
-                .map_err(|e| AcpError::from_reqwest(&url, &e))?;
+                .map_err(|e| AcpError::from_reqwest(&url, &e, crate::http::CONNECT_TIMEOUT))?;
             record.received = body.len() as u64;
             if !(200..300).contains(&status) {
                 return Err(AcpError::Http {

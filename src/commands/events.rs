@@ -3,7 +3,7 @@
 //! `cell-finished` carries the cell exactly as `report.json` holds it.
 
 use crate::report::Report;
-use crate::runner::RunEvent;
+use crate::runner::{CellPoint, RunEvent};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -16,22 +16,29 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             targets,
             scenarios,
             partition,
-            server_version,
-        } => json!({
-            "type": "run-started",
-            "id": id,
-            "cells": total,
-            "targets": targets,
-            "scenarios": scenarios,
-            "partition": partition,
-            "serverVersion": server_version,
-        }),
+            axes,
+        } => {
+            let axes: serde_json::Map<String, Value> = axes
+                .iter()
+                .map(|(name, values)| (name.to_string(), json!(values)))
+                .collect();
+            json!({
+                "type": "run-started",
+                "id": id,
+                "cells": total,
+                "targets": targets,
+                "scenarios": scenarios,
+                "partition": partition,
+                "axes": axes,
+            })
+        }
         RunEvent::CellStarted {
             index,
             total,
             target,
             scenario,
             attempt,
+            point,
         } => json!({
             "type": "cell-started",
             "index": index,
@@ -39,6 +46,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "target": target,
             "scenario": scenario,
             "attempt": attempt,
+            "point": point_json(point),
         }),
         RunEvent::Retrying {
             index,
@@ -46,6 +54,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             attempt,
             target,
             scenario,
+            point,
         } => json!({
             "type": "cell-retrying",
             "index": index,
@@ -53,6 +62,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "target": target,
             "scenario": scenario,
             "attempt": attempt,
+            "point": point_json(point),
         }),
         RunEvent::CellJudged {
             index,
@@ -64,6 +74,10 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "total": total,
             "verdicts": verdicts.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
         }),
+        RunEvent::OverallTimeout { timeout_ms } => json!({
+            "type": "overall-timeout",
+            "timeoutMs": timeout_ms,
+        }),
         RunEvent::CellFinished { index, total, cell } => json!({
             "type": "cell-finished",
             "index": index,
@@ -71,6 +85,17 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "cell": cell,
         }),
     }
+}
+
+/// A cell's whole point, with `report.json`'s names for its axes.
+fn point_json(point: &CellPoint) -> Value {
+    json!({
+        "agent": point.agent,
+        "client": point.client.name(),
+        "serverVersion": point.server.label,
+        "sdkVersion": point.sdk.as_ref().map(|s| s.label.as_str()),
+        "persist": point.persist.name(),
+    })
 }
 
 /// The last line: totals, where the reports are, and the exit code.

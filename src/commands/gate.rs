@@ -52,37 +52,45 @@ pub(super) fn finish(
     format: MessageFormat,
     empty_ok: bool,
 ) -> Result<Outcome, CommandError> {
-    let color = console::color(match format {
+    let stream = match format {
         MessageFormat::Human => console::Stream::Stdout,
         MessageFormat::Json => console::Stream::Stderr,
-    });
+    };
+    let color = console::color(stream);
     let cannot_write = |e: std::io::Error| {
         CommandError::incomplete(format!(
             "cannot write the report into {}: {e}",
             folder.dir().display()
         ))
     };
-    let files = folder.write_report(report, color).map_err(cannot_write)?;
+    let files = folder.write_report(report).map_err(cannot_write)?;
     // What the components and session stores wrote there, now that they have stopped.
     folder.scrub().map_err(cannot_write)?;
-    print_table(format, &files.stdout);
-    print_table(
-        format,
-        &format!("summary\n{}", report::render_summary(report)),
-    );
-    console::errln(&format!(
-        "reports: {} ({}, {}, {}, {}, {})",
-        files.dir.display(),
-        name(&files.json),
-        name(&files.text),
-        name(&files.markdown),
-        name(&files.junit),
-        name(&files.html)
-    ));
+    folder
+        .check_report(&files)
+        .map_err(|e| CommandError::incomplete(e.to_string()))?;
+    let layout = report::Layout {
+        width: console::width(stream),
+        color,
+        folder: shown_folder(&files.dir),
+    };
+    // Redacted before it is fitted: a secret cut by an ellipsis would no longer be found.
+    let text = report::render_terminal(&folder.redacted_report(report), &layout);
+    print_table(format, folder.redactor().redact(&text).trim_end());
     github_outputs(report, folder.dir(), format);
     warn_about(report);
     if report.run.interrupted {
-        console::errln("the run was interrupted: the report holds the cells that finished and the one it cut short (`interrupted`)");
+        let cut = report
+            .cells
+            .iter()
+            .filter(|c| c.verdict == Verdict::Interrupted)
+            .count();
+        let held = match cut {
+            0 => "the cells that finished (none was cut short)".to_string(),
+            1 => "the cells that finished and the one it cut short (`interrupted`)".to_string(),
+            n => format!("the cells that finished and the {n} it cut short (`interrupted`)"),
+        };
+        console::errln(&format!("the run was interrupted: the report holds {held}"));
         return Ok(Outcome::Interrupted);
     }
     if report.cells.is_empty() && !empty_ok {
@@ -154,8 +162,15 @@ fn github_outputs(report: &Report, run_dir: &Path, format: MessageFormat) {
     }
 }
 
-fn name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+/// The run folder as the reader would type it: relative to the working
+/// folder when it is under it.
+pub(super) fn shown_folder(dir: &Path) -> String {
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .filter(|p| !p.as_os_str().is_empty());
+    relative
+        .unwrap_or_else(|| dir.to_path_buf())
+        .display()
+        .to_string()
 }

@@ -92,10 +92,29 @@ fn declared_schema(path: &Path) -> Result<String, CommandError> {
     Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())
 }
 
-/// `continuity baseline RUN`: the expectations file that makes this run pass.
+/// `continuity baseline RUN`: the expectations file that makes this run
+/// pass. A report holding a cell twice is refused, as `compare` refuses
+/// it (which of the two would the file record?); interrupted cells are left
+/// out, and said so.
 pub fn baseline(run: &Path) -> Result<String, CommandError> {
     let report = load_report(run)?;
-    Ok(render_baseline(&report))
+    let duplicated = crate::report::compare::duplicated_cells(&report);
+    if !duplicated.is_empty() {
+        return Err(CommandError::usage(format!(
+            "{}: the report holds these cells more than once: {}",
+            run.display(),
+            duplicated.join(", ")
+        )));
+    }
+    let baseline = render_baseline(&report);
+    if !baseline.left_out.is_empty() {
+        crate::console::errln(&format!(
+            "continuity: left out {} interrupted cell(s), which have no verdict to expect: {} (run them again to record them)",
+            baseline.left_out.len(),
+            baseline.left_out.join(", ")
+        ));
+    }
+    Ok(baseline.text)
 }
 
 #[cfg(test)]

@@ -3,9 +3,8 @@
 
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
-use crate::persist::StackStores;
 use crate::report::{self, Report};
-use crate::runner::{self, PersistChoice, RunEvent, RunSettings};
+use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -13,25 +12,24 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
-mod agents;
-mod clients;
+mod axes;
+mod cell_line;
 mod deployment;
 mod error;
 mod events;
 mod gate;
 mod merge;
-mod persists;
+mod partial;
 mod progress;
 mod settings;
 mod show;
 mod stack;
-mod versions;
 mod workers;
 
 use crate::stop_flag::wait_true;
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
-use progress::{print_progress, spawn_signal_handler};
+use progress::{spawn_signal_handler, Progress};
 pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -119,6 +117,20 @@ pub fn validate(sources: &Sources) -> Result<String, CommandError> {
             c.path().display(),
             targets.len()
         ));
+    }
+    // The expectations file the config names is read as `run` would read it.
+    if let Some(path) = config.as_ref().and_then(|c| c.run.expect.as_deref()) {
+        let expectations = crate::report::expect::Expectations::load(path)?;
+        let names: Vec<String> = if targets.is_empty() {
+            crate::stack::local::TARGETS
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect()
+        } else {
+            targets.iter().map(|t| t.name.clone()).collect()
+        };
+        expectations.check_names(&names, &scenario_names(&scenarios))?;
+        out.push_str(&format!("{}: ok\n", path.display()));
     }
     for s in &scenarios {
         out.push_str(&format!(
@@ -226,8 +238,42 @@ pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
-/// `continuity run`.
+/// `continuity run`. A usage error leaves no `--out` behind: the folders
+/// it created for the run are removed again (while still empty).
 pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
+    let mut created = None;
+    let result = run_in(args, &mut created).await;
+    if let (Err(e), Some((run_dir, first))) = (&result, created) {
+        if e.exit_code() == crate::exit_codes::USAGE {
+            let mut dir = Some(run_dir.as_path());
+            while let Some(d) = dir.filter(|d| d.starts_with(&first)) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    result
+}
+
+/// The outermost folder of `dir` that does not exist yet, if any.
+fn first_missing(dir: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.exists()) {
+        missing = Some(d.to_path_buf());
+        at = d.parent();
+    }
+    missing
+}
+
+/// [`run`], noting in `created` the run folder and the outermost folder it
+/// had to create for it.
+async fn run_in(
+    args: RunArgs,
+    created: &mut Option<(PathBuf, PathBuf)>,
+) -> Result<Outcome, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
     redact_output_with(None);
     let config = load_config(&args.sources)?;
@@ -249,6 +295,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
+    // What the user chose (flags, then config; several make a persistence
+    // axis); the local stack's store otherwise.
+    let chosen = axes::Chosen::of(&args, agents.clone(), &run_defaults.persist)?;
     let id = short_id();
     let run_dir = args
         .out
@@ -257,11 +306,9 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     // Components run in folders of their own: a relative path would point elsewhere.
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
+    let missing = first_missing(&run_dir);
     let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
-    // What the user chose (flags, then config; several make a persistence
-    // axis); the local stack's store otherwise.
-    let persist_axis = persists::distinct(&args.persist, &run_defaults.persist);
-    let persist = persist_axis.first();
+    *created = missing.map(|first| (run_dir.clone(), first));
     let settings = RunSettings {
         id: id.clone(),
         token,
@@ -281,42 +328,63 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
         trace_level: args.trace.into(),
     };
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
+    let partial = partial::PartialRun::new(
+        folder.clone(),
+        partial::run_info(&settings, base_url.as_deref(), &agents, &chosen.persists),
+    );
+    // Sandbox folders of runs that died without removing them (SIGKILL, a
+    // crash) go now; this run's are claimed until it ends.
+    crate::scenario::sandbox_root::sweep_dead();
+    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
     let (cancel_tx, cancel_rx) = watch::channel(false);
-    spawn_signal_handler(cancel_tx);
+    spawn_signal_handler(cancel_tx, partial.clone());
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
-    crate::supervise::owner::adopt(&owner_tag);
-    crate::supervise::keeper::start(&owner_tag).map_err(crate::stack::StackError::from)?;
+    let supervisor = crate::supervise::Supervisor::owned(owner_tag.clone())
+        .map_err(crate::stack::StackError::from)?;
 
     let color = crate::console::color(crate::console::Stream::Stderr);
     let format = args.message_format;
-    let mut on_event = move |event: RunEvent| match format {
-        MessageFormat::Human => print_progress(&event, color),
-        MessageFormat::Json => events::emit(&events::event_json(&event)),
-    };
-    let versions = distinct_versions(&args.server_version)?;
-    let client_axis = clients::distinct(&args.clients);
-    // What the cells run on, built whole: a deployment, or one local stack
-    // (`--jobs`: several). A version axis runs its own stacks and report.
-    let (mut run_stacks, mut local_stacks, agent_skips) = match base_url {
-        Some(_) if versions.len() > 1 => {
-            return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+    // Live on a terminal in the human format; `json` keeps its lines as they are.
+    let progress = Progress::start(format == MessageFormat::Human, color);
+    let _cleared = ClearOnDrop(progress.clone());
+    let shown = progress.clone();
+    let mut on_event = move |event: RunEvent| {
+        if let RunEvent::CellFinished { cell, .. } = &event {
+            partial.finished(cell);
         }
+        match format {
+            MessageFormat::Human => shown.event(&event),
+            MessageFormat::Json => {
+                events::emit(&events::event_json(&event));
+                // A person reads stderr in either format.
+                if matches!(event, RunEvent::OverallTimeout { .. }) {
+                    shown.event(&event);
+                }
+            }
+        }
+    };
+    // What the cells run on, built whole: a deployment, or the local stacks
+    // (`--jobs`: several), each of which serves every server point.
+    let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
         Some(url) => {
-            clients::refuse_without_rivet(&client_axis)?;
+            chosen.refuse_on_a_deployment()?;
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
-            let targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+            for target in &mut targets {
+                target.set_supervisor(supervisor.clone());
+            }
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
+            let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let stacks = deployment::stacks(&settings, url, targets, persist, jobs).await?;
-            (stacks, Vec::new(), Vec::new())
+            let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
+            (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
             if config
@@ -325,31 +393,10 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             {
                 return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
             }
-            let options = StackOptions {
-                run_dir: run_dir.join("stack"),
-                server_version: versions[0].clone(),
-                agent_program: std::env::current_exe().map_err(|e| {
-                    CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
-                })?,
-                only: args.targets.clone(),
-                rivet_save: match args.rivet_save {
-                    RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
-                    RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
-                },
-                rivet_stop: match args.rivet_stop {
-                    RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
-                    RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
-                },
-                agents: agents.clone(),
-                sdk_version: args.sdk_version.clone(),
-                postgres: persist_axis.contains(&PersistChoice::Postgres),
-                hosted_sqlite: persist_axis.contains(&PersistChoice::Sqlite)
-                    && client_axis.contains(&crate::cli::ClientArg::TsSdk),
-            };
-            for name in &agents {
+            for name in &chosen.agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let local_targets: Vec<&str> = select(
+            let names: Vec<String> = select(
                 crate::stack::local::TARGETS
                     .iter()
                     .map(|(n, _)| *n)
@@ -360,58 +407,119 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
             )?
             .into_iter()
             .filter(|n| crate::stack::local::selected(n, &args.targets))
+            .map(String::from)
             .collect();
             if let Some(x) = &expectations {
-                let names: Vec<String> = local_targets.iter().map(|n| n.to_string()).collect();
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            if versions.len() > 1 && client_axis.contains(&crate::cli::ClientArg::TsSdk) {
-                return Err(CommandError::usage("--client ts-sdk with several --server-version values is not supported: run one version at a time"));
+            let (options, serving) = local_stack_options(&args, &run_dir, &chosen, &supervisor)?;
+            // One store whichever it is: the count of cells is the same.
+            let cells = Matrix::build(
+                names.clone(),
+                &settings.scenarios,
+                chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+                settings.partition.as_ref(),
+            )
+            .cells
+            .len();
+            if args.partition.is_some() && cells == 0 {
+                crate::console::errln(
+                    "continuity: this shard holds no cell of the matrix: no stack is started",
+                );
+                let stacks = workers::no_stacks(&names);
+                (stacks, Vec::new(), names, chosen.servers.clone())
+            } else {
+                let jobs = local_jobs(&args, run_defaults.jobs, cells);
+                let binaries = workers::install_servers(&chosen.servers, &progress).await?;
+                let mut up =
+                    workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
+                        .await?;
+                let stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
+                (stacks, up, names, chosen.servers.clone())
             }
-            if versions.len() > 1 && persist_axis.len() > 1 {
-                return Err(CommandError::usage("several --persist values with several --server-version values is not supported: run one axis at a time"));
-            }
-            if versions.len() > 1 {
-                let jobs: Vec<usize> = versions
-                    .iter()
-                    .map(|v| local_jobs(&args, run_defaults.jobs, &settings, v))
-                    .collect();
-                let report = versions::run_versions(
-                    &settings,
-                    &options,
-                    &versions,
-                    persist,
-                    &jobs,
-                    &owner_tag,
-                    cancel_rx.clone(),
-                    &mut on_event,
-                    &run_dir,
-                )
-                .await?;
-                return finish(report, &args, expectations.as_ref(), &folder, &run_dir);
-            }
-            let jobs = local_jobs(&args, run_defaults.jobs, &settings, versions[0].as_str());
-            let mut up =
-                workers::up_stacks(&options, jobs, &owner_tag, "stack", cancel_rx.clone()).await?;
-            let stacks = workers::attach(&mut up, persist, &run_dir);
-            let skips = up[0].agent_skips.clone();
-            (stacks, up, skips)
         }
     };
-    let report = persists::run_persists(
-        &persist_axis,
+    // The store the user chose, else the stack's Rivet actor when it runs one.
+    let store = match run_stacks.own.stores.rivet {
+        Ok(_) => PersistPoint::Rivet,
+        Err(_) => PersistPoint::Sqlite,
+    };
+    let matrix = Matrix::build(
+        targets,
+        &settings.scenarios,
+        chosen.axes(servers, store),
+        settings.partition.as_ref(),
+    );
+    let report = runner::run(
         &settings,
+        &matrix,
         &mut run_stacks,
-        &client_axis,
-        &agents,
-        &agent_skips,
         cancel_rx.clone(),
         &mut on_event,
     )
     .await;
-    workers::teardown(run_stacks, &mut local_stacks).await;
-    crate::stack::state::end_journal();
+    workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
+    drop(local_stacks);
+    progress.clear();
+    // What a cell's teardown could not remove (it was cut short).
+    crate::scenario::sandbox_root::remove_run(&id);
+    supervisor.finish_keeper();
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
+}
+
+/// Takes the live area off the terminal however `run` ends (an error
+/// is printed after it), so nothing is left drawn under the last line.
+struct ClearOnDrop(Progress);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// The local stack every worker's stack is made from, and the label of
+/// the server point it comes up running: the first, when that is a
+/// registry version (the others are switched to between cells).
+fn local_stack_options(
+    args: &RunArgs,
+    run_dir: &Path,
+    chosen: &axes::Chosen,
+    supervisor: &crate::supervise::Supervisor,
+) -> Result<(StackOptions, Option<String>), CommandError> {
+    let (version, serving) = match chosen.servers.first() {
+        Some(ServerPoint {
+            label,
+            source: runner::ServerSource::Registry(version),
+        }) => (version.clone(), Some(label.clone())),
+        _ => (
+            crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+            None,
+        ),
+    };
+    let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
+    let options = StackOptions {
+        run_dir: run_dir.join("stack"),
+        server_version: version,
+        agent_program: std::env::current_exe().map_err(|e| {
+            CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
+        })?,
+        only: args.targets.clone(),
+        rivet_save: match args.rivet_save {
+            RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
+            RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,
+        },
+        rivet_stop: match args.rivet_stop {
+            RivetStopArg::Kill => crate::stack::rivet::RunnerStop::Kill,
+            RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
+        },
+        agents: chosen.agents.clone(),
+        sdk_version: Some(sdk_version.clone()),
+        postgres: chosen.persists.contains(&PersistPoint::Postgres),
+        hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
+            && chosen.clients.contains(&runner::ClientKind::TsSdk),
+        supervisor: supervisor.clone(),
+    };
+    Ok((options, serving))
 }
 
 /// Judges the report against the expectations, writes it and picks the exit code.
@@ -437,68 +545,19 @@ fn finish(
     Ok(outcome)
 }
 
-/// Each cell's store: the user's choice (`--persist`, then the config's)
-/// as this stack provides it, else the stack's Rivet actor when it runs
-/// one, else SQLite.
-fn run_persist(chosen: Option<&PersistChoice>, stack: &StackStores) -> PersistChoice {
-    match (chosen, &stack.rivet) {
-        (Some(choice), _) => stack.resolve(choice),
-        (None, Ok(factory)) => PersistChoice::Custom {
-            name: "rivet".into(),
-            factory: factory.clone(),
-        },
-        (None, Err(_)) => PersistChoice::Sqlite,
-    }
-}
-
 /// How many stacks the local stack runs side by side: `--jobs` (or the
-/// number of CPUs), never more than one stack's share of cells needs, with
-/// a message when that is fewer than asked.
-fn local_jobs(
-    args: &RunArgs,
-    config_jobs: Option<u32>,
-    settings: &RunSettings,
-    version: &str,
-) -> usize {
+/// number of CPUs), never more than the run's `cells` need, with a message
+/// when that is fewer than asked.
+fn local_jobs(args: &RunArgs, config_jobs: Option<u32>, cells: usize) -> usize {
     let given = args.jobs.or(config_jobs);
     let asked = given
         .map(|j| j as usize)
         .unwrap_or_else(workers::default_jobs);
-    let targets: Vec<String> = crate::stack::local::TARGETS
-        .iter()
-        .map(|(n, _)| n.to_string())
-        .filter(|n| crate::stack::local::selected(n, &args.targets))
-        .collect();
-    let axis_version = (args.server_version.len() > 1).then_some(version);
-    let cells = workers::cells_per_stack(
-        &targets,
-        &scenario_names(&settings.scenarios),
-        args.partition.as_ref(),
-        axis_version,
-    );
     let (jobs, message) = runner::workers_for(asked, cells);
     if let (Some(message), Some(_)) = (message, given) {
         crate::console::errln(&format!("continuity: {message}"));
     }
     jobs
-}
-
-/// The `--server-version` values, each once; several make a version axis.
-fn distinct_versions(given: &[String]) -> Result<Vec<String>, CommandError> {
-    let mut versions: Vec<String> = Vec::new();
-    for v in given {
-        let v = v.trim();
-        if v.is_empty() {
-            return Err(CommandError::usage("--server-version: empty version"));
-        }
-        if versions.iter().any(|known| known == v) {
-            return Err(CommandError::usage(format!(
-                "--server-version {v} is given twice"
-            )));
-        }
-        versions.push(v.to_string());
-    }
-    Ok(versions)
 }
 
 fn scenario_names(scenarios: &[Scenario]) -> Vec<String> {

@@ -1,96 +1,284 @@
-//! What the user sees while a run goes: one line per finished cell on
-//! stderr (coloured only on a terminal without `NO_COLOR`), and the Ctrl-C
-//! handling: the first stops after cleanup, the second kills everything.
+//! What the user sees while a run goes, and the signal handling (Ctrl-C,
+//! SIGTERM, SIGHUP, SIGQUIT alike): the first stops after cleanup, the
+//! second kills everything and keeps what finished.
+//!
+//! Everything is read from the runner's [`RunEvent`]s and the stacks'
+//! [`Note`]s, never from runner internals. On a terminal (stderr, human
+//! format) a live area at the bottom: the run's bar (finished of total
+//! cells, elapsed time, how many run and failed), one line per worker with
+//! the cell it runs and for how long (a spinner, so a 60 s wait visibly
+//! waits), and one per install in progress; each finished cell's line
+//! scrolls above it. Elsewhere (a pipe, a CI log) plain lines only. Either
+//! way a finished cell is counted when it finishes, `[done/total]`, not by
+//! its place in the matrix. A worker's line is a lane: a cell takes the
+//! first lane free when it starts and gives it back once judged, which is
+//! when its worker moves on.
 
-use crate::report::Verdict;
+use super::cell_line::finished_line;
+use super::partial::PartialRun;
+use crate::console::live::{self, LineStyle, LiveLine};
 use crate::runner::RunEvent;
+use crate::stack::progress::Note;
+use std::sync::{Arc, Mutex};
+use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
-pub(super) fn print_progress(event: &RunEvent, color: bool) {
-    if let RunEvent::Retrying {
-        index,
-        total,
-        attempt,
-        target,
-        scenario,
-    } = event
-    {
-        let at = attempt
-            .failure_boundary
-            .as_deref()
-            .map(|b| format!(" @ {b}"))
-            .unwrap_or_default();
-        crate::console::errln(&format!(
-            "[{index}/{total}] {target} × {scenario} attempt {}: {}{at}; retrying",
-            attempt.attempt,
-            paint(attempt.verdict.as_str(), "33", color)
-        ));
-        return;
-    }
-    let RunEvent::CellFinished { index, total, cell } = event else {
-        return;
-    };
-    let verdict = match cell.verdict {
-        Verdict::Flaky => paint(
-            &format!(
-                "FLAKY @ {} ({})",
-                cell.failure_boundary.as_deref().unwrap_or("?"),
-                crate::report::gate::attempts_text(cell)
-            ),
-            "33",
-            color,
-        ),
-        Verdict::Pass => paint("pass", "32", color),
-        Verdict::Fail => paint(
-            &format!("FAIL @ {}", cell.failure_boundary.as_deref().unwrap_or("?")),
-            "31",
-            color,
-        ),
-        Verdict::Error => match &cell.failure_boundary {
-            Some(b) => paint(&format!("ERROR @ {b}"), "33", color),
-            None => paint(
-                &format!("ERROR: {}", first_line(cell.reason.as_deref())),
-                "33",
-                color,
-            ),
-        },
-        Verdict::Interrupted => paint(
-            &format!(
-                "interrupted @ {}",
-                cell.failure_boundary.as_deref().unwrap_or("?")
-            ),
-            "33",
-            color,
-        ),
-        Verdict::Skipped => paint(
-            &format!("skipped: {}", first_line(cell.reason.as_deref())),
-            "33",
-            color,
-        ),
-    };
-    let signature = cell
-        .phases
-        .iter()
-        .find(|p| Some(&p.name) == cell.failure_boundary.as_ref())
-        .and_then(|p| p.signature.as_ref())
-        .map(|s| format!(" ({})", s.short()))
-        .unwrap_or_default();
-    let attempts = if cell.attempts.len() > 1 && cell.verdict != Verdict::Flaky {
-        format!(" ({})", crate::report::gate::attempts_text(cell))
-    } else {
-        String::new()
-    };
-    crate::console::errln(&format!(
-        "[{index}/{total}] {} × {}: {verdict}{signature}{attempts} in {:.1} s",
-        cell.label(),
-        cell.scenario,
-        cell.duration_ms as f64 / 1000.0
-    ));
+/// The run's progress display; clones share it (the event callback, each
+/// stack coming up).
+#[derive(Clone)]
+pub(super) struct Progress {
+    view: Arc<Mutex<View>>,
 }
 
-fn first_line(text: Option<&str>) -> &str {
-    text.and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()))
-        .unwrap_or("")
+struct View {
+    color: bool,
+    /// Finished and total cells of the run (one `RunStarted` for the
+    /// whole matrix, every axis in it).
+    done: usize,
+    total: usize,
+    failed: usize,
+    live: Option<Live>,
+}
+
+struct Live {
+    width: usize,
+    header: LiveLine,
+    lanes: Vec<Lane>,
+    /// Lines of installs (and waits for another's install) by stack.
+    installs: Vec<Install>,
+}
+
+struct Lane {
+    line: LiveLine,
+    /// The cell (its index) running on it.
+    cell: Option<usize>,
+}
+
+struct Install {
+    stack: String,
+    what: String,
+    line: LiveLine,
+}
+
+impl Progress {
+    /// The live area when `live` is asked for and stderr is a terminal that
+    /// can redraw; plain lines otherwise.
+    pub fn start(live: bool, color: bool) -> Progress {
+        let live = (live && live::start()).then(|| {
+            let width = crate::console::width(crate::console::Stream::Stderr);
+            let header = live::add(LineStyle::Spinner);
+            header.set("preparing the run", LineStyle::Spinner, width);
+            Live {
+                width,
+                header,
+                lanes: Vec::new(),
+                installs: Vec::new(),
+            }
+        });
+        Progress {
+            view: Arc::new(Mutex::new(View {
+                color,
+                done: 0,
+                total: 0,
+                failed: 0,
+                live,
+            })),
+        }
+    }
+
+    /// Takes the live area off the terminal (before the final output).
+    pub fn clear(&self) {
+        live::clear();
+    }
+
+    /// A runner event.
+    pub fn event(&self, event: &RunEvent) {
+        let mut view = self.lock();
+        view.event(event);
+    }
+
+    /// A note from the stack `stack` (`stack 2`) coming up.
+    pub fn note(&self, stack: &str, note: Note) {
+        let mut view = self.lock();
+        view.note(stack, note);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl View {
+    fn event(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::OverallTimeout { timeout_ms } => {
+                crate::console::errln(&format!(
+                    "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out: stopping, cleaning up and writing the partial report"
+                ));
+            }
+            RunEvent::RunStarted { total, .. } => {
+                (self.done, self.total, self.failed) = (0, *total, 0);
+                if let Some(live) = &self.live {
+                    live.header.restyle(LineStyle::Bar);
+                }
+            }
+            RunEvent::CellStarted {
+                index,
+                target,
+                scenario,
+                attempt,
+                ..
+            } => {
+                let text = match attempt {
+                    1 => format!("{target} × {scenario}"),
+                    n => format!("{target} × {scenario} (attempt {n})"),
+                };
+                if let Some(live) = &mut self.live {
+                    live.run_on_lane(*index, &text);
+                }
+            }
+            RunEvent::Retrying {
+                attempt,
+                target,
+                scenario,
+                ..
+            } => {
+                let at = attempt
+                    .failure_boundary
+                    .as_deref()
+                    .map(|b| format!(" @ {b}"))
+                    .unwrap_or_default();
+                crate::console::errln(&format!(
+                    "{target} × {scenario} attempt {}: {}{at}; retrying",
+                    attempt.attempt,
+                    paint(attempt.verdict.as_str(), "33", self.color)
+                ));
+            }
+            RunEvent::CellJudged { index, .. } => {
+                if let Some(live) = &mut self.live {
+                    live.free_lane(*index);
+                }
+            }
+            RunEvent::CellFinished { index, cell, .. } => {
+                self.done += 1;
+                if !cell.counts_as_pass(crate::report::FlakyResult::Pass) {
+                    self.failed += 1;
+                }
+                let width = self.live.as_ref().map(|l| l.width);
+                if let Some(live) = &mut self.live {
+                    live.free_lane(*index);
+                }
+                crate::console::errln(&finished_line(
+                    cell,
+                    (self.done, self.total),
+                    self.color,
+                    width,
+                ));
+            }
+        }
+        self.redraw_header();
+    }
+
+    fn note(&mut self, stack: &str, note: Note) {
+        let Some(live) = &mut self.live else {
+            crate::console::errln(&format!("{stack}: {note}"));
+            return;
+        };
+        // Whatever a stack says next, its wait for another's install is over.
+        live.end_installs(stack, |i| i.what.is_empty());
+        match &note {
+            Note::WaitingForInstall { .. } => {
+                let line = live::add(LineStyle::Spinner);
+                line.set(&format!("{stack}: {note}"), LineStyle::Spinner, live.width);
+                // No `what`: the next note of this stack ends it, whatever it is.
+                live.installs.push(Install {
+                    stack: stack.to_string(),
+                    what: String::new(),
+                    line,
+                });
+                return;
+            }
+            Note::Installing { what, .. } => {
+                let line = live::add(LineStyle::Spinner);
+                line.set(
+                    &format!("{stack}: installing {what}"),
+                    LineStyle::Spinner,
+                    live.width,
+                );
+                live.installs.push(Install {
+                    stack: stack.to_string(),
+                    what: what.clone(),
+                    line,
+                });
+            }
+            Note::Installed { what, .. } => live.end_installs(stack, |i| i.what == *what),
+            Note::Step(_) => {}
+        }
+        // Cut, not wrapped, on the terminal (redacted first: a secret cut in
+        // half would not be found); the whole path is in the stack's folder.
+        let line = crate::secret::redact_known(&format!("{stack}: {note}"));
+        crate::console::errln(&crate::fit::cut(&line, live.width));
+    }
+
+    fn redraw_header(&self) {
+        let Some(live) = &self.live else {
+            return;
+        };
+        if self.total == 0 {
+            return;
+        }
+        let running = live.lanes.iter().filter(|l| l.cell.is_some()).count();
+        let mut text = format!("cells, {running} running");
+        if self.failed > 0 {
+            text.push_str(&format!(", {} not passed", self.failed));
+        }
+        live.header
+            .set_counts(self.done as u64, self.total.max(self.done) as u64);
+        live.header.set(&text, LineStyle::Bar, live.width);
+    }
+}
+
+impl Live {
+    /// Shows `text` on the lane of cell `index` (a retry keeps its lane),
+    /// else on the first free lane, else on a new one.
+    fn run_on_lane(&mut self, index: usize, text: &str) {
+        let at = self
+            .lanes
+            .iter()
+            .position(|l| l.cell == Some(index))
+            .or_else(|| self.lanes.iter().position(|l| l.cell.is_none()));
+        let at = at.unwrap_or_else(|| {
+            self.lanes.push(Lane {
+                line: live::add(LineStyle::Spinner),
+                cell: None,
+            });
+            self.lanes.len() - 1
+        });
+        let lane = &mut self.lanes[at];
+        lane.cell = Some(index);
+        lane.line.restyle(LineStyle::Spinner);
+        lane.line.restart_clock();
+        lane.line.set(text, LineStyle::Spinner, self.width);
+    }
+
+    fn free_lane(&mut self, index: usize) {
+        if let Some(lane) = self.lanes.iter_mut().find(|l| l.cell == Some(index)) {
+            lane.cell = None;
+            lane.line.restyle(LineStyle::Still);
+            lane.line.set("idle", LineStyle::Still, self.width);
+        }
+    }
+
+    fn end_installs(&mut self, stack: &str, which: impl Fn(&Install) -> bool) {
+        let (ended, kept): (Vec<Install>, Vec<Install>) = self
+            .installs
+            .drain(..)
+            .partition(|i| i.stack == stack && which(i));
+        self.installs = kept;
+        for install in ended {
+            install.line.remove();
+        }
+    }
 }
 
 fn paint(text: &str, code: &str, color: bool) -> String {
@@ -101,25 +289,54 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-/// First Ctrl-C (or SIGTERM): the running cell stops where it is (recorded
-/// as interrupted), cleans up, and the partial report is written.
-/// Second: kill every process group at once and exit.
-pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>) {
+/// The signals that stop a run: Ctrl-C, `kill`, a closed terminal or a
+/// dropped SSH session (SIGHUP), Ctrl-\ (SIGQUIT); nextest treats them alike.
+const STOPPING: [(SignalKind, &str); 4] = [
+    (SignalKind::interrupt(), "Ctrl-C"),
+    (SignalKind::terminate(), "SIGTERM"),
+    (SignalKind::hangup(), "SIGHUP"),
+    (SignalKind::quit(), "SIGQUIT"),
+];
+
+/// The first stopping signal: the running cell stops where it is
+/// (recorded as interrupted), cleans up, and the partial report is
+/// written; the live area goes at once, so the lines that follow read
+/// plainly. The second: every process group is killed at once, the
+/// report of the cells that finished is written, and the harness exits.
+pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: PartialRun) {
+    let mut streams = Vec::new();
+    for (kind, name) in STOPPING {
+        match signal(kind) {
+            Ok(stream) => streams.push((stream, name)),
+            Err(e) => crate::console::errln(&format!("warning: cannot handle {name}: {e}")),
+        }
+    }
     tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut presses = 0;
         loop {
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => { if r.is_err() { return; } }
-                Some(_) = async { match term.as_mut() { Some(t) => t.recv().await, None => std::future::pending().await } } => {}
-            }
+            let next =
+                futures_util::future::select_all(streams.iter_mut().map(|(stream, name)| {
+                    Box::pin(async move { stream.recv().await.map(|_| *name) })
+                }));
+            let (received, _, _) = next.await;
+            let Some(name) = received else { return };
             presses += 1;
+            live::clear();
             if presses == 1 {
-                crate::console::errln("\ninterrupted: stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)");
+                crate::console::errln(&format!("\ninterrupted ({name}): stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)"));
                 let _ = cancel.send(true);
             } else {
                 crate::supervise::kill_all_groups();
+                crate::scenario::sandbox_root::remove_run(partial.id());
+                match partial.write() {
+                    Ok(Some(cells)) => crate::console::errln(&format!(
+                        "killed ({name}): the report holds the {cells} cell(s) that had finished"
+                    )),
+                    Ok(None) => {}
+                    Err(e) => crate::console::errln(&format!(
+                        "killed ({name}): cannot write the partial report: {e}"
+                    )),
+                }
                 std::process::exit(i32::from(super::Outcome::Killed.exit_code()));
             }
         }

@@ -7,11 +7,11 @@
 use super::CommandError;
 use crate::cli::RunArgs;
 use crate::config::{check_agent_name, check_base_url, Config};
+use crate::runner::DEFAULT_AGENT;
 use crate::secret::{display_url, Redactor, Secret};
 use std::time::Duration;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_AGENT: &str = "mock";
 
 /// A seed-script variable, when set to something other than blanks.
 fn env_var(name: &str) -> Option<String> {

@@ -1,21 +1,24 @@
-//! `continuity show`: a finished run read back from its folder — the matrix,
-//! or one cell's timeline as text (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
+//! `continuity show`: a finished run read back from its folder — the
+//! summary and a block per failed cell, fitted to the terminal as `run`
+//! prints them, or one cell's timeline as text
+//! (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
 
 use super::{load_report, CommandError};
-use crate::report::{render_text, timeline::render_timeline, Cell, Report};
-use crate::trace::read_trace;
+use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
+use crate::trace::for_each_event;
 use std::path::Path;
 
 /// The text to print for `show RUN [--cell …]`.
 pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let Some(wanted) = cell else {
-        let color = crate::console::color(crate::console::Stream::Stdout);
-        let mut out = render_text(&report, color);
-        out.push_str(
-            "\none cell's timeline: continuity show RUN --cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]\n",
-        );
-        return Ok(out);
+        let stdout = crate::console::Stream::Stdout;
+        let layout = Layout {
+            width: crate::console::width(stdout),
+            color: crate::console::color(stdout),
+            folder: run.display().to_string(),
+        };
+        return Ok(render_terminal(&report, &layout));
     };
     let cell = &find_cell(&report, wanted)?;
     let dir = if run.is_dir() {
@@ -23,10 +26,22 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     } else {
         run.parent().unwrap_or(Path::new(".")).to_path_buf()
     };
-    let events = match &cell.trace {
-        Some(path) => read_trace(&dir.join(path))?,
-        None => Vec::new(),
-    };
+    // A trace that is gone or torn costs its events, never the timeline:
+    // the report's phases are drawn as for a run with `--trace off`, with
+    // whatever events came before the damage.
+    let mut events = Vec::new();
+    if let Some(path) = &cell.trace {
+        if let Err(e) = for_each_event(&dir.join(path), |event| events.push(event)) {
+            crate::console::errln(&format!(
+                "warning: {e}; the timeline shows the report's phases{}",
+                if events.is_empty() {
+                    " only".to_string()
+                } else {
+                    format!(" and the {} events before it", events.len())
+                }
+            ));
+        }
+    }
     Ok(render_timeline(cell, &events))
 }
 

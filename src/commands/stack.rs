@@ -8,9 +8,9 @@
 
 use super::{CommandError, Outcome};
 use crate::stack::local::{Component, LocalStack, StackOptions};
-use crate::stack::state::{self, FolderLock, StackState, STATE_FILE};
+use crate::stack::state::{FolderLock, StackState, STATE_FILE};
 use crate::supervise::owner::{self, Pinned};
-use crate::supervise::{self, keeper};
+use crate::supervise::{self, Supervisor};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -70,24 +70,40 @@ fn print_components(state: &StackState, dir: &Path) {
 pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
     let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
-    if let Ok(previous) = StackState::read(&dir) {
-        if previous
-            .components
-            .iter()
-            .any(|c| verify(c, &previous.owner, &dir).is_some())
-        {
+    let already_up = || {
+        CommandError::usage(format!(
+            "a stack is already up in {}; run `continuity stack down --dir {}` first",
+            args.dir.display(),
+            args.dir.display()
+        ))
+    };
+    match StackState::read(&dir) {
+        Ok(previous) => {
+            if previous
+                .components
+                .iter()
+                .any(|c| verify(c, &previous.owner, &dir).is_some())
+            {
+                return Err(already_up());
+            }
+        }
+        // A state file it cannot read may describe a stack that still runs:
+        // overwriting it would lose the only record of it.
+        Err(e) if dir.join(STATE_FILE).exists() => {
             return Err(CommandError::usage(format!(
-                "a stack is already up in {}; run `continuity stack down --dir {}` first",
+                "{e}: a stack started in {} may still run; `continuity stack down --dir {}` finds and stops it without the file",
                 args.dir.display(),
                 args.dir.display()
             )));
         }
+        Err(_) => {}
+    }
+    if !crate::stack::orphans::started_in(&dir).stoppable.is_empty() {
+        return Err(already_up());
     }
     let tag = owner::new_tag(&dir);
-    owner::adopt(&tag);
     // Until the stack is handed over, a harness that dies takes it along.
-    keeper::start(&tag).map_err(crate::stack::StackError::from)?;
-    state::begin_journal(&dir, &tag)?;
+    let supervisor = Supervisor::owned(tag.clone()).map_err(crate::stack::StackError::from)?;
     let options = StackOptions {
         run_dir: dir.clone(),
         server_version: args.server_version.clone(),
@@ -101,14 +117,15 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         sdk_version: None,
         postgres: false,
         hosted_sqlite: false,
+        supervisor: supervisor.clone(),
     };
-    let mut progress = |line: &str| crate::console::errln(&format!("stack: {line}"));
+    let mut progress =
+        |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));
     let mut stack = match LocalStack::up(options, &mut progress).await {
         Ok(stack) => stack,
         Err(e) => {
             supervise::kill_all_groups();
-            let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
-            state::end_journal();
+            supervisor.sweep().await;
             let _ = std::fs::remove_file(dir.join(STATE_FILE));
             return Err(e.into());
         }
@@ -122,8 +139,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         components: stack.detach(),
     };
     state.write(&dir)?;
-    state::end_journal();
-    keeper::release();
+    supervisor.release_keeper();
     print_components(&state, &dir);
     Ok(Outcome::Passed)
 }
@@ -144,14 +160,27 @@ pub fn stack_status(args: crate::cli::StackArgs) -> Result<Outcome, CommandError
 /// `continuity stack down`: SIGTERM each component's group, SIGKILL what is
 /// left after a grace period, then sweep what carries the owner tag. A pid
 /// in `stack.json` that no longer names the process the stack started is
-/// left alone, and said so.
+/// left alone, and said so. Without a readable `stack.json` (gone, or
+/// corrupt) it stops what the folder's stacks started all the same (see
+/// [`crate::stack::orphans::started_in`]); a folder with no stack is
+/// already down (exit 0, said so).
 pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
-    let state = read_state(&dir)?;
+    let state = match StackState::read(&dir) {
+        Ok(state) => Some(state),
+        Err(e) if dir.join(STATE_FILE).exists() => {
+            crate::console::errln(&format!(
+                "stack: {e}; stopping what this folder's stacks started, found by their owner tags and the gateway's pid file"
+            ));
+            None
+        }
+        Err(_) => None,
+    };
     let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
     let mut running = Vec::new();
-    for c in &state.components {
-        match (c.pid, verify(c, &state.owner, &dir)) {
+    for c in state.iter().flat_map(|s| &s.components) {
+        let owner = state.as_ref().map(|s| s.owner.as_str()).unwrap_or_default();
+        match (c.pid, verify(c, owner, &dir)) {
             (_, Some(pinned)) => running.push(pinned),
             (Some(pid), None) if Pinned::open(pid as i32).is_some() => {
                 crate::console::errln(&format!(
@@ -161,6 +190,32 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandE
             }
             _ => {}
         }
+    }
+    let found = crate::stack::orphans::started_in(&dir);
+    for owner in &found.live_owners {
+        crate::console::errln(&format!(
+            "stack: processes owned by {owner} are left alone: the run or `stack up` that started them still runs"
+        ));
+    }
+    let listed = running.len();
+    let mut owners = found.owners;
+    for process in found.stoppable {
+        if !running.iter().any(|r| r.pid() == process.pid()) {
+            running.push(process);
+        }
+    }
+    if state.is_none() && running.is_empty() {
+        crate::console::outln(&format!(
+            "no stack is up in {}; nothing to stop",
+            args.dir.display()
+        ));
+        return Ok(Outcome::Passed);
+    }
+    if running.len() > listed {
+        crate::console::errln(&format!(
+            "stack: {} process(es) the folder's stacks started were not in {STATE_FILE}; stopping them too",
+            running.len() - listed
+        ));
     }
     for leader in &running {
         leader.send_to_group(libc::SIGTERM);
@@ -172,18 +227,17 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandE
     for leader in &running {
         leader.send_to_group(libc::SIGKILL);
     }
-    if !state.owner.is_empty() {
-        let tag = state.owner.clone();
+    owners.extend(state.map(|s| s.owner).filter(|t| !t.is_empty()));
+    owners.dedup();
+    for tag in owners {
         let _ = tokio::task::spawn_blocking(move || owner::sweep(&tag)).await;
     }
     // PTY processes the sandbox-agent started outlive its group (own session).
     // `stack up` made its folders absolute the same way.
-    if let Ok(dir) = std::path::absolute(&args.dir) {
-        crate::stack::orphans::kill_with_env(&crate::stack::orphans::agent_mark(
-            &dir.join("sandbox-agent").join("data"),
-        ));
-    }
-    let _ = std::fs::remove_file(args.dir.join(STATE_FILE));
+    crate::stack::orphans::kill_with_env(&crate::stack::orphans::agent_mark(
+        &dir.join("sandbox-agent").join("data"),
+    ));
+    let _ = std::fs::remove_file(dir.join(STATE_FILE));
     crate::console::outln(&format!("stack in {} is down", args.dir.display()));
     Ok(Outcome::Passed)
 }

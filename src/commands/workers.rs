@@ -1,13 +1,18 @@
 //! `run --jobs N` on the local stack: N stacks side by side, one per worker
 //! (`RUN/stack`, `RUN/stack-2`, …, each with its own ports, folders and
-//! `stack.json`), brought up together and torn down together. A stack that
-//! fails to start takes every other one down with it: no half-started set
-//! of stacks is left behind.
+//! `stack.json`), brought up together and torn down together, every server
+//! point's binary installed before (each stack switches between them). A
+//! stack that fails to start takes every other one down with it: no
+//! half-started set of stacks is left behind.
 
-use crate::runner::{PersistChoice, RunStacks, Worker};
+use crate::runner::{
+    PersistChoice, RunStacks, ServedBinary, ServerPoint, ServerSlot, ServerSource, Worker,
+};
 use crate::stack::local::{LocalStack, StackOptions};
 use crate::stack::StackError;
+use crate::supervise::Supervisor;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// `--jobs` when not given on the local stack: the number of CPUs, at least 2.
@@ -18,25 +23,78 @@ pub(super) fn default_jobs() -> usize {
         .max(2)
 }
 
-/// How many target × scenario cells one stack runs (per agent and version):
-/// no more workers than that are worth a stack.
-pub(super) fn cells_per_stack(
-    targets: &[String],
-    scenarios: &[String],
-    partition: Option<&crate::partition::Partition>,
-    version: Option<&str>,
-) -> usize {
-    let names: Vec<String> = targets
+/// Every server point's binary, installed (from the npm registry, into
+/// the shared cache) before any stack starts, so a stack's switch between
+/// points is only a stop and a start.
+pub(super) async fn install_servers(
+    servers: &[ServerPoint],
+    progress: &super::Progress,
+) -> Result<Vec<ServedBinary>, StackError> {
+    let mut binaries = Vec::new();
+    let mut notes = |note| progress.note("stack", note);
+    for server in servers {
+        let binary = match &server.source {
+            ServerSource::Registry(version) => {
+                let version = version.clone();
+                crate::stack::progress::blocking_with_notes(&mut notes, move |note| {
+                    crate::stack::sandbox_agent::install(&version, note)
+                })
+                .await?
+                .map_err(|e| e.context(format!("sandbox-agent {}", server.label)))?
+            }
+            ServerSource::Binary(path) => path.clone(),
+            ServerSource::Deployment => {
+                return Err(StackError::Failed(
+                    "the deployment's server is not one a local stack can run".into(),
+                ))
+            }
+        };
+        binaries.push(ServedBinary {
+            label: server.label.clone(),
+            binary,
+        });
+    }
+    Ok(binaries)
+}
+
+/// What the run header says the servers are: what each binary reports
+/// about itself, comma-separated.
+fn reported_versions(binaries: &[ServedBinary]) -> Option<String> {
+    let reported: Vec<String> = binaries
         .iter()
-        .flat_map(|t| {
-            scenarios
-                .iter()
-                .map(move |s| crate::partition::cell_name(t, s, version))
-        })
+        .filter_map(|b| crate::stack::sandbox_agent::binary_version(&b.binary))
         .collect();
-    match partition {
-        Some(p) => p.selects(&names).into_iter().filter(|k| *k).count(),
-        None => names.len(),
+    (!reported.is_empty()).then(|| reported.join(", "))
+}
+
+/// A shard of the local stack's matrix that holds no cell: its report
+/// lists the targets and scenarios and no cell, and no stack is started
+/// for it (it would run nothing).
+pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
+    RunStacks {
+        own: Worker {
+            base_url: String::new(),
+            targets: Vec::new(),
+            persist: PersistChoice::Sqlite,
+            stores: Default::default(),
+            sdk_process: None,
+            agent_sent_log: None,
+            model_calls: None,
+            sdk_host: Err(crate::client::hosted::Unhosted(
+                "no stack: this shard holds no cell".into(),
+            )),
+            fence: Default::default(),
+            server: None,
+        },
+        skipped_targets: targets
+            .iter()
+            .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
+            .collect(),
+        agent_skips: Vec::new(),
+        server_version: None,
+        logs: Vec::new(),
+        workers: Vec::new(),
+        jobs: 1,
     }
 }
 
@@ -53,22 +111,21 @@ pub(super) fn stack_dir(first: &Path, k: usize) -> PathBuf {
 }
 
 /// Brings up `count` stacks from the `options` template, side by side, each
-/// recorded in its folder's `stack.json` before its first component starts.
+/// recorded in its folder's `stack.json` (see [`LocalStack::up`]).
 /// All or nothing: when one fails (or the run is cancelled), the ones that
 /// came up are stopped before the error returns.
 pub(super) async fn up_stacks(
     options: &StackOptions,
     count: usize,
-    owner_tag: &str,
     label: &str,
     cancel: watch::Receiver<bool>,
+    progress: &super::Progress,
 ) -> Result<Vec<LocalStack>, StackError> {
     let mut starting = Vec::new();
     for k in 0..count {
         let dir = stack_dir(&options.run_dir, k);
         std::fs::create_dir_all(&dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
-        crate::stack::state::begin_journal(&dir, owner_tag)?;
         let name = match (count, k) {
             (1, _) => label.to_string(),
             (_, k) => format!("{label} {}", k + 1),
@@ -77,9 +134,10 @@ pub(super) async fn up_stacks(
             run_dir: dir,
             ..options.clone()
         };
+        let progress = progress.clone();
         starting.push(async move {
-            let mut progress = |line: &str| crate::console::errln(&format!("{name}: {line}"));
-            let up = LocalStack::up(options, &mut progress).await;
+            let mut notes = |note| progress.note(&name, note);
+            let up = LocalStack::up(options, &mut notes).await;
             up.map_err(|e| match count {
                 1 => e,
                 _ => e.context(name),
@@ -90,8 +148,7 @@ pub(super) async fn up_stacks(
         results = futures_util::future::join_all(starting) => results,
         // Dropping the stacks being started kills what they started.
         _ = super::wait_true(cancel) => {
-            crate::stack::local::sweep_owner_tag().await;
-            crate::stack::state::end_journal();
+            options.supervisor.sweep().await;
             return Err(StackError::Interrupted);
         }
     };
@@ -116,8 +173,7 @@ pub(super) async fn up_stacks(
     if errors.is_empty() {
         return Ok(stacks);
     }
-    down_stacks(&mut stacks).await;
-    crate::stack::state::end_journal();
+    down_stacks(&mut stacks, &options.supervisor).await;
     Err(match errors.len() {
         1 => errors.remove(0),
         _ => StackError::Several(errors),
@@ -154,25 +210,36 @@ fn shape(stack: &LocalStack) -> Vec<String> {
 
 /// The stacks as the runner sees them, built whole: the first as the own
 /// stack (its targets, URL, persist driver), each further one as a worker of
-/// its own. Each stack's cells keep their sessions where `chosen` says,
-/// else in that stack's own Rivet actor.
+/// its own. Each stack's cells keep their sessions where their point
+/// says, a Rivet or Postgres store in that stack's own. Every stack came up running the
+/// point labelled `serving` and switches between `binaries`.
 pub(super) fn attach(
     stacks: &mut [LocalStack],
-    chosen: Option<&PersistChoice>,
     run_dir: &Path,
+    binaries: Vec<ServedBinary>,
+    serving: Option<&str>,
 ) -> RunStacks {
     let logs = logs(stacks, run_dir);
+    let server_version = reported_versions(&binaries);
+    let binaries: Arc<[ServedBinary]> = binaries.into();
+    let server = crate::stack::local::SERVER_TARGET;
     let mut workers = stacks.iter_mut().map(|stack| Worker {
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
-        persist: super::run_persist(chosen, &stack.stores),
+        // Set from each cell's point.
+        persist: PersistChoice::Sqlite,
         stores: stack.stores.clone(),
         sdk_process: stack.sdk_process.take(),
-        persist_tag: String::new(),
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
         fence: Default::default(),
+        server: Some(ServerSlot::new(
+            binaries.clone(),
+            serving,
+            server,
+            stack.take_background(server),
+        )),
     });
     let own = workers
         .next()
@@ -182,7 +249,8 @@ pub(super) fn attach(
     RunStacks {
         own,
         skipped_targets: std::mem::take(&mut first.skipped),
-        server_version: first.server_version.clone(),
+        agent_skips: first.agent_skips.clone(),
+        server_version: server_version.or_else(|| first.server_version.clone()),
         logs,
         workers,
         jobs: 1,
@@ -192,18 +260,21 @@ pub(super) fn attach(
 /// After the run: every worker's targets, then every stack, side by side,
 /// then one sweep of the run's owner tag (a sweep per stack would reach
 /// the stacks still stopping).
-pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack]) {
+pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack], supervisor: &Supervisor) {
     let mut targets: Vec<crate::targets::Target> = std::iter::once(run.own)
         .chain(run.workers)
-        .flat_map(|w| w.targets.into_iter().chain(w.sdk_process))
+        .flat_map(|mut w| {
+            let background = w.server.as_mut().and_then(ServerSlot::take_background);
+            w.targets.into_iter().chain(background)
+        })
         .collect();
     futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
-    down_stacks(stacks).await;
+    down_stacks(stacks, supervisor).await;
 }
 
-async fn down_stacks(stacks: &mut [LocalStack]) {
+async fn down_stacks(stacks: &mut [LocalStack], supervisor: &Supervisor) {
     futures_util::future::join_all(stacks.iter_mut().map(|s| s.stop_own())).await;
-    crate::stack::local::sweep_owner_tag().await;
+    supervisor.sweep().await;
 }
 
 #[cfg(test)]
@@ -257,9 +328,18 @@ mod tests {
             sdk_version: None,
             postgres: false,
             hosted_sqlite: false,
+            supervisor: crate::supervise::Supervisor::default(),
         };
         let (_cancel, cancel) = watch::channel(false);
-        let e = match up_stacks(&options, 2, "test-tag", "stack", cancel).await {
+        let e = match up_stacks(
+            &options,
+            2,
+            "stack",
+            cancel,
+            &crate::commands::Progress::start(false, false),
+        )
+        .await
+        {
             Ok(_) => panic!("stack 2 cannot start"),
             Err(e) => e,
         };
@@ -275,14 +355,5 @@ mod tests {
         );
         let left = processes_in(tmp.path());
         assert!(left.is_empty(), "left running: {left:?}");
-    }
-
-    #[test]
-    fn a_shard_counts_only_its_cells() {
-        let targets: Vec<String> = ["agent", "gateway", "rivet"].map(String::from).into();
-        let scenarios: Vec<String> = ["a", "b"].map(String::from).into();
-        assert_eq!(cells_per_stack(&targets, &scenarios, None, None), 6);
-        let half: crate::partition::Partition = "count:1/2".parse().unwrap();
-        assert_eq!(cells_per_stack(&targets, &scenarios, Some(&half), None), 3);
     }
 }

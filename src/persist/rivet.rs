@@ -90,11 +90,14 @@ impl Failure {
     }
 }
 
+/// How long one actor call may take: the engine holds a call while the
+/// actor is rescheduled, up to ~18 s.
+const CALL_TIMEOUT: Duration = Duration::from_secs(25);
+
 impl RivetDriver {
     pub fn new(config: RivetConfig) -> Result<Self, PersistError> {
         let http = crate::http::client_builder()
-            // The engine holds a call while the actor is rescheduled, up to ~18 s.
-            .timeout(Duration::from_secs(25))
+            .timeout(CALL_TIMEOUT)
             .build()
             .map_err(|e| err(e.to_string()))?;
         Ok(Self {
@@ -180,7 +183,7 @@ impl RivetDriver {
                     e.is_connect() || e.is_timeout() || e.is_request(),
                     format!(
                         "{action}: {}",
-                        crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e)
+                        crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e, CALL_TIMEOUT)
                     ),
                 )
             })?;

@@ -55,6 +55,7 @@ pub fn aggregate(
         server_version,
         agent: None,
         client: None,
+        sdk_version: None,
         persist: None,
         attempt: deciding.attempt,
         verdict,

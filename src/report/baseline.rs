@@ -1,14 +1,34 @@
 //! `continuity baseline RUN`: an expectations file that records what a
 //! finished run saw, one entry per cell, scoped to its server version, so
 //! the next run is judged against it (`--expect`). Reasons are left for a
-//! person to write: the file is meant to be reviewed and committed.
+//! person to write: the file is meant to be reviewed and committed. It
+//! writes only verdicts `--expect` reads ([`EXPECTABLE`]): a flaky cell is
+//! recorded as passing, and an interrupted one is left out (the run was
+//! stopped, the component said nothing), so the next run reports it `new`.
 
 use std::fmt::Write as _;
 
-use super::expect::parse_version;
-use super::model::{Report, Verdict};
+use super::expect::{parse_version, EXPECTABLE};
+use super::model::{Cell, Report, Verdict};
 
-pub fn render_baseline(report: &Report) -> String {
+/// The expectations file, and the cells it leaves out (interrupted ones).
+pub struct Baseline {
+    pub text: String,
+    pub left_out: Vec<String>,
+}
+
+/// The verdict an expectation records for `cell`, if it can record one.
+fn expected(cell: &Cell) -> Option<Verdict> {
+    let verdict = match cell.verdict {
+        // A flaky cell is recorded as passing: the gate then follows --flaky-result.
+        Verdict::Flaky => Verdict::Pass,
+        v => v,
+    };
+    EXPECTABLE.contains(&verdict).then_some(verdict)
+}
+
+pub fn render_baseline(report: &Report) -> Baseline {
+    let mut left_out = Vec::new();
     let run = &report.run;
     let mut out = String::new();
     let _ = writeln!(
@@ -21,12 +41,11 @@ pub fn render_baseline(report: &Report) -> String {
     );
     for scenario in report.scenario_order() {
         for cell in report.cells_of(scenario) {
-            out.push('\n');
-            let verdict = match cell.verdict {
-                // A flaky cell is recorded as passing: the gate then follows --flaky-result.
-                Verdict::Flaky => Verdict::Pass,
-                v => v,
+            let Some(verdict) = expected(cell) else {
+                left_out.push(format!("{} × {}", cell.label(), cell.scenario));
+                continue;
             };
+            out.push('\n');
             out.push_str("[[expect]]\n");
             let _ = writeln!(out, "target = {}", quoted(&glob_literal(&cell.target)));
             let _ = writeln!(out, "scenario = {}", quoted(&glob_literal(&cell.scenario)));
@@ -64,7 +83,20 @@ pub fn render_baseline(report: &Report) -> String {
             }
         }
     }
-    out
+    if !left_out.is_empty() {
+        let _ = write!(
+            out,
+            "\n# Left out, interrupted in run {} (no verdict to expect; the next run reports them new):\n",
+            run.id
+        );
+        for name in &left_out {
+            let _ = writeln!(out, "#   {name}");
+        }
+    }
+    Baseline {
+        text: out,
+        left_out,
+    }
 }
 
 fn first_line(text: &str) -> &str {
@@ -116,7 +148,7 @@ mod tests {
         }
         two_clients.cells.extend(hosted);
         for mut report in [fixture::report(), fixture::repeated_report(), two_clients] {
-            let text = render_baseline(&report);
+            let text = render_baseline(&report).text;
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             x.check_names(&report.run.targets, &report.run.scenarios)
@@ -133,12 +165,62 @@ mod tests {
             }
             assert!(!gate_fails(&report));
         }
-        let text = render_baseline(&fixture::report());
+        let text = render_baseline(&fixture::report()).text;
         assert!(
             text.contains("signature = \"http 400 invalid_request\""),
             "{text}"
         );
         assert!(text.contains("server_version = \"=0.4.2\""), "{text}");
+    }
+
+    /// An interrupted run's baseline once wrote `verdict = "interrupted"`,
+    /// which `--expect` then refused ("is not a verdict").
+    #[test]
+    fn every_verdict_a_baseline_writes_is_one_expect_reads() {
+        let mut report = fixture::repeated_report();
+        let verdicts = [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Error,
+            Verdict::Skipped,
+            Verdict::Flaky,
+            Verdict::Interrupted,
+        ];
+        let template = report.cells[0].clone();
+        report.cells = verdicts
+            .iter()
+            .enumerate()
+            .map(|(n, v)| {
+                let mut cell = template.clone();
+                cell.target = format!("t{n}");
+                cell.verdict = *v;
+                cell
+            })
+            .collect();
+        report.run.targets = (0..verdicts.len()).map(|n| format!("t{n}")).collect();
+        let baseline = render_baseline(&report);
+        let x = Expectations::parse(std::path::Path::new("b.toml"), &baseline.text)
+            .unwrap_or_else(|e| panic!("{e}\n{}", baseline.text));
+        x.check_names(&report.run.targets, &report.run.scenarios)
+            .unwrap();
+        assert_eq!(
+            baseline.left_out,
+            [format!("t5 × {}", template.scenario)],
+            "the interrupted cell"
+        );
+        assert!(
+            !baseline.text.contains("\"interrupted\""),
+            "{}",
+            baseline.text
+        );
+        x.judge(&mut report, GateOptions::default());
+        let outcomes: Vec<ExpectOutcome> = report
+            .cells
+            .iter()
+            .map(|c| c.expectation.as_ref().unwrap().outcome)
+            .collect();
+        assert_eq!(outcomes[..5], [ExpectOutcome::Expected; 5]);
+        assert_eq!(outcomes[5], ExpectOutcome::New);
     }
 
     #[test]

@@ -29,6 +29,24 @@ use crate::source_line::line_of;
 
 use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict, CLIENTS};
 
+/// The verdicts an expectation may name: what a component does. A flaky
+/// cell is judged as pass or fail (`--flaky-result`), and an interrupted
+/// one says only that the run was stopped, so neither is expected. The one
+/// vocabulary `--expect` reads and `baseline` writes.
+pub const EXPECTABLE: [Verdict; 4] = [
+    Verdict::Pass,
+    Verdict::Fail,
+    Verdict::Error,
+    Verdict::Skipped,
+];
+
+/// `pass, fail, error or skipped`.
+fn expectable_words() -> String {
+    let words: Vec<&str> = EXPECTABLE.iter().map(|v| v.as_str()).collect();
+    let (last, rest) = words.split_last().expect("verdicts to expect");
+    format!("{} or {last}", rest.join(", "))
+}
+
 /// A checked expectations file.
 #[derive(Debug, Clone)]
 pub struct Expectations {
@@ -128,19 +146,15 @@ impl Expectations {
                     )
                 }),
             };
-            let verdict = match raw.verdict.get_ref().as_str() {
-                "pass" => Verdict::Pass,
-                "fail" => Verdict::Fail,
-                "error" => Verdict::Error,
-                "skipped" => Verdict::Skipped,
-                other => {
-                    return Err(error(
-                        Some(raw.verdict.span().start),
-                        format!(
-                            "`verdict` = {other:?} is not a verdict (expected pass, fail, error or skipped)"
-                        ),
-                    ))
-                }
+            let word = raw.verdict.get_ref().as_str();
+            let Some(verdict) = EXPECTABLE.iter().copied().find(|v| v.as_str() == word) else {
+                return Err(error(
+                    Some(raw.verdict.span().start),
+                    format!(
+                        "`verdict` = {word:?} is not a verdict (expected {})",
+                        expectable_words()
+                    ),
+                ));
             };
             let server_version = raw
                 .server_version

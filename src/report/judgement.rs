@@ -106,7 +106,7 @@ pub struct Judgement {
     pub fails_run: bool,
 }
 
-/// A cell's identity: target × scenario (× server version).
+/// A cell's identity: target × scenario, and the value of each axis the run had.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CellKey {
     pub target: String,
@@ -116,7 +116,9 @@ pub struct CellKey {
     pub agent: Option<String>,
     /// On a client axis (`rust`, `ts-sdk`).
     pub client: Option<String>,
-    /// On a persistence axis (`memory`, `sqlite`, `postgres`, `rivet`).
+    /// On an SDK axis.
+    pub sdk_version: Option<String>,
+    /// On a persistence axis.
     pub persist: Option<String>,
 }
 
@@ -128,6 +130,9 @@ impl std::fmt::Display for CellKey {
         }
         if let Some(client) = &self.client {
             write!(f, " · {client}")?;
+        }
+        if let Some(sdk) = &self.sdk_version {
+            write!(f, " · sdk {sdk}")?;
         }
         if let Some(persist) = &self.persist {
             write!(f, " · {persist}")?;

@@ -231,7 +231,7 @@ fn same(a: &Signature, b: &Signature) -> bool {
 }
 
 fn signatures_section(out: &mut String, report: &Report) {
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut seen: Vec<Seen<'_>> = Vec::new();
     for cell in &report.cells {
         let label = cell.label();
         for phase in &cell.phases {

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::partition::Partition;
 
-use super::model::{CellKey, LogFile, Report, RunInfo, ShardInfo, Totals, SCHEMA_ID};
+use super::model::{CellKey, LogFile, Report, RunInfo, ShardInfo};
 
 /// One run to merge: its folder as given, the schema its file declared
 /// (before any upgrade) and the report.
@@ -89,14 +89,10 @@ pub fn merge(id: &str, shards: &[ShardRun]) -> Result<Report, MergeError> {
             cells.push(cell);
         }
     }
-    let mut run = merged_run(id, shards, version_axis);
-    run.timing = super::Floor::of_cells(&cells);
-    Ok(Report {
-        schema: SCHEMA_ID.into(),
-        run,
-        totals: Totals::of(&cells),
+    Ok(super::join::join(
+        merged_run(id, shards, version_axis),
         cells,
-    })
+    ))
 }
 
 /// Either no run is a shard, or they are all the shards of one split, once each.

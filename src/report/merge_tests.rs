@@ -1,5 +1,6 @@
 use super::*;
 use crate::report::fixture;
+use crate::report::SCHEMA_ID;
 
 fn shard(dir: &str, id: &str, partition: Option<&str>, keep: &[usize]) -> ShardRun {
     let mut report = fixture::report();

@@ -11,12 +11,15 @@ pub(crate) mod floor;
 pub(crate) mod gate;
 pub(crate) mod github;
 pub(crate) mod html;
+pub(crate) mod join;
 pub(crate) mod judgement;
 pub(crate) mod junit;
 pub(crate) mod markdown;
 pub(crate) mod merge;
 pub(crate) mod model;
+pub(crate) mod summary;
 pub(crate) mod table;
+pub(crate) mod terminal;
 pub(crate) mod timeline;
 pub(crate) mod upgrade;
 pub(crate) mod versions;
@@ -25,10 +28,16 @@ pub(crate) mod write;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use model::*;
-pub use table::{render_summary, render_text};
-pub use write::{default_run_dir, FolderError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES};
+pub use summary::{fitted_summary, render_summary};
+pub use table::render_text;
+pub use terminal::{render_terminal, Layout};
+pub use write::{
+    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
+};
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod terminal_tests;
 #[cfg(test)]
 mod tests;

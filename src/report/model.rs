@@ -113,8 +113,10 @@ pub struct LogFile {
     pub path: String,
 }
 
-/// One point of the matrix: target × scenario (× server version). Its
-/// phases are those of its deciding attempt; `attempts` holds every run of it.
+/// One point of the matrix: target × scenario, and each other axis's
+/// value when the run had that axis (server version, agent, client, SDK,
+/// store). Its phases are those of its deciding attempt; `attempts` holds
+/// every run of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cell {
@@ -131,8 +133,12 @@ pub struct Cell {
     /// a client axis (`--client ts-sdk`, alone or beside `rust`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
-    /// The session store of this cell, when the run had a persistence
-    /// axis (more than one store).
+    /// The label of the SDK the hosted client ran, when the run had an SDK
+    /// axis (more than one SDK point; a rust cell never names one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_version: Option<String>,
+    /// The session store of this cell, when the run had a persistence axis
+    /// (more than one store).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persist: Option<String>,
     /// 1-based: which attempt the phases below come from.
@@ -389,13 +395,14 @@ impl Cell {
     }
 
     /// What follows the target in the row label: ` · AGENT` on an agent
-    /// axis, ` · CLIENT` on a client axis, ` · STORE` on a persistence
-    /// axis, ` @ VERSION` on a version axis;
+    /// axis, ` · CLIENT` on a client axis, ` · sdk SDK` on an SDK axis,
+    /// ` · STORE` on a persistence axis, ` @ VERSION` on a version axis;
     /// `None` without any.
     pub fn row_suffix(&self) -> Option<String> {
         let parts = [
             self.agent.as_ref().map(|a| format!(" · {a}")),
             self.client.as_ref().map(|c| format!(" · {c}")),
+            self.sdk_version.as_ref().map(|s| format!(" · sdk {s}")),
             self.persist.as_ref().map(|p| format!(" · {p}")),
             self.server_version.as_ref().map(|v| format!(" @ {v}")),
         ];
@@ -411,6 +418,7 @@ impl Cell {
             server_version: self.server_version.clone(),
             agent: self.agent.clone(),
             client: self.client.clone(),
+            sdk_version: self.sdk_version.clone(),
             persist: self.persist.clone(),
         }
     }

@@ -1,7 +1,8 @@
-//! The terminal and `report.txt` rendering: a header, a totals line, one
-//! comfy-table per scenario (targets × phases + verdict), and a compact
-//! target × scenario summary. Colour is the caller's decision (NO_COLOR,
-//! TTY); with it off the output holds no ANSI escape at all.
+//! The `report.txt` rendering: a header, a totals line and one comfy-table
+//! per scenario (targets × phases + verdict), every column whole, however
+//! wide. The terminal gets the fitted summary of [`super::terminal`]
+//! instead. Colour is the caller's decision; with it off the output holds
+//! no ANSI escape at all.
 
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
@@ -44,38 +45,6 @@ pub fn render_text(report: &Report, color: bool) -> String {
         }
         out.push_str(&format!("\nfloor and overhead\n{table}\n"));
     }
-    out
-}
-
-/// Targets × scenarios, each cell a verdict glyph (with the pass rate when
-/// cells ran several attempts, and the expectation outcome when judged).
-/// Never coloured: it is meant for both stdout and files.
-pub fn render_summary(report: &Report) -> String {
-    let scenarios = report.scenario_order();
-    let mut table = new_table(false);
-    let mut header = vec![TableCell::new("target")];
-    header.extend(scenarios.iter().map(|s| TableCell::new(*s)));
-    table.set_header(header);
-    for (target, version) in report.row_order() {
-        let label = match &version {
-            Some(suffix) => format!("{target}{suffix}"),
-            None => target.to_string(),
-        };
-        let mut row = vec![TableCell::new(label)];
-        for scenario in &scenarios {
-            let cells: Vec<&Cell> = report
-                .cells
-                .iter()
-                .filter(|c| {
-                    c.target == target && c.scenario == *scenario && c.row_suffix() == version
-                })
-                .collect();
-            row.push(TableCell::new(summary_text(&cells, report.run.repeat)));
-        }
-        table.add_row(row);
-    }
-    let mut out = table.to_string();
-    out.push('\n');
     out
 }
 
@@ -273,44 +242,5 @@ fn verdict_color(verdict: Verdict) -> Color {
         Verdict::Error => Color::Yellow,
         Verdict::Skipped => Color::DarkGrey,
         Verdict::Interrupted => Color::Yellow,
-    }
-}
-
-fn summary_text(cells: &[&Cell], repeat: u32) -> String {
-    if cells.is_empty() {
-        return NOT_RUN.to_string();
-    }
-    if let [cell] = cells {
-        let mut text = cell.verdict.glyph().to_string();
-        if cell.pass_rate.is_some() {
-            text.push(' ');
-            text.push_str(&super::gate::attempts_text(cell));
-        }
-        if let Some(j) = &cell.expectation {
-            text.push(' ');
-            text.push_str(j.outcome.as_str());
-        }
-        return text;
-    }
-    let count = |v: Verdict| cells.iter().filter(|c| c.verdict == v).count();
-    let (passed, failed, errored) = (
-        count(Verdict::Pass),
-        count(Verdict::Fail),
-        count(Verdict::Error),
-    );
-    // The worst verdict decides the glyph: one failure among passes is a failure.
-    let glyph = if failed > 0 {
-        Verdict::Fail.glyph()
-    } else if errored > 0 {
-        Verdict::Error.glyph()
-    } else if passed > 0 {
-        Verdict::Pass.glyph()
-    } else {
-        Verdict::Skipped.glyph()
-    };
-    if repeat > 1 || cells.len() > 1 {
-        format!("{glyph} {passed}/{}", cells.len())
-    } else {
-        glyph.to_string()
     }
 }

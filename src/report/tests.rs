@@ -204,7 +204,7 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     let dir = tmp.path().join("run");
     let r = fixture::report();
     let files = RunFolder::open(&dir, crate::secret::Redactor::none())
-        .write_report(&r, true)
+        .write_report(&r)
         .expect("writes");
 
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -229,10 +229,6 @@ fn the_run_folder_writes_four_files_and_no_temp() {
     let text = std::fs::read_to_string(&files.text).expect("txt");
     assert_eq!(text, render_text(&r, false));
     assert!(!text.contains('\x1b'));
-    assert!(
-        files.stdout.contains('\x1b'),
-        "stdout rendering honours color"
-    );
     assert_eq!(
         std::fs::read_to_string(&files.markdown).expect("md"),
         render_markdown(&r)
@@ -243,7 +239,7 @@ fn the_run_folder_writes_four_files_and_no_temp() {
 
     // A second write replaces the files in place.
     RunFolder::open(&dir, crate::secret::Redactor::none())
-        .write_report(&r, false)
+        .write_report(&r)
         .expect("rewrites");
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 5);
 }
@@ -258,7 +254,7 @@ fn default_run_dir_is_timestamp_then_id() {
     );
     assert_eq!(
         default_run_dir(root, started, "../x"),
-        root.join("20261129T120102Z-___x")
+        root.join("20261129T120102Z-_._x")
     );
 }
 
@@ -270,11 +266,11 @@ fn every_report_file_is_redacted() {
     r.cells[0].reason = Some(format!("stderr: Bearer {secret}"));
     if let Some(p) = r.cells[0].phases.first_mut() {
         p.detail
-            .insert(secret.into(), format!("echo {secret}").into());
+            .insert("command".into(), format!("echo {secret}").into());
     }
     r.run.agent = format!("mock {secret}");
     let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
-    let files = folder.write_report(&r, true).expect("writes");
+    let files = folder.write_report(&r).expect("writes");
     let extra = folder
         .write_text("cells/1/trace.jsonl", &format!("{{\"x\":\"{secret}\"}}\n"))
         .expect("writes");
@@ -302,7 +298,86 @@ fn every_report_file_is_redacted() {
             assert!(!text.contains(part), "{}: {text}", path.display());
         }
     }
-    assert!(!files.stdout.contains("4711"));
+    let shown = render_terminal(
+        &folder.redacted_report(&r),
+        &Layout {
+            width: 40,
+            color: false,
+            folder: "run".into(),
+        },
+    );
+    assert!(shown.contains("[redacted]"), "{shown}");
+    assert!(
+        !shown.contains("4711") && !shown.contains("tok-"),
+        "{shown}"
+    );
+}
+
+/// Secrets that equal the report's own words (a field name, a verdict)
+/// once renamed fields and broke every reader of report.json.
+#[test]
+fn secrets_equal_to_the_reports_words_leave_it_readable() {
+    for secret in [
+        "durationMs",
+        "verdict",
+        "pass",
+        "phases",
+        "attempts",
+        "outcome",
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut r = fixture::report();
+        r.cells[0].reason = Some(format!("saw {secret} in the log"));
+        let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::new([secret]));
+        // A component's JSON log and a trace line of the same words.
+        std::fs::create_dir_all(tmp.path().join("cells/1")).unwrap();
+        let trace = tmp.path().join("cells/1/trace.jsonl");
+        std::fs::write(
+            &trace,
+            format!("{{\"{secret}\":\"{secret} here\"}}\nnot json {secret}\n"),
+        )
+        .unwrap();
+        let files = folder.write_report(&r).expect("writes");
+        folder.scrub().expect("scrubs");
+        folder
+            .check_report(&files)
+            .unwrap_or_else(|e| panic!("{secret}: {e}"));
+        let text = std::fs::read_to_string(&files.json).unwrap();
+        let back = crate::report::compare::read_report(&text).unwrap();
+        assert_eq!(back.cells.len(), r.cells.len(), "{secret}");
+        assert_eq!(back.cells[0].verdict, r.cells[0].verdict, "{secret}");
+        assert_eq!(
+            back.cells[0].reason.as_deref(),
+            Some("saw [redacted] in the log"),
+            "{secret}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            format!("{{\"{secret}\":\"[redacted] here\"}}\nnot json [redacted]\n"),
+            "{secret}"
+        );
+        let junit = std::fs::read_to_string(&files.junit).unwrap();
+        assert!(junit.contains("<testsuites"), "{secret}: {junit}");
+    }
+}
+
+/// A report.json that does not parse back into the model fails the check.
+#[test]
+fn a_report_that_does_not_read_back_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let folder = RunFolder::open(tmp.path(), crate::secret::Redactor::none());
+    let files = folder.write_report(&fixture::report()).unwrap();
+    folder
+        .check_report(&files)
+        .expect("a fresh report reads back");
+    let text = std::fs::read_to_string(&files.json).unwrap();
+    std::fs::write(
+        &files.json,
+        text.replacen("\"durationMs\"", "\"[redacted]\"", 1),
+    )
+    .unwrap();
+    let e = folder.check_report(&files).unwrap_err();
+    assert!(e.to_string().contains("report.json"), "{e}");
 }
 
 #[test]
@@ -311,9 +386,7 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     let dir = tmp.path().join("run");
     let none = crate::secret::Redactor::none;
     let folder = RunFolder::create(&dir, false, none()).expect("a new folder");
-    folder
-        .write_report(&fixture::report(), false)
-        .expect("writes");
+    folder.write_report(&fixture::report()).expect("writes");
     std::fs::create_dir_all(dir.join("persist")).unwrap();
     std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();

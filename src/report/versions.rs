@@ -119,7 +119,7 @@ mod tests {
         assert!(md.contains("  - agent @ 0.4.2: "), "{md}");
         let summary = crate::report::render_summary(&r);
         assert!(
-            summary.contains("agent @ 0.4.0") && summary.contains("agent @ 0.4.2"),
+            summary.contains("│ agent   ┆ 0.4.0  ┆") && summary.contains("│ agent   ┆ 0.4.2  ┆"),
             "{summary}"
         );
     }

@@ -11,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::junit::render_junit;
@@ -18,6 +19,8 @@ use super::markdown::render_markdown;
 use super::model::Report;
 use super::table::render_text;
 use crate::secret::Redactor;
+
+mod scrub;
 
 /// What a run writes at the top of its folder: `--force` removes these
 /// (and only these, with the `stack-*` folders of further stacks) before a new run reuses the folder. A writer that adds
@@ -40,6 +43,12 @@ pub enum FolderError {
     NotEmpty(PathBuf),
     #[error("{} is not a folder", .0.display())]
     NotAFolder(PathBuf),
+    #[error("cannot write into {}: {source}; choose another --out", .path.display())]
+    NotWritable {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
     #[error("cannot prepare {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -53,6 +62,8 @@ pub enum FolderError {
 pub struct RunFolder {
     dir: PathBuf,
     redactor: Redactor,
+    /// Held while the report is written; true once it has been (clones share it).
+    report_written: Arc<Mutex<bool>>,
 }
 
 impl RunFolder {
@@ -97,6 +108,8 @@ impl RunFolder {
             }
             Err(_) => fs::create_dir_all(dir).map_err(io_error(dir))?,
         }
+        // Found now, not once the whole matrix has run.
+        check_writable(dir)?;
         Ok(RunFolder::open(dir, redactor))
     }
 
@@ -105,6 +118,7 @@ impl RunFolder {
         RunFolder {
             dir: dir.to_path_buf(),
             redactor,
+            report_written: Arc::default(),
         }
     }
 
@@ -146,32 +160,61 @@ impl RunFolder {
         Ok(path)
     }
 
-    /// The report files. The report is redacted before it is rendered (so
-    /// every format sees the same text) and each rendering again as it is
-    /// written.
-    pub fn write_report(&self, report: &Report, color: bool) -> io::Result<ReportFiles> {
+    /// Writes `bytes` to `name` as they are, atomically: for files rendered
+    /// from an already redacted report, whose structure (JSON keys, XML
+    /// tags, a page's script) a text pass could rewrite.
+    fn write_rendered(&self, name: &str, text: &str) -> io::Result<PathBuf> {
+        let path = self.dir.join(name);
+        write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+
+    /// The report files. The report is redacted (its string values only)
+    /// before it is rendered, so every format sees the same text; the
+    /// structured renderings (JSON, XML, the page) are written as rendered,
+    /// the plain-text ones redacted again as text.
+    pub fn write_report(&self, report: &Report) -> io::Result<ReportFiles> {
+        let mut written = self.lock_report();
+        let files = self.write_report_files(report)?;
+        *written = true;
+        Ok(files)
+    }
+
+    /// [`Self::write_report`], unless a report was written into this
+    /// folder already (a partial report must not replace the run's own).
+    pub fn write_report_once(&self, report: &Report) -> io::Result<Option<ReportFiles>> {
+        let mut written = self.lock_report();
+        if *written {
+            return Ok(None);
+        }
+        let files = self.write_report_files(report)?;
+        *written = true;
+        Ok(Some(files))
+    }
+
+    fn lock_report(&self) -> std::sync::MutexGuard<'_, bool> {
+        self.report_written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_report_files(&self, report: &Report) -> io::Result<ReportFiles> {
         let dir = self.dir.as_path();
         fs::create_dir_all(dir)?;
-        // Should a redacted value no longer parse (a secret equal to an enum
-        // value), the renderings are still redacted as they are written.
-        let report = &self.redacted(report).unwrap_or_else(|_| report.clone());
+        let report = &self.redacted(report)?;
         let json = serde_json::to_string_pretty(report).map_err(io::Error::other)? + "\n";
         let junit = render_junit(report).map_err(io::Error::other)?;
         let files = ReportFiles {
             dir: dir.to_path_buf(),
-            json: self.write_text("report.json", &json)?,
+            json: self.write_rendered("report.json", &json)?,
             text: self.write_text("report.txt", &render_text(report, false))?,
             markdown: self.write_text("report.md", &render_markdown(report))?,
-            junit: self.write_text("junit.xml", &junit)?,
+            junit: self.write_rendered("junit.xml", &junit)?,
             // The page reads the cells' traces, which their writer already redacted.
-            html: self.write_text(
+            html: self.write_rendered(
                 "report.html",
                 &super::html::render_html(report, &super::html::cell_traces(dir, report)),
             )?,
-            stdout: self
-                .redactor
-                .redact(&render_text(report, color))
-                .into_owned(),
         };
         // The renames are durable only once the directory entry is on disk;
         // some filesystems refuse to open a directory for sync, which is not
@@ -182,49 +225,109 @@ impl RunFolder {
         Ok(files)
     }
 
+    /// The report with the run's secrets taken out, as the files hold it:
+    /// what a renderer that cuts text to a width must start from, since a
+    /// secret cut in half is no longer found by the redactor.
+    pub fn redacted_report(&self, report: &Report) -> Report {
+        self.redacted(report).unwrap_or_else(|_| report.clone())
+    }
+
+    /// The report with the run's secrets redacted from its string values.
+    /// A secret equal to a word of the report's own vocabulary (a verdict,
+    /// an outcome: `SA_TOKEN=pass`) would leave a value the model cannot
+    /// read: those values keep the word, which the schema itself spells out.
     fn redacted(&self, report: &Report) -> io::Result<Report> {
         if self.redactor.is_empty() {
             return Ok(report.clone());
         }
-        let mut value = serde_json::to_value(report).map_err(io::Error::other)?;
+        let original = serde_json::to_value(report).map_err(io::Error::other)?;
+        let mut value = original.clone();
         self.redactor.redact_json(&mut value);
-        serde_json::from_value(value).map_err(io::Error::other)
-    }
-
-    /// Rewrites every file under the folder that holds a secret: the logs
-    /// and session stores other programs wrote there. Text is redacted as
-    /// text; other bytes keep their length (a database stays readable).
-    /// Returns the files it changed. Symbolic links are not followed.
-    pub fn scrub(&self) -> io::Result<Vec<PathBuf>> {
-        let mut changed = Vec::new();
-        if self.redactor.is_empty() {
-            return Ok(changed);
+        if let Ok(redacted) = serde_json::from_value(value.clone()) {
+            return Ok(redacted);
         }
-        let mut pending = vec![self.dir.clone()];
-        while let Some(dir) = pending.pop() {
-            for entry in fs::read_dir(&dir)? {
-                let entry = entry?;
-                let kind = entry.file_type()?;
-                let path = entry.path();
-                if kind.is_dir() {
-                    pending.push(path);
-                } else if kind.is_file() {
-                    let bytes = fs::read(&path)?;
-                    if let Some(clean) = self.redactor.redact_bytes(&bytes) {
-                        if clean.len() == bytes.len() {
-                            // In place: a database may be open elsewhere by inode.
-                            fs::write(&path, &clean)?;
-                        } else {
-                            write_atomic(&path, &clean)?;
-                        }
-                        changed.push(path);
-                    }
+        let mut changed = Vec::new();
+        changed_strings(&original, &value, String::new(), &mut changed);
+        for pointer in changed {
+            let mut one = original.clone();
+            if let (Some(slot), Some(new)) = (one.pointer_mut(&pointer), value.pointer(&pointer)) {
+                *slot = new.clone();
+            }
+            if serde_json::from_value::<Report>(one).is_err() {
+                if let (Some(slot), Some(old)) =
+                    (value.pointer_mut(&pointer), original.pointer(&pointer))
+                {
+                    *slot = old.clone();
                 }
             }
         }
-        changed.sort();
-        Ok(changed)
+        serde_json::from_value(value).map_err(io::Error::other)
     }
+
+    /// Reads `report.json` back and parses it into the model, as `show`,
+    /// `compare` and `merge` will: a run reports success only on a report
+    /// they can read.
+    pub fn check_report(&self, files: &ReportFiles) -> Result<(), ReadBackError> {
+        let error = |reason: String| ReadBackError {
+            path: files.json.clone(),
+            reason,
+        };
+        let text = fs::read_to_string(&files.json).map_err(|e| error(e.to_string()))?;
+        super::compare::read_report(&text)
+            .map(|_| ())
+            .map_err(|e| error(e.to_string()))
+    }
+}
+
+/// The JSON pointers of the string values that differ between two values
+/// of the same shape.
+fn changed_strings(
+    before: &serde_json::Value,
+    after: &serde_json::Value,
+    at: String,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (before, after) {
+        (Value::String(a), Value::String(b)) if a != b => out.push(at),
+        (Value::Array(a), Value::Array(b)) => {
+            for (n, (a, b)) in a.iter().zip(b).enumerate() {
+                changed_strings(a, b, format!("{at}/{n}"), out);
+            }
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, a) in a {
+                if let Some(b) = b.get(key) {
+                    let key = key.replace('~', "~0").replace('/', "~1");
+                    changed_strings(a, b, format!("{at}/{key}"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `report.json` as written does not read back into the model.
+#[derive(Debug, thiserror::Error)]
+#[error("{} does not read back as a report ({reason}): the run's results are not trustworthy", .path.display())]
+pub struct ReadBackError {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Writes and removes a file in `dir`: the folder takes the run's files.
+fn check_writable(dir: &Path) -> Result<(), FolderError> {
+    let probe = dir.join(format!(".continuity-write-check-{}", std::process::id()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| f.write_all(b"ok"));
+    let _ = fs::remove_file(&probe);
+    written.map_err(|source| FolderError::NotWritable {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// What [`RunFolder::write_report`] wrote.
@@ -237,10 +340,6 @@ pub struct ReportFiles {
     pub junit: PathBuf,
     /// The self-contained page with the matrix and each cell's timeline.
     pub html: PathBuf,
-    /// The table rendering for the terminal, coloured as asked, so the
-    /// caller prints exactly what it wrote without rendering twice.
-    /// `report.txt` itself is always plain.
-    pub stdout: String,
 }
 
 /// `<root>/<UTC timestamp>-<short id>`, e.g. `reports/20261129T120102Z-ab12cd`:
@@ -252,17 +351,8 @@ pub fn default_run_dir(root: &Path, started: SystemTime, short_id: &str) -> Path
         .filter(|c| *c != '-' && *c != ':')
         .collect();
     // The id becomes a path component: nothing in it may climb out of root.
-    let id: String = short_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if id.is_empty() {
+    let id = crate::file_name::safe(short_id);
+    if short_id.is_empty() {
         root.join(stamp)
     } else {
         root.join(format!("{stamp}-{id}"))

@@ -1,6 +1,9 @@
 //! One cell's attempts: `repeat` runs, a failed one again up to `retries`
 //! times, each with fresh clients, its own persist store and a restart of
-//! the cell's target. What finished is kept when the run is cancelled.
+//! the cell's target. Repeats and retries share one lifecycle, in which an
+//! attempt's deferred cleanup always runs out beside what comes next (a
+//! restart waiting on the cleanup fence would otherwise wait for ever).
+//! What finished is kept when the run is cancelled.
 
 use super::persist_axis;
 use super::Worker;
@@ -10,10 +13,13 @@ use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::watch;
+
+mod lifecycle;
+
+use lifecycle::{lifecycle, AttemptSource};
+pub(super) use lifecycle::{Attempts, PendingAttempt};
 
 /// Wraps a target so the scenario executor can restart it.
 struct TargetRestarter<'a> {
@@ -46,43 +52,58 @@ pub(super) struct CellId<'a> {
     pub scenario: &'a Scenario,
 }
 
-/// The attempts of one cell, and whether the run was interrupted during them.
-pub(super) struct Attempts {
-    pub attempts: Vec<PendingAttempt>,
-    pub interrupted: bool,
+/// A cell's attempts on a worker's stack.
+struct OnWorker<'a, 'p> {
+    plan: RunPlan<'p>,
+    worker: &'a mut Worker,
+    cell: &'a CellId<'p>,
+    target: String,
+    sequence: &'a AtomicUsize,
+    interrupt: &'a watch::Receiver<bool>,
+    on_event: &'a mut (dyn FnMut(RunEvent) + Send),
 }
 
-/// An attempt whose verdict is decided; what is left of it (its deferred
-/// DELETEs, its trace's end, its floor) runs in [`PendingAttempt::finish`],
-/// which the worker drives beside its next cell.
-pub(super) struct PendingAttempt {
-    pub verdict: Verdict,
-    retry: bool,
-    rest: Pin<Box<dyn Future<Output = Attempt> + Send>>,
-}
-
-impl PendingAttempt {
-    fn ready(attempt: Attempt) -> Self {
-        Self {
-            verdict: attempt.verdict,
-            retry: false,
-            rest: Box::pin(std::future::ready(attempt)),
-        }
+#[async_trait(?Send)]
+impl AttemptSource for OnWorker<'_, '_> {
+    async fn run(&mut self, number: u32) -> PendingAttempt {
+        let sequence = self.sequence.fetch_add(1, Ordering::SeqCst) + 1;
+        (self.on_event)(RunEvent::CellStarted {
+            index: self.cell.index,
+            total: self.cell.total,
+            target: self.target.clone(),
+            scenario: self.cell.scenario.name.clone(),
+            attempt: number,
+            point: Box::new(self.plan.point.clone()),
+        });
+        run_one(
+            self.plan,
+            self.worker,
+            self.cell.target,
+            self.cell.scenario,
+            number,
+            sequence,
+            self.interrupt.clone(),
+        )
+        .await
+        .unwrap_or_else(PendingAttempt::ready)
     }
 
-    /// The whole attempt, once its cleanup has run out.
-    pub async fn finish(self) -> Attempt {
-        let mut attempt = self.rest.await;
-        attempt.retry = self.retry;
-        attempt
+    fn retrying(&mut self, attempt: &Attempt) {
+        (self.on_event)(RunEvent::Retrying {
+            index: self.cell.index,
+            total: self.cell.total,
+            attempt: Box::new(attempt.clone()),
+            target: self.target.clone(),
+            scenario: self.cell.scenario.name.clone(),
+            point: Box::new(self.plan.point.clone()),
+        });
     }
 }
 
-/// `repeat` attempts, each failed one run again up to `retries` times, on
-/// `worker`'s stack; stops (keeping what finished) when `interrupt` turns
-/// true (Ctrl-C, SIGTERM or the overall deadline): the attempt then running
-/// ends `interrupted` after its cleanup, and is kept too. `sequence` numbers
-/// the run's attempts (persist keys, trace folders), across workers.
+/// The cell's [`lifecycle`] on `worker`'s stack: the attempt then running
+/// when `interrupt` turns true (a stopping signal or the overall deadline)
+/// ends `interrupted` after its cleanup, and is kept too. `sequence`
+/// numbers the run's attempts (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
     plan: RunPlan<'_>,
     worker: &mut Worker,
@@ -91,78 +112,23 @@ pub(super) async fn run_attempts(
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
-    let (index, total, scenario) = (cell.index, cell.total, cell.scenario);
     let target = worker.targets[cell.target].name.clone();
-    let mut attempts: Vec<PendingAttempt> = Vec::new();
-    for _ in 0..plan.settings.repeat {
-        let mut retries_left = plan.settings.retries;
-        let mut retry = false;
-        loop {
-            if *interrupt.borrow() {
-                return Attempts {
-                    attempts,
-                    interrupted: true,
-                };
-            }
-            let sequence = sequence.fetch_add(1, Ordering::SeqCst) + 1;
-            let number = attempts.len() as u32 + 1;
-            on_event(RunEvent::CellStarted {
-                index,
-                total,
-                target: target.clone(),
-                scenario: scenario.name.clone(),
-                attempt: number,
-            });
-            let mut attempt = run_one(
-                plan,
-                worker,
-                cell.target,
-                scenario,
-                number,
-                sequence,
-                interrupt.clone(),
-            )
-            .await
-            .unwrap_or_else(PendingAttempt::ready);
-            attempt.retry = retry;
-            if attempt.verdict == Verdict::Interrupted {
-                attempts.push(attempt);
-                return Attempts {
-                    attempts,
-                    interrupted: true,
-                };
-            }
-            let again =
-                matches!(attempt.verdict, Verdict::Fail | Verdict::Error) && retries_left > 0;
-            if again {
-                // The retry's restart would wait for this cleanup anyway.
-                let finished = attempt.finish().await;
-                on_event(RunEvent::Retrying {
-                    index,
-                    total,
-                    attempt: Box::new(finished.clone()),
-                    target: target.clone(),
-                    scenario: scenario.name.clone(),
-                });
-                attempt = PendingAttempt::ready(finished);
-            }
-            attempts.push(attempt);
-            if !again {
-                break;
-            }
-            retries_left -= 1;
-            retry = true;
-        }
-    }
-    Attempts {
-        attempts,
-        interrupted: false,
-    }
+    let mut source = OnWorker {
+        plan,
+        worker,
+        cell,
+        target,
+        sequence,
+        interrupt,
+        on_event,
+    };
+    let settings = plan.settings;
+    lifecycle(settings.repeat, settings.retries, interrupt, &mut source).await
 }
 
 /// Why an attempt ended `interrupted`: the run was stopped during `what`.
 fn interrupted_during(what: &str) -> String {
-    format!("the run was interrupted (Ctrl-C, SIGTERM or the overall deadline) during {what}")
+    format!("the run was interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or the overall deadline) during {what}")
 }
 
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
@@ -212,10 +178,13 @@ async fn run_one(
             "the hosted client's process (the RivetKit runner) is not running on this stack",
         ));
     }
-    // Each point of the persistence axis runs the matrix again: its own keys, files and folders.
-    let tag = format!("{}{}", super::client_axis::tag(&client), worker.persist_tag);
+    let tag = super::client_axis::tag(&client);
     let key = format!("{}-{tag}{index}", plan.settings.id);
-    let file_cell = format!("{index:03}-{tag}{target_name}-{}-{attempt}", scenario.name);
+    let file_cell = format!(
+        "{index:03}-{tag}{}-{}-{attempt}",
+        crate::file_name::safe(&target_name),
+        crate::file_name::safe(&scenario.name)
+    );
     let store =
         match persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key) {
             Ok(p) => p,
@@ -320,11 +289,7 @@ async fn run_one(
         }
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };
-    Ok(PendingAttempt {
-        verdict,
-        retry: false,
-        rest: Box::pin(rest),
-    })
+    Ok(PendingAttempt::pending(verdict, rest))
 }
 
 /// The attempt's record once its cell has run out: the trace closed and
@@ -363,3 +328,6 @@ fn finish_attempt(
         timing: Some(timing),
     }
 }
+
+#[cfg(test)]
+mod lifecycle_props;

@@ -8,7 +8,32 @@ use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
 use std::time::Duration;
 
-/// The client of a plan.
+/// Which client runs a cell: a value of the client axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientKind {
+    /// continuity's SDK-faithful Rust client.
+    Rust,
+    /// The real TypeScript SDK, hosted in the local stack's Rivet app.
+    TsSdk,
+}
+
+impl ClientKind {
+    /// The name reports carry: `rust` or `ts-sdk`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::Rust => "rust",
+            ClientKind::TsSdk => "ts-sdk",
+        }
+    }
+
+    /// Whether the client runs an SDK package (so the SDK axis applies to it).
+    pub fn hosts_sdk(self) -> bool {
+        self == ClientKind::TsSdk
+    }
+}
+
+/// A cell's client as one worker runs it: a hosted client with where that
+/// worker's stack hosts it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum ClientChoice {
     /// continuity's SDK-faithful Rust client.
@@ -17,16 +42,6 @@ pub enum ClientChoice {
     /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
     /// called through, or why it cannot run here.
     TsSdk(Result<String, Unhosted>),
-}
-
-impl ClientChoice {
-    /// The name reports carry: `rust` or `ts-sdk`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ClientChoice::Rust => "rust",
-            ClientChoice::TsSdk(_) => "ts-sdk",
-        }
-    }
 }
 
 /// Why a cell of `scenario` cannot run with this client, if it cannot.

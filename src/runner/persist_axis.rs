@@ -1,7 +1,8 @@
-//! A cell's session store, from the point of the persistence axis its run
-//! has: which target × store combinations cannot run (and why), the store
-//! the cell's Rust clients get, and the driver the hosted SDK client is
-//! told to build inside its actor.
+//! A cell's session store, from its point on the matrix's persistence
+//! axis ([`super::PersistPoint`], resolved to the worker's own stack by
+//! [`super::Worker::take_point`]): which target × store combinations cannot
+//! run (and why), the store the cell's Rust clients get, and the driver the
+//! hosted SDK client is told to build inside its actor.
 //!
 //! Skipped combinations, each with its reason in the cell:
 //! - target `store` restarts the store's server, so it runs with

@@ -2,12 +2,15 @@
 //! own (own ports, folders, processes), so no two cells that touch the same
 //! stack ever run at once (a cell's deferred DELETEs aside, which restarts
 //! that would cut them wait for). Workers take the next cell from one queue
-//! (targets interleaved, see [`dispatch_order`]); what they finish is put
-//! back in matrix order, so the report is the one `--jobs 1` writes,
-//! whichever worker ran which cell.
+//! (targets interleaved, and with them every other axis, see
+//! [`dispatch_order`]; a worker prefers cells of the server point its stack
+//! runs, see [`next_job`]); what they finish is put back in matrix order,
+//! so the report is the one `--jobs 1` writes, whichever worker ran which
+//! cell.
 
-use super::attempts::{run_attempts, CellId, PendingAttempt};
-use super::{RunEvent, RunPlan, RunStacks, Worker};
+use super::attempts::{run_attempts, skipped_attempt, CellId, PendingAttempt};
+use super::matrix::{CellLabels, CellPoint, PlannedCell};
+use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::attempts::aggregate;
 use crate::report::Cell;
 use crate::targets::Target;
@@ -18,12 +21,28 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
 
-/// One cell of the matrix: its place in the run and which target × scenario it is.
+/// One cell of the matrix to run: its place in the run and its point.
 pub(super) struct Job {
     pub index: usize,
     /// The target's name: a worker runs only cells of targets it holds.
     pub target: String,
+    /// Index into the run's scenarios.
     pub scenario: usize,
+    pub point: CellPoint,
+    /// What the cell's record names of its point.
+    pub labels: CellLabels,
+}
+
+impl Job {
+    pub fn of(planned: &PlannedCell) -> Job {
+        Job {
+            index: planned.index,
+            target: planned.point.target.clone(),
+            scenario: planned.scenario,
+            point: planned.point.clone(),
+            labels: planned.labels.clone(),
+        }
+    }
 }
 
 /// The cells the workers finished (with their index), in matrix order,
@@ -37,7 +56,7 @@ pub(super) struct Finished {
 /// one cell at a time per stack; on a shared deployment (no worker stacks,
 /// `stacks.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
 pub(super) async fn run_jobs(
-    plan: RunPlan<'_>,
+    settings: &RunSettings,
     stacks: &mut RunStacks,
     jobs: Vec<Job>,
     total: usize,
@@ -48,13 +67,13 @@ pub(super) async fn run_jobs(
         && stacks.jobs > 1
         && stacks.own.targets.iter().any(|t| t.independent)
     {
-        return run_lanes(plan, stacks, jobs, total, interrupt, on_event).await;
+        return run_lanes(settings, stacks, jobs, total, interrupt, on_event).await;
     }
     let workers: Vec<&mut Worker> = std::iter::once(&mut stacks.own)
         .chain(stacks.workers.iter_mut())
         .collect();
     let sequence = AtomicUsize::new(0);
-    let run = (plan, &sequence, total, interrupt);
+    let run = (settings, &sequence, total, interrupt);
     drive(run, workers, jobs, on_event).await
 }
 
@@ -63,7 +82,7 @@ pub(super) async fn run_jobs(
 /// disturb any other cell); then the independent targets' cells, up to
 /// `stacks.jobs` at once, never two of one target (a lane holds its targets).
 async fn run_lanes(
-    plan: RunPlan<'_>,
+    settings: &RunSettings,
     stacks: &mut RunStacks,
     jobs: Vec<Job>,
     total: usize,
@@ -83,7 +102,7 @@ async fn run_lanes(
     }
     own.targets = alone;
     let sequence = AtomicUsize::new(0);
-    let run = (plan, &sequence, total, interrupt);
+    let run = (settings, &sequence, total, interrupt);
     let mut finished = drive(run, vec![&mut *own], first, on_event).await;
     if !finished.interrupted {
         let more = drive(run, workers.iter_mut().collect(), later, on_event).await;
@@ -101,10 +120,10 @@ fn position(order: &[String], name: &str) -> usize {
     order.iter().position(|n| n == name).unwrap_or(usize::MAX)
 }
 
-/// The run's side of a drive: the plan, the attempt counter, the cell
+/// The run's side of a drive: the settings, the attempt counter, the cell
 /// count and the interrupt flag.
 type RunRef<'a> = (
-    RunPlan<'a>,
+    &'a RunSettings,
     &'a AtomicUsize,
     usize,
     &'a watch::Receiver<bool>,
@@ -112,7 +131,7 @@ type RunRef<'a> = (
 
 /// Runs `jobs` on `workers`, each taking the next cell it can run.
 async fn drive(
-    (plan, sequence, total, interrupt): RunRef<'_>,
+    (settings, sequence, total, interrupt): RunRef<'_>,
     workers: Vec<&mut Worker>,
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
@@ -121,7 +140,7 @@ async fn drive(
     let (events, mut received) = mpsc::unbounded_channel();
     let results = {
         let shared = Shared {
-            plan,
+            settings,
             queue: &queue,
             sequence,
             total,
@@ -152,7 +171,7 @@ async fn drive(
 
 /// What every worker reads.
 struct Shared<'a> {
-    plan: RunPlan<'a>,
+    settings: &'a RunSettings,
     queue: &'a Mutex<VecDeque<Job>>,
     sequence: &'a AtomicUsize,
     total: usize,
@@ -180,7 +199,8 @@ fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
 }
 
 /// The next job for `worker`, among those whose target it holds, by these
-/// preferences in turn. While its stack still has deferred DELETEs
+/// preferences in turn. One of the server point its stack runs, so it
+/// switches its server only once that point's cells are taken. While its stack still has deferred DELETEs
 /// running, one whose restart would not have to wait for them (a reload,
 /// the Rivet engine or runner), and among those one that leaves no DELETE
 /// behind (its scenario does not end by disposing a client), so the stack
@@ -203,15 +223,16 @@ fn next_job(
         .enumerate()
         .filter_map(|(at, job)| {
             let target = worker.targets.iter().position(|t| t.name == job.target)?;
-            Some((at, target, busy && leaves_deletes(job)))
+            let switches = !worker.serves(&job.point.server);
+            Some((at, target, busy && leaves_deletes(job), switches))
         })
-        .min_by_key(|(at, t, keeps_busy)| {
+        .min_by_key(|(at, t, keeps_busy, switches)| {
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
             let ran = ran.get(&target.name).copied().unwrap_or(0);
-            (waits, *keeps_busy, ran, *at)
+            (*switches, waits, *keeps_busy, ran, *at)
         })
-        .map(|(at, t, _)| (at, t))?;
+        .map(|(at, t, _, _)| (at, t))?;
     queue.remove(at).map(|job| (job, target))
 }
 
@@ -231,7 +252,7 @@ async fn work(
     worker: &mut Worker,
     events: mpsc::UnboundedSender<RunEvent>,
 ) -> (Vec<(usize, Cell)>, bool) {
-    let plan = shared.plan;
+    let settings = shared.settings;
     let mut finished = Vec::new();
     let mut finishing = FuturesUnordered::new();
     let mut done = |(index, cell): (usize, Cell), events: &mpsc::UnboundedSender<RunEvent>| {
@@ -247,10 +268,43 @@ async fn work(
     };
     let mut interrupted = false;
     let mut ran: HashMap<String, usize> = HashMap::new();
-    let leaves_deletes = |job: &Job| ends_disposing(&plan.settings.scenarios[job.scenario]);
+    let leaves_deletes = |job: &Job| ends_disposing(&settings.scenarios[job.scenario]);
     while let Some((job, target)) = next_job(shared.queue, worker, &ran, leaves_deletes) {
         *ran.entry(job.target.clone()).or_default() += 1;
-        let scenario = &plan.settings.scenarios[job.scenario];
+        let scenario = &settings.scenarios[job.scenario];
+        if !worker.serves(&job.point.server) {
+            // A switch stops the server: what earlier cells still DELETE runs out first.
+            while let Some(cell) = finishing.next().await {
+                done(cell, &events);
+            }
+        }
+        let ready = tokio::select! {
+            ready = worker.take_point(&job.point) => Some(ready),
+            _ = crate::stop_flag::wait_true(shared.interrupt.clone()) => None,
+        };
+        match ready {
+            None => {
+                interrupted = true;
+                break;
+            }
+            Some(Err(reason)) => {
+                let mut cell = aggregate(
+                    &job.target,
+                    &scenario.name,
+                    None,
+                    vec![skipped_attempt(1, &reason)],
+                );
+                cell.verdict = crate::report::Verdict::Error;
+                job.labels.stamp(&mut cell);
+                done((job.index, cell), &events);
+                continue;
+            }
+            Some(Ok(())) => {}
+        }
+        let plan = RunPlan {
+            settings,
+            point: &job.point,
+        };
         let cell_id = CellId {
             index: job.index,
             total: shared.total,
@@ -281,13 +335,7 @@ async fn work(
                 total: shared.total,
                 verdicts: attempts.attempts.iter().map(|a| a.verdict).collect(),
             });
-            let version = plan.point.version.clone();
-            finishing.push(finish_cell(
-                job,
-                scenario.name.clone(),
-                version,
-                attempts.attempts,
-            ));
+            finishing.push(finish_cell(job, scenario.name.clone(), attempts.attempts));
         }
         // Cells whose cleanup is already over (nothing was deferred, or a
         // DELETE answered at once) end now, so the next pick sees the stack clear.
@@ -306,20 +354,13 @@ async fn work(
 }
 
 /// A cell's record once each of its attempts has run out.
-async fn finish_cell(
-    job: Job,
-    scenario: String,
-    version: Option<String>,
-    attempts: Vec<PendingAttempt>,
-) -> (usize, Cell) {
-    let mut finished = Vec::with_capacity(attempts.len());
-    for attempt in attempts {
-        finished.push(attempt.finish().await);
-    }
-    (
-        job.index,
-        aggregate(&job.target, &scenario, version, finished),
-    )
+async fn finish_cell(job: Job, scenario: String, attempts: Vec<PendingAttempt>) -> (usize, Cell) {
+    // Side by side: each attempt's cleanup runs out at once, none after another's.
+    let finished =
+        futures_util::future::join_all(attempts.into_iter().map(PendingAttempt::finish)).await;
+    let mut cell = aggregate(&job.target, &scenario, None, finished);
+    job.labels.stamp(&mut cell);
+    (job.index, cell)
 }
 
 /// How many workers a run of `cells` cells gets for `--jobs jobs`: never
@@ -339,7 +380,61 @@ pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{dispatch_order, workers_for, Job};
+    use super::{dispatch_order, next_job, workers_for, Job};
+    use crate::runner::matrix::tests::point;
+    use crate::runner::{ServedBinary, ServerSlot};
+    use crate::targets::{Readiness, RestartAction, Target};
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::Mutex;
+
+    fn job(index: usize, target: &str, scenario: usize, server: &str) -> Job {
+        Job {
+            index,
+            target: target.to_string(),
+            scenario,
+            point: point(target, server),
+            labels: Default::default(),
+        }
+    }
+
+    /// A worker whose stack runs 0.4.2 takes the 0.4.2 cell first, though
+    /// a 0.4.0 cell is ahead of it in line; with only 0.4.0 left, it takes that.
+    #[test]
+    fn a_worker_takes_the_cells_of_the_server_it_runs_first() {
+        let target = Target::new(
+            "gateway",
+            RestartAction::Command {
+                command: "true".into(),
+                timeout: std::time::Duration::from_secs(1),
+            },
+            Readiness::None,
+        );
+        let mut worker = crate::runner::tests::bare_worker(vec![target]);
+        let binaries: Vec<ServedBinary> = ["0.4.0", "0.4.2"]
+            .iter()
+            .map(|v| ServedBinary {
+                label: v.to_string(),
+                binary: format!("/bin/sandbox-agent-{v}").into(),
+            })
+            .collect();
+        worker.server = Some(ServerSlot::new(
+            binaries.into(),
+            Some("0.4.2"),
+            "agent",
+            None,
+        ));
+        let queue = Mutex::new(VecDeque::from([
+            job(1, "gateway", 0, "0.4.0"),
+            job(2, "gateway", 0, "0.4.2"),
+        ]));
+        let pick = || {
+            next_job(&queue, &worker, &HashMap::new(), |_| false)
+                .map(|(job, _)| job.index)
+                .unwrap()
+        };
+        assert_eq!(pick(), 2);
+        assert_eq!(pick(), 1);
+    }
 
     #[test]
     fn workers_take_each_targets_first_cell_then_each_ones_second() {
@@ -347,11 +442,7 @@ mod tests {
         let jobs = matrix
             .iter()
             .enumerate()
-            .map(|(n, (target, scenario))| Job {
-                index: n + 1,
-                target: target.to_string(),
-                scenario: *scenario,
-            })
+            .map(|(n, (target, scenario))| job(n + 1, target, *scenario, "0.4.2"))
             .collect();
         let order: Vec<usize> = dispatch_order(jobs).iter().map(|j| j.index).collect();
         assert_eq!(order, [1, 4, 5, 2, 6, 3]);

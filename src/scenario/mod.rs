@@ -10,6 +10,7 @@
 mod execute;
 mod kind;
 mod parse;
+pub mod sandbox_root;
 
 pub use execute::{
     hosted_signature, run_cell, run_cell_deferring, run_cell_with, unsupported_step, CellRun,

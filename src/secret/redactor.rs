@@ -56,12 +56,12 @@ impl Redactor {
             return;
         }
         let json = serde_json::to_string(secret).unwrap_or_default();
-        let forms = [
+        let mut forms = vec![
             secret.to_string(),
             json.trim_matches('"').to_string(),
             xml_escape(secret),
-            percent_encode(secret),
         ];
+        forms.extend(percent_forms(secret));
         for form in forms {
             if !form.is_empty() && !self.needles.contains(&form) {
                 self.needles.push(form);
@@ -148,7 +148,9 @@ impl Redactor {
         found.then_some(out)
     }
 
-    /// Redacts every string (keys too) of a JSON value, in place.
+    /// Redacts the string values of a JSON value, in place. Keys and the
+    /// structure are never touched: a secret that happens to equal a field
+    /// name (`SA_TOKEN=verdict`) must not rename the field.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         if self.is_empty() {
@@ -161,13 +163,7 @@ impl Redactor {
                 }
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (key, mut v) in entries {
-                    self.redact_json(&mut v);
-                    map.insert(self.redact(&key).into_owned(), v);
-                }
-            }
+            Value::Object(map) => map.values_mut().for_each(|v| self.redact_json(v)),
             _ => {}
         }
     }
@@ -209,11 +205,38 @@ fn xml_escape(text: &str) -> String {
         .replace('\'', "&apos;")
 }
 
-fn percent_encode(text: &str) -> String {
+/// Characters percent-encoders leave as they are beyond the unreserved
+/// ones: none (strict), `/` (Python's `quote`, many path encoders),
+/// `encodeURIComponent`'s, and a URL path's or query's (`/`, `:`, `@`, the
+/// sub-delimiters), which is what a token put into a URL by `encodeURI`
+/// looks like.
+const KEPT_AS_IS: [&[u8]; 4] = [b"", b"/", b"!*'()", b"!$&'()*+,;=:@/?"];
+
+/// The percent-encoded forms of `text`: each set of [`KEPT_AS_IS`], with
+/// upper- and lower-case hex digits.
+fn percent_forms(text: &str) -> Vec<String> {
+    let mut forms = Vec::new();
+    for kept in KEPT_AS_IS {
+        for lower in [false, true] {
+            let form = percent_encode(text, kept, lower);
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+    }
+    forms
+}
+
+fn percent_encode(text: &str, kept: &[u8], lower: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+        if byte.is_ascii_alphanumeric()
+            || matches!(byte, b'-' | b'_' | b'.' | b'~')
+            || kept.contains(&byte)
+        {
             out.push(byte as char);
+        } else if lower {
+            out.push_str(&format!("%{byte:02x}"));
         } else {
             out.push_str(&format!("%{byte:02X}"));
         }
@@ -282,6 +305,45 @@ mod tests {
     }
 
     #[test]
+    fn json_keys_and_structure_are_never_rewritten() {
+        // Secrets equal to the report's own words: field names, an enum value.
+        let r = Redactor::new(["durationMs", "verdict", "phases"]);
+        let mut value = serde_json::json!({
+            "verdict": "pass",
+            "durationMs": 12,
+            "phases": [{"reason": "took durationMs", "verdict": "verdict"}],
+        });
+        r.redact_json(&mut value);
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "verdict": "pass",
+                "durationMs": 12,
+                "phases": [{"reason": "took [redacted]", "verdict": "[redacted]"}],
+            })
+        );
+    }
+
+    #[test]
+    fn a_token_percent_encoded_with_its_slashes_left_as_they_are_is_redacted() {
+        let r = Redactor::new(["ab/cd+ef=gh:1"]);
+        for encoded in [
+            "ab%2Fcd%2Bef%3Dgh%3A1",
+            "ab%2fcd%2bef%3dgh%3a1",
+            "ab/cd+ef=gh:1",
+            "ab/cd%2Bef%3Dgh%3A1",
+            "ab/cd%2bef%3dgh%3a1",
+        ] {
+            let url = format!("http://h/x?access_token={encoded}&n=1");
+            assert_eq!(
+                r.redact(&url),
+                "http://h/x?access_token=[redacted]&n=1",
+                "{encoded}"
+            );
+        }
+    }
+
+    #[test]
     fn url_credentials_are_redacted_with_their_basic_auth_form() {
         let mut r = Redactor::none();
         r.add_url_credentials("https://admin:pa%40ss-word@host/x");
@@ -301,12 +363,9 @@ mod tests {
         assert_eq!(out.len(), bytes.len());
         assert_eq!(&out[2..12], b"**********");
         assert_eq!(r.redact_bytes(b"\xffclean"), None);
-        let mut value = serde_json::json!({"a": ["x tok-123456"], "tok-123456": 1});
+        let mut value = serde_json::json!({"a": ["x tok-123456"], "b": 1});
         r.redact_json(&mut value);
-        assert_eq!(
-            value,
-            serde_json::json!({"a": ["x [redacted]"], "[redacted]": 1})
-        );
+        assert_eq!(value, serde_json::json!({"a": ["x [redacted]"], "b": 1}));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! for agent processes that outlive a stopped sandbox-agent.
 
 use super::agents::{self, Wiring};
+use super::progress::{blocking_with_notes, Note, Progress};
 use super::StackError;
 use crate::provider::FakeProvider;
 use crate::targets::AfterStop;
@@ -27,7 +28,7 @@ pub(super) async fn wire_agents(
     run_dir: &Path,
     sandbox_agent_dir: &Path,
     owner: &str,
-    progress: &mut (dyn FnMut(&str) + Send),
+    progress: &mut Progress<'_>,
 ) -> Result<Option<WiredAgents>, StackError> {
     let real: Vec<agents::RealAgent> = agent_names
         .iter()
@@ -38,22 +39,17 @@ pub(super) async fn wire_agents(
     }
     let log = run_dir.join("provider").join("model-calls.jsonl");
     let provider = FakeProvider::start(&log).await?;
-    progress(&format!("fake model provider on {}", provider.base_url()));
+    progress(Note::step(format!(
+        "fake model provider on {}",
+        provider.base_url()
+    )));
     let mut skips = Vec::new();
     let port = provider.port();
     let data = sandbox_agent_dir.join("data");
     let state = run_dir.join("agents");
     for agent in real {
-        let installed = tokio::task::spawn_blocking(move || {
-            let mut lines = Vec::new();
-            let result = agent.install(&mut |l| lines.push(l.to_string()));
-            (result, lines)
-        })
-        .await?;
-        for line in &installed.1 {
-            progress(line);
-        }
-        let wired = installed.0.and_then(|dir| {
+        let installed = blocking_with_notes(progress, move |note| agent.install(note)).await?;
+        let wired = installed.and_then(|dir| {
             agents::wire(
                 agent,
                 &dir,
@@ -66,10 +62,14 @@ pub(super) async fn wire_agents(
             )
         });
         match wired {
-            Ok(()) => progress(&format!("agent {} ({}) wired", agent.name, agent.spec())),
+            Ok(()) => progress(Note::step(format!(
+                "agent {} ({}) wired",
+                agent.name,
+                agent.spec()
+            ))),
             Err(reason) => {
                 let reason = format!("{reason}; retry with: {}", agent.retry_command());
-                progress(&format!("agent {}: {reason}", agent.name));
+                progress(Note::step(format!("agent {}: {reason}", agent.name)));
                 skips.push((agent.name.to_string(), reason));
             }
         }
@@ -86,6 +86,7 @@ pub(super) async fn wire_agents(
 /// count the agent processes (marked with this stack's owner) still alive —
 /// those outlived the server, a finding for users. Then the stack stops the
 /// whole group, and a last sweep kills anything marked that escaped it.
+#[allow(unsafe_code)]
 pub(super) fn sweep(owner: &str) -> AfterStop {
     let before_owner = owner.to_string();
     let after_owner = owner.to_string();

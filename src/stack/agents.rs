@@ -8,6 +8,7 @@
 //! switch its version needs, so nothing reaches beyond loopback.
 
 use super::npm;
+use super::progress::Note;
 use super::StackError;
 use crate::errors::Invalid;
 use crate::report::RunFolder;
@@ -89,19 +90,19 @@ impl RealAgent {
     }
 
     /// Installs the package (first use only) and returns its folder.
-    pub fn install(&self, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
+    pub fn install(&self, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
         let fresh = !npm::cache_dir()
             .join("npm")
             .join(self.slot())
             .join(".continuity-complete")
             .is_file();
         if fresh {
-            progress(&format!(
+            progress(Note::Step(format!(
                 "agent {}: installing {} from the npm registry ({})",
                 self.name,
                 self.spec(),
                 self.download
-            ));
+            )));
         }
         let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress).map_err(|e| {
             StackError::Failed(format!(
@@ -111,12 +112,12 @@ impl RealAgent {
             ))
         })?;
         if fresh {
-            progress(&format!(
+            progress(Note::Step(format!(
                 "agent {}: {} MB on disk in {}",
                 self.name,
                 folder_size(&dir) / 1_000_000,
                 dir.display()
-            ));
+            )));
         }
         Ok(dir)
     }
@@ -179,7 +180,7 @@ fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, 
 }
 
 /// Writes `agent`'s launcher, stand-in native binary and config into `wiring`.
-pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring) -> Result<(), StackError> {
+pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(), StackError> {
     let bin = wiring.data.join("sandbox-agent").join("bin");
     let launchers = RunFolder::open(&bin, Redactor::none());
     let home = wiring.state.join(agent.name);
@@ -399,11 +400,7 @@ pub fn owned_processes(owner: &str) -> Vec<i32> {
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
-                .unwrap_or(false)
-        })
+        .filter(|&pid| crate::supervise::owner::environ_holds(pid, &needle))
         .filter(|pid| !is_zombie(*pid))
         .collect()
 }
@@ -421,6 +418,7 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// Kills (SIGKILL) every process `owner` marks; returns how many there were.
+#[allow(unsafe_code)]
 pub fn reap(owner: &str) -> usize {
     let pids = owned_processes(owner);
     for pid in &pids {

@@ -7,14 +7,17 @@
 
 use super::nginx::{self, GatewayConfig};
 use super::postgres::{PostgresOptions, PostgresStack};
+use super::progress::{blocking_with_notes, Note, Progress};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
+pub use super::state::Component;
+use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
-use crate::persist::{PersistFactory, StackStores, StoreAbsent};
+use crate::persist::{StackStores, StoreAbsent};
 use crate::report::LogFile;
 use crate::signal::Signal;
-use crate::supervise::free_port;
+use crate::supervise::{free_port, Supervisor};
 use crate::targets::Unavailable;
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
@@ -60,24 +63,11 @@ pub fn selected(name: &str, only: &[String]) -> bool {
         false => only.iter().any(|o| o == name),
     }
 }
+/// The restart target that runs the sandbox-agent server.
+pub const SERVER_TARGET: &str = "agent";
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
-
-/// One running program of the stack.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Component {
-    /// The restart target that owns the process.
-    pub target: String,
-    pub program: String,
-    pub url: String,
-    pub log: PathBuf,
-    pub pid: Option<u32>,
-    /// The process's start time (clock ticks since boot): with `pid`, the
-    /// proof checked before signalling it.
-    #[serde(default)]
-    pub started: Option<u64>,
-}
 
 /// How to bring the stack up.
 #[derive(Debug, Clone)]
@@ -100,6 +90,8 @@ pub struct StackOptions {
     pub postgres: bool,
     /// Build better-sqlite3 for the hosted client's SQLite driver (`--client ts-sdk --persist sqlite`).
     pub hosted_sqlite: bool,
+    /// The run's owner tag and keeper; the stack adds its own journal.
+    pub supervisor: Supervisor,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -118,8 +110,6 @@ pub struct LocalStack {
     pub targets: Vec<Target>,
     /// Targets that cannot run here, with the reason.
     pub skipped: Vec<Unavailable>,
-    /// The Rivet persist driver for every cell, when the Rivet layer runs.
-    pub persist_factory: Option<PersistFactory>,
     pub server_version: Option<String>,
     /// The scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
@@ -145,6 +135,8 @@ pub struct LocalStack {
     /// The RivetKit runner, when the `client` target needs it and `rivet` is not a target.
     pub sdk_process: Option<Target>,
     postgres: Option<PostgresStack>,
+    /// This stack's `stack.json`, written as components start and stop.
+    journal: StackJournal,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -161,31 +153,31 @@ fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartActio
 
 impl LocalStack {
     /// Installs what is missing (npm packages into the cache), starts every
-    /// component in order and waits until each is ready.
+    /// component in order and waits until each is ready. The folder's
+    /// `stack.json` is written before the first component starts.
     pub async fn up(
         options: StackOptions,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut Progress<'_>,
     ) -> Result<LocalStack, StackError> {
         std::fs::create_dir_all(&options.run_dir).map_err(StackError::io(format!(
             "cannot create {}",
             options.run_dir.display()
         )))?;
+        let journal = StackJournal::begin(
+            &options.run_dir,
+            options.supervisor.owner_tag().unwrap_or_default(),
+        )?;
+        let supervisor = options
+            .supervisor
+            .with_journal(std::sync::Arc::new(journal.clone()));
         let version = options.server_version.clone();
-        let binary = tokio::task::spawn_blocking(move || {
-            let mut lines = Vec::new();
-            let result = sandbox_agent::install(&version, &mut |l| lines.push(l.to_string()));
-            (result, lines)
-        })
-        .await?;
-        for line in &binary.1 {
-            progress(line);
-        }
-        let binary = binary.0?;
+        let binary =
+            blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
+                .await??;
         let mut stack = LocalStack {
             base_url: String::new(),
             targets: Vec::new(),
             skipped: Vec::new(),
-            persist_factory: None,
             server_version: sandbox_agent::binary_version(&binary),
             agent_sent_log: None,
             components: Vec::new(),
@@ -201,9 +193,10 @@ impl LocalStack {
             stores: StackStores::default(),
             sdk_process: None,
             postgres: None,
+            journal,
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
-        stack.start_postgres(&options, progress).await;
+        stack.start_postgres(&options, &supervisor, progress).await;
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
@@ -221,8 +214,11 @@ impl LocalStack {
                 &node,
                 options.rivet_save,
                 options.rivet_stop,
-                options.sdk_version.as_deref(),
-                options.hosted_sqlite,
+                rivet::HostedApp {
+                    sdk_version: options.sdk_version.as_deref(),
+                    native_sqlite: options.hosted_sqlite,
+                },
+                &supervisor,
                 progress,
             )
             .await
@@ -236,7 +232,9 @@ impl LocalStack {
                     stack.sdk_host =
                         Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
                     // The other layers can still be tested; cells use SQLite instead.
-                    progress(&format!("the Rivet layer did not start: {reason}"));
+                    progress(Note::step(format!(
+                        "the Rivet layer did not start: {reason}"
+                    )));
                     stack.skipped.push(Unavailable::failed("rivet", &reason));
                     stack
                         .skipped
@@ -254,7 +252,6 @@ impl LocalStack {
                             started: None,
                         });
                     }
-                    stack.persist_factory = Some(rivet.persist_factory());
                     stack.stores.rivet = Ok(rivet.persist_factory());
                     stack.sdk_host = match rivet.sdk() {
                         Ok(version) => Ok(SdkHost {
@@ -310,16 +307,17 @@ impl LocalStack {
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
         let agent_url = format!("http://127.0.0.1:{agent_port}");
         let mut agent_target = Target::new(
-            "agent",
+            SERVER_TARGET,
             managed(agent_spec, AGENT_GRACE),
             Readiness::http(format!("{agent_url}/v1/health")),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .with_after_stop(super::agent_wiring::sweep(&stack.owner));
-        progress(&format!(
+        .with_after_stop(super::agent_wiring::sweep(&stack.owner))
+        .supervised_by(supervisor.clone());
+        progress(Note::step(format!(
             "starting sandbox-agent {} on {agent_url}",
             stack.server_version.as_deref().unwrap_or("")
-        ));
+        )));
         agent_target.prepare().await?;
         stack.components.push(Component {
             target: "agent".into(),
@@ -356,8 +354,12 @@ impl LocalStack {
                     managed(spec, Duration::from_secs(5)),
                     Readiness::http(gateway.health_url()),
                 )
-                .with_ready_timeout(READY_TIMEOUT);
-                progress(&format!("starting nginx gateway on {}", gateway.base_url()));
+                .with_ready_timeout(READY_TIMEOUT)
+                .supervised_by(supervisor.clone());
+                progress(Note::step(format!(
+                    "starting nginx gateway on {}",
+                    gateway.base_url()
+                )));
                 target.prepare().await?;
                 stack.components.push(Component {
                     target: "gateway".into(),
@@ -377,7 +379,8 @@ impl LocalStack {
                     Readiness::http(gateway.health_url()),
                 )
                 .with_ready_timeout(READY_TIMEOUT)
-                .keeping_open_requests();
+                .keeping_open_requests()
+                .supervised_by(supervisor.clone());
                 stack.add(reload, &options);
                 stack.base_url = gateway.base_url();
             }
@@ -400,8 +403,10 @@ impl LocalStack {
         Ok(stack)
     }
 
-    /// Lets every process outlive this handle (for `stack up`); fills in the pids.
+    /// Lets every process outlive this handle (for `stack up`); fills in
+    /// the pids. The journal stops: the caller writes the file whole.
     pub fn detach(&mut self) -> Vec<Component> {
+        self.journal.close();
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
         for target in self
             .targets
@@ -427,7 +432,8 @@ impl LocalStack {
     async fn start_postgres(
         &mut self,
         options: &StackOptions,
-        progress: &mut (dyn FnMut(&str) + Send),
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
     ) {
         if !options.postgres {
             let reason = "no store server runs: the `store` target restarts Postgres, which the stack starts for --persist postgres only";
@@ -439,17 +445,21 @@ impl LocalStack {
             Ok(bin) => bin,
             Err(reason) => {
                 let reason = reason.to_string();
-                progress(&reason);
+                progress(Note::step(reason.clone()));
                 self.stores.postgres = Err(StoreAbsent::skipped(reason.clone()));
                 self.skipped.push(Unavailable::skipped("store", &reason));
                 return;
             }
         };
         let dir = options.run_dir.join("postgres");
-        match PostgresStack::up(&dir, &bin, PostgresOptions::default(), progress).await {
+        let postgres_options = PostgresOptions {
+            port: None,
+            supervisor: supervisor.clone(),
+        };
+        match PostgresStack::up(&dir, &bin, postgres_options, progress).await {
             Err(reason) => {
                 let reason = format!("Postgres did not start: {reason}");
-                progress(&reason);
+                progress(Note::step(reason.clone()));
                 self.stores.postgres = Err(StoreAbsent {
                     reason: reason.clone(),
                     failed: true,
@@ -474,6 +484,13 @@ impl LocalStack {
                 self.postgres = Some(postgres);
             }
         }
+    }
+
+    /// Hands over a running component this run does not restart (not
+    /// among `targets`); whoever takes it stops it.
+    pub fn take_background(&mut self, name: &str) -> Option<Target> {
+        let at = self.background.iter().position(|t| t.name == name)?;
+        Some(self.background.remove(at))
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {
@@ -502,7 +519,7 @@ impl LocalStack {
     /// Stops every component still held here (the runner shuts down its
     /// targets itself), without the sweep of the run's owner tag, which
     /// would reach every other stack of the run too (`--jobs N`): several
-    /// stacks stop side by side, then one [`sweep_owner_tag`].
+    /// stacks stop side by side, then one [`Supervisor::sweep`].
     pub async fn stop_own(&mut self) {
         for target in self
             .targets
@@ -527,13 +544,5 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
-    }
-}
-
-/// Whatever a component spawned outside its group (the engine a RivetKit
-/// runner starts when it finds none) carries the run's owner tag.
-pub async fn sweep_owner_tag() {
-    if let Some(tag) = crate::supervise::owner::current() {
-        let _ = tokio::task::spawn_blocking(move || crate::supervise::owner::sweep(&tag)).await;
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;
 pub(crate) mod postgres;
+pub mod progress;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
 pub(crate) mod state;

@@ -49,6 +49,7 @@ pub struct GatewayConfig {
 
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
+    #[allow(unsafe_code)]
     pub fn prepare(&self) -> Result<ProcessSpec, StackError> {
         if !self.prefix.is_absolute() {
             return Err(StackError::Invalid(crate::errors::Invalid(format!(

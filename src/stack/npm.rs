@@ -1,6 +1,8 @@
 //! Installs pinned npm packages into a cache folder outside the repository,
-//! once, with visible progress; concurrent installers wait on a file lock.
+//! once, with visible progress (a [`Note`] as each install starts and
+//! ends); concurrent installers wait on a file lock, and say so.
 
+use super::progress::Note;
 use super::StackError;
 use crate::errors::Invalid;
 use std::path::{Path, PathBuf};
@@ -30,11 +32,11 @@ pub fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// Makes sure `packages` (each `name@version`) are installed in `cache_dir()/npm/<slot>`
-/// and returns that folder. `progress` receives one line per step.
+/// and returns that folder. `progress` hears when an install starts and ends.
 pub fn ensure_installed(
     slot: &str,
     packages: &[String],
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Note),
 ) -> Result<PathBuf, StackError> {
     let dir = cache_dir().join("npm").join(slot);
     install_once(&dir, &packages.join(" "), progress, |dir| {
@@ -63,7 +65,7 @@ pub fn ensure_installed(
 pub fn ensure_app_installed(
     slot: &str,
     files: &[(&str, &str)],
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Note),
 ) -> Result<PathBuf, StackError> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, contents) in files {
@@ -102,7 +104,7 @@ pub fn ensure_app_installed(
 pub fn ensure_native_module(
     app: &Path,
     package: &str,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Note),
 ) -> Result<(), StackError> {
     let dir = app.join("node_modules").join(package);
     if !dir.is_dir() {
@@ -156,7 +158,7 @@ pub fn ensure_native_module(
 fn install_once(
     dir: &Path,
     what: &str,
-    progress: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(Note),
     install: impl FnOnce(&Path) -> Result<(), StackError>,
 ) -> Result<PathBuf, StackError> {
     let marker = dir.join(".continuity-complete");
@@ -171,23 +173,27 @@ fn install_once(
     }
     std::fs::create_dir_all(dir)
         .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
-    let _lock = FileLock::acquire(&dir.join(".lock"))?;
+    let _lock = FileLock::acquire(&dir.join(".lock"), || {
+        progress(Note::WaitingForInstall { what: what.into() })
+    })?;
     if marker.is_file() {
         return Ok(dir.to_path_buf());
     }
-    progress(&format!(
-        "installing {what} into {} (first use only)",
-        dir.display()
-    ));
+    progress(Note::Installing {
+        what: what.into(),
+        dir: dir.to_path_buf(),
+    });
     let started = std::time::Instant::now();
-    install(dir)?;
-    std::fs::write(&marker, what)
-        .map_err(StackError::io(format!("cannot write {}", marker.display())))?;
-    progress(&format!(
-        "installed in {:.1} s",
-        started.elapsed().as_secs_f64()
-    ));
-    Ok(dir.to_path_buf())
+    let installed = install(dir).and_then(|()| {
+        std::fs::write(&marker, what)
+            .map_err(StackError::io(format!("cannot write {}", marker.display())))
+    });
+    progress(Note::Installed {
+        what: what.into(),
+        ok: installed.is_ok(),
+        took: started.elapsed(),
+    });
+    installed.map(|()| dir.to_path_buf())
 }
 
 fn run_npm(command: &mut Command, dir: &Path) -> Result<(), StackError> {
@@ -221,7 +227,9 @@ pub fn make_executable(path: &Path) -> Result<(), StackError> {
 struct FileLock(std::fs::File);
 
 impl FileLock {
-    fn acquire(path: &Path) -> Result<FileLock, StackError> {
+    /// Takes the lock, calling `contended` first when someone else holds it.
+    #[allow(unsafe_code)]
+    fn acquire(path: &Path, contended: impl FnOnce()) -> Result<FileLock, StackError> {
         use std::os::fd::AsRawFd;
         let file = std::fs::File::options()
             .create(true)
@@ -232,8 +240,14 @@ impl FileLock {
                 "cannot open lock {}",
                 path.display()
             )))?;
+        let fd = file.as_raw_fd();
         // SAFETY: flock on a file descriptor we own for the lifetime of `file`.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(FileLock(file));
+        }
+        contended();
+        // SAFETY: as above.
+        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
             return Err(StackError::io(format!("cannot lock {}", path.display()))(
                 std::io::Error::last_os_error(),
             ));
@@ -243,6 +257,7 @@ impl FileLock {
 }
 
 impl Drop for FileLock {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         use std::os::fd::AsRawFd;
         // SAFETY: unlocking the descriptor we locked.

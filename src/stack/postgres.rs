@@ -86,6 +86,7 @@ struct RunAs {
 }
 
 /// `postgres` (Debian's package makes it), else `nobody`; `None` when not root.
+#[allow(unsafe_code)]
 fn run_as() -> Option<RunAs> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -94,6 +95,7 @@ fn run_as() -> Option<RunAs> {
     ["postgres", "nobody"].into_iter().find_map(lookup_user)
 }
 
+#[allow(unsafe_code)]
 fn lookup_user(name: &str) -> Option<RunAs> {
     let c_name = std::ffi::CString::new(name).ok()?;
     // SAFETY: getpwnam returns a pointer to static storage or null; it is
@@ -134,6 +136,8 @@ fn command(user: Option<&RunAs>, program: &Path, args: Vec<String>) -> (PathBuf,
 pub struct PostgresOptions {
     /// Listen here instead of a free port.
     pub port: Option<u16>,
+    /// The run's owner tag and keeper (the stack's journal with it).
+    pub supervisor: crate::supervise::Supervisor,
 }
 
 /// A running Postgres of one stack.
@@ -150,7 +154,7 @@ impl PostgresStack {
         dir: &Path,
         bin: &Path,
         options: PostgresOptions,
-        progress: &mut (dyn FnMut(&str) + Send),
+        progress: &mut super::progress::Progress<'_>,
     ) -> Result<PostgresStack, StackError> {
         let dir = std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
         let (data, socket) = (dir.join("data"), dir.join("socket"));
@@ -169,10 +173,10 @@ impl PostgresStack {
         }
         set_mode(&data, 0o700)?;
         if !data.join("PG_VERSION").is_file() {
-            progress(&format!(
+            progress(super::progress::Note::step(format!(
                 "initialising the Postgres data folder {}",
                 data.display()
-            ));
+            )));
             initdb(bin, &data, &dir, user.as_ref()).await?;
         }
         let port = match options.port {
@@ -223,8 +227,11 @@ impl PostgresStack {
         )
         .with_ready_timeout(FIRST_READY_TIMEOUT)
         // The store is off the path of the clients' requests to sandbox-agent.
-        .keeping_open_requests();
-        progress(&format!("starting Postgres on 127.0.0.1:{port}"));
+        .keeping_open_requests()
+        .supervised_by(options.supervisor.clone());
+        progress(super::progress::Note::step(format!(
+            "starting Postgres on 127.0.0.1:{port}"
+        )));
         target.prepare().await?;
         target.ready_timeout = RESTART_READY_TIMEOUT;
         let mut stack = PostgresStack {
@@ -412,6 +419,7 @@ fn check_reachable(path: &Path, user: &RunAs) -> Result<(), StackError> {
     Ok(())
 }
 
+#[allow(unsafe_code)]
 fn give_to(folder: &Path, user: &RunAs) -> Result<(), StackError> {
     let c_path = std::ffi::CString::new(folder.as_os_str().as_encoded_bytes())
         .map_err(|_| StackError::Failed(format!("{}: a NUL in the path", folder.display())))?;

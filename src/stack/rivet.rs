@@ -8,12 +8,13 @@
 //! teardown's sweep finds it by that tag (never by its name).
 
 use super::npm;
+use super::progress::{blocking_with_notes, Note, Progress};
 use super::StackError;
 use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
-use crate::supervise::free_port;
+use crate::supervise::{free_port, Supervisor};
 use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,15 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const ENGINE_RESTART_READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a persist call waits for the actor through a restart.
 const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What the Rivet app hosts beside the `persist` actor: the SDK version
+/// (the pinned one when `None`) and whether the hosted SQLite driver's
+/// native module is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostedApp<'a> {
+    pub sdk_version: Option<&'a str>,
+    pub native_sqlite: bool,
+}
 
 /// How the actor saves its state (the `CONTINUITY_RIVET_SAVE` knob of the app).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +116,14 @@ impl RivetStack {
         node: &Path,
         save: SaveMode,
         runner_stop: RunnerStop,
-        sdk_version: Option<&str>,
-        native_sqlite: bool,
-        progress: &mut (dyn FnMut(&str) + Send),
+        app: HostedApp<'_>,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
+        let HostedApp {
+            sdk_version,
+            native_sqlite,
+        } = app;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
@@ -119,9 +133,9 @@ impl RivetStack {
         let (app, sdk) = match install_app(&wanted, progress).await {
             Ok(app) => (app, Ok(wanted)),
             Err(reason) if wanted != PINNED_SDK_VERSION => {
-                progress(&format!(
+                progress(Note::step(format!(
                     "sandbox-agent SDK {wanted} could not be installed; the Rivet layer runs the pinned {PINNED_SDK_VERSION} app without it"
-                ));
+                )));
                 let app = install_app(PINNED_SDK_VERSION, progress).await?;
                 (
                     app,
@@ -137,20 +151,15 @@ impl RivetStack {
         // sqlite run pays for building it (once per app slot). A failed
         // build leaves those cells failing with the reason, nothing else.
         if native_sqlite {
-            let built = {
-                let app = app.clone();
-                tokio::task::spawn_blocking(move || {
-                    let mut lines = Vec::new();
-                    let result = npm::ensure_native_module(&app, "better-sqlite3", &mut |l| {
-                        lines.push(l.to_string())
-                    });
-                    (result, lines)
-                })
-                .await?
-            };
-            built.1.iter().for_each(|l| progress(l));
-            if let Err(reason) = built.0 {
-                progress(&format!("the hosted sqlite driver cannot run: {reason}"));
+            let app = app.clone();
+            let built = blocking_with_notes(progress, move |note| {
+                npm::ensure_native_module(&app, "better-sqlite3", note)
+            })
+            .await?;
+            if let Err(reason) = built {
+                progress(Note::step(format!(
+                    "the hosted sqlite driver cannot run: {reason}"
+                )));
             }
         }
         let engine_bin = app
@@ -199,7 +208,8 @@ impl RivetStack {
         )
         .with_ready_timeout(READY_TIMEOUT)
         // Clients talk to sandbox-agent through the gateway, never to Rivet.
-        .keeping_open_requests();
+        .keeping_open_requests()
+        .supervised_by(supervisor.clone());
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
@@ -245,7 +255,8 @@ impl RivetStack {
             actor_answers.clone(),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .keeping_open_requests();
+        .keeping_open_requests()
+        .supervised_by(supervisor.clone());
 
         let mut stack = RivetStack {
             endpoint,
@@ -258,14 +269,17 @@ impl RivetStack {
             ],
             sdk,
         };
-        progress(&format!("starting Rivet Engine on {}", stack.endpoint));
+        progress(Note::step(format!(
+            "starting Rivet Engine on {}",
+            stack.endpoint
+        )));
         if let Some(engine) = stack.engine.as_mut() {
             engine.prepare().await?;
         }
-        progress(&format!(
+        progress(Note::step(format!(
             "starting the RivetKit runner (actor save mode: {})",
             save.as_str()
-        ));
+        )));
         if let Some(runner) = stack.runner.as_mut() {
             runner.prepare().await?;
         }
@@ -374,23 +388,15 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
 }
 
 /// Installs the app (once per version and content) and returns its folder.
-async fn install_app(
-    version: &str,
-    progress: &mut (dyn FnMut(&str) + Send),
-) -> Result<PathBuf, StackError> {
+async fn install_app(version: &str, progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     npm::check_version(version)
         .map_err(|e| StackError::Failed(format!("--sdk-version {version}: {e}")))?;
     let files = app_files(version);
-    let installed = tokio::task::spawn_blocking(move || {
-        let mut lines = Vec::new();
+    blocking_with_notes(progress, move |note| {
         let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-        let result =
-            npm::ensure_app_installed("rivet-app", &borrowed, &mut |l| lines.push(l.to_string()));
-        (result, lines)
+        npm::ensure_app_installed("rivet-app", &borrowed, note)
     })
-    .await?;
-    installed.1.iter().for_each(|l| progress(l));
-    installed.0
+    .await?
 }
 
 #[cfg(test)]
@@ -427,8 +433,8 @@ mod tests {
             &node,
             SaveMode::Immediate,
             RunnerStop::Kill,
-            None,
-            false,
+            HostedApp::default(),
+            &Supervisor::default(),
             &mut |_| {},
         )
         .await

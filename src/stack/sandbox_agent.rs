@@ -4,9 +4,10 @@
 //! `/v1/health`, restartable on the same port.
 
 use super::npm;
+use super::progress::Note;
 use super::StackError;
 use crate::signal::Signal;
-use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState};
+use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState, Supervisor};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ pub const DEFAULT_VERSION: &str = "0.4.2";
 const PACKAGE: &str = "@sandbox-agent/cli-linux-x64";
 
 /// Installs `@sandbox-agent/cli-linux-x64@version` (once) and returns the binary path.
-pub fn install(version: &str, progress: &mut dyn FnMut(&str)) -> Result<PathBuf, StackError> {
+pub fn install(version: &str, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
     // The version names a cache folder and an npm spec: never a path or a range.
     npm::check_version(version)
         .map_err(|e| StackError::from(e).context(format!("sandbox-agent version {version:?}")))?;
@@ -108,9 +109,11 @@ pub fn binary_version(binary: &Path) -> Option<String> {
 }
 
 impl SandboxAgentServer {
-    /// Writes the launcher, starts the server and waits until it is healthy.
+    /// Writes the launcher, starts the server under `supervisor` and waits
+    /// until it is healthy.
     pub async fn start(
         config: SandboxAgentConfig,
+        supervisor: Supervisor,
         ready_within: Duration,
     ) -> Result<Self, StackError> {
         let port = match config.port {
@@ -121,7 +124,7 @@ impl SandboxAgentServer {
         let mut server = SandboxAgentServer {
             config,
             port,
-            process: ManagedProcess::new(spec),
+            process: ManagedProcess::new(spec, supervisor),
         };
         server.process.start()?;
         server.wait_ready(ready_within).await?;

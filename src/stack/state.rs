@@ -6,12 +6,11 @@
 //! signal, that a pid still names what the stack started. The folder's
 //! `stack.lock` (flock) makes one `stack up` at a time per folder.
 
-use super::local::Component;
 use super::StackError;
 use crate::supervise::Lifecycle;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub const STATE_FILE: &str = "stack.json";
 const LOCK_FILE: &str = "stack.lock";
@@ -47,101 +46,129 @@ impl StackState {
     }
 }
 
-/// A stack being started by this process, recorded as it goes.
-struct Journal {
+/// One running program of the stack.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Component {
+    /// The restart target that owns the process.
+    pub target: String,
+    pub program: String,
+    pub url: String,
+    pub log: PathBuf,
+    pub pid: Option<u32>,
+    /// The process's start time (clock ticks since boot): with `pid`, the
+    /// proof checked before signalling it.
+    #[serde(default)]
+    pub started: Option<u64>,
+}
+
+/// The record of one stack this process runs, kept as it goes: the
+/// [`Journal`](crate::supervise::Journal) of its components' processes.
+/// Every clone writes the same folder's file. When the last clone goes
+/// (the stack and every process started under it are gone), a stack with
+/// nothing left running leaves no `stack.json`.
+#[derive(Clone)]
+pub struct StackJournal {
+    inner: Arc<Mutex<Recording>>,
+}
+
+struct Recording {
     dir: PathBuf,
     state: StackState,
+    /// Off once the stack is handed over (`stack up`): the file is final.
+    on: bool,
 }
 
-/// One journal per stack folder: `run --jobs N` runs N stacks side by side.
-static JOURNALS: Mutex<Vec<Journal>> = Mutex::new(Vec::new());
+impl StackJournal {
+    /// Starts recording the stack in `dir` (writes an empty `stack.json`).
+    pub fn begin(dir: &Path, owner: &str) -> Result<StackJournal, StackError> {
+        let state = StackState {
+            base_url: String::new(),
+            owner: owner.to_string(),
+            components: Vec::new(),
+        };
+        state.write(dir)?;
+        Ok(StackJournal {
+            inner: Arc::new(Mutex::new(Recording {
+                dir: dir.to_path_buf(),
+                state,
+                on: true,
+            })),
+        })
+    }
 
-fn journals() -> std::sync::MutexGuard<'static, Vec<Journal>> {
-    JOURNALS.lock().unwrap_or_else(|p| p.into_inner())
-}
+    fn recording(&self) -> std::sync::MutexGuard<'_, Recording> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
 
-/// Starts recording the stack in `dir` (writes an empty `stack.json`).
-pub fn begin_journal(dir: &Path, owner: &str) -> Result<(), StackError> {
-    let state = StackState {
-        base_url: String::new(),
-        owner: owner.to_string(),
-        components: Vec::new(),
-    };
-    state.write(dir)?;
-    let mut journals = journals();
-    journals.retain(|j| j.dir != dir);
-    journals.push(Journal {
-        dir: dir.to_path_buf(),
-        state,
-    });
-    crate::supervise::set_journal(Some(record));
-    Ok(())
-}
-
-/// What supervision tells the journal while it is on.
-fn record(change: &Lifecycle<'_>) {
-    match *change {
-        Lifecycle::Started {
-            name,
+    /// Records a started process under its target's name, replacing the
+    /// previous process of that target (after a restart).
+    pub fn record_start(
+        &self,
+        target: &str,
+        program: &Path,
+        log: &Path,
+        pid: u32,
+        started: Option<u64>,
+    ) {
+        let mut recording = self.recording();
+        if !recording.on {
+            return;
+        }
+        let program = program
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let components = &mut recording.state.components;
+        components.retain(|c| c.target != target);
+        components.push(Component {
+            target: target.to_string(),
             program,
-            log,
-            pid,
+            url: String::new(),
+            log: log.to_path_buf(),
+            pid: Some(pid),
             started,
-        } => record_start(name, program, log, pid, started),
-        Lifecycle::Stopped { pid } => record_stop(pid),
+        });
+        let _ = recording.state.write(&recording.dir);
+    }
+
+    /// Records that the harness stopped a process.
+    pub fn record_stop(&self, pid: u32) {
+        let mut recording = self.recording();
+        if !recording.on {
+            return;
+        }
+        let before = recording.state.components.len();
+        recording.state.components.retain(|c| c.pid != Some(pid));
+        if recording.state.components.len() != before {
+            let _ = recording.state.write(&recording.dir);
+        }
+    }
+
+    /// Stops recording: the stack was handed over and its file written whole.
+    pub fn close(&self) {
+        self.recording().on = false;
     }
 }
 
-/// The journal of the stack whose folder holds `log`: every component of
-/// the local stack logs inside its stack's folder.
-fn journal_of<'a>(journals: &'a mut [Journal], log: &Path) -> Option<&'a mut Journal> {
-    journals
-        .iter_mut()
-        .filter(|j| log.starts_with(&j.dir))
-        .max_by_key(|j| j.dir.components().count())
-}
-
-/// Records a started process under its target's name (replacing the
-/// previous process of that target, after a restart) in the journal of
-/// the stack whose folder holds its log.
-pub fn record_start(target: &str, program: &Path, log: &Path, pid: u32, started: Option<u64>) {
-    let mut guard = journals();
-    let Some(journal) = journal_of(&mut guard, log) else {
-        return;
-    };
-    let program = program
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    journal.state.components.retain(|c| c.target != target);
-    journal.state.components.push(Component {
-        target: target.to_string(),
-        program,
-        url: String::new(),
-        log: log.to_path_buf(),
-        pid: Some(pid),
-        started,
-    });
-    let _ = journal.state.write(&journal.dir);
-}
-
-/// Records that the harness stopped a process.
-pub fn record_stop(pid: u32) {
-    for journal in journals().iter_mut() {
-        let before = journal.state.components.len();
-        journal.state.components.retain(|c| c.pid != Some(pid));
-        if journal.state.components.len() != before {
-            let _ = journal.state.write(&journal.dir);
+impl crate::supervise::Journal for StackJournal {
+    fn record(&self, change: &Lifecycle<'_>) {
+        match *change {
+            Lifecycle::Started {
+                name,
+                program,
+                log,
+                pid,
+                started,
+            } => self.record_start(name, program, log, pid, started),
+            Lifecycle::Stopped { pid } => self.record_stop(pid),
         }
     }
 }
 
-/// Stops recording every stack. A stack with nothing left running leaves no `stack.json`.
-pub fn end_journal() {
-    crate::supervise::set_journal(None);
-    for journal in journals().drain(..) {
-        if journal.state.components.is_empty() {
-            let _ = std::fs::remove_file(journal.dir.join(STATE_FILE));
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if self.on && self.state.components.is_empty() {
+            let _ = std::fs::remove_file(self.dir.join(STATE_FILE));
         }
     }
 }
@@ -154,6 +181,7 @@ pub struct FolderLock {
 
 impl FolderLock {
     /// Takes the lock, or says who holds it; never waits.
+    #[allow(unsafe_code)]
     pub fn try_acquire(dir: &Path) -> Result<FolderLock, StackError> {
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
@@ -194,19 +222,20 @@ mod tests {
     fn each_stack_folder_records_its_own_components() {
         let root = tempfile::tempdir().unwrap();
         let (one, two) = (root.path().join("stack"), root.path().join("stack-2"));
+        let mut journals = Vec::new();
         for dir in [&one, &two] {
             std::fs::create_dir_all(dir).unwrap();
-            begin_journal(dir, "tag").unwrap();
+            journals.push(StackJournal::begin(dir, "tag").unwrap());
         }
         let program = Path::new("/bin/sandbox-agent");
-        record_start(
+        journals[0].record_start(
             "agent",
             program,
             &one.join("sandbox-agent/log"),
             1_000_001,
             None,
         );
-        record_start(
+        journals[1].record_start(
             "agent",
             program,
             &two.join("sandbox-agent/log"),
@@ -219,10 +248,10 @@ mod tests {
         };
         assert_eq!(pids(&one), [Some(1_000_001)]);
         assert_eq!(pids(&two), [Some(1_000_002)], "stack-2 is not `stack`");
-        record_stop(1_000_002);
+        journals[1].record_stop(1_000_002);
         assert!(pids(&two).is_empty());
         assert_eq!(pids(&one), [Some(1_000_001)]);
-        end_journal();
+        drop(journals);
         assert!(
             !two.join(STATE_FILE).exists(),
             "an empty stack leaves no file"
@@ -231,6 +260,28 @@ mod tests {
             one.join(STATE_FILE).exists(),
             "a running one stays findable"
         );
+    }
+
+    #[test]
+    fn a_closed_journal_leaves_the_handed_over_file_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = StackJournal::begin(dir.path(), "tag").unwrap();
+        journal.record_start(
+            "agent",
+            Path::new("/bin/x"),
+            &dir.path().join("x.log"),
+            7,
+            None,
+        );
+        let whole = StackState {
+            base_url: "http://127.0.0.1:1".into(),
+            ..StackState::read(dir.path()).unwrap()
+        };
+        whole.write(dir.path()).unwrap();
+        journal.close();
+        journal.record_stop(7);
+        drop(journal);
+        assert_eq!(StackState::read(dir.path()).unwrap(), whole);
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! SIGKILLs every group whose leader is still the process recorded, then
 //! every process carrying the run's owner tag (see [`super::owner`]).
 //!
+//! A keeper that dies while the harness runs (killed by hand) is noticed
+//! within half a second, said so, and replaced by one told the same groups.
+//!
 //! `PR_SET_PDEATHSIG` alone would not do: it fires when the spawning
 //! *thread* exits (tokio's blocking threads come and go), and it reaches
 //! neither grandchildren nor programs that start their own group.
@@ -19,37 +22,46 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// How long the harness waits, on its way out, for the keeper's last sweep.
 const FINISH_BOUND: Duration = Duration::from_secs(5);
 
-/// The keeper process and the harness's end of its stdin.
-struct Keeper {
+/// How often the harness checks that its keeper still runs.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// The keeper process, the harness's end of its stdin, and what it was
+/// told (so a new keeper can be told it again).
+struct Live {
     child: Child,
     line: UnixStream,
+    tag: String,
+    groups: HashMap<i32, u64>,
 }
 
-static KEEPER: Mutex<Option<Keeper>> = Mutex::new(None);
+type Shared = Arc<Mutex<Option<Live>>>;
 
-fn keeper() -> std::sync::MutexGuard<'static, Option<Keeper>> {
-    KEEPER.lock().unwrap_or_else(|p| p.into_inner())
+/// The harness's side of a keeper, owned by the run's [`super::Supervisor`];
+/// a watch thread replaces the keeper process should it die.
+pub(super) struct Keeper {
+    live: Shared,
 }
 
-fn send(line: &str) {
-    let guard = keeper();
-    let Some(keeper) = guard.as_ref() else {
-        return;
-    };
+fn lock(live: &Mutex<Option<Live>>) -> std::sync::MutexGuard<'_, Option<Live>> {
+    live.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[allow(unsafe_code)]
+fn send_to(live: &Live, line: &str) {
     let text = format!("{line}\n");
     // A socket, not a pipe: a keeper that died gets the harness an EPIPE
     // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
-    // A dead keeper cannot be helped; the harness still cleans up itself.
+    // A dead keeper is replaced by the watch (see `watch`).
     // SAFETY: send(2) of a live buffer on a socket we own.
     let _ = unsafe {
         libc::send(
-            keeper.line.as_raw_fd(),
+            live.line.as_raw_fd(),
             text.as_ptr().cast(),
             text.len(),
             libc::MSG_NOSIGNAL,
@@ -57,9 +69,9 @@ fn send(line: &str) {
     };
 }
 
-/// Starts the keeper for the owner `tag` (the running binary, re-executed).
-/// Its own process group keeps it out of a terminal's Ctrl-C.
-pub fn start(tag: &str) -> Result<(), super::ProcessError> {
+/// A keeper process for `tag` (the running binary, re-executed), told
+/// `groups`. Its own process group keeps it out of a terminal's Ctrl-C.
+fn spawn(tag: &str, groups: HashMap<i32, u64>) -> Result<Live, super::ProcessError> {
     use super::ProcessError;
     let exe =
         std::env::current_exe().map_err(ProcessError::io("cannot find the continuity binary"))?;
@@ -73,36 +85,125 @@ pub fn start(tag: &str) -> Result<(), super::ProcessError> {
         .process_group(0)
         .spawn()
         .map_err(ProcessError::io("cannot start the keeper process"))?;
-    *keeper() = Some(Keeper { child, line });
-    Ok(())
+    let live = Live {
+        child,
+        line,
+        tag: tag.to_string(),
+        groups,
+    };
+    for (pgid, started) in &live.groups {
+        send_to(&live, &format!("group {pgid} {started}"));
+    }
+    Ok(live)
 }
 
-/// Tells the keeper about a group the harness started (its leader's pid).
-pub fn track(pgid: i32) {
-    if let Some(started) = owner::start_time(pgid) {
-        send(&format!("group {pgid} {started}"));
+/// Until the keeper is finished, released or dropped: a keeper that exited
+/// is said so and replaced by one told every group the old one knew.
+fn watch(live: Weak<Mutex<Option<Live>>>) {
+    loop {
+        std::thread::sleep(WATCH_EVERY);
+        let Some(live) = live.upgrade() else {
+            return;
+        };
+        let mut guard = lock(&live);
+        let Some(current) = guard.as_mut() else {
+            return;
+        };
+        let Ok(Some(status)) = current.child.try_wait() else {
+            continue;
+        };
+        let pid = current.child.id();
+        let (tag, groups) = (current.tag.clone(), current.groups.clone());
+        match spawn(&tag, groups) {
+            Ok(replacement) => {
+                crate::console::errln(&format!(
+                    "warning: the keeper process (pid {pid}) ended ({status}); a new one (pid {}) now makes sure nothing outlives the harness",
+                    replacement.child.id()
+                ));
+                *guard = Some(replacement);
+            }
+            Err(e) => {
+                crate::console::errln(&format!(
+                    "warning: the keeper process (pid {pid}) ended ({status}) and cannot be replaced ({e}): should the harness be killed, what it started may outlive it"
+                ));
+                *guard = None;
+                return;
+            }
+        }
     }
 }
 
-/// Tells the keeper a group was stopped (or handed over) by the harness.
-pub fn untrack(pgid: i32) {
-    send(&format!("ungroup {pgid}"));
+/// Whether a keeper for `tag` runs: the harness that owns the tag (a run,
+/// a `stack up` still starting) is alive, since a keeper outlives its
+/// harness only for its last sweep.
+pub fn running_for(tag: &str) -> bool {
+    let wanted = format!(" keeper --owner {tag}");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(owner::command_line)
+        .any(|line| line.ends_with(&wanted))
 }
 
-/// Lets the keeper go without killing anything: `stack up` hands its
-/// components over to `stack down`.
-pub fn release() {
-    send("release");
-    finish();
+impl Keeper {
+    /// Starts the keeper for the owner `tag`, and the watch that replaces it.
+    pub(super) fn start(tag: &str) -> Result<Keeper, super::ProcessError> {
+        let live: Shared = Arc::new(Mutex::new(Some(spawn(tag, HashMap::new())?)));
+        let watched = Arc::downgrade(&live);
+        std::thread::spawn(move || watch(watched));
+        Ok(Keeper { live })
+    }
+
+    /// Tells the keeper about a group the harness started (its leader's pid).
+    pub(super) fn track(&self, pgid: i32) {
+        if let Some(started) = owner::start_time(pgid) {
+            if let Some(live) = lock(&self.live).as_mut() {
+                live.groups.insert(pgid, started);
+                send_to(live, &format!("group {pgid} {started}"));
+            }
+        }
+    }
+
+    /// Tells the keeper a group was stopped (or handed over) by the harness.
+    pub(super) fn untrack(&self, pgid: i32) {
+        if let Some(live) = lock(&self.live).as_mut() {
+            live.groups.remove(&pgid);
+            send_to(live, &format!("ungroup {pgid}"));
+        }
+    }
+
+    /// Lets the keeper go without killing anything: `stack up` hands its
+    /// components over to `stack down`. Taken out of the watch's reach
+    /// first, so a keeper that exits on `release` is not taken for one that died.
+    pub(super) fn release(&self) {
+        let taken = lock(&self.live).take();
+        if let Some(live) = taken {
+            send_to(&live, "release");
+            wait_out(live);
+        }
+    }
+
+    /// Closes the keeper's stdin and waits (a few seconds at most) for its
+    /// final sweep, so the keeper is not left running either. Idempotent.
+    pub(super) fn finish(&self) {
+        let taken = lock(&self.live).take();
+        if let Some(live) = taken {
+            wait_out(live);
+        }
+    }
 }
 
-/// On the harness's way out, after its own cleanup: closes the pipe and
-/// waits (a few seconds at most) for the keeper's final sweep, so the
-/// keeper is not left running either.
-pub fn finish() {
-    let Some(Keeper { mut child, line }) = keeper().take() else {
-        return;
-    };
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn wait_out(live: Live) {
+    let Live {
+        mut child, line, ..
+    } = live;
     drop(line);
     let until = Instant::now() + FINISH_BOUND;
     while Instant::now() < until {
@@ -117,6 +218,7 @@ pub fn finish() {
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.
 /// Returns the exit code.
+#[allow(unsafe_code)]
 pub fn run(tag: &str) -> i32 {
     for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
         // SAFETY: ignoring a signal installs no handler code.

@@ -16,18 +16,6 @@ pub const OWNER_ENV: &str = "CONTINUITY_OWNER";
 /// How long a sweep waits for what it killed to disappear from `/proc`.
 const SWEEP_BOUND: Duration = Duration::from_secs(3);
 
-static CURRENT: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-/// Makes `tag` the owner of every process this harness starts from now on.
-pub fn adopt(tag: &str) {
-    *CURRENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(tag.to_string());
-}
-
-/// The owner tag of this harness's processes, once a run or stack adopted one.
-pub fn current() -> Option<String> {
-    CURRENT.lock().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
 /// A new owner tag for a run or stack in `dir`: unique, and readable by
 /// a person looking at `/proc/PID/environ`.
 pub fn new_tag(dir: &std::path::Path) -> String {
@@ -58,15 +46,97 @@ fn group_and_state(pid: i32) -> Option<(i32, bool)> {
 
 /// Whether the process's environment holds `CONTINUITY_OWNER=tag`.
 pub fn carries_tag(pid: i32, tag: &str) -> bool {
+    environ_holds(pid, &format!("{OWNER_ENV}={tag}"))
+}
+
+/// Whether the process's environment holds `entry` (`NAME=value`) exactly.
+///
+/// A process in the middle of an exec has, for a moment, no whole
+/// environment to read: the new program's is not mapped yet and
+/// `/proc/PID/environ` reads empty, or a read that spans the exec stops
+/// where the old program's memory went away. Such a read is retried (up to
+/// [`EXEC_SETTLE`]) rather than taken for a process without the entry, or a
+/// sweep would miss a process that happens to be changing programs (a shell
+/// exec'ing node, `setsid` its command) and report it gone.
+pub fn environ_holds(pid: i32, entry: &str) -> bool {
+    let until = Instant::now() + EXEC_SETTLE;
+    loop {
+        match read_environ(pid) {
+            // Every entry ends with a NUL: a block without one was cut short.
+            Some(environ) if environ.ends_with(&[0]) => {
+                return environ
+                    .split(|b| *b == 0)
+                    .any(|found| found == entry.as_bytes());
+            }
+            // Unreadable (gone, or another user's), or empty or cut for good.
+            None => return false,
+            Some(_) if !may_be_between_programs(pid) || Instant::now() >= until => return false,
+            Some(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+}
+
+/// How long an empty environment is re-read before it counts as empty.
+const EXEC_SETTLE: Duration = Duration::from_millis(200);
+
+/// The environment block, read in one `read` when it fits (the kernel
+/// then copies it from one program's memory, never half of each).
+fn read_environ(pid: i32) -> Option<Vec<u8>> {
+    const AT_ONCE: usize = 256 * 1024;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/environ")).ok()?;
+    let mut environ = vec![0u8; AT_ONCE];
+    let read = file.read(&mut environ).ok()?;
+    environ.truncate(read);
+    if read == AT_ONCE {
+        file.read_to_end(&mut environ).ok()?;
+    }
+    Some(environ)
+}
+
+/// Whether an empty environment may be an exec's passing moment: the
+/// process runs and is not a kernel thread (those never have one).
+fn may_be_between_programs(pid: i32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let running = !matches!(fields.next(), Some("Z" | "X"));
+    // Fields after the state: ppid, pgrp, session, tty_nr, tpgid, flags.
+    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+    running && flags & PF_KTHREAD == 0
+}
+
+/// The owner tag in the process's environment, if it carries one.
+pub fn tag_of(pid: i32) -> Option<String> {
     let mut environ = Vec::new();
-    let readable = std::fs::File::open(format!("/proc/{pid}/environ"))
+    std::fs::File::open(format!("/proc/{pid}/environ"))
         .and_then(|mut f| f.read_to_end(&mut environ))
-        .is_ok();
-    let wanted = format!("{OWNER_ENV}={tag}");
-    readable
-        && environ
-            .split(|b| *b == 0)
-            .any(|entry| entry == wanted.as_bytes())
+        .ok()?;
+    let prefix = format!("{OWNER_ENV}=");
+    environ.split(|b| *b == 0).find_map(|entry| {
+        let tag = entry.strip_prefix(prefix.as_bytes())?;
+        Some(String::from_utf8_lossy(tag).into_owned())
+    })
+}
+
+/// The folder an owner tag names: [`new_tag`] writes `<id>:<folder>`.
+pub fn tag_folder(tag: &str) -> Option<&str> {
+    tag.split_once(':').map(|(_, folder)| folder)
+}
+
+/// The process's command line, its arguments joined by spaces.
+pub fn command_line(pid: i32) -> Option<String> {
+    let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let words: Vec<String> = bytes
+        .split(|b| *b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    Some(words.join(" "))
 }
 
 /// A process held by a pidfd: while it is open, the number cannot name
@@ -78,6 +148,7 @@ pub struct Pinned {
 }
 
 impl Pinned {
+    #[allow(unsafe_code)]
     pub fn open(pid: i32) -> Option<Pinned> {
         if pid <= 1 || pid == std::process::id() as i32 {
             return None;
@@ -85,6 +156,10 @@ impl Pinned {
         // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
         (fd >= 0).then_some(Pinned { pid, fd })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// Whether the pinned process still runs (and so the reads were about it).
@@ -98,6 +173,7 @@ impl Pinned {
     }
 
     /// Signals the pinned process itself; false if it is gone.
+    #[allow(unsafe_code)]
     pub fn send(&self, signal: i32) -> bool {
         // SAFETY: pidfd_send_signal(2) on an fd we own; no siginfo.
         unsafe {
@@ -131,6 +207,7 @@ impl Pinned {
 
     /// Signals the process's whole group when it leads one, else itself.
     /// The leader is pinned and alive, so the group id is still its group.
+    #[allow(unsafe_code)]
     pub fn send_to_group(&self, signal: i32) -> bool {
         match group_and_state(self.pid) {
             Some((pgrp, false)) if pgrp == self.pid && self.alive() => {
@@ -143,6 +220,7 @@ impl Pinned {
 }
 
 impl Drop for Pinned {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
         // SAFETY: closing the fd pidfd_open gave us.
         unsafe { libc::close(self.fd) };
@@ -171,6 +249,21 @@ pub fn tagged(tag: &str) -> Vec<Pinned> {
         .filter_map(Pinned::open)
         .filter(|p| !group_and_state(p.pid).is_some_and(|(_, zombie)| zombie))
         .filter(|p| p.owned_by(tag))
+        .collect()
+}
+
+/// Every live process whose owner tag names `dir` as its folder (any run
+/// or `stack up` there, whichever its id), pinned, with its tag.
+pub fn tagged_in(dir: &std::path::Path) -> Vec<(String, Pinned)> {
+    let folder = dir.display().to_string();
+    all_pids()
+        .into_iter()
+        .filter_map(Pinned::open)
+        .filter(|p| p.running())
+        .filter_map(|p| {
+            let tag = tag_of(p.pid)?;
+            (tag_folder(&tag) == Some(folder.as_str()) && p.alive()).then_some((tag, p))
+        })
         .collect()
 }
 
@@ -252,6 +345,42 @@ mod tests {
         assert!(
             verified(pid, started).is_none_or(|p| !p.running()),
             "the descendant survived"
+        );
+    }
+
+    #[test]
+    fn a_process_changing_programs_is_found_by_its_tag_in_every_scan() {
+        // A shell that execs itself over and over. Between two programs a
+        // process's environment reads empty for a moment; the sweep that
+        // took that for "not ours" found 0 of 1 in a loaded full test run.
+        let tag = new_tag(std::path::Path::new("/tmp/sweep-exec"));
+        let again = r#"exec sh -c "$0" "$0""#;
+        let child = std::process::Command::new("sh")
+            .args(["-c", again, again])
+            .env(OWNER_ENV, &tag)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // A failed assertion must not leave it spinning.
+        struct KillOnDrop(std::process::Child);
+        impl Drop for KillOnDrop {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let mut child = KillOnDrop(child);
+        let until = Instant::now() + Duration::from_secs(5);
+        while !carries_tag(child.0.id() as i32, &tag) {
+            assert!(Instant::now() < until, "the shell never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let missed = (0..50).filter(|_| tagged(&tag).len() != 1).count();
+        assert_eq!(missed, 0, "scans of 50 that missed it mid-exec");
+        assert_eq!(sweep(&tag), 1);
+        assert!(
+            child.0.wait().unwrap().code().is_none(),
+            "killed by a signal"
         );
     }
 

@@ -10,7 +10,7 @@ use super::{fmt_duration, DEFAULT_GRACE};
 use crate::errors::error_chain;
 use crate::secret::display_url;
 use crate::signal::Signal;
-use crate::supervise::{kill_group, track_group, untrack_group};
+use crate::supervise::{kill_group, Supervisor};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -276,40 +276,45 @@ pub(super) fn last_lines(bytes: &[u8], lines: usize, cut: bool) -> String {
 
 /// SIGKILLs a command's process group unless disarmed: a restart future that
 /// is dropped (cancelled run, Ctrl-C) must not leave its command running.
-struct GroupGuard {
+struct GroupGuard<'a> {
     pgid: Option<i32>,
+    supervisor: &'a Supervisor,
 }
 
-impl GroupGuard {
-    fn new(pgid: Option<i32>) -> Self {
+impl<'a> GroupGuard<'a> {
+    fn new(pgid: Option<i32>, supervisor: &'a Supervisor) -> Self {
         if let Some(pgid) = pgid {
-            track_group(pgid);
+            supervisor.track_group(pgid);
         }
-        Self { pgid }
+        Self { pgid, supervisor }
     }
 
     fn disarm(&mut self) {
         if let Some(pgid) = self.pgid.take() {
-            untrack_group(pgid);
+            self.supervisor.untrack_group(pgid);
         }
     }
 
     fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             kill_group(pgid);
-            untrack_group(pgid);
+            self.supervisor.untrack_group(pgid);
         }
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for GroupGuard<'_> {
     fn drop(&mut self) {
         self.kill();
     }
 }
 
-/// Runs `/bin/sh -c command` with a deadline.
-pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), ActionError> {
+/// Runs `/bin/sh -c command` with a deadline, its group known to `supervisor`.
+pub(super) async fn run_command(
+    command: &str,
+    timeout: Duration,
+    supervisor: &Supervisor,
+) -> Result<(), ActionError> {
     let mut child = tokio::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(command)
@@ -323,7 +328,7 @@ pub(super) async fn run_command(command: &str, timeout: Duration) -> Result<(), 
             command: command.to_string(),
             reason: e.to_string(),
         })?;
-    let mut guard = GroupGuard::new(child.id().map(|pid| pid as i32));
+    let mut guard = GroupGuard::new(child.id().map(|pid| pid as i32), supervisor);
     // The output kept, and whether its start was dropped.
     let captured = Arc::new(Mutex::new((Vec::<u8>::new(), false)));
     let reader = child.stderr.take().map(|mut stderr| {

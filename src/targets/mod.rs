@@ -22,7 +22,7 @@ pub use readiness::{ProbeAuth, ProbeError, Readiness};
 
 use crate::clock::millis;
 use crate::signal::Signal;
-use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState};
+use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState, Supervisor};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -108,6 +108,8 @@ pub struct Target {
     pub keeps_open_requests: bool,
     /// The running process of a managed target.
     process: Option<ManagedProcess>,
+    /// What its processes (a managed one, a restart command) start under.
+    supervisor: Supervisor,
     /// What HTTP probes of the server under test send (the token).
     probe_auth: ProbeAuth,
     /// The current cell's trace: component stop/start and readiness attempts.
@@ -166,6 +168,7 @@ impl Target {
             independent: false,
             keeps_open_requests: false,
             process: None,
+            supervisor: Supervisor::default(),
             probe_auth: ProbeAuth::default(),
             trace: crate::trace::Trace::detached(),
             after_stop: None,
@@ -183,6 +186,18 @@ impl Target {
     pub fn keeping_open_requests(mut self) -> Self {
         self.keeps_open_requests = true;
         self
+    }
+
+    /// Starts its processes (a managed one, a restart command) under
+    /// `supervisor`: the run's owner tag and keeper, the stack's journal.
+    pub fn supervised_by(mut self, supervisor: Supervisor) -> Self {
+        self.supervisor = supervisor;
+        self
+    }
+
+    /// See [`Target::supervised_by`], for a target built elsewhere.
+    pub fn set_supervisor(&mut self, supervisor: Supervisor) {
+        self.supervisor = supervisor;
     }
 
     /// Runs `hook` each time the managed process has stopped.
@@ -326,6 +341,25 @@ impl Target {
         }
     }
 
+    /// From now on this managed target runs `program` (another build of
+    /// the same component, same arguments, same port): the running process
+    /// stops as at [`Target::shutdown`], then the new one starts and must
+    /// become ready as at [`Target::prepare`].
+    pub async fn switch_program(&mut self, program: PathBuf) -> Result<(), TargetError> {
+        if !matches!(self.action, RestartAction::Managed(_)) {
+            return Err(self.action_error(ActionError::Start {
+                command: self.action.describe(),
+                reason: "only a managed process can run another program".into(),
+                log_tail: String::new(),
+            }));
+        }
+        self.shutdown().await;
+        if let RestartAction::Managed(spec) = &mut self.action {
+            spec.program = program;
+        }
+        self.prepare().await
+    }
+
     /// Leaves a managed target's process running past this handle; returns its pid.
     pub fn detach(&mut self) -> Option<u32> {
         self.process.as_mut().and_then(ManagedProcess::detach)
@@ -351,7 +385,7 @@ impl Target {
     async fn run_action(&mut self) -> Result<(), ActionError> {
         match &self.action {
             RestartAction::Command { command, timeout } => {
-                action::run_command(command, *timeout).await
+                action::run_command(command, *timeout, &self.supervisor).await
             }
             RestartAction::Managed(spec) => {
                 let spec = spec.clone();
@@ -391,17 +425,20 @@ impl Target {
 
     fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
         let process = self.process.get_or_insert_with(|| {
-            ManagedProcess::new(ProcessSpec {
-                name: self.name.clone(),
-                program: spec.program.clone(),
-                args: spec.args.clone(),
-                env: spec.env.clone(),
-                cwd: spec.cwd.clone(),
-                log: spec
-                    .log
-                    .clone()
-                    .unwrap_or_else(|| default_log_path(&self.name)),
-            })
+            ManagedProcess::new(
+                ProcessSpec {
+                    name: self.name.clone(),
+                    program: spec.program.clone(),
+                    args: spec.args.clone(),
+                    env: spec.env.clone(),
+                    cwd: spec.cwd.clone(),
+                    log: spec
+                        .log
+                        .clone()
+                        .unwrap_or_else(|| default_log_path(&self.name)),
+                },
+                self.supervisor.clone(),
+            )
         });
         process.start().map(drop).map_err(|e| ActionError::Start {
             command: spec.command_line(),
@@ -473,7 +510,7 @@ fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: Pro
 fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))
-        .join(format!("{target}.log"))
+        .join(format!("{}.log", crate::file_name::safe(target)))
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.

@@ -25,12 +25,14 @@ pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
 }
 
 /// Whether a process with this pid exists (and may be signalled by us).
+#[allow(unsafe_code)]
 pub fn process_exists(pid: i32) -> bool {
     // SAFETY: kill(2) with signal 0 only checks existence and permission.
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// Sends `signal` to the process named by `pid_file`.
+#[allow(unsafe_code)]
 pub fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
     let pid = read_pid_file(pid_file)?;
     // SAFETY: kill(2) on a single positive pid; no memory is touched.

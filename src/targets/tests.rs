@@ -323,3 +323,48 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
     );
     assert_eq!(action::last_lines(b"a\nb\nc", 2, false), "b\nc");
 }
+
+/// A switched target runs the other program from then on, restarts
+/// included, and the old process's group is gone.
+#[tokio::test]
+async fn a_managed_target_switches_its_program_and_keeps_it_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().unwrap();
+    // Each start notes which shell ran it (dash sets no BASH_VERSION).
+    let script = format!(
+        "echo \"shell=${{BASH_VERSION:-dash}}\" >> starts; exec {} -m http.server --bind 127.0.0.1 {port}",
+        python()
+    );
+    let mut spec = ManagedSpec::new("/usr/bin/dash", ["-c".to_string(), script]);
+    spec.cwd = Some(dir.path().to_path_buf());
+    spec.log = Some(dir.path().join("server.log"));
+    spec.grace = Duration::from_secs(2);
+    let readiness = Readiness::Tcp {
+        addr: format!("127.0.0.1:{port}"),
+    };
+    let mut target = Target::new("server", RestartAction::Managed(spec), readiness)
+        .with_ready_timeout(Duration::from_secs(15));
+    target.prepare().await.expect("prepare");
+    let first = target.pid().expect("running") as i32;
+    target
+        .switch_program("/usr/bin/bash".into())
+        .await
+        .expect("switch");
+    assert!(group_members(first).is_empty(), "the old process survived");
+    let outcome = target.restart("restart").await;
+    assert!(outcome.ok, "{outcome:?}");
+    target.shutdown().await;
+    let starts = std::fs::read_to_string(dir.path().join("starts")).unwrap();
+    let shells: Vec<bool> = starts.lines().map(|l| l == "shell=dash").collect();
+    assert_eq!(shells, [true, false, false], "{starts}");
+
+    let mut hook = Target::new(
+        "hook",
+        RestartAction::Command {
+            command: "true".into(),
+            timeout: Duration::from_secs(1),
+        },
+        Readiness::None,
+    );
+    assert!(hook.switch_program("/usr/bin/bash".into()).await.is_err());
+}

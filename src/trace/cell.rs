@@ -8,21 +8,10 @@ use std::path::Path;
 
 /// The folder of a cell inside the run folder: `cells/003-agent-native-continuity-1`.
 pub fn cell_dir_name(index: usize, target: &str, scenario: &str, attempt: u32) -> String {
-    let safe = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
     format!(
         "cells/{index:03}-{}-{}-{attempt}",
-        safe(target),
-        safe(scenario)
+        crate::file_name::safe(target),
+        crate::file_name::safe(scenario)
     )
 }
 

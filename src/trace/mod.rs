@@ -207,9 +207,10 @@ impl Trace {
         line.insert("t".into(), json!(self.now_ms()));
         line.insert("ev".into(), ev.into());
         line.extend(fields);
-        let text = Value::Object(line).to_string();
-        let text =
-            crate::secret::redact_known(&crate::secret::redact(&text, self.inner.token.as_ref()));
+        let mut line = Value::Object(line);
+        // The values only: a secret equal to a field name must not rename it.
+        crate::secret::redact_json_known(&mut line, self.inner.token.as_ref());
+        let text = line.to_string();
         let mut sink = self.inner.sink.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sink) = sink.as_mut() {
             sink.append(&text, self.now_ms());

@@ -37,7 +37,11 @@ impl Inner {
         let response = match sent {
             Ok(r) => r,
             Err(e) => {
-                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
+                return self.fail_exchange(
+                    exchange,
+                    started,
+                    AcpError::from_reqwest(&url, &e, crate::http::CONNECT_TIMEOUT),
+                )
             }
         };
         let status = response.status();
@@ -45,7 +49,11 @@ impl Inner {
         let body = match read_bounded(response).await {
             Ok(body) => body,
             Err(e) => {
-                return self.fail_exchange(exchange, started, AcpError::from_reqwest(&url, &e))
+                return self.fail_exchange(
+                    exchange,
+                    started,
+                    AcpError::from_reqwest(&url, &e, crate::http::CONNECT_TIMEOUT),
+                )
             }
         };
         let Some(body) = body else {

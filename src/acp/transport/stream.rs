@@ -105,7 +105,7 @@ impl Inner {
         let response = match request.send().await {
             Ok(r) => r,
             Err(e) => {
-                let error = AcpError::from_reqwest(url, &e);
+                let error = AcpError::from_reqwest(url, &e, crate::http::CONNECT_TIMEOUT);
                 exchange.elapsed = started.elapsed();
                 exchange.failure = Some(error.seen());
                 self.trace.http(exchange);
@@ -143,7 +143,13 @@ impl Inner {
         while let Some(item) = events.next().await {
             let event = match item {
                 Ok(event) => event,
-                Err(DecodeError::Transport(e)) => return Some(AcpError::from_reqwest(url, &e)),
+                Err(DecodeError::Transport(e)) => {
+                    return Some(AcpError::from_reqwest(
+                        url,
+                        &e,
+                        crate::http::CONNECT_TIMEOUT,
+                    ))
+                }
                 Err(DecodeError::Malformed(e)) => return Some(e),
             };
             if !event.id.is_empty() {

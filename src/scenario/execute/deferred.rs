@@ -38,7 +38,8 @@ impl CleanupFence {
         self.0.try_write().is_err()
     }
 
-    async fn lease(&self) -> OwnedRwLockReadGuard<()> {
+    /// A lease for work a restart must not cut: held until dropped.
+    pub async fn lease(&self) -> OwnedRwLockReadGuard<()> {
         Arc::clone(&self.0).read_owned().await
     }
 }

@@ -187,7 +187,10 @@ async fn a_postgres_that_cannot_start_is_a_clear_error_and_leaves_nothing() {
     let e = PostgresStack::up(
         &dir.path().join("taken"),
         &bin(),
-        PostgresOptions { port: Some(taken) },
+        PostgresOptions {
+            port: Some(taken),
+            ..Default::default()
+        },
         &mut |_| {},
     )
     .await

@@ -104,8 +104,11 @@ async fn the_hosted_clients_drivers_pass_the_persist_contract() {
         &node,
         SaveMode::Immediate,
         RunnerStop::Kill,
-        None,
-        true,
+        super::HostedApp {
+            sdk_version: None,
+            native_sqlite: true,
+        },
+        &crate::supervise::Supervisor::default(),
         &mut |_| {},
     )
     .await
@@ -169,6 +172,10 @@ async fn the_hosted_clients_drivers_pass_the_persist_contract() {
     }
     rivet.down().await;
     if let Err(failure) = checked {
-        std::panic::resume_unwind(failure);
+        // A message of our own has no panic behind it to print it.
+        match failure.downcast::<String>() {
+            Ok(message) => panic!("{message}"),
+            Err(failure) => std::panic::resume_unwind(failure),
+        }
     }
 }

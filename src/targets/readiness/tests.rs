@@ -184,7 +184,10 @@ async fn a_held_request_that_answers_wins() {
         (winner["attempt"].as_u64(), winner["status"].as_u64()),
         (Some(1), Some(200))
     );
-    assert!(winner["ms"].as_u64().unwrap() >= 2900, "{winner}");
+    // Held past the 2 s an attempt used to get. (Not "about 3 s": on a
+    // loaded machine the first attempt starts a while after the server's
+    // clock does, 176 ms once in a full run.)
+    assert!(winner["ms"].as_u64().unwrap() > 2000, "{winner}");
     // With the first waiting, starts every 800 ms, each answered 503 at
     // once: attempts 2, 3 and 4 (at 0.8, 1.6 and 2.4 s).
     let numbers: Vec<u64> = between

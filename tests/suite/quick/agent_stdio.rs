@@ -1,11 +1,11 @@
 //! The scripted agent on its own: JSON-RPC over stdio, as sandbox-agent drives it.
 
-use crate::support::assert_exit;
+use crate::support::{assert_exit, continuity_command};
 use continuity::exit_codes;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Duration;
 
 struct Agent {
@@ -16,8 +16,7 @@ struct Agent {
 
 impl Agent {
     fn start(dir: &Path, env: &[(&str, &str)]) -> Agent {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_continuity"))
-            .arg("agent")
+        let mut child = continuity_command(["agent"])
             .env("CONTINUITY_AGENT_STATE", dir.join("state.json"))
             .env("CONTINUITY_AGENT_RECORD", dir.join("record.jsonl"))
             .envs(env.iter().copied())
@@ -214,8 +213,7 @@ fn fault_knobs_hang_exit_and_write_garbage() {
 
 #[test]
 fn a_bad_knob_in_the_environment_is_a_clear_error() {
-    let output = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .arg("agent")
+    let output = continuity_command(["agent"])
         .env("CONTINUITY_AGENT_FAULT", "explode")
         .stdin(Stdio::null())
         .output()

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
 const README_MAX_LINES: usize = 200;
 
@@ -329,8 +328,7 @@ fn long_flags(text: &str) -> BTreeSet<String> {
 }
 
 fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(args)
+    let out = crate::support::continuity_command(args)
         .arg("--help")
         .output()
         .expect("run continuity --help");

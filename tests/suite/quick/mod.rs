@@ -1,9 +1,15 @@
 //! Tests that need only the built binary and in-test servers.
 
 mod agent_stdio;
+mod bad_input;
+mod command_env;
+mod completions;
 mod docs_links;
+mod process_probes;
 mod secrets_e2e;
 mod show_cli;
 mod stream_diagnosis;
 mod terminal_hostile;
+mod terminal_width;
 mod transport_hostile;
+mod workflows;

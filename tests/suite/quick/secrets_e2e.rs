@@ -8,13 +8,11 @@
 //! shows, which is the point.
 
 use crate::support;
+use crate::support::fake_http::{self, FakeServer};
 
 use continuity::exit_codes;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Output;
-use std::sync::{Arc, Mutex};
 
 const TOKEN: &str = "tok-leak-4711abcdef";
 const DEPLOY_TOKEN: &str = "deploy-leak-889900";
@@ -27,73 +25,31 @@ const HOOK_BASIC: &str = "aG9va3VzZXI6aG9va3Bhc3MtOTk4ODc3";
 /// keeps every request head it saw.
 struct EchoServer {
     port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
+    server: FakeServer,
 }
 
 type Reply = fn(&str, &str, &str) -> (u16, &'static str, String);
 
 impl EchoServer {
     fn start(reply: Reply) -> EchoServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    let head_end = loop {
-                        let Ok(n) = stream.read(&mut chunk) else {
-                            return;
-                        };
-                        if n == 0 {
-                            return;
-                        }
-                        buf.extend_from_slice(&chunk[..n]);
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i;
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("content-length")
-                                .then(|| v.trim().parse().ok())?
-                        })
-                        .unwrap_or(0);
-                    while buf.len() < head_end + 4 + length {
-                        match stream.read(&mut chunk) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    log.lock().unwrap().push(head.clone());
-                    let mut first = head.lines().next().unwrap_or("").split(' ');
-                    let method = first.next().unwrap_or("").to_string();
-                    let path = first.next().unwrap_or("").to_string();
-                    let (status, content_type, body) = reply(&method, &path, &head);
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                });
-            }
+        let server = FakeServer::start(move |request| {
+            let (status, content_type, body) =
+                reply(&request.method, &request.target, &request.head);
+            fake_http::reply(&format!("{status} X"), content_type, &body)
         });
-        EchoServer { port, seen }
+        EchoServer {
+            port: server.port,
+            server,
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.base_url()
     }
 
     fn seen(&self) -> String {
-        self.seen.lock().unwrap().join("\n")
+        let heads: Vec<String> = self.server.requests().into_iter().map(|r| r.head).collect();
+        heads.join("\n")
     }
 }
 
@@ -125,7 +81,7 @@ fn hostile(_method: &str, path: &str, head: &str) -> (u16, &'static str, String)
 }
 
 fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
-    support::clean_command(args, env).output().unwrap()
+    support::continuity_with(args, env)
 }
 
 /// Every byte of every file under `dir`, lossily as text.

@@ -2,19 +2,16 @@
 //! cell's timeline; bad input (another schema, a damaged trace, an unknown
 //! cell) is a usage error naming the file or the cell, never a panic.
 
-use crate::support::assert_exit;
+use crate::support::{assert_exit, continuity_command};
 use continuity::exit_codes;
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 fn show(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .arg("show")
-        .args(args)
-        .env("NO_COLOR", "1")
+    continuity_command(["show"].iter().chain(args))
         .output()
         .unwrap()
 }
@@ -95,7 +92,11 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     assert_exit(&matrix, exit_codes::OK);
     let (out, _) = text(&matrix);
     assert!(
-        out.contains("promptAfter") && out.contains("❌ http 401"),
+        out.contains("FAIL [  0.0 s] agent × s @ promptAfter"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  ❌ promptAfter    2 ms  http 401\n"),
         "{out}"
     );
 
@@ -180,7 +181,12 @@ fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
         "{\"t\":0,\"ev\":\"trace\",\"schema\":\"continuity.trace/v1\"}\n\u{0}garbage\n",
     )
     .unwrap();
-    usage(&[run, "--cell", "agent/s"], "trace.jsonl: line 2");
+    // A torn trace costs its events, not the timeline (as `--trace off`).
+    let torn = show(&[run, "--cell", "agent/s"]);
+    assert_exit(&torn, exit_codes::OK);
+    let (out, err) = text(&torn);
+    assert!(err.contains("trace.jsonl: line 2"), "{err}");
+    assert!(out.contains("promptAfter ◀ boundary"), "{out}");
 
     let report = dir.path().join("report.json");
     let text = std::fs::read_to_string(&report)

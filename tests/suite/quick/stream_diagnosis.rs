@@ -3,74 +3,34 @@
 //! the response it waited for and the stream's failure, and count the GETs.
 //! A tiny in-test server, because no real sandbox-agent answers this way.
 
+use crate::support::fake_http::{reply, FakeServer, Reply};
 use continuity::acp::{Transport, TransportConfig};
 use continuity::trace::Trace;
 use serde_json::json;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// POST → 202 (the answer "comes on the stream"); GET → 502 with a problem.
-async fn gateway_with_a_broken_stream() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head = loop {
-                    let Ok(n) = socket.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                        let length: usize = head
-                            .to_ascii_lowercase()
-                            .lines()
-                            .find_map(|l| {
-                                l.strip_prefix("content-length:")
-                                    .map(|v| v.trim().parse().unwrap_or(0))
-                            })
-                            .unwrap_or(0);
-                        while buf.len() < end + 4 + length {
-                            let Ok(n) = socket.read(&mut chunk).await else {
-                                return;
-                            };
-                            if n == 0 {
-                                return;
-                            }
-                            buf.extend_from_slice(&chunk[..n]);
-                        }
-                        break head;
-                    }
-                };
-                let reply = if head.starts_with("POST") {
-                    "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                        .to_string()
-                } else {
-                    let body = r#"{"type":"urn:gateway:error:bad_gateway","status":502,"detail":"upstream gone"}"#;
-                    format!("HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/problem+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
-                };
-                let _ = socket.write_all(reply.as_bytes()).await;
-                let _ = socket.shutdown().await;
-            });
-        }
-    });
-    url
+fn gateway_with_a_broken_stream() -> FakeServer {
+    FakeServer::start(|request| match request.method.as_str() {
+        "POST" => Reply {
+            bytes: b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_vec(),
+            hold: Duration::ZERO,
+        },
+        _ => reply(
+            "502 Bad Gateway",
+            "application/problem+json",
+            r#"{"type":"urn:gateway:error:bad_gateway","status":502,"detail":"upstream gone"}"#,
+        ),
+    })
 }
 
 #[tokio::test]
 async fn a_timeout_names_the_response_it_waited_for_and_the_failing_stream() {
-    let base_url = gateway_with_a_broken_stream().await;
+    let gateway = gateway_with_a_broken_stream();
     let trace = Trace::detached();
     let config = TransportConfig {
-        base_url,
+        base_url: gateway.base_url(),
         server_id: "sdk-mock-1".into(),
         bootstrap_agent: Some("mock".into()),
         token: None,

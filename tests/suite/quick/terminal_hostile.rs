@@ -3,6 +3,7 @@
 //! frame, a dropped connection, a 410. Each must end as a classified error
 //! within the caller's deadline, never a hang or a panic.
 
+use crate::support::fake_http::read_request;
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
 use continuity::report::RestartResult;
@@ -27,15 +28,10 @@ where
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            if socket.read(&mut byte).await.unwrap_or(0) == 0 {
-                return;
-            }
-            head.push(byte[0]);
-        }
-        handler(socket, String::from_utf8_lossy(&head).into_owned()).await;
+        let Some(request) = read_request(&mut socket).await else {
+            return;
+        };
+        handler(socket, request.head).await;
     });
     base
 }
@@ -306,15 +302,10 @@ async fn hostile_sandbox(frames: Vec<u8>) -> String {
             };
             let frames = frames.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if socket.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(request) = read_request(&mut socket).await else {
+                    return;
+                };
+                let head = request.head;
                 if head.to_ascii_lowercase().contains("upgrade: websocket") {
                     accept_upgrade(&mut socket, &head).await;
                     let _ = socket.write_all(&frames).await;

@@ -2,129 +2,14 @@
 //! in-test HTTP server on loopback feeds malformed, truncated and oversized
 //! replies. Each must end in a typed error, never a panic or a hang.
 
+use crate::support::fake_http::{reply, sse, FakeServer, Reply, Request};
 use continuity::acp::{AcpError, ConnectFailure, Direction, Observed, Transport, TransportConfig};
 use continuity::secret::Secret;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-
-#[derive(Debug, Clone)]
-struct Request {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// What the fake server writes back: raw bytes, then it holds the socket open for a while.
-struct Reply {
-    bytes: Vec<u8>,
-    hold: Duration,
-}
-
-fn reply(status: &str, content_type: &str, body: &str) -> Reply {
-    Reply {
-        bytes: format!(
-            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
-        hold: Duration::ZERO,
-    }
-}
-
-fn sse(events: &str, hold: Duration) -> Reply {
-    Reply {
-        bytes: format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}").into_bytes(),
-        hold,
-    }
-}
-
-type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
-
-struct FakeServer {
-    base_url: String,
-    requests: Arc<Mutex<Vec<Request>>>,
-}
-
-impl FakeServer {
-    async fn start(handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) -> FakeServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let handler: Handler = Arc::new(handler);
-        let seen = Arc::clone(&requests);
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                let handler = Arc::clone(&handler);
-                let seen = Arc::clone(&seen);
-                tokio::spawn(async move { serve(socket, handler, seen).await });
-            }
-        });
-        FakeServer { base_url, requests }
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-async fn serve(mut socket: TcpStream, handler: Handler, seen: Arc<Mutex<Vec<Request>>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        let n = match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.lines();
-    let mut first = lines.next().unwrap_or_default().split_whitespace();
-    let method = first.next().unwrap_or_default().to_string();
-    let target = first.next().unwrap_or_default().to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let request = Request {
-        method,
-        target,
-        headers,
-        body: String::from_utf8_lossy(&buf[head_end..head_end + length]).to_string(),
-    };
-    seen.lock().unwrap().push(request.clone());
-    let reply = handler(&request);
-    let _ = socket.write_all(&reply.bytes).await;
-    tokio::time::sleep(reply.hold).await;
-}
 
 fn transport(base_url: &str) -> (Transport, mpsc::UnboundedReceiver<Observed>) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -161,9 +46,8 @@ async fn a_200_body_that_is_not_json_is_malformed_and_closes_the_transport() {
     let server = FakeServer::start(|r| match r.method.as_str() {
         "POST" => reply("200 OK", "application/json", "{not json"),
         _ => sse("", Duration::from_secs(5)),
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("initialize", json!({})))
         .await
         .unwrap_err();
@@ -191,9 +75,8 @@ async fn non_object_envelopes_and_bad_error_members_are_malformed() {
         let server = FakeServer::start(move |r| match r.method.as_str() {
             "POST" => reply("200 OK", "application/json", &body),
             _ => sse("", Duration::from_secs(5)),
-        })
-        .await;
-        let (t, _rx) = transport(&server.base_url);
+        });
+        let (t, _rx) = transport(&server.base_url());
         let e = within(t.request("initialize", json!({}))).await;
         // `{"id":0}` alone is not a response: nothing answers, so only the deadline ends it.
         match e {
@@ -211,9 +94,8 @@ async fn http_errors_keep_status_and_problem_type() {
             "application/problem+json",
             r#"{"type":"urn:sandbox-agent:error:stream_error","title":"Stream Error","status":503,"detail":"agent gone"}"#,
         )
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("initialize", json!({})))
         .await
         .unwrap_err();
@@ -231,16 +113,17 @@ async fn http_errors_keep_status_and_problem_type() {
 
 #[tokio::test]
 async fn a_json_rpc_error_keeps_code_and_message() {
-    let server = FakeServer::start(|r| match r.method.as_str() {
+    let server = FakeServer::start(|r| {
+        match r.method.as_str() {
         "POST" => reply(
             "200 OK",
             "application/json",
             &json!({"jsonrpc": "2.0", "id": request_id(r), "error": {"code": -32601, "message": "nope"}}).to_string(),
         ),
         _ => sse("", Duration::from_secs(5)),
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    }
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("x/unknown", json!({}))).await.unwrap_err();
     assert!(
         matches!(e, AcpError::Rpc { code: -32601, ref message, .. } if message == "nope"),
@@ -250,12 +133,13 @@ async fn a_json_rpc_error_keeps_code_and_message() {
 
 #[tokio::test]
 async fn a_body_cut_short_is_a_closed_stream() {
-    let server = FakeServer::start(|_| Reply {
+    let server = FakeServer::start(|_| {
+        Reply {
         bytes: b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{\"jsonrpc\"".to_vec(),
         hold: Duration::ZERO,
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    }
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("initialize", json!({})))
         .await
         .unwrap_err();
@@ -290,9 +174,8 @@ async fn garbage_on_the_stream_fails_the_waiting_request() {
     let server = FakeServer::start(|r| match r.method.as_str() {
         "POST" => reply("202 Accepted", "application/json", ""),
         _ => sse("event: message\ndata: {garbage\n\n", Duration::from_secs(5)),
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("initialize", json!({})))
         .await
         .unwrap_err();
@@ -308,9 +191,8 @@ async fn an_endless_stream_event_is_cut_off_not_buffered_forever() {
             huge.push_str(&"x".repeat(17 * 1024 * 1024));
             sse(&huge, Duration::from_secs(5))
         }
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    });
+    let (t, _rx) = transport(&server.base_url());
     let e = within(t.request("initialize", json!({})))
         .await
         .unwrap_err();
@@ -333,9 +215,8 @@ async fn responses_on_both_paths_are_delivered_once_and_the_protocol_details_mat
             sse(&events, Duration::from_millis(50))
         }
         _ => reply("204 No Content", "text/plain", ""),
-    })
-    .await;
-    let (t, mut rx) = transport(&server.base_url);
+    });
+    let (t, mut rx) = transport(&server.base_url());
     let first = within(t.request("initialize", json!({}))).await.unwrap();
     assert_eq!(first.result, json!({"ok": true}));
     within(t.settle(&first.id, Duration::from_secs(2))).await;
@@ -360,7 +241,7 @@ async fn responses_on_both_paths_are_delivered_once_and_the_protocol_details_mat
 
     let requests = server.requests();
     let posts: Vec<&Request> = requests.iter().filter(|r| r.method == "POST").collect();
-    assert_eq!(posts[0].target, "/v1/acp/srv-1?agent=mock");
+    assert_eq!(posts[0].target, "/v1/acp/srv-1?agent=mock", "{requests:#?}");
     assert_eq!(posts[1].target, "/v1/acp/srv-1");
     assert!(requests
         .iter()
@@ -387,9 +268,8 @@ async fn close_is_bounded_when_delete_never_answers() {
             hold: Duration::from_secs(30),
         },
         _ => sse("", Duration::from_secs(30)),
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    });
+    let (t, _rx) = transport(&server.base_url());
     within(t.request("initialize", json!({}))).await.unwrap();
     let started = std::time::Instant::now();
     t.close().await;
@@ -451,7 +331,8 @@ async fn https_urls_speak_tls() {
 /// still ends within its bound.
 #[tokio::test]
 async fn a_resume_with_an_unknown_last_event_id_is_named_and_bounded() {
-    let server = FakeServer::start(|r| match (r.method.as_str(), r.header("last-event-id")) {
+    let server = FakeServer::start(|r| {
+        match (r.method.as_str(), r.header("last-event-id")) {
         ("POST", _) => reply("202 Accepted", "application/json", ""),
         ("GET", None) => sse(
             "id: 5\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n\n",
@@ -463,9 +344,9 @@ async fn a_resume_with_an_unknown_last_event_id_is_named_and_bounded() {
             r#"{"type":"urn:sandbox-agent:error:invalid_request","status":400,"detail":"unknown Last-Event-ID"}"#,
         ),
         _ => reply("200 OK", "application/json", ""),
-    })
-    .await;
-    let (t, _rx) = transport(&server.base_url);
+    }
+    });
+    let (t, _rx) = transport(&server.base_url());
     let waited = tokio::time::timeout(
         Duration::from_millis(1500),
         t.request("session/prompt", json!({})),

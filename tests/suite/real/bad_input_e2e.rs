@@ -1,8 +1,8 @@
 //! Bad input gets a clear message and the right exit code, through the
-//! built binary: flags and the seed script's variables named as the user
-//! set them, a token the real sandbox-agent refuses, a closed or full
-//! stdout, a run folder that is not empty, a comparison with missing or
-//! duplicated cells.
+//! built binary, where showing it takes the real sandbox-agent: a token it
+//! refuses, a closed or full stdout, a run folder that is not empty, a
+//! comparison with missing or duplicated cells. (What is refused before
+//! anything starts is in `quick::bad_input`.)
 
 use crate::support;
 
@@ -18,7 +18,9 @@ fn continuity(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    support::clean_command(args, env)
+    let mut command = support::continuity_command(args);
+    command.envs(env.iter().copied());
+    command
 }
 
 fn stderr(run: &Output) -> String {
@@ -29,103 +31,6 @@ fn stderr(run: &Output) -> String {
 /// harness), started with `--token TOKEN` when `token`, probed by `ready`.
 fn config(dir: &Path, token: bool, ready: Ready) -> PathBuf {
     support::managed_agent_config_with(dir, &[], token.then_some(TOKEN), ready).0
-}
-
-/// Extra flags, environment, and the name the error must show.
-type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-
-#[test]
-fn flags_and_variables_are_named_in_their_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("c.toml");
-    std::fs::write(&cfg, "[targets.cmd]\nrestart = { command = \"true\" }\n").unwrap();
-    let cfg = cfg.to_str().unwrap();
-    let out = dir.path().join("out");
-    let out = out.to_str().unwrap();
-    for url in [
-        "ftp://127.0.0.1/x",
-        "http://127.0.0.1:99999",
-        "not-a-url",
-        "http://:80",
-    ] {
-        let run = continuity(
-            &["run", "--config", cfg, "--out", out, "--base-url", url],
-            &[],
-        );
-        assert_exit(&run, exit_codes::USAGE);
-        assert!(
-            stderr(&run).contains("--base-url"),
-            "{url}: {}",
-            stderr(&run)
-        );
-        let run = continuity(
-            &["run", "--config", cfg, "--out", out],
-            &[("SA_BASE_URL", url)],
-        );
-        assert_exit(&run, exit_codes::USAGE);
-        assert!(
-            stderr(&run).contains("SA_BASE_URL"),
-            "{url}: {}",
-            stderr(&run)
-        );
-        assert!(!stderr(&run).contains("--base-url"), "{}", stderr(&run));
-    }
-    let cases: [Case; 7] = [
-        (&["--agent", ""], &[], "--agent"),
-        (&["--agent", "a b/c"], &[], "--agent"),
-        (&[], &[("SA_AGENT", "  ")], "SA_AGENT"),
-        (&[], &[("SA_TIMEOUT_MS", "abc")], "SA_TIMEOUT_MS"),
-        (&[], &[("SA_TIMEOUT_MS", "0")], "SA_TIMEOUT_MS"),
-        (&["--server-version", "../../etc"], &[], "--server-version"),
-        (
-            &["--timeout-ms", "abc"],
-            &[("SA_TIMEOUT_MS", "5")],
-            "--timeout-ms",
-        ),
-    ];
-    for (args, env, named) in cases {
-        let mut argv = vec![
-            "run",
-            "--config",
-            cfg,
-            "--out",
-            out,
-            "--base-url",
-            "http://127.0.0.1:1",
-        ];
-        argv.extend_from_slice(args);
-        let run = continuity(&argv, env);
-        assert_exit(&run, exit_codes::USAGE);
-        let text = stderr(&run);
-        assert!(text.contains(named), "{args:?} {env:?}: {text}");
-        if named == "SA_TIMEOUT_MS" {
-            assert!(!text.contains("--timeout-ms"), "{text}");
-        }
-    }
-    // A token pasted where its variable's name belongs is not shown.
-    let run = continuity(
-        &[
-            "run",
-            "--config",
-            cfg,
-            "--out",
-            out,
-            "--token-env",
-            "sk-pasted.token-4711",
-        ],
-        &[],
-    );
-    assert_exit(&run, exit_codes::USAGE);
-    assert!(stderr(&run).contains("--token-env"), "{}", stderr(&run));
-    assert!(!stderr(&run).contains("4711"), "{}", stderr(&run));
-    // Nothing was started or written for any of them.
-    assert!(!Path::new(out).exists());
-    assert!(!dir.path().join("etc").exists());
-    let run = continuity(
-        &["stack", "up", "--dir", out, "--server-version", "../../etc"],
-        &[],
-    );
-    assert_exit(&run, exit_codes::USAGE);
 }
 
 #[test]

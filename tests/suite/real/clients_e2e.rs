@@ -128,48 +128,6 @@ fn an_sdk_version_the_registry_lacks_skips_the_ts_sdk_cells_and_rust_still_runs(
 }
 
 #[test]
-fn ts_sdk_on_a_configured_deployment_without_rivet_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("continuity.toml");
-    std::fs::write(
-        &cfg,
-        "[run]\nbase_url = \"http://127.0.0.1:9\"\n\n[targets.cmd]\nrestart = { command = \"true\" }\n",
-    )
-    .unwrap();
-    let out = dir.path().join("run");
-    let run = continuity_with(
-        &[
-            "run",
-            "--client",
-            "ts-sdk",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_exit(&run, exit_codes::USAGE);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("--client ts-sdk"), "{stderr}");
-    assert!(stderr.contains("Rivet"), "{stderr}");
-    // rust alone against the same config is not refused for that reason.
-    let run = continuity_with(
-        &[
-            "run",
-            "--client",
-            "rust",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            dir.path().join("run2").to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(!String::from_utf8_lossy(&run.stderr).contains("--client ts-sdk"));
-}
-
-#[test]
 fn a_graceful_rivet_stop_sends_the_runner_that_holds_the_sdk_client_sigterm() {
     let (_dir, out, run) = run_on_the_local_stack(&[
         "--client",

@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -99,30 +99,12 @@ impl Gateway {
 
 /// Reads one request head and its `Content-Length` body, so closing after
 /// the answer is a FIN (unread bytes would turn it into a reset). Returns
-/// the head, as written.
+/// the head, as written; empty when the peer sent nothing.
 async fn read_request(conn: &mut TcpStream) -> String {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = conn.read(&mut chunk).await else {
-            return String::new();
-        };
-        if n == 0 {
-            return String::new();
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let lower = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length: usize = lower
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + length {
-                return String::from_utf8_lossy(&buf[..end]).into_owned();
-            }
-        }
-    }
+    support::fake_http::read_request(conn)
+        .await
+        .map(|request| request.head)
+        .unwrap_or_default()
 }
 
 /// A 401 whose detail echoes the bearer token it refused, as careless
@@ -162,22 +144,21 @@ async fn run_through(gateway: &Gateway, scenario: &str, dir: &std::path::Path) -
     )
     .unwrap();
     let out = dir.join(format!("out-{scenario}"));
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args([
-            "run",
-            "--config",
-            config.to_str().unwrap(),
-            "--scenario",
-            scenario,
-        ])
-        .args(["--trace", "full", "--out", out.to_str().unwrap()])
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env("DIAG_TOKEN", TOKEN)
-        .env("NO_COLOR", "1")
-        .output()
-        .await
-        .unwrap();
+    let run = tokio::process::Command::from(support::continuity_command([
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--scenario",
+        scenario,
+        "--trace",
+        "full",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .env("DIAG_TOKEN", TOKEN)
+    .output()
+    .await
+    .unwrap();
     support::assert_exit(&run, exit_codes::FAILED);
     assert_no_token_in(&out);
     let report = report(&out);
@@ -245,12 +226,12 @@ async fn check(fault: Fault) {
                 message.contains("[redacted]"),
                 "the echoed token is scrubbed: {sig}"
             );
-            assert!(table.contains("⏱ http 401"), "{table}");
+            assert!(table.contains("timeout: http 401"), "{table}");
         }
         Fault::Reset => {
             assert_eq!(sig["cause"]["error"], "reset", "{sig}");
             assert!(message.contains("connection reset"), "{sig}");
-            assert!(table.contains("⏱ reset"), "{table}");
+            assert!(table.contains("timeout: reset"), "{table}");
         }
     }
 

@@ -364,25 +364,3 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
     assert_eq!(c["verdict"], "fail");
     assert_eq!(c["attempts"], Value::Array(Vec::new()));
 }
-
-#[test]
-fn completions_are_generated_for_each_shell() {
-    for (shell, marker) in [
-        ("bash", "_continuity()"),
-        ("zsh", "#compdef continuity"),
-        ("fish", "complete -c continuity"),
-    ] {
-        let run = continuity_with(&["completions", shell], &[]);
-        assert_exit(&run, exit_codes::OK);
-        let script = stdout(&run);
-        assert!(script.contains(marker), "{shell}: {script}");
-        assert!(
-            script.contains("partition"),
-            "{shell} completes run's flags"
-        );
-    }
-    assert_exit(
-        &continuity_with(&["completions", "tcsh"], &[]),
-        exit_codes::USAGE,
-    );
-}

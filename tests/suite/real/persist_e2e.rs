@@ -92,7 +92,7 @@ fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
     // Memory loses the session on a client restart: the run fails.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
-    assert_eq!(report["run"]["persist"], "postgres,memory");
+    assert_eq!(report["run"]["persist"], "postgres, memory");
 
     // A fresh client over the same Postgres restores the session by replay.
     assert_restored(cell(&report, "client", "client-restart", "postgres", None));

@@ -12,7 +12,6 @@ use crate::support::{assert_exit, cell, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// Live (non-zombie) processes whose environment or working folder mentions `dir`:
 /// every agent process has its HOME inside the run folder.
@@ -42,19 +41,19 @@ fn run_agent(agent: &str) {
     let _serial = support::one_stack_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(["run", "--agent", agent, "--target", "agent"])
+    let run = support::continuity_command(["run", "--agent", agent, "--target", "agent"])
         .args([
             "--scenario",
             "native-continuity",
             "--scenario",
             "native-load",
         ])
+        // The boundaries are the point, not the speed: opencode's cell once
+        // failed at createSession (2.5 s when the machine is quiet) in a
+        // full clean-clone run beside another test, at load 17 on 2 cores.
+        .args(["--timeout-ms", "120000"])
         .arg("--out")
         .arg(&out)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_AGENT")
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     // native-continuity fails by design: exit 1, never a harness error.
@@ -64,7 +63,10 @@ fn run_agent(agent: &str) {
     let sdk = cell(&report, "agent", "native-continuity");
     assert_eq!(sdk["agent"], agent);
     assert_eq!(sdk["verdict"], "fail", "{sdk}");
-    assert_eq!(sdk["failureBoundary"], "promptSameHandleAfterRestart");
+    assert_eq!(
+        sdk["failureBoundary"], "promptSameHandleAfterRestart",
+        "{sdk}"
+    );
     let lost = &phase(sdk, "promptSameHandleAfterRestart")["signature"];
     assert_eq!(lost["kind"], "http");
     assert_eq!(lost["httpStatus"], 400);
@@ -142,34 +144,6 @@ fn codex_loses_the_session_with_the_sdk_and_recovers_with_load() {
 }
 
 #[test]
-fn an_unknown_agent_is_a_usage_error_naming_the_known_ones() {
-    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(["run", "--agent", "gemini", "--out"])
-        .arg(tempfile::tempdir().unwrap().path().join("run"))
-        .env_remove("SA_BASE_URL")
-        .output()
-        .unwrap();
-    assert_exit(&run, exit_codes::USAGE);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        stderr.contains("unknown agent \"gemini\" (known: mock, opencode, claude, codex)"),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn an_agent_given_twice_is_a_usage_error() {
-    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(["run", "--agent", "mock", "--agent", "mock", "--out"])
-        .arg(tempfile::tempdir().unwrap().path().join("run"))
-        .env_remove("SA_BASE_URL")
-        .output()
-        .unwrap();
-    assert_exit(&run, exit_codes::USAGE);
-    assert!(String::from_utf8_lossy(&run.stderr).contains("--agent mock is given twice"));
-}
-
-#[test]
 fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_others_run() {
     let _serial = support::one_stack_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
@@ -186,27 +160,24 @@ fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_other
         }
     }
     let out = tmp.path().join("run");
-    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args([
-            "run",
-            "--agent",
-            "mock",
-            "--agent",
-            "codex",
-            "--target",
-            "agent",
-            "--scenario",
-            "native-load",
-            "--out",
-        ])
-        .arg(&out)
-        .env("CONTINUITY_CACHE_DIR", &cache)
-        .env("npm_config_registry", "http://127.0.0.1:9/")
-        .env("npm_config_fetch_retries", "0")
-        .env_remove("SA_BASE_URL")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let run = support::continuity_command([
+        "run",
+        "--agent",
+        "mock",
+        "--agent",
+        "codex",
+        "--target",
+        "agent",
+        "--scenario",
+        "native-load",
+        "--out",
+    ])
+    .arg(&out)
+    .env("CONTINUITY_CACHE_DIR", &cache)
+    .env("npm_config_registry", "http://127.0.0.1:9/")
+    .env("npm_config_fetch_retries", "0")
+    .output()
+    .unwrap();
     // A skipped cell makes the run exit 1 (README, exit codes), not 2: the others ran.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);

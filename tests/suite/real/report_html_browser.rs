@@ -144,7 +144,7 @@ fn run_folder(dir: &Path) -> Report {
     first_attempt(&mut report["cells"][0], first, second);
     let report: Report = serde_json::from_value(report).unwrap();
     RunFolder::open(dir, continuity::secret::Redactor::none())
-        .write_report(&report, false)
+        .write_report(&report)
         .unwrap();
     report
 }

@@ -8,7 +8,7 @@ use continuity::exit_codes;
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -28,14 +28,7 @@ fn setup(agent_env: &[(&str, &str)]) -> Setup {
 }
 
 fn continuity(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env_remove("SA_TOKEN")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    support::continuity_with(args, &[])
 }
 
 impl Setup {
@@ -151,7 +144,7 @@ fn the_matrix_against_the_real_server_reproduces_the_reported_failure() {
 
     // The table on stdout and the files beside the JSON.
     assert!(stdout.contains("promptSameHandleAfterRestart"), "{stdout}");
-    assert!(stdout.contains("❌ http 400 invalid_request"), "{stdout}");
+    assert!(stdout.contains("  http 400 invalid_request"), "{stdout}");
     assert!(!stdout.contains('\x1b'), "NO_COLOR is respected");
     for file in ["report.txt", "report.md", "junit.xml", "report.html"] {
         assert!(out.join(file).is_file(), "{file} missing");
@@ -344,22 +337,20 @@ fn the_overall_deadline_interrupts_the_run_and_keeps_finished_cells() {
 fn the_token_never_reaches_a_report_or_the_output() {
     let s = setup(&[]);
     let out = s.dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_continuity"))
-        .args([
-            "run",
-            "--config",
-            s.config.to_str().unwrap(),
-            "--scenario",
-            "recreate-rehydrate",
-            "--token-env",
-            "MY_SA_TOKEN",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("MY_SA_TOKEN", "tok-do-not-leak-4711")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let run = support::continuity_command([
+        "run",
+        "--config",
+        s.config.to_str().unwrap(),
+        "--scenario",
+        "recreate-rehydrate",
+        "--token-env",
+        "MY_SA_TOKEN",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .env("MY_SA_TOKEN", "tok-do-not-leak-4711")
+    .output()
+    .unwrap();
     assert_exit(&run, exit_codes::OK);
     let mut seen =
         String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr);

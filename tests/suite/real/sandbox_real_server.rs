@@ -372,7 +372,9 @@ struct TokenServer {
 }
 
 impl Drop for TokenServer {
+    #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // SAFETY: killpg(2) on the group this test's own child leads.
         unsafe { libc::killpg(self.child.id() as i32, libc::SIGKILL) };
         let _ = self.child.wait();
     }

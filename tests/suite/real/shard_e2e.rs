@@ -207,8 +207,19 @@ fn two_server_versions_make_one_matrix_with_a_version_axis() {
         server.contains("0.4.0") && server.contains("0.4.2"),
         "{server}"
     );
-    // Each version ran its own stack, logged in the one run folder.
-    assert!(out.join("stack-0.4.0").is_dir() && out.join("stack-0.4.2").is_dir());
+    // The stacks served both versions, one switching its server to 0.4.2.
+    let logs: String = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("stack"))
+        .filter_map(|e| {
+            std::fs::read_to_string(e.path().join("sandbox-agent/sandbox-agent.log")).ok()
+        })
+        .collect();
+    assert!(
+        logs.contains("continuity: sandbox-agent 0.4.2 ("),
+        "no switch to 0.4.2 in the servers' logs:\n{logs}"
+    );
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         stdout.contains("agent @ 0.4.0") && stdout.contains("agent @ 0.4.2"),

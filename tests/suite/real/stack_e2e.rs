@@ -13,13 +13,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn continuity(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_continuity"));
-    command
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env("NO_COLOR", "1");
-    command
+    support::continuity_command(args)
 }
 
 fn output(command: &mut Command) -> Output {
@@ -439,6 +433,7 @@ fn stack_up_status_down_leaves_nothing_running() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
     let _serial = support::one_stack_at_a_time();
     let dir = tempfile::tempdir().unwrap();
@@ -688,6 +683,7 @@ fn stack_down_kills_only_what_the_stack_started() {
 }
 
 #[test]
+#[allow(unsafe_code)]
 fn ctrl_c_mid_cell_records_an_interrupted_cell_and_runs_its_cleanup() {
     let _serial = support::one_stack_at_a_time();
     let mut foreign_engine = ForeignEngine::start();
@@ -794,41 +790,4 @@ client = "c"
     assert_nothing_left(&out);
     // The run's teardown spared the rivet-engine it did not start.
     foreign_engine.assert_alive();
-}
-
-// The support module's own checks: here, so they run once and not in every
-// test binary that includes it.
-
-#[test]
-fn processes_with_finds_a_running_process() {
-    // A duration no other process uses: this binary's pid as the fraction.
-    let seconds = format!("3000.{}", std::process::id());
-    let mut child = std::process::Command::new("sleep")
-        .arg(&seconds)
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let found = loop {
-        let found = support::processes_with(&["sleep", &seconds]);
-        if !found.is_empty() || std::time::Instant::now() > deadline {
-            break found;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    assert_eq!(found.len(), 1, "{found:?}");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(support::processes_with(&["sleep", &seconds]).is_empty());
-}
-
-#[test]
-fn proc_addresses_parse() {
-    assert_eq!(
-        support::parse_proc_addr("0100007F:1F90", false).to_string(),
-        "127.0.0.1:8080"
-    );
-    assert_eq!(
-        support::parse_proc_addr("00000000000000000000000001000000:0050", true).to_string(),
-        "[::1]:80"
-    );
 }

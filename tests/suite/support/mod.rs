@@ -4,7 +4,13 @@
 //! group when dropped, panics included.
 #![allow(dead_code)]
 
+pub mod command;
+pub mod fake_http;
+
+pub use command::{continuity_command, continuity_with};
+
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig, SandboxAgentServer};
+use continuity::supervise::Supervisor;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,7 +58,8 @@ impl Server {
             agent_env,
             port: None,
         };
-        let server = SandboxAgentServer::start(config, READY_WITHIN)
+        // Unowned: no run's tag or keeper; dropping `Server` kills its group.
+        let server = SandboxAgentServer::start(config, Supervisor::default(), READY_WITHIN)
             .await
             .unwrap_or_else(|e| panic!("sandbox-agent did not start: {e}"));
         Server { server, dir }
@@ -285,27 +292,6 @@ pub fn assert_exit(run: &std::process::Output, code: u8) {
     );
 }
 
-/// `continuity ARGS` with none of the seed script's `SA_*` variables and
-/// none of GitHub's (a test run inside Actions must not append to its job
-/// summary), no colour, and `env` set.
-pub fn clean_command(args: &[&str], env: &[(&str, &str)]) -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_continuity"));
-    command
-        .args(args)
-        .env_remove("SA_BASE_URL")
-        .env_remove("SA_RESTART_CMD")
-        .env_remove("SA_TOKEN")
-        .env_remove("SA_AGENT")
-        .env_remove("SA_TIMEOUT_MS")
-        .env_remove("GITHUB_ACTIONS")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("NO_COLOR", "1");
-    for (k, v) in env {
-        command.env(k, v);
-    }
-    command
-}
-
 /// A `continuity.toml` whose `agent` target is the real sandbox-agent
 /// server, managed (started, restarted, stopped) by the harness itself;
 /// `agent_env` reaches the scripted agent. Returns the config path and the
@@ -374,9 +360,4 @@ pub fn managed_agent_config_with(
     let path = dir.join("continuity.toml");
     std::fs::write(&path, config).unwrap();
     (path, base_url)
-}
-
-/// `continuity ARGS` run to completion: [`clean_command`]'s environment.
-pub fn continuity_with(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    clean_command(args, env).output().unwrap()
 }
