@@ -177,6 +177,8 @@ pub enum PersistArg {
     Postgres,
     /// The local stack's Rivet actor (the default when the Rivet layer runs).
     Rivet,
+    /// IndexedDB in the browser client's page (--client browser only), a database per cell.
+    Indexeddb,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +274,8 @@ pub enum ClientArg {
     Rust,
     /// The real `sandbox-agent` npm SDK, hosted in a RivetKit actor.
     TsSdk,
+    /// The same SDK bundled for the browser, in headless Chromium (local stack only).
+    Browser,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,6 +62,8 @@ pub struct Worker {
     /// Where this worker's stack hosts the TypeScript SDK client (its Rivet
     /// Engine endpoint), or why it cannot.
     pub sdk_host: Result<String, Unhosted>,
+    /// Where this worker's stack runs the browser client, or why it cannot.
+    pub browser_host: Result<crate::stack::browser::BrowserHost, Unhosted>,
     /// Between its cells' deferred DELETEs and the restarts that would cut
     /// them; lanes of one shared deployment share it.
     pub fence: crate::scenario::CleanupFence,
@@ -77,6 +79,7 @@ impl Worker {
         match kind {
             ClientKind::Rust => ClientChoice::Rust,
             ClientKind::TsSdk => ClientChoice::TsSdk(self.sdk_host.clone()),
+            ClientKind::Browser => ClientChoice::Browser(self.browser_host.clone()),
         }
     }
 
@@ -91,6 +94,7 @@ impl Worker {
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
+            browser_host: self.browser_host.clone(),
             fence: self.fence.clone(),
             server: None,
         }
@@ -427,6 +431,7 @@ pub(crate) mod tests {
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("no stack".into())),
+            browser_host: Err(Unhosted("no stack".into())),
             fence: Default::default(),
             server: None,
         }

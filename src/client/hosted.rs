@@ -10,6 +10,10 @@
 //! and problem, JSON-RPC code, cause chain). Failures of the path to the
 //! actor (engine refused, actor not scheduled) are kept apart: those are the
 //! Rivet layer's, not the SDK's.
+//!
+//! The browser client (`--client browser`) answers the same actions from
+//! its page ([`crate::client::browser`]): the same SDK, bundled for the
+//! browser, called through the same [`HostedClient`].
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -110,11 +114,19 @@ pub struct HostedConfig {
     pub key: String,
 }
 
-/// Calls the cell's `sdkClient` actor.
+/// Calls the cell's `sdkClient` actor, or the browser client's page.
 #[derive(Debug, Clone)]
 pub struct HostedClient {
-    config: HostedConfig,
-    http: reqwest::Client,
+    via: Via,
+}
+
+#[derive(Debug, Clone)]
+enum Via {
+    Actor {
+        config: HostedConfig,
+        http: reqwest::Client,
+    },
+    Page(crate::client::browser::BrowserPage),
 }
 
 impl HostedClient {
@@ -122,20 +134,24 @@ impl HostedClient {
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
-        Ok(Self { config, http })
+        Ok(Self {
+            via: Via::Actor { config, http },
+        })
     }
 
-    pub fn key(&self) -> &str {
-        &self.config.key
+    /// The browser client: the same actions, answered by its page.
+    pub fn page(page: crate::client::browser::BrowserPage) -> Self {
+        Self {
+            via: Via::Page(page),
+        }
     }
 
-    fn action_url(&self, action: &str) -> String {
-        format!(
-            "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
-            self.config.endpoint.trim_end_matches('/'),
-            self.config.namespace,
-            crate::http::encode_component(&self.config.key)
-        )
+    /// The browser client's page, if this is one.
+    pub fn browser_page(&self) -> Option<&crate::client::browser::BrowserPage> {
+        match &self.via {
+            Via::Page(page) => Some(page),
+            Via::Actor { .. } => None,
+        }
     }
 
     /// Calls `action` with `args` (which carry the phase name). A refused
@@ -149,10 +165,22 @@ impl HostedClient {
         args: Value,
         patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
+        let (config, http) = match &self.via {
+            Via::Page(page) => {
+                let output = page.call(action, &args, patience).await.map_err(|e| {
+                    HostedError::Unreachable {
+                        action: action.into(),
+                        message: format!("the browser page: {e}"),
+                    }
+                })?;
+                return answer(action, output);
+            }
+            Via::Actor { config, http } => (config, http),
+        };
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
         loop {
-            match self.call_once(action, &args).await {
+            match call_once(config, http, action, &args).await {
                 Err(e) if retryable(&e) && started.elapsed() + delay < patience => {
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
@@ -161,15 +189,26 @@ impl HostedClient {
             }
         }
     }
+}
 
-    async fn call_once(
-        &self,
-        action: &str,
-        args: &Value,
-    ) -> Result<Map<String, Value>, HostedError> {
-        let response = self
-            .http
-            .post(self.action_url(action))
+fn action_url(config: &HostedConfig, action: &str) -> String {
+    format!(
+        "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
+        config.endpoint.trim_end_matches('/'),
+        config.namespace,
+        crate::http::encode_component(&config.key)
+    )
+}
+
+async fn call_once(
+    config: &HostedConfig,
+    http: &reqwest::Client,
+    action: &str,
+    args: &Value,
+) -> Result<Map<String, Value>, HostedError> {
+    {
+        let response = http
+            .post(action_url(config, action))
             .header("x-rivet-encoding", "json")
             .json(&json!({ "args": [args] }))
             .send()
@@ -177,7 +216,7 @@ impl HostedClient {
             .map_err(|e| HostedError::Unreachable {
                 action: action.into(),
                 message: crate::acp::AcpError::from_reqwest(
-                    &self.config.endpoint,
+                    &config.endpoint,
                     &e,
                     crate::http::CONNECT_TIMEOUT,
                 )
@@ -212,17 +251,30 @@ impl HostedClient {
         let Some(Value::Object(output)) = reply.get("output").cloned() else {
             return Err(protocol(format!("no `output` object in {reply}")));
         };
-        match output.get("ok") {
-            Some(Value::Bool(true)) => Ok(output),
-            Some(Value::Bool(false)) => {
-                let error = output.get("error").cloned().unwrap_or(Value::Null);
-                serde_json::from_value(error)
-                    .map(HostedError::Sdk)
-                    .map_err(|e| protocol(format!("error without name/message: {e}")))
-                    .and_then(Err)
-            }
-            _ => Err(protocol(format!("no `ok` in {}", Value::Object(output)))),
+        answer(action, output)
+    }
+}
+
+/// An action's `{ok: true, …}`, or the SDK's error it carries.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error every action returns; one per action, never in a hot loop"
+)]
+fn answer(action: &str, output: Map<String, Value>) -> Result<Map<String, Value>, HostedError> {
+    let protocol = |message: String| HostedError::Protocol {
+        action: action.into(),
+        message,
+    };
+    match output.get("ok") {
+        Some(Value::Bool(true)) => Ok(output),
+        Some(Value::Bool(false)) => {
+            let error = output.get("error").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(error)
+                .map(HostedError::Sdk)
+                .map_err(|e| protocol(format!("error without name/message: {e}")))
+                .and_then(Err)
         }
+        _ => Err(protocol(format!("no `ok` in {}", Value::Object(output)))),
     }
 }
 

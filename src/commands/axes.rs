@@ -73,6 +73,9 @@ impl Chosen {
         if self.servers.len() > 1 {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
+        if self.clients.contains(&ClientKind::Browser) {
+            return Err(CommandError::usage("--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)"));
+        }
         if self.clients.contains(&ClientKind::TsSdk) {
             return Err(CommandError::usage("--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)"));
         }
@@ -87,6 +90,7 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
         let kind = match c {
             ClientArg::Rust => ClientKind::Rust,
             ClientArg::TsSdk => ClientKind::TsSdk,
+            ClientArg::Browser => ClientKind::Browser,
         };
         if !clients.contains(&kind) {
             clients.push(kind);
@@ -144,6 +148,7 @@ fn flag_point(arg: PersistArg) -> PersistPoint {
         PersistArg::Sqlite => PersistPoint::Sqlite,
         PersistArg::Postgres => PersistPoint::Postgres,
         PersistArg::Rivet => PersistPoint::Rivet,
+        PersistArg::Indexeddb => PersistPoint::IndexedDb,
     }
 }
 
@@ -155,6 +160,7 @@ fn config_point(choice: &PersistChoice) -> Option<PersistPoint> {
         PersistChoice::Sqlite => Some(PersistPoint::Sqlite),
         PersistChoice::Postgres => Some(PersistPoint::Postgres),
         PersistChoice::Rivet => Some(PersistPoint::Rivet),
+        PersistChoice::IndexedDb => Some(PersistPoint::IndexedDb),
         PersistChoice::Custom { .. } | PersistChoice::Unavailable { .. } => None,
     }
 }

@@ -517,6 +517,7 @@ fn local_stack_options(
         postgres: chosen.persists.contains(&PersistPoint::Postgres),
         hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
             && chosen.clients.contains(&runner::ClientKind::TsSdk),
+        browser: chosen.clients.contains(&runner::ClientKind::Browser),
         supervisor: supervisor.clone(),
     };
     Ok((options, serving))

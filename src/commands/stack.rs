@@ -117,6 +117,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         sdk_version: None,
         postgres: false,
         hosted_sqlite: false,
+        browser: false,
         supervisor: supervisor.clone(),
     };
     let mut progress =

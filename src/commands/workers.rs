@@ -83,6 +83,9 @@ pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
             sdk_host: Err(crate::client::hosted::Unhosted(
                 "no stack: this shard holds no cell".into(),
             )),
+            browser_host: Err(crate::client::hosted::Unhosted(
+                "no stack: this shard holds no cell".into(),
+            )),
             fence: Default::default(),
             server: None,
         },
@@ -233,6 +236,7 @@ pub(super) fn attach(
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
+        browser_host: stack.browser_host.clone(),
         fence: Default::default(),
         server: Some(ServerSlot::new(
             binaries.clone(),
@@ -328,6 +332,7 @@ mod tests {
             sdk_version: None,
             postgres: false,
             hosted_sqlite: false,
+            browser: false,
             supervisor: crate::supervise::Supervisor::default(),
         };
         let (_cancel, cancel) = watch::channel(false);

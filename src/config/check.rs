@@ -126,7 +126,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     }
     if let Some(persist) = &raw.persist {
         let expected =
-            "expected \"memory\", \"sqlite\", \"postgres\" or \"rivet\", or a list of them";
+            "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
         let names: Vec<&toml::Value> = match persist.get_ref() {
             toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
             one @ toml::Value::String(_) => vec![one],
@@ -145,6 +145,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 Some("memory") => PersistChoice::Memory,
                 Some("postgres") => PersistChoice::Postgres,
                 Some("rivet") => PersistChoice::Rivet,
+                Some("indexeddb") => PersistChoice::IndexedDb,
                 _ => {
                     return Err(invalid(
                         "run.persist",

@@ -200,7 +200,7 @@ fn values_are_checked() {
     let e = error("[run]\nrepeat = 0\n");
     assert!(e.contains("run.repeat"), "{e}");
     let e = error("[run]\npersist = \"redis\"\n");
-    assert!(e.contains("\"postgres\" or \"rivet\""), "{e}");
+    assert!(e.contains("\"rivet\" or \"indexeddb\""), "{e}");
     let e = error("[run]\npersist = 3\n");
     assert!(
         e.contains("run.persist") && e.contains("a list of them"),

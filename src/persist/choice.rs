@@ -25,6 +25,9 @@ pub enum PersistChoice {
     Postgres,
     /// The local stack's Rivet actor (resolved per stack by [`StackStores::resolve`]).
     Rivet,
+    /// IndexedDB in the browser client's page: a store only that client
+    /// has (its cells keep no store on the harness's side).
+    IndexedDb,
     /// A store made by `factory` (the local stack's Rivet actor), one per
     /// cell; `name` is what reports call it.
     Custom {
@@ -114,6 +117,7 @@ impl PersistChoice {
             PersistChoice::Memory => "memory",
             PersistChoice::Postgres => "postgres",
             PersistChoice::Rivet => "rivet",
+            PersistChoice::IndexedDb => "indexeddb",
             PersistChoice::Custom { name, .. } | PersistChoice::Unavailable { name, .. } => name,
         }
     }
@@ -137,7 +141,8 @@ impl PartialEq for PersistChoice {
             (PersistChoice::Sqlite, PersistChoice::Sqlite)
             | (PersistChoice::Memory, PersistChoice::Memory)
             | (PersistChoice::Postgres, PersistChoice::Postgres)
-            | (PersistChoice::Rivet, PersistChoice::Rivet) => true,
+            | (PersistChoice::Rivet, PersistChoice::Rivet)
+            | (PersistChoice::IndexedDb, PersistChoice::IndexedDb) => true,
             _ => false,
         }
     }

@@ -126,6 +126,31 @@ pub(super) async fn run_attempts(
     lifecycle(settings.repeat, settings.retries, interrupt, &mut source).await
 }
 
+/// The browser client's `client` target: its page reloads, as a deploy or
+/// a user reloads it; the page's storage stays, its SDK clients do not.
+struct PageReload(crate::client::browser::BrowserPage);
+
+#[async_trait]
+impl Restarter for PageReload {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
+        let started = std::time::Instant::now();
+        let reloaded = self.0.reload().await;
+        RestartResult {
+            phase: phase.to_string(),
+            action: "reload".into(),
+            ok: reloaded.is_ok(),
+            restart_ms: started.elapsed().as_millis() as u64,
+            ready_ms: None,
+            detail: reloaded.err().map(|e| e.to_string()),
+        }
+    }
+
+    /// Only the page's own requests are cut.
+    fn cuts_open_requests(&self) -> bool {
+        false
+    }
+}
+
 /// Why an attempt ended `interrupted`: the run was stopped during `what`.
 fn interrupted_during(what: &str) -> String {
     format!("the run was interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT or the overall deadline) during {what}")
@@ -163,7 +188,9 @@ async fn run_one(
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }
-    if let Some(reason) = persist_axis::skip_reason(&target_name, &worker.persist) {
+    if let Some(reason) = persist_axis::client_skip_reason(&client, &worker.persist)
+        .or_else(|| persist_axis::skip_reason(&target_name, &worker.persist))
+    {
         return Err(skipped_attempt(attempt, &reason));
     }
     let restarts_clients = target_name == persist_axis::CLIENT_TARGET;
@@ -210,12 +237,27 @@ async fn run_one(
         &file_cell,
         &key,
     );
-    // The wait for the hosted client's actor is setup, but Ctrl-C still ends it.
+    // The wait for the hosted client's actor (or the browser's page) is
+    // setup, but Ctrl-C still ends it (a Chromium half started is killed
+    // with its dropped handle).
+    let profile = plan.settings.run_dir.join("browser").join(&file_cell);
+    let setup = async {
+        match &client {
+            super::ClientChoice::Browser(host) => {
+                super::client_axis::browser_cell(host, &profile, hosted_store)
+                    .await
+                    .map(|(cell, chromium)| (Some(cell), Some(chromium)))
+            }
+            _ => super::client_axis::hosted_cell(&client, &key, hosted_store)
+                .await
+                .map(|cell| (cell, None)),
+        }
+    };
     let setup = tokio::select! {
-        setup = super::client_axis::hosted_cell(&client, &key, hosted_store) => Some(setup),
+        setup = setup => Some(setup),
         _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
     };
-    let hosted = match setup {
+    let (hosted, chromium) = match setup {
         None => {
             let mut cut = skipped_attempt(
                 attempt,
@@ -261,8 +303,16 @@ async fn run_one(
         // Only real agents talk to the fake provider: its log judges their cells only.
         model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
     };
+    let page = hosted
+        .as_ref()
+        .and_then(|h| h.client.browser_page().cloned());
+    if let Some(page) = &page {
+        page.set_trace(trace.clone());
+    }
+    // The browser client's `client` restart is a reload of its page.
+    let mut reload = page.filter(|_| restarts_clients).map(PageReload);
     // A hosted client's `client` restart is its process's: the RivetKit runner's.
-    let target = match (restarts_clients, hosted.is_some()) {
+    let target = match (restarts_clients, hosted.is_some() && reload.is_none()) {
         (true, true) => match worker.targets.iter().position(|t| t.name == "rivet") {
             Some(runner) => &mut worker.targets[runner],
             None => worker
@@ -273,19 +323,25 @@ async fn run_one(
         _ => &mut worker.targets[t],
     };
     target.set_trace(trace.clone());
-    let mut restarter = TargetRestarter {
+    let mut on_target = TargetRestarter {
         target,
         clients: restarts_clients && hosted.is_none(),
     };
+    let restarter: &mut dyn Restarter = match reload.as_mut() {
+        Some(reload) => reload,
+        None => &mut on_target,
+    };
     let fence = Some(worker.fence.clone());
-    let (run, deferred) =
-        run_cell_deferring(scenario, &settings, &mut restarter, hosted, fence).await;
+    let (run, deferred) = run_cell_deferring(scenario, &settings, restarter, hosted, fence).await;
     let run_dir = plan.settings.run_dir.clone();
     let verdict = run.verdict;
     let rest = async move {
         let mut run = run;
         if let Some(deferred) = deferred {
             run.complete(deferred).await;
+        }
+        if let Some(mut chromium) = chromium {
+            chromium.stop().await;
         }
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };

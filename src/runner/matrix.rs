@@ -95,6 +95,8 @@ pub enum PersistPoint {
     Postgres,
     /// The local stack's Rivet actor.
     Rivet,
+    /// IndexedDB in the browser client's page, a database per cell attempt.
+    IndexedDb,
 }
 
 impl PersistPoint {
@@ -105,6 +107,7 @@ impl PersistPoint {
             PersistPoint::Sqlite => "sqlite",
             PersistPoint::Postgres => "postgres",
             PersistPoint::Rivet => "rivet",
+            PersistPoint::IndexedDb => "indexeddb",
         }
     }
 }

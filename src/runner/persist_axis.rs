@@ -26,6 +26,25 @@ pub const STORE_TARGET: &str = "store";
 /// The target that restarts the cell's clients.
 pub const CLIENT_TARGET: &str = "client";
 
+/// Why a cell of `client` cannot keep its sessions in `persist`, if it
+/// cannot: IndexedDB is a browser's, and a page can reach no other store
+/// but the SDK's own memory.
+pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
+    let browser = matches!(client, ClientChoice::Browser(_));
+    match persist {
+        PersistChoice::IndexedDb if !browser => Some(
+            "--persist indexeddb is the browser's own storage: it runs with --client browser only"
+                .into(),
+        ),
+        PersistChoice::Memory | PersistChoice::IndexedDb => None,
+        other if browser => Some(format!(
+            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{}`, a store of a server-side process",
+            other.name()
+        )),
+        _ => None,
+    }
+}
+
 /// Why a cell of `target` cannot run with `persist`, if it cannot.
 pub(super) fn skip_reason(target: &str, persist: &PersistChoice) -> Option<String> {
     if target != STORE_TARGET {
@@ -33,6 +52,7 @@ pub(super) fn skip_reason(target: &str, persist: &PersistChoice) -> Option<Strin
     }
     let why = match persist {
         PersistChoice::Postgres | PersistChoice::Unavailable { .. } => return None,
+        PersistChoice::IndexedDb => "IndexedDB is the page's own storage, in the browser",
         PersistChoice::Custom { name, .. } if name == "postgres" => return None,
         PersistChoice::Memory => "--persist memory keeps the store in the client's own memory",
         PersistChoice::Sqlite => "--persist sqlite is a file the client's own process opens",
@@ -78,7 +98,8 @@ pub(super) fn cell_store(
     key: &str,
 ) -> Result<CellStore, StoreError> {
     match persist {
-        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
+        // The page holds the browser client's store; no Rust client runs.
+        PersistChoice::Memory | PersistChoice::IndexedDb => Ok(CellStore::PerClientMemory),
         PersistChoice::Sqlite => {
             let file = sqlite_file(run_dir, cell);
             let dir = file.parent().unwrap_or(run_dir).to_path_buf();
@@ -116,8 +137,15 @@ pub(super) fn hosted_store(
     cell: &str,
     key: &str,
 ) -> Option<Value> {
-    if !matches!(client, ClientChoice::TsSdk(_)) {
-        return None;
+    match client {
+        ClientChoice::Rust => return None,
+        ClientChoice::Browser(_) => {
+            return Some(match persist {
+                PersistChoice::IndexedDb => json!({"driver": "indexeddb", "database": key}),
+                _ => json!({"driver": "memory"}),
+            })
+        }
+        ClientChoice::TsSdk(_) => {}
     }
     Some(match persist.name() {
         "memory" => json!({"driver": "memory"}),

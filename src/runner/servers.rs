@@ -148,6 +148,7 @@ impl Worker {
             PersistPoint::Sqlite => PersistChoice::Sqlite,
             PersistPoint::Postgres => self.stores.resolve(&PersistChoice::Postgres),
             PersistPoint::Rivet => self.stores.resolve(&PersistChoice::Rivet),
+            PersistPoint::IndexedDb => PersistChoice::IndexedDb,
         }
     }
 }

@@ -90,6 +90,9 @@ pub struct StackOptions {
     pub postgres: bool,
     /// Build better-sqlite3 for the hosted client's SQLite driver (`--client ts-sdk --persist sqlite`).
     pub hosted_sqlite: bool,
+    /// Prepare the browser client (`--client browser`): Chromium, the
+    /// bundled page app and its server, whose origin sandbox-agent allows.
+    pub browser: bool,
     /// The run's owner tag and keeper; the stack adds its own journal.
     pub supervisor: Supervisor,
 }
@@ -134,6 +137,9 @@ pub struct LocalStack {
     pub stores: StackStores,
     /// The RivetKit runner, when the `client` target needs it and `rivet` is not a target.
     pub sdk_process: Option<Target>,
+    /// Where the browser client runs, or why it cannot.
+    pub browser_host: Result<super::browser::BrowserHost, Unhosted>,
+    page_server: Option<super::browser::PageServer>,
     postgres: Option<PostgresStack>,
     /// This stack's `stack.json`, written as components start and stop.
     journal: StackJournal,
@@ -192,11 +198,18 @@ impl LocalStack {
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
             stores: StackStores::default(),
             sdk_process: None,
+            browser_host: Err(Unhosted(
+                "the browser client runs with --client browser only".into(),
+            )),
+            page_server: None,
             postgres: None,
             journal,
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
         stack.start_postgres(&options, &supervisor, progress).await;
+        if options.browser {
+            stack.prepare_browser(&supervisor, progress).await;
+        }
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
@@ -275,6 +288,7 @@ impl LocalStack {
             agent_program: options.agent_program.clone(),
             agent_env: Vec::new(),
             port: Some(agent_port),
+            cors_origin: stack.page_server.as_ref().map(|p| p.origin()),
         };
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
@@ -482,6 +496,38 @@ impl LocalStack {
                 });
                 self.add(target, options);
                 self.postgres = Some(postgres);
+            }
+        }
+    }
+
+    /// The browser client's Chromium and page server, or why it cannot
+    /// run (its cells are skipped: Chromium missing, with the install
+    /// command; the page app not installable, with why).
+    async fn prepare_browser(&mut self, supervisor: &Supervisor, progress: &mut Progress<'_>) {
+        let prepared = async {
+            let chromium = super::browser::find_chromium()?;
+            let app = super::browser::prepare_app(progress).await?;
+            let server = super::browser::PageServer::start(&app).await?;
+            Ok::<_, StackError>((chromium, server))
+        };
+        match prepared.await {
+            Ok((chromium, server)) => {
+                self.browser_host = Ok(super::browser::BrowserHost {
+                    chromium,
+                    page_url: format!("{}/", server.origin()),
+                    supervisor: supervisor.clone(),
+                });
+                progress(Note::step(format!(
+                    "serving the browser client's page on {}",
+                    server.origin()
+                )));
+                self.page_server = Some(server);
+            }
+            Err(reason) => {
+                progress(Note::step(format!(
+                    "the browser client cannot run: {reason}"
+                )));
+                self.browser_host = Err(Unhosted(reason.to_string()));
             }
         }
     }

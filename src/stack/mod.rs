@@ -6,6 +6,7 @@
 
 pub(crate) mod agent_wiring;
 pub(crate) mod agents;
+pub(crate) mod browser;
 mod error;
 pub(crate) mod local;
 pub(crate) mod nginx;

@@ -67,6 +67,17 @@ pub fn ensure_app_installed(
     files: &[(&str, &str)],
     progress: &mut dyn FnMut(Note),
 ) -> Result<PathBuf, StackError> {
+    ensure_app_built(slot, files, progress, |_| Ok(()))
+}
+
+/// [`ensure_app_installed`], then `build` in the installed folder, as part
+/// of the same once-only install (a failed build installs afresh next time).
+pub fn ensure_app_built(
+    slot: &str,
+    files: &[(&str, &str)],
+    progress: &mut dyn FnMut(Note),
+    build: impl FnOnce(&Path) -> Result<(), StackError>,
+) -> Result<PathBuf, StackError> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, contents) in files {
         for byte in name.bytes().chain(contents.bytes()) {
@@ -93,7 +104,8 @@ pub fn ensure_app_installed(
                 ])
                 .current_dir(dir),
             dir,
-        )
+        )?;
+        build(dir)
     })
 }
 
