@@ -12,9 +12,11 @@
 //!   handed to `--jobs` workers from one queue, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
-//!   RivetKit runner, Postgres, real agents and the fake provider they talk to)
+//!   RivetKit runner, Postgres, Chromium and the browser client's page app,
+//!   real agents and the fake provider they talk to)
 //! - `diagnose`: a failure to its signature (kind, layer, status, code)
-//! - `client`: the TypeScript SDK's semantics (sessions, resume, replay)
+//! - `client`: the TypeScript SDK's semantics (sessions, resume, replay),
+//!   the hosted SDK's actor and the browser client's page (DevTools protocol)
 //! - `agent`: the scripted ACP agent the stack runs over stdio
 //! - `provider`: the fake model provider real agents talk to
 //! - `config`: `continuity.toml`, read in two stages

@@ -286,3 +286,6 @@ fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+#[cfg(test)]
+mod contract;

@@ -400,7 +400,7 @@ async fn install_app(version: &str, progress: &mut Progress<'_>) -> Result<PathB
 }
 
 #[cfg(test)]
-mod hosted_contract;
+pub(crate) mod hosted_contract;
 
 #[cfg(test)]
 mod tests {

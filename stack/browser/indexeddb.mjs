@@ -23,8 +23,10 @@ function request(req) {
 function done(tx) {
 	return new Promise((resolve, reject) => {
 		tx.oncomplete = () => resolve();
+		// The failed request's error (a taken unique index: ConstraintError)
+		// reaches the transaction's handler first; `tx.error` is set only later.
+		tx.onerror = (event) => reject(event.target?.error ?? tx.error ?? new Error("IndexedDB request failed"));
 		tx.onabort = () => reject(tx.error ?? new Error("IndexedDB transaction aborted"));
-		tx.onerror = () => reject(tx.error);
 	});
 }
 

@@ -14,10 +14,11 @@ use serde_json::{json, Value};
 
 const DRIVER: &str = "hosted";
 
-/// The Node driver `spec` names, called through the actor.
-struct HostedStore {
-    client: HostedClient,
-    spec: Value,
+/// The driver `spec` names, called through the actor (or the browser
+/// client's page, which answers the same `store` action).
+pub(crate) struct HostedStore {
+    pub client: HostedClient,
+    pub spec: Value,
 }
 
 impl HostedStore {
