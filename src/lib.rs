@@ -23,7 +23,8 @@
 //! - `persist`: session stores (memory, SQLite, Postgres, the Rivet actor)
 //!   and the choice of one per cell
 //! - `targets`: restart actions (command, managed process, signal, HTTP
-//!   hook) and readiness probes
+//!   hook, network fault) and readiness probes
+//! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
 //! - `report`: the report model, its renderers, judgement against
 //!   expectations
@@ -52,6 +53,7 @@ pub mod console;
 pub mod diagnose;
 pub mod errors;
 pub mod exit_codes;
+pub mod faults;
 mod file_name;
 pub mod fit;
 pub mod http;

@@ -16,6 +16,7 @@
 
 pub mod browser;
 pub mod hosted;
+mod hosted_wire;
 mod live;
 mod recorder;
 mod replay;

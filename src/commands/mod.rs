@@ -15,6 +15,7 @@ use tokio::sync::watch;
 mod axes;
 mod cell_line;
 mod deployment;
+mod deployment_faults;
 mod error;
 mod events;
 mod gate;
@@ -152,8 +153,8 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for (name, what) in crate::stack::local::TARGETS {
-            out.push_str(&format!("  {name:<14} local stack: {what}\n"));
+        for (name, what, _) in crate::stack::local::known_targets(&[]) {
+            out.push_str(&format!("  {name:<20} local stack: {what}\n"));
         }
     }
     for t in &targets {
@@ -365,6 +366,8 @@ async fn run_in(
             }
         }
     };
+    // A deployment's fault proxies ([faults]) live as long as the run.
+    let mut deployment_hops = None;
     // What the cells run on, built whole: a deployment, or the local stacks
     // (`--jobs`: several), each of which serves every server point.
     let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
@@ -378,6 +381,13 @@ async fn run_in(
             for target in &mut targets {
                 target.set_supervisor(supervisor.clone());
             }
+            let hops = deployment_faults::wire(
+                config.as_ref().and_then(|c| c.faults.as_ref()),
+                &url,
+                &mut targets,
+            )?;
+            let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
+            deployment_hops = hops;
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
@@ -387,32 +397,39 @@ async fn run_in(
             (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
+            // Fault targets of the file join the local stack's, on its hops.
+            let local_faults = config
+                .as_ref()
+                .map(Config::fault_targets)
+                .unwrap_or_default();
             if config
                 .as_ref()
-                .is_some_and(|c| !c.target_names().is_empty())
+                .is_some_and(|c| c.target_names().len() > local_faults.len())
             {
-                return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
+                return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
+            }
+            if config.as_ref().is_some_and(|c| c.faults.is_some()) {
+                return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
             }
             for name in &chosen.agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let names: Vec<String> = select(
-                crate::stack::local::TARGETS
-                    .iter()
-                    .map(|(n, _)| *n)
+            // Unknown names are refused; opt-in fault targets run only when named.
+            select(
+                crate::stack::local::known_targets(&local_faults)
+                    .into_iter()
+                    .map(|(n, _, _)| n)
                     .collect(),
                 &args.targets,
-                |n| n,
+                |n| n.as_str(),
                 "target",
-            )?
-            .into_iter()
-            .filter(|n| crate::stack::local::selected(n, &args.targets))
-            .map(String::from)
-            .collect();
+            )?;
+            let names = crate::stack::local::run_targets(&args.targets, &local_faults);
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let (options, serving) = local_stack_options(&args, &run_dir, &chosen, &supervisor)?;
+            let (options, serving) =
+                local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;
             // One store whichever it is: the count of cells is the same.
             let cells = Matrix::build(
                 names.clone(),
@@ -460,6 +477,7 @@ async fn run_in(
     .await;
     workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
     drop(local_stacks);
+    drop(deployment_hops);
     progress.clear();
     // What a cell's teardown could not remove (it was cut short).
     crate::scenario::sandbox_root::remove_run(&id);
@@ -485,6 +503,7 @@ fn local_stack_options(
     run_dir: &Path,
     chosen: &axes::Chosen,
     supervisor: &crate::supervise::Supervisor,
+    custom_faults: Vec<(String, crate::targets::FaultAction)>,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (version, serving) = match chosen.servers.first() {
         Some(ServerPoint {
@@ -519,6 +538,8 @@ fn local_stack_options(
             && chosen.clients.contains(&runner::ClientKind::TsSdk),
         browser: chosen.clients.contains(&runner::ClientKind::Browser),
         supervisor: supervisor.clone(),
+        fault_proxies: true,
+        custom_faults,
     };
     Ok((options, serving))
 }

@@ -119,6 +119,8 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         hosted_sqlite: false,
         browser: false,
         supervisor: supervisor.clone(),
+        fault_proxies: false,
+        custom_faults: Vec::new(),
     };
     let mut progress =
         |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));

@@ -334,6 +334,8 @@ mod tests {
             hosted_sqlite: false,
             browser: false,
             supervisor: crate::supervise::Supervisor::default(),
+            fault_proxies: true,
+            custom_faults: Vec::new(),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(

@@ -14,6 +14,7 @@ use crate::secret::display_url;
 pub(super) struct Checked {
     pub run: RunDefaults,
     pub targets: Vec<TargetEntry>,
+    pub faults: Option<super::FaultHops>,
 }
 
 impl TryFrom<RawConfig> for Checked {
@@ -28,7 +29,38 @@ impl TryFrom<RawConfig> for Checked {
         for (name, target) in raw.targets.map(|t| t.0).unwrap_or_default() {
             targets.push(check_target(&name, target)?);
         }
-        Ok(Checked { run, targets })
+        let faults = raw.faults.map(super::faults::check_faults).transpose()?;
+        // A fault's hop is one of `[faults]`, or without it one of the local stack's.
+        let hops: Vec<&str> = match &faults {
+            Some(f) => f.names(),
+            None => crate::faults::LOCAL_HOPS.iter().map(|(h, _)| *h).collect(),
+        };
+        for t in &targets {
+            if let (crate::targets::RestartAction::Fault(fault), Some(span)) =
+                (&t.action, &t.hop_span)
+            {
+                if !hops.contains(&fault.hop.as_str()) {
+                    let hint = crate::faults::closest(&fault.hop, hops.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    let whose = match &faults {
+                        Some(_) => "of [faults]",
+                        None => "of the local stack (a deployment lists its own in [faults])",
+                    };
+                    return Err(invalid(
+                        &format!("targets.{}.fault.hop", t.name),
+                        span.clone(),
+                        Some(format!("{:?}", fault.hop)),
+                        format!("unknown hop{hint}; the hops {whose}: {}", hops.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(Checked {
+            run,
+            targets,
+            faults,
+        })
     }
 }
 

@@ -34,6 +34,7 @@
 //! relative to the directory the harness runs in.
 
 mod check;
+mod faults;
 mod raw;
 mod target;
 mod values;
@@ -41,6 +42,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+pub use faults::FaultHops;
 pub use values::{check_agent_name, check_base_url};
 
 use crate::persist::PersistChoice;
@@ -82,6 +84,8 @@ struct TargetEntry {
     readiness: Readiness,
     ready_timeout: Duration,
     independent: bool,
+    /// A fault target's table, to point at when its hop is unknown.
+    hop_span: Option<std::ops::Range<usize>>,
 }
 
 impl TargetEntry {
@@ -102,6 +106,8 @@ pub struct Config {
     path: PathBuf,
     pub run: RunDefaults,
     targets: Vec<TargetEntry>,
+    /// `[faults]`: the fault proxies a deployment's cells run through.
+    pub faults: Option<FaultHops>,
 }
 
 /// Why a config file (or the seed script's environment) was refused.
@@ -176,6 +182,7 @@ impl Config {
             path: path.to_path_buf(),
             run: checked.run,
             targets: checked.targets,
+            faults: checked.faults,
         })
     }
 
@@ -233,7 +240,8 @@ impl Config {
                 RestartAction::Http { url, .. } => redactor.add_url_credentials(url),
                 RestartAction::Command { .. }
                 | RestartAction::Signal { .. }
-                | RestartAction::Clients => {}
+                | RestartAction::Clients
+                | RestartAction::Fault(_) => {}
             }
             match &target.readiness {
                 Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {
@@ -242,6 +250,18 @@ impl Config {
                 _ => {}
             }
         }
+    }
+
+    /// The file's fault targets, by name: on the local stack (no base
+    /// URL) they join its own, on its hops.
+    pub fn fault_targets(&self) -> Vec<(String, crate::targets::FaultAction)> {
+        self.targets
+            .iter()
+            .filter_map(|t| match &t.action {
+                RestartAction::Fault(f) => Some((t.name.clone(), f.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn target_names(&self) -> Vec<&str> {

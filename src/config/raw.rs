@@ -16,6 +16,24 @@ pub(super) struct RawConfig {
     pub run: Option<RawRun>,
     #[serde(default)]
     pub targets: Option<Ordered<Spanned<RawTarget>>>,
+    pub faults: Option<Spanned<RawFaults>>,
+}
+
+/// `[faults]`: a fault proxy in front of the base URL, and more hops.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFaults {
+    pub base_url_hop: Option<Spanned<String>>,
+    #[serde(default)]
+    pub hops: Option<Ordered<Spanned<RawHop>>>,
+}
+
+/// `[faults.hops.NAME]`: a proxy listening on `listen`, forwarding to `upstream`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHop {
+    pub listen: Spanned<String>,
+    pub upstream: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -40,7 +58,10 @@ pub(super) struct RawRun {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTarget {
-    pub restart: Spanned<RawRestart>,
+    pub restart: Option<Spanned<RawRestart>>,
+    /// A network fault instead of a restart: `hop`, `toxic`, `hold_ms` and
+    /// the toxic's own parameters, so an open table.
+    pub fault: Option<Spanned<toml::Table>>,
     pub ready: Option<Spanned<RawReady>>,
     pub ready_timeout_ms: Option<Spanned<i64>>,
     pub independent: Option<bool>,

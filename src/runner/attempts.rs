@@ -41,6 +41,10 @@ impl Restarter for TargetRestarter<'_> {
     fn restarts_clients(&self) -> bool {
         self.clients
     }
+
+    async fn settle(&mut self) -> Result<(), String> {
+        self.target.settle().await
+    }
 }
 
 /// Which cell the attempts belong to, for events and file names.

@@ -146,10 +146,13 @@ pub(super) async fn browser_cell(
     let host = host.as_ref().map_err(|reason| reason.clone())?;
     let mut chromium = Chromium::launch(host, profile).await?;
     match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
-        Ok(page) => Ok((
-            HostedCell::new(HostedClient::page(page)).with_store(store),
-            chromium,
-        )),
+        Ok(page) => match HostedClient::page(page) {
+            Ok(client) => Ok((HostedCell::new(client).with_store(store), chromium)),
+            Err(e) => {
+                chromium.stop().await;
+                Err(e.into())
+            }
+        },
         Err(e) => {
             chromium.stop().await;
             Err(e.into())

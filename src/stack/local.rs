@@ -19,7 +19,7 @@ use crate::report::LogFile;
 use crate::signal::Signal;
 use crate::supervise::{free_port, Supervisor};
 use crate::targets::Unavailable;
-use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{FaultAction, ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -65,8 +65,39 @@ pub fn selected(name: &str, only: &[String]) -> bool {
 }
 /// The restart target that runs the sandbox-agent server.
 pub const SERVER_TARGET: &str = "agent";
+/// Every target of the local stack, restarts, built-in faults, then the
+/// config file's own faults (`custom`): its name, what it does, and whether
+/// it runs when `--target` names none.
+pub fn known_targets(custom: &[(String, FaultAction)]) -> Vec<(String, String, bool)> {
+    let restarts = TARGETS
+        .iter()
+        .map(|(n, w)| (n.to_string(), w.to_string(), !OPT_IN_TARGETS.contains(n)));
+    let faults = super::fault_targets::BUILTIN
+        .iter()
+        .map(|f| (f.name.to_string(), f.what(), f.default));
+    let own = custom
+        .iter()
+        .map(|(n, f)| (n.clone(), format!("{} (config file)", f.describe()), true));
+    restarts.chain(faults).chain(own).collect()
+}
+
+/// The targets a run on the local stack has: those named, else the default ones.
+pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<String> {
+    known_targets(custom)
+        .into_iter()
+        .filter(|(n, _, default)| match named.is_empty() {
+            true => *default,
+            false => named.iter().any(|w| w == n),
+        })
+        .map(|(n, _, _)| n)
+        .collect()
+}
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the session actor may take to answer after a fault on the
+/// Rivet hops heals: the runner's reconnect backoff tops out at 30 s
+/// (+25 % jitter), as after an engine restart.
+const AFTER_HEAL_RIVET_TIMEOUT: Duration = Duration::from_secs(90);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
 /// How to bring the stack up.
@@ -95,6 +126,11 @@ pub struct StackOptions {
     pub browser: bool,
     /// The run's owner tag and keeper; the stack adds its own journal.
     pub supervisor: Supervisor,
+    /// A fault proxy on each hop (a run), or none (`stack up`, whose
+    /// stack outlives the harness process the proxies live in).
+    pub fault_proxies: bool,
+    /// The config file's own fault targets on the stack's hops.
+    pub custom_faults: Vec<(String, FaultAction)>,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -143,6 +179,8 @@ pub struct LocalStack {
     postgres: Option<PostgresStack>,
     /// This stack's `stack.json`, written as components start and stop.
     journal: StackJournal,
+    /// The fault proxies on the stack's hops.
+    hops: super::hops::Hops,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -204,6 +242,7 @@ impl LocalStack {
             page_server: None,
             postgres: None,
             journal,
+            hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
         stack.start_postgres(&options, &supervisor, progress).await;
@@ -231,7 +270,10 @@ impl LocalStack {
                     sdk_version: options.sdk_version.as_deref(),
                     native_sqlite: options.hosted_sqlite,
                 },
-                &supervisor,
+                rivet::Wiring {
+                    supervisor: &supervisor,
+                    hops: &mut stack.hops,
+                },
                 progress,
             )
             .await
@@ -342,7 +384,9 @@ impl LocalStack {
             started: None,
         });
         stack.add(agent_target, &options);
-        stack.base_url = agent_url;
+        // The gateway (or, without one, the clients) reach sandbox-agent through the agent hop.
+        let agent_hop = stack.hops.front("agent", agent_port)?;
+        stack.base_url = format!("http://127.0.0.1:{agent_hop}");
 
         match nginx::find_binary() {
             Err(reason) => {
@@ -357,7 +401,7 @@ impl LocalStack {
                     binary,
                     prefix: options.run_dir.join("gateway"),
                     listen_port: free_port()?,
-                    upstream_port: agent_port,
+                    upstream_port: agent_hop,
                 };
                 let spec = gateway.prepare()?;
                 stack
@@ -396,7 +440,9 @@ impl LocalStack {
                 .keeping_open_requests()
                 .supervised_by(supervisor.clone());
                 stack.add(reload, &options);
-                stack.base_url = gateway.base_url();
+                // Clients reach the gateway through the gateway hop.
+                let gateway_hop = stack.hops.front("gateway", gateway.listen_port)?;
+                stack.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
             }
         }
         stack.add(
@@ -410,10 +456,39 @@ impl LocalStack {
             }
         }
         stack.skipped.retain(|u| selected(&u.name, &options.only));
-        // Report order follows TARGETS, not start order.
+        let selected = run_targets(&options.only, &options.custom_faults);
+        // Once a fault heals, what its hop leads to answers again: through
+        // the gateway (and the agent hop), or the session actor (through
+        // the runner's link to the engine, which reconnects with a backoff).
+        let probe_of = |name: &str, timeout: Duration| {
+            stack
+                .targets
+                .iter()
+                .chain(stack.background.iter())
+                .find(|t| t.name == name)
+                .map(|t| (t.readiness.clone(), timeout))
+        };
+        let ready = |hop: &str| match hop {
+            "persist" | "runner" => probe_of("rivet", AFTER_HEAL_RIVET_TIMEOUT),
+            _ => probe_of("gateway", READY_TIMEOUT).or_else(|| probe_of("agent", READY_TIMEOUT)),
+        };
+        let (faults, unavailable) =
+            super::fault_targets::on_hops(&selected, &options.custom_faults, &stack.hops, &ready);
+        stack.targets.extend(faults);
+        stack.skipped.extend(unavailable);
+        // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
+        let hops = stack.hops.controls();
+        for target in &mut stack.targets {
+            target.watch_hops(hops.clone());
+        }
+        // Report order follows known_targets(), not start order.
+        let order: Vec<String> = known_targets(&options.custom_faults)
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect();
         stack
             .targets
-            .sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
+            .sort_by_key(|t| order.iter().position(|n| *n == t.name));
         Ok(stack)
     }
 
@@ -590,5 +665,6 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
+        self.hops.stop();
     }
 }

@@ -26,6 +26,7 @@ const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
 const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
+const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -96,12 +97,20 @@ pub fn find_node() -> Result<PathBuf, StackError> {
 /// A running engine + runner pair.
 pub struct RivetStack {
     endpoint: String,
+    /// Where the persist driver reaches the engine: the `persist` hop.
+    persist_endpoint: String,
     key: String,
     engine: Option<Target>,
     runner: Option<Target>,
     logs: Vec<(String, PathBuf)>,
     /// The SDK version the runner's app holds, or why the wanted one could not be installed.
     sdk: Result<String, Unhosted>,
+}
+
+/// Where the Rivet layer's processes are supervised and its hops proxied.
+pub struct Wiring<'a> {
+    pub supervisor: &'a Supervisor,
+    pub hops: &'a mut super::hops::Hops,
 }
 
 impl RivetStack {
@@ -117,13 +126,14 @@ impl RivetStack {
         save: SaveMode,
         runner_stop: RunnerStop,
         app: HostedApp<'_>,
-        supervisor: &Supervisor,
+        wiring: Wiring<'_>,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
         let HostedApp {
             sdk_version,
             native_sqlite,
         } = app;
+        let Wiring { supervisor, hops } = wiring;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
@@ -183,6 +193,9 @@ impl RivetStack {
             config_path.display()
         )))?;
         let endpoint = format!("http://127.0.0.1:{guard}");
+        // The runner and the persist driver reach the engine through their hops.
+        let runner_endpoint = format!("http://127.0.0.1:{}", hops.front("runner", guard)?);
+        let persist_endpoint = format!("http://127.0.0.1:{}", hops.front("persist", guard)?);
         let key = format!(
             "continuity-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -213,7 +226,7 @@ impl RivetStack {
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
-            ("RIVET_ENDPOINT".to_string(), endpoint.clone()),
+            ("RIVET_ENDPOINT".to_string(), runner_endpoint),
             ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
             (
                 "CONTINUITY_RIVET_SAVE".to_string(),
@@ -260,6 +273,7 @@ impl RivetStack {
 
         let mut stack = RivetStack {
             endpoint,
+            persist_endpoint,
             key,
             engine: Some(engine),
             runner: Some(runner),
@@ -343,7 +357,7 @@ impl RivetStack {
     /// through one driver, so the actor id it learns serves every cell.
     pub fn persist_factory(&self) -> PersistFactory {
         let driver = RivetDriver::new(RivetConfig {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.persist_endpoint.clone(),
             namespace: "default".into(),
             key: self.key.clone(),
             retry_for: PERSIST_RETRY_FOR,
@@ -380,6 +394,7 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
         ("sdk-client.mjs", SDK_CLIENT.to_string()),
         ("records.mjs", RECORDS.to_string()),
         ("drivers.mjs", DRIVERS.to_string()),
+        ("wire.mjs", WIRE.to_string()),
     ];
     if version == PINNED_SDK_VERSION {
         files.insert(1, ("package-lock.json", PACKAGE_LOCK.to_string()));
@@ -434,7 +449,10 @@ mod tests {
             SaveMode::Immediate,
             RunnerStop::Kill,
             HostedApp::default(),
-            &Supervisor::default(),
+            Wiring {
+                supervisor: &Supervisor::default(),
+                hops: &mut super::super::hops::Hops::default(),
+            },
             &mut |_| {},
         )
         .await

@@ -46,6 +46,8 @@ pub enum RestartAction {
     /// would; the action itself does nothing (a hosted SDK's process is
     /// the RivetKit runner, restarted by its own target's action).
     Clients,
+    /// A toxic on a hop's fault proxy for a window.
+    Fault(super::FaultAction),
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -92,6 +94,7 @@ pub enum RestartKind {
     Signal,
     Http,
     Clients,
+    Fault,
 }
 
 impl RestartKind {
@@ -103,6 +106,7 @@ impl RestartKind {
             RestartKind::Signal => "signal",
             RestartKind::Http => "http",
             RestartKind::Clients => "clients",
+            RestartKind::Fault => "fault",
         }
     }
 }
@@ -121,6 +125,7 @@ impl RestartAction {
             RestartAction::Signal { .. } => RestartKind::Signal,
             RestartAction::Http { .. } => RestartKind::Http,
             RestartAction::Clients => RestartKind::Clients,
+            RestartAction::Fault(_) => RestartKind::Fault,
         }
     }
 
@@ -153,6 +158,7 @@ impl RestartAction {
             RestartAction::Clients => {
                 "clients: the cell's clients are made anew over the same store".into()
             }
+            RestartAction::Fault(fault) => fault.describe(),
         }
     }
 }
@@ -202,6 +208,10 @@ pub enum ActionError {
         url: String,
         reason: String,
     },
+    #[error("the {hop} hop has no fault proxy here")]
+    NoHop { hop: String },
+    #[error("{reason}")]
+    Proxy { hop: String, reason: String },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,
@@ -232,6 +242,8 @@ pub enum ActionErrorKind {
     Request,
     /// The restart hook answered with an unexpected status.
     Status,
+    /// The fault's hop has no proxy, or its proxy stopped serving.
+    Proxy,
 }
 
 impl ActionError {
@@ -245,6 +257,7 @@ impl ActionError {
             ActionError::Kill { .. } => ActionErrorKind::Kill,
             ActionError::Request { .. } => ActionErrorKind::Request,
             ActionError::Status { .. } => ActionErrorKind::Status,
+            ActionError::NoHop { .. } | ActionError::Proxy { .. } => ActionErrorKind::Proxy,
         }
     }
 }

@@ -225,7 +225,8 @@ const actions = {
 			await held.persist.close?.().catch(() => {});
 		}
 		live.clear();
-		return {};
+		// As the actor's retire: the faults recorded for this page come back with it.
+		return { faults: kept.faults, wakes: kept.loads - 1 };
 	},
 	async faults() {
 		return { faults: kept.faults, wakes: kept.loads - 1 };

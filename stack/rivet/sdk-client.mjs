@@ -13,10 +13,15 @@
 // HTTP status and problem, JSON-RPC code, cause chain), never as an actor
 // error. Unhandled promise rejections (the SDK raises them around restarts)
 // are recorded with the phase that was running instead of killing the runner.
+//
+// The SDK's wire is recorded (wire.mjs): its `fetch` and its persist driver
+// are wrapped, and every answer carries the records continuity has not yet
+// acknowledged (`wireAck` in the args), which it writes into the cell's trace.
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
 const HEALTH_WAIT_MS = 30_000;
@@ -129,7 +134,8 @@ function newClient(c, name, settings, save) {
 		sdk: new SandboxAgent({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
-			persist,
+			fetch: recordingFetch(c.vars.wire),
+			persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
 			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
 		}),
 		persist,
@@ -159,34 +165,58 @@ async function handleFor(client, id) {
 	return { session, handle: "fetched after the actor woke" };
 }
 
-function bounded(promise, ms, what) {
+/**
+ * `promise`, or an ActorTimeout after `ms`, or an ActorRetired when the cell
+ * ends first: `inflight` holds a way to end each running action at once.
+ */
+function bounded(promise, ms, what, inflight) {
 	let timer;
+	let retire;
 	const limit = new Promise((_, reject) => {
 		timer = setTimeout(
 			() => reject(Object.assign(new Error(`${what}: no answer within ${ms} ms`), { name: "ActorTimeout" })),
 			ms,
 		);
+		retire = () => reject(Object.assign(new Error(`${what}: the cell ended first`), { name: "ActorRetired" }));
 	});
-	return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+	inflight.add(retire);
+	return Promise.race([promise, limit]).finally(() => {
+		clearTimeout(timer);
+		inflight.delete(retire);
+	});
 }
+
+/** How long `retire` lets the actions it ended finish answering before the actor goes. */
+const RETIRE_DRAIN_MS = 2_000;
 
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
-	// recorded faults into state, answers ok or the error as data.
+	// recorded faults into state, answers ok or the error as data, with the
+	// wire records continuity has not acknowledged.
 	async function act(c, args, body) {
 		const phase = String(args?.phase ?? "");
 		active = { key: c.key?.join?.(",") ?? String(c.key ?? ""), phase };
 		const save = () => persistNow(c);
+		c.vars.wire.acknowledge(args?.wireAck);
 		adoptFaults(c);
 		const deadline = Number(args?.timeoutMs) > 0 ? Number(args.timeoutMs) + ACTION_MARGIN_MS : 120_000;
+		let answer;
+		let finished;
+		const done = new Promise((resolve) => (finished = resolve));
+		c.vars.acting.add(done);
 		try {
-			const result = await bounded(body(save), deadline, phase || "action");
-			return { ok: true, ...result };
+			const result = await bounded(body(save), deadline, phase || "action", c.vars.inflight);
+			answer = { ok: true, ...result };
 		} catch (error) {
-			return { ok: false, error: describeError(error) };
-		} finally {
+			answer = { ok: false, error: describeError(error) };
+		}
+		try {
 			adoptFaults(c);
 			await save().catch(() => {});
+			return { ...answer, wire: c.vars.wire.pending() };
+		} finally {
+			finished();
+			c.vars.acting.delete(done);
 		}
 	}
 
@@ -210,7 +240,14 @@ export function sdkClientActor({ persistNow, options }) {
 			faults: [],
 			wakes: 0,
 		}),
-		createVars: () => ({ clients: new Map(), stores: new Map() }),
+		// inflight: a way to end each running action; acting: each action until it has answered.
+		createVars: () => ({
+			clients: new Map(),
+			stores: new Map(),
+			wire: new WireLog(),
+			inflight: new Set(),
+			acting: new Set(),
+		}),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -349,8 +386,19 @@ export function sdkClientActor({ persistNow, options }) {
 					return { resultJson: result === undefined ? null : JSON.stringify(result) };
 				}),
 
-			/** The cell is over: close every SDK client and destroy this actor. */
-			retire: async (c) => {
+			/**
+			 * The cell is over: close every SDK client and destroy this actor;
+			 * answers with the faults recorded for it and the last wire records.
+			 */
+			retire: async (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				// An action the harness gave up on (a prompt the SDK left pending) still
+				// holds its request open: ended first, so the actor is not destroyed
+				// under it (RivetKit then waits out its shutdown grace, and the runner
+				// did not place actors again for the next cells on the stack).
+				for (const end of [...c.vars.inflight]) end();
+				const acting = Promise.allSettled([...c.vars.acting]);
+				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
 				for (const store of c.vars.stores.values()) await store.close?.().catch(() => {});
 				c.vars.stores.clear();
 				for (const live of c.vars.clients.values()) {
@@ -358,14 +406,23 @@ export function sdkClientActor({ persistNow, options }) {
 					await live.persist.close?.().catch(() => {});
 				}
 				c.vars.clients.clear();
+				adoptFaults(c);
+				const answer = { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
 				c.destroy();
-				return { ok: true };
+				return answer;
 			},
 
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */
-			faults: (c) => {
+			faults: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
 				adoptFaults(c);
-				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes };
+				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
+			},
+
+			/** The wire records continuity has not acknowledged, e.g. after a phase it gave up on. */
+			wire: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				return { ok: true, wire: c.vars.wire.pending() };
 			},
 		},
 	});

@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_sdks_400_is_an_http_signature_and_its_timeout_a_timeout() {
-        let sdk = |v: Value| HostedError::Sdk(serde_json::from_value(v).unwrap());
+        let sdk = |v: Value| HostedError::Sdk(Box::new(serde_json::from_value(v).unwrap()));
         let http = hosted_signature(
             &sdk(
                 json!({"name": "AcpHttpError", "message": "Bad Request", "status": 400,

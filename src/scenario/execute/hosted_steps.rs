@@ -7,13 +7,16 @@
 
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
 use super::{expect_stop, rehydrate_text, RunningCell, StepFailure, StepResult};
-use crate::client::hosted::{HostedClient, HostedError};
+use crate::client::hosted::{CallKind, HostedClient, HostedError};
 use crate::diagnose;
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Scenario, Step, StepKind};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::time::Duration;
+
+/// How long fetching the SDK's wire records before a restart may take.
+const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
 
 /// The cell's hosted client and which of the scenario's clients it has connected.
 pub struct HostedCell {
@@ -36,6 +39,13 @@ impl HostedCell {
         }
     }
 
+    /// Its actions and the SDK's wire written into the cell's `trace`.
+    pub(super) fn traced(self, trace: crate::trace::Trace) -> Self {
+        Self {
+            client: self.client.traced(trace),
+            ..self
+        }
+    }
     /// The cell's SDK clients keep their sessions in `store`.
     pub fn with_store(mut self, store: Option<Value>) -> Self {
         self.store = store;
@@ -110,10 +120,12 @@ impl RunningCell<'_> {
         args.insert("timeoutMs".into(), (timeout.as_millis() as u64).into());
         self.hosted()
             .client
-            .call(
+            .call_as(
+                CallKind::Scenario,
                 action,
                 Value::Object(args),
                 timeout.max(Duration::from_secs(30)),
+                Some(timeout),
             )
             .await
             .map_err(|e| {
@@ -138,7 +150,16 @@ impl RunningCell<'_> {
             m
         };
         match step {
-            Step::Restart | Step::Sleep { .. } => return self.run_step(running).await,
+            Step::Restart => {
+                // A restart may take the actor's process with it (the rivet
+                // target): what its log holds is fetched before that.
+                self.hosted()
+                    .client
+                    .drain_wire(phase, WIRE_BEFORE_RESTART)
+                    .await;
+                return self.run_step(running).await;
+            }
+            Step::Sleep { .. } => return self.run_step(running).await,
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
@@ -326,14 +347,16 @@ impl RunningCell<'_> {
             .is_some_and(|h| h.connected.contains(client))
     }
 
-    /// What the actor app recorded as unhandled rejections during this cell.
-    pub(super) async fn hosted_faults(&self) -> Vec<Value> {
+    /// Destroys the cell's actor (its SDK clients closed first): one cell,
+    /// one actor, none left behind on the runner. Returns what the actor
+    /// app recorded as unhandled rejections during the cell.
+    pub(super) async fn retire_hosted(&self) -> Vec<Value> {
         let Some(hosted) = self.hosted.as_ref() else {
             return Vec::new();
         };
         match hosted
             .client
-            .call("faults", json!({"phase": "faults"}), Duration::from_secs(5))
+            .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
             .await
         {
             Ok(out) => out
@@ -342,17 +365,6 @@ impl RunningCell<'_> {
                 .cloned()
                 .unwrap_or_default(),
             Err(_) => Vec::new(),
-        }
-    }
-
-    /// Destroys the cell's actor (its SDK clients closed first): one cell,
-    /// one actor, none left behind on the runner.
-    pub(super) async fn retire_hosted(&self) {
-        if let Some(hosted) = self.hosted.as_ref() {
-            let _ = hosted
-                .client
-                .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
-                .await;
         }
     }
 

@@ -109,7 +109,10 @@ async fn the_hosted_clients_drivers_pass_the_persist_contract() {
             sdk_version: None,
             native_sqlite: true,
         },
-        &crate::supervise::Supervisor::default(),
+        super::Wiring {
+            supervisor: &crate::supervise::Supervisor::default(),
+            hops: &mut crate::stack::hops::Hops::default(),
+        },
         &mut |_| {},
     )
     .await
