@@ -9,6 +9,7 @@
 use crate::trace::event::{self, Event};
 use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -141,7 +142,7 @@ fn exchange(record: &Value, elapsed_ms: f64) -> Exchange {
         .get("status")
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok());
-    let purpose = purpose(text("purpose"));
+    let purpose = purpose(record);
     let failure = match (record.get("error"), status) {
         (Some(error), _) => Some(transport_failure(error)),
         // The SDK ignores a DELETE's status, as the Rust client does.
@@ -178,16 +179,11 @@ fn closed_by(record: &Value) -> Option<String> {
 }
 
 fn transport_failure(error: &Value) -> Seen {
-    let kind = match error.get("kind").and_then(Value::as_str).unwrap_or("other") {
-        "refused" => ErrorKind::Refused,
-        "reset" => ErrorKind::Reset,
-        "closed" => ErrorKind::Closed,
-        "tls" => ErrorKind::Tls,
-        "dns" => ErrorKind::Dns,
-        "timeout" => ErrorKind::Timeout,
-        "too_large" => ErrorKind::TooLarge,
-        _ => ErrorKind::Other,
-    };
+    // The actor writes continuity's kinds; one it does not know is `other`.
+    let kind = error
+        .get("kind")
+        .and_then(|kind| ErrorKind::deserialize(kind).ok())
+        .unwrap_or(ErrorKind::Other);
     Seen::Error {
         kind,
         detail: error
@@ -198,16 +194,12 @@ fn transport_failure(error: &Value) -> Seen {
     }
 }
 
-fn purpose(name: &str) -> Purpose {
-    match name {
-        "health" => Purpose::Health,
-        "acp" => Purpose::AcpPost,
-        "stream" => Purpose::Stream,
-        "delete" => Purpose::Delete,
-        "process" => Purpose::Process,
-        "fs" => Purpose::Fs,
-        _ => Purpose::Api,
-    }
+/// The record's purpose by its trace name; any other is `api`.
+fn purpose(record: &Value) -> Purpose {
+    record
+        .get("purpose")
+        .and_then(|name| Purpose::deserialize(name).ok())
+        .unwrap_or(Purpose::Api)
 }
 
 /// The trace keeps methods as static names; anything unusual is `OTHER`.

@@ -437,7 +437,7 @@ impl RunningCell<'_> {
             outcome,
             &seen,
         );
-        trace.phase_end(&phase.name, &outcome_word(result.outcome), duration_ms);
+        trace.phase_end(&phase.name, outcome_word(result.outcome), duration_ms);
         result
     }
 

@@ -143,11 +143,9 @@ pub enum ConnAction {
 }
 
 impl ConnAction {
+    /// As serialized: `reset`, `closed`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ConnAction::Reset => "reset",
-            ConnAction::Closed => "closed",
-        }
+        crate::wire_name::of(&self)
     }
 }
 
@@ -169,17 +167,9 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// As serialized: `refused`, `too_large`, …
     pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Refused => "refused",
-            ErrorKind::Reset => "reset",
-            ErrorKind::Closed => "closed",
-            ErrorKind::Tls => "tls",
-            ErrorKind::Dns => "dns",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::TooLarge => "too_large",
-            ErrorKind::Other => "other",
-        }
+        crate::wire_name::of(&self)
     }
 
     /// The kind as a sentence says it.
@@ -208,16 +198,6 @@ pub enum TraceLevel {
     Summary,
     /// Every event, JSON-RPC bodies cut at [`BODY_LIMIT_CHARS`].
     Full,
-}
-
-impl TraceLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceLevel::Off => "off",
-            TraceLevel::Summary => "summary",
-            TraceLevel::Full => "full",
-        }
-    }
 }
 
 /// What an HTTP exchange was for; names the channel it counts on.
