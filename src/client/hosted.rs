@@ -15,6 +15,11 @@
 //! (asked to answered, or to the deadline it was given up at: the client
 //! under test holding the cell), and the SDK's own exchanges, which every
 //! answer carries, go into the trace ([`super::hosted_wire`]).
+//!
+//! The browser client (`--client browser`) answers the same actions from
+//! its page ([`crate::client::browser`]): the same SDK, bundled for the
+//! browser, called through the same [`HostedClient`]; its wire comes from
+//! the browser's own network events, not from the answers.
 
 use super::hosted_wire::WireCursor;
 use crate::trace::event::{self, Event};
@@ -125,6 +130,8 @@ pub struct HostedClient {
     config: HostedConfig,
     http: reqwest::Client,
     wire: Option<Arc<Wire>>,
+    /// The browser client's page, which answers instead of an actor.
+    page: Option<crate::client::browser::BrowserPage>,
 }
 
 /// Where the SDK's wire goes: the cell's trace, and what it already holds.
@@ -151,7 +158,24 @@ impl HostedClient {
             config,
             http,
             wire: None,
+            page: None,
         })
+    }
+
+    /// The browser client: the same actions, answered by its page.
+    pub fn page(page: crate::client::browser::BrowserPage) -> Result<Self, reqwest::Error> {
+        let mut client = Self::new(HostedConfig {
+            endpoint: String::new(),
+            namespace: String::new(),
+            key: "browser".into(),
+        })?;
+        client.page = Some(page);
+        Ok(client)
+    }
+
+    /// The browser client's page, if this is one.
+    pub fn browser_page(&self) -> Option<&crate::client::browser::BrowserPage> {
+        self.page.as_ref()
     }
 
     /// This client writing its actions and the SDK's wire into `trace`.
@@ -226,7 +250,17 @@ impl HostedClient {
             if let (Some(wire), Value::Object(map)) = (&self.wire, &mut args) {
                 map.insert("wireAck".into(), wire.cursor().ack());
             }
-            match self.call_once(action, &args).await {
+            let once =
+                match &self.page {
+                    Some(page) => page.call(action, &args, patience).await.map_err(|e| {
+                        HostedError::Unreachable {
+                            action: action.into(),
+                            message: format!("the browser page: {e}"),
+                        }
+                    }),
+                    None => self.call_once(action, &args).await,
+                };
+            match once {
                 Err(e) if retryable(&e) && started.elapsed() + delay < patience => {
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));

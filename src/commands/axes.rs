@@ -1,33 +1,34 @@
 //! The matrix's axes from the command line and the config file: which
-//! agents, clients, server points, SDK point and store the cells run with,
+//! agents, clients, server points, SDK point and stores the cells run with,
 //! each checked with a message naming its flag. Nothing here runs a cell:
 //! the runner builds the matrix from these ([`crate::runner::Matrix`]) and
 //! runs it, whatever mix of axes was asked for.
 
 use super::CommandError;
-use crate::cli::{ClientArg, RunArgs};
+use crate::cli::{ClientArg, PersistArg, RunArgs};
 use crate::runner::{
     AgentPoint, Axes, ClientKind, PersistChoice, PersistPoint, SdkPoint, ServerPoint,
 };
 
 /// What the user asked for on each axis; the store may still depend on
-/// the stack (its Rivet actor when it runs one).
+/// the stack (its Rivet actor when it runs one and none was chosen).
 pub(super) struct Chosen {
     pub agents: Vec<String>,
     pub clients: Vec<ClientKind>,
     pub servers: Vec<ServerPoint>,
     pub sdk: SdkPoint,
-    /// `--persist`, then the config's `[run] persist`.
-    pub persist: Option<PersistPoint>,
+    /// `--persist` (repeatable), else the config's `[run] persist`: each
+    /// once, in their order; empty when neither names one.
+    pub persists: Vec<PersistPoint>,
 }
 
 impl Chosen {
     /// What the user asked for: `agents` resolved already (flag, seed
-    /// environment, config), `persist` as the flag or config chose it.
+    /// environment, config), `config_persist` the config's stores.
     pub fn of(
         args: &RunArgs,
         agents: Vec<String>,
-        persist: Option<&PersistChoice>,
+        config_persist: &[PersistChoice],
     ) -> Result<Chosen, CommandError> {
         Ok(Chosen {
             agents,
@@ -38,7 +39,7 @@ impl Chosen {
                     .as_deref()
                     .unwrap_or(crate::stack::rivet::PINNED_SDK_VERSION),
             ),
-            persist: persist.map(persist_point),
+            persists: persists(&args.persist, config_persist),
         })
     }
 
@@ -58,7 +59,10 @@ impl Chosen {
             clients: self.clients.clone(),
             servers,
             sdks: vec![self.sdk.clone()],
-            persists: vec![self.persist.unwrap_or(persist)],
+            persists: match self.persists.is_empty() {
+                true => vec![persist],
+                false => self.persists.clone(),
+            },
         }
     }
 
@@ -68,6 +72,9 @@ impl Chosen {
     pub fn refuse_on_a_deployment(&self) -> Result<(), CommandError> {
         if self.servers.len() > 1 {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+        }
+        if self.clients.contains(&ClientKind::Browser) {
+            return Err(CommandError::usage("--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)"));
         }
         if self.clients.contains(&ClientKind::TsSdk) {
             return Err(CommandError::usage("--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)"));
@@ -83,6 +90,7 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
         let kind = match c {
             ClientArg::Rust => ClientKind::Rust,
             ClientArg::TsSdk => ClientKind::TsSdk,
+            ClientArg::Browser => ClientKind::Browser,
         };
         if !clients.contains(&kind) {
             clients.push(kind);
@@ -118,13 +126,42 @@ fn servers(given: &[String]) -> Result<Vec<ServerPoint>, CommandError> {
     Ok(servers)
 }
 
-/// The store a flag or config names (the only custom store is the local
-/// stack's Rivet actor, which neither can name).
-fn persist_point(choice: &PersistChoice) -> PersistPoint {
+/// The `--persist` values, else the config's, each once in their order
+/// (empty: the stack's default store).
+fn persists(flags: &[PersistArg], config: &[PersistChoice]) -> Vec<PersistPoint> {
+    let given: Vec<PersistPoint> = match flags.is_empty() {
+        true => config.iter().filter_map(config_point).collect(),
+        false => flags.iter().map(|f| flag_point(*f)).collect(),
+    };
+    let mut points: Vec<PersistPoint> = Vec::new();
+    for point in given {
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    points
+}
+
+fn flag_point(arg: PersistArg) -> PersistPoint {
+    match arg {
+        PersistArg::Memory => PersistPoint::Memory,
+        PersistArg::Sqlite => PersistPoint::Sqlite,
+        PersistArg::Postgres => PersistPoint::Postgres,
+        PersistArg::Rivet => PersistPoint::Rivet,
+        PersistArg::Indexeddb => PersistPoint::IndexedDb,
+    }
+}
+
+/// The store `[run] persist` names (it names stores by kind only: never
+/// a stack's resolved or absent one).
+fn config_point(choice: &PersistChoice) -> Option<PersistPoint> {
     match choice {
-        PersistChoice::Memory => PersistPoint::Memory,
-        PersistChoice::Sqlite => PersistPoint::Sqlite,
-        PersistChoice::Custom { .. } => PersistPoint::Rivet,
+        PersistChoice::Memory => Some(PersistPoint::Memory),
+        PersistChoice::Sqlite => Some(PersistPoint::Sqlite),
+        PersistChoice::Postgres => Some(PersistPoint::Postgres),
+        PersistChoice::Rivet => Some(PersistPoint::Rivet),
+        PersistChoice::IndexedDb => Some(PersistPoint::IndexedDb),
+        PersistChoice::Custom { .. } | PersistChoice::Unavailable { .. } => None,
     }
 }
 
@@ -142,6 +179,26 @@ mod tests {
         assert_eq!(
             clients(&[ClientArg::TsSdk, ClientArg::Rust, ClientArg::TsSdk]),
             [ClientKind::TsSdk, ClientKind::Rust]
+        );
+    }
+
+    #[test]
+    fn persist_flags_win_over_the_config_and_repeats_collapse() {
+        assert!(persists(&[], &[]).is_empty());
+        assert_eq!(
+            persists(&[], &[PersistChoice::Sqlite]),
+            [PersistPoint::Sqlite]
+        );
+        assert_eq!(
+            persists(
+                &[
+                    PersistArg::Postgres,
+                    PersistArg::Memory,
+                    PersistArg::Postgres
+                ],
+                &[PersistChoice::Sqlite]
+            ),
+            [PersistPoint::Postgres, PersistPoint::Memory]
         );
     }
 

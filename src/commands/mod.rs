@@ -4,9 +4,7 @@
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{
-    self, Matrix, PersistChoice, PersistFactory, PersistPoint, RunEvent, RunSettings, ServerPoint,
-};
+use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -298,12 +296,9 @@ async fn run_in(
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
-    // What the user chose (flag, then config); the local stack's store otherwise.
-    let persist = args
-        .persist
-        .map(PersistChoice::from)
-        .or_else(|| run_defaults.persist.clone());
-    let chosen = axes::Chosen::of(&args, agents.clone(), persist.as_ref())?;
+    // What the user chose (flags, then config; several make a persistence
+    // axis); the local stack's store otherwise.
+    let chosen = axes::Chosen::of(&args, agents.clone(), &run_defaults.persist)?;
     let id = short_id();
     let run_dir = args
         .out
@@ -336,7 +331,7 @@ async fn run_in(
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),
-        partial::run_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
+        partial::run_info(&settings, base_url.as_deref(), &agents, &chosen.persists),
     );
     // Sandbox folders of runs that died without removing them (SIGKILL, a
     // crash) go now; this run's are claimed until it ends.
@@ -398,8 +393,7 @@ async fn run_in(
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
             }
-            let stacks =
-                deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
+            let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
             (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
@@ -449,7 +443,7 @@ async fn run_in(
                 crate::console::errln(
                     "continuity: this shard holds no cell of the matrix: no stack is started",
                 );
-                let stacks = workers::no_stacks(&names, run_persist(persist.as_ref(), None));
+                let stacks = workers::no_stacks(&names);
                 (stacks, Vec::new(), names, chosen.servers.clone())
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, cells);
@@ -457,21 +451,15 @@ async fn run_in(
                 let mut up =
                     workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
                         .await?;
-                let stacks = workers::attach(
-                    &mut up,
-                    persist.as_ref(),
-                    &run_dir,
-                    binaries,
-                    serving.as_deref(),
-                );
+                let stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
                 (stacks, up, names, chosen.servers.clone())
             }
         }
     };
     // The store the user chose, else the stack's Rivet actor when it runs one.
-    let store = match run_stacks.own.rivet_store {
-        Some(_) => PersistPoint::Rivet,
-        None => PersistPoint::Sqlite,
+    let store = match run_stacks.own.stores.rivet {
+        Ok(_) => PersistPoint::Rivet,
+        Err(_) => PersistPoint::Sqlite,
     };
     let matrix = Matrix::build(
         targets,
@@ -545,6 +533,10 @@ fn local_stack_options(
         },
         agents: chosen.agents.clone(),
         sdk_version: Some(sdk_version.clone()),
+        postgres: chosen.persists.contains(&PersistPoint::Postgres),
+        hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
+            && chosen.clients.contains(&runner::ClientKind::TsSdk),
+        browser: chosen.clients.contains(&runner::ClientKind::Browser),
         supervisor: supervisor.clone(),
         fault_proxies: true,
         custom_faults,
@@ -573,19 +565,6 @@ fn finish(
         ));
     }
     Ok(outcome)
-}
-
-/// Each cell's store: the user's choice (`--persist`, then the config's),
-/// else the local stack's Rivet actor when it runs one, else SQLite.
-fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
-    match (chosen, stack) {
-        (Some(choice), _) => choice.clone(),
-        (None, Some(factory)) => PersistChoice::Custom {
-            name: "rivet".into(),
-            factory,
-        },
-        (None, None) => PersistChoice::Sqlite,
-    }
 }
 
 /// How many stacks the local stack runs side by side: `--jobs` (or the

@@ -157,18 +157,40 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         );
     }
     if let Some(persist) = &raw.persist {
-        run.persist = Some(match persist.get_ref().as_str() {
-            "sqlite" => PersistChoice::Sqlite,
-            "memory" => PersistChoice::Memory,
+        let expected =
+            "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
+        let names: Vec<&toml::Value> = match persist.get_ref() {
+            toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
+            one @ toml::Value::String(_) => vec![one],
             other => {
                 return Err(invalid(
                     "run.persist",
                     persist.span(),
-                    Some(format!("{other:?}")),
-                    "expected \"sqlite\" or \"memory\"",
+                    Some(other.to_string()),
+                    expected,
                 ))
             }
-        });
+        };
+        for name in names {
+            let choice = match name.as_str() {
+                Some("sqlite") => PersistChoice::Sqlite,
+                Some("memory") => PersistChoice::Memory,
+                Some("postgres") => PersistChoice::Postgres,
+                Some("rivet") => PersistChoice::Rivet,
+                Some("indexeddb") => PersistChoice::IndexedDb,
+                _ => {
+                    return Err(invalid(
+                        "run.persist",
+                        persist.span(),
+                        Some(name.to_string()),
+                        expected,
+                    ))
+                }
+            };
+            if !run.persist.contains(&choice) {
+                run.persist.push(choice);
+            }
+        }
     }
     if let Some(name) = &raw.token_env {
         if !is_env_name(name.get_ref()) {

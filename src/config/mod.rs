@@ -9,7 +9,7 @@
 //! timeout_ms = 30000
 //! overall_timeout_ms = 900000
 //! repeat = 1
-//! persist = "sqlite"         # sqlite | memory
+//! persist = "sqlite"         # memory | sqlite | postgres | rivet, or a list of them
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
 //! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
 //! expect = "ci/expect.toml"  # expectations file, as --expect
@@ -60,7 +60,8 @@ pub struct RunDefaults {
     pub timeout: Option<Duration>,
     pub overall_timeout: Option<Duration>,
     pub repeat: Option<u32>,
-    pub persist: Option<PersistChoice>,
+    /// `persist`: one store or several (the persistence axis); empty when unset.
+    pub persist: Vec<PersistChoice>,
     /// The name of the environment variable that holds the bearer token.
     pub token_env: Option<String>,
     /// Variables whose values are secret, beyond the secret-named ones.
@@ -239,6 +240,7 @@ impl Config {
                 RestartAction::Http { url, .. } => redactor.add_url_credentials(url),
                 RestartAction::Command { .. }
                 | RestartAction::Signal { .. }
+                | RestartAction::Clients
                 | RestartAction::Fault(_) => {}
             }
             match &target.readiness {

@@ -44,7 +44,8 @@ pub(super) struct RawRun {
     pub timeout_ms: Option<Spanned<i64>>,
     pub overall_timeout_ms: Option<Spanned<i64>>,
     pub repeat: Option<Spanned<i64>>,
-    pub persist: Option<Spanned<String>>,
+    /// One store name, or a list of them (the persistence axis).
+    pub persist: Option<Spanned<toml::Value>>,
     pub token_env: Option<Spanned<String>>,
     pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
     pub expect: Option<Spanned<String>>,

@@ -252,6 +252,13 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 timeout: timeout(DEFAULT_HTTP_TIMEOUT)?,
             })
         }
+        // Only the local stack makes one: no config key selects it.
+        RestartKind::Clients => Err(invalid(
+            &key,
+            raw.span(),
+            None,
+            "expected one of managed, command, signal or http",
+        )),
     }
 }
 

@@ -49,10 +49,7 @@ fn a_good_file() {
     assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
     assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
     assert_eq!(config.run.repeat, Some(2));
-    assert_eq!(
-        config.run.persist,
-        Some(crate::persist::PersistChoice::Sqlite)
-    );
+    assert_eq!(config.run.persist, [crate::persist::PersistChoice::Sqlite]);
     assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
     assert_eq!(
         config.run.headers,
@@ -202,8 +199,13 @@ fn values_are_checked() {
     );
     let e = error("[run]\nrepeat = 0\n");
     assert!(e.contains("run.repeat"), "{e}");
-    let e = error("[run]\npersist = \"rivet\"\n");
-    assert!(e.contains("\"sqlite\" or \"memory\""), "{e}");
+    let e = error("[run]\npersist = \"redis\"\n");
+    assert!(e.contains("\"rivet\" or \"indexeddb\""), "{e}");
+    let e = error("[run]\npersist = 3\n");
+    assert!(
+        e.contains("run.persist") && e.contains("a list of them"),
+        "{e}"
+    );
     let e = error("[run]\nbase_url = \"localhost:2468\"\n");
     assert!(e.contains("run.base_url") && e.contains("http://"), "{e}");
     let e = error("[targets.a]\nrestart = { command = \"x\" }\nready = { tcp = \"127.0.0.1\" }\n");

@@ -1,11 +1,14 @@
-//! Which client runs a plan's cells: continuity's own (`rust`) or the real
-//! TypeScript SDK hosted in the Rivet app (`ts-sdk`). The runner asks here
-//! whether a ts-sdk cell can run at all (a hosted client that could not be
-//! set up, a step it cannot take: skipped, with the reason) and for the
-//! cell's hosted client, one actor per cell attempt.
+//! Which client runs a plan's cells: continuity's own (`rust`), the real
+//! TypeScript SDK hosted in the Rivet app (`ts-sdk`), or the same SDK
+//! bundled for the browser in headless Chromium (`browser`). The runner
+//! asks here whether a ts-sdk or browser cell can run at all (a client
+//! that could not be set up, a step it cannot take: skipped, with the
+//! reason) and for the cell's hosted client: one actor, or one Chromium
+//! and its page, per cell attempt.
 
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use crate::stack::browser::{BrowserHost, Chromium};
 use std::time::Duration;
 
 /// Which client runs a cell: a value of the client axis.
@@ -15,6 +18,8 @@ pub enum ClientKind {
     Rust,
     /// The real TypeScript SDK, hosted in the local stack's Rivet app.
     TsSdk,
+    /// The same SDK bundled for the browser, in a page of headless Chromium.
+    Browser,
 }
 
 impl ClientKind {
@@ -23,12 +28,13 @@ impl ClientKind {
         match self {
             ClientKind::Rust => "rust",
             ClientKind::TsSdk => "ts-sdk",
+            ClientKind::Browser => "browser",
         }
     }
 
     /// Whether the client runs an SDK package (so the SDK axis applies to it).
     pub fn hosts_sdk(self) -> bool {
-        self == ClientKind::TsSdk
+        matches!(self, ClientKind::TsSdk | ClientKind::Browser)
     }
 }
 
@@ -42,6 +48,9 @@ pub enum ClientChoice {
     /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
     /// called through, or why it cannot run here.
     TsSdk(Result<String, Unhosted>),
+    /// The browser client: the Chromium and page this worker's stack
+    /// serves, or why it cannot run here.
+    Browser(Result<BrowserHost, Unhosted>),
 }
 
 /// Why a cell of `scenario` cannot run with this client, if it cannot.
@@ -52,6 +61,12 @@ pub(super) fn skip_reason(choice: &ClientChoice, scenario: &Scenario) -> Option<
         ClientChoice::TsSdk(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
             format!("the ts-sdk client does not support step `{kind}` (phase {phase}): the hosted SDK drives sessions only")
         }),
+        ClientChoice::Browser(Err(reason)) => {
+            Some(format!("the browser client cannot run: {reason}"))
+        }
+        ClientChoice::Browser(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
+            format!("the browser client does not support step `{kind}` (phase {phase}): the page drives sessions only")
+        }),
     }
 }
 
@@ -61,6 +76,7 @@ pub(super) fn tag(choice: &ClientChoice) -> &'static str {
     match choice {
         ClientChoice::Rust => "",
         ClientChoice::TsSdk(_) => "ts-sdk-",
+        ClientChoice::Browser(_) => "browser-",
     }
 }
 
@@ -71,6 +87,10 @@ pub(super) enum HostedSetupError {
     Unhosted(#[from] Unhosted),
     #[error("cannot build the hosted client's HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("the browser client could not start: {0}")]
+    Chromium(#[from] crate::stack::StackError),
+    #[error("the browser client's page did not open: {0}")]
+    Page(#[from] crate::client::browser::PageError),
     #[error("the hosted client's actor did not answer within {waited_s} s: {source}")]
     NoActor {
         waited_s: u64,
@@ -91,9 +111,10 @@ const ACTOR_READY: Duration = Duration::from_secs(90);
 pub(super) async fn hosted_cell(
     choice: &ClientChoice,
     key: &str,
+    store: Option<serde_json::Value>,
 ) -> Result<Option<HostedCell>, HostedSetupError> {
     let endpoint = match choice {
-        ClientChoice::Rust => return Ok(None),
+        ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(None),
         ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
         ClientChoice::TsSdk(Ok(endpoint)) => endpoint,
     };
@@ -110,5 +131,31 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(HostedCell::new(client)))
+    Ok(Some(HostedCell::new(client).with_store(store)))
+}
+
+/// The cell's browser client: a Chromium of its own (profile `profile`,
+/// made afresh) with the client's page open, its SDK clients keeping
+/// sessions in `store`. The Chromium is the caller's to stop when the
+/// cell is over.
+pub(super) async fn browser_cell(
+    host: &Result<BrowserHost, Unhosted>,
+    profile: &std::path::Path,
+    store: Option<serde_json::Value>,
+) -> Result<(HostedCell, Chromium), HostedSetupError> {
+    let host = host.as_ref().map_err(|reason| reason.clone())?;
+    let mut chromium = Chromium::launch(host, profile).await?;
+    match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
+        Ok(page) => match HostedClient::page(page) {
+            Ok(client) => Ok((HostedCell::new(client).with_store(store), chromium)),
+            Err(e) => {
+                chromium.stop().await;
+                Err(e.into())
+            }
+        },
+        Err(e) => {
+            chromium.stop().await;
+            Err(e.into())
+        }
+    }
 }

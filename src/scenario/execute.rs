@@ -7,6 +7,7 @@ use crate::client::Client;
 
 mod chunks;
 mod cleanup;
+mod client_restart;
 mod deferred;
 mod hosted_data;
 mod hosted_steps;
@@ -100,6 +101,13 @@ pub trait Restarter: Send {
         true
     }
 
+    /// Whether the restart is of the cell's own clients (target `client`):
+    /// the cell then drops continuity's clients and connects new ones over
+    /// the same store before the restart is recorded.
+    fn restarts_clients(&self) -> bool {
+        false
+    }
+
     /// When the cell's phases are over, before its cleanup: a network
     /// fault still in force heals. An error means the harness could not
     /// (its fault proxy failed): the cell is then an error, not a failure.
@@ -120,6 +128,7 @@ pub struct CellRun {
     pub started: Instant,
 }
 
+#[derive(Debug)]
 struct StepFailure {
     signature: Box<Signature>,
     detail: Map<String, Value>,
@@ -171,6 +180,12 @@ struct RunningCell<'a> {
     pending_disposes: Vec<deferred::PendingDispose>,
     /// Server ids the recovering client opened, closed with the cleanup.
     recovered: Vec<crate::acp::Transport>,
+    /// Clients a `client` restart dropped: their connections are closed
+    /// with the cleanup, as the server would keep a killed app's.
+    abandoned: Vec<crate::client::Disposal>,
+    /// Those clients, by name: what they stored still counts in the
+    /// integrity check (a restarted app's history is the old one's too).
+    retired: Vec<(String, Arc<Client>)>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -238,6 +253,8 @@ pub async fn run_cell_deferring(
         fence,
         pending_disposes: Vec::new(),
         recovered: Vec::new(),
+        abandoned: Vec::new(),
+        retired: Vec::new(),
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -284,6 +301,12 @@ pub async fn run_cell_deferring(
         .await
         .unwrap_or_default();
     hosted_data::attach_faults(&faults, &mut results);
+    let abandoned = std::mem::take(&mut cell.abandoned);
+    let _ = tokio::time::timeout(
+        DISPOSE_BOUND,
+        futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
+    )
+    .await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let recovered = std::mem::take(&mut cell.recovered);
     let dispose_bound = cleanup_by
@@ -354,6 +377,7 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
         | Step::TerminalReattach { client, .. }
         | Step::StartTurn { client, .. }
         | Step::TurnHistory { client, .. }
+        | Step::ReplayCheck { client, .. }
         | Step::RecoverSession { client, .. } => Some(client),
         Step::Connect { .. }
         | Step::Restart

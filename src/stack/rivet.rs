@@ -25,6 +25,7 @@ const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
 const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
 const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
+const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
@@ -35,6 +36,15 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const ENGINE_RESTART_READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a persist call waits for the actor through a restart.
 const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What the Rivet app hosts beside the `persist` actor: the SDK version
+/// (the pinned one when `None`) and whether the hosted SQLite driver's
+/// native module is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostedApp<'a> {
+    pub sdk_version: Option<&'a str>,
+    pub native_sqlite: bool,
+}
 
 /// How the actor saves its state (the `CONTINUITY_RIVET_SAVE` knob of the app).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,10 +125,14 @@ impl RivetStack {
         node: &Path,
         save: SaveMode,
         runner_stop: RunnerStop,
-        sdk_version: Option<&str>,
+        app: HostedApp<'_>,
         wiring: Wiring<'_>,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
+        let HostedApp {
+            sdk_version,
+            native_sqlite,
+        } = app;
         let Wiring { supervisor, hops } = wiring;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
@@ -143,6 +157,21 @@ impl RivetStack {
             }
             Err(reason) => return Err(reason),
         };
+        // The hosted SQLite driver loads better-sqlite3; only a ts-sdk ×
+        // sqlite run pays for building it (once per app slot). A failed
+        // build leaves those cells failing with the reason, nothing else.
+        if native_sqlite {
+            let app = app.clone();
+            let built = blocking_with_notes(progress, move |note| {
+                npm::ensure_native_module(&app, "better-sqlite3", note)
+            })
+            .await?;
+            if let Err(reason) = built {
+                progress(Note::step(format!(
+                    "the hosted sqlite driver cannot run: {reason}"
+                )));
+            }
+        }
         let engine_bin = app
             .join("node_modules")
             .join(ENGINE_PACKAGE)
@@ -364,6 +393,7 @@ fn app_files(version: &str) -> Vec<(&'static str, String)> {
         ("server.mjs", SERVER.to_string()),
         ("sdk-client.mjs", SDK_CLIENT.to_string()),
         ("records.mjs", RECORDS.to_string()),
+        ("drivers.mjs", DRIVERS.to_string()),
         ("wire.mjs", WIRE.to_string()),
     ];
     if version == PINNED_SDK_VERSION {
@@ -383,6 +413,9 @@ async fn install_app(version: &str, progress: &mut Progress<'_>) -> Result<PathB
     })
     .await?
 }
+
+#[cfg(test)]
+pub(crate) mod hosted_contract;
 
 #[cfg(test)]
 mod tests {
@@ -415,7 +448,7 @@ mod tests {
             &node,
             SaveMode::Immediate,
             RunnerStop::Kill,
-            None,
+            HostedApp::default(),
             Wiring {
                 supervisor: &Supervisor::default(),
                 hops: &mut super::super::hops::Hops::default(),

@@ -41,6 +41,11 @@ pub enum RestartAction {
         expect_status: Option<u16>,
         timeout: Duration,
     },
+    /// The cell's own clients: the cell drops continuity's clients and
+    /// makes new ones over the same store, as a restarted application
+    /// would; the action itself does nothing (a hosted SDK's process is
+    /// the RivetKit runner, restarted by its own target's action).
+    Clients,
     /// A toxic on a hop's fault proxy for a window.
     Fault(super::FaultAction),
 }
@@ -88,6 +93,7 @@ pub enum RestartKind {
     Command,
     Signal,
     Http,
+    Clients,
     Fault,
 }
 
@@ -99,6 +105,7 @@ impl RestartKind {
             RestartKind::Command => "command",
             RestartKind::Signal => "signal",
             RestartKind::Http => "http",
+            RestartKind::Clients => "clients",
             RestartKind::Fault => "fault",
         }
     }
@@ -117,6 +124,7 @@ impl RestartAction {
             RestartAction::Managed(_) => RestartKind::Managed,
             RestartAction::Signal { .. } => RestartKind::Signal,
             RestartAction::Http { .. } => RestartKind::Http,
+            RestartAction::Clients => RestartKind::Clients,
             RestartAction::Fault(_) => RestartKind::Fault,
         }
     }
@@ -147,6 +155,9 @@ impl RestartAction {
                 expected_status_text(*expect_status),
                 fmt_duration(*timeout)
             ),
+            RestartAction::Clients => {
+                "clients: the cell's clients are made anew over the same store".into()
+            }
             RestartAction::Fault(fault) => fault.describe(),
         }
     }

@@ -338,7 +338,8 @@ impl Target {
                     }));
                 }
             }
-            RestartAction::Command { .. } | RestartAction::Http { .. } => {}
+            RestartAction::Command { .. } | RestartAction::Http { .. } | RestartAction::Clients => {
+            }
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name.clone(),
@@ -504,6 +505,7 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
+            RestartAction::Clients => Ok(()),
             RestartAction::Http {
                 url,
                 method,

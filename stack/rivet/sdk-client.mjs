@@ -3,8 +3,10 @@
 // sandbox-coding-agent example): one actor per workspace (here: per cell)
 // owns the live `SandboxAgent` clients and their `Session` handles in vars,
 // recreated when the actor wakes (after a runner restart), and keeps session
-// records and events in its own state through a SessionPersistDriver of ours
-// (the same contract as the `persist` actor).
+// records and events where the harness's --persist says (drivers.mjs): in
+// its own state through a SessionPersistDriver of ours (`rivet`, the same
+// contract as the `persist` actor), the SDK's in-memory driver, SQLite or
+// Postgres.
 //
 // Every action takes `{ phase, client, ... }` and answers `{ ok: true, ... }`
 // or `{ ok: false, error }`: an SDK error comes back as data (name, message,
@@ -17,6 +19,7 @@
 // acknowledged (`wireAck` in the args), which it writes into the cell's trace.
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
+import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
@@ -99,25 +102,43 @@ class ActorStatePersistDriver {
 		const list = this.c.state.events[sessionId] ?? [];
 		const at = list.findIndex((e) => e.id === event.id);
 		if (at >= 0) list[at] = plainJson(event);
-		else {
-			list.push(plainJson(event));
-			// Distinct events the SDK asked to store, to tell a dropped write.
-			this.c.state.inserted[sessionId] = (this.c.state.inserted[sessionId] ?? 0) + 1;
-		}
+		else list.push(plainJson(event));
 		this.c.state.events[sessionId] = list;
 		await this.save();
 	}
 }
 
+/** A driver whose opening (an import, a pool) finishes before its first call does. */
+function lazyDriver(opening) {
+	const call =
+		(method) =>
+		async (...args) =>
+			(await opening)[method](...args);
+	return {
+		getSession: call("getSession"),
+		listSessions: call("listSessions"),
+		updateSession: call("updateSession"),
+		listEvents: call("listEvents"),
+		insertEvent: call("insertEvent"),
+		close: async () => (await opening.catch(() => null))?.close?.(),
+	};
+}
+
 function newClient(c, name, settings, save) {
+	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
+	const opening = openDriver(settings.persist, () => new ActorStatePersistDriver(c, save));
+	// A driver that cannot open fails each call with its reason, never the process.
+	opening.catch(() => {});
+	const persist = counted(lazyDriver(opening), c.state.tally, save);
 	return {
 		sdk: new SandboxAgent({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
 			fetch: recordingFetch(c.vars.wire),
-			persist: recordingPersist(c.vars.wire, new ActorStatePersistDriver(c, save)),
+			persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
 			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
 		}),
+		persist,
 		sessions: new Map(),
 		name,
 	};
@@ -211,9 +232,22 @@ export function sdkClientActor({ persistNow, options }) {
 	}
 
 	return actor({
-		createState: () => ({ sessions: {}, events: {}, inserted: {}, clients: {}, faults: [], wakes: 0 }),
+		createState: () => ({
+			sessions: {},
+			events: {},
+			tally: { inserted: {}, failed: {}, failures: [] },
+			clients: {},
+			faults: [],
+			wakes: 0,
+		}),
 		// inflight: a way to end each running action; acting: each action until it has answered.
-		createVars: () => ({ clients: new Map(), wire: new WireLog(), inflight: new Set(), acting: new Set() }),
+		createVars: () => ({
+			clients: new Map(),
+			stores: new Map(),
+			wire: new WireLog(),
+			inflight: new Set(),
+			acting: new Set(),
+		}),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -230,9 +264,16 @@ export function sdkClientActor({ persistNow, options }) {
 				act(c, args, async (save) => {
 					if (typeof args?.baseUrl !== "string") throw new UserError("connect: baseUrl (string) required");
 					const old = c.vars.clients.get(args.client);
-					if (old) await old.sdk.dispose().catch(() => {});
+					if (old) {
+						await old.sdk.dispose().catch(() => {});
+						await old.persist.close?.().catch(() => {});
+					}
 					// No token: the hosted client runs against the local stack only.
-					c.state.clients[args.client] = { baseUrl: args.baseUrl, headers: args.headers ?? null };
+					c.state.clients[args.client] = {
+						baseUrl: args.baseUrl,
+						headers: args.headers ?? null,
+						persist: args.persist ?? null,
+					};
 					c.vars.clients.set(args.client, newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
 				}),
@@ -262,12 +303,25 @@ export function sdkClientActor({ persistNow, options }) {
 					const { client } = clientFor(c, args.client, save);
 					const listed = await client.sdk.getEvents({ sessionId: args.id, limit: args.limit ?? DEFAULT_LIMIT });
 					// The whole stored history, for the integrity check.
-					const all = (c.state.events[args.id] ?? []).map((e) => ({ id: e.id, eventIndex: Number(e.eventIndex) }));
+					const all = (await allEvents(client.persist, args.id)).map((text) => {
+						const e = JSON.parse(text);
+						return { id: e.id, eventIndex: Number(e.eventIndex) };
+					});
+					const tally = c.state.tally ?? { inserted: {}, failed: {}, failures: [] };
 					return {
 						eventsObserved: listed.items.length,
 						history: all,
-						recorded: c.state.inserted[args.id] ?? 0,
+						recorded: tally.inserted[args.id] ?? 0,
+						writeFailures: tally.failed[args.id] ?? 0,
+						firstWriteFailure: tally.failures[0] ?? null,
 					};
+				}),
+
+			/** Every stored event of a session, each as its JSON text (the replay check reads payloads byte for byte). */
+			history: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = clientFor(c, args.client, save);
+					return { events: await allEvents(client.persist, args.id) };
 				}),
 
 			resumeSession: (c, args) =>
@@ -302,8 +356,34 @@ export function sdkClientActor({ persistNow, options }) {
 					const live = c.vars.clients.get(args.client);
 					c.vars.clients.delete(args.client);
 					delete c.state.clients[args.client];
-					if (live) await live.sdk.dispose();
+					if (live) {
+						await live.sdk.dispose();
+						await live.persist.close?.().catch(() => {});
+					}
 					return {};
+				}),
+
+			/**
+			 * One SessionPersistDriver call (`call`, its arguments as a JSON
+			 * text in `argsJson`) on the driver `persist` names: the harness
+			 * runs its persist contract through this against the Node drivers.
+			 * Arguments and result travel as JSON texts, so the engine's
+			 * re-encoding (sorted keys) never touches what the driver sees.
+			 */
+			store: (c, args) =>
+				act(c, args, async (save) => {
+					const key = JSON.stringify(args.persist ?? null);
+					let driver = c.vars.stores.get(key);
+					if (!driver) {
+						const opening = openDriver(args.persist, () => new ActorStatePersistDriver(c, save));
+						opening.catch(() => {});
+						driver = lazyDriver(opening);
+						c.vars.stores.set(key, driver);
+					}
+					const known = ["getSession", "listSessions", "updateSession", "listEvents", "insertEvent"];
+					if (!known.includes(args.call)) throw new UserError(`store: unknown call ${args.call}`);
+					const result = await driver[args.call](...JSON.parse(String(args.argsJson ?? "[]")));
+					return { resultJson: result === undefined ? null : JSON.stringify(result) };
 				}),
 
 			/**
@@ -319,7 +399,12 @@ export function sdkClientActor({ persistNow, options }) {
 				for (const end of [...c.vars.inflight]) end();
 				const acting = Promise.allSettled([...c.vars.acting]);
 				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
-				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
+				for (const store of c.vars.stores.values()) await store.close?.().catch(() => {});
+				c.vars.stores.clear();
+				for (const live of c.vars.clients.values()) {
+					await live.sdk.dispose().catch(() => {});
+					await live.persist.close?.().catch(() => {});
+				}
 				c.vars.clients.clear();
 				adoptFaults(c);
 				const answer = { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };

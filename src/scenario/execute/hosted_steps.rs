@@ -24,6 +24,9 @@ pub struct HostedCell {
     pub(super) connected: HashSet<String>,
     /// The running phase's deadline: the actor bounds the SDK call just past it.
     pub(super) deadline: Duration,
+    /// The `SessionPersistDriver` the actor builds for the cell's SDK
+    /// clients (`stack/rivet/drivers.mjs`); its own state when `None`.
+    pub(super) store: Option<Value>,
 }
 
 impl HostedCell {
@@ -32,6 +35,7 @@ impl HostedCell {
             client,
             connected: HashSet::new(),
             deadline: Duration::from_secs(30),
+            store: None,
         }
     }
 
@@ -42,6 +46,32 @@ impl HostedCell {
             ..self
         }
     }
+    /// The cell's SDK clients keep their sessions in `store`.
+    pub fn with_store(mut self, store: Option<Value>) -> Self {
+        self.store = store;
+        self
+    }
+}
+
+/// The `history` action's events: each one a JSON text, so no hop on the
+/// way (the Rivet Engine re-encodes objects with sorted keys) changes the
+/// payloads the replay was built from.
+fn parse_history(
+    out: &Map<String, Value>,
+) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+    let protocol =
+        |message: String| StepFailure::new(diagnose::other(SignatureKind::Protocol, message));
+    out.get("events")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("history: no `events` list".into()))?
+        .iter()
+        .map(|text| {
+            let text = text
+                .as_str()
+                .ok_or_else(|| protocol("history: an event that is not a JSON text".into()))?;
+            serde_json::from_str(text).map_err(|e| protocol(format!("history: {e}")))
+        })
+        .collect()
 }
 
 /// The first step of `scenario` the hosted client cannot take: (phase, step kind).
@@ -68,6 +98,7 @@ fn supported(step: &Step) -> bool {
             | Step::Dispose { .. }
             | Step::Sleep { .. }
             | Step::Health { .. }
+            | Step::ReplayCheck { .. }
     )
 }
 
@@ -132,6 +163,9 @@ impl RunningCell<'_> {
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
+                if let Some(store) = &self.hosted().store {
+                    args.insert("persist".into(), store.clone());
+                }
                 if !self.settings.headers.is_empty() {
                     let headers: Map<String, Value> = self
                         .settings
@@ -254,6 +288,17 @@ impl RunningCell<'_> {
             Step::Health { client } => {
                 let out = self.act("health", base(client)).await?;
                 copy(&out, &mut detail, &["health"]);
+            }
+            Step::ReplayCheck { client, session } => {
+                let mut args = base(client);
+                args.insert("id".into(), self.session_id(session).into());
+                let out = self.act("history", args).await?;
+                let events = parse_history(&out)?;
+                return super::client_restart::judge_replay(
+                    &events,
+                    crate::client::DEFAULT_REPLAY_MAX_EVENTS,
+                    crate::client::DEFAULT_REPLAY_MAX_CHARS,
+                );
             }
             other => {
                 return Err(StepFailure::new(diagnose::other(
