@@ -362,7 +362,7 @@ impl Trace {
 /// `GET /v1/acp/sdk-mock-… (event stream)`.
 pub fn channel_name(method: &str, path: &str, purpose: Purpose) -> String {
     match purpose {
-        Purpose::Stream => format!("{method} {path} (event stream)"),
+        Purpose::Stream => format!("{method} {path} {}", observe::EVENT_STREAM),
         _ => format!("{method} {path}"),
     }
 }

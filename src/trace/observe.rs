@@ -111,6 +111,17 @@ pub struct ChannelStats {
     pub last_failure_seq: u64,
 }
 
+impl ChannelStats {
+    /// Whether this is an event stream (a GET the server pushes on), not
+    /// a channel a request travels on.
+    pub fn is_event_stream(&self) -> bool {
+        self.name.ends_with(EVENT_STREAM)
+    }
+}
+
+/// How a channel's name marks an event stream.
+pub(super) const EVENT_STREAM: &str = "(event stream)";
+
 /// A wait still open: what the cell is blocked on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitInfo {
