@@ -251,9 +251,12 @@ pub struct RunArgs {
     /// Session store of each cell.
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Option<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix.
-    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix [default: 0.4.2, unless --server-bin alone names the servers].
+    #[arg(long, value_name = "VERSION", value_parser = parse_version)]
     pub server_version: Vec<String>,
+    /// A sandbox-agent binary the local stack runs instead of the registry's (a candidate build, e.g. target/release/sandbox-agent): one more point of the server axis beside the --server-version ones, labelled LABEL or by the version it reports (repeatable; also `server_bin` in the config's [run]).
+    #[arg(long = "server-bin", value_name = "[LABEL=]PATH")]
+    pub server_bins: Vec<String>,
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
@@ -266,9 +269,12 @@ pub struct RunArgs {
     /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
     #[arg(long = "client", value_enum, value_name = "CLIENT")]
     pub clients: Vec<ClientArg>,
-    /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry) [default: 0.4.2, pinned].
+    /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry); repeat it, or add --sdk, for an SDK axis [default: 0.4.2, pinned, unless --sdk alone names the SDKs].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
-    pub sdk_version: Option<String>,
+    pub sdk_version: Vec<String>,
+    /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
+    #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
+    pub sdks: Vec<String>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,7 +25,7 @@ mod matrix;
 mod servers;
 mod workers;
 
-pub use client_axis::{ClientChoice, ClientKind};
+pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
 pub use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PersistPoint, PlannedCell, SdkPoint, SdkSource,
     ServerPoint, ServerSource, DEFAULT_AGENT,
@@ -55,6 +55,8 @@ pub struct Worker {
     /// Where this worker's stack hosts the TypeScript SDK client (its Rivet
     /// Engine endpoint), or why it cannot.
     pub sdk_host: Result<String, Unhosted>,
+    /// Every SDK point's module, as the run installed it.
+    pub sdks: std::sync::Arc<[ServedSdk]>,
     /// Between its cells' deferred DELETEs and the restarts that would cut
     /// them; lanes of one shared deployment share it.
     pub fence: crate::scenario::CleanupFence,
@@ -65,11 +67,19 @@ pub struct Worker {
 
 impl Worker {
     /// A cell's client as this worker runs it: a hosted client is called
-    /// through this worker's own stack.
-    pub(crate) fn client(&self, kind: &ClientKind) -> ClientChoice {
-        match kind {
+    /// through this worker's own stack and runs the cell's SDK point.
+    pub(crate) fn client(&self, point: &CellPoint) -> ClientChoice {
+        match point.client {
             ClientKind::Rust => ClientChoice::Rust,
-            ClientKind::TsSdk => ClientChoice::TsSdk(self.sdk_host.clone()),
+            ClientKind::TsSdk => ClientChoice::TsSdk(client_axis::hosted(
+                &self.sdk_host,
+                &self.sdks,
+                point
+                    .sdk
+                    .as_ref()
+                    .map(|s| s.label.as_str())
+                    .unwrap_or_default(),
+            )),
         }
     }
 
@@ -83,6 +93,7 @@ impl Worker {
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
+            sdks: self.sdks.clone(),
             fence: self.fence.clone(),
             server: None,
         }
@@ -129,6 +140,16 @@ pub struct RunStacks {
     /// On a shared deployment (no worker stacks): how many cells of
     /// `independent` targets may run at once; the others run alone.
     pub jobs: usize,
+}
+
+impl RunStacks {
+    /// Every worker runs its hosted cells on these SDK points.
+    pub fn serve_sdks(&mut self, sdks: Vec<ServedSdk>) {
+        let sdks: std::sync::Arc<[ServedSdk]> = sdks.into();
+        for worker in std::iter::once(&mut self.own).chain(self.workers.iter_mut()) {
+            worker.sdks = sdks.clone();
+        }
+    }
 }
 
 /// Everything one cell's attempts read: the run's settings and the cell's point.
@@ -418,6 +439,7 @@ pub(crate) mod tests {
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("no stack".into())),
+            sdks: Vec::new().into(),
             fence: Default::default(),
             server: None,
         }

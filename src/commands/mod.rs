@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod axes;
+mod candidates;
 mod cell_line;
 mod deployment;
 mod error;
@@ -302,7 +303,7 @@ async fn run_in(
         .persist
         .map(PersistChoice::from)
         .or_else(|| run_defaults.persist.clone());
-    let chosen = axes::Chosen::of(&args, agents.clone(), persist.as_ref())?;
+    let chosen = axes::Chosen::of(&args, config.as_ref(), agents.clone(), persist.as_ref()).await?;
     let id = short_id();
     let run_dir = args
         .out
@@ -436,16 +437,29 @@ async fn run_in(
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, cells);
                 let binaries = workers::install_servers(&chosen.servers, &progress).await?;
+                candidates::check_servers_start(
+                    &chosen.servers,
+                    &run_dir.join("servers"),
+                    &options.agent_program,
+                    crate::stack::local::SERVER_READY_TIMEOUT,
+                    &supervisor,
+                )
+                .await?;
+                let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
+                    true => candidates::install_sdks(&chosen.sdks, &progress).await?,
+                    false => Vec::new(),
+                };
                 let mut up =
                     workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
                         .await?;
-                let stacks = workers::attach(
+                let mut stacks = workers::attach(
                     &mut up,
                     persist.as_ref(),
                     &run_dir,
                     binaries,
                     serving.as_deref(),
                 );
+                stacks.serve_sdks(sdks);
                 (stacks, up, names, chosen.servers.clone())
             }
         }
@@ -507,7 +521,6 @@ fn local_stack_options(
             None,
         ),
     };
-    let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
     let options = StackOptions {
         run_dir: run_dir.join("stack"),
         server_version: version,
@@ -524,7 +537,6 @@ fn local_stack_options(
             RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
         },
         agents: chosen.agents.clone(),
-        sdk_version: Some(sdk_version.clone()),
         supervisor: supervisor.clone(),
     };
     Ok((options, serving))

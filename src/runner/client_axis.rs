@@ -6,6 +6,7 @@
 
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which client runs a cell: a value of the client axis.
@@ -32,6 +33,23 @@ impl ClientKind {
     }
 }
 
+/// An SDK point as the run installed it: the module its cells' actors
+/// import, or why it could not be installed (its cells are skipped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedSdk {
+    pub label: String,
+    pub module: Result<PathBuf, Unhosted>,
+}
+
+/// Where a hosted cell runs and which SDK it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostedSdk {
+    /// The Rivet Engine endpoint its actor is called through.
+    pub endpoint: String,
+    /// The SDK module the actor imports (the cell's SDK point).
+    pub module: PathBuf,
+}
+
 /// A cell's client as one worker runs it: a hosted client with where that
 /// worker's stack hosts it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -39,9 +57,26 @@ pub enum ClientChoice {
     /// continuity's SDK-faithful Rust client.
     #[default]
     Rust,
-    /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
-    /// called through, or why it cannot run here.
-    TsSdk(Result<String, Unhosted>),
+    /// The hosted TypeScript SDK, or why it cannot run here.
+    TsSdk(Result<HostedSdk, Unhosted>),
+}
+
+/// The hosted client of a cell on the SDK point labelled `label`, from
+/// where the stack hosts it and what the run installed.
+pub(super) fn hosted(
+    host: &Result<String, Unhosted>,
+    sdks: &[ServedSdk],
+    label: &str,
+) -> Result<HostedSdk, Unhosted> {
+    let endpoint = host.clone()?;
+    let served = sdks
+        .iter()
+        .find(|s| s.label == label)
+        .ok_or_else(|| Unhosted(format!("the SDK {label} was not installed for this run")))?;
+    Ok(HostedSdk {
+        endpoint,
+        module: served.module.clone()?,
+    })
 }
 
 /// Why a cell of `scenario` cannot run with this client, if it cannot.
@@ -92,13 +127,13 @@ pub(super) async fn hosted_cell(
     choice: &ClientChoice,
     key: &str,
 ) -> Result<Option<HostedCell>, HostedSetupError> {
-    let endpoint = match choice {
+    let sdk = match choice {
         ClientChoice::Rust => return Ok(None),
         ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
-        ClientChoice::TsSdk(Ok(endpoint)) => endpoint,
+        ClientChoice::TsSdk(Ok(sdk)) => sdk,
     };
     let client = HostedClient::new(HostedConfig {
-        endpoint: endpoint.clone(),
+        endpoint: sdk.endpoint.clone(),
         namespace: "default".into(),
         key: key.to_string(),
     })?;
@@ -110,5 +145,5 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(HostedCell::new(client)))
+    Ok(Some(HostedCell::new(client, sdk.module.clone())))
 }

@@ -22,13 +22,10 @@ pub const DEFAULT_AGENT: &str = "mock";
 pub enum ServerSource {
     /// `@sandbox-agent/cli-linux-x64@VERSION` from the npm registry.
     Registry(String),
-    /// A sandbox-agent binary on disk (a candidate build): installed as it
+    /// A sandbox-agent binary on disk (a candidate build, `--server-bin`),
+    /// with what it reports about itself (`sandbox-agent 0.4.2`): run as it
     /// is, switched to as a registry version is.
-    #[expect(
-        dead_code,
-        reason = "no flag names a binary yet: `--server-bin` (issue 20) will"
-    )]
-    Binary(PathBuf),
+    Binary { path: PathBuf, reports: String },
     /// Whatever runs behind `--base-url`: continuity neither chooses nor
     /// switches it.
     Deployment,
@@ -65,6 +62,13 @@ impl ServerPoint {
 pub enum SdkSource {
     /// `sandbox-agent@VERSION` from the npm registry.
     Registry(String),
+    /// A candidate's packages on disk (`--sdk`): folders or `npm pack`
+    /// tarballs, the SDK first, then packages that replace its
+    /// dependencies of the same name; `version` is the SDK package's own.
+    Package {
+        paths: Vec<PathBuf>,
+        version: String,
+    },
 }
 
 /// One point of the SDK axis (the package the hosted client runs).

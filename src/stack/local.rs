@@ -46,7 +46,9 @@ pub const TARGETS: [(&str, &str); 5] = [
 /// The restart target that runs the sandbox-agent server.
 pub const SERVER_TARGET: &str = "agent";
 
-const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long sandbox-agent has to answer `/v1/health` after a start.
+pub const SERVER_READY_TIMEOUT: Duration = Duration::from_secs(30);
+const READY_TIMEOUT: Duration = SERVER_READY_TIMEOUT;
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
 /// How to bring the stack up.
@@ -64,18 +66,16 @@ pub struct StackOptions {
     pub rivet_stop: rivet::RunnerStop,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
-    /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
-    pub sdk_version: Option<String>,
     /// The run's owner tag and keeper; the stack adds its own journal.
     pub supervisor: Supervisor,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
-/// actor is called through and the SDK version it holds.
+/// actor is called through (each cell's actor imports its SDK point's
+/// module, see [`super::sdk`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SdkHost {
     pub endpoint: String,
-    pub sdk_version: String,
 }
 
 /// A running local stack.
@@ -177,12 +177,11 @@ impl LocalStack {
                     .skipped
                     .push(Unavailable::skipped("rivet-engine", &reason));
             }
-            Ok(node) => match RivetStack::up_with_sdk(
+            Ok(node) => match RivetStack::up(
                 &options.run_dir.join("rivet"),
                 &node,
                 options.rivet_save,
                 options.rivet_stop,
-                options.sdk_version.as_deref(),
                 &supervisor,
                 progress,
             )
@@ -214,13 +213,9 @@ impl LocalStack {
                         });
                     }
                     stack.persist_factory = Some(rivet.persist_factory());
-                    stack.sdk_host = match rivet.sdk() {
-                        Ok(version) => Ok(SdkHost {
-                            endpoint: rivet.endpoint().to_string(),
-                            sdk_version: version.to_string(),
-                        }),
-                        Err(reason) => Err(reason.clone()),
-                    };
+                    stack.sdk_host = Ok(SdkHost {
+                        endpoint: rivet.endpoint().to_string(),
+                    });
                     let (engine, runner) = rivet.targets();
                     stack.add(engine, &options);
                     stack.add(runner, &options);

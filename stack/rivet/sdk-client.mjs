@@ -11,9 +11,20 @@
 // HTTP status and problem, JSON-RPC code, cause chain), never as an actor
 // error. Unhandled promise rejections (the SDK raises them around restarts)
 // are recorded with the phase that was running instead of killing the runner.
+import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+
+// The SDK a client runs is its cell's point of the SDK axis: `connect`
+// names the module (another registry version, a candidate build), loaded
+// once per runner; without one, the app's own pinned SDK.
+const sdkClasses = new Map();
+async function sdkClass(module) {
+	if (!module) return SandboxAgent;
+	if (!sdkClasses.has(module)) sdkClasses.set(module, import(pathToFileURL(module).href).then((m) => m.SandboxAgent));
+	return sdkClasses.get(module);
+}
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
 const HEALTH_WAIT_MS = 30_000;
@@ -104,9 +115,10 @@ class ActorStatePersistDriver {
 	}
 }
 
-function newClient(c, name, settings, save) {
+async function newClient(c, name, settings, save) {
+	const Sdk = await sdkClass(settings.sdk);
 	return {
-		sdk: new SandboxAgent({
+		sdk: new Sdk({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
 			persist: new ActorStatePersistDriver(c, save),
@@ -118,12 +130,12 @@ function newClient(c, name, settings, save) {
 }
 
 /** The live client `name`; after a wake it is recreated from what state recorded. */
-function clientFor(c, name, save) {
+async function clientFor(c, name, save) {
 	const live = c.vars.clients.get(name);
 	if (live) return { client: live, rebuilt: false };
 	const settings = c.state.clients[name];
 	if (!settings) throw Object.assign(new Error(`client \`${name}\` is not connected`), { name: "NotConnected" });
-	const client = newClient(c, name, settings, save);
+	const client = await newClient(c, name, settings, save);
 	c.vars.clients.set(name, client);
 	return { client, rebuilt: true };
 }
@@ -186,11 +198,11 @@ export function sdkClientActor({ persistNow, options }) {
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
-		onWake: (c) => {
+		onWake: async (c) => {
 			c.state.wakes += 1;
 			for (const [name, settings] of Object.entries(c.state.clients)) {
 				if (!c.vars.clients.has(name)) {
-					c.vars.clients.set(name, newClient(c, name, settings, () => persistNow(c)));
+					c.vars.clients.set(name, await newClient(c, name, settings, () => persistNow(c)));
 				}
 			}
 		},
@@ -201,14 +213,14 @@ export function sdkClientActor({ persistNow, options }) {
 					const old = c.vars.clients.get(args.client);
 					if (old) await old.sdk.dispose().catch(() => {});
 					// No token: the hosted client runs against the local stack only.
-					c.state.clients[args.client] = { baseUrl: args.baseUrl, headers: args.headers ?? null };
-					c.vars.clients.set(args.client, newClient(c, args.client, c.state.clients[args.client], save));
+					c.state.clients[args.client] = { baseUrl: args.baseUrl, headers: args.headers ?? null, sdk: args.sdk ?? null };
+					c.vars.clients.set(args.client, await newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
 				}),
 
 			createSession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const session = await client.sdk.createSession({
 						id: args.id,
 						agent: args.agent,
@@ -220,7 +232,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			prompt: (c, args) =>
 				act(c, args, async (save) => {
-					const { client, rebuilt } = clientFor(c, args.client, save);
+					const { client, rebuilt } = await clientFor(c, args.client, save);
 					const { session, handle } = await handleFor(client, args.id);
 					const response = await session.prompt([{ type: "text", text: String(args.text ?? "") }]);
 					return { stopReason: response?.stopReason ?? null, handle, clientRebuilt: rebuilt };
@@ -228,7 +240,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			getEvents: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const listed = await client.sdk.getEvents({ sessionId: args.id, limit: args.limit ?? DEFAULT_LIMIT });
 					// The whole stored history, for the integrity check.
 					const all = (c.state.events[args.id] ?? []).map((e) => ({ id: e.id, eventIndex: Number(e.eventIndex) }));
@@ -241,7 +253,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			resumeSession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const before = c.state.sessions[args.id] ? plain(c.state.sessions[args.id]) : null;
 					const session = await client.sdk.resumeSession(args.id);
 					client.sessions.set(session.id, session);
@@ -254,7 +266,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			destroySession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					await client.sdk.destroySession(args.id);
 					client.sessions.delete(args.id);
 					return {};
@@ -262,7 +274,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			health: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					return { health: plainJson(await client.sdk.getHealth()) };
 				}),
 

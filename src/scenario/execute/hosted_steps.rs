@@ -18,15 +18,18 @@ use std::time::Duration;
 /// The cell's hosted client and which of the scenario's clients it has connected.
 pub struct HostedCell {
     pub client: HostedClient,
+    /// The SDK module the actor imports for this cell's clients (its SDK point).
+    pub(super) sdk_module: std::path::PathBuf,
     pub(super) connected: HashSet<String>,
     /// The running phase's deadline: the actor bounds the SDK call just past it.
     pub(super) deadline: Duration,
 }
 
 impl HostedCell {
-    pub fn new(client: HostedClient) -> Self {
+    pub fn new(client: HostedClient, sdk_module: std::path::PathBuf) -> Self {
         Self {
             client,
+            sdk_module,
             connected: HashSet::new(),
             deadline: Duration::from_secs(30),
         }
@@ -110,6 +113,10 @@ impl RunningCell<'_> {
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
+                args.insert(
+                    "sdk".into(),
+                    self.hosted().sdk_module.display().to_string().into(),
+                );
                 if !self.settings.headers.is_empty() {
                     let headers: Map<String, Value> = self
                         .settings
