@@ -28,19 +28,30 @@ pub enum Command {
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.
     List(Sources),
-    /// Compare two runs cell by cell (e.g. two sandbox-agent versions); exits 1 on a regression.
+    /// Compare two runs cell by cell (e.g. two sandbox-agent versions), or two points of an axis of one run (--axis); exits 1 on a regression.
     ///
     /// Exits 1 on a regression, and on a cell of the baseline that the
     /// candidate lacks (unless --allow-missing) or a cell either report
-    /// holds twice.
+    /// holds twice. With --axis, BASELINE is one run and its points of that
+    /// axis are compared pair by pair (e.g. the release's SDK and a
+    /// candidate's: `compare RUN --axis sdk --from 0.4.2 --to fix`).
     Compare {
-        /// The baseline: a run folder or its report.json.
+        /// The baseline: a run folder or its report.json (with --axis: the run).
         baseline: PathBuf,
-        /// The candidate: a run folder or its report.json.
-        candidate: PathBuf,
+        /// The candidate: a run folder or its report.json (not with --axis).
+        candidate: Option<PathBuf>,
         /// Accept a candidate that lacks cells of the baseline (e.g. a run filtered with --target).
         #[arg(long)]
         allow_missing: bool,
+        /// Compare the points of this axis within one run: every adjacent pair, or --from and --to.
+        #[arg(long, value_enum, value_name = "AXIS")]
+        axis: Option<AxisArg>,
+        /// With --axis: the point compared from (the baseline), by label [default: each point but the last].
+        #[arg(long, value_name = "LABEL", requires = "axis")]
+        from: Option<String>,
+        /// With --axis: the point compared to (the candidate), by label [default: the point after --from].
+        #[arg(long, value_name = "LABEL", requires = "axis")]
+        to: Option<String>,
     },
     /// Show a finished run: its matrix, or one cell's timeline as text.
     Show {
@@ -275,6 +286,33 @@ pub struct RunArgs {
     /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
     #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
     pub sdks: Vec<String>,
+}
+
+/// An axis whose points `compare --axis` sets side by side.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisArg {
+    /// The server points (`--server-version`, `--server-bin`).
+    Server,
+    /// The SDK points (`--sdk-version`, `--sdk`).
+    Sdk,
+    /// The clients (`--client`).
+    Client,
+    /// The agents (`--agent`).
+    Agent,
+    /// The session stores.
+    Persist,
+}
+
+impl From<AxisArg> for crate::report::axis_compare::Axis {
+    fn from(arg: AxisArg) -> Self {
+        match arg {
+            AxisArg::Server => Self::Server,
+            AxisArg::Sdk => Self::Sdk,
+            AxisArg::Client => Self::Client,
+            AxisArg::Agent => Self::Agent,
+            AxisArg::Persist => Self::Persist,
+        }
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

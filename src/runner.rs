@@ -384,6 +384,7 @@ pub async fn run(
         expect_file: None,
         allow_fixed: false,
         timing: None,
+        points: matrix.axes.points(),
     };
     crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
 }

@@ -103,6 +103,19 @@ impl Chosen {
         }
     }
 
+    /// The labels of the server points.
+    pub fn server_labels(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.label.clone()).collect()
+    }
+
+    /// The labels of the SDK points, when a client runs an SDK.
+    pub fn sdk_labels(&self) -> Vec<String> {
+        match self.clients.iter().any(|c| c.hosts_sdk()) {
+            true => self.sdks.iter().map(|s| s.label.clone()).collect(),
+            false => Vec::new(),
+        }
+    }
+
     /// The usage error for a deployment continuity did not start: it has
     /// one server (several `--server-version`s, or a binary, cannot be
     /// chosen there) and no Rivet layer to host the TypeScript SDK in.

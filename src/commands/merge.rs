@@ -51,6 +51,17 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let mut report = merge_shards(&id, &shards)?;
     if let Some(x) = &expectations {
         x.check_names(&report.run.targets, &report.run.scenarios)?;
+        let labels = |axis| {
+            report
+                .run
+                .points_of(axis)
+                .map(|p| p.label.clone())
+                .collect::<Vec<_>>()
+        };
+        x.check_points(
+            &labels(crate::report::PointAxis::Server),
+            &labels(crate::report::PointAxis::Sdk),
+        )?;
         gate::judge(x, &mut report, &args.gate);
     } else {
         report.run.flaky_result = args.gate.flaky_result.into();

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 mod axes;
 mod candidates;
 mod cell_line;
+mod compare;
 mod deployment;
 mod error;
 mod events;
@@ -30,6 +31,7 @@ mod stack;
 mod workers;
 
 use crate::stop_flag::wait_true;
+pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
@@ -200,43 +202,6 @@ pub(crate) fn load_report(path: &Path) -> Result<Report, CommandError> {
         .map_err(|e| CommandError::usage(format!("{}: {e}", file.display())))
 }
 
-/// `continuity compare`: cell by cell. A regression exits 1, and so does a
-/// cell of the baseline the candidate lacks (unless `allow_missing`) or a
-/// cell either report holds twice (always: which of the two would count?).
-pub fn compare(
-    baseline: &Path,
-    candidate: &Path,
-    allow_missing: bool,
-) -> Result<Outcome, CommandError> {
-    let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
-    let rows = report::compare::compare(&baseline, &candidate);
-    let color = crate::console::color(crate::console::Stream::Stdout);
-    crate::console::out(&report::compare::render_comparison(
-        &baseline, &candidate, &rows, color,
-    ));
-    let mut failed = report::compare::has_regressions(&rows);
-    for (which, r) in [("baseline", &baseline), ("candidate", &candidate)] {
-        let duplicated = report::compare::duplicated_cells(r);
-        if !duplicated.is_empty() {
-            crate::console::errln(&format!(
-                "continuity: the {which} holds these cells more than once: {}",
-                duplicated.join(", ")
-            ));
-            failed = true;
-        }
-    }
-    let missing = report::compare::missing_cells(&rows);
-    if !missing.is_empty() && !allow_missing {
-        crate::console::errln(&format!(
-            "continuity: the candidate lacks {} cell(s) of the baseline: {} (add --allow-missing to accept that)",
-            missing.len(),
-            missing.join(", ")
-        ));
-        failed = true;
-    }
-    Ok(Outcome::failed_if(failed))
-}
-
 pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
@@ -336,7 +301,18 @@ async fn run_in(
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),
-        partial::run_info(&settings, base_url.as_deref(), &agents, persist.as_ref()),
+        partial::run_info(
+            &settings,
+            base_url.as_deref(),
+            &agents,
+            persist.as_ref(),
+            match base_url {
+                Some(_) => Vec::new(),
+                None => chosen
+                    .axes(chosen.servers.clone(), PersistPoint::Sqlite)
+                    .points(),
+            },
+        ),
     );
     // Sandbox folders of runs that died without removing them (SIGKILL, a
     // crash) go now; this run's are claimed until it ends.
@@ -388,6 +364,7 @@ async fn run_in(
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
+                x.check_points(&[], &[])?;
             }
             let stacks =
                 deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
@@ -417,6 +394,7 @@ async fn run_in(
             .collect();
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
+                x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
             }
             let (options, serving) = local_stack_options(&args, &run_dir, &chosen, &supervisor)?;
             // One store whichever it is: the count of cells is the same.

@@ -17,7 +17,7 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         scenario_section(&mut out, report, scenario);
     }
-    if let Some(versions) = super::versions::render_version_comparison(report) {
+    if let Some(versions) = super::axis_compare::render_axis_comparison(report) {
         out.push('\n');
         out.push_str(&versions);
     }

@@ -10,7 +10,7 @@
 
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
-use crate::report::Cell;
+use crate::report::{AxisPoint, Cell, PointAxis, PointSource};
 use crate::scenario::Scenario;
 use std::path::PathBuf;
 
@@ -145,6 +145,59 @@ impl Axes {
             sdk: self.sdks.len() > 1,
             persist: self.persists.len() > 1,
         }
+    }
+}
+
+impl Axes {
+    /// The server and SDK points as the report records them: every server
+    /// point but a deployment's, the SDK points when a client hosts one.
+    pub fn points(&self) -> Vec<AxisPoint> {
+        let mut points: Vec<AxisPoint> = self
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let (source, version, paths) = match &server.source {
+                    ServerSource::Registry(version) => {
+                        (PointSource::Registry, version.clone(), vec![])
+                    }
+                    ServerSource::Binary { path, reports } => (
+                        PointSource::Binary,
+                        reports.clone(),
+                        vec![path.display().to_string()],
+                    ),
+                    ServerSource::Deployment => return None,
+                };
+                Some(AxisPoint {
+                    axis: PointAxis::Server,
+                    label: server.label.clone(),
+                    source,
+                    version,
+                    paths,
+                })
+            })
+            .collect();
+        if self.clients.iter().any(|c| c.hosts_sdk()) {
+            points.extend(self.sdks.iter().map(|sdk| {
+                let (source, version, paths) = match &sdk.source {
+                    SdkSource::Registry(version) => {
+                        (PointSource::Registry, version.clone(), vec![])
+                    }
+                    SdkSource::Package { paths, version } => (
+                        PointSource::Package,
+                        version.clone(),
+                        paths.iter().map(|p| p.display().to_string()).collect(),
+                    ),
+                };
+                AxisPoint {
+                    axis: PointAxis::Sdk,
+                    label: sdk.label.clone(),
+                    source,
+                    version,
+                    paths,
+                }
+            }));
+        }
+        points
     }
 }
 
