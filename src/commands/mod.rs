@@ -269,6 +269,9 @@ async fn run_in(
         .map(PersistChoice::from)
         .or_else(|| run_defaults.persist.clone());
     let chosen = axes::Chosen::of(&args, config.as_ref(), agents.clone(), persist.as_ref()).await?;
+    if base_url.is_some() {
+        chosen.refuse_on_a_deployment()?;
+    }
     let id = short_id();
     let run_dir = args
         .out
@@ -351,7 +354,6 @@ async fn run_in(
     // (`--jobs`: several), each of which serves every server point.
     let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
         Some(url) => {
-            chosen.refuse_on_a_deployment()?;
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
