@@ -219,6 +219,21 @@ mod tests {
     }
 
     /// The fixture's SDK axis: 0.4.2 fails, the candidate `fix` passes.
+    /// The lines about a candidate say which build it was: a report pasted
+    /// into an issue names the binary and the SDK's packages by path.
+    #[test]
+    fn the_report_names_each_point_and_where_a_candidate_came_from() {
+        let report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        let md = crate::report::render_markdown(&report);
+        for line in [
+            "- server 0.4.2: the registry's 0.4.2",
+            "- server fix: candidate /build/sandbox-agent (sandbox-agent 0.4.2)",
+            "- SDK fix: candidate /work/fix (0.4.2)",
+        ] {
+            assert!(md.contains(line), "{line:?} not in\n{md}");
+        }
+    }
+
     #[test]
     fn a_candidate_that_passes_where_the_release_fails_fixes_it() {
         let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");

@@ -343,7 +343,11 @@ pub fn candidates(server_reports: &str) -> Report {
         label: label.into(),
         source,
         version: version.into(),
-        paths: Vec::new(),
+        paths: match source {
+            PointSource::Registry => Vec::new(),
+            PointSource::Binary => vec!["/build/sandbox-agent".into()],
+            PointSource::Package => vec!["/work/fix".into()],
+        },
     };
     r.run.server_version = Some("sandbox-agent 0.4.2, sandbox-agent 0.4.2".into());
     r.run.points = vec![

@@ -191,3 +191,44 @@ fn a_deployment_runs_no_candidate_binary() {
         &["--server-bin", "local stack"],
     );
 }
+
+/// The config's `server_bin` and `sdk` are checked as the flags are, and
+/// the message names the key they came from.
+#[test]
+fn the_configs_candidates_are_checked_as_the_flags_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let missing = d.join("no-such-sandbox-agent");
+    let cfg = d.join("continuity.toml");
+    std::fs::write(
+        &cfg,
+        format!("[run]\nserver_bin = [\"fix={}\"]\n", missing.display()),
+    )
+    .unwrap();
+    refused(
+        d,
+        &["--config", cfg.to_str().unwrap()],
+        &["run.server_bin fix=", "no such file"],
+    );
+    // A flag replaces the config's list.
+    let copy = script(d, "sandbox-agent", "echo 'sandbox-agent 0.4.2'");
+    let spec = format!("fix={}", copy.display());
+    refused(
+        d,
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--server-bin",
+            &spec,
+            "--server-bin",
+            &spec,
+        ],
+        &["--server-bin fix=", "labelled `fix` already"],
+    );
+    std::fs::write(&cfg, "[run]\nsdk = [\"\"]\n").unwrap();
+    refused(
+        d,
+        &["--config", cfg.to_str().unwrap()],
+        &["run.sdk", "[LABEL=]PATH"],
+    );
+}
