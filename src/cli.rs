@@ -57,8 +57,8 @@ pub enum Command {
     Show {
         /// The run: its folder or its report.json.
         run: PathBuf,
-        /// One cell's timeline: TARGET/SCENARIO, TARGET/SCENARIO/CLIENT on a client axis, and #ATTEMPT for a repeated run.
-        #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT][#ATTEMPT]")]
+        /// One cell's timeline: TARGET/SCENARIO (TARGET@SERVER on a server axis), TARGET/SCENARIO/CLIENT on a client axis (CLIENT@SDK on an SDK axis), and #ATTEMPT for a repeated run.
+        #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]")]
         cell: Option<String>,
     },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.

@@ -36,7 +36,7 @@ pub use write::{
 };
 
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 #[cfg(test)]
 mod terminal_tests;
 #[cfg(test)]
