@@ -10,10 +10,13 @@
 #   2. continuity run --jobs 1 over the default local matrix
 #      (5 targets × 4 scenarios);
 #   3. continuity run --jobs N over the same matrix, for each N in JOBS
-#      (default: the number of CPUs, at least 2 — the default of --jobs).
+#      (default: the number of CPUs, at least 2 — the default of --jobs);
+#   4. continuity run --jobs N (the first of JOBS) with both clients,
+#      --client rust --client ts-sdk: the floor and overhead per client.
 # Prints wall times (whole run, and the cells after the stacks are up),
 # floor and overhead, the harness's peak RSS (and per worker), whether the
-# verdicts are identical, and the ratios.
+# verdicts are identical, and the ratios; then, per client, the floor, the
+# overhead above it and the cells with the most.
 #
 #   bench/matrix.sh
 #   JOBS=4 bench/matrix.sh
@@ -21,6 +24,7 @@
 #   SKIP_SEED=1 bench/matrix.sh     # without the SDK script (no npm install)
 #   CLIENTS="rust ts-sdk" bench/matrix.sh   # the two-client matrix (40 cells)
 #   BIN=/path/to/continuity bench/matrix.sh # another build, side by side (no build)
+#   SKIP_CLIENTS=1 bench/matrix.sh  # without the two-client run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -60,15 +64,23 @@ for n in $jobs; do
   read -r many_ms many_kb < <(measure "$bin" run "${clients[@]}" --jobs "$n" --out "$work/jobs$n-many")
   runs+=("$n:$many_ms:$many_kb")
 done
+clients_spec=""
+if [ -z "${SKIP_CLIENTS:-}" ]; then
+  n=${jobs%% *}
+  # Exit 1 (failed cells) is the matrix's finding, not the bench's failure.
+  read -r clients_ms _ < <(measure "$bin" run --jobs "$n" --client rust --client ts-sdk --out "$work/clients" || true)
+  clients_spec="$n:$clients_ms"
+fi
 
-python3 - "$work" "$one_ms" "$one_kb" "${seed_ms:-}" "${runs[@]}" <<'PY'
+python3 - "$work" "$one_ms" "$one_kb" "${seed_ms:-}" "$clients_spec" "${runs[@]}" <<'PY'
 import json, sys
 work = sys.argv[1]
 one_ms, one_kb = int(sys.argv[2]), int(sys.argv[3])
 seed_ms = int(sys.argv[4]) if sys.argv[4] else None
+clients_spec = sys.argv[5]
 one = json.load(open(f"{work}/jobs1/report.json"))
 runs = []
-for spec in sys.argv[5:]:
+for spec in sys.argv[6:]:
     n, ms, kb = map(int, spec.split(":"))
     runs.append((n, ms, kb, json.load(open(f"{work}/jobs{n}-many/report.json"))))
 def verdicts(r):
@@ -108,6 +120,29 @@ if seed_ms is not None:
     best = min(r["run"]["durationMs"] for _, _, _, r in runs)
     print(f"ratio SDK script / continuity's same cell (agent x native-continuity, {nc/1000:.1f}s): {seed_ms/nc:.1f}x")
     print(f"SDK script x {len(one['cells'])} cells (one per invocation, if it could restart every target): ~{seed_ms*len(one['cells'])/1000:.0f}s, {seed_ms*len(one['cells'])/best:.0f}x continuity's fastest cells above")
+def per_client(label, r):
+    """Floor and overhead per client over the cells that ran, and the cells with the most overhead."""
+    by = {}
+    for c in r["cells"]:
+        if "floorMs" not in c:
+            continue
+        by.setdefault(c.get("client") or "rust", []).append(c)
+    print(f"overhead per client ({label}):")
+    print(f"  {'client':<8} {'cells':>5} {'floor':>8} {'overhead':>9} {'':>5}  most above the floor")
+    for client, cells in by.items():
+        floor = sum(c["floorMs"] for c in cells)
+        over = sum(c["overheadMs"] for c in cells)
+        pct = f"{over/floor*100:.1f}%" if floor else "-"
+        worst = sorted(cells, key=lambda c: -c["overheadMs"])[:3]
+        most = ", ".join(f"{c['target']} x {c['scenario']} {c['overheadMs']}ms" for c in worst if c["overheadMs"] > 0)
+        print(f"  {client:<8} {len(cells):>5} {floor/1000:7.1f}s {over/1000:8.2f}s {pct:>5}  {most or '-'}")
+for n, ms, kb, r in runs:
+    per_client(f"continuity --jobs {n}", r)
+if clients_spec:
+    n, ms = clients_spec.split(":")
+    both = json.load(open(f"{work}/clients/report.json"))
+    print(f"continuity --jobs {n} --client rust --client ts-sdk: {int(ms)/1000:.1f}s wall, {both['run']['durationMs']/1000:.1f}s of cells")
+    per_client(f"--jobs {n}, both clients", both)
 if not same:
     sys.exit(1)
 PY

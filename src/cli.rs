@@ -180,19 +180,16 @@ pub struct MergeArgs {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersistArg {
-    /// A SQLite file per cell in the run folder: clients of a cell share history.
-    Sqlite,
     /// In-memory per client, as the seed script (a second client sees nothing).
     Memory,
-}
-
-impl From<PersistArg> for crate::persist::PersistChoice {
-    fn from(arg: PersistArg) -> Self {
-        match arg {
-            PersistArg::Sqlite => Self::Sqlite,
-            PersistArg::Memory => Self::Memory,
-        }
-    }
+    /// A SQLite file per cell in the run folder: clients of a cell share history.
+    Sqlite,
+    /// The local stack's Postgres server (Debian's package), a schema per cell.
+    Postgres,
+    /// The local stack's Rivet actor (the default when the Rivet layer runs).
+    Rivet,
+    /// IndexedDB in the browser client's page (--client browser only), a database per cell.
+    Indexeddb,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,9 +256,9 @@ pub struct RunArgs {
     /// Reuse a non-empty --out folder: an earlier run's reports, session stores and logs in it are removed first.
     #[arg(long)]
     pub force: bool,
-    /// Session store of each cell.
+    /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
     #[arg(long, value_enum, value_name = "DRIVER")]
-    pub persist: Option<PersistArg>,
+    pub persist: Vec<PersistArg>,
     /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix [default: 0.4.2, unless --server-bin alone names the servers].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
     pub server_version: Vec<String>,
@@ -321,6 +318,8 @@ pub enum ClientArg {
     Rust,
     /// The real `sandbox-agent` npm SDK, hosted in a RivetKit actor.
     TsSdk,
+    /// The same SDK bundled for the browser, in headless Chromium (local stack only).
+    Browser,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

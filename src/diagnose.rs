@@ -4,8 +4,8 @@
 
 use crate::acp::AcpError;
 use crate::client::ClientError;
-use crate::report::{mask_ids, Cause, Signature, SignatureKind};
-use crate::trace::{ChannelStats, ErrorKind, Seen, Snapshot};
+use crate::report::{mask_ids, Cause, FaultCause, Signature, SignatureKind};
+use crate::trace::{ChannelStats, ErrorKind, FaultSeen, Seen, Snapshot};
 
 /// The signature of a client-layer failure. `token` is scrubbed from the message.
 pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> Signature {
@@ -23,6 +23,7 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
         pending: None,
         cause: None,
         observed: None,
+        fault: None,
     };
     match error {
         ClientError::Acp(acp) => classify_acp(acp, &mut sig),
@@ -73,6 +74,7 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
         pending: Some(pending.into()),
         cause: None,
         observed: None,
+        fault: None,
     }
 }
 
@@ -97,6 +99,7 @@ pub fn persist_timeout(
         pending: Some(pending.into()),
         cause: None,
         observed: None,
+        fault: None,
     }
 }
 
@@ -111,6 +114,7 @@ pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
         pending: None,
         cause: None,
         observed: None,
+        fault: None,
     }
 }
 
@@ -163,7 +167,52 @@ pub fn timeout_seen(
         .map(cause_of);
     sig.observed = observed(seen);
     scrub(&mut sig, token);
+    attribute_fault(&mut sig, &seen.faults);
     sig
+}
+
+/// Names the network fault a failure fell in or after: the hop and the
+/// toxic of the cell's latest fault window. When the failure is a reset
+/// (or a close) and the fault proxy itself reset (closed) connections, it
+/// says "reset by the fault proxy on the gateway hop (reset_peer)"; a reset
+/// the proxy did not make (the server's own, passed through) is only
+/// "during"/"after" the fault, never blamed on it. A harness failure stays
+/// the harness's.
+fn attribute_fault(sig: &mut Signature, faults: &[FaultSeen]) {
+    let Some(window) = faults.last() else {
+        return;
+    };
+    if sig.kind == SignatureKind::Harness {
+        return;
+    }
+    let text = sig.message.to_ascii_lowercase();
+    let cause = sig.cause.as_ref().and_then(|c| c.error.as_deref());
+    let reset = cause == Some("reset") || text.contains("reset") || text.contains("broken pipe");
+    let closed = cause == Some("closed")
+        || sig.kind == SignatureKind::StreamClosed
+        || ["closed", "terminated", "socket hang up", "eof"]
+            .iter()
+            .any(|w| text.contains(w));
+    let by_proxy = if reset && window.resets > 0 {
+        Some("reset")
+    } else if (closed || reset) && window.closes > 0 {
+        Some("closed")
+    } else {
+        None
+    };
+    let when = if window.active { "during" } else { "after" };
+    let (hop, toxic) = (&window.hop, &window.toxic);
+    let clause = match by_proxy {
+        Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
+        None => format!("{when} {toxic} on the {hop} hop"),
+    };
+    sig.message = format!("{clause}: {}", sig.message);
+    sig.fault = Some(FaultCause {
+        hop: hop.clone(),
+        toxic: toxic.clone(),
+        when: when.into(),
+        by_proxy: by_proxy.map(str::to_string),
+    });
 }
 
 /// What a server said can hold the token (a gateway echoing the header it refused).
@@ -192,6 +241,7 @@ pub fn add_seen(sig: &mut Signature, seen: &Snapshot, token: Option<&crate::secr
             .and_then(|c| c.last_failure.as_ref())
             .map(cause_of),
     };
+    attribute_fault(sig, &seen.faults);
 }
 
 /// `GET /v1/health: 4 attempts, 4 failed, last HTTP 401; …`, or `None` when nothing failed.
@@ -355,6 +405,7 @@ mod tests {
     #[test]
     fn a_pending_request_names_the_failing_event_stream_without_counts_in_the_message() {
         let seen = Snapshot {
+            faults: Vec::new(),
             waits: vec![crate::trace::WaitInfo {
                 what: "a response to session/prompt (id 3)".into(),
                 channel: None,
@@ -388,6 +439,81 @@ mod tests {
             Some("http 502")
         );
         assert_eq!(s.short(), "timeout: http 502");
+    }
+
+    fn window(toxic: &str, active: bool, resets: u32, closes: u32) -> FaultSeen {
+        FaultSeen {
+            hop: "gateway".into(),
+            toxic: toxic.into(),
+            active,
+            resets,
+            closes,
+        }
+    }
+
+    fn reset_failure() -> Signature {
+        signature(
+            &ClientError::Acp(AcpError::StreamClosed {
+                detail: "error decoding response body: connection reset by peer".into(),
+            }),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_reset_the_fault_proxy_made_names_the_hop_and_the_toxic() {
+        let mut sig = reset_failure();
+        let seen = Snapshot {
+            faults: vec![window("reset_peer", true, 2, 0)],
+            ..Snapshot::default()
+        };
+        add_seen(&mut sig, &seen, None);
+        assert!(
+            sig.message
+                .starts_with("reset by the fault proxy on the gateway hop (reset_peer): "),
+            "{}",
+            sig.message
+        );
+        let fault = sig.fault.unwrap();
+        assert_eq!(
+            (fault.when.as_str(), fault.by_proxy.as_deref()),
+            ("during", Some("reset"))
+        );
+    }
+
+    #[test]
+    fn a_reset_the_proxy_did_not_make_is_not_blamed_on_the_fault() {
+        let mut sig = reset_failure();
+        let seen = Snapshot {
+            faults: vec![window("latency", false, 0, 0)],
+            ..Snapshot::default()
+        };
+        add_seen(&mut sig, &seen, None);
+        assert!(
+            sig.message
+                .starts_with("after latency on the gateway hop: "),
+            "{}",
+            sig.message
+        );
+        assert!(!sig.message.contains("by the fault proxy"));
+        assert_eq!(sig.fault.unwrap().by_proxy, None);
+        // Without a fault window nothing is added.
+        let mut plain = reset_failure();
+        add_seen(&mut plain, &Snapshot::default(), None);
+        assert!(plain.fault.is_none() && !plain.message.contains("hop"));
+    }
+
+    #[test]
+    fn a_timeout_during_a_partition_says_so() {
+        let seen = Snapshot {
+            faults: vec![window("partition", true, 0, 0)],
+            ..Snapshot::default()
+        };
+        let s = timeout_seen(3000, "session/prompt".into(), &seen, None);
+        assert_eq!(
+            s.message,
+            "during partition on the gateway hop: timed out after 3000 ms"
+        );
     }
 
     #[test]

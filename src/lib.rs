@@ -12,16 +12,19 @@
 //!   handed to `--jobs` workers from one queue, events out, a report back
 //! - `scenario`: scenario files to phases, and the executor with deadlines
 //! - `stack`: the real components (sandbox-agent, nginx, Rivet Engine and
-//!   RivetKit runner, real agents and the fake provider they talk to)
+//!   RivetKit runner, Postgres, Chromium and the browser client's page app,
+//!   real agents and the fake provider they talk to)
 //! - `diagnose`: a failure to its signature (kind, layer, status, code)
-//! - `client`: the TypeScript SDK's semantics (sessions, resume, replay)
+//! - `client`: the TypeScript SDK's semantics (sessions, resume, replay),
+//!   the hosted SDK's actor and the browser client's page (DevTools protocol)
 //! - `agent`: the scripted ACP agent the stack runs over stdio
 //! - `provider`: the fake model provider real agents talk to
 //! - `config`: `continuity.toml`, read in two stages
-//! - `persist`: session stores (memory, SQLite, the Rivet actor) and the
-//!   choice of one per cell
+//! - `persist`: session stores (memory, SQLite, Postgres, the Rivet actor)
+//!   and the choice of one per cell
 //! - `targets`: restart actions (command, managed process, signal, HTTP
-//!   hook) and readiness probes
+//!   hook, network fault) and readiness probes
+//! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
 //! - `report`: the report model, its renderers, judgement against
 //!   expectations
@@ -50,6 +53,7 @@ pub mod console;
 pub mod diagnose;
 pub mod errors;
 pub mod exit_codes;
+pub mod faults;
 mod file_name;
 pub mod fit;
 pub mod http;

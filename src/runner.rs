@@ -22,6 +22,7 @@ use tokio::sync::watch;
 mod attempts;
 mod client_axis;
 mod matrix;
+mod persist_axis;
 mod servers;
 mod workers;
 
@@ -35,7 +36,7 @@ pub use servers::{ServedBinary, ServerSlot};
 use attempts::skipped_attempt;
 pub use workers::workers_for;
 
-pub use crate::persist::{PersistChoice, PersistFactory};
+pub use crate::persist::{PersistChoice, StackStores};
 
 /// What a worker's cells connect to and restart: one stack's side of a run.
 pub struct Worker {
@@ -43,11 +44,17 @@ pub struct Worker {
     /// The stack's restart targets, in the run's target order.
     pub targets: Vec<Target>,
     /// Where the cell now running keeps its sessions: set from the cell's
-    /// point before its attempts (see [`servers`]).
+    /// point before its attempts (see [`servers`]; a Rivet or Postgres
+    /// store is this worker's own stack's).
     pub persist: PersistChoice,
-    /// This worker's own stack's Rivet actor store, for cells whose point
-    /// keeps sessions in Rivet.
-    pub rivet_store: Option<PersistFactory>,
+    /// The stores this worker's stack provides beyond memory and SQLite
+    /// (its Rivet actor, its Postgres), for cells whose point keeps
+    /// sessions there.
+    pub stores: StackStores,
+    /// The process that holds the hosted SDK client (the RivetKit runner),
+    /// when it is not one of the targets: the `client` target of a ts-sdk
+    /// cell kills and starts it.
+    pub sdk_process: Option<Target>,
     /// The stack's scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
     /// The stack's fake model provider log (real agents only).
@@ -57,6 +64,8 @@ pub struct Worker {
     pub sdk_host: Result<String, Unhosted>,
     /// Every SDK point's module, as the run installed it.
     pub sdks: std::sync::Arc<[ServedSdk]>,
+    /// Where this worker's stack runs the browser client, or why it cannot.
+    pub browser_host: Result<crate::stack::browser::BrowserHost, Unhosted>,
     /// Between its cells' deferred DELETEs and the restarts that would cut
     /// them; lanes of one shared deployment share it.
     pub fence: crate::scenario::CleanupFence,
@@ -80,6 +89,7 @@ impl Worker {
                     .map(|s| s.label.as_str())
                     .unwrap_or_default(),
             )),
+            ClientKind::Browser => ClientChoice::Browser(self.browser_host.clone()),
         }
     }
 
@@ -89,11 +99,13 @@ impl Worker {
             base_url: self.base_url.clone(),
             targets: Vec::new(),
             persist: self.persist.clone(),
-            rivet_store: self.rivet_store.clone(),
+            stores: self.stores.clone(),
+            sdk_process: None,
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
             sdks: self.sdks.clone(),
+            browser_host: self.browser_host.clone(),
             fence: self.fence.clone(),
             server: None,
         }
@@ -436,11 +448,13 @@ pub(crate) mod tests {
             base_url: "http://127.0.0.1:9".into(),
             targets,
             persist: PersistChoice::Sqlite,
-            rivet_store: None,
+            stores: Default::default(),
+            sdk_process: None,
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("no stack".into())),
             sdks: Vec::new().into(),
+            browser_host: Err(Unhosted("no stack".into())),
             fence: Default::default(),
             server: None,
         }

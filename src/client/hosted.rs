@@ -10,9 +10,22 @@
 //! and problem, JSON-RPC code, cause chain). Failures of the path to the
 //! actor (engine refused, actor not scheduled) are kept apart: those are the
 //! Rivet layer's, not the SDK's.
+//!
+//! With a cell's trace attached, each scenario action is an `sdk` event
+//! (asked to answered, or to the deadline it was given up at: the client
+//! under test holding the cell), and the SDK's own exchanges, which every
+//! answer carries, go into the trace ([`super::hosted_wire`]).
+//!
+//! The browser client (`--client browser`) answers the same actions from
+//! its page ([`crate::client::browser`]): the same SDK, bundled for the
+//! browser, called through the same [`HostedClient`]; its wire comes from
+//! the browser's own network events, not from the answers.
 
+use super::hosted_wire::WireCursor;
+use crate::trace::Trace;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The actor's name in the app's registry.
@@ -78,7 +91,7 @@ impl SdkError {
 pub enum HostedError {
     /// The SDK (or the actor's bound) failed the call.
     #[error("{}", .0.describe())]
-    Sdk(SdkError),
+    Sdk(Box<SdkError>),
     /// The engine could not be reached at all.
     #[error("{action}: the Rivet Engine is unreachable: {message}")]
     Unreachable { action: String, message: String },
@@ -115,6 +128,24 @@ pub struct HostedConfig {
 pub struct HostedClient {
     config: HostedConfig,
     http: reqwest::Client,
+    wire: Option<Arc<Wire>>,
+    /// The browser client's page, which answers instead of an actor.
+    page: Option<crate::client::browser::BrowserPage>,
+}
+
+/// Where the SDK's wire goes: the cell's trace, and what it already holds.
+#[derive(Debug)]
+struct Wire {
+    trace: Trace,
+    cursor: Mutex<WireCursor>,
+}
+
+/// Whether a call is one of the scenario's (traced as the SDK's time) or
+/// the harness's own (its faults, the wire, retiring the actor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    Scenario,
+    Harness,
 }
 
 impl HostedClient {
@@ -122,7 +153,50 @@ impl HostedClient {
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
-        Ok(Self { config, http })
+        Ok(Self {
+            config,
+            http,
+            wire: None,
+            page: None,
+        })
+    }
+
+    /// The browser client: the same actions, answered by its page.
+    pub fn page(page: crate::client::browser::BrowserPage) -> Result<Self, reqwest::Error> {
+        let mut client = Self::new(HostedConfig {
+            endpoint: String::new(),
+            namespace: String::new(),
+            key: "browser".into(),
+        })?;
+        client.page = Some(page);
+        Ok(client)
+    }
+
+    /// The browser client's page, if this is one.
+    pub fn browser_page(&self) -> Option<&crate::client::browser::BrowserPage> {
+        self.page.as_ref()
+    }
+
+    /// This client writing its actions and the SDK's wire into `trace`.
+    pub fn traced(mut self, trace: Trace) -> Self {
+        self.wire = Some(Arc::new(Wire {
+            trace,
+            cursor: Mutex::new(WireCursor::default()),
+        }));
+        self
+    }
+
+    /// Fetches the wire records the trace lacks (after a phase given up at
+    /// its deadline, whose answer never came), within `bound`.
+    pub async fn drain_wire(&self, phase: &str, bound: Duration) {
+        let ask = self.call_as(
+            CallKind::Harness,
+            "wire",
+            json!({ "phase": phase }),
+            bound,
+            None,
+        );
+        let _ = tokio::time::timeout(bound, ask).await;
     }
 
     pub fn key(&self) -> &str {
@@ -149,17 +223,60 @@ impl HostedClient {
         args: Value,
         patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
+        self.call_as(CallKind::Harness, action, args, patience, None)
+            .await
+    }
+
+    /// [`HostedClient::call`]; a scenario call is traced as an `sdk` event
+    /// that ends at its answer or, when the caller gives up first, at
+    /// `deadline` after it began.
+    pub async fn call_as(
+        &self,
+        kind: CallKind,
+        action: &str,
+        mut args: Value,
+        patience: Duration,
+        deadline: Option<Duration>,
+    ) -> Result<Map<String, Value>, HostedError> {
+        let mut span = self
+            .wire
+            .as_ref()
+            .filter(|_| kind == CallKind::Scenario)
+            .map(|w| SdkSpan::new(&w.trace, action, &args, deadline));
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
-        loop {
-            match self.call_once(action, &args).await {
+        let answer = loop {
+            if let (Some(wire), Value::Object(map)) = (&self.wire, &mut args) {
+                map.insert("wireAck".into(), wire.cursor().ack());
+            }
+            let once =
+                match &self.page {
+                    Some(page) => page.call(action, &args, patience).await.map_err(|e| {
+                        HostedError::Unreachable {
+                            action: action.into(),
+                            message: format!("the browser page: {e}"),
+                        }
+                    }),
+                    None => self.call_once(action, &args).await,
+                };
+            match once {
                 Err(e) if retryable(&e) && started.elapsed() + delay < patience => {
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }
-                other => return other,
+                other => break other,
             }
+        };
+        let answer = answer.and_then(|mut output| {
+            if let (Some(wire), Some(records)) = (&self.wire, output.remove("wire")) {
+                wire.cursor().ingest(&wire.trace, &records);
+            }
+            judge_output(action, output)
+        });
+        if let Some(span) = span.as_mut() {
+            span.answered(&answer);
         }
+        answer
     }
 
     async fn call_once(
@@ -209,20 +326,99 @@ impl HostedClient {
         };
         let reply: Value =
             serde_json::from_slice(&body).map_err(|e| protocol(format!("not JSON: {e}")))?;
-        let Some(Value::Object(output)) = reply.get("output").cloned() else {
-            return Err(protocol(format!("no `output` object in {reply}")));
-        };
-        match output.get("ok") {
-            Some(Value::Bool(true)) => Ok(output),
-            Some(Value::Bool(false)) => {
-                let error = output.get("error").cloned().unwrap_or(Value::Null);
-                serde_json::from_value(error)
-                    .map(HostedError::Sdk)
-                    .map_err(|e| protocol(format!("error without name/message: {e}")))
-                    .and_then(Err)
-            }
-            _ => Err(protocol(format!("no `ok` in {}", Value::Object(output)))),
+        match reply.get("output").cloned() {
+            Some(Value::Object(output)) => Ok(output),
+            _ => Err(protocol(format!("no `output` object in {reply}"))),
         }
+    }
+}
+
+impl Wire {
+    fn cursor(&self) -> std::sync::MutexGuard<'_, WireCursor> {
+        self.cursor.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The action's answer: ok, or the SDK's error as the actor reported it.
+fn judge_output(
+    action: &str,
+    output: Map<String, Value>,
+) -> Result<Map<String, Value>, HostedError> {
+    let protocol = |message: String| HostedError::Protocol {
+        action: action.into(),
+        message,
+    };
+    match output.get("ok") {
+        Some(Value::Bool(true)) => Ok(output),
+        Some(Value::Bool(false)) => {
+            let error = output.get("error").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(error)
+                .map(|e| HostedError::Sdk(Box::new(e)))
+                .map_err(|e| protocol(format!("error without name/message: {e}")))
+                .and_then(Err)
+        }
+        _ => Err(protocol(format!("no `ok` in {}", Value::Object(output)))),
+    }
+}
+
+/// One scenario action in the trace: an `sdk` event written when it is
+/// answered, or when its caller drops it (given up at the phase deadline:
+/// it then ends at that deadline, not at whatever the caller did next).
+struct SdkSpan {
+    trace: Trace,
+    call: String,
+    phase: Value,
+    began: f64,
+    started: Instant,
+    deadline: Option<Duration>,
+    answer: Option<Map<String, Value>>,
+}
+
+impl SdkSpan {
+    fn new(trace: &Trace, call: &str, args: &Value, deadline: Option<Duration>) -> Self {
+        Self {
+            trace: trace.clone(),
+            call: call.to_string(),
+            phase: args.get("phase").cloned().unwrap_or(Value::Null),
+            began: trace.now_ms(),
+            started: Instant::now(),
+            deadline,
+            answer: None,
+        }
+    }
+
+    fn answered(&mut self, answer: &Result<Map<String, Value>, HostedError>) {
+        let mut fields = Map::new();
+        match answer {
+            Ok(_) => {
+                fields.insert("ok".into(), true.into());
+            }
+            Err(error) => {
+                fields.insert("ok".into(), false.into());
+                let text: String = error.to_string().chars().take(300).collect();
+                fields.insert("error".into(), text.into());
+            }
+        }
+        self.answer = Some(fields);
+    }
+}
+
+impl Drop for SdkSpan {
+    fn drop(&mut self) {
+        let mut elapsed = self.started.elapsed();
+        let mut fields = self.answer.take().unwrap_or_else(|| {
+            if let Some(deadline) = self.deadline {
+                elapsed = elapsed.min(deadline);
+            }
+            let mut f = Map::new();
+            f.insert("abandoned".into(), true.into());
+            f
+        });
+        let ms = (elapsed.as_micros() as f64 / 100.0).round() / 10.0;
+        fields.insert("call".into(), self.call.clone().into());
+        fields.insert("phase".into(), self.phase.clone());
+        fields.insert("ms".into(), json!(ms));
+        self.trace.recorded(self.began + ms, "sdk", fields);
     }
 }
 
@@ -285,13 +481,13 @@ mod tests {
         };
         assert!(retryable(&route));
         assert!(!retryable(&user));
-        assert!(!retryable(&HostedError::Sdk(SdkError {
+        assert!(!retryable(&HostedError::Sdk(Box::new(SdkError {
             name: "Error".into(),
             message: "x".into(),
             status: None,
             problem: None,
             code: None,
             cause: None
-        })));
+        }))));
     }
 }

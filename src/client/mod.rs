@@ -14,7 +14,9 @@
 //! files and processes over REST (`sandbox.rs`) and a process's terminal
 //! over WebSocket (`terminal.rs`).
 
+pub mod browser;
 pub mod hosted;
+mod hosted_wire;
 mod live;
 mod recorder;
 mod replay;

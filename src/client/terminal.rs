@@ -9,15 +9,22 @@
 //! browser SDK uses, and a header keeps the token out of gateway access logs.
 //!
 //! A reader task owns the receiving half and records everything the socket
-//! does; how it ended is kept as a close code, the server's or, when the
+//! does, in the cell's trace too (the upgrade as an `http` exchange, each
+//! frame as a `ws` event, the close as `ws_close`); how it ended is kept as a close code, the server's or, when the
 //! connection just dropped or sent something unreadable, the code a browser
 //! would report (1006 abnormal, 1007 bad UTF-8, 1009 too big, 1002 protocol).
 
 use super::rest::auth_headers;
+mod frames;
+
 use super::Client;
+use crate::trace::{Exchange, Purpose, Trace};
+use frames::{
+    abnormal, close_for, control_frame, trace_frame, upgrade_error, ws_fields, Control, FrameError,
+};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -84,6 +91,9 @@ struct State {
     exit: Option<Option<i64>>,
     closed: Option<CloseInfo>,
     protocol_error: Option<FrameError>,
+    /// When output last arrived or input last went out: the socket's last
+    /// activity, from which quiet is counted.
+    last_activity: Option<std::time::Instant>,
 }
 
 impl State {
@@ -104,6 +114,7 @@ pub struct Terminal {
     state: Arc<Mutex<State>>,
     changed: watch::Receiver<u64>,
     reader: tokio::task::JoinHandle<()>,
+    trace: Trace,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -147,7 +158,7 @@ impl Client {
         for (name, value) in &auth_headers(&self.headers, self.options.token.as_ref()) {
             request.headers_mut().insert(name.clone(), value.clone());
         }
-        Terminal::connect(process_id, request).await
+        Terminal::connect(process_id, request, &url, self.options.trace.clone()).await
     }
 }
 
@@ -155,24 +166,52 @@ impl Terminal {
     async fn connect(
         process_id: &str,
         request: tungstenite::handshake::client::Request,
+        url: &str,
+        trace: Trace,
     ) -> Result<Terminal, TerminalError> {
         let _ = crate::http::client_builder(); // installs the TLS provider wss:// uses
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_TERMINAL_MESSAGE))
             .max_frame_size(Some(MAX_TERMINAL_MESSAGE));
-        let (socket, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
-            .await
-            .map_err(upgrade_error)?;
+        let started = std::time::Instant::now();
+        let connected =
+            tokio_tungstenite::connect_async_with_config(request, Some(config), true).await;
+        let mut upgrade = Exchange::new("GET", url, Purpose::Terminal);
+        upgrade.elapsed = started.elapsed();
+        let socket = match connected {
+            Ok((socket, response)) => {
+                upgrade.status = Some(response.status().as_u16());
+                trace.http(upgrade);
+                socket
+            }
+            Err(error) => {
+                let error = upgrade_error(error);
+                upgrade.status = match &error {
+                    TerminalError::Refused { status, .. } => Some(*status),
+                    _ => None,
+                };
+                upgrade.failure = Some(error.seen());
+                trace.http(upgrade);
+                return Err(error);
+            }
+        };
+        trace.event("ws_open", ws_fields(process_id, &[]));
         let (sink, stream) = socket.split();
         let state = Arc::new(Mutex::new(State::default()));
         let (notify, changed) = watch::channel(0u64);
-        let reader = tokio::spawn(read_loop(stream, Arc::clone(&state), notify));
+        let reader = tokio::spawn(read_loop(
+            stream,
+            Arc::clone(&state),
+            notify,
+            (trace.clone(), process_id.to_string()),
+        ));
         Ok(Terminal {
             process_id: process_id.to_string(),
             sink: tokio::sync::Mutex::new(sink),
             state,
             changed,
             reader,
+            trace,
         })
     }
 
@@ -207,9 +246,24 @@ impl Terminal {
         }
         let mark = self.mark();
         let frame = json!({"type": "input", "data": format!("{line}\n")}).to_string();
+        let bytes = frame.len();
         let sent = self.sink.lock().await.send(Message::text(frame)).await;
         match sent {
-            Ok(()) => Ok(mark),
+            Ok(()) => {
+                self.lock().last_activity = Some(std::time::Instant::now());
+                self.trace.event(
+                    "ws",
+                    ws_fields(
+                        &self.process_id,
+                        &[
+                            ("dir", "out".into()),
+                            ("frame", "input".into()),
+                            ("bytes", bytes.into()),
+                        ],
+                    ),
+                );
+                Ok(mark)
+            }
             // The reader usually knows why the write failed (the close code).
             Err(e) => Err(self
                 .closed()
@@ -272,6 +326,26 @@ impl Terminal {
         }
     }
 
+    /// Waits until the socket has been quiet for `gap` — no output, and no
+    /// input whose echo could still be under way — counted from its last
+    /// activity (a socket quiet since before the call waits no more), or
+    /// until `bound`, or its end.
+    pub async fn quiet_for(&self, gap: std::time::Duration, bound: std::time::Duration) {
+        let by = std::time::Instant::now() + bound;
+        loop {
+            let (last, closed) = {
+                let state = self.lock();
+                (state.last_activity, state.closed.is_some())
+            };
+            let now = std::time::Instant::now();
+            let quiet = last.map_or(gap, |at| now.saturating_duration_since(at));
+            if closed || quiet >= gap || now >= by {
+                return;
+            }
+            tokio::time::sleep((gap - quiet).min(by - now)).await;
+        }
+    }
+
     /// Sends the protocol's `close` frame and a WebSocket close, best effort.
     pub async fn close(&self) {
         if self.closed().is_some() {
@@ -293,13 +367,16 @@ async fn read_loop(
     mut stream: SplitStream<Socket>,
     state: Arc<Mutex<State>>,
     notify: watch::Sender<u64>,
+    (trace, process): (Trace, String),
 ) {
     loop {
         let next = stream.next().await;
+        trace_frame(&trace, &process, next.as_ref());
         let stop = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             match next {
                 Some(Ok(Message::Binary(bytes))) => {
+                    s.last_activity = Some(std::time::Instant::now());
                     s.output.extend_from_slice(&bytes);
                     if s.output.len() > MAX_KEPT_OUTPUT {
                         let drop = s.output.len() - MAX_KEPT_OUTPUT / 2;
@@ -351,88 +428,6 @@ async fn read_loop(
     }
 }
 
-#[derive(Debug)]
-enum Control {
-    Ready,
-    Exit(Option<i64>),
-}
-
-/// A text frame the terminal protocol does not allow, or an `error` frame.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-enum FrameError {
-    /// The frame's first 120 characters.
-    #[error("invalid control frame (not JSON): {0:?}")]
-    NotJson(String),
-    #[error("server error frame: {0}")]
-    Server(String),
-    #[error("invalid control frame: {0:?}")]
-    Unknown(String),
-}
-
-/// A text frame as 0.4.2's terminal protocol defines it; anything else is an error.
-fn control_frame(text: &str) -> Result<Control, FrameError> {
-    let shown: String = text.chars().take(120).collect();
-    let value: Value =
-        serde_json::from_str(text).map_err(|_| FrameError::NotJson(shown.clone()))?;
-    match value.get("type").and_then(Value::as_str) {
-        Some("ready") => Ok(Control::Ready),
-        Some("exit") => Ok(Control::Exit(value.get("exitCode").and_then(Value::as_i64))),
-        Some("error") => Err(FrameError::Server(
-            value
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-        )),
-        _ => Err(FrameError::Unknown(shown)),
-    }
-}
-
-/// The close code a browser would report for a socket that failed this way.
-fn close_for(error: &tungstenite::Error) -> CloseInfo {
-    use tungstenite::error::ProtocolError;
-    let code = match error {
-        tungstenite::Error::Capacity(_) => 1009,
-        tungstenite::Error::Utf8(_) => 1007,
-        tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => 1006,
-        tungstenite::Error::Protocol(_) => 1002,
-        _ => 1006,
-    };
-    CloseInfo {
-        code,
-        reason: error.to_string(),
-        clean: false,
-    }
-}
-
-fn abnormal(reason: &str) -> CloseInfo {
-    CloseInfo {
-        code: 1006,
-        reason: reason.to_string(),
-        clean: false,
-    }
-}
-
-fn upgrade_error(error: tungstenite::Error) -> TerminalError {
-    match error {
-        tungstenite::Error::Http(response) => {
-            let problem = response
-                .body()
-                .as_deref()
-                .and_then(crate::acp::Problem::parse);
-            TerminalError::Refused {
-                status: response.status().as_u16(),
-                problem_type: problem
-                    .as_ref()
-                    .and_then(|p| p.short_type())
-                    .map(str::to_string),
-                detail: problem.and_then(|p| p.detail),
-            }
-        }
-        other => TerminalError::Connect(other.to_string()),
-    }
-}
-
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
@@ -440,24 +435,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_frames_are_ready_exit_or_an_error() {
-        assert!(matches!(
-            control_frame(r#"{"type":"ready","processId":"p"}"#),
-            Ok(Control::Ready)
-        ));
-        assert!(matches!(
-            control_frame(r#"{"type":"exit","exitCode":3}"#),
-            Ok(Control::Exit(Some(3)))
-        ));
-        let garbage = control_frame("\u{1}garbage").unwrap_err();
-        assert!(matches!(garbage, FrameError::NotJson(_)), "{garbage}");
-        assert!(garbage.to_string().contains("not JSON"), "{garbage}");
-        let boom = control_frame(r#"{"type":"error","message":"boom"}"#).unwrap_err();
-        assert_eq!(boom, FrameError::Server("boom".into()));
-        assert!(boom.to_string().contains("boom"), "{boom}");
-    }
 
     #[test]
     fn offsets_stay_valid_after_old_output_is_dropped() {

@@ -1,37 +1,38 @@
 //! The matrix's axes from the command line and the config file: which
-//! agents, clients, server points, SDK point and store the cells run with,
+//! agents, clients, server points, SDK point and stores the cells run with,
 //! each checked with a message naming its flag. Nothing here runs a cell:
 //! the runner builds the matrix from these ([`crate::runner::Matrix`]) and
 //! runs it, whatever mix of axes was asked for.
 
 use super::candidates::{self, Source};
 use super::CommandError;
-use crate::cli::{ClientArg, RunArgs};
+use crate::cli::{ClientArg, PersistArg, RunArgs};
 use crate::config::Config;
 use crate::runner::{
     AgentPoint, Axes, ClientKind, PersistChoice, PersistPoint, SdkPoint, ServerPoint, ServerSource,
 };
 
 /// What the user asked for on each axis; the store may still depend on
-/// the stack (its Rivet actor when it runs one).
+/// the stack (its Rivet actor when it runs one and none was chosen).
 pub(super) struct Chosen {
     pub agents: Vec<String>,
     pub clients: Vec<ClientKind>,
     pub servers: Vec<ServerPoint>,
     pub sdks: Vec<SdkPoint>,
-    /// `--persist`, then the config's `[run] persist`.
-    pub persist: Option<PersistPoint>,
+    /// `--persist` (repeatable), else the config's `[run] persist`: each
+    /// once, in their order; empty when neither names one.
+    pub persists: Vec<PersistPoint>,
 }
 
 impl Chosen {
     /// What the user asked for: `agents` resolved already (flag, seed
-    /// environment, config), `persist` as the flag or config chose it.
+    /// environment, config), `config_persist` the config's stores.
     /// Candidate binaries and SDKs are checked here, before any stack.
     pub async fn of(
         args: &RunArgs,
         config: Option<&Config>,
         agents: Vec<String>,
-        persist: Option<&PersistChoice>,
+        config_persist: &[PersistChoice],
     ) -> Result<Chosen, CommandError> {
         let clients = clients(&args.clients);
         let (bins, bins_from) = match (&args.server_bins, config) {
@@ -79,7 +80,7 @@ impl Chosen {
             clients,
             servers,
             sdks,
-            persist: persist.map(persist_point),
+            persists: persists(&args.persist, config_persist),
         })
     }
 
@@ -99,7 +100,10 @@ impl Chosen {
             clients: self.clients.clone(),
             servers,
             sdks: self.sdks.clone(),
-            persists: vec![self.persist.unwrap_or(persist)],
+            persists: match self.persists.is_empty() {
+                true => vec![persist],
+                false => self.persists.clone(),
+            },
         }
     }
 
@@ -128,6 +132,9 @@ impl Chosen {
         }
         if self.servers.len() > 1 {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
+        }
+        if self.clients.contains(&ClientKind::Browser) {
+            return Err(CommandError::usage("--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)"));
         }
         if self.clients.contains(&ClientKind::TsSdk) {
             return Err(CommandError::usage("--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)"));
@@ -200,6 +207,7 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
         let kind = match c {
             ClientArg::Rust => ClientKind::Rust,
             ClientArg::TsSdk => ClientKind::TsSdk,
+            ClientArg::Browser => ClientKind::Browser,
         };
         if !clients.contains(&kind) {
             clients.push(kind);
@@ -211,13 +219,42 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
     clients
 }
 
-/// The store a flag or config names (the only custom store is the local
-/// stack's Rivet actor, which neither can name).
-fn persist_point(choice: &PersistChoice) -> PersistPoint {
+/// The `--persist` values, else the config's, each once in their order
+/// (empty: the stack's default store).
+fn persists(flags: &[PersistArg], config: &[PersistChoice]) -> Vec<PersistPoint> {
+    let given: Vec<PersistPoint> = match flags.is_empty() {
+        true => config.iter().filter_map(config_point).collect(),
+        false => flags.iter().map(|f| flag_point(*f)).collect(),
+    };
+    let mut points: Vec<PersistPoint> = Vec::new();
+    for point in given {
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    points
+}
+
+fn flag_point(arg: PersistArg) -> PersistPoint {
+    match arg {
+        PersistArg::Memory => PersistPoint::Memory,
+        PersistArg::Sqlite => PersistPoint::Sqlite,
+        PersistArg::Postgres => PersistPoint::Postgres,
+        PersistArg::Rivet => PersistPoint::Rivet,
+        PersistArg::Indexeddb => PersistPoint::IndexedDb,
+    }
+}
+
+/// The store `[run] persist` names (it names stores by kind only: never
+/// a stack's resolved or absent one).
+fn config_point(choice: &PersistChoice) -> Option<PersistPoint> {
     match choice {
-        PersistChoice::Memory => PersistPoint::Memory,
-        PersistChoice::Sqlite => PersistPoint::Sqlite,
-        PersistChoice::Custom { .. } => PersistPoint::Rivet,
+        PersistChoice::Memory => Some(PersistPoint::Memory),
+        PersistChoice::Sqlite => Some(PersistPoint::Sqlite),
+        PersistChoice::Postgres => Some(PersistPoint::Postgres),
+        PersistChoice::Rivet => Some(PersistPoint::Rivet),
+        PersistChoice::IndexedDb => Some(PersistPoint::IndexedDb),
+        PersistChoice::Custom { .. } | PersistChoice::Unavailable { .. } => None,
     }
 }
 
@@ -235,6 +272,26 @@ mod tests {
         assert_eq!(
             clients(&[ClientArg::TsSdk, ClientArg::Rust, ClientArg::TsSdk]),
             [ClientKind::TsSdk, ClientKind::Rust]
+        );
+    }
+
+    #[test]
+    fn persist_flags_win_over_the_config_and_repeats_collapse() {
+        assert!(persists(&[], &[]).is_empty());
+        assert_eq!(
+            persists(&[], &[PersistChoice::Sqlite]),
+            [PersistPoint::Sqlite]
+        );
+        assert_eq!(
+            persists(
+                &[
+                    PersistArg::Postgres,
+                    PersistArg::Memory,
+                    PersistArg::Postgres
+                ],
+                &[PersistChoice::Sqlite]
+            ),
+            [PersistPoint::Postgres, PersistPoint::Memory]
         );
     }
 

@@ -14,7 +14,6 @@ pub(super) async fn stacks(
     settings: &RunSettings,
     url: String,
     mut targets: Vec<Target>,
-    persist: Option<&PersistChoice>,
     jobs: usize,
 ) -> Result<RunStacks, CommandError> {
     let base_url = url.trim_end_matches('/').to_string();
@@ -30,12 +29,15 @@ pub(super) async fn stacks(
         own: Worker {
             base_url,
             targets,
-            persist: super::run_persist(persist, None),
-            rivet_store: None,
+            // Set from each cell's point (a deployment has no store of its own).
+            persist: PersistChoice::Sqlite,
+            stores: Default::default(),
+            sdk_process: None,
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("the local stack is not running".into())),
             sdks: Vec::new().into(),
+            browser_host: Err(Unhosted("the local stack is not running".into())),
             fence: Default::default(),
             server: None,
         },

@@ -4,9 +4,7 @@
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
-use crate::runner::{
-    self, Matrix, PersistChoice, PersistFactory, PersistPoint, RunEvent, RunSettings, ServerPoint,
-};
+use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::StackOptions;
 use crate::targets::Target;
@@ -19,6 +17,7 @@ mod candidates;
 mod cell_line;
 mod compare;
 mod deployment;
+mod deployment_faults;
 mod error;
 mod events;
 mod gate;
@@ -157,8 +156,8 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for (name, what) in crate::stack::local::TARGETS {
-            out.push_str(&format!("  {name:<14} local stack: {what}\n"));
+        for (name, what, _) in crate::stack::local::known_targets(&[]) {
+            out.push_str(&format!("  {name:<20} local stack: {what}\n"));
         }
     }
     for t in &targets {
@@ -263,12 +262,15 @@ async fn run_in(
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
-    // What the user chose (flag, then config); the local stack's store otherwise.
-    let persist = args
-        .persist
-        .map(PersistChoice::from)
-        .or_else(|| run_defaults.persist.clone());
-    let chosen = axes::Chosen::of(&args, config.as_ref(), agents.clone(), persist.as_ref()).await?;
+    // What the user chose (flags, then config; several make a persistence
+    // axis); the local stack's store otherwise.
+    let chosen = axes::Chosen::of(
+        &args,
+        config.as_ref(),
+        agents.clone(),
+        &run_defaults.persist,
+    )
+    .await?;
     if base_url.is_some() {
         chosen.refuse_on_a_deployment()?;
     }
@@ -308,7 +310,7 @@ async fn run_in(
             &settings,
             base_url.as_deref(),
             &agents,
-            persist.as_ref(),
+            &chosen.persists,
             match base_url {
                 Some(_) => Vec::new(),
                 None => chosen
@@ -350,6 +352,8 @@ async fn run_in(
             }
         }
     };
+    // A deployment's fault proxies ([faults]) live as long as the run.
+    let mut deployment_hops = None;
     // What the cells run on, built whole: a deployment, or the local stacks
     // (`--jobs`: several), each of which serves every server point.
     let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
@@ -362,43 +366,57 @@ async fn run_in(
             for target in &mut targets {
                 target.set_supervisor(supervisor.clone());
             }
+            let hops = deployment_faults::wire(
+                config.as_ref().and_then(|c| c.faults.as_ref()),
+                &url,
+                &mut targets,
+            )?;
+            let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
+            deployment_hops = hops;
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
                 x.check_points(&[], &[])?;
             }
-            let stacks =
-                deployment::stacks(&settings, url, targets, persist.as_ref(), jobs).await?;
+            let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
             (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
         }
         None => {
+            // Fault targets of the file join the local stack's, on its hops.
+            let local_faults = config
+                .as_ref()
+                .map(Config::fault_targets)
+                .unwrap_or_default();
             if config
                 .as_ref()
-                .is_some_and(|c| !c.target_names().is_empty())
+                .is_some_and(|c| c.target_names().len() > local_faults.len())
             {
-                return Err(CommandError::usage("the config file defines targets but no base_url: set [run] base_url or --base-url"));
+                return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
+            }
+            if config.as_ref().is_some_and(|c| c.faults.is_some()) {
+                return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
             }
             for name in &chosen.agents {
                 crate::stack::agents::check_known(name)?;
             }
-            let names: Vec<String> = select(
-                crate::stack::local::TARGETS
-                    .iter()
-                    .map(|(n, _)| *n)
+            // Unknown names are refused; opt-in fault targets run only when named.
+            select(
+                crate::stack::local::known_targets(&local_faults)
+                    .into_iter()
+                    .map(|(n, _, _)| n)
                     .collect(),
                 &args.targets,
-                |n| n,
+                |n| n.as_str(),
                 "target",
-            )?
-            .into_iter()
-            .map(String::from)
-            .collect();
+            )?;
+            let names = crate::stack::local::run_targets(&args.targets, &local_faults);
             if let Some(x) = &expectations {
                 x.check_names(&names, &scenario_names(&settings.scenarios))?;
                 x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
             }
-            let (options, serving) = local_stack_options(&args, &run_dir, &chosen, &supervisor)?;
+            let (options, serving) =
+                local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;
             // One store whichever it is: the count of cells is the same.
             let cells = Matrix::build(
                 names.clone(),
@@ -412,7 +430,7 @@ async fn run_in(
                 crate::console::errln(
                     "continuity: this shard holds no cell of the matrix: no stack is started",
                 );
-                let stacks = workers::no_stacks(&names, run_persist(persist.as_ref(), None));
+                let stacks = workers::no_stacks(&names);
                 (stacks, Vec::new(), names, chosen.servers.clone())
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, cells);
@@ -432,22 +450,16 @@ async fn run_in(
                 let mut up =
                     workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
                         .await?;
-                let mut stacks = workers::attach(
-                    &mut up,
-                    persist.as_ref(),
-                    &run_dir,
-                    binaries,
-                    serving.as_deref(),
-                );
+                let mut stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
                 stacks.serve_sdks(sdks);
                 (stacks, up, names, chosen.servers.clone())
             }
         }
     };
     // The store the user chose, else the stack's Rivet actor when it runs one.
-    let store = match run_stacks.own.rivet_store {
-        Some(_) => PersistPoint::Rivet,
-        None => PersistPoint::Sqlite,
+    let store = match run_stacks.own.stores.rivet {
+        Ok(_) => PersistPoint::Rivet,
+        Err(_) => PersistPoint::Sqlite,
     };
     let matrix = Matrix::build(
         targets,
@@ -465,6 +477,7 @@ async fn run_in(
     .await;
     workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
     drop(local_stacks);
+    drop(deployment_hops);
     progress.clear();
     // What a cell's teardown could not remove (it was cut short).
     crate::scenario::sandbox_root::remove_run(&id);
@@ -490,6 +503,7 @@ fn local_stack_options(
     run_dir: &Path,
     chosen: &axes::Chosen,
     supervisor: &crate::supervise::Supervisor,
+    custom_faults: Vec<(String, crate::targets::FaultAction)>,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (version, serving) = match chosen.servers.first() {
         Some(ServerPoint {
@@ -517,7 +531,13 @@ fn local_stack_options(
             RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
         },
         agents: chosen.agents.clone(),
+        postgres: chosen.persists.contains(&PersistPoint::Postgres),
+        hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
+            && chosen.clients.contains(&runner::ClientKind::TsSdk),
+        browser: chosen.clients.contains(&runner::ClientKind::Browser),
         supervisor: supervisor.clone(),
+        fault_proxies: true,
+        custom_faults,
     };
     Ok((options, serving))
 }
@@ -543,19 +563,6 @@ fn finish(
         ));
     }
     Ok(outcome)
-}
-
-/// Each cell's store: the user's choice (`--persist`, then the config's),
-/// else the local stack's Rivet actor when it runs one, else SQLite.
-fn run_persist(chosen: Option<&PersistChoice>, stack: Option<PersistFactory>) -> PersistChoice {
-    match (chosen, stack) {
-        (Some(choice), _) => choice.clone(),
-        (None, Some(factory)) => PersistChoice::Custom {
-            name: "rivet".into(),
-            factory,
-        },
-        (None, None) => PersistChoice::Sqlite,
-    }
 }
 
 /// How many stacks the local stack runs side by side: `--jobs` (or the

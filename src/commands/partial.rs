@@ -3,7 +3,7 @@
 //! running cells' cleanup) still writes a report of every finished cell.
 
 use crate::report::{Cell, Floor, Report, RunFolder, RunInfo, Totals, SCHEMA_ID};
-use crate::runner::{PersistChoice, RunSettings};
+use crate::runner::{PersistPoint, RunSettings};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -79,7 +79,7 @@ pub(super) fn run_info(
     settings: &RunSettings,
     base_url: Option<&str>,
     agents: &[String],
-    persist: Option<&PersistChoice>,
+    persists: &[PersistPoint],
     points: Vec<crate::report::AxisPoint>,
 ) -> RunInfo {
     RunInfo {
@@ -94,7 +94,11 @@ pub(super) fn run_info(
         timeout_ms: settings.timeout.as_millis() as u64,
         overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
         repeat: settings.repeat,
-        persist: persist.map(|p| p.name().to_string()).unwrap_or_default(),
+        persist: persists
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", "),
         targets: Vec::new(),
         scenarios: super::scenario_names(&settings.scenarios),
         interrupted: true,

@@ -114,7 +114,12 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
         rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
+        postgres: false,
+        hosted_sqlite: false,
+        browser: false,
         supervisor: supervisor.clone(),
+        fault_proxies: false,
+        custom_faults: Vec::new(),
     };
     let mut progress =
         |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));

@@ -70,19 +70,23 @@ fn reported_versions(binaries: &[ServedBinary]) -> Option<String> {
 /// A shard of the local stack's matrix that holds no cell: its report
 /// lists the targets and scenarios and no cell, and no stack is started
 /// for it (it would run nothing).
-pub(super) fn no_stacks(targets: &[String], persist: PersistChoice) -> RunStacks {
+pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
     RunStacks {
         own: Worker {
             base_url: String::new(),
             targets: Vec::new(),
-            persist,
-            rivet_store: None,
+            persist: PersistChoice::Sqlite,
+            stores: Default::default(),
+            sdk_process: None,
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(crate::client::hosted::Unhosted(
                 "no stack: this shard holds no cell".into(),
             )),
             sdks: Vec::new().into(),
+            browser_host: Err(crate::client::hosted::Unhosted(
+                "no stack: this shard holds no cell".into(),
+            )),
             fence: Default::default(),
             server: None,
         },
@@ -210,12 +214,11 @@ fn shape(stack: &LocalStack) -> Vec<String> {
 
 /// The stacks as the runner sees them, built whole: the first as the own
 /// stack (its targets, URL, persist driver), each further one as a worker of
-/// its own. Each stack's cells keep their sessions where `chosen` says,
-/// else in that stack's own Rivet actor. Every stack came up running the
+/// its own. Each stack's cells keep their sessions where their point
+/// says, a Rivet or Postgres store in that stack's own. Every stack came up running the
 /// point labelled `serving` and switches between `binaries`.
 pub(super) fn attach(
     stacks: &mut [LocalStack],
-    chosen: Option<&PersistChoice>,
     run_dir: &Path,
     binaries: Vec<ServedBinary>,
     serving: Option<&str>,
@@ -227,12 +230,15 @@ pub(super) fn attach(
     let mut workers = stacks.iter_mut().map(|stack| Worker {
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
-        persist: super::run_persist(chosen, stack.persist_factory.clone()),
-        rivet_store: stack.persist_factory.clone(),
+        // Set from each cell's point.
+        persist: PersistChoice::Sqlite,
+        stores: stack.stores.clone(),
+        sdk_process: stack.sdk_process.take(),
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
         sdks: Vec::new().into(),
+        browser_host: stack.browser_host.clone(),
         fence: Default::default(),
         server: Some(ServerSlot::new(
             binaries.clone(),
@@ -325,7 +331,12 @@ mod tests {
             rivet_save: crate::stack::rivet::SaveMode::Immediate,
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
+            postgres: false,
+            hosted_sqlite: false,
+            browser: false,
             supervisor: crate::supervise::Supervisor::default(),
+            fault_proxies: true,
+            custom_faults: Vec::new(),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(

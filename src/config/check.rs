@@ -14,6 +14,7 @@ use crate::secret::display_url;
 pub(super) struct Checked {
     pub run: RunDefaults,
     pub targets: Vec<TargetEntry>,
+    pub faults: Option<super::FaultHops>,
 }
 
 impl TryFrom<RawConfig> for Checked {
@@ -28,7 +29,38 @@ impl TryFrom<RawConfig> for Checked {
         for (name, target) in raw.targets.map(|t| t.0).unwrap_or_default() {
             targets.push(check_target(&name, target)?);
         }
-        Ok(Checked { run, targets })
+        let faults = raw.faults.map(super::faults::check_faults).transpose()?;
+        // A fault's hop is one of `[faults]`, or without it one of the local stack's.
+        let hops: Vec<&str> = match &faults {
+            Some(f) => f.names(),
+            None => crate::faults::LOCAL_HOPS.iter().map(|(h, _)| *h).collect(),
+        };
+        for t in &targets {
+            if let (crate::targets::RestartAction::Fault(fault), Some(span)) =
+                (&t.action, &t.hop_span)
+            {
+                if !hops.contains(&fault.hop.as_str()) {
+                    let hint = crate::faults::closest(&fault.hop, hops.iter().copied())
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    let whose = match &faults {
+                        Some(_) => "of [faults]",
+                        None => "of the local stack (a deployment lists its own in [faults])",
+                    };
+                    return Err(invalid(
+                        &format!("targets.{}.fault.hop", t.name),
+                        span.clone(),
+                        Some(format!("{:?}", fault.hop)),
+                        format!("unknown hop{hint}; the hops {whose}: {}", hops.join(", ")),
+                    ));
+                }
+            }
+        }
+        Ok(Checked {
+            run,
+            targets,
+            faults,
+        })
     }
 }
 
@@ -125,18 +157,40 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         );
     }
     if let Some(persist) = &raw.persist {
-        run.persist = Some(match persist.get_ref().as_str() {
-            "sqlite" => PersistChoice::Sqlite,
-            "memory" => PersistChoice::Memory,
+        let expected =
+            "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
+        let names: Vec<&toml::Value> = match persist.get_ref() {
+            toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
+            one @ toml::Value::String(_) => vec![one],
             other => {
                 return Err(invalid(
                     "run.persist",
                     persist.span(),
-                    Some(format!("{other:?}")),
-                    "expected \"sqlite\" or \"memory\"",
+                    Some(other.to_string()),
+                    expected,
                 ))
             }
-        });
+        };
+        for name in names {
+            let choice = match name.as_str() {
+                Some("sqlite") => PersistChoice::Sqlite,
+                Some("memory") => PersistChoice::Memory,
+                Some("postgres") => PersistChoice::Postgres,
+                Some("rivet") => PersistChoice::Rivet,
+                Some("indexeddb") => PersistChoice::IndexedDb,
+                _ => {
+                    return Err(invalid(
+                        "run.persist",
+                        persist.span(),
+                        Some(name.to_string()),
+                        expected,
+                    ))
+                }
+            };
+            if !run.persist.contains(&choice) {
+                run.persist.push(choice);
+            }
+        }
     }
     if let Some(name) = &raw.token_env {
         if !is_env_name(name.get_ref()) {

@@ -9,7 +9,7 @@
 //! timeout_ms = 30000
 //! overall_timeout_ms = 900000
 //! repeat = 1
-//! persist = "sqlite"         # sqlite | memory
+//! persist = "sqlite"         # memory | sqlite | postgres | rivet, or a list of them
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
 //! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
 //! expect = "ci/expect.toml"  # expectations file, as --expect
@@ -34,6 +34,7 @@
 //! relative to the directory the harness runs in.
 
 mod check;
+mod faults;
 mod raw;
 mod target;
 mod values;
@@ -41,6 +42,7 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+pub use faults::FaultHops;
 pub use values::{check_agent_name, check_base_url};
 
 use crate::persist::PersistChoice;
@@ -58,7 +60,8 @@ pub struct RunDefaults {
     pub timeout: Option<Duration>,
     pub overall_timeout: Option<Duration>,
     pub repeat: Option<u32>,
-    pub persist: Option<PersistChoice>,
+    /// `persist`: one store or several (the persistence axis); empty when unset.
+    pub persist: Vec<PersistChoice>,
     /// The name of the environment variable that holds the bearer token.
     pub token_env: Option<String>,
     /// Variables whose values are secret, beyond the secret-named ones.
@@ -86,6 +89,8 @@ struct TargetEntry {
     readiness: Readiness,
     ready_timeout: Duration,
     independent: bool,
+    /// A fault target's table, to point at when its hop is unknown.
+    hop_span: Option<std::ops::Range<usize>>,
 }
 
 impl TargetEntry {
@@ -106,6 +111,8 @@ pub struct Config {
     path: PathBuf,
     pub run: RunDefaults,
     targets: Vec<TargetEntry>,
+    /// `[faults]`: the fault proxies a deployment's cells run through.
+    pub faults: Option<FaultHops>,
 }
 
 /// Why a config file (or the seed script's environment) was refused.
@@ -180,6 +187,7 @@ impl Config {
             path: path.to_path_buf(),
             run: checked.run,
             targets: checked.targets,
+            faults: checked.faults,
         })
     }
 
@@ -235,7 +243,10 @@ impl Config {
                     }
                 }
                 RestartAction::Http { url, .. } => redactor.add_url_credentials(url),
-                RestartAction::Command { .. } | RestartAction::Signal { .. } => {}
+                RestartAction::Command { .. }
+                | RestartAction::Signal { .. }
+                | RestartAction::Clients
+                | RestartAction::Fault(_) => {}
             }
             match &target.readiness {
                 Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {
@@ -244,6 +255,18 @@ impl Config {
                 _ => {}
             }
         }
+    }
+
+    /// The file's fault targets, by name: on the local stack (no base
+    /// URL) they join its own, on its hops.
+    pub fn fault_targets(&self) -> Vec<(String, crate::targets::FaultAction)> {
+        self.targets
+            .iter()
+            .filter_map(|t| match &t.action {
+                RestartAction::Fault(f) => Some((t.name.clone(), f.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn target_names(&self) -> Vec<&str> {

@@ -16,6 +16,24 @@ pub(super) struct RawConfig {
     pub run: Option<RawRun>,
     #[serde(default)]
     pub targets: Option<Ordered<Spanned<RawTarget>>>,
+    pub faults: Option<Spanned<RawFaults>>,
+}
+
+/// `[faults]`: a fault proxy in front of the base URL, and more hops.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFaults {
+    pub base_url_hop: Option<Spanned<String>>,
+    #[serde(default)]
+    pub hops: Option<Ordered<Spanned<RawHop>>>,
+}
+
+/// `[faults.hops.NAME]`: a proxy listening on `listen`, forwarding to `upstream`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHop {
+    pub listen: Spanned<String>,
+    pub upstream: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -26,7 +44,8 @@ pub(super) struct RawRun {
     pub timeout_ms: Option<Spanned<i64>>,
     pub overall_timeout_ms: Option<Spanned<i64>>,
     pub repeat: Option<Spanned<i64>>,
-    pub persist: Option<Spanned<String>>,
+    /// One store name, or a list of them (the persistence axis).
+    pub persist: Option<Spanned<toml::Value>>,
     pub token_env: Option<Spanned<String>>,
     pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
     pub expect: Option<Spanned<String>>,
@@ -41,7 +60,10 @@ pub(super) struct RawRun {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTarget {
-    pub restart: Spanned<RawRestart>,
+    pub restart: Option<Spanned<RawRestart>>,
+    /// A network fault instead of a restart: `hop`, `toxic`, `hold_ms` and
+    /// the toxic's own parameters, so an open table.
+    pub fault: Option<Spanned<toml::Table>>,
     pub ready: Option<Spanned<RawReady>>,
     pub ready_timeout_ms: Option<Spanned<i64>>,
     pub independent: Option<bool>,

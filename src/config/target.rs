@@ -32,7 +32,37 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
             "expected a target name of letters, digits, `-` and `_`",
         ));
     }
-    let action = check_restart(&key, &raw.restart)?;
+    let (action, hop_span) = match (&raw.restart, &raw.fault) {
+        (Some(restart), None) => (check_restart(&key, restart)?, None),
+        (None, Some(fault)) => {
+            if let Some(ready) = &raw.ready {
+                return Err(invalid(
+                    &format!("{key}.ready"),
+                    ready.span(),
+                    None,
+                    "a fault target has no readiness probe: its window heals by itself",
+                ));
+            }
+            let (action, hop_span) = super::faults::check_fault(&key, fault)?;
+            (RestartAction::Fault(action), Some(hop_span))
+        }
+        (Some(_), Some(fault)) => {
+            return Err(invalid(
+                &key,
+                fault.span(),
+                None,
+                "expected `restart` or `fault`, not both; keep one",
+            ))
+        }
+        (None, None) => {
+            return Err(invalid(
+                &key,
+                span,
+                None,
+                "expected `restart = { … }` (what restarts the component) or `fault = { hop, toxic, … }` (a network fault)",
+            ))
+        }
+    };
     let readiness = check_ready(&key, raw.ready.as_ref())?;
     let ready_timeout = match &raw.ready_timeout_ms {
         Some(v) => positive_ms(&format!("{key}.ready_timeout_ms"), v)?,
@@ -44,6 +74,7 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
         readiness,
         ready_timeout,
         independent: raw.independent.unwrap_or(false),
+        hop_span,
     })
 }
 
@@ -133,6 +164,13 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
         None => Ok(default),
     };
     match kind {
+        // A fault is its own table, never a restart kind.
+        RestartKind::Fault => Err(invalid(
+            &key,
+            raw.span(),
+            None,
+            "a fault goes in `fault = { … }`",
+        )),
         RestartKind::Managed => check_managed(
             &format!("{key}.managed"),
             r.managed.as_ref().map(Spanned::get_ref),
@@ -214,6 +252,13 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
                 timeout: timeout(DEFAULT_HTTP_TIMEOUT)?,
             })
         }
+        // Only the local stack makes one: no config key selects it.
+        RestartKind::Clients => Err(invalid(
+            &key,
+            raw.span(),
+            None,
+            "expected one of managed, command, signal or http",
+        )),
     }
 }
 

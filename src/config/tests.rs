@@ -49,10 +49,7 @@ fn a_good_file() {
     assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
     assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
     assert_eq!(config.run.repeat, Some(2));
-    assert_eq!(
-        config.run.persist,
-        Some(crate::persist::PersistChoice::Sqlite)
-    );
+    assert_eq!(config.run.persist, [crate::persist::PersistChoice::Sqlite]);
     assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
     assert_eq!(
         config.run.headers,
@@ -202,8 +199,13 @@ fn values_are_checked() {
     );
     let e = error("[run]\nrepeat = 0\n");
     assert!(e.contains("run.repeat"), "{e}");
-    let e = error("[run]\npersist = \"rivet\"\n");
-    assert!(e.contains("\"sqlite\" or \"memory\""), "{e}");
+    let e = error("[run]\npersist = \"redis\"\n");
+    assert!(e.contains("\"rivet\" or \"indexeddb\""), "{e}");
+    let e = error("[run]\npersist = 3\n");
+    assert!(
+        e.contains("run.persist") && e.contains("a list of them"),
+        "{e}"
+    );
     let e = error("[run]\nbase_url = \"localhost:2468\"\n");
     assert!(e.contains("run.base_url") && e.contains("http://"), "{e}");
     let e = error("[targets.a]\nrestart = { command = \"x\" }\nready = { tcp = \"127.0.0.1\" }\n");
@@ -427,4 +429,62 @@ fn jobs_and_independent_targets() {
     }
     let e = error("[targets.a]\nrestart = { command = \"x\" }\nindependent = \"yes\"\n");
     assert!(e.contains("independent"), "{e}");
+}
+
+#[test]
+fn fault_targets_and_the_faults_table() {
+    let config = parse(
+        "[run]\nbase_url = \"http://127.0.0.1:2468\"\n[faults]\nbase_url_hop = \"edge\"\n[faults.hops.db]\nlisten = \"127.0.0.1:15432\"\nupstream = \"127.0.0.1:5432\"\n[targets.edge-reset]\nfault = { hop = \"edge\", toxic = \"reset_peer\", timeout = 50, stream = \"upstream\", hold_ms = 1500 }\n[targets.db-slow]\nfault = { hop = \"db\", toxic = \"latency\", latency = 300, toxicity = 0.5 }\n",
+    )
+    .unwrap();
+    let faults = config.faults.as_ref().unwrap();
+    assert_eq!(faults.names(), ["edge", "db"]);
+    assert_eq!(faults.hops[0].upstream.port(), 5432);
+    let targets = config.targets();
+    assert_eq!(targets[0].kind(), RestartKind::Fault);
+    assert_eq!(
+        targets[0].describe(),
+        "fault: reset_peer upstream (timeout 50 ms) on the edge hop for 1.5 s"
+    );
+    assert_eq!(
+        targets[1].describe(),
+        "fault: latency downstream (latency 300 ms, jitter 0 ms, toxicity 0.5) on the db hop for 3 s"
+    );
+    // Without [faults], the local stack's hops.
+    let local =
+        parse("[targets.x]\nfault = { hop = \"persist\", toxic = \"partition\" }\n").unwrap();
+    assert_eq!(local.targets()[0].kind(), RestartKind::Fault);
+}
+
+#[test]
+fn bad_faults_name_the_key_and_the_line() {
+    let e = error("[targets.x]\nfault = { hop = \"gatewey\", toxic = \"down\" }\n");
+    assert!(
+        e.contains("continuity.toml:2: `targets.x.fault.hop` = \"gatewey\": unknown hop (did you mean `gateway`?)"),
+        "{e}"
+    );
+    let e = error("[targets.x]\nfault = { hop = \"gateway\", toxic = \"bandwidth\", rate = 0 }\n");
+    assert!(
+        e.contains("`targets.x.fault.rate`") && e.contains("from 1 to"),
+        "{e}"
+    );
+    let e = error("[targets.x]\nfault = { hop = \"gateway\", toxic = \"down\", hold_ms = -1 }\n");
+    assert!(e.contains("`targets.x.fault.hold_ms`"), "{e}");
+    let e = error("[targets.x]\nfault = { toxic = \"down\" }\n");
+    assert!(e.contains("a fault needs `hop`"), "{e}");
+    let e = error("[targets.x]\nrestart = { command = \"x\" }\nfault = { hop = \"gateway\", toxic = \"down\" }\n");
+    assert!(e.contains("not both"), "{e}");
+    let e = error(
+        "[targets.x]\nfault = { hop = \"gateway\", toxic = \"down\" }\nready = { delay_ms = 5 }\n",
+    );
+    assert!(e.contains("no readiness probe"), "{e}");
+    let e = error("[targets.x]\n");
+    assert!(e.contains("expected `restart = { … }`"), "{e}");
+    let e = error("[faults.hops.db]\nlisten = \"10.0.0.1:1\"\nupstream = \"127.0.0.1:5432\"\n");
+    assert!(
+        e.contains("`faults.hops.db.listen`") && e.contains("loopback"),
+        "{e}"
+    );
+    let e = error("[faults]\nbase_url_hop = \"db\"\n[faults.hops.db]\nlisten = \"127.0.0.1:1\"\nupstream = \"127.0.0.1:2\"\n");
+    assert!(e.contains("the base URL's hop already"), "{e}");
 }

@@ -8,11 +8,13 @@
 mod choice;
 mod memory;
 pub(crate) mod observe;
+mod postgres;
 pub(crate) mod rivet;
 mod sqlite;
 
-pub use choice::{PersistChoice, PersistFactory};
+pub use choice::{PersistChoice, PersistFactory, StackStores, StoreAbsent};
 pub use memory::MemoryDriver;
+pub use postgres::{schema_for as postgres_schema_for, PostgresConfig, PostgresDriver};
 pub use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;
 
@@ -142,7 +144,7 @@ impl PersistError {
 /// The five operations of the SDK's `SessionPersistDriver`.
 #[async_trait]
 pub trait PersistDriver: Send + Sync {
-    /// A short name for reports: `memory`, `sqlite`, `rivet`.
+    /// A short name for reports: `memory`, `sqlite`, `postgres`, `rivet`.
     fn name(&self) -> &'static str;
     async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError>;
     async fn list_sessions(&self, page: PageRequest) -> Result<Page<SessionRecord>, PersistError>;

@@ -310,6 +310,22 @@ mod tests {
         );
     }
 
+    /// A file that is not a database (corrupted, or another program's): a
+    /// clear error naming the driver at open, never a panic.
+    #[test]
+    fn a_corrupted_file_is_an_error_naming_the_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broken.db");
+        std::fs::write(
+            &path,
+            b"this is not an SQLite database, only a few garbage bytes".repeat(200),
+        )
+        .unwrap();
+        let e = SqliteDriver::open(&path).err().expect("must fail");
+        assert_eq!(e.driver, "sqlite");
+        assert!(e.to_string().contains("file is not a database"), "{e}");
+    }
+
     #[test]
     fn an_unopenable_path_is_an_error_not_a_panic() {
         let e = SqliteDriver::open("/nonexistent-dir/x/y.db")

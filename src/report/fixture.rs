@@ -63,6 +63,7 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
         pending: None,
         cause: None,
         observed: None,
+        fault: None,
     }
 }
 

@@ -4,12 +4,24 @@
 //! each HTTP exchange from request to answer, each JSON-RPC request from
 //! sent to answered (a prompt's answer comes on the stream once the agent is
 //! done), and each call to the session store (the Rivet actor, or SQLite)
-//! from asked to answered. With a trace, the restart windows join the same
-//! union of intervals, so a store call or a health check waiting during a
-//! restart counts once. The overhead is the rest of the attempt's wall
-//! time: the harness's own work, its waits and settles (the SDK's settle
-//! until the stream catches up with an answer, and a restart's wait for the
-//! previous cell's deferred DELETEs, `cleanup_wait`, among them).
+//! from asked to answered. For the hosted TypeScript SDK, the client under
+//! test, each of its actions (`sdk`) counts from asked to answered, or to
+//! the phase deadline it was given up at: that time is the SDK's (its own
+//! waits, such as a prompt it leaves pending after a 400 it never
+//! surfaces) and the servers', not the harness's; its wire, in the same
+//! trace, shows what it was. A terminal's answers count too: its upgrade
+//! (`http`), then from the socket opening or a line sent (`ws_open`, `ws`
+//! out) to the next frame that arrives on it (`ready`, the echo). So does
+//! a restart's wait for the previous cell's deferred DELETEs on the same
+//! stack (`cleanup_wait`): on 0.4.2 the server never answers a DELETE and
+//! the wait runs to their 2 s bound, which a restart must not cut short;
+//! that cell counts its DELETE too, as its durations overlap. With a
+//! trace, the restart windows join the same union of intervals, so a store
+//! call or a health check waiting during a restart counts once. The
+//! overhead is the rest of the attempt's wall time: the harness's own
+//! work, its waits and settles (the SDK's settle until the stream catches
+//! up with an answer, and a terminal reattach's observation `window`s
+//! among them).
 //! Without a trace (`--trace off`) the floor is the restarts alone (restart
 //! plus ready time, summed), so the overhead holds the servers' answers too.
 
@@ -138,8 +150,9 @@ pub fn markdown_section(report: &super::Report) -> Option<String> {
 
 /// A trace's intervals (`t` and `ms` in milliseconds).
 struct Spans {
-    /// The servers' answers: `http` and `store` events, logged at their end
-    /// with their duration, and `rpc` requests (`dir: out`) paired with
+    /// The servers' answers: `http`, `store`, `sdk` and `cleanup_wait`
+    /// events, logged at their end with their duration, terminal frames
+    /// answering an opening or a line sent, and `rpc` requests (`dir: out`) paired with
     /// their answer (`dir: in`, the same `rpcId`, the latest request first).
     answers: Vec<(f64, f64)>,
     /// `restart_start` to `restart_end`.
@@ -153,6 +166,8 @@ impl Spans {
             restarts: Vec::new(),
         };
         let mut asked: Vec<(i64, f64)> = Vec::new();
+        // Per terminal (its process): when it opened or a line went out, unanswered yet.
+        let mut typed: Vec<(String, f64)> = Vec::new();
         let mut restarting: Option<f64> = None;
         for event in trace
             .lines()
@@ -166,7 +181,20 @@ impl Spans {
                 event["dir"].as_str(),
                 event["rpcId"].as_i64(),
             ) {
-                (Some("http" | "store"), _, _) => {
+                (Some("ws_open"), _, _) | (Some("ws"), Some("out"), _) => {
+                    let process = event["process"].as_str().unwrap_or_default();
+                    if !typed.iter().any(|(p, _)| p == process) {
+                        typed.push((process.to_string(), t));
+                    }
+                }
+                (Some("ws"), Some("in"), _) => {
+                    let process = event["process"].as_str().unwrap_or_default();
+                    if let Some(at) = typed.iter().position(|(p, _)| p == process) {
+                        let (_, sent) = typed.remove(at);
+                        spans.answers.push((sent, t));
+                    }
+                }
+                (Some("http" | "store" | "sdk" | "cleanup_wait"), _, _) => {
                     if let Some(ms) = event["ms"].as_f64() {
                         spans.answers.push(((t - ms).max(0.0), t));
                     }
@@ -323,6 +351,52 @@ mod tests {
             Some(&twice),
         );
         assert_eq!(floor.floor_ms, 460);
+    }
+
+    #[test]
+    fn a_hosted_sdk_action_counts_to_its_answer_or_to_the_deadline_it_was_given_up_at() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            // The SDK's POST inside its action counts once: 100..400.
+            r#"{"t":120.0,"ev":"http","ms":10.0,"client":"ts-sdk"}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"sdk","call":"prompt","ms":300.0,"ok":true}"#,
+            "\n",
+            // Given up at its 500 ms deadline: 500..1000.
+            r#"{"t":1000.0,"ev":"sdk","call":"prompt","ms":500.0,"abandoned":true}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1100, &[], Some(trace));
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (800, 300));
+    }
+
+    #[test]
+    fn a_terminal_counts_from_opening_or_typing_to_what_answers_it() {
+        let trace = concat!(
+            r#"{"t":10.0,"ev":"http","method":"GET","purpose":"terminal","ms":5.0,"status":101}"#,
+            "\n",
+            // Opened at 10, ready at 14: 4 ms, beside the upgrade's 5.
+            r#"{"t":10.0,"ev":"ws_open","process":"p1"}"#,
+            "\n",
+            r#"{"t":14.0,"ev":"ws","dir":"in","frame":"ready","process":"p1"}"#,
+            "\n",
+            // A line at 100, echoed at 130; the second output frame adds nothing.
+            r#"{"t":100.0,"ev":"ws","dir":"out","frame":"input","process":"p1"}"#,
+            "\n",
+            r#"{"t":130.0,"ev":"ws","dir":"in","frame":"data","process":"p1"}"#,
+            "\n",
+            r#"{"t":140.0,"ev":"ws","dir":"in","frame":"data","process":"p1"}"#,
+            "\n",
+            // A line to another terminal that never answers counts nothing.
+            r#"{"t":150.0,"ev":"ws","dir":"out","frame":"input","process":"p2"}"#,
+            "\n",
+            // The wait for another cell's unanswered DELETEs: 200..500.
+            r#"{"t":500.0,"ev":"cleanup_wait","ms":300}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        assert_eq!(floor.floor_ms, 5 + 4 + 30 + 300);
     }
 
     #[test]

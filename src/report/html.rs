@@ -45,6 +45,9 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "restart_end",
         "component_stop",
         "component_start",
+        "fault_start",
+        "fault_action",
+        "fault_end",
         "cell_end",
         "truncated",
     ];
@@ -76,6 +79,21 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "signal",
         "call",
         "driver",
+        "hop",
+        "toxic",
+        "fault",
+        "conn",
+        "detail",
+        "abandoned",
+        "headersMs",
+        "client",
+        "closedBy",
+        "process",
+        "frame",
+        "bytes",
+        "code",
+        "clean",
+        "what",
     ];
     let mut kept = Vec::new();
     let mut marks = 0;

@@ -310,6 +310,26 @@ pub struct Signature {
     /// 4 failed, last HTTP 401`. Differs run to run, so never compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<String>,
+    /// The network fault the failure happened under, when the cell's
+    /// target is a fault: its hop and toxic, and whether the fault proxy
+    /// itself reset or closed a connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultCause>,
+}
+
+/// A fault window a failure fell in or after (see `docs/faults.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultCause {
+    /// `gateway`, `agent`, `persist`, `runner`, or a deployment's own hop.
+    pub hop: String,
+    /// Toxiproxy's name of the toxic: `reset_peer`, `latency`, `partition`…
+    pub toxic: String,
+    /// `during` the window, or `after` it healed.
+    pub when: String,
+    /// `reset` or `closed` when the proxy itself did that to a connection
+    /// and the failure is that; `None` when the failure is the server's own.
+    pub by_proxy: Option<String>,
 }
 
 /// The wire-level cause under a failure: enough to tell a rotated token (a

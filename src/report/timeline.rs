@@ -1,7 +1,9 @@
 //! One cell's timeline as text, for `continuity show --cell`: each phase
 //! with its start, duration and outcome, the HTTP exchanges, session-store
-//! calls and restart events of its trace under it, and the signature of a failed phase — so a
-//! run pasted into an issue reads without a browser.
+//! calls, hosted SDK actions and restart events of its trace under it (in
+//! time order: the hosted SDK's exchanges reach the file in batches), and
+//! the signature of a failed phase — so a run pasted into an issue reads
+//! without a browser.
 
 use super::model::{Cell, Outcome, SignatureKind};
 use serde_json::Value;
@@ -87,14 +89,16 @@ pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
                 ms(end - start)
             },
         );
-        let inside: Vec<String> = events
+        let mut inside: Vec<(f64, String)> = events
             .iter()
             .filter(|e| {
                 let t = e["t"].as_f64().unwrap_or(-1.0);
                 t >= start && t <= end
             })
-            .filter_map(event_line)
+            .filter_map(|e| Some((e["t"].as_f64()?, event_line(e)?)))
             .collect();
+        inside.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let inside: Vec<String> = inside.into_iter().map(|(_, line)| line).collect();
         for line in inside.iter().take(MAX_LINES_PER_PHASE) {
             let _ = writeln!(out, "{:>22}{line}", "");
         }
@@ -159,6 +163,9 @@ fn event_line(e: &Value) -> Option<String> {
             if let Some(t) = e["problemType"].as_str() {
                 result.push_str(&format!(" {t}"));
             }
+            if e["closedBy"] == "client" && result.is_empty() {
+                result.push_str("closed by the client");
+            }
             let attempt = e["attempt"]
                 .as_u64()
                 .map(|a| format!(" #{a}"))
@@ -170,9 +177,12 @@ fn event_line(e: &Value) -> Option<String> {
                 ms(e["ms"].as_f64().unwrap_or(0.0))
             )
         }
-        "stream_end" => match e["error"].as_str() {
-            Some(err) => format!("event stream ended: {err}"),
-            None => format!("event stream ended ({} events)", e["events"]),
+        "stream_end" => match (e["error"].as_str(), e["closedBy"].as_str()) {
+            (Some(err), _) => format!("event stream ended: {err}"),
+            (None, Some("client")) => {
+                format!("event stream closed by the client ({} events)", e["events"])
+            }
+            (None, _) => format!("event stream ended ({} events)", e["events"]),
         },
         "store" => format!(
             "store {} ({}) → {} ({})",
@@ -184,12 +194,73 @@ fn event_line(e: &Value) -> Option<String> {
             },
             ms(e["ms"].as_f64().unwrap_or(0.0))
         ),
+        "sdk" => format!(
+            "sdk {} → {} ({})",
+            text("call"),
+            if e["abandoned"] == true {
+                "no answer by the deadline".to_string()
+            } else if e["ok"] == true {
+                "ok".to_string()
+            } else {
+                format!("failed: {}", text("error"))
+            },
+            ms(e["ms"].as_f64().unwrap_or(0.0))
+        ),
+        "ws" => match e["dir"].as_str() {
+            Some("out") => format!(
+                "terminal {} → input ({} bytes)",
+                text("process"),
+                e["bytes"]
+            ),
+            _ => format!(
+                "terminal {} ← {} ({} bytes)",
+                text("process"),
+                text("frame"),
+                e["bytes"]
+            ),
+        },
+        "ws_open" => format!("terminal {} open", text("process")),
+        "ws_close" => format!(
+            "terminal {} closed: ws close {}{}",
+            text("process"),
+            e["code"],
+            if e["clean"] == false {
+                " (no close frame)"
+            } else {
+                ""
+            }
+        ),
+        "window" => format!(
+            "watched {} for {}",
+            ms(e["ms"].as_f64().unwrap_or(0.0)),
+            text("what")
+        ),
+        "cleanup_wait" => format!(
+            "waited {} for the previous cell's DELETEs on this stack",
+            ms(e["ms"].as_f64().unwrap_or(0.0))
+        ),
+        "wire_dropped" => format!(
+            "{} of the hosted SDK's wire records lost (its buffer was full)",
+            e["dropped"]
+        ),
         "restart_start" => "restart started".to_string(),
         "restart_end" => format!(
             "restart {} (ready after {})",
             if e["ok"] == true { "ready" } else { "failed" },
             e["readyMs"].as_f64().map(ms).unwrap_or_else(|| "–".into())
         ),
+        "fault_start" => format!("fault on the {} hop: {}", text("hop"), text("fault")),
+        "fault_action" => format!(
+            "the fault proxy {} connection {} on the {} hop ({})",
+            text("action"),
+            e["conn"],
+            text("hop"),
+            text("toxic")
+        ),
+        "fault_end" => match e["ok"] == true {
+            true => format!("fault on the {} hop healed", text("hop")),
+            false => format!("fault on the {} hop: {}", text("hop"), text("detail")),
+        },
         "truncated" => "trace cut here (size limit)".to_string(),
         "component_stop" => format!(
             "{} stopped{}",
@@ -230,5 +301,39 @@ fn ms(value: f64) -> String {
         format!("{:.2} s", value / 1000.0)
     } else {
         format!("{value:.1} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_hosted_cells_late_records_are_listed_in_time_order_with_its_sdk_actions() {
+        let mut cell = crate::report::fixture::report().cells[0].clone();
+        cell.phases.truncate(1);
+        let name = cell.phases[0].name.clone();
+        // The SDK's exchanges reach the file after the action that carried them.
+        let events = vec![
+            json!({"t": 0.0, "ev": "phase_start", "phase": name}),
+            json!({"t": 6000.0, "ev": "sdk", "call": "prompt", "ms": 5990.0, "abandoned": true}),
+            json!({"t": 25.0, "ev": "http", "method": "POST", "url": "/v1/acp/s", "status": 400,
+                   "problemType": "invalid_request", "ms": 9.0}),
+            json!({"t": 30.0, "ev": "http", "method": "GET", "url": "/v1/acp/s", "ms": 4.0,
+                   "closedBy": "client"}),
+            json!({"t": 6001.0, "ev": "phase_end", "phase": name}),
+        ];
+        let text = render_timeline(&cell, &events);
+        let post = text
+            .find("POST /v1/acp/s → 400 invalid_request")
+            .expect(&text);
+        let get = text
+            .find("GET /v1/acp/s → closed by the client")
+            .expect(&text);
+        let sdk = text
+            .find("sdk prompt → no answer by the deadline (5.99 s)")
+            .expect(&text);
+        assert!(post < get && get < sdk, "{text}");
     }
 }

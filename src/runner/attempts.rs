@@ -5,16 +5,15 @@
 //! restart waiting on the cleanup fence would otherwise wait for ever).
 //! What finished is kept when the run is cancelled.
 
+use super::persist_axis;
 use super::Worker;
-use super::{PersistChoice, RunEvent, RunPlan};
-use crate::persist::SqliteDriver;
+use super::{RunEvent, RunPlan};
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
-use crate::scenario::{run_cell_deferring, CellRun, CellSettings, CellStore, Restarter, Scenario};
+use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
 use crate::targets::Target;
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use tokio::sync::watch;
 
 mod lifecycle;
@@ -23,16 +22,28 @@ use lifecycle::{lifecycle, AttemptSource};
 pub(super) use lifecycle::{Attempts, PendingAttempt};
 
 /// Wraps a target so the scenario executor can restart it.
-struct TargetRestarter<'a>(&'a mut Target);
+struct TargetRestarter<'a> {
+    target: &'a mut Target,
+    /// The `client` target of continuity's own client: the cell renews its clients.
+    clients: bool,
+}
 
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
     async fn restart(&mut self, phase: &str) -> RestartResult {
-        self.0.restart(phase).await
+        self.target.restart(phase).await
     }
 
     fn cuts_open_requests(&self) -> bool {
-        !self.0.keeps_open_requests
+        !self.target.keeps_open_requests
+    }
+
+    fn restarts_clients(&self) -> bool {
+        self.clients
+    }
+
+    async fn settle(&mut self) -> Result<(), String> {
+        self.target.settle().await
     }
 }
 
@@ -119,17 +130,29 @@ pub(super) async fn run_attempts(
     lifecycle(settings.repeat, settings.retries, interrupt, &mut source).await
 }
 
-/// Why a cell's persist store could not be made; the cell is then an error.
-#[derive(Debug, thiserror::Error)]
-enum StoreError {
-    #[error("cannot create {}: {source}", .dir.display())]
-    Folder {
-        dir: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Persist(#[from] crate::persist::PersistError),
+/// The browser client's `client` target: its page reloads, as a deploy or
+/// a user reloads it; the page's storage stays, its SDK clients do not.
+struct PageReload(crate::client::browser::BrowserPage);
+
+#[async_trait]
+impl Restarter for PageReload {
+    async fn restart(&mut self, phase: &str) -> RestartResult {
+        let started = std::time::Instant::now();
+        let reloaded = self.0.reload().await;
+        RestartResult {
+            phase: phase.to_string(),
+            action: "reload".into(),
+            ok: reloaded.is_ok(),
+            restart_ms: started.elapsed().as_millis() as u64,
+            ready_ms: None,
+            detail: reloaded.err().map(|e| e.to_string()),
+        }
+    }
+
+    /// Only the page's own requests are cut.
+    fn cuts_open_requests(&self) -> bool {
+        false
+    }
 }
 
 /// Why an attempt ended `interrupted`: the run was stopped during `what`.
@@ -169,46 +192,76 @@ async fn run_one(
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }
+    if let Some(reason) = persist_axis::client_skip_reason(&client, &worker.persist)
+        .or_else(|| persist_axis::skip_reason(&target_name, &worker.persist))
+    {
+        return Err(skipped_attempt(attempt, &reason));
+    }
+    let restarts_clients = target_name == persist_axis::CLIENT_TARGET;
+    let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
+    if restarts_clients
+        && hosts_sdk
+        && worker.sdk_process.is_none()
+        && !worker.targets.iter().any(|t| t.name == "rivet")
+    {
+        return Err(skipped_attempt(
+            attempt,
+            "the hosted client's process (the RivetKit runner) is not running on this stack",
+        ));
+    }
     let tag = super::client_axis::tag(&client);
     let key = format!("{}-{tag}{index}", plan.settings.id);
-    let store: Result<CellStore, StoreError> = match &worker.persist {
-        PersistChoice::Memory => Ok(CellStore::PerClientMemory),
-        PersistChoice::Sqlite => {
-            let dir = plan.settings.run_dir.join("persist");
-            std::fs::create_dir_all(&dir)
-                .map_err(|source| StoreError::Folder {
-                    dir: dir.clone(),
-                    source,
-                })
-                .and_then(|()| {
-                    let file = dir.join(format!(
-                        "{index:03}-{}-{}-{attempt}.db",
-                        crate::file_name::safe(&target_name),
-                        crate::file_name::safe(&scenario.name)
-                    ));
-                    SqliteDriver::open(file)
-                        .map(|d| CellStore::Shared(Arc::new(d)))
-                        .map_err(StoreError::from)
-                })
+    let file_cell = format!(
+        "{index:03}-{tag}{}-{}-{attempt}",
+        crate::file_name::safe(&target_name),
+        crate::file_name::safe(&scenario.name)
+    );
+    let store =
+        match persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key) {
+            Ok(p) => p,
+            Err(reason) => {
+                let mut failed = skipped_attempt(attempt, &reason.to_string());
+                let absent = matches!(
+                    reason,
+                    persist_axis::StoreError::Unavailable { failed: false, .. }
+                );
+                failed.verdict = if absent {
+                    Verdict::Skipped
+                } else {
+                    Verdict::Error
+                };
+                return Err(failed);
+            }
+        };
+    let hosted_store = persist_axis::hosted_store(
+        &client,
+        &worker.persist,
+        worker.stores.postgres_url.as_deref(),
+        &plan.settings.run_dir,
+        &file_cell,
+        &key,
+    );
+    // The wait for the hosted client's actor (or the browser's page) is
+    // setup, but Ctrl-C still ends it (a Chromium half started is killed
+    // with its dropped handle).
+    let profile = plan.settings.run_dir.join("browser").join(&file_cell);
+    let setup = async {
+        match &client {
+            super::ClientChoice::Browser(host) => {
+                super::client_axis::browser_cell(host, &profile, hosted_store)
+                    .await
+                    .map(|(cell, chromium)| (Some(cell), Some(chromium)))
+            }
+            _ => super::client_axis::hosted_cell(&client, &key, hosted_store)
+                .await
+                .map(|cell| (cell, None)),
         }
-        PersistChoice::Custom { factory, .. } => factory(&key)
-            .map(CellStore::Shared)
-            .map_err(StoreError::from),
     };
-    let store = match store {
-        Ok(p) => p,
-        Err(reason) => {
-            let mut failed = skipped_attempt(attempt, &reason.to_string());
-            failed.verdict = Verdict::Error;
-            return Err(failed);
-        }
-    };
-    // The wait for the hosted client's actor is setup, but Ctrl-C still ends it.
     let setup = tokio::select! {
-        setup = super::client_axis::hosted_cell(&client, &key) => Some(setup),
+        setup = setup => Some(setup),
         _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
     };
-    let hosted = match setup {
+    let (hosted, chromium) = match setup {
         None => {
             let mut cut = skipped_attempt(
                 attempt,
@@ -254,17 +307,45 @@ async fn run_one(
         // Only real agents talk to the fake provider: its log judges their cells only.
         model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
     };
-    worker.targets[t].set_trace(trace.clone());
-    let mut restarter = TargetRestarter(&mut worker.targets[t]);
+    let page = hosted
+        .as_ref()
+        .and_then(|h| h.client.browser_page().cloned());
+    if let Some(page) = &page {
+        page.set_trace(trace.clone());
+    }
+    // The browser client's `client` restart is a reload of its page.
+    let mut reload = page.filter(|_| restarts_clients).map(PageReload);
+    // A hosted client's `client` restart is its process's: the RivetKit runner's.
+    let target = match (restarts_clients, hosted.is_some() && reload.is_none()) {
+        (true, true) => match worker.targets.iter().position(|t| t.name == "rivet") {
+            Some(runner) => &mut worker.targets[runner],
+            None => worker
+                .sdk_process
+                .as_mut()
+                .expect("checked before the setup"),
+        },
+        _ => &mut worker.targets[t],
+    };
+    target.set_trace(trace.clone());
+    let mut on_target = TargetRestarter {
+        target,
+        clients: restarts_clients && hosted.is_none(),
+    };
+    let restarter: &mut dyn Restarter = match reload.as_mut() {
+        Some(reload) => reload,
+        None => &mut on_target,
+    };
     let fence = Some(worker.fence.clone());
-    let (run, deferred) =
-        run_cell_deferring(scenario, &settings, &mut restarter, hosted, fence).await;
+    let (run, deferred) = run_cell_deferring(scenario, &settings, restarter, hosted, fence).await;
     let run_dir = plan.settings.run_dir.clone();
     let verdict = run.verdict;
     let rest = async move {
         let mut run = run;
         if let Some(deferred) = deferred {
             run.complete(deferred).await;
+        }
+        if let Some(mut chromium) = chromium {
+            chromium.stop().await;
         }
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };

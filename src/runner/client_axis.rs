@@ -1,11 +1,14 @@
-//! Which client runs a plan's cells: continuity's own (`rust`) or the real
-//! TypeScript SDK hosted in the Rivet app (`ts-sdk`). The runner asks here
-//! whether a ts-sdk cell can run at all (a hosted client that could not be
-//! set up, a step it cannot take: skipped, with the reason) and for the
-//! cell's hosted client, one actor per cell attempt.
+//! Which client runs a plan's cells: continuity's own (`rust`), the real
+//! TypeScript SDK hosted in the Rivet app (`ts-sdk`), or the same SDK
+//! bundled for the browser in headless Chromium (`browser`). The runner
+//! asks here whether a ts-sdk or browser cell can run at all (a client
+//! that could not be set up, a step it cannot take: skipped, with the
+//! reason) and for the cell's hosted client: one actor, or one Chromium
+//! and its page, per cell attempt.
 
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use crate::stack::browser::{BrowserHost, Chromium};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,6 +19,8 @@ pub enum ClientKind {
     Rust,
     /// The real TypeScript SDK, hosted in the local stack's Rivet app.
     TsSdk,
+    /// The same SDK bundled for the browser, in a page of headless Chromium.
+    Browser,
 }
 
 impl ClientKind {
@@ -24,12 +29,15 @@ impl ClientKind {
         match self {
             ClientKind::Rust => "rust",
             ClientKind::TsSdk => "ts-sdk",
+            ClientKind::Browser => "browser",
         }
     }
 
-    /// Whether the client runs an SDK package (so the SDK axis applies to it).
+    /// Whether the SDK axis applies to the client: the hosted client loads
+    /// each SDK point's module. The browser page bundles the app's pinned
+    /// SDK, so `--sdk-version` and `--sdk` do not multiply its cells.
     pub fn hosts_sdk(self) -> bool {
-        self == ClientKind::TsSdk
+        matches!(self, ClientKind::TsSdk)
     }
 }
 
@@ -59,6 +67,9 @@ pub enum ClientChoice {
     Rust,
     /// The hosted TypeScript SDK, or why it cannot run here.
     TsSdk(Result<HostedSdk, Unhosted>),
+    /// The browser client: the Chromium and page this worker's stack
+    /// serves, or why it cannot run here.
+    Browser(Result<BrowserHost, Unhosted>),
 }
 
 /// The hosted client of a cell on the SDK point labelled `label`, from
@@ -87,6 +98,12 @@ pub(super) fn skip_reason(choice: &ClientChoice, scenario: &Scenario) -> Option<
         ClientChoice::TsSdk(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
             format!("the ts-sdk client does not support step `{kind}` (phase {phase}): the hosted SDK drives sessions only")
         }),
+        ClientChoice::Browser(Err(reason)) => {
+            Some(format!("the browser client cannot run: {reason}"))
+        }
+        ClientChoice::Browser(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
+            format!("the browser client does not support step `{kind}` (phase {phase}): the page drives sessions only")
+        }),
     }
 }
 
@@ -96,6 +113,7 @@ pub(super) fn tag(choice: &ClientChoice) -> &'static str {
     match choice {
         ClientChoice::Rust => "",
         ClientChoice::TsSdk(_) => "ts-sdk-",
+        ClientChoice::Browser(_) => "browser-",
     }
 }
 
@@ -106,6 +124,10 @@ pub(super) enum HostedSetupError {
     Unhosted(#[from] Unhosted),
     #[error("cannot build the hosted client's HTTP client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("the browser client could not start: {0}")]
+    Chromium(#[from] crate::stack::StackError),
+    #[error("the browser client's page did not open: {0}")]
+    Page(#[from] crate::client::browser::PageError),
     #[error("the hosted client's actor did not answer within {waited_s} s: {source}")]
     NoActor {
         waited_s: u64,
@@ -126,9 +148,10 @@ const ACTOR_READY: Duration = Duration::from_secs(90);
 pub(super) async fn hosted_cell(
     choice: &ClientChoice,
     key: &str,
+    store: Option<serde_json::Value>,
 ) -> Result<Option<HostedCell>, HostedSetupError> {
     let sdk = match choice {
-        ClientChoice::Rust => return Ok(None),
+        ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(None),
         ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
         ClientChoice::TsSdk(Ok(sdk)) => sdk,
     };
@@ -145,5 +168,33 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(HostedCell::new(client, sdk.module.clone())))
+    Ok(Some(
+        HostedCell::new(client, Some(sdk.module.clone())).with_store(store),
+    ))
+}
+
+/// The cell's browser client: a Chromium of its own (profile `profile`,
+/// made afresh) with the client's page open, its SDK clients keeping
+/// sessions in `store`. The Chromium is the caller's to stop when the
+/// cell is over.
+pub(super) async fn browser_cell(
+    host: &Result<BrowserHost, Unhosted>,
+    profile: &std::path::Path,
+    store: Option<serde_json::Value>,
+) -> Result<(HostedCell, Chromium), HostedSetupError> {
+    let host = host.as_ref().map_err(|reason| reason.clone())?;
+    let mut chromium = Chromium::launch(host, profile).await?;
+    match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
+        Ok(page) => match HostedClient::page(page) {
+            Ok(client) => Ok((HostedCell::new(client, None).with_store(store), chromium)),
+            Err(e) => {
+                chromium.stop().await;
+                Err(e.into())
+            }
+        },
+        Err(e) => {
+            chromium.stop().await;
+            Err(e.into())
+        }
+    }
 }

@@ -95,8 +95,12 @@ pub enum PersistPoint {
     Memory,
     /// A SQLite file per cell attempt, in the run folder.
     Sqlite,
+    /// The local stack's Postgres, a schema per cell attempt.
+    Postgres,
     /// The local stack's Rivet actor.
     Rivet,
+    /// IndexedDB in the browser client's page, a database per cell attempt.
+    IndexedDb,
 }
 
 impl PersistPoint {
@@ -105,7 +109,9 @@ impl PersistPoint {
         match self {
             PersistPoint::Memory => "memory",
             PersistPoint::Sqlite => "sqlite",
+            PersistPoint::Postgres => "postgres",
             PersistPoint::Rivet => "rivet",
+            PersistPoint::IndexedDb => "indexeddb",
         }
     }
 }

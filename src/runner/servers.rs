@@ -80,7 +80,7 @@ impl Worker {
     /// its stack runs (switched if need be) and the store its attempts
     /// keep sessions in. `Err` says why the cell cannot run here.
     pub(super) async fn take_point(&mut self, point: &CellPoint) -> Result<(), String> {
-        self.persist = self.store_for(point.persist)?;
+        self.persist = self.store_for(point.persist);
         if self.serves(&point.server) {
             return Ok(());
         }
@@ -138,18 +138,17 @@ impl Worker {
         }
     }
 
-    /// The store a cell of `point` keeps its sessions in on this stack.
-    fn store_for(&self, point: PersistPoint) -> Result<PersistChoice, String> {
+    /// The store a cell of `point` keeps its sessions in on this stack: a
+    /// store of a server this stack does not run is
+    /// [`PersistChoice::Unavailable`], which its attempts report (skipped
+    /// with the install command, or an error when the server failed).
+    fn store_for(&self, point: PersistPoint) -> PersistChoice {
         match point {
-            PersistPoint::Memory => Ok(PersistChoice::Memory),
-            PersistPoint::Sqlite => Ok(PersistChoice::Sqlite),
-            PersistPoint::Rivet => match &self.rivet_store {
-                Some(factory) => Ok(PersistChoice::Custom {
-                    name: point.name().into(),
-                    factory: factory.clone(),
-                }),
-                None => Err("the Rivet store does not run on this stack".into()),
-            },
+            PersistPoint::Memory => PersistChoice::Memory,
+            PersistPoint::Sqlite => PersistChoice::Sqlite,
+            PersistPoint::Postgres => self.stores.resolve(&PersistChoice::Postgres),
+            PersistPoint::Rivet => self.stores.resolve(&PersistChoice::Rivet),
+            PersistPoint::IndexedDb => PersistChoice::IndexedDb,
         }
     }
 }
@@ -250,8 +249,14 @@ mod tests {
         let mut worker = crate::runner::tests::bare_worker(Vec::new());
         let mut rivet = point("agent", "0.4.2");
         rivet.persist = PersistPoint::Rivet;
-        let e = worker.take_point(&rivet).await.unwrap_err();
-        assert!(e.contains("Rivet store"), "{e}");
+        worker.take_point(&rivet).await.unwrap();
+        match &worker.persist {
+            PersistChoice::Unavailable { name, reason, .. } => {
+                assert_eq!(name, "rivet");
+                assert!(reason.contains("Rivet actor store"), "{reason}");
+            }
+            other => panic!("a stack without Rivet gave {other:?}"),
+        }
         rivet.persist = PersistPoint::Memory;
         worker.take_point(&rivet).await.unwrap();
         assert_eq!(worker.persist, PersistChoice::Memory);

@@ -7,6 +7,7 @@ use crate::client::Client;
 
 mod chunks;
 mod cleanup;
+mod client_restart;
 mod deferred;
 mod hosted_data;
 mod hosted_steps;
@@ -47,6 +48,8 @@ const DISPOSE_BOUND: Duration = Duration::from_secs(3);
 /// A probe phase's deadline when the scenario sets none: the reconnect
 /// design's 15 s `pwd` limit, plus a margin so the probe's own limit answers first.
 const PROBE_DEADLINE: Duration = Duration::from_secs(16);
+/// How long fetching the hosted SDK's wire after a timed-out phase may take.
+const WIRE_DRAIN_BOUND: Duration = Duration::from_secs(2);
 /// After an interruption, how long the cell's cleanup (its cleanup phases,
 /// then disposing the clients) may take in all before the run moves on.
 const INTERRUPTED_CLEANUP_BOUND: Duration = Duration::from_secs(3);
@@ -96,6 +99,20 @@ pub trait Restarter: Send {
     fn cuts_open_requests(&self) -> bool {
         true
     }
+
+    /// Whether the restart is of the cell's own clients (target `client`):
+    /// the cell then drops continuity's clients and connects new ones over
+    /// the same store before the restart is recorded.
+    fn restarts_clients(&self) -> bool {
+        false
+    }
+
+    /// When the cell's phases are over, before its cleanup: a network
+    /// fault still in force heals. An error means the harness could not
+    /// (its fault proxy failed): the cell is then an error, not a failure.
+    async fn settle(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// A finished cell.
@@ -110,6 +127,7 @@ pub struct CellRun {
     pub started: Instant,
 }
 
+#[derive(Debug)]
 struct StepFailure {
     signature: Box<Signature>,
     detail: Map<String, Value>,
@@ -161,6 +179,12 @@ struct RunningCell<'a> {
     pending_disposes: Vec<deferred::PendingDispose>,
     /// Server ids the recovering client opened, closed with the cleanup.
     recovered: Vec<crate::acp::Transport>,
+    /// Clients a `client` restart dropped: their connections are closed
+    /// with the cleanup, as the server would keep a killed app's.
+    abandoned: Vec<crate::client::Disposal>,
+    /// Those clients, by name: what they stored still counts in the
+    /// integrity check (a restarted app's history is the old one's too).
+    retired: Vec<(String, Arc<Client>)>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -212,6 +236,7 @@ pub async fn run_cell_deferring(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
+    let hosted = hosted.map(|h| h.traced(settings.trace.clone()));
     let mut cell = RunningCell {
         settings,
         restarter,
@@ -227,6 +252,8 @@ pub async fn run_cell_deferring(
         fence,
         pending_disposes: Vec::new(),
         recovered: Vec::new(),
+        abandoned: Vec::new(),
+        retired: Vec::new(),
     };
     let mut results = Vec::new();
     let mut stopped = false;
@@ -247,6 +274,10 @@ pub async fn run_cell_deferring(
         stopped = !result.ok && !phase.continue_on_failure;
         results.push(result);
     }
+    // The network heals before the cleanup runs on it.
+    if let Err(reason) = cell.restarter.settle().await {
+        results.push(judge::harness_failure("healFault", "heal_fault", reason));
+    }
     // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
     cell.turns.cancel_running().await;
     // After an interruption the cleanup still runs (a session left open keeps
@@ -264,11 +295,17 @@ pub async fn run_cell_deferring(
     }
     // Clients the scenario left open would keep their streams open: close them, bounded.
     let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
-    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.hosted_faults())
+    // One call retires the actor and brings back its faults and last wire records.
+    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted())
         .await
         .unwrap_or_default();
     hosted_data::attach_faults(&faults, &mut results);
-    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted()).await;
+    let abandoned = std::mem::take(&mut cell.abandoned);
+    let _ = tokio::time::timeout(
+        DISPOSE_BOUND,
+        futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
+    )
+    .await;
     let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
     let recovered = std::mem::take(&mut cell.recovered);
     let dispose_bound = cleanup_by
@@ -339,6 +376,7 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
         | Step::TerminalReattach { client, .. }
         | Step::StartTurn { client, .. }
         | Step::TurnHistory { client, .. }
+        | Step::ReplayCheck { client, .. }
         | Step::RecoverSession { client, .. } => Some(client),
         Step::Connect { .. }
         | Step::Restart
@@ -393,19 +431,25 @@ impl RunningCell<'_> {
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
-        if let Some(hosted) = self.hosted.as_mut() {
+        let hosted = self.hosted.as_mut().map(|hosted| {
             hosted.deadline = deadline;
-        }
-        let (outcome, seen) = {
+            hosted.client.clone()
+        });
+        let (outcome, duration_ms, seen) = {
             let step = self.dispatch_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
             };
-            (outcome, trace.snapshot())
+            let duration_ms = millis(started.elapsed());
+            // A hosted action given up on never answered: what the SDK did
+            // meanwhile (the 400 it kept to itself) is fetched for the signature.
+            if let (None, Some(hosted)) = (&outcome, &hosted) {
+                hosted.drain_wire(&phase.name, WIRE_DRAIN_BOUND).await;
+            }
+            (outcome, duration_ms, trace.snapshot())
         };
-        let duration_ms = millis(started.elapsed());
         let result = phase_result(
             &self.result_context(),
             phase,
@@ -545,6 +589,45 @@ mod tests {
         );
         let phases: Vec<&str> = run.restarts.iter().map(|r| r.phase.as_str()).collect();
         assert_eq!(phases, ["first", "second"]);
+    }
+
+    /// Restarts fine, but cannot heal its network fault (its proxy died).
+    struct ProxyDied {
+        settled_before_cleanup: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    #[async_trait]
+    impl Restarter for ProxyDied {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
+            NoRestart(0).restart(phase).await
+        }
+
+        async fn settle(&mut self) -> Result<(), String> {
+            self.settled_before_cleanup
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            Err("the fault proxy of the gateway hop has stopped: its accept loop ended".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_fault_the_harness_cannot_heal_makes_the_cell_an_error_not_a_failure() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"fault\"\nstep = \"restart\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n[[cleanup]]\nname = \"tidy\"\nstep = \"sleep\"\nms = 1\n");
+        let settled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut restarter = ProxyDied {
+            settled_before_cleanup: Arc::clone(&settled),
+        };
+        let run = run_cell(&s, &settings(), &mut restarter).await;
+        assert!(settled.load(std::sync::atomic::Ordering::SeqCst));
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Error, Some("healFault"))
+        );
+        let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        // The heal comes after the phases and before the cleanup.
+        assert_eq!(names, ["fault", "after", "healFault", "tidy"]);
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::Harness);
+        assert!(sig.message.contains("has stopped"), "{}", sig.message);
     }
 
     /// Slow the first time (past its phase's deadline), quick after.

@@ -18,6 +18,7 @@ pub enum StepKind {
     Restart,
     AwaitTurn,
     TurnHistory,
+    ReplayCheck,
     GetEvents,
     ResumeSession,
     DestroySession,
@@ -43,7 +44,7 @@ pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
-    pub const ALL: [StepKind; 23] = [
+    pub const ALL: [StepKind; 24] = [
         StepKind::Connect,
         StepKind::CreateSession,
         StepKind::Prompt,
@@ -51,6 +52,7 @@ impl StepKind {
         StepKind::Restart,
         StepKind::AwaitTurn,
         StepKind::TurnHistory,
+        StepKind::ReplayCheck,
         StepKind::GetEvents,
         StepKind::ResumeSession,
         StepKind::DestroySession,
@@ -103,6 +105,7 @@ impl StepKind {
             StepKind::Restart => ("restart", &["after_ms"]),
             StepKind::AwaitTurn => ("await_turn", &["turn"]),
             StepKind::TurnHistory => ("turn_history", &["client", "turn"]),
+            StepKind::ReplayCheck => ("replay_check", &["client", "session"]),
             StepKind::GetEvents => ("get_events", &["client", "session", "limit", "integrity"]),
             StepKind::ResumeSession => ("resume_session", &["client", "session", "expect"]),
             StepKind::DestroySession => ("destroy_session", &["client", "session"]),

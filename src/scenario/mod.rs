@@ -172,6 +172,14 @@ pub enum Step {
         client: String,
         turn: String,
     },
+    /// The replay the session's restore sent (the first prompt after the
+    /// restart) against the SDK's documented cut of the stored history:
+    /// the newest `replayMaxEvents` (50) events, stopped before
+    /// `replayMaxChars` (12000) with `[history truncated]`.
+    ReplayCheck {
+        client: String,
+        session: String,
+    },
     /// `restart` with `after_ms`: starts that long after the latest started
     /// turn did (at once when it is later already), while the turn runs.
     RestartDuringTurn {
@@ -231,6 +239,7 @@ impl Step {
             Step::StartTurn { .. } => StepKind::Prompt,
             Step::AwaitTurn { .. } => StepKind::AwaitTurn,
             Step::TurnHistory { .. } => StepKind::TurnHistory,
+            Step::ReplayCheck { .. } => StepKind::ReplayCheck,
             Step::RestartDuringTurn { .. } => StepKind::Restart,
             Step::RecoverSession { .. } => StepKind::RecoverSession,
         }
@@ -282,6 +291,9 @@ impl Step {
             } => format!("sending session/prompt on {session} via client {client}"),
             Step::AwaitTurn { turn, .. } => format!("the outcome of turn {turn}"),
             Step::TurnHistory { turn, .. } => format!("reading the history of turn {turn}"),
+            Step::ReplayCheck { session, .. } => {
+                format!("reading the history of {session} for its replay")
+            }
             Step::RestartDuringTurn { .. } => "the target's restart and readiness".into(),
             Step::RecoverSession { session, .. } => {
                 format!("recovering {session}: new server id, session/load, prompt")

@@ -17,7 +17,7 @@ use toml::Spanned;
 mod turns;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 5] = [
+const BUILTIN: [(&str, &str); 6] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -37,6 +37,10 @@ const BUILTIN: [(&str, &str); 5] = [
     (
         "native-load.toml",
         include_str!("../../scenarios/native-load.toml"),
+    ),
+    (
+        "client-restart.toml",
+        include_str!("../../scenarios/client-restart.toml"),
     ),
 ];
 
@@ -304,6 +308,10 @@ impl Checker<'_> {
             StepKind::Health => Step::Health {
                 client: f.client()?,
             },
+            StepKind::ReplayCheck => Step::ReplayCheck {
+                client: f.client()?,
+                session: f.session()?,
+            },
             StepKind::Probe => Step::Probe {
                 client: f.client()?,
             },
@@ -405,6 +413,7 @@ impl Checker<'_> {
             | Step::RecoverSession {
                 client, session, ..
             }
+            | Step::ReplayCheck { client, session }
             | Step::DestroySession { client, session } => (Some(client), Some(session)),
             Step::StartTurn {
                 client, session, ..

@@ -6,6 +6,7 @@
 //! skipped target with the install command, never silently dropped.
 
 use super::nginx::{self, GatewayConfig};
+use super::postgres::{PostgresOptions, PostgresStack};
 use super::progress::{blocking_with_notes, Note, Progress};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
@@ -13,17 +14,17 @@ pub use super::state::Component;
 use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
-use crate::persist::PersistFactory;
+use crate::persist::{StackStores, StoreAbsent};
 use crate::report::LogFile;
 use crate::signal::Signal;
 use crate::supervise::{free_port, Supervisor};
 use crate::targets::Unavailable;
-use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{FaultAction, ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The local stack's restart targets and what each restarts.
-pub const TARGETS: [(&str, &str); 5] = [
+pub const TARGETS: [(&str, &str); 7] = [
     (
         "agent",
         "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
@@ -41,14 +42,64 @@ pub const TARGETS: [(&str, &str); 5] = [
         "the RivetKit runner holding the session-persistence actor",
     ),
     ("rivet-engine", "the Rivet Engine the runner connects to"),
+    (
+        "client",
+        "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again (only with --target)",
+    ),
+    (
+        "store",
+        "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres; only with --target)",
+    ),
 ];
 
+/// Targets that run only when named with `--target`: they restart what a
+/// plain run keeps (the clients, the session store's server).
+pub const OPT_IN_TARGETS: [&str; 2] = ["client", "store"];
+
+/// Whether a run with `--target only…` (all when empty) has `name`'s cells.
+pub fn selected(name: &str, only: &[String]) -> bool {
+    match only.is_empty() {
+        true => !OPT_IN_TARGETS.contains(&name),
+        false => only.iter().any(|o| o == name),
+    }
+}
 /// The restart target that runs the sandbox-agent server.
 pub const SERVER_TARGET: &str = "agent";
+/// Every target of the local stack, restarts, built-in faults, then the
+/// config file's own faults (`custom`): its name, what it does, and whether
+/// it runs when `--target` names none.
+pub fn known_targets(custom: &[(String, FaultAction)]) -> Vec<(String, String, bool)> {
+    let restarts = TARGETS
+        .iter()
+        .map(|(n, w)| (n.to_string(), w.to_string(), !OPT_IN_TARGETS.contains(n)));
+    let faults = super::fault_targets::BUILTIN
+        .iter()
+        .map(|f| (f.name.to_string(), f.what(), f.default));
+    let own = custom
+        .iter()
+        .map(|(n, f)| (n.clone(), format!("{} (config file)", f.describe()), true));
+    restarts.chain(faults).chain(own).collect()
+}
+
+/// The targets a run on the local stack has: those named, else the default ones.
+pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<String> {
+    known_targets(custom)
+        .into_iter()
+        .filter(|(n, _, default)| match named.is_empty() {
+            true => *default,
+            false => named.iter().any(|w| w == n),
+        })
+        .map(|(n, _, _)| n)
+        .collect()
+}
 
 /// How long sandbox-agent has to answer `/v1/health` after a start.
 pub const SERVER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_TIMEOUT: Duration = SERVER_READY_TIMEOUT;
+/// How long the session actor may take to answer after a fault on the
+/// Rivet hops heals: the runner's reconnect backoff tops out at 30 s
+/// (+25 % jitter), as after an engine restart.
+const AFTER_HEAL_RIVET_TIMEOUT: Duration = Duration::from_secs(90);
 const AGENT_GRACE: Duration = Duration::from_secs(3);
 
 /// How to bring the stack up.
@@ -66,8 +117,20 @@ pub struct StackOptions {
     pub rivet_stop: rivet::RunnerStop,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
+    /// Start the Postgres store server (`--persist postgres`).
+    pub postgres: bool,
+    /// Build better-sqlite3 for the hosted client's SQLite driver (`--client ts-sdk --persist sqlite`).
+    pub hosted_sqlite: bool,
+    /// Prepare the browser client (`--client browser`): Chromium, the
+    /// bundled page app and its server, whose origin sandbox-agent allows.
+    pub browser: bool,
     /// The run's owner tag and keeper; the stack adds its own journal.
     pub supervisor: Supervisor,
+    /// A fault proxy on each hop (a run), or none (`stack up`, whose
+    /// stack outlives the harness process the proxies live in).
+    pub fault_proxies: bool,
+    /// The config file's own fault targets on the stack's hops.
+    pub custom_faults: Vec<(String, FaultAction)>,
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -86,8 +149,6 @@ pub struct LocalStack {
     pub targets: Vec<Target>,
     /// Targets that cannot run here, with the reason.
     pub skipped: Vec<Unavailable>,
-    /// The Rivet persist driver for every cell, when the Rivet layer runs.
-    pub persist_factory: Option<PersistFactory>,
     pub server_version: Option<String>,
     /// The scripted agent's record of the chunks it streamed.
     pub agent_sent_log: Option<PathBuf>,
@@ -108,8 +169,18 @@ pub struct LocalStack {
     owner: String,
     /// The hosted SDK client's actor, or why it cannot run.
     pub sdk_host: Result<SdkHost, Unhosted>,
+    /// The stores this stack provides (its Rivet actor, its Postgres).
+    pub stores: StackStores,
+    /// The RivetKit runner, when the `client` target needs it and `rivet` is not a target.
+    pub sdk_process: Option<Target>,
+    /// Where the browser client runs, or why it cannot.
+    pub browser_host: Result<super::browser::BrowserHost, Unhosted>,
+    page_server: Option<super::browser::PageServer>,
+    postgres: Option<PostgresStack>,
     /// This stack's `stack.json`, written as components start and stop.
     journal: StackJournal,
+    /// The fault proxies on the stack's hops.
+    hops: super::hops::Hops,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -151,7 +222,6 @@ impl LocalStack {
             base_url: String::new(),
             targets: Vec::new(),
             skipped: Vec::new(),
-            persist_factory: None,
             server_version: sandbox_agent::binary_version(&binary),
             agent_sent_log: None,
             components: Vec::new(),
@@ -164,13 +234,27 @@ impl LocalStack {
             agent_skips: Vec::new(),
             owner: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             sdk_host: Err(Unhosted("the Rivet layer is not running".into())),
+            stores: StackStores::default(),
+            sdk_process: None,
+            browser_host: Err(Unhosted(
+                "the browser client runs with --client browser only".into(),
+            )),
+            page_server: None,
+            postgres: None,
             journal,
+            hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
         };
+        stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
+        stack.start_postgres(&options, &supervisor, progress).await;
+        if options.browser {
+            stack.prepare_browser(&supervisor, progress).await;
+        }
 
         // Rivet first: the clients' persist store must be up before any session exists.
         match rivet::find_node() {
             Err(reason) => {
                 let reason = reason.to_string();
+                stack.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
                 stack.sdk_host = Err(Unhosted(reason.clone()));
                 stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
@@ -182,13 +266,23 @@ impl LocalStack {
                 &node,
                 options.rivet_save,
                 options.rivet_stop,
-                &supervisor,
+                rivet::HostedApp {
+                    native_sqlite: options.hosted_sqlite,
+                },
+                rivet::Wiring {
+                    supervisor: &supervisor,
+                    hops: &mut stack.hops,
+                },
                 progress,
             )
             .await
             {
                 Err(reason) => {
                     let reason = reason.to_string();
+                    stack.stores.rivet = Err(StoreAbsent {
+                        reason: format!("the Rivet layer did not start: {reason}"),
+                        failed: true,
+                    });
                     stack.sdk_host =
                         Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
                     // The other layers can still be tested; cells use SQLite instead.
@@ -212,7 +306,7 @@ impl LocalStack {
                             started: None,
                         });
                     }
-                    stack.persist_factory = Some(rivet.persist_factory());
+                    stack.stores.rivet = Ok(rivet.persist_factory());
                     stack.sdk_host = Ok(SdkHost {
                         endpoint: rivet.endpoint().to_string(),
                     });
@@ -231,6 +325,7 @@ impl LocalStack {
             agent_program: options.agent_program.clone(),
             agent_env: Vec::new(),
             port: Some(agent_port),
+            cors_origin: stack.page_server.as_ref().map(|p| p.origin()),
         };
         let agent_spec = agent.prepare(agent_port)?;
         stack.agent_data = Some(agent.run_dir.join("data"));
@@ -270,9 +365,11 @@ impl LocalStack {
         .with_ready_timeout(READY_TIMEOUT)
         .with_after_stop(super::agent_wiring::sweep(&stack.owner))
         .supervised_by(supervisor.clone());
+        // A binary's `--version` says "sandbox-agent X": the name once.
+        let version = stack.server_version.as_deref().unwrap_or("");
+        let version = version.strip_prefix("sandbox-agent ").unwrap_or(version);
         progress(Note::step(format!(
-            "starting sandbox-agent {} on {agent_url}",
-            stack.server_version.as_deref().unwrap_or("")
+            "starting sandbox-agent {version} on {agent_url}"
         )));
         agent_target.prepare().await?;
         stack.components.push(Component {
@@ -284,7 +381,9 @@ impl LocalStack {
             started: None,
         });
         stack.add(agent_target, &options);
-        stack.base_url = agent_url;
+        // The gateway (or, without one, the clients) reach sandbox-agent through the agent hop.
+        let agent_hop = stack.hops.front("agent", agent_port)?;
+        stack.base_url = format!("http://127.0.0.1:{agent_hop}");
 
         match nginx::find_binary() {
             Err(reason) => {
@@ -299,7 +398,7 @@ impl LocalStack {
                     binary,
                     prefix: options.run_dir.join("gateway"),
                     listen_port: free_port()?,
-                    upstream_port: agent_port,
+                    upstream_port: agent_hop,
                 };
                 let spec = gateway.prepare()?;
                 stack
@@ -338,16 +437,55 @@ impl LocalStack {
                 .keeping_open_requests()
                 .supervised_by(supervisor.clone());
                 stack.add(reload, &options);
-                stack.base_url = gateway.base_url();
+                // Clients reach the gateway through the gateway hop.
+                let gateway_hop = stack.hops.front("gateway", gateway.listen_port)?;
+                stack.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
             }
         }
-        stack
-            .skipped
-            .retain(|u| options.only.is_empty() || options.only.contains(&u.name));
-        // Report order follows TARGETS, not start order.
+        stack.add(
+            Target::new("client", RestartAction::Clients, Readiness::None).keeping_open_requests(),
+            &options,
+        );
+        // The `client` target of a hosted client restarts the runner.
+        if selected("client", &options.only) && !selected("rivet", &options.only) {
+            if let Some(at) = stack.background.iter().position(|t| t.name == "rivet") {
+                stack.sdk_process = Some(stack.background.remove(at));
+            }
+        }
+        stack.skipped.retain(|u| selected(&u.name, &options.only));
+        let selected = run_targets(&options.only, &options.custom_faults);
+        // Once a fault heals, what its hop leads to answers again: through
+        // the gateway (and the agent hop), or the session actor (through
+        // the runner's link to the engine, which reconnects with a backoff).
+        let probe_of = |name: &str, timeout: Duration| {
+            stack
+                .targets
+                .iter()
+                .chain(stack.background.iter())
+                .find(|t| t.name == name)
+                .map(|t| (t.readiness.clone(), timeout))
+        };
+        let ready = |hop: &str| match hop {
+            "persist" | "runner" => probe_of("rivet", AFTER_HEAL_RIVET_TIMEOUT),
+            _ => probe_of("gateway", READY_TIMEOUT).or_else(|| probe_of("agent", READY_TIMEOUT)),
+        };
+        let (faults, unavailable) =
+            super::fault_targets::on_hops(&selected, &options.custom_faults, &stack.hops, &ready);
+        stack.targets.extend(faults);
+        stack.skipped.extend(unavailable);
+        // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
+        let hops = stack.hops.controls();
+        for target in &mut stack.targets {
+            target.watch_hops(hops.clone());
+        }
+        // Report order follows known_targets(), not start order.
+        let order: Vec<String> = known_targets(&options.custom_faults)
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect();
         stack
             .targets
-            .sort_by_key(|t| TARGETS.iter().position(|(n, _)| *n == t.name));
+            .sort_by_key(|t| order.iter().position(|n| *n == t.name));
         Ok(stack)
     }
 
@@ -356,7 +494,12 @@ impl LocalStack {
     pub fn detach(&mut self) -> Vec<Component> {
         self.journal.close();
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
-        for target in self.targets.iter_mut().chain(self.background.iter_mut()) {
+        for target in self
+            .targets
+            .iter_mut()
+            .chain(self.background.iter_mut())
+            .chain(self.sdk_process.iter_mut())
+        {
             pids.push((target.name.clone(), target.detach()));
         }
         let mut components = self.components.clone();
@@ -369,6 +512,98 @@ impl LocalStack {
         components
     }
 
+    /// Postgres, when a cell may keep its sessions there: the `store`
+    /// target, or the reason it cannot run (skipped when Postgres is not
+    /// installed or not asked for, an error when it would not start).
+    async fn start_postgres(
+        &mut self,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) {
+        if !options.postgres {
+            let reason = "no store server runs: the `store` target restarts Postgres, which the stack starts for --persist postgres only";
+            self.stores.postgres = Err(StoreAbsent::skipped(reason));
+            self.skipped.push(Unavailable::skipped("store", reason));
+            return;
+        }
+        let bin = match super::postgres::find_bin_dir() {
+            Ok(bin) => bin,
+            Err(reason) => {
+                let reason = reason.to_string();
+                progress(Note::step(reason.clone()));
+                self.stores.postgres = Err(StoreAbsent::skipped(reason.clone()));
+                self.skipped.push(Unavailable::skipped("store", &reason));
+                return;
+            }
+        };
+        let dir = options.run_dir.join("postgres");
+        let postgres_options = PostgresOptions {
+            port: None,
+            supervisor: supervisor.clone(),
+        };
+        match PostgresStack::up(&dir, &bin, postgres_options, progress).await {
+            Err(reason) => {
+                let reason = format!("Postgres did not start: {reason}");
+                progress(Note::step(reason.clone()));
+                self.stores.postgres = Err(StoreAbsent {
+                    reason: reason.clone(),
+                    failed: true,
+                });
+                self.skipped.push(Unavailable::failed("store", &reason));
+            }
+            Ok(mut postgres) => {
+                self.stores.postgres = Ok(postgres.persist_factory());
+                self.stores.postgres_url = Some(postgres.url());
+                self.logs
+                    .push(("postgres".into(), postgres.log().to_path_buf()));
+                let target = postgres.target();
+                self.components.push(Component {
+                    target: "store".into(),
+                    program: "postgres".into(),
+                    url: format!("postgres://127.0.0.1:{}", postgres.port()),
+                    log: postgres.log().to_path_buf(),
+                    pid: target.pid(),
+                    started: None,
+                });
+                self.add(target, options);
+                self.postgres = Some(postgres);
+            }
+        }
+    }
+
+    /// The browser client's Chromium and page server, or why it cannot
+    /// run (its cells are skipped: Chromium missing, with the install
+    /// command; the page app not installable, with why).
+    async fn prepare_browser(&mut self, supervisor: &Supervisor, progress: &mut Progress<'_>) {
+        let prepared = async {
+            let chromium = super::browser::find_chromium()?;
+            let app = super::browser::prepare_app(progress).await?;
+            let server = super::browser::PageServer::start(&app).await?;
+            Ok::<_, StackError>((chromium, server))
+        };
+        match prepared.await {
+            Ok((chromium, server)) => {
+                self.browser_host = Ok(super::browser::BrowserHost {
+                    chromium,
+                    page_url: format!("{}/", server.origin()),
+                    supervisor: supervisor.clone(),
+                });
+                progress(Note::step(format!(
+                    "serving the browser client's page on {}",
+                    server.origin()
+                )));
+                self.page_server = Some(server);
+            }
+            Err(reason) => {
+                progress(Note::step(format!(
+                    "the browser client cannot run: {reason}"
+                )));
+                self.browser_host = Err(Unhosted(reason.to_string()));
+            }
+        }
+    }
+
     /// Hands over a running component this run does not restart (not
     /// among `targets`); whoever takes it stops it.
     pub fn take_background(&mut self, name: &str) -> Option<Target> {
@@ -377,7 +612,7 @@ impl LocalStack {
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {
-        if options.only.is_empty() || options.only.contains(&target.name) {
+        if selected(&target.name, &options.only) {
             self.targets.push(target);
         } else {
             self.background.push(target);
@@ -408,9 +643,13 @@ impl LocalStack {
             .targets
             .iter_mut()
             .chain(self.background.iter_mut())
+            .chain(self.sdk_process.iter_mut())
             .rev()
         {
             target.shutdown().await;
+        }
+        if let Some(postgres) = self.postgres.as_mut() {
+            postgres.down().await;
         }
         if let Some(rivet) = self.rivet.as_mut() {
             rivet.down().await;
@@ -423,5 +662,6 @@ impl LocalStack {
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
         }
+        self.hops.stop();
     }
 }

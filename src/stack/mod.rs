@@ -6,11 +6,15 @@
 
 pub(crate) mod agent_wiring;
 pub(crate) mod agents;
+pub(crate) mod browser;
 mod error;
+pub(crate) mod fault_targets;
+pub(crate) mod hops;
 pub(crate) mod local;
 pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;
+pub(crate) mod postgres;
 pub mod progress;
 pub(crate) mod rivet;
 pub mod sandbox_agent;

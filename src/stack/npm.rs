@@ -67,6 +67,17 @@ pub fn ensure_app_installed(
     files: &[(&str, &str)],
     progress: &mut dyn FnMut(Note),
 ) -> Result<PathBuf, StackError> {
+    ensure_app_built(slot, files, progress, |_| Ok(()))
+}
+
+/// [`ensure_app_installed`], then `build` in the installed folder, as part
+/// of the same once-only install (a failed build installs afresh next time).
+pub fn ensure_app_built(
+    slot: &str,
+    files: &[(&str, &str)],
+    progress: &mut dyn FnMut(Note),
+    build: impl FnOnce(&Path) -> Result<(), StackError>,
+) -> Result<PathBuf, StackError> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, contents) in files {
         for byte in name.bytes().chain(contents.bytes()) {
@@ -93,8 +104,65 @@ pub fn ensure_app_installed(
                 ])
                 .current_dir(dir),
             dir,
-        )
+        )?;
+        build(dir)
     })
+}
+
+/// Builds a package's native module inside an installed app (once; the
+/// app installs with `--ignore-scripts`, and the prebuilt binaries those
+/// scripts would download are not reachable here): npm's own node-gyp
+/// against Debian's Node headers (`/usr/include/node`), nothing fetched.
+pub fn ensure_native_module(
+    app: &Path,
+    package: &str,
+    progress: &mut dyn FnMut(Note),
+) -> Result<(), StackError> {
+    let dir = app.join("node_modules").join(package);
+    if !dir.is_dir() {
+        return Err(StackError::Failed(format!(
+            "{package} is not in {}",
+            app.display()
+        )));
+    }
+    let npm = which("npm").ok_or_else(|| {
+        StackError::NotInstalled(
+            "npm is not installed (Debian: apt-get install -y nodejs npm)".into(),
+        )
+    })?;
+    let npm_root = std::fs::canonicalize(&npm)
+        .ok()
+        .and_then(|cli| Some(cli.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_default();
+    let gyp = npm_root.join("node_modules/node-gyp/bin/node-gyp.js");
+    let headers = Path::new("/usr/include/node/node_api.h");
+    install_once(&dir, &format!("{package}'s native module"), progress, |dir| {
+        if !gyp.is_file() || !headers.is_file() {
+            return Err(StackError::NotInstalled(format!(
+                "building {package} needs npm's node-gyp ({}) and Node's headers ({}): apt-get install -y nodejs npm libnode-dev g++ make python3",
+                gyp.display(),
+                headers.display()
+            )));
+        }
+        let output = Command::new("node")
+            .arg(&gyp)
+            .args(["rebuild", "--release", "--nodedir=/usr", "--loglevel=error"])
+            .current_dir(dir)
+            .output()
+            .map_err(StackError::io("cannot run node-gyp"))?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+        Err(StackError::Failed(format!(
+            "building {package} in {} failed ({}): {}",
+            dir.display(),
+            output.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" ")
+        )))
+    })
+    .map(drop)
 }
 
 /// Runs `install` in `dir` unless an earlier run finished there; concurrent

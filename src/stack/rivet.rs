@@ -24,6 +24,8 @@ const PACKAGE_LOCK: &str = include_str!("../../stack/rivet/package-lock.json");
 const SERVER: &str = include_str!("../../stack/rivet/server.mjs");
 const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
+const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
+const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -33,6 +35,14 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 const ENGINE_RESTART_READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a persist call waits for the actor through a restart.
 const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// What the Rivet app hosts beside the `persist` actor: whether the
+/// hosted SQLite driver's native module is built (its SDK is the pinned
+/// one; the hosted client's cells import their SDK point's module).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostedApp {
+    pub native_sqlite: bool,
+}
 
 /// How the actor saves its state (the `CONTINUITY_RIVET_SAVE` knob of the app).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,10 +95,18 @@ pub fn find_node() -> Result<PathBuf, StackError> {
 /// A running engine + runner pair.
 pub struct RivetStack {
     endpoint: String,
+    /// Where the persist driver reaches the engine: the `persist` hop.
+    persist_endpoint: String,
     key: String,
     engine: Option<Target>,
     runner: Option<Target>,
     logs: Vec<(String, PathBuf)>,
+}
+
+/// Where the Rivet layer's processes are supervised and its hops proxied.
+pub struct Wiring<'a> {
+    pub supervisor: &'a Supervisor,
+    pub hops: &'a mut super::hops::Hops,
 }
 
 impl RivetStack {
@@ -102,15 +120,33 @@ impl RivetStack {
         node: &Path,
         save: SaveMode,
         runner_stop: RunnerStop,
-        supervisor: &Supervisor,
+        app: HostedApp,
+        wiring: Wiring<'_>,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
+        let HostedApp { native_sqlite } = app;
+        let Wiring { supervisor, hops } = wiring;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
         let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
         let app = install_app(progress).await?;
+        // The hosted SQLite driver loads better-sqlite3; only a ts-sdk ×
+        // sqlite run pays for building it (once per app slot). A failed
+        // build leaves those cells failing with the reason, nothing else.
+        if native_sqlite {
+            let app = app.clone();
+            let built = blocking_with_notes(progress, move |note| {
+                npm::ensure_native_module(&app, "better-sqlite3", note)
+            })
+            .await?;
+            if let Err(reason) = built {
+                progress(Note::step(format!(
+                    "the hosted sqlite driver cannot run: {reason}"
+                )));
+            }
+        }
         let engine_bin = app
             .join("node_modules")
             .join(ENGINE_PACKAGE)
@@ -132,6 +168,9 @@ impl RivetStack {
             config_path.display()
         )))?;
         let endpoint = format!("http://127.0.0.1:{guard}");
+        // The runner and the persist driver reach the engine through their hops.
+        let runner_endpoint = format!("http://127.0.0.1:{}", hops.front("runner", guard)?);
+        let persist_endpoint = format!("http://127.0.0.1:{}", hops.front("persist", guard)?);
         let key = format!(
             "continuity-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
@@ -162,7 +201,7 @@ impl RivetStack {
 
         let runner_log = dir.join("rivet-runner.log");
         let mut runner_env = vec![
-            ("RIVET_ENDPOINT".to_string(), endpoint.clone()),
+            ("RIVET_ENDPOINT".to_string(), runner_endpoint),
             ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
             (
                 "CONTINUITY_RIVET_SAVE".to_string(),
@@ -209,6 +248,7 @@ impl RivetStack {
 
         let mut stack = RivetStack {
             endpoint,
+            persist_endpoint,
             key,
             engine: Some(engine),
             runner: Some(runner),
@@ -286,7 +326,7 @@ impl RivetStack {
     /// through one driver, so the actor id it learns serves every cell.
     pub fn persist_factory(&self) -> PersistFactory {
         let driver = RivetDriver::new(RivetConfig {
-            endpoint: self.endpoint.clone(),
+            endpoint: self.persist_endpoint.clone(),
             namespace: "default".into(),
             key: self.key.clone(),
             retry_for: PERSIST_RETRY_FOR,
@@ -318,6 +358,8 @@ fn app_files() -> Vec<(&'static str, &'static str)> {
         ("server.mjs", SERVER),
         ("sdk-client.mjs", SDK_CLIENT),
         ("records.mjs", RECORDS),
+        ("drivers.mjs", DRIVERS),
+        ("wire.mjs", WIRE),
     ]
 }
 
@@ -328,6 +370,9 @@ pub async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
     })
     .await?
 }
+
+#[cfg(test)]
+pub(crate) mod hosted_contract;
 
 #[cfg(test)]
 mod tests {
@@ -350,7 +395,11 @@ mod tests {
             &node,
             SaveMode::Immediate,
             RunnerStop::Kill,
-            &Supervisor::default(),
+            HostedApp::default(),
+            Wiring {
+                supervisor: &Supervisor::default(),
+                hops: &mut super::super::hops::Hops::default(),
+            },
             &mut |_| {},
         )
         .await

@@ -46,6 +46,9 @@ pub struct SandboxAgentConfig {
     /// Extra environment for the agent (fault knobs).
     pub agent_env: Vec<(String, String)>,
     pub port: Option<u16>,
+    /// The one origin whose pages may call the server (`--cors-allow-origin`):
+    /// the browser client's page.
+    pub cors_origin: Option<String>,
 }
 
 /// A running (or stopped) sandbox-agent server.
@@ -81,6 +84,7 @@ impl SandboxAgentConfig {
             .iter()
             .map(|s| s.to_string())
             .chain([port.to_string()])
+            .chain(self.cors_origin.iter().flat_map(|origin| cors_args(origin)))
             .collect(),
             env: vec![("XDG_DATA_HOME".into(), data.display().to_string())],
             cwd: Some(self.run_dir.clone()),
@@ -97,6 +101,19 @@ impl SandboxAgentConfig {
     pub fn agent_sent_path(&self) -> PathBuf {
         self.run_dir.join("agent-sent.jsonl")
     }
+}
+
+/// The flags that let pages of `origin` call the server: the SDK posts
+/// JSON, reads event streams and deletes sessions.
+fn cors_args(origin: &str) -> Vec<String> {
+    let mut args = vec!["--cors-allow-origin".to_string(), origin.to_string()];
+    for method in ["GET", "POST", "DELETE", "OPTIONS"] {
+        args.extend(["--cors-allow-method".to_string(), method.to_string()]);
+    }
+    for header in ["content-type", "accept", "authorization", "last-event-id"] {
+        args.extend(["--cors-allow-header".to_string(), header.to_string()]);
+    }
+    args
 }
 
 /// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`.
@@ -217,6 +234,7 @@ pub async fn check_starts(
             agent_program: agent_program.to_path_buf(),
             agent_env: Vec::new(),
             port: None,
+            cors_origin: None,
         },
         supervisor.clone(),
         within,

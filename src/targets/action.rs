@@ -41,6 +41,13 @@ pub enum RestartAction {
         expect_status: Option<u16>,
         timeout: Duration,
     },
+    /// The cell's own clients: the cell drops continuity's clients and
+    /// makes new ones over the same store, as a restarted application
+    /// would; the action itself does nothing (a hosted SDK's process is
+    /// the RivetKit runner, restarted by its own target's action).
+    Clients,
+    /// A toxic on a hop's fault proxy for a window.
+    Fault(super::FaultAction),
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -86,6 +93,8 @@ pub enum RestartKind {
     Command,
     Signal,
     Http,
+    Clients,
+    Fault,
 }
 
 impl RestartKind {
@@ -96,6 +105,8 @@ impl RestartKind {
             RestartKind::Command => "command",
             RestartKind::Signal => "signal",
             RestartKind::Http => "http",
+            RestartKind::Clients => "clients",
+            RestartKind::Fault => "fault",
         }
     }
 }
@@ -113,6 +124,8 @@ impl RestartAction {
             RestartAction::Managed(_) => RestartKind::Managed,
             RestartAction::Signal { .. } => RestartKind::Signal,
             RestartAction::Http { .. } => RestartKind::Http,
+            RestartAction::Clients => RestartKind::Clients,
+            RestartAction::Fault(_) => RestartKind::Fault,
         }
     }
 
@@ -142,6 +155,10 @@ impl RestartAction {
                 expected_status_text(*expect_status),
                 fmt_duration(*timeout)
             ),
+            RestartAction::Clients => {
+                "clients: the cell's clients are made anew over the same store".into()
+            }
+            RestartAction::Fault(fault) => fault.describe(),
         }
     }
 }
@@ -191,6 +208,10 @@ pub enum ActionError {
         url: String,
         reason: String,
     },
+    #[error("the {hop} hop has no fault proxy here")]
+    NoHop { hop: String },
+    #[error("{reason}")]
+    Proxy { hop: String, reason: String },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,
@@ -221,6 +242,8 @@ pub enum ActionErrorKind {
     Request,
     /// The restart hook answered with an unexpected status.
     Status,
+    /// The fault's hop has no proxy, or its proxy stopped serving.
+    Proxy,
 }
 
 impl ActionError {
@@ -234,6 +257,7 @@ impl ActionError {
             ActionError::Kill { .. } => ActionErrorKind::Kill,
             ActionError::Request { .. } => ActionErrorKind::Request,
             ActionError::Status { .. } => ActionErrorKind::Status,
+            ActionError::NoHop { .. } | ActionError::Proxy { .. } => ActionErrorKind::Proxy,
         }
     }
 }

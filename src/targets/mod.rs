@@ -8,9 +8,12 @@
 //! error: it returns a [`RestartResult`] saying how long the action took,
 //! how long the component then needed to become ready, and, on failure,
 //! exactly what failed. [`Target::shutdown`] stops what the target started;
-//! dropping a target kills it outright.
+//! dropping a target kills it outright. A fault target ([`FaultAction`])
+//! restarts nothing: its "restart" opens a window with a toxic on a hop,
+//! which [`Target::settle`] heals at the latest when the cell's phases end.
 
 mod action;
+mod fault;
 mod readiness;
 mod signal;
 
@@ -18,6 +21,7 @@ mod signal;
 mod tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
+pub use fault::FaultAction;
 pub use readiness::{ProbeAuth, ProbeError, Readiness};
 
 use crate::clock::millis;
@@ -118,6 +122,13 @@ pub struct Target {
     /// returns goes into the restart's detail.
     after_stop: Option<AfterStop>,
     after_stop_note: Option<String>,
+    /// A fault target's proxy (the control of its hop).
+    fault_proxy: Option<crate::faults::FaultControl>,
+    /// A fault target's window while its toxic is in force.
+    window: Option<fault::OpenWindow>,
+    /// The fault proxies the cells' traffic passes through: one that has
+    /// stopped makes the cell a harness error ([`Target::settle`]).
+    hops: Vec<crate::faults::FaultControl>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -173,6 +184,65 @@ impl Target {
             trace: crate::trace::Trace::detached(),
             after_stop: None,
             after_stop_note: None,
+            fault_proxy: None,
+            window: None,
+            hops: Vec::new(),
+        }
+    }
+
+    /// The proxy of a fault target's hop.
+    pub fn with_fault_proxy(mut self, control: crate::faults::FaultControl) -> Self {
+        self.fault_proxy = Some(control);
+        self
+    }
+
+    /// See [`Target::with_fault_proxy`].
+    pub fn set_fault_proxy(&mut self, control: crate::faults::FaultControl) {
+        self.fault_proxy = Some(control);
+    }
+
+    /// The fault proxies on the cells' paths, checked when each cell's phases end.
+    pub fn watch_hops(&mut self, hops: Vec<crate::faults::FaultControl>) {
+        self.hops = hops;
+    }
+
+    /// When the cell's phases are over: a fault target's window heals now
+    /// (the cleanup runs on a healed network), and every hop's proxy must
+    /// still be serving. An error is the harness's: the proxy itself failed.
+    pub async fn settle(&mut self) -> Result<(), String> {
+        if let Some(window) = self.window.take() {
+            window.close()?;
+            self.ready_after_heal().await?;
+        }
+        for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
+            hop.check().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// After a fault heals, the stack must answer again before the cell's
+    /// cleanup and the next cell (a RivetKit runner whose engine link was
+    /// cut reconnects with a backoff): the wait goes into the trace, and a
+    /// stack that never recovers is the harness's error, not the next cell's.
+    async fn ready_after_heal(&mut self) -> Result<(), String> {
+        if self.readiness == Readiness::None {
+            return Ok(());
+        }
+        match self
+            .readiness
+            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
+            .await
+        {
+            Ok(took) => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("ms".into(), millis(took).into());
+                self.trace.event("fault_ready", fields);
+                Ok(())
+            }
+            Err(error) => Err(format!(
+                "the stack was not ready again within {} of the fault's heal: {error}",
+                fmt_duration(self.ready_timeout)
+            )),
         }
     }
 
@@ -268,7 +338,25 @@ impl Target {
                     }));
                 }
             }
-            RestartAction::Command { .. } | RestartAction::Http { .. } => {}
+            RestartAction::Command { .. } | RestartAction::Http { .. } | RestartAction::Clients => {
+            }
+            RestartAction::Fault(fault) => {
+                let error = |error| TargetError::Action {
+                    target: self.name.clone(),
+                    error,
+                };
+                let Some(control) = &self.fault_proxy else {
+                    return Err(error(ActionError::NoHop {
+                        hop: fault.hop.clone(),
+                    }));
+                };
+                control.check().map_err(|e| {
+                    error(ActionError::Proxy {
+                        hop: fault.hop.clone(),
+                        reason: e.to_string(),
+                    })
+                })?;
+            }
         }
         let is_delay = matches!(self.readiness, Readiness::Delay { .. });
         if is_delay && !matches!(self.action, RestartAction::Managed(_)) {
@@ -327,7 +415,8 @@ impl Target {
         if let Err(error) = action {
             return (false, None, Some(error.to_string()));
         }
-        if self.readiness == Readiness::None {
+        // A fault's probe waits for its heal ([`Target::settle`]), not its start.
+        if self.readiness == Readiness::None || self.kind() == RestartKind::Fault {
             return (true, None, None);
         }
         match self
@@ -364,8 +453,12 @@ impl Target {
         self.process.as_mut().and_then(ManagedProcess::detach)
     }
 
-    /// Stops a managed process (its stop signal, grace, then SIGKILL).
+    /// Stops a managed process (its stop signal, grace, then SIGKILL); a
+    /// fault target's window heals.
     pub async fn shutdown(&mut self) {
+        if let Some(window) = self.window.take() {
+            let _ = window.close();
+        }
         let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
             (self.process.take(), &self.action)
@@ -412,12 +505,37 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
+            RestartAction::Clients => Ok(()),
             RestartAction::Http {
                 url,
                 method,
                 expect_status,
                 timeout,
             } => action::call_hook(url, method, *expect_status, *timeout).await,
+            RestartAction::Fault(fault) => {
+                // One window at a time: a second restart in the cell heals the first.
+                if let Some(window) = self.window.take() {
+                    window.close().map_err(|reason| ActionError::Proxy {
+                        hop: fault.hop.clone(),
+                        reason,
+                    })?;
+                }
+                let control = self
+                    .fault_proxy
+                    .as_ref()
+                    .ok_or_else(|| ActionError::NoHop {
+                        hop: fault.hop.clone(),
+                    })?;
+                let window =
+                    fault::OpenWindow::open(fault, control, &self.trace).map_err(|reason| {
+                        ActionError::Proxy {
+                            hop: fault.hop.clone(),
+                            reason,
+                        }
+                    })?;
+                self.window = Some(window);
+                Ok(())
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 //! the whole diagnosis. HTTP probes overlap their attempts ([`hedge`]),
 //! since a server may hold a request rather than refuse it.
 
+mod command;
 mod hedge;
 
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
@@ -62,6 +63,14 @@ pub enum Readiness {
     },
     /// A TCP connect to `host:port` succeeds.
     Tcp { addr: String },
+    /// `program args…` exits 0: for a server whose readiness its own
+    /// client tool knows best (`pg_isready`: Postgres listens before it
+    /// takes queries, and answers "the database system is starting up").
+    Command {
+        program: std::path::PathBuf,
+        args: Vec<String>,
+        interval: Duration,
+    },
     /// Wait a fixed time (what the seed script did: `sleep $SA_RESTART_WAIT_SEC`).
     Delay { duration: Duration },
     /// Ready as soon as the restart action returns.
@@ -139,6 +148,7 @@ impl Readiness {
                 url, expect_status, ..
             } => format!("http POST {} = {expect_status}", display_url(url)),
             Readiness::Tcp { addr } => format!("tcp {addr}"),
+            Readiness::Command { program, args, .. } => command::describe(program, args),
             Readiness::Delay { duration } => format!("delay {}", fmt_duration(*duration)),
             Readiness::None => "none".to_string(),
         }
@@ -220,6 +230,19 @@ impl Readiness {
                     poll_tcp(addr, &mut last_error, &mut attempts, trace),
                 )
                 .await
+            }
+            Readiness::Command {
+                program,
+                args,
+                interval,
+            } => {
+                let probe = command::CommandProbe {
+                    program,
+                    args,
+                    interval: *interval,
+                    trace,
+                };
+                tokio::time::timeout(timeout, probe.poll(&mut last_error, &mut attempts)).await
             }
         };
         match polled {
@@ -352,6 +375,9 @@ enum GaveUp {
     /// A 401 or 403.
     #[error("{}", refused(*.status, *.sent_token))]
     Refused { status: u16, sent_token: bool },
+    /// A command probe whose program cannot be started.
+    #[error("{0}")]
+    Unstartable(String),
 }
 
 fn refused(status: u16, sent_token: bool) -> String {

@@ -368,3 +368,100 @@ async fn a_managed_target_switches_its_program_and_keeps_it_across_restarts() {
     );
     assert!(hook.switch_program("/usr/bin/bash".into()).await.is_err());
 }
+
+/// An echo server on loopback, for a fault proxy to stand in front of.
+async fn echo_upstream() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = socket.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+fn down_for(hold: Duration) -> RestartAction {
+    let toxic = crate::faults::parse_toxic("down", &[]).unwrap();
+    RestartAction::Fault(FaultAction {
+        hop: "gateway".into(),
+        toxic,
+        hold,
+    })
+}
+
+#[tokio::test]
+async fn a_fault_target_opens_a_window_that_settle_heals() {
+    let upstream = echo_upstream().await;
+    let proxy =
+        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
+            .unwrap();
+    let trace = crate::trace::Trace::detached();
+    let mut target = Target::new(
+        "gateway-down",
+        down_for(Duration::from_secs(60)),
+        Readiness::None,
+    )
+    .with_fault_proxy(proxy.control());
+    target.set_trace(trace.clone());
+    target.prepare().await.unwrap();
+    let outcome = target.restart("restart").await;
+    assert!(outcome.ok, "{outcome:?}");
+    assert_eq!(outcome.action, "fault");
+    // In force after the phase: the hop refuses connections.
+    let refused = tokio::time::timeout(Duration::from_secs(5), async {
+        while tokio::net::TcpStream::connect(proxy.addr()).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert!(refused.is_ok(), "the hop went down");
+    assert!(trace.snapshot().faults[0].active);
+    // The cell's phases are over: it heals long before its 60 s.
+    target.settle().await.unwrap();
+    assert!(!trace.snapshot().faults[0].active);
+    let back = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(mut c) = tokio::net::TcpStream::connect(proxy.addr()).await {
+                c.write_all(b"x").await.unwrap();
+                let mut b = [0u8; 1];
+                c.read_exact(&mut b).await.unwrap();
+                break b;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(&back, b"x");
+}
+
+#[tokio::test]
+async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
+    let upstream = echo_upstream().await;
+    let proxy =
+        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
+            .unwrap();
+    let mut target = Target::new(
+        "gateway-down",
+        down_for(Duration::from_secs(60)),
+        Readiness::None,
+    )
+    .with_fault_proxy(proxy.control());
+    assert!(target.restart("restart").await.ok);
+    drop(proxy);
+    let e = target.settle().await.unwrap_err();
+    assert!(
+        e.contains("the fault proxy of the gateway hop has stopped"),
+        "{e}"
+    );
+    // A restart now fails, saying why; so does a target with no proxy at all.
+    let outcome = target.restart("restart").await;
+    assert!(!outcome.ok && outcome.detail.unwrap().contains("has stopped"));
+    let mut orphan = Target::new("x", down_for(Duration::from_secs(1)), Readiness::None);
+    let e = orphan.prepare().await.unwrap_err().to_string();
+    assert!(e.contains("the gateway hop has no fault proxy here"), "{e}");
+}

@@ -11,11 +11,14 @@
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
 
 mod cell;
+mod fault_window;
+mod foreign;
 mod observe;
 mod sink;
 mod url;
 
 pub use cell::{cell_dir_name, for_cell};
+pub use fault_window::FaultSeen;
 pub use observe::{ChannelStats, ErrorKind, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA,
@@ -66,6 +69,10 @@ pub enum Purpose {
     Process,
     /// The sandbox's file API (`/v1/fs/…`).
     Fs,
+    /// Any other endpoint of the server's API (`/v1/agents`, …).
+    Api,
+    /// A process's terminal WebSocket upgrade.
+    Terminal,
 }
 
 impl Purpose {
@@ -77,6 +84,8 @@ impl Purpose {
             Purpose::Delete => "delete",
             Purpose::Process => "process",
             Purpose::Fs => "fs",
+            Purpose::Api => "api",
+            Purpose::Terminal => "terminal",
         }
     }
 }
@@ -123,6 +132,9 @@ pub struct Trace {
 
 struct Inner {
     start: Instant,
+    /// The wall clock at `start`, in Unix milliseconds: events another
+    /// process recorded with its own clock (the hosted SDK's) map onto `t`.
+    start_epoch_ms: f64,
     level: TraceLevel,
     token: Option<Secret>,
     sink: Mutex<Option<Sink>>,
@@ -173,6 +185,10 @@ impl Trace {
         Trace {
             inner: Arc::new(Inner {
                 start: Instant::now(),
+                start_epoch_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64() * 1000.0)
+                    .unwrap_or(0.0),
                 level,
                 token,
                 sink: Mutex::new(sink),
@@ -200,11 +216,17 @@ impl Trace {
     /// Appends one event; `fields` must not hold a credential (the known
     /// token is scrubbed anyway, and URLs lose `access_token`).
     pub fn event(&self, ev: &str, fields: Map<String, Value>) {
+        self.event_at(self.now_ms(), ev, fields);
+    }
+
+    /// [`Trace::event`] at `t` (milliseconds since the cell started), for an
+    /// event that happened before it reached the trace.
+    fn event_at(&self, t: f64, ev: &str, fields: Map<String, Value>) {
         if self.inner.level == TraceLevel::Off {
             return;
         }
         let mut line = Map::new();
-        line.insert("t".into(), json!(self.now_ms()));
+        line.insert("t".into(), json!(t));
         line.insert("ev".into(), ev.into());
         line.extend(fields);
         let mut line = Value::Object(line);
@@ -219,7 +241,7 @@ impl Trace {
 
     /// Starts a phase: its channels' counts start again from zero.
     pub fn phase_start(&self, name: &str, step: &str) {
-        self.observations().reset_channels();
+        self.observations().reset_channels(self.now_ms());
         self.event("phase_start", fields(json!({"phase": name, "step": step})));
     }
 
@@ -234,9 +256,15 @@ impl Trace {
 
     /// Records an HTTP exchange and counts it on its channel.
     pub fn http(&self, exchange: Exchange) {
+        self.http_at(self.now_ms(), exchange, Map::new());
+    }
+
+    /// An exchange that ended at `t`, with `extra` fields beside its own.
+    fn http_at(&self, t: f64, exchange: Exchange, extra: Map<String, Value>) {
         let path = path_of(&exchange.url);
         let channel = channel_name(exchange.method, &path, exchange.purpose);
         self.observations().count(
+            t,
             &channel,
             exchange.status,
             exchange.received,
@@ -262,7 +290,8 @@ impl Trace {
         if let Some(failure) = &exchange.failure {
             failure.describe_into(&mut f);
         }
-        self.event("http", f);
+        f.extend(extra);
+        self.event_at(t, "http", f);
     }
 
     /// A JSON-RPC envelope, `out` (sent) or `in` (received) `via` post or stream.
@@ -298,8 +327,21 @@ impl Trace {
 
     /// The end of one event-stream GET: how many events and bytes it carried.
     pub fn stream_end(&self, url: &str, events: u64, bytes: u64, failure: Option<&Seen>) {
+        self.stream_end_at(self.now_ms(), url, (events, bytes), failure, Map::new());
+    }
+
+    /// A stream's end at `t`: its (events, bytes), and `extra` fields.
+    fn stream_end_at(
+        &self,
+        t: f64,
+        url: &str,
+        (events, bytes): (u64, u64),
+        failure: Option<&Seen>,
+        extra: Map<String, Value>,
+    ) {
         let channel = channel_name("GET", &path_of(url), Purpose::Stream);
-        self.observations().stream_ended(&channel, bytes, failure);
+        self.observations()
+            .stream_ended(t, &channel, bytes, failure);
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -311,7 +353,8 @@ impl Trace {
         if let Some(failure) = failure {
             failure.describe_into(&mut f);
         }
-        self.event("stream_end", f);
+        f.extend(extra);
+        self.event_at(t, "stream_end", f);
     }
 
     /// Registers something the cell is blocked on until the guard drops.

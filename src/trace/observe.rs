@@ -161,6 +161,8 @@ pub struct WaitInfo {
 pub struct Snapshot {
     pub waits: Vec<WaitInfo>,
     pub channels: Vec<ChannelStats>,
+    /// The cell's fault windows so far, first first (kept across phases).
+    pub faults: Vec<super::FaultSeen>,
 }
 
 impl Snapshot {
@@ -195,12 +197,18 @@ pub(super) struct Observations {
     /// background (the SDK's health wait, polling from `connect` on).
     watched: Vec<(u64, String)>,
     channels: Vec<ChannelStats>,
+    pub(super) faults: Vec<super::FaultSeen>,
+    /// When the current phase began (trace time): an exchange that ended
+    /// before it and reached the trace late (the hosted SDK's, drained
+    /// after its phase) is the earlier phase's, not counted in this one.
+    phase_started: f64,
 }
 
 impl Observations {
     /// Forgets the channels, except those an open wait still depends on
     /// (a health wait that began in an earlier phase keeps its count).
-    pub(super) fn reset_channels(&mut self) {
+    pub(super) fn reset_channels(&mut self, now: f64) {
+        self.phase_started = now;
         let (waits, watched) = (&self.waits, &self.watched);
         self.channels.retain(|c| {
             waits
@@ -232,11 +240,15 @@ impl Observations {
 
     pub(super) fn count(
         &mut self,
+        t: f64,
         channel: &str,
         status: Option<u16>,
         received: u64,
         failure: Option<&Seen>,
     ) {
+        if t < self.phase_started {
+            return;
+        }
         self.seq += 1;
         let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
@@ -256,7 +268,16 @@ impl Observations {
 
     /// The end of a stream already counted as an attempt: its bytes, and
     /// a failure when it broke.
-    pub(super) fn stream_ended(&mut self, channel: &str, received: u64, failure: Option<&Seen>) {
+    pub(super) fn stream_ended(
+        &mut self,
+        t: f64,
+        channel: &str,
+        received: u64,
+        failure: Option<&Seen>,
+    ) {
+        if t < self.phase_started {
+            return;
+        }
         self.seq += 1;
         let seq = self.seq;
         if let Some(c) = self.channel_mut(channel) {
@@ -300,6 +321,7 @@ impl Observations {
         Snapshot {
             waits: self.waits.iter().map(|(_, w)| w.clone()).collect(),
             channels: self.channels.clone(),
+            faults: self.faults.clone(),
         }
     }
 }

@@ -2,11 +2,12 @@
 //! and query, with any `access_token` value redacted — never scheme, host
 //! or user info.
 
-/// The path of a URL (no query), or the text itself when it is not a URL.
+/// The path of a URL (no query), or of a path and query (the hosted SDK's
+/// records carry no host), or the text itself.
 pub(super) fn path_of(url: &str) -> String {
     url::Url::parse(url)
         .map(|u| u.path().to_string())
-        .unwrap_or_else(|_| url.to_string())
+        .unwrap_or_else(|_| url.split('?').next().unwrap_or(url).to_string())
 }
 
 pub(super) fn path_and_query(url: &str) -> String {

@@ -3,18 +3,26 @@
 // sandbox-coding-agent example): one actor per workspace (here: per cell)
 // owns the live `SandboxAgent` clients and their `Session` handles in vars,
 // recreated when the actor wakes (after a runner restart), and keeps session
-// records and events in its own state through a SessionPersistDriver of ours
-// (the same contract as the `persist` actor).
+// records and events where the harness's --persist says (drivers.mjs): in
+// its own state through a SessionPersistDriver of ours (`rivet`, the same
+// contract as the `persist` actor), the SDK's in-memory driver, SQLite or
+// Postgres.
 //
 // Every action takes `{ phase, client, ... }` and answers `{ ok: true, ... }`
 // or `{ ok: false, error }`: an SDK error comes back as data (name, message,
 // HTTP status and problem, JSON-RPC code, cause chain), never as an actor
 // error. Unhandled promise rejections (the SDK raises them around restarts)
 // are recorded with the phase that was running instead of killing the runner.
+//
+// The SDK's wire is recorded (wire.mjs): its `fetch` and its persist driver
+// are wrapped, and every answer carries the records continuity has not yet
+// acknowledged (`wireAck` in the args), which it writes into the cell's trace.
 import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
+import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
 // The SDK a client runs is its cell's point of the SDK axis: `connect`
 // names the module (another registry version, a candidate build), loaded
@@ -105,25 +113,44 @@ class ActorStatePersistDriver {
 		const list = this.c.state.events[sessionId] ?? [];
 		const at = list.findIndex((e) => e.id === event.id);
 		if (at >= 0) list[at] = plainJson(event);
-		else {
-			list.push(plainJson(event));
-			// Distinct events the SDK asked to store, to tell a dropped write.
-			this.c.state.inserted[sessionId] = (this.c.state.inserted[sessionId] ?? 0) + 1;
-		}
+		else list.push(plainJson(event));
 		this.c.state.events[sessionId] = list;
 		await this.save();
 	}
 }
 
+/** A driver whose opening (an import, a pool) finishes before its first call does. */
+function lazyDriver(opening) {
+	const call =
+		(method) =>
+		async (...args) =>
+			(await opening)[method](...args);
+	return {
+		getSession: call("getSession"),
+		listSessions: call("listSessions"),
+		updateSession: call("updateSession"),
+		listEvents: call("listEvents"),
+		insertEvent: call("insertEvent"),
+		close: async () => (await opening.catch(() => null))?.close?.(),
+	};
+}
+
 async function newClient(c, name, settings, save) {
 	const Sdk = await sdkClass(settings.sdk);
+	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
+	const opening = openDriver(settings.persist, () => new ActorStatePersistDriver(c, save));
+	// A driver that cannot open fails each call with its reason, never the process.
+	opening.catch(() => {});
+	const persist = counted(lazyDriver(opening), c.state.tally, save);
 	return {
 		sdk: new Sdk({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
-			persist: new ActorStatePersistDriver(c, save),
+			fetch: recordingFetch(c.vars.wire),
+			persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
 			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
 		}),
+		persist,
 		sessions: new Map(),
 		name,
 	};
@@ -150,34 +177,58 @@ async function handleFor(client, id) {
 	return { session, handle: "fetched after the actor woke" };
 }
 
-function bounded(promise, ms, what) {
+/**
+ * `promise`, or an ActorTimeout after `ms`, or an ActorRetired when the cell
+ * ends first: `inflight` holds a way to end each running action at once.
+ */
+function bounded(promise, ms, what, inflight) {
 	let timer;
+	let retire;
 	const limit = new Promise((_, reject) => {
 		timer = setTimeout(
 			() => reject(Object.assign(new Error(`${what}: no answer within ${ms} ms`), { name: "ActorTimeout" })),
 			ms,
 		);
+		retire = () => reject(Object.assign(new Error(`${what}: the cell ended first`), { name: "ActorRetired" }));
 	});
-	return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+	inflight.add(retire);
+	return Promise.race([promise, limit]).finally(() => {
+		clearTimeout(timer);
+		inflight.delete(retire);
+	});
 }
+
+/** How long `retire` lets the actions it ended finish answering before the actor goes. */
+const RETIRE_DRAIN_MS = 2_000;
 
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
-	// recorded faults into state, answers ok or the error as data.
+	// recorded faults into state, answers ok or the error as data, with the
+	// wire records continuity has not acknowledged.
 	async function act(c, args, body) {
 		const phase = String(args?.phase ?? "");
 		active = { key: c.key?.join?.(",") ?? String(c.key ?? ""), phase };
 		const save = () => persistNow(c);
+		c.vars.wire.acknowledge(args?.wireAck);
 		adoptFaults(c);
 		const deadline = Number(args?.timeoutMs) > 0 ? Number(args.timeoutMs) + ACTION_MARGIN_MS : 120_000;
+		let answer;
+		let finished;
+		const done = new Promise((resolve) => (finished = resolve));
+		c.vars.acting.add(done);
 		try {
-			const result = await bounded(body(save), deadline, phase || "action");
-			return { ok: true, ...result };
+			const result = await bounded(body(save), deadline, phase || "action", c.vars.inflight);
+			answer = { ok: true, ...result };
 		} catch (error) {
-			return { ok: false, error: describeError(error) };
-		} finally {
+			answer = { ok: false, error: describeError(error) };
+		}
+		try {
 			adoptFaults(c);
 			await save().catch(() => {});
+			return { ...answer, wire: c.vars.wire.pending() };
+		} finally {
+			finished();
+			c.vars.acting.delete(done);
 		}
 	}
 
@@ -193,8 +244,22 @@ export function sdkClientActor({ persistNow, options }) {
 	}
 
 	return actor({
-		createState: () => ({ sessions: {}, events: {}, inserted: {}, clients: {}, faults: [], wakes: 0 }),
-		createVars: () => ({ clients: new Map() }),
+		createState: () => ({
+			sessions: {},
+			events: {},
+			tally: { inserted: {}, failed: {}, failures: [] },
+			clients: {},
+			faults: [],
+			wakes: 0,
+		}),
+		// inflight: a way to end each running action; acting: each action until it has answered.
+		createVars: () => ({
+			clients: new Map(),
+			stores: new Map(),
+			wire: new WireLog(),
+			inflight: new Set(),
+			acting: new Set(),
+		}),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -211,9 +276,17 @@ export function sdkClientActor({ persistNow, options }) {
 				act(c, args, async (save) => {
 					if (typeof args?.baseUrl !== "string") throw new UserError("connect: baseUrl (string) required");
 					const old = c.vars.clients.get(args.client);
-					if (old) await old.sdk.dispose().catch(() => {});
+					if (old) {
+						await old.sdk.dispose().catch(() => {});
+						await old.persist.close?.().catch(() => {});
+					}
 					// No token: the hosted client runs against the local stack only.
-					c.state.clients[args.client] = { baseUrl: args.baseUrl, headers: args.headers ?? null, sdk: args.sdk ?? null };
+					c.state.clients[args.client] = {
+						baseUrl: args.baseUrl,
+						headers: args.headers ?? null,
+						persist: args.persist ?? null,
+						sdk: args.sdk ?? null,
+					};
 					c.vars.clients.set(args.client, await newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
 				}),
@@ -243,12 +316,25 @@ export function sdkClientActor({ persistNow, options }) {
 					const { client } = await clientFor(c, args.client, save);
 					const listed = await client.sdk.getEvents({ sessionId: args.id, limit: args.limit ?? DEFAULT_LIMIT });
 					// The whole stored history, for the integrity check.
-					const all = (c.state.events[args.id] ?? []).map((e) => ({ id: e.id, eventIndex: Number(e.eventIndex) }));
+					const all = (await allEvents(client.persist, args.id)).map((text) => {
+						const e = JSON.parse(text);
+						return { id: e.id, eventIndex: Number(e.eventIndex) };
+					});
+					const tally = c.state.tally ?? { inserted: {}, failed: {}, failures: [] };
 					return {
 						eventsObserved: listed.items.length,
 						history: all,
-						recorded: c.state.inserted[args.id] ?? 0,
+						recorded: tally.inserted[args.id] ?? 0,
+						writeFailures: tally.failed[args.id] ?? 0,
+						firstWriteFailure: tally.failures[0] ?? null,
 					};
+				}),
+
+			/** Every stored event of a session, each as its JSON text (the replay check reads payloads byte for byte). */
+			history: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					return { events: await allEvents(client.persist, args.id) };
 				}),
 
 			resumeSession: (c, args) =>
@@ -283,22 +369,73 @@ export function sdkClientActor({ persistNow, options }) {
 					const live = c.vars.clients.get(args.client);
 					c.vars.clients.delete(args.client);
 					delete c.state.clients[args.client];
-					if (live) await live.sdk.dispose();
+					if (live) {
+						await live.sdk.dispose();
+						await live.persist.close?.().catch(() => {});
+					}
 					return {};
 				}),
 
-			/** The cell is over: close every SDK client and destroy this actor. */
-			retire: async (c) => {
-				for (const live of c.vars.clients.values()) await live.sdk.dispose().catch(() => {});
+			/**
+			 * One SessionPersistDriver call (`call`, its arguments as a JSON
+			 * text in `argsJson`) on the driver `persist` names: the harness
+			 * runs its persist contract through this against the Node drivers.
+			 * Arguments and result travel as JSON texts, so the engine's
+			 * re-encoding (sorted keys) never touches what the driver sees.
+			 */
+			store: (c, args) =>
+				act(c, args, async (save) => {
+					const key = JSON.stringify(args.persist ?? null);
+					let driver = c.vars.stores.get(key);
+					if (!driver) {
+						const opening = openDriver(args.persist, () => new ActorStatePersistDriver(c, save));
+						opening.catch(() => {});
+						driver = lazyDriver(opening);
+						c.vars.stores.set(key, driver);
+					}
+					const known = ["getSession", "listSessions", "updateSession", "listEvents", "insertEvent"];
+					if (!known.includes(args.call)) throw new UserError(`store: unknown call ${args.call}`);
+					const result = await driver[args.call](...JSON.parse(String(args.argsJson ?? "[]")));
+					return { resultJson: result === undefined ? null : JSON.stringify(result) };
+				}),
+
+			/**
+			 * The cell is over: close every SDK client and destroy this actor;
+			 * answers with the faults recorded for it and the last wire records.
+			 */
+			retire: async (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				// An action the harness gave up on (a prompt the SDK left pending) still
+				// holds its request open: ended first, so the actor is not destroyed
+				// under it (RivetKit then waits out its shutdown grace, and the runner
+				// did not place actors again for the next cells on the stack).
+				for (const end of [...c.vars.inflight]) end();
+				const acting = Promise.allSettled([...c.vars.acting]);
+				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
+				for (const store of c.vars.stores.values()) await store.close?.().catch(() => {});
+				c.vars.stores.clear();
+				for (const live of c.vars.clients.values()) {
+					await live.sdk.dispose().catch(() => {});
+					await live.persist.close?.().catch(() => {});
+				}
 				c.vars.clients.clear();
+				adoptFaults(c);
+				const answer = { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
 				c.destroy();
-				return { ok: true };
+				return answer;
 			},
 
 			/** Unhandled rejections and uncaught exceptions recorded for this actor, with their phase. */
-			faults: (c) => {
+			faults: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
 				adoptFaults(c);
-				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes };
+				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
+			},
+
+			/** The wire records continuity has not acknowledged, e.g. after a phase it gave up on. */
+			wire: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				return { ok: true, wire: c.vars.wire.pending() };
 			},
 		},
 	});

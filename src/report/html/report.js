@@ -122,15 +122,32 @@
     return windows;
   }
 
+  // fault_start to fault_end (or to the cell's end, when the trace has none).
+  function faultWindows(cell, span) {
+    var windows = [], open = null;
+    (cell.events || []).forEach(function (e) {
+      if (e.ev === "fault_start") open = e;
+      if (e.ev === "fault_end" && open !== null) { windows.push([open.t, e.t, open, e]); open = null; }
+    });
+    if (open !== null) windows.push([open.t, span, open, null]);
+    return windows;
+  }
+
   function markClass(e) {
     if (e.ev === "http") {
       if (e.error) return "mark-fail";
+      if (e.closedBy === "client" && e.status === undefined) return "mark-info";
+      if (e.purpose === "terminal" && e.status === 101) return "mark-ok";
       return e.status >= 200 && e.status < 300 ? "mark-ok" : "mark-fail";
     }
+    if (e.ev === "ws_close") return e.clean === false ? "mark-fail" : "mark-info";
     if (e.ev === "stream_end") return e.error ? "mark-fail" : "mark-info";
     if (e.ev === "ready_probe") return e.error || (e.status && (e.status < 200 || e.status >= 300)) ? "mark-fail" : "mark-ok";
     if (e.ev === "restart_end") return e.ok ? "mark-ok" : "mark-fail";
     if (e.ev === "store") return e.ok ? "mark-ok" : "mark-fail";
+    if (e.ev === "fault_action" || e.ev === "fault_start") return "mark-fail";
+    if (e.ev === "fault_end") return e.ok ? "mark-ok" : "mark-fail";
+    if (e.ev === "sdk") return e.ok ? "mark-ok" : "mark-fail";
     return "mark-info";
   }
   function markText(e) {
@@ -139,22 +156,34 @@
       var result = e.status !== undefined ? "HTTP " + e.status : "";
       if (e.error) result += (result ? ", " : "") + e.error;
       if (e.problemType) result += " " + e.problemType;
+      if (!result && e.closedBy === "client") result = "closed by the client";
       var attempt = e.attempt ? " attempt " + e.attempt : "";
       return e.method + " " + e.url + attempt + " → " + (result || "?") + " in " + fmtMs(e.ms) + at;
     }
     if (e.ev === "sse") return "SSE event " + (e.id || "") + " " + (e.method || ("response id " + e.rpcId)) + at;
     if (e.ev === "rpc") return (e.dir === "out" ? "→ " : "← ") + (e.method || "response") + (e.rpcId !== undefined ? " id " + e.rpcId : "") + " via " + e.via + at;
-    if (e.ev === "stream_end") return "event stream ended" + (e.error ? ": " + e.error : "") + at;
+    if (e.ev === "stream_end") return (e.closedBy === "client" && !e.error ? "event stream closed by the client" : "event stream ended" + (e.error ? ": " + e.error : "")) + at;
     if (e.ev === "ready_probe") return "readiness " + e.probe + " attempt " + e.attempt + " → " + (e.status !== undefined ? "HTTP " + e.status : "") + (e.error ? " " + e.error : "") + at;
     if (e.ev === "component_stop") return e.component + " stopped" + (e.exitCode !== undefined && e.exitCode !== null ? " (exit " + e.exitCode + ")" : "") + (e.signal ? " (" + e.signal + ")" : "") + at;
     if (e.ev === "component_start") return e.component + " started" + (e.pid ? " (pid " + e.pid + ")" : "") + at;
     if (e.ev === "restart_start") return "restart started" + at;
     if (e.ev === "restart_end") return "restart " + (e.ok ? "ready" : "failed") + at;
+    if (e.ev === "fault_start") return "fault on the " + e.hop + " hop: " + (e.fault || e.toxic) + at;
+    if (e.ev === "fault_action") return "the fault proxy " + e.action + " connection " + e.conn + " on the " + e.hop + " hop (" + e.toxic + ")" + at;
+    if (e.ev === "fault_end") return "fault on the " + e.hop + " hop healed" + (e.ok ? "" : ": " + (e.detail || "the proxy failed")) + at;
     if (e.ev === "store") return "store " + e.call + " (" + e.driver + ") → " + (e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
+    if (e.ev === "ws") return "terminal " + e.process + (e.dir === "out" ? " → input" : " ← " + e.frame) + " (" + e.bytes + " bytes)" + at;
+    if (e.ev === "ws_open") return "terminal " + e.process + " open" + at;
+    if (e.ev === "ws_close") return "terminal " + e.process + " closed: ws close " + e.code + (e.clean === false ? " (no close frame)" : "") + at;
+    if (e.ev === "window") return "watched " + fmtMs(e.ms) + " for " + e.what + at;
+    if (e.ev === "cleanup_wait") return "waited " + fmtMs(e.ms) + " for the previous cell's DELETEs" + at;
+    if (e.ev === "sdk") return "hosted SDK " + e.call + " → " + (e.abandoned ? "no answer by the deadline" : e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
     return e.ev + at;
   }
-  var LANES = { http: "HTTP", stream_end: "stream", sse: "stream", rpc: "JSON-RPC", store: "store",
-    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target" };
+  var LANES = { sdk: "SDK", http: "HTTP", stream_end: "stream", sse: "stream", ws: "stream", ws_open: "stream", ws_close: "stream",
+    rpc: "JSON-RPC", store: "store", window: "target", cleanup_wait: "target",
+    ready_probe: "target", component_stop: "target", component_start: "target", restart_start: "target", restart_end: "target",
+    fault_start: "target", fault_action: "target", fault_end: "target" };
 
   function timeline(cell) {
     var times = phaseTimes(cell);
@@ -164,6 +193,8 @@
     events.forEach(function (e) { span = Math.max(span, e.t); });
     var W = 1000, L = 190, R = 12, rowH = 18, top = 22;
     var lanes = ["HTTP", "stream", "JSON-RPC", "store", "target"];
+    // A hosted-client cell: its SDK actions get a lane above their exchanges.
+    if (events.some(function (e) { return e.ev === "sdk"; })) lanes.unshift("SDK");
     var rows = times.length + lanes.length;
     var H = top + rows * rowH + 8;
     var x = function (t) { return L + (t / span) * (W - L - R); };
@@ -173,6 +204,10 @@
       root.appendChild(sv("line", { "class": "grid", x1: x(t), x2: x(t), y1: top - 4, y2: H - 6 }));
       root.appendChild(sv("text", { "class": "label", x: x(t), y: 12, "text-anchor": "middle" }, fmtMs(t)));
     }
+    faultWindows(cell, span).forEach(function (w) {
+      var end = w[3] ? "healed after " + fmtMs(w[1] - w[0]) : "not healed in the trace";
+      root.appendChild(sv("rect", { "class": "fault-window", x: x(w[0]), y: top - 4, width: Math.max(2, x(w[1]) - x(w[0])), height: H - top }, tip("fault on the " + w[2].hop + " hop: " + (w[2].fault || w[2].toxic) + ", " + end)));
+    });
     restartWindows(cell, times).forEach(function (w) {
       var detail = w[2] ? " (" + (w[2].ok ? "ready" : "failed") + (w[2].readyMs !== undefined && w[2].readyMs !== null ? ", ready after " + fmtMs(w[2].readyMs) : "") + ")" : "";
       root.appendChild(sv("rect", { "class": "restart-window", x: x(w[0]), y: top - 4, width: Math.max(2, x(w[1]) - x(w[0])), height: H - top }, tip("restart " + fmtMs(w[1] - w[0]) + detail)));
@@ -195,7 +230,8 @@
       var lane = lanes.indexOf(LANES[e.ev]);
       if (lane < 0) return;
       var y = top + (times.length + lane) * rowH;
-      var start = (e.ev === "http" || e.ev === "store") && e.ms ? Math.max(0, e.t - e.ms) : e.t;
+      var spans = e.ev === "http" || e.ev === "store" || e.ev === "sdk" || e.ev === "window" || e.ev === "cleanup_wait";
+      var start = spans && e.ms ? Math.max(0, e.t - e.ms) : e.t;
       root.appendChild(sv("rect", { "class": "mark " + markClass(e), x: x(start) - 1, y: y + 3, width: Math.max(3, x(e.t) - x(start) + 1), height: rowH - 7 }, tip(markText(e))));
     });
     return root;

@@ -111,7 +111,15 @@ pub(super) fn check_history(
     // Both counts live in the actor's state: a lost save loses the count
     // too, so what this catches is a hole in the middle (gaps) or a write
     // the store dropped while the SDK went on.
-    let lost = recorded.saturating_sub(ids.len());
+    let silent = recorded.saturating_sub(ids.len());
+    let loud = out
+        .get("writeFailures")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let lost = silent + loud;
+    let first = out.get("firstWriteFailure").and_then(Value::as_str);
+    let how = write_loss(silent, loud, first, detail);
+    let recorded = recorded + loud;
     detail.insert("eventsTotal".into(), history.len().into());
     detail.insert("eventsRecorded".into(), recorded.into());
     detail.insert("eventsLost".into(), lost.into());
@@ -123,11 +131,49 @@ pub(super) fn check_history(
     Err(StepFailure::new(diagnose::other(
         SignatureKind::Integrity,
         format!(
-            "history has {} events, the SDK stored {recorded}: {lost} lost, {duplicates} duplicated, {gaps} index gaps",
+            "history has {} events, the SDK recorded {recorded}: {lost} lost, {duplicates} duplicated, {gaps} index gaps{how}",
             history.len()
         ),
     ))
     .with_detail(detail.clone()))
+}
+
+/// How the missing writes were lost, into `detail.writes`: `intact`,
+/// `failedLoudly` (the store raised: the SDK logs the error and drops the
+/// event, its caller never hears), `lostSilently` (the store accepted them
+/// and the history does not hold them), or `both`; and the words that say
+/// so in a message (empty when intact).
+pub(super) fn write_loss(
+    silent: usize,
+    loud: usize,
+    first_failure: Option<&str>,
+    detail: &mut Map<String, Value>,
+) -> String {
+    let word = match (silent, loud) {
+        (0, 0) => "intact",
+        (0, _) => "failedLoudly",
+        (_, 0) => "lostSilently",
+        _ => "both",
+    };
+    detail.insert("writes".into(), word.into());
+    detail.insert("writesFailedLoudly".into(), loud.into());
+    detail.insert("writesLostSilently".into(), silent.into());
+    let mut words = String::new();
+    if loud > 0 {
+        words.push_str(&format!(
+            "; {loud} writes failed loudly (the store raised; the client only logged it)"
+        ));
+        if let Some(first) = first_failure {
+            let first = crate::report::mask_ids(&crate::secret::redact_known(first));
+            words.push_str(&format!(", first: {first}"));
+        }
+    }
+    if silent > 0 {
+        words.push_str(&format!(
+            "; {silent} writes the store accepted are gone (lost silently)"
+        ));
+    }
+    words
 }
 
 pub(super) fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
@@ -167,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_sdks_400_is_an_http_signature_and_its_timeout_a_timeout() {
-        let sdk = |v: Value| HostedError::Sdk(serde_json::from_value(v).unwrap());
+        let sdk = |v: Value| HostedError::Sdk(Box::new(serde_json::from_value(v).unwrap()));
         let http = hosted_signature(
             &sdk(
                 json!({"name": "AcpHttpError", "message": "Bad Request", "status": 400,

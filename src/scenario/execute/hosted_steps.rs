@@ -7,7 +7,7 @@
 
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
 use super::{expect_stop, rehydrate_text, RunningCell, StepFailure, StepResult};
-use crate::client::hosted::{HostedClient, HostedError};
+use crate::client::hosted::{CallKind, HostedClient, HostedError};
 use crate::diagnose;
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Scenario, Step, StepKind};
@@ -15,25 +15,68 @@ use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::time::Duration;
 
+/// How long fetching the SDK's wire records before a restart may take.
+const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
+
 /// The cell's hosted client and which of the scenario's clients it has connected.
 pub struct HostedCell {
     pub client: HostedClient,
     /// The SDK module the actor imports for this cell's clients (its SDK point).
-    pub(super) sdk_module: std::path::PathBuf,
+    pub(super) sdk_module: Option<std::path::PathBuf>,
     pub(super) connected: HashSet<String>,
     /// The running phase's deadline: the actor bounds the SDK call just past it.
     pub(super) deadline: Duration,
+    /// The `SessionPersistDriver` the actor builds for the cell's SDK
+    /// clients (`stack/rivet/drivers.mjs`); its own state when `None`.
+    pub(super) store: Option<Value>,
 }
 
 impl HostedCell {
-    pub fn new(client: HostedClient, sdk_module: std::path::PathBuf) -> Self {
+    /// `sdk_module`: the SDK point's module the hosted actor imports (none:
+    /// the client's own SDK, as the browser page bundles it).
+    pub fn new(client: HostedClient, sdk_module: Option<std::path::PathBuf>) -> Self {
         Self {
             client,
             sdk_module,
             connected: HashSet::new(),
             deadline: Duration::from_secs(30),
+            store: None,
         }
     }
+
+    /// Its actions and the SDK's wire written into the cell's `trace`.
+    pub(super) fn traced(self, trace: crate::trace::Trace) -> Self {
+        Self {
+            client: self.client.traced(trace),
+            ..self
+        }
+    }
+    /// The cell's SDK clients keep their sessions in `store`.
+    pub fn with_store(mut self, store: Option<Value>) -> Self {
+        self.store = store;
+        self
+    }
+}
+
+/// The `history` action's events: each one a JSON text, so no hop on the
+/// way (the Rivet Engine re-encodes objects with sorted keys) changes the
+/// payloads the replay was built from.
+fn parse_history(
+    out: &Map<String, Value>,
+) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+    let protocol =
+        |message: String| StepFailure::new(diagnose::other(SignatureKind::Protocol, message));
+    out.get("events")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("history: no `events` list".into()))?
+        .iter()
+        .map(|text| {
+            let text = text
+                .as_str()
+                .ok_or_else(|| protocol("history: an event that is not a JSON text".into()))?;
+            serde_json::from_str(text).map_err(|e| protocol(format!("history: {e}")))
+        })
+        .collect()
 }
 
 /// The first step of `scenario` the hosted client cannot take: (phase, step kind).
@@ -60,6 +103,7 @@ fn supported(step: &Step) -> bool {
             | Step::Dispose { .. }
             | Step::Sleep { .. }
             | Step::Health { .. }
+            | Step::ReplayCheck { .. }
     )
 }
 
@@ -81,10 +125,12 @@ impl RunningCell<'_> {
         args.insert("timeoutMs".into(), (timeout.as_millis() as u64).into());
         self.hosted()
             .client
-            .call(
+            .call_as(
+                CallKind::Scenario,
                 action,
                 Value::Object(args),
                 timeout.max(Duration::from_secs(30)),
+                Some(timeout),
             )
             .await
             .map_err(|e| {
@@ -109,14 +155,25 @@ impl RunningCell<'_> {
             m
         };
         match step {
-            Step::Restart | Step::Sleep { .. } => return self.run_step(running).await,
+            Step::Restart => {
+                // A restart may take the actor's process with it (the rivet
+                // target): what its log holds is fetched before that.
+                self.hosted()
+                    .client
+                    .drain_wire(phase, WIRE_BEFORE_RESTART)
+                    .await;
+                return self.run_step(running).await;
+            }
+            Step::Sleep { .. } => return self.run_step(running).await,
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
-                args.insert(
-                    "sdk".into(),
-                    self.hosted().sdk_module.display().to_string().into(),
-                );
+                if let Some(module) = &self.hosted().sdk_module {
+                    args.insert("sdk".into(), module.display().to_string().into());
+                }
+                if let Some(store) = &self.hosted().store {
+                    args.insert("persist".into(), store.clone());
+                }
                 if !self.settings.headers.is_empty() {
                     let headers: Map<String, Value> = self
                         .settings
@@ -240,6 +297,17 @@ impl RunningCell<'_> {
                 let out = self.act("health", base(client)).await?;
                 copy(&out, &mut detail, &["health"]);
             }
+            Step::ReplayCheck { client, session } => {
+                let mut args = base(client);
+                args.insert("id".into(), self.session_id(session).into());
+                let out = self.act("history", args).await?;
+                let events = parse_history(&out)?;
+                return super::client_restart::judge_replay(
+                    &events,
+                    crate::client::DEFAULT_REPLAY_MAX_EVENTS,
+                    crate::client::DEFAULT_REPLAY_MAX_CHARS,
+                );
+            }
             other => {
                 return Err(StepFailure::new(diagnose::other(
                     SignatureKind::Harness,
@@ -287,14 +355,16 @@ impl RunningCell<'_> {
             .is_some_and(|h| h.connected.contains(client))
     }
 
-    /// What the actor app recorded as unhandled rejections during this cell.
-    pub(super) async fn hosted_faults(&self) -> Vec<Value> {
+    /// Destroys the cell's actor (its SDK clients closed first): one cell,
+    /// one actor, none left behind on the runner. Returns what the actor
+    /// app recorded as unhandled rejections during the cell.
+    pub(super) async fn retire_hosted(&self) -> Vec<Value> {
         let Some(hosted) = self.hosted.as_ref() else {
             return Vec::new();
         };
         match hosted
             .client
-            .call("faults", json!({"phase": "faults"}), Duration::from_secs(5))
+            .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
             .await
         {
             Ok(out) => out
@@ -303,17 +373,6 @@ impl RunningCell<'_> {
                 .cloned()
                 .unwrap_or_default(),
             Err(_) => Vec::new(),
-        }
-    }
-
-    /// Destroys the cell's actor (its SDK clients closed first): one cell,
-    /// one actor, none left behind on the runner.
-    pub(super) async fn retire_hosted(&self) {
-        if let Some(hosted) = self.hosted.as_ref() {
-            let _ = hosted
-                .client
-                .call("retire", json!({"phase": "retire"}), Duration::from_secs(5))
-                .await;
         }
     }
 

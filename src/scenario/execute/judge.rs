@@ -41,6 +41,23 @@ pub(super) fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
     (Verdict::Fail, boundary)
 }
 
+/// A row for something the harness itself could not do (heal a network
+/// fault): it makes the cell an error, never a failure of the server.
+pub(super) fn harness_failure(name: &str, step: &str, reason: String) -> PhaseResult {
+    PhaseResult {
+        name: name.into(),
+        step: step.into(),
+        decides_verdict: false,
+        cleanup: false,
+        outcome: Outcome::Fail,
+        ok: false,
+        duration_ms: 0,
+        deadline_ms: 0,
+        detail: Map::new(),
+        signature: Some(diagnose::other(SignatureKind::Harness, reason)),
+    }
+}
+
 /// The phase that was running when the run was interrupted.
 pub(super) fn interrupted_phase(phase: &Phase, default: Duration, started: Instant) -> PhaseResult {
     PhaseResult {

@@ -44,6 +44,19 @@ impl RunningCell<'_> {
         })
     }
 
+    /// A client of the cell's store (its own in-memory one for `memory`).
+    pub(super) fn new_client(&self) -> Result<Client, StepFailure> {
+        let store: Arc<dyn PersistDriver> = match &self.settings.store {
+            CellStore::Shared(store) => Arc::clone(store),
+            CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
+        };
+        let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
+        options.token = self.settings.token.clone();
+        options.headers = self.settings.headers.clone();
+        options.trace = self.settings.trace.clone();
+        Client::connect(options).map_err(|e| self.fail(&e))
+    }
+
     fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
         StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
     }
@@ -68,18 +81,13 @@ impl RunningCell<'_> {
                 return self.restart_during_turn(phase_name, *after).await
             }
             Step::Connect { client } => {
-                let store: Arc<dyn PersistDriver> = match &self.settings.store {
-                    CellStore::Shared(store) => Arc::clone(store),
-                    CellStore::PerClientMemory => Arc::new(MemoryDriver::default()),
-                };
-                let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
-                options.token = self.settings.token.clone();
-                options.headers = self.settings.headers.clone();
-                options.trace = self.settings.trace.clone();
-                let connected = Client::connect(options).map_err(|e| self.fail(&e))?;
+                let connected = self.new_client()?;
                 if let Some(old) = self.clients.insert(client.clone(), Arc::new(connected)) {
                     old.dispose().await;
                 }
+            }
+            Step::ReplayCheck { client, session } => {
+                return self.replay_check(client, session).await
             }
             Step::CreateSession {
                 client,
@@ -281,6 +289,11 @@ impl RunningCell<'_> {
         let mut detail = Map::new();
         let trace = &self.settings.trace;
         trace.event("restart_start", Map::new());
+        if self.restarter.restarts_clients() && self.hosted.is_none() {
+            let renewed = self.renew_clients().await?;
+            detail.insert("clientsRenewed".into(), renewed.into());
+        }
+        let trace = &self.settings.trace;
         let report = self.restarter.restart(phase).await;
         trace.event(
                 "restart_end",
@@ -334,10 +347,18 @@ impl RunningCell<'_> {
         detail: &mut Map<String, Value>,
     ) -> Result<(), StepFailure> {
         let store = Arc::clone(self.client(reader)?.persist());
+        // A client the `client` target retired counts under its name: its
+        // store died with it when it was its own memory.
+        let retired = self
+            .retired
+            .iter()
+            .filter(|(name, c)| name == reader || Arc::ptr_eq(c.persist(), &store))
+            .map(|(_, c)| c);
         let writers: Vec<&Arc<Client>> = self
             .clients
             .values()
             .filter(|c| Arc::ptr_eq(c.persist(), &store))
+            .chain(retired)
             .collect();
         for client in &writers {
             client.flush().await;
@@ -352,7 +373,14 @@ impl RunningCell<'_> {
         let duplicates = events.len() - indexes.len();
         let max = indexes.iter().next_back().copied().unwrap_or(0);
         let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
-        let lost = stored.saturating_sub(events.len() as u64) as usize + write_failures.len();
+        let silent = stored.saturating_sub(events.len() as u64) as usize;
+        let how = super::hosted_data::write_loss(
+            silent,
+            write_failures.len(),
+            write_failures.first().map(String::as_str),
+            detail,
+        );
+        let lost = silent + write_failures.len();
         detail.insert("eventsTotal".into(), events.len().into());
         detail.insert(
             "eventsRecorded".into(),
@@ -364,10 +392,7 @@ impl RunningCell<'_> {
         if lost == 0 && duplicates == 0 && gaps == 0 {
             return Ok(());
         }
-        let mut message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps", events.len(), stored as usize + write_failures.len());
-        if let Some(first) = write_failures.first() {
-            message.push_str(&format!("; first write failure: {first}"));
-        }
+        let message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps{how}", events.len(), stored as usize + write_failures.len());
         Err(
             StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
                 .with_detail(detail.clone()),

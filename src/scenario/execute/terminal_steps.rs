@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 /// How long a fresh attach waits for replayed output (scrollback) before the
 /// next step, when the first line sent has not come back sooner.
 const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
-/// Output silence that counts as "nothing more under way" before a reattach, and its bound.
+/// Output silence (since the last output) that counts as "nothing more
+/// under way" before a reattach, and its bound.
 const QUIET_GAP: Duration = Duration::from_millis(150);
 const QUIET_BOUND: Duration = Duration::from_secs(1);
 
@@ -122,14 +123,13 @@ impl RunningCell<'_> {
         let process_id = entry.terminal.process_id().to_string();
         record_old_socket(&entry.terminal, &mut detail);
         // Let output already under way land before the new attach, so
-        // only a replay can bring old lines to the new socket.
-        let quiet_by = Instant::now() + QUIET_BOUND;
-        loop {
-            let before = entry.terminal.mark();
-            tokio::time::sleep(QUIET_GAP).await;
-            if entry.terminal.mark() == before || Instant::now() >= quiet_by {
-                break;
-            }
+        // only a replay can bring old lines to the new socket; a closed
+        // socket has nothing under way.
+        let trace = self.settings.trace.clone();
+        if entry.terminal.closed().is_none() {
+            let quiet_from = Instant::now();
+            entry.terminal.quiet_for(QUIET_GAP, QUIET_BOUND).await;
+            observation_window(&trace, "output quiet on the old socket", quiet_from);
         }
         entry.terminal.close().await;
         let fresh = self
@@ -145,7 +145,8 @@ impl RunningCell<'_> {
         // socket; only the first line ever sent proves a replay. Once it
         // is there the answer is known; only its absence needs the whole wait.
         let first_sent = entry.sent.first().cloned();
-        let replay_by = Instant::now() + SCROLLBACK_WAIT;
+        let replay_from = Instant::now();
+        let replay_by = replay_from + SCROLLBACK_WAIT;
         let kept = loop {
             let kept = first_sent
                 .as_ref()
@@ -155,6 +156,7 @@ impl RunningCell<'_> {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
+        observation_window(&trace, "a replay of earlier output", replay_from);
         let replayed = fresh.output_since(0);
         detail.insert("scrollbackBytes".into(), replayed.len().into());
         detail.insert("scrollbackKept".into(), kept.into());
@@ -163,6 +165,15 @@ impl RunningCell<'_> {
         entry.mark = entry.terminal.mark();
         Ok(detail)
     }
+}
+
+/// A wait of the harness's own choosing, in the trace (and in the overhead):
+/// how long the reattach watched for `what`.
+fn observation_window(trace: &crate::trace::Trace, what: &str, from: Instant) {
+    let mut fields = Map::new();
+    fields.insert("what".into(), what.into());
+    fields.insert("ms".into(), crate::clock::millis(from.elapsed()).into());
+    trace.event("window", fields);
 }
 
 fn record_old_socket(old: &Terminal, detail: &mut Map<String, Value>) {

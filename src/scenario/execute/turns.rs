@@ -255,7 +255,13 @@ impl RunningCell<'_> {
         if figures.is_clean() {
             return indexes.map(|()| detail);
         }
-        let message = format!("turn {name}: {}", figures.describe());
+        let count = |key: &str| detail.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let (loud, silent) = (count("writesFailedLoudly"), count("writesLostSilently"));
+        let how = match (loud, silent) {
+            (0, 0) => String::new(),
+            _ => format!("; writes: {loud} failed loudly, {silent} lost silently"),
+        };
+        let message = format!("turn {name}: {}{how}", figures.describe());
         Err(
             StepFailure::new(diagnose::other(SignatureKind::Integrity, message))
                 .with_detail(detail),

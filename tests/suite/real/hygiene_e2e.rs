@@ -648,9 +648,11 @@ fn sandbox_folders_go_after_a_second_ctrl_c_and_a_dead_runs_at_the_next_start() 
     std::fs::create_dir_all(&scenarios).unwrap();
     std::fs::write(
         scenarios.join("files.toml"),
-        "name = \"files\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"c\"\npath = \"notes/a.txt\"\ncontent = \"kept\\n\"\n\n[[phase]]\nname = \"hold\"\nstep = \"sleep\"\nms = 120000\ntimeout_ms = 130000\n",
+        "name = \"files\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"c\"\npath = \"notes/a.txt\"\ncontent = \"kept\\n\"\n\n[[phase]]\nname = \"hold\"\nstep = \"sleep\"\nms = 120000\ntimeout_ms = 130000\n\n[[cleanup]]\nname = \"linger\"\nstep = \"sleep\"\nms = 60000\ntimeout_ms = 70000\n",
     )
     .unwrap();
+    // The cleanup lingers (up to the 3 s an interrupted cell's cleanup is
+    // given), so the second Ctrl-C lands while the run is still stopping.
     let out = dir.path().join("out");
     let (mut child, events) = spawn_run(
         &out,
@@ -673,7 +675,13 @@ fn sandbox_folders_go_after_a_second_ctrl_c_and_a_dead_runs_at_the_next_start() 
     signal(&child, libc::SIGINT);
     std::thread::sleep(std::time::Duration::from_millis(100));
     signal(&child, libc::SIGINT);
-    assert_eq!(exit_code(&mut child), Some(i32::from(exit_codes::KILLED)));
+    let code = exit_code(&mut child);
+    assert_eq!(
+        code,
+        Some(i32::from(exit_codes::KILLED)),
+        "{}",
+        stderr_of(&mut child)
+    );
     assert_eq!(sandbox_folders_of(&id), Vec::<String>::new());
 
     // A run killed outright (its lock file left, unlocked) leaves a folder:

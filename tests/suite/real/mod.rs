@@ -2,15 +2,19 @@
 //! real agents, Chromium); they fail loudly when one cannot start.
 
 mod bad_input_e2e;
+mod browser_e2e;
 mod candidate_e2e;
 mod client_real_server;
 mod clients_e2e;
 mod diagnosis_e2e;
+mod faults_e2e;
 mod gate_e2e;
+mod hosted_wire_e2e;
 mod hygiene_e2e;
 mod jobs_e2e;
 mod matrix_e2e;
 mod mid_turn_e2e;
+mod persist_e2e;
 mod progress_tty;
 mod real_agents_e2e;
 mod report_html_browser;

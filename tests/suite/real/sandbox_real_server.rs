@@ -393,6 +393,7 @@ async fn start_with_token(token: &str) -> TokenServer {
         agent_program: std::path::PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
         agent_env: Vec::new(),
         port: Some(port),
+        cors_origin: None,
     }
     .prepare(port)
     .unwrap();

@@ -57,6 +57,7 @@ impl Server {
             agent_program: PathBuf::from(env!("CARGO_BIN_EXE_continuity")),
             agent_env,
             port: None,
+            cors_origin: None,
         };
         // Unowned: no run's tag or keeper; dropping `Server` kills its group.
         let server = SandboxAgentServer::start(config, Supervisor::default(), READY_WITHIN)
@@ -332,6 +333,7 @@ pub fn managed_agent_config_with(
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         port: Some(port),
+        cors_origin: None,
     };
     let spec = server.prepare(port).unwrap();
     let base_url = format!("http://127.0.0.1:{port}");

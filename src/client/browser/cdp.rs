@@ -1,0 +1,158 @@
+//! One DevTools protocol connection (a WebSocket to the browser): commands
+//! with ids, their answers routed back, and every event handed to the
+//! page's [`Wire`] as it arrives, in order.
+
+use super::wire::Wire;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Why a DevTools command did not give its result.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CdpError {
+    #[error("cannot reach the browser's DevTools at {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("the browser's DevTools connection closed")]
+    Closed,
+    #[error("{method}: no answer from the browser within {waited_s} s")]
+    Timeout { method: String, waited_s: u64 },
+    #[error("{method}: {message}")]
+    Command { method: String, message: String },
+}
+
+type Answer = Result<Value, String>;
+
+/// A connection to the browser; cheap to clone.
+#[derive(Clone)]
+pub struct Connection {
+    out: mpsc::UnboundedSender<Message>,
+    pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
+    next: Arc<AtomicU64>,
+}
+
+impl Connection {
+    pub async fn connect(url: &str, mut wire: Wire) -> Result<Connection, CdpError> {
+        let (socket, _) =
+            tokio_tungstenite::connect_async(url)
+                .await
+                .map_err(|e| CdpError::Connect {
+                    url: url.to_string(),
+                    message: e.to_string(),
+                })?;
+        let (mut sink, mut stream) = socket.split();
+        let (out, mut outgoing) = mpsc::unbounded_channel::<Message>();
+        let pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>> = Arc::default();
+        let next = Arc::new(AtomicU64::new(1));
+        wire.can_ask(out.clone(), next.clone());
+        tokio::spawn(async move {
+            while let Some(message) = outgoing.recv().await {
+                let close = matches!(message, Message::Close(_));
+                if sink.send(message).await.is_err() || close {
+                    break;
+                }
+            }
+        });
+        let answers = pending.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = stream.next().await {
+                let Message::Text(text) = message else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else {
+                    continue;
+                };
+                match value.get("id").and_then(Value::as_u64) {
+                    Some(id) if wire.answer(id, value.get("result")) => {}
+                    Some(id) => {
+                        let waiter = answers
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .remove(&id);
+                        if let Some(waiter) = waiter {
+                            let answer = match value.get("error") {
+                                Some(error) => {
+                                    Err(error["message"].as_str().unwrap_or("an error").to_string())
+                                }
+                                None => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
+                            };
+                            let _ = waiter.send(answer);
+                        }
+                    }
+                    None => wire.event(
+                        value["method"].as_str().unwrap_or_default(),
+                        &value["params"],
+                        value["sessionId"].as_str(),
+                    ),
+                }
+            }
+            // Every command still waiting hears that the connection is gone.
+            answers.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        });
+        Ok(Connection { out, pending, next })
+    }
+
+    /// Sends `method` (to the page `session`, or the browser) and waits for
+    /// its answer, at most [`super::COMMAND_TIMEOUT`].
+    pub async fn send(
+        &self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<Value, CdpError> {
+        match tokio::time::timeout(
+            super::COMMAND_TIMEOUT,
+            self.send_unbounded(method, params, session),
+        )
+        .await
+        {
+            Ok(answer) => answer,
+            Err(_) => Err(CdpError::Timeout {
+                method: method.to_string(),
+                waited_s: super::COMMAND_TIMEOUT.as_secs(),
+            }),
+        }
+    }
+
+    /// [`Connection::send`] without a bound of its own (an action the
+    /// phase's deadline bounds).
+    pub async fn send_unbounded(
+        &self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<Value, CdpError> {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = session.into();
+        }
+        if self
+            .out
+            .send(Message::Text(message.to_string().into()))
+            .is_err()
+        {
+            return Err(CdpError::Closed);
+        }
+        match rx.await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(message)) => Err(CdpError::Command {
+                method: method.to_string(),
+                message,
+            }),
+            Err(_) => Err(CdpError::Closed),
+        }
+    }
+
+    pub fn close(&self) {
+        let _ = self.out.send(Message::Close(None));
+    }
+}

@@ -1,0 +1,219 @@
+//! The hosted SDK's wire, as the `sdkClient` actor records it
+//! (`stack/rivet/wire.mjs`), written into the cell's trace: each record at
+//! the time it happened (the actor's epoch milliseconds mapped onto the
+//! cell's clock), each once — the actor repeats every record continuity has
+//! not acknowledged, so an answer continuity gave up on loses nothing — and
+//! the exchanges counted on their channels like the Rust client's, so a
+//! phase's `observed` text and cause read the same for both clients.
+
+use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// Which records of the actor's wire log are already in the trace.
+#[derive(Debug, Default)]
+pub struct WireCursor {
+    /// Per log (a runner restart starts a new one): the last sequence number written.
+    written: HashMap<String, u64>,
+    /// The log the latest answer came from: the one to acknowledge.
+    latest: Option<String>,
+    /// Records the actor could not keep (its log full), as last reported.
+    dropped: u64,
+}
+
+impl WireCursor {
+    /// What the next action acknowledges: `{origin, seq}`, or null before any answer.
+    pub fn ack(&self) -> Value {
+        match &self.latest {
+            Some(origin) => {
+                json!({"origin": origin, "seq": self.written.get(origin).copied().unwrap_or(0)})
+            }
+            None => Value::Null,
+        }
+    }
+
+    /// Writes the records of an answer's `wire` field that the trace lacks.
+    pub fn ingest(&mut self, trace: &Trace, wire: &Value) {
+        let Some(origin) = wire.get("origin").and_then(Value::as_str) else {
+            return;
+        };
+        let written = self.written.entry(origin.to_string()).or_insert(0);
+        let mut last = *written;
+        for record in wire
+            .get("records")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(seq) = record.get("seq").and_then(Value::as_u64) else {
+                continue;
+            };
+            if seq <= *written {
+                continue;
+            }
+            write_record(trace, record);
+            last = last.max(seq);
+        }
+        *written = last;
+        if self.latest.as_deref() != Some(origin) {
+            self.latest = Some(origin.to_string());
+            self.dropped = 0;
+        }
+        let dropped = wire.get("dropped").and_then(Value::as_u64).unwrap_or(0);
+        if dropped > self.dropped {
+            let mut fields = Map::new();
+            fields.insert("dropped".into(), (dropped - self.dropped).into());
+            trace.event("wire_dropped", fields);
+            self.dropped = dropped;
+        }
+    }
+}
+
+fn write_record(trace: &Trace, record: &Value) {
+    let num = |k: &str| record.get(k).and_then(Value::as_f64);
+    let text = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or_default();
+    let Some(at) = num("at") else { return };
+    let t = trace.t_of_epoch_ms(at);
+    let since_start = num("start").map(|start| (at - start).max(0.0));
+    match text("kind") {
+        "http" => {
+            let (exchange, extra) = exchange(record, since_start.unwrap_or(0.0));
+            trace.recorded_http(t, exchange, extra);
+        }
+        "stream_end" => {
+            let failure = record.get("error").map(transport_failure);
+            trace.recorded_stream_end(
+                t,
+                text("url"),
+                (
+                    num("events").unwrap_or(0.0) as u64,
+                    num("received").unwrap_or(0.0) as u64,
+                ),
+                failure.as_ref(),
+                closed_by(record),
+            );
+        }
+        kind @ ("sse" | "rpc" | "store") => {
+            let keep: &[&str] = match kind {
+                "sse" => &["event", "bytes", "id", "method", "rpcId", "errorCode"],
+                "rpc" => &["dir", "via", "method", "rpcId", "errorCode"],
+                _ => &["call", "driver", "ok", "error"],
+            };
+            let mut fields: Map<String, Value> = keep
+                .iter()
+                .filter_map(|k| record.get(*k).map(|v| (k.to_string(), v.clone())))
+                .collect();
+            if let Some(ms) = since_start.filter(|_| kind == "store") {
+                fields.insert("ms".into(), json!(round(ms)));
+            }
+            trace.recorded(t, kind, fields);
+        }
+        _ => {}
+    }
+}
+
+/// An `http` record as the trace's exchange, and its headers time beside it.
+fn exchange(record: &Value, elapsed_ms: f64) -> (Exchange, Map<String, Value>) {
+    let text = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or_default();
+    let count = |k: &str| record.get(k).and_then(Value::as_f64).unwrap_or(0.0) as u64;
+    let status = record
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok());
+    let purpose = purpose(text("purpose"));
+    let failure = match (record.get("error"), status) {
+        (Some(error), _) => Some(transport_failure(error)),
+        // The SDK ignores a DELETE's status, as the Rust client does.
+        (None, Some(status)) if !(200..300).contains(&status) && purpose != Purpose::Delete => {
+            Some(Seen::Status {
+                status,
+                problem_type: record
+                    .get("problemType")
+                    .and_then(Value::as_str)
+                    .map(|t| t.rsplit(':').next().unwrap_or(t).to_string()),
+                detail: record
+                    .get("detail")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+            })
+        }
+        _ => None,
+    };
+    let mut exchange = Exchange::new(method(text("method")), text("url"), purpose);
+    exchange.status = status;
+    exchange.elapsed = std::time::Duration::from_secs_f64(elapsed_ms / 1000.0);
+    exchange.sent = count("sent");
+    exchange.received = count("received");
+    exchange.failure = failure;
+    let mut extra = closed_by(record);
+    extra.insert("client".into(), "ts-sdk".into());
+    if let (Some(headers), Some(start)) = (
+        record.get("headersAt").and_then(Value::as_f64),
+        record.get("start").and_then(Value::as_f64),
+    ) {
+        extra.insert("headersMs".into(), json!(round(headers - start)));
+    }
+    (exchange, extra)
+}
+
+/// `closedBy: client` when the SDK itself ended the request (it closed its transport).
+fn closed_by(record: &Value) -> Map<String, Value> {
+    let mut extra = Map::new();
+    if let Some(by) = record.get("closedBy").and_then(Value::as_str) {
+        extra.insert("closedBy".into(), by.into());
+    }
+    extra
+}
+
+fn transport_failure(error: &Value) -> Seen {
+    let kind = match error.get("kind").and_then(Value::as_str).unwrap_or("other") {
+        "refused" => ErrorKind::Refused,
+        "reset" => ErrorKind::Reset,
+        "closed" => ErrorKind::Closed,
+        "tls" => ErrorKind::Tls,
+        "dns" => ErrorKind::Dns,
+        "timeout" => ErrorKind::Timeout,
+        "too_large" => ErrorKind::TooLarge,
+        _ => ErrorKind::Other,
+    };
+    Seen::Error {
+        kind,
+        detail: error
+            .get("detail")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+fn purpose(name: &str) -> Purpose {
+    match name {
+        "health" => Purpose::Health,
+        "acp" => Purpose::AcpPost,
+        "stream" => Purpose::Stream,
+        "delete" => Purpose::Delete,
+        "process" => Purpose::Process,
+        "fs" => Purpose::Fs,
+        _ => Purpose::Api,
+    }
+}
+
+/// The trace keeps methods as static names; anything unusual is `OTHER`.
+fn method(name: &str) -> &'static str {
+    match name {
+        "GET" => "GET",
+        "POST" => "POST",
+        "DELETE" => "DELETE",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "HEAD" => "HEAD",
+        _ => "OTHER",
+    }
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,210 @@
+//! A cell's session store, from its point on the matrix's persistence
+//! axis ([`super::PersistPoint`], resolved to the worker's own stack by
+//! [`super::Worker::take_point`]): which target × store combinations cannot
+//! run (and why), the store the cell's Rust clients get, and the driver the
+//! hosted SDK client is told to build inside its actor.
+//!
+//! Skipped combinations, each with its reason in the cell:
+//! - target `store` restarts the store's server, so it runs with
+//!   `postgres` only: `memory` lives in the client's own memory and
+//!   `sqlite` is a file the client's process opens (no server to restart);
+//!   the Rivet actor's restarts are the `rivet` and `rivet-engine` targets.
+//! - a store the stack cannot provide (no Postgres installed, the Rivet
+//!   layer down): skipped with the install command, or an error when its
+//!   server failed to start.
+
+use super::client_axis::ClientChoice;
+use super::PersistChoice;
+use crate::persist::SqliteDriver;
+use crate::scenario::CellStore;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The target that restarts the session store's server.
+pub const STORE_TARGET: &str = "store";
+/// The target that restarts the cell's clients.
+pub const CLIENT_TARGET: &str = "client";
+
+/// Why a cell of `client` cannot keep its sessions in `persist`, if it
+/// cannot: IndexedDB is a browser's, and a page can reach no other store
+/// but the SDK's own memory.
+pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
+    let browser = matches!(client, ClientChoice::Browser(_));
+    match persist {
+        PersistChoice::IndexedDb if !browser => Some(
+            "--persist indexeddb is the browser's own storage: it runs with --client browser only"
+                .into(),
+        ),
+        PersistChoice::Memory | PersistChoice::IndexedDb => None,
+        other if browser => Some(format!(
+            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{}`, a store of a server-side process",
+            other.name()
+        )),
+        _ => None,
+    }
+}
+
+/// Why a cell of `target` cannot run with `persist`, if it cannot.
+pub(super) fn skip_reason(target: &str, persist: &PersistChoice) -> Option<String> {
+    if target != STORE_TARGET {
+        return None;
+    }
+    let why = match persist {
+        PersistChoice::Postgres | PersistChoice::Unavailable { .. } => return None,
+        PersistChoice::IndexedDb => "IndexedDB is the page's own storage, in the browser",
+        PersistChoice::Custom { name, .. } if name == "postgres" => return None,
+        PersistChoice::Memory => "--persist memory keeps the store in the client's own memory",
+        PersistChoice::Sqlite => "--persist sqlite is a file the client's own process opens",
+        PersistChoice::Rivet | PersistChoice::Custom { .. } => {
+            "the Rivet actor's restarts are the `rivet` (runner) and `rivet-engine` targets"
+        }
+    };
+    Some(format!(
+        "the `store` target restarts the session store's server (Postgres): {why}, so there is no store server to restart"
+    ))
+}
+
+/// Why a cell's persist store could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StoreError {
+    #[error("cannot create {}: {source}", .dir.display())]
+    Folder {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Persist(#[from] crate::persist::PersistError),
+    /// The stack has no such store: skipped (`failed`: its server did not start, an error).
+    #[error("the {name} store cannot run here: {reason}")]
+    Unavailable {
+        name: String,
+        reason: String,
+        failed: bool,
+    },
+}
+
+/// Where a cell attempt's SQLite file lives (the Rust and the hosted client's alike).
+pub(super) fn sqlite_file(run_dir: &Path, cell: &str) -> PathBuf {
+    run_dir.join("persist").join(format!("{cell}.db"))
+}
+
+/// The store the cell's Rust clients share (or each their own in memory).
+pub(super) fn cell_store(
+    persist: &PersistChoice,
+    run_dir: &Path,
+    cell: &str,
+    key: &str,
+) -> Result<CellStore, StoreError> {
+    match persist {
+        // The page holds the browser client's store; no Rust client runs.
+        PersistChoice::Memory | PersistChoice::IndexedDb => Ok(CellStore::PerClientMemory),
+        PersistChoice::Sqlite => {
+            let file = sqlite_file(run_dir, cell);
+            let dir = file.parent().unwrap_or(run_dir).to_path_buf();
+            std::fs::create_dir_all(&dir).map_err(|source| StoreError::Folder { dir, source })?;
+            Ok(CellStore::Shared(Arc::new(SqliteDriver::open(file)?)))
+        }
+        PersistChoice::Custom { factory, .. } => Ok(CellStore::Shared(factory(key)?)),
+        PersistChoice::Unavailable {
+            name,
+            reason,
+            failed,
+        } => Err(StoreError::Unavailable {
+            name: name.clone(),
+            reason: reason.clone(),
+            failed: *failed,
+        }),
+        unresolved @ (PersistChoice::Postgres | PersistChoice::Rivet) => {
+            Err(StoreError::Unavailable {
+                name: unresolved.name().to_string(),
+                reason: "no stack resolved it to its server".into(),
+                failed: true,
+            })
+        }
+    }
+}
+
+/// What the hosted client's actor builds its `SessionPersistDriver` from
+/// (`stack/rivet/drivers.mjs`): the same store as a Rust cell's, through
+/// the Node drivers.
+pub(super) fn hosted_store(
+    client: &ClientChoice,
+    persist: &PersistChoice,
+    postgres_url: Option<&str>,
+    run_dir: &Path,
+    cell: &str,
+    key: &str,
+) -> Option<Value> {
+    match client {
+        ClientChoice::Rust => return None,
+        ClientChoice::Browser(_) => {
+            return Some(match persist {
+                PersistChoice::IndexedDb => json!({"driver": "indexeddb", "database": key}),
+                _ => json!({"driver": "memory"}),
+            })
+        }
+        ClientChoice::TsSdk(_) => {}
+    }
+    Some(match persist.name() {
+        "memory" => json!({"driver": "memory"}),
+        "sqlite" => json!({"driver": "sqlite", "filename": sqlite_file(run_dir, cell)}),
+        "postgres" => json!({
+            "driver": "postgres",
+            "connectionString": postgres_url,
+            "schema": crate::persist::postgres_schema_for(key),
+        }),
+        _ => json!({"driver": "rivet"}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_postgres_has_a_store_server_to_restart() {
+        assert!(skip_reason("store", &PersistChoice::Postgres).is_none());
+        assert!(skip_reason("agent", &PersistChoice::Memory).is_none());
+        let memory = skip_reason("store", &PersistChoice::Memory).unwrap();
+        assert!(memory.contains("client's own memory"), "{memory}");
+        let sqlite = skip_reason("store", &PersistChoice::Sqlite).unwrap();
+        assert!(sqlite.contains("file"), "{sqlite}");
+        let rivet = skip_reason("store", &PersistChoice::Rivet).unwrap();
+        assert!(rivet.contains("`rivet`"), "{rivet}");
+    }
+
+    #[test]
+    fn the_hosted_client_gets_the_same_store_as_a_rust_cell() {
+        let ts = ClientChoice::TsSdk(Ok(super::super::client_axis::HostedSdk {
+            endpoint: "http://127.0.0.1:1".into(),
+            module: "/cache/sdk/index.js".into(),
+        }));
+        let dir = Path::new("/run");
+        assert_eq!(
+            hosted_store(
+                &ClientChoice::Rust,
+                &PersistChoice::Sqlite,
+                None,
+                dir,
+                "c",
+                "k"
+            ),
+            None
+        );
+        let sqlite = hosted_store(&ts, &PersistChoice::Sqlite, None, dir, "001-x", "k").unwrap();
+        assert_eq!(sqlite["filename"], "/run/persist/001-x.db");
+        let pg = hosted_store(
+            &ts,
+            &PersistChoice::Postgres,
+            Some("postgres://u@127.0.0.1:5/d"),
+            dir,
+            "c",
+            "run-ts-sdk-3",
+        )
+        .unwrap();
+        assert_eq!(pg["schema"], "c_run_ts_sdk_3");
+        assert_eq!(pg["connectionString"], "postgres://u@127.0.0.1:5/d");
+    }
+}

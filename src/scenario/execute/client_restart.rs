@@ -1,0 +1,266 @@
+//! The `client` target as a cell lives it, and what the seed promises of
+//! it. A restart of continuity's own clients drops each one as a killed
+//! application would (its streams stop, no DELETE: the server keeps their
+//! connections until the cell's cleanup, after the verdict) and connects a
+//! new one of the same name over the same store, which must restore the
+//! session by replay. `replay_check` then reads the stored history and
+//! judges the replay the restore sent with its first prompt against the
+//! SDK's documented cut: the newest `replayMaxEvents` events, stopped
+//! before `replayMaxChars` with `[history truncated]`.
+
+use super::{RunningCell, StepFailure, StepResult};
+use crate::client::{
+    build_replay_text, DEFAULT_REPLAY_MAX_CHARS, DEFAULT_REPLAY_MAX_EVENTS, REPLAY_PREFIX,
+};
+use crate::diagnose;
+use crate::persist::{list_all_events, Sender, SessionEvent};
+use crate::report::SignatureKind;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// What the SDK appends when the character cap cuts the replay.
+const TRUNCATED: &str = "\n[history truncated]";
+
+impl RunningCell<'_> {
+    /// Every client of the cell, dropped and connected anew under its name.
+    pub(super) async fn renew_clients(&mut self) -> Result<usize, StepFailure> {
+        let names: Vec<String> = self.clients.keys().cloned().collect();
+        for name in &names {
+            if let Some(old) = self.clients.remove(name) {
+                self.abandoned.push(old.begin_dispose().await);
+                self.retired.push((name.clone(), old));
+            }
+            let fresh = self.new_client()?;
+            self.clients.insert(name.clone(), Arc::new(fresh));
+        }
+        Ok(names.len())
+    }
+
+    /// `replay_check` with continuity's client: the history from its store.
+    pub(super) async fn replay_check(&mut self, reader: &str, session: &str) -> StepResult {
+        let id = self.session_id(session);
+        let client = Arc::clone(self.client(reader)?);
+        client.flush().await;
+        let events = list_all_events(client.persist().as_ref(), &id)
+            .await
+            .map_err(|e| {
+                StepFailure::new(diagnose::other(SignatureKind::Persist, e.to_string()))
+            })?;
+        judge_replay(&events, DEFAULT_REPLAY_MAX_EVENTS, DEFAULT_REPLAY_MAX_CHARS)
+    }
+}
+
+/// The text blocks' first text of a client `session/prompt` envelope.
+fn prompt_text(event: &SessionEvent) -> Option<&str> {
+    if event.sender != Sender::Client
+        || event.payload.get("method").and_then(Value::as_str) != Some("session/prompt")
+    {
+        return None;
+    }
+    event
+        .payload
+        .get("params")?
+        .get("prompt")?
+        .get(0)?
+        .get("text")?
+        .as_str()
+}
+
+fn js_length(text: &str) -> usize {
+    text.encode_utf16().count()
+}
+
+/// The last restore's replay (the newest prompt whose first block is a
+/// replay text) against the documented cut of the history stored before
+/// that restore began (the events before the restoring connection's first).
+pub(super) fn judge_replay(
+    events: &[SessionEvent],
+    max_events: usize,
+    max_chars: usize,
+) -> StepResult {
+    let mut ordered: Vec<&SessionEvent> = events.iter().collect();
+    ordered.sort_by_key(|e| e.event_index);
+    let integrity =
+        |message: String| StepFailure::new(diagnose::other(SignatureKind::Integrity, message));
+    if ordered.is_empty() {
+        return Err(integrity(
+            "the store holds no history of the session: there was nothing to restore it from"
+                .into(),
+        ));
+    }
+    // Each `session/new` after the first is a restore (the SDK's recreate).
+    let restores = ordered
+        .iter()
+        .filter(|e| {
+            e.sender == Sender::Client
+                && e.payload.get("method").and_then(Value::as_str) == Some("session/new")
+        })
+        .count()
+        .saturating_sub(1);
+    let Some(at) = ordered
+        .iter()
+        .rposition(|e| prompt_text(e).is_some_and(|t| t.starts_with(REPLAY_PREFIX)))
+    else {
+        if restores == 0 {
+            // The client kept its session (a store restart, say): nothing to replay.
+            let mut detail = Map::new();
+            detail.insert("restored".into(), false.into());
+            detail.insert("historyEvents".into(), ordered.len().into());
+            return Ok(detail);
+        }
+        return Err(integrity(format!(
+            "the session was recreated {restores} time(s), but no prompt carried a replay ({} events stored): the restored session did not get its history",
+            ordered.len()
+        )));
+    };
+    let sent = prompt_text(ordered[at]).unwrap_or_default();
+    let connection = &ordered[at].connection_id;
+    let mut boundary = at;
+    while boundary > 0 && &ordered[boundary - 1].connection_id == connection {
+        boundary -= 1;
+    }
+    let source: Vec<SessionEvent> = ordered[..boundary].iter().map(|e| (*e).clone()).collect();
+    let newest = &source[source.len().saturating_sub(max_events)..];
+    let expected = build_replay_text(newest, max_chars).unwrap_or_default();
+    let truncated = sent.ends_with(TRUNCATED);
+    let body = sent.strip_suffix(TRUNCATED).unwrap_or(sent);
+    let lines = body.lines().count().saturating_sub(1);
+    let mut detail = Map::new();
+    detail.insert("restored".into(), true.into());
+    detail.insert("historyEvents".into(), source.len().into());
+    detail.insert("replayEvents".into(), lines.into());
+    detail.insert("replayChars".into(), js_length(sent).into());
+    detail.insert("replayTruncated".into(), truncated.into());
+    detail.insert(
+        "replayCutByEvents".into(),
+        (source.len() > max_events).into(),
+    );
+    if lines > max_events || js_length(body) > max_chars {
+        return Err(integrity(format!(
+            "the replay exceeds its caps: {lines} events (cap {max_events}), {} characters before the truncation mark (cap {max_chars})",
+            js_length(body)
+        ))
+        .with_detail(detail));
+    }
+    if sent != expected {
+        let expected_lines = expected
+            .strip_suffix(TRUNCATED)
+            .unwrap_or(&expected)
+            .lines()
+            .count()
+            .saturating_sub(1);
+        return Err(integrity(format!(
+            "the replay is not the documented cut of the {} events before the restore: sent {lines} events in {} characters, the newest {max_events} cut at {max_chars} characters are {expected_lines} events in {}",
+            source.len(),
+            js_length(sent),
+            js_length(&expected)
+        ))
+        .with_detail(detail));
+    }
+    Ok(detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(index: i64, connection: &str, sender: Sender, payload: Value) -> SessionEvent {
+        SessionEvent {
+            id: format!("e{index}"),
+            event_index: index,
+            session_id: "s".into(),
+            created_at: 1_700_000_000_000 + index,
+            connection_id: connection.into(),
+            sender,
+            payload,
+        }
+    }
+
+    fn chunk(index: i64) -> SessionEvent {
+        let update = json!({"method": "session/update", "params": {"update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("chunk {index} {}", "x".repeat(200))}}}});
+        event(index, "old", Sender::Agent, update)
+    }
+
+    /// A history of `n` events on the old connection, then a restore whose
+    /// first prompt carries `replay`.
+    /// The session's `session/new`, then chunks up to event `n`.
+    fn base(n: i64) -> Vec<SessionEvent> {
+        let mut events: Vec<SessionEvent> = (2..=n).map(chunk).collect();
+        events.insert(
+            0,
+            event(1, "old", Sender::Client, json!({"method": "session/new"})),
+        );
+        events
+    }
+
+    fn restored(n: i64, replay: &str) -> Vec<SessionEvent> {
+        let mut events = base(n);
+        events.push(event(
+            n + 1,
+            "new",
+            Sender::Client,
+            json!({"method": "session/new"}),
+        ));
+        events.push(event(
+            n + 2,
+            "new",
+            Sender::Client,
+            json!({"method": "session/prompt", "params": {"prompt": [{"type": "text", "text": replay}, {"type": "text", "text": "next"}]}}),
+        ));
+        events
+    }
+
+    #[test]
+    fn the_documented_cut_of_a_long_history_passes_and_is_measured() {
+        let history = base(70);
+        let replay = build_replay_text(&history[20..], 12_000).unwrap();
+        let detail = judge_replay(&restored(70, &replay), 50, 12_000).unwrap();
+        assert_eq!(detail["historyEvents"], 70);
+        assert_eq!(detail["replayCutByEvents"], true);
+        assert_eq!(
+            detail["replayTruncated"], true,
+            "50 lines of ~300 chars pass 12000"
+        );
+        assert!(detail["replayEvents"].as_u64().unwrap() < 50);
+    }
+
+    #[test]
+    fn a_replay_that_is_not_the_cut_or_absent_fails() {
+        let history = base(70);
+        // The oldest 50 instead of the newest: within the caps, the wrong cut.
+        let wrong = build_replay_text(&history[..50], 12_000).unwrap();
+        let e = judge_replay(&restored(70, &wrong), 50, 12_000).unwrap_err();
+        assert_eq!(e.signature.kind, SignatureKind::Integrity);
+        assert!(
+            e.signature.message.contains("not the documented cut"),
+            "{}",
+            e.signature.message
+        );
+        let uncut = build_replay_text(&history, 1_000_000).unwrap();
+        let e = judge_replay(&restored(70, &uncut), 50, 12_000).unwrap_err();
+        assert!(
+            e.signature.message.contains("exceeds its caps"),
+            "{}",
+            e.signature.message
+        );
+        let e = judge_replay(&restored(3, "hello"), 50, 12_000).unwrap_err();
+        assert!(
+            e.signature.message.contains("no prompt"),
+            "{}",
+            e.signature.message
+        );
+        let e = judge_replay(&[], 50, 12_000).unwrap_err();
+        assert!(
+            e.signature.message.contains("no history"),
+            "{}",
+            e.signature.message
+        );
+    }
+
+    #[test]
+    fn a_session_never_recreated_has_nothing_to_replay() {
+        let detail = judge_replay(&base(5), 50, 12_000).unwrap();
+        assert_eq!(detail["restored"], false);
+    }
+}

@@ -1,0 +1,100 @@
+//! The local stack's network hops, each with a fault proxy in front of the
+//! component it reaches: clients → the nginx gateway, the gateway →
+//! sandbox-agent, the persist driver → the Rivet Engine, the RivetKit
+//! runner → the Rivet Engine. Always on in a run, no toxic set until a
+//! fault target sets one; the proxies run in the harness's own process,
+//! so a stack left running by `stack up` has none.
+
+use super::StackError;
+use crate::faults::{FaultControl, FaultProxy, ProxyError};
+use std::net::SocketAddr;
+
+/// Set to `off` to run the local stack without its fault proxies (the
+/// fault targets are then skipped): what `bench/faults.sh` compares with.
+pub const PROXIES_ENV: &str = "CONTINUITY_FAULT_PROXIES";
+
+/// Whether a run's stack puts proxies on its hops.
+pub fn proxies_wanted() -> bool {
+    std::env::var(PROXIES_ENV).map_or(true, |v| v != "off")
+}
+
+/// The fault proxies of one stack; dropping it closes them all.
+#[derive(Default)]
+pub struct Hops {
+    on: bool,
+    proxies: Vec<FaultProxy>,
+}
+
+impl Hops {
+    /// Hops that get a proxy each (`on`), or none.
+    pub fn new(on: bool) -> Hops {
+        Hops {
+            on,
+            proxies: Vec::new(),
+        }
+    }
+
+    /// Puts a proxy for `hop` in front of `upstream_port` on loopback and
+    /// returns the port its clients use instead: the proxy's, or the
+    /// component's own when the hops have no proxies.
+    pub fn front(&mut self, hop: &str, upstream_port: u16) -> Result<u16, StackError> {
+        if !self.on {
+            return Ok(upstream_port);
+        }
+        let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let upstream: SocketAddr = ([127, 0, 0, 1], upstream_port).into();
+        let proxy = FaultProxy::start(hop, listen, upstream).map_err(proxy_error)?;
+        let port = proxy.addr().port();
+        self.proxies.push(proxy);
+        Ok(port)
+    }
+
+    /// Whether the hops have proxies (off for `stack up` and with
+    /// `CONTINUITY_FAULT_PROXIES=off`).
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The control of `hop`'s proxy, when it has one.
+    pub fn control(&self, hop: &str) -> Option<FaultControl> {
+        self.proxies
+            .iter()
+            .map(FaultProxy::control)
+            .find(|c| c.hop() == hop)
+    }
+
+    /// Every hop's control, in the order the proxies started.
+    pub fn controls(&self) -> Vec<FaultControl> {
+        self.proxies.iter().map(FaultProxy::control).collect()
+    }
+
+    /// Closes every proxy and its connections.
+    pub fn stop(&mut self) {
+        self.proxies.clear();
+    }
+}
+
+fn proxy_error(e: ProxyError) -> StackError {
+    StackError::Failed(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hop_fronts_its_component_with_a_proxy_unless_off() {
+        let mut hops = Hops::new(true);
+        let port = hops.front("agent", 9).unwrap();
+        assert_ne!(port, 9);
+        let control = hops.control("agent").unwrap();
+        assert_eq!(control.upstream().port(), 9);
+        assert_eq!(control.addr().port(), port);
+        assert!(hops.control("gateway").is_none());
+        hops.stop();
+        assert!(control.check().is_err(), "stopped with the stack");
+        let mut off = Hops::new(false);
+        assert_eq!(off.front("agent", 9).unwrap(), 9);
+        assert!(off.control("agent").is_none());
+    }
+}

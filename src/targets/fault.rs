@@ -1,0 +1,159 @@
+//! The `fault` action: a toxic on one hop's fault proxy for a window.
+//! Where a restart would stop and start a component, a fault target puts
+//! the toxic in force and its phase ends at once: the window goes on under
+//! the phases that follow (a prompt sent into a partition, a turn whose
+//! stream is reset), and heals after `hold` or when the cell's phases are
+//! over, whichever comes first. A window never outlives its target.
+
+use super::fmt_duration;
+use crate::faults::{FaultControl, Observer, ProxyAction, ToxicId, ToxicSpec};
+use crate::trace::Trace;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// A toxic on a hop for a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultAction {
+    pub hop: String,
+    pub toxic: ToxicSpec,
+    /// How long the toxic stays in force (at most: the cell's phases may end first).
+    pub hold: Duration,
+}
+
+impl FaultAction {
+    /// `fault: reset_peer downstream (timeout 0 ms) on the gateway hop for 1 s`.
+    pub fn describe(&self) -> String {
+        format!(
+            "fault: {} on the {} hop for {}",
+            self.toxic.describe(),
+            self.hop,
+            fmt_duration(self.hold)
+        )
+    }
+}
+
+/// A window in force; it heals once, by its timer or by whoever closes it.
+struct Window {
+    control: FaultControl,
+    id: ToxicId,
+    trace: Trace,
+    toxic: &'static str,
+    healed: AtomicBool,
+    /// Why the proxy could not heal (it had stopped serving).
+    failure: Mutex<Option<String>>,
+}
+
+impl Window {
+    fn heal(&self) {
+        if self.healed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.control.remove(self.id);
+        let stopped = self.control.check().err().map(|e| e.to_string());
+        self.trace.fault_end(
+            self.control.hop(),
+            self.toxic,
+            stopped.is_none(),
+            stopped.as_deref(),
+        );
+        if let Some(reason) = stopped {
+            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The open window of a fault target, healed on drop.
+pub(super) struct OpenWindow {
+    window: Arc<Window>,
+    timer: JoinHandle<()>,
+}
+
+impl OpenWindow {
+    /// Puts the action's toxic in force on `control`'s proxy, recording
+    /// the window and what the proxy does in it into `trace`; an error
+    /// says why the proxy could not.
+    pub(super) fn open(
+        action: &FaultAction,
+        control: &FaultControl,
+        trace: &Trace,
+    ) -> Result<OpenWindow, String> {
+        let proxy_error = |e: crate::faults::ProxyError| e.to_string();
+        control.check().map_err(proxy_error)?;
+        let toxic = action.toxic.name();
+        let describe = action.toxic.describe();
+        trace.fault_start(
+            control.hop(),
+            toxic,
+            &describe,
+            action.hold.as_millis() as u64,
+        );
+        let seen = trace.clone();
+        let hop = control.hop().to_string();
+        let observer: Observer = Arc::new(move |_, conn, what| match what {
+            ProxyAction::Reset { toward } => {
+                seen.fault_action(&hop, toxic, "reset", Some(toward.as_str()), conn)
+            }
+            ProxyAction::Closed => seen.fault_action(&hop, toxic, "closed", None, conn),
+        });
+        let id = match control.set(action.toxic.clone(), Some(observer)) {
+            Ok(id) => id,
+            Err(e) => {
+                trace.fault_end(control.hop(), toxic, false, Some(&e.to_string()));
+                return Err(proxy_error(e));
+            }
+        };
+        let window = Arc::new(Window {
+            control: control.clone(),
+            id,
+            trace: trace.clone(),
+            toxic,
+            healed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+        });
+        let timed = Arc::clone(&window);
+        let hold = action.hold;
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            timed.heal();
+        });
+        Ok(OpenWindow { window, timer })
+    }
+
+    /// Heals now if the timer has not; says why the proxy could not
+    /// (which makes the cell a harness error, not the server's failure).
+    pub(super) fn close(self) -> Result<(), String> {
+        self.timer.abort();
+        self.window.heal();
+        match self.window.failure() {
+            None => Ok(()),
+            Some(reason) => Err(reason),
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenWindow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "OpenWindow({} on the {} hop)",
+            self.window.toxic,
+            self.window.control.hop()
+        )
+    }
+}
+
+impl Drop for OpenWindow {
+    fn drop(&mut self) {
+        self.timer.abort();
+        self.window.heal();
+    }
+}

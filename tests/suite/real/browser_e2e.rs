@@ -1,0 +1,149 @@
+//! The browser client against the real programs: the sandbox-agent SDK
+//! 0.4.2 bundled by esbuild, in Debian's headless Chromium, driven over
+//! the DevTools protocol, its sessions in IndexedDB. The `client` target
+//! reloads the page: a fresh `SandboxAgent` over the same IndexedDB must
+//! restore the session by replay, the replay cut as documented for a
+//! history past 50 events, the history intact; with the SDK's in-memory
+//! store the same reload loses the session (the test that shows the check
+//! can fail). The page's wire is in the cell's trace. A missing Chromium
+//! skips the browser cells with the install command.
+
+use crate::support::{self, phase, report};
+use serde_json::Value;
+
+fn cell<'a>(report: &'a Value, store: &str) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["persist"] == store)
+        .unwrap_or_else(|| panic!("no cell kept in {store}: {report}"))
+}
+
+fn number(phase: &Value, key: &str) -> u64 {
+    phase["detail"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key} in {phase}"))
+}
+
+/// The events of `ev` in the cell's trace.
+fn trace_events(out: &std::path::Path, cell: &Value, ev: &str) -> Vec<Value> {
+    let path = out.join(cell["trace"].as_str().expect("the cell has a trace"));
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["ev"] == ev)
+        .collect()
+}
+
+#[test]
+fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--client",
+            "browser",
+            "--persist",
+            "indexeddb",
+            "--persist",
+            "memory",
+            "--target",
+            "client",
+            "--scenario",
+            "client-restart",
+            "--jobs",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let report = report(&out);
+    assert_eq!(report["run"]["persist"], "indexeddb, memory");
+
+    let kept = cell(&report, "indexeddb");
+    assert_eq!(kept["client"], "browser", "{kept}");
+    assert_eq!(kept["verdict"], "pass", "{kept}");
+    assert_eq!(kept["restarts"][0]["action"], "reload", "{kept}");
+    let after = phase(kept, "promptAfterRestart");
+    assert_eq!(after["detail"]["clientRebuilt"], true, "{after}");
+    let replay = phase(kept, "replayCheck");
+    assert_eq!(replay["detail"]["restored"], true, "{replay}");
+    assert!(number(replay, "historyEvents") > 50, "{replay}");
+    assert_eq!(replay["detail"]["replayCutByEvents"], true, "{replay}");
+    assert!(number(replay, "replayEvents") <= 50, "{replay}");
+    assert!(number(replay, "replayChars") <= 12_000 + 20, "{replay}");
+    let events = phase(kept, "getEvents");
+    assert_eq!(events["detail"]["writes"], "intact", "{events}");
+    assert_eq!(number(events, "eventsLost"), 0, "{events}");
+
+    // The page's own wire, from Chromium's network events.
+    let http = trace_events(&out, kept, "http");
+    assert!(
+        http.iter()
+            .any(|e| e["purpose"] == "acp" && e["method"] == "POST" && e["status"] == 200),
+        "{http:?}"
+    );
+    assert!(http.iter().any(|e| e["purpose"] == "health"), "{http:?}");
+    let posted = trace_events(&out, kept, "rpc");
+    assert!(
+        posted
+            .iter()
+            .any(|e| e["dir"] == "out" && e["method"] == "session/prompt"),
+        "{posted:?}"
+    );
+    let streamed = trace_events(&out, kept, "sse");
+    assert!(streamed.len() > 50, "{} stream events", streamed.len());
+
+    // Page memory does not outlive a reload: the SDK's in-memory store loses the session.
+    let lost = cell(&report, "memory");
+    assert_eq!(lost["verdict"], "fail", "{lost}");
+    assert_eq!(lost["failureBoundary"], "promptAfterRestart", "{lost}");
+
+    assert!(run.status.code().is_some(), "exited, not killed");
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+#[test]
+fn a_missing_chromium_skips_the_browser_cells_with_the_install_command() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--client",
+            "browser",
+            "--client",
+            "rust",
+            "--persist",
+            "memory",
+            "--target",
+            "agent",
+            "--scenario",
+            "native-continuity",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("CONTINUITY_CHROMIUM", "/nonexistent/chromium")],
+    );
+    let report = report(&out);
+    let cells = report["cells"].as_array().unwrap();
+    let browser = cells.iter().find(|c| c["client"] == "browser").unwrap();
+    assert_eq!(browser["verdict"], "skipped", "{browser}");
+    let reason = browser["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("apt-get install -y --no-install-recommends chromium"),
+        "{reason}"
+    );
+    let rust = cells.iter().find(|c| c["client"] == "rust").unwrap();
+    assert_ne!(rust["verdict"], "skipped", "{rust}");
+    assert!(run.status.code().is_some(), "exited, not killed");
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

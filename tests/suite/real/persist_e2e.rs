@@ -1,0 +1,229 @@
+//! The persistence axis against the real programs: the local stack's
+//! Postgres (Debian's package) behind `--persist postgres`, the `client`
+//! target (a fresh client over the same store restores by replay, the
+//! replay cut as documented for a history past 50 events) and the `store`
+//! target (Postgres restarted during a turn: every missing chunk is a write
+//! that failed loudly, none lost silently), for continuity's client and the
+//! hosted SDK; and a Postgres that is not installed.
+
+use crate::support::{self, assert_exit, phase, report};
+use continuity::exit_codes;
+use serde_json::Value;
+
+/// A run folder Postgres's unprivileged user can reach (a temp dir is 0700,
+/// and as root Postgres runs as the `postgres` user).
+fn reachable_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// The cell of `target` × `scenario` kept in `store` (and run by `client`, when named).
+fn cell<'a>(
+    report: &'a Value,
+    target: &str,
+    scenario: &str,
+    store: &str,
+    client: Option<&str>,
+) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["target"] == target
+                && c["scenario"] == scenario
+                && c["persist"] == store
+                && client.is_none_or(|client| c["client"] == client)
+        })
+        .unwrap_or_else(|| panic!("no cell {target} × {scenario} · {store}"))
+}
+
+fn number(phase: &Value, key: &str) -> u64 {
+    phase["detail"][key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {key} in {phase}"))
+}
+
+/// The seed's promises after a restart of the client, checked on the cell:
+/// the session continues, the replay is the newest 50 events of a longer
+/// history cut at 12000 characters, and the history is intact.
+fn assert_restored(cell: &Value) {
+    assert_eq!(cell["verdict"], "pass", "{cell}");
+    let replay = phase(cell, "replayCheck");
+    assert!(number(replay, "historyEvents") > 50, "{replay}");
+    assert_eq!(replay["detail"]["replayCutByEvents"], true, "{replay}");
+    assert!(number(replay, "replayEvents") <= 50, "{replay}");
+    // The SDK stops before 12000 characters, then appends `[history truncated]`.
+    assert!(number(replay, "replayChars") <= 12_000 + 20, "{replay}");
+    let events = phase(cell, "getEvents");
+    assert_eq!(events["detail"]["writes"], "intact", "{events}");
+    assert_eq!(number(events, "eventsLost"), 0, "{events}");
+}
+
+#[test]
+fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
+    let _one = support::one_stack_at_a_time();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--persist",
+            "postgres",
+            "--persist",
+            "memory",
+            "--target",
+            "client",
+            "--target",
+            "store",
+            "--scenario",
+            "client-restart",
+            "--scenario",
+            "restart-mid-turn",
+            "--jobs",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    // Memory loses the session on a client restart: the run fails.
+    assert_exit(&run, exit_codes::FAILED);
+    let report = report(&out);
+    assert_eq!(report["run"]["persist"], "postgres, memory");
+
+    // A fresh client over the same Postgres restores the session by replay.
+    assert_restored(cell(&report, "client", "client-restart", "postgres", None));
+
+    // Over a fresh in-memory store there is nothing to restore: the record
+    // is gone, and the old client's writes with it, silently.
+    let memory = cell(&report, "client", "client-restart", "memory", None);
+    assert_eq!(memory["failureBoundary"], "promptAfterRestart", "{memory}");
+    let after = phase(memory, "promptAfterRestart");
+    assert!(
+        after["signature"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{after}"
+    );
+    let events = phase(memory, "getEvents");
+    assert_eq!(events["detail"]["writes"], "lostSilently", "{events}");
+    assert!(number(events, "writesLostSilently") > 50, "{events}");
+
+    // Postgres stopped and started 1.5 s into a 4 s turn: the turn ends,
+    // and every chunk missing from the history is a write the store refused
+    // (the client only logged it), none silently gone.
+    let store = cell(&report, "store", "restart-mid-turn", "postgres", None);
+    let restart = phase(store, "restartMidTurn");
+    assert_eq!(restart["outcome"], "ok", "{restart}");
+    assert_eq!(
+        phase(store, "awaitTurn")["detail"]["turnOutcome"],
+        "completed"
+    );
+    let history = phase(store, "turnHistory");
+    assert_eq!(number(history, "chunksSent"), 40, "{history}");
+    assert_eq!(number(history, "writesLostSilently"), 0, "{history}");
+    assert_eq!(
+        number(history, "chunksMissing"),
+        number(history, "writesFailedLoudly"),
+        "{history}"
+    );
+    // The store target restarts a store server: memory has none.
+    let skipped = cell(&report, "store", "restart-mid-turn", "memory", None);
+    assert_eq!(skipped["verdict"], "skipped", "{skipped}");
+    assert!(
+        skipped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no store server"),
+        "{skipped}"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// The hosted SDK: the RivetKit runner holding it is SIGKILLed and started
+/// again; its fresh `SandboxAgent` restores the session from Postgres.
+#[test]
+fn postgres_with_the_client_target_for_the_hosted_sdk() {
+    let _one = support::one_stack_at_a_time();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--client",
+            "ts-sdk",
+            "--persist",
+            "postgres",
+            "--target",
+            "client",
+            "--scenario",
+            "client-restart",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    let cell = &report["cells"][0];
+    assert_eq!(
+        (cell["target"].as_str(), cell["client"].as_str()),
+        (Some("client"), Some("ts-sdk"))
+    );
+    assert_restored(cell);
+    let restart = phase(cell, "restart");
+    assert_eq!(
+        restart["detail"]["action"], "managed",
+        "the runner's process: {restart}"
+    );
+    let prompt = phase(cell, "promptAfterRestart");
+    assert_eq!(
+        prompt["detail"]["handle"], "fetched after the actor woke",
+        "{prompt}"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// No Postgres where it is looked for: its cells are skipped with the
+/// install command, the other stores' cells run, nothing is left running.
+#[test]
+fn a_missing_postgres_skips_its_cells_with_the_install_command() {
+    let _one = support::one_stack_at_a_time();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--persist",
+            "postgres",
+            "--persist",
+            "sqlite",
+            "--target",
+            "agent",
+            "--scenario",
+            "native-continuity",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("CONTINUITY_POSTGRES_BIN", "/nonexistent/postgresql/bin")],
+    );
+    let report = report(&out);
+    let missing = cell(&report, "agent", "native-continuity", "postgres", None);
+    assert_eq!(missing["verdict"], "skipped", "{missing}");
+    let reason = missing["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("postgres") && reason.contains("apt-get install -y postgresql"),
+        "{reason}"
+    );
+    let sqlite = cell(&report, "agent", "native-continuity", "sqlite", None);
+    assert_ne!(sqlite["verdict"], "skipped", "{sqlite}");
+    assert!(run.status.code().is_some(), "exited, not killed");
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
