@@ -150,10 +150,18 @@ pub fn timeout_seen(
     // have begun in an earlier phase); others only if still failing since
     // the wait opened — a stream's first 404 before its 200 explains nothing.
     let since = wait.map_or(0, |w| w.opened);
+    // Without a linked channel, the channels a request travels on come
+    // before event streams: a pending request's own answer is its cause,
+    // whichever of the two failures the trace happened to record first.
+    let mut others: Vec<&ChannelStats> = seen
+        .failing_since(since)
+        .filter(|c| Some(*c) != linked)
+        .collect();
+    others.sort_by_key(|c| c.is_event_stream());
     let failed: Vec<&ChannelStats> = linked
         .filter(|c| c.failing)
         .into_iter()
-        .chain(seen.failing_since(since).filter(|c| Some(*c) != linked))
+        .chain(others)
         .collect();
     for channel in &failed {
         if let Some(last) = &channel.last_failure {
@@ -439,6 +447,38 @@ mod tests {
             Some("http 502")
         );
         assert_eq!(s.short(), "timeout: http 502");
+    }
+
+    /// After a restart the SDK's stream GET gets 404 and its prompt POST
+    /// 400, in either order: the prompt's own answer is the cause.
+    #[test]
+    fn a_pending_requests_own_channel_is_its_cause_before_an_event_stream() {
+        let status = |status: u16, problem: &str| Seen::Status {
+            status,
+            problem_type: Some(problem.into()),
+            detail: None,
+        };
+        let seen = Snapshot {
+            faults: Vec::new(),
+            waits: vec![crate::trace::WaitInfo {
+                what: "session/prompt on native".into(),
+                channel: None,
+                opened: 1,
+            }],
+            channels: vec![
+                failing(
+                    "GET /v1/acp/sdk-mock-1 (event stream)",
+                    1,
+                    status(404, "session_not_found"),
+                ),
+                failing("POST /v1/acp/sdk-mock-1", 1, status(400, "invalid_request")),
+            ],
+        };
+        let s = timeout_seen(6000, "fallback".into(), &seen, None);
+        assert_eq!(
+            s.cause.as_ref().map(Cause::short).as_deref(),
+            Some("http 400 invalid_request")
+        );
     }
 
     fn window(toxic: &str, active: bool, resets: u32, closes: u32) -> FaultSeen {

@@ -38,9 +38,10 @@
 //!   client builder, redaction of secrets, the signal table, exit codes,
 //!   what every layer's errors share (the cause chain on one line, a
 //!   rejected value's reason)
-//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`: leaves:
-//!   durations in ms, a byte offset's line, waiting on a stop flag, text
-//!   cut to a display width, file names from user text
+//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`:
+//!   leaves: durations in ms, a byte offset's line, waiting on a stop flag,
+//!   text cut to a display width, file names from user text, an enum's
+//!   name as serde writes it
 
 pub mod acp;
 pub mod agent;
@@ -71,6 +72,7 @@ mod stop_flag;
 pub mod supervise;
 mod targets;
 pub mod trace;
+mod wire_name;
 
 #[cfg(test)]
 mod toml_props;

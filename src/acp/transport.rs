@@ -19,6 +19,7 @@
 
 use super::error::AcpError;
 use crate::secret::Secret;
+use crate::trace::event::{Dir, Via};
 use crate::trace::{Exchange, Purpose, Trace};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION};
 use serde_json::{json, Value};
@@ -372,7 +373,7 @@ impl Inner {
                 envelope: envelope.clone(),
                 direction: Direction::Outbound,
             });
-            self.trace.rpc("out", "post", &envelope);
+            self.trace.rpc(Dir::Out, Via::Post, &envelope);
             let agent = (!state.posted_once)
                 .then_some(self.config.bootstrap_agent.as_deref())
                 .flatten();
@@ -405,7 +406,7 @@ impl Inner {
     fn push_inbound(self: &Arc<Self>, envelope: Value, from_stream: bool) {
         if !from_stream {
             // Stream envelopes are traced as `sse` events where they arrive.
-            self.trace.rpc("in", "post", &envelope);
+            self.trace.rpc(Dir::In, Via::Post, &envelope);
         }
         let Value::Object(object) = &envelope else {
             return self.fail(AcpError::Malformed {

@@ -22,6 +22,7 @@
 //! the browser's own network events, not from the answers.
 
 use super::hosted_wire::WireCursor;
+use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -367,11 +368,12 @@ fn judge_output(
 struct SdkSpan {
     trace: Trace,
     call: String,
-    phase: Value,
+    phase: Option<String>,
     began: f64,
     started: Instant,
     deadline: Option<Duration>,
-    answer: Option<Map<String, Value>>,
+    /// Whether it succeeded, and its error when it did not.
+    answer: Option<(bool, Option<String>)>,
 }
 
 impl SdkSpan {
@@ -379,7 +381,10 @@ impl SdkSpan {
         Self {
             trace: trace.clone(),
             call: call.to_string(),
-            phase: args.get("phase").cloned().unwrap_or(Value::Null),
+            phase: args
+                .get("phase")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             began: trace.now_ms(),
             started: Instant::now(),
             deadline,
@@ -388,37 +393,33 @@ impl SdkSpan {
     }
 
     fn answered(&mut self, answer: &Result<Map<String, Value>, HostedError>) {
-        let mut fields = Map::new();
-        match answer {
-            Ok(_) => {
-                fields.insert("ok".into(), true.into());
-            }
-            Err(error) => {
-                fields.insert("ok".into(), false.into());
-                let text: String = error.to_string().chars().take(300).collect();
-                fields.insert("error".into(), text.into());
-            }
-        }
-        self.answer = Some(fields);
+        self.answer = Some(match answer {
+            Ok(_) => (true, None),
+            Err(error) => (false, Some(error.to_string().chars().take(300).collect())),
+        });
     }
 }
 
 impl Drop for SdkSpan {
     fn drop(&mut self) {
         let mut elapsed = self.started.elapsed();
-        let mut fields = self.answer.take().unwrap_or_else(|| {
+        let answer = self.answer.take();
+        if answer.is_none() {
             if let Some(deadline) = self.deadline {
                 elapsed = elapsed.min(deadline);
             }
-            let mut f = Map::new();
-            f.insert("abandoned".into(), true.into());
-            f
-        });
+        }
         let ms = (elapsed.as_micros() as f64 / 100.0).round() / 10.0;
-        fields.insert("call".into(), self.call.clone().into());
-        fields.insert("phase".into(), self.phase.clone());
-        fields.insert("ms".into(), json!(ms));
-        self.trace.recorded(self.began + ms, "sdk", fields);
+        let (ok, error) = answer.map_or((None, None), |(ok, error)| (Some(ok), error));
+        let sdk = event::Sdk {
+            ok,
+            error,
+            abandoned: ok.is_none(),
+            call: self.call.clone(),
+            phase: self.phase.take(),
+            ms,
+        };
+        self.trace.recorded(self.began + ms, Event::Sdk(sdk));
     }
 }
 

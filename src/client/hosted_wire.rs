@@ -6,8 +6,11 @@
 //! the exchanges counted on their channels like the Rust client's, so a
 //! phase's `observed` text and cause read the same for both clients.
 
+use crate::trace::event::{self, Event};
 use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
-use serde_json::{json, Map, Value};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Which records of the actor's wire log are already in the trace.
@@ -61,9 +64,9 @@ impl WireCursor {
         }
         let dropped = wire.get("dropped").and_then(Value::as_u64).unwrap_or(0);
         if dropped > self.dropped {
-            let mut fields = Map::new();
-            fields.insert("dropped".into(), (dropped - self.dropped).into());
-            trace.event("wire_dropped", fields);
+            trace.emit(Event::WireDropped(event::WireDropped {
+                dropped: dropped - self.dropped,
+            }));
             self.dropped = dropped;
         }
     }
@@ -77,8 +80,16 @@ fn write_record(trace: &Trace, record: &Value) {
     let since_start = num("start").map(|start| (at - start).max(0.0));
     match text("kind") {
         "http" => {
-            let (exchange, extra) = exchange(record, since_start.unwrap_or(0.0));
-            trace.recorded_http(t, exchange, extra);
+            let exchange = exchange(record, since_start.unwrap_or(0.0));
+            let headers_ms = match (num("headersAt"), num("start")) {
+                (Some(headers), Some(start)) => Some(round(headers - start)),
+                _ => None,
+            };
+            trace.recorded_http(t, exchange, |http| {
+                http.closed_by = closed_by(record);
+                http.client = Some("ts-sdk".into());
+                http.headers_ms = headers_ms;
+            });
         }
         "stream_end" => {
             let failure = record.get("error").map(transport_failure);
@@ -93,34 +104,45 @@ fn write_record(trace: &Trace, record: &Value) {
                 closed_by(record),
             );
         }
-        kind @ ("sse" | "rpc" | "store") => {
-            let keep: &[&str] = match kind {
-                "sse" => &["event", "bytes", "id", "method", "rpcId", "errorCode"],
-                "rpc" => &["dir", "via", "method", "rpcId", "errorCode"],
-                _ => &["call", "driver", "ok", "error"],
-            };
-            let mut fields: Map<String, Value> = keep
-                .iter()
-                .filter_map(|k| record.get(*k).map(|v| (k.to_string(), v.clone())))
-                .collect();
-            if let Some(ms) = since_start.filter(|_| kind == "store") {
-                fields.insert("ms".into(), json!(round(ms)));
+        "sse" => {
+            if let Some(sse) = fields::<event::Sse>(record) {
+                // Never a body, whatever the record holds: the trace's level decides that.
+                let sse = event::Sse { body: None, ..sse };
+                trace.recorded(t, Event::Sse(sse));
             }
-            trace.recorded(t, kind, fields);
+        }
+        "rpc" => {
+            if let Some(rpc) = fields::<event::Rpc>(record) {
+                let rpc = event::Rpc { body: None, ..rpc };
+                trace.recorded(t, Event::Rpc(rpc));
+            }
+        }
+        "store" => {
+            if let Some(mut store) = fields::<event::Store>(record) {
+                store.ms = since_start.map(round);
+                trace.recorded(t, Event::Store(store));
+            }
         }
         _ => {}
     }
 }
 
-/// An `http` record as the trace's exchange, and its headers time beside it.
-fn exchange(record: &Value, elapsed_ms: f64) -> (Exchange, Map<String, Value>) {
+/// A record's fields as the event they describe: the actor writes them
+/// under the trace's names (a record's own `kind`, `at`, `seq` are not
+/// among them). A record that does not fit is left out.
+fn fields<T: DeserializeOwned>(record: &Value) -> Option<T> {
+    serde_json::from_value(record.clone()).ok()
+}
+
+/// An `http` record as the trace's exchange.
+fn exchange(record: &Value, elapsed_ms: f64) -> Exchange {
     let text = |k: &str| record.get(k).and_then(Value::as_str).unwrap_or_default();
     let count = |k: &str| record.get(k).and_then(Value::as_f64).unwrap_or(0.0) as u64;
     let status = record
         .get("status")
         .and_then(Value::as_u64)
         .and_then(|s| u16::try_from(s).ok());
-    let purpose = purpose(text("purpose"));
+    let purpose = purpose(record);
     let failure = match (record.get("error"), status) {
         (Some(error), _) => Some(transport_failure(error)),
         // The SDK ignores a DELETE's status, as the Rust client does.
@@ -145,37 +167,23 @@ fn exchange(record: &Value, elapsed_ms: f64) -> (Exchange, Map<String, Value>) {
     exchange.sent = count("sent");
     exchange.received = count("received");
     exchange.failure = failure;
-    let mut extra = closed_by(record);
-    extra.insert("client".into(), "ts-sdk".into());
-    if let (Some(headers), Some(start)) = (
-        record.get("headersAt").and_then(Value::as_f64),
-        record.get("start").and_then(Value::as_f64),
-    ) {
-        extra.insert("headersMs".into(), json!(round(headers - start)));
-    }
-    (exchange, extra)
+    exchange
 }
 
-/// `closedBy: client` when the SDK itself ended the request (it closed its transport).
-fn closed_by(record: &Value) -> Map<String, Value> {
-    let mut extra = Map::new();
-    if let Some(by) = record.get("closedBy").and_then(Value::as_str) {
-        extra.insert("closedBy".into(), by.into());
-    }
-    extra
+/// `client` when the SDK itself ended the request (it closed its transport).
+fn closed_by(record: &Value) -> Option<String> {
+    record
+        .get("closedBy")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 fn transport_failure(error: &Value) -> Seen {
-    let kind = match error.get("kind").and_then(Value::as_str).unwrap_or("other") {
-        "refused" => ErrorKind::Refused,
-        "reset" => ErrorKind::Reset,
-        "closed" => ErrorKind::Closed,
-        "tls" => ErrorKind::Tls,
-        "dns" => ErrorKind::Dns,
-        "timeout" => ErrorKind::Timeout,
-        "too_large" => ErrorKind::TooLarge,
-        _ => ErrorKind::Other,
-    };
+    // The actor writes continuity's kinds; one it does not know is `other`.
+    let kind = error
+        .get("kind")
+        .and_then(|kind| ErrorKind::deserialize(kind).ok())
+        .unwrap_or(ErrorKind::Other);
     Seen::Error {
         kind,
         detail: error
@@ -186,16 +194,12 @@ fn transport_failure(error: &Value) -> Seen {
     }
 }
 
-fn purpose(name: &str) -> Purpose {
-    match name {
-        "health" => Purpose::Health,
-        "acp" => Purpose::AcpPost,
-        "stream" => Purpose::Stream,
-        "delete" => Purpose::Delete,
-        "process" => Purpose::Process,
-        "fs" => Purpose::Fs,
-        _ => Purpose::Api,
-    }
+/// The record's purpose by its trace name; any other is `api`.
+fn purpose(record: &Value) -> Purpose {
+    record
+        .get("purpose")
+        .and_then(|name| Purpose::deserialize(name).ok())
+        .unwrap_or(Purpose::Api)
 }
 
 /// The trace keeps methods as static names; anything unusual is `OTHER`.

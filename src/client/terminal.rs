@@ -18,9 +18,10 @@ use super::rest::auth_headers;
 mod frames;
 
 use super::Client;
+use crate::trace::event::{self, Dir, Event};
 use crate::trace::{Exchange, Purpose, Trace};
 use frames::{
-    abnormal, close_for, control_frame, trace_frame, upgrade_error, ws_fields, Control, FrameError,
+    abnormal, close_for, control_frame, trace_frame, upgrade_error, ws_frame, Control, FrameError,
 };
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -195,7 +196,9 @@ impl Terminal {
                 return Err(error);
             }
         };
-        trace.event("ws_open", ws_fields(process_id, &[]));
+        trace.emit(Event::WsOpen(event::WsOpen {
+            process: process_id.into(),
+        }));
         let (sink, stream) = socket.split();
         let state = Arc::new(Mutex::new(State::default()));
         let (notify, changed) = watch::channel(0u64);
@@ -251,17 +254,8 @@ impl Terminal {
         match sent {
             Ok(()) => {
                 self.lock().last_activity = Some(std::time::Instant::now());
-                self.trace.event(
-                    "ws",
-                    ws_fields(
-                        &self.process_id,
-                        &[
-                            ("dir", "out".into()),
-                            ("frame", "input".into()),
-                            ("bytes", bytes.into()),
-                        ],
-                    ),
-                );
+                self.trace
+                    .emit(ws_frame(&self.process_id, Dir::Out, "input", bytes));
                 Ok(mark)
             }
             // The reader usually knows why the write failed (the close code).

@@ -60,11 +60,9 @@ pub enum Sender {
 }
 
 impl Sender {
+    /// As serialized: `client`, `agent`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Sender::Client => "client",
-            Sender::Agent => "agent",
-        }
+        crate::wire_name::of(&self)
     }
 }
 

@@ -9,9 +9,10 @@
 //! the cell's floor.
 
 use super::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
+use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -138,26 +139,23 @@ impl Drop for InFlight<'_> {
         calls.finished.push(finished.clone());
         drop(calls);
         self.trace
-            .event("store", store_event(self.driver, &finished));
+            .emit(Event::Store(store_event(self.driver, &finished)));
     }
 }
 
 /// A finished call as the trace's `store` event: logged at its end with its
 /// duration, as an `http` event is.
-fn store_event(driver: &'static str, call: &FinishedCall) -> Map<String, Value> {
-    let mut fields = Map::new();
-    fields.insert("call".into(), call.call.into());
-    fields.insert("driver".into(), driver.into());
-    fields.insert(
-        "ms".into(),
-        ((call.took.as_micros() as f64 / 100.0).round() / 10.0).into(),
-    );
-    fields.insert("ok".into(), call.error.is_none().into());
-    if let Some(error) = &call.error {
-        let cut: String = error.chars().take(ERROR_LIMIT_CHARS).collect();
-        fields.insert("error".into(), cut.into());
+fn store_event(driver: &'static str, call: &FinishedCall) -> event::Store {
+    event::Store {
+        call: call.call.into(),
+        driver: driver.into(),
+        ms: Some((call.took.as_micros() as f64 / 100.0).round() / 10.0),
+        ok: Some(call.error.is_none()),
+        error: call
+            .error
+            .as_ref()
+            .map(|error| error.chars().take(ERROR_LIMIT_CHARS).collect()),
     }
-    fields
 }
 
 /// The error of a call its caller stopped waiting for.
@@ -283,13 +281,8 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn every_ended_call_is_a_store_event_in_the_cells_trace() {
         let dir = tempfile::tempdir().unwrap();
-        let trace = Trace::create(
-            dir.path(),
-            crate::trace::TraceLevel::Summary,
-            None,
-            Map::new(),
-        )
-        .unwrap();
+        let trace =
+            Trace::create(dir.path(), crate::trace::TraceLevel::Summary, None, None).unwrap();
         let (driver, _log) =
             ObservedDriver::wrap_traced(Arc::new(Hanging(MemoryDriver::default())), trace.clone());
         driver.update_session(record("s1")).now_or_never();
@@ -298,9 +291,9 @@ pub(crate) mod tests {
         driver.insert_event("s1", event).await.unwrap();
         trace.flush();
         let text = std::fs::read_to_string(dir.path().join(crate::trace::TRACE_FILE)).unwrap();
-        let stores: Vec<Value> = text
+        let stores: Vec<serde_json::Value> = text
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
             .filter(|e| e["ev"] == "store")
             .collect();
         let calls: Vec<(&str, bool)> = stores
@@ -335,12 +328,9 @@ pub(crate) mod tests {
             error: Some("é".repeat(1000)),
         };
         let fields = store_event("rivet", &call);
-        assert_eq!(fields["ms"], 1.2);
-        assert_eq!(fields["ok"], false);
-        assert_eq!(
-            fields["error"].as_str().unwrap().chars().count(),
-            ERROR_LIMIT_CHARS
-        );
+        assert_eq!(fields.ms, Some(1.2));
+        assert_eq!(fields.ok, Some(false));
+        assert_eq!(fields.error.unwrap().chars().count(), ERROR_LIMIT_CHARS);
     }
 
     #[tokio::test]

@@ -26,6 +26,7 @@
 //! plus ready time, summed), so the overhead holds the servers' answers too.
 
 use super::model::{Floor, RestartResult};
+use crate::trace::event::{Dir, Event, Line, WsFrame, WsOpen};
 
 impl Floor {
     /// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
@@ -169,45 +170,57 @@ impl Spans {
         // Per terminal (its process): when it opened or a line went out, unanswered yet.
         let mut typed: Vec<(String, f64)> = Vec::new();
         let mut restarting: Option<f64> = None;
-        for event in trace
+        for Line { t, event } in trace
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|value| Line::from_value(&value))
         {
-            let Some(t) = event["t"].as_f64() else {
-                continue;
+            // An answer logged at its end with how long it took.
+            let took = match &event {
+                Event::Http(http) => Some(http.ms),
+                Event::Store(store) => store.ms,
+                Event::Sdk(sdk) => Some(sdk.ms),
+                Event::CleanupWait(wait) => Some(wait.ms as f64),
+                _ => None,
             };
-            match (
-                event["ev"].as_str(),
-                event["dir"].as_str(),
-                event["rpcId"].as_i64(),
-            ) {
-                (Some("ws_open"), _, _) | (Some("ws"), Some("out"), _) => {
-                    let process = event["process"].as_str().unwrap_or_default();
-                    if !typed.iter().any(|(p, _)| p == process) {
-                        typed.push((process.to_string(), t));
-                    }
+            if let Some(ms) = took {
+                spans.answers.push(((t - ms).max(0.0), t));
+            }
+            match event {
+                Event::WsOpen(WsOpen { process })
+                | Event::Ws(WsFrame {
+                    process,
+                    dir: Dir::Out,
+                    ..
+                }) if !typed.iter().any(|(p, _)| *p == process) => {
+                    typed.push((process, t));
                 }
-                (Some("ws"), Some("in"), _) => {
-                    let process = event["process"].as_str().unwrap_or_default();
-                    if let Some(at) = typed.iter().position(|(p, _)| p == process) {
+                Event::Ws(WsFrame {
+                    process,
+                    dir: Dir::In,
+                    ..
+                }) => {
+                    if let Some(at) = typed.iter().position(|(p, _)| *p == process) {
                         let (_, sent) = typed.remove(at);
                         spans.answers.push((sent, t));
                     }
                 }
-                (Some("http" | "store" | "sdk" | "cleanup_wait"), _, _) => {
-                    if let Some(ms) = event["ms"].as_f64() {
-                        spans.answers.push(((t - ms).max(0.0), t));
+                Event::Rpc(rpc) => {
+                    match (rpc.dir, rpc.rpc_id.as_ref().and_then(|id| id.as_i64())) {
+                        (Dir::Out, Some(id)) => asked.push((id, t)),
+                        (Dir::In, Some(id)) => {
+                            if let Some(at) =
+                                asked.iter().rposition(|(asked_id, _)| *asked_id == id)
+                            {
+                                let (_, sent) = asked.remove(at);
+                                spans.answers.push((sent, t));
+                            }
+                        }
+                        _ => {}
                     }
                 }
-                (Some("rpc"), Some("out"), Some(id)) => asked.push((id, t)),
-                (Some("rpc"), Some("in"), Some(id)) => {
-                    if let Some(at) = asked.iter().rposition(|(asked_id, _)| *asked_id == id) {
-                        let (_, sent) = asked.remove(at);
-                        spans.answers.push((sent, t));
-                    }
-                }
-                (Some("restart_start"), _, _) => restarting = Some(t),
-                (Some("restart_end"), _, _) => {
+                Event::RestartStart => restarting = Some(t),
+                Event::RestartEnd(_) => {
                     if let Some(start) = restarting.take() {
                         spans.restarts.push((start, t));
                     }

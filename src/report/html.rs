@@ -10,6 +10,7 @@
 //! the DOM, and any script error too, which the browser test reads.
 
 use super::model::Report;
+use crate::trace::event::Event;
 use crate::trace::{for_each_event, TraceError};
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -38,19 +39,6 @@ pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, Tr
 /// sits in memory: the structure (phases, restarts, the component and cell
 /// events) always, and at most [`MAX_MARKS`] requests and stream events.
 fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
-    const STRUCTURE: &[&str] = &[
-        "phase_start",
-        "phase_end",
-        "restart_start",
-        "restart_end",
-        "component_stop",
-        "component_start",
-        "fault_start",
-        "fault_action",
-        "fault_end",
-        "cell_end",
-        "truncated",
-    ];
     const KEEP: &[&str] = &[
         "t",
         "ev",
@@ -97,18 +85,18 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
     ];
     let mut kept = Vec::new();
     let mut marks = 0;
-    for_each_event(path, |event| {
-        let ev = event["ev"].as_str().unwrap_or_default();
-        if ev == "trace" {
+    for_each_event(path, |line| {
+        if matches!(line.event, Event::Trace(_) | Event::Other) {
             return;
         }
-        if !STRUCTURE.contains(&ev) {
+        if !line.event.is_structure() {
             if marks >= MAX_MARKS {
                 return;
             }
             marks += 1;
         }
-        let fields: Map<String, Value> = event
+        let fields: Map<String, Value> = line
+            .to_value()
             .as_object()
             .map(|o| {
                 o.iter()
@@ -204,7 +192,7 @@ mod tests {
     fn a_long_trace_keeps_its_structure_and_a_bounded_number_of_marks() {
         use crate::trace::{Exchange, Purpose, Trace, TraceLevel};
         let dir = tempfile::tempdir().unwrap();
-        let trace = Trace::create(dir.path(), TraceLevel::Summary, None, Map::new()).unwrap();
+        let trace = Trace::create(dir.path(), TraceLevel::Summary, None, None).unwrap();
         trace.phase_start("p", "prompt");
         for _ in 0..(MAX_MARKS + 500) {
             trace.http(Exchange {

@@ -24,16 +24,10 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The word used in reports and JUnit: `pass`, `fail`, `error`, `skipped`, `interrupted`.
+    /// The word used in reports and JUnit: `pass`, `fail`, `error`,
+    /// `skipped`, `interrupted`, as serialized.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Error => "error",
-            Verdict::Skipped => "skipped",
-            Verdict::Flaky => "flaky",
-            Verdict::Interrupted => "interrupted",
-        }
+        crate::wire_name::of(&self)
     }
 
     pub fn glyph(self) -> &'static str {

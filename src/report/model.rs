@@ -448,10 +448,7 @@ impl Signature {
                 .next()
                 .unwrap_or_default()
                 .to_string(),
-            other => serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
-                .unwrap_or_default(),
+            other => other.as_str().replace('_', " "),
         }
     }
 }
@@ -580,21 +577,9 @@ pub fn mask_ids(text: &str) -> String {
 }
 
 impl SignatureKind {
-    /// The snake_case name, as serialized.
+    /// The snake_case name, as serialized (its serde attributes say it).
     pub fn as_str(self) -> &'static str {
-        match self {
-            SignatureKind::Timeout => "timeout",
-            SignatureKind::Connect => "connect",
-            SignatureKind::StreamClosed => "stream_closed",
-            SignatureKind::Http => "http",
-            SignatureKind::Rpc => "rpc",
-            SignatureKind::Protocol => "protocol",
-            SignatureKind::Client => "client",
-            SignatureKind::AgentExit => "agent_exit",
-            SignatureKind::Integrity => "integrity",
-            SignatureKind::Harness => "harness",
-            SignatureKind::Persist => "persist",
-        }
+        crate::wire_name::of(&self)
     }
 }
 

@@ -6,14 +6,14 @@
 //! without a browser.
 
 use super::model::{Cell, Outcome, SignatureKind};
-use serde_json::Value;
+use crate::trace::event::{Dir, Event, Line, ReadyProbe};
 use std::fmt::Write;
 
 /// Lines of trace listed under one phase; the rest are counted.
 const MAX_LINES_PER_PHASE: usize = 40;
 
 /// The timeline of `cell`, from its trace's `events` (empty when it has none).
-pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
+pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
     let mut out = String::new();
     let verdict = match &cell.failure_boundary {
         Some(b) => format!("{} @ {b}", cell.verdict.as_str()),
@@ -91,11 +91,8 @@ pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
         );
         let mut inside: Vec<(f64, String)> = events
             .iter()
-            .filter(|e| {
-                let t = e["t"].as_f64().unwrap_or(-1.0);
-                t >= start && t <= end
-            })
-            .filter_map(|e| Some((e["t"].as_f64()?, event_line(e)?)))
+            .filter(|e| e.t >= start && e.t <= end)
+            .filter_map(|e| Some((e.t, event_line(e)?)))
             .collect();
         inside.sort_by(|a, b| a.0.total_cmp(&b.0));
         let inside: Vec<String> = inside.into_iter().map(|(_, line)| line).collect();
@@ -120,178 +117,157 @@ pub fn render_timeline(cell: &Cell, events: &[Value]) -> String {
             }
         }
     }
-    if events.iter().any(|e| e["ev"] == "truncated") {
+    if events
+        .iter()
+        .any(|e| matches!(e.event, Event::Truncated(_)))
+    {
         let _ = writeln!(out, "\nthe trace was cut at its size limit");
     }
     out
 }
 
 /// `(phase, start, end)` from the trace's phase boundaries.
-fn phase_bounds(events: &[Value]) -> Vec<(String, f64, f64)> {
+fn phase_bounds(events: &[Line]) -> Vec<(String, f64, f64)> {
     let mut bounds: Vec<(String, f64, f64)> = Vec::new();
-    for e in events {
-        let (Some(name), Some(t)) = (e["phase"].as_str(), e["t"].as_f64()) else {
-            continue;
-        };
-        if e["ev"] == "phase_start" {
-            bounds.push((name.to_string(), t, t));
-        } else if e["ev"] == "phase_end" {
-            if let Some(b) = bounds.iter_mut().rev().find(|b| b.0 == name) {
-                b.2 = t;
+    for line in events {
+        match &line.event {
+            Event::PhaseStart(start) => bounds.push((start.phase.clone(), line.t, line.t)),
+            Event::PhaseEnd(end) => {
+                if let Some(b) = bounds.iter_mut().rev().find(|b| b.0 == end.phase) {
+                    b.2 = line.t;
+                }
             }
+            _ => {}
         }
     }
     bounds
 }
 
 /// `+12.3 ms  POST /v1/acp/… → 401 (2.1 ms)`; `None` for events not listed.
-fn event_line(e: &Value) -> Option<String> {
-    let t = ms(e["t"].as_f64()?);
-    let text = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-    let line = match e["ev"].as_str()? {
-        "http" => {
-            let mut result = match e["status"].as_u64() {
-                Some(s) => s.to_string(),
-                None => String::new(),
-            };
-            if let Some(err) = e["error"].as_str() {
+fn event_line(line: &Line) -> Option<String> {
+    let t = ms(line.t);
+    let text = match &line.event {
+        Event::Http(e) => {
+            let mut result = e.status.map(|s| s.to_string()).unwrap_or_default();
+            if let Some(err) = e.error {
                 if !result.is_empty() {
                     result.push(' ');
                 }
-                result.push_str(err);
+                result.push_str(err.as_str());
             }
-            if let Some(t) = e["problemType"].as_str() {
+            if let Some(t) = &e.problem_type {
                 result.push_str(&format!(" {t}"));
             }
-            if e["closedBy"] == "client" && result.is_empty() {
+            if e.closed_by.as_deref() == Some("client") && result.is_empty() {
                 result.push_str("closed by the client");
             }
-            let attempt = e["attempt"]
-                .as_u64()
-                .map(|a| format!(" #{a}"))
-                .unwrap_or_default();
-            format!(
-                "{} {}{attempt} → {result} ({})",
-                text("method"),
-                text("url"),
-                ms(e["ms"].as_f64().unwrap_or(0.0))
-            )
+            let attempt = e.attempt.map(|a| format!(" #{a}")).unwrap_or_default();
+            format!("{} {}{attempt} → {result} ({})", e.method, e.url, ms(e.ms))
         }
-        "stream_end" => match (e["error"].as_str(), e["closedBy"].as_str()) {
-            (Some(err), _) => format!("event stream ended: {err}"),
+        Event::StreamEnd(e) => match (e.error, e.closed_by.as_deref()) {
+            (Some(err), _) => format!("event stream ended: {}", err.as_str()),
             (None, Some("client")) => {
-                format!("event stream closed by the client ({} events)", e["events"])
+                format!("event stream closed by the client ({} events)", e.events)
             }
-            (None, _) => format!("event stream ended ({} events)", e["events"]),
+            (None, _) => format!("event stream ended ({} events)", e.events),
         },
-        "store" => format!(
+        Event::Store(e) => format!(
             "store {} ({}) → {} ({})",
-            text("call"),
-            text("driver"),
-            match e["error"].as_str() {
+            e.call,
+            e.driver,
+            match &e.error {
                 Some(error) => format!("failed: {error}"),
                 None => "ok".to_string(),
             },
-            ms(e["ms"].as_f64().unwrap_or(0.0))
+            ms(e.ms.unwrap_or(0.0))
         ),
-        "sdk" => format!(
+        Event::Sdk(e) => format!(
             "sdk {} → {} ({})",
-            text("call"),
-            if e["abandoned"] == true {
+            e.call,
+            if e.abandoned {
                 "no answer by the deadline".to_string()
-            } else if e["ok"] == true {
+            } else if e.ok == Some(true) {
                 "ok".to_string()
             } else {
-                format!("failed: {}", text("error"))
+                format!("failed: {}", e.error.as_deref().unwrap_or_default())
             },
-            ms(e["ms"].as_f64().unwrap_or(0.0))
+            ms(e.ms)
         ),
-        "ws" => match e["dir"].as_str() {
-            Some("out") => format!(
-                "terminal {} → input ({} bytes)",
-                text("process"),
-                e["bytes"]
-            ),
-            _ => format!(
-                "terminal {} ← {} ({} bytes)",
-                text("process"),
-                text("frame"),
-                e["bytes"]
-            ),
+        Event::Ws(e) => match e.dir {
+            Dir::Out => format!("terminal {} → input ({} bytes)", e.process, e.bytes),
+            Dir::In => format!("terminal {} ← {} ({} bytes)", e.process, e.frame, e.bytes),
         },
-        "ws_open" => format!("terminal {} open", text("process")),
-        "ws_close" => format!(
+        Event::WsOpen(e) => format!("terminal {} open", e.process),
+        Event::WsClose(e) => format!(
             "terminal {} closed: ws close {}{}",
-            text("process"),
-            e["code"],
-            if e["clean"] == false {
-                " (no close frame)"
-            } else {
-                ""
-            }
+            e.process,
+            e.code,
+            if e.clean { "" } else { " (no close frame)" }
         ),
-        "window" => format!(
-            "watched {} for {}",
-            ms(e["ms"].as_f64().unwrap_or(0.0)),
-            text("what")
-        ),
-        "cleanup_wait" => format!(
+        Event::Window(e) => format!("watched {} for {}", ms(e.ms as f64), e.what),
+        Event::CleanupWait(e) => format!(
             "waited {} for the previous cell's DELETEs on this stack",
-            ms(e["ms"].as_f64().unwrap_or(0.0))
+            ms(e.ms as f64)
         ),
-        "wire_dropped" => format!(
+        Event::WireDropped(e) => format!(
             "{} of the hosted SDK's wire records lost (its buffer was full)",
-            e["dropped"]
+            e.dropped
         ),
-        "restart_start" => "restart started".to_string(),
-        "restart_end" => format!(
+        Event::RestartStart => "restart started".to_string(),
+        Event::RestartEnd(e) => format!(
             "restart {} (ready after {})",
-            if e["ok"] == true { "ready" } else { "failed" },
-            e["readyMs"].as_f64().map(ms).unwrap_or_else(|| "–".into())
+            if e.ok { "ready" } else { "failed" },
+            e.ready_ms
+                .map(|r| ms(r as f64))
+                .unwrap_or_else(|| "–".into())
         ),
-        "fault_start" => format!("fault on the {} hop: {}", text("hop"), text("fault")),
-        "fault_action" => format!(
+        Event::FaultStart(e) => format!("fault on the {} hop: {}", e.hop, e.fault),
+        Event::FaultAction(e) => format!(
             "the fault proxy {} connection {} on the {} hop ({})",
-            text("action"),
-            e["conn"],
-            text("hop"),
-            text("toxic")
+            e.action.as_str(),
+            e.conn,
+            e.hop,
+            e.toxic
         ),
-        "fault_end" => match e["ok"] == true {
-            true => format!("fault on the {} hop healed", text("hop")),
-            false => format!("fault on the {} hop: {}", text("hop"), text("detail")),
+        Event::FaultEnd(e) => match e.ok {
+            true => format!("fault on the {} hop healed", e.hop),
+            false => format!(
+                "fault on the {} hop: {}",
+                e.hop,
+                e.detail.as_deref().unwrap_or_default()
+            ),
         },
-        "truncated" => "trace cut here (size limit)".to_string(),
-        "component_stop" => format!(
+        Event::Truncated(_) => "trace cut here (size limit)".to_string(),
+        Event::ComponentStop(e) => format!(
             "{} stopped{}",
-            text("component"),
-            match (e["exitCode"].as_i64(), e["signal"].as_str()) {
+            e.component,
+            match (e.exit_code, &e.signal) {
                 (Some(code), _) => format!(" (exit code {code})"),
                 (None, Some(signal)) => format!(" ({signal})"),
                 _ => String::new(),
             }
         ),
-        "component_start" => format!("{} started (pid {})", text("component"), e["pid"]),
+        Event::ComponentStart(e) => format!(
+            "{} started (pid {})",
+            e.component,
+            e.pid.map_or("null".to_string(), |p| p.to_string())
+        ),
         // Only failed readiness attempts: a probe polls every 50 ms.
-        "ready_probe" if ready_failed(e) => format!(
+        Event::ReadyProbe(e) if ready_failed(e) => format!(
             "readiness {} #{} → {}",
-            text("probe"),
-            e["attempt"],
-            e["status"]
-                .as_u64()
+            e.probe,
+            e.attempt,
+            e.status
                 .map(|s| s.to_string())
-                .unwrap_or_else(|| text("error"))
+                .unwrap_or_else(|| e.error.clone().unwrap_or_default())
         ),
         _ => return None,
     };
-    Some(format!("{t:>9}  {line}"))
+    Some(format!("{t:>9}  {text}"))
 }
 
-fn ready_failed(e: &Value) -> bool {
-    e.get("error").is_some()
-        || e["status"]
-            .as_u64()
-            .is_some_and(|s| !(200..300).contains(&s))
+fn ready_failed(e: &ReadyProbe) -> bool {
+    e.error.is_some() || e.status.is_some_and(|s| !(200..300).contains(&s))
 }
 
 fn ms(value: f64) -> String {
@@ -315,7 +291,7 @@ mod tests {
         cell.phases.truncate(1);
         let name = cell.phases[0].name.clone();
         // The SDK's exchanges reach the file after the action that carried them.
-        let events = vec![
+        let events = [
             json!({"t": 0.0, "ev": "phase_start", "phase": name}),
             json!({"t": 6000.0, "ev": "sdk", "call": "prompt", "ms": 5990.0, "abandoned": true}),
             json!({"t": 25.0, "ev": "http", "method": "POST", "url": "/v1/acp/s", "status": 400,
@@ -324,6 +300,7 @@ mod tests {
                    "closedBy": "client"}),
             json!({"t": 6001.0, "ev": "phase_end", "phase": name}),
         ];
+        let events: Vec<Line> = events.iter().filter_map(Line::from_value).collect();
         let text = render_timeline(&cell, &events);
         let post = text
             .find("POST /v1/acp/s → 400 invalid_request")

@@ -12,6 +12,7 @@ use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
 use crate::targets::Target;
+use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::watch;
@@ -288,10 +289,11 @@ async fn run_one(
         &cell_dir,
         plan.settings.trace_level,
         plan.settings.token.clone(),
-        serde_json::json!({"cell": {"target": target_name, "scenario": scenario.name, "attempt": attempt}})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
+        event::CellId {
+            target: target_name.to_string(),
+            scenario: scenario.name.clone(),
+            attempt,
+        },
     );
     let settings = CellSettings {
         trace: trace.clone(),
@@ -361,13 +363,10 @@ fn finish_attempt(
     trace_path: Option<String>,
     run_dir: &std::path::Path,
 ) -> Attempt {
-    trace.event(
-        "cell_end",
-        serde_json::json!({"verdict": run.verdict.as_str(), "failureBoundary": run.failure_boundary})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    );
+    trace.emit(Event::CellEnd(event::CellEnd {
+        verdict: run.verdict.as_str().into(),
+        failure_boundary: run.failure_boundary.clone(),
+    }));
     trace.flush();
     let reason = (run.verdict == Verdict::Interrupted)
         .then(|| interrupted_during(run.failure_boundary.as_deref().unwrap_or("the cell")));

@@ -27,6 +27,7 @@ use crate::report::{PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use crate::stop_flag::wait_true;
 use crate::targets::RestartResult;
+use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
 pub use hosted_data::hosted_signature;
@@ -460,7 +461,7 @@ impl RunningCell<'_> {
             outcome,
             &seen,
         );
-        trace.phase_end(&phase.name, &outcome_word(result.outcome), duration_ms);
+        trace.phase_end(&phase.name, outcome_word(result.outcome), duration_ms);
         result
     }
 
@@ -481,9 +482,8 @@ impl RunningCell<'_> {
         }
         let waited = fence.clear().await;
         if waited >= Duration::from_millis(1) {
-            let mut fields = Map::new();
-            fields.insert("ms".into(), millis(waited).into());
-            self.settings.trace.event("cleanup_wait", fields);
+            let waited = event::Took { ms: millis(waited) };
+            self.settings.trace.emit(Event::CleanupWait(waited));
         }
     }
 

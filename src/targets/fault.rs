@@ -7,6 +7,7 @@
 
 use super::fmt_duration;
 use crate::faults::{FaultControl, Observer, ProxyAction, ToxicId, ToxicSpec};
+use crate::trace::event::ConnAction;
 use crate::trace::Trace;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,9 +101,9 @@ impl OpenWindow {
         let hop = control.hop().to_string();
         let observer: Observer = Arc::new(move |_, conn, what| match what {
             ProxyAction::Reset { toward } => {
-                seen.fault_action(&hop, toxic, "reset", Some(toward.as_str()), conn)
+                seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
             }
-            ProxyAction::Closed => seen.fault_action(&hop, toxic, "closed", None, conn),
+            ProxyAction::Closed => seen.fault_action(&hop, toxic, ConnAction::Closed, None, conn),
         });
         let id = match control.set(action.toxic.clone(), Some(observer)) {
             Ok(id) => id,

@@ -27,6 +27,7 @@ pub use readiness::{ProbeAuth, ProbeError, Readiness};
 use crate::clock::millis;
 use crate::signal::Signal;
 use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState, Supervisor};
+use crate::trace::event::{self, Event};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -234,9 +235,8 @@ impl Target {
             .await
         {
             Ok(took) => {
-                let mut fields = serde_json::Map::new();
-                fields.insert("ms".into(), millis(took).into());
-                self.trace.event("fault_ready", fields);
+                self.trace
+                    .emit(Event::FaultReady(event::Took { ms: millis(took) }));
                 Ok(())
             }
             Err(error) => Err(format!(
@@ -489,7 +489,7 @@ impl Target {
                     };
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
-                    component_event(&self.trace, "component_stop", &self.name, state);
+                    component_event(&self.trace, Event::ComponentStop, &self.name, state);
                     self.after_stop_note = match hook {
                         Some(h) => h.run_after(before).await,
                         None => None,
@@ -498,7 +498,7 @@ impl Target {
                 let started = self.start_managed(&spec);
                 if let Some(process) = self.process.as_mut() {
                     let state = process.state();
-                    component_event(&self.trace, "component_start", &self.name, state);
+                    component_event(&self.trace, Event::ComponentStart, &self.name, state);
                 }
                 started
             }
@@ -601,25 +601,25 @@ impl Target {
 }
 
 /// A managed component stopped or started, with its pid or exit status.
-fn component_event(trace: &crate::trace::Trace, ev: &str, name: &str, state: ProcessState) {
-    let mut fields = serde_json::Map::new();
-    fields.insert("component".into(), name.into());
+fn component_event(
+    trace: &crate::trace::Trace,
+    ev: fn(event::Component) -> Event,
+    name: &str,
+    state: ProcessState,
+) {
+    let mut component = event::Component {
+        component: name.into(),
+        ..Default::default()
+    };
     match state {
-        ProcessState::Running { pid } => {
-            fields.insert("pid".into(), pid.into());
-        }
+        ProcessState::Running { pid } => component.pid = Some(pid),
         ProcessState::Exited { code, signal } => {
-            fields.insert("exitCode".into(), code.into());
-            fields.insert(
-                "signal".into(),
-                signal.map(|s| Signal::from_number(s).to_string()).into(),
-            );
+            component.exit_code = code;
+            component.signal = signal.map(|s| Signal::from_number(s).to_string());
         }
-        ProcessState::NotStarted => {
-            fields.insert("state".into(), "not started".into());
-        }
+        ProcessState::NotStarted => component.state = Some("not started".into()),
     }
-    trace.event(ev, fields);
+    trace.emit(ev(component));
 }
 
 /// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness run.

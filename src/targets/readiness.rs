@@ -11,6 +11,7 @@ mod hedge;
 use super::{fmt_duration, DEFAULT_PROBE_INTERVAL};
 use crate::errors::error_chain;
 use crate::secret::{display_url, Secret};
+use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use hedge::{Ended, Finished};
 use std::ops::ControlFlow;
@@ -19,16 +20,18 @@ use std::time::{Duration, Instant};
 /// One readiness attempt in the cell's trace: `attempt` is the order it
 /// started in, `took` how long it was in flight.
 fn probe_event(trace: &Trace, attempt: u32, target: &str, took: Duration, seen: Seen<'_>) {
-    let mut fields = serde_json::Map::new();
-    fields.insert("attempt".into(), attempt.into());
-    fields.insert("probe".into(), display_url(target).into());
-    fields.insert("ms".into(), (took.as_millis() as u64).into());
-    match seen {
-        Seen::Connected => {}
-        Seen::Status(status) => _ = fields.insert("status".into(), status.into()),
-        Seen::Error(error) => _ = fields.insert("error".into(), error.into()),
-    }
-    trace.event("ready_probe", fields);
+    let (status, error) = match seen {
+        Seen::Connected => (None, None),
+        Seen::Status(status) => (Some(status), None),
+        Seen::Error(error) => (None, Some(error.to_string())),
+    };
+    trace.emit(Event::ReadyProbe(event::ReadyProbe {
+        attempt,
+        probe: display_url(target),
+        ms: took.as_millis() as u64,
+        status,
+        error,
+    }));
 }
 
 /// What one attempt saw.

@@ -1,9 +1,8 @@
 //! Where a cell's trace lives: `cells/NNN-TARGET-SCENARIO-ATTEMPT/trace.jsonl`
 //! in the run folder, and the trace the runner gives each cell.
 
-use super::{Trace, TraceLevel, TRACE_FILE};
+use super::{event::CellId, Trace, TraceLevel, TRACE_FILE};
 use crate::secret::Secret;
-use serde_json::{Map, Value};
 use std::path::Path;
 
 /// The folder of a cell inside the run folder: `cells/003-agent-native-continuity-1`.
@@ -23,12 +22,12 @@ pub fn for_cell(
     cell_dir: &str,
     level: TraceLevel,
     token: Option<Secret>,
-    header: Map<String, Value>,
+    cell: CellId,
 ) -> (Trace, Option<String>) {
     if level == TraceLevel::Off {
         return (Trace::build(level, token, None), None);
     }
-    match Trace::create(&run_dir.join(cell_dir), level, token.clone(), header) {
+    match Trace::create(&run_dir.join(cell_dir), level, token.clone(), Some(cell)) {
         Ok(trace) => (trace, Some(format!("{cell_dir}/{TRACE_FILE}"))),
         Err(e) => {
             eprintln!("cannot write the trace of {cell_dir}: {e}");

@@ -5,8 +5,8 @@
 //! whole cell, so a phase that fails during or after one can name the hop
 //! and the toxic, and tell a reset the proxy sent from one the server did.
 
-use super::{fields, Trace};
-use serde_json::json;
+use super::event::{self, ConnAction, Event};
+use super::Trace;
 
 /// One fault window of the cell, as a failure's diagnosis reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,19 +40,21 @@ impl Trace {
                 });
             }
         }
-        self.event(
-            "fault_start",
-            fields(json!({"hop": hop, "toxic": toxic, "fault": describe, "holdMs": hold_ms})),
-        );
+        self.emit(Event::FaultStart(event::FaultStart {
+            hop: hop.into(),
+            toxic: toxic.into(),
+            fault: describe.into(),
+            hold_ms,
+        }));
     }
 
-    /// The proxy reset (`reset`) or closed (`closed`) connection `conn`
-    /// because of the toxic in force on `hop`.
+    /// The proxy reset or closed connection `conn` because of the toxic in
+    /// force on `hop`.
     pub fn fault_action(
         &self,
         hop: &str,
         toxic: &str,
-        action: &str,
+        action: ConnAction,
         toward: Option<&str>,
         conn: u64,
     ) {
@@ -65,16 +67,18 @@ impl Trace {
                 .find(|w| w.hop == hop && w.toxic == toxic)
             {
                 match action {
-                    "reset" => window.resets += 1,
-                    _ => window.closes += 1,
+                    ConnAction::Reset => window.resets += 1,
+                    ConnAction::Closed => window.closes += 1,
                 }
             }
         }
-        let mut f = fields(json!({"hop": hop, "toxic": toxic, "action": action, "conn": conn}));
-        if let Some(toward) = toward {
-            f.insert("toward".into(), toward.into());
-        }
-        self.event("fault_action", f);
+        self.emit(Event::FaultAction(event::FaultAction {
+            hop: hop.into(),
+            toxic: toxic.into(),
+            action,
+            conn,
+            toward: toward.map(str::to_string),
+        }));
     }
 
     /// The toxic on `hop` is removed; `stopped` says why the proxy could
@@ -95,13 +99,14 @@ impl Trace {
                 None => (0, 0),
             }
         };
-        let mut f = fields(
-            json!({"hop": hop, "toxic": toxic, "ok": ok, "resets": resets, "closes": closes}),
-        );
-        if let Some(reason) = stopped {
-            f.insert("detail".into(), reason.into());
-        }
-        self.event("fault_end", f);
+        self.emit(Event::FaultEnd(event::FaultEnd {
+            hop: hop.into(),
+            toxic: toxic.into(),
+            ok,
+            resets,
+            closes,
+            detail: stopped.map(str::to_string),
+        }));
     }
 }
 
@@ -113,8 +118,20 @@ mod tests {
     fn a_window_counts_what_the_proxy_did_until_it_heals() {
         let trace = Trace::detached();
         trace.fault_start("gateway", "reset_peer", "reset_peer downstream", 1000);
-        trace.fault_action("gateway", "reset_peer", "reset", Some("downstream"), 3);
-        trace.fault_action("gateway", "reset_peer", "reset", Some("downstream"), 4);
+        trace.fault_action(
+            "gateway",
+            "reset_peer",
+            ConnAction::Reset,
+            Some("downstream"),
+            3,
+        );
+        trace.fault_action(
+            "gateway",
+            "reset_peer",
+            ConnAction::Reset,
+            Some("downstream"),
+            4,
+        );
         assert_eq!(
             trace.snapshot().faults,
             vec![FaultSeen {

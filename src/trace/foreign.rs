@@ -4,8 +4,8 @@
 //! file after events that came later, so a reader that lists a trace in
 //! time order sorts it by `t` (the timeline does).
 
+use super::event::{Event, Http};
 use super::{Exchange, Seen, Trace};
-use serde_json::{Map, Value};
 
 impl Trace {
     /// The trace time of a wall-clock instant in Unix milliseconds (the
@@ -15,26 +15,26 @@ impl Trace {
     }
 
     /// An exchange that ended at `t`, counted on its channel like one of
-    /// the cell's own; `extra` fields go beside its own.
-    pub fn recorded_http(&self, t: f64, exchange: Exchange, extra: Map<String, Value>) {
+    /// the cell's own; `extra` adds what only the recorder knows.
+    pub fn recorded_http(&self, t: f64, exchange: Exchange, extra: impl FnOnce(&mut Http)) {
         self.http_at(t, exchange, extra);
     }
 
     /// The end of an event stream at `t` after `(events, bytes)`, counted
-    /// on its channel; `extra` fields go beside its own.
+    /// on its channel; `closed_by` says when the client closed it.
     pub fn recorded_stream_end(
         &self,
         t: f64,
         url: &str,
         counts: (u64, u64),
         failure: Option<&Seen>,
-        extra: Map<String, Value>,
+        closed_by: Option<String>,
     ) {
-        self.stream_end_at(t, url, counts, failure, extra);
+        self.stream_end_at(t, url, counts, failure, closed_by);
     }
 
-    /// Any other event (`sse`, `rpc`, `store`) at `t`, redacted as every event is.
-    pub fn recorded(&self, t: f64, ev: &str, fields: Map<String, Value>) {
-        self.event_at(t, ev, fields);
+    /// Any other event (`sse`, `rpc`, `store`, `sdk`) at `t`, redacted as every event is.
+    pub fn recorded(&self, t: f64, event: Event) {
+        self.emit_at(t, event);
     }
 }

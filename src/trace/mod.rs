@@ -11,6 +11,7 @@
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
 
 mod cell;
+pub mod event;
 mod fault_window;
 mod foreign;
 mod observe;
@@ -18,8 +19,9 @@ mod sink;
 mod url;
 
 pub use cell::{cell_dir_name, for_cell};
+pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
-pub use observe::{ChannelStats, ErrorKind, Seen, Snapshot, WaitGuard, WaitInfo};
+pub use observe::{ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA,
 };
@@ -27,8 +29,9 @@ pub use url::strip_access_token;
 use url::{path_and_query, path_of};
 
 use crate::secret::Secret;
+use event::{CellId, Dir, Event, Header, Line, Via};
 use observe::Observations;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use sink::Sink;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -36,59 +39,6 @@ use std::time::{Duration, Instant};
 
 /// Largest JSON-RPC body kept in a `full` trace; longer ones are cut.
 pub const BODY_LIMIT_CHARS: usize = 4096;
-
-/// How much of the wire a cell's trace keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TraceLevel {
-    /// No file; waits still remember what they saw.
-    Off,
-    /// Every event, without bodies.
-    #[default]
-    Summary,
-    /// Every event, JSON-RPC bodies cut at [`BODY_LIMIT_CHARS`].
-    Full,
-}
-
-impl TraceLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceLevel::Off => "off",
-            TraceLevel::Summary => "summary",
-            TraceLevel::Full => "full",
-        }
-    }
-}
-
-/// What an HTTP exchange was for; names the channel it counts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    Health,
-    AcpPost,
-    Stream,
-    Delete,
-    Process,
-    /// The sandbox's file API (`/v1/fs/…`).
-    Fs,
-    /// Any other endpoint of the server's API (`/v1/agents`, …).
-    Api,
-    /// A process's terminal WebSocket upgrade.
-    Terminal,
-}
-
-impl Purpose {
-    fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Health => "health",
-            Purpose::AcpPost => "acp",
-            Purpose::Stream => "stream",
-            Purpose::Delete => "delete",
-            Purpose::Process => "process",
-            Purpose::Fs => "fs",
-            Purpose::Api => "api",
-            Purpose::Terminal => "terminal",
-        }
-    }
-}
 
 /// One HTTP exchange as the trace records it.
 #[derive(Debug, Clone)]
@@ -162,22 +112,23 @@ impl Trace {
     }
 
     /// A cell's trace writing `dir/trace.jsonl` (nothing when `level` is off).
-    /// `header` describes the cell (target, scenario, attempt).
+    /// `cell` names the cell (target, scenario, attempt) in the header.
     pub fn create(
         dir: &Path,
         level: TraceLevel,
         token: Option<Secret>,
-        header: Map<String, Value>,
+        cell: Option<CellId>,
     ) -> std::io::Result<Trace> {
         let sink = match level {
             TraceLevel::Off => None,
             _ => Some(Sink::create(&dir.join(TRACE_FILE), TRACE_LIMIT_BYTES)?),
         };
         let trace = Self::build(level, token, sink);
-        let mut first = header;
-        first.insert("schema".into(), TRACE_SCHEMA.into());
-        first.insert("level".into(), level.as_str().into());
-        trace.event("trace", first);
+        trace.emit(Event::Trace(Header {
+            cell,
+            schema: TRACE_SCHEMA.into(),
+            level,
+        }));
         Ok(trace)
     }
 
@@ -213,23 +164,19 @@ impl Trace {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Appends one event; `fields` must not hold a credential (the known
-    /// token is scrubbed anyway, and URLs lose `access_token`).
-    pub fn event(&self, ev: &str, fields: Map<String, Value>) {
-        self.event_at(self.now_ms(), ev, fields);
+    /// Appends one event; it must not hold a credential (the known token
+    /// is scrubbed anyway, and URLs lose `access_token`).
+    pub fn emit(&self, event: Event) {
+        self.emit_at(self.now_ms(), event);
     }
 
-    /// [`Trace::event`] at `t` (milliseconds since the cell started), for an
+    /// [`Trace::emit`] at `t` (milliseconds since the cell started), for an
     /// event that happened before it reached the trace.
-    fn event_at(&self, t: f64, ev: &str, fields: Map<String, Value>) {
+    fn emit_at(&self, t: f64, event: Event) {
         if self.inner.level == TraceLevel::Off {
             return;
         }
-        let mut line = Map::new();
-        line.insert("t".into(), json!(t));
-        line.insert("ev".into(), ev.into());
-        line.extend(fields);
-        let mut line = Value::Object(line);
+        let mut line = Line { t, event }.to_value();
         // The values only: a secret equal to a field name must not rename it.
         crate::secret::redact_json_known(&mut line, self.inner.token.as_ref());
         let text = line.to_string();
@@ -242,25 +189,29 @@ impl Trace {
     /// Starts a phase: its channels' counts start again from zero.
     pub fn phase_start(&self, name: &str, step: &str) {
         self.observations().reset_channels(self.now_ms());
-        self.event("phase_start", fields(json!({"phase": name, "step": step})));
+        self.emit(Event::PhaseStart(event::PhaseStart {
+            phase: name.into(),
+            step: step.into(),
+        }));
     }
 
     /// Ends a phase; the file is flushed, so a run killed later keeps it.
     pub fn phase_end(&self, name: &str, outcome: &str, ms: u64) {
-        self.event(
-            "phase_end",
-            fields(json!({"phase": name, "outcome": outcome, "ms": ms})),
-        );
+        self.emit(Event::PhaseEnd(event::PhaseEnd {
+            phase: name.into(),
+            outcome: outcome.into(),
+            ms,
+        }));
         self.flush();
     }
 
     /// Records an HTTP exchange and counts it on its channel.
     pub fn http(&self, exchange: Exchange) {
-        self.http_at(self.now_ms(), exchange, Map::new());
+        self.http_at(self.now_ms(), exchange, |_| {});
     }
 
-    /// An exchange that ended at `t`, with `extra` fields beside its own.
-    fn http_at(&self, t: f64, exchange: Exchange, extra: Map<String, Value>) {
+    /// An exchange that ended at `t`; `extra` adds what only its recorder knows.
+    fn http_at(&self, t: f64, exchange: Exchange, extra: impl FnOnce(&mut event::Http)) {
         let path = path_of(&exchange.url);
         let channel = channel_name(exchange.method, &path, exchange.purpose);
         self.observations().count(
@@ -273,38 +224,49 @@ impl Trace {
         if self.inner.level == TraceLevel::Off {
             return;
         }
-        let mut f = fields(json!({
-            "method": exchange.method,
-            "url": strip_access_token(&path_and_query(&exchange.url)),
-            "purpose": exchange.purpose.as_str(),
-            "ms": (exchange.elapsed.as_micros() as f64 / 100.0).round() / 10.0,
-            "sent": exchange.sent,
-            "received": exchange.received,
-        }));
-        if let Some(attempt) = exchange.attempt {
-            f.insert("attempt".into(), attempt.into());
-        }
-        if let Some(status) = exchange.status {
-            f.insert("status".into(), status.into());
-        }
-        if let Some(failure) = &exchange.failure {
-            failure.describe_into(&mut f);
-        }
-        f.extend(extra);
-        self.event_at(t, "http", f);
+        let seen = exchange
+            .failure
+            .as_ref()
+            .map(Seen::fields)
+            .unwrap_or_default();
+        let mut http = event::Http {
+            method: exchange.method.into(),
+            url: strip_access_token(&path_and_query(&exchange.url)),
+            purpose: exchange.purpose,
+            ms: (exchange.elapsed.as_micros() as f64 / 100.0).round() / 10.0,
+            sent: exchange.sent,
+            received: exchange.received,
+            attempt: exchange.attempt,
+            status: seen.status.or(exchange.status),
+            problem_type: seen.problem_type,
+            detail: seen.detail,
+            error: seen.error,
+            error_detail: seen.error_detail,
+            ..Default::default()
+        };
+        extra(&mut http);
+        self.emit_at(t, Event::Http(http));
     }
 
-    /// A JSON-RPC envelope, `out` (sent) or `in` (received) `via` post or stream.
-    pub fn rpc(&self, dir: &str, via: &str, envelope: &Value) {
+    /// A JSON-RPC envelope, sent or received `via` the POST or the stream.
+    pub fn rpc(&self, dir: Dir, via: Via, envelope: &Value) {
         if self.inner.level == TraceLevel::Off {
             return;
         }
-        let mut f = fields(json!({"dir": dir, "via": via}));
-        rpc_fields(envelope, &mut f);
-        if self.inner.level == TraceLevel::Full {
-            f.insert("body".into(), cut(&envelope.to_string()).into());
-        }
-        self.event("rpc", f);
+        let (method, rpc_id, error_code) = rpc_ids(envelope);
+        self.emit(Event::Rpc(event::Rpc {
+            dir,
+            via,
+            method,
+            rpc_id,
+            error_code,
+            body: self.body(envelope),
+        }));
+    }
+
+    /// The envelope as a `full` trace keeps it.
+    fn body(&self, envelope: &Value) -> Option<String> {
+        (self.inner.level == TraceLevel::Full).then(|| cut(&envelope.to_string()))
     }
 
     /// One SSE event: its id, its name, and the envelope's method and id.
@@ -312,32 +274,32 @@ impl Trace {
         if self.inner.level == TraceLevel::Off {
             return;
         }
-        let mut f = fields(json!({"event": event, "bytes": bytes}));
-        if !id.is_empty() {
-            f.insert("id".into(), id.into());
-        }
-        if let Some(envelope) = envelope {
-            rpc_fields(envelope, &mut f);
-            if self.inner.level == TraceLevel::Full {
-                f.insert("body".into(), cut(&envelope.to_string()).into());
-            }
-        }
-        self.event("sse", f);
+        let (method, rpc_id, error_code) = envelope.map(rpc_ids).unwrap_or_default();
+        self.emit(Event::Sse(event::Sse {
+            event: event.into(),
+            bytes: bytes as u64,
+            id: (!id.is_empty()).then(|| id.to_string()),
+            method,
+            rpc_id,
+            error_code,
+            body: envelope.and_then(|envelope| self.body(envelope)),
+        }));
     }
 
     /// The end of one event-stream GET: how many events and bytes it carried.
     pub fn stream_end(&self, url: &str, events: u64, bytes: u64, failure: Option<&Seen>) {
-        self.stream_end_at(self.now_ms(), url, (events, bytes), failure, Map::new());
+        self.stream_end_at(self.now_ms(), url, (events, bytes), failure, None);
     }
 
-    /// A stream's end at `t`: its (events, bytes), and `extra` fields.
+    /// A stream's end at `t`: its (events, bytes), and who closed it when
+    /// the client did (`closed_by`).
     fn stream_end_at(
         &self,
         t: f64,
         url: &str,
         (events, bytes): (u64, u64),
         failure: Option<&Seen>,
-        extra: Map<String, Value>,
+        closed_by: Option<String>,
     ) {
         let channel = channel_name("GET", &path_of(url), Purpose::Stream);
         self.observations()
@@ -345,16 +307,21 @@ impl Trace {
         if self.inner.level == TraceLevel::Off {
             return;
         }
-        let mut f = fields(json!({
-            "url": strip_access_token(&path_and_query(url)),
-            "events": events,
-            "received": bytes,
-        }));
-        if let Some(failure) = failure {
-            failure.describe_into(&mut f);
-        }
-        f.extend(extra);
-        self.event_at(t, "stream_end", f);
+        let seen = failure.map(Seen::fields).unwrap_or_default();
+        self.emit_at(
+            t,
+            Event::StreamEnd(event::StreamEnd {
+                url: strip_access_token(&path_and_query(url)),
+                events,
+                received: bytes,
+                status: seen.status,
+                problem_type: seen.problem_type,
+                detail: seen.detail,
+                error: seen.error,
+                error_detail: seen.error_detail,
+                closed_by,
+            }),
+        );
     }
 
     /// Registers something the cell is blocked on until the guard drops.
@@ -395,7 +362,7 @@ impl Trace {
 /// `GET /v1/acp/sdk-mock-… (event stream)`.
 pub fn channel_name(method: &str, path: &str, purpose: Purpose) -> String {
     match purpose {
-        Purpose::Stream => format!("{method} {path} (event stream)"),
+        Purpose::Stream => format!("{method} {path} {}", observe::EVENT_STREAM),
         _ => format!("{method} {path}"),
     }
 }
@@ -414,24 +381,16 @@ pub fn stream_channel(url: &str) -> String {
     channel_name("GET", &path_of(url), Purpose::Stream)
 }
 
-/// An envelope's method, id and error code, as `method`, `rpcId`, `errorCode`.
-fn rpc_fields(envelope: &Value, f: &mut Map<String, Value>) {
-    if let Some(method) = envelope.get("method").and_then(Value::as_str) {
-        f.insert("method".into(), method.into());
-    }
-    if let Some(id) = envelope.get("id").filter(|v| !v.is_null()) {
-        f.insert("rpcId".into(), id.clone());
-    }
-    if let Some(code) = envelope.get("error").and_then(|e| e.get("code")) {
-        f.insert("errorCode".into(), code.clone());
-    }
-}
-
-fn fields(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
+/// An envelope's method, id and error code.
+fn rpc_ids(envelope: &Value) -> (Option<String>, Option<Value>, Option<Value>) {
+    (
+        envelope
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        envelope.get("id").filter(|v| !v.is_null()).cloned(),
+        envelope.get("error").and_then(|e| e.get("code")).cloned(),
+    )
 }
 
 /// A body cut to the trace's limit, redacted before the cut (half a secret

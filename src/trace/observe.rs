@@ -2,55 +2,12 @@
 //! the last failure of the current phase; and the waits still open. Small
 //! and bounded whatever the server does, and kept even with the trace off.
 
-use serde_json::{Map, Value};
+use super::event::ErrorKind;
 use std::fmt;
 
 /// Channels remembered per phase; beyond it new ones are not counted (a
 /// hostile server cannot grow this by inventing paths: the paths are ours).
 const MAX_CHANNELS: usize = 64;
-
-/// How a transport failed, in the words a report needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    Refused,
-    Reset,
-    /// The peer closed the connection before the response was complete.
-    Closed,
-    Tls,
-    Dns,
-    Timeout,
-    /// A body or stream line over the envelope limit.
-    TooLarge,
-    Other,
-}
-
-impl ErrorKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Refused => "refused",
-            ErrorKind::Reset => "reset",
-            ErrorKind::Closed => "closed",
-            ErrorKind::Tls => "tls",
-            ErrorKind::Dns => "dns",
-            ErrorKind::Timeout => "timeout",
-            ErrorKind::TooLarge => "too_large",
-            ErrorKind::Other => "other",
-        }
-    }
-
-    fn words(self) -> &'static str {
-        match self {
-            ErrorKind::Refused => "connection refused",
-            ErrorKind::Reset => "connection reset",
-            ErrorKind::Closed => "connection closed early",
-            ErrorKind::Tls => "TLS failure",
-            ErrorKind::Dns => "DNS failure",
-            ErrorKind::Timeout => "no answer in time",
-            ErrorKind::TooLarge => "over the size limit",
-            ErrorKind::Other => "transport error",
-        }
-    }
-}
 
 /// One failed attempt: a status the caller rejected, or a transport error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,26 +25,25 @@ pub enum Seen {
 }
 
 impl Seen {
-    /// Adds `status`/`problemType`/`detail` or `error`/`errorDetail` to a trace event.
-    pub fn describe_into(&self, fields: &mut Map<String, Value>) {
+    /// The failure as a trace event's `status`/`problemType`/`detail` or
+    /// `error`/`errorDetail`.
+    pub(super) fn fields(&self) -> SeenFields {
         match self {
             Seen::Status {
                 status,
                 problem_type,
                 detail,
-            } => {
-                fields.insert("status".into(), (*status).into());
-                if let Some(t) = problem_type {
-                    fields.insert("problemType".into(), t.clone().into());
-                }
-                if let Some(d) = detail {
-                    fields.insert("detail".into(), short(d).into());
-                }
-            }
-            Seen::Error { kind, detail } => {
-                fields.insert("error".into(), kind.as_str().into());
-                fields.insert("errorDetail".into(), short(detail).into());
-            }
+            } => SeenFields {
+                status: Some(*status),
+                problem_type: problem_type.clone(),
+                detail: detail.as_deref().map(short),
+                ..SeenFields::default()
+            },
+            Seen::Error { kind, detail } => SeenFields {
+                error: Some(*kind),
+                error_detail: Some(short(detail)),
+                ..SeenFields::default()
+            },
         }
     }
 }
@@ -113,6 +69,16 @@ impl fmt::Display for Seen {
             Seen::Error { kind, .. } => f.write_str(kind.words()),
         }
     }
+}
+
+/// A failure's fields in an `http` or `stream_end` event.
+#[derive(Default)]
+pub(super) struct SeenFields {
+    pub(super) status: Option<u16>,
+    pub(super) problem_type: Option<String>,
+    pub(super) detail: Option<String>,
+    pub(super) error: Option<ErrorKind>,
+    pub(super) error_detail: Option<String>,
 }
 
 /// Foreign text (a server's problem detail) cut to a line: redacted first,
@@ -144,6 +110,17 @@ pub struct ChannelStats {
     /// When the last failure happened, on the same clock as [`WaitInfo::opened`].
     pub last_failure_seq: u64,
 }
+
+impl ChannelStats {
+    /// Whether this is an event stream (a GET the server pushes on), not
+    /// a channel a request travels on.
+    pub fn is_event_stream(&self) -> bool {
+        self.name.ends_with(EVENT_STREAM)
+    }
+}
+
+/// How a channel's name marks an event stream.
+pub(super) const EVENT_STREAM: &str = "(event stream)";
 
 /// A wait still open: what the cell is blocked on.
 #[derive(Debug, Clone, PartialEq, Eq)]

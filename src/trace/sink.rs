@@ -2,6 +2,7 @@
 //! buffer, bounded (past the limit one `truncated` marker and nothing more);
 //! and its reader, which names the file and line of anything damaged.
 
+use super::event::{Event, Line, Truncated};
 use serde_json::Value;
 use std::fs::File;
 use std::io::{BufRead, BufWriter, Write};
@@ -44,8 +45,13 @@ impl Sink {
         let len = line.len() as u64 + 1;
         if self.written + len > self.limit {
             self.truncated = true;
-            let marker = serde_json::json!({"t": t, "ev": "truncated", "limitBytes": self.limit});
-            self.write_line(&marker.to_string());
+            let marker = Line {
+                t,
+                event: Event::Truncated(Truncated {
+                    limit_bytes: self.limit,
+                }),
+            };
+            self.write_line(&marker.to_value().to_string());
             self.flush();
             return;
         }
@@ -88,19 +94,30 @@ pub enum TraceError {
     },
 }
 
-/// Reads a trace: every event, in order. See [`for_each_event`].
+/// Reads a trace: every line as written, in order (for a reader that wants
+/// the wire itself). See [`for_each_line`].
 pub fn read_trace(path: &Path) -> Result<Vec<Value>, TraceError> {
     let mut events = Vec::new();
-    for_each_event(path, |event| events.push(event))?;
+    for_each_line(path, |event| events.push(event))?;
     Ok(events)
 }
 
-/// Hands each event of a trace to `keep`, one line at a time, so a reader
-/// that keeps only some of them holds no more than those. The first line
-/// must be this schema's header; a line that is not a JSON object with `t`
-/// and `ev`, or a file far past the size a trace can have, is an error
-/// naming the file (and the line).
-pub fn for_each_event(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceError> {
+/// Hands each event of a trace to `keep` as its type, one line at a time.
+/// See [`for_each_line`].
+pub fn for_each_event(path: &Path, mut keep: impl FnMut(Line)) -> Result<(), TraceError> {
+    for_each_line(path, |value| {
+        if let Some(line) = Line::from_value(&value) {
+            keep(line);
+        }
+    })
+}
+
+/// Hands each line of a trace to `keep`, one at a time, so a reader that
+/// keeps only some of them holds no more than those. The first line must
+/// be this schema's header; a line that is not a JSON object with `t` and
+/// `ev`, or a file far past the size a trace can have, is an error naming
+/// the file (and the line).
+fn for_each_line(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceError> {
     let io = |source| TraceError::Io {
         path: path.to_path_buf(),
         source,

@@ -1,7 +1,16 @@
 use super::*;
+use serde_json::json;
 
-fn header() -> Map<String, Value> {
-    fields(json!({"cell": {"target": "t", "scenario": "s", "attempt": 1}}))
+fn header() -> Option<CellId> {
+    Some(cell())
+}
+
+fn cell() -> CellId {
+    CellId {
+        target: "t".into(),
+        scenario: "s".into(),
+        attempt: 1,
+    }
 }
 
 #[test]
@@ -31,8 +40,8 @@ fn events_are_lines_with_time_and_kind_and_never_the_token() {
         }),
     });
     trace.rpc(
-        "out",
-        "post",
+        Dir::Out,
+        Via::Post,
         &json!({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"k": "tok-secret-1"}}),
     );
     trace.flush();
@@ -50,14 +59,18 @@ fn events_are_lines_with_time_and_kind_and_never_the_token() {
 fn a_summary_trace_has_no_bodies_and_off_writes_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let trace = Trace::create(dir.path(), TraceLevel::Summary, None, header()).unwrap();
-    trace.rpc("in", "stream", &json!({"id": 2, "result": {"big": "x"}}));
+    trace.rpc(
+        Dir::In,
+        Via::Stream,
+        &json!({"id": 2, "result": {"big": "x"}}),
+    );
     trace.flush();
     let events = read_trace(&dir.path().join(TRACE_FILE)).unwrap();
     assert_eq!(events[1]["rpcId"], 2);
     assert!(events[1].get("body").is_none());
     let off = tempfile::tempdir().unwrap();
     let trace = Trace::create(off.path(), TraceLevel::Off, None, header()).unwrap();
-    trace.rpc("in", "stream", &json!({"id": 2}));
+    trace.rpc(Dir::In, Via::Stream, &json!({"id": 2}));
     assert!(!off.path().join(TRACE_FILE).exists());
 }
 
@@ -152,14 +165,14 @@ fn a_cell_trace_lives_in_the_cells_folder_and_off_means_none() {
     let run = tempfile::tempdir().unwrap();
     let dir = cell_dir_name(3, "agent", "native continuity/x", 2);
     assert_eq!(dir, "cells/003-agent-native_continuity_x-2");
-    let (trace, path) = for_cell(run.path(), &dir, TraceLevel::Summary, None, header());
+    let (trace, path) = for_cell(run.path(), &dir, TraceLevel::Summary, None, cell());
     trace.flush();
     assert_eq!(
         path.as_deref(),
         Some("cells/003-agent-native_continuity_x-2/trace.jsonl")
     );
     assert!(run.path().join(path.unwrap()).is_file());
-    let (trace, path) = for_cell(run.path(), "cells/004", TraceLevel::Off, None, header());
+    let (trace, path) = for_cell(run.path(), "cells/004", TraceLevel::Off, None, cell());
     trace.phase_start("p", "prompt");
     assert_eq!(path, None);
     assert!(!run.path().join("cells/004").exists());
@@ -192,4 +205,65 @@ fn a_watched_channel_keeps_its_count_across_phases_without_being_a_wait() {
     drop(watching);
     trace.phase_start("later", "prompt");
     assert!(trace.snapshot().channels.is_empty());
+}
+
+#[test]
+fn every_line_written_reads_back_as_its_event_and_writes_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = Trace::create(dir.path(), TraceLevel::Full, None, header()).unwrap();
+    trace.phase_start("p", "prompt");
+    trace.http(Exchange {
+        method: "GET",
+        url: "http://h:1/v1/health".into(),
+        purpose: Purpose::Health,
+        attempt: Some(2),
+        status: None,
+        elapsed: Duration::from_micros(1250),
+        sent: 0,
+        received: 0,
+        failure: Some(Seen::Error {
+            kind: ErrorKind::TooLarge,
+            detail: "big".into(),
+        }),
+    });
+    trace.rpc(Dir::Out, Via::Post, &json!({"id": 1, "method": "m"}));
+    trace.sse(
+        "7",
+        "message",
+        12,
+        Some(&json!({"id": 1, "error": {"code": -32000}})),
+    );
+    trace.stream_end("http://h:1/v1/acp/s", 3, 40, None);
+    trace.fault_start("gateway", "reset_peer", "reset_peer downstream", 500);
+    trace.fault_action("gateway", "reset_peer", event::ConnAction::Closed, None, 1);
+    trace.fault_end("gateway", "reset_peer", false, Some("proxy stopped"));
+    trace.emit(Event::RestartStart);
+    trace.emit(Event::CleanupWait(event::Took { ms: 4 }));
+    trace.phase_end("p", "ok", 9);
+    trace.flush();
+    let text = std::fs::read_to_string(dir.path().join(TRACE_FILE)).unwrap();
+    let mut read = Vec::new();
+    for_each_event(&dir.path().join(TRACE_FILE), |line| read.push(line)).unwrap();
+    assert_eq!(read.len(), text.lines().count());
+    for (line, written) in read.iter().zip(text.lines()) {
+        assert_ne!(line.event, Event::Other, "{written}");
+        assert_eq!(line.to_value().to_string(), written);
+    }
+    let Event::Http(http) = &read[2].event else {
+        panic!("{:?}", read[2]);
+    };
+    assert_eq!(http.error, Some(ErrorKind::TooLarge));
+    assert!(text.contains(r#""error":"too_large""#), "{text}");
+    assert!(text.contains(r#""purpose":"health","ms":1.3"#), "{text}");
+}
+
+#[test]
+fn an_unknown_event_or_a_torn_field_reads_as_other_not_an_error() {
+    let line = Line::from_value(&json!({"t": 1.0, "ev": "from_the_future", "x": 1})).unwrap();
+    assert_eq!(line.event, Event::Other);
+    let line = Line::from_value(&json!({"t": 1.0, "ev": "http", "ms": "slow"})).unwrap();
+    assert_eq!(line.event, Event::Other);
+    // Fields a reader can do without default.
+    let line = Line::from_value(&json!({"t": 2, "ev": "http", "ms": 4.0})).unwrap();
+    assert!(matches!(line.event, Event::Http(event::Http { ms, .. }) if ms == 4.0));
 }

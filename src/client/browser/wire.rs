@@ -7,6 +7,7 @@
 //! it arrives (`Network.streamResourceContent`). The page's own files
 //! (anything outside `/v1/`) are not sandbox-agent's and are left out.
 
+use crate::trace::event::{Dir, Via};
 use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -103,7 +104,7 @@ impl Wire {
                 if let Ok(value) = serde_json::from_str::<Value>(&body) {
                     let trace = self.trace();
                     for envelope in envelopes(&value) {
-                        trace.rpc("in", "post", envelope);
+                        trace.rpc(Dir::In, Via::Post, envelope);
                     }
                 }
             }
@@ -127,7 +128,7 @@ impl Wire {
                 if let Ok(value) = serde_json::from_str::<Value>(body) {
                     let trace = self.trace();
                     for envelope in envelopes(&value) {
-                        trace.rpc("out", "post", envelope);
+                        trace.rpc(Dir::Out, Via::Post, envelope);
                     }
                 }
                 self.requests.insert(

@@ -3,7 +3,7 @@ use crate::secret::Secret;
 use crate::trace::{read_trace, TraceLevel, TRACE_FILE};
 
 fn trace_in(dir: &std::path::Path, token: Option<Secret>) -> Trace {
-    Trace::create(dir, TraceLevel::Summary, token, Map::new()).unwrap()
+    Trace::create(dir, TraceLevel::Summary, token, None).unwrap()
 }
 
 /// The epoch milliseconds `ms` after the trace began.

@@ -7,8 +7,9 @@
 //! terminal's answers: `ready` after the upgrade, the echo after a line.
 
 use super::{CloseInfo, TerminalError};
+use crate::trace::event::{self, Dir, Event};
 use crate::trace::{ErrorKind, Seen, Trace};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 #[derive(Debug)]
@@ -93,14 +94,22 @@ pub(super) fn upgrade_error(error: tungstenite::Error) -> TerminalError {
     }
 }
 
-/// A `ws` event's fields: the terminal's process and `extra`.
-pub(super) fn ws_fields(process: &str, extra: &[(&str, Value)]) -> Map<String, Value> {
-    let mut fields = Map::new();
-    fields.insert("process".into(), process.into());
-    for (k, v) in extra {
-        fields.insert((*k).into(), v.clone());
-    }
-    fields
+/// A `ws` event: a frame of `bytes` on the terminal of `process`.
+pub(super) fn ws_frame(process: &str, dir: Dir, frame: &str, bytes: usize) -> Event {
+    Event::Ws(event::WsFrame {
+        process: process.into(),
+        dir,
+        frame: frame.into(),
+        bytes: bytes as u64,
+    })
+}
+
+fn ws_close(process: &str, code: u16, clean: bool) -> Event {
+    Event::WsClose(event::WsClose {
+        process: process.into(),
+        code,
+        clean,
+    })
 }
 
 /// What arrived on a terminal socket, as the trace records it: a `ws`
@@ -110,42 +119,24 @@ pub(super) fn trace_frame(
     process: &str,
     next: Option<&Result<Message, tungstenite::Error>>,
 ) {
-    let frame = |kind: &str, bytes: usize| {
-        ws_fields(
-            process,
-            &[
-                ("dir", "in".into()),
-                ("frame", kind.into()),
-                ("bytes", bytes.into()),
-            ],
-        )
-    };
+    let frame = |kind: &str, bytes: usize| ws_frame(process, Dir::In, kind, bytes);
     match next {
-        Some(Ok(Message::Binary(bytes))) => trace.event("ws", frame("data", bytes.len())),
+        Some(Ok(Message::Binary(bytes))) => trace.emit(frame("data", bytes.len())),
         Some(Ok(Message::Text(text))) => {
             let kind = match control_frame(text.as_str()) {
                 Ok(Control::Ready) => "ready",
                 Ok(Control::Exit(_)) => "exit",
                 Err(_) => "error",
             };
-            trace.event("ws", frame(kind, text.len()));
+            trace.emit(frame(kind, text.len()));
         }
         Some(Ok(Message::Close(close))) => {
             let code = close.as_ref().map_or(1005, |f| u16::from(f.code));
-            trace.event(
-                "ws_close",
-                ws_fields(process, &[("code", code.into()), ("clean", true.into())]),
-            );
+            trace.emit(ws_close(process, code, true));
         }
         Some(Err(error)) => {
             let close = close_for(error);
-            trace.event(
-                "ws_close",
-                ws_fields(
-                    process,
-                    &[("code", close.code.into()), ("clean", false.into())],
-                ),
-            );
+            trace.emit(ws_close(process, close.code, false));
         }
         Some(Ok(_)) | None => {}
     }

@@ -18,6 +18,51 @@ pub(super) fn chunk_seq(payload: &Value, tag: &str) -> Option<u32> {
     rest.split('/').next()?.parse().ok()
 }
 
+/// How many chunks the agent's record says it sent in the sessions of
+/// `history` (stored events, each with its JSON-RPC `payload`) that no
+/// stored event holds: chunks a client dropped before any write reached
+/// its store (a page reloaded while the SDK still queued them), which a
+/// tally of the store's own writes cannot see.
+pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> usize {
+    let sessions: BTreeSet<&str> = history
+        .iter()
+        .filter_map(|e| e.get("payload")?.get("params")?.get("sessionId")?.as_str())
+        .collect();
+    let stored: BTreeSet<(String, &str, u64)> = history
+        .iter()
+        .filter_map(|e| {
+            let params = e.get("payload")?.get("params")?;
+            let session = params.get("sessionId")?.as_str()?;
+            let update = params.get("update")?;
+            if update.get("sessionUpdate")?.as_str()? != "agent_message_chunk" {
+                return None;
+            }
+            let text = update.get("content")?.get("text")?.as_str()?;
+            let (tag, rest) = text.rsplit_once(" chunk ")?;
+            let seq = rest.split('/').next()?.parse().ok()?;
+            Some((tag.to_string(), session, seq))
+        })
+        .collect();
+    let text = std::fs::read_to_string(sent_log).unwrap_or_default();
+    let sent: BTreeSet<(String, String, u64)> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let session = v.get("session")?.as_str()?;
+            sessions.contains(session).then(|| {
+                Some((
+                    v.get("turn")?.as_str()?.to_string(),
+                    session.to_string(),
+                    v.get("seq")?.as_u64()?,
+                ))
+            })?
+        })
+        .collect();
+    sent.iter()
+        .filter(|(tag, session, seq)| !stored.contains(&(tag.clone(), session.as_str(), *seq)))
+        .count()
+}
+
 /// Waits until the agent's record shows the turn's last chunk, or stops
 /// growing for [`QUIET`] (the agent died or was cancelled): chunks the agent
 /// sends after a cut count as sent even when nobody reads them.

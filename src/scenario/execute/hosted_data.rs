@@ -85,9 +85,13 @@ pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::Phas
 }
 
 /// The stored history against what the SDK asked the store to keep: each
-/// event once, `eventIndex` 1..n with no gaps.
+/// event once, `eventIndex` 1..n with no gaps; and, given the scripted
+/// agent's sent record, every chunk it sent in the history's sessions
+/// stored (a whole history only: one cut at `limit` cannot tell).
 pub(super) fn check_history(
     out: &Map<String, Value>,
+    sent_log: Option<&std::path::Path>,
+    limit: usize,
     detail: &mut Map<String, Value>,
 ) -> Result<(), StepFailure> {
     let history = out
@@ -111,14 +115,27 @@ pub(super) fn check_history(
     // Both counts live in the actor's state: a lost save loses the count
     // too, so what this catches is a hole in the middle (gaps) or a write
     // the store dropped while the SDK went on.
-    let silent = recorded.saturating_sub(ids.len());
+    let never_written = match sent_log {
+        Some(log) if history.len() < limit => {
+            let missing = super::chunks::never_stored(&history, log);
+            detail.insert("eventsNeverWritten".into(), missing.into());
+            missing
+        }
+        _ => 0,
+    };
+    let silent = recorded.saturating_sub(ids.len()) + never_written;
     let loud = out
         .get("writeFailures")
         .and_then(Value::as_u64)
         .unwrap_or(0) as usize;
     let lost = silent + loud;
     let first = out.get("firstWriteFailure").and_then(Value::as_str);
-    let how = write_loss(silent, loud, first, detail);
+    let mut how = write_loss(silent, loud, first, detail);
+    if never_written > 0 {
+        how.push_str(&format!(
+            " ({never_written} chunks the agent sent never reached the store: the client dropped them before writing)"
+        ));
+    }
     let recorded = recorded + loud;
     detail.insert("eventsTotal".into(), history.len().into());
     detail.insert("eventsRecorded".into(), recorded.into());
@@ -252,15 +269,69 @@ mod tests {
             json!([{"id": "a", "eventIndex": 1}, {"id": "b", "eventIndex": 2}]),
             2,
         );
-        assert!(check_history(&whole, &mut d).is_ok());
+        assert!(check_history(&whole, None, 100, &mut d).is_ok());
         let gap = out(
             json!([{"id": "a", "eventIndex": 1}, {"id": "c", "eventIndex": 3}]),
             2,
         );
-        assert!(check_history(&gap, &mut d).is_err());
+        assert!(check_history(&gap, None, 100, &mut d).is_err());
         let lost = out(json!([{"id": "a", "eventIndex": 1}]), 2);
-        let failure = check_history(&lost, &mut d).unwrap_err();
+        let failure = check_history(&lost, None, 100, &mut d).unwrap_err();
         assert_eq!(failure.signature.kind, SignatureKind::Integrity);
         assert_eq!(d["eventsLost"], 1);
+    }
+
+    /// A page reloaded while the SDK still queued a turn's events: the
+    /// store's own tally says intact, the agent's sent record does not.
+    #[test]
+    fn chunks_the_agent_sent_and_no_store_holds_fail_integrity() {
+        let chunk = |i: u64, index: u64| {
+            json!({"id": format!("e{index}"), "eventIndex": index, "payload": {
+                "method": "session/update",
+                "params": {"sessionId": "s1", "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": format!("stream chunk {i}/3")}}}}})
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("sent.jsonl");
+        let sent: String = (1..=3)
+            .map(|i| {
+                format!(
+                    "{}\n",
+                    json!({"turn": "stream", "session": "s1", "seq": i, "of": 3})
+                )
+            })
+            .chain(std::iter::once(
+                json!({"turn": "stream", "session": "other", "seq": 9, "of": 9}).to_string() + "\n",
+            ))
+            .collect();
+        std::fs::write(&log, sent).unwrap();
+        let out = |history: Vec<Value>| -> Map<String, Value> {
+            let recorded = history.len();
+            json!({"history": history, "recorded": recorded})
+                .as_object()
+                .cloned()
+                .unwrap()
+        };
+        let mut d = Map::new();
+        let whole = out(vec![chunk(1, 1), chunk(2, 2), chunk(3, 3)]);
+        assert!(check_history(&whole, Some(&log), 100, &mut d).is_ok());
+        assert_eq!(d["eventsNeverWritten"], 0);
+        let mut d = Map::new();
+        let dropped = out(vec![chunk(1, 1), chunk(2, 2)]);
+        let failure = check_history(&dropped, Some(&log), 100, &mut d).unwrap_err();
+        assert_eq!(d["eventsNeverWritten"], 1);
+        assert_eq!(d["writes"], "lostSilently");
+        assert!(
+            failure
+                .signature
+                .message
+                .contains("never reached the store"),
+            "{}",
+            failure.signature.message
+        );
+        // A history cut at the limit cannot tell what is missing.
+        let mut d = Map::new();
+        assert!(check_history(&dropped, Some(&log), 2, &mut d).is_ok());
     }
 }

@@ -247,7 +247,8 @@ impl RunningCell<'_> {
                 let out = self.act("getEvents", args).await?;
                 copy(&out, &mut detail, &["eventsObserved"]);
                 if *integrity {
-                    check_history(&out, &mut detail)?;
+                    let sent = self.settings.agent_sent_log.as_deref();
+                    check_history(&out, sent, *limit, &mut detail)?;
                 }
             }
             Step::ResumeSession {

@@ -166,7 +166,7 @@ pub(super) fn dispose_ended(
     let duration_ms = millis(started.elapsed());
     let seen = trace.snapshot();
     let outcome = if done { Outcome::Ok } else { Outcome::Timeout };
-    trace.phase_end(&phase.name, &outcome_word(outcome), duration_ms);
+    trace.phase_end(&phase.name, outcome_word(outcome), duration_ms);
     let outcome = done.then(|| Ok(Map::new()));
     phase_result(
         context,
@@ -181,11 +181,8 @@ pub(super) fn dispose_ended(
 }
 
 /// An outcome as the trace writes it (`ok`, `timeout`, …).
-pub(super) fn outcome_word(outcome: Outcome) -> String {
-    serde_json::to_value(outcome)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "?".into())
+pub(super) fn outcome_word(outcome: Outcome) -> &'static str {
+    crate::wire_name::of(&outcome)
 }
 
 #[cfg(test)]

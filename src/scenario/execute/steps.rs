@@ -8,6 +8,7 @@ use crate::diagnose;
 use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Step};
+use crate::trace::event::{self, Event};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -288,20 +289,20 @@ impl RunningCell<'_> {
     pub(super) async fn restart(&mut self, phase: &str) -> StepResult {
         let mut detail = Map::new();
         let trace = &self.settings.trace;
-        trace.event("restart_start", Map::new());
+        trace.emit(Event::RestartStart);
         if self.restarter.restarts_clients() && self.hosted.is_none() {
             let renewed = self.renew_clients().await?;
             detail.insert("clientsRenewed".into(), renewed.into());
         }
         let trace = &self.settings.trace;
         let report = self.restarter.restart(phase).await;
-        trace.event(
-                "restart_end",
-                match json!({"ok": report.ok, "action": report.action, "restartMs": report.restart_ms, "readyMs": report.ready_ms, "detail": report.detail}) {
-                    Value::Object(map) => map,
-                    _ => Map::new(),
-                },
-            );
+        trace.emit(Event::RestartEnd(event::RestartEnd {
+            ok: report.ok,
+            action: report.action.clone(),
+            restart_ms: report.restart_ms,
+            ready_ms: report.ready_ms,
+            detail: report.detail.clone(),
+        }));
         self.restarted_at = Some(std::time::Instant::now());
         self.restarted_at_ms = Some(crate::provider::now_ms());
         self.restarts.push(report.clone());

@@ -7,6 +7,7 @@ use super::{RunningCell, StepFailure, StepResult};
 use crate::client::{Terminal, TerminalError};
 use crate::diagnose;
 use crate::report::{Signature, SignatureKind};
+use crate::trace::event::{self, Event};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 
@@ -170,10 +171,10 @@ impl RunningCell<'_> {
 /// A wait of the harness's own choosing, in the trace (and in the overhead):
 /// how long the reattach watched for `what`.
 fn observation_window(trace: &crate::trace::Trace, what: &str, from: Instant) {
-    let mut fields = Map::new();
-    fields.insert("what".into(), what.into());
-    fields.insert("ms".into(), crate::clock::millis(from.elapsed()).into());
-    trace.event("window", fields);
+    trace.emit(Event::Window(event::Window {
+        what: what.into(),
+        ms: crate::clock::millis(from.elapsed()),
+    }));
 }
 
 fn record_old_socket(old: &Terminal, detail: &mut Map<String, Value>) {

@@ -4,6 +4,7 @@
 
 use crate::support::{assert_exit, continuity_command};
 use continuity::exit_codes;
+use continuity::trace::event::{self, Event};
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
@@ -24,13 +25,7 @@ fn text(o: &Output) -> (String, String) {
 }
 
 fn run_folder(dir: &Path) {
-    let trace = Trace::create(
-        &dir.join("cells/001"),
-        TraceLevel::Summary,
-        None,
-        serde_json::Map::new(),
-    )
-    .unwrap();
+    let trace = Trace::create(&dir.join("cells/001"), TraceLevel::Summary, None, None).unwrap();
     trace.phase_start("connect", "connect");
     trace.phase_end("connect", "ok", 1);
     trace.phase_start("promptAfter", "prompt");
@@ -49,13 +44,13 @@ fn run_folder(dir: &Path) {
             detail: None,
         }),
     });
-    trace.event(
-        "store",
-        json!({"call": "insertEvent", "driver": "rivet", "ms": 12.5, "ok": false, "error": "insertEvent: HTTP 503"})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
+    trace.emit(Event::Store(event::Store {
+        call: "insertEvent".into(),
+        driver: "rivet".into(),
+        ms: Some(12.5),
+        ok: Some(false),
+        error: Some("insertEvent: HTTP 503".into()),
+    }));
     trace.phase_end("promptAfter", "fail", 3);
     trace.flush();
     let phase = |name: &str, outcome: &str, sig: serde_json::Value| {

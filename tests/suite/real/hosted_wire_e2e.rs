@@ -206,7 +206,7 @@ fn a_ts_sdk_cells_trace_holds_its_exchanges_and_its_floor_covers_its_time() {
         .any(|e| e["ev"] == "sse" && e["id"].is_string()));
     assert!(events
         .iter()
-        .any(|e| e["ev"] == "store" && e["driver"] == "actor-state"));
+        .any(|e| e["ev"] == "store" && e["driver"] == "rivet"));
     let text = std::fs::read_to_string(out.join(passing["trace"].as_str().unwrap())).unwrap();
     assert!(!text.contains("Authorization") && !text.contains("Bearer"));
     // Its floor: the SDK's actions and exchanges, the restart; the rest is the harness's.

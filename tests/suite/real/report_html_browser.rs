@@ -5,6 +5,7 @@
 //! was interrupted, and whose traces include a damaged one.
 
 use continuity::report::{Report, RunFolder};
+use continuity::trace::event::{self, Event};
 use continuity::trace::{Exchange, Purpose, Seen, Trace, TraceLevel};
 use serde_json::json;
 use std::path::Path;
@@ -60,17 +61,15 @@ fn first_attempt(
 /// trace for the failed cell and a damaged one for the passing cell.
 fn run_folder(dir: &Path) -> Report {
     let cells = dir.join("cells/001-agent");
-    let trace = Trace::create(&cells, TraceLevel::Summary, None, serde_json::Map::new()).unwrap();
+    let trace = Trace::create(&cells, TraceLevel::Summary, None, None).unwrap();
     trace.phase_start("createSession", "create_session");
     trace.phase_end("createSession", "ok", 30);
-    trace.event("restart_start", serde_json::Map::new());
-    trace.event(
-        "restart_end",
-        json!({"ok": true, "readyMs": 120})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
+    trace.emit(Event::RestartStart);
+    trace.emit(Event::RestartEnd(event::RestartEnd {
+        ok: true,
+        ready_ms: Some(120),
+        ..Default::default()
+    }));
     trace.phase_start("promptSameHandleAfterRestart", "prompt");
     trace.http(Exchange {
         method: "POST",
@@ -87,13 +86,13 @@ fn run_folder(dir: &Path) -> Report {
             detail: Some("token expired".into()),
         }),
     });
-    trace.event(
-        "store",
-        json!({"call": "getSession", "driver": "rivet", "ms": 16.0, "ok": true})
-            .as_object()
-            .cloned()
-            .unwrap(),
-    );
+    trace.emit(Event::Store(event::Store {
+        call: "getSession".into(),
+        driver: "rivet".into(),
+        ms: Some(16.0),
+        ok: Some(true),
+        error: None,
+    }));
     trace.phase_end("promptSameHandleAfterRestart", "fail", 5);
     trace.flush();
     std::fs::create_dir_all(dir.join("cells/002-gateway")).unwrap();
