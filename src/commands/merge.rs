@@ -50,14 +50,20 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let id = format!("merged-{}", super::short_id());
     let mut report = merge_shards(&id, &shards)?;
     if let Some(x) = &expectations {
-        // The shards' targets, and the local stack's, which a file made for
-        // it names whichever of them the shards ran.
+        // The shards' targets and scenarios, and the local stack's and the
+        // built-in ones, which a file made for them names whichever the
+        // shards ran (as `run` checks what it knows).
         let mut known: Vec<String> = crate::stack::local::known_targets(&[])
             .into_iter()
             .map(|(n, _, _)| n)
             .collect();
         known.extend(report.run.targets.iter().cloned());
-        x.check_names(&known, &report.run.scenarios)?;
+        let mut scenarios: Vec<String> = crate::scenario::builtin_scenarios()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        scenarios.extend(report.run.scenarios.iter().cloned());
+        x.check_names(&known, &scenarios)?;
         let labels = |axis| {
             report
                 .run
