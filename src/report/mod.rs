@@ -5,6 +5,7 @@ pub(crate) mod attempts;
 pub(crate) mod baseline;
 pub(crate) mod clients;
 pub(crate) mod compare;
+pub mod detail;
 pub(crate) mod expect;
 pub(crate) mod fix_location;
 pub(crate) mod floor;

@@ -12,6 +12,7 @@ use crate::client::{Client, ClientError, PromptOutcome};
 use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender};
+use crate::report::detail::{Detail, RestartAfter, TurnRestartDetail};
 use crate::report::SignatureKind;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -82,18 +83,22 @@ impl RunningCell<'_> {
             .map_or(Duration::ZERO, |s| s.elapsed());
         tokio::time::sleep(after.saturating_sub(elapsed)).await;
         let into = self.turns.latest_start.map(|s| s.elapsed());
-        let mut detail = match self.restart(phase).await {
-            Ok(detail) => detail,
+        let restart = match self.restart_detail(phase).await {
+            Ok(restart) => restart,
             Err(mut failure) => {
-                failure
-                    .detail
-                    .insert("afterMs".into(), millis(after).into());
+                RestartAfter {
+                    after_ms: millis(after),
+                }
+                .write_to(&mut failure.detail);
                 return Err(failure);
             }
         };
-        detail.insert("afterMs".into(), millis(after).into());
-        detail.insert("startedIntoTurnMs".into(), into.map(millis).into());
-        Ok(detail)
+        Ok(TurnRestartDetail {
+            restart,
+            after_ms: millis(after),
+            started_into_turn_ms: into.map(millis),
+        }
+        .to_map())
     }
 
     pub(super) async fn start_turn(
