@@ -9,6 +9,7 @@
 mod integrity;
 mod restart;
 mod session;
+mod turn;
 
 pub use integrity::{IntegrityDetail, WriteLoss};
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
@@ -16,6 +17,7 @@ pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
     ResumeDetail,
 };
+pub use turn::{AwaitTurnDetail, ChunkDetail, StreamDetail, TurnStartDetail};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
