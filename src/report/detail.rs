@@ -7,11 +7,13 @@
 //! the old report always wrote, `null` included, is never skipped.
 
 mod integrity;
+mod recover;
 mod restart;
 mod session;
 mod turn;
 
 pub use integrity::{IntegrityDetail, WriteLoss};
+pub use recover::RecoverDetail;
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,

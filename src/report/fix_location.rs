@@ -42,8 +42,8 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
 fn recovery_ms(load: &Cell) -> Option<u64> {
     load.phases
         .iter()
-        .find_map(|p| p.detail.get("restartToFirstGoodPromptMs"))
-        .and_then(|v| v.as_u64())
+        .filter_map(|p| super::detail::read::<super::detail::RecoverDetail>(&p.detail))
+        .find_map(|d| d.restart_to_first_good_prompt_ms)
 }
 
 /// The reading of one SDK cell and its load cell.
