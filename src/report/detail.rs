@@ -8,12 +8,14 @@
 
 mod integrity;
 mod recover;
+mod replay;
 mod restart;
 mod session;
 mod turn;
 
 pub use integrity::{IntegrityDetail, WriteLoss};
 pub use recover::RecoverDetail;
+pub use replay::ReplayDetail;
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
