@@ -10,6 +10,7 @@ mod integrity;
 mod recover;
 mod replay;
 mod restart;
+mod sandbox;
 mod session;
 mod turn;
 
@@ -17,6 +18,7 @@ pub use integrity::{IntegrityDetail, WriteLoss};
 pub use recover::RecoverDetail;
 pub use replay::ReplayDetail;
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
+pub use sandbox::{ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDetail};
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
     ResumeDetail,
