@@ -12,6 +12,7 @@ mod replay;
 mod restart;
 mod sandbox;
 mod session;
+mod terminal;
 mod turn;
 
 pub use integrity::{IntegrityDetail, WriteLoss};
@@ -22,6 +23,9 @@ pub use sandbox::{ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDet
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
     ResumeDetail,
+};
+pub use terminal::{
+    TerminalAttachDetail, TerminalExpectDetail, TerminalReattachDetail, TerminalSendDetail,
 };
 pub use turn::{AwaitTurnDetail, ChunkDetail, StreamDetail, TurnStartDetail};
 
