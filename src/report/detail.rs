@@ -6,6 +6,7 @@
 //! Field order is the wire order (`serde_json` preserves it), and a field
 //! the old report always wrote, `null` included, is never skipped.
 
+mod hosted;
 mod integrity;
 mod recover;
 mod replay;
@@ -15,6 +16,7 @@ mod session;
 mod terminal;
 mod turn;
 
+pub use hosted::{HostedFaults, UnhandledRejection};
 pub use integrity::{IntegrityDetail, WriteLoss};
 pub use recover::RecoverDetail;
 pub use replay::ReplayDetail;
@@ -22,7 +24,7 @@ pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
 pub use sandbox::{ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDetail};
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
-    ResumeDetail,
+    ResumeDetail, StopDetail,
 };
 pub use terminal::{
     TerminalAttachDetail, TerminalExpectDetail, TerminalReattachDetail, TerminalSendDetail,

@@ -20,6 +20,13 @@ pub struct PromptDetail {
     pub prompts: usize,
 }
 
+/// One prompt's stop reason, where a step writes more between prompts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StopDetail {
+    pub stop_reason: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct RehydrateDetail {

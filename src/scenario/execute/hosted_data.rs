@@ -6,9 +6,10 @@
 use super::StepFailure;
 use crate::client::hosted::{HostedError, SdkError};
 use crate::diagnose;
-use crate::report::detail::{Detail, IntegrityDetail, WriteLoss};
+use crate::report::detail::{self, Detail, HostedFaults, IntegrityDetail};
+use crate::report::detail::{UnhandledRejection, WriteLoss};
 use crate::report::{Signature, SignatureKind};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// The signature of a hosted failure: the SDK's own error classified by
@@ -65,23 +66,21 @@ pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::Phas
             .or(results.len().checked_sub(1));
         let Some(at) = at else { continue };
         let error = fault.get("error").cloned().unwrap_or(Value::Null);
-        let entry = json!({
-            "kind": fault.get("kind").cloned().unwrap_or(Value::Null),
-            "phase": phase,
-            "name": error.get("name").cloned().unwrap_or(Value::Null),
-            "message": crate::report::mask_ids(&crate::secret::redact_known(
+        let passed = |v: Option<&Value>| v.cloned().unwrap_or(Value::Null);
+        let entry = UnhandledRejection {
+            kind: passed(fault.get("kind")),
+            phase: phase.into(),
+            name: passed(error.get("name")),
+            message: crate::report::mask_ids(&crate::secret::redact_known(
                 error.get("message").and_then(Value::as_str).unwrap_or(""),
             )),
-            "status": error.get("status").cloned().unwrap_or(Value::Null),
-            "problemType": error.get("problem").and_then(|p| p.get("type")).cloned().unwrap_or(Value::Null),
-        });
-        let list = results[at]
-            .detail
-            .entry("unhandledRejections")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(list) = list {
-            list.push(entry);
-        }
+            status: passed(error.get("status")),
+            problem_type: passed(error.get("problem").and_then(|p| p.get("type"))),
+        };
+        let detail = &mut results[at].detail;
+        let mut faults = detail::read::<HostedFaults>(detail).unwrap_or_default();
+        faults.unhandled_rejections.push(entry);
+        faults.write_to(detail);
     }
 }
 
@@ -231,6 +230,7 @@ pub(super) fn sdk_json(sdk: &SdkError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_sdks_400_is_an_http_signature_and_its_timeout_a_timeout() {
