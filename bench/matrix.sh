@@ -25,6 +25,7 @@
 #   CLIENTS="rust ts-sdk" bench/matrix.sh   # the two-client matrix (40 cells)
 #   BIN=/path/to/continuity bench/matrix.sh # another build, side by side (no build)
 #   SKIP_CLIENTS=1 bench/matrix.sh  # without the two-client run
+#   bench/matrix.sh --target agent --target gateway   # extra arguments go to every `continuity run`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -58,17 +59,17 @@ if [ -z "${SKIP_SEED:-}" ]; then
   stop_standalone_server "$work"
 fi
 
-read -r one_ms one_kb < <(measure "$bin" run "${clients[@]}" --jobs 1 --out "$work/jobs1")
+read -r one_ms one_kb < <(measure "$bin" run "${clients[@]}" "$@" --jobs 1 --out "$work/jobs1")
 runs=()
 for n in $jobs; do
-  read -r many_ms many_kb < <(measure "$bin" run "${clients[@]}" --jobs "$n" --out "$work/jobs$n-many")
+  read -r many_ms many_kb < <(measure "$bin" run "${clients[@]}" "$@" --jobs "$n" --out "$work/jobs$n-many")
   runs+=("$n:$many_ms:$many_kb")
 done
 clients_spec=""
 if [ -z "${SKIP_CLIENTS:-}" ]; then
   n=${jobs%% *}
   # Exit 1 (failed cells) is the matrix's finding, not the bench's failure.
-  read -r clients_ms _ < <(measure "$bin" run --jobs "$n" --client rust --client ts-sdk --out "$work/clients" || true)
+  read -r clients_ms _ < <(measure "$bin" run "$@" --jobs "$n" --client rust --client ts-sdk --out "$work/clients" || true)
   clients_spec="$n:$clients_ms"
 fi
 

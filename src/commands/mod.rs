@@ -123,9 +123,13 @@ pub fn validate(sources: &Sources) -> Result<String, CommandError> {
     if let Some(path) = config.as_ref().and_then(|c| c.run.expect.as_deref()) {
         let expectations = crate::report::expect::Expectations::load(path)?;
         let names: Vec<String> = if targets.is_empty() {
-            crate::stack::local::TARGETS
-                .iter()
-                .map(|(n, _)| n.to_string())
+            let faults = config
+                .as_ref()
+                .map(Config::fault_targets)
+                .unwrap_or_default();
+            crate::stack::local::known_targets(&faults)
+                .into_iter()
+                .map(|(n, _, _)| n)
                 .collect()
         } else {
             targets.iter().map(|t| t.name.clone()).collect()
@@ -281,12 +285,12 @@ async fn run_in(
     // Then everything the run knows, before any other message.
     let redactor = settings::redactor(&args, config.as_ref());
     crate::secret::install(redactor.clone());
-    let mut scenarios = select(
-        load_scenarios(&args.sources)?,
-        &args.scenarios,
-        |s| s.name.as_str(),
-        "scenario",
-    )?;
+    let loaded = load_scenarios(&args.sources)?;
+    // What an expectations file may name: every scenario and target the
+    // run knows, not only those it runs, so one file gates a subset too
+    // (a typo, which names nothing known, is still refused).
+    let known_scenarios = scenario_names(&loaded);
+    let mut scenarios = select(loaded, &args.scenarios, |s| s.name.as_str(), "scenario")?;
     // `opt_in` scenarios run only when named.
     if args.scenarios.is_empty() {
         scenarios.retain(|s| !s.opt_in);
@@ -377,6 +381,7 @@ async fn run_in(
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
             }
+            let known_targets: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
             for target in &mut targets {
                 target.set_supervisor(supervisor.clone());
@@ -391,7 +396,7 @@ async fn run_in(
             let jobs = deployment::jobs(&args, &run_defaults, &targets);
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
-                x.check_names(&names, &scenario_names(&settings.scenarios))?;
+                x.check_names(&known_targets, &known_scenarios)?;
             }
             let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
             (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
@@ -415,18 +420,19 @@ async fn run_in(
                 crate::stack::agents::check_known(name)?;
             }
             // Unknown names are refused; opt-in fault targets run only when named.
+            let known_targets: Vec<String> = crate::stack::local::known_targets(&local_faults)
+                .into_iter()
+                .map(|(n, _, _)| n)
+                .collect();
             select(
-                crate::stack::local::known_targets(&local_faults)
-                    .into_iter()
-                    .map(|(n, _, _)| n)
-                    .collect(),
+                known_targets.clone(),
                 &args.targets,
                 |n| n.as_str(),
                 "target",
             )?;
             let names = crate::stack::local::run_targets(&args.targets, &local_faults);
             if let Some(x) = &expectations {
-                x.check_names(&names, &scenario_names(&settings.scenarios))?;
+                x.check_names(&known_targets, &known_scenarios)?;
             }
             let (options, serving) =
                 local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;

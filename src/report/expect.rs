@@ -204,8 +204,10 @@ impl Expectations {
         })
     }
 
-    /// Refuses an entry whose target or scenario matches none of the run's:
-    /// a typo must not silently switch a gate off.
+    /// Refuses an entry whose target or scenario matches none the run
+    /// knows (`targets`, `scenarios`: those it could run, not only those it
+    /// runs, so one file gates a subset too): a typo must not silently
+    /// switch a gate off.
     pub fn check_names(&self, targets: &[String], scenarios: &[String]) -> Result<(), ExpectError> {
         for entry in &self.entries {
             for (pattern, names, what) in [
@@ -217,7 +219,7 @@ impl Expectations {
                         path: self.path.clone(),
                         line: Some(entry.line),
                         message: format!(
-                            "`{what}` = {:?} matches no {what} of this run (its {what}s: {})",
+                            "`{what}` = {:?} matches no {what} this run knows (its {what}s: {})",
                             pattern.text,
                             names.join(", ")
                         ),

@@ -180,3 +180,51 @@ fn ts_sdk_on_a_configured_deployment_without_rivet_is_a_usage_error() {
     );
     assert!(!String::from_utf8_lossy(&run.stderr).contains("--client ts-sdk"));
 }
+
+/// One expectations file gates the whole matrix and any `--target` subset:
+/// an entry naming a target the run knows but does not run is fine (the
+/// shipped file names `gateway-reset`, and `--target agent` runs were
+/// refused with 64), while a target nothing knows is still a typo.
+#[test]
+fn an_expectation_for_a_known_target_outside_the_subset_is_no_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("continuity.toml");
+    std::fs::write(
+        &cfg,
+        "[run]\nbase_url = \"http://127.0.0.1:1\"\n\n[targets.a]\nrestart = { command = \"true\" }\n\n[targets.b]\nrestart = { command = \"true\" }\n",
+    )
+    .unwrap();
+    let expect = |name: &str, target: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(
+            &path,
+            format!("[[expect]]\ntarget = \"{target}\"\nverdict = \"fail\"\n"),
+        )
+        .unwrap();
+        path
+    };
+    let run = |expect: &std::path::Path, out: &str| {
+        continuity(
+            &[
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--target",
+                "a",
+                "--expect",
+                expect.to_str().unwrap(),
+                "--out",
+                dir.path().join(out).to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let outside = run(&expect("b.toml", "b"), "out-b");
+    let stderr = String::from_utf8_lossy(&outside.stderr);
+    assert!(!stderr.contains("matches no target"), "{stderr}");
+    // The deployment is unreachable: the run gets past the file and stops there.
+    assert_exit(&outside, exit_codes::INCOMPLETE);
+    let typo = run(&expect("typo.toml", "bb"), "out-typo");
+    assert_exit(&typo, exit_codes::USAGE);
+    assert!(String::from_utf8_lossy(&typo.stderr).contains("matches no target this run knows"));
+}

@@ -179,7 +179,7 @@ fn ctrl_c_takes_the_live_area_away_at_once() {
     let raw = run_on_a_pty(dir.path(), Some(("\x03", "agent × hold-[redacted] ")));
     let screen = final_screen(&raw);
     let text = screen.join("\n");
-    assert!(text.contains("interrupted: stopping"), "{text}");
+    assert!(text.contains("interrupted (Ctrl-C): stopping"), "{text}");
     assert!(
         !screen
             .iter()
