@@ -21,7 +21,9 @@ pub use integrity::{IntegrityDetail, WriteLoss};
 pub use recover::RecoverDetail;
 pub use replay::ReplayDetail;
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};
-pub use sandbox::{ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDetail};
+pub use sandbox::{
+    ProcessStatusDetail, ReadFileDetail, SpawnDetail, TeardownDetail, WriteFileDetail,
+};
 pub use session::{
     CreateSessionDetail, EventsDetail, HealthDetail, ProbeDetail, PromptDetail, RehydrateDetail,
     ResumeDetail, StopDetail,

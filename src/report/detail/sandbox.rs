@@ -54,3 +54,12 @@ pub struct ProcessStatusDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logs_retained: Option<bool>,
 }
+
+/// The sandbox teardown's cleanup phase: what it removed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TeardownDetail {
+    pub processes: usize,
+    pub files: usize,
+    pub orphans_killed: usize,
+}

@@ -68,3 +68,13 @@ pub struct ProbeDetail {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout: Option<Value>,
 }
+
+impl ProbeDetail {
+    /// A failed probe: its status, no output.
+    pub fn failed(status: &str) -> Self {
+        ProbeDetail {
+            status: status.into(),
+            stdout: None,
+        }
+    }
+}

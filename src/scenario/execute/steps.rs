@@ -281,7 +281,7 @@ impl RunningCell<'_> {
                         PROBE_LIMIT_MS,
                         "POST /v1/processes/run pwd",
                     ))
-                    .with("status", "no_sandbox"));
+                    .with_detail(ProbeDetail::failed("no_sandbox")));
                 };
                 match probe {
                     Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
@@ -296,9 +296,13 @@ impl RunningCell<'_> {
                             SignatureKind::Protocol,
                             format!("pwd did not succeed: {result}"),
                         ))
-                        .with("status", "error"))
+                        .with_detail(ProbeDetail::failed("error")))
                     }
-                    Err(e) => return Err(self.fail(&e).with("status", probe_status(&e))),
+                    Err(e) => {
+                        return Err(self
+                            .fail(&e)
+                            .with_detail(ProbeDetail::failed(probe_status(&e))))
+                    }
                 }
             }
         }
