@@ -28,26 +28,37 @@ pub enum Command {
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.
     List(Sources),
-    /// Compare two runs cell by cell (e.g. two sandbox-agent versions); exits 1 on a regression.
+    /// Compare two runs cell by cell (e.g. two sandbox-agent versions), or two points of an axis of one run (--axis); exits 1 on a regression.
     ///
     /// Exits 1 on a regression, and on a cell of the baseline that the
     /// candidate lacks (unless --allow-missing) or a cell either report
-    /// holds twice.
+    /// holds twice. With --axis, BASELINE is one run and its points of that
+    /// axis are compared pair by pair (e.g. the release's SDK and a
+    /// candidate's: `compare RUN --axis sdk --from 0.4.2 --to fix`).
     Compare {
-        /// The baseline: a run folder or its report.json.
+        /// The baseline: a run folder or its report.json (with --axis: the run).
         baseline: PathBuf,
-        /// The candidate: a run folder or its report.json.
-        candidate: PathBuf,
+        /// The candidate: a run folder or its report.json (not with --axis).
+        candidate: Option<PathBuf>,
         /// Accept a candidate that lacks cells of the baseline (e.g. a run filtered with --target).
         #[arg(long)]
         allow_missing: bool,
+        /// Compare the points of this axis within one run: every adjacent pair, or --from and --to.
+        #[arg(long, value_enum, value_name = "AXIS")]
+        axis: Option<AxisArg>,
+        /// With --axis: the point compared from (the baseline), by label [default: each point but the last].
+        #[arg(long, value_name = "LABEL", requires = "axis")]
+        from: Option<String>,
+        /// With --axis: the point compared to (the candidate), by label [default: the point after --from].
+        #[arg(long, value_name = "LABEL", requires = "axis")]
+        to: Option<String>,
     },
     /// Show a finished run: its matrix, or one cell's timeline as text.
     Show {
         /// The run: its folder or its report.json.
         run: PathBuf,
-        /// One cell's timeline: TARGET/SCENARIO, TARGET/SCENARIO/CLIENT on a client axis, and #ATTEMPT for a repeated run.
-        #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT][#ATTEMPT]")]
+        /// One cell's timeline: TARGET/SCENARIO (TARGET@SERVER on a server axis), TARGET/SCENARIO/CLIENT on a client axis (CLIENT@SDK on an SDK axis), and #ATTEMPT for a repeated run.
+        #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]")]
         cell: Option<String>,
     },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
@@ -248,9 +259,12 @@ pub struct RunArgs {
     /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
     #[arg(long, value_enum, value_name = "DRIVER")]
     pub persist: Vec<PersistArg>,
-    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix.
-    #[arg(long, value_name = "VERSION", default_value = crate::stack::sandbox_agent::DEFAULT_VERSION, value_parser = parse_version)]
+    /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix [default: 0.4.2, unless --server-bin alone names the servers].
+    #[arg(long, value_name = "VERSION", value_parser = parse_version)]
     pub server_version: Vec<String>,
+    /// A sandbox-agent binary the local stack runs instead of the registry's (a candidate build, e.g. target/release/sandbox-agent): one more point of the server axis beside the --server-version ones, labelled LABEL or by the version it reports (repeatable; also `server_bin` in the config's [run]).
+    #[arg(long = "server-bin", value_name = "[LABEL=]PATH")]
+    pub server_bins: Vec<String>,
     /// How the local stack's Rivet actor saves session history.
     #[arg(long, value_enum, value_name = "MODE", default_value = "immediate")]
     pub rivet_save: RivetSaveArg,
@@ -263,9 +277,39 @@ pub struct RunArgs {
     /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
     #[arg(long = "client", value_enum, value_name = "CLIENT")]
     pub clients: Vec<ClientArg>,
-    /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry) [default: 0.4.2, pinned].
+    /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry); repeat it, or add --sdk, for an SDK axis [default: 0.4.2, pinned, unless --sdk alone names the SDKs].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
-    pub sdk_version: Option<String>,
+    pub sdk_version: Vec<String>,
+    /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
+    #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
+    pub sdks: Vec<String>,
+}
+
+/// An axis whose points `compare --axis` sets side by side.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisArg {
+    /// The server points (`--server-version`, `--server-bin`).
+    Server,
+    /// The SDK points (`--sdk-version`, `--sdk`).
+    Sdk,
+    /// The clients (`--client`).
+    Client,
+    /// The agents (`--agent`).
+    Agent,
+    /// The session stores.
+    Persist,
+}
+
+impl From<AxisArg> for crate::report::axis_compare::Axis {
+    fn from(arg: AxisArg) -> Self {
+        match arg {
+            AxisArg::Server => Self::Server,
+            AxisArg::Sdk => Self::Sdk,
+            AxisArg::Client => Self::Client,
+            AxisArg::Agent => Self::Agent,
+            AxisArg::Persist => Self::Persist,
+        }
+    }
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

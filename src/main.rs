@@ -50,7 +50,25 @@ fn main() -> ExitCode {
                 baseline,
                 candidate,
                 allow_missing,
-            } => commands::compare(&baseline, &candidate, allow_missing),
+                axis,
+                from,
+                to,
+            } => match (candidate, axis) {
+                (Some(candidate), None) => commands::compare(&baseline, &candidate, allow_missing),
+                (None, Some(axis)) => commands::compare_within(
+                    &baseline,
+                    axis,
+                    from.as_deref(),
+                    to.as_deref(),
+                    allow_missing,
+                ),
+                (Some(_), Some(_)) => Err(commands::CommandError::usage(
+                    "compare --axis compares points within one run: give one run, not two",
+                )),
+                (None, None) => Err(commands::CommandError::usage(
+                    "compare needs the candidate run too, or --axis AXIS to compare points within one run",
+                )),
+            },
             Command::Merge(args) => commands::merge(args),
             Command::Baseline { run } => commands::baseline(&run).map(|out| {
                 console::out(&out);

@@ -26,7 +26,7 @@ mod persist_axis;
 mod servers;
 mod workers;
 
-pub use client_axis::{ClientChoice, ClientKind};
+pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
 pub use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PersistPoint, PlannedCell, SdkPoint, SdkSource,
     ServerPoint, ServerSource, DEFAULT_AGENT,
@@ -62,6 +62,8 @@ pub struct Worker {
     /// Where this worker's stack hosts the TypeScript SDK client (its Rivet
     /// Engine endpoint), or why it cannot.
     pub sdk_host: Result<String, Unhosted>,
+    /// Every SDK point's module, as the run installed it.
+    pub sdks: std::sync::Arc<[ServedSdk]>,
     /// Where this worker's stack runs the browser client, or why it cannot.
     pub browser_host: Result<crate::stack::browser::BrowserHost, Unhosted>,
     /// Between its cells' deferred DELETEs and the restarts that would cut
@@ -74,11 +76,19 @@ pub struct Worker {
 
 impl Worker {
     /// A cell's client as this worker runs it: a hosted client is called
-    /// through this worker's own stack.
-    pub(crate) fn client(&self, kind: &ClientKind) -> ClientChoice {
-        match kind {
+    /// through this worker's own stack and runs the cell's SDK point.
+    pub(crate) fn client(&self, point: &CellPoint) -> ClientChoice {
+        match point.client {
             ClientKind::Rust => ClientChoice::Rust,
-            ClientKind::TsSdk => ClientChoice::TsSdk(self.sdk_host.clone()),
+            ClientKind::TsSdk => ClientChoice::TsSdk(client_axis::hosted(
+                &self.sdk_host,
+                &self.sdks,
+                point
+                    .sdk
+                    .as_ref()
+                    .map(|s| s.label.as_str())
+                    .unwrap_or_default(),
+            )),
             ClientKind::Browser => ClientChoice::Browser(self.browser_host.clone()),
         }
     }
@@ -94,6 +104,7 @@ impl Worker {
             agent_sent_log: self.agent_sent_log.clone(),
             model_calls: self.model_calls.clone(),
             sdk_host: self.sdk_host.clone(),
+            sdks: self.sdks.clone(),
             browser_host: self.browser_host.clone(),
             fence: self.fence.clone(),
             server: None,
@@ -141,6 +152,16 @@ pub struct RunStacks {
     /// On a shared deployment (no worker stacks): how many cells of
     /// `independent` targets may run at once; the others run alone.
     pub jobs: usize,
+}
+
+impl RunStacks {
+    /// Every worker runs its hosted cells on these SDK points.
+    pub fn serve_sdks(&mut self, sdks: Vec<ServedSdk>) {
+        let sdks: std::sync::Arc<[ServedSdk]> = sdks.into();
+        for worker in std::iter::once(&mut self.own).chain(self.workers.iter_mut()) {
+            worker.sdks = sdks.clone();
+        }
+    }
 }
 
 /// Everything one cell's attempts read: the run's settings and the cell's point.
@@ -375,6 +396,7 @@ pub async fn run(
         expect_file: None,
         allow_fixed: false,
         timing: None,
+        points: matrix.axes.points(),
     };
     crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
 }
@@ -431,6 +453,7 @@ pub(crate) mod tests {
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("no stack".into())),
+            sdks: Vec::new().into(),
             browser_host: Err(Unhosted("no stack".into())),
             fence: Default::default(),
             server: None,

@@ -4,10 +4,12 @@
 //! the runner builds the matrix from these ([`crate::runner::Matrix`]) and
 //! runs it, whatever mix of axes was asked for.
 
+use super::candidates::{self, Source};
 use super::CommandError;
 use crate::cli::{ClientArg, PersistArg, RunArgs};
+use crate::config::Config;
 use crate::runner::{
-    AgentPoint, Axes, ClientKind, PersistChoice, PersistPoint, SdkPoint, ServerPoint,
+    AgentPoint, Axes, ClientKind, PersistChoice, PersistPoint, SdkPoint, ServerPoint, ServerSource,
 };
 
 /// What the user asked for on each axis; the store may still depend on
@@ -16,7 +18,7 @@ pub(super) struct Chosen {
     pub agents: Vec<String>,
     pub clients: Vec<ClientKind>,
     pub servers: Vec<ServerPoint>,
-    pub sdk: SdkPoint,
+    pub sdks: Vec<SdkPoint>,
     /// `--persist` (repeatable), else the config's `[run] persist`: each
     /// once, in their order; empty when neither names one.
     pub persists: Vec<PersistPoint>,
@@ -25,20 +27,59 @@ pub(super) struct Chosen {
 impl Chosen {
     /// What the user asked for: `agents` resolved already (flag, seed
     /// environment, config), `config_persist` the config's stores.
-    pub fn of(
+    /// Candidate binaries and SDKs are checked here, before any stack.
+    pub async fn of(
         args: &RunArgs,
+        config: Option<&Config>,
         agents: Vec<String>,
         config_persist: &[PersistChoice],
     ) -> Result<Chosen, CommandError> {
+        let clients = clients(&args.clients);
+        let (bins, bins_from) = match (&args.server_bins, config) {
+            (flags, _) if !flags.is_empty() => (flags.clone(), "--server-bin"),
+            (_, Some(c)) => (c.run.server_bin.clone(), "run.server_bin"),
+            (_, None) => (Vec::new(), "--server-bin"),
+        };
+        let (sdk_specs, sdks_from) = match (&args.sdks, config) {
+            (flags, _) if !flags.is_empty() => (flags.clone(), "--sdk"),
+            (_, Some(c)) => (c.run.sdk.clone(), "run.sdk"),
+            (_, None) => (Vec::new(), "--sdk"),
+        };
+        if !args.sdks.is_empty() && !clients.iter().any(|c| c.hosts_sdk()) {
+            return Err(CommandError::usage(format!(
+                "--sdk {}: only the hosted client runs an SDK: add --client ts-sdk",
+                args.sdks[0]
+            )));
+        }
+        let mut servers = registry_points(
+            &args.server_version,
+            "--server-version",
+            ServerPoint::registry,
+        )?;
+        for spec in &bins {
+            let point = candidates::server_bin(spec, Source { flag: bins_from }).await?;
+            refuse_taken(&servers, &point.label, bins_from, spec)?;
+            servers.push(point);
+        }
+        if servers.is_empty() {
+            servers.push(ServerPoint::registry(
+                crate::stack::sandbox_agent::DEFAULT_VERSION,
+            ));
+        }
+        let mut sdks = registry_points(&args.sdk_version, "--sdk-version", SdkPoint::registry)?;
+        for spec in &sdk_specs {
+            let point = candidates::sdk(spec, Source { flag: sdks_from })?;
+            refuse_taken(&sdks, &point.label, sdks_from, spec)?;
+            sdks.push(point);
+        }
+        if sdks.is_empty() {
+            sdks.push(SdkPoint::registry(crate::stack::rivet::PINNED_SDK_VERSION));
+        }
         Ok(Chosen {
             agents,
-            clients: clients(&args.clients),
-            servers: servers(&args.server_version)?,
-            sdk: SdkPoint::registry(
-                args.sdk_version
-                    .as_deref()
-                    .unwrap_or(crate::stack::rivet::PINNED_SDK_VERSION),
-            ),
+            clients,
+            servers,
+            sdks,
             persists: persists(&args.persist, config_persist),
         })
     }
@@ -58,7 +99,7 @@ impl Chosen {
                 .collect(),
             clients: self.clients.clone(),
             servers,
-            sdks: vec![self.sdk.clone()],
+            sdks: self.sdks.clone(),
             persists: match self.persists.is_empty() {
                 true => vec![persist],
                 false => self.persists.clone(),
@@ -66,10 +107,29 @@ impl Chosen {
         }
     }
 
+    /// The labels of the server points.
+    pub fn server_labels(&self) -> Vec<String> {
+        self.servers.iter().map(|s| s.label.clone()).collect()
+    }
+
+    /// The labels of the SDK points, when a client runs an SDK.
+    pub fn sdk_labels(&self) -> Vec<String> {
+        match self.clients.iter().any(|c| c.hosts_sdk()) {
+            true => self.sdks.iter().map(|s| s.label.clone()).collect(),
+            false => Vec::new(),
+        }
+    }
+
     /// The usage error for a deployment continuity did not start: it has
-    /// one server (several `--server-version`s cannot be chosen there) and
-    /// no Rivet layer to host the TypeScript SDK in.
+    /// one server (several `--server-version`s, or a binary, cannot be
+    /// chosen there) and no Rivet layer to host the TypeScript SDK in.
     pub fn refuse_on_a_deployment(&self) -> Result<(), CommandError> {
+        if let Some(bin) = self.servers.iter().find_map(|s| match &s.source {
+            ServerSource::Binary { path, .. } => Some(path),
+            _ => None,
+        }) {
+            return Err(CommandError::usage(format!("--server-bin {}: a binary runs on continuity's local stack; with --base-url or a config base_url the server is whatever runs there", bin.display())));
+        }
         if self.servers.len() > 1 {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
@@ -81,6 +141,63 @@ impl Chosen {
         }
         Ok(())
     }
+}
+
+/// The registry versions a flag names, each once (a version given twice
+/// is a usage error).
+fn registry_points<P>(
+    given: &[String],
+    flag: &str,
+    point: impl Fn(&str) -> P,
+) -> Result<Vec<P>, CommandError>
+where
+    P: Labelled,
+{
+    let mut points: Vec<P> = Vec::new();
+    for v in given {
+        let v = v.trim();
+        if v.is_empty() {
+            return Err(CommandError::usage(format!("{flag}: empty version")));
+        }
+        if points.iter().any(|known| known.label() == v) {
+            return Err(CommandError::usage(format!("{flag} {v} is given twice")));
+        }
+        points.push(point(v));
+    }
+    Ok(points)
+}
+
+/// A point of an axis, known by its label.
+trait Labelled {
+    fn label(&self) -> &str;
+}
+
+impl Labelled for ServerPoint {
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+impl Labelled for SdkPoint {
+    fn label(&self) -> &str {
+        &self.label
+    }
+}
+
+/// Two points of one axis with one label would be one column: refused,
+/// naming the flag and the spec.
+fn refuse_taken<P: Labelled>(
+    points: &[P],
+    label: &str,
+    flag: &str,
+    spec: &str,
+) -> Result<(), CommandError> {
+    if points.iter().any(|p| p.label() == label) {
+        return Err(CommandError::usage(format!(
+            "{flag} {spec}: another point of the axis is labelled `{label}` already: give each its own label ({flag} NAME=…)"
+        )));
+    }
+    Ok(())
 }
 
 /// The `--client` values, each once, `rust` when none.
@@ -100,30 +217,6 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
         clients.push(ClientKind::Rust);
     }
     clients
-}
-
-/// The `--server-version` values, each once (clap gives the pinned one
-/// when none); a version given twice is a usage error.
-fn servers(given: &[String]) -> Result<Vec<ServerPoint>, CommandError> {
-    let mut servers: Vec<ServerPoint> = Vec::new();
-    for v in given {
-        let v = v.trim();
-        if v.is_empty() {
-            return Err(CommandError::usage("--server-version: empty version"));
-        }
-        if servers.iter().any(|known| known.label == v) {
-            return Err(CommandError::usage(format!(
-                "--server-version {v} is given twice"
-            )));
-        }
-        servers.push(ServerPoint::registry(v));
-    }
-    if servers.is_empty() {
-        servers.push(ServerPoint::registry(
-            crate::stack::sandbox_agent::DEFAULT_VERSION,
-        ));
-    }
-    Ok(servers)
 }
 
 /// The `--persist` values, else the config's, each once in their order
@@ -204,10 +297,24 @@ mod tests {
 
     #[test]
     fn a_version_given_twice_is_refused() {
-        let two = servers(&["0.4.0".into(), "0.4.2".into()]).unwrap();
+        let two = registry_points(
+            &["0.4.0".into(), "0.4.2".into()],
+            "--server-version",
+            ServerPoint::registry,
+        )
+        .unwrap();
         assert_eq!(two[1], ServerPoint::registry("0.4.2"));
-        let e = servers(&["0.4.2".into(), "0.4.2".into()]).unwrap_err();
-        assert!(e.to_string().contains("given twice"), "{e}");
-        assert_eq!(servers(&[]).unwrap().len(), 1);
+        let e = registry_points(
+            &["0.4.2".into(), "0.4.2".into()],
+            "--sdk-version",
+            SdkPoint::registry,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--sdk-version 0.4.2 is given twice"),
+            "{e}"
+        );
+        let taken = refuse_taken(&two, "0.4.2", "--server-bin", "./sandbox-agent").unwrap_err();
+        assert!(taken.to_string().contains("labelled `0.4.2`"), "{taken}");
     }
 }

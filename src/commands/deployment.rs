@@ -36,6 +36,7 @@ pub(super) async fn stacks(
             agent_sent_log: None,
             model_calls: None,
             sdk_host: Err(Unhosted("the local stack is not running".into())),
+            sdks: Vec::new().into(),
             browser_host: Err(Unhosted("the local stack is not running".into())),
             fence: Default::default(),
             server: None,

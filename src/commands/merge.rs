@@ -50,7 +50,25 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let id = format!("merged-{}", super::short_id());
     let mut report = merge_shards(&id, &shards)?;
     if let Some(x) = &expectations {
-        x.check_names(&report.run.targets, &report.run.scenarios)?;
+        // The shards' targets, and the local stack's, which a file made for
+        // it names whichever of them the shards ran.
+        let mut known: Vec<String> = crate::stack::local::known_targets(&[])
+            .into_iter()
+            .map(|(n, _, _)| n)
+            .collect();
+        known.extend(report.run.targets.iter().cloned());
+        x.check_names(&known, &report.run.scenarios)?;
+        let labels = |axis| {
+            report
+                .run
+                .points_of(axis)
+                .map(|p| p.label.clone())
+                .collect::<Vec<_>>()
+        };
+        x.check_points(
+            &labels(crate::report::PointAxis::Server),
+            &labels(crate::report::PointAxis::Sdk),
+        )?;
         gate::judge(x, &mut report, &args.gate);
     } else {
         report.run.flaky_result = args.gate.flaky_result.into();

@@ -13,7 +13,9 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod axes;
+mod candidates;
 mod cell_line;
+mod compare;
 mod deployment;
 mod deployment_faults;
 mod error;
@@ -28,6 +30,7 @@ mod stack;
 mod workers;
 
 use crate::stop_flag::wait_true;
+pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
@@ -202,43 +205,6 @@ pub(crate) fn load_report(path: &Path) -> Result<Report, CommandError> {
         .map_err(|e| CommandError::usage(format!("{}: {e}", file.display())))
 }
 
-/// `continuity compare`: cell by cell. A regression exits 1, and so does a
-/// cell of the baseline the candidate lacks (unless `allow_missing`) or a
-/// cell either report holds twice (always: which of the two would count?).
-pub fn compare(
-    baseline: &Path,
-    candidate: &Path,
-    allow_missing: bool,
-) -> Result<Outcome, CommandError> {
-    let (baseline, candidate) = (load_report(baseline)?, load_report(candidate)?);
-    let rows = report::compare::compare(&baseline, &candidate);
-    let color = crate::console::color(crate::console::Stream::Stdout);
-    crate::console::out(&report::compare::render_comparison(
-        &baseline, &candidate, &rows, color,
-    ));
-    let mut failed = report::compare::has_regressions(&rows);
-    for (which, r) in [("baseline", &baseline), ("candidate", &candidate)] {
-        let duplicated = report::compare::duplicated_cells(r);
-        if !duplicated.is_empty() {
-            crate::console::errln(&format!(
-                "continuity: the {which} holds these cells more than once: {}",
-                duplicated.join(", ")
-            ));
-            failed = true;
-        }
-    }
-    let missing = report::compare::missing_cells(&rows);
-    if !missing.is_empty() && !allow_missing {
-        crate::console::errln(&format!(
-            "continuity: the candidate lacks {} cell(s) of the baseline: {} (add --allow-missing to accept that)",
-            missing.len(),
-            missing.join(", ")
-        ));
-        failed = true;
-    }
-    Ok(Outcome::failed_if(failed))
-}
-
 pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
@@ -302,7 +268,16 @@ async fn run_in(
     let timeout = settings::timeout(&args, config.as_ref())?;
     // What the user chose (flags, then config; several make a persistence
     // axis); the local stack's store otherwise.
-    let chosen = axes::Chosen::of(&args, agents.clone(), &run_defaults.persist)?;
+    let chosen = axes::Chosen::of(
+        &args,
+        config.as_ref(),
+        agents.clone(),
+        &run_defaults.persist,
+    )
+    .await?;
+    if base_url.is_some() {
+        chosen.refuse_on_a_deployment()?;
+    }
     let id = short_id();
     let run_dir = args
         .out
@@ -335,7 +310,18 @@ async fn run_in(
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),
-        partial::run_info(&settings, base_url.as_deref(), &agents, &chosen.persists),
+        partial::run_info(
+            &settings,
+            base_url.as_deref(),
+            &agents,
+            &chosen.persists,
+            match base_url {
+                Some(_) => Vec::new(),
+                None => chosen
+                    .axes(chosen.servers.clone(), PersistPoint::Sqlite)
+                    .points(),
+            },
+        ),
     );
     // Sandbox folders of runs that died without removing them (SIGKILL, a
     // crash) go now; this run's are claimed until it ends.
@@ -376,7 +362,6 @@ async fn run_in(
     // (`--jobs`: several), each of which serves every server point.
     let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
         Some(url) => {
-            chosen.refuse_on_a_deployment()?;
             let targets = configured_targets(config.as_ref())?;
             if targets.is_empty() {
                 return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
@@ -397,6 +382,7 @@ async fn run_in(
             let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
             if let Some(x) = &expectations {
                 x.check_names(&known_targets, &known_scenarios)?;
+                x.check_points(&[], &[])?;
             }
             let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
             (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
@@ -433,6 +419,7 @@ async fn run_in(
             let names = crate::stack::local::run_targets(&args.targets, &local_faults);
             if let Some(x) = &expectations {
                 x.check_names(&known_targets, &known_scenarios)?;
+                x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
             }
             let (options, serving) =
                 local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;
@@ -454,10 +441,23 @@ async fn run_in(
             } else {
                 let jobs = local_jobs(&args, run_defaults.jobs, cells);
                 let binaries = workers::install_servers(&chosen.servers, &progress).await?;
+                candidates::check_servers_start(
+                    &chosen.servers,
+                    &run_dir.join("servers"),
+                    &options.agent_program,
+                    crate::stack::local::SERVER_READY_TIMEOUT,
+                    &supervisor,
+                )
+                .await?;
+                let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
+                    true => candidates::install_sdks(&chosen.sdks, &progress).await?,
+                    false => Vec::new(),
+                };
                 let mut up =
                     workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
                         .await?;
-                let stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
+                let mut stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
+                stacks.serve_sdks(sdks);
                 (stacks, up, names, chosen.servers.clone())
             }
         }
@@ -521,7 +521,6 @@ fn local_stack_options(
             None,
         ),
     };
-    let runner::SdkSource::Registry(sdk_version) = &chosen.sdk.source;
     let options = StackOptions {
         run_dir: run_dir.join("stack"),
         server_version: version,
@@ -538,7 +537,6 @@ fn local_stack_options(
             RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
         },
         agents: chosen.agents.clone(),
-        sdk_version: Some(sdk_version.clone()),
         postgres: chosen.persists.contains(&PersistPoint::Postgres),
         hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
             && chosen.clients.contains(&runner::ClientKind::TsSdk),

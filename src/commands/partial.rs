@@ -73,12 +73,14 @@ impl PartialRun {
 }
 
 /// What the report of a run killed part-way says about the run, known
-/// before any stack is up.
+/// before any stack is up (the axes' `points` among it: which candidate
+/// a killed run was about).
 pub(super) fn run_info(
     settings: &RunSettings,
     base_url: Option<&str>,
     agents: &[String],
     persists: &[PersistPoint],
+    points: Vec<crate::report::AxisPoint>,
 ) -> RunInfo {
     RunInfo {
         id: settings.id.clone(),
@@ -108,5 +110,6 @@ pub(super) fn run_info(
         expect_file: None,
         allow_fixed: false,
         timing: None,
+        points,
     }
 }

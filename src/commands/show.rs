@@ -1,7 +1,7 @@
 //! `continuity show`: a finished run read back from its folder — the
 //! summary and a block per failed cell, fitted to the terminal as `run`
 //! prints them, or one cell's timeline as text
-//! (`--cell TARGET/SCENARIO[/CLIENT][#ATTEMPT]`).
+//! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`).
 
 use super::{load_report, CommandError};
 use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
@@ -45,10 +45,11 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
     Ok(render_timeline(cell, &events))
 }
 
-/// `TARGET/SCENARIO[/CLIENT][#ATTEMPT]`: the cell (the attempt it shows)
-/// or, with `#N`, its Nth attempt. TARGET may carry the version
-/// (`agent@0.4.0`) on a version axis; CLIENT (`rust`, `ts-sdk`) picks one
-/// of a client axis's cells, and is needed there.
+/// `TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`: the cell (the attempt it
+/// shows) or, with `#N`, its Nth attempt. TARGET may carry the server
+/// point (`agent@0.4.0`, `agent@fix`) on a server axis; CLIENT (`rust`,
+/// `ts-sdk`) picks one of a client axis's cells, and is needed there, as
+/// is `@SDK` (`ts-sdk@fix`) on an SDK axis.
 fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
     let (path, attempt) = match wanted.rsplit_once('#') {
         Some((path, n)) => (
@@ -63,12 +64,17 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
     };
     let Some((target, rest)) = path.split_once('/') else {
         return Err(CommandError::usage(format!(
-            "--cell {wanted:?}: expected TARGET/SCENARIO[/CLIENT][#ATTEMPT]"
+            "--cell {wanted:?}: expected TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]"
         )));
     };
     let (scenario, client) = match rest.split_once('/') {
         Some((scenario, client)) => (scenario, Some(client)),
         None => (rest, None),
+    };
+    let (client, sdk) = match client.map(|c| c.split_once('@')) {
+        Some(Some((client, sdk))) => (Some(client), Some(sdk)),
+        Some(None) => (client, None),
+        None => (None, None),
     };
     let name = |c: &Cell| match &c.server_version {
         Some(v) => format!("{}@{v}", c.target),
@@ -87,7 +93,14 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
         .iter()
         .filter(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
         .filter(|c| client.is_none_or(|k| c.client_name() == k))
+        .filter(|c| sdk.is_none_or(|s| c.sdk_version.as_deref() == Some(s)))
         .collect();
+    let mut sdks: Vec<&str> = Vec::new();
+    for sdk in matching.iter().filter_map(|c| c.sdk_version.as_deref()) {
+        if !sdks.contains(&sdk) {
+            sdks.push(sdk);
+        }
+    }
     let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
     let cell = match matching.first() {
         None => {
@@ -101,6 +114,14 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
                 "{target}/{scenario} ran with clients {}: name one, e.g. --cell {target}/{scenario}/{}",
                 clients.join(" and "),
                 clients[clients.len() - 1]
+            )))
+        }
+        Some(_) if sdks.len() > 1 => {
+            return Err(CommandError::usage(format!(
+                "{target}/{scenario} ran on SDK points {}: name one, e.g. --cell {target}/{scenario}/{}@{}",
+                sdks.join(" and "),
+                clients[0],
+                sdks[sdks.len() - 1]
             )))
         }
         Some(cell) => *cell,
@@ -128,4 +149,43 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
         trace: a.trace.clone(),
         ..cell.clone()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two SDK points of one target, scenario and client are two cells:
+    /// `show` once took the first for either, so the candidate's was
+    /// never shown.
+    #[test]
+    fn an_sdk_point_is_named_after_the_client() {
+        let report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        let fixed = find_cell(&report, "agent@fix/native-continuity/ts-sdk@fix").unwrap();
+        assert_eq!(
+            (
+                fixed.server_version.as_deref(),
+                fixed.sdk_version.as_deref()
+            ),
+            (Some("fix"), Some("fix"))
+        );
+        assert_eq!(fixed.verdict, crate::report::Verdict::Pass);
+        let release = find_cell(&report, "agent@0.4.2/native-continuity/ts-sdk@0.4.2").unwrap();
+        assert_eq!(release.verdict, crate::report::Verdict::Fail);
+        // What a block's `timeline:` line says finds that very cell.
+        for cell in &report.cells {
+            let spec = crate::report::terminal::cell_spec(cell);
+            assert_eq!(
+                find_cell(&report, &spec).unwrap().key(),
+                cell.key(),
+                "{spec}"
+            );
+        }
+        let e = find_cell(&report, "agent@fix/native-continuity/ts-sdk").unwrap_err();
+        assert!(
+            e.to_string().contains("ran on SDK points 0.4.2 and fix: name one, e.g. --cell agent@fix/native-continuity/ts-sdk@fix"),
+            "{e}"
+        );
+        assert!(find_cell(&report, "agent@fix/native-continuity/ts-sdk@nope").is_err());
+    }
 }

@@ -114,7 +114,6 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
         rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
-        sdk_version: None,
         postgres: false,
         hosted_sqlite: false,
         browser: false,

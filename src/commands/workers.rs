@@ -42,7 +42,7 @@ pub(super) async fn install_servers(
                 .await?
                 .map_err(|e| e.context(format!("sandbox-agent {}", server.label)))?
             }
-            ServerSource::Binary(path) => path.clone(),
+            ServerSource::Binary { path, .. } => path.clone(),
             ServerSource::Deployment => {
                 return Err(StackError::Failed(
                     "the deployment's server is not one a local stack can run".into(),
@@ -83,6 +83,7 @@ pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
             sdk_host: Err(crate::client::hosted::Unhosted(
                 "no stack: this shard holds no cell".into(),
             )),
+            sdks: Vec::new().into(),
             browser_host: Err(crate::client::hosted::Unhosted(
                 "no stack: this shard holds no cell".into(),
             )),
@@ -236,6 +237,7 @@ pub(super) fn attach(
         agent_sent_log: stack.agent_sent_log.clone(),
         model_calls: stack.model_calls.clone(),
         sdk_host: stack.sdk_host.clone().map(|host| host.endpoint),
+        sdks: Vec::new().into(),
         browser_host: stack.browser_host.clone(),
         fence: Default::default(),
         server: Some(ServerSlot::new(
@@ -329,7 +331,6 @@ mod tests {
             rivet_save: crate::stack::rivet::SaveMode::Immediate,
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),
-            sdk_version: None,
             postgres: false,
             hosted_sqlite: false,
             browser: false,

@@ -215,6 +215,22 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         }
         run.secret_env.push(name.into_inner());
     }
+    for (key, list, into) in [
+        ("run.server_bin", raw.server_bin, &mut run.server_bin),
+        ("run.sdk", raw.sdk, &mut run.sdk),
+    ] {
+        for spec in list.map(|l| l.into_inner()).unwrap_or_default() {
+            if spec.get_ref().trim().is_empty() {
+                return Err(invalid(
+                    key,
+                    spec.span(),
+                    None,
+                    "expected `[LABEL=]PATH`, as the flag takes",
+                ));
+            }
+            into.push(spec.into_inner());
+        }
+    }
     for (name, value) in raw.headers.map(|h| h.0).unwrap_or_default() {
         let key = format!("run.headers.{name}");
         if name.eq_ignore_ascii_case("authorization") {

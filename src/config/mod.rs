@@ -74,6 +74,11 @@ pub struct RunDefaults {
     pub retries: Option<u32>,
     /// `--jobs`: how many cells of `independent` targets run at once (default 1).
     pub jobs: Option<u32>,
+    /// `--server-bin`: candidate sandbox-agent binaries, `[LABEL=]PATH`
+    /// each, paths relative to the working directory.
+    pub server_bin: Vec<String>,
+    /// `--sdk`: candidate SDKs, `[LABEL=]PATH[,PATH…]` each.
+    pub sdk: Vec<String>,
 }
 
 /// One `[targets.NAME]` table, checked; [`Config::targets`] turns it into a [`Target`].

@@ -51,6 +51,8 @@ pub(super) struct RawRun {
     pub expect: Option<Spanned<String>>,
     pub retries: Option<Spanned<i64>>,
     pub jobs: Option<Spanned<i64>>,
+    pub server_bin: Option<Spanned<Vec<Spanned<String>>>>,
+    pub sdk: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub headers: Option<Ordered<Spanned<String>>>,
 }

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::expect::{parse_version, EXPECTABLE};
-use super::model::{Cell, Report, Verdict};
+use super::model::{Cell, PointAxis, Report, Verdict};
 
 /// The expectations file, and the cells it leaves out (interrupted ones).
 pub struct Baseline {
@@ -61,12 +61,25 @@ pub fn render_baseline(report: &Report) -> Baseline {
                     let _ = writeln!(out, "signature = {}", quoted(&sig.short()));
                 }
             }
-            let version = cell
+            // On a server axis of recorded points each entry names its
+            // point by label (a candidate may report a release's version),
+            // and by the version the point reports.
+            let point = cell
                 .server_version
                 .as_deref()
+                .and_then(|label| run.points_of(PointAxis::Server).find(|p| p.label == label));
+            if let Some(point) = point {
+                let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
+            }
+            let version = point
+                .map(|p| p.version.as_str())
+                .or(cell.server_version.as_deref())
                 .or(run.server_version.as_deref());
             if let Some(v) = version.and_then(parse_version) {
                 let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
+            }
+            if let Some(sdk) = &cell.sdk_version {
+                let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
             }
             let reason = match (cell.verdict, &cell.reason) {
                 (Verdict::Flaky, _) => format!(
@@ -147,12 +160,20 @@ mod tests {
             cell.client = Some("rust".into());
         }
         two_clients.cells.extend(hosted);
-        for mut report in [fixture::report(), fixture::repeated_report(), two_clients] {
+        // On the server and SDK axes of a candidate's run, points by label.
+        let candidates = fixture::candidates("sandbox-agent 0.4.2");
+        for mut report in [
+            fixture::report(),
+            fixture::repeated_report(),
+            two_clients,
+            candidates,
+        ] {
             let text = render_baseline(&report).text;
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             x.check_names(&report.run.targets, &report.run.scenarios)
                 .unwrap();
+            assert!(x.shadowed(&report).is_empty(), "{text}");
             x.judge(&mut report, GateOptions::default());
             for cell in &report.cells {
                 assert_eq!(
@@ -171,6 +192,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("server_version = \"=0.4.2\""), "{text}");
+        let text = render_baseline(&fixture::candidates("sandbox-agent 0.4.2")).text;
+        assert!(
+            text.contains("server = \"fix\"\nserver_version = \"=0.4.2\"\nsdk = \"fix\""),
+            "{text}"
+        );
     }
 
     /// An interrupted run's baseline once wrote `verdict = "interrupted"`,

@@ -46,6 +46,10 @@ pub struct CellChange {
     pub agent: Option<String>,
     /// On a client axis, the client both cells carry.
     pub client: Option<String>,
+    /// On an SDK axis, the SDK point both cells carry.
+    pub sdk_version: Option<String>,
+    /// On a persistence axis, the store both cells carry.
+    pub persist: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -65,6 +69,8 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             server_version: cell.server_version.clone(),
             agent: cell.agent.clone(),
             client: cell.client.clone(),
+            sdk_version: cell.sdk_version.clone(),
+            persist: cell.persist.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -82,6 +88,8 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
                 server_version: cell.server_version.clone(),
                 agent: cell.agent.clone(),
                 client: cell.client.clone(),
+                sdk_version: cell.sdk_version.clone(),
+                persist: cell.persist.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -89,6 +97,27 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
         }
     }
     rows
+}
+
+impl CellChange {
+    /// The row's target with the other axes' values, as a cell's row is
+    /// labelled (`agent · ts-sdk · sdk fix @ 0.4.2`).
+    pub fn label(&self) -> String {
+        let mut label = self.target.clone();
+        for (prefix, value) in [
+            (" · ", &self.agent),
+            (" · ", &self.client),
+            (" · sdk ", &self.sdk_version),
+            (" · ", &self.persist),
+            (" @ ", &self.server_version),
+        ] {
+            if let Some(value) = value {
+                label.push_str(prefix);
+                label.push_str(value);
+            }
+        }
+        label
+    }
 }
 
 fn classify(before: &Cell, after: &Cell) -> Change {
@@ -201,16 +230,7 @@ pub fn render_comparison(
     table.set_header(["target", "scenario", "baseline", "candidate", "change"]);
     for row in rows {
         // A v2 cell holds all its attempts: the row is the cell, not an attempt.
-        let mut label = row.target.clone();
-        if let Some(agent) = &row.agent {
-            label.push_str(&format!(" · {agent}"));
-        }
-        if let Some(client) = &row.client {
-            label.push_str(&format!(" · {client}"));
-        }
-        if let Some(v) = &row.server_version {
-            label.push_str(&format!(" @ {v}"));
-        }
+        let label = row.label();
         let mut change = TableCell::new(row.change.as_str());
         if color {
             change = change.fg(match row.change {

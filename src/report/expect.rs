@@ -13,10 +13,16 @@
 //! signature = "http 400 invalid_request" # the short or the (masked) full signature
 //! reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
 //! server_version = ">=0.4.2, <0.5"       # optional semver requirement
+//! server = "candidate"                   # glob over server points' labels; default "*"
+//! sdk = "candidate"                      # glob over SDK points' labels; default "*"
 //! ```
 //!
 //! The first entry that matches a cell decides; an entry that never gets to
-//! decide is reported by [`Expectations::shadowed`].
+//! decide is reported by [`Expectations::shadowed`]. An entry that names no
+//! `server` or `sdk` applies to every point of those axes, so a candidate
+//! build is judged against what the release does; `server_version` is
+//! matched against what the cell's server reports about itself (a
+//! candidate binary built from 0.4.2 reports 0.4.2).
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +33,9 @@ use toml::Spanned;
 
 use crate::source_line::line_of;
 
-use super::model::{Cell, ExpectOutcome, FlakyResult, Judgement, Report, Verdict, CLIENTS};
+use super::model::{
+    Cell, ExpectOutcome, FlakyResult, Judgement, PointAxis, Report, RunInfo, Verdict, CLIENTS,
+};
 
 /// The verdicts an expectation may name: what a component does. A flaky
 /// cell is judged as pass or fail (`--flaky-result`), and an interrupted
@@ -66,6 +74,41 @@ struct Entry {
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<VersionReq>,
+    /// Matched against the label of the cell's server point.
+    server: Option<Pattern>,
+    /// Matched against the label of the cell's SDK point (a cell of a
+    /// client that runs no SDK has none).
+    sdk: Option<Pattern>,
+}
+
+/// Where a cell ran, as entries match it.
+#[derive(Debug, Clone, Copy)]
+struct CellPlace<'a> {
+    /// The label of its server point, when known.
+    server: Option<&'a str>,
+    /// What its server reports about itself, for `server_version`.
+    version: Option<&'a str>,
+    /// The label of its SDK point, when it ran one.
+    sdk: Option<&'a str>,
+}
+
+impl<'a> CellPlace<'a> {
+    /// A cell's place: its own labels on an axis, else the run's only
+    /// point; the version the point reports, else the cell's or run's.
+    fn of(cell: &'a Cell, run: &'a RunInfo) -> CellPlace<'a> {
+        let server = cell.point_label(run, PointAxis::Server);
+        let point =
+            server.and_then(|label| run.points_of(PointAxis::Server).find(|p| p.label == label));
+        let version = point
+            .map(|p| p.version.as_str())
+            .or(cell.server_version.as_deref())
+            .or(run.server_version.as_deref());
+        CellPlace {
+            server,
+            version,
+            sdk: cell.point_label(run, PointAxis::Sdk),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -101,6 +144,8 @@ struct RawEntry {
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<Spanned<String>>,
+    server: Option<Spanned<String>>,
+    sdk: Option<Spanned<String>>,
 }
 
 /// How the exit code treats flaky and fixed cells.
@@ -196,6 +241,16 @@ impl Expectations {
                 signature: raw.signature.filter(|s| !s.trim().is_empty()),
                 reason: raw.reason.filter(|r| !r.trim().is_empty()),
                 server_version,
+                server: raw
+                    .server
+                    .as_ref()
+                    .map(|_| pattern(&raw.server, "server"))
+                    .transpose()?,
+                sdk: raw
+                    .sdk
+                    .as_ref()
+                    .map(|_| pattern(&raw.sdk, "sdk"))
+                    .transpose()?,
             });
         }
         Ok(Expectations {
@@ -230,13 +285,46 @@ impl Expectations {
         Ok(())
     }
 
+    /// Refuses an entry whose `server` or `sdk` matches none of the run's
+    /// points (`sdks` is empty when no client of the run runs an SDK, and
+    /// then `sdk` is not checked): a typo must not switch a gate off.
+    pub fn check_points(&self, servers: &[String], sdks: &[String]) -> Result<(), ExpectError> {
+        for entry in &self.entries {
+            for (pattern, labels, what) in [
+                (&entry.server, servers, "server"),
+                (&entry.sdk, sdks, "sdk"),
+            ] {
+                let Some(pattern) = pattern else { continue };
+                if what == "sdk" && labels.is_empty() {
+                    continue;
+                }
+                if !labels.iter().any(|l| pattern.glob.is_match(l)) {
+                    return Err(ExpectError {
+                        path: self.path.clone(),
+                        line: Some(entry.line),
+                        message: format!(
+                            "`{what}` = {:?} matches no {what} point of this run (its {what} points: {})",
+                            pattern.text,
+                            match labels.is_empty() {
+                                true => "none: the server is the deployment's".to_string(),
+                                false => labels.join(", "),
+                            }
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Judges every cell of `report` and records the file and options in it.
     pub fn judge(&self, report: &mut Report, options: GateOptions) {
-        let run_version = report.run.server_version.clone();
+        let run = report.run.clone();
         for cell in &mut report.cells {
-            let version = cell_version(cell, run_version.as_deref());
-            let entry = self.entries.iter().find(|e| e.matches(cell, version));
-            cell.expectation = Some(judge_cell(cell, entry, &self.path, options));
+            let place = CellPlace::of(cell, &run);
+            let entry = self.entries.iter().find(|e| e.matches(cell, place));
+            let judgement = judge_cell(cell, entry, &self.path, options);
+            cell.expectation = Some(judgement);
         }
         report.run.expect_file = Some(self.path.display().to_string());
         report.run.allow_fixed = options.allow_fixed;
@@ -250,11 +338,11 @@ impl Expectations {
     /// mistake (a catch-all written before the specific entries). A warning,
     /// not an error: the judgement itself is well defined.
     pub fn shadowed(&self, report: &Report) -> Vec<String> {
-        let run_version = report.run.server_version.as_deref();
+        let run = &report.run;
         let deciding = |cell: &Cell| {
             self.entries
                 .iter()
-                .position(|e| e.matches(cell, cell_version(cell, run_version)))
+                .position(|e| e.matches(cell, CellPlace::of(cell, run)))
         };
         self.entries
             .iter()
@@ -263,7 +351,7 @@ impl Expectations {
                 let matched: Vec<&Cell> = report
                     .cells
                     .iter()
-                    .filter(|c| entry.matches(c, cell_version(c, run_version)))
+                    .filter(|c| entry.matches(c, CellPlace::of(c, run)))
                     .collect();
                 !matched.is_empty() && matched.iter().all(|c| deciding(c) != Some(*i))
             })
@@ -288,22 +376,24 @@ impl Pattern {
 }
 
 impl Entry {
-    fn matches(&self, cell: &Cell, server_version: Option<&str>) -> bool {
+    fn matches(&self, cell: &Cell, place: CellPlace<'_>) -> bool {
+        let label = |pattern: &Option<Pattern>, value: Option<&str>| match pattern {
+            None => true,
+            Some(p) => value.is_some_and(|v| p.glob.is_match(v)),
+        };
         self.target.glob.is_match(&cell.target)
             && self.scenario.glob.is_match(&cell.scenario)
             && self.client.glob.is_match(cell.client_name())
+            && label(&self.server, place.server)
+            && label(&self.sdk, place.sdk)
             && match &self.server_version {
                 None => true,
-                Some(req) => server_version
+                Some(req) => place
+                    .version
                     .and_then(parse_version)
                     .is_some_and(|v| req.matches(&v)),
             }
     }
-}
-
-/// A cell's server version: its own on a version axis, else the run's.
-fn cell_version<'a>(cell: &'a Cell, run: Option<&'a str>) -> Option<&'a str> {
-    cell.server_version.as_deref().or(run)
 }
 
 /// The semver in a server version string: `0.4.2`, `v0.4.2`, `sandbox-agent 0.4.2`.

@@ -260,3 +260,75 @@ fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
         Vec::<String>::new()
     );
 }
+
+fn outcome_at(r: &Report, server: &str, sdk: &str) -> ExpectOutcome {
+    r.cells
+        .iter()
+        .find(|c| {
+            c.server_version.as_deref() == Some(server) && c.sdk_version.as_deref() == Some(sdk)
+        })
+        .and_then(|c| c.expectation.as_ref())
+        .map(|j| j.outcome)
+        .unwrap()
+}
+
+/// An entry that names no server binary or SDK applies to every point:
+/// the candidate is judged against what the release does, so the SDK
+/// that passes is `fixed`; `server_version` matches what a binary reports.
+#[test]
+fn an_entry_without_server_or_sdk_judges_every_point_and_the_fix_is_fixed() {
+    let entry = "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nclient = \"ts-sdk\"\nverdict = \"fail\"\nboundary = \"promptSameHandleAfterRestart\"\nserver_version = \"=0.4.2\"\n";
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    parse(entry).unwrap().judge(&mut r, GateOptions::default());
+    for server in ["0.4.2", "fix"] {
+        assert_eq!(outcome_at(&r, server, "0.4.2"), ExpectOutcome::Expected);
+        assert_eq!(outcome_at(&r, server, "fix"), ExpectOutcome::Fixed);
+    }
+    // A binary that reports another version is outside `=0.4.2`.
+    let mut r = fixture::candidates("sandbox-agent 0.5.0-dev");
+    parse(entry).unwrap().judge(&mut r, GateOptions::default());
+    assert_eq!(outcome_at(&r, "0.4.2", "0.4.2"), ExpectOutcome::Expected);
+    assert_eq!(outcome_at(&r, "fix", "0.4.2"), ExpectOutcome::New);
+    // `server` and `sdk` name points by label.
+    let named = format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nsdk = \"fix\"\nserver = \"f*\"\nverdict = \"pass\"\n\n{entry}");
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    let x = parse(&named).unwrap();
+    x.judge(&mut r, GateOptions::default());
+    assert_eq!(outcome_at(&r, "fix", "fix"), ExpectOutcome::Expected);
+    assert_eq!(outcome_at(&r, "0.4.2", "fix"), ExpectOutcome::Fixed);
+    assert!(x
+        .check_points(&["0.4.2".into(), "fix".into()], &["fix".into()])
+        .is_ok());
+    let typo = x
+        .check_points(&["0.4.2".into()], &["fix".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        typo.contains(
+            "`server` = \"f*\" matches no server point of this run (its server points: 0.4.2)"
+        ),
+        "{typo}"
+    );
+    // A run without a hosted client has no SDK to check against.
+    assert!(x.check_points(&["fix".into()], &[]).is_ok());
+}
+
+/// A cell that names no point ran on the run's only one.
+#[test]
+fn a_cell_without_labels_is_on_the_runs_only_point() {
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    r.cells.retain(|c| {
+        c.server_version.as_deref() == Some("fix") && c.sdk_version.as_deref() == Some("fix")
+    });
+    r.run.points.retain(|p| p.label == "fix");
+    for cell in &mut r.cells {
+        cell.server_version = None;
+        cell.sdk_version = None;
+    }
+    let x = parse("[[expect]]\nserver = \"fix\"\nsdk = \"fix\"\nverdict = \"pass\"\n").unwrap();
+    x.judge(&mut r, GateOptions::default());
+    assert_eq!(
+        r.cells[0].expectation.as_ref().unwrap().outcome,
+        ExpectOutcome::Expected
+    );
+}

@@ -1,9 +1,12 @@
 //! "Where the fix belongs": for each target × agent (× version) that ran
 //! both native-continuity (the SDK as it is) and native-load (a client that
 //! opens a new server id and loads the agent's session), one line that
-//! reads the pair — e.g. "SDK fails, load recovers → client-side fix".
+//! reads the pair — e.g. "SDK fails, load recovers → client-side fix"; and
+//! for each cell of a candidate build (`--server-bin`, `--sdk`) that passes
+//! where the release fails (or was expected to fail), or fails where it
+//! passes, a line that says the candidate fixes it, or breaks it.
 
-use super::model::{Cell, Report, Verdict};
+use super::model::{AxisPoint, Cell, ExpectOutcome, PointAxis, Report, Verdict};
 use std::fmt::Write;
 
 const SDK: &str = "native-continuity";
@@ -29,6 +32,7 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
         let label = format!("{target}{}", suffix.unwrap_or_default());
         lines.push(format!("- **{label}**: {}", verdict_line(sdk, load)));
     }
+    lines.extend(candidate_lines(report));
     if lines.is_empty() {
         return None;
     }
@@ -37,6 +41,116 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
         let _ = writeln!(out, "{line}");
     }
     Some(out)
+}
+
+/// One line per cell of a candidate point whose verdict differs from the
+/// release's: its twin on the axis's first registry point in this run, or
+/// else what the expectations said.
+fn candidate_lines(report: &Report) -> Vec<String> {
+    let run = &report.run;
+    let mut lines = Vec::new();
+    for axis in [PointAxis::Server, PointAxis::Sdk] {
+        let release = run.points_of(axis).find(|p| !p.is_candidate());
+        for candidate in run.points_of(axis).filter(|p| p.is_candidate()) {
+            for cell in report
+                .cells
+                .iter()
+                .filter(|c| c.point_label(run, axis) == Some(candidate.label.as_str()))
+            {
+                let twin = release.and_then(|r| twin(report, cell, axis, &r.label));
+                if let Some(line) = candidate_line(cell, candidate, twin, release) {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// `cell`'s counterpart on the point labelled `label` of `axis`.
+fn twin<'a>(report: &'a Report, cell: &Cell, axis: PointAxis, label: &str) -> Option<&'a Cell> {
+    let mut key = cell.key();
+    match axis {
+        PointAxis::Server => key.server_version = Some(label.to_string()),
+        PointAxis::Sdk => key.sdk_version = Some(label.to_string()),
+    }
+    report.cells.iter().find(|c| c.key() == key)
+}
+
+fn candidate_line(
+    cell: &Cell,
+    candidate: &AxisPoint,
+    twin: Option<&Cell>,
+    release: Option<&AxisPoint>,
+) -> Option<String> {
+    let what = match candidate.axis {
+        PointAxis::Server => "server",
+        PointAxis::Sdk => "SDK",
+    };
+    let passed = |c: &Cell| c.verdict == Verdict::Pass;
+    let before = match (twin, release) {
+        (Some(twin), Some(release)) => Some(format!(
+            "{} on {what} {}",
+            outcome_words(twin),
+            release.label
+        )),
+        _ => None,
+    };
+    let judged = cell.expectation.as_ref().map(|j| j.outcome);
+    let (was_passing, now_passing) = match twin {
+        Some(twin) => (passed(twin), passed(cell)),
+        None => match judged {
+            Some(ExpectOutcome::Fixed) => (false, true),
+            Some(ExpectOutcome::Regressed) => (true, false),
+            _ => return None,
+        },
+    };
+    if was_passing == now_passing {
+        return None;
+    }
+    let before = before.unwrap_or_else(|| match was_passing {
+        true => "expected to pass".into(),
+        false => format!(
+            "expected to fail{}",
+            cell.expectation
+                .as_ref()
+                .and_then(|j| j.reason.as_deref())
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ),
+    });
+    let (now, verdict) = match now_passing {
+        true => ("passes", "the candidate fixes it"),
+        false => ("fails", "the candidate breaks it"),
+    };
+    let now = match now_passing {
+        true => now.to_string(),
+        false => outcome_words(cell),
+    };
+    Some(format!(
+        "- **{}** × {}: {before}, {now} with the candidate {what} `{}` → {verdict}",
+        cell.label(),
+        cell.scenario,
+        candidate.label
+    ))
+}
+
+/// `fails @ boundary (signature)`, `passes`, or the verdict.
+fn outcome_words(cell: &Cell) -> String {
+    match cell.verdict {
+        Verdict::Pass => "passes".into(),
+        Verdict::Fail => format!(
+            "fails{}{}",
+            cell.failure_boundary
+                .as_deref()
+                .map(|b| format!(" @ {b}"))
+                .unwrap_or_default(),
+            cell.boundary_signature()
+                .map(|s| format!(" ({})", s.short()))
+                .unwrap_or_default()
+        ),
+        other => format!("is {}", other.as_str()),
+    }
 }
 
 fn recovery_ms(load: &Cell) -> Option<u64> {
@@ -102,6 +216,69 @@ mod tests {
         assert!(verdict_line(&sdk_fail, &load_fail).ends_with("→ server- or agent-side fix"));
         let sdk_pass = cell(SDK, "pass", None, None);
         assert!(verdict_line(&sdk_pass, &load_pass).ends_with("→ nothing to fix"));
+    }
+
+    /// The fixture's SDK axis: 0.4.2 fails, the candidate `fix` passes.
+    /// The lines about a candidate say which build it was: a report pasted
+    /// into an issue names the binary and the SDK's packages by path.
+    #[test]
+    fn the_report_names_each_point_and_where_a_candidate_came_from() {
+        let report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        let md = crate::report::render_markdown(&report);
+        for line in [
+            "- server 0.4.2: the registry's 0.4.2",
+            "- server fix: candidate /build/sandbox-agent (sandbox-agent 0.4.2)",
+            "- SDK fix: candidate /work/fix (0.4.2)",
+        ] {
+            assert!(md.contains(line), "{line:?} not in\n{md}");
+        }
+    }
+
+    #[test]
+    fn a_candidate_that_passes_where_the_release_fails_fixes_it() {
+        let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        let md = render_fix_location(&report).expect("the candidate's lines");
+        assert!(
+            md.contains("- **agent · ts-sdk · sdk fix @ 0.4.2** × native-continuity: fails @ promptSameHandleAfterRestart (http 400 invalid_request) on SDK 0.4.2, passes with the candidate SDK `fix` → the candidate fixes it"),
+            "{md}"
+        );
+        // The server candidate changes nothing here: no line for it.
+        assert!(!md.contains("candidate server"), "{md}");
+        // Alone in its run, the candidate is read against the expectations.
+        report
+            .cells
+            .retain(|c| c.sdk_version.as_deref() == Some("fix"));
+        report
+            .run
+            .points
+            .retain(|p| p.axis == PointAxis::Server || p.label == "fix");
+        assert!(
+            render_fix_location(&report).is_none(),
+            "no expectations, no line"
+        );
+        crate::report::expect::Expectations::parse(
+            std::path::Path::new("x.toml"),
+            "[[expect]]\nverdict = \"fail\"\nreason = \"sandbox-agent #189\"\n",
+        )
+        .unwrap()
+        .judge(&mut report, Default::default());
+        let md = render_fix_location(&report).unwrap();
+        assert!(
+            md.contains("native-continuity: expected to fail (sandbox-agent #189), passes with the candidate SDK `fix` → the candidate fixes it"),
+            "{md}"
+        );
+        // And a candidate that fails where the release passes breaks it.
+        let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        for cell in &mut report.cells {
+            if cell.sdk_version.as_deref() == Some("0.4.2")
+                && cell.server_version.as_deref() == Some("0.4.2")
+            {
+                cell.verdict = Verdict::Pass;
+                cell.failure_boundary = None;
+            }
+        }
+        let md = render_fix_location(&report).unwrap();
+        assert!(md.contains("passes on server 0.4.2, fails @ promptSameHandleAfterRestart (http 400 invalid_request) with the candidate server `fix` → the candidate breaks it"), "{md}");
     }
 
     #[test]

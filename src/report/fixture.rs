@@ -276,6 +276,7 @@ pub fn report() -> Report {
             shards: Vec::new(),
             expect_file: None,
             allow_fixed: false,
+            points: Vec::new(),
         },
         totals: Totals::of(&cells),
         cells,
@@ -313,5 +314,53 @@ pub fn repeated_report() -> Report {
     }
     r.cells = cells;
     r.totals = Totals::of(&r.cells);
+    r
+}
+
+/// Cells of agent × native-continuity for the ts-sdk client on two server
+/// points (the registry's 0.4.2 and a binary `fix` that reports
+/// `server_reports`) by two SDK points (0.4.2, and a package `fix`, whose
+/// cells pass).
+pub fn candidates(server_reports: &str) -> Report {
+    use crate::report::{AxisPoint, PointAxis, PointSource};
+    let mut r = report();
+    let failing = r.cells[0].clone();
+    r.cells.clear();
+    for server in ["0.4.2", "fix"] {
+        for sdk in ["0.4.2", "fix"] {
+            let mut cell = failing.clone();
+            cell.client = Some("ts-sdk".into());
+            cell.server_version = Some(server.into());
+            cell.sdk_version = Some(sdk.into());
+            if sdk == "fix" {
+                cell.verdict = Verdict::Pass;
+                cell.failure_boundary = None;
+            }
+            r.cells.push(cell);
+        }
+    }
+    let point = |axis, label: &str, source, version: &str| AxisPoint {
+        axis,
+        label: label.into(),
+        source,
+        version: version.into(),
+        paths: match source {
+            PointSource::Registry => Vec::new(),
+            PointSource::Binary => vec!["/build/sandbox-agent".into()],
+            PointSource::Package => vec!["/work/fix".into()],
+        },
+    };
+    r.run.server_version = Some("sandbox-agent 0.4.2, sandbox-agent 0.4.2".into());
+    r.run.points = vec![
+        point(PointAxis::Server, "0.4.2", PointSource::Registry, "0.4.2"),
+        point(
+            PointAxis::Server,
+            "fix",
+            PointSource::Binary,
+            server_reports,
+        ),
+        point(PointAxis::Sdk, "0.4.2", PointSource::Registry, "0.4.2"),
+        point(PointAxis::Sdk, "fix", PointSource::Package, "0.4.2"),
+    ];
     r
 }

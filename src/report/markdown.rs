@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Cell, Outcome, Report, Signature, SignatureKind, Verdict};
+use super::model::{
+    AxisPoint, Cell, Outcome, PointAxis, PointSource, Report, Signature, SignatureKind, Verdict,
+};
 
 /// Long server messages would swamp a pasted issue; the JSON keeps them whole.
 const MAX_MESSAGE_CHARS: usize = 300;
@@ -17,7 +19,7 @@ pub fn render_markdown(report: &Report) -> String {
         out.push('\n');
         scenario_section(&mut out, report, scenario);
     }
-    if let Some(versions) = super::versions::render_version_comparison(report) {
+    if let Some(versions) = super::axis_compare::render_axis_comparison(report) {
         out.push('\n');
         out.push_str(&versions);
     }
@@ -309,6 +311,9 @@ fn metadata_section(out: &mut String, report: &Report) {
         "- server version: {}",
         run.server_version.as_deref().unwrap_or("unknown")
     );
+    for point in &run.points {
+        let _ = writeln!(out, "- {}", point_line(point));
+    }
     let _ = writeln!(out, "- base URL: {}", run.base_url);
     let _ = writeln!(out, "- agent: {}", run.agent);
     let _ = writeln!(
@@ -326,6 +331,25 @@ fn metadata_section(out: &mut String, report: &Report) {
     );
     if run.interrupted {
         out.push_str("- interrupted: yes, unfinished cells are missing\n");
+    }
+}
+
+/// `server fix: binary /path/sandbox-agent (sandbox-agent 0.4.2)`.
+fn point_line(point: &AxisPoint) -> String {
+    let axis = match point.axis {
+        PointAxis::Server => "server",
+        PointAxis::Sdk => "SDK",
+    };
+    match point.source {
+        PointSource::Registry => {
+            format!("{axis} {}: the registry's {}", point.label, point.version)
+        }
+        PointSource::Binary | PointSource::Package => format!(
+            "{axis} {}: candidate {} ({})",
+            point.label,
+            point.paths.join(", "),
+            point.version
+        ),
     }
 }
 

@@ -244,6 +244,7 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
             .collect(),
         expect_file: None,
         allow_fixed: false,
+        points: first.points.clone(),
     }
 }
 

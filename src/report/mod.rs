@@ -2,6 +2,7 @@
 //! Only this module knows about comfy-table and quick-junit.
 
 pub(crate) mod attempts;
+pub(crate) mod axis_compare;
 pub(crate) mod baseline;
 pub(crate) mod clients;
 pub(crate) mod compare;
@@ -23,7 +24,6 @@ pub(crate) mod table;
 pub(crate) mod terminal;
 pub(crate) mod timeline;
 pub(crate) mod upgrade;
-pub(crate) mod versions;
 pub(crate) mod write;
 
 pub use junit::render_junit;
@@ -37,7 +37,7 @@ pub use write::{
 };
 
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 #[cfg(test)]
 mod terminal_tests;
 #[cfg(test)]

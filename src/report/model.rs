@@ -104,6 +104,70 @@ pub struct RunInfo {
     /// The run's floor and overhead: the sums over its cells (see [`super::floor`]).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
+    /// The points of the server and SDK axes on the local stack, and where
+    /// each came from (a registry release or a candidate build).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<AxisPoint>,
+}
+
+/// One point of the server or the SDK axis: its label (what cells carry
+/// in `serverVersion` / `sdkVersion` on that axis) and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AxisPoint {
+    pub axis: PointAxis,
+    pub label: String,
+    pub source: PointSource,
+    /// What it reports about itself: the registry version, the binary's
+    /// `--version` (`sandbox-agent 0.4.2`), the SDK package's version.
+    pub version: String,
+    /// The candidate's binary, or its packages (the SDK first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+}
+
+/// Which axis an [`AxisPoint`] is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointAxis {
+    Server,
+    Sdk,
+}
+
+/// Where an [`AxisPoint`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointSource {
+    /// A published version from the npm registry.
+    Registry,
+    /// A sandbox-agent binary on disk (`--server-bin`).
+    Binary,
+    /// An SDK's packages on disk (`--sdk`).
+    Package,
+}
+
+impl AxisPoint {
+    /// A build under test rather than a published release.
+    pub fn is_candidate(&self) -> bool {
+        self.source != PointSource::Registry
+    }
+}
+
+impl RunInfo {
+    /// The points of `axis`, in run order.
+    pub fn points_of(&self, axis: PointAxis) -> impl Iterator<Item = &AxisPoint> {
+        self.points.iter().filter(move |p| p.axis == axis)
+    }
+
+    /// The point of `axis` a cell that names none ran on: the axis's only
+    /// point, when the run recorded it.
+    pub fn only_point(&self, axis: PointAxis) -> Option<&AxisPoint> {
+        let mut points = self.points_of(axis);
+        match (points.next(), points.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +465,18 @@ impl Cell {
     /// The client that ran this cell, `rust` when it names none.
     pub fn client_name(&self) -> &str {
         self.client.as_deref().unwrap_or(CLIENTS[0])
+    }
+
+    /// The label of this cell's point on `axis`: its own on that axis,
+    /// else the run's only point there; none on the SDK axis for a client
+    /// that runs no SDK.
+    pub fn point_label<'a>(&'a self, run: &'a RunInfo, axis: PointAxis) -> Option<&'a str> {
+        let own = match axis {
+            PointAxis::Server => self.server_version.as_deref(),
+            PointAxis::Sdk if self.client_name() == "ts-sdk" => self.sdk_version.as_deref(),
+            PointAxis::Sdk => return None,
+        };
+        own.or_else(|| run.only_point(axis).map(|p| p.label.as_str()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The summary matrix: targets × scenarios, each cell a verdict glyph (with
 //! the pass rate when cells ran several attempts, and the expectation
 //! outcome when judged), and a column for each axis the cells carry
-//! (agent, client, server version). [`render_summary`] is the grid as wide
+//! (agent, client, SDK point, store, server point). [`render_summary`] is the grid as wide
 //! as it comes; [`fitted_summary`] fits a terminal's width: the grid, the
 //! grid with its scenario names broken at their hyphens, or, when even that
 //! is too wide (many scenarios or axes), a list with one line per row.
@@ -39,6 +39,8 @@ struct Row<'a> {
     suffix: Option<String>,
     agent: Option<&'a str>,
     client: Option<&'a str>,
+    sdk: Option<&'a str>,
+    persist: Option<&'a str>,
     version: Option<&'a str>,
 }
 
@@ -47,6 +49,8 @@ struct Row<'a> {
 struct Axes {
     agent: bool,
     client: bool,
+    sdk: bool,
+    persist: bool,
     version: bool,
 }
 
@@ -55,6 +59,8 @@ impl Axes {
         Axes {
             agent: report.cells.iter().any(|c| c.agent.is_some()),
             client: report.cells.iter().any(|c| c.client.is_some()),
+            sdk: report.cells.iter().any(|c| c.sdk_version.is_some()),
+            persist: report.cells.iter().any(|c| c.persist.is_some()),
             version: report.cells.iter().any(|c| c.server_version.is_some()),
         }
     }
@@ -63,6 +69,8 @@ impl Axes {
         let mut names = vec!["target"];
         names.extend(self.agent.then_some("agent"));
         names.extend(self.client.then_some("client"));
+        names.extend(self.sdk.then_some("sdk"));
+        names.extend(self.persist.then_some("store"));
         names.extend(self.version.then_some("server"));
         names
     }
@@ -75,6 +83,12 @@ impl Axes {
         }
         if self.client {
             labels.push(or_dash(row.client));
+        }
+        if self.sdk {
+            labels.push(or_dash(row.sdk));
+        }
+        if self.persist {
+            labels.push(or_dash(row.persist));
         }
         if self.version {
             labels.push(or_dash(row.version));
@@ -96,6 +110,8 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
                 target,
                 agent: first.and_then(|c| c.agent.as_deref()),
                 client: first.and_then(|c| c.client.as_deref()),
+                sdk: first.and_then(|c| c.sdk_version.as_deref()),
+                persist: first.and_then(|c| c.persist.as_deref()),
                 version: first.and_then(|c| c.server_version.as_deref()),
                 suffix,
             }
@@ -252,6 +268,31 @@ fn summary_parts(cells: &[&Cell], repeat: u32) -> (&'static str, Option<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two SDK points (or stores) of one target and client were two rows
+    /// that looked alike: `agent ┆ ts-sdk ┆ ❌` above `agent ┆ ts-sdk ┆ ✅`.
+    #[test]
+    fn every_axis_a_row_differs_by_has_a_column() {
+        let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
+        report.cells[0].persist = Some("sqlite".into());
+        let grid = render_summary(&report);
+        let header = grid.lines().nth(1).unwrap();
+        for name in ["target", "client", "sdk", "store", "server"] {
+            assert!(header.contains(name), "{name} not in {header}");
+        }
+        let rows: Vec<&str> = grid.lines().filter(|l| l.contains("agent")).collect();
+        assert_eq!(rows.len(), 4, "{grid}");
+        for (i, row) in rows.iter().enumerate() {
+            assert!(!rows[..i].contains(row), "two rows alike:\n{grid}");
+        }
+        assert!(
+            rows[0].contains("┆ 0.4.2 ┆ sqlite ┆ 0.4.2 ")
+                && rows[1].contains("┆ fix   ┆ –      ┆ 0.4.2 "),
+            "{grid}"
+        );
+        let list = fitted_summary(&report, 40);
+        assert!(list.contains("agent · ts-sdk · fix · – · 0.4.2"), "{list}");
+    }
 
     #[test]
     fn names_break_at_the_middlemost_hyphen() {

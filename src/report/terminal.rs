@@ -373,6 +373,9 @@ pub fn cell_spec(cell: &Cell) -> String {
     if let Some(c) = &cell.client {
         spec.push_str(&format!("/{c}"));
     }
+    if let Some(sdk) = &cell.sdk_version {
+        spec.push_str(&format!("@{sdk}"));
+    }
     spec
 }
 

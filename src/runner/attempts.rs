@@ -189,7 +189,7 @@ async fn run_one(
     interrupt: watch::Receiver<bool>,
 ) -> Result<PendingAttempt, Attempt> {
     let target_name = worker.targets[t].name.clone();
-    let client = worker.client(&plan.point.client);
+    let client = worker.client(plan.point);
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }

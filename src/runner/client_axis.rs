@@ -9,6 +9,7 @@
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::scenario::{unsupported_step, HostedCell, Scenario};
 use crate::stack::browser::{BrowserHost, Chromium};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which client runs a cell: a value of the client axis.
@@ -32,10 +33,29 @@ impl ClientKind {
         }
     }
 
-    /// Whether the client runs an SDK package (so the SDK axis applies to it).
+    /// Whether the SDK axis applies to the client: the hosted client loads
+    /// each SDK point's module. The browser page bundles the app's pinned
+    /// SDK, so `--sdk-version` and `--sdk` do not multiply its cells.
     pub fn hosts_sdk(self) -> bool {
-        matches!(self, ClientKind::TsSdk | ClientKind::Browser)
+        matches!(self, ClientKind::TsSdk)
     }
+}
+
+/// An SDK point as the run installed it: the module its cells' actors
+/// import, or why it could not be installed (its cells are skipped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedSdk {
+    pub label: String,
+    pub module: Result<PathBuf, Unhosted>,
+}
+
+/// Where a hosted cell runs and which SDK it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostedSdk {
+    /// The Rivet Engine endpoint its actor is called through.
+    pub endpoint: String,
+    /// The SDK module the actor imports (the cell's SDK point).
+    pub module: PathBuf,
 }
 
 /// A cell's client as one worker runs it: a hosted client with where that
@@ -45,12 +65,29 @@ pub enum ClientChoice {
     /// continuity's SDK-faithful Rust client.
     #[default]
     Rust,
-    /// The hosted TypeScript SDK: the Rivet Engine endpoint its actor is
-    /// called through, or why it cannot run here.
-    TsSdk(Result<String, Unhosted>),
+    /// The hosted TypeScript SDK, or why it cannot run here.
+    TsSdk(Result<HostedSdk, Unhosted>),
     /// The browser client: the Chromium and page this worker's stack
     /// serves, or why it cannot run here.
     Browser(Result<BrowserHost, Unhosted>),
+}
+
+/// The hosted client of a cell on the SDK point labelled `label`, from
+/// where the stack hosts it and what the run installed.
+pub(super) fn hosted(
+    host: &Result<String, Unhosted>,
+    sdks: &[ServedSdk],
+    label: &str,
+) -> Result<HostedSdk, Unhosted> {
+    let endpoint = host.clone()?;
+    let served = sdks
+        .iter()
+        .find(|s| s.label == label)
+        .ok_or_else(|| Unhosted(format!("the SDK {label} was not installed for this run")))?;
+    Ok(HostedSdk {
+        endpoint,
+        module: served.module.clone()?,
+    })
 }
 
 /// Why a cell of `scenario` cannot run with this client, if it cannot.
@@ -113,13 +150,13 @@ pub(super) async fn hosted_cell(
     key: &str,
     store: Option<serde_json::Value>,
 ) -> Result<Option<HostedCell>, HostedSetupError> {
-    let endpoint = match choice {
+    let sdk = match choice {
         ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(None),
         ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
-        ClientChoice::TsSdk(Ok(endpoint)) => endpoint,
+        ClientChoice::TsSdk(Ok(sdk)) => sdk,
     };
     let client = HostedClient::new(HostedConfig {
-        endpoint: endpoint.clone(),
+        endpoint: sdk.endpoint.clone(),
         namespace: "default".into(),
         key: key.to_string(),
     })?;
@@ -131,7 +168,9 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(HostedCell::new(client).with_store(store)))
+    Ok(Some(
+        HostedCell::new(client, Some(sdk.module.clone())).with_store(store),
+    ))
 }
 
 /// The cell's browser client: a Chromium of its own (profile `profile`,
@@ -147,7 +186,7 @@ pub(super) async fn browser_cell(
     let mut chromium = Chromium::launch(host, profile).await?;
     match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
         Ok(page) => match HostedClient::page(page) {
-            Ok(client) => Ok((HostedCell::new(client).with_store(store), chromium)),
+            Ok(client) => Ok((HostedCell::new(client, None).with_store(store), chromium)),
             Err(e) => {
                 chromium.stop().await;
                 Err(e.into())

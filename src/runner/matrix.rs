@@ -10,7 +10,7 @@
 
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
-use crate::report::Cell;
+use crate::report::{AxisPoint, Cell, PointAxis, PointSource};
 use crate::scenario::Scenario;
 use std::path::PathBuf;
 
@@ -22,13 +22,10 @@ pub const DEFAULT_AGENT: &str = "mock";
 pub enum ServerSource {
     /// `@sandbox-agent/cli-linux-x64@VERSION` from the npm registry.
     Registry(String),
-    /// A sandbox-agent binary on disk (a candidate build): installed as it
+    /// A sandbox-agent binary on disk (a candidate build, `--server-bin`),
+    /// with what it reports about itself (`sandbox-agent 0.4.2`): run as it
     /// is, switched to as a registry version is.
-    #[expect(
-        dead_code,
-        reason = "no flag names a binary yet: `--server-bin` (issue 20) will"
-    )]
-    Binary(PathBuf),
+    Binary { path: PathBuf, reports: String },
     /// Whatever runs behind `--base-url`: continuity neither chooses nor
     /// switches it.
     Deployment,
@@ -65,6 +62,13 @@ impl ServerPoint {
 pub enum SdkSource {
     /// `sandbox-agent@VERSION` from the npm registry.
     Registry(String),
+    /// A candidate's packages on disk (`--sdk`): folders or `npm pack`
+    /// tarballs, the SDK first, then packages that replace its
+    /// dependencies of the same name; `version` is the SDK package's own.
+    Package {
+        paths: Vec<PathBuf>,
+        version: String,
+    },
 }
 
 /// One point of the SDK axis (the package the hosted client runs).
@@ -147,6 +151,59 @@ impl Axes {
             sdk: self.sdks.len() > 1,
             persist: self.persists.len() > 1,
         }
+    }
+}
+
+impl Axes {
+    /// The server and SDK points as the report records them: every server
+    /// point but a deployment's, the SDK points when a client hosts one.
+    pub fn points(&self) -> Vec<AxisPoint> {
+        let mut points: Vec<AxisPoint> = self
+            .servers
+            .iter()
+            .filter_map(|server| {
+                let (source, version, paths) = match &server.source {
+                    ServerSource::Registry(version) => {
+                        (PointSource::Registry, version.clone(), vec![])
+                    }
+                    ServerSource::Binary { path, reports } => (
+                        PointSource::Binary,
+                        reports.clone(),
+                        vec![path.display().to_string()],
+                    ),
+                    ServerSource::Deployment => return None,
+                };
+                Some(AxisPoint {
+                    axis: PointAxis::Server,
+                    label: server.label.clone(),
+                    source,
+                    version,
+                    paths,
+                })
+            })
+            .collect();
+        if self.clients.iter().any(|c| c.hosts_sdk()) {
+            points.extend(self.sdks.iter().map(|sdk| {
+                let (source, version, paths) = match &sdk.source {
+                    SdkSource::Registry(version) => {
+                        (PointSource::Registry, version.clone(), vec![])
+                    }
+                    SdkSource::Package { paths, version } => (
+                        PointSource::Package,
+                        version.clone(),
+                        paths.iter().map(|p| p.display().to_string()).collect(),
+                    ),
+                };
+                AxisPoint {
+                    axis: PointAxis::Sdk,
+                    label: sdk.label.clone(),
+                    source,
+                    version,
+                    paths,
+                }
+            }));
+        }
+        points
     }
 }
 

@@ -177,7 +177,10 @@ mod tests {
 
     #[test]
     fn the_hosted_client_gets_the_same_store_as_a_rust_cell() {
-        let ts = ClientChoice::TsSdk(Ok("http://127.0.0.1:1".into()));
+        let ts = ClientChoice::TsSdk(Ok(super::super::client_axis::HostedSdk {
+            endpoint: "http://127.0.0.1:1".into(),
+            module: "/cache/sdk/index.js".into(),
+        }));
         let dir = Path::new("/run");
         assert_eq!(
             hosted_store(

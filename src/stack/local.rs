@@ -93,7 +93,9 @@ pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<St
         .collect()
 }
 
-const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long sandbox-agent has to answer `/v1/health` after a start.
+pub const SERVER_READY_TIMEOUT: Duration = Duration::from_secs(30);
+const READY_TIMEOUT: Duration = SERVER_READY_TIMEOUT;
 /// How long the session actor may take to answer after a fault on the
 /// Rivet hops heals: the runner's reconnect backoff tops out at 30 s
 /// (+25 % jitter), as after an engine restart.
@@ -115,8 +117,6 @@ pub struct StackOptions {
     pub rivet_stop: rivet::RunnerStop,
     /// Real agents to install and wire behind sandbox-agent (`mock` is always there).
     pub agents: Vec<String>,
-    /// The `sandbox-agent` SDK version the Rivet app hosts (`--sdk-version`; pinned when `None`).
-    pub sdk_version: Option<String>,
     /// Start the Postgres store server (`--persist postgres`).
     pub postgres: bool,
     /// Build better-sqlite3 for the hosted client's SQLite driver (`--client ts-sdk --persist sqlite`).
@@ -134,11 +134,11 @@ pub struct StackOptions {
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
-/// actor is called through and the SDK version it holds.
+/// actor is called through (each cell's actor imports its SDK point's
+/// module, see [`super::sdk`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SdkHost {
     pub endpoint: String,
-    pub sdk_version: String,
 }
 
 /// A running local stack.
@@ -261,13 +261,12 @@ impl LocalStack {
                     .skipped
                     .push(Unavailable::skipped("rivet-engine", &reason));
             }
-            Ok(node) => match RivetStack::up_with_sdk(
+            Ok(node) => match RivetStack::up(
                 &options.run_dir.join("rivet"),
                 &node,
                 options.rivet_save,
                 options.rivet_stop,
                 rivet::HostedApp {
-                    sdk_version: options.sdk_version.as_deref(),
                     native_sqlite: options.hosted_sqlite,
                 },
                 rivet::Wiring {
@@ -308,13 +307,9 @@ impl LocalStack {
                         });
                     }
                     stack.stores.rivet = Ok(rivet.persist_factory());
-                    stack.sdk_host = match rivet.sdk() {
-                        Ok(version) => Ok(SdkHost {
-                            endpoint: rivet.endpoint().to_string(),
-                            sdk_version: version.to_string(),
-                        }),
-                        Err(reason) => Err(reason.clone()),
-                    };
+                    stack.sdk_host = Ok(SdkHost {
+                        endpoint: rivet.endpoint().to_string(),
+                    });
                     let (engine, runner) = rivet.targets();
                     stack.add(engine, &options);
                     stack.add(runner, &options);

@@ -18,6 +18,7 @@ pub(crate) mod postgres;
 pub mod progress;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
+pub(crate) mod sdk;
 pub(crate) mod state;
 
 pub use error::StackError;

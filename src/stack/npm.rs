@@ -167,7 +167,7 @@ pub fn ensure_native_module(
 
 /// Runs `install` in `dir` unless an earlier run finished there; concurrent
 /// callers wait on a lock, and a completion marker makes it happen once.
-fn install_once(
+pub(super) fn install_once(
     dir: &Path,
     what: &str,
     progress: &mut dyn FnMut(Note),
@@ -208,7 +208,7 @@ fn install_once(
     installed.map(|()| dir.to_path_buf())
 }
 
-fn run_npm(command: &mut Command, dir: &Path) -> Result<(), StackError> {
+pub(super) fn run_npm(command: &mut Command, dir: &Path) -> Result<(), StackError> {
     let output = command.output().map_err(StackError::io("cannot run npm"))?;
     if output.status.success() {
         return Ok(());

@@ -10,7 +10,6 @@
 use super::npm;
 use super::progress::{blocking_with_notes, Note, Progress};
 use super::StackError;
-use crate::client::hosted::Unhosted;
 use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
@@ -37,12 +36,11 @@ const ENGINE_RESTART_READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a persist call waits for the actor through a restart.
 const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
 
-/// What the Rivet app hosts beside the `persist` actor: the SDK version
-/// (the pinned one when `None`) and whether the hosted SQLite driver's
-/// native module is built.
+/// What the Rivet app hosts beside the `persist` actor: whether the
+/// hosted SQLite driver's native module is built (its SDK is the pinned
+/// one; the hosted client's cells import their SDK point's module).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HostedApp<'a> {
-    pub sdk_version: Option<&'a str>,
+pub struct HostedApp {
     pub native_sqlite: bool,
 }
 
@@ -103,8 +101,6 @@ pub struct RivetStack {
     engine: Option<Target>,
     runner: Option<Target>,
     logs: Vec<(String, PathBuf)>,
-    /// The SDK version the runner's app holds, or why the wanted one could not be installed.
-    sdk: Result<String, Unhosted>,
 }
 
 /// Where the Rivet layer's processes are supervised and its hops proxied.
@@ -115,48 +111,27 @@ pub struct Wiring<'a> {
 
 impl RivetStack {
     /// Installs the app (once), starts the engine, waits for `/health`, then the
-    /// runner, and waits until the actor answers an action. The app's
-    /// `sandbox-agent` SDK is at `sdk_version` (the pinned one when `None`),
-    /// installed in a cache slot of its own. A
-    /// version npm cannot install leaves the pinned app running the `persist`
-    /// actor, and [`RivetStack::sdk`] says why the hosted client cannot run.
-    pub async fn up_with_sdk(
+    /// runner, and waits until the actor answers an action. The app's own
+    /// `sandbox-agent` SDK is the pinned one; the hosted client's cells
+    /// import theirs by path ([`super::sdk`]), so one runner hosts every
+    /// point of the SDK axis.
+    pub async fn up(
         dir: &Path,
         node: &Path,
         save: SaveMode,
         runner_stop: RunnerStop,
-        app: HostedApp<'_>,
+        app: HostedApp,
         wiring: Wiring<'_>,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
-        let HostedApp {
-            sdk_version,
-            native_sqlite,
-        } = app;
+        let HostedApp { native_sqlite } = app;
         let Wiring { supervisor, hops } = wiring;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
         let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
-        let wanted = sdk_version.unwrap_or(PINNED_SDK_VERSION).to_string();
-        let (app, sdk) = match install_app(&wanted, progress).await {
-            Ok(app) => (app, Ok(wanted)),
-            Err(reason) if wanted != PINNED_SDK_VERSION => {
-                progress(Note::step(format!(
-                    "sandbox-agent SDK {wanted} could not be installed; the Rivet layer runs the pinned {PINNED_SDK_VERSION} app without it"
-                )));
-                let app = install_app(PINNED_SDK_VERSION, progress).await?;
-                (
-                    app,
-                    Err(Unhosted(format!(
-                        "the sandbox-agent SDK {wanted} could not be installed from the npm registry: {}",
-                        reason.to_string().lines().take(4).collect::<Vec<_>>().join(" ")
-                    ))),
-                )
-            }
-            Err(reason) => return Err(reason),
-        };
+        let app = install_app(progress).await?;
         // The hosted SQLite driver loads better-sqlite3; only a ts-sdk ×
         // sqlite run pays for building it (once per app slot). A failed
         // build leaves those cells failing with the reason, nothing else.
@@ -281,7 +256,6 @@ impl RivetStack {
                 ("rivet-engine".into(), engine_log),
                 ("rivet-runner".into(), runner_log),
             ],
-            sdk,
         };
         progress(Note::step(format!(
             "starting Rivet Engine on {}",
@@ -316,11 +290,6 @@ impl RivetStack {
     /// The engine's guard endpoint, where actor actions are called.
     pub fn endpoint(&self) -> &str {
         &self.endpoint
-    }
-
-    /// The SDK version the hosted client runs, or why it cannot run.
-    pub fn sdk(&self) -> Result<&str, &Unhosted> {
-        self.sdk.as_deref()
     }
 
     /// The engine and runner targets; the stack keeps nothing running after this.
@@ -381,35 +350,23 @@ impl RivetStack {
     }
 }
 
-/// The app's files with `sandbox-agent` at `version`: the committed lock for
-/// the pinned version, none for another (npm resolves it, in its own slot).
-fn app_files(version: &str) -> Vec<(&'static str, String)> {
-    let pin = format!("\"sandbox-agent\": \"{PINNED_SDK_VERSION}\"");
-    let mut files = vec![
-        (
-            "package.json",
-            PACKAGE_JSON.replace(&pin, &format!("\"sandbox-agent\": \"{version}\"")),
-        ),
-        ("server.mjs", SERVER.to_string()),
-        ("sdk-client.mjs", SDK_CLIENT.to_string()),
-        ("records.mjs", RECORDS.to_string()),
-        ("drivers.mjs", DRIVERS.to_string()),
-        ("wire.mjs", WIRE.to_string()),
-    ];
-    if version == PINNED_SDK_VERSION {
-        files.insert(1, ("package-lock.json", PACKAGE_LOCK.to_string()));
-    }
-    files
+/// The app's files, its lock pinning every package.
+fn app_files() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("package.json", PACKAGE_JSON),
+        ("package-lock.json", PACKAGE_LOCK),
+        ("server.mjs", SERVER),
+        ("sdk-client.mjs", SDK_CLIENT),
+        ("records.mjs", RECORDS),
+        ("drivers.mjs", DRIVERS),
+        ("wire.mjs", WIRE),
+    ]
 }
 
-/// Installs the app (once per version and content) and returns its folder.
-async fn install_app(version: &str, progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
-    npm::check_version(version)
-        .map_err(|e| StackError::Failed(format!("--sdk-version {version}: {e}")))?;
-    let files = app_files(version);
+/// Installs the app (once per content) and returns its folder.
+pub async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     blocking_with_notes(progress, move |note| {
-        let borrowed: Vec<(&str, &str)> = files.iter().map(|(n, c)| (*n, c.as_str())).collect();
-        npm::ensure_app_installed("rivet-app", &borrowed, note)
+        npm::ensure_app_installed("rivet-app", &app_files(), note)
     })
     .await?
 }
@@ -422,28 +379,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_app_pins_the_sdk_version_and_another_version_gets_other_files() {
+    fn the_app_pins_the_sdk_version() {
         assert!(PACKAGE_JSON.contains(&format!("\"sandbox-agent\": \"{PINNED_SDK_VERSION}\"")));
         assert!(PACKAGE_LOCK.contains(&format!(
             "\"node_modules/sandbox-agent\": {{\n      \"version\": \"{PINNED_SDK_VERSION}\""
         )));
-        let pinned = app_files(PINNED_SDK_VERSION);
-        assert!(pinned.iter().any(|(n, _)| *n == "package-lock.json"));
-        let other = app_files("0.4.0");
-        assert!(other.iter().all(|(n, _)| *n != "package-lock.json"));
-        let package = &other.iter().find(|(n, _)| *n == "package.json").unwrap().1;
-        assert!(
-            package.contains("\"sandbox-agent\": \"0.4.0\""),
-            "{package}"
-        );
-        assert!(!package.contains(PINNED_SDK_VERSION));
     }
 
     /// A real engine and runner in `dir` (immediate saves, SIGKILL restarts).
     async fn real_stack(dir: &std::path::Path) -> RivetStack {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
-        RivetStack::up_with_sdk(
+        RivetStack::up(
             dir,
             &node,
             SaveMode::Immediate,

@@ -6,6 +6,7 @@
 use super::npm;
 use super::progress::Note;
 use super::StackError;
+use crate::errors::Invalid;
 use crate::signal::Signal;
 use crate::supervise::{free_port, ManagedProcess, ProcessSpec, ProcessState, Supervisor};
 use std::path::{Path, PathBuf};
@@ -123,6 +124,124 @@ pub fn binary_version(binary: &Path) -> Option<String> {
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     (output.status.success() && !text.is_empty()).then_some(text)
+}
+
+/// How long a binary given as a server has to answer `--version`.
+const VERSION_WITHIN: Duration = Duration::from_secs(10);
+
+/// Whether `binary` is a sandbox-agent a local stack can run: a file, executable,
+/// that answers `--version` as sandbox-agent does (`sandbox-agent 0.4.2`,
+/// which is returned); otherwise why not.
+pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(binary).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Invalid::new("no such file"),
+        _ => Invalid(format!("cannot read it: {e}")),
+    })?;
+    if meta.is_dir() {
+        return Err(Invalid::new("a folder, not a sandbox-agent binary"));
+    }
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(Invalid::new("not executable (chmod +x it)"));
+    }
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| Invalid(format!("cannot run it: {e}")))?;
+    let stdout = tokio::spawn(read_capped(child.stdout.take()));
+    let stderr = tokio::spawn(read_capped(child.stderr.take()));
+    let status = match tokio::time::timeout(VERSION_WITHIN, child.wait()).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => return Err(Invalid(format!("cannot run it: {e}"))),
+        Err(_) => {
+            // Not reaped yet, so its group is still ours: it goes with
+            // whatever it started.
+            if let Some(pid) = child.id() {
+                crate::supervise::kill_group_async(pid as i32).await;
+            }
+            let _ = child.wait().await;
+            return Err(Invalid(format!(
+                "it did not answer `--version` within {} s (sandbox-agent answers at once)",
+                VERSION_WITHIN.as_secs()
+            )));
+        }
+    };
+    let output = std::process::Output {
+        status,
+        stdout: stdout.await.unwrap_or_default(),
+        stderr: stderr.await.unwrap_or_default(),
+    };
+    let said = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let first_line = said.lines().next().unwrap_or_default().trim().to_string();
+    let is_sandbox_agent = first_line
+        .split_whitespace()
+        .next()
+        .is_some_and(|word| word == "sandbox-agent");
+    if output.status.success() && is_sandbox_agent {
+        return Ok(first_line);
+    }
+    let shown: String = match first_line.is_empty() {
+        true => String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        false => first_line,
+    };
+    let shown: String = shown.chars().take(120).collect();
+    Err(Invalid(format!(
+        "not a sandbox-agent: `--version` {} and printed {shown:?} (sandbox-agent prints `sandbox-agent VERSION`)",
+        match output.status.code() {
+            Some(0) => "exited 0".to_string(),
+            Some(code) => format!("exited {code}"),
+            None => "was killed by a signal".to_string(),
+        }
+    )))
+}
+
+/// What a pipe gave, up to 64 KiB.
+async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
+    use tokio::io::AsyncReadExt as _;
+    let mut bytes = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(64 * 1024).read_to_end(&mut bytes).await;
+    }
+    bytes
+}
+
+/// Starts `binary` as the stack would (in `dir`, the scripted agent behind
+/// it) and stops it once healthy: a candidate that never answers
+/// `/v1/health` is caught before any cell, with the end of its log.
+pub async fn check_starts(
+    binary: &Path,
+    dir: &Path,
+    agent_program: &Path,
+    within: Duration,
+    supervisor: &Supervisor,
+) -> Result<(), StackError> {
+    let mut server = SandboxAgentServer::start(
+        SandboxAgentConfig {
+            binary: binary.to_path_buf(),
+            run_dir: dir.to_path_buf(),
+            agent_program: agent_program.to_path_buf(),
+            agent_env: Vec::new(),
+            port: None,
+            cors_origin: None,
+        },
+        supervisor.clone(),
+        within,
+    )
+    .await?;
+    server.stop().await;
+    Ok(())
 }
 
 impl SandboxAgentServer {

@@ -17,11 +17,22 @@
 // The SDK's wire is recorded (wire.mjs): its `fetch` and its persist driver
 // are wrapped, and every answer carries the records continuity has not yet
 // acknowledged (`wireAck` in the args), which it writes into the cell's trace.
+import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
+
+// The SDK a client runs is its cell's point of the SDK axis: `connect`
+// names the module (another registry version, a candidate build), loaded
+// once per runner; without one, the app's own pinned SDK.
+const sdkClasses = new Map();
+async function sdkClass(module) {
+	if (!module) return SandboxAgent;
+	if (!sdkClasses.has(module)) sdkClasses.set(module, import(pathToFileURL(module).href).then((m) => m.SandboxAgent));
+	return sdkClasses.get(module);
+}
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
 const HEALTH_WAIT_MS = 30_000;
@@ -124,14 +135,15 @@ function lazyDriver(opening) {
 	};
 }
 
-function newClient(c, name, settings, save) {
+async function newClient(c, name, settings, save) {
+	const Sdk = await sdkClass(settings.sdk);
 	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
 	const opening = openDriver(settings.persist, () => new ActorStatePersistDriver(c, save));
 	// A driver that cannot open fails each call with its reason, never the process.
 	opening.catch(() => {});
 	const persist = counted(lazyDriver(opening), c.state.tally, save);
 	return {
-		sdk: new SandboxAgent({
+		sdk: new Sdk({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
 			fetch: recordingFetch(c.vars.wire),
@@ -145,12 +157,12 @@ function newClient(c, name, settings, save) {
 }
 
 /** The live client `name`; after a wake it is recreated from what state recorded. */
-function clientFor(c, name, save) {
+async function clientFor(c, name, save) {
 	const live = c.vars.clients.get(name);
 	if (live) return { client: live, rebuilt: false };
 	const settings = c.state.clients[name];
 	if (!settings) throw Object.assign(new Error(`client \`${name}\` is not connected`), { name: "NotConnected" });
-	const client = newClient(c, name, settings, save);
+	const client = await newClient(c, name, settings, save);
 	c.vars.clients.set(name, client);
 	return { client, rebuilt: true };
 }
@@ -251,11 +263,11 @@ export function sdkClientActor({ persistNow, options }) {
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
-		onWake: (c) => {
+		onWake: async (c) => {
 			c.state.wakes += 1;
 			for (const [name, settings] of Object.entries(c.state.clients)) {
 				if (!c.vars.clients.has(name)) {
-					c.vars.clients.set(name, newClient(c, name, settings, () => persistNow(c)));
+					c.vars.clients.set(name, await newClient(c, name, settings, () => persistNow(c)));
 				}
 			}
 		},
@@ -273,14 +285,15 @@ export function sdkClientActor({ persistNow, options }) {
 						baseUrl: args.baseUrl,
 						headers: args.headers ?? null,
 						persist: args.persist ?? null,
+						sdk: args.sdk ?? null,
 					};
-					c.vars.clients.set(args.client, newClient(c, args.client, c.state.clients[args.client], save));
+					c.vars.clients.set(args.client, await newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
 				}),
 
 			createSession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const session = await client.sdk.createSession({
 						id: args.id,
 						agent: args.agent,
@@ -292,7 +305,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			prompt: (c, args) =>
 				act(c, args, async (save) => {
-					const { client, rebuilt } = clientFor(c, args.client, save);
+					const { client, rebuilt } = await clientFor(c, args.client, save);
 					const { session, handle } = await handleFor(client, args.id);
 					const response = await session.prompt([{ type: "text", text: String(args.text ?? "") }]);
 					return { stopReason: response?.stopReason ?? null, handle, clientRebuilt: rebuilt };
@@ -300,7 +313,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			getEvents: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const listed = await client.sdk.getEvents({ sessionId: args.id, limit: args.limit ?? DEFAULT_LIMIT });
 					// The whole stored history, for the integrity check.
 					const all = (await allEvents(client.persist, args.id)).map((text) => {
@@ -320,13 +333,13 @@ export function sdkClientActor({ persistNow, options }) {
 			/** Every stored event of a session, each as its JSON text (the replay check reads payloads byte for byte). */
 			history: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					return { events: await allEvents(client.persist, args.id) };
 				}),
 
 			resumeSession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					const before = c.state.sessions[args.id] ? plain(c.state.sessions[args.id]) : null;
 					const session = await client.sdk.resumeSession(args.id);
 					client.sessions.set(session.id, session);
@@ -339,7 +352,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			destroySession: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					await client.sdk.destroySession(args.id);
 					client.sessions.delete(args.id);
 					return {};
@@ -347,7 +360,7 @@ export function sdkClientActor({ persistNow, options }) {
 
 			health: (c, args) =>
 				act(c, args, async (save) => {
-					const { client } = clientFor(c, args.client, save);
+					const { client } = await clientFor(c, args.client, save);
 					return { health: plainJson(await client.sdk.getHealth()) };
 				}),
 

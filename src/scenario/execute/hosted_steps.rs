@@ -22,6 +22,8 @@ const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
 /// The cell's hosted client and which of the scenario's clients it has connected.
 pub struct HostedCell {
     pub client: HostedClient,
+    /// The SDK module the actor imports for this cell's clients (its SDK point).
+    pub(super) sdk_module: Option<std::path::PathBuf>,
     pub(super) connected: HashSet<String>,
     /// The running phase's deadline: the actor bounds the SDK call just past it.
     pub(super) deadline: Duration,
@@ -31,9 +33,12 @@ pub struct HostedCell {
 }
 
 impl HostedCell {
-    pub fn new(client: HostedClient) -> Self {
+    /// `sdk_module`: the SDK point's module the hosted actor imports (none:
+    /// the client's own SDK, as the browser page bundles it).
+    pub fn new(client: HostedClient, sdk_module: Option<std::path::PathBuf>) -> Self {
         Self {
             client,
+            sdk_module,
             connected: HashSet::new(),
             deadline: Duration::from_secs(30),
             store: None,
@@ -164,6 +169,9 @@ impl RunningCell<'_> {
             Step::Connect { client } => {
                 let mut args = base(client);
                 args.insert("baseUrl".into(), self.settings.base_url.clone().into());
+                if let Some(module) = &self.hosted().sdk_module {
+                    args.insert("sdk".into(), module.display().to_string().into());
+                }
                 if let Some(store) = &self.hosted().store {
                     args.insert("persist".into(), store.clone());
                 }

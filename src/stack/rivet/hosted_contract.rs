@@ -100,13 +100,12 @@ async fn the_hosted_clients_drivers_pass_the_persist_contract() {
         npm::which("node").expect("the Rivet layer needs node: apt-get install -y nodejs npm");
     let bin = crate::stack::postgres::find_bin_dir()
         .unwrap_or_else(|e| panic!("this test needs the real Postgres: {e}"));
-    let mut rivet = RivetStack::up_with_sdk(
+    let mut rivet = RivetStack::up(
         &dir.path().join("rivet"),
         &node,
         SaveMode::Immediate,
         RunnerStop::Kill,
         super::HostedApp {
-            sdk_version: None,
             native_sqlite: true,
         },
         super::Wiring {

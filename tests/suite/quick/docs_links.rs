@@ -12,20 +12,25 @@ use std::path::{Component, Path, PathBuf};
 const README_MAX_LINES: usize = 200;
 
 /// Flags the docs name that belong to other programs: cargo, node, npm,
-/// and `--token` in a managed restart command (docs/usage.md, secrets).
+/// pnpm, tar, and `--token` in a managed restart command (docs/usage.md,
+/// secrets).
 const FOREIGN_FLAGS: &[&str] = &[
     "--all",
     "--all-targets",
+    "--frozen-lockfile",
     "--git",
     "--ignore-scripts",
+    "--install-links",
     "--lib",
     "--locked",
     "--no-audit",
     "--no-fund",
     "--nocapture",
+    "--pack-destination",
     "--path",
     "--prefix",
     "--release",
+    "--strip-components",
     "--test",
     "--token",
     "--unhandled-rejections",

@@ -2,6 +2,8 @@
 
 mod agent_stdio;
 mod bad_input;
+mod candidate_input;
+mod ci_job;
 mod command_env;
 mod completions;
 mod docs_links;

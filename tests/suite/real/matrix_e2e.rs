@@ -165,6 +165,6 @@ fn two_clients_by_two_server_versions_give_all_four_columns() {
     );
     assert!(!out.join("stack-2").exists(), "--jobs 1: one stack");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("### 0.4.0 → 0.4.2"), "{md}");
+    assert!(md.contains("### server 0.4.0 → server 0.4.2"), "{md}");
     assert!(md.contains("## Where the clients disagree"), "{md}");
 }

@@ -226,7 +226,7 @@ fn two_server_versions_make_one_matrix_with_a_version_axis() {
         "{stdout}"
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("### 0.4.0 → 0.4.2"), "{md}");
+    assert!(md.contains("### server 0.4.0 → server 0.4.2"), "{md}");
     // A version given twice, or several versions against a URL, are usage errors.
     let twice = continuity_with(
         &[

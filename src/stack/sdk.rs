@@ -1,0 +1,451 @@
+//! The SDK the hosted client runs, installed once per SDK point: a registry
+//! version (`sandbox-agent@VERSION`; the pinned one is the Rivet app's
+//! own), or a candidate's packages (`--sdk`: folders or `npm pack`
+//! tarballs, the first the SDK, the others replacing its dependencies of
+//! the same name) installed into a cache folder keyed by their content, so
+//! a changed candidate installs afresh and an unchanged one does not. Every
+//! install is loaded once by node and must export `SandboxAgent`; what it
+//! gives is the module the Rivet app's actor imports for that point's cells.
+
+use super::npm;
+use super::progress::{blocking_with_notes, Progress};
+use super::StackError;
+use crate::errors::Invalid;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a package given to `--sdk` says it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Package {
+    /// Absolute.
+    pub path: PathBuf,
+    pub name: String,
+    pub version: String,
+    /// The names it depends on (dependencies, optional and peer ones).
+    pub dependencies: Vec<String>,
+}
+
+/// Reads what `path`, a package folder or an `npm pack` tarball, says it
+/// is (its `package.json`); otherwise why it is not a package.
+pub fn read_package(path: &Path) -> Result<Package, Invalid> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Invalid::new("no such file or folder"),
+        _ => Invalid(format!("cannot read it: {e}")),
+    })?;
+    let text = if meta.is_dir() {
+        let manifest = path.join("package.json");
+        std::fs::read_to_string(&manifest).map_err(|_| {
+            Invalid::new("not an npm package: the folder holds no package.json (give the SDK's package folder, e.g. sdks/typescript, or a tarball from `npm pack`)")
+        })?
+    } else {
+        tarball_manifest(path)?
+    };
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        Invalid(format!(
+            "not an npm package: its package.json is not JSON: {e}"
+        ))
+    })?;
+    let field = |key: &str| {
+        json.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| {
+                Invalid(format!(
+                    "not an npm package: its package.json has no `{key}`"
+                ))
+            })
+    };
+    let mut dependencies: Vec<String> = Vec::new();
+    for table in ["dependencies", "optionalDependencies", "peerDependencies"] {
+        if let Some(deps) = json.get(table).and_then(serde_json::Value::as_object) {
+            dependencies.extend(
+                deps.keys()
+                    .filter(|k| !dependencies.contains(k))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
+    Ok(Package {
+        path: std::path::absolute(path).map_err(|e| Invalid(e.to_string()))?,
+        name: field("name")?,
+        version: field("version")?,
+        dependencies,
+    })
+}
+
+/// `package/package.json` of a gzipped tarball, as `npm pack` writes it.
+fn tarball_manifest(path: &Path) -> Result<String, Invalid> {
+    let output = Command::new("tar")
+        .arg("-xzOf")
+        .arg(path)
+        .arg("package/package.json")
+        .output()
+        .map_err(|e| Invalid(format!("cannot read it: tar: {e}")))?;
+    if !output.status.success() {
+        return Err(Invalid::new(
+            "not an npm package: not a gzipped tarball holding package/package.json (as `npm pack` makes)",
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Checks a candidate's packages (`paths`, the SDK first): each is a
+/// package, no name comes twice, and each further one replaces a
+/// dependency of one of them (a name nothing depends on would change
+/// nothing, so it is a mistake).
+pub fn read_candidate(paths: &[PathBuf]) -> Result<Vec<Package>, (PathBuf, Invalid)> {
+    let mut packages: Vec<Package> = Vec::new();
+    for path in paths {
+        let package = read_package(path).map_err(|e| (path.clone(), e))?;
+        if packages.iter().any(|p| p.name == package.name) {
+            return Err((
+                path.clone(),
+                Invalid(format!("a second package named `{}`", package.name)),
+            ));
+        }
+        packages.push(package);
+    }
+    for package in packages.iter().skip(1) {
+        if !packages
+            .iter()
+            .any(|p| p.dependencies.contains(&package.name))
+        {
+            return Err((
+                package.path.clone(),
+                Invalid(format!(
+                    "`{}` is not a dependency of `{}` (a further path replaces one of the SDK's dependencies of the same name)",
+                    package.name, packages[0].name
+                )),
+            ));
+        }
+    }
+    Ok(packages)
+}
+
+/// Installs `sandbox-agent@version` (once) and returns the module the actor
+/// imports: the Rivet app's own copy for the pinned version.
+pub async fn install_registry(
+    version: &str,
+    progress: &mut Progress<'_>,
+) -> Result<PathBuf, StackError> {
+    npm::check_version(version)
+        .map_err(|e| StackError::from(e).context(format!("sandbox-agent SDK {version:?}")))?;
+    let dir = if version == super::rivet::PINNED_SDK_VERSION {
+        super::rivet::install_app(progress).await?
+    } else {
+        let version = version.to_string();
+        blocking_with_notes(progress, move |lines| {
+            let dir = npm::cache_dir()
+                .join("npm")
+                .join(format!("sdk-sandbox-agent-{version}"));
+            npm::install_once(
+                &dir,
+                &format!("sandbox-agent SDK {version}"),
+                lines,
+                |dir| {
+                    let mut command = npm_install(dir);
+                    command.arg(format!("sandbox-agent@{version}"));
+                    npm::run_npm(&mut command, dir)
+                },
+            )
+        })
+        .await??
+    };
+    sdk_module(&dir).await
+}
+
+/// Installs a candidate's `packages` (once per content) and returns the
+/// module the actor imports. The SDK is the first package; the others
+/// replace its dependencies of the same name, at every depth (npm
+/// `overrides`). A candidate that does not load or exports no
+/// `SandboxAgent` is [`StackError::Invalid`].
+pub async fn install_candidate(
+    packages: &[Package],
+    progress: &mut Progress<'_>,
+) -> Result<PathBuf, StackError> {
+    let key = content_key(packages)?;
+    let manifest = candidate_manifest(packages);
+    let what = format!(
+        "the candidate SDK {}",
+        packages
+            .iter()
+            .map(|p| p.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let dir = blocking_with_notes(progress, move |lines| {
+        let dir = npm::cache_dir()
+            .join("npm")
+            .join(format!("sdk-candidate-{key}"));
+        npm::install_once(&dir, &what, lines, |dir| {
+            let path = dir.join("package.json");
+            std::fs::write(&path, manifest)
+                .map_err(StackError::io(format!("cannot write {}", path.display())))?;
+            npm::run_npm(&mut npm_install(dir), dir)
+        })
+    })
+    .await??;
+    sdk_module(&dir).await
+}
+
+/// `npm install` in `dir`: folders are packed and copied as a tarball
+/// would be (`--install-links`), so the candidate's checkout is neither
+/// linked nor written to; no install scripts; without the SDK's optional
+/// CLI binary, which the hosted client never runs.
+fn npm_install(dir: &Path) -> Command {
+    let mut command = Command::new("npm");
+    command
+        .args([
+            "install",
+            "--install-links",
+            "--ignore-scripts",
+            "--omit=optional",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .current_dir(dir);
+    command
+}
+
+/// The install folder's `package.json`: every package as a `file:`
+/// dependency, each after the first also an override of that name, so
+/// the SDK (and anything else) gets it instead of the registry's.
+fn candidate_manifest(packages: &[Package]) -> String {
+    let mut dependencies = serde_json::Map::new();
+    let mut overrides = serde_json::Map::new();
+    for (i, package) in packages.iter().enumerate() {
+        let name = if i == 0 {
+            "sandbox-agent"
+        } else {
+            package.name.as_str()
+        };
+        dependencies.insert(
+            name.to_string(),
+            format!("file:{}", package.path.display()).into(),
+        );
+        if i > 0 {
+            overrides.insert(name.to_string(), format!("${name}").into());
+        }
+    }
+    let manifest = serde_json::json!({
+        "name": "continuity-candidate-sdk",
+        "private": true,
+        "description": "Written by continuity: a candidate sandbox-agent SDK for the hosted client",
+        "dependencies": dependencies,
+        "overrides": overrides,
+    });
+    serde_json::to_string_pretty(&manifest).expect("a JSON value serialises")
+}
+
+/// A hash of everything the candidate's packages hold (a folder's files
+/// but `node_modules` and `.git`, a tarball's bytes), in order: the name
+/// of its install folder.
+fn content_key(packages: &[Package]) -> Result<String, StackError> {
+    let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+    for package in packages {
+        hash.update(package.name.as_bytes());
+        hash.update(&[0]);
+        add_content(&mut hash, &package.path, Path::new(""))?;
+        hash.update(&[0xff]);
+    }
+    let digest = hash.finish();
+    Ok(digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+fn add_content(
+    hash: &mut ring::digest::Context,
+    path: &Path,
+    relative: &Path,
+) -> Result<(), StackError> {
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(StackError::io(format!("cannot read {}", path.display())))?;
+    hash.update(relative.as_os_str().as_encoded_bytes());
+    hash.update(&[0]);
+    if meta.is_dir() {
+        let mut entries: Vec<std::ffi::OsString> = std::fs::read_dir(path)
+            .map_err(StackError::io(format!("cannot read {}", path.display())))?
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .filter(|name| name != "node_modules" && name != ".git")
+            .collect();
+        entries.sort();
+        for name in entries {
+            add_content(hash, &path.join(&name), &relative.join(&name))?;
+        }
+    } else if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path)
+            .map_err(StackError::io(format!("cannot read {}", path.display())))?;
+        hash.update(target.as_os_str().as_encoded_bytes());
+    } else {
+        let bytes = std::fs::read(path)
+            .map_err(StackError::io(format!("cannot read {}", path.display())))?;
+        hash.update(&(bytes.len() as u64).to_le_bytes());
+        hash.update(&bytes);
+    }
+    Ok(())
+}
+
+/// Loads the `sandbox-agent` installed in `dir` with node, as the actor
+/// will: its module, if it loads and exports `SandboxAgent`.
+async fn sdk_module(dir: &Path) -> Result<PathBuf, StackError> {
+    const CHECK: &str = r#"
+import { fileURLToPath } from "node:url";
+const url = import.meta.resolve("sandbox-agent");
+const sdk = await import(url);
+process.stdout.write(JSON.stringify({
+  module: fileURLToPath(url),
+  sandboxAgent: typeof sdk.SandboxAgent,
+  exports: Object.keys(sdk).slice(0, 12),
+}));
+"#;
+    let node = super::rivet::find_node()?;
+    let output = tokio::process::Command::new(node)
+        .args(["--input-type=module", "-e", CHECK])
+        .current_dir(dir)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(StackError::io("cannot run node"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("Node.js v"))
+            .collect();
+        let said = said[said.len().saturating_sub(4)..].join(" ");
+        return Err(Invalid(format!("the SDK does not load in node: {said}")).into());
+    }
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| {
+        StackError::Failed(format!(
+            "node's check of the SDK in {} answered no JSON: {e}",
+            dir.display()
+        ))
+    })?;
+    if answer["sandboxAgent"] != "function" {
+        return Err(Invalid(format!(
+            "the SDK has no `SandboxAgent` export (it exports: {})",
+            answer["exports"]
+                .as_array()
+                .map(|names| names
+                    .iter()
+                    .filter_map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .filter(|names| !names.is_empty())
+                .unwrap_or_else(|| "nothing".into())
+        ))
+        .into());
+    }
+    answer["module"]
+        .as_str()
+        .map(PathBuf::from)
+        .ok_or_else(|| StackError::Failed("node's check of the SDK named no module".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn package(dir: &Path, name: &str, deps: &[&str]) -> PathBuf {
+        let folder = dir.join(name);
+        std::fs::create_dir_all(folder.join("dist")).unwrap();
+        let deps: serde_json::Map<String, serde_json::Value> = deps
+            .iter()
+            .map(|d| (d.to_string(), "0.4.2".into()))
+            .collect();
+        std::fs::write(
+            folder.join("package.json"),
+            serde_json::json!({"name": name, "version": "0.4.2", "dependencies": deps}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(folder.join("dist/index.js"), "export const x = 1;\n").unwrap();
+        folder
+    }
+
+    #[test]
+    fn a_candidate_is_packages_whose_further_ones_replace_dependencies() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = package(dir.path(), "sandbox-agent", &["acp-http-client"]);
+        let acp = package(dir.path(), "acp-http-client", &[]);
+        let other = package(dir.path(), "left-pad", &[]);
+        let read = read_candidate(&[sdk.clone(), acp.clone()]).unwrap();
+        assert_eq!(read[1].name, "acp-http-client");
+        let (path, why) = read_candidate(&[sdk.clone(), other.clone()]).unwrap_err();
+        assert_eq!(path, other);
+        assert!(why.0.contains("not a dependency"), "{why}");
+        let (_, why) = read_candidate(&[sdk.clone(), sdk.clone()]).unwrap_err();
+        assert!(why.0.contains("second package"), "{why}");
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let (_, why) = read_candidate(&[empty]).unwrap_err();
+        assert!(why.0.contains("no package.json"), "{why}");
+        let (_, why) = read_candidate(&[dir.path().join("nowhere")]).unwrap_err();
+        assert_eq!(why.0, "no such file or folder");
+    }
+
+    #[test]
+    fn a_tarball_must_hold_package_json_as_npm_pack_writes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = package(dir.path(), "sandbox-agent", &["acp-http-client"]);
+        // npm pack's layout: everything under `package/`.
+        let staged = dir.path().join("stage");
+        std::fs::create_dir_all(&staged).unwrap();
+        std::fs::rename(&sdk, staged.join("package")).unwrap();
+        let tgz = dir.path().join("sandbox-agent-0.4.2.tgz");
+        let tar = Command::new("tar")
+            .arg("-czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(&staged)
+            .arg("package")
+            .status()
+            .unwrap();
+        assert!(tar.success());
+        let read = read_package(&tgz).unwrap();
+        assert_eq!(
+            (read.name.as_str(), read.dependencies.as_slice()),
+            ("sandbox-agent", ["acp-http-client".to_string()].as_slice())
+        );
+        let junk = dir.path().join("junk.tgz");
+        std::fs::write(&junk, "not a tarball").unwrap();
+        let why = read_package(&junk).unwrap_err();
+        assert!(why.0.starts_with("not an npm package"), "{why}");
+    }
+
+    #[test]
+    fn the_install_folder_follows_the_content_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = package(dir.path(), "sandbox-agent", &["acp-http-client"]);
+        let read = |p: &Path| read_candidate(&[p.to_path_buf()]).unwrap();
+        let before = content_key(&read(&sdk)).unwrap();
+        // A node_modules of the checkout is not what is installed.
+        std::fs::create_dir_all(sdk.join("node_modules/x")).unwrap();
+        std::fs::write(sdk.join("node_modules/x/y.js"), "1").unwrap();
+        assert_eq!(content_key(&read(&sdk)).unwrap(), before);
+        std::fs::write(sdk.join("dist/index.js"), "export const x = 2;\n").unwrap();
+        assert_ne!(content_key(&read(&sdk)).unwrap(), before);
+    }
+
+    #[test]
+    fn further_packages_override_the_sdks_dependencies() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = package(dir.path(), "sandbox-agent", &["acp-http-client"]);
+        let acp = package(dir.path(), "acp-http-client", &[]);
+        let manifest: serde_json::Value =
+            serde_json::from_str(&candidate_manifest(&read_candidate(&[sdk, acp]).unwrap()))
+                .unwrap();
+        assert_eq!(
+            manifest["overrides"],
+            serde_json::json!({"acp-http-client": "$acp-http-client"})
+        );
+        assert!(manifest["dependencies"]["sandbox-agent"]
+            .as_str()
+            .unwrap()
+            .starts_with("file:/"));
+    }
+}
