@@ -5,6 +5,7 @@
 //! a finding about the SDK-faithful client, shown with both phase traces.
 //! Also the unhandled rejections the hosted SDK raised, with their phase.
 
+use super::detail::{self, HostedFaults, UnhandledRejection};
 use super::model::{Cell, Outcome, Report};
 use std::fmt::Write as _;
 
@@ -96,17 +97,16 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
             }
         }
     }
-    let faults: Vec<(&Cell, &str, &serde_json::Value)> = report
+    let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
         .cells
         .iter()
         .filter(|c| c.client.as_deref() == Some("ts-sdk"))
         .flat_map(|c| {
             c.phases.iter().flat_map(move |p| {
-                p.detail
-                    .get("unhandledRejections")
-                    .and_then(|v| v.as_array())
+                detail::read::<HostedFaults>(&p.detail)
+                    .unwrap_or_default()
+                    .unhandled_rejections
                     .into_iter()
-                    .flatten()
                     .map(move |f| (c, p.name.as_str(), f))
             })
         })
@@ -120,12 +120,12 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
     } else {
         out.push_str("The actor app records them instead of letting the runner die (Node's default); each is a rejection no SDK caller could catch.\n\n| cell | phase | error |\n|---|---|---|\n");
         for (cell, phase, fault) in faults {
-            let text = |k: &str| fault.get(k).and_then(|v| v.as_str()).unwrap_or("");
-            let mut error = format!("{}: {}", text("name"), text("message"));
-            if let Some(status) = fault.get("status").and_then(|v| v.as_u64()) {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+            let mut error = format!("{}: {}", text(&fault.name), fault.message);
+            if let Some(status) = fault.status.as_u64() {
                 let _ = write!(error, " (HTTP {status}");
-                if !text("problemType").is_empty() {
-                    let _ = write!(error, " {}", text("problemType"));
+                if !text(&fault.problem_type).is_empty() {
+                    let _ = write!(error, " {}", text(&fault.problem_type));
                 }
                 error.push(')');
             }

@@ -156,8 +156,8 @@ fn outcome_words(cell: &Cell) -> String {
 fn recovery_ms(load: &Cell) -> Option<u64> {
     load.phases
         .iter()
-        .find_map(|p| p.detail.get("restartToFirstGoodPromptMs"))
-        .and_then(|v| v.as_u64())
+        .filter_map(|p| super::detail::read::<super::detail::RecoverDetail>(&p.detail))
+        .find_map(|d| d.restart_to_first_good_prompt_ms)
 }
 
 /// The reading of one SDK cell and its load cell.

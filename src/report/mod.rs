@@ -6,6 +6,7 @@ pub(crate) mod axis_compare;
 pub(crate) mod baseline;
 pub(crate) mod clients;
 pub(crate) mod compare;
+pub mod detail;
 pub(crate) mod expect;
 pub(crate) mod fix_location;
 pub(crate) mod floor;

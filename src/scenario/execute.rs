@@ -142,8 +142,9 @@ impl StepFailure {
         }
     }
 
-    fn with_detail(mut self, detail: Map<String, Value>) -> Self {
-        self.detail = detail;
+    /// The phase's detail: a typed one, or a map still built by hand.
+    fn with_detail(mut self, detail: impl crate::report::detail::Detail) -> Self {
+        self.detail = detail.to_map();
         self
     }
 

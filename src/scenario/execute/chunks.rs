@@ -2,7 +2,8 @@
 //! scripted agent's record of what it sent (`CONTINUITY_AGENT_SENT`), as
 //! counts of chunks sent, stored, duplicated, missing and out of order.
 
-use serde_json::{Map, Value};
+use crate::report::detail::ChunkDetail;
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -145,12 +146,14 @@ impl ChunkFigures {
         self.duplicated == 0 && self.missing == 0 && self.out_of_order == 0
     }
 
-    pub fn write(&self, detail: &mut Map<String, Value>) {
-        detail.insert("chunksSent".into(), self.sent.into());
-        detail.insert("chunksStored".into(), self.stored.into());
-        detail.insert("chunksDuplicated".into(), self.duplicated.into());
-        detail.insert("chunksMissing".into(), self.missing.into());
-        detail.insert("chunksOutOfOrder".into(), self.out_of_order.into());
+    pub fn detail(&self) -> ChunkDetail {
+        ChunkDetail {
+            chunks_sent: self.sent,
+            chunks_stored: self.stored,
+            chunks_duplicated: self.duplicated,
+            chunks_missing: self.missing,
+            chunks_out_of_order: self.out_of_order,
+        }
     }
 
     pub fn describe(&self) -> String {

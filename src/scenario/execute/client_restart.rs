@@ -14,8 +14,9 @@ use crate::client::{
 };
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender, SessionEvent};
+use crate::report::detail::{Detail, ReplayDetail};
 use crate::report::SignatureKind;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// What the SDK appends when the character cap cuts the replay.
@@ -103,10 +104,12 @@ pub(super) fn judge_replay(
     else {
         if restores == 0 {
             // The client kept its session (a store restart, say): nothing to replay.
-            let mut detail = Map::new();
-            detail.insert("restored".into(), false.into());
-            detail.insert("historyEvents".into(), ordered.len().into());
-            return Ok(detail);
+            return Ok(ReplayDetail {
+                restored: false,
+                history_events: ordered.len(),
+                ..ReplayDetail::default()
+            }
+            .to_map());
         }
         return Err(integrity(format!(
             "the session was recreated {restores} time(s), but no prompt carried a replay ({} events stored): the restored session did not get its history",
@@ -125,16 +128,15 @@ pub(super) fn judge_replay(
     let truncated = sent.ends_with(TRUNCATED);
     let body = sent.strip_suffix(TRUNCATED).unwrap_or(sent);
     let lines = body.lines().count().saturating_sub(1);
-    let mut detail = Map::new();
-    detail.insert("restored".into(), true.into());
-    detail.insert("historyEvents".into(), source.len().into());
-    detail.insert("replayEvents".into(), lines.into());
-    detail.insert("replayChars".into(), js_length(sent).into());
-    detail.insert("replayTruncated".into(), truncated.into());
-    detail.insert(
-        "replayCutByEvents".into(),
-        (source.len() > max_events).into(),
-    );
+    let detail = ReplayDetail {
+        restored: true,
+        history_events: source.len(),
+        replay_events: Some(lines),
+        replay_chars: Some(js_length(sent)),
+        replay_truncated: Some(truncated),
+        replay_cut_by_events: Some(source.len() > max_events),
+    }
+    .to_map();
     if lines > max_events || js_length(body) > max_chars {
         return Err(integrity(format!(
             "the replay exceeds its caps: {lines} events (cap {max_events}), {} characters before the truncation mark (cap {max_chars})",

@@ -6,8 +6,10 @@
 use super::StepFailure;
 use crate::client::hosted::{HostedError, SdkError};
 use crate::diagnose;
+use crate::report::detail::{self, Detail, HostedFaults, IntegrityDetail};
+use crate::report::detail::{UnhandledRejection, WriteLoss};
 use crate::report::{Signature, SignatureKind};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// The signature of a hosted failure: the SDK's own error classified by
@@ -64,23 +66,21 @@ pub(super) fn attach_faults(faults: &[Value], results: &mut [crate::report::Phas
             .or(results.len().checked_sub(1));
         let Some(at) = at else { continue };
         let error = fault.get("error").cloned().unwrap_or(Value::Null);
-        let entry = json!({
-            "kind": fault.get("kind").cloned().unwrap_or(Value::Null),
-            "phase": phase,
-            "name": error.get("name").cloned().unwrap_or(Value::Null),
-            "message": crate::report::mask_ids(&crate::secret::redact_known(
+        let passed = |v: Option<&Value>| v.cloned().unwrap_or(Value::Null);
+        let entry = UnhandledRejection {
+            kind: passed(fault.get("kind")),
+            phase: phase.into(),
+            name: passed(error.get("name")),
+            message: crate::report::mask_ids(&crate::secret::redact_known(
                 error.get("message").and_then(Value::as_str).unwrap_or(""),
             )),
-            "status": error.get("status").cloned().unwrap_or(Value::Null),
-            "problemType": error.get("problem").and_then(|p| p.get("type")).cloned().unwrap_or(Value::Null),
-        });
-        let list = results[at]
-            .detail
-            .entry("unhandledRejections")
-            .or_insert_with(|| Value::Array(Vec::new()));
-        if let Value::Array(list) = list {
-            list.push(entry);
-        }
+            status: passed(error.get("status")),
+            problem_type: passed(error.get("problem").and_then(|p| p.get("type"))),
+        };
+        let detail = &mut results[at].detail;
+        let mut faults = detail::read::<HostedFaults>(detail).unwrap_or_default();
+        faults.unhandled_rejections.push(entry);
+        faults.write_to(detail);
     }
 }
 
@@ -115,14 +115,11 @@ pub(super) fn check_history(
     // Both counts live in the actor's state: a lost save loses the count
     // too, so what this catches is a hole in the middle (gaps) or a write
     // the store dropped while the SDK went on.
-    let never_written = match sent_log {
-        Some(log) if history.len() < limit => {
-            let missing = super::chunks::never_stored(&history, log);
-            detail.insert("eventsNeverWritten".into(), missing.into());
-            missing
-        }
-        _ => 0,
+    let events_never_written = match sent_log {
+        Some(log) if history.len() < limit => Some(super::chunks::never_stored(&history, log)),
+        _ => None,
     };
+    let never_written = events_never_written.unwrap_or(0);
     let silent = recorded.saturating_sub(ids.len()) + never_written;
     let loud = out
         .get("writeFailures")
@@ -130,19 +127,24 @@ pub(super) fn check_history(
         .unwrap_or(0) as usize;
     let lost = silent + loud;
     let first = out.get("firstWriteFailure").and_then(Value::as_str);
-    let mut how = write_loss(silent, loud, first, detail);
+    let (writes, mut how) = write_loss(silent, loud, first);
     if never_written > 0 {
         how.push_str(&format!(
             " ({never_written} chunks the agent sent never reached the store: the client dropped them before writing)"
         ));
     }
     let recorded = recorded + loud;
-    detail.insert("eventsTotal".into(), history.len().into());
-    detail.insert("eventsRecorded".into(), recorded.into());
-    detail.insert("eventsLost".into(), lost.into());
-    detail.insert("eventsDuplicated".into(), duplicates.into());
-    detail.insert("indexGaps".into(), gaps.into());
-    if duplicates == 0 && gaps == 0 && lost == 0 {
+    let integrity = IntegrityDetail {
+        events_never_written,
+        writes,
+        events_total: history.len(),
+        events_recorded: recorded,
+        events_lost: lost,
+        events_duplicated: duplicates,
+        index_gaps: gaps,
+    };
+    integrity.write_to(detail);
+    if integrity.is_clean() {
         return Ok(());
     }
     Err(StepFailure::new(diagnose::other(
@@ -155,7 +157,7 @@ pub(super) fn check_history(
     .with_detail(detail.clone()))
 }
 
-/// How the missing writes were lost, into `detail.writes`: `intact`,
+/// How the missing writes were lost (`writes` in the detail): `intact`,
 /// `failedLoudly` (the store raised: the SDK logs the error and drops the
 /// event, its caller never hears), `lostSilently` (the store accepted them
 /// and the history does not hold them), or `both`; and the words that say
@@ -164,17 +166,18 @@ pub(super) fn write_loss(
     silent: usize,
     loud: usize,
     first_failure: Option<&str>,
-    detail: &mut Map<String, Value>,
-) -> String {
+) -> (WriteLoss, String) {
     let word = match (silent, loud) {
         (0, 0) => "intact",
         (0, _) => "failedLoudly",
         (_, 0) => "lostSilently",
         _ => "both",
     };
-    detail.insert("writes".into(), word.into());
-    detail.insert("writesFailedLoudly".into(), loud.into());
-    detail.insert("writesLostSilently".into(), silent.into());
+    let loss = WriteLoss {
+        writes: word.into(),
+        writes_failed_loudly: loud,
+        writes_lost_silently: silent,
+    };
     let mut words = String::new();
     if loud > 0 {
         words.push_str(&format!(
@@ -190,7 +193,7 @@ pub(super) fn write_loss(
             "; {silent} writes the store accepted are gone (lost silently)"
         ));
     }
-    words
+    (loss, words)
 }
 
 pub(super) fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
@@ -227,6 +230,7 @@ pub(super) fn sdk_json(sdk: &SdkError) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_sdks_400_is_an_http_signature_and_its_timeout_a_timeout() {

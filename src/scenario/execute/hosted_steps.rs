@@ -9,6 +9,7 @@ use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
 use super::{expect_stop, rehydrate_text, RunningCell, StepFailure, StepResult};
 use crate::client::hosted::{CallKind, HostedClient, HostedError};
 use crate::diagnose;
+use crate::report::detail::{Detail, PromptDetail, RehydrateDetail, ResumeDetail, StopDetail};
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Scenario, Step, StepKind};
 use serde_json::{json, Map, Value};
@@ -208,14 +209,24 @@ impl RunningCell<'_> {
                 texts,
                 expect_stop_reason,
             } => {
+                let mut stop_reason = None;
                 for text in texts {
                     let stop = self
                         .hosted_prompt(phase, client, session, text.clone(), &mut detail)
                         .await?;
                     expect_stop(expect_stop_reason.as_deref(), &stop)?;
-                    detail.insert("stopReason".into(), stop.into());
+                    // Written now: the next prompt's own keys come after it.
+                    StopDetail {
+                        stop_reason: stop.clone(),
+                    }
+                    .write_to(&mut detail);
+                    stop_reason = Some(stop);
                 }
-                detail.insert("prompts".into(), texts.len().into());
+                PromptDetail {
+                    stop_reason,
+                    prompts: texts.len(),
+                }
+                .write_to(&mut detail);
             }
             Step::RehydratePrompt {
                 client,
@@ -232,8 +243,11 @@ impl RunningCell<'_> {
                         &mut detail,
                     )
                     .await?;
-                detail.insert("stopReason".into(), stop.into());
-                detail.insert("rehydratedPrompts".into(), prompts.len().into());
+                RehydrateDetail {
+                    stop_reason: stop,
+                    rehydrated_prompts: prompts.len(),
+                }
+                .write_to(&mut detail);
             }
             Step::GetEvents {
                 client,
@@ -264,7 +278,11 @@ impl RunningCell<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("?")
                     .to_string();
-                detail.insert("action".into(), action.clone().into());
+                ResumeDetail {
+                    action: action.clone(),
+                    ..ResumeDetail::default()
+                }
+                .write_to(&mut detail);
                 let matches = match expect {
                     Some(ResumeExpect::SameHandle) => action == "same_handle",
                     Some(ResumeExpect::Recreated) => action == "recreated",

@@ -10,9 +10,10 @@
 use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::{Direction, Observed, Transport, TransportConfig};
 use crate::diagnose;
+use crate::report::detail::{Detail, RecoverDetail};
 use crate::report::SignatureKind;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -21,12 +22,8 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// DELETE can hang for tens of seconds on real agents: bound it.
 const DELETE_BOUND: Duration = Duration::from_secs(2);
 
-fn failure(
-    kind: SignatureKind,
-    message: impl Into<String>,
-    detail: &Map<String, Value>,
-) -> StepFailure {
-    StepFailure::new(diagnose::other(kind, message)).with_detail(detail.clone())
+fn failure(kind: SignatureKind, message: impl Into<String>, detail: &RecoverDetail) -> StepFailure {
+    StepFailure::new(diagnose::other(kind, message)).with_detail(detail.to_map())
 }
 
 /// `user_message_chunk` / `agent_message_chunk` updates seen so far (drained).
@@ -63,7 +60,7 @@ impl RunningCell<'_> {
         session: &str,
         text: &str,
     ) -> StepResult {
-        let mut detail = Map::new();
+        let mut detail = RecoverDetail::default();
         let id = self.session_id(session);
         let earlier: Vec<String> = self.transcripts.get(session).cloned().unwrap_or_default();
         self.transcripts
@@ -76,21 +73,18 @@ impl RunningCell<'_> {
         let first = self.client(client)?.prompt(&id, blocks).await;
         let lost = match first {
             Ok(outcome) => {
-                detail.insert("serverIdLost".into(), false.into());
-                detail.insert("stopReason".into(), outcome.stop_reason.into());
-                return Ok(detail);
+                detail.server_id_lost = Some(false);
+                detail.stop_reason = Some(outcome.stop_reason);
+                return Ok(detail.to_map());
             }
             Err(e) => diagnose::signature(&e, self.settings.token.as_ref()),
         };
         if lost.http_status != Some(400) {
             // Not the lost-server-id case this recovery is for.
-            return Err(StepFailure::new(lost).with_detail(detail));
+            return Err(StepFailure::new(lost).with_detail(detail.to_map()));
         }
-        detail.insert("serverIdLost".into(), true.into());
-        detail.insert(
-            "detectMs".into(),
-            (started.elapsed().as_millis() as u64).into(),
-        );
+        detail.server_id_lost = Some(true);
+        detail.detect_ms = Some(started.elapsed().as_millis() as u64);
         // 2. The agent's own session id, from the client's store.
         let record = self
             .client(client)?
@@ -144,15 +138,12 @@ impl RunningCell<'_> {
         // bound): it goes with the cell's, not into this phase's time.
         self.recovered.push(transport);
         let (stop, answered) = result?;
-        detail.insert("stopReason".into(), stop.into());
-        if let Some(ready) = self.restarted_at {
-            detail.insert(
-                "restartToFirstGoodPromptMs".into(),
-                (answered.duration_since(ready).as_millis() as u64).into(),
-            );
-        }
+        detail.stop_reason = Some(stop);
+        detail.restart_to_first_good_prompt_ms = self
+            .restarted_at
+            .map(|ready| answered.duration_since(ready).as_millis() as u64);
         self.check_model_context(&earlier, text, &mut detail)?;
-        Ok(detail)
+        Ok(detail.to_map())
     }
 
     async fn load_and_prompt(
@@ -162,11 +153,11 @@ impl RunningCell<'_> {
         agent_session_id: &str,
         cwd: Value,
         text: &str,
-        detail: &mut Map<String, Value>,
+        detail: &mut RecoverDetail,
     ) -> Result<(String, Instant), StepFailure> {
-        let acp = |e: crate::acp::AcpError, detail: &Map<String, Value>| {
+        let acp = |e: crate::acp::AcpError, detail: &RecoverDetail| {
             StepFailure::new(diagnose::signature(&e.into(), self.settings.token.as_ref()))
-                .with_detail(detail.clone())
+                .with_detail(detail.to_map())
         };
         let init = transport
             .request(
@@ -191,7 +182,7 @@ impl RunningCell<'_> {
                 ))
             }
         };
-        detail.insert("method".into(), method.into());
+        detail.method = Some(method.into());
         let load_started = Instant::now();
         let loaded = transport
             .request(
@@ -200,15 +191,12 @@ impl RunningCell<'_> {
             )
             .await
             .map_err(|e| acp(e, detail))?;
-        detail.insert(
-            "loadMs".into(),
-            (load_started.elapsed().as_millis() as u64).into(),
-        );
+        detail.load_ms = Some(load_started.elapsed().as_millis() as u64);
         transport.settle(&loaded.id, SETTLE).await;
         let (mut user, mut agent, mut replayed) = (0, 0, String::new());
         drain_chunks(rx, &mut user, &mut agent, &mut replayed);
-        detail.insert("replayedUserChunks".into(), user.into());
-        detail.insert("replayedAgentChunks".into(), agent.into());
+        detail.replayed_user_chunks = Some(user);
+        detail.replayed_agent_chunks = Some(agent);
         if method == "session/load" && user == 0 {
             return Err(failure(
                 SignatureKind::Integrity,
@@ -227,11 +215,8 @@ impl RunningCell<'_> {
         transport.settle(&prompted.id, SETTLE).await;
         let (mut _user, mut chunks, mut reply) = (0, 0, String::new());
         drain_chunks(rx, &mut _user, &mut chunks, &mut reply);
-        detail.insert("replyChunks".into(), chunks.into());
-        detail.insert(
-            "reply".into(),
-            reply.chars().take(200).collect::<String>().into(),
-        );
+        detail.reply_chunks = Some(chunks);
+        detail.reply = Some(reply.chars().take(200).collect());
         let stop = prompted.result["stopReason"]
             .as_str()
             .unwrap_or("")
@@ -244,10 +229,10 @@ impl RunningCell<'_> {
         &self,
         earlier: &[String],
         text: &str,
-        detail: &mut Map<String, Value>,
+        detail: &mut RecoverDetail,
     ) -> Result<(), StepFailure> {
         let Some(calls) = &self.settings.model_calls else {
-            detail.insert("earlierTurnsInContext".into(), Value::Null);
+            detail.earlier_turns_in_context = Some(None);
             return Ok(());
         };
         let since = self.restarted_at_ms.unwrap_or(0);
@@ -256,13 +241,13 @@ impl RunningCell<'_> {
             .into_iter()
             .filter(|c| c.user_texts.iter().any(|u| u.contains(text)))
             .collect();
-        detail.insert("modelCalls".into(), after.len().into());
+        detail.model_calls = Some(after.len());
         let saw = after.iter().any(|c| {
             earlier
                 .iter()
                 .all(|e| c.user_texts.iter().any(|u| u.contains(e.as_str())))
         });
-        detail.insert("earlierTurnsInContext".into(), saw.into());
+        detail.earlier_turns_in_context = Some(Some(saw));
         if after.is_empty() {
             return Err(failure(
                 SignatureKind::Integrity,

@@ -7,9 +7,12 @@ use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::AcpError;
 use crate::client::{Client, ClientError, ProcessSpec, Terminal};
 use crate::diagnose;
+use crate::report::detail::{
+    Detail, ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDetail,
+};
 use crate::report::SignatureKind;
 use crate::scenario::ProcessExpect;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -82,7 +85,6 @@ impl RunningCell<'_> {
         path: &str,
         content: &str,
     ) -> StepResult {
-        let mut detail = Map::new();
         let full = format!("{}/{path}", self.sandbox_folder());
         // Recorded first: a write that fails half-way still gets cleaned up.
         self.sandbox
@@ -92,31 +94,35 @@ impl RunningCell<'_> {
             .write_file(&full, content.as_bytes().to_vec())
             .await
             .map_err(|e| self.failure(None, &e))?;
-        detail.insert("path".into(), full.into());
-        detail.insert("bytes".into(), content.len().into());
-        Ok(detail)
+        Ok(WriteFileDetail {
+            path: full,
+            bytes: content.len(),
+        }
+        .to_map())
     }
 
     /// `read_file`: read back and compared with what the cell wrote.
     pub(super) async fn read_file(&mut self, client: &str, path: &str) -> StepResult {
-        let mut detail = Map::new();
         let full = format!("{}/{path}", self.sandbox_folder());
-        detail.insert("path".into(), full.clone().into());
+        let mut detail = ReadFileDetail {
+            path: full.clone(),
+            ..ReadFileDetail::default()
+        };
         let read = self.sandbox_client(client)?.read_file(&full).await;
         let bytes = match read {
             Ok(bytes) => bytes,
             Err(e) if file_missing(&e) => {
+                detail.exists = Some(false);
                 return Err(self
                     .failure(Some("file missing"), &e)
-                    .with_detail(detail)
-                    .with("exists", false))
+                    .with_detail(detail.to_map()));
             }
-            Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
+            Err(e) => return Err(self.failure(None, &e).with_detail(detail.to_map())),
         };
         let expected = self.sandbox.files.get(path).cloned().unwrap_or_default();
-        detail.insert("exists".into(), true.into());
-        detail.insert("bytes".into(), bytes.len().into());
-        detail.insert("sameBytes".into(), (bytes == expected).into());
+        detail.exists = Some(true);
+        detail.bytes = Some(bytes.len());
+        detail.same_bytes = Some(bytes == expected);
         if bytes != expected {
             let at = bytes
                 .iter()
@@ -131,9 +137,9 @@ impl RunningCell<'_> {
                     expected.len()
                 ),
             ))
-            .with_detail(detail));
+            .with_detail(detail.to_map()));
         }
-        Ok(detail)
+        Ok(detail.to_map())
     }
 
     /// `spawn_process`: a long-running process marked with the cell's id.
@@ -144,7 +150,6 @@ impl RunningCell<'_> {
         command: &[String],
         tty: bool,
     ) -> StepResult {
-        let mut detail = Map::new();
         let spec = ProcessSpec {
             command: command[0].clone(),
             args: command[1..].to_vec(),
@@ -160,10 +165,12 @@ impl RunningCell<'_> {
         self.sandbox
             .processes
             .insert(process.to_string(), info.id.clone());
-        detail.insert("processId".into(), info.id.into());
-        detail.insert("status".into(), info.status.into());
-        detail.insert("pid".into(), info.pid.into());
-        Ok(detail)
+        Ok(SpawnDetail {
+            process_id: info.id,
+            status: info.status,
+            pid: info.pid,
+        }
+        .to_map())
     }
 
     /// `process_status`: still listed, in the expected state, its logs kept.
@@ -174,16 +181,18 @@ impl RunningCell<'_> {
         expect: ProcessExpect,
         logs_contain: Option<&str>,
     ) -> StepResult {
-        let mut detail = Map::new();
         let id = self.process_id(process)?;
         let c = self.sandbox_client(client)?;
-        detail.insert("processId".into(), id.clone().into());
+        let mut detail = ProcessStatusDetail {
+            process_id: id.clone(),
+            ..ProcessStatusDetail::default()
+        };
         let listed = c
             .list_process_ids()
             .await
             .map_err(|e| self.failure(None, &e))?
             .contains(&id);
-        detail.insert("listed".into(), listed.into());
+        detail.listed = Some(listed);
         let info = match c.get_process(&id).await {
             Ok(info) => info,
             Err(e) if gone(&e) => {
@@ -191,7 +200,7 @@ impl RunningCell<'_> {
                 let orphans = marked_processes(c, &self.settings.session_suffix, false)
                     .await
                     .unwrap_or_default();
-                detail.insert("orphanPids".into(), orphans.clone().into());
+                detail.orphan_pids = Some(orphans.clone());
                 let mut failure = self.failure(Some("process gone"), &e);
                 if !orphans.is_empty() {
                     failure
@@ -199,19 +208,19 @@ impl RunningCell<'_> {
                         .message
                         .push_str(" (still running unlisted)");
                 }
-                return Err(failure.with_detail(detail));
+                return Err(failure.with_detail(detail.to_map()));
             }
-            Err(e) => return Err(self.failure(None, &e).with_detail(detail)),
+            Err(e) => return Err(self.failure(None, &e).with_detail(detail.to_map())),
         };
-        detail.insert("status".into(), info.status.clone().into());
-        detail.insert("exitCode".into(), info.exit_code.into());
+        detail.status = Some(info.status.clone());
+        detail.exit_code = Some(info.exit_code);
         // Output a process just printed may take a moment to be logged.
         let settle = Instant::now() + LOG_SETTLE;
         let (logs, text) = loop {
             let logs = c
                 .process_logs(&id)
                 .await
-                .map_err(|e| self.failure(None, &e).with_detail(detail.clone()))?;
+                .map_err(|e| self.failure(None, &e).with_detail(detail.to_map()))?;
             let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
             let found = logs_contain
                 .as_ref()
@@ -221,8 +230,8 @@ impl RunningCell<'_> {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        detail.insert("logEntries".into(), logs.len().into());
-        detail.insert("logBytes".into(), text.len().into());
+        detail.log_entries = Some(logs.len());
+        detail.log_bytes = Some(text.len());
         let state_ok = match expect {
             ProcessExpect::Running => info.status == "running",
             ProcessExpect::Exited => info.status == "exited",
@@ -252,7 +261,7 @@ impl RunningCell<'_> {
         }
         if let Some(wanted) = logs_contain {
             let kept = String::from_utf8_lossy(&text).contains(wanted);
-            detail.insert("logsRetained".into(), kept.into());
+            detail.logs_retained = Some(kept);
             if !kept {
                 return Err(StepFailure::new(diagnose::other(
                     SignatureKind::Integrity,
@@ -261,7 +270,7 @@ impl RunningCell<'_> {
                 .with_detail(detail));
             }
         }
-        Ok(detail)
+        Ok(detail.to_map())
     }
 }
 

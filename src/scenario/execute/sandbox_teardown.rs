@@ -9,8 +9,8 @@ use crate::client::{Client, ClientError, ClientOptions};
 use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
+use crate::report::detail::{Detail, TeardownDetail};
 use crate::report::{Outcome, PhaseResult, SignatureKind};
-use serde_json::Map;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,6 @@ impl RunningCell<'_> {
         options.token = self.settings.token.clone();
         options.headers = self.settings.headers.clone();
         options.trace = self.settings.trace.clone();
-        let mut detail = Map::new();
         let mut errors: Vec<String> = Vec::new();
         let mut orphans = 0usize;
         let work = async {
@@ -69,9 +68,12 @@ impl RunningCell<'_> {
             Ok::<(), ClientError>(())
         };
         let outcome = tokio::time::timeout(TEARDOWN_BOUND, work).await;
-        detail.insert("processes".into(), state.processes.len().into());
-        detail.insert("files".into(), state.files.len().into());
-        detail.insert("orphansKilled".into(), orphans.into());
+        let detail = TeardownDetail {
+            processes: state.processes.len(),
+            files: state.files.len(),
+            orphans_killed: orphans,
+        }
+        .to_map();
         let signature = match outcome {
             Err(_) => Some(diagnose::timeout(
                 millis(TEARDOWN_BOUND),

@@ -6,6 +6,10 @@ use super::{expect_stop, rehydrate_text, CellStore, RunningCell, StepFailure, St
 use crate::client::{Client, ClientOptions, CreateSession, Resume};
 use crate::diagnose;
 use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
+use crate::report::detail::{
+    CreateSessionDetail, Detail, EventsDetail, HealthDetail, IntegrityDetail, ProbeDetail,
+    PromptDetail, RehydrateDetail, RestartDetail, ResumeDetail,
+};
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Step};
 use crate::trace::event::{self, Event};
@@ -106,8 +110,11 @@ impl RunningCell<'_> {
                     .create_session(request)
                     .await
                     .map_err(|e| self.fail(&e))?;
-                detail.insert("sessionId".into(), id.into());
-                detail.insert("agentSessionId".into(), record.agent_session_id.into());
+                CreateSessionDetail {
+                    session_id: id,
+                    agent_session_id: record.agent_session_id,
+                }
+                .write_to(&mut detail);
             }
             Step::Prompt {
                 client,
@@ -115,12 +122,17 @@ impl RunningCell<'_> {
                 texts,
                 expect_stop_reason,
             } => {
+                let mut stop_reason = None;
                 for text in texts {
                     let stop = self.prompt(client, session, text.clone()).await?;
                     expect_stop(expect_stop_reason.as_deref(), &stop)?;
-                    detail.insert("stopReason".into(), stop.into());
+                    stop_reason = Some(stop);
                 }
-                detail.insert("prompts".into(), texts.len().into());
+                PromptDetail {
+                    stop_reason,
+                    prompts: texts.len(),
+                }
+                .write_to(&mut detail);
             }
             Step::RehydratePrompt {
                 client,
@@ -131,8 +143,11 @@ impl RunningCell<'_> {
                 let stop = self
                     .prompt(client, session, rehydrate_text(&prompts))
                     .await?;
-                detail.insert("stopReason".into(), stop.into());
-                detail.insert("rehydratedPrompts".into(), prompts.len().into());
+                RehydrateDetail {
+                    stop_reason: stop,
+                    rehydrated_prompts: prompts.len(),
+                }
+                .write_to(&mut detail);
             }
             Step::Restart => return self.restart(phase_name).await,
             Step::GetEvents {
@@ -151,7 +166,10 @@ impl RunningCell<'_> {
                     .get_events(&id, page)
                     .await
                     .map_err(|e| self.fail(&e))?;
-                detail.insert("eventsObserved".into(), events.items.len().into());
+                EventsDetail {
+                    events_observed: events.items.len(),
+                }
+                .write_to(&mut detail);
                 if *integrity {
                     self.check_integrity(client, &id, &mut detail).await?;
                 }
@@ -167,6 +185,7 @@ impl RunningCell<'_> {
                     .resume_session(&id)
                     .await
                     .map_err(|e| self.fail(&e))?;
+                let mut resumed = ResumeDetail::default();
                 let (action, matches) = match &resume {
                     Resume::SameHandle => ("same_handle", *expect != Some(ResumeExpect::Recreated)),
                     Resume::Recreated {
@@ -174,12 +193,13 @@ impl RunningCell<'_> {
                         replay_chars,
                         ..
                     } => {
-                        detail.insert("replayEvents".into(), (*replay_events).into());
-                        detail.insert("replayChars".into(), (*replay_chars).into());
+                        resumed.replay_events = Some(*replay_events);
+                        resumed.replay_chars = Some(*replay_chars);
                         ("recreated", *expect != Some(ResumeExpect::SameHandle))
                     }
                 };
-                detail.insert("action".into(), action.into());
+                resumed.action = action.into();
+                resumed.write_to(&mut detail);
                 if !matches {
                     return Err(StepFailure::new(diagnose::other(
                         SignatureKind::Client,
@@ -207,7 +227,7 @@ impl RunningCell<'_> {
                     .health()
                     .await
                     .map_err(|e| self.fail(&e))?;
-                detail.insert("health".into(), health);
+                HealthDetail { health }.write_to(&mut detail);
             }
             Step::WriteFile {
                 client,
@@ -261,24 +281,28 @@ impl RunningCell<'_> {
                         PROBE_LIMIT_MS,
                         "POST /v1/processes/run pwd",
                     ))
-                    .with("status", "no_sandbox"));
+                    .with_detail(ProbeDetail::failed("no_sandbox")));
                 };
                 match probe {
                     Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
-                        detail.insert("status".into(), "connected".into());
-                        detail.insert(
-                            "stdout".into(),
-                            result.get("stdout").cloned().unwrap_or(Value::Null),
-                        );
+                        ProbeDetail {
+                            status: "connected".into(),
+                            stdout: Some(result.get("stdout").cloned().unwrap_or(Value::Null)),
+                        }
+                        .write_to(&mut detail);
                     }
                     Ok(result) => {
                         return Err(StepFailure::new(diagnose::other(
                             SignatureKind::Protocol,
                             format!("pwd did not succeed: {result}"),
                         ))
-                        .with("status", "error"))
+                        .with_detail(ProbeDetail::failed("error")))
                     }
-                    Err(e) => return Err(self.fail(&e).with("status", probe_status(&e))),
+                    Err(e) => {
+                        return Err(self
+                            .fail(&e)
+                            .with_detail(ProbeDetail::failed(probe_status(&e))))
+                    }
                 }
             }
         }
@@ -287,12 +311,19 @@ impl RunningCell<'_> {
 
     /// Restarts the target for phase `phase` and records the result.
     pub(super) async fn restart(&mut self, phase: &str) -> StepResult {
-        let mut detail = Map::new();
+        self.restart_detail(phase).await.map(|d| d.to_map())
+    }
+
+    /// [`Self::restart`]'s typed detail, for steps that add to it.
+    pub(super) async fn restart_detail(
+        &mut self,
+        phase: &str,
+    ) -> Result<RestartDetail, StepFailure> {
+        let mut clients_renewed = None;
         let trace = &self.settings.trace;
         trace.emit(Event::RestartStart);
         if self.restarter.restarts_clients() && self.hosted.is_none() {
-            let renewed = self.renew_clients().await?;
-            detail.insert("clientsRenewed".into(), renewed.into());
+            clients_renewed = Some(self.renew_clients().await?);
         }
         let trace = &self.settings.trace;
         let report = self.restarter.restart(phase).await;
@@ -306,14 +337,17 @@ impl RunningCell<'_> {
         self.restarted_at = Some(std::time::Instant::now());
         self.restarted_at_ms = Some(crate::provider::now_ms());
         self.restarts.push(report.clone());
-        detail.insert("action".into(), report.action.clone().into());
-        detail.insert("restartMs".into(), report.restart_ms.into());
-        detail.insert("readyMs".into(), report.ready_ms.into());
+        let detail = RestartDetail {
+            clients_renewed,
+            action: report.action.clone(),
+            restart_ms: report.restart_ms,
+            ready_ms: report.ready_ms,
+        };
         if !report.ok {
             let message = report.detail.unwrap_or_else(|| "restart failed".into());
             return Err(
                 StepFailure::new(diagnose::other(SignatureKind::Harness, message))
-                    .with_detail(detail),
+                    .with_detail(detail.to_map()),
             );
         }
         Ok(detail)
@@ -375,22 +409,23 @@ impl RunningCell<'_> {
         let max = indexes.iter().next_back().copied().unwrap_or(0);
         let gaps = (1..=max).filter(|i| !indexes.contains(i)).count();
         let silent = stored.saturating_sub(events.len() as u64) as usize;
-        let how = super::hosted_data::write_loss(
+        let (writes, how) = super::hosted_data::write_loss(
             silent,
             write_failures.len(),
             write_failures.first().map(String::as_str),
-            detail,
         );
         let lost = silent + write_failures.len();
-        detail.insert("eventsTotal".into(), events.len().into());
-        detail.insert(
-            "eventsRecorded".into(),
-            (stored as usize + write_failures.len()).into(),
-        );
-        detail.insert("eventsLost".into(), lost.into());
-        detail.insert("eventsDuplicated".into(), duplicates.into());
-        detail.insert("indexGaps".into(), gaps.into());
-        if lost == 0 && duplicates == 0 && gaps == 0 {
+        let integrity = IntegrityDetail {
+            events_never_written: None,
+            writes,
+            events_total: events.len(),
+            events_recorded: stored as usize + write_failures.len(),
+            events_lost: lost,
+            events_duplicated: duplicates,
+            index_gaps: gaps,
+        };
+        integrity.write_to(detail);
+        if integrity.is_clean() {
             return Ok(());
         }
         let message = format!("history has {} events, clients recorded {}: {lost} lost, {duplicates} duplicated, {gaps} index gaps{how}", events.len(), stored as usize + write_failures.len());

@@ -6,9 +6,11 @@ use super::sandbox_steps::TerminalEntry;
 use super::{RunningCell, StepFailure, StepResult};
 use crate::client::{Terminal, TerminalError};
 use crate::diagnose;
+use crate::report::detail::{
+    Detail, TerminalAttachDetail, TerminalExpectDetail, TerminalReattachDetail, TerminalSendDetail,
+};
 use crate::report::{Signature, SignatureKind};
 use crate::trace::event::{self, Event};
-use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 
 /// How long a fresh attach waits for replayed output (scrollback) before the
@@ -40,7 +42,6 @@ impl RunningCell<'_> {
         process: &str,
         terminal: &str,
     ) -> StepResult {
-        let mut detail = Map::new();
         let id = self.process_id(process)?;
         let attached = self
             .sandbox_client(client)?
@@ -51,8 +52,10 @@ impl RunningCell<'_> {
             .wait_ready()
             .await
             .map_err(|e| self.terminal_failure(&e))?;
-        detail.insert("processId".into(), id.into());
-        detail.insert("ready".into(), true.into());
+        let detail = TerminalAttachDetail {
+            process_id: id,
+            ready: true,
+        };
         self.sandbox.terminals.insert(
             terminal.to_string(),
             TerminalEntry {
@@ -61,12 +64,11 @@ impl RunningCell<'_> {
                 sent: Vec::new(),
             },
         );
-        Ok(detail)
+        Ok(detail.to_map())
     }
 
     /// `terminal_send`: types a line into `terminal`.
     pub(super) async fn terminal_send(&mut self, terminal: &str, text: &str) -> StepResult {
-        let mut detail = Map::new();
         // Recorded before sending: a `terminal_expect` after a failed
         // send waits for this line, never for an older echo.
         let entry = self.sandbox.terminals.get_mut(terminal).ok_or_else(|| {
@@ -83,8 +85,10 @@ impl RunningCell<'_> {
             .send_line(text)
             .await
             .map_err(|e| self.terminal_failure(&e))?;
-        detail.insert("bytes".into(), (text.len() + 1).into());
-        Ok(detail)
+        Ok(TerminalSendDetail {
+            bytes: text.len() + 1,
+        }
+        .to_map())
     }
 
     /// `terminal_expect`: waits for `text` (default: the line last sent).
@@ -93,7 +97,6 @@ impl RunningCell<'_> {
         terminal: &str,
         text: Option<&str>,
     ) -> StepResult {
-        let mut detail = Map::new();
         let entry = self.entry(terminal)?;
         let Some(wanted) = text
             .map(str::to_string)
@@ -112,17 +115,18 @@ impl RunningCell<'_> {
                 self.terminal_failure(&e)
                     .with("output", entry.terminal.output_since(entry.mark))
             })?;
-        detail.insert("expected".into(), wanted.into());
-        detail.insert("bytesSeen".into(), seen.into());
-        Ok(detail)
+        Ok(TerminalExpectDetail {
+            expected: wanted,
+            bytes_seen: seen,
+        }
+        .to_map())
     }
 
     /// `terminal_reattach`: records the old socket's end, attaches a new one.
     pub(super) async fn terminal_reattach(&mut self, client: &str, terminal: &str) -> StepResult {
-        let mut detail = Map::new();
         let entry = self.entry(terminal)?;
         let process_id = entry.terminal.process_id().to_string();
-        record_old_socket(&entry.terminal, &mut detail);
+        let mut detail = old_socket(&entry.terminal);
         // Let output already under way land before the new attach, so
         // only a replay can bring old lines to the new socket; a closed
         // socket has nothing under way.
@@ -137,11 +141,11 @@ impl RunningCell<'_> {
             .sandbox_client(client)?
             .attach_terminal(&process_id)
             .await
-            .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+            .map_err(|e| self.terminal_failure(&e).with_detail(&detail))?;
         fresh
             .wait_ready()
             .await
-            .map_err(|e| self.terminal_failure(&e).with_detail(detail.clone()))?;
+            .map_err(|e| self.terminal_failure(&e).with_detail(&detail))?;
         // Live output of the last line may still arrive on the new
         // socket; only the first line ever sent proves a replay. Once it
         // is there the answer is known; only its absence needs the whole wait.
@@ -159,12 +163,12 @@ impl RunningCell<'_> {
         };
         observation_window(&trace, "a replay of earlier output", replay_from);
         let replayed = fresh.output_since(0);
-        detail.insert("scrollbackBytes".into(), replayed.len().into());
-        detail.insert("scrollbackKept".into(), kept.into());
+        detail.scrollback_bytes = Some(replayed.len());
+        detail.scrollback_kept = Some(kept);
         let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
         entry.terminal = fresh;
         entry.mark = entry.terminal.mark();
-        Ok(detail)
+        Ok(detail.to_map())
     }
 }
 
@@ -177,17 +181,19 @@ fn observation_window(trace: &crate::trace::Trace, what: &str, from: Instant) {
     }));
 }
 
-fn record_old_socket(old: &Terminal, detail: &mut Map<String, Value>) {
+fn old_socket(old: &Terminal) -> TerminalReattachDetail {
     match old.closed() {
-        Some(close) => {
-            detail.insert("oldSocket".into(), "closed".into());
-            detail.insert("oldCloseCode".into(), close.code.into());
-            detail.insert("oldCloseClean".into(), close.clean.into());
-            detail.insert("oldCloseReason".into(), close.reason.into());
-        }
-        None => {
-            detail.insert("oldSocket".into(), "open".into());
-        }
+        Some(close) => TerminalReattachDetail {
+            old_socket: "closed".into(),
+            old_close_code: Some(close.code),
+            old_close_clean: Some(close.clean),
+            old_close_reason: Some(close.reason),
+            ..TerminalReattachDetail::default()
+        },
+        None => TerminalReattachDetail {
+            old_socket: "open".into(),
+            ..TerminalReattachDetail::default()
+        },
     }
 }
 

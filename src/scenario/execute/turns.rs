@@ -12,8 +12,10 @@ use crate::client::{Client, ClientError, PromptOutcome};
 use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::{list_all_events, Sender};
+use crate::report::detail::{self, Detail, RestartAfter, TurnRestartDetail, WriteLoss};
+use crate::report::detail::{AwaitTurnDetail, StreamDetail, TurnStartDetail};
 use crate::report::SignatureKind;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,18 +84,22 @@ impl RunningCell<'_> {
             .map_or(Duration::ZERO, |s| s.elapsed());
         tokio::time::sleep(after.saturating_sub(elapsed)).await;
         let into = self.turns.latest_start.map(|s| s.elapsed());
-        let mut detail = match self.restart(phase).await {
-            Ok(detail) => detail,
+        let restart = match self.restart_detail(phase).await {
+            Ok(restart) => restart,
             Err(mut failure) => {
-                failure
-                    .detail
-                    .insert("afterMs".into(), millis(after).into());
+                RestartAfter {
+                    after_ms: millis(after),
+                }
+                .write_to(&mut failure.detail);
                 return Err(failure);
             }
         };
-        detail.insert("afterMs".into(), millis(after).into());
-        detail.insert("startedIntoTurnMs".into(), into.map(millis).into());
-        Ok(detail)
+        Ok(TurnRestartDetail {
+            restart,
+            after_ms: millis(after),
+            started_into_turn_ms: into.map(millis),
+        }
+        .to_map())
     }
 
     pub(super) async fn start_turn(
@@ -134,11 +140,12 @@ impl RunningCell<'_> {
                 task: Some(task),
             },
         );
-        let mut detail = Map::new();
-        detail.insert("turn".into(), turn.into());
-        detail.insert("sessionId".into(), session_id.into());
-        detail.insert("turnTag".into(), tag.into());
-        Ok(detail)
+        Ok(TurnStartDetail {
+            turn: turn.into(),
+            session_id,
+            turn_tag: tag,
+        }
+        .to_map())
     }
 
     pub(super) async fn await_turn(&mut self, name: &str, deadline: Duration) -> StepResult {
@@ -162,17 +169,19 @@ impl RunningCell<'_> {
             .transport_stats(&agent)
             .await
             .unwrap_or_default();
-        let mut detail = stream_detail(&turn.stats_before, &stats);
-        detail.insert("turnMs".into(), millis(turn.started.elapsed()).into());
-        let fail = |kind: &str, signature, detail: Map<String, Value>| {
-            let mut failure = StepFailure::new(signature).with_detail(detail);
-            failure.detail.insert("turnOutcome".into(), kind.into());
-            Err(failure)
+        let mut detail = AwaitTurnDetail {
+            stream: stream_detail(&turn.stats_before, &stats),
+            turn_ms: millis(turn.started.elapsed()),
+            ..AwaitTurnDetail::default()
+        };
+        let fail = |kind: &str, signature, mut detail: AwaitTurnDetail| {
+            detail.turn_outcome = kind.into();
+            Err(StepFailure::new(signature).with_detail(detail.to_map()))
         };
         match outcome {
             Ok(Ok(Ok(result))) => {
-                detail.insert("turnOutcome".into(), "completed".into());
-                detail.insert("stopReason".into(), result.stop_reason.into());
+                detail.turn_outcome = "completed".into();
+                detail.stop_reason = Some(result.stop_reason);
                 let answer = stats.answers.iter().rev().find(|a| {
                     a.method == "session/prompt"
                         && !turn.stats_before.answers.iter().any(|b| b.id == a.id)
@@ -183,12 +192,12 @@ impl RunningCell<'_> {
                     Some(_) => "post",
                     None => "unknown",
                 };
-                detail.insert("answeredVia".into(), via.into());
-                Ok(detail)
+                detail.answered_via = Some(via.into());
+                Ok(detail.to_map())
             }
             Ok(Ok(Err(error))) => {
                 let signature = diagnose::signature(&error, token.as_ref());
-                detail.insert("cause".into(), signature.message.clone().into());
+                detail.cause = Some(signature.message.clone());
                 fail("failed", signature, detail)
             }
             Ok(Err(join)) => fail(
@@ -202,8 +211,8 @@ impl RunningCell<'_> {
             Err(_) => {
                 let seen = describe_lost(&turn.stats_before, &stats);
                 let ended = cancel(&turn.client, &turn.session_id, task).await;
-                detail.insert("seen".into(), seen.clone().into());
-                detail.insert("cancelled".into(), ended.into());
+                detail.seen = Some(seen.clone());
+                detail.cancelled = Some(ended);
                 fail(
                     "lost",
                     diagnose::timeout(
@@ -249,14 +258,13 @@ impl RunningCell<'_> {
             .as_deref()
             .map(|p| sent_chunks(p, &tag));
         let figures = ChunkFigures::judge(&stored, sent.as_ref());
-        let mut detail = Map::new();
-        figures.write(&mut detail);
+        let mut detail = figures.detail().to_map();
         let indexes = self.check_integrity(reader, &session_id, &mut detail).await;
         if figures.is_clean() {
             return indexes.map(|()| detail);
         }
-        let count = |key: &str| detail.get(key).and_then(Value::as_u64).unwrap_or(0);
-        let (loud, silent) = (count("writesFailedLoudly"), count("writesLostSilently"));
+        let writes = detail::read::<WriteLoss>(&detail).unwrap_or_default();
+        let (loud, silent) = (writes.writes_failed_loudly, writes.writes_lost_silently);
         let how = match (loud, silent) {
             (0, 0) => String::new(),
             _ => format!("; writes: {loud} failed loudly, {silent} lost silently"),
@@ -281,27 +289,15 @@ async fn cancel(client: &Client, session_id: &str, mut task: TurnTask) -> bool {
 }
 
 /// What the stream did during the turn, for the report.
-fn stream_detail(before: &StreamStats, after: &StreamStats) -> Map<String, Value> {
-    let mut detail = Map::new();
-    detail.insert(
-        "streamsOpened".into(),
-        (after.streams_opened - before.streams_opened.min(after.streams_opened)).into(),
-    );
-    detail.insert(
-        "streamsResumed".into(),
-        (after.streams_resumed - before.streams_resumed.min(after.streams_resumed)).into(),
-    );
-    if after.streams_resumed > before.streams_resumed {
-        detail.insert("lastEventId".into(), after.last_resume_id.clone().into());
+fn stream_detail(before: &StreamStats, after: &StreamStats) -> StreamDetail {
+    StreamDetail {
+        streams_opened: after.streams_opened - before.streams_opened.min(after.streams_opened),
+        streams_resumed: after.streams_resumed - before.streams_resumed.min(after.streams_resumed),
+        last_event_id: (after.streams_resumed > before.streams_resumed)
+            .then(|| after.last_resume_id.clone()),
+        stream_ends: new_items(&before.stream_ends, &after.stream_ends),
+        transport_closed_by: after.closed_by.clone(),
     }
-    let ends = new_items(&before.stream_ends, &after.stream_ends);
-    if !ends.is_empty() {
-        detail.insert("streamEnds".into(), ends.into());
-    }
-    if let Some(closed) = &after.closed_by {
-        detail.insert("transportClosedBy".into(), closed.clone().into());
-    }
-    detail
 }
 
 /// A lost turn in one line: what the stream and the POST saw.
