@@ -94,7 +94,7 @@ def cell_ms(r, target, scenario):
 def workers_of(r):
     return 1 + sum(1 for l in r["run"]["logs"] if l["name"].startswith("stack-") and l["name"].endswith(" sandbox-agent"))
 clients = sorted({c.get("client", "rust") for c in one["cells"]})
-print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios x {len(clients)} client(s): {', '.join(clients)}), sandbox-agent {one['run']['serverVersion']}, release build")
+print(f"matrix: {len(one['cells'])} cells ({len(one['run']['targets'])} targets x {len(one['run']['scenarios'])} scenarios x {len(clients)} client(s): {', '.join(clients)}), sandbox-agent {one['run']['serverVersion'].removeprefix('sandbox-agent ')}, release build")
 print(f"{'run':<34} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9} {'peak RSS':>9} {'per worker':>10}")
 def row(name, wall, r, kb, n):
     floor, over = timing(r)
