@@ -135,12 +135,12 @@ mod tests {
 
     #[test]
     fn a_middle_cut_keeps_both_ends() {
-        let path = "/work/reports/20261201T222456Z-44653cdb";
+        let path = "../reports/20261201T222456Z-44653cdb";
         assert_eq!(cut_middle(path, 80), path);
         let cut = cut_middle(path, 21);
         assert_eq!(width(&cut), 21, "{cut}");
         assert!(
-            cut.starts_with("/work/rep") && cut.ends_with("-44653cdb"),
+            cut.starts_with("../report") && cut.ends_with("-44653cdb"),
             "{cut}"
         );
         assert!(cut.contains(ELLIPSIS));

@@ -228,7 +228,7 @@ mod tests {
         for line in [
             "- server 0.4.2: the registry's 0.4.2",
             "- server fix: candidate /build/sandbox-agent (sandbox-agent 0.4.2)",
-            "- SDK fix: candidate /work/fix (0.4.2)",
+            "- SDK fix: candidate ../fix (0.4.2)",
         ] {
             assert!(md.contains(line), "{line:?} not in\n{md}");
         }

@@ -347,7 +347,7 @@ pub fn candidates(server_reports: &str) -> Report {
         paths: match source {
             PointSource::Registry => Vec::new(),
             PointSource::Binary => vec!["/build/sandbox-agent".into()],
-            PointSource::Package => vec!["/work/fix".into()],
+            PointSource::Package => vec!["../fix".into()],
         },
     };
     r.run.server_version = Some("sandbox-agent 0.4.2, sandbox-agent 0.4.2".into());
