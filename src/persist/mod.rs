@@ -64,6 +64,20 @@ impl Sender {
     pub fn as_str(self) -> &'static str {
         crate::wire_name::of(&self)
     }
+
+    /// The sender a SQL driver's `sender` column holds ([`Sender::as_str`]'s
+    /// words), or `driver`'s error naming what it found instead.
+    pub fn from_column(driver: &'static str, text: &str) -> Result<Sender, PersistError> {
+        [Sender::Client, Sender::Agent]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| {
+                PersistError::new(
+                    driver,
+                    format!("unknown sender {text:?} in the events table"),
+                )
+            })
+    }
 }
 
 /// One JSON-RPC envelope sent or received for a session.

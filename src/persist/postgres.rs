@@ -194,14 +194,6 @@ fn query_err(e: tokio_postgres::Error) -> PersistError {
     err(describe(&e))
 }
 
-fn sender_from(text: &str) -> Result<Sender, PersistError> {
-    match text {
-        "client" => Ok(Sender::Client),
-        "agent" => Ok(Sender::Agent),
-        other => Err(err(format!("unknown sender {other:?} in the events table"))),
-    }
-}
-
 #[async_trait]
 impl PersistDriver for PostgresDriver {
     fn name(&self) -> &'static str {
@@ -317,7 +309,7 @@ impl PersistDriver for PostgresDriver {
                         session_id: r.get(2),
                         created_at: r.get(3),
                         connection_id: r.get(4),
-                        sender: sender_from(r.get(5))?,
+                        sender: Sender::from_column(DRIVER, r.get(5))?,
                         payload: serde_json::from_str(r.get::<_, &str>(6))
                             .map_err(|e| err(e.to_string()))?,
                     });

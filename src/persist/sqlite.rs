@@ -78,14 +78,6 @@ impl SqliteDriver {
     }
 }
 
-fn sender_from(text: &str) -> Result<Sender, PersistError> {
-    match text {
-        "client" => Ok(Sender::Client),
-        "agent" => Ok(Sender::Agent),
-        other => Err(err(format!("unknown sender {other:?} in events table"))),
-    }
-}
-
 #[async_trait]
 impl PersistDriver for SqliteDriver {
     fn name(&self) -> &'static str {
@@ -194,7 +186,7 @@ impl PersistDriver for SqliteDriver {
                     session_id,
                     created_at,
                     connection_id,
-                    sender: sender_from(&sender)?,
+                    sender: Sender::from_column(DRIVER, &sender)?,
                     payload: serde_json::from_str(&payload).map_err(err)?,
                 });
             }
