@@ -5,7 +5,9 @@
 //! [`workers`]; a stack switches its server between points, see
 //! [`servers`]). Each cell runs `repeat` attempts, a failed one again up to
 //! `retries` times, each attempt with fresh clients and its own persist
-//! store, and the attempts fold into one cell (`flaky` when they disagree).
+//! store; each repeat is a job of its own in the queue, so one cell's
+//! repeats are spread out as its targets are, and [`gather`] folds them
+//! back into one cell (`flaky` when they disagree).
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report,
 //! joined once (`report::join`); it never prints or renders.
 
@@ -21,6 +23,7 @@ use tokio::sync::watch;
 
 mod attempts;
 mod client_axis;
+mod gather;
 mod matrix;
 mod persist_axis;
 mod servers;
@@ -179,6 +182,8 @@ pub enum RunEvent {
     RunStarted {
         id: String,
         total: usize,
+        /// Each cell's attempts before retries (`--repeat`).
+        repeat: u32,
         targets: Vec<String>,
         scenarios: Vec<String>,
         partition: Option<String>,
@@ -196,6 +201,13 @@ pub enum RunEvent {
         /// The cell's whole point (agent, client, server, SDK, store).
         point: Box<CellPoint>,
     },
+    /// An attempt has its verdict; its cleanup may still be running.
+    AttemptJudged {
+        index: usize,
+        total: usize,
+        attempt: u32,
+        verdict: crate::report::Verdict,
+    },
     /// An attempt that did not pass and will run again (`--retries`).
     Retrying {
         index: usize,
@@ -205,9 +217,9 @@ pub enum RunEvent {
         scenario: String,
         point: Box<CellPoint>,
     },
-    /// A cell's attempts have their verdicts; its record follows in
+    /// All of a cell's attempts have their verdicts; its record follows in
     /// [`RunEvent::CellFinished`] once their cleanup has run out (the
-    /// worker has moved on to its next cell meanwhile).
+    /// workers have moved on meanwhile).
     CellJudged {
         index: usize,
         total: usize,
@@ -312,6 +324,7 @@ pub async fn run(
     on_event(RunEvent::RunStarted {
         id: settings.id.clone(),
         total,
+        repeat: settings.repeat,
         targets: matrix.targets.clone(),
         scenarios: matrix.scenarios.clone(),
         partition: settings.partition.map(|p| p.to_string()),

@@ -13,6 +13,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
         RunEvent::RunStarted {
             id,
             total,
+            repeat,
             targets,
             scenarios,
             partition,
@@ -26,6 +27,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
                 "type": "run-started",
                 "id": id,
                 "cells": total,
+                "repeat": repeat,
                 "targets": targets,
                 "scenarios": scenarios,
                 "partition": partition,
@@ -63,6 +65,18 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "scenario": scenario,
             "attempt": attempt,
             "point": point_json(point),
+        }),
+        RunEvent::AttemptJudged {
+            index,
+            total,
+            attempt,
+            verdict,
+        } => json!({
+            "type": "attempt-judged",
+            "index": index,
+            "total": total,
+            "attempt": attempt,
+            "verdict": verdict.as_str(),
         }),
         RunEvent::CellJudged {
             index,

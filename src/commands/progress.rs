@@ -37,6 +37,9 @@ struct View {
     done: usize,
     total: usize,
     failed: usize,
+    /// Attempts with a verdict, and each cell's planned attempts (`--repeat`).
+    judged: usize,
+    repeat: u32,
     live: Option<Live>,
 }
 
@@ -50,8 +53,9 @@ struct Live {
 
 struct Lane {
     line: LiveLine,
-    /// The cell (its index) running on it.
-    cell: Option<usize>,
+    /// The attempt running on it: its cell's index and its number (one
+    /// cell's repeats may run on several stacks at once).
+    cell: Option<(usize, u32)>,
 }
 
 struct Install {
@@ -81,6 +85,8 @@ impl Progress {
                 done: 0,
                 total: 0,
                 failed: 0,
+                judged: 0,
+                repeat: 1,
                 live,
             })),
         }
@@ -116,8 +122,9 @@ impl View {
                     "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out: stopping, cleaning up and writing the partial report"
                 ));
             }
-            RunEvent::RunStarted { total, .. } => {
+            RunEvent::RunStarted { total, repeat, .. } => {
                 (self.done, self.total, self.failed) = (0, *total, 0);
+                (self.judged, self.repeat) = (0, *repeat);
                 if let Some(live) = &self.live {
                     live.header.restyle(LineStyle::Bar);
                 }
@@ -134,7 +141,7 @@ impl View {
                     n => format!("{target} × {scenario} (attempt {n})"),
                 };
                 if let Some(live) = &mut self.live {
-                    live.run_on_lane(*index, &text);
+                    live.run_on_lane((*index, *attempt), &text);
                 }
             }
             RunEvent::Retrying {
@@ -154,11 +161,13 @@ impl View {
                     paint(attempt.verdict.as_str(), "33", self.color)
                 ));
             }
-            RunEvent::CellJudged { index, .. } => {
+            RunEvent::AttemptJudged { index, attempt, .. } => {
+                self.judged += 1;
                 if let Some(live) = &mut self.live {
-                    live.free_lane(*index);
+                    live.free_lane(|(i, a)| (i, a) == (*index, *attempt));
                 }
             }
+            RunEvent::CellJudged { .. } => {}
             RunEvent::CellFinished { index, cell, .. } => {
                 self.done += 1;
                 if !cell.counts_as_pass(crate::report::FlakyResult::Pass) {
@@ -166,7 +175,7 @@ impl View {
                 }
                 let width = self.live.as_ref().map(|l| l.width);
                 if let Some(live) = &mut self.live {
-                    live.free_lane(*index);
+                    live.free_lane(|(i, _)| i == *index);
                 }
                 crate::console::errln(&finished_line(
                     cell,
@@ -228,7 +237,15 @@ impl View {
             return;
         }
         let running = live.lanes.iter().filter(|l| l.cell.is_some()).count();
-        let mut text = format!("cells, {running} running");
+        let mut text = match self.repeat {
+            0 | 1 => "cells".to_string(),
+            n => format!(
+                "cells ({} of {} attempts)",
+                self.judged,
+                self.total * n as usize
+            ),
+        };
+        text.push_str(&format!(", {running} running"));
         if self.failed > 0 {
             text.push_str(&format!(", {} not passed", self.failed));
         }
@@ -239,14 +256,9 @@ impl View {
 }
 
 impl Live {
-    /// Shows `text` on the lane of cell `index` (a retry keeps its lane),
-    /// else on the first free lane, else on a new one.
-    fn run_on_lane(&mut self, index: usize, text: &str) {
-        let at = self
-            .lanes
-            .iter()
-            .position(|l| l.cell == Some(index))
-            .or_else(|| self.lanes.iter().position(|l| l.cell.is_none()));
+    /// Shows `text` on the first free lane, else on a new one.
+    fn run_on_lane(&mut self, attempt: (usize, u32), text: &str) {
+        let at = self.lanes.iter().position(|l| l.cell.is_none());
         let at = at.unwrap_or_else(|| {
             self.lanes.push(Lane {
                 line: live::add(LineStyle::Spinner),
@@ -255,14 +267,15 @@ impl Live {
             self.lanes.len() - 1
         });
         let lane = &mut self.lanes[at];
-        lane.cell = Some(index);
+        lane.cell = Some(attempt);
         lane.line.restyle(LineStyle::Spinner);
         lane.line.restart_clock();
         lane.line.set(text, LineStyle::Spinner, self.width);
     }
 
-    fn free_lane(&mut self, index: usize) {
-        if let Some(lane) = self.lanes.iter_mut().find(|l| l.cell == Some(index)) {
+    /// Frees the lanes of the attempts `which` picks.
+    fn free_lane(&mut self, which: impl Fn((usize, u32)) -> bool) {
+        for lane in self.lanes.iter_mut().filter(|l| l.cell.is_some_and(&which)) {
             lane.cell = None;
             lane.line.restyle(LineStyle::Still);
             lane.line.set("idle", LineStyle::Still, self.width);

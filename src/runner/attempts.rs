@@ -1,9 +1,9 @@
-//! One cell's attempts: `repeat` runs, a failed one again up to `retries`
-//! times, each with fresh clients, its own persist store and a restart of
-//! the cell's target. Repeats and retries share one lifecycle, in which an
-//! attempt's deferred cleanup always runs out beside what comes next (a
-//! restart waiting on the cleanup fence would otherwise wait for ever).
-//! What finished is kept when the run is cancelled.
+//! One repeat of a cell on a worker's stack: an attempt, a failed one
+//! again up to `retries` times, each with fresh clients, its own persist
+//! store and a restart of the cell's target. Every repeat runs the one
+//! lifecycle, in which an attempt's deferred cleanup always runs out beside
+//! what comes next (a restart waiting on the cleanup fence would otherwise
+//! wait for ever). What finished is kept when the run is cancelled.
 
 use super::persist_axis;
 use super::Worker;
@@ -20,7 +20,7 @@ use tokio::sync::watch;
 mod lifecycle;
 
 use lifecycle::{lifecycle, AttemptSource};
-pub(super) use lifecycle::{Attempts, PendingAttempt};
+pub(super) use lifecycle::{Attempts, Finishing, PendingAttempt};
 
 /// Wraps a target so the scenario executor can restart it.
 struct TargetRestarter<'a> {
@@ -62,6 +62,7 @@ struct OnWorker<'a, 'p> {
     plan: RunPlan<'p>,
     worker: &'a mut Worker,
     cell: &'a CellId<'p>,
+    gather: &'a super::gather::Gather,
     target: String,
     sequence: &'a AtomicUsize,
     interrupt: &'a watch::Receiver<bool>,
@@ -70,7 +71,8 @@ struct OnWorker<'a, 'p> {
 
 #[async_trait(?Send)]
 impl AttemptSource for OnWorker<'_, '_> {
-    async fn run(&mut self, number: u32) -> PendingAttempt {
+    async fn run(&mut self) -> PendingAttempt {
+        let number = self.gather.next_number(self.cell.index);
         let sequence = self.sequence.fetch_add(1, Ordering::SeqCst) + 1;
         (self.on_event)(RunEvent::CellStarted {
             index: self.cell.index,
@@ -80,7 +82,7 @@ impl AttemptSource for OnWorker<'_, '_> {
             attempt: number,
             point: Box::new(self.plan.point.clone()),
         });
-        run_one(
+        let attempt = run_one(
             self.plan,
             self.worker,
             self.cell.target,
@@ -90,7 +92,14 @@ impl AttemptSource for OnWorker<'_, '_> {
             self.interrupt.clone(),
         )
         .await
-        .unwrap_or_else(PendingAttempt::ready)
+        .unwrap_or_else(PendingAttempt::ready);
+        (self.on_event)(RunEvent::AttemptJudged {
+            index: self.cell.index,
+            total: self.cell.total,
+            attempt: number,
+            verdict: attempt.verdict,
+        });
+        attempt
     }
 
     fn retrying(&mut self, attempt: &Attempt) {
@@ -105,14 +114,16 @@ impl AttemptSource for OnWorker<'_, '_> {
     }
 }
 
-/// The cell's [`lifecycle`] on `worker`'s stack: the attempt then running
-/// when `interrupt` turns true (a stopping signal or the overall deadline)
-/// ends `interrupted` after its cleanup, and is kept too. `sequence`
-/// numbers the run's attempts (persist keys, trace folders), across workers.
+/// One repeat of a cell, its [`lifecycle`], on `worker`'s stack: the
+/// attempt then running when `interrupt` turns true (a stopping signal or
+/// the overall deadline) ends `interrupted` after its cleanup, and is kept
+/// too. `gather` numbers the cell's attempts; `sequence` numbers the run's
+/// (persist keys, trace folders), across workers.
 pub(super) async fn run_attempts(
     plan: RunPlan<'_>,
     worker: &mut Worker,
     cell: &CellId<'_>,
+    gather: &super::gather::Gather,
     sequence: &AtomicUsize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
@@ -122,13 +133,13 @@ pub(super) async fn run_attempts(
         plan,
         worker,
         cell,
+        gather,
         target,
         sequence,
         interrupt,
         on_event,
     };
-    let settings = plan.settings;
-    lifecycle(settings.repeat, settings.retries, interrupt, &mut source).await
+    lifecycle(plan.settings.retries, interrupt, &mut source).await
 }
 
 /// The browser client's `client` target: its page reloads, as a deploy or
@@ -351,7 +362,7 @@ async fn run_one(
         }
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };
-    Ok(PendingAttempt::pending(verdict, rest))
+    Ok(PendingAttempt::pending(attempt, verdict, rest))
 }
 
 /// The attempt's record once its cell has run out: the trace closed and

@@ -1,29 +1,32 @@
 //! `--jobs N`: the run's cells shared among workers, each on a stack of its
 //! own (own ports, folders, processes), so no two cells that touch the same
 //! stack ever run at once (a cell's deferred DELETEs aside, which restarts
-//! that would cut them wait for). Workers take the next cell from one queue
-//! (targets interleaved, and with them every other axis, see
+//! that would cut them wait for). The queue holds one job per repeat of
+//! each cell, and workers take the next from it (targets interleaved, and
+//! with them every other axis, one cell's repeats a whole pass apart, see
 //! [`dispatch_order`]; a worker prefers cells of the server point its stack
-//! runs, see [`next_job`]); what they finish is put back in matrix order,
-//! so the report is the one `--jobs 1` writes, whichever worker ran which
-//! cell.
+//! runs, see [`next_job`]); what they finish is gathered into cells
+//! ([`Gather`]) and put back in matrix order, so the report is the one
+//! `--jobs 1` writes, whichever worker ran which repeat.
 
-use super::attempts::{run_attempts, skipped_attempt, CellId, PendingAttempt};
+use super::attempts::{run_attempts, skipped_attempt, CellId, Finishing};
+use super::gather::{CellName, Gather};
 use super::matrix::{CellLabels, CellPoint, PlannedCell};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
-use crate::report::attempts::aggregate;
-use crate::report::Cell;
+use crate::report::{Attempt, Cell};
 use crate::targets::Target;
-use futures_util::stream::{FuturesUnordered, StreamExt};
-use futures_util::FutureExt;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
 
-/// One cell of the matrix to run: its place in the run and its point.
+/// One repeat of a cell of the matrix to run: the cell's place in the run
+/// and its point.
+#[derive(Clone)]
 pub(super) struct Job {
     pub index: usize,
+    /// Which of the cell's repeats (1 for the first).
+    pub repeat: u32,
     /// The target's name: a worker runs only cells of targets it holds.
     pub target: String,
     /// Index into the run's scenarios.
@@ -37,6 +40,7 @@ impl Job {
     pub fn of(planned: &PlannedCell) -> Job {
         Job {
             index: planned.index,
+            repeat: 1,
             target: planned.point.target.clone(),
             scenario: planned.scenario,
             point: planned.point.clone(),
@@ -52,29 +56,72 @@ pub(super) struct Finished {
     pub interrupted: bool,
 }
 
-/// Runs `jobs` on the own stack and on every stack of `stacks.workers`,
-/// one cell at a time per stack; on a shared deployment (no worker stacks,
-/// `stacks.jobs` > 1), see [`run_lanes`]. Events reach `on_event` as they happen.
+/// Runs every repeat of `cells` on the own stack and on every stack of
+/// `stacks.workers`, one at a time per stack; on a shared deployment (no
+/// worker stacks, `stacks.jobs` > 1), see [`run_lanes`]. Events reach
+/// `on_event` as they happen.
 pub(super) async fn run_jobs(
     settings: &RunSettings,
     stacks: &mut RunStacks,
-    jobs: Vec<Job>,
+    cells: Vec<Job>,
     total: usize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
-    if stacks.workers.is_empty()
+    let jobs = repeats(cells, settings.repeat);
+    let gather = Gather::new(jobs.iter().map(|job| CellName {
+        index: job.index,
+        target: job.target.clone(),
+        scenario: settings.scenarios[job.scenario].name.clone(),
+        labels: job.labels.clone(),
+    }));
+    let sequence = AtomicUsize::new(0);
+    let run = Run {
+        settings,
+        sequence: &sequence,
+        gather: &gather,
+        total,
+        interrupt,
+    };
+    let mut finished = if stacks.workers.is_empty()
         && stacks.jobs > 1
         && stacks.own.targets.iter().any(|t| t.independent)
     {
-        return run_lanes(settings, stacks, jobs, total, interrupt, on_event).await;
+        run_lanes(&run, stacks, jobs, on_event).await
+    } else {
+        let workers: Vec<&mut Worker> = std::iter::once(&mut stacks.own)
+            .chain(stacks.workers.iter_mut())
+            .collect();
+        drive(&run, workers, jobs, on_event).await
+    };
+    // A stopped run keeps what ran of the cells it cut short.
+    for (index, cell) in gather.cut_short() {
+        on_event(RunEvent::CellFinished {
+            index,
+            total,
+            cell: Box::new(cell.clone()),
+        });
+        finished.cells.push((index, cell));
     }
-    let workers: Vec<&mut Worker> = std::iter::once(&mut stacks.own)
-        .chain(stacks.workers.iter_mut())
-        .collect();
-    let sequence = AtomicUsize::new(0);
-    let run = (settings, &sequence, total, interrupt);
-    drive(run, workers, jobs, on_event).await
+    finished.cells.sort_by_key(|(index, _)| *index);
+    finished
+}
+
+/// One job per repeat of each cell, a whole pass of the matrix apart: the
+/// first repeat of every cell, then the second of every cell, and so on.
+/// Run back to back, one component's restarts would come seconds apart,
+/// and some come back slower each time (the RivetKit runner's reconnect
+/// backoff grows with every engine restart within a minute, and resets
+/// only with a new runner).
+fn repeats(cells: Vec<Job>, repeat: u32) -> Vec<Job> {
+    (1..=repeat.max(1))
+        .flat_map(|repeat| {
+            cells.iter().cloned().map(move |mut job| {
+                job.repeat = repeat;
+                job
+            })
+        })
+        .collect()
 }
 
 /// One shared deployment, `stacks.jobs` lanes: the cells of targets that are
@@ -82,11 +129,9 @@ pub(super) async fn run_jobs(
 /// disturb any other cell); then the independent targets' cells, up to
 /// `stacks.jobs` at once, never two of one target (a lane holds its targets).
 async fn run_lanes(
-    settings: &RunSettings,
+    run: &Run<'_>,
     stacks: &mut RunStacks,
     jobs: Vec<Job>,
-    total: usize,
-    interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
     let own = &mut stacks.own;
@@ -101,8 +146,6 @@ async fn run_lanes(
         workers[n % lanes].targets.push(target);
     }
     own.targets = alone;
-    let sequence = AtomicUsize::new(0);
-    let run = (settings, &sequence, total, interrupt);
     let mut finished = drive(run, vec![&mut *own], first, on_event).await;
     if !finished.interrupted {
         let more = drive(run, workers.iter_mut().collect(), later, on_event).await;
@@ -120,18 +163,19 @@ fn position(order: &[String], name: &str) -> usize {
     order.iter().position(|n| n == name).unwrap_or(usize::MAX)
 }
 
-/// The run's side of a drive: the settings, the attempt counter, the cell
-/// count and the interrupt flag.
-type RunRef<'a> = (
-    &'a RunSettings,
-    &'a AtomicUsize,
-    usize,
-    &'a watch::Receiver<bool>,
-);
+/// The run's side of every drive: the settings, the run's attempt
+/// counter, its cells being gathered, the cell count and the interrupt flag.
+struct Run<'a> {
+    settings: &'a RunSettings,
+    sequence: &'a AtomicUsize,
+    gather: &'a Gather,
+    total: usize,
+    interrupt: &'a watch::Receiver<bool>,
+}
 
-/// Runs `jobs` on `workers`, each taking the next cell it can run.
+/// Runs `jobs` on `workers`, each taking the next job it can run.
 async fn drive(
-    (settings, sequence, total, interrupt): RunRef<'_>,
+    run: &Run<'_>,
     workers: Vec<&mut Worker>,
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
@@ -139,13 +183,7 @@ async fn drive(
     let queue = Mutex::new(dispatch_order(jobs));
     let (events, mut received) = mpsc::unbounded_channel();
     let results = {
-        let shared = Shared {
-            settings,
-            queue: &queue,
-            sequence,
-            total,
-            interrupt,
-        };
+        let shared = Shared { run, queue: &queue };
         let running = futures_util::future::join_all(
             workers
                 .into_iter()
@@ -169,32 +207,31 @@ async fn drive(
     Finished { cells, interrupted }
 }
 
-/// What every worker reads.
+/// What every worker of a drive reads.
 struct Shared<'a> {
-    settings: &'a RunSettings,
+    run: &'a Run<'a>,
     queue: &'a Mutex<VecDeque<Job>>,
-    sequence: &'a AtomicUsize,
-    total: usize,
-    interrupt: &'a watch::Receiver<bool>,
 }
 
-/// The order workers take cells in: each target's first cell, then each
-/// one's second, and so on. In matrix order one target's cells come
-/// together, so the slow ones (a Rivet restart takes seconds) would pile
-/// up at the end on every worker at once, and one stack would restart the
-/// same component back to back.
+/// The order workers take jobs in: pass by pass (every cell's first
+/// repeat, then every cell's second...), and within a pass each target's
+/// first cell, then each one's second, and so on. In matrix order one
+/// target's cells come together, so the slow ones (a Rivet restart takes
+/// seconds) would pile up at the end on every worker at once, and one
+/// stack would restart the same component back to back; so would one
+/// cell's repeats run back to back.
 fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut ranked: Vec<(usize, Job)> = jobs
+    let mut seen: HashMap<(u32, String), usize> = HashMap::new();
+    let mut ranked: Vec<((u32, usize), Job)> = jobs
         .into_iter()
         .map(|job| {
-            let count = seen.entry(job.target.clone()).or_default();
+            let count = seen.entry((job.repeat, job.target.clone())).or_default();
             *count += 1;
-            (*count, job)
+            ((job.repeat, *count), job)
         })
         .collect();
     // Stable: within a round, matrix order.
-    ranked.sort_by_key(|(round, _)| *round);
+    ranked.sort_by_key(|(rank, _)| *rank);
     ranked.into_iter().map(|(_, job)| job).collect()
 }
 
@@ -244,24 +281,36 @@ fn ends_disposing(scenario: &crate::scenario::Scenario) -> bool {
         .is_some_and(|p| matches!(p.step, crate::scenario::Step::Dispose { .. }))
 }
 
-/// One worker: the next cell it can run until none is left or the run is
-/// interrupted. A cell whose verdict is in but whose cleanup is still
-/// running out (deferred DELETEs) finishes beside the next cell.
+/// One worker: the next job it can run until none is left or the run is
+/// interrupted. A repeat whose verdicts are in but whose cleanup is still
+/// running out (deferred DELETEs) finishes beside the next job.
 async fn work(
     shared: &Shared<'_>,
     worker: &mut Worker,
     events: mpsc::UnboundedSender<RunEvent>,
 ) -> (Vec<(usize, Cell)>, bool) {
-    let settings = shared.settings;
+    let run = shared.run;
+    let settings = run.settings;
     let mut finished = Vec::new();
-    let mut finishing = FuturesUnordered::new();
-    let mut done = |(index, cell): (usize, Cell), events: &mpsc::UnboundedSender<RunEvent>| {
-        let _ = events.send(RunEvent::CellFinished {
-            index,
-            total: shared.total,
-            cell: Box::new(cell.clone()),
-        });
-        finished.push((index, cell));
+    let mut finishing: Finishing<usize> = Finishing::new();
+    let mut done = |index: usize, attempts: Vec<Attempt>| {
+        if let Some(cell) = run.gather.finished(index, attempts) {
+            let _ = events.send(RunEvent::CellFinished {
+                index,
+                total: run.total,
+                cell: Box::new(cell.clone()),
+            });
+            finished.push((index, cell));
+        }
+    };
+    let judged = |index: usize, verdicts: Vec<(u32, crate::report::Verdict)>| {
+        if let Some(verdicts) = run.gather.judged(index, verdicts) {
+            let _ = events.send(RunEvent::CellJudged {
+                index,
+                total: run.total,
+                verdicts,
+            });
+        }
     };
     let mut send = |event: RunEvent| {
         let _ = events.send(event);
@@ -273,14 +322,12 @@ async fn work(
         *ran.entry(job.target.clone()).or_default() += 1;
         let scenario = &settings.scenarios[job.scenario];
         if !worker.serves(&job.point.server) {
-            // A switch stops the server: what earlier cells still DELETE runs out first.
-            while let Some(cell) = finishing.next().await {
-                done(cell, &events);
-            }
+            // A switch stops the server: what earlier jobs still DELETE runs out first.
+            finishing.drain(&mut done).await;
         }
         let ready = tokio::select! {
             ready = worker.take_point(&job.point) => Some(ready),
-            _ = crate::stop_flag::wait_true(shared.interrupt.clone()) => None,
+            _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
         };
         match ready {
             None => {
@@ -288,15 +335,10 @@ async fn work(
                 break;
             }
             Some(Err(reason)) => {
-                let mut cell = aggregate(
-                    &job.target,
-                    &scenario.name,
-                    None,
-                    vec![skipped_attempt(1, &reason)],
-                );
-                cell.verdict = crate::report::Verdict::Error;
-                job.labels.stamp(&mut cell);
-                done((job.index, cell), &events);
+                let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
+                failed.verdict = crate::report::Verdict::Error;
+                judged(job.index, vec![(failed.attempt, failed.verdict)]);
+                done(job.index, vec![failed]);
                 continue;
             }
             Some(Ok(())) => {}
@@ -307,60 +349,44 @@ async fn work(
         };
         let cell_id = CellId {
             index: job.index,
-            total: shared.total,
+            total: run.total,
             target,
             scenario,
         };
-        let attempts = {
-            let running = run_attempts(
-                plan,
-                worker,
-                &cell_id,
-                shared.sequence,
-                shared.interrupt,
-                &mut send,
-            );
-            tokio::pin!(running);
-            loop {
-                tokio::select! {
-                    attempts = &mut running => break attempts,
-                    Some(cell) = finishing.next(), if !finishing.is_empty() => done(cell, &events),
-                }
-            }
-        };
-        // An interrupted cell keeps the attempts that finished: nothing run is lost.
+        let attempts = finishing
+            .beside(
+                run_attempts(
+                    plan,
+                    worker,
+                    &cell_id,
+                    run.gather,
+                    run.sequence,
+                    run.interrupt,
+                    &mut send,
+                ),
+                &mut done,
+            )
+            .await;
+        // An interrupted repeat keeps the attempts that finished: nothing run is lost.
         if !attempts.attempts.is_empty() {
-            send(RunEvent::CellJudged {
-                index: job.index,
-                total: shared.total,
-                verdicts: attempts.attempts.iter().map(|a| a.verdict).collect(),
-            });
-            finishing.push(finish_cell(job, scenario.name.clone(), attempts.attempts));
+            judged(
+                job.index,
+                attempts
+                    .attempts
+                    .iter()
+                    .map(|a| (a.number, a.verdict))
+                    .collect(),
+            );
+            finishing.push(job.index, attempts.attempts);
         }
-        // Cells whose cleanup is already over (nothing was deferred, or a
-        // DELETE answered at once) end now, so the next pick sees the stack clear.
-        while let Some(Some(cell)) = finishing.next().now_or_never() {
-            done(cell, &events);
-        }
+        finishing.take_ready(&mut done);
         if attempts.interrupted {
             interrupted = true;
             break;
         }
     }
-    while let Some(cell) = finishing.next().await {
-        done(cell, &events);
-    }
+    finishing.drain(&mut done).await;
     (finished, interrupted)
-}
-
-/// A cell's record once each of its attempts has run out.
-async fn finish_cell(job: Job, scenario: String, attempts: Vec<PendingAttempt>) -> (usize, Cell) {
-    // Side by side: each attempt's cleanup runs out at once, none after another's.
-    let finished =
-        futures_util::future::join_all(attempts.into_iter().map(PendingAttempt::finish)).await;
-    let mut cell = aggregate(&job.target, &scenario, None, finished);
-    job.labels.stamp(&mut cell);
-    (job.index, cell)
 }
 
 /// How many workers a run of `cells` cells gets for `--jobs jobs`: never
@@ -380,7 +406,7 @@ pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{dispatch_order, next_job, workers_for, Job};
+    use super::{dispatch_order, next_job, repeats, workers_for, Job};
     use crate::runner::matrix::tests::point;
     use crate::runner::{ServedBinary, ServerSlot};
     use crate::targets::{Readiness, RestartAction, Target};
@@ -390,6 +416,7 @@ mod tests {
     fn job(index: usize, target: &str, scenario: usize, server: &str) -> Job {
         Job {
             index,
+            repeat: 1,
             target: target.to_string(),
             scenario,
             point: point(target, server),
@@ -446,6 +473,36 @@ mod tests {
             .collect();
         let order: Vec<usize> = dispatch_order(jobs).iter().map(|j| j.index).collect();
         assert_eq!(order, [1, 4, 5, 2, 6, 3]);
+    }
+
+    /// One cell's repeats are a whole pass of the matrix apart, each pass
+    /// in the order of a run without repeats.
+    #[test]
+    fn a_cells_repeats_come_a_pass_of_the_matrix_apart() {
+        let cells = vec![
+            job(1, "a", 0, "0.4.2"),
+            job(2, "a", 1, "0.4.2"),
+            job(3, "b", 0, "0.4.2"),
+        ];
+        let order: Vec<(usize, u32)> = dispatch_order(repeats(cells, 3))
+            .iter()
+            .map(|j| (j.index, j.repeat))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (1, 1),
+                (3, 1),
+                (2, 1),
+                (1, 2),
+                (3, 2),
+                (2, 2),
+                (1, 3),
+                (3, 3),
+                (2, 3)
+            ],
+            "each pass: a's first cell, b's, then a's second"
+        );
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The attempt lifecycle as a model: attempts that restart through a real
 //! [`CleanupFence`] (waiting for its write side when they cut requests) and
 //! leave deferred cleanup under its leases, in any mix of repeats, retries,
-//! verdicts and interruptions. Whatever the mix, the lifecycle ends (on
-//! paused time, so a deadlock shows as the hour running out), runs the
-//! attempts it should, and once its attempts are finished no lease is left.
+//! verdicts and interruptions, the repeats one after another on one stack
+//! with [`Finishing`] between them, as a worker runs them. Whatever the mix,
+//! the lifecycle ends (on paused time, so a deadlock shows as the hour
+//! running out), runs the attempts it should, and once its attempts are
+//! finished no lease is left.
 
-use super::lifecycle::{lifecycle, AttemptSource, PendingAttempt};
+use super::lifecycle::{lifecycle, AttemptSource, Finishing, PendingAttempt};
 use super::skipped_attempt;
 use crate::report::{Attempt, Verdict};
 use crate::scenario::CleanupFence;
@@ -79,7 +81,8 @@ fn record(number: u32, verdict: Verdict) -> Attempt {
 
 #[async_trait(?Send)]
 impl AttemptSource for Model {
-    async fn run(&mut self, number: u32) -> PendingAttempt {
+    async fn run(&mut self) -> PendingAttempt {
+        let number = self.ran.len() as u32 + 1;
         self.ran.push(number);
         let step = self.script[(number as usize - 1) % self.script.len()].clone();
         if step.cuts {
@@ -98,7 +101,7 @@ impl AttemptSource for Model {
                 let lease = self.fence.lease().await;
                 self.leases.fetch_add(1, Ordering::SeqCst);
                 let counted = Counted(Arc::clone(&self.leases));
-                PendingAttempt::pending(verdict, async move {
+                PendingAttempt::pending(number, verdict, async move {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     drop((lease, counted));
                     record(number, verdict)
@@ -165,13 +168,28 @@ proptest! {
         };
         let fence = model.fence.clone();
         let outcome = paused_runtime().block_on(async {
+            // A worker's loop over one cell's repeats.
             let whole = async {
-                let attempts = lifecycle(repeat, retries, &rx, &mut model).await;
-                let finished = futures_util::future::join_all(
-                    attempts.attempts.into_iter().map(PendingAttempt::finish),
-                )
-                .await;
-                (finished, attempts.interrupted)
+                let mut finishing: Finishing<()> = Finishing::new();
+                let mut finished: Vec<Attempt> = Vec::new();
+                let mut interrupted = false;
+                let mut done = |(), attempts: Vec<Attempt>| finished.extend(attempts);
+                for _ in 0..repeat {
+                    let attempts = finishing
+                        .beside(lifecycle(retries, &rx, &mut model), &mut done)
+                        .await;
+                    if !attempts.attempts.is_empty() {
+                        finishing.push((), attempts.attempts);
+                    }
+                    finishing.take_ready(&mut done);
+                    if attempts.interrupted {
+                        interrupted = true;
+                        break;
+                    }
+                }
+                finishing.drain(&mut done).await;
+                finished.sort_by_key(|a| a.attempt);
+                (finished, interrupted)
             };
             // Cancellation: the whole run dropped part-way (a second Ctrl-C).
             match dropped_after_ms {
