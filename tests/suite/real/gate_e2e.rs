@@ -283,16 +283,27 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
         [
             "run-started",
             "cell-started",
+            "attempt-judged",
             "cell-retrying",
             "cell-started",
+            "attempt-judged",
             "cell-judged",
             "cell-finished",
             "run-finished"
         ]
     );
-    assert_eq!(lines[4]["verdicts"], serde_json::json!(["fail", "pass"]));
-    assert_eq!(lines[5]["cell"], *c);
-    assert_eq!(lines[6]["exitCode"], 0);
+    assert_eq!(lines[0]["repeat"], 1);
+    assert_eq!(
+        (&lines[2]["attempt"], &lines[2]["verdict"]),
+        (&1.into(), &"fail".into())
+    );
+    assert_eq!(
+        (&lines[5]["attempt"], &lines[5]["verdict"]),
+        (&2.into(), &"pass".into())
+    );
+    assert_eq!(lines[6]["verdicts"], serde_json::json!(["fail", "pass"]));
+    assert_eq!(lines[7]["cell"], *c);
+    assert_eq!(lines[8]["exitCode"], 0);
     assert!(
         stderr(&run).contains("first-try"),
         "the table goes to stderr"

@@ -74,6 +74,76 @@ fn a_repeated_cell_on_the_local_stack_runs_every_attempt() {
     );
 }
 
+/// `--repeat` runs passes of the matrix: one cell's repeats came back to
+/// back on one stack, where each Rivet engine restart came back slower
+/// than the one before. Each cell's attempts are still numbered in the
+/// order they ran, and folded into one record.
+#[test]
+fn repeats_run_pass_by_pass_and_fold_into_one_cell_each() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = run_local(
+        &out,
+        &[
+            "--repeat",
+            "2",
+            "--jobs",
+            "1",
+            "--target",
+            "gateway-reload",
+            "--scenario",
+            "native-continuity",
+            "--scenario",
+            "recreate-rehydrate",
+            "--message-format",
+            "json",
+        ],
+        &[],
+    );
+    assert_exit(&run, exit_codes::OK);
+    let lines: Vec<Value> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let started: Vec<(&str, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "cell-started")
+        .map(|l| {
+            (
+                l["scenario"].as_str().unwrap(),
+                l["attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            ("native-continuity", 1),
+            ("recreate-rehydrate", 1),
+            ("native-continuity", 2),
+            ("recreate-rehydrate", 2)
+        ]
+    );
+    let finished = lines
+        .iter()
+        .filter(|l| l["type"] == "cell-finished")
+        .count();
+    assert_eq!(finished, 2, "one record per cell");
+    let report = report(&out);
+    for scenario in ["native-continuity", "recreate-rehydrate"] {
+        let cell = cell(&report, "gateway-reload", scenario);
+        let numbers: Vec<u64> = cell["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["attempt"].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, [1, 2], "{cell}");
+        assert_eq!(cell["verdict"], "pass", "{cell}");
+    }
+}
+
 /// The same on a `--config` deployment, with a scenario that passes
 /// there: the managed server's restart cuts open requests, so each
 /// repeat's restart waits for the previous attempt's DELETEs, which must
