@@ -26,6 +26,7 @@ mod client_axis;
 mod gather;
 mod matrix;
 mod persist_axis;
+mod queue;
 mod servers;
 mod workers;
 

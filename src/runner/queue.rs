@@ -1,0 +1,225 @@
+//! The queue of a run's jobs, one per repeat of each cell, and which one
+//! a worker takes next: pass by pass, targets interleaved within a pass
+//! ([`dispatch_order`]), and among those a worker can run, the one that
+//! fits its stack best ([`next_job`]).
+
+use super::matrix::{CellLabels, CellPoint, PlannedCell};
+use super::Worker;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// One repeat of a cell of the matrix to run: the cell's place in the run
+/// and its point.
+#[derive(Clone)]
+pub(super) struct Job {
+    pub index: usize,
+    /// Which of the cell's repeats (1 for the first).
+    pub repeat: u32,
+    /// The target's name: a worker runs only cells of targets it holds.
+    pub target: String,
+    /// Index into the run's scenarios.
+    pub scenario: usize,
+    pub point: CellPoint,
+    /// What the cell's record names of its point.
+    pub labels: CellLabels,
+}
+
+impl Job {
+    pub fn of(planned: &PlannedCell) -> Job {
+        Job {
+            index: planned.index,
+            repeat: 1,
+            target: planned.point.target.clone(),
+            scenario: planned.scenario,
+            point: planned.point.clone(),
+            labels: planned.labels.clone(),
+        }
+    }
+}
+
+/// One job per repeat of each cell, a whole pass of the matrix apart: the
+/// first repeat of every cell, then the second of every cell, and so on.
+/// Run back to back, one component's restarts would come seconds apart,
+/// and some come back slower each time (the RivetKit runner's reconnect
+/// backoff grows with every engine restart within a minute, and resets
+/// only with a new runner).
+pub(super) fn repeats(cells: Vec<Job>, repeat: u32) -> Vec<Job> {
+    (1..=repeat.max(1))
+        .flat_map(|repeat| {
+            cells.iter().cloned().map(move |mut job| {
+                job.repeat = repeat;
+                job
+            })
+        })
+        .collect()
+}
+
+/// The order workers take jobs in: pass by pass (every cell's first
+/// repeat, then every cell's second...), and within a pass each target's
+/// first cell, then each one's second, and so on. In matrix order one
+/// target's cells come together, so the slow ones (a Rivet restart takes
+/// seconds) would pile up at the end on every worker at once, and one
+/// stack would restart the same component back to back; so would one
+/// cell's repeats run back to back.
+pub(super) fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
+    let mut seen: HashMap<(u32, String), usize> = HashMap::new();
+    let mut ranked: Vec<((u32, usize), Job)> = jobs
+        .into_iter()
+        .map(|job| {
+            let count = seen.entry((job.repeat, job.target.clone())).or_default();
+            *count += 1;
+            ((job.repeat, *count), job)
+        })
+        .collect();
+    // Stable: within a round, matrix order.
+    ranked.sort_by_key(|(rank, _)| *rank);
+    ranked.into_iter().map(|(_, job)| job).collect()
+}
+
+/// The next job for `worker`, among those whose target it holds, by these
+/// preferences in turn. One of the server point its stack runs, so it
+/// switches its server only once that point's cells are taken. While its stack still has deferred DELETEs
+/// running, one whose restart would not have to wait for them (a reload,
+/// the Rivet engine or runner), and among those one that leaves no DELETE
+/// behind (its scenario does not end by disposing a client), so the stack
+/// is clear again for the next; otherwise one whose restart would wait, so
+/// those run while nothing is deferred. Then the target this worker has
+/// restarted least (`ran`): some components come back slower each time
+/// (the RivetKit runner's reconnect backoff doubles on every engine
+/// restart within a minute), so one target's cells go to different stacks.
+/// Then the first in line.
+pub(super) fn next_job(
+    queue: &Mutex<VecDeque<Job>>,
+    worker: &Worker,
+    ran: &HashMap<String, usize>,
+    leaves_deletes: impl Fn(&Job) -> bool,
+) -> Option<(Job, usize)> {
+    let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
+    let busy = worker.fence.busy();
+    let (at, target) = queue
+        .iter()
+        .enumerate()
+        .filter_map(|(at, job)| {
+            let target = worker.targets.iter().position(|t| t.name == job.target)?;
+            let switches = !worker.serves(&job.point.server);
+            Some((at, target, busy && leaves_deletes(job), switches))
+        })
+        .min_by_key(|(at, t, keeps_busy, switches)| {
+            let target = &worker.targets[*t];
+            let waits = target.keeps_open_requests != busy;
+            let ran = ran.get(&target.name).copied().unwrap_or(0);
+            (*switches, waits, *keeps_busy, ran, *at)
+        })
+        .map(|(at, t, _, _)| (at, t))?;
+    queue.remove(at).map(|job| (job, target))
+}
+
+/// Whether a cell of `scenario` ends with DELETEs deferred past it.
+pub(super) fn ends_disposing(scenario: &crate::scenario::Scenario) -> bool {
+    scenario
+        .cleanup
+        .last()
+        .is_some_and(|p| matches!(p.step, crate::scenario::Step::Dispose { .. }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{dispatch_order, next_job, repeats, Job};
+    use crate::runner::matrix::tests::point;
+    use crate::runner::{ServedBinary, ServerSlot};
+    use crate::targets::{Readiness, RestartAction, Target};
+    use std::collections::{HashMap, VecDeque};
+    use std::sync::Mutex;
+
+    fn job(index: usize, target: &str, scenario: usize, server: &str) -> Job {
+        Job {
+            index,
+            repeat: 1,
+            target: target.to_string(),
+            scenario,
+            point: point(target, server),
+            labels: Default::default(),
+        }
+    }
+
+    /// A worker whose stack runs 0.4.2 takes the 0.4.2 cell first, though
+    /// a 0.4.0 cell is ahead of it in line; with only 0.4.0 left, it takes that.
+    #[test]
+    fn a_worker_takes_the_cells_of_the_server_it_runs_first() {
+        let target = Target::new(
+            "gateway",
+            RestartAction::Command {
+                command: "true".into(),
+                timeout: std::time::Duration::from_secs(1),
+            },
+            Readiness::None,
+        );
+        let mut worker = crate::runner::tests::bare_worker(vec![target]);
+        let binaries: Vec<ServedBinary> = ["0.4.0", "0.4.2"]
+            .iter()
+            .map(|v| ServedBinary {
+                label: v.to_string(),
+                binary: format!("/bin/sandbox-agent-{v}").into(),
+            })
+            .collect();
+        worker.server = Some(ServerSlot::new(
+            binaries.into(),
+            Some("0.4.2"),
+            "agent",
+            None,
+        ));
+        let queue = Mutex::new(VecDeque::from([
+            job(1, "gateway", 0, "0.4.0"),
+            job(2, "gateway", 0, "0.4.2"),
+        ]));
+        let pick = || {
+            next_job(&queue, &worker, &HashMap::new(), |_| false)
+                .map(|(job, _)| job.index)
+                .unwrap()
+        };
+        assert_eq!(pick(), 2);
+        assert_eq!(pick(), 1);
+    }
+
+    #[test]
+    fn workers_take_each_targets_first_cell_then_each_ones_second() {
+        let matrix = [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0), ("c", 1)];
+        let jobs = matrix
+            .iter()
+            .enumerate()
+            .map(|(n, (target, scenario))| job(n + 1, target, *scenario, "0.4.2"))
+            .collect();
+        let order: Vec<usize> = dispatch_order(jobs).iter().map(|j| j.index).collect();
+        assert_eq!(order, [1, 4, 5, 2, 6, 3]);
+    }
+
+    /// One cell's repeats are a whole pass of the matrix apart, each pass
+    /// in the order of a run without repeats.
+    #[test]
+    fn a_cells_repeats_come_a_pass_of_the_matrix_apart() {
+        let cells = vec![
+            job(1, "a", 0, "0.4.2"),
+            job(2, "a", 1, "0.4.2"),
+            job(3, "b", 0, "0.4.2"),
+        ];
+        let order: Vec<(usize, u32)> = dispatch_order(repeats(cells, 3))
+            .iter()
+            .map(|j| (j.index, j.repeat))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (1, 1),
+                (3, 1),
+                (2, 1),
+                (1, 2),
+                (3, 2),
+                (2, 2),
+                (1, 3),
+                (3, 3),
+                (2, 3)
+            ],
+            "each pass: a's first cell, b's, then a's second"
+        );
+    }
+}
