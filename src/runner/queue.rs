@@ -78,7 +78,9 @@ pub(super) fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
 
 /// The next job for `worker`, among those whose target it holds, by these
 /// preferences in turn. One of the server point its stack runs, so it
-/// switches its server only once that point's cells are taken. While its stack still has deferred DELETEs
+/// switches its server only once that point's cells are taken. One of the
+/// earliest pass left (`--repeat`), so one cell's repeats stay a pass
+/// apart. While its stack still has deferred DELETEs
 /// running, one whose restart would not have to wait for them (a reload,
 /// the Rivet engine or runner), and among those one that leaves no DELETE
 /// behind (its scenario does not end by disposing a client), so the stack
@@ -108,7 +110,7 @@ pub(super) fn next_job(
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
             let ran = ran.get(&target.name).copied().unwrap_or(0);
-            (*switches, waits, *keeps_busy, ran, *at)
+            (*switches, queue[*at].repeat, waits, *keeps_busy, ran, *at)
         })
         .map(|(at, t, _, _)| (at, t))?;
     queue.remove(at).map(|job| (job, target))
@@ -179,6 +181,39 @@ mod tests {
         };
         assert_eq!(pick(), 2);
         assert_eq!(pick(), 1);
+    }
+
+    /// A job of a later pass that would suit the stack better (it leaves no
+    /// DELETE behind while the stack has some running out) still waits
+    /// for the earlier pass: the preferences hold within a pass.
+    #[test]
+    fn a_worker_finishes_a_pass_before_it_takes_the_next() {
+        let target = Target::new(
+            "gateway",
+            RestartAction::Command {
+                command: "true".into(),
+                timeout: std::time::Duration::from_secs(1),
+            },
+            Readiness::None,
+        );
+        let worker = crate::runner::tests::bare_worker(vec![target]);
+        // The stack has a deferred DELETE running out.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let _lease = runtime.block_on(worker.fence.lease());
+        assert!(worker.fence.busy());
+        let mut later = job(2, "gateway", 1, "0.4.2");
+        later.repeat = 2;
+        let queue = Mutex::new(VecDeque::from([later, job(1, "gateway", 0, "0.4.2")]));
+        let leaves_deletes = |j: &Job| j.scenario == 0;
+        let pick = || {
+            next_job(&queue, &worker, &HashMap::new(), leaves_deletes)
+                .map(|(job, _)| (job.index, job.repeat))
+                .unwrap()
+        };
+        assert_eq!(pick(), (1, 1));
+        assert_eq!(pick(), (2, 2));
     }
 
     #[test]
