@@ -119,7 +119,7 @@ impl View {
         match event {
             RunEvent::OverallTimeout { timeout_ms } => {
                 crate::console::errln(&format!(
-                    "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out: stopping, cleaning up and writing the partial report"
+                    "\nthe overall timeout ({timeout_ms} ms, --overall-timeout-ms) ran out:\nstopping, cleaning up and writing the partial report"
                 ));
             }
             RunEvent::RunStarted { total, repeat, .. } => {
@@ -336,7 +336,10 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: Partial
             presses += 1;
             live::clear();
             if presses == 1 {
-                crate::console::errln(&format!("\ninterrupted ({name}): stopping, cleaning up and writing the partial report (Ctrl-C again to kill everything now)"));
+                // Two lines, each within 80 columns: a terminal must not wrap them.
+                crate::console::errln(&format!(
+                    "\ninterrupted ({name}): stopping, cleaning up and writing the partial report\n(Ctrl-C again to kill everything now)"
+                ));
                 let _ = cancel.send(true);
             } else {
                 crate::supervise::kill_all_groups();

@@ -179,7 +179,18 @@ fn ctrl_c_takes_the_live_area_away_at_once() {
     let raw = run_on_a_pty(dir.path(), Some(("\x03", "agent × hold-[redacted] ")));
     let screen = final_screen(&raw);
     let text = screen.join("\n");
-    assert!(text.contains("interrupted (Ctrl-C): stopping"), "{text}");
+    // The interrupt's words fit the terminal's width, never wrapped mid-sentence.
+    let said = screen
+        .iter()
+        .find(|l| l.contains("interrupted (Ctrl-C): stopping"))
+        .expect(&text);
+    assert!(said.trim_end().ends_with("the partial report"), "{text}");
+    assert!(
+        screen
+            .iter()
+            .any(|l| l.trim_end() == "(Ctrl-C again to kill everything now)"),
+        "{text}"
+    );
     assert!(
         !screen
             .iter()
