@@ -60,6 +60,12 @@ pub enum Command {
         /// One cell's timeline: TARGET/SCENARIO (TARGET@SERVER on a server axis), TARGET/SCENARIO/CLIENT on a client axis (CLIENT@SDK on an SDK axis), and #ATTEMPT for a repeated run.
         #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]")]
         cell: Option<String>,
+        /// With --cell on a persistence axis: the cell of this store (`sqlite`, `postgres`…).
+        #[arg(long, value_name = "STORE", requires = "cell")]
+        persist: Option<String>,
+        /// With --cell on an agent axis: the cell of this agent.
+        #[arg(long, value_name = "AGENT", requires = "cell")]
+        agent: Option<String>,
     },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
     Merge(MergeArgs),

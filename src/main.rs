@@ -81,7 +81,19 @@ fn main() -> ExitCode {
                 console::out(&String::from_utf8_lossy(&script));
                 Ok(Outcome::Passed)
             }
-            Command::Show { run, cell } => commands::show(&run, cell.as_deref()).map(|out| {
+            Command::Show {
+                run,
+                cell,
+                persist,
+                agent,
+            } => {
+                let pick = commands::CellPick {
+                    persist: persist.as_deref(),
+                    agent: agent.as_deref(),
+                };
+                commands::show(&run, cell.as_deref(), &pick)
+            }
+            .map(|out| {
                 console::out(&out);
                 Outcome::Passed
             }),

@@ -34,7 +34,7 @@ pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
-pub use show::show;
+pub use show::{show, CellPick};
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);

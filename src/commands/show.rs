@@ -1,15 +1,24 @@
 //! `continuity show`: a finished run read back from its folder — the
 //! summary and a block per failed cell, fitted to the terminal as `run`
 //! prints them, or one cell's timeline as text
-//! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`).
+//! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`, with `--persist` and
+//! `--agent` for the axes the path does not name).
 
 use super::{load_report, CommandError};
 use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
 use crate::trace::for_each_event;
 use std::path::Path;
 
-/// The text to print for `show RUN [--cell …]`.
-pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
+/// The axes `--cell`'s path does not name, picked by flags of their own
+/// (`--persist`, `--agent`): needed where a run has several of their values.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CellPick<'a> {
+    pub persist: Option<&'a str>,
+    pub agent: Option<&'a str>,
+}
+
+/// The text to print for `show RUN [--cell … [--persist S] [--agent A]]`.
+pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let Some(wanted) = cell else {
         let stdout = crate::console::Stream::Stdout;
@@ -20,7 +29,7 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
         };
         return Ok(render_terminal(&report, &layout));
     };
-    let cell = &find_cell(&report, wanted)?;
+    let cell = &find_cell(&report, wanted, pick)?;
     let dir = if run.is_dir() {
         run.to_path_buf()
     } else {
@@ -50,7 +59,7 @@ pub fn show(run: &Path, cell: Option<&str>) -> Result<String, CommandError> {
 /// point (`agent@0.4.0`, `agent@fix`) on a server axis; CLIENT (`rust`,
 /// `ts-sdk`) picks one of a client axis's cells, and is needed there, as
 /// is `@SDK` (`ts-sdk@fix`) on an SDK axis.
-fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
+fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell, CommandError> {
     let (path, attempt) = match wanted.rsplit_once('#') {
         Some((path, n)) => (
             path,
@@ -94,7 +103,27 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
         .filter(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
         .filter(|c| client.is_none_or(|k| c.client_name() == k))
         .filter(|c| sdk.is_none_or(|s| c.sdk_version.as_deref() == Some(s)))
+        .filter(|c| pick.persist.is_none_or(|p| c.persist.as_deref() == Some(p)))
+        .filter(|c| pick.agent.is_none_or(|a| c.agent.as_deref() == Some(a)))
         .collect();
+    // An axis the path does not name, with several values among the matches.
+    let several = |flag: &str, of: fn(&Cell) -> Option<&str>| -> Result<(), CommandError> {
+        let mut values: Vec<&str> = Vec::new();
+        for value in matching.iter().filter_map(|c| of(c)) {
+            if !values.contains(&value) {
+                values.push(value);
+            }
+        }
+        match values.as_slice() {
+            [_, .., last] => Err(CommandError::usage(format!(
+                "{target}/{scenario} ran with {flag} {}: name one, e.g. --cell {path} --{flag} {last}",
+                values.join(" and ")
+            ))),
+            _ => Ok(()),
+        }
+    };
+    several("persist", |c| c.persist.as_deref())?;
+    several("agent", |c| c.agent.as_deref())?;
     let mut sdks: Vec<&str> = Vec::new();
     for sdk in matching.iter().filter_map(|c| c.sdk_version.as_deref()) {
         if !sdks.contains(&sdk) {
@@ -104,10 +133,16 @@ fn find_cell(report: &Report, wanted: &str) -> Result<Cell, CommandError> {
     let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
     let cell = match matching.first() {
         None => {
+            let mut picked = String::new();
+            for (flag, value) in [("persist", pick.persist), ("agent", pick.agent)] {
+                if let Some(value) = value {
+                    picked.push_str(&format!(" with --{flag} {value}"));
+                }
+            }
             return Err(CommandError::usage(format!(
-                "no cell {path} in this run (cells: {})",
+                "no cell {path}{picked} in this run (cells: {})",
                 known()
-            )))
+            )));
         }
         Some(_) if clients.iter().any(|k| *k != clients[0]) => {
             return Err(CommandError::usage(format!(
@@ -161,7 +196,12 @@ mod tests {
     #[test]
     fn an_sdk_point_is_named_after_the_client() {
         let report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
-        let fixed = find_cell(&report, "agent@fix/native-continuity/ts-sdk@fix").unwrap();
+        let fixed = find_cell(
+            &report,
+            "agent@fix/native-continuity/ts-sdk@fix",
+            &CellPick::default(),
+        )
+        .unwrap();
         assert_eq!(
             (
                 fixed.server_version.as_deref(),
@@ -170,22 +210,41 @@ mod tests {
             (Some("fix"), Some("fix"))
         );
         assert_eq!(fixed.verdict, crate::report::Verdict::Pass);
-        let release = find_cell(&report, "agent@0.4.2/native-continuity/ts-sdk@0.4.2").unwrap();
+        let release = find_cell(
+            &report,
+            "agent@0.4.2/native-continuity/ts-sdk@0.4.2",
+            &CellPick::default(),
+        )
+        .unwrap();
         assert_eq!(release.verdict, crate::report::Verdict::Fail);
         // What a block's `timeline:` line says finds that very cell.
         for cell in &report.cells {
             let spec = crate::report::terminal::cell_spec(cell);
+            let pick = CellPick {
+                persist: cell.persist.as_deref(),
+                agent: cell.agent.as_deref(),
+            };
             assert_eq!(
-                find_cell(&report, &spec).unwrap().key(),
+                find_cell(&report, &spec, &pick).unwrap().key(),
                 cell.key(),
                 "{spec}"
             );
         }
-        let e = find_cell(&report, "agent@fix/native-continuity/ts-sdk").unwrap_err();
+        let e = find_cell(
+            &report,
+            "agent@fix/native-continuity/ts-sdk",
+            &CellPick::default(),
+        )
+        .unwrap_err();
         assert!(
             e.to_string().contains("ran on SDK points 0.4.2 and fix: name one, e.g. --cell agent@fix/native-continuity/ts-sdk@fix"),
             "{e}"
         );
-        assert!(find_cell(&report, "agent@fix/native-continuity/ts-sdk@nope").is_err());
+        assert!(find_cell(
+            &report,
+            "agent@fix/native-continuity/ts-sdk@nope",
+            &CellPick::default()
+        )
+        .is_err());
     }
 }

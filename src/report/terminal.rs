@@ -274,7 +274,11 @@ fn block(out: &mut Out, cell: &Cell, color: bool) {
         out.line(&format!("{indent}{painted}"));
     }
     out.line(&fit::cut(
-        &format!("{indent}timeline: --cell {}", cell_spec(cell)),
+        &format!(
+            "{indent}timeline: --cell {}{}",
+            cell_spec(cell),
+            cell_pick_flags(cell)
+        ),
         width,
     ));
 }
@@ -377,6 +381,17 @@ pub fn cell_spec(cell: &Cell) -> String {
         spec.push_str(&format!("@{sdk}"));
     }
     spec
+}
+
+/// The flag `show --cell` needs beside the path on a persistence axis
+/// (` --persist postgres`; a cell names its store only there), else empty.
+/// A cell names its agent whenever it is a real one, so `--agent` is left
+/// to `show`'s own question on an agent axis.
+pub fn cell_pick_flags(cell: &Cell) -> String {
+    cell.persist
+        .as_ref()
+        .map(|store| format!(" --persist {store}"))
+        .unwrap_or_default()
 }
 
 fn first_line(text: Option<&str>) -> &str {

@@ -150,6 +150,59 @@ fn on_a_client_axis_the_cell_names_its_client() {
     assert_exit(&show(&[run, "--cell", "agent/s/go"]), exit_codes::USAGE);
 }
 
+/// On a persistence axis one TARGET/SCENARIO is a cell per store: `show`
+/// asks for the store rather than picking the first, and `--persist`
+/// picks it (an agent axis likewise, with `--agent`).
+#[test]
+fn on_a_persistence_axis_the_store_is_named_with_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    run_folder(dir.path());
+    let path = dir.path().join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    report["schema"] = json!("continuity.report/v2");
+    let mut postgres = report["cells"][0].clone();
+    postgres["persist"] = json!("postgres");
+    postgres["failureBoundary"] = json!("connect");
+    report["cells"][0]["persist"] = json!("sqlite");
+    report["cells"].as_array_mut().unwrap().push(postgres);
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    let run = dir.path().to_str().unwrap();
+
+    let ambiguous = show(&[run, "--cell", "agent/s"]);
+    assert_exit(&ambiguous, exit_codes::USAGE);
+    let (_, err) = text(&ambiguous);
+    assert!(
+        err.contains("ran with persist sqlite and postgres: name one, e.g. --cell agent/s --persist postgres"),
+        "{err}"
+    );
+    let picked = show(&[run, "--cell", "agent/s", "--persist", "postgres"]);
+    assert_exit(&picked, exit_codes::OK);
+    assert!(
+        text(&picked).0.contains("connect ◀ boundary"),
+        "{}",
+        text(&picked).0
+    );
+    let other = show(&[run, "--cell", "agent/s#1", "--persist", "sqlite"]);
+    assert_exit(&other, exit_codes::OK);
+    assert!(
+        text(&other).0.contains("promptAfter ◀ boundary"),
+        "{}",
+        text(&other).0
+    );
+    let none = show(&[run, "--cell", "agent/s", "--persist", "rivet"]);
+    assert_exit(&none, exit_codes::USAGE);
+    assert!(
+        text(&none)
+            .1
+            .contains("no cell agent/s with --persist rivet"),
+        "{}",
+        text(&none).1
+    );
+    // The flag picks among a cell's points: without --cell it means nothing.
+    assert_exit(&show(&[run, "--persist", "sqlite"]), exit_codes::USAGE);
+}
+
 #[test]
 fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
     let dir = tempfile::tempdir().unwrap();
