@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 pub const INSTALL: &str = "apt-get install -y --no-install-recommends chromium";
 
 const PACKAGE: &str = include_str!("../../stack/browser/package.json");
+const PACKAGE_LOCK: &str = include_str!("../../stack/browser/package-lock.json");
 const PAGE: &str = include_str!("../../stack/browser/page.mjs");
 const INDEXEDDB: &str = include_str!("../../stack/browser/indexeddb.mjs");
 const INDEX: &str = include_str!("../../stack/browser/index.html");
@@ -54,6 +55,7 @@ pub fn find_chromium() -> Result<PathBuf, StackError> {
 pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     let files: Vec<(&'static str, &'static str)> = vec![
         ("package.json", PACKAGE),
+        ("package-lock.json", PACKAGE_LOCK),
         ("page.mjs", PAGE),
         ("indexeddb.mjs", INDEXEDDB),
         ("drivers.mjs", DRIVERS),
@@ -289,3 +291,20 @@ fn is_root() -> bool {
 
 #[cfg(test)]
 mod contract;
+
+#[cfg(test)]
+mod tests {
+    use super::{PACKAGE, PACKAGE_LOCK};
+    use crate::stack::rivet::PINNED_SDK_VERSION;
+
+    /// The page bundles the SDK the hosted client runs, every package
+    /// pinned by the lock (an install without it took whatever esbuild's
+    /// and the SDK's dependencies resolved to that day).
+    #[test]
+    fn the_page_app_pins_the_sdk_version() {
+        assert!(PACKAGE.contains(&format!("\"sandbox-agent\": \"{PINNED_SDK_VERSION}\"")));
+        assert!(PACKAGE_LOCK.contains(&format!(
+            "\"node_modules/sandbox-agent\": {{\n      \"version\": \"{PINNED_SDK_VERSION}\""
+        )));
+    }
+}
