@@ -144,10 +144,8 @@ mod tests {
         }
     }
 
-    /// A worker whose stack runs 0.4.2 takes the 0.4.2 cell first, though
-    /// a 0.4.0 cell is ahead of it in line; with only 0.4.0 left, it takes that.
-    #[test]
-    fn a_worker_takes_the_cells_of_the_server_it_runs_first() {
+    /// A worker whose stack holds one target, `gateway`, restarted by `true`.
+    fn gateway_worker() -> crate::runner::Worker {
         let target = Target::new(
             "gateway",
             RestartAction::Command {
@@ -156,7 +154,14 @@ mod tests {
             },
             Readiness::None,
         );
-        let mut worker = crate::runner::tests::bare_worker(vec![target]);
+        crate::runner::tests::bare_worker(vec![target])
+    }
+
+    /// A worker whose stack runs 0.4.2 takes the 0.4.2 cell first, though
+    /// a 0.4.0 cell is ahead of it in line; with only 0.4.0 left, it takes that.
+    #[test]
+    fn a_worker_takes_the_cells_of_the_server_it_runs_first() {
+        let mut worker = gateway_worker();
         let binaries: Vec<ServedBinary> = ["0.4.0", "0.4.2"]
             .iter()
             .map(|v| ServedBinary {
@@ -188,15 +193,7 @@ mod tests {
     /// for the earlier pass: the preferences hold within a pass.
     #[test]
     fn a_worker_finishes_a_pass_before_it_takes_the_next() {
-        let target = Target::new(
-            "gateway",
-            RestartAction::Command {
-                command: "true".into(),
-                timeout: std::time::Duration::from_secs(1),
-            },
-            Readiness::None,
-        );
-        let worker = crate::runner::tests::bare_worker(vec![target]);
+        let worker = gateway_worker();
         // The stack has a deferred DELETE running out.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()

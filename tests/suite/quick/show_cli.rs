@@ -111,21 +111,27 @@ fn show_prints_the_matrix_and_one_cells_timeline() {
     assert_eq!(text(&again).0, out);
 }
 
+/// [`run_folder`]'s one cell as two points of the axis `key` (a v2
+/// report, where cells name their axes): `first` keeps the cell's failure
+/// at `promptAfter`, `second` fails at `connect`.
+fn two_points(dir: &Path, key: &str, first: &str, second: &str) {
+    run_folder(dir);
+    let path = dir.join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    report["schema"] = json!("continuity.report/v2");
+    let mut other = report["cells"][0].clone();
+    other[key] = json!(second);
+    other["failureBoundary"] = json!("connect");
+    report["cells"][0][key] = json!(first);
+    report["cells"].as_array_mut().unwrap().push(other);
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+}
+
 #[test]
 fn on_a_client_axis_the_cell_names_its_client() {
     let dir = tempfile::tempdir().unwrap();
-    run_folder(dir.path());
-    let path = dir.path().join("report.json");
-    let mut report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    // A client axis is v2's: the cell names its client.
-    report["schema"] = json!("continuity.report/v2");
-    let mut hosted = report["cells"][0].clone();
-    hosted["client"] = json!("ts-sdk");
-    hosted["failureBoundary"] = json!("connect");
-    report["cells"][0]["client"] = json!("rust");
-    report["cells"].as_array_mut().unwrap().push(hosted);
-    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    two_points(dir.path(), "client", "rust", "ts-sdk");
     let run = dir.path().to_str().unwrap();
 
     let ambiguous = show(&[run, "--cell", "agent/s"]);
@@ -156,17 +162,7 @@ fn on_a_client_axis_the_cell_names_its_client() {
 #[test]
 fn on_a_persistence_axis_the_store_is_named_with_persist() {
     let dir = tempfile::tempdir().unwrap();
-    run_folder(dir.path());
-    let path = dir.path().join("report.json");
-    let mut report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    report["schema"] = json!("continuity.report/v2");
-    let mut postgres = report["cells"][0].clone();
-    postgres["persist"] = json!("postgres");
-    postgres["failureBoundary"] = json!("connect");
-    report["cells"][0]["persist"] = json!("sqlite");
-    report["cells"].as_array_mut().unwrap().push(postgres);
-    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    two_points(dir.path(), "persist", "sqlite", "postgres");
     let run = dir.path().to_str().unwrap();
 
     let ambiguous = show(&[run, "--cell", "agent/s"]);
