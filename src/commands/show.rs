@@ -108,12 +108,7 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
         .collect();
     // An axis the path does not name, with several values among the matches.
     let several = |flag: &str, of: fn(&Cell) -> Option<&str>| -> Result<(), CommandError> {
-        let mut values: Vec<&str> = Vec::new();
-        for value in matching.iter().filter_map(|c| of(c)) {
-            if !values.contains(&value) {
-                values.push(value);
-            }
-        }
+        let values = distinct(matching.iter().filter_map(|c| of(c)));
         match values.as_slice() {
             [_, .., last] => Err(CommandError::usage(format!(
                 "{target}/{scenario} ran with {flag} {}: name one, e.g. --cell {path} --{flag} {last}",
@@ -124,12 +119,7 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
     };
     several("persist", |c| c.persist.as_deref())?;
     several("agent", |c| c.agent.as_deref())?;
-    let mut sdks: Vec<&str> = Vec::new();
-    for sdk in matching.iter().filter_map(|c| c.sdk_version.as_deref()) {
-        if !sdks.contains(&sdk) {
-            sdks.push(sdk);
-        }
-    }
+    let sdks = distinct(matching.iter().filter_map(|c| c.sdk_version.as_deref()));
     let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
     let cell = match matching.first() {
         None => {
@@ -184,6 +174,17 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
         trace: a.trace.clone(),
         ..cell.clone()
     })
+}
+
+/// Each value once, in the order first seen.
+fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen
 }
 
 #[cfg(test)]

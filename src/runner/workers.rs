@@ -104,8 +104,8 @@ async fn run_lanes(
     let mut finished = drive(run, vec![&mut *own], first, on_event).await;
     if !finished.interrupted {
         let more = drive(run, workers.iter_mut().collect(), later, on_event).await;
+        // In matrix order once the run's cells are all in (see run_jobs).
         finished.cells.extend(more.cells);
-        finished.cells.sort_by_key(|(index, _)| *index);
         finished.interrupted = more.interrupted;
     }
     own.targets
