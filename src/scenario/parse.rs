@@ -168,25 +168,85 @@ impl Checker<'_> {
     fn phase(&mut self, raw: &Spanned<RawPhase>, cleanup: bool) -> Result<Phase, ScenarioError> {
         let span = Some(raw.span());
         let p = raw.get_ref();
+        let kind = self.step_kind(p, span.clone())?;
+        let frame = self.frame(p, cleanup, span.clone())?;
+        let f = Fields {
+            kind,
+            raw: p,
+            file: self.file,
+            line: span.as_ref().map(|s| line_of(self.source, s.start)),
+        };
+        // Exhaustive, so a new kind must be given its family here.
+        let step = match kind {
+            StepKind::Prompt | StepKind::Restart | StepKind::AwaitTurn | StepKind::TurnHistory => {
+                self.turn_step(&f, raw.span().start, cleanup, frame.timeout)?
+            }
+            StepKind::WriteFile
+            | StepKind::ReadFile
+            | StepKind::SpawnProcess
+            | StepKind::ProcessStatus
+            | StepKind::TerminalAttach
+            | StepKind::TerminalSend
+            | StepKind::TerminalExpect
+            | StepKind::TerminalReattach => sandbox_step(&f)?,
+            StepKind::Connect
+            | StepKind::CreateSession
+            | StepKind::RehydratePrompt
+            | StepKind::GetEvents
+            | StepKind::ResumeSession
+            | StepKind::DestroySession
+            | StepKind::Dispose
+            | StepKind::Sleep
+            | StepKind::Health
+            | StepKind::ReplayCheck
+            | StepKind::Probe
+            | StepKind::RecoverSession => session_step(&f)?,
+        };
+        self.check_references(&step, span)?;
+        Ok(Phase {
+            name: frame.name,
+            step,
+            timeout: frame.timeout,
+            continue_on_failure: frame.continue_on_failure,
+            decides_verdict: false,
+        })
+    }
+
+    /// The step's kind, and no field that kind does not take.
+    fn step_kind(
+        &self,
+        p: &RawPhase,
+        span: Option<std::ops::Range<usize>>,
+    ) -> Result<StepKind, ScenarioError> {
         let fail = |msg: String| self.error(span.clone(), msg);
         let kind: StepKind = p
             .step
             .parse()
             .map_err(|e: UnknownStep| fail(e.to_string()))?;
         let allowed = kind.fields();
-        for field in p.set_fields() {
-            if !allowed.contains(&field) {
-                return Err(fail(format!(
-                    "`{field}` is not a field of step `{}` (it takes: {})",
-                    p.step,
-                    if allowed.is_empty() {
-                        "nothing else".to_string()
-                    } else {
-                        allowed.join(", ")
-                    }
-                )));
-            }
+        if let Some(field) = p.set_fields().into_iter().find(|f| !allowed.contains(f)) {
+            return Err(fail(format!(
+                "`{field}` is not a field of step `{}` (it takes: {})",
+                p.step,
+                if allowed.is_empty() {
+                    "nothing else".to_string()
+                } else {
+                    allowed.join(", ")
+                }
+            )));
         }
+        Ok(kind)
+    }
+
+    /// What every phase has whatever its step: a name, what a failure does,
+    /// a deadline.
+    fn frame(
+        &self,
+        p: &RawPhase,
+        cleanup: bool,
+        span: Option<std::ops::Range<usize>>,
+    ) -> Result<Frame, ScenarioError> {
+        let fail = |msg: String| self.error(span.clone(), msg);
         let name = match (&p.name, cleanup) {
             (Some(n), _) if !n.trim().is_empty() => n.trim().to_string(),
             (_, true) => p.step.clone(),
@@ -206,25 +266,29 @@ impl Checker<'_> {
             Some(ms) => Some(Duration::from_millis(ms)),
             None => None,
         };
-        let f = Fields {
-            kind,
-            raw: p,
-            file: self.file,
-            line: span.as_ref().map(|s| line_of(self.source, s.start)),
-        };
-        let step = match kind {
-            StepKind::Connect => Step::Connect {
-                client: f.client()?,
-            },
-            StepKind::CreateSession => Step::CreateSession {
-                client: f.client()?,
-                session: f.session()?,
-                cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
-            },
+        Ok(Frame {
+            name,
+            continue_on_failure,
+            timeout,
+        })
+    }
+
+    /// Prompts, turns and restarts: the steps whose order the turn checker
+    /// follows (a turn started, restarted into, awaited, its history read).
+    fn turn_step(
+        &self,
+        f: &Fields<'_>,
+        at: usize,
+        cleanup: bool,
+        timeout: Option<Duration>,
+    ) -> Result<Step, ScenarioError> {
+        let p = f.raw;
+        let fail = |msg: String| f.fail(msg);
+        Ok(match f.kind {
             StepKind::Prompt if p.wait == Some(false) || p.turn.is_some() => {
                 self.turns
                     .borrow_mut()
-                    .start_turn(raw.span().start, p, cleanup)
+                    .start_turn(at, p, cleanup)
                     .map_err(|why| fail(why.0))?;
                 Step::StartTurn {
                     client: f.client()?,
@@ -238,11 +302,6 @@ impl Checker<'_> {
                 session: f.session()?,
                 texts: f.prompt_texts()?,
                 expect_stop_reason: p.expect_stop_reason.clone(),
-            },
-            StepKind::RehydratePrompt => Step::RehydratePrompt {
-                client: f.client()?,
-                session: f.session()?,
-                from: f.need("from", &p.from)?,
             },
             StepKind::Restart => match p.after_ms {
                 None => Step::Restart,
@@ -278,102 +337,7 @@ impl Checker<'_> {
                     turn,
                 }
             }
-            StepKind::GetEvents => Step::GetEvents {
-                client: f.client()?,
-                session: f.session()?,
-                limit: match p.limit {
-                    Some(0) => return Err(fail("limit must be greater than 0".into())),
-                    Some(n) => n,
-                    None => 20,
-                },
-                integrity: p.integrity.unwrap_or(false),
-            },
-            StepKind::ResumeSession => Step::ResumeSession {
-                client: f.client()?,
-                session: f.session()?,
-                expect: f.resume_expect()?,
-            },
-            StepKind::DestroySession => Step::DestroySession {
-                client: f.client()?,
-                session: f.session()?,
-            },
-            StepKind::Dispose => Step::Dispose {
-                client: f.client()?,
-            },
-            StepKind::Sleep => Step::Sleep {
-                duration: Duration::from_millis(
-                    p.ms.ok_or_else(|| fail("step `sleep` needs `ms`".into()))?,
-                ),
-            },
-            StepKind::Health => Step::Health {
-                client: f.client()?,
-            },
-            StepKind::ReplayCheck => Step::ReplayCheck {
-                client: f.client()?,
-                session: f.session()?,
-            },
-            StepKind::Probe => Step::Probe {
-                client: f.client()?,
-            },
-            StepKind::RecoverSession => Step::RecoverSession {
-                client: f.client()?,
-                session: f.session()?,
-                text: f.one_text()?,
-            },
-            StepKind::WriteFile => Step::WriteFile {
-                client: f.client()?,
-                path: f.path()?,
-                content: p
-                    .content
-                    .clone()
-                    .ok_or_else(|| fail("step `write_file` needs `content`".into()))?,
-            },
-            StepKind::ReadFile => Step::ReadFile {
-                client: f.client()?,
-                path: f.path()?,
-            },
-            StepKind::SpawnProcess => {
-                let command = f.command()?;
-                Step::SpawnProcess {
-                    client: f.client()?,
-                    process: f.need("process", &p.process)?,
-                    command,
-                    tty: p.tty.unwrap_or(false),
-                }
-            }
-            StepKind::ProcessStatus => Step::ProcessStatus {
-                client: f.client()?,
-                process: f.need("process", &p.process)?,
-                expect: f.process_expect()?,
-                logs_contain: p.logs_contain.clone().filter(|t| !t.is_empty()),
-            },
-            StepKind::TerminalAttach => Step::TerminalAttach {
-                client: f.client()?,
-                process: f.need("process", &p.process)?,
-                terminal: f.need("terminal", &p.terminal)?,
-            },
-            StepKind::TerminalSend => Step::TerminalSend {
-                terminal: f.need("terminal", &p.terminal)?,
-                text: f
-                    .one_line()?
-                    .ok_or_else(|| fail("step `terminal_send` needs `text`".into()))?,
-            },
-            StepKind::TerminalExpect => Step::TerminalExpect {
-                terminal: f.need("terminal", &p.terminal)?,
-                text: f.one_line()?,
-            },
-            StepKind::TerminalReattach => Step::TerminalReattach {
-                client: f.client()?,
-                terminal: f.need("terminal", &p.terminal)?,
-            },
-        };
-        self.check_references(&step, span)?;
-        Ok(Phase {
-            name,
-            step,
-            timeout,
-            continue_on_failure,
-            decides_verdict: false,
+            other => unreachable!("{} is not a turn step", other.name()),
         })
     }
 
@@ -462,6 +426,132 @@ impl Checker<'_> {
         }
         Ok(())
     }
+}
+
+/// What every phase has whatever its step.
+struct Frame {
+    name: String,
+    continue_on_failure: bool,
+    timeout: Option<Duration>,
+}
+
+/// Sessions and the client: connect, sessions, events, resume, recovery.
+fn session_step(f: &Fields<'_>) -> Result<Step, ScenarioError> {
+    let p = f.raw;
+    let fail = |msg: String| f.fail(msg);
+    Ok(match f.kind {
+        StepKind::Connect => Step::Connect {
+            client: f.client()?,
+        },
+        StepKind::CreateSession => Step::CreateSession {
+            client: f.client()?,
+            session: f.session()?,
+            cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
+        },
+        StepKind::RehydratePrompt => Step::RehydratePrompt {
+            client: f.client()?,
+            session: f.session()?,
+            from: f.need("from", &p.from)?,
+        },
+        StepKind::GetEvents => Step::GetEvents {
+            client: f.client()?,
+            session: f.session()?,
+            limit: match p.limit {
+                Some(0) => return Err(fail("limit must be greater than 0".into())),
+                Some(n) => n,
+                None => 20,
+            },
+            integrity: p.integrity.unwrap_or(false),
+        },
+        StepKind::ResumeSession => Step::ResumeSession {
+            client: f.client()?,
+            session: f.session()?,
+            expect: f.resume_expect()?,
+        },
+        StepKind::DestroySession => Step::DestroySession {
+            client: f.client()?,
+            session: f.session()?,
+        },
+        StepKind::Dispose => Step::Dispose {
+            client: f.client()?,
+        },
+        StepKind::Sleep => Step::Sleep {
+            duration: Duration::from_millis(
+                p.ms.ok_or_else(|| fail("step `sleep` needs `ms`".into()))?,
+            ),
+        },
+        StepKind::Health => Step::Health {
+            client: f.client()?,
+        },
+        StepKind::ReplayCheck => Step::ReplayCheck {
+            client: f.client()?,
+            session: f.session()?,
+        },
+        StepKind::Probe => Step::Probe {
+            client: f.client()?,
+        },
+        StepKind::RecoverSession => Step::RecoverSession {
+            client: f.client()?,
+            session: f.session()?,
+            text: f.one_text()?,
+        },
+        other => unreachable!("{} is not a session step", other.name()),
+    })
+}
+
+/// The sandbox: files, processes and their terminals.
+fn sandbox_step(f: &Fields<'_>) -> Result<Step, ScenarioError> {
+    let p = f.raw;
+    let fail = |msg: String| f.fail(msg);
+    Ok(match f.kind {
+        StepKind::WriteFile => Step::WriteFile {
+            client: f.client()?,
+            path: f.path()?,
+            content: p
+                .content
+                .clone()
+                .ok_or_else(|| fail("step `write_file` needs `content`".into()))?,
+        },
+        StepKind::ReadFile => Step::ReadFile {
+            client: f.client()?,
+            path: f.path()?,
+        },
+        StepKind::SpawnProcess => {
+            let command = f.command()?;
+            Step::SpawnProcess {
+                client: f.client()?,
+                process: f.need("process", &p.process)?,
+                command,
+                tty: p.tty.unwrap_or(false),
+            }
+        }
+        StepKind::ProcessStatus => Step::ProcessStatus {
+            client: f.client()?,
+            process: f.need("process", &p.process)?,
+            expect: f.process_expect()?,
+            logs_contain: p.logs_contain.clone().filter(|t| !t.is_empty()),
+        },
+        StepKind::TerminalAttach => Step::TerminalAttach {
+            client: f.client()?,
+            process: f.need("process", &p.process)?,
+            terminal: f.need("terminal", &p.terminal)?,
+        },
+        StepKind::TerminalSend => Step::TerminalSend {
+            terminal: f.need("terminal", &p.terminal)?,
+            text: f
+                .one_line()?
+                .ok_or_else(|| fail("step `terminal_send` needs `text`".into()))?,
+        },
+        StepKind::TerminalExpect => Step::TerminalExpect {
+            terminal: f.need("terminal", &p.terminal)?,
+            text: f.one_line()?,
+        },
+        StepKind::TerminalReattach => Step::TerminalReattach {
+            client: f.client()?,
+            terminal: f.need("terminal", &p.terminal)?,
+        },
+        other => unreachable!("{} is not a sandbox step", other.name()),
+    })
 }
 
 /// A toml error as `file:line: message (in `the line`)`, so the key is always named.
