@@ -14,7 +14,7 @@ pub mod live;
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
 use crate::secret::Redactor;
-use crate::untrusted::{printable, CommandLine};
+use crate::untrusted::{printable, CommandLine, Printed};
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -87,7 +87,7 @@ fn terminal_width(stream: Stream) -> Option<usize> {
 
 /// Writes `text` to stdout, [`printable`] (no newline added).
 pub fn out(text: &str) {
-    write_out(&printable(&redact(text)));
+    write_out(&printable(&redact(text), Printed::MaybeJson));
 }
 
 /// Writes one of continuity's own workflow commands and a newline to
@@ -127,7 +127,7 @@ pub fn outln(line: &str) {
 /// Writes `line` and a newline to stderr, [`printable`]; a failure to do
 /// so is ignored.
 pub fn errln(line: &str) {
-    write_err(&printable(&redact(line)));
+    write_err(&printable(&redact(line), Printed::Text));
 }
 
 fn write_err(line: &str) {

@@ -128,14 +128,32 @@ fn defuse_command_start(line: String) -> String {
     }
 }
 
+/// What a printed text may be, for [`printable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Printed {
+    /// stdout: maybe JSON lines (`--message-format json`), whose strings
+    /// serde escaped for C0 only; DEL, C1 and bidi characters are left as
+    /// they are, so the JSON stays exact (the renderers escaped them in
+    /// the foreign text of human output already).
+    MaybeJson,
+    /// stderr: only text for people; every character that acts is escaped.
+    Text,
+}
+
 /// What the console writes, for every line it prints: control characters
-/// other than line feed and tab shown as escapes, except the SGR colour
-/// sequences (`ESC [ digits ; m`) continuity paints with; a line that would
-/// begin a workflow command defused. Text free of both is borrowed as is,
-/// so JSON (serde escapes every control character) passes unchanged.
-pub fn printable(text: &str) -> Cow<'_, str> {
-    let needs = text.bytes().any(|b| b < 0x20 && b != b'\n' && b != b'\t')
-        || text.contains('\u{7f}')
+/// other than line feed and tab shown as escapes (on stderr also DEL, C1
+/// and bidi characters), except the SGR colour sequences
+/// (`ESC [ digits ; m`) continuity paints with; a line that would begin a
+/// workflow command defused. JSON (serde escapes every C0 character)
+/// passes unchanged.
+pub fn printable(text: &str, printed: Printed) -> Cow<'_, str> {
+    let escaped = |ch: char| match printed {
+        Printed::MaybeJson => ch.is_ascii_control() && ch != '\x7f',
+        Printed::Text => acts(ch),
+    };
+    let needs = text
+        .chars()
+        .any(|ch| ch != '\n' && ch != '\t' && escaped(ch))
         || text
             .split('\n')
             .any(|line| line.trim_start().starts_with("::"));
@@ -144,12 +162,12 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     }
     let lines: Vec<String> = text
         .split('\n')
-        .map(|line| defuse_command_start(escape_controls_keeping_colour(line)))
+        .map(|line| defuse_command_start(escape_keeping_colour(line, escaped)))
         .collect();
     Cow::Owned(lines.join("\n"))
 }
 
-fn escape_controls_keeping_colour(line: &str) -> String {
+fn escape_keeping_colour(line: &str, escaped: impl Fn(char) -> bool) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(ch) = rest.chars().next() {
@@ -160,7 +178,7 @@ fn escape_controls_keeping_colour(line: &str) -> String {
                 continue;
             }
         }
-        if ch == '\t' || !ch.is_ascii_control() {
+        if ch == '\t' || !escaped(ch) {
             out.push(ch);
         } else {
             push_visible(&mut out, ch);

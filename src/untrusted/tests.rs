@@ -54,14 +54,19 @@ proptest! {
 
     #[test]
     fn a_printed_text_starts_no_command_and_keeps_only_lf_tab_and_colour(text in hostile_text()) {
-        let out = printable(&text);
-        for line in out.split('\n') {
-            prop_assert!(!starts_a_command(line), "{line:?}");
-            let without_colour = line.replace("\x1b[31m", "");
-            prop_assert!(
-                !without_colour.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f),
-                "{line:?}"
-            );
+        for printed in [Printed::MaybeJson, Printed::Text] {
+            let out = printable(&text, printed);
+            for line in out.split('\n') {
+                prop_assert!(!starts_a_command(line), "{line:?}");
+                let without_colour = line.replace("\x1b[31m", "");
+                prop_assert!(
+                    !without_colour.bytes().any(|b| b < 0x20 && b != b'\t'),
+                    "{line:?}"
+                );
+                if printed == Printed::Text {
+                    prop_assert!(!without_colour.chars().any(|c| c != '\t' && acts(c)), "{line:?}");
+                }
+            }
         }
     }
 
@@ -112,13 +117,23 @@ fn the_markdown_form_reads_as_sent() {
 
 #[test]
 fn printing_keeps_json_and_colour_and_defuses_foreign_commands() {
-    let json = serde_json::to_string(&serde_json::json!({ "detail": HOSTILE })).unwrap();
-    assert!(matches!(printable(&json), Cow::Borrowed(_)));
+    let json =
+        serde_json::to_string(&serde_json::json!({ "detail": HOSTILE, "del": "\u{7f}" })).unwrap();
+    assert!(matches!(
+        printable(&json, Printed::MaybeJson),
+        Cow::Borrowed(_)
+    ));
     let coloured = "\x1b[31mFAIL\x1b[0m agent\n  next\tline\n";
-    assert_eq!(printable(coloured), coloured);
+    for printed in [Printed::MaybeJson, Printed::Text] {
+        assert_eq!(printable(coloured, printed), coloured);
+        assert_eq!(
+            printable("ok\n  ::error::X\x1b]0;t\x07\rz\n", printed),
+            "ok\n  \\x3a:error::X\\x1b]0;t\\x07\\rz\n"
+        );
+    }
     assert_eq!(
-        printable("ok\n  ::error::X\x1b]0;t\x07\rz\n"),
-        "ok\n  \\x3a:error::X\\x1b]0;t\\x07\\rz\n"
+        printable("a\u{202e}b\u{9b}c\u{7f}", Printed::Text),
+        "a\\u{202e}b\\u{9b}c\\x7f"
     );
 }
 
