@@ -80,19 +80,21 @@ fn assert_markdown_safe(what: &str, text: &str) {
     );
 }
 
-fn run(base_url: &str, out: &Path, summary: &Path) -> Output {
+fn run(base_url: &str, out: &Path, summary: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--base-url",
+        base_url,
+        "--timeout-ms",
+        "3000",
+        "--scenario",
+        "native-continuity",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
     support::continuity_with(
-        &[
-            "run",
-            "--base-url",
-            base_url,
-            "--timeout-ms",
-            "3000",
-            "--scenario",
-            "native-continuity",
-            "--out",
-            out.to_str().unwrap(),
-        ],
+        &args,
         &[
             ("GITHUB_ACTIONS", "true"),
             ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
@@ -121,7 +123,7 @@ fn a_hostile_servers_text_is_shown_and_never_acted_on_in_any_output() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let summary = dir.path().join("summary.md");
-    let run = run(&server.base_url(), &out, &summary);
+    let run = run(&server.base_url(), &out, &summary, &[]);
     let (stdout, stderr) = (text(&run.stdout), text(&run.stderr));
     assert!(
         server.requests().iter().any(|r| r.method == "POST"),
@@ -130,10 +132,10 @@ fn a_hostile_servers_text_is_shown_and_never_acted_on_in_any_output() {
 
     // report.json: the server's words, byte for byte.
     let report = support::report(&out);
-    let messages = messages(&report);
+    let kept = messages(&report);
     assert!(
-        messages.iter().any(|m| m.contains(DETAIL)),
-        "report.json keeps the detail exactly: {messages:?}"
+        kept.iter().any(|m| m.contains(DETAIL)),
+        "report.json keeps the detail exactly: {kept:?}"
     );
     let raw = std::fs::read_to_string(out.join("report.json")).unwrap();
     let again: serde_json::Value = serde_json::from_str(&raw).unwrap();
@@ -187,4 +189,28 @@ fn a_hostile_servers_text_is_shown_and_never_acted_on_in_any_output() {
     assert_markdown_safe("report.md", &md);
     let step_summary = std::fs::read_to_string(&summary).unwrap();
     assert_markdown_safe("the step summary", &step_summary);
+
+    // JSON lines on stdout: exact too; the annotations move to stderr.
+    let json_run = self::run(
+        &server.base_url(),
+        &dir.path().join("json"),
+        &dir.path().join("summary-json.md"),
+        &["--message-format", "json"],
+    );
+    let lines = text(&json_run.stdout);
+    let events: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "cell-finished")
+        .expect("a cell-finished event");
+    assert!(
+        messages(&serde_json::json!({ "cells": [finished["cell"]] }))
+            .iter()
+            .any(|m| m.contains(DETAIL)),
+        "the event keeps the detail exactly: {finished}"
+    );
+    assert_terminal_safe("stderr of the JSON run", &text(&json_run.stderr));
 }
