@@ -1,6 +1,9 @@
 //! The terminal: every line continuity prints goes through here. Text is
 //! redacted with the run's [`Redactor`] (installed with
-//! [`crate::secret::install`] once the run knows its secrets), and a stdout that is closed (`continuity list | head -1`) ends
+//! [`crate::secret::install`] once the run knows its secrets) and made
+//! [`printable`] (no control character but line feed, tab and colour, no
+//! line that starts a GitHub workflow command unless it is one of
+//! continuity's own, [`command`]), and a stdout that is closed (`continuity list | head -1`) ends
 //! output quietly, as ripgrep does, instead of panicking; any other stdout
 //! failure (a full disk) is kept for the exit code. Writing to stderr never
 //! fails a run. While the [`live`] area is shown, stderr lines go above it
@@ -11,6 +14,7 @@ pub mod live;
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
 use crate::secret::Redactor;
+use crate::untrusted::{printable, CommandLine, Printed};
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -81,12 +85,25 @@ fn terminal_width(stream: Stream) -> Option<usize> {
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
-/// Writes `text` to stdout as it is (no newline added).
+/// Writes `text` to stdout, [`printable`] (no newline added).
 pub fn out(text: &str) {
+    write_out(&printable(&redact(text), Printed::MaybeJson));
+}
+
+/// Writes one of continuity's own workflow commands and a newline to
+/// `stream`, whole: the only line that may start with `::`.
+pub fn command(line: &CommandLine, stream: Stream) {
+    let text = redact(line.as_str());
+    match stream {
+        Stream::Stdout => write_out(&format!("{text}\n")),
+        Stream::Stderr => write_err(&text),
+    }
+}
+
+fn write_out(text: &str) {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }
-    let text = redact(text);
     let result = live::suspended(|| {
         let mut stdout = io::stdout().lock();
         stdout
@@ -107,10 +124,14 @@ pub fn outln(line: &str) {
     out(&format!("{line}\n"));
 }
 
-/// Writes `line` and a newline to stderr; a failure to do so is ignored.
+/// Writes `line` and a newline to stderr, [`printable`]; a failure to do
+/// so is ignored.
 pub fn errln(line: &str) {
-    let line = redact(line);
-    if live::print_above(&line) {
+    write_err(&printable(&redact(line), Printed::Text));
+}
+
+fn write_err(line: &str) {
+    if live::print_above(line) {
         return;
     }
     let mut stderr = io::stderr().lock();

@@ -34,10 +34,11 @@
 //! - `trace`: each cell's wire history (what transport, client and
 //!   targets saw)
 //! - `console`: every printed line, redacted
-//! - `http`, `secret`, `signal`, `exit_codes`, `errors`: leaves: the HTTP
-//!   client builder, redaction of secrets, the signal table, exit codes,
-//!   what every layer's errors share (the cause chain on one line, a
-//!   rejected value's reason)
+//! - `http`, `secret`, `signal`, `exit_codes`, `errors`, `untrusted`:
+//!   leaves: the HTTP client builder, redaction of secrets, the signal
+//!   table, exit codes, what every layer's errors share (the cause chain
+//!   on one line, a rejected value's reason), text continuity did not
+//!   write as each output may show it
 //! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`:
 //!   leaves: durations in ms, a byte offset's line, waiting on a stop flag,
 //!   text cut to a display width, file names from user text, an enum's
@@ -72,6 +73,7 @@ mod stop_flag;
 pub mod supervise;
 mod targets;
 pub mod trace;
+pub mod untrusted;
 mod wire_name;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use crate::fit;
 use crate::report::{Cell, Verdict};
+use crate::untrusted::Untrusted;
 
 /// The line for `cell`, the `done`th of `total` to finish.
 pub(super) fn finished_line(
@@ -19,7 +20,7 @@ pub(super) fn finished_line(
         .iter()
         .find(|p| Some(&p.name) == cell.failure_boundary.as_ref())
         .and_then(|p| p.signature.as_ref())
-        .map(|s| format!(" ({})", s.short()))
+        .map(|s| format!(" ({})", Untrusted::new(&s.short()).terminal()))
         .unwrap_or_default();
     let attempts = if cell.attempts.len() > 1 && cell.verdict != Verdict::Flaky {
         format!(" ({})", crate::report::gate::attempts_text(cell))
@@ -29,7 +30,8 @@ pub(super) fn finished_line(
     let took = format!(" in {:.1} s", cell.duration_ms as f64 / 1000.0);
     let (verdict, code) = verdict_text(cell);
     // Redacted before it may be cut: a secret cut in half would not be found.
-    let reason = crate::secret::redact_known(reason(cell).unwrap_or(""));
+    let reason =
+        crate::secret::redact_known(&Untrusted::new(reason(cell).unwrap_or("")).terminal());
     let verdict = format!("{verdict}{reason}");
     let Some(width) = width else {
         return format!(

@@ -156,8 +156,12 @@ fn github_outputs(report: &Report, run_dir: &Path, format: MessageFormat) {
         }
     }
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+        let stream = match format {
+            MessageFormat::Human => console::Stream::Stdout,
+            MessageFormat::Json => console::Stream::Stderr,
+        };
         for line in report::github::annotations(report) {
-            print_table(format, &line);
+            console::command(&line, stream);
         }
     }
 }

@@ -5,6 +5,8 @@
 //! a finding about the SDK-faithful client, shown with both phase traces.
 //! Also the unhandled rejections the hosted SDK raised, with their phase.
 
+use crate::untrusted::Untrusted;
+
 use super::detail::{self, HostedFaults, UnhandledRejection};
 use super::model::{Cell, Outcome, Report};
 use std::fmt::Write as _;
@@ -134,7 +136,7 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
                 "| {} × {} | {phase} | {} |",
                 cell.label(),
                 cell.scenario,
-                error.replace('|', "\\|")
+                Untrusted::new(&error).markdown()
             );
         }
     }
@@ -156,7 +158,7 @@ fn phase_text(phase: Option<&super::PhaseResult>) -> String {
     match (&phase.outcome, &phase.signature) {
         (Outcome::Ok, _) => "ok".into(),
         (Outcome::NotRun, _) => "not run".into(),
-        (_, Some(sig)) => sig.short().replace('|', "\\|"),
+        (_, Some(sig)) => Untrusted::new(&sig.short()).markdown(),
         (outcome, None) => format!("{outcome:?}").to_lowercase(),
     }
 }

@@ -139,7 +139,8 @@ fn outcome(cell: &Cell) -> String {
     if let Some(boundary) = &cell.failure_boundary {
         text.push_str(&format!(" @ {boundary}"));
         if let Some(sig) = cell.phase(boundary).and_then(|p| p.signature.as_ref()) {
-            text.push_str(&format!(" ({})", sig.short()));
+            let words = crate::untrusted::Untrusted::new(&sig.short()).terminal();
+            text.push_str(&format!(" ({words})"));
         }
     }
     text

@@ -6,6 +6,8 @@
 
 use std::fmt::Write as _;
 
+use crate::untrusted::{command_line, CommandLine, Untrusted};
+
 use super::gate::{attempts_text, gate_line, judgement_text, notable_cells};
 use super::model::{Cell, ExpectOutcome, Report, Verdict};
 use super::table::totals_line;
@@ -18,8 +20,8 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
         out,
         "### continuity run `{}` · server {} · agent {}\n",
         run.id,
-        run.server_version.as_deref().unwrap_or("unknown"),
-        run.agent
+        md(run.server_version.as_deref().unwrap_or("unknown")),
+        md(&run.agent)
     );
     let _ = writeln!(out, "{}", totals_line(report));
     if let Some(line) = gate_line(report) {
@@ -29,12 +31,13 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
         out.push_str("\n**interrupted**: unfinished cells are missing\n");
     }
     let scenarios = report.scenario_order();
-    let _ = writeln!(out, "\n| target | {} |", scenarios.join(" | "));
+    let header: Vec<String> = scenarios.iter().map(|s| md(s)).collect();
+    let _ = writeln!(out, "\n| target | {} |", header.join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(scenarios.len()));
     for (target, version) in report.row_order() {
         let label = match &version {
-            Some(suffix) => format!("{target}{suffix}"),
-            None => target.to_string(),
+            Some(suffix) => md(&format!("{target}{suffix}")),
+            None => md(target),
         };
         let row: Vec<String> = scenarios
             .iter()
@@ -58,25 +61,23 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
             let _ = writeln!(
                 out,
                 "| {} × {} | {} | {} | {} | {} |",
-                escape(&cell.label()),
-                escape(&cell.scenario),
+                md(&cell.label()),
+                md(&cell.scenario),
                 verdict_words(cell),
-                escape(cell.failure_boundary.as_deref().unwrap_or("–")),
-                escape(&signature_text(cell)),
-                escape(
-                    &cell
-                        .expectation
-                        .as_ref()
-                        .map(|j| {
-                            let mut t = judgement_text(j);
-                            if let Some(r) = &j.reason {
-                                t.push_str(": ");
-                                t.push_str(r);
-                            }
-                            t
-                        })
-                        .unwrap_or_else(|| "–".into())
-                ),
+                md(cell.failure_boundary.as_deref().unwrap_or("–")),
+                signature_text(cell, md),
+                md(&cell
+                    .expectation
+                    .as_ref()
+                    .map(|j| {
+                        let mut t = judgement_text(j);
+                        if let Some(r) = &j.reason {
+                            t.push_str(": ");
+                            t.push_str(r);
+                        }
+                        t
+                    })
+                    .unwrap_or_else(|| "–".into())),
             );
         }
     }
@@ -89,7 +90,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
 
 /// One `::error` per cell that fails the run, one `::warning` per flaky or
 /// fixed cell that does not.
-pub fn annotations(report: &Report) -> Vec<String> {
+pub fn annotations(report: &Report) -> Vec<CommandLine> {
     notable_cells(report)
         .into_iter()
         .map(|cell| {
@@ -106,19 +107,14 @@ pub fn annotations(report: &Report) -> Vec<String> {
             if let Some(b) = &cell.failure_boundary {
                 message.push_str(&format!(" @ {b}"));
             }
-            let signature = signature_text(cell);
+            let signature = signature_text(cell, terminal);
             if !signature.is_empty() {
                 message.push_str(&format!(": {signature}"));
             }
             if let Some(reason) = cell.expectation.as_ref().and_then(|j| j.reason.as_ref()) {
                 message.push_str(&format!(" (expectation: {reason})"));
             }
-            format!(
-                "::{} title={}::{}",
-                if fails { "error" } else { "warning" },
-                property(&title),
-                data(&message)
-            )
+            command_line(if fails { "error" } else { "warning" }, &title, &message)
         })
         .collect()
 }
@@ -145,11 +141,29 @@ fn verdict_words(cell: &Cell) -> String {
     }
 }
 
-fn signature_text(cell: &Cell) -> String {
+/// The boundary's signature and the first line of its message (or the
+/// cell's reason), each in the output's form of untrusted text.
+fn signature_text(cell: &Cell, form: fn(&str) -> String) -> String {
     match cell.boundary_signature() {
-        Some(sig) => format!("{} — {}", sig.short(), first_line(&sig.message)),
-        None => cell.reason.as_deref().map(first_line).unwrap_or_default(),
+        Some(sig) => format!(
+            "{} — {}",
+            form(&sig.short()),
+            form(&first_line(&sig.message))
+        ),
+        None => cell
+            .reason
+            .as_deref()
+            .map(|r| form(&first_line(r)))
+            .unwrap_or_default(),
     }
+}
+
+fn md(text: &str) -> String {
+    Untrusted::new(text).markdown()
+}
+
+fn terminal(text: &str) -> String {
+    Untrusted::new(text).terminal()
 }
 
 fn first_line(text: &str) -> String {
@@ -163,22 +177,6 @@ fn first_line(text: &str) -> String {
     } else {
         line.to_string()
     }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
-
-/// Workflow-command data: `%`, CR and LF escaped, as the runner expects.
-fn data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
-}
-
-/// A workflow-command property value: data escaping plus `:` and `,`.
-fn property(text: &str) -> String {
-    data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
 #[cfg(test)]
@@ -218,15 +216,17 @@ mod tests {
         assert!(
             notes
                 .iter()
-                .all(|n| n.starts_with("::error title=continuity%3A ")),
+                .all(|n| n.as_str().starts_with("::error title=continuity%3A ")),
             "{notes:?}"
         );
         let mut r = fixture::repeated_report();
         r.cells.retain(|c| c.verdict == Verdict::Flaky);
         let notes = annotations(&r);
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].starts_with("::warning "), "{notes:?}");
-        assert!(notes[0].contains("flaky (1/2 passed)"), "{notes:?}");
-        assert_eq!(data("a%b\nc"), "a%25b%0Ac");
+        assert!(notes[0].as_str().starts_with("::warning "), "{notes:?}");
+        assert!(
+            notes[0].as_str().contains("flaky (1/2 passed)"),
+            "{notes:?}"
+        );
     }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::untrusted::Untrusted;
+
 use super::model::{
     AxisPoint, Cell, Outcome, PointAxis, PointSource, Report, Signature, SignatureKind, Verdict,
 };
@@ -98,7 +100,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
         let _ = writeln!(
             out,
             "  - {}: {}{}",
-            cell.label(),
+            clean(&cell.label()),
             per_target(cell),
             judgement_suffix(cell)
         );
@@ -127,7 +129,7 @@ fn per_target(cell: &Cell) -> String {
                 Outcome::NotRun => "–",
                 Outcome::Interrupted => "⏸",
             };
-            format!("{} {mark}", p.name)
+            format!("{} {mark}", clean(&p.name))
         })
         .collect();
     let reason = cell
@@ -206,9 +208,9 @@ fn expectations_section(out: &mut String, report: &Report) {
             let _ = writeln!(
                 out,
                 "| {} | {scenario} | {} | {expected} | {outcome} | {} |",
-                cell_text(&cell.label()),
-                cell_text(&verdict),
-                cell_text(j.reason.as_deref().unwrap_or(""))
+                clean(&cell.label()),
+                clean(&verdict),
+                clean(j.reason.as_deref().unwrap_or(""))
             );
         }
     }
@@ -281,15 +283,11 @@ fn signatures_section(out: &mut String, report: &Report) {
             "| {} | {} | {} | {} | {} | {} | {} |",
             kind_name(s.sig.kind),
             opt(s.sig.http_status),
-            s.sig
-                .problem_type
-                .as_deref()
-                .map(cell_text)
-                .unwrap_or_default(),
+            s.sig.problem_type.as_deref().map(clean).unwrap_or_default(),
             opt(s.sig.rpc_code),
-            cell_text(&s.sig.message),
+            clean(&s.sig.message),
             s.count,
-            cell_text(&at.join("; ")),
+            clean(&at.join("; ")),
         );
     }
 }
@@ -309,13 +307,13 @@ fn metadata_section(out: &mut String, report: &Report) {
     let _ = writeln!(
         out,
         "- server version: {}",
-        run.server_version.as_deref().unwrap_or("unknown")
+        clean(run.server_version.as_deref().unwrap_or("unknown"))
     );
     for point in &run.points {
         let _ = writeln!(out, "- {}", point_line(point));
     }
     let _ = writeln!(out, "- base URL: {}", run.base_url);
-    let _ = writeln!(out, "- agent: {}", run.agent);
+    let _ = writeln!(out, "- agent: {}", clean(&run.agent));
     let _ = writeln!(
         out,
         "- timeout: {} ms per phase, {} ms overall",
@@ -340,15 +338,12 @@ fn point_line(point: &AxisPoint) -> String {
         PointAxis::Server => "server",
         PointAxis::Sdk => "SDK",
     };
+    let (label, version) = (clean(&point.label), clean(&point.version));
     match point.source {
-        PointSource::Registry => {
-            format!("{axis} {}: the registry's {}", point.label, point.version)
-        }
+        PointSource::Registry => format!("{axis} {label}: the registry's {version}"),
         PointSource::Binary | PointSource::Package => format!(
-            "{axis} {}: candidate {} ({})",
-            point.label,
-            point.paths.join(", "),
-            point.version
+            "{axis} {label}: candidate {} ({version})",
+            clean(&point.paths.join(", ")),
         ),
     }
 }
@@ -365,14 +360,14 @@ fn restarts_section(out: &mut String, report: &Report) {
                 for r in &cell.restarts {
                     rows.push(format!(
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                        cell_text(&cell.label()),
-                        cell_text(&cell.scenario),
-                        cell_text(&r.phase),
-                        cell_text(&r.action),
+                        clean(&cell.label()),
+                        clean(&cell.scenario),
+                        clean(&r.phase),
+                        clean(&r.action),
                         if r.ok { "✅" } else { "❌" },
                         r.restart_ms,
                         opt(r.ready_ms),
-                        r.detail.as_deref().map(cell_text).unwrap_or_default(),
+                        r.detail.as_deref().map(clean).unwrap_or_default(),
                     ));
                 }
             }
@@ -390,18 +385,15 @@ fn restarts_section(out: &mut String, report: &Report) {
     }
 }
 
-/// Text safe inside a Markdown table cell: one line, pipes escaped, bounded.
-fn cell_text(s: &str) -> String {
-    clean(s).replace('|', "\\|")
-}
-
-/// One line, bounded length.
+/// Text continuity did not write (or may not have), as Markdown shows it
+/// ([`Untrusted::markdown`]: one line, no markup, pipes escaped for a
+/// table cell), bounded in length.
 fn clean(s: &str) -> String {
     let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > MAX_MESSAGE_CHARS {
         let cut: String = one_line.chars().take(MAX_MESSAGE_CHARS).collect();
-        format!("{cut}…")
+        format!("{}…", Untrusted::new(&cut).markdown())
     } else {
-        one_line
+        Untrusted::new(&one_line).markdown()
     }
 }

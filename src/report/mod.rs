@@ -39,6 +39,8 @@ pub use write::{
 #[cfg(test)]
 pub(crate) mod fixture;
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod terminal_tests;
 #[cfg(test)]
 mod tests;

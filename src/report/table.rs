@@ -7,6 +7,8 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell as TableCell, Color, ContentArrangement, Table};
 
+use crate::untrusted::Untrusted;
+
 use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict};
 
 /// Placeholder for a phase that was not reached or is absent from a cell.
@@ -56,7 +58,7 @@ pub fn header_line(report: &Report) -> String {
         run.id,
         run.base_url,
         run.agent,
-        run.server_version.as_deref().unwrap_or("unknown")
+        Untrusted::new(run.server_version.as_deref().unwrap_or("unknown")).terminal()
     )
 }
 
@@ -137,14 +139,14 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
             Some(sig) if sig.cause.is_some() => (
                 format!(
                     "⏱ {}",
-                    sig.cause.as_ref().map(|c| c.short()).unwrap_or_default()
+                    shown(&sig.cause.as_ref().map(|c| c.short()).unwrap_or_default())
                 ),
                 Color::Red,
             ),
             _ => ("❌ timeout".to_string(), Color::Red),
         },
         Outcome::Fail => match &phase.signature {
-            Some(sig) => (format!("❌ {}", sig.short()), Color::Red),
+            Some(sig) => (format!("❌ {}", shown(&sig.short())), Color::Red),
             None => ("❌".to_string(), Color::Red),
         },
         Outcome::NotRun => (NOT_RUN.to_string(), Color::DarkGrey),
@@ -208,10 +210,15 @@ fn one_line(s: &str) -> String {
         .unwrap_or("");
     let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= REASON_CHARS {
-        return line;
+        return shown(&line);
     }
     let cut: String = line.chars().take(REASON_CHARS - 1).collect();
-    format!("{cut}…")
+    format!("{}…", shown(&cut))
+}
+
+/// Text continuity did not write, in its terminal form.
+fn shown(text: &str) -> String {
+    Untrusted::new(text).terminal()
 }
 
 const REASON_CHARS: usize = 80;

@@ -12,6 +12,7 @@
 
 use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict};
 use crate::fit;
+use crate::untrusted::Untrusted;
 
 /// How the text is laid out.
 #[derive(Debug, Clone)]
@@ -43,7 +44,7 @@ pub fn render_terminal(report: &Report, layout: &Layout) -> String {
             "run {} · agent {} · server {}",
             run.id,
             run.agent,
-            run.server_version.as_deref().unwrap_or("unknown")
+            shown(run.server_version.as_deref().unwrap_or("unknown"))
         ));
         out.line(&fit::cut_middle(&format!("  at {}", run.base_url), width));
     }
@@ -171,7 +172,7 @@ fn skip_lines(report: &Report) -> Vec<String> {
         .iter()
         .filter(|c| c.verdict == Verdict::Skipped && !unexpected(c))
     {
-        let reason = first_line(cell.reason.as_deref()).to_string();
+        let reason = shown(first_line(cell.reason.as_deref()));
         let label = cell.label();
         match groups.iter_mut().find(|(r, _, _)| *r == reason) {
             Some((_, labels, n)) => {
@@ -249,7 +250,7 @@ fn block(out: &mut Out, cell: &Cell, color: bool) {
         cell.verdict,
         Verdict::Error | Verdict::Skipped | Verdict::Interrupted
     ) {
-        let reason = first_line(cell.reason.as_deref());
+        let reason = shown(first_line(cell.reason.as_deref()));
         if !reason.is_empty() {
             let text = format!("{}: {reason}", cell.verdict.as_str());
             out.line(&format!("{indent}{}", fit::cut(&text, room)));
@@ -262,7 +263,7 @@ fn block(out: &mut Out, cell: &Cell, color: bool) {
         };
         if let Some(reason) = &j.reason {
             text.push_str(": ");
-            text.push_str(first_line(Some(reason)));
+            text.push_str(&shown(first_line(Some(reason))));
         }
         let code = if j.fails_run { "31" } else { "33" };
         let fitted = fit::cut(&text, room);
@@ -319,16 +320,16 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
     let indent = "       ";
     let room = width - indent.len();
     let mut details: Vec<String> = Vec::new();
-    let message = first_line(Some(&sig.message));
+    let message = shown(first_line(Some(&sig.message)));
     if !message.is_empty() && !message.eq_ignore_ascii_case(&what) {
-        details.push(message.to_string());
+        details.push(message);
     }
     if phase.outcome == Outcome::Timeout {
         if let Some(p) = &sig.pending {
-            details.push(format!("pending: {}", first_line(Some(p))));
+            details.push(format!("pending: {}", shown(first_line(Some(p)))));
         }
         if let Some(o) = &sig.observed {
-            details.push(format!("observed: {}", first_line(Some(o))));
+            details.push(format!("observed: {}", shown(first_line(Some(o)))));
         }
     }
     for detail in details {
@@ -339,6 +340,10 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
 /// What a phase's line says after its time: its signature in a few words,
 /// or `timeout`/`interrupted` without one; nothing for a phase that passed.
 fn signature_text(phase: &PhaseResult) -> Option<String> {
+    signature_words(phase).map(|words| shown(&words))
+}
+
+fn signature_words(phase: &PhaseResult) -> Option<String> {
     match (phase.outcome, &phase.signature) {
         (Outcome::Timeout, Some(sig)) if sig.kind == SignatureKind::Persist => {
             Some("persist timeout".to_string())
@@ -392,6 +397,11 @@ pub fn cell_pick_flags(cell: &Cell) -> String {
         .as_ref()
         .map(|store| format!(" --persist {store}"))
         .unwrap_or_default()
+}
+
+/// Text continuity did not write, in its terminal form.
+fn shown(text: &str) -> String {
+    Untrusted::new(text).terminal()
 }
 
 fn first_line(text: Option<&str>) -> &str {

@@ -7,6 +7,7 @@
 
 use super::model::{Cell, Outcome, SignatureKind};
 use crate::trace::event::{Dir, Event, Line, ReadyProbe};
+use crate::untrusted::Untrusted;
 use std::fmt::Write;
 
 /// Lines of trace listed under one phase; the rest are counted.
@@ -27,7 +28,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
         ms(cell.duration_ms as f64)
     );
     if let Some(reason) = &cell.reason {
-        let _ = writeln!(out, "reason: {reason}");
+        let _ = writeln!(out, "reason: {}", shown(reason));
     }
     match &cell.trace {
         Some(path) => {
@@ -66,15 +67,15 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
             Outcome::Timeout => phase
                 .signature
                 .as_ref()
-                .map(|sig| sig.short())
+                .map(|sig| shown(&sig.short()))
                 .unwrap_or_else(|| "timeout".into()),
             Outcome::Fail => match phase.signature.as_ref() {
                 // A cause worth adding when the kind does not already say it.
                 Some(sig) => match (&sig.cause, sig.kind) {
                     (Some(cause), kind) if kind != SignatureKind::Http => {
-                        format!("fail: {} ({})", sig.short(), cause.short())
+                        format!("fail: {} ({})", shown(&sig.short()), shown(&cause.short()))
                     }
-                    _ => format!("fail: {}", sig.short()),
+                    _ => format!("fail: {}", shown(&sig.short())),
                 },
                 None => "fail".into(),
             },
@@ -108,12 +109,12 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
             );
         }
         if let Some(sig) = &phase.signature {
-            let _ = writeln!(out, "{:>22}signature: {}", "", sig.message);
+            let _ = writeln!(out, "{:>22}signature: {}", "", shown(&sig.message));
             if let Some(pending) = &sig.pending {
-                let _ = writeln!(out, "{:>22}pending: {pending}", "");
+                let _ = writeln!(out, "{:>22}pending: {}", "", shown(pending));
             }
             if let Some(observed) = &sig.observed {
-                let _ = writeln!(out, "{:>22}observed: {observed}", "");
+                let _ = writeln!(out, "{:>22}observed: {}", "", shown(observed));
             }
         }
     }
@@ -156,13 +157,18 @@ fn event_line(line: &Line) -> Option<String> {
                 result.push_str(err.as_str());
             }
             if let Some(t) = &e.problem_type {
-                result.push_str(&format!(" {t}"));
+                result.push_str(&format!(" {}", shown(t)));
             }
             if e.closed_by.as_deref() == Some("client") && result.is_empty() {
                 result.push_str("closed by the client");
             }
             let attempt = e.attempt.map(|a| format!(" #{a}")).unwrap_or_default();
-            format!("{} {}{attempt} → {result} ({})", e.method, e.url, ms(e.ms))
+            format!(
+                "{} {}{attempt} → {result} ({})",
+                e.method,
+                shown(&e.url),
+                ms(e.ms)
+            )
         }
         Event::StreamEnd(e) => match (e.error, e.closed_by.as_deref()) {
             (Some(err), _) => format!("event stream ended: {}", err.as_str()),
@@ -176,7 +182,7 @@ fn event_line(line: &Line) -> Option<String> {
             e.call,
             e.driver,
             match &e.error {
-                Some(error) => format!("failed: {error}"),
+                Some(error) => format!("failed: {}", shown(error)),
                 None => "ok".to_string(),
             },
             ms(e.ms.unwrap_or(0.0))
@@ -189,7 +195,7 @@ fn event_line(line: &Line) -> Option<String> {
             } else if e.ok == Some(true) {
                 "ok".to_string()
             } else {
-                format!("failed: {}", e.error.as_deref().unwrap_or_default())
+                format!("failed: {}", shown(e.error.as_deref().unwrap_or_default()))
             },
             ms(e.ms)
         ),
@@ -234,7 +240,7 @@ fn event_line(line: &Line) -> Option<String> {
             false => format!(
                 "fault on the {} hop: {}",
                 e.hop,
-                e.detail.as_deref().unwrap_or_default()
+                shown(e.detail.as_deref().unwrap_or_default())
             ),
         },
         Event::Truncated(_) => "trace cut here (size limit)".to_string(),
@@ -259,11 +265,17 @@ fn event_line(line: &Line) -> Option<String> {
             e.attempt,
             e.status
                 .map(|s| s.to_string())
-                .unwrap_or_else(|| e.error.clone().unwrap_or_default())
+                .unwrap_or_else(|| shown(e.error.as_deref().unwrap_or_default()))
         ),
         _ => return None,
     };
     Some(format!("{t:>9}  {text}"))
+}
+
+/// Text continuity did not write (a server's problem type and message, a
+/// store's or the SDK's error), in its terminal form.
+fn shown(text: &str) -> String {
+    Untrusted::new(text).terminal()
 }
 
 fn ready_failed(e: &ReadyProbe) -> bool {

@@ -1,0 +1,83 @@
+//! Every renderer given a report whose foreign text is hostile (issue 30,
+//! items 1 and 4): a server's problem detail and type, a cell's reason, a
+//! restart command's stderr, the server's own version. The terminal
+//! renderings show it escaped, the Markdown ones as literal text, the
+//! annotations as one command line each; none acts on it.
+
+use super::fixture;
+use super::github::{annotations, render_step_summary};
+use super::timeline::render_timeline;
+use super::*;
+
+const HOSTILE: &str = "x\r::error::X\n::add-mask::m \x1b]0;title\x07\x1b[2J <img src=x onerror=alert(1)> <script>s</script> [l](http://evil) <http://evil> <!-- \u{202e}z";
+
+fn hostile_report() -> Report {
+    let mut r = fixture::report();
+    r.run.server_version = Some(HOSTILE.into());
+    for cell in &mut r.cells {
+        cell.reason = Some(HOSTILE.into());
+        for phase in &mut cell.phases {
+            if let Some(sig) = &mut phase.signature {
+                sig.message = HOSTILE.into();
+                sig.problem_type = Some("<b>t</b>\r::error::P".into());
+                sig.observed = Some(HOSTILE.into());
+            }
+        }
+        for restart in &mut cell.restarts {
+            restart.detail = Some(HOSTILE.into());
+        }
+    }
+    r
+}
+
+fn assert_inert_on_a_terminal(what: &str, text: &str) {
+    for bad in ['\r', '\x1b', '\x07', '\u{202e}'] {
+        assert!(!text.contains(bad), "{bad:?} raw in {what}:\n{text}");
+    }
+    for line in text.lines() {
+        assert!(
+            !line.trim_start().starts_with("::"),
+            "{what} starts a workflow command: {line:?}"
+        );
+    }
+}
+
+fn assert_inert_in_markdown(what: &str, text: &str) {
+    assert_inert_on_a_terminal(what, text);
+    for bad in ["<img", "<script", "<!--", "<b>", "<http", "](http"] {
+        assert!(!text.contains(bad), "{bad:?} live in {what}:\n{text}");
+    }
+}
+
+#[test]
+fn foreign_text_is_shown_and_never_acted_on_by_any_renderer() {
+    let r = hostile_report();
+    assert!(r.cells.iter().any(|c| c.boundary_signature().is_some()));
+    let layout = Layout {
+        width: 120,
+        color: false,
+        folder: "out".into(),
+    };
+    let terminal = render_terminal(&r, &layout);
+    assert_inert_on_a_terminal("the terminal", &terminal);
+    assert!(terminal.contains("x\\r::error::X"), "{terminal}");
+    assert_inert_on_a_terminal("report.txt", &render_text(&r, false));
+    for cell in &r.cells {
+        let timeline = render_timeline(cell, &[]);
+        assert_inert_on_a_terminal("show --cell", &timeline);
+    }
+    let markdown = render_markdown(&r);
+    assert_inert_in_markdown("report.md", &markdown);
+    assert!(
+        markdown.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{markdown}"
+    );
+    assert_inert_in_markdown("the step summary", &render_step_summary(&r, "out"));
+    let notes = annotations(&r);
+    assert!(!notes.is_empty());
+    for note in &notes {
+        let line = note.as_str();
+        assert!(!line.contains(['\r', '\n', '\x1b', '\x07']), "{line:?}");
+        assert!(line.starts_with("::error title=") || line.starts_with("::warning title="));
+    }
+}
