@@ -41,7 +41,8 @@ fn restart_of(cell: &Value) -> (&Value, &Value) {
 }
 
 /// A `--server-bin` that daemonises: it starts the real server in a
-/// session of its own, in the background, and exits 0. `--target agent`'s
+/// session of its own, in the background, and exits 0 a second later (the
+/// candidate check wants it running until the server answers). `--target agent`'s
 /// SIGTERM to its group misses the server, which keeps serving: the
 /// restart phase fails "never went down", and the run exits non-zero.
 #[test]
@@ -54,7 +55,7 @@ fn a_daemonising_server_bin_never_went_down_and_fails_the_restart() {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then exec {real} \"$@\"; fi\nsetsid {real} \"$@\" </dev/null >>{log} 2>&1 &\necho $! >> {daemons}\nexit 0\n",
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then exec {real} \"$@\"; fi\nsetsid {real} \"$@\" </dev/null >>{log} 2>&1 &\necho $! >> {daemons}\nsleep 1\nexit 0\n",
             real = real.display(),
             log = dir.path().join("daemon.log").display(),
             daemons = daemons.display(),
@@ -154,7 +155,7 @@ impl ScriptedServer {
     /// Stops the last server started (its whole session's group).
     fn stop_line(&self) -> String {
         format!(
-            "pid=$(tail -n 1 '{pids}'); kill -TERM -- -$pid; while kill -0 $pid 2>/dev/null; do sleep 0.05; done",
+            "pid=$(tail -n 1 '{pids}'); kill -TERM -$pid; while kill -0 $pid 2>/dev/null; do sleep 0.05; done",
             pids = self.pids.display()
         )
     }
