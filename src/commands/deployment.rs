@@ -6,7 +6,7 @@ use super::CommandError;
 use crate::cli::RunArgs;
 use crate::client::hosted::Unhosted;
 use crate::runner::{self, PersistChoice, RunSettings, RunStacks, Worker};
-use crate::targets::Target;
+use crate::targets::{Readiness, Target};
 
 /// A deployment's side of the run, built whole: its targets allowed to
 /// probe the server, prepared, and the server checked to answer.
@@ -25,6 +25,13 @@ pub(super) async fn stacks(
         target.prepare().await?;
     }
     runner::preflight(&base_url, settings.token.as_ref(), &settings.headers).await?;
+    for target in &mut targets {
+        // A restart command or hook without a probe is seen down and back
+        // through the path the clients take: the server's health under the
+        // base URL (a gateway answering 502 while its upstream boots is not
+        // back). Set after the preflight, which checks that health itself.
+        target.with_default_probe(Readiness::http(format!("{base_url}/v1/health")));
+    }
     Ok(RunStacks {
         own: Worker {
             base_url,

@@ -275,8 +275,10 @@ impl Config {
 }
 
 /// The seed script's knobs as a target named `command`: `SA_RESTART_CMD`
-/// run by the shell, then `sleep SA_RESTART_WAIT_SEC` (default 6). `None`
-/// when `SA_RESTART_CMD` is unset or blank.
+/// run by the shell, then `sleep SA_RESTART_WAIT_SEC` (default 6). A run
+/// on a deployment then probes the server's health too
+/// ([`crate::targets::Target::with_default_probe`]), so `0` is no longer
+/// "judge the session at once". `None` when `SA_RESTART_CMD` is unset or blank.
 pub fn from_seed_env<I, K, V>(vars: I) -> Result<Option<Target>, ConfigError>
 where
     I: IntoIterator<Item = (K, V)>,

@@ -74,6 +74,7 @@ fn restart_timing(restart_ms: u64, ready_ms: Option<u64>, ok: bool) -> RestartRe
         ok,
         restart_ms,
         ready_ms,
+        down: None,
         detail: (!ok).then(|| "readiness probe GET /v1/health never answered 200".to_string()),
     }
 }

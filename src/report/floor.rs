@@ -265,6 +265,7 @@ mod tests {
             ok: true,
             restart_ms,
             ready_ms,
+            down: None,
             detail: None,
         }
     }

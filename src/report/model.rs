@@ -28,8 +28,15 @@ pub struct RestartResult {
     /// From the end of the action until the probe passed; `None` when the
     /// restart failed or the target has no probe.
     pub ready_ms: Option<u64>,
+    /// How the harness saw the target go down (its process exited and its
+    /// listener refused, its probe failed during the restart, its pid file's
+    /// process renewed its children); `None` when the restart failed or
+    /// restarts no process (clients, faults), and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<String>,
     /// On failure, what failed: the command and its exit code and stderr,
-    /// or the probe, its deadline and its last error.
+    /// the target that never went down and what was seen instead, or the
+    /// probe, its deadline and its last error.
     pub detail: Option<String>,
 }
 

@@ -43,7 +43,7 @@ impl Restarter for TargetRestarter<'_> {
         self.clients
     }
 
-    async fn settle(&mut self) -> Result<(), String> {
+    async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         self.target.settle().await
     }
 }
@@ -157,6 +157,8 @@ impl Restarter for PageReload {
             ok: reloaded.is_ok(),
             restart_ms: started.elapsed().as_millis() as u64,
             ready_ms: None,
+            // A reloaded page is seen back by the reload's own answer.
+            down: None,
             detail: reloaded.err().map(|e| e.to_string()),
         }
     }

@@ -111,7 +111,7 @@ pub trait Restarter: Send {
     /// When the cell's phases are over, before its cleanup: a network
     /// fault still in force heals. An error means the harness could not
     /// (its fault proxy failed): the cell is then an error, not a failure.
-    async fn settle(&mut self) -> Result<(), String> {
+    async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         Ok(())
     }
 }
@@ -277,8 +277,12 @@ pub async fn run_cell_deferring(
         results.push(result);
     }
     // The network heals before the cleanup runs on it.
-    if let Err(reason) = cell.restarter.settle().await {
-        results.push(judge::harness_failure("healFault", "heal_fault", reason));
+    if let Err(error) = cell.restarter.settle().await {
+        results.push(judge::harness_failure(
+            "healFault",
+            "heal_fault",
+            error.to_string(),
+        ));
     }
     // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
     cell.turns.cancel_running().await;
@@ -526,6 +530,7 @@ mod tests {
                 action: "fake".into(),
                 restart_ms: 1,
                 ready_ms: Some(2),
+                down: None,
                 detail: (self.0 > 1).then(|| "exit status 3".into()),
             }
         }
@@ -603,10 +608,14 @@ mod tests {
             NoRestart(0).restart(phase).await
         }
 
-        async fn settle(&mut self) -> Result<(), String> {
+        async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
             self.settled_before_cleanup
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            Err("the fault proxy of the gateway hop has stopped: its accept loop ended".into())
+            Err(crate::faults::ProxyError::Stopped {
+                hop: "gateway".into(),
+                reason: "its accept loop ended".into(),
+            }
+            .into())
         }
     }
 
@@ -647,6 +656,7 @@ mod tests {
                 ok: true,
                 restart_ms: 1,
                 ready_ms: None,
+                down: None,
                 detail: None,
             }
         }

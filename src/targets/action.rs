@@ -210,8 +210,12 @@ pub enum ActionError {
     },
     #[error("the {hop} hop has no fault proxy here")]
     NoHop { hop: String },
-    #[error("{reason}")]
-    Proxy { hop: String, reason: String },
+    #[error("{error}")]
+    Proxy {
+        hop: String,
+        #[source]
+        error: crate::faults::ProxyError,
+    },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,

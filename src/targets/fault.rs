@@ -6,7 +6,7 @@
 //! over, whichever comes first. A window never outlives its target.
 
 use super::fmt_duration;
-use crate::faults::{FaultControl, Observer, ProxyAction, ToxicId, ToxicSpec};
+use crate::faults::{FaultControl, Observer, ProxyAction, ProxyError, ToxicId, ToxicSpec};
 use crate::trace::event::ConnAction;
 use crate::trace::Trace;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,7 +43,7 @@ struct Window {
     toxic: &'static str,
     healed: AtomicBool,
     /// Why the proxy could not heal (it had stopped serving).
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<ProxyError>>,
 }
 
 impl Window {
@@ -52,19 +52,20 @@ impl Window {
             return;
         }
         self.control.remove(self.id);
-        let stopped = self.control.check().err().map(|e| e.to_string());
+        let stopped = self.control.check().err();
+        let reason = stopped.as_ref().map(ToString::to_string);
         self.trace.fault_end(
             self.control.hop(),
             self.toxic,
             stopped.is_none(),
-            stopped.as_deref(),
+            reason.as_deref(),
         );
-        if let Some(reason) = stopped {
-            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+        if let Some(error) = stopped {
+            *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
         }
     }
 
-    fn failure(&self) -> Option<String> {
+    fn failure(&self) -> Option<ProxyError> {
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -86,9 +87,8 @@ impl OpenWindow {
         action: &FaultAction,
         control: &FaultControl,
         trace: &Trace,
-    ) -> Result<OpenWindow, String> {
-        let proxy_error = |e: crate::faults::ProxyError| e.to_string();
-        control.check().map_err(proxy_error)?;
+    ) -> Result<OpenWindow, ProxyError> {
+        control.check()?;
         let toxic = action.toxic.name();
         let describe = action.toxic.describe();
         trace.fault_start(
@@ -109,7 +109,7 @@ impl OpenWindow {
             Ok(id) => id,
             Err(e) => {
                 trace.fault_end(control.hop(), toxic, false, Some(&e.to_string()));
-                return Err(proxy_error(e));
+                return Err(e);
             }
         };
         let window = Arc::new(Window {
@@ -131,12 +131,12 @@ impl OpenWindow {
 
     /// Heals now if the timer has not; says why the proxy could not
     /// (which makes the cell a harness error, not the server's failure).
-    pub(super) fn close(self) -> Result<(), String> {
+    pub(super) fn close(self) -> Result<(), ProxyError> {
         self.timer.abort();
         self.window.heal();
         match self.window.failure() {
             None => Ok(()),
-            Some(reason) => Err(reason),
+            Some(error) => Err(error),
         }
     }
 }

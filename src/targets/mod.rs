@@ -6,8 +6,9 @@
 //! readiness probe must pass once (a stack that is not up yet is reported
 //! before any scenario runs). [`Target::restart`] never fails as a Rust
 //! error: it returns a [`RestartResult`] saying how long the action took,
-//! how long the component then needed to become ready, and, on failure,
-//! exactly what failed. [`Target::shutdown`] stops what the target started;
+//! how the target was seen to go down ([`verify`]: a restart whose action
+//! merely returned is not done), how long it then needed to become ready,
+//! and, on failure, exactly what failed ([`RestartFailure`]). [`Target::shutdown`] stops what the target started;
 //! dropping a target kills it outright. A fault target ([`FaultAction`])
 //! restarts nothing: its "restart" opens a window with a toxic on a hop,
 //! which [`Target::settle`] heals at the latest when the cell's phases end.
@@ -16,13 +17,16 @@ mod action;
 mod fault;
 mod readiness;
 mod signal;
+mod verify;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verify_tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
 pub use fault::FaultAction;
-pub use readiness::{ProbeAuth, ProbeError, Readiness};
+pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 
 use crate::clock::millis;
 use crate::signal::Signal;
@@ -59,6 +63,43 @@ pub enum TargetError {
         error: ProbeError,
         /// What the managed process did meanwhile, when there is one.
         hint: String,
+    },
+}
+
+/// Why a restart failed: its action failed, the target was never seen to
+/// go down, or it did not come back in time. The restart phase is then the
+/// cell's boundary, not a later session phase.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RestartFailure {
+    #[error(transparent)]
+    Action(#[from] ActionError),
+    /// The action returned, yet nothing showed the target going down.
+    #[error("the target never went down: {observed}")]
+    NeverDown { observed: String },
+    /// Without a probe nothing can show the target going down and coming back.
+    #[error("the restart cannot be verified: the target has no readiness probe to see it go down and come back (give it a `ready` probe)")]
+    Unverifiable,
+    #[error("the target did not come back within {}: {error}{hint}", fmt_duration(*.timeout))]
+    NotBack {
+        timeout: Duration,
+        #[source]
+        error: ProbeError,
+        /// What the managed process did meanwhile, when there is one.
+        hint: String,
+    },
+}
+
+/// Why a cell's network could not be settled: the harness's own failure
+/// (a fault proxy stopped, the stack did not answer after a heal).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettleError {
+    #[error(transparent)]
+    Proxy(#[from] crate::faults::ProxyError),
+    #[error("the stack was not ready again within {} of the fault's heal: {error}", fmt_duration(*.timeout))]
+    NotReadyAfterHeal {
+        timeout: Duration,
+        #[source]
+        error: ProbeError,
     },
 }
 
@@ -123,6 +164,11 @@ pub struct Target {
     /// returns goes into the restart's detail.
     after_stop: Option<AfterStop>,
     after_stop_note: Option<String>,
+    /// A managed target's last stop: how it went down, or what was seen instead.
+    stopped: Option<Result<String, String>>,
+    /// The least wait after a restart action before its probe (a deployment
+    /// command's `SA_RESTART_WAIT_SEC`, a delay kept beside the default probe).
+    min_wait: Duration,
     /// A fault target's proxy (the control of its hop).
     fault_proxy: Option<crate::faults::FaultControl>,
     /// A fault target's window while its toxic is in force.
@@ -185,6 +231,8 @@ impl Target {
             trace: crate::trace::Trace::detached(),
             after_stop: None,
             after_stop_note: None,
+            stopped: None,
+            min_wait: Duration::ZERO,
             fault_proxy: None,
             window: None,
             hops: Vec::new(),
@@ -210,13 +258,13 @@ impl Target {
     /// When the cell's phases are over: a fault target's window heals now
     /// (the cleanup runs on a healed network), and every hop's proxy must
     /// still be serving. An error is the harness's: the proxy itself failed.
-    pub async fn settle(&mut self) -> Result<(), String> {
+    pub async fn settle(&mut self) -> Result<(), SettleError> {
         if let Some(window) = self.window.take() {
             window.close()?;
             self.ready_after_heal().await?;
         }
         for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
-            hop.check().map_err(|e| e.to_string())?;
+            hop.check()?;
         }
         Ok(())
     }
@@ -225,24 +273,37 @@ impl Target {
     /// cleanup and the next cell (a RivetKit runner whose engine link was
     /// cut reconnects with a backoff): the wait goes into the trace, and a
     /// stack that never recovers is the harness's error, not the next cell's.
-    async fn ready_after_heal(&mut self) -> Result<(), String> {
+    async fn ready_after_heal(&mut self) -> Result<(), SettleError> {
         if self.readiness == Readiness::None {
             return Ok(());
         }
-        match self
+        let took = self
             .readiness
             .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
-        {
-            Ok(took) => {
-                self.trace
-                    .emit(Event::FaultReady(event::Took { ms: millis(took) }));
-                Ok(())
+            .map_err(|error| SettleError::NotReadyAfterHeal {
+                timeout: self.ready_timeout,
+                error,
+            })?;
+        self.trace
+            .emit(Event::FaultReady(event::Took { ms: millis(took) }));
+        Ok(())
+    }
+
+    /// A restart command or hook without a probe of its own (none, or only
+    /// a delay) is probed by `probe` (a deployment's health URL); the delay
+    /// it had stays as the least wait before the probe. Other kinds keep theirs.
+    pub fn with_default_probe(&mut self, probe: Readiness) {
+        if !matches!(self.kind(), RestartKind::Command | RestartKind::Http) {
+            return;
+        }
+        match self.readiness {
+            Readiness::None => self.readiness = probe,
+            Readiness::Delay { duration } => {
+                self.min_wait = duration;
+                self.readiness = probe;
             }
-            Err(error) => Err(format!(
-                "the stack was not ready again within {} of the fault's heal: {error}",
-                fmt_duration(self.ready_timeout)
-            )),
+            _ => {}
         }
     }
 
@@ -305,6 +366,13 @@ impl Target {
     pub fn describe(&self) -> String {
         match self.readiness {
             Readiness::None => self.action.describe(),
+            _ if !self.min_wait.is_zero() => format!(
+                "{}; ready: {} within {} after {}",
+                self.action.describe(),
+                self.readiness.describe(),
+                fmt_duration(self.ready_timeout),
+                fmt_duration(self.min_wait)
+            ),
             _ => format!(
                 "{}; ready: {} within {}",
                 self.action.describe(),
@@ -353,7 +421,7 @@ impl Target {
                 control.check().map_err(|e| {
                     error(ActionError::Proxy {
                         hop: fault.hop.clone(),
-                        reason: e.to_string(),
+                        error: e,
                     })
                 })?;
             }
@@ -383,19 +451,23 @@ impl Target {
         Ok(())
     }
 
-    /// Runs the restart action, then waits for readiness; `phase` names the
-    /// scenario phase the result belongs to.
+    /// Runs the restart action, checks that the target went down and waits
+    /// until it is back ([`verify`]); `phase` names the scenario phase the
+    /// result belongs to.
     pub async fn restart(&mut self, phase: &str) -> RestartResult {
         let started = Instant::now();
-        let action = self.run_action().await;
-        let restart_ms = millis(started.elapsed());
-        let (ok, ready_ms, detail) = self.restart_outcome(action).await;
+        let (restart_ms, checked) = self.restart_checked(started).await;
+        let (ok, down, ready_ms, detail) = match checked {
+            Ok(seen) => (true, seen.down, seen.ready_ms, None),
+            Err(failure) => (false, None, None, Some(failure.to_string())),
+        };
         let mut outcome = RestartResult {
             phase: phase.to_string(),
             action: self.kind().to_string(),
             ok,
             restart_ms,
             ready_ms,
+            down,
             detail,
         };
         if let Some(note) = self.after_stop_note.take() {
@@ -407,25 +479,121 @@ impl Target {
         outcome
     }
 
-    /// Whether the restart worked, how long readiness took, and what failed.
-    async fn restart_outcome(
-        &mut self,
-        action: Result<(), ActionError>,
-    ) -> (bool, Option<u64>, Option<String>) {
+    /// The action, then the kind's proof that the target went down
+    /// ([`verify`]) and its readiness. Returns how long the action took.
+    async fn restart_checked(&mut self, started: Instant) -> (u64, Result<Seen, RestartFailure>) {
+        match self.kind() {
+            RestartKind::Command | RestartKind::Http => self.restart_watched(started).await,
+            RestartKind::Signal => {
+                let family = match &self.action {
+                    RestartAction::Signal { pid_file, .. } => signal::read_pid_file(pid_file)
+                        .ok()
+                        .map(|pid| (verify::Family::of(pid), pid_file.clone())),
+                    _ => None,
+                };
+                let action = self.run_action().await;
+                let restart_ms = millis(started.elapsed());
+                if let Err(error) = action {
+                    return (restart_ms, Err(error.into()));
+                }
+                let down = match family {
+                    Some((family, pid_file)) => family.changed(&pid_file, self.ready_timeout).await,
+                    None => Err("the pid file named no process before the signal".into()),
+                };
+                (restart_ms, self.back_after(down).await)
+            }
+            RestartKind::Managed => {
+                let action = self.run_action().await;
+                let restart_ms = millis(started.elapsed());
+                if let Err(error) = action {
+                    return (restart_ms, Err(error.into()));
+                }
+                let down = self
+                    .stopped
+                    .take()
+                    .unwrap_or_else(|| Ok("no process was running".into()));
+                (restart_ms, self.back_after(down).await)
+            }
+            // They restart no process: a fault's probe waits for its heal
+            // ([`Target::settle`]), the cell renews its own clients.
+            RestartKind::Fault | RestartKind::Clients => {
+                let action = self.run_action().await;
+                let restart_ms = millis(started.elapsed());
+                (
+                    restart_ms,
+                    action.map(|()| Seen::default()).map_err(Into::into),
+                )
+            }
+        }
+    }
+
+    /// A command's or hook's restart: its probe is watched from the
+    /// action's start (a command may stop and start the server before it
+    /// returns, or return before the server is back).
+    async fn restart_watched(&mut self, started: Instant) -> (u64, Result<Seen, RestartFailure>) {
+        let mut watch = verify::Watch::start(&self.readiness, &self.probe_auth).await;
+        let action = self.run_action().await;
+        let restart_ms = millis(started.elapsed());
         if let Err(error) = action {
-            return (false, None, Some(error.to_string()));
+            return (restart_ms, Err(error.into()));
         }
-        // A fault's probe waits for its heal ([`Target::settle`]), not its start.
-        if self.readiness == Readiness::None || self.kind() == RestartKind::Fault {
-            return (true, None, None);
+        if matches!(self.readiness, Readiness::None | Readiness::Delay { .. }) {
+            return (restart_ms, Err(RestartFailure::Unverifiable));
         }
+        let waited = Instant::now();
+        tokio::time::sleep(self.min_wait).await;
+        let during = match watch.as_mut() {
+            Some(watch) => watch.during().await,
+            None => None,
+        };
+        let ready = match self.wait_back().await {
+            Ok(ready) => ready,
+            Err(failure) => return (restart_ms, Err(failure)),
+        };
+        let down = match &watch {
+            Some(watch) => watch.judge(during, ready.failed_first).await,
+            None => ready.failed_first.map(|e| format!("the probe failed after the action returned: {e}")).ok_or_else(|| "its probe passed at once after the action (a command probe is not watched while the action runs)".to_string()),
+        };
+        let seen = down
+            .map(|down| Seen {
+                down: Some(down),
+                ready_ms: Some(millis(waited.elapsed())),
+            })
+            .map_err(|observed| RestartFailure::NeverDown { observed });
+        (restart_ms, seen)
+    }
+
+    /// Once `down` was seen (or what was seen instead), the target must be
+    /// ready within its deadline.
+    async fn back_after(&mut self, down: Result<String, String>) -> Result<Seen, RestartFailure> {
+        let down = down.map_err(|observed| RestartFailure::NeverDown { observed })?;
+        let waited = Instant::now();
+        if self.readiness == Readiness::None {
+            return Ok(Seen {
+                down: Some(down),
+                ready_ms: None,
+            });
+        }
+        self.wait_back().await?;
+        Ok(Seen {
+            down: Some(down),
+            ready_ms: Some(millis(waited.elapsed())),
+        })
+    }
+
+    /// The target's probe within its deadline; a failure is the restart's.
+    async fn wait_back(&mut self) -> Result<Ready, RestartFailure> {
         match self
             .readiness
-            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
+            .wait_observing(self.ready_timeout, &self.probe_auth, &self.trace)
             .await
         {
-            Ok(took) => (true, Some(millis(took)), None),
-            Err(error) => (false, None, Some(format!("{error}{}", self.process_hint()))),
+            Ok(ready) => Ok(ready),
+            Err(error) => Err(RestartFailure::NotBack {
+                timeout: self.ready_timeout,
+                error,
+                hint: self.process_hint(),
+            }),
         }
     }
 
@@ -490,6 +658,9 @@ impl Target {
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
                     component_event(&self.trace, Event::ComponentStop, &self.name, state);
+                    let addr = verify::probe_addr(&self.readiness);
+                    self.stopped =
+                        Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
                     self.after_stop_note = match hook {
                         Some(h) => h.run_after(before).await,
                         None => None,
@@ -515,9 +686,9 @@ impl Target {
             RestartAction::Fault(fault) => {
                 // One window at a time: a second restart in the cell heals the first.
                 if let Some(window) = self.window.take() {
-                    window.close().map_err(|reason| ActionError::Proxy {
+                    window.close().map_err(|error| ActionError::Proxy {
                         hop: fault.hop.clone(),
-                        reason,
+                        error,
                     })?;
                 }
                 let control = self
@@ -527,10 +698,10 @@ impl Target {
                         hop: fault.hop.clone(),
                     })?;
                 let window =
-                    fault::OpenWindow::open(fault, control, &self.trace).map_err(|reason| {
+                    fault::OpenWindow::open(fault, control, &self.trace).map_err(|error| {
                         ActionError::Proxy {
                             hop: fault.hop.clone(),
-                            reason,
+                            error,
                         }
                     })?;
                 self.window = Some(window);
@@ -597,6 +768,27 @@ impl Target {
             target: self.name.clone(),
             error,
         }
+    }
+}
+
+/// What a restart saw: how the target went down (none for kinds that
+/// restart no process) and how long it then took to be ready.
+#[derive(Debug, Default)]
+struct Seen {
+    down: Option<String>,
+    ready_ms: Option<u64>,
+}
+
+/// How a stopped process ended, as a sentence's predicate.
+fn exit_words(state: ProcessState) -> String {
+    match state {
+        ProcessState::Exited { code: Some(c), .. } => format!("exited with code {c}"),
+        ProcessState::Exited {
+            signal: Some(s), ..
+        } => format!("was killed by {}", Signal::from_number(s)),
+        ProcessState::Exited { .. } => "exited".into(),
+        ProcessState::Running { pid } => format!("(pid {pid}) is still running"),
+        ProcessState::NotStarted => "never started".into(),
     }
 }
 

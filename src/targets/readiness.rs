@@ -126,6 +126,14 @@ impl ProbeAuth {
     }
 }
 
+/// A probe that passed: how long it took, and the last error its earlier
+/// attempts saw (none when the first attempt passed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ready {
+    pub took: Duration,
+    pub failed_first: Option<String>,
+}
+
 /// A probe that did not pass before its deadline, or that could never pass.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("readiness probe {probe} {} ({attempts} attempts); last error: {last_error}", if *.gave_up { "gave up at once".to_string() } else { format!("did not pass within {}", fmt_duration(*.timeout)) })]
@@ -183,15 +191,86 @@ impl Readiness {
         auth: &ProbeAuth,
         trace: &Trace,
     ) -> Result<Duration, ProbeError> {
+        self.wait_observing(timeout, auth, trace)
+            .await
+            .map(|ready| ready.took)
+    }
+
+    /// Whether [`Readiness::attempt_once`] can probe it: an HTTP or TCP probe.
+    pub(super) fn attempts_once(&self) -> bool {
+        matches!(
+            self,
+            Readiness::Http { .. } | Readiness::HttpPost { .. } | Readiness::Tcp { .. }
+        )
+    }
+
+    /// One attempt, cut at `limit`: `Err` says what failed (a refused
+    /// connection, another status, no answer). Probes that cannot be
+    /// attempted once ([`Readiness::attempts_once`]) pass.
+    pub(super) async fn attempt_once(
+        &self,
+        auth: &ProbeAuth,
+        limit: Duration,
+    ) -> Result<(), String> {
+        let attempt = async {
+            let (url, post, expect) = match self {
+                Readiness::Tcp { addr } => {
+                    return tokio::net::TcpStream::connect(addr)
+                        .await
+                        .map(drop)
+                        .map_err(|e| format!("connect {addr}: {e}"));
+                }
+                Readiness::Http {
+                    url, expect_status, ..
+                } => (url, None, *expect_status),
+                Readiness::HttpPost {
+                    url,
+                    body,
+                    headers,
+                    expect_status,
+                    ..
+                } => (url, Some((body, headers)), *expect_status),
+                _ => return Ok(()),
+            };
+            let client = crate::http::client_builder()
+                .build()
+                .map_err(|e| error_chain(&e))?;
+            let request = build_request(&client, url, post);
+            let request = match auth.covers(url) {
+                true => with_auth(request, auth),
+                false => request,
+            };
+            match request.send().await {
+                Ok(r) if r.status().as_u16() == expect => Ok(()),
+                Ok(r) => Err(format!("status {}", r.status().as_u16())),
+                Err(e) => Err(error_chain(&e)),
+            }
+        };
+        tokio::time::timeout(limit, attempt)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {}", fmt_duration(limit))))
+    }
+
+    /// [`Readiness::wait_with`], also saying what the attempts that failed
+    /// before it passed saw: a restart's proof that the target was down.
+    pub async fn wait_observing(
+        &self,
+        timeout: Duration,
+        auth: &ProbeAuth,
+        trace: &Trace,
+    ) -> Result<Ready, ProbeError> {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
         let mut last_error = String::new();
         let mut attempts = 0;
         let polled = match self {
-            Readiness::None => return Ok(Duration::ZERO),
+            Readiness::None => return Ok(Ready::default()),
             Readiness::Delay { duration } => {
                 tokio::time::sleep(*duration).await;
-                return Ok(started.elapsed());
+                return Ok(Ready {
+                    took: started.elapsed(),
+                    failed_first: None,
+                });
             }
             Readiness::Http {
                 url,
@@ -249,7 +328,10 @@ impl Readiness {
             }
         };
         match polled {
-            Ok(Ok(())) => Ok(started.elapsed()),
+            Ok(Ok(())) => Ok(Ready {
+                took: started.elapsed(),
+                failed_first: (!last_error.is_empty()).then_some(last_error),
+            }),
             Ok(Err(fatal)) => Err(ProbeError {
                 gave_up: true,
                 ..self.failed(timeout, fatal.to_string(), attempts)
@@ -309,19 +391,7 @@ async fn poll_http(
     } = probe;
     let authorized = auth.covers(url);
     let start = || {
-        let request = match post {
-            None => client.get(url),
-            Some((body, headers)) => {
-                let mut r = client
-                    .post(url)
-                    .header("content-type", "application/json")
-                    .body(body.clone());
-                for (k, v) in headers {
-                    r = r.header(k.as_str(), v.as_str());
-                }
-                r
-            }
-        };
+        let request = build_request(&client, url, post);
         let request = match authorized {
             true => with_auth(request, auth),
             false => request,
@@ -357,6 +427,27 @@ async fn poll_http(
         ControlFlow::Continue(())
     };
     hedge::hedge(interval, attempts, start, judge).await
+}
+
+/// A probe's request: a GET, or a POST of a JSON body with its headers.
+fn build_request(
+    client: &reqwest::Client,
+    url: &str,
+    post: Option<(&String, &Vec<(String, String)>)>,
+) -> reqwest::RequestBuilder {
+    match post {
+        None => client.get(url),
+        Some((body, headers)) => {
+            let mut r = client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.clone());
+            for (k, v) in headers {
+                r = r.header(k.as_str(), v.as_str());
+            }
+            r
+        }
+    }
 }
 
 fn with_auth(mut request: reqwest::RequestBuilder, auth: &ProbeAuth) -> reqwest::RequestBuilder {

@@ -155,6 +155,10 @@ async fn a_command_that_succeeds_then_readiness_that_never_comes() {
     );
     assert!(detail.contains("300 ms"), "{detail}");
     assert!(detail.to_lowercase().contains("refused"), "{detail}");
+    assert!(
+        detail.starts_with("the target did not come back within 300 ms"),
+        "{detail}"
+    );
 
     let e = target.prepare().await.unwrap_err().to_string();
     assert!(
@@ -252,7 +256,14 @@ async fn an_http_hook_checks_its_status() {
         },
         Readiness::None,
     );
-    assert!(target.restart("restart").await.ok);
+    // The hook answered as expected, but without a probe nothing shows the
+    // target going down and coming back.
+    let unverified = target.restart("restart").await;
+    assert!(!unverified.ok, "{unverified:?}");
+    assert!(unverified
+        .detail
+        .unwrap()
+        .contains("the restart cannot be verified"),);
     let outcome = target.restart("restart").await;
     assert!(!outcome.ok);
     let detail = outcome.detail.unwrap();
@@ -453,7 +464,7 @@ async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
     .with_fault_proxy(proxy.control());
     assert!(target.restart("restart").await.ok);
     drop(proxy);
-    let e = target.settle().await.unwrap_err();
+    let e = target.settle().await.unwrap_err().to_string();
     assert!(
         e.contains("the fault proxy of the gateway hop has stopped"),
         "{e}"

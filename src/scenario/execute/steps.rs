@@ -332,6 +332,7 @@ impl RunningCell<'_> {
             action: report.action.clone(),
             restart_ms: report.restart_ms,
             ready_ms: report.ready_ms,
+            down: report.down.clone(),
             detail: report.detail.clone(),
         }));
         self.restarted_at = Some(std::time::Instant::now());

@@ -351,6 +351,7 @@ mod tests {
                 action: "fake".into(),
                 restart_ms: 1,
                 ready_ms: Some(1),
+                down: None,
                 detail: None,
             }
         }

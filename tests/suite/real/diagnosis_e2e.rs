@@ -19,6 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 const TOKEN: &str = "tok-diag-e2e-5f1c9a";
+/// How long the gateway stand-in's port refuses connections once restarted.
+const DOWN_FOR: Duration = Duration::from_millis(300);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Fault {
@@ -27,7 +29,8 @@ enum Fault {
 }
 
 /// A TCP gateway: pipes to the backend until its restart hook is called,
-/// then drops every open connection and fails every new one with `fault`.
+/// then drops every open connection, closes its port for [`DOWN_FOR`] (a
+/// restart the harness can see) and fails every new connection with `fault`.
 struct Gateway {
     port: u16,
     hook_port: u16,
@@ -58,9 +61,21 @@ impl Gateway {
             }
         });
         let (mode, restarted) = (Arc::clone(&gateway.mode), gateway.restarted.clone());
+        let port = gateway.port;
         tokio::spawn(async move {
+            let mut listener = listener;
+            let mut restarts = restarted.subscribe();
             loop {
-                let (conn, _) = listener.accept().await.unwrap();
+                let conn = tokio::select! {
+                    accepted = listener.accept() => accepted.unwrap().0,
+                    _ = restarts.changed() => {
+                        // A restarted gateway is down a moment: its port refuses.
+                        drop(listener);
+                        tokio::time::sleep(DOWN_FOR).await;
+                        listener = TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+                        continue;
+                    }
+                };
                 let backend = backend.clone();
                 let mode = mode.load(Ordering::SeqCst);
                 let mut gone = restarted.subscribe();

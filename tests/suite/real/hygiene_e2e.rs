@@ -1068,9 +1068,7 @@ fn repeated_cells_in_the_lanes_of_one_deployment_run_every_attempt() {
     let (config, _) = support::managed_agent_config(dir.path(), &[]);
     let mut text = std::fs::read_to_string(&config).unwrap();
     for hook in ["hook-a", "hook-b"] {
-        text.push_str(&format!(
-            "\n[targets.{hook}]\nrestart = {{ command = \"sleep 0.2\" }}\nindependent = true\n"
-        ));
+        text.push_str(&support::independent_component(hook));
     }
     std::fs::write(&config, text).unwrap();
     let out = dir.path().join("out");

@@ -265,9 +265,7 @@ fn independent_targets_of_a_deployment_run_side_by_side() {
     let (config, _) = support::managed_agent_config(dir.path(), &[]);
     let mut text = std::fs::read_to_string(&config).unwrap();
     for hook in ["hook-a", "hook-b"] {
-        text.push_str(&format!(
-            "\n[targets.{hook}]\nrestart = {{ command = \"sleep 0.2\" }}\nindependent = true\n"
-        ));
+        text.push_str(&support::independent_component(hook));
     }
     std::fs::write(&config, text).unwrap();
     let run = |out: &Path, jobs: &str| {

@@ -18,6 +18,7 @@ mod persist_e2e;
 mod progress_tty;
 mod real_agents_e2e;
 mod report_html_browser;
+mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
 mod shard_e2e;

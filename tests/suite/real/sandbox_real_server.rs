@@ -75,6 +75,7 @@ impl Restarter for RestartServer<'_> {
             action: "managed".into(),
             restart_ms: took.as_millis() as u64,
             ready_ms: Some(took.as_millis() as u64),
+            down: None,
             detail: None,
         }
     }
@@ -93,6 +94,7 @@ impl Restarter for DeleteFiles {
             action: "delete".into(),
             restart_ms: 0,
             ready_ms: Some(0),
+            down: None,
             detail: None,
         }
     }

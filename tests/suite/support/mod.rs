@@ -304,6 +304,17 @@ pub fn managed_agent_config(
     managed_agent_config_with(dir, agent_env, None, Ready::Http)
 }
 
+/// A `[targets.NAME]` table for a deployment's `independent` component
+/// beside the server: a small HTTP server (python's) on a port of its own,
+/// managed by the harness, so its restart really goes down and comes back
+/// (a command that restarts nothing fails as "never went down").
+pub fn independent_component(name: &str) -> String {
+    let port = continuity::supervise::free_port().unwrap();
+    format!(
+        "\n[targets.{name}]\nrestart = {{ managed = {{ command = [\"python3\", \"-m\", \"http.server\", \"--bind\", \"127.0.0.1\", \"{port}\"], grace_ms = 2000 }} }}\nready = {{ tcp = \"127.0.0.1:{port}\" }}\nindependent = true\n"
+    )
+}
+
 /// How the managed server's readiness is probed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ready {
