@@ -15,6 +15,7 @@ pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;
 pub(crate) mod postgres;
+pub(crate) mod reload_race;
 pub mod progress;
 pub(crate) mod rivet;
 pub mod sandbox_agent;

@@ -127,6 +127,9 @@ pub struct Target {
     fault_proxy: Option<crate::faults::FaultControl>,
     /// A fault target's window while its toxic is in force.
     window: Option<fault::OpenWindow>,
+    /// A window each restart opens on `fault_proxy`'s hop just before its
+    /// action ([`Target::with_window_along`]).
+    along: Option<FaultAction>,
     /// The fault proxies the cells' traffic passes through: one that has
     /// stopped makes the cell a harness error ([`Target::settle`]).
     hops: Vec<crate::faults::FaultControl>,
@@ -187,8 +190,25 @@ impl Target {
             after_stop_note: None,
             fault_proxy: None,
             window: None,
+            along: None,
             hops: Vec::new(),
         }
+    }
+
+    /// Each restart opens `window` on `control`'s hop just before its
+    /// action, and its action is done only once the toxic has acted on a
+    /// connection (within the ready timeout): what the action makes the
+    /// component do meets the toxic (an nginx reload's closes of idle
+    /// connections held in flight, `stack::reload_race`). The window
+    /// heals after its hold, or when the cell's phases end.
+    pub fn with_window_along(
+        mut self,
+        window: FaultAction,
+        control: crate::faults::FaultControl,
+    ) -> Self {
+        self.along = Some(window);
+        self.fault_proxy = Some(control);
+        self
     }
 
     /// The proxy of a fault target's hop.
@@ -387,7 +407,7 @@ impl Target {
     /// scenario phase the result belongs to.
     pub async fn restart(&mut self, phase: &str) -> RestartResult {
         let started = Instant::now();
-        let action = self.run_action().await;
+        let action = self.run_action_along().await;
         let restart_ms = millis(started.elapsed());
         let (ok, ready_ms, detail) = self.restart_outcome(action).await;
         let mut outcome = RestartResult {
@@ -471,6 +491,39 @@ impl Target {
             if let Some(hook) = &hook {
                 hook.run_after(before).await;
             }
+        }
+    }
+
+    /// The action, within the window along it when the target has one.
+    async fn run_action_along(&mut self) -> Result<(), ActionError> {
+        let Some(along) = self.along.clone() else {
+            return self.run_action().await;
+        };
+        let proxy_error = |reason: String| ActionError::Proxy {
+            hop: along.hop.clone(),
+            reason,
+        };
+        let control = self.fault_proxy.as_ref().ok_or_else(|| ActionError::NoHop {
+            hop: along.hop.clone(),
+        })?;
+        if let Some(window) = self.window.take() {
+            window.close().map_err(proxy_error)?;
+        }
+        let window = fault::OpenWindow::open(&along, control, &self.trace).map_err(proxy_error)?;
+        self.window = Some(window);
+        self.run_action().await?;
+        let acted = match &self.window {
+            Some(window) => window.acted_within(self.ready_timeout).await,
+            None => false,
+        };
+        match acted {
+            true => Ok(()),
+            false => Err(proxy_error(format!(
+                "{} never acted on a connection of the {} hop within {} of the restart",
+                along.toxic.describe(),
+                along.hop,
+                fmt_duration(self.ready_timeout)
+            ))),
         }
     }
 
