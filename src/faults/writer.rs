@@ -209,8 +209,7 @@ impl<'a> Writer<'a> {
             .max_by_key(|(delay, _)| *delay);
         if let Some((delay, toxic)) = slow {
             if self.held_close.replace(toxic) != Some(toxic) {
-                self.shared
-                    .report(toxic, self.conn, ProxyAction::CloseHeld);
+                self.shared.report(toxic, self.conn, ProxyAction::CloseHeld);
             }
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}

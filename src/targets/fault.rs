@@ -106,13 +106,15 @@ impl OpenWindow {
         let observer: Observer = Arc::new(move |_, conn, what| {
             counted.fetch_add(1, Ordering::SeqCst);
             match what {
-            ProxyAction::Reset { toward } => {
-                seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
-            }
-            ProxyAction::Closed => seen.fault_action(&hop, toxic, ConnAction::Closed, None, conn),
-            ProxyAction::CloseHeld => {
-                seen.fault_action(&hop, toxic, ConnAction::CloseHeld, None, conn)
-            }
+                ProxyAction::Reset { toward } => {
+                    seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
+                }
+                ProxyAction::Closed => {
+                    seen.fault_action(&hop, toxic, ConnAction::Closed, None, conn)
+                }
+                ProxyAction::CloseHeld => {
+                    seen.fault_action(&hop, toxic, ConnAction::CloseHeld, None, conn)
+                }
             }
         });
         let id = match control.set(action.toxic.clone(), Some(observer)) {

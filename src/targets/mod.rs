@@ -503,9 +503,12 @@ impl Target {
             hop: along.hop.clone(),
             reason,
         };
-        let control = self.fault_proxy.as_ref().ok_or_else(|| ActionError::NoHop {
-            hop: along.hop.clone(),
-        })?;
+        let control = self
+            .fault_proxy
+            .as_ref()
+            .ok_or_else(|| ActionError::NoHop {
+                hop: along.hop.clone(),
+            })?;
         if let Some(window) = self.window.take() {
             window.close().map_err(proxy_error)?;
         }

@@ -198,12 +198,7 @@ fn secrets_that_are_words_of_the_report_leave_it_readable() {
     let out = dir.path().join("out");
     let run = run_local(
         &out,
-        &[
-            "--target",
-            "gateway",
-            "--scenario",
-            "native-continuity",
-        ],
+        &["--target", "gateway", "--scenario", "native-continuity"],
         &[("MY_SORT_KEY", "durationMs"), ("SA_TOKEN", "verdict")],
     );
     assert_exit(&run, exit_codes::OK);
