@@ -98,9 +98,14 @@ fn the_rust_client_loses_its_post_to_the_reloads_close_every_time() {
         assert_eq!(signature["kind"], "stream_closed", "{boundary}");
         let message = signature["message"].as_str().unwrap();
         assert!(
-            message.contains("connection closed before message completed")
-                && message.contains("POST"),
-            "hyper's own words for a POST answered by the end of the stream: {message}"
+            message
+                .contains("client error (SendRequest): connection closed before message completed"),
+            "hyper's own words for a request answered by the end of the stream: {message}"
+        );
+        let observed = signature["observed"].as_str().unwrap();
+        assert!(
+            observed.starts_with("POST /sandbox/v1/acp/"),
+            "the prompt's POST: {observed}"
         );
         assert!(
             boundary["durationMs"].as_u64().unwrap() < 10_000,
