@@ -94,7 +94,7 @@ async fn pipe(
 ) -> Result<(), End> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
     let reader = read_side(from, tx);
-    let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to).run(rx);
+    let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared).run(rx);
     tokio::pin!(reader, writer);
     tokio::select! {
         done = &mut writer => return done,

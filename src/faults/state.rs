@@ -20,6 +20,9 @@ pub enum ProxyAction {
     Reset { toward: Stream },
     /// Closed (FIN) both ways: `timeout`, `limit_data`, `down`.
     Closed,
+    /// The server's close (FIN) is held back from the client: `slow_close`.
+    /// The connection is still open; what the proxy did is wait.
+    CloseHeld,
 }
 
 /// Told of every [`ProxyAction`] a toxic causes, with the connection's number.
@@ -90,6 +93,8 @@ pub struct ProxyStats {
     pub resets: u64,
     /// Connections the proxy closed because of a toxic.
     pub closes: u64,
+    /// Server closes (FIN) the proxy held back from the client (`slow_close`).
+    pub held_closes: u64,
     /// Connections whose server side failed (a reset by the server, a
     /// refused connect), passed on to the client as a reset.
     pub passed_on: u64,
@@ -101,6 +106,7 @@ pub(super) struct Counters {
     open: AtomicU64,
     resets: AtomicU64,
     closes: AtomicU64,
+    held_closes: AtomicU64,
     passed_on: AtomicU64,
 }
 
@@ -180,6 +186,7 @@ impl Shared {
         let counter = match action {
             ProxyAction::Reset { .. } => &self.counters.resets,
             ProxyAction::Closed => &self.counters.closes,
+            ProxyAction::CloseHeld => &self.counters.held_closes,
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let observer = {
@@ -209,6 +216,7 @@ impl Shared {
             open: c.open.load(Ordering::Relaxed),
             resets: c.resets.load(Ordering::Relaxed),
             closes: c.closes.load(Ordering::Relaxed),
+            held_closes: c.held_closes.load(Ordering::Relaxed),
             passed_on: c.passed_on.load(Ordering::Relaxed),
         }
     }

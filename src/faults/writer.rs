@@ -4,7 +4,7 @@
 //! once, also while a write is blocked; nothing written twice, nothing
 //! lost unless a toxic drops it.
 
-use super::state::{Active, ToxicId, ToxicSet};
+use super::state::{Active, ProxyAction, Shared, ToxicId, ToxicSet};
 use super::toxic::{Stream, Toxic};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -56,6 +56,10 @@ pub(super) struct Writer<'a> {
     conn: u64,
     toxics: watch::Receiver<ToxicSet>,
     to: WriteHalf<'a>,
+    /// Told of what the writer itself holds back (a `slow_close`'s FIN).
+    shared: &'a Shared,
+    /// `slow_close`: the toxic whose hold of this stream's end was told already.
+    held_close: Option<ToxicId>,
     /// `limit_data`: bytes passed since each toxic applied.
     passed: HashMap<ToxicId, u64>,
     /// `timeout`: when each toxic began to act here.
@@ -70,12 +74,15 @@ impl<'a> Writer<'a> {
         conn: u64,
         toxics: watch::Receiver<ToxicSet>,
         to: WriteHalf<'a>,
+        shared: &'a Shared,
     ) -> Self {
         Writer {
             stream,
             conn,
             toxics,
             to,
+            shared,
+            held_close: None,
             passed: HashMap::new(),
             since: HashMap::new(),
             reset_at: None,
@@ -189,16 +196,21 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// The end of the stream passes on, late under `slow_close`.
+    /// The end of the stream passes on, late under `slow_close` (whose
+    /// observer hears of the hold once, as it begins: the peer that closed
+    /// is gone while the other still writes into the connection).
     async fn finish(&mut self, set: &ToxicSet) -> Result<Step, End> {
-        let delay = set
+        let slow = set
             .on(self.conn, self.stream)
             .filter_map(|a| match a.spec.toxic {
-                Toxic::SlowClose { delay } => Some(delay),
+                Toxic::SlowClose { delay } => Some((delay, a.id)),
                 _ => None,
             })
-            .max();
-        if let Some(delay) = delay {
+            .max_by_key(|(delay, _)| *delay);
+        if let Some((delay, toxic)) = slow {
+            if self.held_close.replace(toxic) != Some(toxic) {
+                self.shared.report(toxic, self.conn, ProxyAction::CloseHeld);
+            }
             tokio::select! {
                 () = tokio::time::sleep(delay) => {}
                 _ = self.toxics.changed() => return Ok(Step::Hold(Chunk::Eof)),

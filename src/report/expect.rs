@@ -8,7 +8,7 @@
 //! target = "agent"                       # glob; default "*"
 //! scenario = "native-continuity"         # glob; default "*"
 //! client = "rust"                        # glob; default "*" (`rust` or `ts-sdk`)
-//! verdict = "fail"                       # pass | fail | error | skipped
+//! verdict = "fail"                       # pass | fail | error | skipped | flaky
 //! boundary = "promptSameHandleAfterRestart"
 //! signature = "http 400 invalid_request" # the short or the (masked) full signature
 //! reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
@@ -16,6 +16,11 @@
 //! server = "candidate"                   # glob over server points' labels; default "*"
 //! sdk = "candidate"                      # glob over SDK points' labels; default "*"
 //! ```
+//!
+//! `verdict = "flaky"` is for a cell that can go either way by a known
+//! race: it accepts a pass, and a fail or flaky cell whose failure is the
+//! one the entry names (`signature` is required, `boundary` optional);
+//! anything else is `changed`. Its `reason` says why the cell varies.
 //!
 //! The first entry that matches a cell decides; an entry that never gets to
 //! decide is reported by [`Expectations::shadowed`]. An entry that names no
@@ -48,9 +53,17 @@ pub const EXPECTABLE: [Verdict; 4] = [
     Verdict::Skipped,
 ];
 
-/// `pass, fail, error or skipped`.
+/// What a cell that may go either way is expected as: a pass, or the one
+/// failure its entry names.
+pub const MAY_VARY: Verdict = Verdict::Flaky;
+
+/// `pass, fail, error, skipped or flaky`.
 fn expectable_words() -> String {
-    let words: Vec<&str> = EXPECTABLE.iter().map(|v| v.as_str()).collect();
+    let words: Vec<&str> = EXPECTABLE
+        .iter()
+        .chain([&MAY_VARY])
+        .map(|v| v.as_str())
+        .collect();
     let (last, rest) = words.split_last().expect("verdicts to expect");
     format!("{} or {last}", rest.join(", "))
 }
@@ -192,7 +205,8 @@ impl Expectations {
                 }),
             };
             let word = raw.verdict.get_ref().as_str();
-            let Some(verdict) = EXPECTABLE.iter().copied().find(|v| v.as_str() == word) else {
+            let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
+            let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
                 return Err(error(
                     Some(raw.verdict.span().start),
                     format!(
@@ -201,6 +215,13 @@ impl Expectations {
                     ),
                 ));
             };
+            let names_failure = raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty());
+            if verdict == MAY_VARY && !names_failure {
+                return Err(error(
+                    Some(raw.verdict.span().start),
+                    "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
+                ));
+            }
             let server_version = raw
                 .server_version
                 .as_ref()
@@ -420,7 +441,9 @@ fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOpti
             fails_run: got != Verdict::Pass,
         };
     };
-    let outcome = if entry.verdict == got {
+    let outcome = if entry.verdict == MAY_VARY {
+        may_vary(cell, entry)
+    } else if entry.verdict == got {
         if matches!(got, Verdict::Fail | Verdict::Error) && !entry.same_failure(cell) {
             ExpectOutcome::Changed
         } else {
@@ -448,6 +471,16 @@ fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOpti
             ExpectOutcome::Fixed => !options.allow_fixed,
             _ => true,
         },
+    }
+}
+
+/// A `flaky` entry: a pass, or the failure it names (in every attempt
+/// that failed, the one shown), is expected.
+fn may_vary(cell: &Cell, entry: &Entry) -> ExpectOutcome {
+    match cell.verdict {
+        Verdict::Pass => ExpectOutcome::Expected,
+        Verdict::Fail | Verdict::Flaky if entry.same_failure(cell) => ExpectOutcome::Expected,
+        _ => ExpectOutcome::Changed,
     }
 }
 

@@ -332,3 +332,56 @@ fn a_cell_without_labels_is_on_the_runs_only_point() {
         ExpectOutcome::Expected
     );
 }
+
+/// A cell that can go either way by a known race (a reload's close of an
+/// idle connection crossing the next POST) is `flaky` with that failure:
+/// a pass, a fail or a flaky cell with it are expected; another failure,
+/// an error, or an entry that names no failure are not.
+#[test]
+fn a_flaky_entry_accepts_a_pass_or_its_own_failure_only() {
+    let entry = |signature: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"*\"\nverdict = \"flaky\"\nboundary = \"promptSameHandleAfterRestart\"\nsignature = \"{signature}\"\nreason = \"a race\"\n")
+    };
+    let r = judged(&entry("http 400 invalid_request"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false),
+        "a fail with its failure"
+    );
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Expected, false),
+        "a pass"
+    );
+    let r = judged(&entry("stream closed"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Changed, true),
+        "another failure"
+    );
+    for flaky_result in [FlakyResult::Pass, FlakyResult::Fail] {
+        let mut r = fixture::repeated_report();
+        let options = GateOptions {
+            flaky_result,
+            ..Default::default()
+        };
+        assert_eq!(r.cells[0].verdict, Verdict::Flaky);
+        parse(&entry("http 400 invalid_request"))
+            .unwrap()
+            .judge(&mut r, options);
+        assert_eq!(
+            outcome(&r, "agent", "native-continuity"),
+            (ExpectOutcome::Expected, false),
+            "a flaky cell whatever --flaky-result says"
+        );
+        assert_eq!(
+            r.cells[0].expectation.as_ref().unwrap().verdict,
+            Some(Verdict::Flaky)
+        );
+    }
+    let bare = parse("[[expect]]\ntarget = \"agent\"\nverdict = \"flaky\"\n").unwrap_err();
+    assert_eq!(bare.line, Some(3), "{bare}");
+    assert!(bare.message.contains("signature"), "{bare}");
+    let e = parse("[[expect]]\nverdict = \"broken\"\n").unwrap_err();
+    assert!(e.message.contains("skipped or flaky"), "{e}");
+}

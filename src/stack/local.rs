@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The local stack's restart targets and what each restarts.
-pub const TARGETS: [(&str, &str); 7] = [
+pub const TARGETS: [(&str, &str); 8] = [
     (
         "agent",
         "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
@@ -37,6 +37,7 @@ pub const TARGETS: [(&str, &str); 7] = [
         "gateway-reload",
         "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)",
     ),
+    (super::reload_race::NAME, super::reload_race::WHAT),
     (
         "rivet",
         "the RivetKit runner holding the session-persistence actor",
@@ -53,8 +54,9 @@ pub const TARGETS: [(&str, &str); 7] = [
 ];
 
 /// Targets that run only when named with `--target`: they restart what a
-/// plain run keeps (the clients, the session store's server).
-pub const OPT_IN_TARGETS: [&str; 2] = ["client", "store"];
+/// plain run keeps (the clients, the session store's server), or make a
+/// known race happen every time (a reload's close in flight).
+pub const OPT_IN_TARGETS: [&str; 3] = ["client", "store", super::reload_race::NAME];
 
 /// Whether a run with `--target only…` (all when empty) has `name`'s cells.
 pub fn selected(name: &str, only: &[String]) -> bool {
@@ -392,6 +394,9 @@ impl LocalStack {
                 stack
                     .skipped
                     .push(Unavailable::skipped("gateway-reload", &reason));
+                stack
+                    .skipped
+                    .push(Unavailable::skipped(super::reload_race::NAME, &reason));
             }
             Ok(binary) => {
                 let gateway = GatewayConfig {
@@ -440,6 +445,7 @@ impl LocalStack {
                 // Clients reach the gateway through the gateway hop.
                 let gateway_hop = stack.hops.front("gateway", gateway.listen_port)?;
                 stack.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
+                stack.add_reload_race(&gateway, &options, &supervisor);
             }
         }
         stack.add(
@@ -609,6 +615,33 @@ impl LocalStack {
     pub fn take_background(&mut self, name: &str) -> Option<Target> {
         let at = self.background.iter().position(|t| t.name == name)?;
         Some(self.background.remove(at))
+    }
+
+    /// The reload whose close of an idle connection is held in flight on
+    /// the gateway hop: unavailable when the hop has no proxy to hold it.
+    fn add_reload_race(
+        &mut self,
+        gateway: &GatewayConfig,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+    ) {
+        let name = super::reload_race::NAME;
+        let Some(control) = self.hops.control("gateway") else {
+            let reason = format!(
+                "it holds the reload's close on the gateway hop's fault proxy, and the stack runs without one ({}=off)",
+                super::hops::PROXIES_ENV
+            );
+            self.skipped.push(Unavailable::skipped(name, &reason));
+            return;
+        };
+        let target = super::reload_race::target(
+            gateway.prefix.join("nginx.pid"),
+            gateway.health_url(),
+            control,
+        )
+        .with_ready_timeout(READY_TIMEOUT)
+        .supervised_by(supervisor.clone());
+        self.add(target, options);
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {

@@ -16,6 +16,7 @@ pub(crate) mod npm;
 pub(crate) mod orphans;
 pub(crate) mod postgres;
 pub mod progress;
+pub(crate) mod reload_race;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
 pub(crate) mod sdk;

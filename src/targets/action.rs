@@ -216,6 +216,14 @@ pub enum ActionError {
         #[source]
         error: crate::faults::ProxyError,
     },
+    /// A restart made with a toxic along ([`super::Target::with_window_along`])
+    /// whose toxic never acted: the condition it exists to create never arose.
+    #[error("{toxic} never acted on a connection of the {hop} hop within {within} of the restart")]
+    ToxicNeverActed {
+        hop: String,
+        toxic: String,
+        within: String,
+    },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,
@@ -261,7 +269,9 @@ impl ActionError {
             ActionError::Kill { .. } => ActionErrorKind::Kill,
             ActionError::Request { .. } => ActionErrorKind::Request,
             ActionError::Status { .. } => ActionErrorKind::Status,
-            ActionError::NoHop { .. } | ActionError::Proxy { .. } => ActionErrorKind::Proxy,
+            ActionError::NoHop { .. }
+            | ActionError::Proxy { .. }
+            | ActionError::ToxicNeverActed { .. } => ActionErrorKind::Proxy,
         }
     }
 }

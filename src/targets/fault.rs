@@ -9,7 +9,7 @@ use super::fmt_duration;
 use crate::faults::{FaultControl, Observer, ProxyAction, ProxyError, ToxicId, ToxicSpec};
 use crate::trace::event::ConnAction;
 use crate::trace::Trace;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -77,6 +77,8 @@ impl Window {
 pub(super) struct OpenWindow {
     window: Arc<Window>,
     timer: JoinHandle<()>,
+    /// How many times the toxic acted on a connection (reset, closed, held a close).
+    acted: Arc<AtomicU64>,
 }
 
 impl OpenWindow {
@@ -99,11 +101,21 @@ impl OpenWindow {
         );
         let seen = trace.clone();
         let hop = control.hop().to_string();
-        let observer: Observer = Arc::new(move |_, conn, what| match what {
-            ProxyAction::Reset { toward } => {
-                seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
+        let acted = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&acted);
+        let observer: Observer = Arc::new(move |_, conn, what| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            match what {
+                ProxyAction::Reset { toward } => {
+                    seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
+                }
+                ProxyAction::Closed => {
+                    seen.fault_action(&hop, toxic, ConnAction::Closed, None, conn)
+                }
+                ProxyAction::CloseHeld => {
+                    seen.fault_action(&hop, toxic, ConnAction::CloseHeld, None, conn)
+                }
             }
-            ProxyAction::Closed => seen.fault_action(&hop, toxic, ConnAction::Closed, None, conn),
         });
         let id = match control.set(action.toxic.clone(), Some(observer)) {
             Ok(id) => id,
@@ -126,7 +138,26 @@ impl OpenWindow {
             tokio::time::sleep(hold).await;
             timed.heal();
         });
-        Ok(OpenWindow { window, timer })
+        Ok(OpenWindow {
+            window,
+            timer,
+            acted,
+        })
+    }
+
+    /// Waits until the toxic has acted on a connection, for at most
+    /// `within`; whether it did.
+    pub(super) async fn acted_within(&self, within: Duration) -> bool {
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            if self.acted.load(Ordering::SeqCst) > 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     /// Heals now if the timer has not; says why the proxy could not

@@ -173,6 +173,9 @@ pub struct Target {
     fault_proxy: Option<crate::faults::FaultControl>,
     /// A fault target's window while its toxic is in force.
     window: Option<fault::OpenWindow>,
+    /// A window each restart opens on `fault_proxy`'s hop just before its
+    /// action ([`Target::with_window_along`]).
+    along: Option<FaultAction>,
     /// The fault proxies the cells' traffic passes through: one that has
     /// stopped makes the cell a harness error ([`Target::settle`]).
     hops: Vec<crate::faults::FaultControl>,
@@ -235,8 +238,25 @@ impl Target {
             min_wait: Duration::ZERO,
             fault_proxy: None,
             window: None,
+            along: None,
             hops: Vec::new(),
         }
+    }
+
+    /// Each restart opens `window` on `control`'s hop just before its
+    /// action, and its action is done only once the toxic has acted on a
+    /// connection (within the ready timeout): what the action makes the
+    /// component do meets the toxic (an nginx reload's closes of idle
+    /// connections held in flight, `stack::reload_race`). The window
+    /// heals after its hold, or when the cell's phases end.
+    pub fn with_window_along(
+        mut self,
+        window: FaultAction,
+        control: crate::faults::FaultControl,
+    ) -> Self {
+        self.along = Some(window);
+        self.fault_proxy = Some(control);
+        self
     }
 
     /// The proxy of a fault target's hop.
@@ -491,7 +511,7 @@ impl Target {
                         .map(|pid| (verify::Family::of(pid), pid_file.clone())),
                     _ => None,
                 };
-                let action = self.run_action().await;
+                let action = self.run_action_along().await;
                 let restart_ms = millis(started.elapsed());
                 if let Err(error) = action {
                     return (restart_ms, Err(error.into()));
@@ -503,7 +523,7 @@ impl Target {
                 (restart_ms, self.back_after(down).await)
             }
             RestartKind::Managed => {
-                let action = self.run_action().await;
+                let action = self.run_action_along().await;
                 let restart_ms = millis(started.elapsed());
                 if let Err(error) = action {
                     return (restart_ms, Err(error.into()));
@@ -517,7 +537,7 @@ impl Target {
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients.
             RestartKind::Fault | RestartKind::Clients => {
-                let action = self.run_action().await;
+                let action = self.run_action_along().await;
                 let restart_ms = millis(started.elapsed());
                 (
                     restart_ms,
@@ -532,7 +552,7 @@ impl Target {
     /// returns, or return before the server is back).
     async fn restart_watched(&mut self, started: Instant) -> (u64, Result<Seen, RestartFailure>) {
         let mut watch = verify::Watch::start(&self.readiness, &self.probe_auth).await;
-        let action = self.run_action().await;
+        let action = self.run_action_along().await;
         let restart_ms = millis(started.elapsed());
         if let Err(error) = action {
             return (restart_ms, Err(error.into()));
@@ -639,6 +659,41 @@ impl Target {
             if let Some(hook) = &hook {
                 hook.run_after(before).await;
             }
+        }
+    }
+
+    /// The action, within the window along it when the target has one.
+    async fn run_action_along(&mut self) -> Result<(), ActionError> {
+        let Some(along) = self.along.clone() else {
+            return self.run_action().await;
+        };
+        let proxy_error = |error| ActionError::Proxy {
+            hop: along.hop.clone(),
+            error,
+        };
+        let control = self
+            .fault_proxy
+            .as_ref()
+            .ok_or_else(|| ActionError::NoHop {
+                hop: along.hop.clone(),
+            })?;
+        if let Some(window) = self.window.take() {
+            window.close().map_err(proxy_error)?;
+        }
+        let window = fault::OpenWindow::open(&along, control, &self.trace).map_err(proxy_error)?;
+        self.window = Some(window);
+        self.run_action().await?;
+        let acted = match &self.window {
+            Some(window) => window.acted_within(self.ready_timeout).await,
+            None => false,
+        };
+        match acted {
+            true => Ok(()),
+            false => Err(ActionError::ToxicNeverActed {
+                hop: along.hop.clone(),
+                toxic: along.toxic.describe(),
+                within: fmt_duration(self.ready_timeout),
+            }),
         }
     }
 

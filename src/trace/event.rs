@@ -140,10 +140,12 @@ pub enum ConnAction {
     #[default]
     Reset,
     Closed,
+    /// The server's close (FIN) held back from the client (`slow_close`).
+    CloseHeld,
 }
 
 impl ConnAction {
-    /// As serialized: `reset`, `closed`.
+    /// As serialized: `reset`, `closed`, `close_held`.
     pub fn as_str(self) -> &'static str {
         crate::wire_name::of(&self)
     }

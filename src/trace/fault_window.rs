@@ -1,6 +1,6 @@
 //! Fault windows in a cell's trace: when a fault target set a toxic on a
 //! hop (`fault_start`), what the fault proxy itself did to connections
-//! meanwhile (`fault_action`: a reset, a close), and when it healed
+//! meanwhile (`fault_action`: a reset, a close, a close held back), and when it healed
 //! (`fault_end`). Beside the file, the windows are kept in memory for the
 //! whole cell, so a phase that fails during or after one can name the hop
 //! and the toxic, and tell a reset the proxy sent from one the server did.
@@ -69,6 +69,8 @@ impl Trace {
                 match action {
                     ConnAction::Reset => window.resets += 1,
                     ConnAction::Closed => window.closes += 1,
+                    // The connection stays open: nothing the proxy cut.
+                    ConnAction::CloseHeld => {}
                 }
             }
         }

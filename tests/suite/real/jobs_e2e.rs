@@ -37,13 +37,28 @@ fn run(out: &Path, jobs: &str) -> std::process::Output {
     )
 }
 
-/// Each cell in report order: target, scenario, verdict, boundary, expectation, attempts.
+/// Each cell in report order: target, scenario, verdict, boundary,
+/// expectation, attempts. A cell the expectations say may go either way (a
+/// reload's close can cross the next POST: `verdict = "flaky"`) shows
+/// that instead of its verdict and boundary, once it is judged expected:
+/// a pass or the one failure its entry names, never another.
 fn cells(report: &Value) -> Vec<Value> {
     report["cells"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| {
+            if c["expectation"]["verdict"] == "flaky" {
+                assert_eq!(c["expectation"]["outcome"], "expected", "{c}");
+                return serde_json::json!([
+                    c["target"],
+                    c["scenario"],
+                    "may vary",
+                    Value::Null,
+                    c["expectation"]["outcome"],
+                    c["attempts"].as_array().map(Vec::len),
+                ]);
+            }
             serde_json::json!([
                 c["target"],
                 c["scenario"],
@@ -174,7 +189,17 @@ fn two_jobs_give_the_cells_and_verdicts_of_one() {
         "the subset holds both verdicts: {expected:?}"
     );
     assert_eq!(cells(&two_report), expected, "same cells, order, verdicts");
-    assert_eq!(two_report["totals"], one_report["totals"]);
+    let varies = |r: &Value| {
+        r["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["expectation"]["verdict"] == "flaky" && c["verdict"] != "pass")
+    };
+    if !varies(&one_report) && !varies(&two_report) {
+        assert_eq!(two_report["totals"], one_report["totals"]);
+    }
+    assert_eq!(two_report["totals"]["cells"], one_report["totals"]["cells"]);
     for r in [&one_report, &two_report] {
         let (floor, overhead) = (&r["run"]["floorMs"], &r["run"]["overheadMs"]);
         assert!(

@@ -17,6 +17,7 @@ mod mid_turn_e2e;
 mod persist_e2e;
 mod progress_tty;
 mod real_agents_e2e;
+mod reload_race_e2e;
 mod report_html_browser;
 mod restart_verified_e2e;
 mod run_e2e;
