@@ -57,11 +57,13 @@ pub mod exit_codes;
 pub mod faults;
 mod file_name;
 pub mod fit;
+mod folder_lock;
 pub mod http;
 mod partition;
 pub mod persist;
 mod provider;
 pub mod report;
+mod run_path;
 mod runner;
 pub mod scenario;
 pub mod secret;
@@ -72,6 +74,7 @@ mod stop_flag;
 pub mod supervise;
 mod targets;
 pub mod trace;
+mod user_file;
 mod wire_name;
 
 #[cfg(test)]
