@@ -12,13 +12,11 @@ use std::path::PathBuf;
 /// loopback ports, runs every scenario against every restart target, writes
 /// the reports and tears the stack down.
 #[derive(Parser, Debug)]
-#[command(name = "continuity", version, about, long_about, after_help = EXIT_CODES)]
+#[command(name = "continuity", version, about, long_about, after_help = crate::exit_codes::help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
-
-const EXIT_CODES: &str = "Exit codes: 0 every cell passed (with --expect: every cell as expected), 1 a cell failed (or is not as expected), 2 the run could not be completed, 64 bad usage or config.";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {

@@ -39,6 +39,9 @@
 //!   table, exit codes, what every layer's errors share (the cause chain
 //!   on one line, a rejected value's reason), text continuity did not
 //!   write as each output may show it
+//! - `folder_lock`, `run_path`, `user_file`: leaves: one command at a time
+//!   per folder, paths a report names confined to its run folder, a user's
+//!   file checked for its type (and size) before anything reads it
 //! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`:
 //!   leaves: durations in ms, a byte offset's line, waiting on a stop flag,
 //!   text cut to a display width, file names from user text, an enum's
@@ -58,11 +61,13 @@ pub mod exit_codes;
 pub mod faults;
 mod file_name;
 pub mod fit;
+mod folder_lock;
 pub mod http;
 mod partition;
 pub mod persist;
 mod provider;
 pub mod report;
+mod run_path;
 mod runner;
 pub mod scenario;
 pub mod secret;
@@ -74,6 +79,7 @@ pub mod supervise;
 mod targets;
 pub mod trace;
 pub mod untrusted;
+mod user_file;
 mod wire_name;
 
 #[cfg(test)]

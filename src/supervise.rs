@@ -135,6 +135,31 @@ pub enum ProcessState {
     NotStarted,
 }
 
+/// How a process ended, in words: `exited with code 0`, `killed by
+/// SIGKILL`. The one rendering of an exit status in any message.
+pub fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!("killed by {}", Signal::from_number(signal)),
+        (None, None) => "ended with an unknown status".to_string(),
+    }
+}
+
+/// [`exit_text`] of a finished process's status.
+pub fn status_text(status: ExitStatus) -> String {
+    exit_text(status.code(), status.signal())
+}
+
+impl std::fmt::Display for ProcessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ProcessState::Running { pid } => write!(f, "running (pid {pid})"),
+            ProcessState::Exited { code, signal } => f.write_str(&exit_text(code, signal)),
+            ProcessState::NotStarted => f.write_str("never started"),
+        }
+    }
+}
+
 /// A child process in its own group, killed (group and all) when dropped.
 #[derive(Debug)]
 pub struct ManagedProcess {
@@ -346,6 +371,16 @@ impl ProcessError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exit_status_reads_as_words_never_as_debug_forms() {
+        let shown = |code, signal| ProcessState::Exited { code, signal }.to_string();
+        assert_eq!(shown(Some(0), None), "exited with code 0");
+        assert_eq!(shown(None, Some(libc::SIGKILL)), "killed by SIGKILL");
+        assert_eq!(shown(None, None), "ended with an unknown status");
+        let status = ExitStatus::from_raw(3 << 8);
+        assert_eq!(status_text(status), "exited with code 3");
+    }
 
     fn spec(dir: &Path, script: &str) -> ProcessSpec {
         ProcessSpec {

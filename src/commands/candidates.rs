@@ -21,12 +21,30 @@ pub(super) struct Source<'a> {
     pub flag: &'a str,
 }
 
-/// `LABEL=REST` when what comes before the first `=` is a label (letters,
-/// digits, `.`, `_`, `-`, `+`: a path such as `/opt/a=b` has none).
-fn split_label(spec: &str) -> (Option<&str>, &str) {
-    match spec.split_once('=') {
-        Some((label, rest)) if check_label(label).is_ok() => (Some(label), rest),
-        _ => (None, spec),
+/// `LABEL=REST`. What comes before the first `=` must be a label (see
+/// [`check_label`]), or the spec is refused as a bad label, never read as
+/// part of a path; the one exception is a spec whose first path (up to a
+/// `,` when `list`) exists as it is: a path holding `=`, such as
+/// `/opt/a=b`, is read as a path without a label.
+fn split_label<'a>(
+    spec: &'a str,
+    list: bool,
+    flag: &str,
+) -> Result<(Option<&'a str>, &'a str), CommandError> {
+    let Some((label, rest)) = spec.split_once('=') else {
+        return Ok((None, spec));
+    };
+    let first = if list {
+        spec.split(',').next().unwrap_or(spec)
+    } else {
+        spec
+    };
+    match check_label(label) {
+        Ok(()) => Ok((Some(label), rest)),
+        Err(_) if Path::new(first).exists() => Ok((None, spec)),
+        Err(why) => Err(CommandError::usage(format!(
+            "{flag} {spec:?}: bad label {label:?}: {why} (expected [LABEL=]PATH; a path holding `=` is taken as a path only when it exists)"
+        ))),
     }
 }
 
@@ -61,7 +79,7 @@ pub(super) async fn server_bin(
     source: Source<'_>,
 ) -> Result<ServerPoint, CommandError> {
     let flag = source.flag;
-    let (label, path) = split_label(spec);
+    let (label, path) = split_label(spec, false, flag)?;
     if path.trim().is_empty() {
         return Err(CommandError::usage(format!(
             "{flag} {spec:?}: no path (expected [LABEL=]PATH)"
@@ -91,7 +109,7 @@ pub(super) async fn server_bin(
 /// One `--sdk` spec as an SDK point, every package read (not installed yet).
 pub(super) fn sdk(spec: &str, source: Source<'_>) -> Result<SdkPoint, CommandError> {
     let flag = source.flag;
-    let (label, paths) = split_label(spec);
+    let (label, paths) = split_label(spec, true, flag)?;
     let given: Vec<&str> = paths.split(',').map(str::trim).collect();
     if given.iter().any(|p| p.is_empty()) {
         return Err(CommandError::usage(format!(
@@ -238,17 +256,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_label_is_what_comes_before_an_equals_sign_when_it_is_a_word() {
+    fn a_label_is_what_comes_before_an_equals_sign_and_a_bad_one_is_said_so() {
+        let split = |spec| split_label(spec, true, "--sdk").map_err(|e| e.to_string());
         assert_eq!(
-            split_label("candidate=./sandbox-agent"),
-            (Some("candidate"), "./sandbox-agent")
+            split("candidate=./sandbox-agent"),
+            Ok((Some("candidate"), "./sandbox-agent"))
         );
-        assert_eq!(
-            split_label("/opt/a=b/sandbox-agent"),
-            (None, "/opt/a=b/sandbox-agent")
-        );
-        assert_eq!(split_label("./sandbox-agent"), (None, "./sandbox-agent"));
-        assert_eq!(split_label("=x"), (None, "=x"));
+        assert_eq!(split("./sandbox-agent"), Ok((None, "./sandbox-agent")));
+        // Not a label and no such path: a bad label, not "no such file".
+        for spec in ["/opt/a=b/sandbox-agent", "=x", "my fix=./x", "../x=./y"] {
+            let e = split(spec).unwrap_err();
+            assert!(e.contains("bad label"), "{spec}: {e}");
+        }
+        // A path holding `=` that exists is that path.
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("a=b");
+        std::fs::write(&odd, "x").unwrap();
+        let odd = odd.to_str().unwrap();
+        assert_eq!(split(odd), Ok((None, odd)));
+        let list = format!("{odd},./dep");
+        assert_eq!(split(&list), Ok((None, list.as_str())));
         assert!(check_label("fix-189").is_ok());
         assert!(check_label("../x").is_err());
         assert!(check_label(&"x".repeat(65)).is_err());

@@ -187,9 +187,12 @@ mod tests {
             CommandError::incomplete("x").exit_code(),
             exit_codes::INCOMPLETE
         );
-        let busy = || StackError::Busy {
-            dir: "d".into(),
-            lock: "d/stack.lock".into(),
+        let busy = || {
+            StackError::Lock(crate::folder_lock::LockError::Busy {
+                dir: "d".into(),
+                lock: "d/stack.lock".into(),
+                holder: "pid 1 (continuity stack up)".into(),
+            })
         };
         assert_eq!(
             CommandError::stack_folder(busy()).exit_code(),

@@ -14,6 +14,7 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let out_absolute = std::path::absolute(out)
         .map_err(|e| CommandError::usage(format!("{}: {e}", out.display())))?;
     let mut shards = Vec::new();
+    let mut traces = Traces::default();
     let mut seen: Vec<(PathBuf, String)> = Vec::new();
     for given in &args.runs {
         let dir = if given.is_file() {
@@ -30,7 +31,8 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
         }
         seen.push((canonical.clone(), given.display().to_string()));
         let schema = declared_schema(given)?;
-        let report = load_report(given)?;
+        let mut report = load_report(given)?;
+        traces.claim(&dir, &mut report)?;
         // Shard folders are named relative to the merged folder, so the
         // merged report's log links hold wherever the folders are copied together.
         let absolute = std::path::absolute(&dir).unwrap_or(canonical);
@@ -84,8 +86,104 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let mut redactor = crate::secret::Redactor::none();
     redactor.add_secret_variables(std::env::vars());
     crate::secret::install(redactor.clone());
-    let folder = crate::report::RunFolder::create(out, false, redactor)?;
+    let folder = crate::report::RunFolder::create(out, false, redactor, "continuity merge")?;
+    traces.copy_into(folder.dir())?;
     gate::finish(&report, &folder, MessageFormat::Human, false)
+}
+
+/// The shards' traces, copied into the merged folder so that its report's
+/// `trace` paths hold: each shard's cell folder (`cells/NAME`) keeps its
+/// name, or gets `~N` (the Nth shard) when an earlier shard has the name.
+#[derive(Default)]
+struct Traces {
+    /// Cell folders of the merged run taken so far.
+    taken: Vec<String>,
+    /// What to copy: the file in a shard, and where in the merged folder.
+    copies: Vec<(PathBuf, String)>,
+    shards: usize,
+}
+
+impl Traces {
+    /// Rewrites the trace paths of `report` (the shard in `dir`) to where
+    /// they will be in the merged folder. A trace that is gone (or not a
+    /// file) is dropped from the report rather than pointed at; one that
+    /// leads outside the shard's folder refuses the merge.
+    fn claim(
+        &mut self,
+        dir: &Path,
+        report: &mut crate::report::Report,
+    ) -> Result<(), CommandError> {
+        self.shards += 1;
+        let mut renamed: Vec<(String, String)> = Vec::new();
+        for cell in &mut report.cells {
+            let attempts = cell.attempts.iter_mut().map(|a| &mut a.trace);
+            for trace in std::iter::once(&mut cell.trace).chain(attempts) {
+                let Some(given) = trace.take() else { continue };
+                let source = crate::run_path::inside(dir, &given)
+                    .map_err(|e| CommandError::usage(format!("{}: {e}", dir.display())))?;
+                if !source.is_file() {
+                    continue;
+                }
+                let (folder, rest) = split_cell_folder(&given);
+                let target = match renamed.iter().find(|(from, _)| *from == folder) {
+                    Some((_, to)) => to.clone(),
+                    None => {
+                        let mut to = folder.clone();
+                        if self.taken.contains(&to) {
+                            to = format!("{folder}~{}", self.shards);
+                        }
+                        self.taken.push(to.clone());
+                        renamed.push((folder, to.clone()));
+                        to
+                    }
+                };
+                let merged = format!("{target}/{rest}");
+                if !self.copies.iter().any(|(_, to)| *to == merged) {
+                    self.copies.push((source, merged.clone()));
+                }
+                *trace = Some(merged);
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_into(&self, out: &Path) -> Result<(), CommandError> {
+        for (from, to) in &self.copies {
+            let to = out.join(to);
+            let copied = to
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::copy(from, &to));
+            copied.map_err(|e| {
+                CommandError::incomplete(format!(
+                    "cannot copy {} to {}: {e}",
+                    from.display(),
+                    to.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// `cells/NAME/attempt-2/trace.jsonl` → (`cells/NAME`, `attempt-2/trace.jsonl`):
+/// a cell's folder and the path inside it (a path of one part is its own folder).
+fn split_cell_folder(path: &str) -> (String, String) {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let cut = match parts.len() {
+        0 | 1 => 0,
+        2 => 1,
+        _ => 2,
+    };
+    let folder = if cut == 0 {
+        "cells".to_string()
+    } else {
+        parts[..cut].join("/")
+    };
+    (folder, parts[cut..].join("/"))
 }
 
 /// `path` as seen from the folder `base` (both absolute): `../shard-1`.
@@ -145,6 +243,70 @@ pub fn baseline(run: &Path) -> Result<String, CommandError> {
 mod tests {
     use super::relative_to;
     use std::path::Path;
+
+    /// A shard run folder holding `keep` cells of the fixture, each with a
+    /// trace in `cells/FOLDER/trace.jsonl` whose text names the shard.
+    fn shard(dir: &Path, id: &str, partition: &str, keep: &[(usize, &str)]) {
+        let mut report = crate::report::fixture::report();
+        report.run.id = id.into();
+        report.run.partition = Some(partition.into());
+        let all = std::mem::take(&mut report.cells);
+        for (i, folder) in keep {
+            let mut cell = all[*i].clone();
+            let trace = format!("cells/{folder}/trace.jsonl");
+            std::fs::create_dir_all(dir.join("cells").join(folder)).unwrap();
+            std::fs::write(dir.join(&trace), format!("{id}\n")).unwrap();
+            cell.trace = Some(trace);
+            report.cells.push(cell);
+        }
+        report.totals = crate::report::Totals::of(&report.cells);
+        let json = serde_json::to_string_pretty(&report).unwrap();
+        std::fs::write(dir.join("report.json"), json).unwrap();
+    }
+
+    #[test]
+    fn the_merged_report_points_at_copies_of_every_shards_traces() {
+        use clap::Parser;
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            tmp.path().join("a"),
+            tmp.path().join("b"),
+            tmp.path().join("m"),
+        );
+        // Both shards have a cell folder named `001`.
+        shard(&a, "a1", "count:1/2", &[(0, "001"), (2, "002")]);
+        shard(&b, "b1", "count:2/2", &[(1, "001"), (3, "b-only")]);
+        let args = ["continuity", "merge", "--out", out.to_str().unwrap()];
+        let cli = crate::cli::Cli::try_parse_from(
+            args.iter()
+                .chain([&a.to_str().unwrap(), &b.to_str().unwrap()]),
+        )
+        .unwrap();
+        let crate::cli::Command::Merge(args) = cli.command else {
+            panic!("not merge")
+        };
+        super::merge(args).unwrap();
+        let merged: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        let mut shards_seen = Vec::new();
+        for cell in merged["cells"].as_array().unwrap() {
+            let trace = cell["trace"].as_str().expect("a trace path");
+            let text =
+                std::fs::read_to_string(out.join(trace)).unwrap_or_else(|e| panic!("{trace}: {e}"));
+            shards_seen.push((trace.to_string(), text.trim().to_string()));
+        }
+        shards_seen.sort();
+        assert_eq!(
+            shards_seen,
+            [
+                ("cells/001/trace.jsonl".into(), "a1".into()),
+                ("cells/001~2/trace.jsonl".into(), "b1".into()),
+                ("cells/002/trace.jsonl".into(), "a1".into()),
+                ("cells/b-only/trace.jsonl".into(), "b1".into()),
+            ] as [(String, String); 4]
+        );
+    }
 
     #[test]
     fn shard_folders_are_named_from_the_merged_folder() {

@@ -193,8 +193,10 @@ pub(crate) fn read_report_text(path: &Path) -> Result<(PathBuf, String), Command
     } else {
         path.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| CommandError::usage(format!("cannot read {}: {e}", file.display())))?;
+    // The one read of a report (show, compare, merge, baseline): capped, as
+    // parsing takes several times the file's size in memory.
+    let text = crate::user_file::read_text(&file, report::MAX_REPORT_BYTES)
+        .map_err(|e| CommandError::usage(e.to_string()))?;
     Ok((file, text))
 }
 
@@ -216,6 +218,8 @@ pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
     let result = run_in(args, &mut created).await;
     if let (Err(e), Some((run_dir, first))) = (&result, created) {
         if e.exit_code() == crate::exit_codes::USAGE {
+            // The lock file this run made is all a folder it made holds.
+            let _ = std::fs::remove_file(run_dir.join(report::RUN_LOCK_FILE));
             let mut dir = Some(run_dir.as_path());
             while let Some(d) = dir.filter(|d| d.starts_with(&first)) {
                 if std::fs::remove_dir(d).is_err() {
@@ -287,7 +291,7 @@ async fn run_in(
     let run_dir = std::path::absolute(&run_dir)
         .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
     let missing = first_missing(&run_dir);
-    let folder = report::RunFolder::create(&run_dir, args.force, redactor)?;
+    let folder = report::RunFolder::create(&run_dir, args.force, redactor, "continuity run")?;
     *created = missing.map(|first| (run_dir.clone(), first));
     let settings = RunSettings {
         id: id.clone(),

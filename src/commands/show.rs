@@ -6,7 +6,7 @@
 
 use super::{load_report, CommandError};
 use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
-use crate::trace::for_each_event;
+use crate::trace::for_each_event_of;
 use std::path::Path;
 
 /// The axes `--cell`'s path does not name, picked by flags of their own
@@ -40,7 +40,7 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
     // whatever events came before the damage.
     let mut events = Vec::new();
     if let Some(path) = &cell.trace {
-        if let Err(e) = for_each_event(&dir.join(path), |event| events.push(event)) {
+        if let Err(e) = for_each_event_of(&dir, path, |event| events.push(event)) {
             crate::console::errln(&format!(
                 "warning: {e}; the timeline shows the report's phases{}",
                 if events.is_empty() {

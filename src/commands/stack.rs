@@ -8,7 +8,7 @@
 
 use super::{CommandError, Outcome};
 use crate::stack::local::{Component, LocalStack, StackOptions};
-use crate::stack::state::{FolderLock, StackState, STATE_FILE};
+use crate::stack::state::{lock_folder, StackState, STATE_FILE};
 use crate::supervise::owner::{self, Pinned};
 use crate::supervise::{self, Supervisor};
 use std::path::Path;
@@ -69,7 +69,7 @@ fn print_components(state: &StackState, dir: &Path) {
 /// (exit 64), as does `up` on a folder whose stack still runs.
 pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandError> {
     let dir = absolute(&args.dir)?;
-    let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
+    let _lock = lock_folder(&dir, "continuity stack up").map_err(CommandError::stack_folder)?;
     let already_up = || {
         CommandError::usage(format!(
             "a stack is already up in {}; run `continuity stack down --dir {}` first",
@@ -178,7 +178,7 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandE
         }
         Err(_) => None,
     };
-    let _lock = FolderLock::try_acquire(&dir).map_err(CommandError::stack_folder)?;
+    let _lock = lock_folder(&dir, "continuity stack down").map_err(CommandError::stack_folder)?;
     let mut running = Vec::new();
     for c in state.iter().flat_map(|s| &s.components) {
         let owner = state.as_ref().map(|s| s.owner.as_str()).unwrap_or_default();

@@ -149,13 +149,17 @@ pub enum ConfigError {
     },
 }
 
+/// The largest config file read (a hand-written TOML file is a few KiB).
+const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
 impl Config {
     /// Reads and checks `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
+        let text =
+            crate::user_file::read_text(path, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Read {
+                path: path.to_path_buf(),
+                reason: e.why.to_string(),
+            })?;
         Config::parse(path, &text)
     }
 

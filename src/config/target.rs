@@ -35,6 +35,17 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
     let (action, hop_span) = match (&raw.restart, &raw.fault) {
         (Some(restart), None) => (check_restart(&key, restart)?, None),
         (None, Some(fault)) => {
+            // The file's fault targets join the local stack's own: one
+            // name for two would make two cells of one name.
+            let builtin = crate::stack::local::known_targets(&[]);
+            if builtin.iter().any(|(n, _, _)| n == name) {
+                return Err(invalid(
+                    &key,
+                    span,
+                    Some(format!("{name:?}")),
+                    "the name of a built-in target of the local stack (`continuity list` shows them); name the fault target otherwise",
+                ));
+            }
             if let Some(ready) = &raw.ready {
                 return Err(invalid(
                     &format!("{key}.ready"),

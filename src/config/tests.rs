@@ -488,3 +488,22 @@ fn bad_faults_name_the_key_and_the_line() {
     let e = error("[faults]\nbase_url_hop = \"db\"\n[faults.hops.db]\nlisten = \"127.0.0.1:1\"\nupstream = \"127.0.0.1:2\"\n");
     assert!(e.contains("the base URL's hop already"), "{e}");
 }
+
+#[test]
+fn a_fault_target_may_not_take_a_built_in_targets_name() {
+    for name in ["gateway-partition", "agent"] {
+        let e = error(&format!(
+            "# the local stack's own\n[targets.{name}]\nfault = {{ hop = \"gateway\", toxic = \"down\" }}\n"
+        ));
+        assert!(
+            e.starts_with("continuity.toml:")
+                && e.contains(&format!("`targets.{name}` = \"{name}\""))
+                && e.contains("built-in target"),
+            "{e}"
+        );
+        let line: usize = e.split(':').nth(1).unwrap().parse().unwrap();
+        assert!((2..=3).contains(&line), "{e}");
+    }
+    // A deployment's restart targets have their own names, built-in or not.
+    parse("[targets.agent]\nrestart = { command = \"true\" }\n").unwrap();
+}

@@ -170,10 +170,11 @@ pub struct GateOptions {
 
 impl Expectations {
     pub fn load(path: &Path) -> Result<Expectations, ExpectError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExpectError {
+        // An expectations file lists cells: a few KiB to a few hundred.
+        let text = crate::user_file::read_text(path, 16 << 20).map_err(|e| ExpectError {
             path: path.to_path_buf(),
             line: None,
-            message: format!("cannot read: {e}"),
+            message: format!("cannot read: {}", e.why),
         })?;
         Expectations::parse(path, &text)
     }

@@ -30,7 +30,9 @@ pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, Tr
         .iter()
         .map(|cell| match &cell.trace {
             None => Ok(Vec::new()),
-            Some(path) => marks(&run_dir.join(path)),
+            Some(path) => crate::run_path::inside(run_dir, path)
+                .map_err(TraceError::from)
+                .and_then(|path| marks(&path)),
         })
         .collect()
 }

@@ -32,8 +32,10 @@ pub use model::*;
 pub use summary::{fitted_summary, render_summary};
 pub use table::render_text;
 pub use terminal::{render_terminal, Layout};
+pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{
     default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
+    RUN_LOCK_FILE,
 };
 
 #[cfg(test)]

@@ -385,8 +385,9 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("run");
     let none = crate::secret::Redactor::none;
-    let folder = RunFolder::create(&dir, false, none()).expect("a new folder");
+    let folder = RunFolder::create(&dir, false, none(), "continuity run").expect("a new folder");
     folder.write_report(&fixture::report()).expect("writes");
+    drop(folder);
     std::fs::create_dir_all(dir.join("persist")).unwrap();
     std::fs::write(dir.join("persist/001-agent.db"), b"old").unwrap();
     std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
@@ -394,10 +395,10 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     for stack in ["stack-2/rivet", "stack-0.4.2"] {
         std::fs::create_dir_all(dir.join(stack)).unwrap();
     }
-    let refused = RunFolder::create(&dir, false, none()).unwrap_err();
+    let refused = RunFolder::create(&dir, false, none(), "continuity run").unwrap_err();
     assert!(matches!(refused, FolderError::NotEmpty(_)), "{refused}");
     assert!(refused.to_string().contains("--force"), "{refused}");
-    RunFolder::create(&dir, true, none()).expect("forced");
+    RunFolder::create(&dir, true, none(), "continuity run").expect("forced");
     let mut left: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -405,17 +406,45 @@ fn a_non_empty_folder_is_refused_unless_forced() {
     left.sort();
     assert_eq!(
         left,
-        ["notes.txt"],
+        ["notes.txt", "run.lock"],
         "only the earlier run's files are removed"
     );
     std::fs::write(tmp.path().join("file"), b"x").unwrap();
     assert!(matches!(
-        RunFolder::create(&tmp.path().join("file"), true, none()),
+        RunFolder::create(&tmp.path().join("file"), true, none(), "continuity run"),
         Err(FolderError::NotAFolder(_))
     ));
     // An empty folder is fine.
     std::fs::create_dir(tmp.path().join("empty")).unwrap();
-    RunFolder::create(&tmp.path().join("empty"), false, none()).expect("empty");
+    RunFolder::create(&tmp.path().join("empty"), false, none(), "continuity run").expect("empty");
+    // A folder holding only someone's files is refused without a lock file left in it.
+    std::fs::create_dir(tmp.path().join("theirs")).unwrap();
+    std::fs::write(tmp.path().join("theirs/a"), b"x").unwrap();
+    RunFolder::create(&tmp.path().join("theirs"), false, none(), "continuity run").unwrap_err();
+    assert!(!tmp.path().join("theirs/run.lock").exists());
+}
+
+#[test]
+fn a_folder_a_live_run_holds_is_refused_at_once_naming_it_even_with_force() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("run");
+    let none = crate::secret::Redactor::none;
+    let first = RunFolder::create(&dir, false, none(), "continuity run").expect("a new folder");
+    // The race the issue saw: both runs claim the folder while it is empty.
+    for force in [false, true] {
+        let refused = RunFolder::create(&dir, force, none(), "continuity merge").unwrap_err();
+        assert!(matches!(refused, FolderError::Lock(_)), "{refused}");
+        let holder = format!("pid {} (continuity run)", std::process::id());
+        assert!(refused.to_string().contains(&holder), "{refused}");
+        assert!(refused.to_string().contains("run.lock"), "{refused}");
+    }
+    first
+        .write_report(&fixture::report())
+        .expect("the first run still writes");
+    assert!(dir.join("report.json").exists(), "--force removed nothing");
+    drop(first);
+    // Released with the folder (and, by the kernel, with the process).
+    RunFolder::create(&dir, true, none(), "continuity run").expect("free again");
 }
 
 #[test]

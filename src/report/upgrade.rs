@@ -7,6 +7,11 @@ use std::collections::HashMap;
 use super::attempts::aggregate;
 use super::model::{Attempt, Cell, Report, Totals, SCHEMA_ID, SCHEMA_V1};
 
+/// The largest `report.json` continuity reads (64 MiB; a run of thousands
+/// of cells writes a few MiB): parsing one takes several times its size in
+/// memory, so a larger file is refused with this limit named.
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+
 /// Why a text is not a report of a schema this build reads.
 #[derive(Debug, thiserror::Error)]
 pub enum UpgradeError {

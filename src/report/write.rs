@@ -36,9 +36,16 @@ pub const RUN_FOLDER_ENTRIES: &[&str] = &[
     "stack",
 ];
 
+/// The run folder's lock file: held (flock) for as long as the run or
+/// merge writing the folder lives, so a second one on it is refused at once.
+pub const RUN_LOCK_FILE: &str = "run.lock";
+
 /// Why a run folder could not be claimed.
 #[derive(Debug, thiserror::Error)]
 pub enum FolderError {
+    /// Another run (or merge) is writing the folder, or its lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::folder_lock::LockError),
     #[error("{} is not empty (an earlier run?): choose another --out, or add --force to replace the earlier run's reports and session stores", .0.display())]
     NotEmpty(PathBuf),
     #[error("{} is not a folder", .0.display())]
@@ -64,14 +71,24 @@ pub struct RunFolder {
     redactor: Redactor,
     /// Held while the report is written; true once it has been (clones share it).
     report_written: Arc<Mutex<bool>>,
+    /// The folder's lock, for a folder claimed by [`Self::create`]: held
+    /// until the last clone goes (or the process dies).
+    _lock: Option<Arc<crate::folder_lock::FolderLock>>,
 }
 
 impl RunFolder {
-    /// Claims `dir` for a new run, creating it. A folder that already holds
-    /// anything is refused unless `force`, which removes what an earlier
+    /// Claims `dir` for a new run, creating it, and locks it
+    /// ([`RUN_LOCK_FILE`]) for as long as the folder lives: `command` names
+    /// the holder to a second one, refused at once. A folder that already
+    /// holds anything is refused unless `force`, which removes what an earlier
     /// run wrote there ([`RUN_FOLDER_ENTRIES`]) so that no session store or
     /// report of it is reused; other files are left alone.
-    pub fn create(dir: &Path, force: bool, redactor: Redactor) -> Result<RunFolder, FolderError> {
+    pub fn create(
+        dir: &Path,
+        force: bool,
+        redactor: Redactor,
+        command: &str,
+    ) -> Result<RunFolder, FolderError> {
         let io_error = |path: &Path| {
             let path = path.to_path_buf();
             move |source| FolderError::Io { path, source }
@@ -79,38 +96,59 @@ impl RunFolder {
         // A link to a folder is that folder.
         match fs::metadata(dir) {
             Ok(meta) if !meta.is_dir() => return Err(FolderError::NotAFolder(dir.to_path_buf())),
-            Ok(_) => {
-                let not_empty = fs::read_dir(dir).map_err(io_error(dir))?.next().is_some();
-                if not_empty && !force {
-                    return Err(FolderError::NotEmpty(dir.to_path_buf()));
-                }
-                if force {
-                    // `stack-*`: a version's stack, a `--jobs` worker's stack.
-                    let stacks: Vec<String> = fs::read_dir(dir)
-                        .map_err(io_error(dir))?
-                        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                        .filter(|name| name.starts_with("stack-"))
-                        .collect();
-                    let entries = RUN_FOLDER_ENTRIES
-                        .iter()
-                        .copied()
-                        .chain(stacks.iter().map(String::as_str));
-                    for entry in entries {
-                        let path = dir.join(entry);
-                        let removed = match fs::symlink_metadata(&path) {
-                            Ok(m) if m.is_dir() => fs::remove_dir_all(&path),
-                            Ok(_) => fs::remove_file(&path),
-                            Err(_) => Ok(()),
-                        };
-                        removed.map_err(io_error(&path))?;
-                    }
-                }
-            }
+            Ok(_) => {}
             Err(_) => fs::create_dir_all(dir).map_err(io_error(dir))?,
+        }
+        let holds_others = || -> Result<bool, FolderError> {
+            Ok(fs::read_dir(dir)
+                .map_err(io_error(dir))?
+                .any(|e| e.map_or(true, |e| e.file_name() != RUN_LOCK_FILE)))
+        };
+        // Refused as it is (no lock file left in someone's folder), unless a
+        // run may hold it: then that run is named.
+        if !force && holds_others()? && !dir.join(RUN_LOCK_FILE).exists() {
+            return Err(FolderError::NotEmpty(dir.to_path_buf()));
+        }
+        // Before anything is looked at or removed: a second run on the
+        // folder must not see (or --force away) the first one's files.
+        let lock = crate::folder_lock::FolderLock::try_acquire(dir, RUN_LOCK_FILE, command)
+            .map_err(|e| match e {
+                crate::folder_lock::LockError::Io { source, .. } => FolderError::NotWritable {
+                    path: dir.to_path_buf(),
+                    source,
+                },
+                busy => FolderError::Lock(busy),
+            })?;
+        if !force && holds_others()? {
+            return Err(FolderError::NotEmpty(dir.to_path_buf()));
+        }
+        if force {
+            // `stack-*`: a version's stack, a `--jobs` worker's stack.
+            let stacks: Vec<String> = fs::read_dir(dir)
+                .map_err(io_error(dir))?
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| name.starts_with("stack-"))
+                .collect();
+            let entries = RUN_FOLDER_ENTRIES
+                .iter()
+                .copied()
+                .chain(stacks.iter().map(String::as_str));
+            for entry in entries {
+                let path = dir.join(entry);
+                let removed = match fs::symlink_metadata(&path) {
+                    Ok(m) if m.is_dir() => fs::remove_dir_all(&path),
+                    Ok(_) => fs::remove_file(&path),
+                    Err(_) => Ok(()),
+                };
+                removed.map_err(io_error(&path))?;
+            }
         }
         // Found now, not once the whole matrix has run.
         check_writable(dir)?;
-        Ok(RunFolder::open(dir, redactor))
+        Ok(RunFolder {
+            _lock: Some(Arc::new(lock)),
+            ..RunFolder::open(dir, redactor)
+        })
     }
 
     /// A folder to write into as it is (re-writing a finished run's reports).
@@ -119,6 +157,7 @@ impl RunFolder {
             dir: dir.to_path_buf(),
             redactor,
             report_written: Arc::default(),
+            _lock: None,
         }
     }
 

@@ -675,10 +675,11 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
     }
     let mut scenarios: Vec<Scenario> = Vec::new();
     for file in files {
-        let source = std::fs::read_to_string(&file).map_err(|e| ScenarioError {
+        // A scenario file is a few KiB; 4 MiB is far past any.
+        let source = crate::user_file::read_text(&file, 4 << 20).map_err(|e| ScenarioError {
             file: file.clone(),
             line: None,
-            message: format!("cannot read: {e}"),
+            message: format!("cannot read: {}", e.why),
         })?;
         let scenario = parse_scenario(&file, &source)?;
         if let Some(other) = scenarios.iter().find(|s| s.name == scenario.name) {

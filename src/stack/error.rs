@@ -35,9 +35,10 @@ pub enum StackError {
     /// A value the user gave (a version, an agent name) that cannot work.
     #[error(transparent)]
     Invalid(#[from] Invalid),
-    /// The folder is busy: another `continuity stack` command holds its lock.
-    #[error("another `continuity stack` command is starting or stopping the stack in {} (it holds {})", .dir.display(), .lock.display())]
-    Busy { dir: PathBuf, lock: PathBuf },
+    /// The folder is busy (another `continuity stack` command holds its
+    /// lock), or its lock could not be taken.
+    #[error(transparent)]
+    Lock(crate::folder_lock::LockError),
     /// A program the stack ran (npm, a health check) reported failure.
     #[error("{0}")]
     Failed(String),

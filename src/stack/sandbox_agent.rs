@@ -133,14 +133,14 @@ const VERSION_WITHIN: Duration = Duration::from_secs(10);
 /// that answers `--version` as sandbox-agent does (`sandbox-agent 0.4.2`,
 /// which is returned); otherwise why not.
 pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
+    use crate::user_file::{check_kind, Kind, Why};
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(binary).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Invalid::new("no such file"),
-        _ => Invalid(format!("cannot read it: {e}")),
+    // A FIFO, a socket or a device is refused before anything opens it.
+    let meta = check_kind(binary, Kind::File).map_err(|e| match e.why {
+        Why::WrongKind("a folder") => Invalid::new("a folder, not a sandbox-agent binary"),
+        Why::Io(e) => Invalid(format!("cannot read it: {e}")),
+        why => Invalid(why.to_string()),
     })?;
-    if meta.is_dir() {
-        return Err(Invalid::new("a folder, not a sandbox-agent binary"));
-    }
     if meta.permissions().mode() & 0o111 == 0 {
         return Err(Invalid::new("not executable (chmod +x it)"));
     }
@@ -199,11 +199,7 @@ pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
     let shown: String = shown.chars().take(120).collect();
     Err(Invalid(format!(
         "not a sandbox-agent: `--version` {} and printed {shown:?} (sandbox-agent prints `sandbox-agent VERSION`)",
-        match output.status.code() {
-            Some(0) => "exited 0".to_string(),
-            Some(code) => format!("exited {code}"),
-            None => "was killed by a signal".to_string(),
-        }
+        crate::supervise::status_text(output.status)
     )))
 }
 
@@ -311,9 +307,9 @@ impl SandboxAgentServer {
             .build()?;
         let deadline = Instant::now() + within;
         loop {
-            if let ProcessState::Exited { code, signal } = self.process.state() {
+            if let state @ ProcessState::Exited { .. } = self.process.state() {
                 return Err(StackError::Failed(format!(
-                    "sandbox-agent exited during start (code {code:?}, signal {signal:?}); log {}:\n{}",
+                    "sandbox-agent {state} during start; log {}:\n{}",
                     self.log_path().display(),
                     self.process.log_tail(20)
                 )));

@@ -25,17 +25,25 @@ pub struct Package {
     pub dependencies: Vec<String>,
 }
 
+/// The largest package.json read (npm's own are a few KiB).
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+
 /// Reads what `path`, a package folder or an `npm pack` tarball, says it
 /// is (its `package.json`); otherwise why it is not a package.
 pub fn read_package(path: &Path) -> Result<Package, Invalid> {
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Invalid::new("no such file or folder"),
-        _ => Invalid(format!("cannot read it: {e}")),
+    use crate::user_file::{check_kind, read_text, Kind, Why};
+    // A FIFO (which tar would wait on forever), a socket or a device is
+    // refused before anything opens it.
+    let meta = check_kind(path, Kind::FileOrFolder).map_err(|e| match e.why {
+        Why::Missing => Invalid::new("no such file or folder"),
+        Why::Io(e) => Invalid(format!("cannot read it: {e}")),
+        why => Invalid(why.to_string()),
     })?;
     let text = if meta.is_dir() {
         let manifest = path.join("package.json");
-        std::fs::read_to_string(&manifest).map_err(|_| {
-            Invalid::new("not an npm package: the folder holds no package.json (give the SDK's package folder, e.g. sdks/typescript, or a tarball from `npm pack`)")
+        read_text(&manifest, MAX_MANIFEST_BYTES).map_err(|e| match e.why {
+            Why::Missing => Invalid::new("not an npm package: the folder holds no package.json (give the SDK's package folder, e.g. sdks/typescript, or a tarball from `npm pack`)"),
+            why => Invalid(format!("its package.json: {why}")),
         })?
     } else {
         tarball_manifest(path)?

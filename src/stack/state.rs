@@ -7,8 +7,8 @@
 //! `stack.lock` (flock) makes one `stack up` at a time per folder.
 
 use super::StackError;
+use crate::folder_lock::FolderLock;
 use crate::supervise::Lifecycle;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -173,34 +173,9 @@ impl Drop for Recording {
     }
 }
 
-/// An exclusive `flock` on the folder's `stack.lock`, released when dropped
-/// (or when the process dies, however it dies).
-pub struct FolderLock {
-    _file: std::fs::File,
-}
-
-impl FolderLock {
-    /// Takes the lock, or says who holds it; never waits.
-    #[allow(unsafe_code)]
-    pub fn try_acquire(dir: &Path) -> Result<FolderLock, StackError> {
-        std::fs::create_dir_all(dir)
-            .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
-        let path = dir.join(LOCK_FILE);
-        let file = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(StackError::io(format!("cannot open {}", path.display())))?;
-        // SAFETY: flock(2) on a file descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(StackError::Busy {
-                dir: dir.to_path_buf(),
-                lock: path,
-            });
-        }
-        Ok(FolderLock { _file: file })
-    }
+/// One `stack` command at a time on a folder (see [`crate::folder_lock`]).
+pub fn lock_folder(dir: &Path, command: &str) -> Result<FolderLock, StackError> {
+    FolderLock::try_acquire(dir, LOCK_FILE, command).map_err(StackError::Lock)
 }
 
 #[cfg(test)]
@@ -210,12 +185,15 @@ mod tests {
     #[test]
     fn one_lock_per_folder_until_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let first = FolderLock::try_acquire(dir.path()).unwrap();
-        let e = FolderLock::try_acquire(dir.path()).err().unwrap();
-        assert!(matches!(e, StackError::Busy { .. }), "{e}");
+        let first = lock_folder(dir.path(), "continuity stack up").unwrap();
+        let e = lock_folder(dir.path(), "continuity stack down")
+            .err()
+            .unwrap();
+        assert!(matches!(e, StackError::Lock(_)), "{e}");
         assert!(e.to_string().contains("stack.lock"), "{e}");
+        assert!(e.to_string().contains("(continuity stack up)"), "{e}");
         drop(first);
-        assert!(FolderLock::try_acquire(dir.path()).is_ok());
+        assert!(lock_folder(dir.path(), "continuity stack up").is_ok());
     }
 
     #[test]

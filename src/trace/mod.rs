@@ -23,7 +23,8 @@ pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
 pub use observe::{ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
-    for_each_event, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES, TRACE_SCHEMA,
+    for_each_event, for_each_event_of, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
+    TRACE_SCHEMA,
 };
 pub use url::strip_access_token;
 use url::{path_and_query, path_of};

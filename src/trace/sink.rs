@@ -92,6 +92,20 @@ pub enum TraceError {
         line: usize,
         reason: String,
     },
+    /// The report names a trace outside its run folder.
+    #[error(transparent)]
+    Outside(#[from] crate::run_path::OutsideRun),
+}
+
+/// [`for_each_event`] of the trace a report names (`cell.trace`),
+/// relative to its run folder `run_dir` and confined to it
+/// ([`crate::run_path::inside`]).
+pub fn for_each_event_of(
+    run_dir: &Path,
+    relative: &str,
+    keep: impl FnMut(Line),
+) -> Result<(), TraceError> {
+    for_each_event(&crate::run_path::inside(run_dir, relative)?, keep)
 }
 
 /// Reads a trace: every line as written, in order (for a reader that wants
@@ -127,7 +141,12 @@ fn for_each_line(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceEr
         line,
         reason,
     };
-    let size = std::fs::metadata(path).map_err(io)?.len();
+    let meta = std::fs::metadata(path).map_err(io)?;
+    // A FIFO or a device is refused before it is opened (an open would wait).
+    if !meta.is_file() {
+        return Err(damaged(0, "not a regular file".into()));
+    }
+    let size = meta.len();
     if size > TRACE_LIMIT_BYTES + 64 * 1024 {
         return Err(damaged(
             0,

@@ -76,7 +76,7 @@ fn a_server_bin_that_is_not_a_sandbox_agent_exits_64_naming_flag_and_path() {
     refused(
         d,
         &["--server-bin", failing.to_str().unwrap()],
-        &["not a sandbox-agent", "exited 3"],
+        &["not a sandbox-agent", "`--version` exited with code 3"],
     );
     refused(
         d,
@@ -230,5 +230,69 @@ fn the_configs_candidates_are_checked_as_the_flags_are() {
         d,
         &["--config", cfg.to_str().unwrap()],
         &["run.sdk", "[LABEL=]PATH"],
+    );
+}
+
+/// `continuity run ARGS --out DIR/run`, killed (and the test failed) if it
+/// has not exited within 20 s: for an input that once hung it.
+fn run_bounded(dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = dir.join("run");
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let mut child = crate::support::continuity_command(&all)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("continuity {all:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_given_as_a_candidate_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fifo = d.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = format!("x={}", fifo.display());
+    for flag in [&["--client", "ts-sdk", "--sdk"][..], &["--server-bin"][..]] {
+        let output = run_bounded(d, &[flag, &[spec.as_str()]].concat());
+        assert_exit(&output, exit_codes::USAGE);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("FIFO"), "{flag:?}: {stderr}");
+        assert!(!d.join("run").exists(), "{flag:?}: left a run folder");
+    }
+}
+
+#[test]
+fn a_bad_label_is_refused_as_a_bad_label_not_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = script(d, "sandbox-agent", "echo 'sandbox-agent 0.4.2'");
+    let spec = format!("my fix={}", good.display());
+    refused(
+        d,
+        &["--server-bin", &spec],
+        &["--server-bin", "bad label \"my fix\""],
+    );
+    let spec = format!("../x={}", good.display());
+    refused(
+        d,
+        &["--client", "ts-sdk", "--sdk", &spec],
+        &["--sdk", "bad label \"../x\""],
     );
 }

@@ -7,6 +7,7 @@ mod ci_job;
 mod command_env;
 mod completions;
 mod docs_links;
+mod exit_code_table;
 mod hostile_outputs;
 mod process_probes;
 mod secrets_e2e;

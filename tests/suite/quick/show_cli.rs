@@ -240,3 +240,43 @@ fn bad_input_is_a_usage_error_naming_the_file_or_cell() {
     usage(&[run], "report.json");
     usage(&[dir.path().join("missing").to_str().unwrap()], "missing");
 }
+
+/// A report is text anyone may edit: the trace it names is read only
+/// inside its run folder, never `/etc/passwd`, `../x` or a link out.
+#[test]
+fn show_never_reads_a_trace_outside_the_run_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    run_folder(&dir);
+    // A valid trace outside the folder: read, it would give its events.
+    std::fs::copy(
+        dir.join("cells/001/trace.jsonl"),
+        tmp.path().join("outside.jsonl"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("outside.jsonl"), dir.join("link.jsonl")).unwrap();
+    let report = dir.join("report.json");
+    let original = std::fs::read_to_string(&report).unwrap();
+    let outside = tmp.path().join("outside.jsonl");
+    for given in [
+        "/etc/passwd",
+        "../outside.jsonl",
+        outside.to_str().unwrap(),
+        "link.jsonl",
+    ] {
+        let edited = original.replace("cells/001/trace.jsonl", given);
+        std::fs::write(&report, edited).unwrap();
+        let out = show(&[dir.to_str().unwrap(), "--cell", "agent/s"]);
+        let (stdout, stderr) = text(&out);
+        assert_exit(&out, exit_codes::OK);
+        assert!(
+            stderr.contains("leads outside its run folder"),
+            "{given}: {stderr}"
+        );
+        assert!(
+            !stdout.contains("insertEvent"),
+            "{given}: read the outside trace\n{stdout}"
+        );
+    }
+}
