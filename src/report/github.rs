@@ -42,7 +42,11 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
                 report
                     .cells
                     .iter()
-                    .find(|c| c.target == target && c.scenario == *s && c.row_suffix() == version)
+                    .find(|c| {
+                        c.point.target == target
+                            && c.point.scenario == *s
+                            && c.row_suffix() == version
+                    })
                     .map(summary_cell)
                     .unwrap_or_else(|| "–".into())
             })
@@ -59,7 +63,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
                 out,
                 "| {} × {} | {} | {} | {} | {} |",
                 escape(&cell.label()),
-                escape(&cell.scenario),
+                escape(&cell.point.scenario),
                 verdict_words(cell),
                 escape(cell.failure_boundary.as_deref().unwrap_or("–")),
                 escape(&signature_text(cell)),
@@ -101,7 +105,11 @@ pub fn annotations(report: &Report) -> Vec<String> {
                 Some(j) if j.outcome != ExpectOutcome::Expected => judgement_text(j),
                 _ => verdict_words(cell),
             };
-            let title = format!("continuity: {} × {} {what}", cell.label(), cell.scenario);
+            let title = format!(
+                "continuity: {} × {} {what}",
+                cell.label(),
+                cell.point.scenario
+            );
             let mut message = verdict_words(cell);
             if let Some(b) = &cell.failure_boundary {
                 message.push_str(&format!(" @ {b}"));

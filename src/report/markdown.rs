@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::model::{
-    AxisPoint, Cell, Outcome, PointAxis, PointSource, Report, Signature, SignatureKind, Verdict,
+    AxisPoint, Cell, Outcome, PointSource, Report, Signature, SignatureKind, Verdict,
 };
 
 /// Long server messages would swamp a pasted issue; the JSON keeps them whole.
@@ -336,10 +336,7 @@ fn metadata_section(out: &mut String, report: &Report) {
 
 /// `server fix: binary /path/sandbox-agent (sandbox-agent 0.4.2)`.
 fn point_line(point: &AxisPoint) -> String {
-    let axis = match point.axis {
-        PointAxis::Server => "server",
-        PointAxis::Sdk => "SDK",
-    };
+    let axis = point.axis.title();
     match point.source {
         PointSource::Registry => {
             format!("{axis} {}: the registry's {}", point.label, point.version)
@@ -359,14 +356,14 @@ fn restarts_section(out: &mut String, report: &Report) {
     for target in report.target_order() {
         for scenario in report.scenario_order() {
             for cell in report.cells_of(scenario) {
-                if cell.target != target {
+                if cell.point.target != target {
                     continue;
                 }
                 for r in &cell.restarts {
                     rows.push(format!(
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
                         cell_text(&cell.label()),
-                        cell_text(&cell.scenario),
+                        cell_text(&cell.point.scenario),
                         cell_text(&r.phase),
                         cell_text(&r.action),
                         if r.ok { "✅" } else { "❌" },

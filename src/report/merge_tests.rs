@@ -1,6 +1,6 @@
 use super::*;
-use crate::report::fixture;
 use crate::report::SCHEMA_ID;
+use crate::report::{fixture, Axis};
 
 fn shard(dir: &str, id: &str, partition: Option<&str>, keep: &[usize]) -> ShardRun {
     let mut report = fixture::report();
@@ -73,7 +73,7 @@ fn runs_of_different_server_versions_become_a_version_axis() {
     let new = shard("new", "n1", None, &[0, 1, 2, 3]);
     let merged = merge("m", &[old, new]).unwrap();
     assert_eq!(merged.cells.len(), 8);
-    assert_eq!(merged.cells[0].server_version.as_deref(), Some("0.4.0"));
-    assert_eq!(merged.cells[4].server_version.as_deref(), Some("0.4.2"));
+    assert_eq!(merged.cells[0].point.get(Axis::Server), Some("0.4.0"));
+    assert_eq!(merged.cells[4].point.get(Axis::Server), Some("0.4.2"));
     assert_eq!(merged.cells[4].label(), "agent @ 0.4.2");
 }
