@@ -27,8 +27,8 @@ fn two_shards_make_the_whole_matrix() {
     .unwrap();
     let mut got: Vec<_> = merged.cells.iter().map(|c| (c.key(), c.verdict)).collect();
     let mut want: Vec<_> = whole.cells.iter().map(|c| (c.key(), c.verdict)).collect();
-    got.sort_by(|a, b| a.0.cmp(&b.0));
-    want.sort_by(|a, b| a.0.cmp(&b.0));
+    got.sort_by(|a, b| a.0.cmp(b.0));
+    want.sort_by(|a, b| a.0.cmp(b.0));
     assert_eq!(got, want);
     assert_eq!(merged.totals, whole.totals);
     assert_eq!(merged.run.shards.len(), 2);

@@ -286,4 +286,18 @@ mod tests {
         );
         assert_eq!(serde_json::from_str::<Point>(&json).unwrap(), point);
     }
+
+    /// Reports written before cells carried a `Point` read back and write
+    /// out the same JSON: the v2 shape is unchanged.
+    #[test]
+    fn a_v2_report_round_trips_unchanged() {
+        for text in [
+            include_str!("../../tests/fixtures/terminal/report.json"),
+            include_str!("../../tests/fixtures/report-v2/report.json"),
+        ] {
+            let report: crate::report::Report = serde_json::from_str(text).unwrap();
+            let original: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(serde_json::to_value(&report).unwrap(), original);
+        }
+    }
 }

@@ -8,6 +8,7 @@ mod command_env;
 mod completions;
 mod docs_links;
 mod process_probes;
+mod report_v2;
 mod secrets_e2e;
 mod show_cli;
 mod stream_diagnosis;
