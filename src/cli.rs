@@ -2,6 +2,7 @@
 //! settings (flags > seed-script environment variables > config file >
 //! defaults), then the command.
 
+use crate::report::Axis;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -43,7 +44,7 @@ pub enum Command {
         allow_missing: bool,
         /// Compare the points of this axis within one run: every adjacent pair, or --from and --to.
         #[arg(long, value_enum, value_name = "AXIS")]
-        axis: Option<AxisArg>,
+        axis: Option<Axis>,
         /// With --axis: the point compared from (the baseline), by label [default: each point but the last].
         #[arg(long, value_name = "LABEL", requires = "axis")]
         from: Option<String>,
@@ -289,30 +290,21 @@ pub struct RunArgs {
     pub sdks: Vec<String>,
 }
 
-/// An axis whose points `compare --axis` sets side by side.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AxisArg {
-    /// The server points (`--server-version`, `--server-bin`).
-    Server,
-    /// The SDK points (`--sdk-version`, `--sdk`).
-    Sdk,
-    /// The clients (`--client`).
-    Client,
-    /// The agents (`--agent`).
-    Agent,
-    /// The session stores.
-    Persist,
-}
+/// `compare --axis`: every axis, named as [`Axis::name`] spells it.
+impl ValueEnum for Axis {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Axis::ALL
+    }
 
-impl From<AxisArg> for crate::report::axis_compare::Axis {
-    fn from(arg: AxisArg) -> Self {
-        match arg {
-            AxisArg::Server => Self::Server,
-            AxisArg::Sdk => Self::Sdk,
-            AxisArg::Client => Self::Client,
-            AxisArg::Agent => Self::Agent,
-            AxisArg::Persist => Self::Persist,
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Axis::Server => "The server points (`--server-version`, `--server-bin`).",
+            Axis::Agent => "The agents (`--agent`).",
+            Axis::Client => "The clients (`--client`).",
+            Axis::Sdk => "The SDK points (`--sdk-version`, `--sdk`).",
+            Axis::Persist => "The session stores (`--persist`).",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
     }
 }
 

@@ -441,14 +441,8 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
             ),
         },
     };
-    let mut cell = aggregate(
-        &point.target,
-        &point.scenario,
-        None,
-        vec![skipped_attempt(1, &reason)],
-    );
+    let mut cell = aggregate(planned.named.clone(), vec![skipped_attempt(1, &reason)]);
     cell.verdict = verdict;
-    planned.labels.stamp(&mut cell);
     Some(cell)
 }
 

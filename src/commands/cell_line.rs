@@ -14,7 +14,11 @@ pub(super) fn finished_line(
     color: bool,
     width: Option<usize>,
 ) -> String {
-    let head = format!("[{done}/{total}] {} × {}: ", cell.label(), cell.scenario);
+    let head = format!(
+        "[{done}/{total}] {} × {}: ",
+        cell.label(),
+        cell.point.scenario
+    );
     let signature = cell
         .phases
         .iter()
@@ -156,7 +160,7 @@ mod tests {
         );
         let narrow = finished_line(&failed, (1, 20), false, Some(60));
         assert_eq!(fit::width(&narrow), 60, "{narrow}");
-        failed.target = "gateway-reload".into();
+        failed.point.target = "gateway-reload".into();
         assert!(fit::width(&finished_line(&failed, (1, 20), true, Some(70))) <= 70);
     }
 }

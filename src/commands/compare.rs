@@ -2,8 +2,8 @@
 //! of one run (`--axis`), what changed between them; a regression exits 1.
 
 use super::{load_report, CommandError, Outcome};
-use crate::cli::AxisArg;
-use crate::report::axis_compare::{self, Axis};
+use crate::report::axis_compare;
+use crate::report::Axis;
 use crate::report::{self, Report};
 use std::path::Path;
 
@@ -50,12 +50,11 @@ pub fn compare(
 /// that B lacks (unless `allow_missing`).
 pub fn compare_within(
     run: &Path,
-    axis: AxisArg,
+    axis: Axis,
     from: Option<&str>,
     to: Option<&str>,
     allow_missing: bool,
 ) -> Result<Outcome, CommandError> {
-    let axis: Axis = axis.into();
     let report = load_report(run)?;
     let points = axis_compare::axis_points(&report, axis);
     let known = |label: &str, flag: &str| -> Result<(), CommandError> {

@@ -117,7 +117,7 @@ fn warn_about(report: &Report) {
                 .as_ref()
                 .is_some_and(|j| j.outcome == ExpectOutcome::Fixed)
         })
-        .map(|c| format!("{} × {}", c.label(), c.scenario))
+        .map(|c| format!("{} × {}", c.label(), c.point.scenario))
         .collect();
     if !fixed.is_empty() {
         let how = if report.run.allow_fixed {

@@ -74,8 +74,8 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
                 .collect::<Vec<_>>()
         };
         x.check_points(
-            &labels(crate::report::PointAxis::Server),
-            &labels(crate::report::PointAxis::Sdk),
+            &labels(crate::report::Axis::Server),
+            &labels(crate::report::Axis::Sdk),
         )?;
         gate::judge(x, &mut report, &args.gate);
     } else {

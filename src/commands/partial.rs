@@ -51,8 +51,8 @@ impl PartialRun {
         info.interrupted = true;
         info.timing = Floor::of_cells(&cells);
         for cell in &cells {
-            if !info.targets.contains(&cell.target) {
-                info.targets.push(cell.target.clone());
+            if !info.targets.contains(&cell.point.target) {
+                info.targets.push(cell.point.target.clone());
             }
         }
         let count = cells.len();

@@ -5,7 +5,7 @@
 //! `--agent` for the axes the path does not name).
 
 use super::{load_report, CommandError};
-use crate::report::{render_terminal, timeline::render_timeline, Cell, Layout, Report};
+use crate::report::{render_terminal, timeline::render_timeline, Axis, Cell, Layout, Report};
 use crate::trace::for_each_event_of;
 use std::path::Path;
 
@@ -85,26 +85,32 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
         Some(None) => (client, None),
         None => (None, None),
     };
-    let name = |c: &Cell| match &c.server_version {
-        Some(v) => format!("{}@{v}", c.target),
-        None => c.target.clone(),
+    let name = |c: &Cell| match c.point.get(Axis::Server) {
+        Some(v) => format!("{}@{v}", c.point.target),
+        None => c.point.target.clone(),
     };
     let known = || -> String {
         report
             .cells
             .iter()
-            .map(|c| format!("{}/{}", name(c), c.scenario))
+            .map(|c| format!("{}/{}", name(c), c.point.scenario))
             .collect::<Vec<_>>()
             .join(", ")
     };
     let matching: Vec<&Cell> = report
         .cells
         .iter()
-        .filter(|c| (c.target == target || name(c) == target) && c.scenario == scenario)
+        .filter(|c| (c.point.target == target || name(c) == target) && c.point.scenario == scenario)
         .filter(|c| client.is_none_or(|k| c.client_name() == k))
-        .filter(|c| sdk.is_none_or(|s| c.sdk_version.as_deref() == Some(s)))
-        .filter(|c| pick.persist.is_none_or(|p| c.persist.as_deref() == Some(p)))
-        .filter(|c| pick.agent.is_none_or(|a| c.agent.as_deref() == Some(a)))
+        .filter(|c| sdk.is_none_or(|s| c.point.get(Axis::Sdk) == Some(s)))
+        .filter(|c| {
+            pick.persist
+                .is_none_or(|p| c.point.get(Axis::Persist) == Some(p))
+        })
+        .filter(|c| {
+            pick.agent
+                .is_none_or(|a| c.point.get(Axis::Agent) == Some(a))
+        })
         .collect();
     // An axis the path does not name, with several values among the matches.
     let several = |flag: &str, of: fn(&Cell) -> Option<&str>| -> Result<(), CommandError> {
@@ -117,9 +123,9 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
             _ => Ok(()),
         }
     };
-    several("persist", |c| c.persist.as_deref())?;
-    several("agent", |c| c.agent.as_deref())?;
-    let sdks = distinct(matching.iter().filter_map(|c| c.sdk_version.as_deref()));
+    several("persist", |c| c.point.get(Axis::Persist))?;
+    several("agent", |c| c.point.get(Axis::Agent))?;
+    let sdks = distinct(matching.iter().filter_map(|c| c.point.get(Axis::Sdk)));
     let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
     let cell = match matching.first() {
         None => {
@@ -204,10 +210,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (
-                fixed.server_version.as_deref(),
-                fixed.sdk_version.as_deref()
-            ),
+            (fixed.point.get(Axis::Server), fixed.point.get(Axis::Sdk)),
             (Some("fix"), Some("fix"))
         );
         assert_eq!(fixed.verdict, crate::report::Verdict::Pass);
@@ -222,8 +225,8 @@ mod tests {
         for cell in &report.cells {
             let spec = crate::report::terminal::cell_spec(cell);
             let pick = CellPick {
-                persist: cell.persist.as_deref(),
-                agent: cell.agent.as_deref(),
+                persist: cell.point.get(Axis::Persist),
+                agent: cell.point.get(Axis::Agent),
             };
             assert_eq!(
                 find_cell(&report, &spec, &pick).unwrap().key(),

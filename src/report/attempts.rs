@@ -2,18 +2,13 @@
 //! verdict (`flaky` when attempts disagree), its pass rate, and which
 //! attempt's phases it shows. The runner and the v1 upgrade share it.
 
-use super::model::{Attempt, Cell, Verdict};
+use super::model::{Attempt, Cell, Point, Verdict};
 
 /// One cell from its attempts, in the order they ran (at least one).
 ///
 /// The cell shows the first attempt that did not pass, so a flaky or failed
 /// cell shows where it broke; a passing cell shows its last attempt.
-pub fn aggregate(
-    target: &str,
-    scenario: &str,
-    server_version: Option<String>,
-    mut attempts: Vec<Attempt>,
-) -> Cell {
+pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
     let verdict = verdict_of(&attempts);
     let shown = match verdict {
         Verdict::Pass => attempts.len().saturating_sub(1),
@@ -50,13 +45,7 @@ pub fn aggregate(
         deciding.timing
     };
     Cell {
-        target: target.into(),
-        scenario: scenario.into(),
-        server_version,
-        agent: None,
-        client: None,
-        sdk_version: None,
-        persist: None,
+        point,
         attempt: deciding.attempt,
         verdict,
         failure_boundary: deciding.failure_boundary,
@@ -139,7 +128,10 @@ mod tests {
 
     #[test]
     fn one_attempt_is_the_cell_itself() {
-        let cell = aggregate("agent", "s", None, vec![attempt(1, Verdict::Fail, false)]);
+        let cell = aggregate(
+            Point::new("agent", "s"),
+            vec![attempt(1, Verdict::Fail, false)],
+        );
         assert_eq!(cell.verdict, Verdict::Fail);
         assert_eq!(cell.failure_boundary.as_deref(), Some("phase1"));
         assert!(cell.attempts.is_empty());
@@ -149,9 +141,7 @@ mod tests {
     #[test]
     fn a_pass_on_retry_is_flaky_and_shows_the_failure() {
         let cell = aggregate(
-            "agent",
-            "s",
-            None,
+            Point::new("agent", "s"),
             vec![
                 attempt(1, Verdict::Fail, false),
                 attempt(2, Verdict::Pass, true),
@@ -168,9 +158,7 @@ mod tests {
     #[test]
     fn agreeing_attempts_keep_their_verdict() {
         let all_pass = aggregate(
-            "a",
-            "s",
-            None,
+            Point::new("a", "s"),
             (1..=3).map(|n| attempt(n, Verdict::Pass, false)).collect(),
         );
         assert_eq!(all_pass.verdict, Verdict::Pass);

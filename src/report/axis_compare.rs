@@ -9,63 +9,12 @@
 use std::fmt::Write as _;
 
 use super::compare::{compare, CellChange, Change};
-use super::model::{Cell, Report};
-
-/// An axis cells name a value of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Axis {
-    Server,
-    Sdk,
-    Client,
-    Agent,
-    Persist,
-}
-
-impl Axis {
-    /// How `--axis` and messages name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Axis::Server => "server",
-            Axis::Sdk => "sdk",
-            Axis::Client => "client",
-            Axis::Agent => "agent",
-            Axis::Persist => "persist",
-        }
-    }
-
-    fn value(self, cell: &Cell) -> Option<&str> {
-        match self {
-            Axis::Server => cell.server_version.as_deref(),
-            Axis::Sdk => cell.sdk_version.as_deref(),
-            Axis::Client => cell.client.as_deref(),
-            Axis::Agent => cell.agent.as_deref(),
-            Axis::Persist => cell.persist.as_deref(),
-        }
-    }
-
-    fn clear(self, cell: &mut Cell) {
-        match self {
-            Axis::Server => cell.server_version = None,
-            Axis::Sdk => cell.sdk_version = None,
-            Axis::Client => cell.client = None,
-            Axis::Agent => cell.agent = None,
-            Axis::Persist => cell.persist = None,
-        }
-    }
-
-    /// `server 0.4.2`, `SDK fix`: a point as headings name it.
-    fn point_name(self, label: &str) -> String {
-        match self {
-            Axis::Sdk => format!("SDK {label}"),
-            other => format!("{} {label}", other.name()),
-        }
-    }
-}
+use super::model::{Axis, Report};
 
 /// The values the cells carry on `axis`, in run order; empty without that axis.
 pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
     let mut points: Vec<&str> = Vec::new();
-    for v in report.cells.iter().filter_map(|c| axis.value(c)) {
+    for v in report.cells.iter().filter_map(|c| c.point.get(axis)) {
         if !points.contains(&v) {
             points.push(v);
         }
@@ -76,9 +25,9 @@ pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
 /// The cells of one point, as a report of their own without the axis.
 fn slice(report: &Report, axis: Axis, label: &str) -> Report {
     let mut part = report.clone();
-    part.cells.retain(|c| axis.value(c) == Some(label));
+    part.cells.retain(|c| c.point.get(axis) == Some(label));
     for cell in &mut part.cells {
-        axis.clear(cell);
+        cell.point.set(axis, None);
     }
     if axis == Axis::Server {
         part.run.server_version = Some(label.to_string());
@@ -127,9 +76,11 @@ pub fn render_axis_comparison(report: &Report) -> Option<String> {
         for (from, to, rows) in adjacent_pairs(report, axis) {
             let _ = writeln!(
                 out,
-                "\n### {} → {}\n\n{}\n",
-                axis.point_name(&from),
-                axis.point_name(&to),
+                "\n### {} {} → {} {}\n\n{}\n",
+                axis.title(),
+                from,
+                axis.title(),
+                to,
                 counts(&rows)
             );
             let differing: Vec<_> = rows.iter().filter(|r| r.change != Change::Same).collect();
@@ -144,7 +95,7 @@ pub fn render_axis_comparison(report: &Report) -> Option<String> {
                     out,
                     "| {} | {} | {} | {} | {} |",
                     row.label(),
-                    row.scenario,
+                    row.point.scenario,
                     row.baseline.as_deref().unwrap_or("–").replace('|', "\\|"),
                     row.candidate.as_deref().unwrap_or("–").replace('|', "\\|"),
                     row.change.as_str()
@@ -164,10 +115,10 @@ mod tests {
         let mut report = fixture::report();
         let mut newer = report.cells.clone();
         for cell in &mut report.cells {
-            cell.server_version = Some("0.4.0".into());
+            cell.point.set(Axis::Server, Some("0.4.0".into()));
         }
         for cell in &mut newer {
-            cell.server_version = Some("0.4.2".into());
+            cell.point.set(Axis::Server, Some("0.4.2".into()));
         }
         // 0.4.0 passed where 0.4.2 fails.
         report.cells[0].verdict = Verdict::Pass;

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use super::expect::{parse_version, EXPECTABLE};
-use super::model::{Cell, PointAxis, Report, Verdict};
+use super::model::{Axis, Cell, Report, Verdict};
 
 /// The expectations file, and the cells it leaves out (interrupted ones).
 pub struct Baseline {
@@ -42,14 +42,22 @@ pub fn render_baseline(report: &Report) -> Baseline {
     for scenario in report.scenario_order() {
         for cell in report.cells_of(scenario) {
             let Some(verdict) = expected(cell) else {
-                left_out.push(format!("{} × {}", cell.label(), cell.scenario));
+                left_out.push(format!("{} × {}", cell.label(), cell.point.scenario));
                 continue;
             };
             out.push('\n');
             out.push_str("[[expect]]\n");
-            let _ = writeln!(out, "target = {}", quoted(&glob_literal(&cell.target)));
-            let _ = writeln!(out, "scenario = {}", quoted(&glob_literal(&cell.scenario)));
-            if let Some(client) = &cell.client {
+            let _ = writeln!(
+                out,
+                "target = {}",
+                quoted(&glob_literal(&cell.point.target))
+            );
+            let _ = writeln!(
+                out,
+                "scenario = {}",
+                quoted(&glob_literal(&cell.point.scenario))
+            );
+            if let Some(client) = cell.point.get(Axis::Client) {
                 let _ = writeln!(out, "client = {}", quoted(&glob_literal(client)));
             }
             let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
@@ -65,20 +73,20 @@ pub fn render_baseline(report: &Report) -> Baseline {
             // point by label (a candidate may report a release's version),
             // and by the version the point reports.
             let point = cell
-                .server_version
-                .as_deref()
-                .and_then(|label| run.points_of(PointAxis::Server).find(|p| p.label == label));
+                .point
+                .get(Axis::Server)
+                .and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
             if let Some(point) = point {
                 let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
             }
             let version = point
                 .map(|p| p.version.as_str())
-                .or(cell.server_version.as_deref())
+                .or(cell.point.get(Axis::Server))
                 .or(run.server_version.as_deref());
             if let Some(v) = version.and_then(parse_version) {
                 let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
             }
-            if let Some(sdk) = &cell.sdk_version {
+            if let Some(sdk) = cell.point.get(Axis::Sdk) {
                 let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
             }
             let reason = match (cell.verdict, &cell.reason) {
@@ -152,12 +160,12 @@ mod tests {
         let mut two_clients = fixture::report();
         let mut hosted = two_clients.cells.clone();
         for cell in &mut hosted {
-            cell.client = Some("ts-sdk".into());
+            cell.point.set(Axis::Client, Some("ts-sdk".into()));
             cell.verdict = Verdict::Pass;
             cell.failure_boundary = None;
         }
         for cell in &mut two_clients.cells {
-            cell.client = Some("rust".into());
+            cell.point.set(Axis::Client, Some("rust".into()));
         }
         two_clients.cells.extend(hosted);
         // On the server and SDK axes of a candidate's run, points by label.
@@ -180,8 +188,8 @@ mod tests {
                     cell.expectation.as_ref().unwrap().outcome,
                     ExpectOutcome::Expected,
                     "{} × {}\n{text}",
-                    cell.target,
-                    cell.scenario
+                    cell.point.target,
+                    cell.point.scenario
                 );
             }
             assert!(!gate_fails(&report));
@@ -218,7 +226,7 @@ mod tests {
             .enumerate()
             .map(|(n, v)| {
                 let mut cell = template.clone();
-                cell.target = format!("t{n}");
+                cell.point.target = format!("t{n}");
                 cell.verdict = *v;
                 cell
             })
@@ -231,7 +239,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             baseline.left_out,
-            [format!("t5 × {}", template.scenario)],
+            [format!("t5 × {}", template.point.scenario)],
             "the interrupted cell"
         );
         assert!(

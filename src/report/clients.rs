@@ -8,7 +8,7 @@
 use crate::untrusted::Untrusted;
 
 use super::detail::{self, HostedFaults, UnhandledRejection};
-use super::model::{Cell, Outcome, Report};
+use super::model::{Axis, Cell, Outcome, Report, CLIENTS};
 use std::fmt::Write as _;
 
 /// A cell both clients ran whose verdict or failure boundary differs.
@@ -18,43 +18,48 @@ pub struct Disagreement<'a> {
     pub ts_sdk: &'a Cell,
 }
 
-/// Pairs each `rust` cell with the `ts-sdk` cell of the same target ×
-/// scenario (× agent, × version) and keeps those that disagree. Skipped
-/// cells on either side are not compared: nothing ran.
+/// Pairs each `ts-sdk` cell with its `rust` counterpart: the same point
+/// (target × scenario × agent × server × store) on the other client, which
+/// runs no SDK. Keeps the pairs that disagree, in the order of the `rust`
+/// cells. Skipped cells on either side are not compared: nothing ran.
 pub fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
-    let of = |c: &Cell, client: &str| c.client.as_deref() == Some(client);
-    report
+    let [rust, ts] = CLIENTS;
+    let of = |c: &Cell, client: &str| c.point.get(Axis::Client) == Some(client);
+    let mut found: Vec<Disagreement<'_>> = report
         .cells
         .iter()
-        .filter(|c| of(c, "rust"))
-        .filter_map(|rust| {
-            let ts_sdk = report.cells.iter().find(|t| {
-                of(t, "ts-sdk")
-                    && t.target == rust.target
-                    && t.scenario == rust.scenario
-                    && t.agent == rust.agent
-                    && t.server_version == rust.server_version
-            })?;
+        .filter(|c| of(c, ts))
+        .filter_map(|ts_sdk| {
+            let rust_point = ts_sdk
+                .point
+                .with(Axis::Client, Some(rust))
+                .with(Axis::Sdk, None);
+            let rust = report.cell_at(&rust_point)?;
             let ran = |c: &Cell| c.verdict != super::Verdict::Skipped;
             let differs =
                 rust.verdict != ts_sdk.verdict || rust.failure_boundary != ts_sdk.failure_boundary;
             (ran(rust) && ran(ts_sdk) && differs).then_some(Disagreement { rust, ts_sdk })
         })
-        .collect()
+        .collect();
+    let rank = |cell: &Cell| report.cells.iter().position(|c| std::ptr::eq(c, cell));
+    found.sort_by_key(|d| rank(d.rust));
+    found
 }
 
 /// `## Where the clients disagree` and `## Unhandled rejections in the
 /// hosted SDK`, when the run had a client axis.
 pub fn render_client_sections(report: &Report) -> Option<String> {
-    let has_axis = report.cells.iter().any(|c| c.client.is_some());
-    let both = report
+    let has_axis = report
         .cells
         .iter()
-        .any(|c| c.client.as_deref() == Some("rust"))
-        && report
+        .any(|c| c.point.get(Axis::Client).is_some());
+    let ran = |client: &str| {
+        report
             .cells
             .iter()
-            .any(|c| c.client.as_deref() == Some("ts-sdk"));
+            .any(|c| c.point.get(Axis::Client) == Some(client))
+    };
+    let both = CLIENTS.iter().all(|c| ran(c));
     if !has_axis {
         return None;
     }
@@ -71,17 +76,7 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
                 found.len()
             );
             for d in &found {
-                let _ = writeln!(
-                    out,
-                    "### {} × {}{}\n",
-                    d.rust.target,
-                    d.rust.scenario,
-                    d.rust
-                        .agent
-                        .as_ref()
-                        .map(|a| format!(" · {a}"))
-                        .unwrap_or_default()
-                );
+                let _ = writeln!(out, "### {}\n", d.ts_sdk.point.with(Axis::Client, None));
                 let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
                 let _ = writeln!(out, "- ts-sdk: {}\n", verdict_text(d.ts_sdk));
                 out.push_str("| phase | rust | ts-sdk |\n|---|---|---|\n");
@@ -102,7 +97,7 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
     let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
         .cells
         .iter()
-        .filter(|c| c.client.as_deref() == Some("ts-sdk"))
+        .filter(|c| c.point.get(Axis::Client) == Some(CLIENTS[1]))
         .flat_map(|c| {
             c.phases.iter().flat_map(move |p| {
                 detail::read::<HostedFaults>(&p.detail)
@@ -135,7 +130,7 @@ pub fn render_client_sections(report: &Report) -> Option<String> {
                 out,
                 "| {} × {} | {phase} | {} |",
                 cell.label(),
-                cell.scenario,
+                cell.point.scenario,
                 Untrusted::new(&error).markdown()
             );
         }
@@ -169,7 +164,7 @@ mod tests {
     use crate::report::fixture;
 
     fn with_client(mut cell: Cell, client: &str) -> Cell {
-        cell.client = Some(client.into());
+        cell.point.set(Axis::Client, Some(client.into()));
         cell
     }
 
@@ -195,6 +190,66 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| phase | rust | ts-sdk |"), "{text}");
+    }
+
+    /// Two clients × two stores: each `rust` cell is paired with the
+    /// `ts-sdk` cell of its own store, never with the other store's.
+    #[test]
+    fn each_rust_cell_is_paired_with_the_ts_sdk_cell_of_its_own_store() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let cell = |client: &str, store: &str, pass: bool| {
+            let mut cell = with_client(base.clone(), client);
+            cell.point.set(Axis::Persist, Some(store.into()));
+            if pass {
+                cell.verdict = crate::report::Verdict::Pass;
+                cell.failure_boundary = None;
+            }
+            cell
+        };
+        // Memory loses the session on a restart, SQLite keeps it: both
+        // clients agree on each store.
+        report.cells = vec![
+            cell("rust", "memory", false),
+            cell("rust", "sqlite", true),
+            cell("ts-sdk", "memory", false),
+            cell("ts-sdk", "sqlite", true),
+        ];
+        assert_eq!(disagreements(&report), [], "the clients agree per store");
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("agree on every cell"), "{text}");
+
+        // The SDK breaks on SQLite only: one finding, on SQLite's pair.
+        report.cells[3] = cell("ts-sdk", "sqlite", false);
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let store = |c: &Cell| c.point.get(Axis::Persist).map(str::to_string);
+        assert_eq!(store(found[0].rust).as_deref(), Some("sqlite"));
+        assert_eq!(store(found[0].ts_sdk).as_deref(), Some("sqlite"));
+        let text = render_client_sections(&report).unwrap();
+        assert!(
+            text.contains("### agent × native-continuity · sqlite\n"),
+            "{text}"
+        );
+    }
+
+    /// On an SDK axis every SDK point's cell has the one `rust` cell as
+    /// its counterpart.
+    #[test]
+    fn every_sdk_point_is_paired_with_the_rust_cell() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let rust = with_client(base.clone(), "rust");
+        let mut fixed = with_client(base.clone(), "ts-sdk");
+        fixed.point.set(Axis::Sdk, Some("fix".into()));
+        fixed.verdict = crate::report::Verdict::Pass;
+        fixed.failure_boundary = None;
+        let mut release = with_client(base, "ts-sdk");
+        release.point.set(Axis::Sdk, Some("0.4.2".into()));
+        report.cells = vec![rust, release, fixed];
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].ts_sdk.point.get(Axis::Sdk), Some("fix"));
     }
 
     #[test]

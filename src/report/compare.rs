@@ -2,7 +2,7 @@
 //! sandbox-agent versions or a run before and after a fix: cell by cell
 //! (target × scenario × attempt), what changed in verdict and signature.
 
-use super::model::{Cell, Report, Verdict};
+use super::model::{Cell, Point, Report, Verdict};
 use comfy_table::{Cell as TableCell, Color};
 
 /// How one cell moved from the baseline to the candidate.
@@ -37,19 +37,9 @@ impl Change {
 /// One row of the comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellChange {
-    pub target: String,
-    pub scenario: String,
+    /// The cell's point, which both cells share.
+    pub point: Point,
     pub attempt: u32,
-    /// On a version axis, the version both cells carry.
-    pub server_version: Option<String>,
-    /// On an agent axis, the agent both cells carry.
-    pub agent: Option<String>,
-    /// On a client axis, the client both cells carry.
-    pub client: Option<String>,
-    /// On an SDK axis, the SDK point both cells carry.
-    pub sdk_version: Option<String>,
-    /// On a persistence axis, the store both cells carry.
-    pub persist: Option<String>,
     pub baseline: Option<String>,
     pub candidate: Option<String>,
     pub change: Change,
@@ -57,20 +47,16 @@ pub struct CellChange {
 
 /// Every cell of either report, in the candidate's order then the baseline's leftovers.
 pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
-    // A v2 cell holds all its attempts: target × scenario (× version) is the key.
-    let key = |c: &Cell| c.key();
+    // A v2 cell holds all its attempts: its point is the key.
+    fn key(c: &Cell) -> &Point {
+        &c.point
+    }
     let mut rows = Vec::new();
     for cell in &candidate.cells {
         let before = baseline.cells.iter().find(|b| key(b) == key(cell));
         rows.push(CellChange {
-            target: cell.target.clone(),
-            scenario: cell.scenario.clone(),
+            point: cell.point.clone(),
             attempt: cell.attempt,
-            server_version: cell.server_version.clone(),
-            agent: cell.agent.clone(),
-            client: cell.client.clone(),
-            sdk_version: cell.sdk_version.clone(),
-            persist: cell.persist.clone(),
             baseline: before.map(outcome),
             candidate: Some(outcome(cell)),
             change: match before {
@@ -82,14 +68,8 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
     for cell in &baseline.cells {
         if !candidate.cells.iter().any(|c| key(c) == key(cell)) {
             rows.push(CellChange {
-                target: cell.target.clone(),
-                scenario: cell.scenario.clone(),
+                point: cell.point.clone(),
                 attempt: cell.attempt,
-                server_version: cell.server_version.clone(),
-                agent: cell.agent.clone(),
-                client: cell.client.clone(),
-                sdk_version: cell.sdk_version.clone(),
-                persist: cell.persist.clone(),
                 baseline: Some(outcome(cell)),
                 candidate: None,
                 change: Change::Missing,
@@ -103,20 +83,7 @@ impl CellChange {
     /// The row's target with the other axes' values, as a cell's row is
     /// labelled (`agent · ts-sdk · sdk fix @ 0.4.2`).
     pub fn label(&self) -> String {
-        let mut label = self.target.clone();
-        for (prefix, value) in [
-            (" · ", &self.agent),
-            (" · ", &self.client),
-            (" · sdk ", &self.sdk_version),
-            (" · ", &self.persist),
-            (" @ ", &self.server_version),
-        ] {
-            if let Some(value) = value {
-                label.push_str(prefix);
-                label.push_str(value);
-            }
-        }
-        label
+        self.point.label()
     }
 }
 
@@ -159,27 +126,13 @@ pub fn read_report(text: &str) -> Result<Report, ReadError> {
     super::upgrade::parse_report(text).map_err(ReadError::NotAReport)
 }
 
-/// `target × scenario` (`target @ version × scenario` on a version axis), as
-/// cells are named in messages: a v2 cell holds all its attempts.
-fn cell_name(target: &str, scenario: &str, server_version: Option<&str>) -> String {
-    match server_version {
-        Some(v) => format!("{target} @ {v} × {scenario}"),
-        None => format!("{target} × {scenario}"),
-    }
-}
-
-/// The cells a report holds more than once (a report no run writes: which one counts?).
+/// The cells a report holds more than once (a report no run writes: which
+/// one counts?), named as messages name a cell ([`Point`]'s display).
 pub fn duplicated_cells(report: &Report) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut duplicated = Vec::new();
     for c in &report.cells {
-        let mut name = cell_name(&c.target, &c.scenario, c.server_version.as_deref());
-        if let Some(agent) = &c.agent {
-            name.push_str(&format!(" · {agent}"));
-        }
-        if let Some(client) = &c.client {
-            name.push_str(&format!(" · {client}"));
-        }
+        let name = c.point.to_string();
         if !seen.insert(name.clone()) && !duplicated.contains(&name) {
             duplicated.push(name);
         }
@@ -191,13 +144,7 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
 pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
     for r in rows.iter().filter(|r| r.change == Change::Missing) {
-        let mut name = cell_name(&r.target, &r.scenario, r.server_version.as_deref());
-        if let Some(agent) = &r.agent {
-            name.push_str(&format!(" · {agent}"));
-        }
-        if let Some(client) = &r.client {
-            name.push_str(&format!(" · {client}"));
-        }
+        let name = r.point.to_string();
         if !missing.contains(&name) {
             missing.push(name);
         }
@@ -243,7 +190,7 @@ pub fn render_comparison(
         }
         table.add_row(vec![
             TableCell::new(label),
-            TableCell::new(&row.scenario),
+            TableCell::new(&row.point.scenario),
             TableCell::new(row.baseline.as_deref().unwrap_or("–")),
             TableCell::new(row.candidate.as_deref().unwrap_or("–")),
             change,
@@ -299,12 +246,7 @@ mod tests {
         candidate.cells[fail].failure_boundary = None;
         let dropped = candidate.cells.remove(candidate.cells.len() - 1);
         let rows = compare(&baseline, &candidate);
-        let change_of = |cell: &Cell| {
-            rows.iter()
-                .find(|r| r.target == cell.target && r.scenario == cell.scenario)
-                .unwrap()
-                .change
-        };
+        let change_of = |cell: &Cell| rows.iter().find(|r| r.point == cell.point).unwrap().change;
         assert_eq!(change_of(&baseline.cells[pass]), Change::Regressed);
         assert_eq!(change_of(&baseline.cells[fail]), Change::Fixed);
         assert_eq!(change_of(&dropped), Change::Missing);

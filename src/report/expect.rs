@@ -39,7 +39,7 @@ use toml::Spanned;
 use crate::source_line::line_of;
 
 use super::model::{
-    Cell, ExpectOutcome, FlakyResult, Judgement, PointAxis, Report, RunInfo, Verdict, CLIENTS,
+    Axis, Cell, ExpectOutcome, FlakyResult, Judgement, Report, RunInfo, Verdict, CLIENTS,
 };
 
 /// The verdicts an expectation may name: what a component does. A flaky
@@ -109,17 +109,16 @@ impl<'a> CellPlace<'a> {
     /// A cell's place: its own labels on an axis, else the run's only
     /// point; the version the point reports, else the cell's or run's.
     fn of(cell: &'a Cell, run: &'a RunInfo) -> CellPlace<'a> {
-        let server = cell.point_label(run, PointAxis::Server);
-        let point =
-            server.and_then(|label| run.points_of(PointAxis::Server).find(|p| p.label == label));
+        let server = cell.point_label(run, Axis::Server);
+        let point = server.and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
         let version = point
             .map(|p| p.version.as_str())
-            .or(cell.server_version.as_deref())
+            .or(cell.point.get(Axis::Server))
             .or(run.server_version.as_deref());
         CellPlace {
             server,
             version,
-            sdk: cell.point_label(run, PointAxis::Sdk),
+            sdk: cell.point_label(run, Axis::Sdk),
         }
     }
 }
@@ -403,8 +402,8 @@ impl Entry {
             None => true,
             Some(p) => value.is_some_and(|v| p.glob.is_match(v)),
         };
-        self.target.glob.is_match(&cell.target)
-            && self.scenario.glob.is_match(&cell.scenario)
+        self.target.glob.is_match(&cell.point.target)
+            && self.scenario.glob.is_match(&cell.point.scenario)
             && self.client.glob.is_match(cell.client_name())
             && label(&self.server, place.server)
             && label(&self.sdk, place.sdk)

@@ -26,7 +26,7 @@ fn outcome(r: &Report, target: &str, scenario: &str) -> (ExpectOutcome, bool) {
     let j = r
         .cells
         .iter()
-        .find(|c| c.target == target && c.scenario == scenario)
+        .find(|c| c.point.target == target && c.point.scenario == scenario)
         .and_then(|c| c.expectation.clone())
         .unwrap();
     (j.outcome, j.fails_run)
@@ -164,8 +164,8 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     // On a client axis the entry decides the ts-sdk cell only.
     let mut r = fixture::report();
     let mut hosted = r.cells[0].clone();
-    hosted.client = Some("ts-sdk".into());
-    r.cells[0].client = Some("rust".into());
+    hosted.point.set(Axis::Client, Some("ts-sdk".into()));
+    r.cells[0].point.set(Axis::Client, Some("rust".into()));
     r.cells.push(hosted);
     parse(&text("ts-*"))
         .unwrap()
@@ -173,7 +173,7 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     let of = |client: &str| {
         r.cells
             .iter()
-            .find(|c| c.client.as_deref() == Some(client))
+            .find(|c| c.point.get(Axis::Client) == Some(client))
             .and_then(|c| c.expectation.as_ref())
             .map(|j| j.outcome)
             .unwrap()
@@ -264,9 +264,7 @@ fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
 fn outcome_at(r: &Report, server: &str, sdk: &str) -> ExpectOutcome {
     r.cells
         .iter()
-        .find(|c| {
-            c.server_version.as_deref() == Some(server) && c.sdk_version.as_deref() == Some(sdk)
-        })
+        .find(|c| c.point.get(Axis::Server) == Some(server) && c.point.get(Axis::Sdk) == Some(sdk))
         .and_then(|c| c.expectation.as_ref())
         .map(|j| j.outcome)
         .unwrap()
@@ -318,12 +316,12 @@ fn an_entry_without_server_or_sdk_judges_every_point_and_the_fix_is_fixed() {
 fn a_cell_without_labels_is_on_the_runs_only_point() {
     let mut r = fixture::candidates("sandbox-agent 0.4.2");
     r.cells.retain(|c| {
-        c.server_version.as_deref() == Some("fix") && c.sdk_version.as_deref() == Some("fix")
+        c.point.get(Axis::Server) == Some("fix") && c.point.get(Axis::Sdk) == Some("fix")
     });
     r.run.points.retain(|p| p.label == "fix");
     for cell in &mut r.cells {
-        cell.server_version = None;
-        cell.sdk_version = None;
+        cell.point.set(Axis::Server, None);
+        cell.point.set(Axis::Sdk, None);
     }
     let x = parse("[[expect]]\nserver = \"fix\"\nsdk = \"fix\"\nverdict = \"pass\"\n").unwrap();
     x.judge(&mut r, GateOptions::default());

@@ -6,7 +6,7 @@
 //! where the release fails (or was expected to fail), or fails where it
 //! passes, a line that says the candidate fixes it, or breaks it.
 
-use super::model::{AxisPoint, Cell, ExpectOutcome, PointAxis, Report, Verdict};
+use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Report, Verdict};
 use std::fmt::Write;
 
 const SDK: &str = "native-continuity";
@@ -17,10 +17,9 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
     let mut lines = Vec::new();
     for (target, suffix) in report.row_order() {
         let find = |scenario: &str| -> Option<&Cell> {
-            report
-                .cells
-                .iter()
-                .find(|c| c.target == target && c.scenario == scenario && c.row_suffix() == suffix)
+            report.cells.iter().find(|c| {
+                c.point.target == target && c.point.scenario == scenario && c.row_suffix() == suffix
+            })
         };
         let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
             continue;
@@ -49,7 +48,7 @@ pub fn render_fix_location(report: &Report) -> Option<String> {
 fn candidate_lines(report: &Report) -> Vec<String> {
     let run = &report.run;
     let mut lines = Vec::new();
-    for axis in [PointAxis::Server, PointAxis::Sdk] {
+    for axis in [Axis::Server, Axis::Sdk] {
         let release = run.points_of(axis).find(|p| !p.is_candidate());
         for candidate in run.points_of(axis).filter(|p| p.is_candidate()) {
             for cell in report
@@ -57,7 +56,7 @@ fn candidate_lines(report: &Report) -> Vec<String> {
                 .iter()
                 .filter(|c| c.point_label(run, axis) == Some(candidate.label.as_str()))
             {
-                let twin = release.and_then(|r| twin(report, cell, axis, &r.label));
+                let twin = release.and_then(|r| report.counterpart(cell, axis, Some(&r.label)));
                 if let Some(line) = candidate_line(cell, candidate, twin, release) {
                     lines.push(line);
                 }
@@ -67,26 +66,13 @@ fn candidate_lines(report: &Report) -> Vec<String> {
     lines
 }
 
-/// `cell`'s counterpart on the point labelled `label` of `axis`.
-fn twin<'a>(report: &'a Report, cell: &Cell, axis: PointAxis, label: &str) -> Option<&'a Cell> {
-    let mut key = cell.key();
-    match axis {
-        PointAxis::Server => key.server_version = Some(label.to_string()),
-        PointAxis::Sdk => key.sdk_version = Some(label.to_string()),
-    }
-    report.cells.iter().find(|c| c.key() == key)
-}
-
 fn candidate_line(
     cell: &Cell,
     candidate: &AxisPoint,
     twin: Option<&Cell>,
     release: Option<&AxisPoint>,
 ) -> Option<String> {
-    let what = match candidate.axis {
-        PointAxis::Server => "server",
-        PointAxis::Sdk => "SDK",
-    };
+    let what = candidate.axis.title();
     let passed = |c: &Cell| c.verdict == Verdict::Pass;
     let before = match (twin, release) {
         (Some(twin), Some(release)) => Some(format!(
@@ -130,7 +116,7 @@ fn candidate_line(
     Some(format!(
         "- **{}** × {}: {before}, {now} with the candidate {what} `{}` → {verdict}",
         cell.label(),
-        cell.scenario,
+        cell.point.scenario,
         candidate.label
     ))
 }
@@ -247,11 +233,11 @@ mod tests {
         // Alone in its run, the candidate is read against the expectations.
         report
             .cells
-            .retain(|c| c.sdk_version.as_deref() == Some("fix"));
+            .retain(|c| c.point.get(Axis::Sdk) == Some("fix"));
         report
             .run
             .points
-            .retain(|p| p.axis == PointAxis::Server || p.label == "fix");
+            .retain(|p| p.axis == Axis::Server || p.label == "fix");
         assert!(
             render_fix_location(&report).is_none(),
             "no expectations, no line"
@@ -270,8 +256,8 @@ mod tests {
         // And a candidate that fails where the release passes breaks it.
         let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
         for cell in &mut report.cells {
-            if cell.sdk_version.as_deref() == Some("0.4.2")
-                && cell.server_version.as_deref() == Some("0.4.2")
+            if cell.point.get(Axis::Sdk) == Some("0.4.2")
+                && cell.point.get(Axis::Server) == Some("0.4.2")
             {
                 cell.verdict = Verdict::Pass;
                 cell.failure_boundary = None;

@@ -93,16 +93,10 @@ fn native_agent() -> Cell {
         )
     };
     Cell {
-        target: "agent".to_string(),
-        server_version: None,
-        agent: None,
-        client: None,
-        sdk_version: None,
-        persist: None,
+        point: Point::new("agent".to_string(), "native-continuity".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
-        scenario: "native-continuity".to_string(),
         attempt: 1,
         verdict: Verdict::Fail,
         failure_boundary: Some("promptSameHandleAfterRestart".to_string()),
@@ -147,16 +141,10 @@ fn native_gateway() -> Cell {
     );
     restart.deadline_ms = 30_000;
     Cell {
-        target: "gateway".to_string(),
-        server_version: None,
-        agent: None,
-        client: None,
-        sdk_version: None,
-        persist: None,
+        point: Point::new("gateway".to_string(), "native-continuity".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
-        scenario: "native-continuity".to_string(),
         attempt: 1,
         verdict: Verdict::Error,
         failure_boundary: None,
@@ -183,16 +171,10 @@ fn native_gateway() -> Cell {
 
 fn rehydrate_agent() -> Cell {
     Cell {
-        target: "agent".to_string(),
-        server_version: None,
-        agent: None,
-        client: None,
-        sdk_version: None,
-        persist: None,
+        point: Point::new("agent".to_string(), "recreate-rehydrate".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
-        scenario: "recreate-rehydrate".to_string(),
         attempt: 1,
         verdict: Verdict::Pass,
         failure_boundary: None,
@@ -216,16 +198,10 @@ fn rehydrate_agent() -> Cell {
 
 fn rehydrate_gateway() -> Cell {
     Cell {
-        target: "gateway".to_string(),
-        server_version: None,
-        agent: None,
-        client: None,
-        sdk_version: None,
-        persist: None,
+        point: Point::new("gateway".to_string(), "recreate-rehydrate".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
         expectation: None,
-        scenario: "recreate-rehydrate".to_string(),
         attempt: 1,
         verdict: Verdict::Skipped,
         failure_boundary: None,
@@ -293,7 +269,7 @@ pub fn repeated_report() -> Report {
     for cell in &r.cells {
         let mut second = cell.clone();
         second.attempt = 2;
-        if second.target == "agent" && second.scenario == "native-continuity" {
+        if second.point.target == "agent" && second.point.scenario == "native-continuity" {
             second.verdict = Verdict::Pass;
             second.failure_boundary = None;
             for p in &mut second.phases {
@@ -306,12 +282,7 @@ pub fn repeated_report() -> Report {
             Attempt::of_cell(cell, false),
             Attempt::of_cell(&second, false),
         ];
-        cells.push(super::attempts::aggregate(
-            &cell.target,
-            &cell.scenario,
-            None,
-            attempts,
-        ));
+        cells.push(super::attempts::aggregate(cell.point.clone(), attempts));
     }
     r.cells = cells;
     r.totals = Totals::of(&r.cells);
@@ -323,16 +294,16 @@ pub fn repeated_report() -> Report {
 /// `server_reports`) by two SDK points (0.4.2, and a package `fix`, whose
 /// cells pass).
 pub fn candidates(server_reports: &str) -> Report {
-    use crate::report::{AxisPoint, PointAxis, PointSource};
+    use crate::report::{Axis, AxisPoint, PointSource};
     let mut r = report();
     let failing = r.cells[0].clone();
     r.cells.clear();
     for server in ["0.4.2", "fix"] {
         for sdk in ["0.4.2", "fix"] {
             let mut cell = failing.clone();
-            cell.client = Some("ts-sdk".into());
-            cell.server_version = Some(server.into());
-            cell.sdk_version = Some(sdk.into());
+            cell.point.set(Axis::Client, Some("ts-sdk".into()));
+            cell.point.set(Axis::Server, Some(server.into()));
+            cell.point.set(Axis::Sdk, Some(sdk.into()));
             if sdk == "fix" {
                 cell.verdict = Verdict::Pass;
                 cell.failure_boundary = None;
@@ -353,15 +324,10 @@ pub fn candidates(server_reports: &str) -> Report {
     };
     r.run.server_version = Some("sandbox-agent 0.4.2, sandbox-agent 0.4.2".into());
     r.run.points = vec![
-        point(PointAxis::Server, "0.4.2", PointSource::Registry, "0.4.2"),
-        point(
-            PointAxis::Server,
-            "fix",
-            PointSource::Binary,
-            server_reports,
-        ),
-        point(PointAxis::Sdk, "0.4.2", PointSource::Registry, "0.4.2"),
-        point(PointAxis::Sdk, "fix", PointSource::Package, "0.4.2"),
+        point(Axis::Server, "0.4.2", PointSource::Registry, "0.4.2"),
+        point(Axis::Server, "fix", PointSource::Binary, server_reports),
+        point(Axis::Sdk, "0.4.2", PointSource::Registry, "0.4.2"),
+        point(Axis::Sdk, "fix", PointSource::Package, "0.4.2"),
     ];
     r
 }

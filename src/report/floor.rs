@@ -110,7 +110,7 @@ pub fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
             let t = cell.timing?;
             Some([
                 cell.label(),
-                cell.scenario.clone(),
+                cell.point.scenario.clone(),
                 t.floor_ms.to_string(),
                 t.overhead_ms.to_string(),
                 t.overhead_percent()
@@ -483,7 +483,7 @@ mod tests {
             markdown.contains(&format!(
                 "| {} | {} | 1000 | 100 | 10% |",
                 first.label(),
-                first.scenario
+                first.point.scenario
             )),
             "{markdown}"
         );

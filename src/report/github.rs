@@ -45,7 +45,11 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
                 report
                     .cells
                     .iter()
-                    .find(|c| c.target == target && c.scenario == *s && c.row_suffix() == version)
+                    .find(|c| {
+                        c.point.target == target
+                            && c.point.scenario == *s
+                            && c.row_suffix() == version
+                    })
                     .map(summary_cell)
                     .unwrap_or_else(|| "–".into())
             })
@@ -62,7 +66,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
                 out,
                 "| {} × {} | {} | {} | {} | {} |",
                 md(&cell.label()),
-                md(&cell.scenario),
+                md(&cell.point.scenario),
                 verdict_words(cell),
                 md(cell.failure_boundary.as_deref().unwrap_or("–")),
                 signature_text(cell, md),
@@ -102,7 +106,11 @@ pub fn annotations(report: &Report) -> Vec<CommandLine> {
                 Some(j) if j.outcome != ExpectOutcome::Expected => judgement_text(j),
                 _ => verdict_words(cell),
             };
-            let title = format!("continuity: {} × {} {what}", cell.label(), cell.scenario);
+            let title = format!(
+                "continuity: {} × {} {what}",
+                cell.label(),
+                cell.point.scenario
+            );
             let mut message = verdict_words(cell);
             if let Some(b) = &cell.failure_boundary {
                 message.push_str(&format!(" @ {b}"));

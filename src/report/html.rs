@@ -116,7 +116,9 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
 pub fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceError>]) -> String {
     let mut data = serde_json::to_value(report).unwrap_or(Value::Null);
     if let Some(cells) = data.get_mut("cells").and_then(Value::as_array_mut) {
-        for (cell, trace) in cells.iter_mut().zip(traces) {
+        for ((cell, trace), model) in cells.iter_mut().zip(traces).zip(&report.cells) {
+            // The one row label (every axis the cell names), not the page's own.
+            cell["label"] = Value::from(model.label());
             let (events, problem) = match trace {
                 Ok(events) => (events.clone(), Value::Null),
                 Err(e) => (Vec::new(), Value::from(e.to_string())),

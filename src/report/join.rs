@@ -12,8 +12,8 @@ use super::model::{Cell, Floor, Report, RunInfo, Totals, SCHEMA_ID};
 /// and the totals and timing are the cells' own.
 pub fn join(mut run: RunInfo, cells: Vec<Cell>) -> Report {
     for cell in &cells {
-        add_once(&mut run.targets, &cell.target);
-        add_once(&mut run.scenarios, &cell.scenario);
+        add_once(&mut run.targets, &cell.point.target);
+        add_once(&mut run.scenarios, &cell.point.scenario);
     }
     run.timing = Floor::of_cells(&cells);
     Report {
@@ -34,6 +34,7 @@ fn add_once(list: &mut Vec<String>, name: &str) {
 mod tests {
     use super::*;
     use crate::report::fixture;
+    use crate::report::Axis;
 
     /// Cells of two clients, each with its own floor: the run's timing is
     /// the sum over all of them, not over the first client's.
@@ -43,8 +44,8 @@ mod tests {
         let mut cells = Vec::new();
         for (n, client) in ["rust", "ts-sdk"].into_iter().enumerate() {
             let mut cell = report.cells[0].clone();
-            cell.client = Some(client.into());
-            cell.target = format!("target-{n}");
+            cell.point.set(Axis::Client, Some(client.into()));
+            cell.point.target = format!("target-{n}");
             cell.timing = Some(Floor {
                 floor_ms: 100 * (n as u64 + 1),
                 overhead_ms: 10 * (n as u64 + 1),

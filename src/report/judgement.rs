@@ -1,7 +1,7 @@
 //! The words a report judges cells with (schema v2): a cell's verdict,
-//! whether flaky cells count as passed, the shards a merged run came from, a
-//! cell's identity across runs, and its judgement against an expectations
-//! file. Plain data below the model, which re-exports it; it uses nothing
+//! whether flaky cells count as passed, the shards a merged run came from, and a
+//! cell's judgement against an expectations file (a cell's identity is its
+//! `Point`). Plain data below the model, which re-exports it; it uses nothing
 //! of the model.
 
 use serde::{Deserialize, Serialize};
@@ -98,42 +98,4 @@ pub struct Judgement {
     pub entry: Option<String>,
     /// Whether this cell fails the run (after `--allow-fixed` and `--flaky-result`).
     pub fails_run: bool,
-}
-
-/// A cell's identity: target × scenario, and the value of each axis the run had.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CellKey {
-    pub target: String,
-    pub scenario: String,
-    pub server_version: Option<String>,
-    /// On an agent axis.
-    pub agent: Option<String>,
-    /// On a client axis (`rust`, `ts-sdk`).
-    pub client: Option<String>,
-    /// On an SDK axis.
-    pub sdk_version: Option<String>,
-    /// On a persistence axis.
-    pub persist: Option<String>,
-}
-
-impl std::fmt::Display for CellKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} × {}", self.target, self.scenario)?;
-        if let Some(agent) = &self.agent {
-            write!(f, " · {agent}")?;
-        }
-        if let Some(client) = &self.client {
-            write!(f, " · {client}")?;
-        }
-        if let Some(sdk) = &self.sdk_version {
-            write!(f, " · sdk {sdk}")?;
-        }
-        if let Some(persist) = &self.persist {
-            write!(f, " · {persist}")?;
-        }
-        match &self.server_version {
-            Some(v) => write!(f, " @ {v}"),
-            None => Ok(()),
-        }
-    }
 }

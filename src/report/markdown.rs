@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::untrusted::Untrusted;
 
 use super::model::{
-    AxisPoint, Cell, Outcome, PointAxis, PointSource, Report, Signature, SignatureKind, Verdict,
+    AxisPoint, Cell, Outcome, PointSource, Report, Signature, SignatureKind, Verdict,
 };
 
 /// Long server messages would swamp a pasted issue; the JSON keeps them whole.
@@ -334,10 +334,7 @@ fn metadata_section(out: &mut String, report: &Report) {
 
 /// `server fix: binary /path/sandbox-agent (sandbox-agent 0.4.2)`.
 fn point_line(point: &AxisPoint) -> String {
-    let axis = match point.axis {
-        PointAxis::Server => "server",
-        PointAxis::Sdk => "SDK",
-    };
+    let axis = point.axis.title();
     let (label, version) = (clean(&point.label), clean(&point.version));
     match point.source {
         PointSource::Registry => format!("{axis} {label}: the registry's {version}"),
@@ -354,14 +351,14 @@ fn restarts_section(out: &mut String, report: &Report) {
     for target in report.target_order() {
         for scenario in report.scenario_order() {
             for cell in report.cells_of(scenario) {
-                if cell.target != target {
+                if cell.point.target != target {
                     continue;
                 }
                 for r in &cell.restarts {
                     rows.push(format!(
                         "| {} | {} | {} | {} | {} | {} | {} | {} |",
                         clean(&cell.label()),
-                        clean(&cell.scenario),
+                        clean(&cell.point.scenario),
                         clean(&r.phase),
                         clean(&r.action),
                         if r.ok { "✅" } else { "❌" },

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::partition::Partition;
 
-use super::model::{CellKey, LogFile, Report, RunInfo, ShardInfo};
+use super::model::{Axis, LogFile, Point, Report, RunInfo, ShardInfo};
 
 /// One run to merge: its folder as given, the schema its file declared
 /// (before any upgrade) and the report.
@@ -71,15 +71,16 @@ pub fn merge(id: &str, shards: &[ShardRun]) -> Result<Report, MergeError> {
         .collect();
     let version_axis = versions.iter().any(|v| *v != versions[0]);
 
-    let mut owner: HashMap<CellKey, &str> = HashMap::new();
+    let mut owner: HashMap<Point, &str> = HashMap::new();
     let mut cells = Vec::new();
     for s in shards {
         for cell in &s.report.cells {
             let mut cell = cell.clone();
-            if version_axis && cell.server_version.is_none() {
-                cell.server_version = s.report.run.server_version.clone();
+            if version_axis && cell.point.get(Axis::Server).is_none() {
+                cell.point
+                    .set(Axis::Server, s.report.run.server_version.clone());
             }
-            if let Some(other) = owner.insert(cell.key(), &s.dir) {
+            if let Some(other) = owner.insert(cell.point.clone(), &s.dir) {
                 return refuse(format!(
                     "cell {} is in both {other} and {}: shards must not overlap",
                     cell.key(),

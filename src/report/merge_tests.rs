@@ -1,6 +1,6 @@
 use super::*;
-use crate::report::fixture;
 use crate::report::SCHEMA_ID;
+use crate::report::{fixture, Axis};
 
 fn shard(dir: &str, id: &str, partition: Option<&str>, keep: &[usize]) -> ShardRun {
     let mut report = fixture::report();
@@ -27,8 +27,8 @@ fn two_shards_make_the_whole_matrix() {
     .unwrap();
     let mut got: Vec<_> = merged.cells.iter().map(|c| (c.key(), c.verdict)).collect();
     let mut want: Vec<_> = whole.cells.iter().map(|c| (c.key(), c.verdict)).collect();
-    got.sort_by(|a, b| a.0.cmp(&b.0));
-    want.sort_by(|a, b| a.0.cmp(&b.0));
+    got.sort_by(|a, b| a.0.cmp(b.0));
+    want.sort_by(|a, b| a.0.cmp(b.0));
     assert_eq!(got, want);
     assert_eq!(merged.totals, whole.totals);
     assert_eq!(merged.run.shards.len(), 2);
@@ -73,7 +73,7 @@ fn runs_of_different_server_versions_become_a_version_axis() {
     let new = shard("new", "n1", None, &[0, 1, 2, 3]);
     let merged = merge("m", &[old, new]).unwrap();
     assert_eq!(merged.cells.len(), 8);
-    assert_eq!(merged.cells[0].server_version.as_deref(), Some("0.4.0"));
-    assert_eq!(merged.cells[4].server_version.as_deref(), Some("0.4.2"));
+    assert_eq!(merged.cells[0].point.get(Axis::Server), Some("0.4.0"));
+    assert_eq!(merged.cells[4].point.get(Axis::Server), Some("0.4.2"));
     assert_eq!(merged.cells[4].label(), "agent @ 0.4.2");
 }

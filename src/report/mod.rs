@@ -19,6 +19,7 @@ pub(crate) mod junit;
 pub(crate) mod markdown;
 pub(crate) mod merge;
 pub(crate) mod model;
+pub(crate) mod point;
 pub(crate) mod summary;
 pub(crate) mod table;
 pub(crate) mod terminal;

@@ -10,7 +10,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use super::judgement::{CellKey, ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
+pub use super::point::{Axis, Point, UnknownAxis};
+
+pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
 
 /// What one restart did, stamped with the scenario phase that asked for it:
 /// the one restart type, from the target up to a cell's `restarts` in
@@ -122,7 +124,8 @@ pub struct RunInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AxisPoint {
-    pub axis: PointAxis,
+    /// [`Axis::Server`] or [`Axis::Sdk`].
+    pub axis: Axis,
     pub label: String,
     pub source: PointSource,
     /// What it reports about itself: the registry version, the binary's
@@ -131,14 +134,6 @@ pub struct AxisPoint {
     /// The candidate's binary, or its packages (the SDK first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
-}
-
-/// Which axis an [`AxisPoint`] is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PointAxis {
-    Server,
-    Sdk,
 }
 
 /// Where an [`AxisPoint`] came from.
@@ -162,13 +157,13 @@ impl AxisPoint {
 
 impl RunInfo {
     /// The points of `axis`, in run order.
-    pub fn points_of(&self, axis: PointAxis) -> impl Iterator<Item = &AxisPoint> {
+    pub fn points_of(&self, axis: Axis) -> impl Iterator<Item = &AxisPoint> {
         self.points.iter().filter(move |p| p.axis == axis)
     }
 
     /// The point of `axis` a cell that names none ran on: the axis's only
     /// point, when the run recorded it.
-    pub fn only_point(&self, axis: PointAxis) -> Option<&AxisPoint> {
+    pub fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
         let mut points = self.points_of(axis);
         match (points.next(), points.next()) {
             (Some(only), None) => Some(only),
@@ -191,27 +186,11 @@ pub struct LogFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cell {
-    pub target: String,
-    pub scenario: String,
-    /// The server version of this cell, when the run had a version axis.
-    #[serde(default)]
-    pub server_version: Option<String>,
-    /// The agent of this cell, when the run had an agent axis (`--agent`
-    /// given more than once, or a real agent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    /// The client that ran this cell (`rust` or `ts-sdk`), when the run had
-    /// a client axis (`--client ts-sdk`, alone or beside `rust`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    /// The label of the SDK the hosted client ran, when the run had an SDK
-    /// axis (more than one SDK point; a rust cell never names one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sdk_version: Option<String>,
-    /// The session store of this cell, when the run had a persistence axis
-    /// (more than one store).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub persist: Option<String>,
+    /// Target × scenario and the cell's value on each axis the run had:
+    /// `target`, `scenario`, `serverVersion`, `agent`, `client`,
+    /// `sdkVersion`, `persist` in `report.json`.
+    #[serde(flatten)]
+    pub point: Point,
     /// 1-based: which attempt the phases below come from.
     pub attempt: u32,
     pub verdict: Verdict,
@@ -471,56 +450,34 @@ impl Cell {
 
     /// The client that ran this cell, `rust` when it names none.
     pub fn client_name(&self) -> &str {
-        self.client.as_deref().unwrap_or(CLIENTS[0])
+        self.point.get(Axis::Client).unwrap_or(CLIENTS[0])
     }
 
     /// The label of this cell's point on `axis`: its own on that axis,
-    /// else the run's only point there; none on the SDK axis for a client
-    /// that runs no SDK.
-    pub fn point_label<'a>(&'a self, run: &'a RunInfo, axis: PointAxis) -> Option<&'a str> {
-        let own = match axis {
-            PointAxis::Server => self.server_version.as_deref(),
-            PointAxis::Sdk if self.client_name() == "ts-sdk" => self.sdk_version.as_deref(),
-            PointAxis::Sdk => return None,
-        };
+    /// else the run's only point there (server and SDK points); none on
+    /// the SDK axis for a client that runs no SDK.
+    pub fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
+        if axis == Axis::Sdk && self.client_name() != CLIENTS[1] {
+            return None;
+        }
+        let own = self.point.get(axis);
         own.or_else(|| run.only_point(axis).map(|p| p.label.as_str()))
     }
-}
 
-impl Cell {
-    /// The row label renderers share: the target, with the server version
-    /// when the run had a version axis. Attempts are inside the cell, not rows.
+    /// The row label renderers share: the target and the cell's values on
+    /// the run's axes ([`Point::label`]). Attempts are inside the cell, not rows.
     pub fn label(&self) -> String {
-        format!("{}{}", self.target, self.row_suffix().unwrap_or_default())
+        self.point.label()
     }
 
-    /// What follows the target in the row label: ` · AGENT` on an agent
-    /// axis, ` · CLIENT` on a client axis, ` · sdk SDK` on an SDK axis,
-    /// ` · STORE` on a persistence axis, ` @ VERSION` on a version axis;
-    /// `None` without any.
+    /// What follows the target in the row label ([`Point::suffix`]).
     pub fn row_suffix(&self) -> Option<String> {
-        let parts = [
-            self.agent.as_ref().map(|a| format!(" · {a}")),
-            self.client.as_ref().map(|c| format!(" · {c}")),
-            self.sdk_version.as_ref().map(|s| format!(" · sdk {s}")),
-            self.persist.as_ref().map(|p| format!(" · {p}")),
-            self.server_version.as_ref().map(|v| format!(" @ {v}")),
-        ];
-        let suffix: String = parts.into_iter().flatten().collect();
-        (!suffix.is_empty()).then_some(suffix)
+        self.point.suffix()
     }
 
     /// What identifies a cell across runs, shards and expectations.
-    pub fn key(&self) -> CellKey {
-        CellKey {
-            target: self.target.clone(),
-            scenario: self.scenario.clone(),
-            server_version: self.server_version.clone(),
-            agent: self.agent.clone(),
-            client: self.client.clone(),
-            sdk_version: self.sdk_version.clone(),
-            persist: self.persist.clone(),
-        }
+    pub fn key(&self) -> &Point {
+        &self.point
     }
 
     /// The signature of the failure boundary, if any.
@@ -591,12 +548,23 @@ impl SignatureKind {
 }
 
 impl Report {
+    /// The cell at `point`, when the report holds it.
+    pub fn cell_at(&self, point: &Point) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.point == *point)
+    }
+
+    /// The same cell as `cell` with `value` on `axis` (another client,
+    /// version, SDK or store; `None`: a cell naming no value there).
+    pub fn counterpart(&self, cell: &Cell, axis: Axis, value: Option<&str>) -> Option<&Cell> {
+        self.cell_at(&cell.point.with(axis, value))
+    }
+
     /// Scenarios in the order the run declared them, then any that only
     /// appear in cells, so a hand-edited or partial report still renders whole.
     pub fn scenario_order(&self) -> Vec<&str> {
         ordered(
             self.run.scenarios.iter().map(String::as_str),
-            self.cells.iter().map(|c| c.scenario.as_str()),
+            self.cells.iter().map(|c| c.point.scenario.as_str()),
         )
     }
 
@@ -604,7 +572,7 @@ impl Report {
     pub fn target_order(&self) -> Vec<&str> {
         ordered(
             self.run.targets.iter().map(String::as_str),
-            self.cells.iter().map(|c| c.target.as_str()),
+            self.cells.iter().map(|c| c.point.target.as_str()),
         )
     }
 
@@ -615,7 +583,7 @@ impl Report {
         let mut rows: Vec<(&str, Option<String>)> = Vec::new();
         for target in self.target_order() {
             let mut versions: Vec<Option<String>> = Vec::new();
-            for cell in self.cells.iter().filter(|c| c.target == target) {
+            for cell in self.cells.iter().filter(|c| c.point.target == target) {
                 if !versions.contains(&cell.row_suffix()) {
                     versions.push(cell.row_suffix());
                 }
@@ -636,9 +604,15 @@ impl Report {
         let mut cells: Vec<&Cell> = self
             .cells
             .iter()
-            .filter(|c| c.scenario == scenario)
+            .filter(|c| c.point.scenario == scenario)
             .collect();
-        cells.sort_by_key(|c| (rank(&c.target), c.server_version.clone(), c.attempt));
+        cells.sort_by_key(|c| {
+            (
+                rank(&c.point.target),
+                c.point.get(Axis::Server).map(str::to_string),
+                c.attempt,
+            )
+        });
         cells
     }
 

@@ -9,7 +9,7 @@
 
 use comfy_table::Cell as TableCell;
 
-use super::model::{Cell, Report, Verdict};
+use super::model::{Axis, Cell, Point, Report, Verdict};
 use crate::fit;
 
 /// Placeholder for a matrix point without a cell.
@@ -37,62 +37,34 @@ struct Row<'a> {
     target: &'a str,
     /// What [`Cell::row_suffix`] gives its cells.
     suffix: Option<String>,
-    agent: Option<&'a str>,
-    client: Option<&'a str>,
-    sdk: Option<&'a str>,
-    persist: Option<&'a str>,
-    version: Option<&'a str>,
+    /// The point of its first cell, whose axis values label the row.
+    point: Option<&'a Point>,
 }
 
-/// Which axes the cells carry, each a column of its own.
-#[derive(Clone, Copy)]
-struct Axes {
-    agent: bool,
-    client: bool,
-    sdk: bool,
-    persist: bool,
-    version: bool,
-}
+/// Which axes the cells carry, each a column of its own, in row-label order.
+#[derive(Clone)]
+struct Axes(Vec<Axis>);
 
 impl Axes {
     fn of(report: &Report) -> Axes {
-        Axes {
-            agent: report.cells.iter().any(|c| c.agent.is_some()),
-            client: report.cells.iter().any(|c| c.client.is_some()),
-            sdk: report.cells.iter().any(|c| c.sdk_version.is_some()),
-            persist: report.cells.iter().any(|c| c.persist.is_some()),
-            version: report.cells.iter().any(|c| c.server_version.is_some()),
-        }
+        Axes(
+            Axis::LABEL_ORDER
+                .into_iter()
+                .filter(|a| report.cells.iter().any(|c| c.point.get(*a).is_some()))
+                .collect(),
+        )
     }
 
-    fn header(self) -> Vec<&'static str> {
+    fn header(&self) -> Vec<&'static str> {
         let mut names = vec!["target"];
-        names.extend(self.agent.then_some("agent"));
-        names.extend(self.client.then_some("client"));
-        names.extend(self.sdk.then_some("sdk"));
-        names.extend(self.persist.then_some("store"));
-        names.extend(self.version.then_some("server"));
+        names.extend(self.0.iter().map(|a| a.column()));
         names
     }
 
-    fn labels<'a>(self, row: &Row<'a>) -> Vec<&'a str> {
+    fn labels<'a>(&self, row: &Row<'a>) -> Vec<&'a str> {
         let mut labels = vec![row.target];
-        let or_dash = |v: Option<&'a str>| v.unwrap_or(NOT_RUN);
-        if self.agent {
-            labels.push(or_dash(row.agent));
-        }
-        if self.client {
-            labels.push(or_dash(row.client));
-        }
-        if self.sdk {
-            labels.push(or_dash(row.sdk));
-        }
-        if self.persist {
-            labels.push(or_dash(row.persist));
-        }
-        if self.version {
-            labels.push(or_dash(row.version));
-        }
+        let value = |axis: Axis| row.point.and_then(|p| p.get(axis)).unwrap_or(NOT_RUN);
+        labels.extend(self.0.iter().map(|a| value(*a)));
         labels
     }
 }
@@ -105,14 +77,10 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
             let first = report
                 .cells
                 .iter()
-                .find(|c| c.target == target && c.row_suffix() == suffix);
+                .find(|c| c.point.target == target && c.row_suffix() == suffix);
             Row {
                 target,
-                agent: first.and_then(|c| c.agent.as_deref()),
-                client: first.and_then(|c| c.client.as_deref()),
-                sdk: first.and_then(|c| c.sdk_version.as_deref()),
-                persist: first.and_then(|c| c.persist.as_deref()),
-                version: first.and_then(|c| c.server_version.as_deref()),
+                point: first.map(|c| &c.point),
                 suffix,
             }
         })
@@ -124,7 +92,9 @@ fn cells_at<'a>(report: &'a Report, row: &Row<'_>, scenario: &str) -> Vec<&'a Ce
         .cells
         .iter()
         .filter(|c| {
-            c.target == row.target && c.scenario == scenario && c.row_suffix() == row.suffix
+            c.point.target == row.target
+                && c.point.scenario == scenario
+                && c.row_suffix() == row.suffix
         })
         .collect()
 }
@@ -274,7 +244,9 @@ mod tests {
     #[test]
     fn every_axis_a_row_differs_by_has_a_column() {
         let mut report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
-        report.cells[0].persist = Some("sqlite".into());
+        report.cells[0]
+            .point
+            .set(Axis::Persist, Some("sqlite".into()));
         let grid = render_summary(&report);
         let header = grid.lines().nth(1).unwrap();
         for name in ["target", "client", "sdk", "store", "server"] {

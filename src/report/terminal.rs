@@ -10,7 +10,9 @@
 //! wrap at word boundaries, signatures and messages are cut with an
 //! ellipsis, never wrapped into fragments. Colour is added after fitting.
 
-use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict};
+use super::model::{
+    Axis, Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict,
+};
 use crate::fit;
 use crate::untrusted::Untrusted;
 
@@ -207,7 +209,7 @@ fn block(out: &mut Out, cell: &Cell, color: bool) {
         "[{}] {} × {}",
         fit::pad_left(&seconds(cell.duration_ms), 7),
         cell.label(),
-        cell.scenario
+        cell.point.scenario
     );
     let room = width - fit::width(word) - 1;
     // The boundary is the first failed phase below: left out rather than cut.
@@ -374,15 +376,15 @@ fn status(cell: &Cell) -> (&'static str, &'static str) {
 
 /// What `show --cell` takes for this cell: `TARGET[@VERSION]/SCENARIO[/CLIENT]`.
 pub fn cell_spec(cell: &Cell) -> String {
-    let mut spec = cell.target.clone();
-    if let Some(v) = &cell.server_version {
+    let mut spec = cell.point.target.clone();
+    if let Some(v) = cell.point.get(Axis::Server) {
         spec.push_str(&format!("@{v}"));
     }
-    spec.push_str(&format!("/{}", cell.scenario));
-    if let Some(c) = &cell.client {
+    spec.push_str(&format!("/{}", cell.point.scenario));
+    if let Some(c) = cell.point.get(Axis::Client) {
         spec.push_str(&format!("/{c}"));
     }
-    if let Some(sdk) = &cell.sdk_version {
+    if let Some(sdk) = cell.point.get(Axis::Sdk) {
         spec.push_str(&format!("@{sdk}"));
     }
     spec
@@ -393,8 +395,8 @@ pub fn cell_spec(cell: &Cell) -> String {
 /// A cell names its agent whenever it is a real one, so `--agent` is left
 /// to `show`'s own question on an agent axis.
 pub fn cell_pick_flags(cell: &Cell) -> String {
-    cell.persist
-        .as_ref()
+    cell.point
+        .get(Axis::Persist)
         .map(|store| format!(" --persist {store}"))
         .unwrap_or_default()
 }

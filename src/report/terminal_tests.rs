@@ -63,11 +63,11 @@ fn axes() -> Report {
         for client in ["rust", "ts-sdk"] {
             for (n, scenario) in scenarios.iter().enumerate() {
                 let mut cell = fixture::report().cells[if n == 2 { 0 } else { 2 }].clone();
-                cell.target = target.into();
-                cell.scenario = scenario.to_string();
-                cell.agent = Some("opencode".into());
-                cell.client = Some(client.into());
-                cell.server_version = Some("0.4.2".into());
+                cell.point.target = target.into();
+                cell.point.scenario = scenario.to_string();
+                cell.point.set(Axis::Agent, Some("opencode".into()));
+                cell.point.set(Axis::Client, Some(client.into()));
+                cell.point.set(Axis::Server, Some("0.4.2".into()));
                 r.cells.push(cell);
             }
         }

@@ -23,7 +23,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
     let _ = writeln!(
         out,
         "{} × {} — {verdict} ({})",
-        cell.scenario,
+        cell.point.scenario,
         cell.label(),
         ms(cell.duration_ms as f64)
     );

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::attempts::aggregate;
-use super::model::{Attempt, Cell, Report, Totals, SCHEMA_ID, SCHEMA_V1};
+use super::model::{Attempt, Cell, Point, Report, Totals, SCHEMA_ID, SCHEMA_V1};
 
 /// The largest `report.json` continuity reads (64 MiB; a run of thousands
 /// of cells writes a few MiB): parsing one takes several times its size in
@@ -43,7 +43,7 @@ fn fold_attempts(cells: Vec<Cell>) -> Vec<Cell> {
     let mut order: Vec<(String, String)> = Vec::new();
     let mut groups: HashMap<(String, String), Vec<Cell>> = HashMap::new();
     for cell in cells {
-        let key = (cell.target.clone(), cell.scenario.clone());
+        let key = (cell.point.target.clone(), cell.point.scenario.clone());
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -58,7 +58,7 @@ fn fold_attempts(cells: Vec<Cell>) -> Vec<Cell> {
             }
             group.sort_by_key(|c| c.attempt);
             let attempts = group.iter().map(|c| Attempt::of_cell(c, false)).collect();
-            Some(aggregate(&key.0, &key.1, None, attempts))
+            Some(aggregate(Point::new(key.0, key.1), attempts))
         })
         .collect()
 }

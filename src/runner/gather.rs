@@ -4,9 +4,8 @@
 //! the order they start, across its repeats and their retries, and says
 //! when a cell's last verdict is in and when its last cleanup has run out.
 
-use super::matrix::CellLabels;
 use crate::report::attempts::aggregate;
-use crate::report::{Attempt, Cell, Verdict};
+use crate::report::{Attempt, Cell, Point, Verdict};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -18,16 +17,13 @@ pub(super) struct Gather {
 /// What a cell's record names it by.
 pub(super) struct CellName {
     pub index: usize,
-    pub target: String,
-    pub scenario: String,
-    pub labels: CellLabels,
+    /// The point its record names (see `PlannedCell::named`).
+    pub named: Point,
 }
 
 /// One cell: what it is, and how far its repeats have come.
 struct Gathering {
-    target: String,
-    scenario: String,
-    labels: CellLabels,
+    named: Point,
     /// Repeats whose verdicts are not all in yet.
     unjudged: u32,
     /// Repeats whose cleanup has not run out yet.
@@ -42,9 +38,7 @@ impl Gathering {
     fn cell(&mut self) -> Cell {
         let mut attempts = std::mem::take(&mut self.attempts);
         attempts.sort_by_key(|a| a.attempt);
-        let mut cell = aggregate(&self.target, &self.scenario, None, attempts);
-        self.labels.stamp(&mut cell);
-        cell
+        aggregate(self.named.clone(), attempts)
     }
 }
 
@@ -54,9 +48,7 @@ impl Gather {
         let mut cells: HashMap<usize, Gathering> = HashMap::new();
         for name in repeats {
             let gathering = cells.entry(name.index).or_insert_with(|| Gathering {
-                target: name.target,
-                scenario: name.scenario,
-                labels: name.labels,
+                named: name.named,
                 unjudged: 0,
                 unfinished: 0,
                 started: 0,
@@ -130,16 +122,14 @@ impl Gather {
 #[cfg(test)]
 mod tests {
     use super::{CellName, Gather};
-    use crate::report::Verdict;
+    use crate::report::{Point, Verdict};
     use crate::runner::attempts::skipped_attempt;
 
     /// A repeat of cell `index`.
     fn repeat_of(index: usize) -> CellName {
         CellName {
             index,
-            target: "gateway".into(),
-            scenario: "native-continuity".into(),
-            labels: Default::default(),
+            named: Point::new("gateway", "native-continuity"),
         }
     }
 

@@ -10,7 +10,7 @@
 
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
-use crate::report::{AxisPoint, Cell, PointAxis, PointSource};
+use crate::report::{Axis, AxisPoint, Point, PointSource};
 use crate::scenario::Scenario;
 use std::path::PathBuf;
 
@@ -143,13 +143,29 @@ impl Axes {
     /// when it is not `rust` alone, and the agent when it is not the
     /// default `mock` alone (so a run without axes writes the reports it
     /// always wrote).
-    fn named(&self) -> Named {
-        Named {
-            agent: self.agents.len() > 1 || self.agents.iter().any(|a| a.name != DEFAULT_AGENT),
-            client: self.clients != [ClientKind::Rust],
-            server: self.servers.len() > 1,
-            sdk: self.sdks.len() > 1,
-            persist: self.persists.len() > 1,
+    fn named(&self) -> Vec<Axis> {
+        Axis::ALL
+            .into_iter()
+            .filter(|axis| match axis {
+                Axis::Agent => {
+                    self.agents.len() > 1 || self.agents.iter().any(|a| a.name != DEFAULT_AGENT)
+                }
+                Axis::Client => self.clients != [ClientKind::Rust],
+                Axis::Server => self.servers.len() > 1,
+                Axis::Sdk => self.sdks.len() > 1,
+                Axis::Persist => self.persists.len() > 1,
+            })
+            .collect()
+    }
+
+    /// The values of `axis`, as cells name them, in run order.
+    fn values(&self, axis: Axis) -> Vec<String> {
+        match axis {
+            Axis::Agent => self.agents.iter().map(|a| a.name.clone()).collect(),
+            Axis::Client => self.clients.iter().map(|c| c.name().to_string()).collect(),
+            Axis::Server => self.servers.iter().map(|s| s.label.clone()).collect(),
+            Axis::Sdk => self.sdks.iter().map(|s| s.label.clone()).collect(),
+            Axis::Persist => self.persists.iter().map(|p| p.name().to_string()).collect(),
         }
     }
 }
@@ -174,7 +190,7 @@ impl Axes {
                     ServerSource::Deployment => return None,
                 };
                 Some(AxisPoint {
-                    axis: PointAxis::Server,
+                    axis: Axis::Server,
                     label: server.label.clone(),
                     source,
                     version,
@@ -195,7 +211,7 @@ impl Axes {
                     ),
                 };
                 AxisPoint {
-                    axis: PointAxis::Sdk,
+                    axis: Axis::Sdk,
                     label: sdk.label.clone(),
                     source,
                     version,
@@ -205,15 +221,6 @@ impl Axes {
         }
         points
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Named {
-    agent: bool,
-    client: bool,
-    server: bool,
-    sdk: bool,
-    persist: bool,
 }
 
 /// Everything that makes one cell of the matrix what it is.
@@ -231,55 +238,40 @@ pub struct CellPoint {
     pub persist: PersistPoint,
 }
 
-/// What a cell's record names of its point: the values of the axes the
-/// run had (see [`Axes::named`]), as `report.json` spells them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CellLabels {
-    pub server_version: Option<String>,
-    pub agent: Option<String>,
-    pub client: Option<String>,
-    pub sdk_version: Option<String>,
-    pub persist: Option<String>,
+impl CellPoint {
+    /// Its value on `axis`, as cells name it (`None`: no SDK for a client
+    /// that runs none).
+    fn value(&self, axis: Axis) -> Option<String> {
+        match axis {
+            Axis::Agent => Some(self.agent.clone()),
+            Axis::Client => Some(self.client.name().to_string()),
+            Axis::Server => Some(self.server.label.clone()),
+            Axis::Sdk => self.sdk.as_ref().map(|s| s.label.clone()),
+            Axis::Persist => Some(self.persist.name().to_string()),
+        }
+    }
+
+    /// The point a cell's record names: target × scenario and its values
+    /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
+    fn named(&self, named: &[Axis]) -> Point {
+        let mut point = Point::new(&self.target, &self.scenario);
+        for axis in named {
+            point.set(*axis, self.value(*axis));
+        }
+        point
+    }
 }
 
-impl CellLabels {
-    fn of(point: &CellPoint, named: Named) -> CellLabels {
-        CellLabels {
-            server_version: named.server.then(|| point.server.label.clone()),
-            agent: named.agent.then(|| point.agent.clone()),
-            client: named.client.then(|| point.client.name().to_string()),
-            sdk_version: point
-                .sdk
-                .as_ref()
-                .filter(|_| named.sdk)
-                .map(|s| s.label.clone()),
-            persist: named.persist.then(|| point.persist.name().to_string()),
-        }
+/// The name shards deal cells by: `target/scenario` (`@version` on a
+/// version axis, as before the other axes existed), then ` · VALUE` for
+/// each other axis the run had, so each point is a cell of its own.
+fn shard_name(point: &Point) -> String {
+    let mut name = cell_name(&point.target, &point.scenario, point.get(Axis::Server));
+    for (_, value) in point.named().filter(|(axis, _)| *axis != Axis::Server) {
+        name.push_str(" · ");
+        name.push_str(value);
     }
-
-    /// Writes the labels into the cell's record.
-    pub fn stamp(&self, cell: &mut Cell) {
-        cell.server_version = self.server_version.clone();
-        cell.agent = self.agent.clone();
-        cell.client = self.client.clone();
-        cell.sdk_version = self.sdk_version.clone();
-        cell.persist = self.persist.clone();
-    }
-
-    /// The name shards deal cells by: `target/scenario` (`@version` on a
-    /// version axis, as before the other axes existed), then ` · VALUE`
-    /// for each other axis the run had, so each point is a cell of its own.
-    fn shard_name(&self, target: &str, scenario: &str) -> String {
-        let mut name = cell_name(target, scenario, self.server_version.as_deref());
-        for value in [&self.agent, &self.client, &self.sdk_version, &self.persist]
-            .into_iter()
-            .flatten()
-        {
-            name.push_str(" · ");
-            name.push_str(value);
-        }
-        name
-    }
+    name
 }
 
 /// One cell to run (or report as skipped): its place and its point.
@@ -290,7 +282,8 @@ pub struct PlannedCell {
     /// Index into the run's scenarios.
     pub scenario: usize,
     pub point: CellPoint,
-    pub labels: CellLabels,
+    /// The point as its record names it: the run's named axes only.
+    pub named: Point,
 }
 
 /// The matrix of a run (or of its shard).
@@ -346,10 +339,10 @@ impl Matrix {
                 }
             }
         }
-        let labelled: Vec<(usize, CellPoint, CellLabels)> = all
+        let labelled: Vec<(usize, CellPoint, Point)> = all
             .into_iter()
             .map(|(s, point)| {
-                let labels = CellLabels::of(&point, named);
+                let labels = point.named(&named);
                 (s, point, labels)
             })
             .collect();
@@ -357,7 +350,7 @@ impl Matrix {
             Some(p) => {
                 let names: Vec<String> = labelled
                     .iter()
-                    .map(|(_, p, l)| l.shard_name(&p.target, &p.scenario))
+                    .map(|(_, _, named)| shard_name(named))
                     .collect();
                 p.selects(&names)
             }
@@ -368,11 +361,11 @@ impl Matrix {
             .zip(selected)
             .filter(|(_, keep)| *keep)
             .enumerate()
-            .map(|(n, ((scenario, point, labels), _))| PlannedCell {
+            .map(|(n, ((scenario, point, named), _))| PlannedCell {
                 index: n + 1,
                 scenario,
                 point,
-                labels,
+                named,
             })
             .collect();
         Matrix {
@@ -387,39 +380,11 @@ impl Matrix {
     /// `serverVersion`, `sdkVersion`, `persist`, as `report.json` names
     /// them): what a run's progress shows before its first cell.
     pub fn named_axes(&self) -> Vec<(&'static str, Vec<String>)> {
-        let named = self.axes.named();
-        let axes = &self.axes;
-        [
-            (
-                named.agent,
-                "agent",
-                axes.agents.iter().map(|a| a.name.clone()).collect(),
-            ),
-            (
-                named.client,
-                "client",
-                axes.clients.iter().map(|c| c.name().to_string()).collect(),
-            ),
-            (
-                named.server,
-                "serverVersion",
-                axes.servers.iter().map(|s| s.label.clone()).collect(),
-            ),
-            (
-                named.sdk,
-                "sdkVersion",
-                axes.sdks.iter().map(|s| s.label.clone()).collect(),
-            ),
-            (
-                named.persist,
-                "persist",
-                axes.persists.iter().map(|p| p.name().to_string()).collect(),
-            ),
-        ]
-        .into_iter()
-        .filter(|(named, _, _)| *named)
-        .map(|(_, name, values)| (name, values))
-        .collect()
+        self.axes
+            .named()
+            .into_iter()
+            .map(|axis| (axis.field(), self.axes.values(axis)))
+            .collect()
     }
 }
 
@@ -471,12 +436,9 @@ pub(super) mod tests {
         let s = scenarios(&["native-continuity", "recreate-rehydrate"]);
         let m = Matrix::build(targets(), &s, axes(), None);
         assert_eq!(m.cells.len(), 4);
-        assert!(m.cells.iter().all(|c| c.labels == CellLabels::default()));
+        assert!(m.cells.iter().all(|c| c.named.named().next().is_none()));
         assert!(m.named_axes().is_empty());
-        assert_eq!(
-            m.cells[0].labels.shard_name("agent", "native-continuity"),
-            "agent/native-continuity"
-        );
+        assert_eq!(shard_name(&m.cells[0].named), "agent/native-continuity");
         let indices: Vec<usize> = m.cells.iter().map(|c| c.index).collect();
         assert_eq!(indices, [1, 2, 3, 4]);
     }
@@ -499,8 +461,8 @@ pub(super) mod tests {
             .iter()
             .map(|c| {
                 (
-                    c.labels.client.as_deref(),
-                    c.labels.server_version.as_deref(),
+                    c.named.get(Axis::Client),
+                    c.named.get(Axis::Server),
                     c.point.sdk.is_some(),
                 )
             })
@@ -517,14 +479,16 @@ pub(super) mod tests {
         assert_eq!(
             m.named_axes(),
             [
+                ("serverVersion", vec!["0.4.0".to_string(), "0.4.2".into()]),
                 ("client", vec!["rust".to_string(), "ts-sdk".into()]),
-                ("serverVersion", vec!["0.4.0".to_string(), "0.4.2".into()])
             ]
         );
-        let mut cell =
-            crate::report::attempts::aggregate("agent", "native-continuity", None, Vec::new());
-        m.cells[3].labels.stamp(&mut cell);
+        let cell = crate::report::attempts::aggregate(m.cells[3].named.clone(), Vec::new());
         assert_eq!(cell.label(), "agent · ts-sdk @ 0.4.2");
+        assert_eq!(
+            shard_name(&m.cells[3].named),
+            "agent/native-continuity@0.4.2 · ts-sdk"
+        );
         // Two shards hold every cell once between them.
         let mut held = 0;
         for k in 1..=2 {
@@ -548,7 +512,7 @@ pub(super) mod tests {
         assert!(m
             .cells
             .iter()
-            .all(|c| c.labels.agent.as_deref() == Some("codex")));
+            .all(|c| c.named.get(Axis::Agent) == Some("codex")));
         assert!(m.cells.iter().all(|c| c.point.real_agent));
     }
 }

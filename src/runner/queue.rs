@@ -3,8 +3,9 @@
 //! ([`dispatch_order`]), and among those a worker can run, the one that
 //! fits its stack best ([`next_job`]).
 
-use super::matrix::{CellLabels, CellPoint, PlannedCell};
+use super::matrix::{CellPoint, PlannedCell};
 use super::Worker;
+use crate::report::Point;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -20,8 +21,8 @@ pub(super) struct Job {
     /// Index into the run's scenarios.
     pub scenario: usize,
     pub point: CellPoint,
-    /// What the cell's record names of its point.
-    pub labels: CellLabels,
+    /// The point as the cell's record names it.
+    pub named: Point,
 }
 
 impl Job {
@@ -32,7 +33,7 @@ impl Job {
             target: planned.point.target.clone(),
             scenario: planned.scenario,
             point: planned.point.clone(),
-            labels: planned.labels.clone(),
+            named: planned.named.clone(),
         }
     }
 }
@@ -127,6 +128,7 @@ pub(super) fn ends_disposing(scenario: &crate::scenario::Scenario) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{dispatch_order, next_job, repeats, Job};
+    use crate::report::Point;
     use crate::runner::matrix::tests::point;
     use crate::runner::{ServedBinary, ServerSlot};
     use crate::targets::{Readiness, RestartAction, Target};
@@ -140,7 +142,7 @@ mod tests {
             target: target.to_string(),
             scenario,
             point: point(target, server),
-            labels: Default::default(),
+            named: Point::new(target, "native-continuity"),
         }
     }
 

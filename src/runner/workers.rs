@@ -43,9 +43,7 @@ pub(super) async fn run_jobs(
     let jobs = repeats(cells, settings.repeat);
     let gather = Gather::new(jobs.iter().map(|job| CellName {
         index: job.index,
-        target: job.target.clone(),
-        scenario: settings.scenarios[job.scenario].name.clone(),
-        labels: job.labels.clone(),
+        named: job.named.clone(),
     }));
     let sequence = AtomicUsize::new(0);
     let run = Run {

@@ -40,11 +40,9 @@
   }
   function tip(text) { return sv("title", null, text); }
 
-  // A v2 cell is one point of the matrix (target × scenario × version ×
-  // agent) and holds all its attempts.
-  function label(c) {
-    return c.target + (c.serverVersion ? " @ " + c.serverVersion : "") + (c.agent ? " · " + c.agent : "");
-  }
+  // A v2 cell is one point of the matrix and holds all its attempts; its
+  // row label (the target and every axis value it names) comes with the data.
+  function label(c) { return c.label; }
   function cellKey(c) { return label(c).replace(/ /g, "") + "/" + c.scenario; }
   function expectationText(c) {
     var x = c.expectation;

@@ -220,7 +220,7 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         "the failed and the errored cell's boundary"
     );
     for cell in &report.cells {
-        let key = format!("{}/{}", cell.target, cell.scenario);
+        let key = format!("{}/{}", cell.label().replace(' ', ""), cell.point.scenario);
         assert!(
             dom.contains(&format!("data-cell=\"{key}\"")),
             "no row for {key}"
