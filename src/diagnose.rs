@@ -4,6 +4,7 @@
 
 use crate::acp::AcpError;
 use crate::client::ClientError;
+use crate::errors::HarnessPart;
 use crate::report::{mask_ids, Cause, FaultCause, Signature, SignatureKind};
 use crate::trace::{ChannelStats, ErrorKind, FaultSeen, Seen, Snapshot};
 
@@ -24,13 +25,17 @@ pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> 
         cause: None,
         observed: None,
         fault: None,
+        component: None,
     };
     match error {
         ClientError::Acp(acp) => classify_acp(acp, &mut sig),
         ClientError::AgentExited { .. } => sig.kind = SignatureKind::AgentExit,
         ClientError::UnexpectedResult { .. } => sig.kind = SignatureKind::Protocol,
         ClientError::Health(_) => sig.kind = SignatureKind::Connect,
-        ClientError::Persist(_) => sig.kind = SignatureKind::Persist,
+        ClientError::Persist(e) => {
+            sig.kind = SignatureKind::Persist;
+            sig.component = e.harness_part();
+        }
         ClientError::SessionNotFound(_) | ClientError::NotBound { .. } | ClientError::Config(_) => {
             sig.kind = SignatureKind::Client
         }
@@ -63,6 +68,26 @@ fn classify_acp(error: &AcpError, sig: &mut Signature) {
     };
 }
 
+/// Settles a failure of a part of continuity's own (`sig.component`):
+/// when the cell's target restarts that part on purpose (`owned`: the
+/// `store` target its Postgres), the failure is the point of the test and
+/// stays a verdict; otherwise the part failed under the cell (killed,
+/// crashed, refusing) and the cell is the harness's error, the part named
+/// first in the message.
+pub fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
+    let Some(part) = sig.component else {
+        return;
+    };
+    if owned.contains(&part) {
+        sig.component = None;
+        return;
+    }
+    sig.kind = SignatureKind::Harness;
+    if !sig.message.starts_with(part.describe()) {
+        sig.message = format!("{}: {}", part.describe(), sig.message);
+    }
+}
+
 /// A phase that ran out of time, and what it was waiting for.
 pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
     Signature {
@@ -75,6 +100,7 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
         cause: None,
         observed: None,
         fault: None,
+        component: None,
     }
 }
 
@@ -100,6 +126,7 @@ pub fn persist_timeout(
         cause: None,
         observed: None,
         fault: None,
+        component: None,
     }
 }
 
@@ -115,6 +142,7 @@ pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
         cause: None,
         observed: None,
         fault: None,
+        component: None,
     }
 }
 
@@ -388,6 +416,45 @@ mod tests {
                 "persist (rivet): insertEvent no answer after 29.9 s (the phase timed out after 30000 ms)"
             )
         );
+    }
+
+    #[test]
+    fn a_store_server_gone_is_the_harnesss_error_unless_the_target_restarts_it() {
+        let gone = || {
+            signature(
+                &ClientError::from(crate::persist::PersistError::gone(
+                    "postgres",
+                    HarnessPart::Postgres,
+                    "updateSession: cannot connect: connection refused",
+                )),
+                None,
+            )
+        };
+        // Nobody restarted it: the harness's part failed, named first.
+        let mut lost = gone();
+        blame_part(&mut lost, &[]);
+        assert_eq!(
+            (lost.kind, lost.component),
+            (SignatureKind::Harness, Some(HarnessPart::Postgres))
+        );
+        assert_eq!(
+            lost.message,
+            "postgres (the session store): persist (postgres): updateSession: cannot connect: connection refused"
+        );
+        // The `store` target restarts it: the failure is the test's point.
+        let mut owned = gone();
+        blame_part(&mut owned, &[HarnessPart::Postgres]);
+        assert_eq!(
+            (owned.kind, owned.component),
+            (SignatureKind::Persist, None)
+        );
+        assert!(owned.message.starts_with("persist (postgres): "));
+        // Any other store failure names no part.
+        let refused = signature(
+            &ClientError::from(crate::persist::PersistError::new("postgres", "ERROR: x")),
+            None,
+        );
+        assert_eq!(refused.component, None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! What every layer's errors share: [`error_chain`], which prints an error
-//! with its causes on one line, and [`Invalid`], the reason a value (a
-//! flag, a config field, an environment variable) was rejected. A leaf
-//! module: it imports nothing of the crate.
+//! with its causes on one line, [`Invalid`], the reason a value (a flag, a
+//! config field, an environment variable) was rejected, and
+//! [`HarnessFault`], a part of continuity's own that failed under a cell
+//! (its Postgres, its Chromium, its Rivet app…): never a verdict on
+//! sandbox-agent. A leaf module: it imports nothing of the crate.
 
 /// The whole cause chain on one line, most specific last; a cause already
 /// quoted by the error above it is not repeated (reqwest hides "connection
@@ -29,6 +31,48 @@ impl Invalid {
     pub fn new(reason: impl Into<String>) -> Self {
         Invalid(reason.into())
     }
+}
+
+/// A part of continuity's own that a cell runs on, and that can fail
+/// under it without sandbox-agent being at fault.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum HarnessPart {
+    /// The session store's Postgres server.
+    Postgres,
+    /// The headless Chromium holding the browser client's page.
+    Chromium,
+    /// The Rivet app: the RivetKit runner and the Rivet Engine, as the
+    /// hosted SDK's host or as the session store.
+    RivetApp,
+    /// The nginx gateway of the local stack.
+    Nginx,
+    /// The fault proxy on a hop.
+    FaultProxy,
+}
+
+impl HarnessPart {
+    /// How a message names it: `chromium (the browser client's page)`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            HarnessPart::Postgres => "postgres (the session store)",
+            HarnessPart::Chromium => "chromium (the browser client's page)",
+            HarnessPart::RivetApp => "the Rivet app (RivetKit runner and Engine)",
+            HarnessPart::Nginx => "nginx (the gateway)",
+            HarnessPart::FaultProxy => "the fault proxy",
+        }
+    }
+}
+
+/// A part of continuity's own failed: what it was, and what was seen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {cause}", .part.describe())]
+pub struct HarnessFault {
+    pub part: HarnessPart,
+    /// What was seen: `the DevTools connection closed`, `connection refused`.
+    pub cause: String,
 }
 
 #[cfg(test)]

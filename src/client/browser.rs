@@ -49,6 +49,23 @@ pub enum PageError {
     Page(String),
 }
 
+impl PageError {
+    /// The browser itself is gone or not answering (its DevTools
+    /// connection closed, unreachable, or silent past its bound): a fault
+    /// of continuity's Chromium, not of the page's SDK or the server.
+    pub fn chromium_fault(&self) -> Option<crate::errors::HarnessFault> {
+        match self {
+            PageError::Cdp(
+                e @ (CdpError::Closed | CdpError::Connect { .. } | CdpError::Timeout { .. }),
+            ) => Some(crate::errors::HarnessFault {
+                part: crate::errors::HarnessPart::Chromium,
+                cause: e.to_string(),
+            }),
+            PageError::Cdp(CdpError::Command { .. }) | PageError::Page(_) => None,
+        }
+    }
+}
+
 impl BrowserPage {
     /// Opens a new page of the browser whose DevTools endpoint is `ws_url`
     /// on `url` (the client's app), its network traced, and waits for its

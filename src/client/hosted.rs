@@ -106,6 +106,28 @@ pub enum HostedError {
     /// An answer that is not the shape the app sends.
     #[error("{action}: unexpected answer: {message}")]
     Protocol { action: String, message: String },
+    /// The browser client's page did not run the action (still loading,
+    /// its context replaced by a reload).
+    #[error("{action}: the browser page did not run it: {message}")]
+    Page { action: String, message: String },
+    /// A part of continuity's own that holds the client failed (the
+    /// browser's Chromium gone): the cell is the harness's error.
+    #[error("{fault} (during {action})")]
+    Harness {
+        action: String,
+        #[source]
+        fault: crate::errors::HarnessFault,
+    },
+}
+
+impl HostedError {
+    /// The part of continuity's own this failure is, if it is one.
+    pub fn harness_fault(&self) -> Option<&crate::errors::HarnessFault> {
+        match self {
+            HostedError::Harness { fault, .. } => Some(fault),
+            _ => None,
+        }
+    }
 }
 
 /// Why the hosted SDK client cannot run here (no Rivet layer, an SDK
@@ -253,9 +275,15 @@ impl HostedClient {
             let once =
                 match &self.page {
                     Some(page) => page.call(action, &args, patience).await.map_err(|e| {
-                        HostedError::Unreachable {
-                            action: action.into(),
-                            message: format!("the browser page: {e}"),
+                        match e.chromium_fault() {
+                            Some(fault) => HostedError::Harness {
+                                action: action.into(),
+                                fault,
+                            },
+                            None => HostedError::Page {
+                                action: action.into(),
+                                message: e.to_string(),
+                            },
                         }
                     }),
                     None => self.call_once(action, &args).await,
@@ -428,7 +456,7 @@ impl Drop for SdkSpan {
 /// `pegboard`: `route_resolve_query_timeout`, no runner to place it on yet).
 fn retryable(error: &HostedError) -> bool {
     match error {
-        HostedError::Unreachable { .. } => true,
+        HostedError::Unreachable { .. } | HostedError::Page { .. } => true,
         HostedError::Actor { status, body, .. } => {
             *status >= 500
                 && (body.contains("\"group\":\"guard\"") || body.contains("\"group\":\"pegboard\""))

@@ -20,6 +20,9 @@ pub enum Outcome {
     Failed,
     /// The run was interrupted: the reports hold what finished.
     Interrupted,
+    /// A part of continuity's own (its Postgres, Chromium…) failed under
+    /// cells: they are `error`, and the run could not be completed.
+    HarnessFailed,
     /// A second Ctrl-C: everything was killed at once.
     Killed,
     /// A process `continuity` runs as (`agent`, `keeper`) ends with its own status.
@@ -31,7 +34,7 @@ impl Outcome {
         match self {
             Outcome::Passed => exit_codes::OK,
             Outcome::Failed => exit_codes::FAILED,
-            Outcome::Interrupted => exit_codes::INCOMPLETE,
+            Outcome::Interrupted | Outcome::HarnessFailed => exit_codes::INCOMPLETE,
             Outcome::Killed => exit_codes::KILLED,
             Outcome::Exited(code) => code,
         }

@@ -96,7 +96,40 @@ pub(super) fn finish(
     if report.cells.is_empty() && !empty_ok {
         return Ok(Outcome::Failed);
     }
+    if let Some(lost) = lost_parts(report) {
+        console::errln(&lost);
+        return Ok(Outcome::HarnessFailed);
+    }
     Ok(Outcome::failed_if(gate_fails(report)))
+}
+
+/// `continuity's own postgres (the session store) failed under 2 cells: …`
+/// when a part of the harness failed under cells (they are `error`), which
+/// makes the run incomplete whatever the gate says.
+fn lost_parts(report: &Report) -> Option<String> {
+    let mut parts: Vec<(crate::errors::HarnessPart, usize)> = Vec::new();
+    for cell in report.cells.iter().filter(|c| c.verdict == Verdict::Error) {
+        let Some(part) = cell.boundary_signature().and_then(|s| s.component) else {
+            continue;
+        };
+        match parts.iter_mut().find(|(p, _)| *p == part) {
+            Some((_, n)) => *n += 1,
+            None => parts.push((part, 1)),
+        }
+    }
+    let named: Vec<String> = parts
+        .iter()
+        .map(|(part, n)| {
+            let cells = if *n == 1 { "cell" } else { "cells" };
+            format!("{} failed under {n} {cells}", part.describe())
+        })
+        .collect();
+    (!named.is_empty()).then(|| {
+        format!(
+            "continuity's own {}: the run could not be completed (those cells are `error`, no verdict on sandbox-agent)",
+            named.join("; ")
+        )
+    })
 }
 
 /// Flaky cells counted as passed and allowed fixes pass quietly otherwise.

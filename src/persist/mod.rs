@@ -128,7 +128,11 @@ pub struct PersistError {
 pub enum PersistErrorKind {
     /// The event's `(sessionId, eventIndex)` is taken; the SDK retries with a new index.
     IndexConflict,
-    /// Anything else: the store is unreachable, refused the call or answered nonsense.
+    /// The store's server, a part of continuity's own, cannot be reached
+    /// or dropped the connection (refused, closed): unless the cell
+    /// restarts that part on purpose, the harness's error, not the SDK's.
+    Gone(crate::errors::HarnessPart),
+    /// Anything else: the store refused the call or answered nonsense.
     Store,
 }
 
@@ -148,8 +152,30 @@ impl PersistError {
         }
     }
 
+    /// `driver`'s error for a server (`part`) that cannot be reached or
+    /// dropped the connection.
+    pub fn gone(
+        driver: &'static str,
+        part: crate::errors::HarnessPart,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            kind: PersistErrorKind::Gone(part),
+            ..Self::new(driver, message)
+        }
+    }
+
     pub fn is_index_conflict(&self) -> bool {
         self.kind == PersistErrorKind::IndexConflict
+    }
+
+    /// The part of continuity's own that is gone under the store, if that
+    /// is the failure.
+    pub fn harness_part(&self) -> Option<crate::errors::HarnessPart> {
+        match self.kind {
+            PersistErrorKind::Gone(part) => Some(part),
+            PersistErrorKind::IndexConflict | PersistErrorKind::Store => None,
+        }
     }
 }
 

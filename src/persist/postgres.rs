@@ -45,6 +45,11 @@ fn err(message: impl Into<String>) -> PersistError {
     PersistError::new(DRIVER, message)
 }
 
+/// The server cannot be reached, or dropped the connection under a call.
+fn gone(message: impl Into<String>) -> PersistError {
+    PersistError::gone(DRIVER, crate::errors::HarnessPart::Postgres, message)
+}
+
 /// A server error's own words (`duplicate key value violates …`), or the
 /// cause chain of a connection failure (`connection refused`).
 fn describe(e: &tokio_postgres::Error) -> String {
@@ -114,7 +119,7 @@ impl PostgresDriver {
         let (client, connection) = config
             .connect(NoTls)
             .await
-            .map_err(|e| err(format!("cannot connect: {}", describe(&e))))?;
+            .map_err(|e| gone(format!("cannot connect: {}", describe(&e))))?;
         // The connection ends when the server goes away; the client then
         // reports itself closed and the next call connects again.
         tokio::spawn(async move {
@@ -168,6 +173,8 @@ impl PostgresDriver {
             let result = work(client).await;
             if client.is_closed() {
                 *held = None;
+                // The call failed because the connection went: the server's doing.
+                return result.map_err(|e| gone(e.message));
             }
             result
         };

@@ -64,6 +64,7 @@ fn sig(kind: SignatureKind, message: &str) -> Signature {
         cause: None,
         observed: None,
         fault: None,
+        component: None,
     }
 }
 

@@ -301,6 +301,11 @@ pub struct Signature {
     /// itself reset or closed a connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultCause>,
+    /// The part of continuity's own that failed (its Postgres, Chromium,
+    /// Rivet app…), when the failure is one: the cell is then `error`,
+    /// never a verdict on sandbox-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<crate::errors::HarnessPart>,
 }
 
 /// A fault window a failure fell in or after (see `docs/faults.md`).

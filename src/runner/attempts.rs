@@ -8,6 +8,7 @@
 use super::persist_axis;
 use super::Worker;
 use super::{RunEvent, RunPlan};
+use crate::errors::HarnessPart;
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
@@ -27,6 +28,8 @@ struct TargetRestarter<'a> {
     target: &'a mut Target,
     /// The `client` target of continuity's own client: the cell renews its clients.
     clients: bool,
+    /// The parts of continuity's own the restart takes down on purpose.
+    parts: Vec<HarnessPart>,
 }
 
 #[async_trait]
@@ -45,6 +48,28 @@ impl Restarter for TargetRestarter<'_> {
 
     async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         self.target.settle().await
+    }
+
+    fn restarts_parts(&self) -> Vec<HarnessPart> {
+        self.parts.clone()
+    }
+}
+
+/// The parts of continuity's own that the target `name` takes down on
+/// purpose (for a client that `hosted` the SDK in the Rivet app): the
+/// `store` target's Postgres; the Rivet targets', the hops to the Rivet
+/// Engine and a hosted client's own restart (its runner), the Rivet app;
+/// the gateway's, nginx. Chromium is none's: a reload keeps the browser.
+fn restarted_parts(name: &str, hosted: bool) -> Vec<HarnessPart> {
+    match name {
+        persist_axis::STORE_TARGET => vec![HarnessPart::Postgres],
+        "rivet" | "rivet-engine" => vec![HarnessPart::RivetApp],
+        persist_axis::CLIENT_TARGET if hosted => vec![HarnessPart::RivetApp],
+        "gateway" | "gateway-reload" => vec![HarnessPart::Nginx],
+        _ if name.starts_with("runner-") || name.starts_with("persist-") => {
+            vec![HarnessPart::RivetApp]
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -345,6 +370,7 @@ async fn run_one(
     let mut on_target = TargetRestarter {
         target,
         clients: restarts_clients && hosted.is_none(),
+        parts: restarted_parts(&target_name, hosts_sdk),
     };
     let restarter: &mut dyn Restarter = match reload.as_mut() {
         Some(reload) => reload,

@@ -114,6 +114,13 @@ pub trait Restarter: Send {
     async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         Ok(())
     }
+
+    /// The parts of continuity's own this restart takes down on purpose
+    /// (the `store` target its Postgres): their failures in the cell are
+    /// the point of the test; any other part failing is the harness's error.
+    fn restarts_parts(&self) -> Vec<crate::errors::HarnessPart> {
+        Vec::new()
+    }
 }
 
 /// A finished cell.
@@ -273,7 +280,7 @@ pub async fn run_cell_deferring(
                 interrupted_phase(phase, settings.default_timeout, phase_started)
             }
         };
-        stopped = !result.ok && !phase.continue_on_failure;
+        stopped = (!result.ok && !phase.continue_on_failure) || judge::lost_a_part(&result);
         results.push(result);
     }
     // The network heals before the cleanup runs on it.
@@ -281,6 +288,7 @@ pub async fn run_cell_deferring(
         results.push(judge::harness_failure(
             "healFault",
             "heal_fault",
+            crate::errors::HarnessPart::FaultProxy,
             error.to_string(),
         ));
     }
@@ -497,6 +505,7 @@ impl RunningCell<'_> {
             persist: self.persist.clone(),
             token: self.settings.token.clone(),
             default_timeout: self.settings.default_timeout,
+            owned: self.restarter.restarts_parts(),
         }
     }
 }
@@ -637,7 +646,12 @@ mod tests {
         assert_eq!(names, ["fault", "after", "healFault", "tidy"]);
         let sig = run.phases[2].signature.as_ref().unwrap();
         assert_eq!(sig.kind, SignatureKind::Harness);
-        assert!(sig.message.contains("has stopped"), "{}", sig.message);
+        assert_eq!(sig.component, Some(crate::errors::HarnessPart::FaultProxy));
+        assert!(
+            sig.message.starts_with("the fault proxy") && sig.message.contains("has stopped"),
+            "{}",
+            sig.message
+        );
     }
 
     /// Slow the first time (past its phase's deadline), quick after.

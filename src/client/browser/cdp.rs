@@ -6,7 +6,7 @@ use super::wire::Wire;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
@@ -16,7 +16,8 @@ use tokio_tungstenite::tungstenite::Message;
 pub enum CdpError {
     #[error("cannot reach the browser's DevTools at {url}: {message}")]
     Connect { url: String, message: String },
-    #[error("the browser's DevTools connection closed")]
+    /// The DevTools connection is gone: the browser exited or closed it.
+    #[error("the browser's DevTools connection closed (chromium exited or dropped it)")]
     Closed,
     #[error("{method}: no answer from the browser within {waited_s} s")]
     Timeout { method: String, waited_s: u64 },
@@ -32,6 +33,10 @@ pub struct Connection {
     out: mpsc::UnboundedSender<Message>,
     pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
     next: Arc<AtomicU64>,
+    /// Set once the browser's side of the socket ended: every command
+    /// from then on fails at once instead of waiting for an answer that
+    /// cannot come.
+    gone: Arc<AtomicBool>,
 }
 
 impl Connection {
@@ -57,6 +62,8 @@ impl Connection {
             }
         });
         let answers = pending.clone();
+        let gone = Arc::new(AtomicBool::new(false));
+        let ended = gone.clone();
         tokio::spawn(async move {
             while let Some(Ok(message)) = stream.next().await {
                 let Message::Text(text) = message else {
@@ -89,10 +96,17 @@ impl Connection {
                     ),
                 }
             }
-            // Every command still waiting hears that the connection is gone.
+            // Every command still waiting hears that the connection is
+            // gone, and every later one (it reads `gone` after queueing).
+            ended.store(true, Ordering::SeqCst);
             answers.lock().unwrap_or_else(|p| p.into_inner()).clear();
         });
-        Ok(Connection { out, pending, next })
+        Ok(Connection {
+            out,
+            pending,
+            next,
+            gone,
+        })
     }
 
     /// Sends `method` (to the page `session`, or the browser) and waits for
@@ -131,6 +145,15 @@ impl Connection {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, tx);
+        // After queueing: a connection that ended before then has cleared
+        // the queue already, and would never answer this one.
+        if self.gone.load(Ordering::SeqCst) {
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            return Err(CdpError::Closed);
+        }
         let mut message = json!({"id": id, "method": method, "params": params});
         if let Some(session) = session {
             message["sessionId"] = session.into();

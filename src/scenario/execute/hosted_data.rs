@@ -22,12 +22,22 @@ pub fn hosted_signature(error: &HostedError, token: Option<&crate::secret::Secre
     let mut sig = diagnose::other(SignatureKind::Client, text);
     match error {
         HostedError::Sdk(sdk) => classify_sdk(sdk, &mut sig),
-        HostedError::Unreachable { .. } => sig.kind = SignatureKind::Connect,
+        // The Rivet Engine holding the actor did not answer at all: the
+        // Rivet app's failure, unless the cell restarts it on purpose.
+        HostedError::Unreachable { .. } => {
+            sig.kind = SignatureKind::Connect;
+            sig.component = Some(crate::errors::HarnessPart::RivetApp);
+        }
         HostedError::Actor { status, .. } => {
             sig.kind = SignatureKind::Http;
             sig.http_status = Some(*status);
         }
         HostedError::Protocol { .. } => sig.kind = SignatureKind::Protocol,
+        HostedError::Page { .. } => sig.kind = SignatureKind::Connect,
+        HostedError::Harness { fault, .. } => {
+            sig.kind = SignatureKind::Connect;
+            sig.component = Some(fault.part);
+        }
     }
     sig
 }

@@ -15,6 +15,9 @@ pub(super) struct ResultContext {
     pub(super) persist: Option<crate::persist::observe::CallLog>,
     pub(super) token: Option<Secret>,
     pub(super) default_timeout: Duration,
+    /// The parts of continuity's own the cell's target restarts on
+    /// purpose: their failures are the test's point, not the harness's.
+    pub(super) owned: Vec<crate::errors::HarnessPart>,
 }
 
 /// Pass when every verdict phase passed; a harness failure makes it an error.
@@ -41,9 +44,28 @@ pub(super) fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
     (Verdict::Fail, boundary)
 }
 
-/// A row for something the harness itself could not do (heal a network
-/// fault): it makes the cell an error, never a failure of the server.
-pub(super) fn harness_failure(name: &str, step: &str, reason: String) -> PhaseResult {
+/// Whether the phase failed because a part of continuity's own did (its
+/// Chromium gone, its Postgres refusing): nothing after it can tell
+/// anything about sandbox-agent, so the cell ends there.
+pub(super) fn lost_a_part(result: &PhaseResult) -> bool {
+    result
+        .signature
+        .as_ref()
+        .is_some_and(|s| s.kind == SignatureKind::Harness && s.component.is_some())
+}
+
+/// A row for something a part of the harness could not do (its fault
+/// proxy heal a network fault): it makes the cell an error naming the
+/// part, never a failure of the server.
+pub(super) fn harness_failure(
+    name: &str,
+    step: &str,
+    part: crate::errors::HarnessPart,
+    reason: String,
+) -> PhaseResult {
+    let mut signature = diagnose::other(SignatureKind::Harness, reason);
+    signature.component = Some(part);
+    diagnose::blame_part(&mut signature, &[]);
     PhaseResult {
         name: name.into(),
         step: step.into(),
@@ -54,7 +76,7 @@ pub(super) fn harness_failure(name: &str, step: &str, reason: String) -> PhaseRe
         duration_ms: 0,
         deadline_ms: 0,
         detail: Map::new(),
-        signature: Some(diagnose::other(SignatureKind::Harness, reason)),
+        signature: Some(signature),
     }
 }
 
@@ -104,6 +126,7 @@ pub(super) fn phase_result(
         Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
         Some(Err(failure)) => {
             let mut signature = *failure.signature;
+            diagnose::blame_part(&mut signature, &context.owned);
             diagnose::add_seen(&mut signature, seen, context.token.as_ref());
             (Outcome::Fail, false, failure.detail, Some(signature))
         }

@@ -147,3 +147,109 @@ fn a_missing_chromium_skips_the_browser_cells_with_the_install_command() {
     let left = support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// Chromium killed mid-cell once left the cell a FAIL blaming "the Rivet
+/// Engine is unreachable", each later phase and the cleanup waiting about
+/// 29.5 s on the closed DevTools connection (154 s for the cell). Now the
+/// closed connection fails every call at once: the cell ends at the next
+/// page call, an `error` naming Chromium, well within one phase deadline.
+#[test]
+fn a_chromium_killed_mid_cell_ends_it_at_once_as_an_error_naming_it() {
+    use support::spawned::{exit_code, kill_group, pids_with, spawn_run, stderr_of};
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    // A session, then a hold long enough for the kill to land before the
+    // prompt after it.
+    std::fs::write(
+        scenarios.join("hold.toml"),
+        r#"name = "hold"
+[[phase]]
+name = "connect"
+step = "connect"
+client = "c"
+
+[[phase]]
+name = "createSession"
+step = "create_session"
+client = "c"
+session = "s"
+
+[[phase]]
+name = "hold"
+step = "sleep"
+ms = 3000
+
+[[phase]]
+name = "promptAfterHold"
+step = "prompt"
+client = "c"
+session = "s"
+text = "Return only OK"
+
+[[cleanup]]
+name = "dispose"
+step = "dispose"
+client = "c"
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let (mut child, _events) = spawn_run(
+        &out,
+        &[
+            "--client",
+            "browser",
+            "--persist",
+            "memory",
+            "--target",
+            "agent",
+            "--scenarios-dir",
+            scenarios.to_str().unwrap(),
+        ],
+    );
+    // The cell's trace is made once its page is open: the cell runs.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let browser = loop {
+        let traced = std::fs::read_dir(out.join("cells"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join("trace.jsonl").exists());
+        let browser = pids_with(&out, "--user-data-dir");
+        if traced && !browser.is_empty() {
+            break browser;
+        }
+        assert!(std::time::Instant::now() < until, "no cell ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    kill_group(browser[0]);
+    let code = exit_code(&mut child);
+    let stderr = stderr_of(&mut child);
+    let report = report(&out);
+    let cell = &report["cells"][0];
+    assert_eq!(cell["verdict"], "error", "{cell}");
+    let boundary = phase(cell, cell["failureBoundary"].as_str().unwrap());
+    let signature = &boundary["signature"];
+    assert_eq!(signature["component"], "chromium", "{boundary}");
+    assert_eq!(signature["kind"], "harness", "{boundary}");
+    let message = signature["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("chromium (the browser client's page): "),
+        "{message}"
+    );
+    assert!(!message.contains("Rivet"), "{message}");
+    // Three phase deadlines (30 s each) were once waited out; a closed
+    // connection now waits for nothing.
+    let ms = cell["durationMs"].as_u64().unwrap();
+    assert!(ms < 20_000, "the cell took {ms} ms: {cell}");
+    assert_eq!(
+        code,
+        Some(continuity::exit_codes::INCOMPLETE.into()),
+        "{stderr}"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

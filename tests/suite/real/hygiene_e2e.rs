@@ -6,6 +6,7 @@
 //! runs the real binary, most against the real local stack or server.
 
 use crate::support;
+use crate::support::spawned::{exit_code, first_event, spawn_run, stderr_of};
 use crate::support::{assert_exit, cell, continuity_with, report};
 use continuity::exit_codes;
 use serde_json::Value;
@@ -294,59 +295,6 @@ fn scenario_names_never_write_outside_the_run_folder() {
     );
 }
 
-/// A started harness, SIGKILLed (its keeper then sweeps) should a failed
-/// assertion leave it running.
-struct Harness(std::process::Child);
-
-impl std::ops::Deref for Harness {
-    type Target = std::process::Child;
-    fn deref(&self) -> &std::process::Child {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Harness {
-    fn deref_mut(&mut self) -> &mut std::process::Child {
-        &mut self.0
-    }
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// `continuity run ARGS --message-format json --out OUT`, started: its
-/// stdout's lines arrive on the receiver as they are printed.
-fn spawn_run(out: &Path, args: &[&str]) -> (Harness, std::sync::mpsc::Receiver<Value>) {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--message-format", "json", "--out", out.to_str().unwrap()]);
-    let mut child = support::continuity_command(&all)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Ok(value) = serde_json::from_str::<Value>(&line) {
-                let _ = tx.send(value);
-            }
-        }
-    });
-    (Harness(child), rx)
-}
-
 /// Waits (two minutes at most) for the first `cell-finished` event.
 fn first_finished_cell(events: &std::sync::mpsc::Receiver<Value>) -> Value {
     first_event(events, "cell-finished")
@@ -356,19 +304,6 @@ fn first_finished_cell(events: &std::sync::mpsc::Receiver<Value>) -> Value {
 fn signal(child: &std::process::Child, signal: i32) {
     // SAFETY: kill(2) on the child this test started and has not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-}
-
-/// The child's exit code, waiting two minutes at most.
-fn exit_code(child: &mut std::process::Child) -> Option<i32> {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while std::time::Instant::now() < until {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    panic!("the run did not end within two minutes of its signals");
 }
 
 /// Two scenarios: `a-quick` finishes at once; `b-hold` then holds its
@@ -608,20 +543,6 @@ fn a_preflight_that_gets_no_answer_names_the_real_wait() {
     drop(held);
 }
 
-/// Waits (two minutes at most) for the first event of type `kind`.
-fn first_event(events: &std::sync::mpsc::Receiver<Value>, kind: &str) -> Value {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        let event = events
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no {kind} within two minutes"));
-        if event["type"] == kind {
-            return event;
-        }
-    }
-}
-
 /// Ctrl-C while the last cell's deferred DELETEs ran out (its verdict
 /// judged, its record not yet finished) printed "writing the partial
 /// report" and then exited 0 with `interrupted: false`.
@@ -646,19 +567,6 @@ fn ctrl_c_during_the_last_deferred_delete_is_an_interrupted_run() {
     assert_eq!(report(&out)["run"]["interrupted"], true);
     let stderr = stderr_of(&mut child);
     assert!(stderr.contains("(none was cut short)"), "{stderr}");
-}
-
-/// What the child wrote on stderr, once it has exited.
-fn stderr_of(child: &mut std::process::Child) -> String {
-    use std::io::Read;
-    let mut text = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut text)
-        .unwrap();
-    text
 }
 
 /// When --overall-timeout-ms ran out, nothing said so.

@@ -245,3 +245,69 @@ fn a_missing_postgres_skips_its_cells_with_the_install_command() {
     let left = support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// Postgres killed mid-run once made every later cell a FAIL on
+/// sandbox-agent (`persist (postgres): … connection refused`). The store
+/// is continuity's own part: nobody restarted it, so those cells are the
+/// harness's `error` naming Postgres, and the run exits 2, not 1.
+#[test]
+fn a_postgres_killed_mid_run_makes_later_cells_errors_naming_it() {
+    use support::spawned::{exit_code, first_event, kill_group, pids_with, spawn_run, stderr_of};
+    let _one = support::one_stack_at_a_time();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("run");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--persist",
+            "postgres",
+            "--target",
+            "agent",
+            "--target",
+            "gateway",
+            "--scenario",
+            "native-continuity",
+            "--scenario",
+            "recreate-rehydrate",
+            "--jobs",
+            "1",
+        ],
+    );
+    let finished = first_event(&events, "cell-finished");
+    let postmaster = pids_with(&out, "bin/postgres");
+    assert_eq!(postmaster.len(), 1, "{:?}", support::processes_in(&out));
+    kill_group(postmaster[0]);
+    let code = exit_code(&mut child);
+    let stderr = stderr_of(&mut child);
+    let report = report(&out);
+    // The cell that finished before the kill keeps its own verdict (0.4.2
+    // fails native-continuity on the agent restart); every later cell met
+    // a Postgres nobody restarted: the harness's error, naming it.
+    let first = &finished["cell"];
+    let later: Vec<&Value> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["target"] != first["target"] || c["scenario"] != first["scenario"])
+        .collect();
+    assert_eq!(later.len(), 3, "{report}");
+    for cell in later {
+        assert_eq!(cell["verdict"], "error", "{cell}");
+        let boundary = phase(cell, cell["failureBoundary"].as_str().unwrap());
+        let signature = &boundary["signature"];
+        assert_eq!(signature["component"], "postgres", "{boundary}");
+        assert_eq!(signature["kind"], "harness", "{boundary}");
+        let message = signature["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("postgres (the session store): "),
+            "{message}"
+        );
+    }
+    assert_eq!(code, Some(exit_codes::INCOMPLETE.into()), "{stderr}");
+    assert!(
+        stderr.contains("continuity's own postgres (the session store) failed under"),
+        "{stderr}"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
