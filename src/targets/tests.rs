@@ -209,9 +209,11 @@ async fn a_missing_pid_file_is_an_error() {
 async fn a_signal_reaches_the_process_in_the_pid_file() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("got-hup");
+    let armed = dir.path().join("armed");
     let script = format!(
-        "trap 'echo hup > {}' HUP; while :; do sleep 0.05; done",
-        marker.display()
+        "trap 'echo hup > {}' HUP; : > {}; while :; do sleep 0.05; done",
+        marker.display(),
+        armed.display()
     );
     let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
     spec.log = Some(dir.path().join("log"));
@@ -219,8 +221,13 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
     holder.prepare().await.unwrap();
     let pid_file = dir.path().join("sh.pid");
     std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
-    // Give sh time to install its trap before the signal arrives.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The signal must find the trap installed (sh's default for SIGHUP is
+    // to exit): the script says so by creating `armed` after `trap`.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !armed.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(armed.exists(), "sh never installed its trap");
 
     let mut target = Target::new(
         "gateway",

@@ -143,15 +143,24 @@ async fn a_command_that_returns_before_the_server_is_back_is_waited_for() {
 #[tokio::test]
 async fn a_signal_nothing_reacts_to_never_went_down() {
     let dir = tempfile::tempdir().unwrap();
-    let code =
-        "import signal, time\nsignal.signal(signal.SIGHUP, lambda *a: None)\ntime.sleep(300)";
-    let mut spec = ManagedSpec::new(python(), ["-c".to_string(), code.to_string()]);
+    // The handler must be in place before the signal (Python's default for
+    // SIGHUP is to exit): the script says so by creating `armed`.
+    let armed = dir.path().join("armed");
+    let code = format!(
+        "import signal, time\nsignal.signal(signal.SIGHUP, lambda *a: None)\nopen({:?}, 'w').close()\ntime.sleep(300)",
+        armed.display().to_string()
+    );
+    let mut spec = ManagedSpec::new(python(), ["-c".to_string(), code]);
     spec.log = Some(dir.path().join("log"));
     let mut holder = Target::new("holder", RestartAction::Managed(spec), Readiness::None);
     holder.prepare().await.unwrap();
     let pid_file = dir.path().join("py.pid");
     std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !armed.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(armed.exists(), "python never installed its handler");
     let mut target = Target::new(
         "reload",
         RestartAction::Signal {
