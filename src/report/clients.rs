@@ -156,6 +156,7 @@ fn phase_text(phase: Option<&super::PhaseResult>) -> String {
     match (&phase.outcome, &phase.signature) {
         (Outcome::Ok, _) => "ok".into(),
         (Outcome::NotRun, _) => "not run".into(),
+        (Outcome::NotApplicable, _) => "not applicable".into(),
         (_, Some(sig)) => sig.short().replace('|', "\\|"),
         (outcome, None) => format!("{outcome:?}").to_lowercase(),
     }

@@ -9,12 +9,14 @@ mod chunks;
 mod cleanup;
 mod client_restart;
 mod deferred;
+mod driver;
 mod hosted_data;
-mod hosted_steps;
 mod judge;
 mod recover;
+mod rust_client;
 mod sandbox_steps;
 mod sandbox_teardown;
+mod sdk_client;
 mod steps;
 mod store_wait;
 mod terminal_steps;
@@ -30,10 +32,12 @@ use crate::targets::RestartResult;
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
+use driver::ScenarioClient;
+pub use driver::Unsupported;
 pub use hosted_data::hosted_signature;
-pub use hosted_steps::{unsupported_step, HostedCell};
 use judge::{dispose_ended, judge, phase_result, ResultContext};
-use judge::{interrupted_phase, not_run, outcome_word};
+use judge::{interrupted_phase, not_applicable, not_run, outcome_word};
+pub use sdk_client::HostedCell;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -173,8 +177,8 @@ struct RunningCell<'a> {
     restarted_at_ms: Option<u64>,
     /// The shared store's calls, to name it when it is what a phase waited on.
     persist: Option<crate::persist::observe::CallLog>,
-    /// With `--client ts-sdk`: the hosted SDK takes the session steps.
-    hosted: Option<HostedCell>,
+    /// The client the steps go through: continuity's, or the real SDK's.
+    client: Arc<dyn ScenarioClient>,
     /// The worker's fence: with one, the cleanup's closing DELETEs may be deferred.
     fence: Option<CleanupFence>,
     /// The cleanup's `dispose` phases whose DELETEs are deferred.
@@ -198,8 +202,9 @@ pub async fn run_cell(
     run_cell_with(scenario, settings, restarter, None).await
 }
 
-/// [`run_cell`], with the session steps taken by the hosted TypeScript SDK
-/// when `hosted` is given (check [`unsupported_step`] first).
+/// [`run_cell`], with the client steps taken by the real SDK (hosted in the
+/// Rivet actor or a browser page) when `hosted` is given; a step it cannot
+/// take is reported not applicable.
 pub async fn run_cell_with(
     scenario: &Scenario,
     settings: &CellSettings,
@@ -238,7 +243,10 @@ pub async fn run_cell_deferring(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
-    let hosted = hosted.map(|h| h.traced(settings.trace.clone()));
+    let client: Arc<dyn ScenarioClient> = match hosted {
+        Some(hosted) => Arc::new(hosted.traced(settings.trace.clone())),
+        None => Arc::new(rust_client::RustClient),
+    };
     let mut cell = RunningCell {
         settings,
         restarter,
@@ -250,7 +258,7 @@ pub async fn run_cell_deferring(
         restarted_at: None,
         restarted_at_ms: None,
         persist,
-        hosted,
+        client,
         fence,
         pending_disposes: Vec::new(),
         recovered: Vec::new(),
@@ -295,12 +303,9 @@ pub async fn run_cell_deferring(
     if let Some(teardown) = cell.sandbox_teardown().await {
         results.push(teardown);
     }
-    // Clients the scenario left open would keep their streams open: close them, bounded.
-    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
-    // One call retires the actor and brings back its faults and last wire records.
-    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted())
-        .await
-        .unwrap_or_default();
+    // SDK clients the scenario left open are closed, bounded, and their
+    // host retired: it brings back its faults and last wire records.
+    let faults = Arc::clone(&cell.client).wind_down(&mut cell).await;
     hosted_data::attach_faults(&faults, &mut results);
     let abandoned = std::mem::take(&mut cell.abandoned);
     let _ = tokio::time::timeout(
@@ -404,17 +409,9 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 }
 
 impl RunningCell<'_> {
-    /// The step, by the hosted SDK client when the cell has one.
-    async fn dispatch_step(&mut self, phase: &Phase) -> StepResult {
-        if self.hosted.is_some() {
-            self.run_hosted_step(phase).await
-        } else {
-            self.run_step(phase).await
-        }
-    }
-
-    async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
-        let deadline = match (&phase.step, phase.timeout) {
+    /// The phase's deadline: the scenario's, or its step's default.
+    fn deadline(&self, phase: &Phase) -> Duration {
+        match (&phase.step, phase.timeout) {
             // The step ends itself at its turn deadline, saying what it saw.
             (Step::AwaitTurn { deadline, .. }, _) => {
                 deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
@@ -426,29 +423,36 @@ impl RunningCell<'_> {
                 self.settings.default_timeout.max(MIN_RESTART_DEADLINE) + *after
             }
             (_, None) => self.settings.default_timeout,
-        };
+        }
+    }
+
+    async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
+        if let Err(unsupported) = self.client.supports(&phase.step) {
+            let client = self.client.name();
+            let default = self.settings.default_timeout;
+            return not_applicable(phase, default, cleanup, client, unsupported);
+        }
+        let deadline = self.deadline(phase);
         let trace = self.settings.trace.clone();
         self.clear_fence(phase).await;
         trace.phase_start(&phase.name, phase.step.kind().name());
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
-        let hosted = self.hosted.as_mut().map(|hosted| {
-            hosted.deadline = deadline;
-            hosted.client.clone()
-        });
+        let client = Arc::clone(&self.client);
+        client.begin_phase(&phase.name, deadline);
         let (outcome, duration_ms, seen) = {
-            let step = self.dispatch_step(phase);
+            let step = self.run_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
             };
             let duration_ms = millis(started.elapsed());
-            // A hosted action given up on never answered: what the SDK did
+            // An SDK action given up on never answered: what the SDK did
             // meanwhile (the 400 it kept to itself) is fetched for the signature.
-            if let (None, Some(hosted)) = (&outcome, &hosted) {
-                hosted.drain_wire(&phase.name, WIRE_DRAIN_BOUND).await;
+            if outcome.is_none() {
+                client.after_timeout(&phase.name).await;
             }
             (outcome, duration_ms, trace.snapshot())
         };
