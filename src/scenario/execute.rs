@@ -229,6 +229,22 @@ pub async fn run_cell_deferring(
     hosted: Option<HostedCell>,
     fence: Option<CleanupFence>,
 ) -> (CellRun, Option<DeferredCleanup>) {
+    let client: Arc<dyn ScenarioClient> = match hosted {
+        Some(hosted) => Arc::new(hosted.traced(settings.trace.clone())),
+        None => Arc::new(rust_client::RustClient),
+    };
+    run_cell_on(scenario, settings, restarter, client, fence).await
+}
+
+/// [`run_cell_deferring`] with the cell's client given: every step the
+/// client takes goes through it.
+async fn run_cell_on(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+    client: Arc<dyn ScenarioClient>,
+    fence: Option<CleanupFence>,
+) -> (CellRun, Option<DeferredCleanup>) {
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
         CellStore::Shared(store) => {
@@ -243,10 +259,6 @@ pub async fn run_cell_deferring(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
-    let client: Arc<dyn ScenarioClient> = match hosted {
-        Some(hosted) => Arc::new(hosted.traced(settings.trace.clone())),
-        None => Arc::new(rust_client::RustClient),
-    };
     let mut cell = RunningCell {
         settings,
         restarter,
@@ -265,77 +277,15 @@ pub async fn run_cell_deferring(
         abandoned: Vec::new(),
         retired: Vec::new(),
     };
-    let mut results = Vec::new();
-    let mut stopped = false;
-    let mut interrupted: Option<(String, Instant)> = None;
-    for phase in &scenario.phases {
-        if stopped || interrupted.is_some() {
-            results.push(not_run(phase, settings.default_timeout, false));
-            continue;
-        }
-        let phase_started = Instant::now();
-        let result = tokio::select! {
-            result = cell.run_phase(phase, false) => result,
-            _ = wait_true(settings.interrupt.clone()) => {
-                interrupted = Some((phase.name.clone(), Instant::now()));
-                interrupted_phase(phase, settings.default_timeout, phase_started)
-            }
-        };
-        stopped = !result.ok && !phase.continue_on_failure;
-        results.push(result);
-    }
-    // The network heals before the cleanup runs on it.
-    if let Err(reason) = cell.restarter.settle().await {
-        results.push(judge::harness_failure("healFault", "heal_fault", reason));
-    }
-    // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
-    cell.turns.cancel_running().await;
+    let (mut results, interrupted) = cell.run_phases(scenario).await;
     // After an interruption the cleanup still runs (a session left open keeps
     // its agent process alive on the server), but within a short budget.
     let cleanup_by = interrupted
         .as_ref()
         .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
-    let cleanup_results = cell
-        .run_cleanup(&scenario.cleanup, cleanup_by, results.len())
+    cell.run_cell_cleanup(scenario, cleanup_by, &mut results)
         .await;
-    results.extend(cleanup_results);
-    // Files and processes the cell made go, even after a failure.
-    if let Some(teardown) = cell.sandbox_teardown().await {
-        results.push(teardown);
-    }
-    // SDK clients the scenario left open are closed, bounded, and their
-    // host retired: it brings back its faults and last wire records.
-    let faults = Arc::clone(&cell.client).wind_down(&mut cell).await;
-    hosted_data::attach_faults(&faults, &mut results);
-    let abandoned = std::mem::take(&mut cell.abandoned);
-    let _ = tokio::time::timeout(
-        DISPOSE_BOUND,
-        futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
-    )
-    .await;
-    let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
-    let recovered = std::mem::take(&mut cell.recovered);
-    let dispose_bound = cleanup_by
-        .map(|by| {
-            by.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(500))
-        })
-        .unwrap_or(DISPOSE_BOUND);
-    let fence = cell.fence.clone().filter(|_| interrupted.is_none());
-    let deferred = match fence {
-        Some(fence) => {
-            let loose = deferred::loose_deletes(&leftovers, recovered, dispose_bound).await;
-            cell.take_deferred(&fence, loose).await
-        }
-        None => {
-            let closing = futures_util::future::join(
-                futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
-                futures_util::future::join_all(recovered.iter().map(|t| t.close())),
-            );
-            let _ = tokio::time::timeout(dispose_bound, closing).await;
-            None
-        }
-    };
+    let deferred = cell.close_clients(cleanup_by, interrupted.is_some()).await;
     let (verdict, failure_boundary) = match interrupted {
         Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
         None => judge(&results),
@@ -349,6 +299,107 @@ pub async fn run_cell_deferring(
         started,
     };
     (run, deferred)
+}
+
+impl RunningCell<'_> {
+    /// The scenario's phases in order, each to its deadline or the
+    /// interrupt; after a failed one (unless it continues) the rest are
+    /// not run. Returns their results and, if interrupted, where and when.
+    async fn run_phases(
+        &mut self,
+        scenario: &Scenario,
+    ) -> (Vec<PhaseResult>, Option<(String, Instant)>) {
+        let settings = self.settings;
+        let mut results = Vec::new();
+        let mut stopped = false;
+        let mut interrupted: Option<(String, Instant)> = None;
+        for phase in &scenario.phases {
+            if stopped || interrupted.is_some() {
+                results.push(not_run(phase, settings.default_timeout, false));
+                continue;
+            }
+            let phase_started = Instant::now();
+            let result = tokio::select! {
+                result = self.run_phase(phase, false) => result,
+                _ = wait_true(settings.interrupt.clone()) => {
+                    interrupted = Some((phase.name.clone(), Instant::now()));
+                    interrupted_phase(phase, settings.default_timeout, phase_started)
+                }
+            };
+            // A step the client cannot take stops nothing: the cell runs on.
+            let applies = result.outcome != crate::report::Outcome::NotApplicable;
+            stopped = !result.ok && applies && !phase.continue_on_failure;
+            results.push(result);
+        }
+        (results, interrupted)
+    }
+
+    /// After the phases: the network healed, turns left running cancelled,
+    /// the cleanup phases run (by `cleanup_by` after an interruption), the
+    /// sandbox torn down and the client wound down; results appended.
+    async fn run_cell_cleanup(
+        &mut self,
+        scenario: &Scenario,
+        cleanup_by: Option<Instant>,
+        results: &mut Vec<PhaseResult>,
+    ) {
+        // The network heals before the cleanup runs on it.
+        if let Err(reason) = self.restarter.settle().await {
+            results.push(judge::harness_failure("healFault", "heal_fault", reason));
+        }
+        // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
+        self.turns.cancel_running().await;
+        let cleanup_results = self
+            .run_cleanup(&scenario.cleanup, cleanup_by, results.len())
+            .await;
+        results.extend(cleanup_results);
+        // Files and processes the cell made go, even after a failure.
+        if let Some(teardown) = self.sandbox_teardown().await {
+            results.push(teardown);
+        }
+        // SDK clients the scenario left open are closed, bounded, and their
+        // host retired: it brings back its faults and last wire records.
+        let faults = Arc::clone(&self.client).wind_down(self).await;
+        hosted_data::attach_faults(&faults, results);
+    }
+
+    /// continuity's clients still open (left open, dropped by a `client`
+    /// restart, the recovering client's server ids) closed, bounded; on a
+    /// worker's stack (and not interrupted) their DELETEs are deferred.
+    async fn close_clients(
+        &mut self,
+        cleanup_by: Option<Instant>,
+        interrupted: bool,
+    ) -> Option<DeferredCleanup> {
+        let abandoned = std::mem::take(&mut self.abandoned);
+        let _ = tokio::time::timeout(
+            DISPOSE_BOUND,
+            futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
+        )
+        .await;
+        let leftovers: Vec<Arc<Client>> = self.clients.drain().map(|(_, c)| c).collect();
+        let recovered = std::mem::take(&mut self.recovered);
+        let dispose_bound = cleanup_by
+            .map(|by| {
+                by.saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(500))
+            })
+            .unwrap_or(DISPOSE_BOUND);
+        match self.fence.clone().filter(|_| !interrupted) {
+            Some(fence) => {
+                let loose = deferred::loose_deletes(&leftovers, recovered, dispose_bound).await;
+                self.take_deferred(&fence, loose).await
+            }
+            None => {
+                let closing = futures_util::future::join(
+                    futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
+                    futures_util::future::join_all(recovered.iter().map(|t| t.close())),
+                );
+                let _ = tokio::time::timeout(dispose_bound, closing).await;
+                None
+            }
+        }
+    }
 }
 
 impl CellRun {
@@ -705,6 +756,138 @@ mod tests {
         assert!(
             took < Duration::from_millis(300) + INTERRUPTED_CLEANUP_BOUND + Duration::from_secs(1),
             "{took:?}"
+        );
+    }
+
+    /// A client that takes every step but `write_file`.
+    struct NoFiles;
+
+    #[async_trait(?Send)]
+    impl ScenarioClient for NoFiles {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        fn supports(&self, step: &Step) -> Result<(), Unsupported> {
+            match step {
+                Step::WriteFile { .. } => Err(Unsupported {
+                    api: "no file call",
+                }),
+                _ => Ok(()),
+            }
+        }
+        fn connected(&self, _: &RunningCell<'_>, _: &str) -> bool {
+            false
+        }
+        async fn connect(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn create_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> Result<crate::report::detail::CreateSessionDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::CreateSession))
+        }
+        async fn prompt(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: String,
+        ) -> Result<driver::PromptAnswer, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::Prompt))
+        }
+        async fn get_events(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: usize,
+            _: bool,
+        ) -> StepResult {
+            Err(self.cannot(crate::scenario::StepKind::GetEvents))
+        }
+        async fn resume_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<crate::report::detail::ResumeDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::ResumeSession))
+        }
+        async fn destroy_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<(), StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::DestroySession))
+        }
+        async fn dispose(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn health(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+        ) -> Result<crate::report::detail::HealthDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::Health))
+        }
+        async fn replay_history(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::ReplayCheck))
+        }
+    }
+
+    async fn run_without_files(source: &str) -> CellRun {
+        let (run, _) = run_cell_on(
+            &scenario(source),
+            &settings(),
+            &mut NoRestart(0),
+            Arc::new(NoFiles),
+            None,
+        )
+        .await;
+        run
+    }
+
+    #[tokio::test]
+    async fn a_step_the_client_cannot_take_is_not_applicable_and_the_cell_runs_on() {
+        let run = run_without_files("name = \"t\"\n[[phase]]\nname = \"first\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n").await;
+        let outcomes: Vec<(&str, Outcome)> = run
+            .phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("first", Outcome::Ok),
+                ("write", Outcome::NotApplicable),
+                ("after", Outcome::Ok),
+            ]
+        );
+        assert_eq!(
+            run.phases[1].detail["notApplicable"],
+            "the test client: no file call"
+        );
+        assert!(run.phases[1].signature.is_none());
+        assert_eq!((run.verdict, run.failure_boundary), (Verdict::Pass, None));
+    }
+
+    #[tokio::test]
+    async fn a_cell_whose_verdict_steps_are_all_not_applicable_is_skipped_not_passed() {
+        let run = run_without_files("name = \"t\"\nverdict = [\"write\"]\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n").await;
+        assert_eq!(run.phases[1].outcome, Outcome::NotApplicable);
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Skipped, Some("write"))
         );
     }
 
