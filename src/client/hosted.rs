@@ -22,6 +22,7 @@
 //! the browser's own network events, not from the answers.
 
 use super::hosted_wire::WireCursor;
+use super::sdk_action::{ActionArgs, SdkAction};
 use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use serde::Deserialize;
@@ -212,13 +213,10 @@ impl HostedClient {
     /// Fetches the wire records the trace lacks (after a phase given up at
     /// its deadline, whose answer never came), within `bound`.
     pub async fn drain_wire(&self, phase: &str, bound: Duration) {
-        let ask = self.call_as(
-            CallKind::Harness,
-            "wire",
-            json!({ "phase": phase }),
-            bound,
-            None,
-        );
+        let wire = SdkAction::Wire {
+            phase: phase.into(),
+        };
+        let ask = self.call_as(CallKind::Harness, &wire, bound, None);
         let _ = tokio::time::timeout(bound, ask).await;
     }
 
@@ -235,43 +233,49 @@ impl HostedClient {
         )
     }
 
-    /// Calls `action` with `args` (which carry the phase name). A refused
+    /// Calls `action` (which carries the phase name). A refused
     /// connection or an engine-level error (the actor not scheduled while the
     /// runner restarts) is retried until `patience` runs out: the action never
     /// ran, so sending it again is what a waiting app would do. The phase's
     /// own deadline bounds the whole call from outside.
     pub async fn call(
         &self,
-        action: &str,
-        args: Value,
+        action: &SdkAction,
         patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
-        self.call_as(CallKind::Harness, action, args, patience, None)
+        self.call_as(CallKind::Harness, action, patience, None)
             .await
     }
 
     /// [`HostedClient::call`]; a scenario call is traced as an `sdk` event
     /// that ends at its answer or, when the caller gives up first, at
-    /// `deadline` after it began.
+    /// `deadline` after it began, and the SDK call is bounded by the actor
+    /// at `deadline` (`timeoutMs`).
     pub async fn call_as(
         &self,
         kind: CallKind,
-        action: &str,
-        mut args: Value,
+        call: &SdkAction,
         patience: Duration,
         deadline: Option<Duration>,
     ) -> Result<Map<String, Value>, HostedError> {
+        let action = call.name();
         let mut span = self
             .wire
             .as_ref()
             .filter(|_| kind == CallKind::Scenario)
-            .map(|w| SdkSpan::new(&w.trace, action, &args, deadline));
+            .map(|w| SdkSpan::new(&w.trace, action, call.phase(), deadline));
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
         let answer = loop {
-            if let (Some(wire), Value::Object(map)) = (&self.wire, &mut args) {
-                map.insert("wireAck".into(), wire.cursor().ack());
-            }
+            let args = ActionArgs {
+                action: call,
+                timeout_ms: deadline.map(|d| d.as_millis() as u64),
+                wire_ack: self.wire.as_ref().map(|wire| wire.cursor().ack()),
+            };
+            let args = serde_json::to_value(&args).map_err(|e| HostedError::Protocol {
+                action: action.into(),
+                message: format!("the action's arguments: {e}"),
+            })?;
             let once =
                 match &self.page {
                     Some(page) => page.call(action, &args, patience).await.map_err(|e| {
@@ -405,14 +409,11 @@ struct SdkSpan {
 }
 
 impl SdkSpan {
-    fn new(trace: &Trace, call: &str, args: &Value, deadline: Option<Duration>) -> Self {
+    fn new(trace: &Trace, call: &str, phase: &str, deadline: Option<Duration>) -> Self {
         Self {
             trace: trace.clone(),
             call: call.to_string(),
-            phase: args
-                .get("phase")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            phase: Some(phase.to_string()),
             began: trace.now_ms(),
             started: Instant::now(),
             deadline,

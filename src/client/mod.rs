@@ -22,6 +22,7 @@ mod recorder;
 mod replay;
 mod rest;
 mod sandbox;
+pub mod sdk_action;
 mod terminal;
 
 use rest::{auth_headers, wait_healthy};

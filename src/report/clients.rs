@@ -153,6 +153,7 @@ fn phase_text(phase: Option<&super::PhaseResult>) -> String {
     match (&phase.outcome, &phase.signature) {
         (Outcome::Ok, _) => "ok".into(),
         (Outcome::NotRun, _) => "not run".into(),
+        (Outcome::NotApplicable, _) => "not applicable".into(),
         (_, Some(sig)) => Untrusted::new(&sig.short()).markdown(),
         (outcome, None) => format!("{outcome:?}").to_lowercase(),
     }

@@ -161,6 +161,7 @@ fn lines_of(phases: &[PhaseResult]) -> String {
             Outcome::Timeout => "timeout",
             Outcome::NotRun => "not run",
             Outcome::Interrupted => "interrupted",
+            Outcome::NotApplicable => "not applicable",
         };
         let cleanup = if p.cleanup { " (cleanup)" } else { "" };
         let mut line = format!("{}{cleanup}: {outcome} in {} ms", p.name, p.duration_ms);

@@ -128,6 +128,7 @@ fn per_target(cell: &Cell) -> String {
                 Outcome::Fail | Outcome::Timeout => "❌",
                 Outcome::NotRun => "–",
                 Outcome::Interrupted => "⏸",
+                Outcome::NotApplicable => "n/a",
             };
             format!("{} {mark}", clean(&p.name))
         })

@@ -252,6 +252,9 @@ pub enum Outcome {
     NotRun,
     /// The run was interrupted while this phase ran.
     Interrupted,
+    /// The cell's client cannot take this step: its detail's
+    /// `notApplicable` names the API the client lacks. Never a verdict.
+    NotApplicable,
 }
 
 /// One phase of a cell.

@@ -150,6 +150,7 @@ fn phase_cell(phase: Option<&PhaseResult>, color: bool) -> TableCell {
             None => ("❌".to_string(), Color::Red),
         },
         Outcome::NotRun => (NOT_RUN.to_string(), Color::DarkGrey),
+        Outcome::NotApplicable => ("n/a".to_string(), Color::DarkGrey),
         Outcome::Interrupted => ("⏸ interrupted".to_string(), Color::Yellow),
     };
     paint(TableCell::new(text), fg, color)

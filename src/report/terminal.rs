@@ -297,9 +297,10 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
         Outcome::Timeout => ("⏱", true),
         Outcome::NotRun => ("–", false),
         Outcome::Interrupted => ("⏸", true),
+        Outcome::NotApplicable => ("n/a", false),
     };
     let time = match phase.outcome {
-        Outcome::NotRun => String::new(),
+        Outcome::NotRun | Outcome::NotApplicable => String::new(),
         _ => millis(phase.duration_ms),
     };
     let name = fit::cut(&phase.name, name_width);
@@ -359,6 +360,7 @@ fn signature_words(phase: &PhaseResult) -> Option<String> {
         (Outcome::Fail, Some(sig)) => Some(sig.short()),
         (Outcome::Fail, None) => Some("failed".to_string()),
         (Outcome::Ok | Outcome::NotRun, _) => None,
+        (Outcome::NotApplicable, _) => Some("not applicable".to_string()),
     }
 }
 

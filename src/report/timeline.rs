@@ -63,6 +63,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
         let outcome = match phase.outcome {
             Outcome::Ok => "ok".to_string(),
             Outcome::NotRun => "not run".to_string(),
+            Outcome::NotApplicable => "not applicable".to_string(),
             Outcome::Interrupted => "interrupted".to_string(),
             Outcome::Timeout => phase
                 .signature
@@ -84,7 +85,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
             out,
             "{:>9}  {:>9}  {name:<40} {outcome}",
             ms(start),
-            if phase.outcome == Outcome::NotRun {
+            if matches!(phase.outcome, Outcome::NotRun | Outcome::NotApplicable) {
                 "–".into()
             } else {
                 ms(end - start)

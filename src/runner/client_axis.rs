@@ -7,7 +7,7 @@
 //! and its page, per cell attempt.
 
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
-use crate::scenario::{unsupported_step, HostedCell, Scenario};
+use crate::scenario::{HostedCell, Scenario};
 use crate::stack::browser::{BrowserHost, Chromium};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -90,20 +90,16 @@ pub(super) fn hosted(
     })
 }
 
-/// Why a cell of `scenario` cannot run with this client, if it cannot.
-pub(super) fn skip_reason(choice: &ClientChoice, scenario: &Scenario) -> Option<String> {
+/// Why a cell of `scenario` cannot run with this client, if it cannot: a
+/// client that could not be set up. (A step the client cannot take does
+/// not skip the cell: that phase is reported not applicable.)
+pub(super) fn skip_reason(choice: &ClientChoice, _scenario: &Scenario) -> Option<String> {
     match choice {
-        ClientChoice::Rust => None,
+        ClientChoice::Rust | ClientChoice::TsSdk(Ok(_)) | ClientChoice::Browser(Ok(_)) => None,
         ClientChoice::TsSdk(Err(reason)) => Some(format!("the ts-sdk client cannot run: {reason}")),
-        ClientChoice::TsSdk(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
-            format!("the ts-sdk client does not support step `{kind}` (phase {phase}): the hosted SDK drives sessions only")
-        }),
         ClientChoice::Browser(Err(reason)) => {
             Some(format!("the browser client cannot run: {reason}"))
         }
-        ClientChoice::Browser(Ok(_)) => unsupported_step(scenario).map(|(phase, kind)| {
-            format!("the browser client does not support step `{kind}` (phase {phase}): the page drives sessions only")
-        }),
     }
 }
 
@@ -162,7 +158,12 @@ pub(super) async fn hosted_cell(
     })?;
     let started = std::time::Instant::now();
     client
-        .call("faults", serde_json::json!({"phase": "setup"}), ACTOR_READY)
+        .call(
+            &crate::client::sdk_action::SdkAction::Faults {
+                phase: "setup".into(),
+            },
+            ACTOR_READY,
+        )
         .await
         .map_err(|source| HostedSetupError::NoActor {
             waited_s: started.elapsed().as_secs(),

@@ -9,12 +9,14 @@ mod chunks;
 mod cleanup;
 mod client_restart;
 mod deferred;
+mod driver;
 mod hosted_data;
-mod hosted_steps;
 mod judge;
 mod recover;
+mod rust_client;
 mod sandbox_steps;
 mod sandbox_teardown;
+mod sdk_client;
 mod steps;
 mod store_wait;
 mod terminal_steps;
@@ -30,10 +32,12 @@ use crate::targets::RestartResult;
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
+use driver::ScenarioClient;
+pub use driver::Unsupported;
 pub use hosted_data::hosted_signature;
-pub use hosted_steps::{unsupported_step, HostedCell};
 use judge::{dispose_ended, judge, phase_result, ResultContext};
-use judge::{interrupted_phase, not_run, outcome_word};
+use judge::{interrupted_phase, not_applicable, not_run, outcome_word};
+pub use sdk_client::HostedCell;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -180,8 +184,8 @@ struct RunningCell<'a> {
     restarted_at_ms: Option<u64>,
     /// The shared store's calls, to name it when it is what a phase waited on.
     persist: Option<crate::persist::observe::CallLog>,
-    /// With `--client ts-sdk`: the hosted SDK takes the session steps.
-    hosted: Option<HostedCell>,
+    /// The client the steps go through: continuity's, or the real SDK's.
+    client: Arc<dyn ScenarioClient>,
     /// The worker's fence: with one, the cleanup's closing DELETEs may be deferred.
     fence: Option<CleanupFence>,
     /// The cleanup's `dispose` phases whose DELETEs are deferred.
@@ -205,8 +209,9 @@ pub async fn run_cell(
     run_cell_with(scenario, settings, restarter, None).await
 }
 
-/// [`run_cell`], with the session steps taken by the hosted TypeScript SDK
-/// when `hosted` is given (check [`unsupported_step`] first).
+/// [`run_cell`], with the client steps taken by the real SDK (hosted in the
+/// Rivet actor or a browser page) when `hosted` is given; a step it cannot
+/// take is reported not applicable.
 pub async fn run_cell_with(
     scenario: &Scenario,
     settings: &CellSettings,
@@ -231,6 +236,22 @@ pub async fn run_cell_deferring(
     hosted: Option<HostedCell>,
     fence: Option<CleanupFence>,
 ) -> (CellRun, Option<DeferredCleanup>) {
+    let client: Arc<dyn ScenarioClient> = match hosted {
+        Some(hosted) => Arc::new(hosted.traced(settings.trace.clone())),
+        None => Arc::new(rust_client::RustClient),
+    };
+    run_cell_on(scenario, settings, restarter, client, fence).await
+}
+
+/// [`run_cell_deferring`] with the cell's client given: every step the
+/// client takes goes through it.
+async fn run_cell_on(
+    scenario: &Scenario,
+    settings: &CellSettings,
+    restarter: &mut dyn Restarter,
+    client: Arc<dyn ScenarioClient>,
+    fence: Option<CleanupFence>,
+) -> (CellRun, Option<DeferredCleanup>) {
     let started = Instant::now();
     let (observed, persist) = match &settings.store {
         CellStore::Shared(store) => {
@@ -245,7 +266,6 @@ pub async fn run_cell_deferring(
         CellStore::PerClientMemory => (None, None),
     };
     let settings = observed.as_ref().unwrap_or(settings);
-    let hosted = hosted.map(|h| h.traced(settings.trace.clone()));
     let mut cell = RunningCell {
         settings,
         restarter,
@@ -257,92 +277,22 @@ pub async fn run_cell_deferring(
         restarted_at: None,
         restarted_at_ms: None,
         persist,
-        hosted,
+        client,
         fence,
         pending_disposes: Vec::new(),
         recovered: Vec::new(),
         abandoned: Vec::new(),
         retired: Vec::new(),
     };
-    let mut results = Vec::new();
-    let mut stopped = false;
-    let mut interrupted: Option<(String, Instant)> = None;
-    for phase in &scenario.phases {
-        if stopped || interrupted.is_some() {
-            results.push(not_run(phase, settings.default_timeout, false));
-            continue;
-        }
-        let phase_started = Instant::now();
-        let result = tokio::select! {
-            result = cell.run_phase(phase, false) => result,
-            _ = wait_true(settings.interrupt.clone()) => {
-                interrupted = Some((phase.name.clone(), Instant::now()));
-                interrupted_phase(phase, settings.default_timeout, phase_started)
-            }
-        };
-        stopped = (!result.ok && !phase.continue_on_failure) || judge::lost_a_part(&result);
-        results.push(result);
-    }
-    // The network heals before the cleanup runs on it.
-    if let Err(error) = cell.restarter.settle().await {
-        results.push(judge::harness_failure(
-            "healFault",
-            "heal_fault",
-            crate::errors::HarnessPart::FaultProxy,
-            error.to_string(),
-        ));
-    }
-    // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
-    cell.turns.cancel_running().await;
+    let (mut results, interrupted) = cell.run_phases(scenario).await;
     // After an interruption the cleanup still runs (a session left open keeps
     // its agent process alive on the server), but within a short budget.
     let cleanup_by = interrupted
         .as_ref()
         .map(|(_, at)| *at + INTERRUPTED_CLEANUP_BOUND);
-    let cleanup_results = cell
-        .run_cleanup(&scenario.cleanup, cleanup_by, results.len())
+    cell.run_cell_cleanup(scenario, cleanup_by, &mut results)
         .await;
-    results.extend(cleanup_results);
-    // Files and processes the cell made go, even after a failure.
-    if let Some(teardown) = cell.sandbox_teardown().await {
-        results.push(teardown);
-    }
-    // Clients the scenario left open would keep their streams open: close them, bounded.
-    let _ = tokio::time::timeout(DISPOSE_BOUND, cell.dispose_hosted()).await;
-    // One call retires the actor and brings back its faults and last wire records.
-    let faults = tokio::time::timeout(DISPOSE_BOUND, cell.retire_hosted())
-        .await
-        .unwrap_or_default();
-    hosted_data::attach_faults(&faults, &mut results);
-    let abandoned = std::mem::take(&mut cell.abandoned);
-    let _ = tokio::time::timeout(
-        DISPOSE_BOUND,
-        futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
-    )
-    .await;
-    let leftovers: Vec<Arc<Client>> = cell.clients.drain().map(|(_, c)| c).collect();
-    let recovered = std::mem::take(&mut cell.recovered);
-    let dispose_bound = cleanup_by
-        .map(|by| {
-            by.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(500))
-        })
-        .unwrap_or(DISPOSE_BOUND);
-    let fence = cell.fence.clone().filter(|_| interrupted.is_none());
-    let deferred = match fence {
-        Some(fence) => {
-            let loose = deferred::loose_deletes(&leftovers, recovered, dispose_bound).await;
-            cell.take_deferred(&fence, loose).await
-        }
-        None => {
-            let closing = futures_util::future::join(
-                futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
-                futures_util::future::join_all(recovered.iter().map(|t| t.close())),
-            );
-            let _ = tokio::time::timeout(dispose_bound, closing).await;
-            None
-        }
-    };
+    let deferred = cell.close_clients(cleanup_by, interrupted.is_some()).await;
     let (verdict, failure_boundary) = match interrupted {
         Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
         None => judge(&results),
@@ -356,6 +306,114 @@ pub async fn run_cell_deferring(
         started,
     };
     (run, deferred)
+}
+
+impl RunningCell<'_> {
+    /// The scenario's phases in order, each to its deadline or the
+    /// interrupt; after a failed one (unless it continues) the rest are
+    /// not run. Returns their results and, if interrupted, where and when.
+    async fn run_phases(
+        &mut self,
+        scenario: &Scenario,
+    ) -> (Vec<PhaseResult>, Option<(String, Instant)>) {
+        let settings = self.settings;
+        let mut results = Vec::new();
+        let mut stopped = false;
+        let mut interrupted: Option<(String, Instant)> = None;
+        for phase in &scenario.phases {
+            if stopped || interrupted.is_some() {
+                results.push(not_run(phase, settings.default_timeout, false));
+                continue;
+            }
+            let phase_started = Instant::now();
+            let result = tokio::select! {
+                result = self.run_phase(phase, false) => result,
+                _ = wait_true(settings.interrupt.clone()) => {
+                    interrupted = Some((phase.name.clone(), Instant::now()));
+                    interrupted_phase(phase, settings.default_timeout, phase_started)
+                }
+            };
+            // A step the client cannot take stops nothing: the cell runs on.
+            let applies = result.outcome != crate::report::Outcome::NotApplicable;
+            // A part of continuity's own that is gone ends the cell at once.
+            stopped = (!result.ok && applies && !phase.continue_on_failure)
+                || judge::lost_a_part(&result);
+            results.push(result);
+        }
+        (results, interrupted)
+    }
+
+    /// After the phases: the network healed, turns left running cancelled,
+    /// the cleanup phases run (by `cleanup_by` after an interruption), the
+    /// sandbox torn down and the client wound down; results appended.
+    async fn run_cell_cleanup(
+        &mut self,
+        scenario: &Scenario,
+        cleanup_by: Option<Instant>,
+        results: &mut Vec<PhaseResult>,
+    ) {
+        // The network heals before the cleanup runs on it.
+        if let Err(error) = self.restarter.settle().await {
+            results.push(judge::harness_failure(
+                "healFault",
+                "heal_fault",
+                crate::errors::HarnessPart::FaultProxy,
+                error.to_string(),
+            ));
+        }
+        // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
+        self.turns.cancel_running().await;
+        let cleanup_results = self
+            .run_cleanup(&scenario.cleanup, cleanup_by, results.len())
+            .await;
+        results.extend(cleanup_results);
+        // Files and processes the cell made go, even after a failure.
+        if let Some(teardown) = self.sandbox_teardown().await {
+            results.push(teardown);
+        }
+        // SDK clients the scenario left open are closed, bounded, and their
+        // host retired: it brings back its faults and last wire records.
+        let faults = Arc::clone(&self.client).wind_down(self).await;
+        hosted_data::attach_faults(&faults, results);
+    }
+
+    /// continuity's clients still open (left open, dropped by a `client`
+    /// restart, the recovering client's server ids) closed, bounded; on a
+    /// worker's stack (and not interrupted) their DELETEs are deferred.
+    async fn close_clients(
+        &mut self,
+        cleanup_by: Option<Instant>,
+        interrupted: bool,
+    ) -> Option<DeferredCleanup> {
+        let abandoned = std::mem::take(&mut self.abandoned);
+        let _ = tokio::time::timeout(
+            DISPOSE_BOUND,
+            futures_util::future::join_all(abandoned.into_iter().map(|d| d.finish())),
+        )
+        .await;
+        let leftovers: Vec<Arc<Client>> = self.clients.drain().map(|(_, c)| c).collect();
+        let recovered = std::mem::take(&mut self.recovered);
+        let dispose_bound = cleanup_by
+            .map(|by| {
+                by.saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(500))
+            })
+            .unwrap_or(DISPOSE_BOUND);
+        match self.fence.clone().filter(|_| !interrupted) {
+            Some(fence) => {
+                let loose = deferred::loose_deletes(&leftovers, recovered, dispose_bound).await;
+                self.take_deferred(&fence, loose).await
+            }
+            None => {
+                let closing = futures_util::future::join(
+                    futures_util::future::join_all(leftovers.iter().map(|c| c.dispose())),
+                    futures_util::future::join_all(recovered.iter().map(|t| t.close())),
+                );
+                let _ = tokio::time::timeout(dispose_bound, closing).await;
+                None
+            }
+        }
+    }
 }
 
 impl CellRun {
@@ -416,17 +474,9 @@ pub fn rehydrate_text(prompts: &[String]) -> String {
 }
 
 impl RunningCell<'_> {
-    /// The step, by the hosted SDK client when the cell has one.
-    async fn dispatch_step(&mut self, phase: &Phase) -> StepResult {
-        if self.hosted.is_some() {
-            self.run_hosted_step(phase).await
-        } else {
-            self.run_step(phase).await
-        }
-    }
-
-    async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
-        let deadline = match (&phase.step, phase.timeout) {
+    /// The phase's deadline: the scenario's, or its step's default.
+    fn deadline(&self, phase: &Phase) -> Duration {
+        match (&phase.step, phase.timeout) {
             // The step ends itself at its turn deadline, saying what it saw.
             (Step::AwaitTurn { deadline, .. }, _) => {
                 deadline.unwrap_or(self.settings.default_timeout) + turns::AWAIT_MARGIN
@@ -438,29 +488,36 @@ impl RunningCell<'_> {
                 self.settings.default_timeout.max(MIN_RESTART_DEADLINE) + *after
             }
             (_, None) => self.settings.default_timeout,
-        };
+        }
+    }
+
+    async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
+        if let Err(unsupported) = self.client.supports(&phase.step) {
+            let client = self.client.name();
+            let default = self.settings.default_timeout;
+            return not_applicable(phase, default, cleanup, client, unsupported);
+        }
+        let deadline = self.deadline(phase);
         let trace = self.settings.trace.clone();
         self.clear_fence(phase).await;
         trace.phase_start(&phase.name, phase.step.kind().name());
         let started = Instant::now();
         // The waits are read while the step is still alive: dropping it
         // at the deadline closes them.
-        let hosted = self.hosted.as_mut().map(|hosted| {
-            hosted.deadline = deadline;
-            hosted.client.clone()
-        });
+        let client = Arc::clone(&self.client);
+        client.begin_phase(&phase.name, deadline);
         let (outcome, duration_ms, seen) = {
-            let step = self.dispatch_step(phase);
+            let step = self.run_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
             };
             let duration_ms = millis(started.elapsed());
-            // A hosted action given up on never answered: what the SDK did
+            // An SDK action given up on never answered: what the SDK did
             // meanwhile (the 400 it kept to itself) is fetched for the signature.
-            if let (None, Some(hosted)) = (&outcome, &hosted) {
-                hosted.drain_wire(&phase.name, WIRE_DRAIN_BOUND).await;
+            if outcome.is_none() {
+                client.after_timeout(&phase.name).await;
             }
             (outcome, duration_ms, trace.snapshot())
         };
@@ -725,6 +782,138 @@ mod tests {
         assert!(
             took < Duration::from_millis(300) + INTERRUPTED_CLEANUP_BOUND + Duration::from_secs(1),
             "{took:?}"
+        );
+    }
+
+    /// A client that takes every step but `write_file`.
+    struct NoFiles;
+
+    #[async_trait(?Send)]
+    impl ScenarioClient for NoFiles {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        fn supports(&self, step: &Step) -> Result<(), Unsupported> {
+            match step {
+                Step::WriteFile { .. } => Err(Unsupported {
+                    api: "no file call",
+                }),
+                _ => Ok(()),
+            }
+        }
+        fn connected(&self, _: &RunningCell<'_>, _: &str) -> bool {
+            false
+        }
+        async fn connect(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn create_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> Result<crate::report::detail::CreateSessionDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::CreateSession))
+        }
+        async fn prompt(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: String,
+        ) -> Result<driver::PromptAnswer, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::Prompt))
+        }
+        async fn get_events(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: usize,
+            _: bool,
+        ) -> StepResult {
+            Err(self.cannot(crate::scenario::StepKind::GetEvents))
+        }
+        async fn resume_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<crate::report::detail::ResumeDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::ResumeSession))
+        }
+        async fn destroy_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<(), StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::DestroySession))
+        }
+        async fn dispose(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn health(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+        ) -> Result<crate::report::detail::HealthDetail, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::Health))
+        }
+        async fn replay_history(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+            Err(self.cannot(crate::scenario::StepKind::ReplayCheck))
+        }
+    }
+
+    async fn run_without_files(source: &str) -> CellRun {
+        let (run, _) = run_cell_on(
+            &scenario(source),
+            &settings(),
+            &mut NoRestart(0),
+            Arc::new(NoFiles),
+            None,
+        )
+        .await;
+        run
+    }
+
+    #[tokio::test]
+    async fn a_step_the_client_cannot_take_is_not_applicable_and_the_cell_runs_on() {
+        let run = run_without_files("name = \"t\"\n[[phase]]\nname = \"first\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n").await;
+        let outcomes: Vec<(&str, Outcome)> = run
+            .phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("first", Outcome::Ok),
+                ("write", Outcome::NotApplicable),
+                ("after", Outcome::Ok),
+            ]
+        );
+        assert_eq!(
+            run.phases[1].detail["notApplicable"],
+            "the test client: no file call"
+        );
+        assert!(run.phases[1].signature.is_none());
+        assert_eq!((run.verdict, run.failure_boundary), (Verdict::Pass, None));
+    }
+
+    #[tokio::test]
+    async fn a_cell_whose_verdict_steps_are_all_not_applicable_is_skipped_not_passed() {
+        let run = run_without_files("name = \"t\"\nverdict = [\"write\"]\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n").await;
+        assert_eq!(run.phases[1].outcome, Outcome::NotApplicable);
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Skipped, Some("write"))
         );
     }
 

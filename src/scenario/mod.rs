@@ -13,8 +13,8 @@ mod parse;
 pub mod sandbox_root;
 
 pub use execute::{
-    hosted_signature, run_cell, run_cell_deferring, run_cell_with, unsupported_step, CellRun,
-    CellSettings, CellStore, CleanupFence, DeferredCleanup, HostedCell, Restarter,
+    hosted_signature, run_cell, run_cell_deferring, run_cell_with, CellRun, CellSettings,
+    CellStore, CleanupFence, DeferredCleanup, HostedCell, Restarter,
 };
 pub use kind::{StepKind, UnknownStep};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};

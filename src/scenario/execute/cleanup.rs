@@ -32,12 +32,12 @@ impl RunningCell<'_> {
                 .count();
             let last = disposes == rest.len();
             // Nothing after them: their DELETEs can end beside the next cell.
-            if last && self.fence.is_some() && cut_at.is_none() && self.hosted.is_none() {
+            if last && self.fence.is_some() && cut_at.is_none() && self.client.defers_disposes() {
                 let position = offset + results.len();
                 results.extend(self.begin_disposes(rest, position).await);
                 break;
             }
-            if disposes > 1 && cut_at.is_none() && self.hosted.is_none() {
+            if disposes > 1 && cut_at.is_none() && self.client.defers_disposes() {
                 results.extend(self.dispose_side_by_side(&rest[..disposes]).await);
                 rest = &rest[disposes..];
             } else {
@@ -70,8 +70,7 @@ impl RunningCell<'_> {
     }
 
     fn connected(&self, phase: &Phase) -> bool {
-        step_client(&phase.step)
-            .is_none_or(|c| self.clients.contains_key(c) || self.hosted_connected(c))
+        step_client(&phase.step).is_none_or(|c| self.client.connected(self, c))
     }
 
     /// `dispose` phases at once, each under its own deadline, each timed

@@ -38,15 +38,28 @@ impl RunningCell<'_> {
     }
 
     /// `replay_check` with continuity's client: the history from its store.
-    pub(super) async fn replay_check(&mut self, reader: &str, session: &str) -> StepResult {
-        let id = self.session_id(session);
+    pub(super) async fn stored_history(
+        &mut self,
+        reader: &str,
+        id: &str,
+    ) -> Result<Vec<SessionEvent>, StepFailure> {
         let client = Arc::clone(self.client(reader)?);
         client.flush().await;
-        let events = list_all_events(client.persist().as_ref(), &id)
+        list_all_events(client.persist().as_ref(), id)
             .await
-            .map_err(|e| {
-                StepFailure::new(diagnose::other(SignatureKind::Persist, e.to_string()))
-            })?;
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Persist, e.to_string())))
+    }
+
+    /// `replay_check`: the replay the restore sent, judged against the
+    /// SDK's documented cut of the history `client` reads.
+    pub(super) async fn replay_check(
+        &mut self,
+        client: &dyn super::driver::ScenarioClient,
+        reader: &str,
+        session: &str,
+    ) -> StepResult {
+        let id = self.session_id(session);
+        let events = client.replay_history(self, reader, &id).await?;
         judge_replay(&events, DEFAULT_REPLAY_MAX_EVENTS, DEFAULT_REPLAY_MAX_CHARS)
     }
 }

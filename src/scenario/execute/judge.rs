@@ -23,7 +23,23 @@ pub(super) struct ResultContext {
 /// Pass when every verdict phase passed; a harness failure makes it an error.
 /// The boundary is the first failed verdict phase, or else the first failed phase.
 pub(super) fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
-    let phases: Vec<&PhaseResult> = results.iter().filter(|r| !r.cleanup).collect();
+    // A step the client cannot take decides nothing; a cell that could
+    // take none of its verdict steps has no verdict of its own: skipped.
+    let applicable = |r: &&PhaseResult| r.outcome != Outcome::NotApplicable;
+    let phases: Vec<&PhaseResult> = results
+        .iter()
+        .filter(|r| !r.cleanup)
+        .filter(applicable)
+        .collect();
+    let none_applicable = results
+        .iter()
+        .filter(|r| !r.cleanup && r.decides_verdict)
+        .all(|r| r.outcome == Outcome::NotApplicable);
+    if none_applicable {
+        if let Some(first) = results.iter().find(|r| r.outcome == Outcome::NotApplicable) {
+            return (Verdict::Skipped, Some(first.name.clone()));
+        }
+    }
     let failed = |r: &&PhaseResult| matches!(r.outcome, Outcome::Fail | Outcome::Timeout);
     if let Some(harness) = phases.iter().find(|r| {
         r.signature
@@ -78,6 +94,23 @@ pub(super) fn harness_failure(
         detail: Map::new(),
         signature: Some(signature),
     }
+}
+
+/// A phase whose step the cell's client cannot take: not run, and why
+/// (`notApplicable`: the client and the API it lacks). It decides nothing.
+pub(super) fn not_applicable(
+    phase: &Phase,
+    default: Duration,
+    cleanup: bool,
+    client: &str,
+    unsupported: super::Unsupported,
+) -> PhaseResult {
+    let mut result = not_run(phase, default, cleanup);
+    result.outcome = Outcome::NotApplicable;
+    result.decides_verdict = phase.decides_verdict && !cleanup;
+    let why = format!("the {client} client: {}", unsupported.api);
+    result.detail.insert("notApplicable".into(), why.into());
+    result
 }
 
 /// The phase that was running when the run was interrupted.

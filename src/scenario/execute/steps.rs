@@ -2,38 +2,20 @@
 //! reads with the integrity check, resume, probes. Each returns the detail
 //! for the report, or a failure with its signature.
 
+use super::driver::{PromptAnswer, ScenarioClient};
 use super::{expect_stop, rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};
-use crate::client::{Client, ClientOptions, CreateSession, Resume};
+use crate::client::{Client, ClientOptions};
 use crate::diagnose;
-use crate::persist::{list_all_events, MemoryDriver, PageRequest, PersistDriver};
+use crate::persist::{list_all_events, MemoryDriver, PersistDriver};
 use crate::report::detail::{
-    CreateSessionDetail, Detail, EventsDetail, HealthDetail, IntegrityDetail, ProbeDetail,
-    PromptDetail, RehydrateDetail, RestartDetail, ResumeDetail,
+    Detail, IntegrityDetail, PromptDetail, RehydrateDetail, RestartDetail, ResumeDetail, StopDetail,
 };
 use crate::report::SignatureKind;
 use crate::scenario::{Phase, ResumeExpect, Step};
 use crate::trace::event::{self, Event};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-
-/// The reconnect design's liveness probe limit: `pwd` within 15 s.
-const PROBE_LIMIT_MS: u64 = 15_000;
-
-/// The seed's statuses for a failed probe: `expired` when the sandbox (or
-/// its process API) is gone (404/410), `no_sandbox` when nothing answers,
-/// `error` for anything else.
-fn probe_status(error: &crate::client::ClientError) -> &'static str {
-    use crate::acp::AcpError;
-    use crate::client::ClientError;
-    match error {
-        ClientError::Acp(AcpError::Http {
-            status: 404 | 410, ..
-        }) => "expired",
-        ClientError::Acp(AcpError::Connect { .. }) => "no_sandbox",
-        _ => "error",
-    }
-}
 
 impl RunningCell<'_> {
     pub(super) fn session_id(&self, label: &str) -> String {
@@ -62,250 +44,214 @@ impl RunningCell<'_> {
         Client::connect(options).map_err(|e| self.fail(&e))
     }
 
-    fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
+    pub(super) fn fail(&self, error: &crate::client::ClientError) -> StepFailure {
         StepFailure::new(diagnose::signature(error, self.settings.token.as_ref()))
     }
 
-    /// Runs one phase's step: every step kind is dispatched here.
+    /// Runs one phase's step through the cell's client: restarts, sleeps
+    /// and the collecting of turns are the executor's, every other step
+    /// the client's (a step it does not support never gets here).
     pub(super) async fn run_step(&mut self, phase: &Phase) -> StepResult {
+        let client = Arc::clone(&self.client);
         let phase_name = phase.name.as_str();
-        let mut detail = Map::new();
         match &phase.step {
-            Step::StartTurn {
-                client,
-                session,
-                text,
-                turn,
-            } => return self.start_turn(client, session, text, turn).await,
+            Step::Restart => {
+                // A restart may take the client's host with it (the rivet
+                // target): what its log holds is fetched before that.
+                client.before_restart(phase_name).await;
+                self.restart(phase_name).await
+            }
+            Step::RestartDuringTurn { after } => self.restart_during_turn(phase_name, *after).await,
+            Step::Sleep { duration } => {
+                tokio::time::sleep(*duration).await;
+                Ok(Map::new())
+            }
             Step::AwaitTurn { turn, deadline } => {
                 let deadline = deadline.unwrap_or(self.settings.default_timeout);
-                return self.await_turn(turn, deadline).await;
+                self.await_turn(turn, deadline).await
             }
-            Step::TurnHistory { client, turn } => return self.turn_history(client, turn).await,
-            Step::RestartDuringTurn { after } => {
-                return self.restart_during_turn(phase_name, *after).await
-            }
-            Step::Connect { client } => {
-                let connected = self.new_client()?;
-                if let Some(old) = self.clients.insert(client.clone(), Arc::new(connected)) {
-                    old.dispose().await;
-                }
-            }
-            Step::ReplayCheck { client, session } => {
-                return self.replay_check(client, session).await
-            }
+            step @ (Step::Connect { .. }
+            | Step::CreateSession { .. }
+            | Step::Prompt { .. }
+            | Step::RehydratePrompt { .. }
+            | Step::GetEvents { .. }
+            | Step::ResumeSession { .. }
+            | Step::DestroySession { .. }
+            | Step::Dispose { .. }
+            | Step::Health { .. }
+            | Step::ReplayCheck { .. }) => self.session_step(&*client, step).await,
+            step => self.sandbox_step(&*client, step).await,
+        }
+    }
+
+    /// The session family: connect, sessions, prompts, events, resume, health.
+    async fn session_step(&mut self, client: &dyn ScenarioClient, step: &Step) -> StepResult {
+        let mut detail = Map::new();
+        match step {
+            Step::Connect { client: name } => client.connect(self, name).await?,
             Step::CreateSession {
-                client,
+                client: name,
                 session,
                 cwd,
             } => {
                 let id = self.session_id(session);
-                let request = CreateSession {
-                    id: Some(id.clone()),
-                    agent: self.settings.agent.clone(),
-                    session_init: Some(json!({"cwd": cwd, "mcpServers": []})),
-                };
-                let record = self
-                    .client(client)?
-                    .create_session(request)
-                    .await
-                    .map_err(|e| self.fail(&e))?;
-                CreateSessionDetail {
-                    session_id: id,
-                    agent_session_id: record.agent_session_id,
-                }
-                .write_to(&mut detail);
+                let created = client.create_session(self, name, &id, cwd).await?;
+                created.write_to(&mut detail);
             }
             Step::Prompt {
-                client,
+                client: name,
                 session,
                 texts,
                 expect_stop_reason,
             } => {
-                let mut stop_reason = None;
-                for text in texts {
-                    let stop = self.prompt(client, session, text.clone()).await?;
-                    expect_stop(expect_stop_reason.as_deref(), &stop)?;
-                    stop_reason = Some(stop);
-                }
-                PromptDetail {
-                    stop_reason,
-                    prompts: texts.len(),
-                }
-                .write_to(&mut detail);
+                let expect = expect_stop_reason.as_deref();
+                return self.prompts(client, name, session, texts, expect).await;
             }
             Step::RehydratePrompt {
-                client,
+                client: name,
                 session,
                 from,
             } => {
                 let prompts = self.transcripts.get(from).cloned().unwrap_or_default();
-                let stop = self
-                    .prompt(client, session, rehydrate_text(&prompts))
-                    .await?;
+                let text = rehydrate_text(&prompts);
+                let answer = self.send_prompt(client, name, session, text).await?;
+                answer.write_to(&mut detail);
                 RehydrateDetail {
-                    stop_reason: stop,
+                    stop_reason: answer.stop_reason,
                     rehydrated_prompts: prompts.len(),
                 }
                 .write_to(&mut detail);
             }
-            Step::Restart => return self.restart(phase_name).await,
             Step::GetEvents {
-                client,
+                client: name,
                 session,
                 limit,
                 integrity,
             } => {
                 let id = self.session_id(session);
-                let page = PageRequest {
-                    cursor: None,
-                    limit: Some(*limit),
-                };
-                let events = self
-                    .client(client)?
-                    .get_events(&id, page)
-                    .await
-                    .map_err(|e| self.fail(&e))?;
-                EventsDetail {
-                    events_observed: events.items.len(),
-                }
-                .write_to(&mut detail);
-                if *integrity {
-                    self.check_integrity(client, &id, &mut detail).await?;
-                }
+                return client.get_events(self, name, &id, *limit, *integrity).await;
             }
             Step::ResumeSession {
-                client,
+                client: name,
                 session,
                 expect,
             } => {
                 let id = self.session_id(session);
-                let resume = self
-                    .client(client)?
-                    .resume_session(&id)
-                    .await
-                    .map_err(|e| self.fail(&e))?;
-                let mut resumed = ResumeDetail::default();
-                let (action, matches) = match &resume {
-                    Resume::SameHandle => ("same_handle", *expect != Some(ResumeExpect::Recreated)),
-                    Resume::Recreated {
-                        replay_events,
-                        replay_chars,
-                        ..
-                    } => {
-                        resumed.replay_events = Some(*replay_events);
-                        resumed.replay_chars = Some(*replay_chars);
-                        ("recreated", *expect != Some(ResumeExpect::SameHandle))
-                    }
-                };
-                resumed.action = action.into();
-                resumed.write_to(&mut detail);
-                if !matches {
-                    return Err(StepFailure::new(diagnose::other(
-                        SignatureKind::Client,
-                        format!("resumeSession did {action}, which the scenario does not expect"),
-                    ))
-                    .with_detail(detail));
-                }
+                let resumed = client.resume_session(self, name, &id).await?;
+                return expect_resume(resumed, *expect);
             }
-            Step::DestroySession { client, session } => {
+            Step::DestroySession {
+                client: name,
+                session,
+            } => {
                 let id = self.session_id(session);
-                self.client(client)?
-                    .destroy_session(&id)
-                    .await
-                    .map_err(|e| self.fail(&e))?;
+                client.destroy_session(self, name, &id).await?;
             }
-            Step::Dispose { client } => {
-                if let Some(c) = self.clients.remove(client) {
-                    c.dispose().await;
-                }
-            }
-            Step::Sleep { duration } => tokio::time::sleep(*duration).await,
-            Step::Health { client } => {
-                let health = self
-                    .client(client)?
-                    .health()
-                    .await
-                    .map_err(|e| self.fail(&e))?;
-                HealthDetail { health }.write_to(&mut detail);
-            }
+            Step::Dispose { client: name } => client.dispose(self, name).await?,
+            Step::Health { client: name } => client.health(self, name).await?.write_to(&mut detail),
+            Step::ReplayCheck {
+                client: name,
+                session,
+            } => return self.replay_check(client, name, session).await,
+            other => return Err(client.cannot(other.kind())),
+        }
+        Ok(detail)
+    }
+
+    /// The sandbox family (files, processes, terminals, the probe), the
+    /// turns that run on and the recovering client's step.
+    async fn sandbox_step(&mut self, client: &dyn ScenarioClient, step: &Step) -> StepResult {
+        match step {
+            Step::Probe { client: name } => client.probe(self, name).await,
             Step::WriteFile {
-                client,
+                client: name,
                 path,
                 content,
-            } => return self.write_file(client, path, content).await,
-            Step::ReadFile { client, path } => return self.read_file(client, path).await,
+            } => client.write_file(self, name, path, content).await,
+            Step::ReadFile { client: name, path } => client.read_file(self, name, path).await,
             Step::SpawnProcess {
-                client,
+                client: name,
                 process,
                 command,
                 tty,
-            } => return self.spawn_process(client, process, command, *tty).await,
+            } => {
+                client
+                    .spawn_process(self, name, process, command, *tty)
+                    .await
+            }
             Step::ProcessStatus {
-                client,
+                client: name,
                 process,
                 expect,
                 logs_contain,
             } => {
-                return self
-                    .process_status(client, process, *expect, logs_contain.as_deref())
+                let logs = logs_contain.as_deref();
+                client
+                    .process_status(self, name, process, *expect, logs)
                     .await
             }
             Step::TerminalAttach {
-                client,
+                client: name,
                 process,
                 terminal,
-            } => return self.terminal_attach(client, process, terminal).await,
+            } => client.terminal_attach(self, name, process, terminal).await,
             Step::TerminalSend { terminal, text } => {
-                return self.terminal_send(terminal, text).await
+                client.terminal_send(self, terminal, text).await
             }
             Step::TerminalExpect { terminal, text } => {
-                return self.terminal_expect(terminal, text.as_deref()).await
+                client
+                    .terminal_expect(self, terminal, text.as_deref())
+                    .await
             }
-            Step::TerminalReattach { client, terminal } => {
-                return self.terminal_reattach(client, terminal).await
-            }
-            Step::RecoverSession {
-                client,
+            Step::TerminalReattach {
+                client: name,
+                terminal,
+            } => client.terminal_reattach(self, name, terminal).await,
+            Step::StartTurn {
+                client: name,
                 session,
                 text,
-            } => return self.recover_session(client, session, text).await,
-            Step::Probe { client } => {
-                let c = self.client(client)?;
-                let limit = std::time::Duration::from_millis(PROBE_LIMIT_MS);
-                let Ok(probe) =
-                    tokio::time::timeout(limit, c.run_process("pwd", PROBE_LIMIT_MS)).await
-                else {
-                    // Nothing answered within the reconnect design's limit.
-                    return Err(StepFailure::new(diagnose::timeout(
-                        PROBE_LIMIT_MS,
-                        "POST /v1/processes/run pwd",
-                    ))
-                    .with_detail(ProbeDetail::failed("no_sandbox")));
-                };
-                match probe {
-                    Ok(result) if result.get("exitCode").and_then(Value::as_i64) == Some(0) => {
-                        ProbeDetail {
-                            status: "connected".into(),
-                            stdout: Some(result.get("stdout").cloned().unwrap_or(Value::Null)),
-                        }
-                        .write_to(&mut detail);
-                    }
-                    Ok(result) => {
-                        return Err(StepFailure::new(diagnose::other(
-                            SignatureKind::Protocol,
-                            format!("pwd did not succeed: {result}"),
-                        ))
-                        .with_detail(ProbeDetail::failed("error")))
-                    }
-                    Err(e) => {
-                        return Err(self
-                            .fail(&e)
-                            .with_detail(ProbeDetail::failed(probe_status(&e))))
-                    }
-                }
-            }
+                turn,
+            } => client.start_turn(self, name, session, text, turn).await,
+            Step::TurnHistory { client: name, turn } => client.turn_history(self, name, turn).await,
+            Step::RecoverSession {
+                client: name,
+                session,
+                text,
+            } => client.recover_session(self, name, session, text).await,
+            other => Err(client.cannot(other.kind())),
         }
+    }
+
+    /// `prompt`: each text in turn, each stop reason against the one expected.
+    async fn prompts(
+        &mut self,
+        client: &dyn ScenarioClient,
+        name: &str,
+        session: &str,
+        texts: &[String],
+        expect: Option<&str>,
+    ) -> StepResult {
+        let mut detail = Map::new();
+        let mut stop_reason = None;
+        for text in texts {
+            let answer = self
+                .send_prompt(client, name, session, text.clone())
+                .await?;
+            answer.write_to(&mut detail);
+            expect_stop(expect, &answer.stop_reason)?;
+            // Written now: the next prompt's own keys come after it.
+            StopDetail {
+                stop_reason: answer.stop_reason.clone(),
+            }
+            .write_to(&mut detail);
+            stop_reason = Some(answer.stop_reason);
+        }
+        PromptDetail {
+            stop_reason,
+            prompts: texts.len(),
+        }
+        .write_to(&mut detail);
         Ok(detail)
     }
 
@@ -322,7 +268,7 @@ impl RunningCell<'_> {
         let mut clients_renewed = None;
         let trace = &self.settings.trace;
         trace.emit(Event::RestartStart);
-        if self.restarter.restarts_clients() && self.hosted.is_none() {
+        if self.restarter.restarts_clients() && self.client.renews_on_client_restart() {
             clients_renewed = Some(self.renew_clients().await?);
         }
         let trace = &self.settings.trace;
@@ -354,24 +300,20 @@ impl RunningCell<'_> {
         Ok(detail)
     }
 
-    async fn prompt(
+    /// One prompt of the session's transcript (kept for `rehydrate_prompt`).
+    async fn send_prompt(
         &mut self,
-        client: &str,
+        client: &dyn ScenarioClient,
+        name: &str,
         session: &str,
         text: String,
-    ) -> Result<String, StepFailure> {
+    ) -> Result<PromptAnswer, StepFailure> {
         let id = self.session_id(session);
         self.transcripts
             .entry(session.to_string())
             .or_default()
             .push(text.clone());
-        let blocks = vec![json!({"type": "text", "text": text})];
-        let outcome = self
-            .client(client)?
-            .prompt(&id, blocks)
-            .await
-            .map_err(|e| self.fail(&e))?;
-        Ok(outcome.stop_reason)
+        client.prompt(self, name, &id, text).await
     }
 
     /// Every event the clients sharing `reader`'s store wrote must be in that
@@ -435,4 +377,24 @@ impl RunningCell<'_> {
                 .with_detail(detail.clone()),
         )
     }
+}
+
+/// A resume's action against the one the scenario expects, if any.
+fn expect_resume(resumed: ResumeDetail, expect: Option<ResumeExpect>) -> StepResult {
+    let matches = match expect {
+        Some(ResumeExpect::SameHandle) => resumed.action == "same_handle",
+        Some(ResumeExpect::Recreated) => resumed.action == "recreated",
+        None => true,
+    };
+    if matches {
+        return Ok(resumed.to_map());
+    }
+    Err(StepFailure::new(diagnose::other(
+        SignatureKind::Client,
+        format!(
+            "resumeSession did {}, which the scenario does not expect",
+            resumed.action
+        ),
+    ))
+    .with_detail(resumed))
 }

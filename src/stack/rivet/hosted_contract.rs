@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError};
+use crate::client::sdk_action::SdkAction;
 use crate::persist::contract::check_driver;
 use crate::persist::{Page, PageRequest, PersistError, SessionEvent, SessionRecord};
 use async_trait::async_trait;
@@ -26,8 +27,12 @@ impl HostedStore {
         let out = self
             .client
             .call(
-                "store",
-                json!({"phase": "contract", "persist": self.spec, "call": call, "argsJson": args.to_string()}),
+                &SdkAction::Store {
+                    phase: "contract".into(),
+                    persist: self.spec.clone(),
+                    call: call.into(),
+                    args_json: args.to_string(),
+                },
                 Duration::from_secs(30),
             )
             .await

@@ -1,0 +1,290 @@
+//! The actions continuity asks of the real SDK's host, typed on our side:
+//! the `sdkClient` actor (`stack/rivet/sdk-client.mjs`) and the browser
+//! client's page API (`stack/browser/page.mjs`) answer the same actions.
+//! One variant per action with the arguments the JS reads, serialised to
+//! the JSON those scripts take (the same bytes the string-keyed maps sent
+//! before), and the answers the scenario steps read back.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One action and its arguments. Every action carries the phase it runs
+/// for (the actor records its faults and wire under it); the client's
+/// actions name the scenario's client (`client`) and, for a session, its
+/// id (`id`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum SdkAction {
+    /// A new SDK client named `client`, on `base_url`.
+    Connect {
+        phase: String,
+        client: String,
+        base_url: String,
+        /// The SDK module the actor imports (the cell's SDK point).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sdk: Option<String>,
+        /// The `SessionPersistDriver` the client keeps sessions in.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        persist: Option<Value>,
+        /// Headers every request of the client carries, by name.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        headers: Option<Map<String, Value>>,
+    },
+    CreateSession {
+        phase: String,
+        client: String,
+        id: String,
+        agent: String,
+        cwd: String,
+    },
+    Prompt {
+        phase: String,
+        client: String,
+        id: String,
+        text: String,
+    },
+    GetEvents {
+        phase: String,
+        client: String,
+        id: String,
+        limit: usize,
+    },
+    ResumeSession {
+        phase: String,
+        client: String,
+        id: String,
+    },
+    DestroySession {
+        phase: String,
+        client: String,
+        id: String,
+    },
+    /// Every stored event of a session, each as its JSON text.
+    History {
+        phase: String,
+        client: String,
+        id: String,
+    },
+    Health {
+        phase: String,
+        client: String,
+    },
+    Dispose {
+        phase: String,
+        client: String,
+    },
+    /// One `SessionPersistDriver` call (`call`, its arguments as a JSON
+    /// text) on the driver `persist` names: the persist contract.
+    Store {
+        phase: String,
+        persist: Value,
+        call: String,
+        args_json: String,
+    },
+    /// The unhandled rejections recorded so far (and: is the actor there).
+    Faults {
+        phase: String,
+    },
+    /// The wire records the harness has not acknowledged.
+    Wire {
+        phase: String,
+    },
+    /// The cell is over: its clients closed, the actor destroyed.
+    Retire {
+        phase: String,
+    },
+}
+
+impl SdkAction {
+    /// The action's name, as the actor and the page API know it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SdkAction::Connect { .. } => "connect",
+            SdkAction::CreateSession { .. } => "createSession",
+            SdkAction::Prompt { .. } => "prompt",
+            SdkAction::GetEvents { .. } => "getEvents",
+            SdkAction::ResumeSession { .. } => "resumeSession",
+            SdkAction::DestroySession { .. } => "destroySession",
+            SdkAction::History { .. } => "history",
+            SdkAction::Health { .. } => "health",
+            SdkAction::Dispose { .. } => "dispose",
+            SdkAction::Store { .. } => "store",
+            SdkAction::Faults { .. } => "faults",
+            SdkAction::Wire { .. } => "wire",
+            SdkAction::Retire { .. } => "retire",
+        }
+    }
+
+    /// The phase the action runs for.
+    pub fn phase(&self) -> &str {
+        match self {
+            SdkAction::Connect { phase, .. }
+            | SdkAction::CreateSession { phase, .. }
+            | SdkAction::Prompt { phase, .. }
+            | SdkAction::GetEvents { phase, .. }
+            | SdkAction::ResumeSession { phase, .. }
+            | SdkAction::DestroySession { phase, .. }
+            | SdkAction::History { phase, .. }
+            | SdkAction::Health { phase, .. }
+            | SdkAction::Dispose { phase, .. }
+            | SdkAction::Store { phase, .. }
+            | SdkAction::Faults { phase }
+            | SdkAction::Wire { phase }
+            | SdkAction::Retire { phase } => phase,
+        }
+    }
+}
+
+/// What goes to the actor (or the page) for one call: the action's
+/// arguments, the SDK call's own bound for a scenario action, and which
+/// wire records the harness already holds.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ActionArgs<'a> {
+    #[serde(flatten)]
+    pub action: &'a SdkAction,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire_ack: Option<Value>,
+}
+
+/// `createSession`'s answer.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Created {
+    pub session_id: Option<Value>,
+    pub agent_session_id: Option<Value>,
+}
+
+/// `prompt`'s answer: the stop reason, the session handle the SDK used
+/// (`cached`, `resumed`, …) and whether the actor built its client anew.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Prompted {
+    pub stop_reason: Option<Value>,
+    pub handle: Option<Value>,
+    pub client_rebuilt: Option<Value>,
+}
+
+/// `resumeSession`'s answer: `same_handle` or `recreated`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Resumed {
+    pub action: Option<Value>,
+}
+
+/// `health`'s answer: the SDK's `getHealth()`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Healthy {
+    pub health: Option<Value>,
+}
+
+/// `retire`'s answer: the unhandled rejections the actor app recorded.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Retired {
+    pub faults: Vec<Value>,
+}
+
+/// An answer read as `T`; a field of the wrong type reads as absent
+/// rather than failing the step (the actor's answers are untrusted).
+pub fn answer<T: for<'de> Deserialize<'de> + Default>(out: &Map<String, Value>) -> T {
+    serde_json::from_value(Value::Object(out.clone())).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sent(action: &SdkAction, timeout_ms: Option<u64>, wire_ack: Option<Value>) -> String {
+        serde_json::to_string(&ActionArgs {
+            action,
+            timeout_ms,
+            wire_ack,
+        })
+        .unwrap()
+    }
+
+    /// The typed actions send exactly the bytes the maps built by hand sent.
+    #[test]
+    fn each_action_serialises_to_the_json_the_actor_reads() {
+        let mut headers = Map::new();
+        headers.insert("x-team".into(), "a".into());
+        let connect = SdkAction::Connect {
+            phase: "connect".into(),
+            client: "a".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            sdk: Some("/m.mjs".into()),
+            persist: Some(json!({"kind": "sqlite"})),
+            headers: Some(headers),
+        };
+        assert_eq!(connect.name(), "connect");
+        assert_eq!(
+            sent(&connect, Some(5000), Some(Value::Null)),
+            r#"{"phase":"connect","client":"a","baseUrl":"http://127.0.0.1:1","sdk":"/m.mjs","persist":{"kind":"sqlite"},"headers":{"x-team":"a"},"timeoutMs":5000,"wireAck":null}"#
+        );
+        let bare = SdkAction::Connect {
+            phase: "c".into(),
+            client: "a".into(),
+            base_url: "u".into(),
+            sdk: None,
+            persist: None,
+            headers: None,
+        };
+        assert_eq!(
+            sent(&bare, None, None),
+            r#"{"phase":"c","client":"a","baseUrl":"u"}"#
+        );
+        let prompt = SdkAction::Prompt {
+            phase: "p".into(),
+            client: "a".into(),
+            id: "s-1".into(),
+            text: "hi".into(),
+        };
+        assert_eq!(
+            sent(&prompt, Some(1), Some(json!({"origin": "o", "seq": 2}))),
+            r#"{"phase":"p","client":"a","id":"s-1","text":"hi","timeoutMs":1,"wireAck":{"origin":"o","seq":2}}"#
+        );
+        let store = SdkAction::Store {
+            phase: "contract".into(),
+            persist: json!(null),
+            call: "getSession".into(),
+            args_json: "[\"x\"]".into(),
+        };
+        assert_eq!(
+            sent(&store, None, None),
+            r#"{"phase":"contract","persist":null,"call":"getSession","argsJson":"[\"x\"]"}"#
+        );
+        let events = SdkAction::GetEvents {
+            phase: "g".into(),
+            client: "a".into(),
+            id: "s".into(),
+            limit: 100,
+        };
+        assert_eq!(
+            (events.name(), sent(&events, None, None).as_str()),
+            (
+                "getEvents",
+                r#"{"phase":"g","client":"a","id":"s","limit":100}"#
+            )
+        );
+        let retire = SdkAction::Retire {
+            phase: "retire".into(),
+        };
+        assert_eq!(sent(&retire, None, None), r#"{"phase":"retire"}"#);
+    }
+
+    #[test]
+    fn an_answer_of_the_wrong_shape_reads_as_absent() {
+        let out = json!({"ok": true, "stopReason": "end_turn", "handle": "cached"});
+        let prompted: Prompted = answer(out.as_object().unwrap());
+        assert_eq!(prompted.stop_reason, Some(json!("end_turn")));
+        assert_eq!(prompted.client_rebuilt, None);
+        let odd = json!({"ok": true, "faults": "not a list"});
+        let retired: Retired = answer(odd.as_object().unwrap());
+        assert!(retired.faults.is_empty());
+    }
+}
