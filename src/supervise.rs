@@ -343,12 +343,47 @@ impl Drop for ManagedProcess {
     }
 }
 
-/// A port on 127.0.0.1 that nothing listens on right now.
+/// A port on 127.0.0.1 that nothing listens on right now, for a component
+/// to bind later. It is drawn below the kernel's ephemeral range
+/// (`ip_local_port_range`): a port from that range can be taken by any
+/// outgoing connection between this check and the component's bind, which
+/// then fails with "address in use" on a busy machine. No port is handed
+/// out twice by one process. Port 0's pick is the fallback.
 pub fn free_port() -> Result<u16, ProcessError> {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let mut handed = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+    let handed = handed.get_or_insert_with(HashSet::new);
+    // Its own generator, drawn from entropy: never the run's seeded one, or
+    // two runs with one seed would pick the same ports.
+    let mut rng = fastrand::Rng::new();
+    if let Some(range) = below_ephemeral() {
+        for _ in 0..64 {
+            let port = rng.u16(range.clone());
+            if !handed.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                handed.insert(port);
+                return Ok(port);
+            }
+        }
+    }
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(ProcessError::io("no free port on 127.0.0.1"))
+        .map_err(ProcessError::io("no free port on 127.0.0.1"))?;
+    handed.insert(port);
+    Ok(port)
+}
+
+/// The ports [`free_port`] draws from: from 10000 up to the start of the
+/// ephemeral range (Linux's default starts at 32768); none when that range
+/// starts so low that it leaves no room below it.
+fn below_ephemeral() -> Option<std::ops::Range<u16>> {
+    let start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    (start > 11000).then_some(10000..start)
 }
 
 /// Why a process could not be started: what was being done, and the cause.
@@ -371,6 +406,21 @@ impl ProcessError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_ports_are_distinct_bindable_and_below_the_ephemeral_range() {
+        let range = below_ephemeral().expect("this machine's ephemeral range starts above 11000");
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        let distinct: std::collections::HashSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port handed out twice");
+        assert!(
+            ports.iter().all(|p| range.contains(p)),
+            "{ports:?} not in {range:?}"
+        );
+        for port in ports.iter().take(20) {
+            std::net::TcpListener::bind(("127.0.0.1", *port)).unwrap();
+        }
+    }
 
     #[test]
     fn an_exit_status_reads_as_words_never_as_debug_forms() {

@@ -1003,9 +1003,13 @@ fn repeated_cells_in_the_lanes_of_one_deployment_run_every_attempt() {
         String::from_utf8_lossy(&run.stderr)
     );
     for target in ["agent", "hook-a", "hook-b"] {
-        let seen = attempts(cell(&report, target, "recreate-rehydrate"));
-        assert_eq!(seen.len(), 2, "{target}: {seen:?}");
-        assert!(seen.iter().all(|(v, _)| v == "pass"), "{target}: {seen:?}");
+        let whole = cell(&report, target, "recreate-rehydrate");
+        let seen = attempts(whole);
+        assert_eq!(seen.len(), 2, "{target}: {seen:?}\n{whole:#}");
+        assert!(
+            seen.iter().all(|(v, _)| v == "pass"),
+            "{target}: {seen:?}\n{whole:#}"
+        );
     }
     assert_exit(&run, exit_codes::OK);
 }
