@@ -6,7 +6,7 @@ use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
 use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
-use crate::stack::local::StackOptions;
+use crate::stack::local::{StackOptions, StackServer};
 use crate::targets::Target;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -429,8 +429,6 @@ async fn run_in(
                     x.check_names(&known_targets, &known_scenarios)?;
                     x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
                 }
-                let (options, serving) =
-                    local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;
                 // One store whichever it is: the count of cells is the same.
                 let cells = Matrix::build(
                     names.clone(),
@@ -449,6 +447,14 @@ async fn run_in(
                 } else {
                     let jobs = local_jobs(&args, run_defaults.jobs, cells);
                     let binaries = workers::install_servers(&chosen.servers, &progress).await?;
+                    let (options, serving) = local_stack_options(
+                        &args,
+                        &run_dir,
+                        &chosen,
+                        &supervisor,
+                        local_faults,
+                        binaries.first(),
+                    )?;
                     candidates::check_servers_start(
                         &chosen.servers,
                         &run_dir.join("servers"),
@@ -553,28 +559,29 @@ impl Drop for ClearOnDrop {
 }
 
 /// The local stack every worker's stack is made from, and the label of
-/// the server point it comes up running: the first, when that is a
-/// registry version (the others are switched to between cells).
+/// the server point it comes up running: the run's first (`first`,
+/// installed already), so no other server is installed or announced.
 fn local_stack_options(
     args: &RunArgs,
     run_dir: &Path,
     chosen: &axes::Chosen,
     supervisor: &crate::supervise::Supervisor,
     custom_faults: Vec<(String, crate::targets::FaultAction)>,
+    first: Option<&runner::ServedBinary>,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
-    let (version, serving) = match chosen.servers.first() {
-        Some(ServerPoint {
-            label,
-            source: runner::ServerSource::Registry(version),
-        }) => (version.clone(), Some(label.clone())),
-        _ => (
-            crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+    let (server, serving) = match first {
+        Some(first) => (
+            StackServer::Binary(first.binary.clone()),
+            Some(first.label.clone()),
+        ),
+        None => (
+            StackServer::Version(crate::stack::sandbox_agent::DEFAULT_VERSION.to_string()),
             None,
         ),
     };
     let options = StackOptions {
         run_dir: run_dir.join("stack"),
-        server_version: version,
+        server,
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,

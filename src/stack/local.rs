@@ -108,7 +108,8 @@ const AGENT_GRACE: Duration = Duration::from_secs(3);
 #[derive(Debug, Clone)]
 pub struct StackOptions {
     pub run_dir: PathBuf,
-    pub server_version: String,
+    /// The sandbox-agent it comes up running.
+    pub server: StackServer,
     /// The `continuity` binary, for the agent launcher.
     pub agent_program: PathBuf,
     /// Only these targets (all when empty); every component still starts.
@@ -133,6 +134,16 @@ pub struct StackOptions {
     pub fault_proxies: bool,
     /// The config file's own fault targets on the stack's hops.
     pub custom_faults: Vec<(String, FaultAction)>,
+}
+
+/// The sandbox-agent a stack comes up running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StackServer {
+    /// A registry version, installed into the shared cache as the stack comes up.
+    Version(String),
+    /// A binary installed or given already: a run's first server point,
+    /// so no other version is installed or announced.
+    Binary(PathBuf),
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -216,10 +227,13 @@ impl LocalStack {
         let supervisor = options
             .supervisor
             .with_journal(std::sync::Arc::new(journal.clone()));
-        let version = options.server_version.clone();
-        let binary =
-            blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
-                .await??;
+        let binary = match options.server.clone() {
+            StackServer::Binary(binary) => binary,
+            StackServer::Version(version) => {
+                blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
+                    .await??
+            }
+        };
         let mut stack = LocalStack {
             base_url: String::new(),
             targets: Vec::new(),
