@@ -194,6 +194,8 @@ pub struct LocalStack {
     journal: StackJournal,
     /// The fault proxies on the stack's hops.
     hops: super::hops::Hops,
+    /// Its parts that run as processes (nginx), watched by every target's cells.
+    parts: Vec<crate::supervise::part::PartProcess>,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -259,6 +261,7 @@ impl LocalStack {
             postgres: None,
             journal,
             hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
+            parts: Vec::new(),
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
         stack.start_postgres(&options, &supervisor, progress).await;
@@ -444,6 +447,10 @@ impl LocalStack {
                     started: None,
                 });
                 stack.add(target, &options);
+                stack.parts.push(crate::supervise::part::PartProcess::new(
+                    crate::errors::HarnessPart::Nginx,
+                    gateway.prefix.join("nginx.pid"),
+                ));
                 let reload = Target::new(
                     "gateway-reload",
                     RestartAction::Signal {
@@ -497,6 +504,7 @@ impl LocalStack {
         let hops = stack.hops.controls();
         for target in &mut stack.targets {
             target.watch_hops(hops.clone());
+            target.watch_parts(stack.parts.clone());
         }
         // Report order follows known_targets(), not start order.
         let order: Vec<String> = known_targets(&options.custom_faults)
