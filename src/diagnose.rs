@@ -88,6 +88,23 @@ pub fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
     }
 }
 
+/// A failure to reach the server (refused, closed, reset) while a part of
+/// continuity's own on the way is gone (its nginx killed by someone): the
+/// part's failure, named on the signature for [`blame_part`].
+pub fn find_gone_part(sig: &mut Signature, watched: &[crate::supervise::part::PartProcess]) {
+    if sig.component.is_some()
+        || !matches!(
+            sig.kind,
+            SignatureKind::Connect | SignatureKind::StreamClosed
+        )
+    {
+        return;
+    }
+    if let Some(gone) = watched.iter().find(|p| p.gone()) {
+        sig.component = Some(gone.part);
+    }
+}
+
 /// A phase that ran out of time, and what it was waiting for.
 pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
     Signature {

@@ -19,6 +19,7 @@
 mod handle;
 pub mod keeper;
 pub(crate) mod owner;
+pub mod part;
 
 pub use handle::{Journal, Lifecycle, Supervisor};
 

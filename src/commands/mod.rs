@@ -6,7 +6,7 @@ use crate::config::{from_seed_env, Config};
 use crate::report::{self, Report};
 use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
-use crate::stack::local::StackOptions;
+use crate::stack::local::{StackOptions, StackServer};
 use crate::targets::Target;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -333,6 +333,7 @@ async fn run_in(
     let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spawn_signal_handler(cancel_tx, partial.clone());
+    let partial_report = partial.clone();
     // Everything this run starts carries its owner tag, and a keeper kills
     // it all should the harness die without cleaning up (SIGKILL, a crash).
     let owner_tag = crate::supervise::owner::new_tag(&run_dir);
@@ -364,107 +365,127 @@ async fn run_in(
     let mut deployment_hops = None;
     // What the cells run on, built whole: a deployment, or the local stacks
     // (`--jobs`: several), each of which serves every server point.
-    let (mut run_stacks, mut local_stacks, targets, servers) = match base_url {
-        Some(url) => {
-            let targets = configured_targets(config.as_ref())?;
-            if targets.is_empty() {
-                return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
+    // Stack start-up as a whole (installs, a deployment's preflight, the
+    // stacks coming up) stops on the first Ctrl-C and ends in a report.
+    let starting = async {
+        Ok::<_, CommandError>(match base_url {
+            Some(url) => {
+                let targets = configured_targets(config.as_ref())?;
+                if targets.is_empty() {
+                    return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
+                }
+                let known_targets: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+                let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+                for target in &mut targets {
+                    target.set_supervisor(supervisor.clone());
+                }
+                let hops = deployment_faults::wire(
+                    config.as_ref().and_then(|c| c.faults.as_ref()),
+                    &url,
+                    &mut targets,
+                )?;
+                let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
+                deployment_hops = hops;
+                let jobs = deployment::jobs(&args, &run_defaults, &targets);
+                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+                if let Some(x) = &expectations {
+                    x.check_names(&known_targets, &known_scenarios)?;
+                    x.check_points(&[], &[])?;
+                }
+                let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
+                (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
             }
-            let known_targets: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-            let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
-            for target in &mut targets {
-                target.set_supervisor(supervisor.clone());
-            }
-            let hops = deployment_faults::wire(
-                config.as_ref().and_then(|c| c.faults.as_ref()),
-                &url,
-                &mut targets,
-            )?;
-            let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
-            deployment_hops = hops;
-            let jobs = deployment::jobs(&args, &run_defaults, &targets);
-            let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-            if let Some(x) = &expectations {
-                x.check_names(&known_targets, &known_scenarios)?;
-                x.check_points(&[], &[])?;
-            }
-            let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
-            (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
-        }
-        None => {
-            // Fault targets of the file join the local stack's, on its hops.
-            let local_faults = config
-                .as_ref()
-                .map(Config::fault_targets)
-                .unwrap_or_default();
-            if config
-                .as_ref()
-                .is_some_and(|c| c.target_names().len() > local_faults.len())
-            {
-                return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
-            }
-            if config.as_ref().is_some_and(|c| c.faults.is_some()) {
-                return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
-            }
-            for name in &chosen.agents {
-                crate::stack::agents::check_known(name)?;
-            }
-            // Unknown names are refused; opt-in fault targets run only when named.
-            let known_targets: Vec<String> = crate::stack::local::known_targets(&local_faults)
-                .into_iter()
-                .map(|(n, _, _)| n)
-                .collect();
-            select(
-                known_targets.clone(),
-                &args.targets,
-                |n| n.as_str(),
-                "target",
-            )?;
-            let names = crate::stack::local::run_targets(&args.targets, &local_faults);
-            if let Some(x) = &expectations {
-                x.check_names(&known_targets, &known_scenarios)?;
-                x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
-            }
-            let (options, serving) =
-                local_stack_options(&args, &run_dir, &chosen, &supervisor, local_faults)?;
-            // One store whichever it is: the count of cells is the same.
-            let cells = Matrix::build(
-                names.clone(),
-                &settings.scenarios,
-                chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
-                settings.partition.as_ref(),
-            )
-            .cells
-            .len();
-            if args.partition.is_some() && cells == 0 {
-                crate::console::errln(
-                    "continuity: this shard holds no cell of the matrix: no stack is started",
-                );
-                let stacks = workers::no_stacks(&names);
-                (stacks, Vec::new(), names, chosen.servers.clone())
-            } else {
-                let jobs = local_jobs(&args, run_defaults.jobs, cells);
-                let binaries = workers::install_servers(&chosen.servers, &progress).await?;
-                candidates::check_servers_start(
-                    &chosen.servers,
-                    &run_dir.join("servers"),
-                    &options.agent_program,
-                    crate::stack::local::SERVER_READY_TIMEOUT,
-                    &supervisor,
+            None => {
+                // Fault targets of the file join the local stack's, on its hops.
+                let local_faults = config
+                    .as_ref()
+                    .map(Config::fault_targets)
+                    .unwrap_or_default();
+                if config
+                    .as_ref()
+                    .is_some_and(|c| c.target_names().len() > local_faults.len())
+                {
+                    return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
+                }
+                if config.as_ref().is_some_and(|c| c.faults.is_some()) {
+                    return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
+                }
+                for name in &chosen.agents {
+                    crate::stack::agents::check_known(name)?;
+                }
+                // Unknown names are refused; opt-in fault targets run only when named.
+                let known_targets: Vec<String> = crate::stack::local::known_targets(&local_faults)
+                    .into_iter()
+                    .map(|(n, _, _)| n)
+                    .collect();
+                select(
+                    known_targets.clone(),
+                    &args.targets,
+                    |n| n.as_str(),
+                    "target",
+                )?;
+                let names = crate::stack::local::run_targets(&args.targets, &local_faults);
+                if let Some(x) = &expectations {
+                    x.check_names(&known_targets, &known_scenarios)?;
+                    x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
+                }
+                // One store whichever it is: the count of cells is the same.
+                let cells = Matrix::build(
+                    names.clone(),
+                    &settings.scenarios,
+                    chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+                    settings.partition.as_ref(),
                 )
-                .await?;
-                let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
-                    true => candidates::install_sdks(&chosen.sdks, &progress).await?,
-                    false => Vec::new(),
-                };
-                let mut up =
-                    workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
-                        .await?;
-                let mut stacks = workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
-                stacks.serve_sdks(sdks);
-                (stacks, up, names, chosen.servers.clone())
+                .cells
+                .len();
+                if args.partition.is_some() && cells == 0 {
+                    crate::console::errln(
+                        "continuity: this shard holds no cell of the matrix: no stack is started",
+                    );
+                    let stacks = workers::no_stacks(&names);
+                    (stacks, Vec::new(), names, chosen.servers.clone())
+                } else {
+                    let jobs = local_jobs(&args, run_defaults.jobs, cells);
+                    let binaries = workers::install_servers(&chosen.servers, &progress).await?;
+                    let (options, serving) = local_stack_options(
+                        &args,
+                        &run_dir,
+                        &chosen,
+                        &supervisor,
+                        local_faults,
+                        binaries.first(),
+                    )?;
+                    candidates::check_servers_start(
+                        &chosen.servers,
+                        &run_dir.join("servers"),
+                        &options.agent_program,
+                        crate::stack::local::SERVER_READY_TIMEOUT,
+                        &supervisor,
+                    )
+                    .await?;
+                    let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
+                        true => candidates::install_sdks(&chosen.sdks, &progress).await?,
+                        false => Vec::new(),
+                    };
+                    let mut up =
+                        workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
+                            .await?;
+                    let mut stacks =
+                        workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
+                    stacks.serve_sdks(sdks);
+                    (stacks, up, names, chosen.servers.clone())
+                }
             }
-        }
+        })
+    };
+    let Some((mut run_stacks, mut local_stacks, targets, servers)) =
+        until_stopped(starting, cancel_rx.clone()).await?
+    else {
+        supervisor.sweep().await;
+        progress.clear();
+        crate::scenario::sandbox_root::remove_run(&id);
+        supervisor.finish_keeper();
+        return interrupted_at_start(&partial_report);
     };
     // The store the user chose, else the stack's Rivet actor when it runs one.
     let store = match run_stacks.own.stores.rivet {
@@ -495,6 +516,38 @@ async fn run_in(
     finish(report, &args, expectations.as_ref(), &folder, &run_dir)
 }
 
+/// The run's start-up (`starting`) to its end, or `None` when the run is
+/// stopped first (Ctrl-C, SIGTERM…): what it started is dropped (killing
+/// its processes). A start-up that fails because it was stopped (its
+/// stacks gave up, an install was cut) is the stop too.
+async fn until_stopped<T>(
+    starting: impl std::future::Future<Output = Result<T, CommandError>>,
+    cancel: watch::Receiver<bool>,
+) -> Result<Option<T>, CommandError> {
+    tokio::select! {
+        biased;
+        () = wait_true(cancel.clone()) => Ok(None),
+        started = starting => match started {
+            Err(_) if *cancel.borrow() => Ok(None),
+            started => started.map(Some),
+        },
+    }
+}
+
+/// A run stopped before its first cell: its report holds no cell, marked
+/// interrupted, as any interrupted run's does.
+fn interrupted_at_start(partial: &partial::PartialRun) -> Result<Outcome, CommandError> {
+    match partial.write() {
+        Ok(_) => crate::console::errln(
+            "continuity: interrupted while the stack was starting: the report holds no cell",
+        ),
+        Err(e) => crate::console::errln(&format!(
+            "continuity: interrupted while the stack was starting: cannot write the report: {e}"
+        )),
+    }
+    Ok(Outcome::Interrupted)
+}
+
 /// Takes the live area off the terminal however `run` ends (an error
 /// is printed after it), so nothing is left drawn under the last line.
 struct ClearOnDrop(Progress);
@@ -506,28 +559,29 @@ impl Drop for ClearOnDrop {
 }
 
 /// The local stack every worker's stack is made from, and the label of
-/// the server point it comes up running: the first, when that is a
-/// registry version (the others are switched to between cells).
+/// the server point it comes up running: the run's first (`first`,
+/// installed already), so no other server is installed or announced.
 fn local_stack_options(
     args: &RunArgs,
     run_dir: &Path,
     chosen: &axes::Chosen,
     supervisor: &crate::supervise::Supervisor,
     custom_faults: Vec<(String, crate::targets::FaultAction)>,
+    first: Option<&runner::ServedBinary>,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
-    let (version, serving) = match chosen.servers.first() {
-        Some(ServerPoint {
-            label,
-            source: runner::ServerSource::Registry(version),
-        }) => (version.clone(), Some(label.clone())),
-        _ => (
-            crate::stack::sandbox_agent::DEFAULT_VERSION.to_string(),
+    let (server, serving) = match first {
+        Some(first) => (
+            StackServer::Binary(first.binary.clone()),
+            Some(first.label.clone()),
+        ),
+        None => (
+            StackServer::Version(crate::stack::sandbox_agent::DEFAULT_VERSION.to_string()),
             None,
         ),
     };
     let options = StackOptions {
         run_dir: run_dir.join("stack"),
-        server_version: version,
+        server,
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,

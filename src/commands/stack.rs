@@ -106,7 +106,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
     let supervisor = Supervisor::owned(tag.clone()).map_err(crate::stack::StackError::from)?;
     let options = StackOptions {
         run_dir: dir.clone(),
-        server_version: args.server_version.clone(),
+        server: crate::stack::local::StackServer::Version(args.server_version.clone()),
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,

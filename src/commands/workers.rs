@@ -325,7 +325,9 @@ mod tests {
         std::fs::write(stack_dir(&first, 1).join("sandbox-agent"), "in the way").unwrap();
         let options = StackOptions {
             run_dir: first.clone(),
-            server_version: crate::stack::sandbox_agent::DEFAULT_VERSION.into(),
+            server: crate::stack::local::StackServer::Version(
+                crate::stack::sandbox_agent::DEFAULT_VERSION.into(),
+            ),
             agent_program: std::env::current_exe().unwrap(),
             only: Vec::new(),
             rivet_save: crate::stack::rivet::SaveMode::Immediate,

@@ -77,6 +77,9 @@ struct Failure {
     transient: bool,
     /// The engine's error, when it answered with one.
     engine: Option<EngineError>,
+    /// The Rivet app could not be reached: no answer from the engine (refused,
+    /// reset, silent), or the engine could not reach a runner for the actor.
+    unreachable: bool,
     message: String,
 }
 
@@ -85,7 +88,16 @@ impl Failure {
         Failure {
             transient,
             engine: None,
+            unreachable: false,
             message,
+        }
+    }
+
+    /// The Rivet app did not answer the call: see [`Failure::unreachable`].
+    fn unreachable(message: String) -> Self {
+        Failure {
+            unreachable: true,
+            ..Failure::new(true, message)
         }
     }
 }
@@ -179,13 +191,14 @@ impl RivetDriver {
             .send()
             .await
             .map_err(|e| {
-                Failure::new(
-                    e.is_connect() || e.is_timeout() || e.is_request(),
-                    format!(
-                        "{action}: {}",
-                        crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e, CALL_TIMEOUT)
-                    ),
-                )
+                let message = format!(
+                    "{action}: {}",
+                    crate::acp::AcpError::from_reqwest(&self.config.endpoint, &e, CALL_TIMEOUT)
+                );
+                match e.is_connect() || e.is_timeout() || e.is_request() {
+                    true => Failure::unreachable(message),
+                    false => Failure::new(false, message),
+                }
             })?;
         let status = response.status();
         let actor = answer::actor_id(
@@ -197,7 +210,7 @@ impl RivetDriver {
         let body = response
             .bytes()
             .await
-            .map_err(|e| Failure::new(true, format!("{action}: reading the reply: {e}")))?;
+            .map_err(|e| Failure::unreachable(format!("{action}: reading the reply: {e}")))?;
         if !status.is_success() {
             let engine = EngineError::parse(&body);
             let text = String::from_utf8_lossy(&body);
@@ -207,6 +220,7 @@ impl RivetDriver {
                 .collect();
             return Err(Failure {
                 transient: answer::is_transient(status.as_u16(), engine.as_ref()),
+                unreachable: engine.as_ref().is_some_and(EngineError::is_scheduling),
                 engine,
                 message: format!("{action}: HTTP {}: {text}", status.as_u16()),
             });
@@ -260,11 +274,17 @@ impl RivetDriver {
                 delay = (delay * 2).min(Duration::from_millis(500));
                 continue;
             }
-            return Err(err(format!(
+            let message = format!(
                 "{} (after {} ms)",
                 failure.message,
                 started.elapsed().as_millis()
-            )));
+            );
+            // The Rivet app is continuity's own: unless the cell restarts
+            // it on purpose, its being unreachable is the harness's error.
+            return Err(match failure.unreachable {
+                true => PersistError::gone(DRIVER, crate::errors::HarnessPart::RivetApp, message),
+                false => err(message),
+            });
         }
     }
 }

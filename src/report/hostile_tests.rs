@@ -81,3 +81,57 @@ fn foreign_text_is_shown_and_never_acted_on_by_any_renderer() {
         assert!(line.starts_with("::error title=") || line.starts_with("::warning title="));
     }
 }
+
+/// How a restart's target went down (`RestartResult::down`: it may quote
+/// a probe's error text) was in report.json and the trace but shown by
+/// neither `show --cell` nor report.md: both show it now, inert.
+#[test]
+fn a_restarts_down_observation_is_shown_inert_by_the_timeline_and_report_md() {
+    use crate::trace::event::{self, Event, Line};
+    let mut r = fixture::report();
+    let cell = r.cells.iter_mut().find(|c| !c.restarts.is_empty()).unwrap();
+    let down = format!("the probe failed: {HOSTILE}");
+    cell.restarts[0].down = Some(down.clone());
+    let events = [
+        Line {
+            t: 0.0,
+            event: Event::PhaseStart(event::PhaseStart {
+                phase: "restart".into(),
+                step: "restart".into(),
+            }),
+        },
+        Line {
+            t: 1.0,
+            event: Event::RestartEnd(event::RestartEnd {
+                ok: true,
+                action: "managed".into(),
+                restart_ms: 10,
+                ready_ms: Some(20),
+                down: Some(down),
+                detail: None,
+            }),
+        },
+        Line {
+            t: 2.0,
+            event: Event::PhaseEnd(event::PhaseEnd {
+                phase: "restart".into(),
+                outcome: "ok".into(),
+                ms: 2,
+            }),
+        },
+    ];
+    let timeline = render_timeline(cell, &events);
+    assert_inert_on_a_terminal("show --cell", &timeline);
+    assert!(
+        timeline.contains("; down: the probe failed: x\\r::error::X"),
+        "{timeline}"
+    );
+    let markdown = render_markdown(&r);
+    assert_inert_in_markdown("report.md", &markdown);
+    let restarts = &markdown[markdown.find("## Restart timings").unwrap()..];
+    assert!(restarts.contains("| down |"), "{restarts}");
+    assert!(
+        restarts.contains("the probe failed: x ::error::X"),
+        "{restarts}"
+    );
+}

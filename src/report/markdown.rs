@@ -357,7 +357,7 @@ fn restarts_section(out: &mut String, report: &Report) {
                 }
                 for r in &cell.restarts {
                     rows.push(format!(
-                        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                         clean(&cell.label()),
                         clean(&cell.point.scenario),
                         clean(&r.phase),
@@ -365,6 +365,8 @@ fn restarts_section(out: &mut String, report: &Report) {
                         if r.ok { "✅" } else { "❌" },
                         r.restart_ms,
                         opt(r.ready_ms),
+                        // How it went down may quote a probe's error.
+                        r.down.as_deref().map(clean).unwrap_or_default(),
                         r.detail.as_deref().map(clean).unwrap_or_default(),
                     ));
                 }
@@ -375,8 +377,10 @@ fn restarts_section(out: &mut String, report: &Report) {
         out.push_str("none\n");
         return;
     }
-    out.push_str("| target | scenario | phase | action | ok | restart ms | ready ms | detail |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    out.push_str(
+        "| target | scenario | phase | action | ok | restart ms | ready ms | down | detail |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for row in rows {
         out.push_str(&row);
         out.push('\n');

@@ -222,11 +222,16 @@ fn event_line(line: &Line) -> Option<String> {
         ),
         Event::RestartStart => "restart started".to_string(),
         Event::RestartEnd(e) => format!(
-            "restart {} (ready after {})",
+            "restart {} (ready after {}){}",
             if e.ok { "ready" } else { "failed" },
             e.ready_ms
                 .map(|r| ms(r as f64))
-                .unwrap_or_else(|| "–".into())
+                .unwrap_or_else(|| "–".into()),
+            // How it went down may quote a probe's error: untrusted.
+            e.down
+                .as_deref()
+                .map(|down| format!("; down: {}", shown(down)))
+                .unwrap_or_default()
         ),
         Event::FaultStart(e) => format!("fault on the {} hop: {}", e.hop, e.fault),
         Event::FaultAction(e) => format!(

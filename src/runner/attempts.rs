@@ -53,6 +53,10 @@ impl Restarter for TargetRestarter<'_> {
     fn restarts_parts(&self) -> Vec<HarnessPart> {
         self.parts.clone()
     }
+
+    fn watched_parts(&self) -> Vec<crate::supervise::part::PartProcess> {
+        self.target.watched_parts().to_vec()
+    }
 }
 
 /// The parts of continuity's own that the target `name` takes down on

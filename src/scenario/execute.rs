@@ -125,6 +125,13 @@ pub trait Restarter: Send {
     fn restarts_parts(&self) -> Vec<crate::errors::HarnessPart> {
         Vec::new()
     }
+
+    /// The stack's parts of continuity's own that run as processes (its
+    /// nginx): a phase that cannot reach the server while one is gone
+    /// failed because of that part.
+    fn watched_parts(&self) -> Vec<crate::supervise::part::PartProcess> {
+        Vec::new()
+    }
 }
 
 /// A finished cell.
@@ -563,6 +570,7 @@ impl RunningCell<'_> {
             token: self.settings.token.clone(),
             default_timeout: self.settings.default_timeout,
             owned: self.restarter.restarts_parts(),
+            watched: self.restarter.watched_parts(),
         }
     }
 }

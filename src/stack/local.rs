@@ -108,7 +108,8 @@ const AGENT_GRACE: Duration = Duration::from_secs(3);
 #[derive(Debug, Clone)]
 pub struct StackOptions {
     pub run_dir: PathBuf,
-    pub server_version: String,
+    /// The sandbox-agent it comes up running.
+    pub server: StackServer,
     /// The `continuity` binary, for the agent launcher.
     pub agent_program: PathBuf,
     /// Only these targets (all when empty); every component still starts.
@@ -133,6 +134,16 @@ pub struct StackOptions {
     pub fault_proxies: bool,
     /// The config file's own fault targets on the stack's hops.
     pub custom_faults: Vec<(String, FaultAction)>,
+}
+
+/// The sandbox-agent a stack comes up running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StackServer {
+    /// A registry version, installed into the shared cache as the stack comes up.
+    Version(String),
+    /// A binary installed or given already: a run's first server point,
+    /// so no other version is installed or announced.
+    Binary(PathBuf),
 }
 
 /// Where the hosted TypeScript SDK client runs: the engine endpoint its
@@ -183,6 +194,8 @@ pub struct LocalStack {
     journal: StackJournal,
     /// The fault proxies on the stack's hops.
     hops: super::hops::Hops,
+    /// Its parts that run as processes (nginx), watched by every target's cells.
+    parts: Vec<crate::supervise::part::PartProcess>,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -216,10 +229,13 @@ impl LocalStack {
         let supervisor = options
             .supervisor
             .with_journal(std::sync::Arc::new(journal.clone()));
-        let version = options.server_version.clone();
-        let binary =
-            blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
-                .await??;
+        let binary = match options.server.clone() {
+            StackServer::Binary(binary) => binary,
+            StackServer::Version(version) => {
+                blocking_with_notes(progress, move |note| sandbox_agent::install(&version, note))
+                    .await??
+            }
+        };
         let mut stack = LocalStack {
             base_url: String::new(),
             targets: Vec::new(),
@@ -245,6 +261,7 @@ impl LocalStack {
             postgres: None,
             journal,
             hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
+            parts: Vec::new(),
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
         stack.start_postgres(&options, &supervisor, progress).await;
@@ -430,6 +447,10 @@ impl LocalStack {
                     started: None,
                 });
                 stack.add(target, &options);
+                stack.parts.push(crate::supervise::part::PartProcess::new(
+                    crate::errors::HarnessPart::Nginx,
+                    gateway.prefix.join("nginx.pid"),
+                ));
                 let reload = Target::new(
                     "gateway-reload",
                     RestartAction::Signal {
@@ -483,6 +504,7 @@ impl LocalStack {
         let hops = stack.hops.controls();
         for target in &mut stack.targets {
             target.watch_hops(hops.clone());
+            target.watch_parts(stack.parts.clone());
         }
         // Report order follows known_targets(), not start order.
         let order: Vec<String> = known_targets(&options.custom_faults)

@@ -35,6 +35,11 @@ pub fn start_time(pid: i32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Whether `pid` names a running process (not a zombie waiting to be reaped).
+pub fn running_pid(pid: i32) -> bool {
+    group_and_state(pid).is_some_and(|(_, zombie)| !zombie)
+}
+
 /// The process's group id and whether it is a zombie.
 fn group_and_state(pid: i32) -> Option<(i32, bool)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -179,6 +179,9 @@ pub struct Target {
     /// The fault proxies the cells' traffic passes through: one that has
     /// stopped makes the cell a harness error ([`Target::settle`]).
     hops: Vec<crate::faults::FaultControl>,
+    /// The stack's parts of continuity's own that run as processes (its
+    /// nginx): a cell that cannot reach the server checks them.
+    parts: Vec<crate::supervise::part::PartProcess>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -240,6 +243,7 @@ impl Target {
             window: None,
             along: None,
             hops: Vec::new(),
+            parts: Vec::new(),
         }
     }
 
@@ -273,6 +277,17 @@ impl Target {
     /// The fault proxies on the cells' paths, checked when each cell's phases end.
     pub fn watch_hops(&mut self, hops: Vec<crate::faults::FaultControl>) {
         self.hops = hops;
+    }
+
+    /// The stack's parts that run as processes, checked when a phase of
+    /// the cell cannot reach the server.
+    pub fn watch_parts(&mut self, parts: Vec<crate::supervise::part::PartProcess>) {
+        self.parts = parts;
+    }
+
+    /// See [`Target::watch_parts`].
+    pub fn watched_parts(&self) -> &[crate::supervise::part::PartProcess] {
+        &self.parts
     }
 
     /// When the cell's phases are over: a fault target's window heals now

@@ -337,3 +337,45 @@ fn forgetting_a_stale_id_keeps_a_newer_one() {
     driver.forget("new");
     assert_eq!(driver.known_actor_id(), None);
 }
+
+/// The Rivet app unreachable (nothing listens on the engine's port; the
+/// engine cannot reach a runner) was a store error, judged as the SDK's:
+/// it is the Rivet app's failure, a part of continuity's own. An error of
+/// the actor's own (an unknown action) stays the store's.
+#[tokio::test]
+async fn an_unreachable_rivet_app_is_named_as_the_part_that_failed() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let driver = RivetDriver::new(RivetConfig {
+        endpoint,
+        namespace: "default".into(),
+        key: "k".into(),
+        retry_for: Duration::ZERO,
+    })
+    .unwrap();
+    let e = driver.get_session("s").await.unwrap_err();
+    assert_eq!(
+        e.harness_part(),
+        Some(crate::errors::HarnessPart::RivetApp),
+        "{e:?}"
+    );
+    let no_runner = Gateway::start(|_, _| engine_error(503, "guard", "actor_runner_failed")).await;
+    let e = no_runner
+        .driver(Duration::ZERO)
+        .get_session("s")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.harness_part(),
+        Some(crate::errors::HarnessPart::RivetApp),
+        "{e:?}"
+    );
+    let own = Gateway::start(|_, _| engine_error(400, "action", "not_found")).await;
+    let e = own
+        .driver(Duration::ZERO)
+        .get_session("s")
+        .await
+        .unwrap_err();
+    assert_eq!(e.harness_part(), None, "{e:?}");
+}

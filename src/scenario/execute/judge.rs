@@ -18,6 +18,9 @@ pub(super) struct ResultContext {
     /// The parts of continuity's own the cell's target restarts on
     /// purpose: their failures are the test's point, not the harness's.
     pub(super) owned: Vec<crate::errors::HarnessPart>,
+    /// The stack's parts that run as processes, checked when a phase
+    /// cannot reach the server.
+    pub(super) watched: Vec<crate::supervise::part::PartProcess>,
 }
 
 /// Pass when every verdict phase passed; a harness failure makes it an error.
@@ -159,6 +162,7 @@ pub(super) fn phase_result(
         Some(Ok(detail)) => (Outcome::Ok, true, detail, None),
         Some(Err(failure)) => {
             let mut signature = *failure.signature;
+            diagnose::find_gone_part(&mut signature, &context.watched);
             diagnose::blame_part(&mut signature, &context.owned);
             diagnose::add_seen(&mut signature, seen, context.token.as_ref());
             (Outcome::Fail, false, failure.detail, Some(signature))

@@ -398,3 +398,53 @@ fn a_candidate_server_that_never_gets_healthy_exits_2_with_its_log() {
     let left = support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// The run's only server point a candidate: the stack once came up on the
+/// registry's 0.4.2 (installed, and announced as "starting sandbox-agent
+/// 0.4.2") before its first cell switched to the candidate. It comes up on
+/// the candidate itself now: nothing of 0.4.2 is named. The candidate is
+/// the real release's binary behind a script that reports another version.
+#[test]
+fn a_run_whose_only_server_is_a_candidate_never_names_the_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let release = continuity::stack::sandbox_agent::install(
+        continuity::stack::sandbox_agent::DEFAULT_VERSION,
+        &mut |l| eprintln!("{l}"),
+    )
+    .unwrap_or_else(|e| panic!("cannot install sandbox-agent: {e}"));
+    let bin = dir.path().join("build").join("sandbox-agent");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'sandbox-agent 9.1.0-cand'; exit 0; fi\nexec {:?} \"$@\"\n",
+            release.display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = format!("cand={}", bin.display());
+    let (out, run) = run_on_the_local_stack(
+        dir.path(),
+        &[
+            "--server-bin",
+            &spec,
+            "--target",
+            "agent",
+            "--scenario",
+            "sandbox-reconnect",
+            "--jobs",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("starting sandbox-agent 9.1.0-cand"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0.4.2"), "{stderr}");
+    let report = report(&out);
+    assert_eq!(report["run"]["serverVersion"], "sandbox-agent 9.1.0-cand");
+    let cell = &cells(&report)[0];
+    assert_ne!(cell["verdict"], "error", "{cell}");
+}

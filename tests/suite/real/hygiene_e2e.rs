@@ -1013,3 +1013,60 @@ fn repeated_cells_in_the_lanes_of_one_deployment_run_every_attempt() {
     }
     assert_exit(&run, exit_codes::OK);
 }
+
+/// Two runs on one `--out` once both went on: the report kept one run's
+/// cells and `cells/` mixed both. The second is now refused at once (exit
+/// 64, naming the first as the holder), with `--force` too, and the
+/// first's report is whole.
+#[test]
+fn a_second_run_on_a_busy_out_folder_is_refused_and_the_first_stays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, _) = support::managed_agent_config(dir.path(), &[]);
+    let out = dir.path().join("out");
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    for (name, ms) in [("a-quick", 0), ("b-wait", 4000)] {
+        std::fs::write(
+            scenarios.join(format!("{name}.toml")),
+            format!("name = \"{name}\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n\n[[phase]]\nname = \"wait\"\nstep = \"sleep\"\nms = {ms}\n\n[[phase]]\nname = \"health\"\nstep = \"health\"\nclient = \"c\"\n"),
+        )
+        .unwrap();
+    }
+    let config = config.to_str().unwrap();
+    let scenarios = scenarios.to_str().unwrap();
+    let args = ["--config", config, "--scenarios-dir", scenarios];
+    let (mut first, events) = spawn_run(&out, &args);
+    let id = first_event(&events, "run-started")["id"].clone();
+    first_event(&events, "cell-started");
+    // Plainly, and with --force, which once removed the first run's files.
+    for force in [&[][..], &["--force"][..]] {
+        let started = std::time::Instant::now();
+        let mut all = vec!["run"];
+        all.extend_from_slice(&args);
+        all.extend_from_slice(force);
+        all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        let second = continuity_with(&all, &[]);
+        let took = started.elapsed();
+        assert_exit(&second, exit_codes::USAGE);
+        let stderr = String::from_utf8_lossy(&second.stderr);
+        assert!(
+            stderr.contains(&format!("in use by pid {} (continuity run)", first.id())),
+            "{force:?}: {stderr}"
+        );
+        assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+    }
+    assert!(
+        matches!(first.try_wait(), Ok(None)),
+        "the first run still runs"
+    );
+    let code = exit_code(&mut first);
+    assert_eq!(code, Some(0), "{}", stderr_of(&mut first));
+    let report = report(&out);
+    assert_eq!(report["cells"].as_array().unwrap().len(), 2, "{report}");
+    for name in ["a-quick", "b-wait"] {
+        assert_eq!(cell(&report, "agent", name)["verdict"], "pass", "{report}");
+    }
+    assert_eq!(report["run"]["id"], id, "{report}");
+    let cells = std::fs::read_dir(out.join("cells")).unwrap().count();
+    assert_eq!(cells, 2, "one folder per cell of the first run");
+}

@@ -311,3 +311,48 @@ fn a_postgres_killed_mid_run_makes_later_cells_errors_naming_it() {
     let left = support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// Ctrl-C while a fresh stack's Postgres runs `initdb` once ended the run
+/// with no report.json at all: the stack's start-up was cut outside any
+/// path that writes one. Any stop during start-up now ends in the report
+/// of an interrupted run (no cell), exit 2, nothing left running.
+#[test]
+#[allow(unsafe_code)]
+fn ctrl_c_during_initdb_still_writes_the_report() {
+    use support::spawned::{exit_code, pids_with, spawn_run, stderr_of};
+    let _one = support::one_stack_at_a_time();
+    let dir = reachable_tempdir();
+    let out = dir.path().join("run");
+    let (mut child, _events) = spawn_run(
+        &out,
+        &[
+            "--persist",
+            "postgres",
+            "--target",
+            "agent",
+            "--scenario",
+            "native-continuity",
+            "--jobs",
+            "1",
+        ],
+    );
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while pids_with(&out, "initdb").is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "no initdb within two minutes"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended first");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let code = exit_code(&mut child);
+    let stderr = stderr_of(&mut child);
+    assert_eq!(code, Some(exit_codes::INCOMPLETE.into()), "{stderr}");
+    let report = report(&out);
+    assert_eq!(report["run"]["interrupted"], true, "{report}");
+    assert_eq!(report["cells"].as_array().unwrap().len(), 0, "{report}");
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

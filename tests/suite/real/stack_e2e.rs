@@ -798,3 +798,59 @@ client = "c"
     // The run's teardown spared the rivet-engine it did not start.
     foreign_engine.assert_alive();
 }
+
+/// nginx killed mid-run by someone (the cells' target is not the gateway)
+/// once made every later cell a FAIL of sandbox-agent: connections
+/// refused or closed through the gateway. nginx is continuity's own part:
+/// those cells are the harness's `error` naming it, and the run exits 2.
+#[test]
+fn an_nginx_killed_mid_run_makes_later_cells_errors_naming_it() {
+    use support::spawned::{exit_code, first_event, kill_group, pids_with, spawn_run, stderr_of};
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--target",
+            "agent",
+            "--scenario",
+            "native-continuity",
+            "--scenario",
+            "recreate-rehydrate",
+            "--jobs",
+            "1",
+        ],
+    );
+    let finished = first_event(&events, "cell-finished");
+    let master = pids_with(&out, "nginx: master");
+    assert_eq!(master.len(), 1, "{:?}", support::processes_in(&out));
+    kill_group(master[0]);
+    let code = exit_code(&mut child);
+    let stderr = stderr_of(&mut child);
+    let report = report(&out);
+    let first = &finished["cell"];
+    let later: Vec<&serde_json::Value> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["scenario"] != first["scenario"])
+        .collect();
+    assert_eq!(later.len(), 1, "{report}");
+    for cell in later {
+        assert_eq!(cell["verdict"], "error", "{cell}");
+        let boundary = phase(cell, cell["failureBoundary"].as_str().unwrap());
+        let signature = &boundary["signature"];
+        assert_eq!(signature["component"], "nginx", "{boundary}");
+        assert_eq!(signature["kind"], "harness", "{boundary}");
+        let message = signature["message"].as_str().unwrap();
+        assert!(message.starts_with("nginx (the gateway): "), "{message}");
+    }
+    assert_eq!(code, Some(exit_codes::INCOMPLETE.into()), "{stderr}");
+    assert!(
+        stderr.contains("continuity's own nginx (the gateway) failed under"),
+        "{stderr}"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
