@@ -14,7 +14,9 @@
 //! which [`Target::settle`] heals at the latest when the cell's phases end.
 
 mod action;
+mod builtin;
 mod fault;
+mod id;
 mod readiness;
 mod signal;
 mod verify;
@@ -25,7 +27,9 @@ mod tests;
 mod verify_tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
+pub use builtin::BuiltinTarget;
 pub use fault::FaultAction;
+pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 
 use crate::clock::millis;
@@ -106,7 +110,7 @@ pub enum SettleError {
 /// A target that cannot run here, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unavailable {
-    pub name: String,
+    pub id: TargetId,
     pub reason: String,
     pub absence: Absence,
 }
@@ -120,17 +124,17 @@ pub enum Absence {
 }
 
 impl Unavailable {
-    pub fn skipped(name: &str, reason: &str) -> Self {
+    pub fn skipped(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             reason: reason.into(),
             absence: Absence::Missing,
         }
     }
 
-    pub fn failed(name: &str, reason: &str) -> Self {
+    pub fn failed(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             reason: reason.into(),
             absence: Absence::StartFailed,
         }
@@ -140,7 +144,7 @@ impl Unavailable {
 /// A restartable component.
 #[derive(Debug)]
 pub struct Target {
-    pub name: String,
+    pub id: TargetId,
     pub action: RestartAction,
     pub readiness: Readiness,
     pub ready_timeout: Duration,
@@ -220,9 +224,9 @@ impl std::fmt::Debug for AfterStop {
 }
 
 impl Target {
-    pub fn new(name: impl Into<String>, action: RestartAction, readiness: Readiness) -> Self {
+    pub fn new(id: impl Into<TargetId>, action: RestartAction, readiness: Readiness) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             action,
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
@@ -241,6 +245,11 @@ impl Target {
             along: None,
             hops: Vec::new(),
         }
+    }
+
+    /// Its name, as `--target` and the report write it.
+    pub fn name(&self) -> &str {
+        self.id.name()
     }
 
     /// Each restart opens `window` on `control`'s hop just before its
@@ -430,7 +439,7 @@ impl Target {
             }
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
-                    target: self.name.clone(),
+                    target: self.name().to_string(),
                     error,
                 };
                 let Some(control) = &self.fault_proxy else {
@@ -463,7 +472,7 @@ impl Target {
                 process.stop(spec.stop_signal, spec.grace).await;
             }
             return Err(TargetError::NotReady {
-                target: self.name.clone(),
+                target: self.name().to_string(),
                 error,
                 hint,
             });
@@ -712,7 +721,7 @@ impl Target {
                     };
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
-                    component_event(&self.trace, Event::ComponentStop, &self.name, state);
+                    component_event(&self.trace, Event::ComponentStop, self.name(), state);
                     let addr = verify::probe_addr(&self.readiness);
                     self.stopped =
                         Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
@@ -724,7 +733,7 @@ impl Target {
                 let started = self.start_managed(&spec);
                 if let Some(process) = self.process.as_mut() {
                     let state = process.state();
-                    component_event(&self.trace, Event::ComponentStart, &self.name, state);
+                    component_event(&self.trace, Event::ComponentStart, self.name(), state);
                 }
                 started
             }
@@ -766,18 +775,16 @@ impl Target {
     }
 
     fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
+        let name = self.id.name();
         let process = self.process.get_or_insert_with(|| {
             ManagedProcess::new(
                 ProcessSpec {
-                    name: self.name.clone(),
+                    name: name.to_string(),
                     program: spec.program.clone(),
                     args: spec.args.clone(),
                     env: spec.env.clone(),
                     cwd: spec.cwd.clone(),
-                    log: spec
-                        .log
-                        .clone()
-                        .unwrap_or_else(|| default_log_path(&self.name)),
+                    log: spec.log.clone().unwrap_or_else(|| default_log_path(name)),
                 },
                 self.supervisor.clone(),
             )
@@ -820,7 +827,7 @@ impl Target {
 
     fn action_error(&self, error: ActionError) -> TargetError {
         TargetError::Action {
-            target: self.name.clone(),
+            target: self.name().to_string(),
             error,
         }
     }
