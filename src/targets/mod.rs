@@ -93,6 +93,12 @@ pub enum RestartFailure {
     },
 }
 
+impl From<verify::NotDown> for RestartFailure {
+    fn from(seen: verify::NotDown) -> Self {
+        RestartFailure::NeverDown { observed: seen.0 }
+    }
+}
+
 /// Why a cell's network could not be settled: the harness's own failure
 /// (a fault proxy stopped, the stack did not answer after a heal).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -169,7 +175,7 @@ pub struct Target {
     after_stop: Option<AfterStop>,
     after_stop_note: Option<String>,
     /// A managed target's last stop: how it went down, or what was seen instead.
-    stopped: Option<Result<String, String>>,
+    stopped: Option<Result<String, verify::NotDown>>,
     /// The least wait after a restart action before its probe (a deployment
     /// command's `SA_RESTART_WAIT_SEC`, a delay kept beside the default probe).
     min_wait: Duration,
@@ -527,7 +533,9 @@ impl Target {
                 }
                 let down = match family {
                     Some((family, pid_file)) => family.changed(&pid_file, self.ready_timeout).await,
-                    None => Err("the pid file named no process before the signal".into()),
+                    None => Err(verify::NotDown(
+                        "the pid file named no process before the signal".into(),
+                    )),
                 };
                 (restart_ms, self.back_after(down).await)
             }
@@ -581,21 +589,24 @@ impl Target {
         };
         let down = match &watch {
             Some(watch) => watch.judge(during, ready.failed_first).await,
-            None => ready.failed_first.map(|e| format!("the probe failed after the action returned: {e}")).ok_or_else(|| "its probe passed at once after the action (a command probe is not watched while the action runs)".to_string()),
+            None => ready.failed_first.map(|e| format!("the probe failed after the action returned: {e}")).ok_or_else(|| verify::NotDown("its probe passed at once after the action (a command probe is not watched while the action runs)".to_string())),
         };
         let seen = down
             .map(|down| Seen {
                 down: Some(down),
                 ready_ms: Some(millis(waited.elapsed())),
             })
-            .map_err(|observed| RestartFailure::NeverDown { observed });
+            .map_err(RestartFailure::from);
         (restart_ms, seen)
     }
 
     /// Once `down` was seen (or what was seen instead), the target must be
     /// ready within its deadline.
-    async fn back_after(&mut self, down: Result<String, String>) -> Result<Seen, RestartFailure> {
-        let down = down.map_err(|observed| RestartFailure::NeverDown { observed })?;
+    async fn back_after(
+        &mut self,
+        down: Result<String, verify::NotDown>,
+    ) -> Result<Seen, RestartFailure> {
+        let down = down?;
         let waited = Instant::now();
         if self.readiness == Readiness::None {
             return Ok(Seen {
@@ -802,17 +813,7 @@ impl Target {
         let Some(process) = self.process.as_mut() else {
             return String::new();
         };
-        let state = match process.state() {
-            ProcessState::Exited { code: Some(c), .. } => {
-                format!("; the process exited with code {c}")
-            }
-            ProcessState::Exited {
-                signal: Some(s), ..
-            } => format!("; the process was killed by {}", Signal::from_number(s)),
-            ProcessState::Exited { .. } => "; the process exited".to_string(),
-            ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
-            ProcessState::NotStarted => "; the process never started".to_string(),
-        };
+        let state = format!("; the process {}", exit_words(process.state()));
         let tail = process.log_tail(LOG_TAIL_LINES);
         if tail.trim().is_empty() {
             state
@@ -841,14 +842,11 @@ struct Seen {
     ready_ms: Option<u64>,
 }
 
-/// How a stopped process ended, as a sentence's predicate.
+/// How a process stands, as a sentence's predicate: its exit status in
+/// [`crate::supervise::exit_text`]'s words.
 fn exit_words(state: ProcessState) -> String {
     match state {
-        ProcessState::Exited { code: Some(c), .. } => format!("exited with code {c}"),
-        ProcessState::Exited {
-            signal: Some(s), ..
-        } => format!("was killed by {}", Signal::from_number(s)),
-        ProcessState::Exited { .. } => "exited".into(),
+        ProcessState::Exited { code, signal } => crate::supervise::exit_text(code, signal),
         ProcessState::Running { pid } => format!("(pid {pid}) is still running"),
         ProcessState::NotStarted => "never started".into(),
     }
