@@ -174,6 +174,7 @@ mod tests {
         assert_eq!(own.name(), "gateway");
         assert!(own != BuiltinTarget::Gateway);
         assert_eq!(own.builtin(), None);
-        assert!(TargetId::from(BuiltinTarget::Gateway) == BuiltinTarget::Gateway);
+        let builtin: TargetId = BuiltinTarget::Gateway.into();
+        assert!(builtin == BuiltinTarget::Gateway);
     }
 }
