@@ -23,7 +23,8 @@
 //! - `persist`: session stores (memory, SQLite, Postgres, the Rivet actor)
 //!   and the choice of one per cell
 //! - `targets`: restart actions (command, managed process, signal, HTTP
-//!   hook, network fault) and readiness probes
+//!   hook, network fault) and readiness probes; the built-in targets and
+//!   which targets a run has
 //! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
 //! - `report`: the report model, its renderers, judgement against

@@ -425,7 +425,7 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
         None => match stacks
             .skipped_targets
             .iter()
-            .find(|u| u.name == point.target)
+            .find(|u| u.id.name() == point.target)
         {
             Some(u) => (
                 match u.absence {
@@ -434,7 +434,7 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
                 },
                 u.reason.clone(),
             ),
-            None if stacks.own.targets.iter().any(|t| t.name == point.target) => return None,
+            None if stacks.own.targets.iter().any(|t| t.name() == point.target) => return None,
             None => (
                 Verdict::Error,
                 format!("no stack of this run has the target `{}`", point.target),

@@ -136,12 +136,13 @@ pub enum ProcessState {
     NotStarted,
 }
 
-/// How a process ended, in words: `exited with code 0`, `killed by
-/// SIGKILL`. The one rendering of an exit status in any message.
+/// How a process ended, in words that follow its name: `exited with code
+/// 0`, `was killed by SIGKILL`. The one rendering of an exit status in any
+/// message.
 pub fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(signal)) => format!("killed by {}", Signal::from_number(signal)),
+        (None, Some(signal)) => format!("was killed by {}", Signal::from_number(signal)),
         (None, None) => "ended with an unknown status".to_string(),
     }
 }
@@ -427,7 +428,7 @@ mod tests {
     fn an_exit_status_reads_as_words_never_as_debug_forms() {
         let shown = |code, signal| ProcessState::Exited { code, signal }.to_string();
         assert_eq!(shown(Some(0), None), "exited with code 0");
-        assert_eq!(shown(None, Some(libc::SIGKILL)), "killed by SIGKILL");
+        assert_eq!(shown(None, Some(libc::SIGKILL)), "was killed by SIGKILL");
         assert_eq!(shown(None, None), "ended with an unknown status");
         let status = ExitStatus::from_raw(3 << 8);
         assert_eq!(status_text(status), "exited with code 3");

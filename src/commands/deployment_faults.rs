@@ -32,7 +32,7 @@ pub(super) fn wire(
         {
             return Err(CommandError::usage(format!(
                 "target `{}` is a network fault, but the config file has no [faults] table: on a deployment, [faults] puts the proxies its hops run through (docs/faults.md)",
-                t.name
+                t.id
             )));
         }
         return Ok(None);
@@ -52,7 +52,7 @@ pub(super) fn wire(
             let Some(control) = controls.iter().find(|c| c.hop() == fault.hop) else {
                 return Err(CommandError::usage(format!(
                     "target `{}`: the deployment has no `{}` hop (its hops: {})",
-                    target.name,
+                    target.id,
                     fault.hop,
                     faults.names().join(", ")
                 )));

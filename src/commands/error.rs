@@ -109,6 +109,12 @@ impl From<crate::targets::TargetError> for CommandError {
     }
 }
 
+impl From<crate::targets::UnknownTarget> for CommandError {
+    fn from(e: crate::targets::UnknownTarget) -> Self {
+        CommandError::usage(e.to_string())
+    }
+}
+
 impl From<StackError> for CommandError {
     fn from(e: StackError) -> Self {
         CommandError::Stack(Box::new(e))

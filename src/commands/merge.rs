@@ -57,7 +57,7 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
         // shards ran (as `run` checks what it knows).
         let mut known: Vec<String> = crate::stack::local::known_targets(&[])
             .into_iter()
-            .map(|(n, _, _)| n)
+            .map(|k| k.id.to_string())
             .collect();
         known.extend(report.run.targets.iter().cloned());
         let mut scenarios: Vec<String> = crate::scenario::builtin_scenarios()

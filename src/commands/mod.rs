@@ -7,7 +7,7 @@ use crate::report::{self, Report};
 use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{StackOptions, StackServer};
-use crate::targets::Target;
+use crate::targets::{OwnTarget, Selection, Target, TargetId};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
@@ -60,10 +60,10 @@ fn load_config(sources: &Sources) -> Result<Option<Config>, CommandError> {
 fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, CommandError> {
     let mut targets = config.map(Config::targets).unwrap_or_default();
     if let Some(seed) = from_seed_env(std::env::vars())? {
-        if targets.iter().any(|t| t.name == seed.name) {
+        if targets.iter().any(|t| t.id == seed.id) {
             return Err(CommandError::usage(format!(
                 "SA_RESTART_CMD defines target `{}`, which the config file defines too",
-                seed.name
+                seed.id
             )));
         }
         targets.push(seed);
@@ -72,7 +72,7 @@ fn configured_targets(config: Option<&Config>) -> Result<Vec<Target>, CommandErr
 }
 
 /// Keeps the named items, in their order; an unknown name is a usage error naming the known ones.
-fn select<T>(
+fn select_scenarios<T>(
     items: Vec<T>,
     wanted: &[String],
     name: impl Fn(&T) -> &str,
@@ -132,10 +132,10 @@ pub fn validate(sources: &Sources) -> Result<String, CommandError> {
                 .unwrap_or_default();
             crate::stack::local::known_targets(&faults)
                 .into_iter()
-                .map(|(n, _, _)| n)
+                .map(|k| k.id.to_string())
                 .collect()
         } else {
-            targets.iter().map(|t| t.name.clone()).collect()
+            targets.iter().map(|t| t.id.to_string()).collect()
         };
         expectations.check_names(&names, &scenario_names(&scenarios))?;
         out.push_str(&format!("{}: ok\n", path.display()));
@@ -160,12 +160,12 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for (name, what, _) in crate::stack::local::known_targets(&[]) {
-            out.push_str(&format!("  {name:<20} local stack: {what}\n"));
+        for known in crate::stack::local::known_targets(&[]) {
+            out.push_str(&format!("  {:<20} local stack: {}\n", known.id, known.what));
         }
     }
     for t in &targets {
-        out.push_str(&format!("  {:<14} {}\n", t.name, t.describe()));
+        out.push_str(&format!("  {:<14} {}\n", t.id, t.describe()));
     }
     out.push_str("scenarios:\n");
     for s in &scenarios {
@@ -260,7 +260,7 @@ async fn run_in(
     // run knows, not only those it runs, so one file gates a subset too
     // (a typo, which names nothing known, is still refused).
     let known_scenarios = scenario_names(&loaded);
-    let mut scenarios = select(loaded, &args.scenarios, |s| s.name.as_str(), "scenario")?;
+    let mut scenarios = select_scenarios(loaded, &args.scenarios, |s| s.name.as_str(), "scenario")?;
     // `opt_in` scenarios run only when named.
     if args.scenarios.is_empty() {
         scenarios.retain(|s| !s.opt_in);
@@ -374,8 +374,8 @@ async fn run_in(
                 if targets.is_empty() {
                     return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
                 }
-                let known_targets: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
-                let mut targets = select(targets, &args.targets, |t| t.name.as_str(), "target")?;
+                let known_targets: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
+                let mut targets = Selection::named(&args.targets).pick(targets, |t| &t.id)?;
                 for target in &mut targets {
                     target.set_supervisor(supervisor.clone());
                 }
@@ -387,7 +387,7 @@ async fn run_in(
                 let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
                 deployment_hops = hops;
                 let jobs = deployment::jobs(&args, &run_defaults, &targets);
-                let names: Vec<String> = targets.iter().map(|t| t.name.clone()).collect();
+                let names: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
                 if let Some(x) = &expectations {
                     x.check_names(&known_targets, &known_scenarios)?;
                     x.check_points(&[], &[])?;
@@ -413,18 +413,15 @@ async fn run_in(
                 for name in &chosen.agents {
                     crate::stack::agents::check_known(name)?;
                 }
-                // Unknown names are refused; opt-in fault targets run only when named.
-                let known_targets: Vec<String> = crate::stack::local::known_targets(&local_faults)
+                // Unknown names are refused; opt-in targets run only when named.
+                let known = crate::stack::local::known_targets(&local_faults);
+                let known_targets: Vec<String> = known.iter().map(|k| k.id.to_string()).collect();
+                let picked: Vec<TargetId> = Selection::named(&args.targets)
+                    .pick(known, |k| &k.id)?
                     .into_iter()
-                    .map(|(n, _, _)| n)
+                    .map(|k| k.id)
                     .collect();
-                select(
-                    known_targets.clone(),
-                    &args.targets,
-                    |n| n.as_str(),
-                    "target",
-                )?;
-                let names = crate::stack::local::run_targets(&args.targets, &local_faults);
+                let names: Vec<String> = picked.iter().map(TargetId::to_string).collect();
                 if let Some(x) = &expectations {
                     x.check_names(&known_targets, &known_scenarios)?;
                     x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
@@ -442,7 +439,7 @@ async fn run_in(
                     crate::console::errln(
                         "continuity: this shard holds no cell of the matrix: no stack is started",
                     );
-                    let stacks = workers::no_stacks(&names);
+                    let stacks = workers::no_stacks(&picked);
                     (stacks, Vec::new(), names, chosen.servers.clone())
                 } else {
                     let jobs = local_jobs(&args, run_defaults.jobs, cells);
@@ -566,7 +563,7 @@ fn local_stack_options(
     run_dir: &Path,
     chosen: &axes::Chosen,
     supervisor: &crate::supervise::Supervisor,
-    custom_faults: Vec<(String, crate::targets::FaultAction)>,
+    custom_faults: Vec<(OwnTarget, crate::targets::FaultAction)>,
     first: Option<&runner::ServedBinary>,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (server, serving) = match first {
@@ -585,7 +582,7 @@ fn local_stack_options(
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,
-        only: args.targets.clone(),
+        selection: Selection::named(&args.targets),
         rivet_save: match args.rivet_save {
             RivetSaveArg::Immediate => crate::stack::rivet::SaveMode::Immediate,
             RivetSaveArg::Deferred => crate::stack::rivet::SaveMode::Deferred,

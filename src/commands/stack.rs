@@ -110,7 +110,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         agent_program: std::env::current_exe().map_err(|e| {
             CommandError::incomplete(format!("cannot find the continuity binary: {e}"))
         })?,
-        only: Vec::new(),
+        selection: crate::targets::Selection::default(),
         rivet_save: crate::stack::rivet::SaveMode::Immediate,
         rivet_stop: crate::stack::rivet::RunnerStop::Kill,
         agents: Vec::new(),
@@ -133,7 +133,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         }
     };
     for u in &stack.skipped {
-        crate::console::errln(&format!("stack: {} not running: {}", u.name, u.reason));
+        crate::console::errln(&format!("stack: {} not running: {}", u.id, u.reason));
     }
     let state = StackState {
         base_url: stack.base_url.clone(),

@@ -70,7 +70,7 @@ fn reported_versions(binaries: &[ServedBinary]) -> Option<String> {
 /// A shard of the local stack's matrix that holds no cell: its report
 /// lists the targets and scenarios and no cell, and no stack is started
 /// for it (it would run nothing).
-pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
+pub(super) fn no_stacks(targets: &[crate::targets::TargetId]) -> RunStacks {
     RunStacks {
         own: Worker {
             base_url: String::new(),
@@ -92,7 +92,7 @@ pub(super) fn no_stacks(targets: &[String]) -> RunStacks {
         },
         skipped_targets: targets
             .iter()
-            .map(|name| crate::targets::Unavailable::skipped(name, "not in this shard"))
+            .map(|id| crate::targets::Unavailable::skipped(id.clone(), "not in this shard"))
             .collect(),
         agent_skips: Vec::new(),
         server_version: None,
@@ -207,8 +207,8 @@ fn shape(stack: &LocalStack) -> Vec<String> {
     stack
         .targets
         .iter()
-        .map(|t| t.name.clone())
-        .chain(stack.skipped.iter().map(|u| format!("{}(skipped)", u.name)))
+        .map(|t| t.id.to_string())
+        .chain(stack.skipped.iter().map(|u| format!("{}(skipped)", u.id)))
         .collect()
 }
 
@@ -226,7 +226,7 @@ pub(super) fn attach(
     let logs = logs(stacks, run_dir);
     let server_version = reported_versions(&binaries);
     let binaries: Arc<[ServedBinary]> = binaries.into();
-    let server = crate::stack::local::SERVER_TARGET;
+    let server = crate::targets::BuiltinTarget::Agent;
     let mut workers = stacks.iter_mut().map(|stack| Worker {
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
@@ -329,7 +329,7 @@ mod tests {
                 crate::stack::sandbox_agent::DEFAULT_VERSION.into(),
             ),
             agent_program: std::env::current_exe().unwrap(),
-            only: Vec::new(),
+            selection: crate::targets::Selection::default(),
             rivet_save: crate::stack::rivet::SaveMode::Immediate,
             rivet_stop: crate::stack::rivet::RunnerStop::Kill,
             agents: Vec::new(),

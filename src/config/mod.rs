@@ -48,7 +48,7 @@ pub use values::{check_agent_name, check_base_url};
 use crate::persist::PersistChoice;
 use crate::secret::{is_secret_name, Redactor};
 use crate::source_line::line_of;
-use crate::targets::{Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
+use crate::targets::{OwnTarget, Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -96,7 +96,7 @@ struct TargetEntry {
 impl TargetEntry {
     fn to_target(&self) -> Target {
         Target::new(
-            self.name.clone(),
+            OwnTarget::new(&self.name),
             self.action.clone(),
             self.readiness.clone(),
         )
@@ -263,11 +263,11 @@ impl Config {
 
     /// The file's fault targets, by name: on the local stack (no base
     /// URL) they join its own, on its hops.
-    pub fn fault_targets(&self) -> Vec<(String, crate::targets::FaultAction)> {
+    pub fn fault_targets(&self) -> Vec<(OwnTarget, crate::targets::FaultAction)> {
         self.targets
             .iter()
             .filter_map(|t| match &t.action {
-                RestartAction::Fault(f) => Some((t.name.clone(), f.clone())),
+                RestartAction::Fault(f) => Some((OwnTarget::new(&t.name), f.clone())),
                 _ => None,
             })
             .collect()
@@ -320,7 +320,7 @@ where
         Readiness::Delay { duration: wait }
     };
     Ok(Some(Target::new(
-        "command",
+        OwnTarget::new("command"),
         RestartAction::Command {
             command,
             timeout: DEFAULT_COMMAND_TIMEOUT,

@@ -9,8 +9,8 @@ use super::values::{
 use super::TargetEntry;
 use crate::signal::Signal;
 use crate::targets::{
-    ManagedSpec, Readiness, RestartAction, RestartKind, DEFAULT_COMMAND_TIMEOUT, DEFAULT_GRACE,
-    DEFAULT_HTTP_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_READY_TIMEOUT,
+    BuiltinTarget, ManagedSpec, Readiness, RestartAction, RestartKind, DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_GRACE, DEFAULT_HTTP_TIMEOUT, DEFAULT_PROBE_INTERVAL, DEFAULT_READY_TIMEOUT,
 };
 use std::ops::Range;
 use std::path::PathBuf;
@@ -37,8 +37,7 @@ pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<Target
         (None, Some(fault)) => {
             // The file's fault targets join the local stack's own: one
             // name for two would make two cells of one name.
-            let builtin = crate::stack::local::known_targets(&[]);
-            if builtin.iter().any(|(n, _, _)| n == name) {
+            if BuiltinTarget::from_name(name).is_some() {
                 return Err(invalid(
                     &key,
                     span,

@@ -244,7 +244,7 @@ fn the_seed_scripts_environment_becomes_a_command_target() {
     let target = from_seed_env([("SA_RESTART_CMD", "docker restart sa")])
         .unwrap()
         .unwrap();
-    assert_eq!(target.name, "command");
+    assert_eq!(target.name(), "command");
     assert_eq!(target.kind(), RestartKind::Command);
     assert_eq!(
         target.readiness,
@@ -415,7 +415,7 @@ fn jobs_and_independent_targets() {
     let independent: Vec<(String, bool)> = config
         .targets()
         .iter()
-        .map(|t| (t.name.clone(), t.independent))
+        .map(|t| (t.name().to_string(), t.independent))
         .collect();
     assert_eq!(
         independent,

@@ -12,7 +12,7 @@ use crate::errors::HarnessPart;
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
-use crate::targets::Target;
+use crate::targets::{BuiltinTarget, Target};
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,24 +56,6 @@ impl Restarter for TargetRestarter<'_> {
 
     fn watched_parts(&self) -> Vec<crate::supervise::part::PartProcess> {
         self.target.watched_parts().to_vec()
-    }
-}
-
-/// The parts of continuity's own that the target `name` takes down on
-/// purpose (for a client that `hosted` the SDK in the Rivet app): the
-/// `store` target's Postgres; the Rivet targets', the hops to the Rivet
-/// Engine and a hosted client's own restart (its runner), the Rivet app;
-/// the gateway's, nginx. Chromium is none's: a reload keeps the browser.
-fn restarted_parts(name: &str, hosted: bool) -> Vec<HarnessPart> {
-    match name {
-        persist_axis::STORE_TARGET => vec![HarnessPart::Postgres],
-        "rivet" | "rivet-engine" => vec![HarnessPart::RivetApp],
-        persist_axis::CLIENT_TARGET if hosted => vec![HarnessPart::RivetApp],
-        "gateway" | "gateway-reload" => vec![HarnessPart::Nginx],
-        _ if name.starts_with("runner-") || name.starts_with("persist-") => {
-            vec![HarnessPart::RivetApp]
-        }
-        _ => Vec::new(),
     }
 }
 
@@ -157,7 +139,7 @@ pub(super) async fn run_attempts(
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
-    let target = worker.targets[cell.target].name.clone();
+    let target = worker.targets[cell.target].name().to_string();
     let mut source = OnWorker {
         plan,
         worker,
@@ -230,22 +212,23 @@ async fn run_one(
     index: usize,
     interrupt: watch::Receiver<bool>,
 ) -> Result<PendingAttempt, Attempt> {
-    let target_name = worker.targets[t].name.clone();
+    let target_id = worker.targets[t].id.clone();
+    let target_name = target_id.name();
     let client = worker.client(plan.point);
     if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }
     if let Some(reason) = persist_axis::client_skip_reason(&client, &worker.persist)
-        .or_else(|| persist_axis::skip_reason(&target_name, &worker.persist))
+        .or_else(|| persist_axis::skip_reason(&target_id, &worker.persist))
     {
         return Err(skipped_attempt(attempt, &reason));
     }
-    let restarts_clients = target_name == persist_axis::CLIENT_TARGET;
+    let restarts_clients = target_id == BuiltinTarget::Client;
     let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
     if restarts_clients
         && hosts_sdk
         && worker.sdk_process.is_none()
-        && !worker.targets.iter().any(|t| t.name == "rivet")
+        && !worker.targets.iter().any(|t| t.id == BuiltinTarget::Rivet)
     {
         return Err(skipped_attempt(
             attempt,
@@ -256,7 +239,7 @@ async fn run_one(
     let key = format!("{}-{tag}{index}", plan.settings.id);
     let file_cell = format!(
         "{index:03}-{tag}{}-{}-{attempt}",
-        crate::file_name::safe(&target_name),
+        crate::file_name::safe(target_name),
         crate::file_name::safe(&scenario.name)
     );
     let store =
@@ -361,7 +344,11 @@ async fn run_one(
     let mut reload = page.filter(|_| restarts_clients).map(PageReload);
     // A hosted client's `client` restart is its process's: the RivetKit runner's.
     let target = match (restarts_clients, hosted.is_some() && reload.is_none()) {
-        (true, true) => match worker.targets.iter().position(|t| t.name == "rivet") {
+        (true, true) => match worker
+            .targets
+            .iter()
+            .position(|t| t.id == BuiltinTarget::Rivet)
+        {
             Some(runner) => &mut worker.targets[runner],
             None => worker
                 .sdk_process
@@ -374,7 +361,10 @@ async fn run_one(
     let mut on_target = TargetRestarter {
         target,
         clients: restarts_clients && hosted.is_none(),
-        parts: restarted_parts(&target_name, hosts_sdk),
+        // A deployment's own targets restart nothing of continuity's.
+        parts: target_id
+            .builtin()
+            .map_or_else(Vec::new, |b| b.restarted_parts(hosts_sdk)),
     };
     let restarter: &mut dyn Restarter = match reload.as_mut() {
         Some(reload) => reload,

@@ -17,14 +17,10 @@ use super::client_axis::ClientChoice;
 use super::PersistChoice;
 use crate::persist::SqliteDriver;
 use crate::scenario::CellStore;
+use crate::targets::{BuiltinTarget, TargetId};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// The target that restarts the session store's server.
-pub const STORE_TARGET: &str = "store";
-/// The target that restarts the cell's clients.
-pub const CLIENT_TARGET: &str = "client";
 
 /// Why a cell of `client` cannot keep its sessions in `persist`, if it
 /// cannot: IndexedDB is a browser's, and a page can reach no other store
@@ -46,8 +42,8 @@ pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice)
 }
 
 /// Why a cell of `target` cannot run with `persist`, if it cannot.
-pub(super) fn skip_reason(target: &str, persist: &PersistChoice) -> Option<String> {
-    if target != STORE_TARGET {
+pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<String> {
+    if *target != BuiltinTarget::Store {
         return None;
     }
     let why = match persist {
@@ -165,13 +161,13 @@ mod tests {
 
     #[test]
     fn only_postgres_has_a_store_server_to_restart() {
-        assert!(skip_reason("store", &PersistChoice::Postgres).is_none());
-        assert!(skip_reason("agent", &PersistChoice::Memory).is_none());
-        let memory = skip_reason("store", &PersistChoice::Memory).unwrap();
+        assert!(skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Postgres).is_none());
+        assert!(skip_reason(&BuiltinTarget::Agent.into(), &PersistChoice::Memory).is_none());
+        let memory = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Memory).unwrap();
         assert!(memory.contains("client's own memory"), "{memory}");
-        let sqlite = skip_reason("store", &PersistChoice::Sqlite).unwrap();
+        let sqlite = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Sqlite).unwrap();
         assert!(sqlite.contains("file"), "{sqlite}");
-        let rivet = skip_reason("store", &PersistChoice::Rivet).unwrap();
+        let rivet = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Rivet).unwrap();
         assert!(rivet.contains("`rivet`"), "{rivet}");
     }
 

@@ -103,14 +103,14 @@ pub(super) fn next_job(
         .iter()
         .enumerate()
         .filter_map(|(at, job)| {
-            let target = worker.targets.iter().position(|t| t.name == job.target)?;
+            let target = worker.targets.iter().position(|t| t.name() == job.target)?;
             let switches = !worker.serves(&job.point.server);
             Some((at, target, busy && leaves_deletes(job), switches))
         })
         .min_by_key(|(at, t, keeps_busy, switches)| {
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
-            let ran = ran.get(&target.name).copied().unwrap_or(0);
+            let ran = ran.get(target.name()).copied().unwrap_or(0);
             (*switches, queue[*at].repeat, waits, *keeps_busy, ran, *at)
         })
         .map(|(at, t, _, _)| (at, t))?;
@@ -149,7 +149,7 @@ mod tests {
     /// A worker whose stack holds one target, `gateway`, restarted by `true`.
     fn gateway_worker() -> crate::runner::Worker {
         let target = Target::new(
-            "gateway",
+            crate::targets::BuiltinTarget::Gateway,
             RestartAction::Command {
                 command: "true".into(),
                 timeout: std::time::Duration::from_secs(1),
@@ -174,7 +174,7 @@ mod tests {
         worker.server = Some(ServerSlot::new(
             binaries.into(),
             Some("0.4.2"),
-            "agent",
+            crate::targets::BuiltinTarget::Agent,
             None,
         ));
         let queue = Mutex::new(VecDeque::from([

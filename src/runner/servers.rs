@@ -13,7 +13,7 @@
 
 use super::matrix::{CellPoint, PersistPoint, ServerPoint};
 use super::{PersistChoice, Worker};
-use crate::targets::Target;
+use crate::targets::{BuiltinTarget, Target, TargetError};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,7 +29,7 @@ pub struct ServedBinary {
 pub struct ServerSlot {
     binaries: Arc<[ServedBinary]>,
     /// The restart target that runs the server.
-    target: String,
+    target: BuiltinTarget,
     /// That target when this run does not restart it (`--target gateway`):
     /// it is then not among the worker's targets, but still switched.
     background: Option<Target>,
@@ -37,7 +37,36 @@ pub struct ServerSlot {
     serving: Option<String>,
     /// Points that did not start on this stack, with why: their next
     /// cells are errors at once rather than another wait for health.
-    failed: Vec<(String, String)>,
+    failed: Vec<SwitchError>,
+}
+
+/// Why a worker's stack cannot serve a cell's server point: the cell is
+/// an error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(super) enum SwitchError {
+    #[error("sandbox-agent {label} was not installed for this run")]
+    NotInstalled { label: String },
+    #[error("this stack has no `{target}` to run sandbox-agent {label}")]
+    NoServerTarget {
+        target: BuiltinTarget,
+        label: String,
+    },
+    #[error("sandbox-agent {label} did not start on this stack: {source}")]
+    DidNotStart {
+        label: String,
+        #[source]
+        source: TargetError,
+    },
+}
+
+impl SwitchError {
+    fn label(&self) -> &str {
+        match self {
+            SwitchError::NotInstalled { label }
+            | SwitchError::NoServerTarget { label, .. }
+            | SwitchError::DidNotStart { label, .. } => label,
+        }
+    }
 }
 
 impl ServerSlot {
@@ -48,12 +77,12 @@ impl ServerSlot {
     pub fn new(
         binaries: Arc<[ServedBinary]>,
         serving: Option<&str>,
-        target: &str,
+        target: BuiltinTarget,
         background: Option<Target>,
     ) -> ServerSlot {
         ServerSlot {
             binaries,
-            target: target.to_string(),
+            target,
             background,
             serving: serving.map(str::to_string),
             failed: Vec::new(),
@@ -79,7 +108,7 @@ impl Worker {
     /// Sets this worker to `point` before its cell's attempts: the server
     /// its stack runs (switched if need be) and the store its attempts
     /// keep sessions in. `Err` says why the cell cannot run here.
-    pub(super) async fn take_point(&mut self, point: &CellPoint) -> Result<(), String> {
+    pub(super) async fn take_point(&mut self, point: &CellPoint) -> Result<(), SwitchError> {
         self.persist = self.store_for(point.persist);
         if self.serves(&point.server) {
             return Ok(());
@@ -93,24 +122,25 @@ impl Worker {
             return Ok(());
         };
         let label = &point.server.label;
-        if let Some((_, reason)) = slot.failed.iter().find(|(l, _)| l == label) {
-            return Err(reason.clone());
+        if let Some(failed) = slot.failed.iter().find(|f| f.label() == label) {
+            return Err(failed.clone());
         }
         let Some(binary) = slot.binaries.iter().find(|b| &b.label == label) else {
-            return Err(format!(
-                "sandbox-agent {label} was not installed for this run"
-            ));
+            return Err(SwitchError::NotInstalled {
+                label: label.clone(),
+            });
         };
         let binary = binary.binary.clone();
-        let name = slot.target.clone();
+        let server = slot.target;
         let target = match slot.background.as_mut() {
             Some(target) => target,
-            None => match targets.iter_mut().find(|t| t.name == name) {
+            None => match targets.iter_mut().find(|t| t.id == server) {
                 Some(target) => target,
                 None => {
-                    return Err(format!(
-                        "this stack has no `{name}` to run sandbox-agent {label}"
-                    ))
+                    return Err(SwitchError::NoServerTarget {
+                        target: server,
+                        label: label.clone(),
+                    })
                 }
             },
         };
@@ -129,11 +159,14 @@ impl Worker {
                 slot.serving = Some(label.clone());
                 Ok(())
             }
-            Err(e) => {
-                let reason = format!("sandbox-agent {label} did not start on this stack: {e}");
+            Err(source) => {
+                let failed = SwitchError::DidNotStart {
+                    label: label.clone(),
+                    source,
+                };
                 slot.serving = None;
-                slot.failed.push((label.clone(), reason.clone()));
-                Err(reason)
+                slot.failed.push(failed.clone());
+                Err(failed)
             }
         }
     }
@@ -190,7 +223,7 @@ mod tests {
         spec.log = Some(dir.join("server.log"));
         spec.grace = Duration::from_secs(2);
         let mut target = Target::new(
-            "agent",
+            BuiltinTarget::Agent,
             RestartAction::Managed(spec),
             Readiness::Tcp {
                 addr: format!("127.0.0.1:{port}"),
@@ -210,7 +243,12 @@ mod tests {
         ]
         .into();
         let mut worker = crate::runner::tests::bare_worker(vec![target]);
-        worker.server = Some(ServerSlot::new(binaries, Some("good"), "agent", None));
+        worker.server = Some(ServerSlot::new(
+            binaries,
+            Some("good"),
+            BuiltinTarget::Agent,
+            None,
+        ));
         worker
     }
 
@@ -229,7 +267,8 @@ mod tests {
             .expect("already serving good");
         let e = worker.take_point(&bad).await.unwrap_err();
         assert!(
-            e.starts_with("sandbox-agent bad did not start on this stack"),
+            e.to_string()
+                .starts_with("sandbox-agent bad did not start on this stack"),
             "{e}"
         );
         assert!(!worker.serves(&good.server) && !worker.serves(&bad.server));

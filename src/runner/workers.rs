@@ -88,10 +88,10 @@ async fn run_lanes(
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
     let own = &mut stacks.own;
-    let order: Vec<String> = own.targets.iter().map(|t| t.name.clone()).collect();
+    let order: Vec<String> = own.targets.iter().map(|t| t.name().to_string()).collect();
     let (independent, alone): (Vec<Target>, Vec<Target>) =
         own.targets.drain(..).partition(|t| t.independent);
-    let is_independent = |job: &Job| independent.iter().any(|t| t.name == job.target);
+    let is_independent = |job: &Job| independent.iter().any(|t| t.name() == job.target);
     let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
     let lanes = stacks.jobs.min(independent.len()).max(1);
     let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
@@ -108,7 +108,7 @@ async fn run_lanes(
     }
     own.targets
         .extend(workers.into_iter().flat_map(|w| w.targets));
-    own.targets.sort_by_key(|t| position(&order, &t.name));
+    own.targets.sort_by_key(|t| position(&order, t.name()));
     finished
 }
 
@@ -220,6 +220,7 @@ async fn work(
                 break;
             }
             Some(Err(reason)) => {
+                let reason = crate::errors::error_chain(&reason);
                 let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
                 failed.verdict = crate::report::Verdict::Error;
                 judged(job.index, vec![(failed.attempt, failed.verdict)]);

@@ -18,81 +18,33 @@ use crate::persist::{StackStores, StoreAbsent};
 use crate::report::LogFile;
 use crate::signal::Signal;
 use crate::supervise::{free_port, Supervisor};
-use crate::targets::Unavailable;
-use crate::targets::{FaultAction, ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{
+    BuiltinTarget, FaultAction, ManagedSpec, OwnTarget, Readiness, RestartAction, Selection,
+    Target, TargetId, Unavailable,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The local stack's restart targets and what each restarts.
-pub const TARGETS: [(&str, &str); 8] = [
-    (
-        "agent",
-        "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
-    ),
-    (
-        "gateway",
-        "the nginx gateway in front of it (stop the master, start again)",
-    ),
-    (
-        "gateway-reload",
-        "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)",
-    ),
-    (super::reload_race::NAME, super::reload_race::WHAT),
-    (
-        "rivet",
-        "the RivetKit runner holding the session-persistence actor",
-    ),
-    ("rivet-engine", "the Rivet Engine the runner connects to"),
-    (
-        "client",
-        "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again (only with --target)",
-    ),
-    (
-        "store",
-        "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres; only with --target)",
-    ),
-];
-
-/// Targets that run only when named with `--target`: they restart what a
-/// plain run keeps (the clients, the session store's server), or make a
-/// known race happen every time (a reload's close in flight).
-pub const OPT_IN_TARGETS: [&str; 3] = ["client", "store", super::reload_race::NAME];
-
-/// Whether a run with `--target only…` (all when empty) has `name`'s cells.
-pub fn selected(name: &str, only: &[String]) -> bool {
-    match only.is_empty() {
-        true => !OPT_IN_TARGETS.contains(&name),
-        false => only.iter().any(|o| o == name),
-    }
-}
-/// The restart target that runs the sandbox-agent server.
-pub const SERVER_TARGET: &str = "agent";
-/// Every target of the local stack, restarts, built-in faults, then the
-/// config file's own faults (`custom`): its name, what it does, and whether
-/// it runs when `--target` names none.
-pub fn known_targets(custom: &[(String, FaultAction)]) -> Vec<(String, String, bool)> {
-    let restarts = TARGETS
-        .iter()
-        .map(|(n, w)| (n.to_string(), w.to_string(), !OPT_IN_TARGETS.contains(n)));
-    let faults = super::fault_targets::BUILTIN
-        .iter()
-        .map(|f| (f.name.to_string(), f.what(), f.default));
-    let own = custom
-        .iter()
-        .map(|(n, f)| (n.clone(), format!("{} (config file)", f.describe()), true));
-    restarts.chain(faults).chain(own).collect()
+/// A target of the local stack as `continuity list` shows it: who it
+/// is and what it does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnownTarget {
+    pub id: TargetId,
+    pub what: String,
 }
 
-/// The targets a run on the local stack has: those named, else the default ones.
-pub fn run_targets(named: &[String], custom: &[(String, FaultAction)]) -> Vec<String> {
-    known_targets(custom)
-        .into_iter()
-        .filter(|(n, _, default)| match named.is_empty() {
-            true => *default,
-            false => named.iter().any(|w| w == n),
-        })
-        .map(|(n, _, _)| n)
-        .collect()
+/// Every target of the local stack, in the report's order: the built-in
+/// restarts and faults, then the config file's own faults (`custom`).
+pub fn known_targets(custom: &[(OwnTarget, FaultAction)]) -> Vec<KnownTarget> {
+    let builtin = BuiltinTarget::ALL.into_iter().map(|b| KnownTarget {
+        id: b.into(),
+        what: b.describe(),
+    });
+    let own = custom.iter().map(|(name, f)| KnownTarget {
+        id: name.clone().into(),
+        what: format!("{} (config file)", f.describe()),
+    });
+    builtin.chain(own).collect()
 }
 
 /// How long sandbox-agent has to answer `/v1/health` after a start.
@@ -112,8 +64,8 @@ pub struct StackOptions {
     pub server: StackServer,
     /// The `continuity` binary, for the agent launcher.
     pub agent_program: PathBuf,
-    /// Only these targets (all when empty); every component still starts.
-    pub only: Vec<String>,
+    /// The targets the run has; every component still starts.
+    pub selection: Selection,
     /// How the Rivet actor saves state.
     pub rivet_save: rivet::SaveMode,
     /// How the `rivet` target stops the RivetKit runner.
@@ -133,7 +85,7 @@ pub struct StackOptions {
     /// stack outlives the harness process the proxies live in).
     pub fault_proxies: bool,
     /// The config file's own fault targets on the stack's hops.
-    pub custom_faults: Vec<(String, FaultAction)>,
+    pub custom_faults: Vec<(OwnTarget, FaultAction)>,
 }
 
 /// The sandbox-agent a stack comes up running.
@@ -275,10 +227,12 @@ impl LocalStack {
                 let reason = reason.to_string();
                 stack.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
                 stack.sdk_host = Err(Unhosted(reason.clone()));
-                stack.skipped.push(Unavailable::skipped("rivet", &reason));
                 stack
                     .skipped
-                    .push(Unavailable::skipped("rivet-engine", &reason));
+                    .push(Unavailable::skipped(BuiltinTarget::Rivet, &reason));
+                stack
+                    .skipped
+                    .push(Unavailable::skipped(BuiltinTarget::RivetEngine, &reason));
             }
             Ok(node) => match RivetStack::up(
                 &options.run_dir.join("rivet"),
@@ -308,10 +262,12 @@ impl LocalStack {
                     progress(Note::step(format!(
                         "the Rivet layer did not start: {reason}"
                     )));
-                    stack.skipped.push(Unavailable::failed("rivet", &reason));
                     stack
                         .skipped
-                        .push(Unavailable::failed("rivet-engine", &reason));
+                        .push(Unavailable::failed(BuiltinTarget::Rivet, &reason));
+                    stack
+                        .skipped
+                        .push(Unavailable::failed(BuiltinTarget::RivetEngine, &reason));
                 }
                 Ok(mut rivet) => {
                     stack.logs.extend(rivet.logs());
@@ -377,7 +333,7 @@ impl LocalStack {
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
         let agent_url = format!("http://127.0.0.1:{agent_port}");
         let mut agent_target = Target::new(
-            SERVER_TARGET,
+            BuiltinTarget::Agent,
             managed(agent_spec, AGENT_GRACE),
             Readiness::http(format!("{agent_url}/v1/health")),
         )
@@ -392,7 +348,7 @@ impl LocalStack {
         )));
         agent_target.prepare().await?;
         stack.components.push(Component {
-            target: "agent".into(),
+            target: BuiltinTarget::Agent.name().into(),
             program: "sandbox-agent".into(),
             url: agent_url.clone(),
             log: stack.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
@@ -407,13 +363,16 @@ impl LocalStack {
         match nginx::find_binary() {
             Err(reason) => {
                 let reason = reason.to_string();
-                stack.skipped.push(Unavailable::skipped("gateway", &reason));
                 stack
                     .skipped
-                    .push(Unavailable::skipped("gateway-reload", &reason));
+                    .push(Unavailable::skipped(BuiltinTarget::Gateway, &reason));
                 stack
                     .skipped
-                    .push(Unavailable::skipped(super::reload_race::NAME, &reason));
+                    .push(Unavailable::skipped(BuiltinTarget::GatewayReload, &reason));
+                stack.skipped.push(Unavailable::skipped(
+                    BuiltinTarget::GatewayReloadIdle,
+                    &reason,
+                ));
             }
             Ok(binary) => {
                 let gateway = GatewayConfig {
@@ -427,7 +386,7 @@ impl LocalStack {
                     .logs
                     .push(("nginx".into(), gateway.prefix.join("error.log")));
                 let mut target = Target::new(
-                    "gateway",
+                    BuiltinTarget::Gateway,
                     managed(spec, Duration::from_secs(5)),
                     Readiness::http(gateway.health_url()),
                 )
@@ -439,7 +398,7 @@ impl LocalStack {
                 )));
                 target.prepare().await?;
                 stack.components.push(Component {
-                    target: "gateway".into(),
+                    target: BuiltinTarget::Gateway.name().into(),
                     program: "nginx".into(),
                     url: gateway.base_url(),
                     log: gateway.prefix.join("error.log"),
@@ -452,7 +411,7 @@ impl LocalStack {
                     gateway.prefix.join("nginx.pid"),
                 ));
                 let reload = Target::new(
-                    "gateway-reload",
+                    BuiltinTarget::GatewayReload,
                     RestartAction::Signal {
                         pid_file: gateway.prefix.join("nginx.pid"),
                         signal: Signal::HUP,
@@ -470,34 +429,40 @@ impl LocalStack {
             }
         }
         stack.add(
-            Target::new("client", RestartAction::Clients, Readiness::None).keeping_open_requests(),
+            Target::new(
+                BuiltinTarget::Client,
+                RestartAction::Clients,
+                Readiness::None,
+            )
+            .keeping_open_requests(),
             &options,
         );
         // The `client` target of a hosted client restarts the runner.
-        if selected("client", &options.only) && !selected("rivet", &options.only) {
-            if let Some(at) = stack.background.iter().position(|t| t.name == "rivet") {
-                stack.sdk_process = Some(stack.background.remove(at));
-            }
+        let selection = &options.selection;
+        if selection.includes(&BuiltinTarget::Client.into())
+            && !selection.includes(&BuiltinTarget::Rivet.into())
+        {
+            stack.sdk_process = stack.take_background(BuiltinTarget::Rivet);
         }
-        stack.skipped.retain(|u| selected(&u.name, &options.only));
-        let selected = run_targets(&options.only, &options.custom_faults);
+        stack.skipped.retain(|u| selection.includes(&u.id));
         // Once a fault heals, what its hop leads to answers again: through
         // the gateway (and the agent hop), or the session actor (through
         // the runner's link to the engine, which reconnects with a backoff).
-        let probe_of = |name: &str, timeout: Duration| {
+        let probe_of = |of: BuiltinTarget, timeout: Duration| {
             stack
                 .targets
                 .iter()
                 .chain(stack.background.iter())
-                .find(|t| t.name == name)
+                .find(|t| t.id == of)
                 .map(|t| (t.readiness.clone(), timeout))
         };
         let ready = |hop: &str| match hop {
-            "persist" | "runner" => probe_of("rivet", AFTER_HEAL_RIVET_TIMEOUT),
-            _ => probe_of("gateway", READY_TIMEOUT).or_else(|| probe_of("agent", READY_TIMEOUT)),
+            "persist" | "runner" => probe_of(BuiltinTarget::Rivet, AFTER_HEAL_RIVET_TIMEOUT),
+            _ => probe_of(BuiltinTarget::Gateway, READY_TIMEOUT)
+                .or_else(|| probe_of(BuiltinTarget::Agent, READY_TIMEOUT)),
         };
         let (faults, unavailable) =
-            super::fault_targets::on_hops(&selected, &options.custom_faults, &stack.hops, &ready);
+            super::fault_targets::on_hops(selection, &options.custom_faults, &stack.hops, &ready);
         stack.targets.extend(faults);
         stack.skipped.extend(unavailable);
         // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
@@ -507,13 +472,13 @@ impl LocalStack {
             target.watch_parts(stack.parts.clone());
         }
         // Report order follows known_targets(), not start order.
-        let order: Vec<String> = known_targets(&options.custom_faults)
+        let order: Vec<TargetId> = known_targets(&options.custom_faults)
             .into_iter()
-            .map(|(n, _, _)| n)
+            .map(|k| k.id)
             .collect();
         stack
             .targets
-            .sort_by_key(|t| order.iter().position(|n| *n == t.name));
+            .sort_by_key(|t| order.iter().position(|id| *id == t.id));
         Ok(stack)
     }
 
@@ -528,7 +493,7 @@ impl LocalStack {
             .chain(self.background.iter_mut())
             .chain(self.sdk_process.iter_mut())
         {
-            pids.push((target.name.clone(), target.detach()));
+            pids.push((target.name().to_string(), target.detach()));
         }
         let mut components = self.components.clone();
         for c in &mut components {
@@ -552,7 +517,8 @@ impl LocalStack {
         if !options.postgres {
             let reason = "no store server runs: the `store` target restarts Postgres, which the stack starts for --persist postgres only";
             self.stores.postgres = Err(StoreAbsent::skipped(reason));
-            self.skipped.push(Unavailable::skipped("store", reason));
+            self.skipped
+                .push(Unavailable::skipped(BuiltinTarget::Store, reason));
             return;
         }
         let bin = match super::postgres::find_bin_dir() {
@@ -561,7 +527,8 @@ impl LocalStack {
                 let reason = reason.to_string();
                 progress(Note::step(reason.clone()));
                 self.stores.postgres = Err(StoreAbsent::skipped(reason.clone()));
-                self.skipped.push(Unavailable::skipped("store", &reason));
+                self.skipped
+                    .push(Unavailable::skipped(BuiltinTarget::Store, &reason));
                 return;
             }
         };
@@ -578,7 +545,8 @@ impl LocalStack {
                     reason: reason.clone(),
                     failed: true,
                 });
-                self.skipped.push(Unavailable::failed("store", &reason));
+                self.skipped
+                    .push(Unavailable::failed(BuiltinTarget::Store, &reason));
             }
             Ok(mut postgres) => {
                 self.stores.postgres = Ok(postgres.persist_factory());
@@ -587,7 +555,7 @@ impl LocalStack {
                     .push(("postgres".into(), postgres.log().to_path_buf()));
                 let target = postgres.target();
                 self.components.push(Component {
-                    target: "store".into(),
+                    target: BuiltinTarget::Store.name().into(),
                     program: "postgres".into(),
                     url: format!("postgres://127.0.0.1:{}", postgres.port()),
                     log: postgres.log().to_path_buf(),
@@ -634,8 +602,8 @@ impl LocalStack {
 
     /// Hands over a running component this run does not restart (not
     /// among `targets`); whoever takes it stops it.
-    pub fn take_background(&mut self, name: &str) -> Option<Target> {
-        let at = self.background.iter().position(|t| t.name == name)?;
+    pub fn take_background(&mut self, of: BuiltinTarget) -> Option<Target> {
+        let at = self.background.iter().position(|t| t.id == of)?;
         Some(self.background.remove(at))
     }
 
@@ -647,7 +615,7 @@ impl LocalStack {
         options: &StackOptions,
         supervisor: &Supervisor,
     ) {
-        let name = super::reload_race::NAME;
+        let name = BuiltinTarget::GatewayReloadIdle;
         let Some(control) = self.hops.control("gateway") else {
             let reason = format!(
                 "it holds the reload's close on the gateway hop's fault proxy, and the stack runs without one ({}=off)",
@@ -667,7 +635,7 @@ impl LocalStack {
     }
 
     fn add(&mut self, target: Target, options: &StackOptions) {
-        if selected(&target.name, &options.only) {
+        if options.selection.includes(&target.id) {
             self.targets.push(target);
         } else {
             self.background.push(target);

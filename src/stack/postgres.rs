@@ -211,7 +211,7 @@ impl PostgresStack {
             interval: Duration::from_millis(100),
         };
         let mut target = Target::new(
-            "store",
+            crate::targets::BuiltinTarget::Store,
             RestartAction::Managed(ManagedSpec {
                 program,
                 args,

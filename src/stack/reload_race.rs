@@ -26,15 +26,9 @@
 //! client that held no idle connection gives a restart error that says so.
 
 use crate::faults::{parse_toxic, Param};
-use crate::targets::{FaultAction, Readiness, RestartAction, Target};
+use crate::targets::{BuiltinTarget, FaultAction, Readiness, RestartAction, Target};
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// The target's name.
-pub const NAME: &str = "gateway-reload-idle";
-
-/// What `continuity list` says it does.
-pub const WHAT: &str = "the nginx gateway, gracefully (SIGHUP), while the client holds an idle keep-alive connection: the old worker's close of it is held in flight on the gateway hop (3 s) so the next request goes out on it, the race a plain reload meets at random (only with --target)";
 
 /// How long the old worker's close is held back from the client: long
 /// enough for any client's next request after the restart phase, short of
@@ -66,7 +60,7 @@ pub fn target(
     gateway_hop: crate::faults::FaultControl,
 ) -> Target {
     Target::new(
-        NAME,
+        BuiltinTarget::GatewayReloadIdle,
         RestartAction::Signal {
             pid_file,
             signal: crate::signal::Signal::HUP,

@@ -14,7 +14,7 @@ use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
 use crate::supervise::{free_port, Supervisor};
-use crate::targets::{ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{BuiltinTarget, ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -178,7 +178,7 @@ impl RivetStack {
 
         let engine_log = dir.join("rivet-engine.log");
         let engine = Target::new(
-            "rivet-engine",
+            BuiltinTarget::RivetEngine,
             RestartAction::Managed(ManagedSpec {
                 program: engine_bin,
                 args: vec![
@@ -226,7 +226,7 @@ impl RivetStack {
             interval: Duration::from_millis(100),
         };
         let runner = Target::new(
-            "rivet",
+            BuiltinTarget::Rivet,
             RestartAction::Managed(ManagedSpec {
                 program: node.to_path_buf(),
                 args: vec![app.join("server.mjs").display().to_string()],
@@ -304,13 +304,13 @@ impl RivetStack {
     pub fn components(&self) -> Vec<(String, String, String, PathBuf)> {
         vec![
             (
-                "rivet-engine".into(),
+                BuiltinTarget::RivetEngine.name().into(),
                 "rivet-engine".into(),
                 self.endpoint.clone(),
                 self.logs[0].1.clone(),
             ),
             (
-                "rivet".into(),
+                BuiltinTarget::Rivet.name().into(),
                 "node (RivetKit runner)".into(),
                 format!("actor {}", crate::persist::rivet::ACTOR),
                 self.logs[1].1.clone(),

@@ -173,7 +173,7 @@ fn expected_status_text(expect: Option<u16>) -> String {
 pub enum ActionError {
     #[error("command `{command}` could not start: {reason}")]
     Spawn { command: String, reason: String },
-    #[error("command `{command}` exited with {}{}", exit_text(*.code, *.signal), tail_suffix("stderr", .stderr_tail))]
+    #[error("command `{command}` {}{}", crate::supervise::exit_text(*.code, *.signal), tail_suffix("stderr", .stderr_tail))]
     Exit {
         command: String,
         code: Option<i32>,
@@ -273,14 +273,6 @@ impl ActionError {
             | ActionError::Proxy { .. }
             | ActionError::ToxicNeverActed { .. } => ActionErrorKind::Proxy,
         }
-    }
-}
-
-fn exit_text(code: Option<i32>, signal: Option<i32>) -> String {
-    match (code, signal) {
-        (Some(code), _) => format!("code {code}"),
-        (None, Some(signal)) => Signal::from_number(signal).to_string(),
-        (None, None) => "an unknown status".to_string(),
     }
 }
 

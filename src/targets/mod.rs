@@ -14,7 +14,9 @@
 //! which [`Target::settle`] heals at the latest when the cell's phases end.
 
 mod action;
+mod builtin;
 mod fault;
+mod id;
 mod readiness;
 mod signal;
 mod verify;
@@ -25,7 +27,9 @@ mod tests;
 mod verify_tests;
 
 pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
+pub use builtin::BuiltinTarget;
 pub use fault::FaultAction;
+pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 
 use crate::clock::millis;
@@ -89,6 +93,12 @@ pub enum RestartFailure {
     },
 }
 
+impl From<verify::NotDown> for RestartFailure {
+    fn from(seen: verify::NotDown) -> Self {
+        RestartFailure::NeverDown { observed: seen.0 }
+    }
+}
+
 /// Why a cell's network could not be settled: the harness's own failure
 /// (a fault proxy stopped, the stack did not answer after a heal).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -106,7 +116,7 @@ pub enum SettleError {
 /// A target that cannot run here, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unavailable {
-    pub name: String,
+    pub id: TargetId,
     pub reason: String,
     pub absence: Absence,
 }
@@ -120,17 +130,17 @@ pub enum Absence {
 }
 
 impl Unavailable {
-    pub fn skipped(name: &str, reason: &str) -> Self {
+    pub fn skipped(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             reason: reason.into(),
             absence: Absence::Missing,
         }
     }
 
-    pub fn failed(name: &str, reason: &str) -> Self {
+    pub fn failed(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             reason: reason.into(),
             absence: Absence::StartFailed,
         }
@@ -140,7 +150,7 @@ impl Unavailable {
 /// A restartable component.
 #[derive(Debug)]
 pub struct Target {
-    pub name: String,
+    pub id: TargetId,
     pub action: RestartAction,
     pub readiness: Readiness,
     pub ready_timeout: Duration,
@@ -165,7 +175,7 @@ pub struct Target {
     after_stop: Option<AfterStop>,
     after_stop_note: Option<String>,
     /// A managed target's last stop: how it went down, or what was seen instead.
-    stopped: Option<Result<String, String>>,
+    stopped: Option<Result<String, verify::NotDown>>,
     /// The least wait after a restart action before its probe (a deployment
     /// command's `SA_RESTART_WAIT_SEC`, a delay kept beside the default probe).
     min_wait: Duration,
@@ -223,9 +233,9 @@ impl std::fmt::Debug for AfterStop {
 }
 
 impl Target {
-    pub fn new(name: impl Into<String>, action: RestartAction, readiness: Readiness) -> Self {
+    pub fn new(id: impl Into<TargetId>, action: RestartAction, readiness: Readiness) -> Self {
         Self {
-            name: name.into(),
+            id: id.into(),
             action,
             readiness,
             ready_timeout: DEFAULT_READY_TIMEOUT,
@@ -245,6 +255,11 @@ impl Target {
             hops: Vec::new(),
             parts: Vec::new(),
         }
+    }
+
+    /// Its name, as `--target` and the report write it.
+    pub fn name(&self) -> &str {
+        self.id.name()
     }
 
     /// Each restart opens `window` on `control`'s hop just before its
@@ -445,7 +460,7 @@ impl Target {
             }
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
-                    target: self.name.clone(),
+                    target: self.name().to_string(),
                     error,
                 };
                 let Some(control) = &self.fault_proxy else {
@@ -478,7 +493,7 @@ impl Target {
                 process.stop(spec.stop_signal, spec.grace).await;
             }
             return Err(TargetError::NotReady {
-                target: self.name.clone(),
+                target: self.name().to_string(),
                 error,
                 hint,
             });
@@ -533,7 +548,9 @@ impl Target {
                 }
                 let down = match family {
                     Some((family, pid_file)) => family.changed(&pid_file, self.ready_timeout).await,
-                    None => Err("the pid file named no process before the signal".into()),
+                    None => Err(verify::NotDown(
+                        "the pid file named no process before the signal".into(),
+                    )),
                 };
                 (restart_ms, self.back_after(down).await)
             }
@@ -587,21 +604,24 @@ impl Target {
         };
         let down = match &watch {
             Some(watch) => watch.judge(during, ready.failed_first).await,
-            None => ready.failed_first.map(|e| format!("the probe failed after the action returned: {e}")).ok_or_else(|| "its probe passed at once after the action (a command probe is not watched while the action runs)".to_string()),
+            None => ready.failed_first.map(|e| format!("the probe failed after the action returned: {e}")).ok_or_else(|| verify::NotDown("its probe passed at once after the action (a command probe is not watched while the action runs)".to_string())),
         };
         let seen = down
             .map(|down| Seen {
                 down: Some(down),
                 ready_ms: Some(millis(waited.elapsed())),
             })
-            .map_err(|observed| RestartFailure::NeverDown { observed });
+            .map_err(RestartFailure::from);
         (restart_ms, seen)
     }
 
     /// Once `down` was seen (or what was seen instead), the target must be
     /// ready within its deadline.
-    async fn back_after(&mut self, down: Result<String, String>) -> Result<Seen, RestartFailure> {
-        let down = down.map_err(|observed| RestartFailure::NeverDown { observed })?;
+    async fn back_after(
+        &mut self,
+        down: Result<String, verify::NotDown>,
+    ) -> Result<Seen, RestartFailure> {
+        let down = down?;
         let waited = Instant::now();
         if self.readiness == Readiness::None {
             return Ok(Seen {
@@ -727,7 +747,7 @@ impl Target {
                     };
                     process.stop(spec.stop_signal, spec.grace).await;
                     let state = process.state();
-                    component_event(&self.trace, Event::ComponentStop, &self.name, state);
+                    component_event(&self.trace, Event::ComponentStop, self.name(), state);
                     let addr = verify::probe_addr(&self.readiness);
                     self.stopped =
                         Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
@@ -739,7 +759,7 @@ impl Target {
                 let started = self.start_managed(&spec);
                 if let Some(process) = self.process.as_mut() {
                     let state = process.state();
-                    component_event(&self.trace, Event::ComponentStart, &self.name, state);
+                    component_event(&self.trace, Event::ComponentStart, self.name(), state);
                 }
                 started
             }
@@ -781,18 +801,16 @@ impl Target {
     }
 
     fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
+        let name = self.id.name();
         let process = self.process.get_or_insert_with(|| {
             ManagedProcess::new(
                 ProcessSpec {
-                    name: self.name.clone(),
+                    name: name.to_string(),
                     program: spec.program.clone(),
                     args: spec.args.clone(),
                     env: spec.env.clone(),
                     cwd: spec.cwd.clone(),
-                    log: spec
-                        .log
-                        .clone()
-                        .unwrap_or_else(|| default_log_path(&self.name)),
+                    log: spec.log.clone().unwrap_or_else(|| default_log_path(name)),
                 },
                 self.supervisor.clone(),
             )
@@ -810,17 +828,7 @@ impl Target {
         let Some(process) = self.process.as_mut() else {
             return String::new();
         };
-        let state = match process.state() {
-            ProcessState::Exited { code: Some(c), .. } => {
-                format!("; the process exited with code {c}")
-            }
-            ProcessState::Exited {
-                signal: Some(s), ..
-            } => format!("; the process was killed by {}", Signal::from_number(s)),
-            ProcessState::Exited { .. } => "; the process exited".to_string(),
-            ProcessState::Running { pid } => format!("; the process (pid {pid}) is running"),
-            ProcessState::NotStarted => "; the process never started".to_string(),
-        };
+        let state = format!("; the process {}", exit_words(process.state()));
         let tail = process.log_tail(LOG_TAIL_LINES);
         if tail.trim().is_empty() {
             state
@@ -835,7 +843,7 @@ impl Target {
 
     fn action_error(&self, error: ActionError) -> TargetError {
         TargetError::Action {
-            target: self.name.clone(),
+            target: self.name().to_string(),
             error,
         }
     }
@@ -849,14 +857,11 @@ struct Seen {
     ready_ms: Option<u64>,
 }
 
-/// How a stopped process ended, as a sentence's predicate.
+/// How a process stands, as a sentence's predicate: its exit status in
+/// [`crate::supervise::exit_text`]'s words.
 fn exit_words(state: ProcessState) -> String {
     match state {
-        ProcessState::Exited { code: Some(c), .. } => format!("exited with code {c}"),
-        ProcessState::Exited {
-            signal: Some(s), ..
-        } => format!("was killed by {}", Signal::from_number(s)),
-        ProcessState::Exited { .. } => "exited".into(),
+        ProcessState::Exited { code, signal } => crate::supervise::exit_text(code, signal),
         ProcessState::Running { pid } => format!("(pid {pid}) is still running"),
         ProcessState::NotStarted => "never started".into(),
     }

@@ -17,6 +17,24 @@ use hedge::{Ended, Finished};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+/// What one probe attempt saw instead of the status it expects.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum AttemptError {
+    #[error("connect {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request failed (the chain on one line: reqwest hides the cause).
+    #[error("{}", error_chain(.0))]
+    Http(#[source] reqwest::Error),
+    #[error("status {0}")]
+    Status(u16),
+    #[error("no answer within {}", fmt_duration(*.0))]
+    NoAnswer(Duration),
+}
+
 /// One readiness attempt in the cell's trace: `attempt` is the order it
 /// started in, `took` how long it was in flight.
 fn probe_event(trace: &Trace, attempt: u32, target: &str, took: Duration, seen: Seen<'_>) {
@@ -211,14 +229,17 @@ impl Readiness {
         &self,
         auth: &ProbeAuth,
         limit: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), AttemptError> {
         let attempt = async {
             let (url, post, expect) = match self {
                 Readiness::Tcp { addr } => {
                     return tokio::net::TcpStream::connect(addr)
                         .await
                         .map(drop)
-                        .map_err(|e| format!("connect {addr}: {e}"));
+                        .map_err(|source| AttemptError::Connect {
+                            addr: addr.clone(),
+                            source,
+                        });
                 }
                 Readiness::Http {
                     url, expect_status, ..
@@ -234,7 +255,7 @@ impl Readiness {
             };
             let client = crate::http::client_builder()
                 .build()
-                .map_err(|e| error_chain(&e))?;
+                .map_err(AttemptError::Http)?;
             let request = build_request(&client, url, post);
             let request = match auth.covers(url) {
                 true => with_auth(request, auth),
@@ -242,13 +263,13 @@ impl Readiness {
             };
             match request.send().await {
                 Ok(r) if r.status().as_u16() == expect => Ok(()),
-                Ok(r) => Err(format!("status {}", r.status().as_u16())),
-                Err(e) => Err(error_chain(&e)),
+                Ok(r) => Err(AttemptError::Status(r.status().as_u16())),
+                Err(e) => Err(AttemptError::Http(e)),
             }
         };
         tokio::time::timeout(limit, attempt)
             .await
-            .unwrap_or_else(|_| Err(format!("no answer within {}", fmt_duration(limit))))
+            .unwrap_or(Err(AttemptError::NoAnswer(limit)))
     }
 
     /// [`Readiness::wait_with`], also saying what the attempts that failed
@@ -397,19 +418,20 @@ async fn poll_http(
             false => request,
         };
         let sent = request.send();
-        async move {
-            match sent.await {
-                Ok(response) => Ok(response.status().as_u16()),
-                Err(e) => Err(error_chain(&e)),
-            }
-        }
+        async move { sent.await.map(|response| response.status().as_u16()) }
     };
-    let judge = |finished: Finished<Result<u16, String>>| {
-        let timed_out = format!("no answer within {}", fmt_duration(finished.took));
+    let judge = |finished: Finished<Result<u16, reqwest::Error>>| {
+        let failed;
         let seen = match &finished.ended {
             Ended::Answered(Ok(status)) => Seen::Status(*status),
-            Ended::Answered(Err(e)) => Seen::Error(e),
-            Ended::TimedOut => Seen::Error(&timed_out),
+            Ended::Answered(Err(e)) => {
+                failed = error_chain(e);
+                Seen::Error(&failed)
+            }
+            Ended::TimedOut => {
+                failed = format!("no answer within {}", fmt_duration(finished.took));
+                Seen::Error(&failed)
+            }
         };
         probe_event(trace, finished.number, url, finished.took, seen);
         match seen {

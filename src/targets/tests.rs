@@ -26,7 +26,7 @@ fn http_server(dir: &std::path::Path, port: u16) -> ManagedSpec {
 
 async fn restart_managed_and_check(readiness: Readiness, port: u16, dir: &std::path::Path) {
     let mut target = Target::new(
-        "server",
+        OwnTarget::new("server"),
         RestartAction::Managed(http_server(dir, port)),
         readiness,
     )
@@ -71,7 +71,11 @@ async fn dropping_a_managed_target_kills_its_process() {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), "sleep 300 & wait".into()]);
     spec.log = Some(dir.path().join("log"));
-    let mut target = Target::new("sleeper", RestartAction::Managed(spec), Readiness::None);
+    let mut target = Target::new(
+        OwnTarget::new("sleeper"),
+        RestartAction::Managed(spec),
+        Readiness::None,
+    );
     target.prepare().await.unwrap();
     let pid = target.pid().unwrap() as i32;
     drop(target);
@@ -82,7 +86,7 @@ async fn dropping_a_managed_target_kills_its_process() {
 async fn a_failing_command_reports_its_exit_code_and_stderr() {
     let command = "echo first >&2; echo 'cannot restart: unit not found' >&2; exit 3";
     let mut target = Target::new(
-        "gateway",
+        OwnTarget::new("gateway"),
         RestartAction::Command {
             command: command.into(),
             timeout: Duration::from_secs(10),
@@ -105,7 +109,7 @@ async fn a_hanging_command_is_killed_at_its_timeout_with_its_children() {
     let command = format!("echo $$ > {}; sleep 30 & wait", pid_file.display());
     let timeout = Duration::from_millis(400);
     let mut target = Target::new(
-        "hang",
+        OwnTarget::new("hang"),
         RestartAction::Command { command, timeout },
         Readiness::None,
     );
@@ -133,7 +137,7 @@ async fn a_hanging_command_is_killed_at_its_timeout_with_its_children() {
 async fn a_command_that_succeeds_then_readiness_that_never_comes() {
     let port = free_port().unwrap();
     let mut target = Target::new(
-        "agent",
+        OwnTarget::new("agent"),
         RestartAction::Command {
             command: "true".into(),
             timeout: Duration::from_secs(10),
@@ -187,7 +191,7 @@ async fn a_missing_pid_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("nginx.pid");
     let mut target = Target::new(
-        "gateway",
+        OwnTarget::new("gateway"),
         RestartAction::Signal {
             pid_file: pid_file.clone(),
             signal: crate::signal::Signal::HUP,
@@ -217,7 +221,11 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
     );
     let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
     spec.log = Some(dir.path().join("log"));
-    let mut holder = Target::new("holder", RestartAction::Managed(spec), Readiness::None);
+    let mut holder = Target::new(
+        OwnTarget::new("holder"),
+        RestartAction::Managed(spec),
+        Readiness::None,
+    );
     holder.prepare().await.unwrap();
     let pid_file = dir.path().join("sh.pid");
     std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
@@ -230,7 +238,7 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
     assert!(armed.exists(), "sh never installed its trap");
 
     let mut target = Target::new(
-        "gateway",
+        OwnTarget::new("gateway"),
         RestartAction::Signal {
             pid_file,
             signal: crate::signal::Signal::HUP,
@@ -254,7 +262,7 @@ async fn an_http_hook_checks_its_status() {
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(serve_statuses(listener, vec![204, 500]));
     let mut target = Target::new(
-        "rivet",
+        OwnTarget::new("rivet"),
         RestartAction::Http {
             url: format!("http://127.0.0.1:{port}/restart"),
             method: "POST".into(),
@@ -284,7 +292,7 @@ fn describe_is_one_readable_line() {
     let mut spec = ManagedSpec::new("sandbox-agent", ["server", "-p", "2468"].map(String::from));
     spec.grace = Duration::from_secs(5);
     let target = Target::new(
-        "agent",
+        OwnTarget::new("agent"),
         RestartAction::Managed(spec),
         Readiness::http("http://127.0.0.1:2468/v1/health"),
     );
@@ -321,7 +329,7 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
     // line: the kept 16 KiB start inside the first line, which is left out.
     let command = "printf 'SECRET-START-%s\\n' \"$(head -c 20000 /dev/zero | tr '\\0' x)SECRET-END\" >&2; echo 'the last line' >&2; exit 1";
     let mut target = Target::new(
-        "cmd",
+        OwnTarget::new("cmd"),
         RestartAction::Command {
             command: command.into(),
             timeout: Duration::from_secs(10),
@@ -360,8 +368,12 @@ async fn a_managed_target_switches_its_program_and_keeps_it_across_restarts() {
     let readiness = Readiness::Tcp {
         addr: format!("127.0.0.1:{port}"),
     };
-    let mut target = Target::new("server", RestartAction::Managed(spec), readiness)
-        .with_ready_timeout(Duration::from_secs(15));
+    let mut target = Target::new(
+        OwnTarget::new("server"),
+        RestartAction::Managed(spec),
+        readiness,
+    )
+    .with_ready_timeout(Duration::from_secs(15));
     target.prepare().await.expect("prepare");
     let first = target.pid().expect("running") as i32;
     target
@@ -377,7 +389,7 @@ async fn a_managed_target_switches_its_program_and_keeps_it_across_restarts() {
     assert_eq!(shells, [true, false, false], "{starts}");
 
     let mut hook = Target::new(
-        "hook",
+        OwnTarget::new("hook"),
         RestartAction::Command {
             command: "true".into(),
             timeout: Duration::from_secs(1),
@@ -419,7 +431,7 @@ async fn a_fault_target_opens_a_window_that_settle_heals() {
             .unwrap();
     let trace = crate::trace::Trace::detached();
     let mut target = Target::new(
-        "gateway-down",
+        OwnTarget::new("gateway-down"),
         down_for(Duration::from_secs(60)),
         Readiness::None,
     )
@@ -464,7 +476,7 @@ async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
         crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
             .unwrap();
     let mut target = Target::new(
-        "gateway-down",
+        OwnTarget::new("gateway-down"),
         down_for(Duration::from_secs(60)),
         Readiness::None,
     )
@@ -479,7 +491,11 @@ async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
     // A restart now fails, saying why; so does a target with no proxy at all.
     let outcome = target.restart("restart").await;
     assert!(!outcome.ok && outcome.detail.unwrap().contains("has stopped"));
-    let mut orphan = Target::new("x", down_for(Duration::from_secs(1)), Readiness::None);
+    let mut orphan = Target::new(
+        OwnTarget::new("x"),
+        down_for(Duration::from_secs(1)),
+        Readiness::None,
+    );
     let e = orphan.prepare().await.unwrap_err().to_string();
     assert!(e.contains("the gateway hop has no fault proxy here"), "{e}");
 }

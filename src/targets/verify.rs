@@ -52,19 +52,34 @@ pub(super) fn probe_addr(readiness: &Readiness) -> Option<String> {
     }
 }
 
-/// Whether a TCP connect to `addr` succeeds now; the error's words otherwise.
-async fn accepts(addr: &str) -> Result<(), String> {
+/// What was seen instead of a target going down: a restart that proved
+/// nothing ([`super::RestartFailure::NeverDown`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(super) struct NotDown(pub String);
+
+/// Why a TCP connect did not succeed.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("no answer within {}", fmt_duration(WATCH_ATTEMPT))]
+    Silent,
+}
+
+/// Whether a TCP connect to `addr` succeeds now; why not otherwise.
+async fn accepts(addr: &str) -> Result<(), Refused> {
     match tokio::time::timeout(WATCH_ATTEMPT, tokio::net::TcpStream::connect(addr)).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {}", fmt_duration(WATCH_ATTEMPT))),
+        Ok(Err(e)) => Err(Refused::Io(e)),
+        Err(_) => Err(Refused::Silent),
     }
 }
 
 /// After a managed target's group was stopped (`exit` says how its leader
 /// ended): its listener must refuse connections. `Ok` says how it went
 /// down, `Err` what was seen instead.
-pub(super) async fn managed_down(exit: &str, addr: Option<&str>) -> Result<String, String> {
+pub(super) async fn managed_down(exit: &str, addr: Option<&str>) -> Result<String, NotDown> {
     let Some(addr) = addr else {
         return Ok(format!("the process {exit}"));
     };
@@ -77,13 +92,13 @@ pub(super) async fn managed_down(exit: &str, addr: Option<&str>) -> Result<Strin
         }
         if Instant::now() >= deadline {
             let owner = listener_owner(addr).await;
-            return Err(format!(
+            return Err(NotDown(format!(
                 "its process group was stopped (the process {exit}), yet {addr} still accepted connections {} later{}",
                 fmt_duration(LISTENER_CLOSE),
                 owner.map_or_else(String::new, |pid| format!(
                     ", served by process {pid}, which escaped the group"
                 ))
-            ));
+            )));
         }
         tokio::time::sleep(DEFAULT_PROBE_INTERVAL).await;
     }
@@ -152,7 +167,7 @@ impl Watch {
         &self,
         during: Option<String>,
         after: Option<String>,
-    ) -> Result<String, String> {
+    ) -> Result<String, NotDown> {
         if let Some(seen) = during {
             return Ok(seen);
         }
@@ -169,14 +184,14 @@ impl Watch {
             (Some(before), Some(after), Some(addr)) if before != after => Ok(format!(
                 "{addr} is served by a new process (pid {before} before, {after} after)"
             )),
-            (Some(before), _, Some(addr)) => Err(format!(
+            (Some(before), _, Some(addr)) => Err(NotDown(format!(
                 "its probe answered throughout the {} from the action's start until ready, and {addr} is still served by the same process (pid {before})",
                 fmt_duration(self.started.elapsed())
-            )),
-            _ => Err(format!(
+            ))),
+            _ => Err(NotDown(format!(
                 "its probe answered throughout the {} from the action's start until ready",
                 fmt_duration(self.started.elapsed())
-            )),
+            ))),
         }
     }
 }
@@ -209,7 +224,7 @@ impl Family {
         &self,
         pid_file: &std::path::Path,
         within: Duration,
-    ) -> Result<String, String> {
+    ) -> Result<String, NotDown> {
         let deadline = Instant::now() + within;
         loop {
             let named = super::signal::read_pid_file(pid_file).ok();
@@ -234,13 +249,13 @@ impl Family {
                 ));
             }
             if Instant::now() >= deadline {
-                return Err(format!(
+                return Err(NotDown(format!(
                     "process {} named in {} and its children ({}) were the same {} after the signal",
                     self.pid,
                     pid_file.display(),
                     pids(&self.children),
                     fmt_duration(within)
-                ));
+                )));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -369,7 +384,8 @@ mod tests {
         assert_eq!(listener_owner(&addr).await, Some(std::process::id()));
         let seen = managed_down("exited with code 0", Some(&addr))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(
             seen.contains("still accepted connections") && seen.contains("escaped the group"),
             "{seen}"

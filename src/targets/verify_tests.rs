@@ -45,7 +45,7 @@ async fn a_managed_server_that_escapes_its_group_never_went_down() {
     spec.log = Some(dir.path().join("wrapper.log"));
     spec.grace = Duration::from_secs(1);
     let mut target = Target::new(
-        "agent",
+        OwnTarget::new("agent"),
         RestartAction::Managed(spec),
         Readiness::http(format!("http://127.0.0.1:{port}/")),
     )
@@ -77,11 +77,15 @@ async fn a_command_that_does_nothing_never_went_down() {
     let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
     spec.log = Some(dir.path().join("server.log"));
     let readiness = Readiness::http(format!("http://127.0.0.1:{port}/"));
-    let mut server = Target::new("server", RestartAction::Managed(spec), readiness.clone())
-        .with_ready_timeout(Duration::from_secs(15));
+    let mut server = Target::new(
+        OwnTarget::new("server"),
+        RestartAction::Managed(spec),
+        readiness.clone(),
+    )
+    .with_ready_timeout(Duration::from_secs(15));
     server.prepare().await.expect("server");
     let mut target = Target::new(
-        "command",
+        OwnTarget::new("command"),
         RestartAction::Command {
             command: "true".into(),
             timeout: Duration::from_secs(5),
@@ -123,7 +127,7 @@ async fn a_command_that_returns_before_the_server_is_back_is_waited_for() {
         start = start_server_script(dir.path(), port, "0.7")
     );
     let mut target = Target::new(
-        "command",
+        OwnTarget::new("command"),
         RestartAction::Command {
             command,
             timeout: Duration::from_secs(5),
@@ -152,7 +156,11 @@ async fn a_signal_nothing_reacts_to_never_went_down() {
     );
     let mut spec = ManagedSpec::new(python(), ["-c".to_string(), code]);
     spec.log = Some(dir.path().join("log"));
-    let mut holder = Target::new("holder", RestartAction::Managed(spec), Readiness::None);
+    let mut holder = Target::new(
+        OwnTarget::new("holder"),
+        RestartAction::Managed(spec),
+        Readiness::None,
+    );
     holder.prepare().await.unwrap();
     let pid_file = dir.path().join("py.pid");
     std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
@@ -162,7 +170,7 @@ async fn a_signal_nothing_reacts_to_never_went_down() {
     }
     assert!(armed.exists(), "python never installed its handler");
     let mut target = Target::new(
-        "reload",
+        OwnTarget::new("reload"),
         RestartAction::Signal {
             pid_file,
             signal: crate::signal::Signal::HUP,
@@ -186,7 +194,7 @@ async fn a_signal_nothing_reacts_to_never_went_down() {
 #[test]
 fn a_command_without_a_probe_gets_the_default_one() {
     let mut target = Target::new(
-        "command",
+        OwnTarget::new("command"),
         RestartAction::Command {
             command: "true".into(),
             timeout: DEFAULT_COMMAND_TIMEOUT,

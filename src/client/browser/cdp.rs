@@ -25,7 +25,12 @@ pub enum CdpError {
     Command { method: String, message: String },
 }
 
-type Answer = Result<Value, String>;
+/// The browser's answer to one command: its result, or the message of
+/// the error it returned (the browser's words, not ours).
+enum Answer {
+    Result(Value),
+    Error(String),
+}
 
 /// A connection to the browser; cheap to clone.
 #[derive(Clone)]
@@ -81,10 +86,12 @@ impl Connection {
                             .remove(&id);
                         if let Some(waiter) = waiter {
                             let answer = match value.get("error") {
-                                Some(error) => {
-                                    Err(error["message"].as_str().unwrap_or("an error").to_string())
-                                }
-                                None => Ok(value.get("result").cloned().unwrap_or(Value::Null)),
+                                Some(error) => Answer::Error(
+                                    error["message"].as_str().unwrap_or("an error").to_string(),
+                                ),
+                                None => Answer::Result(
+                                    value.get("result").cloned().unwrap_or(Value::Null),
+                                ),
                             };
                             let _ = waiter.send(answer);
                         }
@@ -166,8 +173,8 @@ impl Connection {
             return Err(CdpError::Closed);
         }
         match rx.await {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(message)) => Err(CdpError::Command {
+            Ok(Answer::Result(result)) => Ok(result),
+            Ok(Answer::Error(message)) => Err(CdpError::Command {
                 method: method.to_string(),
                 message,
             }),

@@ -1,0 +1,275 @@
+//! The local stack's built-in targets, restarts and faults, as one enum:
+//! each one's name (spelled once, in its serde attribute), what it does,
+//! whether a run without `--target` has it, and the facts code would
+//! otherwise read off its name (its family, the parts of continuity's own
+//! it restarts on purpose, a fault target's toxic on its hop). Nothing
+//! outside this module compares a target's name with a built-in one.
+
+use crate::errors::HarnessPart;
+use crate::faults::{parse_toxic, Param};
+use crate::targets::FaultAction;
+use std::fmt;
+use std::time::Duration;
+
+/// One built-in target of the local stack. The order is the report's:
+/// restarts, then faults, default ones first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuiltinTarget {
+    Agent,
+    Gateway,
+    GatewayReload,
+    GatewayReloadIdle,
+    Rivet,
+    RivetEngine,
+    Client,
+    Store,
+    GatewayPartition,
+    GatewayReset,
+    GatewayDown,
+    GatewayLatency,
+    GatewayTimeout,
+    GatewaySlowClose,
+    GatewayBandwidth,
+    GatewaySlicer,
+    GatewayLimitData,
+    AgentPartition,
+    AgentReset,
+    AgentDown,
+    PersistPartition,
+    PersistReset,
+    PersistLatency,
+    RunnerPartition,
+    RunnerReset,
+    RunnerDown,
+}
+
+/// What a built-in target acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// The sandbox-agent server.
+    Server,
+    /// The nginx gateway in front of it.
+    Gateway,
+    /// The Rivet layer (RivetKit runner, Rivet Engine).
+    Rivet,
+    /// The clients themselves (the application holding the SDK).
+    Client,
+    /// The session store's server.
+    Store,
+    /// A toxic on a hop for a window; nothing restarts.
+    Fault,
+}
+
+/// A built-in fault target's toxic on its hop, as a table row.
+struct FaultRow {
+    hop: &'static str,
+    toxic: &'static str,
+    params: &'static [(&'static str, i64)],
+    stream: Option<&'static str>,
+    hold_ms: u64,
+}
+
+const fn row(
+    hop: &'static str,
+    toxic: &'static str,
+    params: &'static [(&'static str, i64)],
+    stream: Option<&'static str>,
+    hold_ms: u64,
+) -> FaultRow {
+    FaultRow {
+        hop,
+        toxic,
+        params,
+        stream,
+        hold_ms,
+    }
+}
+
+const DOWN: Option<&str> = Some("downstream");
+
+impl BuiltinTarget {
+    /// Every built-in target, in the report's order.
+    pub const ALL: [BuiltinTarget; 26] = {
+        use BuiltinTarget::*;
+        [
+            Agent,
+            Gateway,
+            GatewayReload,
+            GatewayReloadIdle,
+            Rivet,
+            RivetEngine,
+            Client,
+            Store,
+            GatewayPartition,
+            GatewayReset,
+            GatewayDown,
+            GatewayLatency,
+            GatewayTimeout,
+            GatewaySlowClose,
+            GatewayBandwidth,
+            GatewaySlicer,
+            GatewayLimitData,
+            AgentPartition,
+            AgentReset,
+            AgentDown,
+            PersistPartition,
+            PersistReset,
+            PersistLatency,
+            RunnerPartition,
+            RunnerReset,
+            RunnerDown,
+        ]
+    };
+
+    /// Its name, as `--target`, the report and `continuity list` write it.
+    pub fn name(self) -> &'static str {
+        crate::wire_name::of(&self)
+    }
+
+    /// The built-in target of this name, if one is.
+    pub fn from_name(name: &str) -> Option<BuiltinTarget> {
+        Self::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether a run without `--target` has its cells. The others restart
+    /// what a plain run keeps (the clients, the session store's server),
+    /// make a known race happen every time, or are faults beyond the two
+    /// on the clients' hop.
+    pub fn in_default_matrix(self) -> bool {
+        use BuiltinTarget::*;
+        match self.family() {
+            Family::Client | Family::Store => false,
+            Family::Fault => matches!(self, GatewayPartition | GatewayReset),
+            _ => self != GatewayReloadIdle,
+        }
+    }
+
+    /// What it acts on.
+    pub fn family(self) -> Family {
+        use BuiltinTarget::*;
+        match self {
+            Agent => Family::Server,
+            Gateway | GatewayReload | GatewayReloadIdle => Family::Gateway,
+            Rivet | RivetEngine => Family::Rivet,
+            Client => Family::Client,
+            Store => Family::Store,
+            _ => Family::Fault,
+        }
+    }
+
+    /// The parts of continuity's own it takes down on purpose, for a cell
+    /// whose client `hosted` the SDK in the Rivet app: the `store` target's
+    /// Postgres; the Rivet targets', the faults on the hops to the Rivet
+    /// Engine and a hosted client's own restart (its runner), the Rivet
+    /// app; the gateway's restarts and reloads, nginx. Chromium is none's:
+    /// a reload keeps the browser.
+    pub fn restarted_parts(self, hosted: bool) -> Vec<HarnessPart> {
+        match self.family() {
+            Family::Store => vec![HarnessPart::Postgres],
+            Family::Rivet => vec![HarnessPart::RivetApp],
+            Family::Client if hosted => vec![HarnessPart::RivetApp],
+            Family::Gateway => vec![HarnessPart::Nginx],
+            Family::Fault => match self.fault_row().map(|r| r.hop) {
+                Some("persist" | "runner") => vec![HarnessPart::RivetApp],
+                _ => Vec::new(),
+            },
+            Family::Server | Family::Client => Vec::new(),
+        }
+    }
+
+    /// A fault target's toxic on its hop; `None` for a restart target.
+    pub fn fault(self) -> Option<FaultAction> {
+        let row = self.fault_row()?;
+        let mut params: Vec<(String, Param)> = row
+            .params
+            .iter()
+            .map(|(k, v)| (k.to_string(), Param::Int(*v)))
+            .collect();
+        if let Some(stream) = row.stream {
+            params.push(("stream".into(), Param::Text(stream.into())));
+        }
+        // The table is constant: a bad row fails this module's tests.
+        let toxic = parse_toxic(row.toxic, &params)
+            .unwrap_or_else(|e| panic!("built-in fault target {self}: {e}"));
+        Some(FaultAction {
+            hop: row.hop.into(),
+            toxic,
+            hold: Duration::from_millis(row.hold_ms),
+        })
+    }
+
+    fn fault_row(self) -> Option<FaultRow> {
+        use BuiltinTarget::*;
+        let reset: &[(&str, i64)] = &[("timeout", 0)];
+        let latency: &[(&str, i64)] = &[("latency", 2000), ("jitter", 0)];
+        Some(match self {
+            GatewayPartition => row("gateway", "partition", &[], None, 3000),
+            GatewayReset => row("gateway", "reset_peer", reset, DOWN, 1000),
+            GatewayDown => row("gateway", "down", &[], None, 2000),
+            GatewayLatency => row("gateway", "latency", latency, DOWN, 5000),
+            GatewayTimeout => row("gateway", "timeout", &[("timeout", 1000)], DOWN, 3000),
+            GatewaySlowClose => row("gateway", "slow_close", &[("delay", 2000)], DOWN, 5000),
+            GatewayBandwidth => row("gateway", "bandwidth", &[("rate", 1)], DOWN, 5000),
+            GatewaySlicer => row(
+                "gateway",
+                "slicer",
+                &[("average_size", 16), ("size_variation", 8), ("delay", 2000)],
+                DOWN,
+                5000,
+            ),
+            GatewayLimitData => row("gateway", "limit_data", &[("bytes", 512)], DOWN, 3000),
+            AgentPartition => row("agent", "partition", &[], None, 3000),
+            AgentReset => row("agent", "reset_peer", reset, DOWN, 1000),
+            AgentDown => row("agent", "down", &[], None, 2000),
+            PersistPartition => row("persist", "partition", &[], None, 3000),
+            PersistReset => row("persist", "reset_peer", reset, DOWN, 1000),
+            PersistLatency => row("persist", "latency", latency, DOWN, 5000),
+            RunnerPartition => row("runner", "partition", &[], None, 3000),
+            RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
+            RunnerDown => row("runner", "down", &[], None, 2000),
+            Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
+            | Store => return None,
+        })
+    }
+
+    /// One line for `continuity list`: what it restarts (or its fault),
+    /// and when it runs only if named.
+    pub fn describe(self) -> String {
+        let what = match self.restart_text() {
+            Some(text) => text.to_string(),
+            None => self.fault().map(|f| f.describe()).unwrap_or_default(),
+        };
+        match self.in_default_matrix() {
+            true => what,
+            false => format!("{what} (only with --target)"),
+        }
+    }
+
+    fn restart_text(self) -> Option<&'static str> {
+        use BuiltinTarget::*;
+        Some(match self {
+            Agent => "the sandbox-agent server (SIGTERM to its process group, start again on the same port)",
+            Gateway => "the nginx gateway in front of it (stop the master, start again)",
+            GatewayReload => "the nginx gateway, gracefully (SIGHUP: reload the config, keep the master)",
+            GatewayReloadIdle => "the nginx gateway, gracefully (SIGHUP), while the client holds an idle keep-alive connection: the old worker's close of it is held in flight on the gateway hop (3 s) so the next request goes out on it, the race a plain reload meets at random",
+            Rivet => "the RivetKit runner holding the session-persistence actor",
+            RivetEngine => "the Rivet Engine the runner connects to",
+            Client => "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again",
+            Store => "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres)",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for BuiltinTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+#[cfg(test)]
+#[path = "builtin_tests.rs"]
+mod tests;

@@ -1,0 +1,177 @@
+use super::*;
+use std::path::Path;
+
+#[test]
+fn every_builtin_target_round_trips_its_name_as_serde_writes_it() {
+    for target in BuiltinTarget::ALL {
+        let name = target.name();
+        assert!(!name.is_empty(), "{target:?}");
+        assert_eq!(serde_json::to_value(target).unwrap(), name);
+        assert_eq!(BuiltinTarget::from_name(name), Some(target));
+        let back: BuiltinTarget = serde_json::from_value(name.into()).unwrap();
+        assert_eq!(back, target);
+    }
+    assert_eq!(BuiltinTarget::from_name("nope"), None);
+    assert_eq!(
+        BuiltinTarget::GatewayReloadIdle.name(),
+        "gateway-reload-idle"
+    );
+}
+
+#[test]
+fn the_default_matrix_is_the_five_restarts_and_the_two_faults_on_the_clients_hop() {
+    let defaults: Vec<&str> = BuiltinTarget::ALL
+        .into_iter()
+        .filter(|t| t.in_default_matrix())
+        .map(BuiltinTarget::name)
+        .collect();
+    assert_eq!(
+        defaults,
+        [
+            "agent",
+            "gateway",
+            "gateway-reload",
+            "rivet",
+            "rivet-engine",
+            "gateway-partition",
+            "gateway-reset"
+        ]
+    );
+    assert!(BuiltinTarget::Store
+        .describe()
+        .ends_with("(only with --target)"));
+    assert!(!BuiltinTarget::Agent.describe().contains("--target"));
+}
+
+#[test]
+fn every_fault_target_is_a_valid_toxic_on_a_stack_hop_and_no_restart_has_one() {
+    for target in BuiltinTarget::ALL {
+        match target.fault() {
+            Some(action) => {
+                assert_eq!(target.family(), Family::Fault, "{target}");
+                assert!(
+                    crate::faults::LOCAL_HOPS
+                        .iter()
+                        .any(|(h, _)| *h == action.hop),
+                    "{target}"
+                );
+                // Its name says its hop: `runner-down` is on the runner hop.
+                assert!(target.name().starts_with(&action.hop), "{target}");
+            }
+            None => assert_ne!(target.family(), Family::Fault, "{target}"),
+        }
+    }
+    assert_eq!(
+        BuiltinTarget::GatewayReset.describe(),
+        "fault: reset_peer downstream (timeout 0 ms) on the gateway hop for 1 s"
+    );
+}
+
+#[test]
+fn the_parts_a_target_restarts_on_purpose_follow_what_it_acts_on() {
+    use BuiltinTarget::*;
+    let parts = |t: BuiltinTarget, hosted| t.restarted_parts(hosted);
+    assert_eq!(parts(Store, false), [HarnessPart::Postgres]);
+    assert_eq!(parts(RivetEngine, false), [HarnessPart::RivetApp]);
+    assert_eq!(parts(RunnerDown, false), [HarnessPart::RivetApp]);
+    assert_eq!(parts(PersistLatency, false), [HarnessPart::RivetApp]);
+    assert_eq!(parts(Client, true), [HarnessPart::RivetApp]);
+    assert!(parts(Client, false).is_empty());
+    assert_eq!(parts(GatewayReload, false), [HarnessPart::Nginx]);
+    assert_eq!(parts(GatewayReloadIdle, false), [HarnessPart::Nginx]);
+    assert!(parts(GatewayPartition, false).is_empty());
+    assert!(parts(Agent, true).is_empty());
+}
+
+/// The lines of `text` (a source file) that compare a target's name with a
+/// built-in one's spelled out, before its tests: `== "rivet"`, a match arm
+/// `"gateway" | "gateway-reload" =>`, `starts_with("runner-")`. The words a
+/// built-in name shares with other vocabularies (the `gateway` hop, the
+/// `rivet` store, a trace's `client`) count only on a line about a name or
+/// a target.
+fn name_comparisons(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or(text);
+    let mut found = Vec::new();
+    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        let about_targets = line.contains("name") || line.contains("target");
+        let compared = |quoted: &str| {
+            [
+                format!("== {quoted}"),
+                format!("!= {quoted}"),
+                format!("{quoted} =>"),
+                format!("{quoted} |"),
+                format!("| {quoted}"),
+            ]
+            .iter()
+            .any(|shape| line.contains(shape.as_str()))
+        };
+        let hit = BuiltinTarget::ALL.into_iter().any(|t| {
+            let name = t.name();
+            let shared = !name.contains('-');
+            let prefix = name.split('-').next().unwrap_or(name);
+            (compared(&format!("\"{name}\"")) && (!shared || about_targets))
+                || line.contains(&format!("starts_with(\"{prefix}-\")"))
+        });
+        if hit {
+            found.push(line.trim().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn the_scan_finds_the_comparisons_it_is_for_and_not_other_vocabularies() {
+    let old = r#"
+        "rivet" | "rivet-engine" => vec![HarnessPart::RivetApp],
+        _ if name.starts_with("runner-") => vec![],
+        if let Some(at) = stack.background.iter().position(|t| t.name == "rivet") {
+        "store" => {
+        Some("rivet") => PersistChoice::Rivet,
+        if e.closed_by.as_deref() == Some("client") {
+        "persist" | "runner" => probe_of(x),
+        #[cfg(test)]
+        assert!(t.name == "agent");
+    "#;
+    assert_eq!(
+        name_comparisons(old).len(),
+        3,
+        "{:?}",
+        name_comparisons(old)
+    );
+}
+
+/// Files that are test modules whole (their data may name any target).
+fn test_only(file: &str) -> bool {
+    file.ends_with("tests.rs") || file.ends_with("props.rs") || file == "fixture.rs"
+}
+
+#[test]
+fn no_source_file_outside_this_module_compares_a_target_name_with_a_builtin_one() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if name.ends_with(".rs")
+                && !test_only(&name)
+                && !path.ends_with("targets/builtin.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for line in name_comparisons(&text) {
+                    found.push(format!("{}: {line}", path.display()));
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut found,
+    );
+    assert!(
+        found.is_empty(),
+        "compare with BuiltinTarget instead:\n{}",
+        found.join("\n")
+    );
+}
