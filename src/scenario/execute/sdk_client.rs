@@ -3,9 +3,9 @@
 //! (`--client browser`), which answer the same actions. Each step the SDK
 //! takes becomes one typed action ([`SdkAction`]) with the phase's name
 //! and deadline; its answer comes back typed ([`crate::client::sdk_action`]).
-//! The steps its host has no action for yet (sandbox files, processes and
-//! terminals, turns that run on, the harness's own recovery) are declared
-//! unsupported with the API missing, and reported not applicable.
+//! Its turns, sandbox and terminal steps are in `sdk_steps.rs`; the one
+//! step the SDK has no call for (`recover_session`) is declared
+//! unsupported, naming the call, and reported not applicable.
 //! Giving it a step: its action in `stack/rivet/sdk-client.mjs` and
 //! `stack/browser/page.mjs`, a variant of [`SdkAction`], one method here.
 
