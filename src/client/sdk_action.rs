@@ -69,6 +69,85 @@ pub enum SdkAction {
         phase: String,
         client: String,
     },
+    /// `session.prompt` started and left running as turn `turn`.
+    StartTurn {
+        phase: String,
+        client: String,
+        id: String,
+        text: String,
+        turn: String,
+    },
+    /// Turn `turn`'s outcome, waited for up to `wait_ms`.
+    AwaitTurn {
+        phase: String,
+        turn: String,
+        wait_ms: u64,
+    },
+    /// `runProcess` of `pwd`.
+    Probe {
+        phase: String,
+        client: String,
+    },
+    /// `mkdirFs` of its folder, then `writeFsFile`.
+    WriteFile {
+        phase: String,
+        client: String,
+        path: String,
+        content: String,
+    },
+    /// `readFsFile` (and `listFsEntries` of its folder).
+    ReadFile {
+        phase: String,
+        client: String,
+        path: String,
+    },
+    /// `createProcess`.
+    SpawnProcess {
+        phase: String,
+        client: String,
+        command: String,
+        args: Vec<String>,
+        tty: bool,
+        env: Map<String, Value>,
+    },
+    /// `listProcesses`, `getProcess`, `getProcessLogs`.
+    ProcessStatus {
+        phase: String,
+        client: String,
+        process_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        logs_contain: Option<String>,
+    },
+    /// `connectProcessTerminal`, until its `ready` frame (up to `wait_ms`).
+    TerminalAttach {
+        phase: String,
+        client: String,
+        terminal: String,
+        process_id: String,
+        wait_ms: u64,
+    },
+    /// `sendInput` of a line on the terminal.
+    TerminalSend {
+        phase: String,
+        terminal: String,
+        text: String,
+    },
+    /// `text` (default: the line last sent) back on the terminal within `wait_ms`.
+    TerminalExpect {
+        phase: String,
+        terminal: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        wait_ms: u64,
+    },
+    /// The old socket's fate, then a new `connectProcessTerminal`.
+    TerminalReattach {
+        phase: String,
+        client: String,
+        terminal: String,
+        wait_ms: u64,
+        scrollback_ms: u64,
+    },
     Dispose {
         phase: String,
         client: String,
@@ -107,6 +186,17 @@ impl SdkAction {
             SdkAction::DestroySession { .. } => "destroySession",
             SdkAction::History { .. } => "history",
             SdkAction::Health { .. } => "health",
+            SdkAction::StartTurn { .. } => "startTurn",
+            SdkAction::AwaitTurn { .. } => "awaitTurn",
+            SdkAction::Probe { .. } => "probe",
+            SdkAction::WriteFile { .. } => "writeFile",
+            SdkAction::ReadFile { .. } => "readFile",
+            SdkAction::SpawnProcess { .. } => "spawnProcess",
+            SdkAction::ProcessStatus { .. } => "processStatus",
+            SdkAction::TerminalAttach { .. } => "terminalAttach",
+            SdkAction::TerminalSend { .. } => "terminalSend",
+            SdkAction::TerminalExpect { .. } => "terminalExpect",
+            SdkAction::TerminalReattach { .. } => "terminalReattach",
             SdkAction::Dispose { .. } => "dispose",
             SdkAction::Store { .. } => "store",
             SdkAction::Faults { .. } => "faults",
@@ -126,6 +216,17 @@ impl SdkAction {
             | SdkAction::DestroySession { phase, .. }
             | SdkAction::History { phase, .. }
             | SdkAction::Health { phase, .. }
+            | SdkAction::StartTurn { phase, .. }
+            | SdkAction::AwaitTurn { phase, .. }
+            | SdkAction::Probe { phase, .. }
+            | SdkAction::WriteFile { phase, .. }
+            | SdkAction::ReadFile { phase, .. }
+            | SdkAction::SpawnProcess { phase, .. }
+            | SdkAction::ProcessStatus { phase, .. }
+            | SdkAction::TerminalAttach { phase, .. }
+            | SdkAction::TerminalSend { phase, .. }
+            | SdkAction::TerminalExpect { phase, .. }
+            | SdkAction::TerminalReattach { phase, .. }
             | SdkAction::Dispose { phase, .. }
             | SdkAction::Store { phase, .. }
             | SdkAction::Faults { phase }
@@ -179,6 +280,63 @@ pub struct Resumed {
 #[serde(default)]
 pub struct Healthy {
     pub health: Option<Value>,
+}
+
+/// `startTurn`'s answer: the session handle the SDK used.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TurnStarted {
+    pub handle: Option<Value>,
+    pub client_rebuilt: Option<Value>,
+}
+
+/// `awaitTurn`'s answer: `completed` (with the SDK's stop reason),
+/// `failed` (with its error) or `lost` (the prompt still pending), and what
+/// the SDK delivered meanwhile through `session.onEvent`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TurnAwaited {
+    pub turn_outcome: Option<String>,
+    pub stop_reason: Option<String>,
+    pub error: Option<crate::client::hosted::SdkError>,
+    pub turn_ms: Option<u64>,
+    pub events_seen: Option<u64>,
+    /// The texts of the `agent_message_chunk` events the SDK delivered.
+    pub chunks: Vec<String>,
+}
+
+/// `probe`'s answer: the SDK's `ProcessRunResponse`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Probed {
+    pub run: Option<Value>,
+}
+
+/// `readFile`'s answer: the bytes read (as text) and whether the folder lists it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ReadBack {
+    pub content: Option<String>,
+    pub listed: Option<bool>,
+}
+
+/// `spawnProcess`'s answer: the SDK's `ProcessInfo`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Spawned {
+    pub process: Option<Value>,
+}
+
+/// `processStatus`'s answer: listed, then the SDK's `ProcessInfo` (or
+/// `getProcess`'s error) and its logs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProcessSeen {
+    pub listed: Option<bool>,
+    pub process: Option<Value>,
+    pub process_error: Option<crate::client::hosted::SdkError>,
+    pub log_entries: Option<usize>,
+    pub log_text: Option<String>,
 }
 
 /// `retire`'s answer: the unhandled rejections the actor app recorded.

@@ -27,6 +27,8 @@ const INDEX: &str = include_str!("../../stack/browser/index.html");
 // The hosted Node client's `counted`/`allEvents` and record paging, shared.
 const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
+// The SDK's turns, sandbox and terminal steps, shared with the hosted actor.
+const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 
 /// How long a started Chromium may take to open its DevTools endpoint.
 const DEVTOOLS_WAIT: Duration = Duration::from_secs(30);
@@ -60,6 +62,7 @@ pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
         ("indexeddb.mjs", INDEXEDDB),
         ("drivers.mjs", DRIVERS),
         ("records.mjs", RECORDS),
+        ("sdk-steps.mjs", SDK_STEPS),
         ("index.html", INDEX),
     ];
     blocking_with_notes(progress, move |note| {

@@ -26,6 +26,7 @@ const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
+const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -360,6 +361,7 @@ fn app_files() -> Vec<(&'static str, &'static str)> {
         ("records.mjs", RECORDS),
         ("drivers.mjs", DRIVERS),
         ("wire.mjs", WIRE),
+        ("sdk-steps.mjs", SDK_STEPS),
     ]
 }
 

@@ -104,10 +104,10 @@ impl SandboxAgentConfig {
 }
 
 /// The flags that let pages of `origin` call the server: the SDK posts
-/// JSON, reads event streams and deletes sessions.
+/// JSON, reads event streams, deletes sessions and (`writeFsFile`) PUTs files.
 fn cors_args(origin: &str) -> Vec<String> {
     let mut args = vec!["--cors-allow-origin".to_string(), origin.to_string()];
-    for method in ["GET", "POST", "DELETE", "OPTIONS"] {
+    for method in ["GET", "POST", "PUT", "DELETE", "OPTIONS"] {
         args.extend(["--cors-allow-method".to_string(), method.to_string()]);
     }
     for header in ["content-type", "accept", "authorization", "last-event-id"] {

@@ -16,6 +16,7 @@ import { InMemorySessionPersistDriver, SandboxAgent } from "sandbox-agent";
 import { allEvents, counted } from "./drivers.mjs";
 import { IndexedDbSessionPersistDriver } from "./indexeddb.mjs";
 import { DEFAULT_LIMIT } from "./records.mjs";
+import { SdkSteps } from "./sdk-steps.mjs";
 
 const HEALTH_WAIT_MS = 30_000;
 const MAX_CAUSES = 6;
@@ -126,6 +127,9 @@ async function handleFor(client, id) {
 	return { session, handle: "fetched after the page reloaded" };
 }
 
+// Turns and terminals: in page memory, gone with a reload, as an app's.
+const steps = new SdkSteps({ WebSocketImpl: globalThis.WebSocket, describeError });
+
 const actions = {
 	async connect(args) {
 		if (typeof args?.baseUrl !== "string") throw new Error("connect: baseUrl (string) required");
@@ -191,6 +195,46 @@ const actions = {
 		client.sessions.delete(args.id);
 		return {};
 	},
+	/** `session.prompt` started and left running as turn `turn` (across phases, across a restart). */
+	async startTurn(args) {
+		const { client, rebuilt } = clientFor(args.client);
+		const { session, handle } = await handleFor(client, args.id);
+		const started = steps.startTurn(session, String(args.text ?? ""), String(args.turn));
+		return { ...started, handle, clientRebuilt: rebuilt };
+	},
+	async awaitTurn(args) {
+		return steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0);
+	},
+	async probe(args) {
+		return steps.probe(clientFor(args.client).client.sdk);
+	},
+	async writeFile(args) {
+		return steps.writeFile(clientFor(args.client).client.sdk, String(args.path), String(args.content ?? ""));
+	},
+	async readFile(args) {
+		return steps.readFile(clientFor(args.client).client.sdk, String(args.path));
+	},
+	async spawnProcess(args) {
+		return steps.spawnProcess(clientFor(args.client).client.sdk, args);
+	},
+	async processStatus(args) {
+		return steps.processStatus(clientFor(args.client).client.sdk, String(args.processId), args.logsContain ?? null);
+	},
+	async terminalAttach(args) {
+		const sdk = clientFor(args.client).client.sdk;
+		return steps.terminalAttach(sdk, String(args.terminal), String(args.processId), Number(args.waitMs) || 0);
+	},
+	async terminalSend(args) {
+		return steps.terminalSend(String(args.terminal), String(args.text));
+	},
+	async terminalExpect(args) {
+		return steps.terminalExpect(String(args.terminal), args.text ?? null, Number(args.waitMs) || 0);
+	},
+	async terminalReattach(args) {
+		const sdk = clientFor(args.client).client.sdk;
+		const wait = Number(args.waitMs) || 0;
+		return steps.terminalReattach(sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+	},
 	async health(args) {
 		const { client } = clientFor(args.client);
 		return { health: plainJson(await client.sdk.getHealth()) };
@@ -220,6 +264,7 @@ const actions = {
 		return { resultJson: result === undefined ? null : JSON.stringify(result) };
 	},
 	async retire() {
+		steps.close();
 		for (const held of live.values()) {
 			await held.sdk.dispose().catch(() => {});
 			await held.persist.close?.().catch(() => {});

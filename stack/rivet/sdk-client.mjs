@@ -22,7 +22,12 @@ import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+import { SdkSteps } from "./sdk-steps.mjs";
 import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
+
+// The SDK's process terminal socket needs a WebSocket class: Node 20 has
+// none built in, so `ws` (already in the app's install, through RivetKit).
+const WebSocketImpl = globalThis.WebSocket ?? (await import("ws")).WebSocket;
 
 // The SDK a client runs is its cell's point of the SDK axis: `connect`
 // names the module (another registry version, a candidate build), loaded
@@ -259,6 +264,8 @@ export function sdkClientActor({ persistNow, options }) {
 			wire: new WireLog(),
 			inflight: new Set(),
 			acting: new Set(),
+			// Turns and terminals: in memory only, as an app holds them.
+			steps: new SdkSteps({ WebSocketImpl, describeError }),
 		}),
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
@@ -358,6 +365,56 @@ export function sdkClientActor({ persistNow, options }) {
 					return {};
 				}),
 
+			/** `session.prompt` started and left running as turn `turn` (across phases, across a restart). */
+			startTurn: (c, args) =>
+				act(c, args, async (save) => {
+					const { client, rebuilt } = await clientFor(c, args.client, save);
+					const { session, handle } = await handleFor(client, args.id);
+					const started = c.vars.steps.startTurn(session, String(args.text ?? ""), String(args.turn));
+					return { ...started, handle, clientRebuilt: rebuilt };
+				}),
+
+			awaitTurn: (c, args) => act(c, args, async () => c.vars.steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0)),
+
+			probe: (c, args) =>
+				act(c, args, async (save) => c.vars.steps.probe((await clientFor(c, args.client, save)).client.sdk)),
+
+			writeFile: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					return c.vars.steps.writeFile(client.sdk, String(args.path), String(args.content ?? ""));
+				}),
+
+			readFile: (c, args) =>
+				act(c, args, async (save) => c.vars.steps.readFile((await clientFor(c, args.client, save)).client.sdk, String(args.path))),
+
+			spawnProcess: (c, args) =>
+				act(c, args, async (save) => c.vars.steps.spawnProcess((await clientFor(c, args.client, save)).client.sdk, args)),
+
+			processStatus: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					return c.vars.steps.processStatus(client.sdk, String(args.processId), args.logsContain ?? null);
+				}),
+
+			terminalAttach: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					return c.vars.steps.terminalAttach(client.sdk, String(args.terminal), String(args.processId), Number(args.waitMs) || 0);
+				}),
+
+			terminalSend: (c, args) => act(c, args, async () => c.vars.steps.terminalSend(String(args.terminal), String(args.text))),
+
+			terminalExpect: (c, args) =>
+				act(c, args, async () => c.vars.steps.terminalExpect(String(args.terminal), args.text ?? null, Number(args.waitMs) || 0)),
+
+			terminalReattach: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					const wait = Number(args.waitMs) || 0;
+					return c.vars.steps.terminalReattach(client.sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+				}),
+
 			health: (c, args) =>
 				act(c, args, async (save) => {
 					const { client } = await clientFor(c, args.client, save);
@@ -412,6 +469,7 @@ export function sdkClientActor({ persistNow, options }) {
 				for (const end of [...c.vars.inflight]) end();
 				const acting = Promise.allSettled([...c.vars.acting]);
 				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
+				c.vars.steps.close();
 				for (const store of c.vars.stores.values()) await store.close?.().catch(() => {});
 				c.vars.stores.clear();
 				for (const live of c.vars.clients.values()) {

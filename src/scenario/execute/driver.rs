@@ -236,6 +236,16 @@ pub(super) trait ScenarioClient {
         Err(self.cannot(StepKind::Prompt))
     }
 
+    /// Collects turn `turn`'s outcome, waiting up to `deadline` for it.
+    async fn await_turn(
+        &self,
+        _cell: &mut RunningCell<'_>,
+        _turn: &str,
+        _deadline: Duration,
+    ) -> StepResult {
+        Err(self.cannot(StepKind::AwaitTurn))
+    }
+
     async fn turn_history(
         &self,
         _cell: &mut RunningCell<'_>,

@@ -56,6 +56,9 @@ fn classify_sdk(sdk: &SdkError, sig: &mut Signature) {
         SignatureKind::Http
     } else if names.contains(&"ActorTimeout") {
         SignatureKind::Timeout
+    } else if names.contains(&"TerminalClosed") {
+        // The SDK's terminal socket ended (`ws close CODE`), as the Rust client's.
+        SignatureKind::StreamClosed
     } else if text.contains("health") || text.contains("fetch failed") {
         // The health wait, or fetch itself (refused, reset): the server was not there.
         SignatureKind::Connect

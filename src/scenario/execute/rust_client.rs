@@ -324,6 +324,15 @@ impl ScenarioClient for RustClient {
         cell.start_turn(client, session, text, turn).await
     }
 
+    async fn await_turn(
+        &self,
+        cell: &mut RunningCell<'_>,
+        turn: &str,
+        deadline: std::time::Duration,
+    ) -> StepResult {
+        cell.await_turn(turn, deadline).await
+    }
+
     async fn turn_history(
         &self,
         cell: &mut RunningCell<'_>,

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a cell's processes with the cell's id.
-const CELL_MARK: &str = "CONTINUITY_CELL";
+pub(super) const CELL_MARK: &str = "CONTINUITY_CELL";
 /// Where a cell's files go in the sandbox: one folder per cell, removed at the end.
 const SANDBOX_ROOT: &str = crate::scenario::sandbox_root::ROOT;
 /// How long `process_status` waits for `logs_contain` to show up in the logs.

@@ -68,7 +68,7 @@ impl RunningCell<'_> {
             }
             Step::AwaitTurn { turn, deadline } => {
                 let deadline = deadline.unwrap_or(self.settings.default_timeout);
-                self.await_turn(turn, deadline).await
+                client.await_turn(self, turn, deadline).await
             }
             step @ (Step::Connect { .. }
             | Step::CreateSession { .. }

@@ -49,6 +49,14 @@ struct Turn {
 }
 
 impl Turns {
+    /// A turn the client holds itself (the SDK's host) started now: a
+    /// timed `restart` counts from it.
+    pub(super) fn started_elsewhere(&mut self) -> Instant {
+        let now = Instant::now();
+        self.latest_start = Some(now);
+        now
+    }
+
     /// Cancels every turn still running (`session/cancel`, bounded) and stops its task.
     pub async fn cancel_running(&mut self) {
         for turn in self.turns.values_mut() {

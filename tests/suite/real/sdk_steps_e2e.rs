@@ -1,0 +1,115 @@
+//! The real SDK on the mid-turn, sandbox and client-restart scenarios:
+//! `--client ts-sdk` (the SDK in the Rivet actor) and `--client browser`
+//! (the SDK in Chromium) take each step through the SDK's own calls, and
+//! the report holds what those calls returned, on the `agent` and
+//! `gateway` targets. Needs nginx, node/npm and Chromium; fails loudly
+//! without them.
+
+use crate::support::{self, continuity_with, phase, report};
+use serde_json::Value;
+
+/// `continuity run ARGS` for both SDK clients on both targets, one stack at a time.
+fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec!["run", "--client", "ts-sdk", "--client", "browser"];
+    args.extend([
+        "--persist",
+        "memory",
+        "--target",
+        "agent",
+        "--target",
+        "gateway",
+    ]);
+    for s in scenarios {
+        args.extend(["--scenario", s]);
+    }
+    args.extend(["--timeout-ms", "8000", "--out", out.to_str().unwrap()]);
+    let run = continuity_with(&args, &[]);
+    assert!(out.join("report.json").exists(), "{run:?}");
+    (dir, report(&out))
+}
+
+fn cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str) -> &'a Value {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["client"] == client && c["target"] == target && c["scenario"] == scenario)
+        .unwrap_or_else(|| panic!("no {client} cell {target} × {scenario} in {report}"))
+}
+
+#[test]
+fn the_sdk_leaves_a_turn_pending_across_a_restart_and_takes_every_sandbox_step() {
+    let (_dir, report) = run_sdk_clients(&["restart-mid-turn", "sandbox-reconnect"]);
+    for client in ["ts-sdk", "browser"] {
+        for target in ["agent", "gateway"] {
+            // The turn: session.prompt never settles; the POST's failure is an
+            // unhandled rejection of the phase that started it (#306/#307).
+            let mid = cell(&report, client, target, "restart-mid-turn");
+            assert_eq!(mid["verdict"], "fail", "{mid}");
+            assert_eq!(mid["failureBoundary"], "awaitTurn", "{mid}");
+            let start = phase(mid, "startLongTurn");
+            assert_eq!(start["outcome"], "ok", "{start}");
+            assert_eq!(start["detail"]["handle"], "held", "{start}");
+            let rejections = start["detail"]["unhandledRejections"].as_array();
+            assert!(rejections.is_some_and(|r| !r.is_empty()), "{start}");
+            let wait = phase(mid, "awaitTurn");
+            assert_eq!(wait["detail"]["turnOutcome"], "lost", "{wait}");
+            let delivered = wait["detail"]["sdkChunksDelivered"].as_u64().unwrap();
+            assert!((1..40).contains(&delivered), "{wait}");
+            let history = phase(mid, "turnHistory");
+            assert_eq!(history["detail"]["sdkChunksDelivered"], delivered);
+            assert_eq!(history["detail"]["chunksStored"], delivered, "{history}");
+            // Behind the gateway the agent streams on: the SDK stored none of the rest.
+            if target == "gateway" {
+                assert_eq!(history["detail"]["chunksSent"], 40, "{history}");
+                assert_eq!(history["outcome"], "fail", "{history}");
+            }
+
+            let sandbox = cell(&report, client, target, "sandbox-reconnect");
+            assert_eq!(sandbox["verdict"], "fail", "{sandbox}");
+            let probe = phase(sandbox, "probeAfterRestart");
+            assert_eq!(probe["detail"]["status"], "connected", "{probe}");
+            let file = phase(sandbox, "fileAfterRestart");
+            assert_eq!(file["detail"]["sameBytes"], true, "{file}");
+            let old = phase(sandbox, "oldTerminalSend");
+            assert_eq!(old["signature"]["kind"], "stream_closed", "{old}");
+            let process = phase(sandbox, "processAfterRestart");
+            if target == "agent" {
+                // A new server forgot the process: getProcess answers 404.
+                assert_eq!(process["signature"]["httpStatus"], 404, "{process}");
+                assert_eq!(process["detail"]["listed"], false, "{process}");
+                assert_eq!(sandbox["failureBoundary"], "processAfterRestart");
+            } else {
+                assert_eq!(process["detail"]["logsRetained"], true, "{process}");
+                assert_eq!(sandbox["failureBoundary"], "oldTerminalSend");
+                let again = phase(sandbox, "reattachTerminal");
+                assert_eq!(again["detail"]["oldCloseCode"], 1006, "{again}");
+                let echo = phase(sandbox, "terminalEchoAfterReattach");
+                assert_eq!(echo["outcome"], "ok", "{echo}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart() {
+    let (_dir, report) = run_sdk_clients(&["client-restart"]);
+    for client in ["ts-sdk", "browser"] {
+        let gateway = cell(&report, client, "gateway", "client-restart");
+        assert_eq!(gateway["verdict"], "pass", "{gateway}");
+        let after = phase(gateway, "promptAfterRestart");
+        assert_eq!(after["detail"]["stopReason"], "end_turn", "{after}");
+        let agent = cell(&report, client, "agent", "client-restart");
+        assert_eq!(agent["verdict"], "fail", "{agent}");
+        assert_eq!(agent["failureBoundary"], "promptAfterRestart", "{agent}");
+        // The SDK's prompt on the lost server id: a 400 nobody awaits.
+        let lost = phase(agent, "promptAfterRestart");
+        assert_eq!(lost["outcome"], "timeout", "{lost}");
+        let rejections = lost["detail"]["unhandledRejections"].as_array().unwrap();
+        assert!(rejections.iter().any(|r| r["status"] == 400), "{lost}");
+        assert_eq!(phase(agent, "getEvents")["outcome"], "ok", "{agent}");
+    }
+}
