@@ -33,8 +33,7 @@ impl FromStr for Partition {
     type Err = Invalid;
 
     fn from_str(text: &str) -> Result<Partition, Invalid> {
-        let usage =
-            "expected count:K/N, hash:K/N or cost:K/N with 1 <= K <= N, e.g. count:1/2";
+        let usage = "expected count:K/N, hash:K/N or cost:K/N with 1 <= K <= N, e.g. count:1/2";
         let (kind, rest) = text
             .split_once(':')
             .ok_or_else(|| Invalid(format!("{text:?}: {usage}")))?;
@@ -136,11 +135,7 @@ pub fn cell_name(target: &str, scenario: &str, version: Option<&str>) -> String 
 fn deal_by_cost(names: &[String], costs: &[u64], total: u32) -> Vec<u32> {
     let mut order: Vec<usize> = (0..names.len()).collect();
     let cost = |i: usize| costs.get(i).copied().unwrap_or(0);
-    order.sort_by(|&a, &b| {
-        cost(b)
-            .cmp(&cost(a))
-            .then_with(|| names[a].cmp(&names[b]))
-    });
+    order.sort_by(|&a, &b| cost(b).cmp(&cost(a)).then_with(|| names[a].cmp(&names[b])));
     let mut loads = vec![0u64; total as usize];
     let mut dealt: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     let mut owner = vec![0u32; names.len()];
