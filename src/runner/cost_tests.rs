@@ -64,7 +64,7 @@ fn skewed_report(matrix: &Matrix) -> Report {
             if planned.named.get(Axis::Client) == Some("ts-sdk") {
                 ms += 6_700;
             }
-            if h % 16 == 0 {
+            if h.is_multiple_of(16) {
                 ms = 60_000 + h % 2_000;
             }
             let mut cell = template.clone();

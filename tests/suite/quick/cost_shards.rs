@@ -2,8 +2,8 @@
 //! stack is needed: the refusals (exit 64, the flag named, no `--out` left
 //! behind), and a shard the split leaves empty, which starts nothing and
 //! still writes its run folder for `merge`. The split itself is tested in
-//! `runner::cost` (400 cells with skewed durations); cost shards that run
-//! cells, merged into the whole matrix, in `real::shard_e2e`.
+//! `runner::cost` (400 cells with skewed durations), merging cost shards in
+//! `report::merge`; `bench/scale.sh` runs and merges real cost shards.
 
 use crate::support::{assert_exit, continuity_with, report};
 use continuity::exit_codes;
