@@ -238,9 +238,12 @@ pub struct RunArgs {
     /// Run a failed attempt again up to N times; a pass on retry makes the cell flaky.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
-    /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest); merge shards with `continuity merge`.
+    /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest), or cost:K/N (dealt by expected duration, see --timings); merge shards with `continuity merge`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
     pub partition: Option<crate::partition::Partition>,
+    /// With --partition cost:K/N: a previous run (its folder or report.json, e.g. the last merged run) whose cell durations the split is dealt by; cells it lacks get built-in estimates.
+    #[arg(long, value_name = "RUN", requires = "partition")]
+    pub timings: Option<PathBuf>,
     /// Run cells on N workers, each with a local stack of its own [default: the number of CPUs, at least 2]; with --base-url or --config, see the config's `jobs` and `independent`.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: Option<u32>,

@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 mod attempts;
 mod client_axis;
+pub use matrix::cost;
 mod gather;
 mod matrix;
 mod persist_axis;
@@ -33,7 +34,7 @@ mod workers;
 pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
 pub use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PersistPoint, PlannedCell, SdkPoint, SdkSource,
-    ServerPoint, ServerSource, DEFAULT_AGENT,
+    ServerPoint, ServerSource, Shard, DEFAULT_AGENT,
 };
 pub use servers::{ServedBinary, ServerSlot};
 
@@ -130,10 +131,22 @@ pub struct RunSettings {
     pub flaky_result: FlakyResult,
     /// Run only this shard of the matrix.
     pub partition: Option<crate::partition::Partition>,
+    /// A previous run's cell durations, for a `cost:` partition (`--timings`).
+    pub timings: cost::Timings,
     pub scenarios: Vec<Scenario>,
     pub run_dir: PathBuf,
     /// How much of the wire each cell's `trace.jsonl` keeps.
     pub trace_level: crate::trace::TraceLevel,
+}
+
+impl RunSettings {
+    /// The shard this run holds, if it is one.
+    pub fn shard(&self) -> Option<Shard<'_>> {
+        self.partition.as_ref().map(|partition| Shard {
+            partition,
+            timings: &self.timings,
+        })
+    }
 }
 
 /// What the deployment or the local stack(s) provide: where the cells

@@ -25,7 +25,6 @@ use super::hosted_wire::WireCursor;
 use super::sdk_action::{ActionArgs, SdkAction};
 use crate::trace::event::{self, Event};
 use crate::trace::Trace;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,60 +32,7 @@ use std::time::{Duration, Instant};
 /// The actor's name in the app's registry.
 pub const ACTOR: &str = "sdkClient";
 
-/// An error the SDK raised (or the actor's own bound on an action), as the actor reports it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SdkError {
-    pub name: String,
-    pub message: String,
-    /// `SandboxAgentError` / `AcpHttpError`: the HTTP status.
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// The problem document (`type`, `title`, `detail`), when the server sent one.
-    #[serde(default)]
-    pub problem: Option<Value>,
-    /// `AcpRpcError`: the JSON-RPC code (other errors may carry a string code).
-    #[serde(default)]
-    pub code: Option<Value>,
-    #[serde(default)]
-    pub cause: Option<Box<SdkError>>,
-}
-
-impl SdkError {
-    /// The error and its causes, outermost first.
-    pub fn chain(&self) -> impl Iterator<Item = &SdkError> {
-        std::iter::successors(Some(self), |e| e.cause.as_deref())
-    }
-
-    /// The first HTTP status in the chain.
-    pub fn http_status(&self) -> Option<u16> {
-        self.chain().find_map(|e| e.status)
-    }
-
-    /// The first problem `type` in the chain.
-    pub fn problem_type(&self) -> Option<String> {
-        self.chain().find_map(|e| {
-            e.problem
-                .as_ref()
-                .and_then(|p| p.get("type"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-    }
-
-    /// The first JSON-RPC (numeric) code in the chain.
-    pub fn rpc_code(&self) -> Option<i64> {
-        self.chain()
-            .find_map(|e| e.code.as_ref().and_then(Value::as_i64))
-    }
-
-    /// `Name: message; cause: Name: message …`.
-    pub fn describe(&self) -> String {
-        self.chain()
-            .map(|e| format!("{}: {}", e.name, e.message))
-            .collect::<Vec<_>>()
-            .join("; cause: ")
-    }
-}
+pub use super::sdk_action::SdkError;
 
 /// Why an action did not give the SDK's answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

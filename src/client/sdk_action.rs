@@ -298,7 +298,7 @@ pub struct TurnStarted {
 pub struct TurnAwaited {
     pub turn_outcome: Option<String>,
     pub stop_reason: Option<String>,
-    pub error: Option<crate::client::hosted::SdkError>,
+    pub error: Option<SdkError>,
     pub turn_ms: Option<u64>,
     pub events_seen: Option<u64>,
     /// The texts of the `agent_message_chunk` events the SDK delivered.
@@ -334,7 +334,7 @@ pub struct Spawned {
 pub struct ProcessSeen {
     pub listed: Option<bool>,
     pub process: Option<Value>,
-    pub process_error: Option<crate::client::hosted::SdkError>,
+    pub process_error: Option<SdkError>,
     pub log_entries: Option<usize>,
     pub log_text: Option<String>,
 }
@@ -350,6 +350,61 @@ pub struct Retired {
 /// rather than failing the step (the actor's answers are untrusted).
 pub fn answer<T: for<'de> Deserialize<'de> + Default>(out: &Map<String, Value>) -> T {
     serde_json::from_value(Value::Object(out.clone())).unwrap_or_default()
+}
+
+/// An error the SDK raised (or the actor's own bound on an action), as the actor reports it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SdkError {
+    pub name: String,
+    pub message: String,
+    /// `SandboxAgentError` / `AcpHttpError`: the HTTP status.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The problem document (`type`, `title`, `detail`), when the server sent one.
+    #[serde(default)]
+    pub problem: Option<Value>,
+    /// `AcpRpcError`: the JSON-RPC code (other errors may carry a string code).
+    #[serde(default)]
+    pub code: Option<Value>,
+    #[serde(default)]
+    pub cause: Option<Box<SdkError>>,
+}
+
+impl SdkError {
+    /// The error and its causes, outermost first.
+    pub fn chain(&self) -> impl Iterator<Item = &SdkError> {
+        std::iter::successors(Some(self), |e| e.cause.as_deref())
+    }
+
+    /// The first HTTP status in the chain.
+    pub fn http_status(&self) -> Option<u16> {
+        self.chain().find_map(|e| e.status)
+    }
+
+    /// The first problem `type` in the chain.
+    pub fn problem_type(&self) -> Option<String> {
+        self.chain().find_map(|e| {
+            e.problem
+                .as_ref()
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+    }
+
+    /// The first JSON-RPC (numeric) code in the chain.
+    pub fn rpc_code(&self) -> Option<i64> {
+        self.chain()
+            .find_map(|e| e.code.as_ref().and_then(Value::as_i64))
+    }
+
+    /// `Name: message; cause: Name: message …`.
+    pub fn describe(&self) -> String {
+        self.chain()
+            .map(|e| format!("{}: {}", e.name, e.message))
+            .collect::<Vec<_>>()
+            .join("; cause: ")
+    }
 }
 
 #[cfg(test)]

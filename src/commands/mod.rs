@@ -270,6 +270,7 @@ async fn run_in(
     let base_url = settings::base_url(&args, config.as_ref())?;
     let agents = settings::agents(&args, config.as_ref())?;
     let timeout = settings::timeout(&args, config.as_ref())?;
+    let timings = settings::timings(&args)?;
     // What the user chose (flags, then config; several make a persistence
     // axis); the local stack's store otherwise.
     let chosen = axes::Chosen::of(
@@ -307,6 +308,7 @@ async fn run_in(
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),
         partition: args.partition,
+        timings,
         scenarios,
         run_dir: run_dir.clone(),
         trace_level: args.trace.into(),
@@ -431,7 +433,7 @@ async fn run_in(
                     names.clone(),
                     &settings.scenarios,
                     chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
-                    settings.partition.as_ref(),
+                    settings.shard(),
                 )
                 .cells
                 .len();
@@ -493,7 +495,7 @@ async fn run_in(
         targets,
         &settings.scenarios,
         chosen.axes(servers, store),
-        settings.partition.as_ref(),
+        settings.shard(),
     );
     let report = runner::run(
         &settings,

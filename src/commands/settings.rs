@@ -169,3 +169,23 @@ pub(super) fn redactor(args: &RunArgs, config: Option<&Config>) -> Redactor {
     redactor.add_secret_variables(std::env::vars());
     redactor
 }
+
+/// `--timings RUN`: the durations a `cost:` partition deals by (none: the
+/// built-in estimates). Refused with any other partition, which would
+/// ignore it.
+pub(super) fn timings(args: &RunArgs) -> Result<crate::runner::cost::Timings, CommandError> {
+    let Some(path) = &args.timings else {
+        return Ok(Default::default());
+    };
+    if args
+        .partition
+        .is_some_and(|p| p.kind != crate::partition::PartitionKind::Cost)
+    {
+        return Err(CommandError::usage(
+            "--timings deals a cost split: give it with --partition cost:K/N",
+        ));
+    }
+    let report =
+        super::load_report(path).map_err(|e| CommandError::usage(format!("--timings {e}")))?;
+    Ok(crate::runner::cost::Timings::from_report(&report))
+}

@@ -37,6 +37,29 @@ fn two_shards_make_the_whole_matrix() {
 }
 
 #[test]
+fn cost_shards_merge_like_the_others_and_not_with_them() {
+    let merged = merge(
+        "m",
+        &[
+            shard("a", "a1", Some("cost:1/2"), &[1, 2]),
+            shard("b", "b1", Some("cost:2/2"), &[0, 3]),
+        ],
+    )
+    .unwrap();
+    assert_eq!(merged.cells.len(), fixture::report().cells.len());
+    let e = merge(
+        "m",
+        &[
+            shard("a", "a1", Some("cost:1/2"), &[1, 2]),
+            shard("b", "b1", Some("count:2/2"), &[0, 3]),
+        ],
+    )
+    .unwrap_err()
+    .0;
+    assert!(e.contains("one split") && e.contains("cost:K/2"), "{e}");
+}
+
+#[test]
 fn refusals_name_what_is_wrong() {
     let err = |shards: &[ShardRun]| merge("m", shards).unwrap_err().0;
     let a = || shard("a", "a1", Some("count:1/2"), &[0, 2]);

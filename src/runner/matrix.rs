@@ -8,10 +8,13 @@
 //! cell's attempts (`--repeat`, `--retries`) depend on its outcomes, so
 //! the runner numbers them as they run.
 
+pub mod cost;
+
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
 use crate::report::{Axis, AxisPoint, Point, PointSource};
 use crate::scenario::Scenario;
+use cost::Timings;
 use std::path::PathBuf;
 
 /// The agent a run uses when none is named; cells then name no agent.
@@ -286,6 +289,14 @@ pub struct PlannedCell {
     pub named: Point,
 }
 
+/// The shard a run holds: `--partition`, and for a `cost:` split the
+/// previous run's durations (`--timings`; empty: the built-in estimates).
+#[derive(Debug, Clone, Copy)]
+pub struct Shard<'a> {
+    pub partition: &'a Partition,
+    pub timings: &'a Timings,
+}
+
 /// The matrix of a run (or of its shard).
 #[derive(Debug, Clone)]
 pub struct Matrix {
@@ -304,7 +315,7 @@ impl Matrix {
         targets: Vec<String>,
         scenarios: &[Scenario],
         axes: Axes,
-        partition: Option<&Partition>,
+        shard: Option<Shard<'_>>,
     ) -> Matrix {
         let named = axes.named();
         let mut all: Vec<(usize, CellPoint)> = Vec::new();
@@ -346,13 +357,17 @@ impl Matrix {
                 (s, point, labels)
             })
             .collect();
-        let selected = match partition {
-            Some(p) => {
+        let selected = match shard {
+            Some(shard) => {
                 let names: Vec<String> = labelled
                     .iter()
                     .map(|(_, _, named)| shard_name(named))
                     .collect();
-                p.selects(&names)
+                let costs: Vec<u64> = labelled
+                    .iter()
+                    .map(|(_, point, named)| shard.timings.expected_ms(point, named))
+                    .collect();
+                shard.partition.selects_by_cost(&names, &costs)
             }
             None => vec![true; labelled.len()],
         };
@@ -493,7 +508,11 @@ pub(super) mod tests {
         let mut held = 0;
         for k in 1..=2 {
             let p: Partition = format!("count:{k}/2").parse().unwrap();
-            let shard = Matrix::build(vec!["agent".into()], &s, axes.clone(), Some(&p));
+            let shard = Shard {
+                partition: &p,
+                timings: &Timings::default(),
+            };
+            let shard = Matrix::build(vec!["agent".into()], &s, axes.clone(), Some(shard));
             assert_eq!(shard.cells.len(), 2, "shard {k}");
             held += shard.cells.len();
         }

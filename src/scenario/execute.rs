@@ -17,7 +17,6 @@ mod rust_client;
 mod sandbox_steps;
 mod sandbox_teardown;
 mod sdk_client;
-mod sdk_steps;
 mod steps;
 mod store_wait;
 mod terminal_steps;

@@ -9,9 +9,10 @@
 //! Giving it a step: its action in `stack/rivet/sdk-client.mjs` and
 //! `stack/browser/page.mjs`, a variant of [`SdkAction`], one method here.
 
+mod steps;
+
 use super::driver::{PromptAnswer, ScenarioClient, Unsupported};
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
-use super::sdk_steps::HostedTurn;
 use super::{RunningCell, StepFailure, StepResult};
 use crate::client::hosted::{CallKind, HostedClient, HostedError};
 use crate::client::sdk_action::{self, answer, SdkAction};
@@ -25,6 +26,7 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
+use steps::HostedTurn;
 
 /// How long fetching the SDK's wire records before a restart may take.
 const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
@@ -76,7 +78,7 @@ impl HostedCell {
         self
     }
 
-    pub(super) fn turns(&self) -> std::sync::MutexGuard<'_, HashMap<String, HostedTurn>> {
+    fn turns(&self) -> std::sync::MutexGuard<'_, HashMap<String, HostedTurn>> {
         self.turns.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -6,6 +6,7 @@ mod candidate_input;
 mod ci_job;
 mod command_env;
 mod completions;
+mod cost_shards;
 mod docs_links;
 mod exit_code_table;
 mod hostile_outputs;

@@ -8,11 +8,11 @@
 //! clients' phases compare like with like. What the cell made is recorded
 //! in its sandbox state, for the harness's own teardown.
 
-use super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
-use super::driver::ScenarioClient;
-use super::hosted_data::hosted_signature;
-use super::sdk_client::HostedCell;
-use super::{RunningCell, StepFailure, StepResult};
+use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
+use super::super::driver::ScenarioClient;
+use super::super::hosted_data::hosted_signature;
+use super::super::{RunningCell, StepFailure, StepResult};
+use super::HostedCell;
 use crate::client::hosted::{HostedError, SdkError};
 use crate::client::sdk_action::{self, answer, SdkAction};
 use crate::clock::millis;
@@ -365,7 +365,7 @@ impl HostedCell {
     ) -> StepResult {
         let mut env = Map::new();
         env.insert(
-            super::sandbox_steps::CELL_MARK.into(),
+            super::super::sandbox_steps::CELL_MARK.into(),
             cell.settings.session_suffix.clone().into(),
         );
         let action = SdkAction::SpawnProcess {

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The matrix a release gates on, as CI runs it: its N shards
+# (`--partition KIND:K/N`), one after another on this machine (release
+# build), each as a CI job would run it (its own stacks, `--jobs` at its
+# default). Prints, side by side, each shard's cells, wall time (the whole
+# run, stacks included), the cells' time after the stacks are up, their
+# floor and the overhead above it; then the slowest shard over the mean,
+# the total, and whether the merged shards are the whole matrix (each cell
+# once, `continuity merge`).
+#
+# The matrix, by default 400 cells: five targets × five scenarios × four
+# agents × two clients × two server versions (about 20 min on 2 cores).
+#
+#   bench/scale.sh                          # 4 shards, cost split
+#   SHARDS=2 PARTITION=count bench/scale.sh # 2 shards, round-robin by name
+#   TIMINGS=runs/merged bench/scale.sh      # cost split by a previous run's durations
+#   TARGETS=agent SCENARIOS="native-continuity recreate-rehydrate" AGENTS=mock \
+#     CLIENTS=rust SERVERS=0.4.2 SHARDS=2 bench/scale.sh   # a quick check
+#   BIN=/path/to/continuity bench/scale.sh  # another build (no build)
+#   bench/scale.sh --retries 1              # extra arguments go to every shard's run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+shards=${SHARDS:-4}
+kind=${PARTITION:-cost}
+case "$kind" in cost | count | hash) ;; *) echo "PARTITION=$kind: cost, count or hash" >&2; exit 64 ;; esac
+targets=${TARGETS:-agent gateway gateway-reload rivet rivet-engine}
+scenarios=${SCENARIOS:-native-continuity recreate-rehydrate sandbox-reconnect native-load restart-mid-turn}
+agents=${AGENTS:-mock opencode claude codex}
+clients=${CLIENTS:-rust ts-sdk}
+servers=${SERVERS:-0.4.0 0.4.2}
+matrix=()
+for t in $targets; do matrix+=(--target "$t"); done
+for s in $scenarios; do matrix+=(--scenario "$s"); done
+for a in $agents; do matrix+=(--agent "$a"); done
+for c in $clients; do matrix+=(--client "$c"); done
+for v in $servers; do matrix+=(--server-version "$v"); done
+timings=()
+if [ -n "${TIMINGS:-}" ]; then timings=(--timings "$TIMINGS"); fi
+
+if [ -z "${BIN:-}" ]; then cargo build --release --quiet; fi
+bin=${BIN:-$repo/target/release/continuity}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+[ -n "${KEEP:-}" ] && trap - EXIT && echo "work folder: $work" >&2
+
+now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
+walls=()
+for k in $(seq 1 "$shards"); do
+  echo "shard $kind:$k/$shards ..." >&2
+  start=$(now_ms)
+  code=0
+  "$bin" run "${matrix[@]}" "${timings[@]}" "$@" --partition "$kind:$k/$shards" \
+    --out "$work/shard-$k" >"$work/log-$k.txt" 2>&1 || code=$?
+  walls+=("$(($(now_ms) - start))")
+  # Exit 1 (cells not passing) is the matrix's finding; 2 and 64 are the bench's failure.
+  if [ "$code" -gt 1 ]; then
+    echo "shard $k/$shards: continuity exit $code" >&2
+    tail -n 20 "$work/log-$k.txt" >&2
+    exit "$code"
+  fi
+done
+shard_dirs=()
+for k in $(seq 1 "$shards"); do shard_dirs+=("$work/shard-$k"); done
+# Exit 1 is a merged matrix with cells not passing; 64 a refusal.
+code=0
+"$bin" merge --out "$work/merged" "${shard_dirs[@]}" >"$work/merge.txt" 2>&1 || code=$?
+merged=ok
+if [ "$code" -gt 1 ]; then merged="refused: $(tail -n 1 "$work/merge.txt")"; fi
+
+python3 - "$work" "$kind" "$shards" "$merged" "${walls[@]}" <<'PY'
+import json, sys
+work, kind, n, merged = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+walls = [int(w) for w in sys.argv[5:]]
+rows = []
+for k in range(1, n + 1):
+    r = json.load(open(f"{work}/shard-{k}/report.json"))
+    ran = [c for c in r["cells"] if c["verdict"] != "skipped"]
+    rows.append((k, len(r["cells"]), len(ran), walls[k - 1], r["run"]["durationMs"],
+                 r["run"].get("floorMs", 0), r["run"].get("overheadMs", 0), r["cells"]))
+first = json.load(open(f"{work}/shard-1/report.json"))["run"]
+AXES = ("serverVersion", "agent", "client", "sdkVersion", "persist")
+values = {a: {c[a] for row in rows for c in row[7] if c.get(a)} for a in AXES}
+axes = "".join(f" x {len(v)} {a}" for a, v in values.items() if v)
+print(f"matrix: {sum(r[1] for r in rows)} cells ({len(first['targets'])} targets x {len(first['scenarios'])} scenarios{axes}), {n} shards, --partition {kind}:K/{n}")
+def held(cells):
+    """How many of the shard's cells each client and agent has (the axes that vary)."""
+    parts = []
+    for axis in ("client", "agent"):
+        if len(values[axis]) > 1:
+            parts.append(" ".join(f"{v} {sum(1 for c in cells if c.get(axis) == v)}" for v in sorted(values[axis])))
+    return "; ".join(parts) or "-"
+print(f"{'shard':<14} {'cells':>5} {'ran':>4} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9}  held")
+for k, cells, ran, wall, dur, floor, over, listed in rows:
+    pct = f"{over/floor*100:.0f}%" if floor else "-"
+    print(f"{kind}:{k}/{n:<8} {cells:>5} {ran:>4} {wall/1000:7.1f}s {dur/1000:7.1f}s {floor/1000:7.1f}s {over/1000:6.1f}s {pct:>3}  {held(listed)}")
+mean = sum(walls) / len(walls)
+print(f"slowest / mean (wall): {max(walls)/mean:.3f}  (slowest {max(walls)/1000:.1f}s, mean {mean/1000:.1f}s)")
+print(f"total: {sum(walls)/1000:.1f}s wall one after another, {sum(r[4] for r in rows)/1000:.1f}s of cells")
+seen = {}
+for row in rows:
+    for c in row[7]:
+        key = json.dumps({k: v for k, v in c.items() if k in ("target", "scenario") + AXES}, sort_keys=True)
+        seen[key] = seen.get(key, 0) + 1
+twice = sum(1 for v in seen.values() if v > 1)
+if merged == "ok":
+    merged = f"{len(json.load(open(f'{work}/merged/report.json'))['cells'])} cells"
+print(f"merged (continuity merge): {merged}; across the shards {len(seen)} distinct cells, {twice} in more than one shard")
+PY
