@@ -10,6 +10,9 @@ use super::{RunDefaults, TargetEntry};
 use crate::persist::PersistChoice;
 use crate::secret::display_url;
 
+/// A `[run]` key holding a list of strings.
+type SpannedList = toml::Spanned<Vec<toml::Spanned<String>>>;
+
 /// The checked contents of a file, before it is tied to a path.
 pub(super) struct Checked {
     pub run: RunDefaults,
@@ -64,8 +67,70 @@ impl TryFrom<RawConfig> for Checked {
     }
 }
 
+/// The `[run]` table: each key checked in turn, the first bad one reported.
 fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     let mut run = RunDefaults::default();
+    check_server(&raw, &mut run)?;
+    run.timeout = raw
+        .timeout_ms
+        .as_ref()
+        .map(|v| positive_ms("run.timeout_ms", v))
+        .transpose()?;
+    run.overall_timeout = raw
+        .overall_timeout_ms
+        .as_ref()
+        .map(|v| positive_ms("run.overall_timeout_ms", v))
+        .transpose()?;
+    run.repeat = raw
+        .repeat
+        .as_ref()
+        .map(|repeat| {
+            count(
+                "run.repeat",
+                repeat,
+                |n| n > 0,
+                "expected a whole number of runs, at least 1",
+            )
+        })
+        .transpose()?;
+    run.expect = check_expect(raw.expect.as_ref())?;
+    run.retries = raw
+        .retries
+        .as_ref()
+        .map(|retries| {
+            count(
+                "run.retries",
+                retries,
+                |n| n <= 100,
+                "expected a whole number of retries from 0 to 100",
+            )
+        })
+        .transpose()?;
+    run.jobs = raw
+        .jobs
+        .as_ref()
+        .map(|jobs| {
+            count(
+                "run.jobs",
+                jobs,
+                |n| (1..=64).contains(&n),
+                "expected a number of jobs from 1 to 64",
+            )
+        })
+        .transpose()?;
+    if let Some(persist) = &raw.persist {
+        run.persist = check_persist(persist)?;
+    }
+    run.token_env = check_token_env(raw.token_env.as_ref())?;
+    run.secret_env = check_secret_env(raw.secret_env)?;
+    run.server_bin = check_specs("run.server_bin", raw.server_bin)?;
+    run.sdk = check_specs("run.sdk", raw.sdk)?;
+    run.headers = check_headers(raw.headers.map(|h| h.0).unwrap_or_default())?;
+    Ok(run)
+}
+
+/// `[run] base_url` and `agent`: where the run goes and which agent it drives.
+fn check_server(raw: &RawRun, run: &mut RunDefaults) -> Result<(), Invalid> {
     if let Some(url) = &raw.base_url {
         run.base_url = Some(check_base_url(url.get_ref()).map_err(|why| {
             invalid(
@@ -87,124 +152,48 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         })?;
         run.agent = Some(agent.get_ref().clone());
     }
-    run.timeout = raw
-        .timeout_ms
-        .as_ref()
-        .map(|v| positive_ms("run.timeout_ms", v))
-        .transpose()?;
-    run.overall_timeout = raw
-        .overall_timeout_ms
-        .as_ref()
-        .map(|v| positive_ms("run.overall_timeout_ms", v))
-        .transpose()?;
-    if let Some(repeat) = &raw.repeat {
-        let value = *repeat.get_ref();
-        run.repeat = Some(
-            u32::try_from(value)
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| {
-                    invalid(
-                        "run.repeat",
-                        repeat.span(),
-                        Some(value.to_string()),
-                        "expected a whole number of runs, at least 1",
-                    )
-                })?,
-        );
+    Ok(())
+}
+
+/// `[run] expect`: the path of an expectations file, never blank.
+fn check_expect(
+    expect: Option<&toml::Spanned<String>>,
+) -> Result<Option<std::path::PathBuf>, Invalid> {
+    let Some(expect) = expect else {
+        return Ok(None);
+    };
+    if expect.get_ref().trim().is_empty() {
+        return Err(invalid(
+            "run.expect",
+            expect.span(),
+            None,
+            "expected the path of an expectations file",
+        ));
     }
-    if let Some(expect) = &raw.expect {
-        if expect.get_ref().trim().is_empty() {
-            return Err(invalid(
-                "run.expect",
-                expect.span(),
-                None,
-                "expected the path of an expectations file",
-            ));
-        }
-        run.expect = Some(expect.get_ref().into());
+    Ok(Some(expect.get_ref().into()))
+}
+
+/// `[run] token_env`: the name of the variable holding the token.
+fn check_token_env(name: Option<&toml::Spanned<String>>) -> Result<Option<String>, Invalid> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    if !is_env_name(name.get_ref()) {
+        // The value is not shown: a user who misread the key may have pasted the token itself.
+        return Err(invalid(
+            "run.token_env",
+            name.span(),
+            None,
+            "expected the name of an environment variable (letters, digits, `_`), not the token itself",
+        ));
     }
-    if let Some(retries) = &raw.retries {
-        let value = *retries.get_ref();
-        run.retries = Some(
-            u32::try_from(value)
-                .ok()
-                .filter(|n| *n <= 100)
-                .ok_or_else(|| {
-                    invalid(
-                        "run.retries",
-                        retries.span(),
-                        Some(value.to_string()),
-                        "expected a whole number of retries from 0 to 100",
-                    )
-                })?,
-        );
-    }
-    if let Some(jobs) = &raw.jobs {
-        let value = *jobs.get_ref();
-        run.jobs = Some(
-            u32::try_from(value)
-                .ok()
-                .filter(|n| (1..=64).contains(n))
-                .ok_or_else(|| {
-                    invalid(
-                        "run.jobs",
-                        jobs.span(),
-                        Some(value.to_string()),
-                        "expected a number of jobs from 1 to 64",
-                    )
-                })?,
-        );
-    }
-    if let Some(persist) = &raw.persist {
-        let expected =
-            "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
-        let names: Vec<&toml::Value> = match persist.get_ref() {
-            toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
-            one @ toml::Value::String(_) => vec![one],
-            other => {
-                return Err(invalid(
-                    "run.persist",
-                    persist.span(),
-                    Some(other.to_string()),
-                    expected,
-                ))
-            }
-        };
-        for name in names {
-            let choice = match name.as_str() {
-                Some("sqlite") => PersistChoice::Sqlite,
-                Some("memory") => PersistChoice::Memory,
-                Some("postgres") => PersistChoice::Postgres,
-                Some("rivet") => PersistChoice::Rivet,
-                Some("indexeddb") => PersistChoice::IndexedDb,
-                _ => {
-                    return Err(invalid(
-                        "run.persist",
-                        persist.span(),
-                        Some(name.to_string()),
-                        expected,
-                    ))
-                }
-            };
-            if !run.persist.contains(&choice) {
-                run.persist.push(choice);
-            }
-        }
-    }
-    if let Some(name) = &raw.token_env {
-        if !is_env_name(name.get_ref()) {
-            // The value is not shown: a user who misread the key may have pasted the token itself.
-            return Err(invalid(
-                "run.token_env",
-                name.span(),
-                None,
-                "expected the name of an environment variable (letters, digits, `_`), not the token itself",
-            ));
-        }
-        run.token_env = Some(name.get_ref().clone());
-    }
-    for name in raw.secret_env.map(|n| n.into_inner()).unwrap_or_default() {
+    Ok(Some(name.get_ref().clone()))
+}
+
+/// `[run] secret_env`: names of variables whose values are redacted.
+fn check_secret_env(names: Option<SpannedList>) -> Result<Vec<String>, Invalid> {
+    let mut checked = Vec::new();
+    for name in names.map(|n| n.into_inner()).unwrap_or_default() {
         if !is_env_name(name.get_ref()) {
             return Err(invalid(
                 "run.secret_env",
@@ -213,25 +202,91 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "expected names of environment variables (letters, digits, `_`), not their values",
             ));
         }
-        run.secret_env.push(name.into_inner());
+        checked.push(name.into_inner());
     }
-    for (key, list, into) in [
-        ("run.server_bin", raw.server_bin, &mut run.server_bin),
-        ("run.sdk", raw.sdk, &mut run.sdk),
-    ] {
-        for spec in list.map(|l| l.into_inner()).unwrap_or_default() {
-            if spec.get_ref().trim().is_empty() {
+    Ok(checked)
+}
+
+/// `[run] server_bin` and `sdk`: `[LABEL=]PATH` specs as their flags
+/// take them (checked there), none blank.
+fn check_specs(key: &str, list: Option<SpannedList>) -> Result<Vec<String>, Invalid> {
+    let mut checked = Vec::new();
+    for spec in list.map(|l| l.into_inner()).unwrap_or_default() {
+        if spec.get_ref().trim().is_empty() {
+            return Err(invalid(
+                key,
+                spec.span(),
+                None,
+                "expected `[LABEL=]PATH`, as the flag takes",
+            ));
+        }
+        checked.push(spec.into_inner());
+    }
+    Ok(checked)
+}
+
+/// A count of `[run]` (`repeat`, `retries`, `jobs`): a whole number that
+/// fits a `u32` and that `allowed` accepts, else `expected`.
+fn count(
+    key: &str,
+    value: &toml::Spanned<i64>,
+    allowed: impl Fn(u32) -> bool,
+    expected: &str,
+) -> Result<u32, Invalid> {
+    let n = *value.get_ref();
+    u32::try_from(n)
+        .ok()
+        .filter(|n| allowed(*n))
+        .ok_or_else(|| invalid(key, value.span(), Some(n.to_string()), expected))
+}
+
+/// `[run] persist`: one store name or a list of them, each once, in order.
+fn check_persist(persist: &toml::Spanned<toml::Value>) -> Result<Vec<PersistChoice>, Invalid> {
+    let expected =
+        "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
+    let names: Vec<&toml::Value> = match persist.get_ref() {
+        toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
+        one @ toml::Value::String(_) => vec![one],
+        other => {
+            return Err(invalid(
+                "run.persist",
+                persist.span(),
+                Some(other.to_string()),
+                expected,
+            ))
+        }
+    };
+    let mut chosen = Vec::new();
+    for name in names {
+        let choice = match name.as_str() {
+            Some("sqlite") => PersistChoice::Sqlite,
+            Some("memory") => PersistChoice::Memory,
+            Some("postgres") => PersistChoice::Postgres,
+            Some("rivet") => PersistChoice::Rivet,
+            Some("indexeddb") => PersistChoice::IndexedDb,
+            _ => {
                 return Err(invalid(
-                    key,
-                    spec.span(),
-                    None,
-                    "expected `[LABEL=]PATH`, as the flag takes",
-                ));
+                    "run.persist",
+                    persist.span(),
+                    Some(name.to_string()),
+                    expected,
+                ))
             }
-            into.push(spec.into_inner());
+        };
+        if !chosen.contains(&choice) {
+            chosen.push(choice);
         }
     }
-    for (name, value) in raw.headers.map(|h| h.0).unwrap_or_default() {
+    Ok(chosen)
+}
+
+/// `[run.headers]`: sent on every request, so never the token (that is
+/// `token_env`'s), and each a valid HTTP header.
+fn check_headers(
+    headers: Vec<(String, toml::Spanned<String>)>,
+) -> Result<Vec<(String, String)>, Invalid> {
+    let mut checked = Vec::new();
+    for (name, value) in headers {
         let key = format!("run.headers.{name}");
         if name.eq_ignore_ascii_case("authorization") {
             return Err(invalid(
@@ -257,7 +312,7 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 "expected a header value of visible ASCII characters",
             ));
         }
-        run.headers.push((name, value.into_inner()));
+        checked.push((name, value.into_inner()));
     }
-    Ok(run)
+    Ok(checked)
 }
