@@ -14,6 +14,7 @@ use crate::targets::{
 };
 use std::ops::Range;
 use std::path::PathBuf;
+use std::time::Duration;
 use toml::Spanned;
 
 pub(super) fn check_target(name: &str, raw: Spanned<RawTarget>) -> Result<TargetEntry, Invalid> {
@@ -125,6 +126,8 @@ fn exactly_one<K: Copy + std::fmt::Display>(
     }
 }
 
+/// `restart = { … }`: exactly one kind, only the keys that kind takes, and
+/// that kind's own values.
 fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
     let key = format!("{target_key}.restart");
     let r = raw.get_ref();
@@ -141,6 +144,34 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
         "restart kind",
         "`managed`, `command`, `signal` or `http`",
     )?;
+    check_secondary_keys(&key, r, kind)?;
+    match kind {
+        // A fault is its own table, never a restart kind.
+        RestartKind::Fault => Err(invalid(
+            &key,
+            raw.span(),
+            None,
+            "a fault goes in `fault = { … }`",
+        )),
+        RestartKind::Managed => check_managed(
+            &format!("{key}.managed"),
+            r.managed.as_ref().map(Spanned::get_ref),
+        ),
+        RestartKind::Command => check_command(&key, raw),
+        RestartKind::Signal => check_signal_restart(&key, raw),
+        RestartKind::Http => check_http(&key, r),
+        // Only the local stack makes one: no config key selects it.
+        RestartKind::Clients => Err(invalid(
+            &key,
+            raw.span(),
+            None,
+            "expected one of managed, command, signal or http",
+        )),
+    }
+}
+
+/// A key of `restart` that only some kinds take, set for another kind.
+fn check_secondary_keys(key: &str, r: &RawRestart, kind: RestartKind) -> Result<(), Invalid> {
     let present = [
         ("timeout_ms", r.timeout_ms.as_ref().map(Spanned::span)),
         ("pid_file", r.pid_file.as_ref().map(Spanned::span)),
@@ -169,107 +200,97 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
             ));
         }
     }
-    let timeout = |default| match &r.timeout_ms {
+    Ok(())
+}
+
+/// A command or HTTP restart's `timeout_ms`, else its kind's default.
+fn restart_timeout(key: &str, r: &RawRestart, default: Duration) -> Result<Duration, Invalid> {
+    match &r.timeout_ms {
         Some(v) => positive_ms(&format!("{key}.timeout_ms"), v),
         None => Ok(default),
-    };
-    match kind {
-        // A fault is its own table, never a restart kind.
-        RestartKind::Fault => Err(invalid(
-            &key,
+    }
+}
+
+fn check_command(key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
+    let r = raw.get_ref();
+    let command = r
+        .command
+        .as_ref()
+        .map(Spanned::get_ref)
+        .cloned()
+        .unwrap_or_default();
+    if command.trim().is_empty() {
+        return Err(invalid(
+            &format!("{key}.command"),
             raw.span(),
             None,
-            "a fault goes in `fault = { … }`",
-        )),
-        RestartKind::Managed => check_managed(
-            &format!("{key}.managed"),
-            r.managed.as_ref().map(Spanned::get_ref),
-        ),
-        RestartKind::Command => {
-            let command = r
-                .command
-                .as_ref()
-                .map(Spanned::get_ref)
-                .cloned()
-                .unwrap_or_default();
-            if command.trim().is_empty() {
+            "expected a shell command",
+        ));
+    }
+    Ok(RestartAction::Command {
+        command,
+        timeout: restart_timeout(key, r, DEFAULT_COMMAND_TIMEOUT)?,
+    })
+}
+
+fn check_signal_restart(key: &str, raw: &Spanned<RawRestart>) -> Result<RestartAction, Invalid> {
+    let r = raw.get_ref();
+    let signal = r
+        .signal
+        .as_ref()
+        .map(|s| check_signal(&format!("{key}.signal"), s))
+        .transpose()?;
+    let pid_file = r
+        .pid_file
+        .as_ref()
+        .filter(|p| !p.get_ref().trim().is_empty())
+        .ok_or_else(|| {
+            invalid(
+                key,
+                raw.span(),
+                None,
+                "a signal restart needs `pid_file`, the file that holds the process id",
+            )
+        })?;
+    Ok(RestartAction::Signal {
+        pid_file: PathBuf::from(pid_file.get_ref()),
+        signal: signal.unwrap_or(Signal::HUP),
+    })
+}
+
+fn check_http(key: &str, r: &RawRestart) -> Result<RestartAction, Invalid> {
+    let url = r
+        .http
+        .as_ref()
+        .map(|u| check_url(&format!("{key}.http"), u))
+        .transpose()?
+        .unwrap_or_default();
+    let method = match &r.method {
+        Some(m) => {
+            let upper = m.get_ref().trim().to_ascii_uppercase();
+            if upper.is_empty() || reqwest::Method::from_bytes(upper.as_bytes()).is_err() {
                 return Err(invalid(
-                    &format!("{key}.command"),
-                    raw.span(),
-                    None,
-                    "expected a shell command",
+                    &format!("{key}.method"),
+                    m.span(),
+                    Some(format!("{:?}", m.get_ref())),
+                    "expected an HTTP method such as \"POST\"",
                 ));
             }
-            Ok(RestartAction::Command {
-                command,
-                timeout: timeout(DEFAULT_COMMAND_TIMEOUT)?,
-            })
+            upper
         }
-        RestartKind::Signal => {
-            let signal = r
-                .signal
-                .as_ref()
-                .map(|s| check_signal(&format!("{key}.signal"), s))
-                .transpose()?;
-            let pid_file = r
-                .pid_file
-                .as_ref()
-                .filter(|p| !p.get_ref().trim().is_empty())
-                .ok_or_else(|| {
-                    invalid(
-                        &key,
-                        raw.span(),
-                        None,
-                        "a signal restart needs `pid_file`, the file that holds the process id",
-                    )
-                })?;
-            Ok(RestartAction::Signal {
-                pid_file: PathBuf::from(pid_file.get_ref()),
-                signal: signal.unwrap_or(Signal::HUP),
-            })
-        }
-        RestartKind::Http => {
-            let url = r
-                .http
-                .as_ref()
-                .map(|u| check_url(&format!("{key}.http"), u))
-                .transpose()?
-                .unwrap_or_default();
-            let method = match &r.method {
-                Some(m) => {
-                    let upper = m.get_ref().trim().to_ascii_uppercase();
-                    if upper.is_empty() || reqwest::Method::from_bytes(upper.as_bytes()).is_err() {
-                        return Err(invalid(
-                            &format!("{key}.method"),
-                            m.span(),
-                            Some(format!("{:?}", m.get_ref())),
-                            "expected an HTTP method such as \"POST\"",
-                        ));
-                    }
-                    upper
-                }
-                None => "POST".to_string(),
-            };
-            let expect_status = r
-                .expect_status
-                .as_ref()
-                .map(|s| check_status(&format!("{key}.expect_status"), s))
-                .transpose()?;
-            Ok(RestartAction::Http {
-                url,
-                method,
-                expect_status,
-                timeout: timeout(DEFAULT_HTTP_TIMEOUT)?,
-            })
-        }
-        // Only the local stack makes one: no config key selects it.
-        RestartKind::Clients => Err(invalid(
-            &key,
-            raw.span(),
-            None,
-            "expected one of managed, command, signal or http",
-        )),
-    }
+        None => "POST".to_string(),
+    };
+    let expect_status = r
+        .expect_status
+        .as_ref()
+        .map(|s| check_status(&format!("{key}.expect_status"), s))
+        .transpose()?;
+    Ok(RestartAction::Http {
+        url,
+        method,
+        expect_status,
+        timeout: restart_timeout(key, r, DEFAULT_HTTP_TIMEOUT)?,
+    })
 }
 
 fn check_managed(key: &str, raw: Option<&RawManaged>) -> Result<RestartAction, Invalid> {
