@@ -201,91 +201,18 @@ pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(
         ("PATH", path_var),
         ("HOME", home.join("home").display().to_string()),
     ];
-    let modules = installed.join("node_modules");
+    let at = AgentHome {
+        modules: installed.join("node_modules"),
+        home: &home,
+        state: &state,
+        launchers: &launchers,
+        port,
+        node: &node,
+    };
     let (native, exec_line) = match agent.name {
-        "opencode" => {
-            let binary = modules.join("opencode-linux-x64/bin/opencode");
-            npm::make_executable(&binary)?;
-            let config = home.join("config/opencode/opencode.json");
-            state
-                .write_text("config/opencode/opencode.json", &opencode_config(port))
-                .map_err(StackError::io(format!("cannot write {}", config.display())))?;
-            for (key, dir) in [
-                ("XDG_CONFIG_HOME", "config"),
-                ("XDG_DATA_HOME", "data"),
-                ("XDG_CACHE_HOME", "cache"),
-                ("XDG_STATE_HOME", "state"),
-            ] {
-                env.push((key, home.join(dir).display().to_string()));
-            }
-            env.push(("OPENCODE_CONFIG", config.display().to_string()));
-            for switch in OPENCODE_OFFLINE {
-                env.push((switch, "1".into()));
-            }
-            // opencode looks up a plugin's packument on every start: keep it on loopback (a 404).
-            env.push((
-                "NPM_CONFIG_REGISTRY",
-                format!("http://127.0.0.1:{port}/npm/"),
-            ));
-            let stand_in = format!(
-                "#!/bin/sh\nexec {} \"$@\"\n",
-                shell_quote(&binary.display().to_string())
-            );
-            (
-                stand_in,
-                format!(
-                    "exec {} acp \"$@\"\n",
-                    shell_quote(&binary.display().to_string())
-                ),
-            )
-        }
-        "claude" => {
-            let adapter = modules.join("@zed-industries/claude-agent-acp/dist/index.js");
-            let cli = modules.join("@anthropic-ai/claude-agent-sdk/cli.js");
-            let claude_env = claude_env(&home, port);
-            env.extend(claude_env.iter().map(|(k, v)| (*k, v.clone())));
-            // The SDK starts Claude Code with only CLAUDE_CODE_ENTRYPOINT in its
-            // environment: this wrapper puts the rest back.
-            let mut wrapper = String::from("#!/bin/sh\n# Written by continuity: CLAUDE_CODE_EXECUTABLE for claude-agent-acp.\n");
-            wrapper.push_str(&exports(&env));
-            wrapper.push_str(&format!(
-                "exec {} {} \"$@\" 2>>{}\n",
-                shell_quote(&node.display().to_string()),
-                shell_quote(&cli.display().to_string()),
-                shell_quote(&home.join("claude-cli.stderr.log").display().to_string())
-            ));
-            let wrapper_path = write_script(&launchers, Path::new("claude-cli-wrapper"), &wrapper)?;
-            env.push(("CLAUDE_CODE_EXECUTABLE", wrapper_path.display().to_string()));
-            (
-                format!(
-                    "#!/bin/sh\nexec {} \"$@\"\n",
-                    shell_quote(&wrapper_path.display().to_string())
-                ),
-                format!(
-                    "exec {} {} \"$@\"\n",
-                    shell_quote(&node.display().to_string()),
-                    shell_quote(&adapter.display().to_string())
-                ),
-            )
-        }
-        "codex" => {
-            let binary = modules.join("@zed-industries/codex-acp-linux-x64/bin/codex-acp");
-            npm::make_executable(&binary)?;
-            let codex_home = home.join("codex");
-            state
-                .write_text("codex/config.toml", &codex_config(port))
-                .map_err(StackError::io(format!(
-                    "cannot write {}",
-                    codex_home.display()
-                )))?;
-            env.push(("CODEX_HOME", codex_home.display().to_string()));
-            env.push(("FAKE_API_KEY", "fake-key".into()));
-            env.push(("OPENAI_API_KEY", "fake-key".into()));
-            (
-                "#!/bin/sh\necho 'codex-cli 0.137.0 (continuity stand-in: codex-acp embeds codex core)'\n".to_string(),
-                format!("exec {} \"$@\"\n", shell_quote(&binary.display().to_string())),
-            )
-        }
+        "opencode" => wire_opencode(&at, &mut env)?,
+        "claude" => wire_claude(&at, &mut env)?,
+        "codex" => wire_codex(&at, &mut env)?,
         other => return Err(Invalid(format!("{other} is not a real agent")).into()),
     };
     write_script(&launchers, Path::new(agent.name), &native)?;
@@ -305,6 +232,143 @@ pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(
         &launcher,
     )?;
     Ok(())
+}
+
+/// Where one real agent is wired: its installed packages, its own state
+/// folder (HOME and config), the launchers' folder, the fake provider's
+/// port and `node`.
+struct AgentHome<'a> {
+    modules: PathBuf,
+    home: &'a Path,
+    state: &'a RunFolder,
+    launchers: &'a RunFolder,
+    port: u16,
+    node: &'a Path,
+}
+
+/// A wired agent's stand-in native binary and its launcher's last line.
+type Launch = (String, String);
+
+/// opencode: its binary, its config on the fake provider, XDG folders of
+/// its own and every switch that keeps it offline.
+fn wire_opencode(at: &AgentHome<'_>, env: &mut Vec<(&str, String)>) -> Result<Launch, StackError> {
+    let AgentHome {
+        modules,
+        home,
+        state,
+        port,
+        ..
+    } = at;
+    let port = *port;
+    let binary = modules.join("opencode-linux-x64/bin/opencode");
+    npm::make_executable(&binary)?;
+    let config = home.join("config/opencode/opencode.json");
+    state
+        .write_text("config/opencode/opencode.json", &opencode_config(port))
+        .map_err(StackError::io(format!("cannot write {}", config.display())))?;
+    for (key, dir) in [
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_CACHE_HOME", "cache"),
+        ("XDG_STATE_HOME", "state"),
+    ] {
+        env.push((key, home.join(dir).display().to_string()));
+    }
+    env.push(("OPENCODE_CONFIG", config.display().to_string()));
+    for switch in OPENCODE_OFFLINE {
+        env.push((switch, "1".into()));
+    }
+    // opencode looks up a plugin's packument on every start: keep it on loopback (a 404).
+    env.push((
+        "NPM_CONFIG_REGISTRY",
+        format!("http://127.0.0.1:{port}/npm/"),
+    ));
+    let stand_in = format!(
+        "#!/bin/sh\nexec {} \"$@\"\n",
+        shell_quote(&binary.display().to_string())
+    );
+    Ok((
+        stand_in,
+        format!(
+            "exec {} acp \"$@\"\n",
+            shell_quote(&binary.display().to_string())
+        ),
+    ))
+}
+
+/// claude: the ACP adapter on node, and a wrapper that gives Claude Code
+/// back the environment the SDK strips.
+fn wire_claude(at: &AgentHome<'_>, env: &mut Vec<(&str, String)>) -> Result<Launch, StackError> {
+    let AgentHome {
+        modules,
+        home,
+        launchers,
+        port,
+        node,
+        ..
+    } = at;
+    let port = *port;
+    let adapter = modules.join("@zed-industries/claude-agent-acp/dist/index.js");
+    let cli = modules.join("@anthropic-ai/claude-agent-sdk/cli.js");
+    let claude_env = claude_env(home, port);
+    env.extend(claude_env.iter().map(|(k, v)| (*k, v.clone())));
+    // The SDK starts Claude Code with only CLAUDE_CODE_ENTRYPOINT in its
+    // environment: this wrapper puts the rest back.
+    let mut wrapper = String::from(
+        "#!/bin/sh\n# Written by continuity: CLAUDE_CODE_EXECUTABLE for claude-agent-acp.\n",
+    );
+    wrapper.push_str(&exports(env));
+    wrapper.push_str(&format!(
+        "exec {} {} \"$@\" 2>>{}\n",
+        shell_quote(&node.display().to_string()),
+        shell_quote(&cli.display().to_string()),
+        shell_quote(&home.join("claude-cli.stderr.log").display().to_string())
+    ));
+    let wrapper_path = write_script(launchers, Path::new("claude-cli-wrapper"), &wrapper)?;
+    env.push(("CLAUDE_CODE_EXECUTABLE", wrapper_path.display().to_string()));
+    Ok((
+        format!(
+            "#!/bin/sh\nexec {} \"$@\"\n",
+            shell_quote(&wrapper_path.display().to_string())
+        ),
+        format!(
+            "exec {} {} \"$@\"\n",
+            shell_quote(&node.display().to_string()),
+            shell_quote(&adapter.display().to_string())
+        ),
+    ))
+}
+
+/// codex: the codex-acp binary with its `CODEX_HOME` on the fake provider.
+fn wire_codex(at: &AgentHome<'_>, env: &mut Vec<(&str, String)>) -> Result<Launch, StackError> {
+    let AgentHome {
+        modules,
+        home,
+        state,
+        port,
+        ..
+    } = at;
+    let port = *port;
+    let binary = modules.join("@zed-industries/codex-acp-linux-x64/bin/codex-acp");
+    npm::make_executable(&binary)?;
+    let codex_home = home.join("codex");
+    state
+        .write_text("codex/config.toml", &codex_config(port))
+        .map_err(StackError::io(format!(
+            "cannot write {}",
+            codex_home.display()
+        )))?;
+    env.push(("CODEX_HOME", codex_home.display().to_string()));
+    env.push(("FAKE_API_KEY", "fake-key".into()));
+    env.push(("OPENAI_API_KEY", "fake-key".into()));
+    Ok((
+        "#!/bin/sh\necho 'codex-cli 0.137.0 (continuity stand-in: codex-acp embeds codex core)'\n"
+            .to_string(),
+        format!(
+            "exec {} \"$@\"\n",
+            shell_quote(&binary.display().to_string())
+        ),
+    ))
 }
 
 const OPENCODE_OFFLINE: [&str; 8] = [
