@@ -60,58 +60,84 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
 /// `ts-sdk`) picks one of a client axis's cells, and is needed there, as
 /// is `@SDK` (`ts-sdk@fix`) on an SDK axis.
 fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell, CommandError> {
-    let (path, attempt) = match wanted.rsplit_once('#') {
-        Some((path, n)) => (
+    let at = CellPath::parse(wanted)?;
+    let cell = the_one_cell(report, &at, pick)?;
+    let Some(n) = at.attempt else {
+        return Ok(cell.clone());
+    };
+    nth_attempt(cell, &at, n)
+}
+
+/// `--cell`'s parts: the path (before `#`) and what it names.
+struct CellPath<'a> {
+    path: &'a str,
+    attempt: Option<u32>,
+    target: &'a str,
+    scenario: &'a str,
+    client: Option<&'a str>,
+    sdk: Option<&'a str>,
+}
+
+impl<'a> CellPath<'a> {
+    fn parse(wanted: &'a str) -> Result<CellPath<'a>, CommandError> {
+        let (path, attempt) = match wanted.rsplit_once('#') {
+            Some((path, n)) => (
+                path,
+                Some(n.parse::<u32>().map_err(|_| {
+                    CommandError::usage(format!(
+                        "--cell {wanted:?}: the attempt after # must be a number"
+                    ))
+                })?),
+            ),
+            None => (wanted, None),
+        };
+        let Some((target, rest)) = path.split_once('/') else {
+            return Err(CommandError::usage(format!(
+                "--cell {wanted:?}: expected TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]"
+            )));
+        };
+        let (scenario, client) = match rest.split_once('/') {
+            Some((scenario, client)) => (scenario, Some(client)),
+            None => (rest, None),
+        };
+        let (client, sdk) = match client.map(|c| c.split_once('@')) {
+            Some(Some((client, sdk))) => (Some(client), Some(sdk)),
+            Some(None) => (client, None),
+            None => (None, None),
+        };
+        Ok(CellPath {
             path,
-            Some(n.parse::<u32>().map_err(|_| {
-                CommandError::usage(format!(
-                    "--cell {wanted:?}: the attempt after # must be a number"
-                ))
-            })?),
-        ),
-        None => (wanted, None),
-    };
-    let Some((target, rest)) = path.split_once('/') else {
-        return Err(CommandError::usage(format!(
-            "--cell {wanted:?}: expected TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]"
-        )));
-    };
-    let (scenario, client) = match rest.split_once('/') {
-        Some((scenario, client)) => (scenario, Some(client)),
-        None => (rest, None),
-    };
-    let (client, sdk) = match client.map(|c| c.split_once('@')) {
-        Some(Some((client, sdk))) => (Some(client), Some(sdk)),
-        Some(None) => (client, None),
-        None => (None, None),
-    };
-    let name = |c: &Cell| match c.point.get(Axis::Server) {
-        Some(v) => format!("{}@{v}", c.point.target),
-        None => c.point.target.clone(),
-    };
+            attempt,
+            target,
+            scenario,
+            client,
+            sdk,
+        })
+    }
+}
+
+/// The one cell `at` and `pick` name, or a usage error naming what is
+/// missing (none matches) or which axis to name (several do).
+fn the_one_cell<'r>(
+    report: &'r Report,
+    at: &CellPath<'_>,
+    pick: &CellPick<'_>,
+) -> Result<&'r Cell, CommandError> {
+    let CellPath {
+        path,
+        target,
+        scenario,
+        ..
+    } = *at;
     let known = || -> String {
         report
             .cells
             .iter()
-            .map(|c| format!("{}/{}", name(c), c.point.scenario))
+            .map(|c| format!("{}/{}", cell_name(c), c.point.scenario))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let matching: Vec<&Cell> = report
-        .cells
-        .iter()
-        .filter(|c| (c.point.target == target || name(c) == target) && c.point.scenario == scenario)
-        .filter(|c| client.is_none_or(|k| c.client_name() == k))
-        .filter(|c| sdk.is_none_or(|s| c.point.get(Axis::Sdk) == Some(s)))
-        .filter(|c| {
-            pick.persist
-                .is_none_or(|p| c.point.get(Axis::Persist) == Some(p))
-        })
-        .filter(|c| {
-            pick.agent
-                .is_none_or(|a| c.point.get(Axis::Agent) == Some(a))
-        })
-        .collect();
+    let matching = matching_cells(report, at, pick);
     // An axis the path does not name, with several values among the matches.
     let several = |flag: &str, of: fn(&Cell) -> Option<&str>| -> Result<(), CommandError> {
         let values = distinct(matching.iter().filter_map(|c| of(c)));
@@ -127,7 +153,7 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
     several("agent", |c| c.point.get(Axis::Agent))?;
     let sdks = distinct(matching.iter().filter_map(|c| c.point.get(Axis::Sdk)));
     let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
-    let cell = match matching.first() {
+    match matching.first() {
         None => {
             let mut picked = String::new();
             for (flag, value) in [("persist", pick.persist), ("agent", pick.agent)] {
@@ -135,31 +161,72 @@ fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell,
                     picked.push_str(&format!(" with --{flag} {value}"));
                 }
             }
-            return Err(CommandError::usage(format!(
+            Err(CommandError::usage(format!(
                 "no cell {path}{picked} in this run (cells: {})",
                 known()
-            )));
+            )))
         }
         Some(_) if clients.iter().any(|k| *k != clients[0]) => {
-            return Err(CommandError::usage(format!(
+            Err(CommandError::usage(format!(
                 "{target}/{scenario} ran with clients {}: name one, e.g. --cell {target}/{scenario}/{}",
                 clients.join(" and "),
                 clients[clients.len() - 1]
             )))
         }
         Some(_) if sdks.len() > 1 => {
-            return Err(CommandError::usage(format!(
+            Err(CommandError::usage(format!(
                 "{target}/{scenario} ran on SDK points {}: name one, e.g. --cell {target}/{scenario}/{}@{}",
                 sdks.join(" and "),
                 clients[0],
                 sdks[sdks.len() - 1]
             )))
         }
-        Some(cell) => *cell,
-    };
-    let Some(n) = attempt else {
-        return Ok(cell.clone());
-    };
+        Some(cell) => Ok(*cell),
+    }
+}
+
+/// A cell's target as `--cell` may name it: with its server point on a
+/// server axis (`agent@0.4.0`).
+fn cell_name(c: &Cell) -> String {
+    match c.point.get(Axis::Server) {
+        Some(v) => format!("{}@{v}", c.point.target),
+        None => c.point.target.clone(),
+    }
+}
+
+/// Every cell whose coordinates match what `at` and `pick` name.
+fn matching_cells<'r>(report: &'r Report, at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<&'r Cell> {
+    let CellPath {
+        target,
+        scenario,
+        client,
+        sdk,
+        ..
+    } = *at;
+    report
+        .cells
+        .iter()
+        .filter(|c| {
+            (c.point.target == target || cell_name(c) == target) && c.point.scenario == scenario
+        })
+        .filter(|c| client.is_none_or(|k| c.client_name() == k))
+        .filter(|c| sdk.is_none_or(|s| c.point.get(Axis::Sdk) == Some(s)))
+        .filter(|c| {
+            pick.persist
+                .is_none_or(|p| c.point.get(Axis::Persist) == Some(p))
+        })
+        .filter(|c| {
+            pick.agent
+                .is_none_or(|a| c.point.get(Axis::Agent) == Some(a))
+        })
+        .collect()
+}
+
+/// The cell as its attempt `n` ran (`#N`).
+fn nth_attempt(cell: &Cell, at: &CellPath<'_>, n: u32) -> Result<Cell, CommandError> {
+    let CellPath {
+        target, scenario, ..
+    } = *at;
     if cell.attempts.is_empty() && cell.attempt == n {
         return Ok(cell.clone());
     }
