@@ -188,24 +188,12 @@ async fn work(
             finished.push((index, cell));
         }
     };
-    let judged = |index: usize, verdicts: Vec<(u32, crate::report::Verdict)>| {
-        if let Some(verdicts) = run.gather.judged(index, verdicts) {
-            let _ = events.send(RunEvent::CellJudged {
-                index,
-                total: run.total,
-                verdicts,
-            });
-        }
-    };
-    let mut send = |event: RunEvent| {
-        let _ = events.send(event);
-    };
+    let judged = |index: usize, verdicts| judged(run, &events, index, verdicts);
     let mut interrupted = false;
     let mut ran: HashMap<String, usize> = HashMap::new();
     let leaves_deletes = |job: &Job| ends_disposing(&settings.scenarios[job.scenario]);
     while let Some((job, target)) = next_job(shared.queue, worker, &ran, leaves_deletes) {
         *ran.entry(job.target.clone()).or_default() += 1;
-        let scenario = &settings.scenarios[job.scenario];
         if !worker.serves(&job.point.server) {
             // A switch stops the server: what earlier jobs still DELETE runs out first.
             finishing.drain(&mut done).await;
@@ -229,50 +217,98 @@ async fn work(
             }
             Some(Ok(())) => {}
         }
-        let plan = RunPlan {
-            settings,
-            point: &job.point,
-        };
-        let cell_id = CellId {
-            index: job.index,
-            total: run.total,
+        if run_job(
+            run,
+            worker,
+            &job,
             target,
-            scenario,
-        };
-        let attempts = finishing
-            .beside(
-                run_attempts(
-                    plan,
-                    worker,
-                    &cell_id,
-                    run.gather,
-                    run.sequence,
-                    run.interrupt,
-                    &mut send,
-                ),
-                &mut done,
-            )
-            .await;
-        // An interrupted repeat keeps the attempts that finished: nothing run is lost.
-        if !attempts.attempts.is_empty() {
-            judged(
-                job.index,
-                attempts
-                    .attempts
-                    .iter()
-                    .map(|a| (a.number, a.verdict))
-                    .collect(),
-            );
-            finishing.push(job.index, attempts.attempts);
-        }
-        finishing.take_ready(&mut done);
-        if attempts.interrupted {
+            &mut finishing,
+            &mut done,
+            &events,
+        )
+        .await
+        {
             interrupted = true;
             break;
         }
     }
     finishing.drain(&mut done).await;
     (finished, interrupted)
+}
+
+/// One job on `worker`, its point taken: the repeat's attempts, run
+/// beside what earlier jobs still clean up, judged at once and handed to
+/// `finishing`. Whether the run was interrupted meanwhile.
+async fn run_job(
+    run: &Run<'_>,
+    worker: &mut Worker,
+    job: &Job,
+    target: usize,
+    finishing: &mut Finishing<usize>,
+    done: &mut impl FnMut(usize, Vec<Attempt>),
+    events: &mpsc::UnboundedSender<RunEvent>,
+) -> bool {
+    let mut send = |event: RunEvent| {
+        let _ = events.send(event);
+    };
+    let settings = run.settings;
+    let scenario = &settings.scenarios[job.scenario];
+    let plan = RunPlan {
+        settings,
+        point: &job.point,
+    };
+    let cell_id = CellId {
+        index: job.index,
+        total: run.total,
+        target,
+        scenario,
+    };
+    let attempts = finishing
+        .beside(
+            run_attempts(
+                plan,
+                worker,
+                &cell_id,
+                run.gather,
+                run.sequence,
+                run.interrupt,
+                &mut send,
+            ),
+            done,
+        )
+        .await;
+    // An interrupted repeat keeps the attempts that finished: nothing run is lost.
+    if !attempts.attempts.is_empty() {
+        judged(
+            run,
+            events,
+            job.index,
+            attempts
+                .attempts
+                .iter()
+                .map(|a| (a.number, a.verdict))
+                .collect(),
+        );
+        finishing.push(job.index, attempts.attempts);
+    }
+    finishing.take_ready(done);
+    attempts.interrupted
+}
+
+/// Tells the run a cell's verdicts once all its repeats are judged.
+fn judged(
+    run: &Run<'_>,
+    events: &mpsc::UnboundedSender<RunEvent>,
+    index: usize,
+    verdicts: Vec<(u32, crate::report::Verdict)>,
+) {
+    if let Some(verdicts) = run.gather.judged(index, verdicts) {
+        let _ = events.send(RunEvent::CellJudged {
+            index,
+            total: run.total,
+            verdicts,
+        });
+    }
 }
 
 /// How many workers a run of `cells` cells gets for `--jobs jobs`: never
