@@ -344,6 +344,23 @@ pub async fn run(
         partition: settings.partition.map(|p| p.to_string()),
         axes: matrix.named_axes(),
     });
+    let (mut cells, jobs) = split_unavailable(matrix, stacks, on_event);
+    let (finished, interrupted) =
+        run_until_stopped(settings, stacks, jobs, total, cancel, deadline, on_event).await;
+    cells.extend(finished);
+    cells.sort_by_key(|(index, _)| *index);
+    let run = run_info(settings, matrix, stacks, (started_at, started), interrupted);
+    crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
+}
+
+/// The cells no stack can run, reported (and finished) at once, and the
+/// jobs of the others.
+fn split_unavailable(
+    matrix: &Matrix,
+    stacks: &RunStacks,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> (Vec<(usize, Cell)>, Vec<workers::Job>) {
+    let total = matrix.cells.len();
     let mut cells: Vec<(usize, Cell)> = Vec::new();
     let mut jobs: Vec<workers::Job> = Vec::new();
     for planned in &matrix.cells {
@@ -359,6 +376,21 @@ pub async fn run(
             None => jobs.push(workers::Job::of(planned)),
         }
     }
+    (cells, jobs)
+}
+
+/// Runs `jobs` over the workers until they are done or the run is cut
+/// short (`cancel`, the overall `deadline`): the cells finished, and
+/// whether the run was interrupted.
+async fn run_until_stopped(
+    settings: &RunSettings,
+    stacks: &mut RunStacks,
+    jobs: Vec<workers::Job>,
+    total: usize,
+    cancel: watch::Receiver<bool>,
+    deadline: Instant,
+    on_event: &mut (dyn FnMut(RunEvent) + Send),
+) -> (Vec<(usize, Cell)>, bool) {
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
@@ -393,13 +425,23 @@ pub async fn run(
             }
         }
     };
-    cells.extend(finished.cells);
-    cells.sort_by_key(|(index, _)| *index);
     // Stopped while only cleanup was left (the last cell's deferred
     // DELETEs) is stopped all the same: the user was told so.
     let interrupted = finished.interrupted || *interrupt.borrow();
+    (finished.cells, interrupted)
+}
+
+/// The run's record in the report: its settings, axes, stacks and times
+/// (`started`: the wall clock and the monotonic one).
+fn run_info(
+    settings: &RunSettings,
+    matrix: &Matrix,
+    stacks: &RunStacks,
+    (started_at, started): (SystemTime, Instant),
+    interrupted: bool,
+) -> RunInfo {
     let joined = |names: Vec<&str>| names.join(", ");
-    let run = RunInfo {
+    RunInfo {
         id: settings.id.clone(),
         harness_version: env!("CARGO_PKG_VERSION").into(),
         started_at: rfc3339(started_at),
@@ -424,8 +466,7 @@ pub async fn run(
         allow_fixed: false,
         timing: None,
         points: matrix.axes.points(),
-    };
-    crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
+    }
 }
 
 /// The record of a cell no stack of this run can run: its agent could not
