@@ -14,13 +14,7 @@ fn main() -> ExitCode {
             return ExitCode::from(commands::parse_error_exit_code(&e));
         }
     };
-    // Whatever happens, no child process group outlives the harness.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        continuity::supervise::kill_all_groups();
-        console::live::clear();
-        default_hook(info);
-    }));
+    install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -28,84 +22,110 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return ExitCode::from(commands::report(&CommandError::Runtime(e))),
     };
-    let outcome = runtime.block_on(async move {
-        match cli.command {
-            Command::Agent => Ok(Outcome::Exited(
-                continuity::agent::run().await.clamp(0, 255) as u8,
-            )),
-            // Blocks this thread on its pipe: nothing else runs in a keeper.
-            Command::Keeper { owner } => Ok(Outcome::Exited(continuity::supervise::keeper::run(
-                &owner,
-            ) as u8)),
-            Command::Run(args) => commands::run(*args).await,
-            Command::Validate(sources) => commands::validate(&sources).map(|out| {
-                console::out(&out);
-                Outcome::Passed
-            }),
-            Command::List(sources) => commands::list(&sources).map(|out| {
-                console::out(&out);
-                Outcome::Passed
-            }),
-            Command::Compare {
-                baseline,
-                candidate,
-                allow_missing,
-                axis,
-                from,
-                to,
-            } => match (candidate, axis) {
-                (Some(candidate), None) => commands::compare(&baseline, &candidate, allow_missing),
-                (None, Some(axis)) => commands::compare_within(
-                    &baseline,
-                    axis,
-                    from.as_deref(),
-                    to.as_deref(),
-                    allow_missing,
-                ),
-                (Some(_), Some(_)) => Err(commands::CommandError::usage(
-                    "compare --axis compares points within one run: give one run, not two",
-                )),
-                (None, None) => Err(commands::CommandError::usage(
-                    "compare needs the candidate run too, or --axis AXIS to compare points within one run",
-                )),
-            },
-            Command::Merge(args) => commands::merge(args),
-            Command::Baseline { run } => commands::baseline(&run).map(|out| {
-                console::out(&out);
-                Outcome::Passed
-            }),
-            Command::Completions { shell } => {
-                use clap::CommandFactory;
-                let mut script = Vec::new();
-                clap_complete::generate(shell, &mut Cli::command(), "continuity", &mut script);
-                console::out(&String::from_utf8_lossy(&script));
-                Ok(Outcome::Passed)
-            }
-            Command::Show {
-                run,
-                cell,
-                persist,
-                agent,
-            } => {
-                let pick = commands::CellPick {
-                    persist: persist.as_deref(),
-                    agent: agent.as_deref(),
-                };
-                commands::show(&run, cell.as_deref(), &pick)
-            }
-            .map(|out| {
-                console::out(&out);
-                Outcome::Passed
-            }),
-            Command::Stack { action } => match action {
-                StackAction::Up(args) => commands::stack_up(args).await,
-                StackAction::Status(args) => commands::stack_status(args),
-                StackAction::Down(args) => commands::stack_down(args).await,
-            },
-        }
-    });
+    let outcome = runtime.block_on(dispatch(cli.command));
     // The command's keeper (if it had one) finished with its run; this is
     // for what a panic or an early error left.
     continuity::supervise::kill_all_groups();
     ExitCode::from(commands::exit_code(outcome))
+}
+
+/// Whatever happens, no child process group outlives the harness: a
+/// panic kills them all and clears the live area before it is reported.
+fn install_panic_hook() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        continuity::supervise::kill_all_groups();
+        console::live::clear();
+        default_hook(info);
+    }));
+}
+
+/// Runs the parsed command to its outcome.
+async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
+    match command {
+        Command::Agent => Ok(Outcome::Exited(
+            continuity::agent::run().await.clamp(0, 255) as u8,
+        )),
+        // Blocks this thread on its pipe: nothing else runs in a keeper.
+        Command::Keeper { owner } => Ok(Outcome::Exited(
+            continuity::supervise::keeper::run(&owner) as u8,
+        )),
+        Command::Run(args) => commands::run(*args).await,
+        Command::Validate(sources) => commands::validate(&sources).map(|out| {
+            console::out(&out);
+            Outcome::Passed
+        }),
+        Command::List(sources) => commands::list(&sources).map(|out| {
+            console::out(&out);
+            Outcome::Passed
+        }),
+        Command::Compare {
+            baseline,
+            candidate,
+            allow_missing,
+            axis,
+            from,
+            to,
+        } => compare(&baseline, candidate, allow_missing, axis, from, to),
+        Command::Merge(args) => commands::merge(args),
+        Command::Baseline { run } => commands::baseline(&run).map(|out| {
+            console::out(&out);
+            Outcome::Passed
+        }),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "continuity", &mut script);
+            console::out(&String::from_utf8_lossy(&script));
+            Ok(Outcome::Passed)
+        }
+        Command::Show {
+            run,
+            cell,
+            persist,
+            agent,
+        } => {
+            let pick = commands::CellPick {
+                persist: persist.as_deref(),
+                agent: agent.as_deref(),
+            };
+            commands::show(&run, cell.as_deref(), &pick)
+        }
+        .map(|out| {
+            console::out(&out);
+            Outcome::Passed
+        }),
+        Command::Stack { action } => match action {
+            StackAction::Up(args) => commands::stack_up(args).await,
+            StackAction::Status(args) => commands::stack_status(args),
+            StackAction::Down(args) => commands::stack_down(args).await,
+        },
+    }
+}
+
+/// `compare`: two runs, or the points of one axis within one run.
+fn compare(
+    baseline: &std::path::Path,
+    candidate: Option<std::path::PathBuf>,
+    allow_missing: bool,
+    axis: Option<continuity::report::Axis>,
+    from: Option<String>,
+    to: Option<String>,
+) -> Result<Outcome, CommandError> {
+    match (candidate, axis) {
+        (Some(candidate), None) => commands::compare(baseline, &candidate, allow_missing),
+        (None, Some(axis)) => commands::compare_within(
+            baseline,
+            axis,
+            from.as_deref(),
+            to.as_deref(),
+            allow_missing,
+        ),
+        (Some(_), Some(_)) => Err(commands::CommandError::usage(
+            "compare --axis compares points within one run: give one run, not two",
+        )),
+        (None, None) => Err(commands::CommandError::usage(
+            "compare needs the candidate run too, or --axis AXIS to compare points within one run",
+        )),
+    }
 }
