@@ -257,6 +257,45 @@ pub fn parse_toxic(name: &str, params: &[(String, Param)]) -> Result<ToxicSpec, 
             ),
         ));
     };
+    check_keys(name, known, params)?;
+    let params = Params(params);
+    let toxic = toxic_of(name, &params)?;
+    let stream = match params.get("stream") {
+        None => Stream::Downstream,
+        Some(Param::Text(s)) if s == "upstream" => Stream::Upstream,
+        Some(Param::Text(s)) if s == "downstream" => Stream::Downstream,
+        Some(v) => {
+            return Err(reject(
+                "stream",
+                format!("`stream` = {v}: expected \"upstream\" or \"downstream\""),
+            ))
+        }
+    };
+    let toxicity = match params.get("toxicity") {
+        None => 1.0,
+        Some(Param::Float(x)) if (0.0..=1.0).contains(x) => *x,
+        Some(Param::Int(i)) if (0..=1).contains(i) => *i as f64,
+        Some(v) => {
+            return Err(reject(
+                "toxicity",
+                format!("`toxicity` = {v}: expected a share of the connections from 0 to 1"),
+            ))
+        }
+    };
+    if matches!(toxic, Toxic::Down) && toxicity < 1.0 {
+        return Err(reject(
+            "toxicity",
+            "`down` takes the whole hop: its listener closes for every connection, so it has no `toxicity`",
+        ));
+    }
+    let mut spec = ToxicSpec::new(toxic, stream);
+    spec.toxicity = toxicity;
+    Ok(spec)
+}
+
+/// Every parameter given is one the toxic `name` takes (its `known` ones,
+/// `toxicity`, and `stream` unless it takes the whole hop).
+fn check_keys(name: &str, known: &[&str], params: &[(String, Param)]) -> Result<(), ToxicError> {
     let hop_wide = matches!(name, "partition" | "down");
     for (key, _) in params {
         let allowed =
@@ -278,9 +317,20 @@ pub fn parse_toxic(name: &str, params: &[(String, Param)]) -> Result<ToxicSpec, 
             return Err(reject(key, reason));
         }
     }
-    let get = |key: &str| params.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-    let int = |key: &str, min: i64, max: i64, unit: &str| -> Result<i64, ToxicError> {
-        match get(key) {
+    Ok(())
+}
+
+/// A toxic's parameters as written, read by name.
+struct Params<'a>(&'a [(String, Param)]);
+
+impl Params<'_> {
+    fn get(&self, key: &str) -> Option<&Param> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// A whole number from `min` to `max`; `min` (at least 0) when missing.
+    fn int(&self, key: &str, min: i64, max: i64, unit: &str) -> Result<i64, ToxicError> {
+        match self.get(key) {
             None => Ok(min.max(0)),
             Some(Param::Int(v)) if (min..=max).contains(v) => Ok(*v),
             Some(v) => Err(reject(
@@ -288,85 +338,65 @@ pub fn parse_toxic(name: &str, params: &[(String, Param)]) -> Result<ToxicSpec, 
                 format!("`{key}` = {v}: expected a whole number of {unit} from {min} to {max}"),
             )),
         }
-    };
-    let ms =
-        |key: &str| int(key, 0, MAX_MS, "milliseconds").map(|v| Duration::from_millis(v as u64));
+    }
+
+    fn ms(&self, key: &str) -> Result<Duration, ToxicError> {
+        self.int(key, 0, MAX_MS, "milliseconds")
+            .map(|v| Duration::from_millis(v as u64))
+    }
+}
+
+/// The toxic `name` (one of [`TOXIC_NAMES`]) with its own parameters.
+fn toxic_of(name: &str, params: &Params<'_>) -> Result<Toxic, ToxicError> {
     let toxic = match name {
         "latency" => Toxic::Latency {
-            latency: ms("latency")?,
-            jitter: ms("jitter")?,
+            latency: params.ms("latency")?,
+            jitter: params.ms("jitter")?,
         },
         "bandwidth" => Toxic::Bandwidth {
-            rate: match get("rate") {
+            rate: match params.get("rate") {
                 None => return Err(reject("rate", "`bandwidth` needs `rate`, in KB/s")),
-                Some(_) => int("rate", 1, MAX_RATE, "KB/s")? as u64,
+                Some(_) => params.int("rate", 1, MAX_RATE, "KB/s")? as u64,
             },
         },
         "slow_close" => Toxic::SlowClose {
-            delay: ms("delay")?,
+            delay: params.ms("delay")?,
         },
         "timeout" => Toxic::Timeout {
-            timeout: ms("timeout")?,
+            timeout: params.ms("timeout")?,
         },
         "reset_peer" => Toxic::ResetPeer {
-            timeout: ms("timeout")?,
+            timeout: params.ms("timeout")?,
         },
         "slicer" => {
-            let average_size = match get("average_size") {
+            let average_size = match params.get("average_size") {
                 None => {
                     return Err(reject(
                         "average_size",
                         "`slicer` needs `average_size`, in bytes",
                     ))
                 }
-                Some(_) => int("average_size", 1, MAX_SLICE, "bytes")?,
+                Some(_) => params.int("average_size", 1, MAX_SLICE, "bytes")?,
             };
-            let size_variation = int("size_variation", 0, average_size - 1, "bytes")?;
+            let size_variation = params.int("size_variation", 0, average_size - 1, "bytes")?;
             Toxic::Slicer {
                 average_size: average_size as usize,
                 size_variation: size_variation as usize,
-                delay: Duration::from_micros(
-                    int("delay", 0, MAX_SLICER_DELAY_US, "microseconds")? as u64
-                ),
+                delay: Duration::from_micros(params.int(
+                    "delay",
+                    0,
+                    MAX_SLICER_DELAY_US,
+                    "microseconds",
+                )? as u64),
             }
         }
         "limit_data" => Toxic::LimitData {
-            bytes: int("bytes", 0, MAX_BYTES, "bytes")? as u64,
+            bytes: params.int("bytes", 0, MAX_BYTES, "bytes")? as u64,
         },
         "partition" => Toxic::Partition,
         _ => Toxic::Down,
     };
-    let stream = match get("stream") {
-        None => Stream::Downstream,
-        Some(Param::Text(s)) if s == "upstream" => Stream::Upstream,
-        Some(Param::Text(s)) if s == "downstream" => Stream::Downstream,
-        Some(v) => {
-            return Err(reject(
-                "stream",
-                format!("`stream` = {v}: expected \"upstream\" or \"downstream\""),
-            ))
-        }
-    };
-    let toxicity = match get("toxicity") {
-        None => 1.0,
-        Some(Param::Float(x)) if (0.0..=1.0).contains(x) => *x,
-        Some(Param::Int(i)) if (0..=1).contains(i) => *i as f64,
-        Some(v) => {
-            return Err(reject(
-                "toxicity",
-                format!("`toxicity` = {v}: expected a share of the connections from 0 to 1"),
-            ))
-        }
-    };
-    if matches!(toxic, Toxic::Down) && toxicity < 1.0 {
-        return Err(reject(
-            "toxicity",
-            "`down` takes the whole hop: its listener closes for every connection, so it has no `toxicity`",
-        ));
-    }
-    let mut spec = ToxicSpec::new(toxic, stream);
-    spec.toxicity = toxicity;
-    Ok(spec)
+    Ok(toxic)
 }
 
 #[cfg(test)]
