@@ -140,6 +140,80 @@ pub struct PostgresOptions {
     pub supervisor: crate::supervise::Supervisor,
 }
 
+/// The data folder (made by `initdb` once) and the socket folder, owned
+/// by the user Postgres runs as (`None`: this one), which is returned.
+async fn prepare_data(
+    dir: &Path,
+    data: &Path,
+    socket: &Path,
+    bin: &Path,
+    progress: &mut super::progress::Progress<'_>,
+) -> Result<Option<RunAs>, StackError> {
+    for folder in [dir, data, socket] {
+        std::fs::create_dir_all(folder).map_err(StackError::io(format!(
+            "cannot create {}",
+            folder.display()
+        )))?;
+    }
+    let user = run_as();
+    if let Some(user) = &user {
+        check_reachable(data, user)?;
+        for folder in [data, socket] {
+            give_to(folder, user)?;
+        }
+    }
+    set_mode(data, 0o700)?;
+    if !data.join("PG_VERSION").is_file() {
+        progress(super::progress::Note::step(format!(
+            "initialising the Postgres data folder {}",
+            data.display()
+        )));
+        initdb(bin, data, dir, user.as_ref()).await?;
+    }
+    Ok(user)
+}
+
+/// The server's command line (through the user it runs as): loopback
+/// only, its socket in the stack's folder.
+fn server_command(
+    user: Option<&RunAs>,
+    bin: &Path,
+    data: &Path,
+    socket: &Path,
+    port: u16,
+) -> (PathBuf, Vec<String>) {
+    let args = vec![
+        "-D".into(),
+        data.display().to_string(),
+        "-p".into(),
+        port.to_string(),
+        "-c".into(),
+        "listen_addresses=127.0.0.1".into(),
+        "-c".into(),
+        format!("unix_socket_directories={}", socket.display()),
+        "-c".into(),
+        "max_connections=50".into(),
+    ];
+    command(user, &bin.join("postgres"), args)
+}
+
+/// Ready when `pg_isready` says the server takes connections.
+fn accepts_connections(bin: &Path, port: u16) -> Readiness {
+    Readiness::Command {
+        program: bin.join("pg_isready"),
+        args: vec![
+            "-q".into(),
+            "-h".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.to_string(),
+            "-t".into(),
+            "1".into(),
+        ],
+        interval: Duration::from_millis(100),
+    }
+}
+
 /// A running Postgres of one stack.
 pub struct PostgresStack {
     port: u16,
@@ -158,58 +232,14 @@ impl PostgresStack {
     ) -> Result<PostgresStack, StackError> {
         let dir = std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
         let (data, socket) = (dir.join("data"), dir.join("socket"));
-        for folder in [&dir, &data, &socket] {
-            std::fs::create_dir_all(folder).map_err(StackError::io(format!(
-                "cannot create {}",
-                folder.display()
-            )))?;
-        }
-        let user = run_as();
-        if let Some(user) = &user {
-            check_reachable(&data, user)?;
-            for folder in [&data, &socket] {
-                give_to(folder, user)?;
-            }
-        }
-        set_mode(&data, 0o700)?;
-        if !data.join("PG_VERSION").is_file() {
-            progress(super::progress::Note::step(format!(
-                "initialising the Postgres data folder {}",
-                data.display()
-            )));
-            initdb(bin, &data, &dir, user.as_ref()).await?;
-        }
+        let user = prepare_data(&dir, &data, &socket, bin, progress).await?;
         let port = match options.port {
             Some(port) => port,
             None => free_port()?,
         };
         let log = dir.join("postgres.log");
-        let args = vec![
-            "-D".into(),
-            data.display().to_string(),
-            "-p".into(),
-            port.to_string(),
-            "-c".into(),
-            "listen_addresses=127.0.0.1".into(),
-            "-c".into(),
-            format!("unix_socket_directories={}", socket.display()),
-            "-c".into(),
-            "max_connections=50".into(),
-        ];
-        let (program, args) = command(user.as_ref(), &bin.join("postgres"), args);
-        let ready = Readiness::Command {
-            program: bin.join("pg_isready"),
-            args: vec![
-                "-q".into(),
-                "-h".into(),
-                "127.0.0.1".into(),
-                "-p".into(),
-                port.to_string(),
-                "-t".into(),
-                "1".into(),
-            ],
-            interval: Duration::from_millis(100),
-        };
+        let (program, args) = server_command(user.as_ref(), bin, &data, &socket, port);
+        let ready = accepts_connections(bin, port);
         let mut target = Target::new(
             crate::targets::BuiltinTarget::Store,
             RestartAction::Managed(ManagedSpec {
