@@ -57,6 +57,37 @@ pub fn compare_within(
 ) -> Result<Outcome, CommandError> {
     let report = load_report(run)?;
     let points = axis_compare::axis_points(&report, axis);
+    let pairs = pairs_to_compare(run, axis, &points, from, to)?;
+    let color = crate::console::color(crate::console::Stream::Stdout);
+    let mut failed = false;
+    for (from, to) in pairs {
+        let rows = axis_compare::compare_points(&report, axis, &from, &to);
+        crate::console::out(&render_pair(&report, axis, &from, &to, &rows, color));
+        failed |= report::compare::has_regressions(&rows);
+        let missing = report::compare::missing_cells(&rows);
+        if !missing.is_empty() && !allow_missing {
+            crate::console::errln(&format!(
+                "continuity: {} {to} lacks {} cell(s) of {from}: {} (add --allow-missing to accept that)",
+                axis.name(),
+                missing.len(),
+                missing.join(", ")
+            ));
+            failed = true;
+        }
+    }
+    Ok(Outcome::failed_if(failed))
+}
+
+/// The pairs of `axis`'s points to compare: `--from` and `--to` (each a
+/// point of the run; one of them alone with its neighbour), else every
+/// adjacent pair.
+fn pairs_to_compare(
+    run: &Path,
+    axis: Axis,
+    points: &[&str],
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Result<Vec<(String, String)>, CommandError> {
     let known = |label: &str, flag: &str| -> Result<(), CommandError> {
         match points.contains(&label) {
             true => Ok(()),
@@ -119,24 +150,7 @@ pub fn compare_within(
             .map(|pair| (pair[0].to_string(), pair[1].to_string()))
             .collect(),
     };
-    let color = crate::console::color(crate::console::Stream::Stdout);
-    let mut failed = false;
-    for (from, to) in pairs {
-        let rows = axis_compare::compare_points(&report, axis, &from, &to);
-        crate::console::out(&render_pair(&report, axis, &from, &to, &rows, color));
-        failed |= report::compare::has_regressions(&rows);
-        let missing = report::compare::missing_cells(&rows);
-        if !missing.is_empty() && !allow_missing {
-            crate::console::errln(&format!(
-                "continuity: {} {to} lacks {} cell(s) of {from}: {} (add --allow-missing to accept that)",
-                axis.name(),
-                missing.len(),
-                missing.join(", ")
-            ));
-            failed = true;
-        }
-    }
-    Ok(Outcome::failed_if(failed))
+    Ok(pairs)
 }
 
 /// One pair's table, under a line naming the run and the two points.
