@@ -238,6 +238,9 @@ pub struct RunArgs {
     /// Run a failed attempt again up to N times; a pass on retry makes the cell flaky.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
+    /// Every random choice of the run (the fault proxies' toxicity draws, jitter, slicer cuts) derives from this seed; the same seed gives each cell the same toxic decisions [default: drawn, printed and stored in report.json].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest); merge shards with `continuity merge`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
     pub partition: Option<crate::partition::Partition>,

@@ -134,6 +134,8 @@ pub struct RunSettings {
     pub run_dir: PathBuf,
     /// How much of the wire each cell's `trace.jsonl` keeps.
     pub trace_level: crate::trace::TraceLevel,
+    /// Every random choice of the run derives from it (`--seed`).
+    pub seed: u64,
 }
 
 /// What the deployment or the local stack(s) provide: where the cells
@@ -411,6 +413,7 @@ pub async fn run(
         allow_fixed: false,
         timing: None,
         points: matrix.axes.points(),
+        seed: Some(settings.seed),
     };
     crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
 }

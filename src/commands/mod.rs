@@ -310,7 +310,15 @@ async fn run_in(
         scenarios,
         run_dir: run_dir.clone(),
         trace_level: args.trace.into(),
+        seed: args
+            .seed
+            .or(run_defaults.seed)
+            .unwrap_or_else(crate::seed::fresh),
     };
+    crate::console::errln(&format!(
+        "continuity: seed {0} (the same faults again: --seed {0})",
+        settings.seed
+    ));
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),

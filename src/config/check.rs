@@ -140,6 +140,17 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
                 })?,
         );
     }
+    if let Some(seed) = &raw.seed {
+        let value = *seed.get_ref();
+        run.seed = Some(u64::try_from(value).map_err(|_| {
+            invalid(
+                "run.seed",
+                seed.span(),
+                Some(value.to_string()),
+                "expected a whole number from 0",
+            )
+        })?);
+    }
     if let Some(jobs) = &raw.jobs {
         let value = *jobs.get_ref();
         run.jobs = Some(
