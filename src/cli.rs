@@ -72,6 +72,12 @@ pub enum Command {
     Baseline {
         /// A run folder or its report.json.
         run: PathBuf,
+        /// Each entry of a cell that did not pass gets `until = DATE`: a quarantine that stops excusing the cell after that day (UTC).
+        #[arg(long, value_name = "YYYY-MM-DD", value_parser = crate::report::expect::parse_date)]
+        until: Option<jiff::civil::Date>,
+        /// With --until: each such entry gets `issue = URL`, where the failure is tracked.
+        #[arg(long, value_name = "URL", requires = "until", value_parser = crate::report::expect::check_issue)]
+        issue: Option<String>,
     },
     /// Print a shell completion script: `continuity completions bash > /etc/bash_completion.d/continuity`.
     Completions {

@@ -70,10 +70,12 @@ fn main() -> ExitCode {
                 )),
             },
             Command::Merge(args) => commands::merge(args),
-            Command::Baseline { run } => commands::baseline(&run).map(|out| {
-                console::out(&out);
-                Outcome::Passed
-            }),
+            Command::Baseline { run, until, issue } => {
+                commands::baseline(&run, until, issue).map(|out| {
+                    console::out(&out);
+                    Outcome::Passed
+                })
+            }
             Command::Completions { shell } => {
                 use clap::CommandFactory;
                 let mut script = Vec::new();
