@@ -66,6 +66,14 @@ pub enum Command {
         #[arg(long, value_name = "AGENT", requires = "cell")]
         agent: Option<String>,
     },
+    /// Export a finished run for other tools: --chrome-trace FILE writes its cells, phases, restarts, fault windows and HTTP exchanges as Chrome Trace Event JSON (Perfetto, chrome://tracing).
+    Export {
+        /// The run: its folder or its report.json.
+        run: PathBuf,
+        /// Where to write the Chrome Trace Event JSON.
+        #[arg(long, value_name = "FILE", required = true)]
+        chrome_trace: PathBuf,
+    },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
     Merge(MergeArgs),
     /// Print an expectations file (for --expect) that records a finished run's verdicts.
@@ -375,6 +383,7 @@ mod tests {
                 "list",
                 "compare",
                 "show",
+                "export",
                 "merge",
                 "baseline",
                 "completions",

@@ -70,6 +70,12 @@ fn main() -> ExitCode {
                 )),
             },
             Command::Merge(args) => commands::merge(args),
+            Command::Export { run, chrome_trace } => {
+                commands::export_chrome_trace(&run, &chrome_trace).map(|line| {
+                    console::errln(&line);
+                    Outcome::Passed
+                })
+            }
             Command::Baseline { run, until, issue } => {
                 commands::baseline(&run, until, issue).map(|out| {
                     console::out(&out);
