@@ -66,12 +66,26 @@ pub enum Command {
         #[arg(long, value_name = "AGENT", requires = "cell")]
         agent: Option<String>,
     },
+    /// Export a finished run for other tools: --chrome-trace FILE writes its cells, phases, restarts, fault windows and HTTP exchanges as Chrome Trace Event JSON (Perfetto, chrome://tracing).
+    Export {
+        /// The run: its folder or its report.json.
+        run: PathBuf,
+        /// Where to write the Chrome Trace Event JSON.
+        #[arg(long, value_name = "FILE", required = true)]
+        chrome_trace: PathBuf,
+    },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
     Merge(MergeArgs),
     /// Print an expectations file (for --expect) that records a finished run's verdicts.
     Baseline {
         /// A run folder or its report.json.
         run: PathBuf,
+        /// Each entry of a cell that did not pass gets `until = DATE`: a quarantine that stops excusing the cell after that day (UTC).
+        #[arg(long, value_name = "YYYY-MM-DD", value_parser = crate::report::expect::parse_date)]
+        until: Option<jiff::civil::Date>,
+        /// With --until: each such entry gets `issue = URL`, where the failure is tracked.
+        #[arg(long, value_name = "URL", requires = "until", value_parser = crate::report::expect::check_issue)]
+        issue: Option<String>,
     },
     /// Print a shell completion script: `continuity completions bash > /etc/bash_completion.d/continuity`.
     Completions {
@@ -238,6 +252,9 @@ pub struct RunArgs {
     /// Run a failed attempt again up to N times; a pass on retry makes the cell flaky.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: Option<u32>,
+    /// Every random choice of the run (the fault proxies' toxicity draws, jitter, slicer cuts) derives from this seed; the same seed gives each cell the same toxic decisions [default: drawn, printed and stored in report.json].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest), or cost:K/N (dealt by expected duration, see --timings); merge shards with `continuity merge`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
     pub partition: Option<crate::partition::Partition>,
@@ -369,6 +386,7 @@ mod tests {
                 "list",
                 "compare",
                 "show",
+                "export",
                 "merge",
                 "baseline",
                 "completions",

@@ -43,10 +43,10 @@
 //! - `folder_lock`, `run_path`, `user_file`: leaves: one command at a time
 //!   per folder, paths a report names confined to its run folder, a user's
 //!   file checked for its type (and size) before anything reads it
-//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`:
-//!   leaves: durations in ms, a byte offset's line, waiting on a stop flag,
-//!   text cut to a display width, file names from user text, an enum's
-//!   name as serde writes it
+//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`, `seed`:
+//!   leaves: durations in ms, a byte offset's line, waiting on a stop
+//!   flag, text cut to a display width, file names from user text, an
+//!   enum's name as serde writes it, a run's seed and what derives from it
 
 pub mod acp;
 pub mod agent;
@@ -72,6 +72,7 @@ mod run_path;
 mod runner;
 pub mod scenario;
 pub mod secret;
+pub mod seed;
 mod signal;
 mod source_line;
 pub mod stack;

@@ -137,6 +137,8 @@ pub struct RunSettings {
     pub run_dir: PathBuf,
     /// How much of the wire each cell's `trace.jsonl` keeps.
     pub trace_level: crate::trace::TraceLevel,
+    /// Every random choice of the run derives from it (`--seed`).
+    pub seed: u64,
 }
 
 impl RunSettings {
@@ -466,6 +468,7 @@ fn run_info(
         allow_fixed: false,
         timing: None,
         points: matrix.axes.points(),
+        seed: Some(settings.seed),
     }
 }
 

@@ -33,6 +33,7 @@ fn options(gate: &GateArgs) -> GateOptions {
     GateOptions {
         allow_fixed: gate.allow_fixed,
         flaky_result: gate.flaky_result.into(),
+        today: None,
     }
 }
 

@@ -3,8 +3,9 @@
 
 use super::{gate, load_report, CommandError};
 use crate::cli::{MergeArgs, MessageFormat};
+use crate::report::baseline::{render_baseline, Quarantine};
 use crate::report::merge::{merge as merge_shards, ShardRun};
-use crate::report::{baseline::render_baseline, SCHEMA_ID};
+use crate::report::SCHEMA_ID;
 use std::path::{Path, PathBuf};
 
 /// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
@@ -218,7 +219,11 @@ fn declared_schema(path: &Path) -> Result<String, CommandError> {
 /// pass. A report holding a cell twice is refused, as `compare` refuses
 /// it (which of the two would the file record?); interrupted cells are left
 /// out, and said so.
-pub fn baseline(run: &Path) -> Result<String, CommandError> {
+pub fn baseline(
+    run: &Path,
+    until: Option<jiff::civil::Date>,
+    issue: Option<String>,
+) -> Result<String, CommandError> {
     let report = load_report(run)?;
     let duplicated = crate::report::compare::duplicated_cells(&report);
     if !duplicated.is_empty() {
@@ -228,7 +233,7 @@ pub fn baseline(run: &Path) -> Result<String, CommandError> {
             duplicated.join(", ")
         )));
     }
-    let baseline = render_baseline(&report);
+    let baseline = render_baseline(&report, &Quarantine { until, issue });
     if !baseline.left_out.is_empty() {
         crate::console::errln(&format!(
             "continuity: left out {} interrupted cell(s), which have no verdict to expect: {} (run them again to record them)",

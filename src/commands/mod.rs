@@ -20,6 +20,7 @@ mod deployment;
 mod deployment_faults;
 mod error;
 mod events;
+mod export;
 mod gate;
 mod merge;
 mod partial;
@@ -32,6 +33,7 @@ mod workers;
 use crate::stop_flag::wait_true;
 pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
+pub use export::export_chrome_trace;
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
 pub use show::{show, CellPick};
@@ -312,7 +314,15 @@ async fn run_in(
         scenarios,
         run_dir: run_dir.clone(),
         trace_level: args.trace.into(),
+        seed: args
+            .seed
+            .or(run_defaults.seed)
+            .unwrap_or_else(crate::seed::fresh),
     };
+    crate::console::errln(&format!(
+        "continuity: seed {0} (the same faults again: --seed {0})",
+        settings.seed
+    ));
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
     let partial = partial::PartialRun::new(
         folder.clone(),

@@ -111,5 +111,6 @@ pub(super) fn run_info(
         allow_fixed: false,
         timing: None,
         points,
+        seed: Some(settings.seed),
     }
 }

@@ -121,6 +121,17 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
     if let Some(persist) = &raw.persist {
         run.persist = check_persist(persist)?;
     }
+    if let Some(seed) = &raw.seed {
+        let value = *seed.get_ref();
+        run.seed = Some(u64::try_from(value).map_err(|_| {
+            invalid(
+                "run.seed",
+                seed.span(),
+                Some(value.to_string()),
+                "expected a whole number from 0",
+            )
+        })?);
+    }
     run.token_env = check_token_env(raw.token_env.as_ref())?;
     run.secret_env = check_secret_env(raw.secret_env)?;
     run.server_bin = check_specs("run.server_bin", raw.server_bin)?;

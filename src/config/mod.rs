@@ -14,6 +14,7 @@
 //! secret_env = ["DEPLOY_KEY"] # more variables whose values are redacted everywhere
 //! expect = "ci/expect.toml"  # expectations file, as --expect
 //! retries = 0                # as --retries
+//! seed = 42                  # as --seed
 //! jobs = 1                   # as --jobs: cells of `independent` targets at once
 //! headers = { "x-extra" = "v" }
 //!
@@ -72,6 +73,8 @@ pub struct RunDefaults {
     pub expect: Option<PathBuf>,
     /// `--retries`.
     pub retries: Option<u32>,
+    /// `--seed`.
+    pub seed: Option<u64>,
     /// `--jobs`: how many cells of `independent` targets run at once (default 1).
     pub jobs: Option<u32>,
     /// `--server-bin`: candidate sandbox-agent binaries, `[LABEL=]PATH`

@@ -50,6 +50,7 @@ pub(super) struct RawRun {
     pub secret_env: Option<Spanned<Vec<Spanned<String>>>>,
     pub expect: Option<Spanned<String>>,
     pub retries: Option<Spanned<i64>>,
+    pub seed: Option<Spanned<i64>>,
     pub jobs: Option<Spanned<i64>>,
     pub server_bin: Option<Spanned<Vec<Spanned<String>>>>,
     pub sdk: Option<Spanned<Vec<Spanned<String>>>>,

@@ -393,6 +393,13 @@ fn gating_keys_in_the_run_table() {
     let config = parse("[run]\nexpect = \"ci/expect.toml\"\nretries = 2\n").unwrap();
     assert_eq!(config.run.expect, Some(PathBuf::from("ci/expect.toml")));
     assert_eq!(config.run.retries, Some(2));
+    let seeded = parse("[run]\nseed = 42\n").unwrap();
+    assert_eq!(seeded.run.seed, Some(42));
+    let e = error("[run]\nseed = -1\n");
+    assert!(
+        e.contains("continuity.toml:2") && e.contains("run.seed"),
+        "{e}"
+    );
     let e = error("[run]\nretries = -1\n");
     assert!(
         e.contains("continuity.toml:2") && e.contains("run.retries"),

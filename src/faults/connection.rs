@@ -93,8 +93,11 @@ async fn pipe(
     shared: &Shared,
 ) -> Result<(), End> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
-    let reader = read_side(from, tx);
-    let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared).run(rx);
+    // Each direction's draws from the connection's seed, apart.
+    let seed = crate::seed::mix(shared.conn_seed(conn), stream as u64);
+    let reader = read_side(from, tx, fastrand::Rng::with_seed(seed));
+    let rng = fastrand::Rng::with_seed(!seed);
+    let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared, rng).run(rx);
     tokio::pin!(reader, writer);
     tokio::select! {
         done = &mut writer => return done,
@@ -103,7 +106,9 @@ async fn pipe(
     writer.await
 }
 
-async fn read_side(mut from: ReadHalf<'_>, tx: mpsc::Sender<Chunk>) {
+/// Reads chunks and stamps each with its time and its latency jitter,
+/// drawn from `rng` (the connection's seed).
+async fn read_side(mut from: ReadHalf<'_>, tx: mpsc::Sender<Chunk>, mut rng: fastrand::Rng) {
     let mut buf = vec![0u8; READ_BUF];
     loop {
         let chunk = match from.read(&mut buf).await {
@@ -111,7 +116,7 @@ async fn read_side(mut from: ReadHalf<'_>, tx: mpsc::Sender<Chunk>) {
             Ok(n) => Chunk::Data {
                 bytes: Bytes::copy_from_slice(&buf[..n]),
                 at: Instant::now(),
-                jitter: fastrand::f64() * 2.0 - 1.0,
+                jitter: rng.f64() * 2.0 - 1.0,
             },
             Err(_) => Chunk::Failed,
         };

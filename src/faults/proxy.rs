@@ -147,6 +147,14 @@ impl FaultControl {
     pub fn stats(&self) -> ProxyStats {
         self.shared.stats()
     }
+
+    /// A cell with `seed` begins: the toxics it sets and the connections it
+    /// opens from now on draw from `seed` (with the hop's name), counted
+    /// from here, so the same seed gives the same toxic decisions in the
+    /// same order on the cell's connections, whatever ran before.
+    pub fn begin_cell(&self, seed: u64) {
+        self.shared.begin_cell(seed);
+    }
 }
 
 fn bind(hop: &str, addr: SocketAddr) -> Result<TcpListener, ProxyError> {

@@ -25,7 +25,9 @@ pub enum ProxyAction {
     CloseHeld,
 }
 
-/// Told of every [`ProxyAction`] a toxic causes, with the connection's number.
+/// Told of every [`ProxyAction`] a toxic causes, with the connection's
+/// number within the cell on this hop (1 for its first; 0 for one opened
+/// before the cell began).
 pub type Observer = Arc<dyn Fn(ToxicId, u64, ProxyAction) + Send + Sync>;
 
 /// A toxic in force.
@@ -33,21 +35,30 @@ pub type Observer = Arc<dyn Fn(ToxicId, u64, ProxyAction) + Send + Sync>;
 pub(super) struct Active {
     pub id: ToxicId,
     pub spec: ToxicSpec,
+    /// Its toxicity draws: from the cell's seed and its place among the
+    /// toxics the cell set on this hop.
+    seed: u64,
+    /// The cell's first connection on this hop: draws go by the
+    /// connection's number within the cell.
+    first_conn: u64,
 }
 
 /// The toxics in force, in the order they were set.
 #[derive(Clone, Default)]
 pub(super) struct ToxicSet {
     pub toxics: Arc<Vec<Active>>,
-    /// Mixed into each connection's toxicity draw.
-    pub seed: u64,
 }
 
 impl ToxicSet {
     /// Whether `toxic` applies to connection `conn` (its `toxicity` drawn
     /// once per connection and toxic, the same in both directions).
     fn applies(&self, active: &Active, conn: u64) -> bool {
-        active.spec.toxicity >= 1.0 || draw(self.seed ^ active.id, conn) < active.spec.toxicity
+        active.spec.toxicity >= 1.0
+            || applies_to(
+                active.seed,
+                active.spec.toxicity,
+                conn.wrapping_sub(active.first_conn),
+            )
     }
 
     /// The toxics acting on `conn`'s data flowing `stream`.
@@ -74,15 +85,27 @@ impl ToxicSet {
     }
 }
 
-/// A number in [0, 1) from `seed` and `conn` (splitmix64): a fixed draw
-/// per connection and toxic, with no state to keep.
-fn draw(seed: u64, conn: u64) -> f64 {
-    let mut z = seed.wrapping_add(conn.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+/// Whether a toxic of `toxicity` drawn from `seed` applies to the
+/// `index`th connection of the cell (0-based): a fixed draw per
+/// connection and toxic, with no state to keep.
+pub(super) fn applies_to(seed: u64, toxicity: f64, index: u64) -> bool {
+    crate::seed::unit(crate::seed::mix(seed, index)) < toxicity
 }
+
+/// Where the current cell's draws start on this hop
+/// ([`Shared::begin_cell`]).
+struct CellDraws {
+    /// The cell's seed mixed with the hop's name.
+    seed: u64,
+    /// The number of the cell's first connection.
+    first_conn: u64,
+    /// The id of the cell's first toxic.
+    first_toxic: ToxicId,
+}
+
+/// Salts that keep a connection's jitter and slicer draws apart from its
+/// toxicity draws.
+const JITTER: u64 = 1;
 
 /// A proxy's counters since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -121,6 +144,7 @@ pub(super) struct Shared {
     next_toxic: AtomicU64,
     next_conn: AtomicU64,
     observers: Mutex<VecDeque<(ToxicId, Observer)>>,
+    cell: Mutex<CellDraws>,
     /// Why the proxy stopped serving, once it has.
     stopped: Mutex<Option<String>>,
 }
@@ -129,7 +153,6 @@ impl Shared {
     pub fn new(hop: &str) -> Arc<Shared> {
         let set = ToxicSet {
             toxics: Arc::new(Vec::new()),
-            seed: fastrand::u64(..),
         };
         Arc::new(Shared {
             hop: hop.to_string(),
@@ -138,8 +161,39 @@ impl Shared {
             next_toxic: AtomicU64::new(1),
             next_conn: AtomicU64::new(1),
             observers: Mutex::new(VecDeque::new()),
+            // Until a cell begins: a proxy used outside a run draws at random.
+            cell: Mutex::new(CellDraws {
+                seed: crate::seed::fresh(),
+                first_conn: 1,
+                first_toxic: 1,
+            }),
             stopped: Mutex::new(None),
         })
+    }
+
+    /// A cell with `seed` begins: the toxics it sets and the connections
+    /// it opens from now on draw from `seed` and the hop's name, counted
+    /// from here.
+    pub fn begin_cell(&self, seed: u64) {
+        *self.cell.lock().unwrap_or_else(|p| p.into_inner()) = CellDraws {
+            seed: crate::seed::mix(seed, crate::seed::of_text(&self.hop)),
+            first_conn: self.next_conn.load(Ordering::Relaxed),
+            first_toxic: self.next_toxic.load(Ordering::Relaxed),
+        };
+    }
+
+    /// Connection `conn`'s number within the current cell (1: its first
+    /// connection on this hop; 0: one opened before the cell began).
+    pub fn in_cell(&self, conn: u64) -> u64 {
+        let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
+        conn.checked_sub(cell.first_conn).map_or(0, |i| i + 1)
+    }
+
+    /// The seed of connection `conn`'s own draws (a latency's jitter, the
+    /// slicer's cuts).
+    pub fn conn_seed(&self, conn: u64) -> u64 {
+        let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
+        crate::seed::mix(cell.seed ^ JITTER, conn.wrapping_sub(cell.first_conn))
     }
 
     pub fn next_conn(&self) -> u64 {
@@ -150,7 +204,12 @@ impl Shared {
     /// Adds a toxic; every connection sees it at its next wake-up, which the
     /// change itself causes.
     pub fn add(&self, spec: ToxicSpec, observer: Option<Observer>) -> ToxicId {
-        let id = self.next_toxic.fetch_add(1, Ordering::Relaxed);
+        let (id, seed, first_conn) = {
+            let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
+            let id = self.next_toxic.fetch_add(1, Ordering::Relaxed);
+            let seed = crate::seed::mix(cell.seed, id.wrapping_sub(cell.first_toxic));
+            (id, seed, cell.first_conn)
+        };
         if let Some(observer) = observer {
             let mut kept = self.observers.lock().unwrap_or_else(|p| p.into_inner());
             kept.push_back((id, observer));
@@ -160,7 +219,12 @@ impl Shared {
         }
         self.toxics.send_modify(|set| {
             let mut toxics = set.toxics.as_ref().clone();
-            toxics.push(Active { id, spec });
+            toxics.push(Active {
+                id,
+                spec,
+                seed,
+                first_conn,
+            });
             set.toxics = Arc::new(toxics);
         });
         id
@@ -196,7 +260,7 @@ impl Shared {
                 .map(|(_, o)| Arc::clone(o))
         };
         if let Some(observer) = observer {
-            observer(toxic, conn, action);
+            observer(toxic, self.in_cell(conn), action);
         }
     }
 
@@ -250,8 +314,8 @@ mod tests {
 
     #[test]
     fn a_draw_is_fixed_per_connection_and_spread_over_connections() {
-        assert_eq!(draw(7, 3), draw(7, 3));
-        let below = (0..1000).filter(|c| draw(42, *c) < 0.3).count();
+        assert_eq!(applies_to(7, 0.5, 3), applies_to(7, 0.5, 3));
+        let below = (0..1000).filter(|c| applies_to(42, 0.3, *c)).count();
         assert!((200..400).contains(&below), "{below} of 1000 under 0.3");
     }
 }

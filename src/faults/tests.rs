@@ -590,3 +590,77 @@ async fn a_taken_port_and_a_foreign_address_are_refused() {
         .unwrap();
     assert!(matches!(e, ProxyError::NotLoopback { .. }), "{e}");
 }
+
+/// One "cell" on a fresh proxy: `before` connections of earlier cells,
+/// then the cell with `seed` sets a `reset_peer` on half the connections
+/// and opens 16; which of them the proxy reset, by their number in the cell.
+async fn resets_of_a_cell(seed: u64, before: usize) -> Vec<u64> {
+    let (upstream, _server) = echo_server().await;
+    let proxy = proxy_to(upstream);
+    let control = proxy.control();
+    for _ in 0..before {
+        let mut earlier = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(within(echo(&mut earlier, b"-")).await.unwrap(), b"-");
+    }
+    control.begin_cell(seed);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let told = Arc::clone(&seen);
+    let observer: Observer = Arc::new(move |_, conn, action| {
+        told.lock().unwrap().push((conn, action));
+    });
+    let mut half = spec(
+        Toxic::ResetPeer {
+            timeout: Duration::ZERO,
+        },
+        Stream::Downstream,
+    );
+    half.toxicity = 0.5;
+    control.set(half, Some(observer)).unwrap();
+    let mut reset_seen_by_client = Vec::new();
+    for conn in 1..=16u64 {
+        let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+        client.write_all(b"?").await.unwrap();
+        let mut buf = [0u8; 1];
+        if within(client.read_exact(&mut buf)).await.is_err() {
+            reset_seen_by_client.push(conn);
+        }
+    }
+    // The observer hears of a reset once the proxy has done it.
+    within(async {
+        while seen.lock().unwrap().len() < reset_seen_by_client.len() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let mut told: Vec<(u64, ProxyAction)> = seen.lock().unwrap().clone();
+    told.sort_by_key(|(conn, _)| *conn);
+    let reset: Vec<u64> = told.iter().map(|(conn, _)| *conn).collect();
+    assert_eq!(
+        reset, reset_seen_by_client,
+        "the observer and the client agree"
+    );
+    assert!(told
+        .iter()
+        .all(|(_, a)| matches!(a, ProxyAction::Reset { .. })));
+    reset
+}
+
+#[tokio::test]
+async fn the_same_seed_gives_the_same_toxic_decisions_in_ten_runs() {
+    let first = resets_of_a_cell(7, 0).await;
+    assert!(
+        (1..16).contains(&first.len()),
+        "a toxicity of 0.5 resets some of 16 connections, not {first:?}"
+    );
+    // Whatever earlier cells did on the hop, the cell's draws are its own.
+    for before in 1..10 {
+        assert_eq!(
+            resets_of_a_cell(7, before).await,
+            first,
+            "run {}",
+            before + 1
+        );
+    }
+    let other = resets_of_a_cell(8, 0).await;
+    assert_ne!(other, first, "another seed, another schedule");
+}

@@ -66,6 +66,8 @@ pub(super) struct Writer<'a> {
     since: HashMap<ToxicId, Instant>,
     /// `reset_peer`: armed by a chunk, due then.
     reset_at: Option<(ToxicId, Instant)>,
+    /// The slicer's cuts, from the connection's seed.
+    rng: fastrand::Rng,
 }
 
 impl<'a> Writer<'a> {
@@ -75,6 +77,7 @@ impl<'a> Writer<'a> {
         toxics: watch::Receiver<ToxicSet>,
         to: WriteHalf<'a>,
         shared: &'a Shared,
+        rng: fastrand::Rng,
     ) -> Self {
         Writer {
             stream,
@@ -86,6 +89,7 @@ impl<'a> Writer<'a> {
             passed: HashMap::new(),
             since: HashMap::new(),
             reset_at: None,
+            rng,
         }
     }
 
@@ -285,7 +289,7 @@ impl<'a> Writer<'a> {
             })
             .min();
         let pieces = match slicer {
-            Some((average, variation, _)) => slices(bytes.len(), average, variation),
+            Some((average, variation, _)) => slices(bytes.len(), average, variation, &mut self.rng),
             None => vec![bytes.len()],
         };
         let mut start = 0;
@@ -370,25 +374,38 @@ impl<'a> Writer<'a> {
 
 /// Toxiproxy's slicer: halves `len` around the middle (± `variation`)
 /// until the pieces are about `average` long; returns each piece's end.
-fn slices(len: usize, average: usize, variation: usize) -> Vec<usize> {
-    fn cut(start: usize, end: usize, average: usize, variation: usize, out: &mut Vec<usize>) {
-        if (end - start).saturating_sub(average) <= variation || end - start < 2 {
-            out.push(end);
-            return;
-        }
-        let mut mid = start + (end - start) / 2;
-        if variation > 0 {
-            let shift = fastrand::usize(..variation * 2) as isize - variation as isize;
-            mid = (mid as isize + shift).clamp(start as isize + 1, end as isize - 1) as usize;
-        }
-        cut(start, mid, average, variation, out);
-        cut(mid, end, average, variation, out);
+fn slices(len: usize, average: usize, variation: usize, rng: &mut fastrand::Rng) -> Vec<usize> {
+    struct Cutter<'r> {
+        average: usize,
+        variation: usize,
+        rng: &'r mut fastrand::Rng,
+        out: Vec<usize>,
     }
-    let mut out = Vec::new();
+    impl Cutter<'_> {
+        fn cut(&mut self, start: usize, end: usize) {
+            if (end - start).saturating_sub(self.average) <= self.variation || end - start < 2 {
+                self.out.push(end);
+                return;
+            }
+            let mut mid = start + (end - start) / 2;
+            if self.variation > 0 {
+                let shift = self.rng.usize(..self.variation * 2) as isize - self.variation as isize;
+                mid = (mid as isize + shift).clamp(start as isize + 1, end as isize - 1) as usize;
+            }
+            self.cut(start, mid);
+            self.cut(mid, end);
+        }
+    }
+    let mut cutter = Cutter {
+        average,
+        variation,
+        rng,
+        out: Vec::new(),
+    };
     if len > 0 {
-        cut(0, len, average, variation, &mut out);
+        cutter.cut(0, len);
     }
-    out
+    cutter.out
 }
 
 impl std::fmt::Debug for Chunk {
@@ -408,12 +425,19 @@ mod tests {
     #[test]
     fn slices_cover_the_chunk_in_order() {
         for (len, avg, var) in [(1000, 10, 5), (7, 3, 0), (1, 1, 0), (16384, 64, 32)] {
-            let ends = slices(len, avg, var);
+            let ends = slices(len, avg, var, &mut fastrand::Rng::with_seed(len as u64));
             assert_eq!(*ends.last().unwrap(), len);
             assert!(ends.windows(2).all(|w| w[0] < w[1]), "{ends:?}");
             let starts = std::iter::once(0).chain(ends.iter().copied());
             let longest = starts.zip(ends.iter()).map(|(s, e)| e - s).max().unwrap();
             assert!(longest <= avg + var, "{len} {avg} {var}: {longest}");
         }
+    }
+
+    #[test]
+    fn the_same_seed_cuts_the_same_slices() {
+        let cut = |seed| slices(16384, 64, 32, &mut fastrand::Rng::with_seed(seed));
+        assert_eq!(cut(5), cut(5));
+        assert_ne!(cut(5), cut(6));
     }
 }

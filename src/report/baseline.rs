@@ -11,6 +11,14 @@ use std::fmt::Write as _;
 use super::expect::{parse_version, EXPECTABLE};
 use super::model::{Axis, Cell, Report, Verdict};
 
+/// `baseline --until DATE --issue URL`: the entries of cells that did not
+/// pass become a quarantine that expires (see [`super::expect`]).
+#[derive(Debug, Clone, Default)]
+pub struct Quarantine {
+    pub until: Option<jiff::civil::Date>,
+    pub issue: Option<String>,
+}
+
 /// The expectations file, and the cells it leaves out (interrupted ones).
 pub struct Baseline {
     pub text: String,
@@ -27,7 +35,7 @@ fn expected(cell: &Cell) -> Option<Verdict> {
     EXPECTABLE.contains(&verdict).then_some(verdict)
 }
 
-pub fn render_baseline(report: &Report) -> Baseline {
+pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
     let mut left_out = Vec::new();
     let run = &report.run;
     let mut out = String::new();
@@ -101,6 +109,14 @@ pub fn render_baseline(report: &Report) -> Baseline {
             };
             if !reason.is_empty() {
                 let _ = writeln!(out, "reason = {}", quoted(&reason));
+            }
+            if verdict != Verdict::Pass {
+                if let Some(until) = quarantine.until {
+                    let _ = writeln!(out, "until = {}", quoted(&until.to_string()));
+                }
+                if let Some(issue) = &quarantine.issue {
+                    let _ = writeln!(out, "issue = {}", quoted(issue));
+                }
             }
         }
     }
@@ -176,7 +192,7 @@ mod tests {
             two_clients,
             candidates,
         ] {
-            let text = render_baseline(&report).text;
+            let text = render_baseline(&report, &Quarantine::default()).text;
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             x.check_names(&report.run.targets, &report.run.scenarios)
@@ -194,13 +210,17 @@ mod tests {
             }
             assert!(!gate_fails(&report));
         }
-        let text = render_baseline(&fixture::report()).text;
+        let text = render_baseline(&fixture::report(), &Quarantine::default()).text;
         assert!(
             text.contains("signature = \"http 400 invalid_request\""),
             "{text}"
         );
         assert!(text.contains("server_version = \"=0.4.2\""), "{text}");
-        let text = render_baseline(&fixture::candidates("sandbox-agent 0.4.2")).text;
+        let text = render_baseline(
+            &fixture::candidates("sandbox-agent 0.4.2"),
+            &Quarantine::default(),
+        )
+        .text;
         assert!(
             text.contains("server = \"fix\"\nserver_version = \"=0.4.2\"\nsdk = \"fix\""),
             "{text}"
@@ -232,7 +252,7 @@ mod tests {
             })
             .collect();
         report.run.targets = (0..verdicts.len()).map(|n| format!("t{n}")).collect();
-        let baseline = render_baseline(&report);
+        let baseline = render_baseline(&report, &Quarantine::default());
         let x = Expectations::parse(std::path::Path::new("b.toml"), &baseline.text)
             .unwrap_or_else(|e| panic!("{e}\n{}", baseline.text));
         x.check_names(&report.run.targets, &report.run.scenarios)

@@ -15,7 +15,13 @@
 //! server_version = ">=0.4.2, <0.5"       # optional semver requirement
 //! server = "candidate"                   # glob over server points' labels; default "*"
 //! sdk = "candidate"                      # glob over SDK points' labels; default "*"
+//! until = "2026-03-31"                   # optional: the last day it excuses the cell
+//! issue = "https://github.com/o/r/issues/189" # optional: where the failure is tracked
 //! ```
+//!
+//! An entry with `until` is a quarantine that expires: after that day (in
+//! UTC) a cell it would excuse is `expired` and fails the gate, and the
+//! summaries list the entries that expire within [`EXPIRES_SOON_DAYS`].
 //!
 //! `verdict = "flaky"` is for a cell that can go either way by a known
 //! race: it accepts a pass, and a fail or flaky cell whose failure is the
@@ -32,10 +38,12 @@
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobMatcher};
+use jiff::civil::Date;
 use semver::{Version, VersionReq};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::errors::Invalid;
 use crate::source_line::line_of;
 
 use super::model::{
@@ -52,6 +60,9 @@ pub const EXPECTABLE: [Verdict; 4] = [
     Verdict::Error,
     Verdict::Skipped,
 ];
+
+/// How many days ahead the summaries list entries about to expire.
+pub const EXPIRES_SOON_DAYS: i32 = 14;
 
 /// What a cell that may go either way is expected as: a pass, or the one
 /// failure its entry names.
@@ -92,6 +103,9 @@ struct Entry {
     /// Matched against the label of the cell's SDK point (a cell of a
     /// client that runs no SDK has none).
     sdk: Option<Pattern>,
+    /// The last day the entry excuses a cell.
+    until: Option<Date>,
+    issue: Option<String>,
 }
 
 /// Where a cell ran, as entries match it.
@@ -158,13 +172,49 @@ struct RawEntry {
     server_version: Option<Spanned<String>>,
     server: Option<Spanned<String>>,
     sdk: Option<Spanned<String>>,
+    until: Option<Spanned<String>>,
+    issue: Option<Spanned<String>>,
 }
 
-/// How the exit code treats flaky and fixed cells.
+/// How the exit code treats flaky, fixed and expired cells.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GateOptions {
     pub allow_fixed: bool,
     pub flaky_result: FlakyResult,
+    /// The day `until` dates are judged against; `None`: today in UTC.
+    pub today: Option<Date>,
+}
+
+/// Today's date in UTC: what `until` is judged against.
+pub fn today_utc() -> Date {
+    jiff::tz::TimeZone::UTC
+        .to_datetime(jiff::Timestamp::now())
+        .date()
+}
+
+/// `YYYY-MM-DD`, a real day: what `until` and `baseline --until` take.
+pub fn parse_date(text: &str) -> Result<Date, Invalid> {
+    let shaped = text.len() == 10
+        && text.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if !shaped {
+        return Err(Invalid(format!("{text:?} is not a date as YYYY-MM-DD")));
+    }
+    text.parse::<Date>()
+        .map_err(|e| Invalid(format!("{text:?} is not a day of the calendar: {e}")))
+}
+
+/// An `issue` must be a link a reader can follow.
+pub fn check_issue(text: &str) -> Result<String, Invalid> {
+    let link = url::Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    match link {
+        Some(_) => Ok(text.to_string()),
+        None => Err(Invalid(format!("{text:?} is not an http(s) URL"))),
+    }
 }
 
 impl Expectations {
@@ -272,6 +322,22 @@ impl Expectations {
                     .as_ref()
                     .map(|_| pattern(&raw.sdk, "sdk"))
                     .transpose()?,
+                until: raw
+                    .until
+                    .as_ref()
+                    .map(|u| {
+                        parse_date(u.get_ref())
+                            .map_err(|e| error(Some(u.span().start), format!("`until` = {e}")))
+                    })
+                    .transpose()?,
+                issue: raw
+                    .issue
+                    .as_ref()
+                    .map(|i| {
+                        check_issue(i.get_ref())
+                            .map_err(|e| error(Some(i.span().start), format!("`issue` = {e}")))
+                    })
+                    .transpose()?,
             });
         }
         Ok(Expectations {
@@ -341,10 +407,11 @@ impl Expectations {
     /// Judges every cell of `report` and records the file and options in it.
     pub fn judge(&self, report: &mut Report, options: GateOptions) {
         let run = report.run.clone();
+        let today = options.today.unwrap_or_else(today_utc);
         for cell in &mut report.cells {
             let place = CellPlace::of(cell, &run);
             let entry = self.entries.iter().find(|e| e.matches(cell, place));
-            let judgement = judge_cell(cell, entry, &self.path, options);
+            let judgement = judge_cell(cell, entry, &self.path, options, today);
             cell.expectation = Some(judgement);
         }
         report.run.expect_file = Some(self.path.display().to_string());
@@ -424,7 +491,13 @@ pub fn parse_version(text: &str) -> Option<Version> {
         .find_map(|word| Version::parse(word.trim_start_matches('v')).ok())
 }
 
-fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOptions) -> Judgement {
+fn judge_cell(
+    cell: &Cell,
+    entry: Option<&Entry>,
+    path: &Path,
+    options: GateOptions,
+    today: Date,
+) -> Judgement {
     let got = match cell.verdict {
         Verdict::Flaky if options.flaky_result == FlakyResult::Pass => Verdict::Pass,
         Verdict::Flaky => Verdict::Fail,
@@ -439,6 +512,9 @@ fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOpti
             reason: None,
             entry: None,
             fails_run: got != Verdict::Pass,
+            until: None,
+            issue: None,
+            days_left: None,
         };
     };
     let outcome = if entry.verdict == MAY_VARY {
@@ -459,6 +535,13 @@ fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOpti
     } else {
         ExpectOutcome::Changed
     };
+    let days_left = entry.until.map(|until| days_between(today, until));
+    // Past its `until`, an entry no longer excuses; what it did not
+    // excuse anyway keeps its own outcome.
+    let outcome = match outcome {
+        ExpectOutcome::Expected if days_left.is_some_and(|d| d < 0) => ExpectOutcome::Expired,
+        other => other,
+    };
     Judgement {
         outcome,
         verdict: Some(entry.verdict),
@@ -471,7 +554,50 @@ fn judge_cell(cell: &Cell, entry: Option<&Entry>, path: &Path, options: GateOpti
             ExpectOutcome::Fixed => !options.allow_fixed,
             _ => true,
         },
+        until: entry.until.map(|d| d.to_string()),
+        issue: entry.issue.clone(),
+        days_left,
     }
+}
+
+/// Whole days from `from` to `to` (negative when `to` is earlier).
+fn days_between(from: Date, to: Date) -> i32 {
+    from.until(to).map_or(0, |span| span.get_days())
+}
+
+/// An entry that excuses cells for a little longer: its `file:line`,
+/// `until`, days left, issue and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expiring {
+    pub entry: String,
+    pub until: String,
+    pub days_left: i32,
+    pub issue: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The entries that decided cells of `report` and expire within
+/// [`EXPIRES_SOON_DAYS`] of the day it was judged (expired ones are
+/// `expired` cells already), once each, soonest first.
+pub fn expiring_soon(report: &Report) -> Vec<Expiring> {
+    let mut out: Vec<Expiring> = Vec::new();
+    for j in report.cells.iter().filter_map(|c| c.expectation.as_ref()) {
+        let (Some(entry), Some(until), Some(days_left)) = (&j.entry, &j.until, j.days_left) else {
+            continue;
+        };
+        if !(0..=EXPIRES_SOON_DAYS).contains(&days_left) || out.iter().any(|e| &e.entry == entry) {
+            continue;
+        }
+        out.push(Expiring {
+            entry: entry.clone(),
+            until: until.clone(),
+            days_left,
+            issue: j.issue.clone(),
+            reason: j.reason.clone(),
+        });
+    }
+    out.sort_by_key(|e| e.days_left);
+    out
 }
 
 /// A `flaky` entry: a pass, or the failure it names (in every attempt
@@ -517,6 +643,7 @@ impl ExpectOutcome {
             ExpectOutcome::Changed => "changed",
             ExpectOutcome::Fixed => "fixed",
             ExpectOutcome::New => "new",
+            ExpectOutcome::Expired => "expired",
         }
     }
 }

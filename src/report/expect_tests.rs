@@ -383,3 +383,107 @@ fn a_flaky_entry_accepts_a_pass_or_its_own_failure_only() {
     let e = parse("[[expect]]\nverdict = \"broken\"\n").unwrap_err();
     assert!(e.message.contains("skipped or flaky"), "{e}");
 }
+
+/// The known bug, quarantined until `until` and tracked in an issue.
+fn quarantined(until: &str) -> String {
+    format!("{KNOWN_BUG}until = \"{until}\"\nissue = \"https://github.com/rivet-dev/sandbox-agent/issues/189\"\n")
+}
+
+fn on(day: &str) -> GateOptions {
+    GateOptions {
+        today: Some(day.parse().unwrap()),
+        ..GateOptions::default()
+    }
+}
+
+#[test]
+fn a_quarantine_excuses_through_its_until_day_and_then_fails_the_gate() {
+    let text = quarantined("2026-03-01");
+    // Its last day: still excused, and listed as expiring today.
+    let r = judged(&text, on("2026-03-01"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    // The day after: the same failure is `expired` and fails the gate.
+    let r = judged(&text, on("2026-03-02"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expired, true)
+    );
+    let j = r.cells[0].expectation.as_ref().unwrap();
+    assert_eq!(j.until.as_deref(), Some("2026-03-01"));
+    assert_eq!(j.days_left, Some(-1));
+    assert!(gate_fails(&r));
+    assert_eq!(
+        crate::report::gate::judgement_text(j),
+        "expired (until 2026-03-01; expected fail @ promptSameHandleAfterRestart (http 400 invalid_request))"
+    );
+    assert!(expiring_soon(&r).is_empty(), "expired is not expiring");
+}
+
+#[test]
+fn entries_expiring_within_14_days_are_listed_once_soonest_first() {
+    let r = judged(&quarantined("2026-03-11"), on("2026-03-01"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let soon = expiring_soon(&r);
+    assert_eq!(soon.len(), 1, "{soon:?}");
+    assert_eq!(
+        (
+            soon[0].entry.as_str(),
+            soon[0].until.as_str(),
+            soon[0].days_left
+        ),
+        ("expect.toml:3", "2026-03-11", 10)
+    );
+    let lines = crate::report::gate::expiring_lines(&r, str::to_string);
+    assert_eq!(lines[0], "expectations expiring within 14 days:");
+    assert!(
+        lines[1].starts_with("expect.toml:3 until 2026-03-11 (in 10 days): https://github.com/rivet-dev/sandbox-agent/issues/189: sandbox-agent #189"),
+        "{lines:?}"
+    );
+    let text = crate::report::render_terminal(
+        &r,
+        &crate::report::Layout {
+            width: 200,
+            color: false,
+            folder: "run".into(),
+        },
+    );
+    assert!(
+        text.contains("expect.toml:3 until 2026-03-11 (in 10 days)"),
+        "{text}"
+    );
+    let summary = crate::report::github::render_step_summary(&r, "run");
+    assert!(
+        summary.contains("- expect.toml:3 until 2026-03-11 (in 10 days)"),
+        "{summary}"
+    );
+    // Fifteen days ahead is not soon.
+    let r = judged(&quarantined("2026-03-16"), on("2026-03-01"));
+    assert!(expiring_soon(&r).is_empty());
+}
+
+#[test]
+fn a_bad_until_or_issue_is_refused_with_its_line() {
+    for (until, why) in [
+        ("2026-02-30", "is not a day of the calendar"),
+        ("2026-3-1", "is not a date as YYYY-MM-DD"),
+        ("soon", "is not a date as YYYY-MM-DD"),
+    ] {
+        let e = parse(&quarantined(until)).unwrap_err();
+        assert_eq!(e.line, Some(10), "{e}");
+        assert!(
+            e.to_string().starts_with("expect.toml:10: `until` = "),
+            "{e}"
+        );
+        assert!(e.message.contains(why), "{until}: {e}");
+    }
+    let text = KNOWN_BUG.to_string() + "issue = \"#189\"\n";
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.line, Some(10), "{e}");
+    assert!(e.message.contains("is not an http(s) URL"), "{e}");
+}

@@ -255,6 +255,7 @@ pub fn report() -> Report {
             expect_file: None,
             allow_fixed: false,
             points: Vec::new(),
+            seed: None,
         },
         totals: Totals::of(&cells),
         cells,

@@ -2,7 +2,7 @@
 //! passed`, `regressed (expected pass)`, and the one-line gate summary
 //! (`expectations ci/expect.toml: 9 expected, 1 fixed → fails the gate`).
 
-use super::expect::gate_fails;
+use super::expect::{expiring_soon, gate_fails, EXPIRES_SOON_DAYS};
 use super::model::{Cell, ExpectOutcome, Judgement, Report, Verdict};
 
 /// `1/2 passed`: a cell's attempts.
@@ -35,7 +35,10 @@ pub fn judgement_text(j: &Judgement) -> String {
             expected.push_str(&format!(" ({s})"));
         }
     }
-    format!("{word} ({expected})")
+    match (&j.until, j.outcome) {
+        (Some(until), ExpectOutcome::Expired) => format!("{word} (until {until}; {expected})"),
+        _ => format!("{word} ({expected})"),
+    }
 }
 
 /// How many cells have each outcome, in a fixed order, zero counts left out.
@@ -46,6 +49,7 @@ pub fn outcome_counts(report: &Report) -> Vec<(ExpectOutcome, usize)> {
         ExpectOutcome::Changed,
         ExpectOutcome::Fixed,
         ExpectOutcome::New,
+        ExpectOutcome::Expired,
     ]
     .into_iter()
     .map(|o| {
@@ -80,6 +84,34 @@ pub fn gate_line(report: &Report) -> Option<String> {
             counts.join(", ")
         }
     ))
+}
+
+/// `expectations expiring within 14 days:` and one line per entry
+/// (`ci/expect.toml:12 until 2026-03-01 (in 10 days): ISSUE: reason`),
+/// each passed through `shown` (the output's way of showing text), or
+/// nothing when none expires soon.
+pub fn expiring_lines(report: &Report, shown: impl Fn(&str) -> String) -> Vec<String> {
+    let soon = expiring_soon(report);
+    if soon.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "expectations expiring within {EXPIRES_SOON_DAYS} days:"
+    )];
+    for e in soon {
+        let when = match e.days_left {
+            0 => "today, its last day".to_string(),
+            1 => "in 1 day".to_string(),
+            n => format!("in {n} days"),
+        };
+        let mut line = format!("{} until {} ({when})", e.entry, e.until);
+        for more in [e.issue, e.reason].into_iter().flatten() {
+            line.push_str(": ");
+            line.push_str(more.lines().next().unwrap_or(""));
+        }
+        lines.push(shown(&line));
+    }
+    lines
 }
 
 /// The cells that fail the gate, or that a reader must look at (flaky,

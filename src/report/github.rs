@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::untrusted::{command_line, CommandLine, Untrusted};
 
-use super::gate::{attempts_text, gate_line, judgement_text, notable_cells};
+use super::gate::{attempts_text, expiring_lines, gate_line, judgement_text, notable_cells};
 use super::model::{Cell, ExpectOutcome, Report, Verdict};
 use super::table::totals_line;
 
@@ -26,6 +26,12 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
     let _ = writeln!(out, "{}", totals_line(report));
     if let Some(line) = gate_line(report) {
         let _ = writeln!(out, "\n{line}");
+    }
+    if let Some((head, entries)) = expiring_lines(report, md).split_first() {
+        let _ = writeln!(out, "\n{head}\n");
+        for entry in entries {
+            let _ = writeln!(out, "- {entry}");
+        }
     }
     if run.interrupted {
         out.push_str("\n**interrupted**: unfinished cells are missing\n");

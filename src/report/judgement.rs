@@ -77,6 +77,9 @@ pub enum ExpectOutcome {
     Fixed,
     /// No entry: judged by its own verdict.
     New,
+    /// As its entry expected, but the entry's `until` date has passed: a
+    /// quarantine no longer excuses the cell.
+    Expired,
 }
 
 /// A cell's judgement: the outcome, the entry it was judged against, and why.
@@ -98,4 +101,13 @@ pub struct Judgement {
     pub entry: Option<String>,
     /// Whether this cell fails the run (after `--allow-fixed` and `--flaky-result`).
     pub fails_run: bool,
+    /// The entry's `until`: the last day it excuses the cell (`YYYY-MM-DD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// The entry's `issue`: where the quarantined failure is tracked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue: Option<String>,
+    /// Days from the day the cell was judged to `until` (negative: expired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days_left: Option<i32>,
 }

@@ -246,6 +246,10 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
         expect_file: None,
         allow_fixed: false,
         points: first.points.clone(),
+        // One seed only when every shard ran with it.
+        seed: first
+            .seed
+            .filter(|seed| runs.iter().all(|r| r.seed == Some(*seed))),
     }
 }
 

@@ -4,6 +4,7 @@
 pub(crate) mod attempts;
 pub(crate) mod axis_compare;
 pub(crate) mod baseline;
+pub(crate) mod chrome_trace;
 pub(crate) mod clients;
 pub(crate) mod compare;
 pub mod detail;

@@ -117,6 +117,11 @@ pub struct RunInfo {
     /// each came from (a registry release or a candidate build).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<AxisPoint>,
+    /// The seed every random choice of the run derived from (`--seed`);
+    /// absent from reports written before it was recorded, and from merges
+    /// of shards that ran with different seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// One point of the server or the SDK axis: its label (what cells carry

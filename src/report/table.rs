@@ -32,6 +32,12 @@ pub fn render_text(report: &Report, color: bool) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    for line in
+        super::gate::expiring_lines(report, |t| crate::untrusted::Untrusted::new(t).terminal())
+    {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for scenario in report.scenario_order() {
         out.push('\n');
         out.push_str(scenario);

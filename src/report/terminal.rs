@@ -60,6 +60,9 @@ pub fn render_terminal(report: &Report, layout: &Layout) -> String {
     if let Some(line) = super::gate::gate_line(report) {
         out.wrap(&line);
     }
+    for line in super::gate::expiring_lines(report, shown) {
+        out.wrap(&line);
+    }
     out.blank();
     out.line("summary");
     out.text(&super::summary::fitted_summary(report, width));

@@ -358,6 +358,7 @@ async fn run_one(
         _ => &mut worker.targets[t],
     };
     target.set_trace(trace.clone());
+    target.begin_cell(plan.point.seed(plan.settings.seed, attempt));
     let mut on_target = TargetRestarter {
         target,
         clients: restarts_clients && hosted.is_none(),

@@ -254,6 +254,12 @@ impl CellPoint {
         }
     }
 
+    /// The seed of this cell's attempt `attempt` in a run of `run_seed`:
+    /// from every coordinate of its point, named or not.
+    pub fn seed(&self, run_seed: u64, attempt: u32) -> u64 {
+        crate::seed::for_cell(run_seed, &self.named(&Axis::ALL).to_string(), attempt)
+    }
+
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {

@@ -399,6 +399,14 @@ impl Target {
     }
 
     /// Records this target's restarts into `trace` (the cell about to run).
+    /// A cell with `seed` begins on this target: a fault target's proxy
+    /// draws the cell's toxic decisions from it.
+    pub fn begin_cell(&mut self, seed: u64) {
+        if let Some(control) = &self.fault_proxy {
+            control.begin_cell(seed);
+        }
+    }
+
     pub fn set_trace(&mut self, trace: crate::trace::Trace) {
         self.trace = trace;
     }

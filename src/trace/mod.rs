@@ -129,6 +129,7 @@ impl Trace {
             cell,
             schema: TRACE_SCHEMA.into(),
             level,
+            started_ms: Some(trace.inner.start_epoch_ms),
         }));
         Ok(trace)
     }

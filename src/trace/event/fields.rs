@@ -25,6 +25,10 @@ payload! {
         pub cell: Option<CellId>,
         pub schema: String,
         pub level: TraceLevel,
+        /// The wall clock when the cell started (its `t` 0), in Unix
+        /// milliseconds: where the cell sits in the run (`export`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub started_ms: Option<f64>,
     }
 
     /// The cell a trace belongs to.

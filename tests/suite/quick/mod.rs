@@ -11,6 +11,7 @@ mod docs_links;
 mod exit_code_table;
 mod hostile_outputs;
 mod process_probes;
+mod quarantine;
 mod report_v2;
 mod secrets_e2e;
 mod show_cli;
