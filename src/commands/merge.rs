@@ -14,10 +14,43 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
     let out = &args.out;
     let out_absolute = std::path::absolute(out)
         .map_err(|e| CommandError::usage(format!("{}: {e}", out.display())))?;
+    let (shards, traces) = read_shards(&args.runs, &out_absolute)?;
+    if out.join("report.json").exists() {
+        return Err(CommandError::usage(format!(
+            "{} already holds a report: merge into a new folder (nothing is overwritten)",
+            out.display()
+        )));
+    }
+    let expectations = gate::load_expectations(&args.gate, None)?;
+    let id = format!("merged-{}", super::short_id());
+    let mut report = merge_shards(&id, &shards)?;
+    if let Some(x) = &expectations {
+        check_expectations(x, &report)?;
+        gate::judge(x, &mut report, &args.gate);
+    } else {
+        report.run.flaky_result = args.gate.flaky_result.into();
+    }
+    // The shards' own texts were redacted when they were written; the
+    // environment's secrets are what could still reach the merged folder.
+    let mut redactor = crate::secret::Redactor::none();
+    redactor.add_secret_variables(std::env::vars());
+    crate::secret::install(redactor.clone());
+    let folder = crate::report::RunFolder::create(out, false, redactor, "continuity merge")?;
+    traces.copy_into(folder.dir())?;
+    gate::finish(&report, &folder, MessageFormat::Human, false)
+}
+
+/// Each run given, read with its traces claimed, as a shard named
+/// relative to the merged folder `out_absolute`; a folder given twice is
+/// refused.
+fn read_shards(
+    runs: &[PathBuf],
+    out_absolute: &Path,
+) -> Result<(Vec<ShardRun>, Traces), CommandError> {
     let mut shards = Vec::new();
     let mut traces = Traces::default();
     let mut seen: Vec<(PathBuf, String)> = Vec::new();
-    for given in &args.runs {
+    for given in runs {
         let dir = if given.is_file() {
             given.parent().map(Path::to_path_buf).unwrap_or_default()
         } else {
@@ -38,58 +71,45 @@ pub fn merge(args: MergeArgs) -> Result<super::Outcome, CommandError> {
         // merged report's log links hold wherever the folders are copied together.
         let absolute = std::path::absolute(&dir).unwrap_or(canonical);
         shards.push(ShardRun {
-            dir: relative_to(&absolute, &out_absolute).display().to_string(),
+            dir: relative_to(&absolute, out_absolute).display().to_string(),
             schema,
             report,
         });
     }
-    if out.join("report.json").exists() {
-        return Err(CommandError::usage(format!(
-            "{} already holds a report: merge into a new folder (nothing is overwritten)",
-            out.display()
-        )));
-    }
-    let expectations = gate::load_expectations(&args.gate, None)?;
-    let id = format!("merged-{}", super::short_id());
-    let mut report = merge_shards(&id, &shards)?;
-    if let Some(x) = &expectations {
-        // The shards' targets and scenarios, and the local stack's and the
-        // built-in ones, which a file made for them names whichever the
-        // shards ran (as `run` checks what it knows).
-        let mut known: Vec<String> = crate::stack::local::known_targets(&[])
-            .into_iter()
-            .map(|k| k.id.to_string())
-            .collect();
-        known.extend(report.run.targets.iter().cloned());
-        let mut scenarios: Vec<String> = crate::scenario::builtin_scenarios()
-            .into_iter()
-            .map(|s| s.name)
-            .collect();
-        scenarios.extend(report.run.scenarios.iter().cloned());
-        x.check_names(&known, &scenarios)?;
-        let labels = |axis| {
-            report
-                .run
-                .points_of(axis)
-                .map(|p| p.label.clone())
-                .collect::<Vec<_>>()
-        };
-        x.check_points(
-            &labels(crate::report::Axis::Server),
-            &labels(crate::report::Axis::Sdk),
-        )?;
-        gate::judge(x, &mut report, &args.gate);
-    } else {
-        report.run.flaky_result = args.gate.flaky_result.into();
-    }
-    // The shards' own texts were redacted when they were written; the
-    // environment's secrets are what could still reach the merged folder.
-    let mut redactor = crate::secret::Redactor::none();
-    redactor.add_secret_variables(std::env::vars());
-    crate::secret::install(redactor.clone());
-    let folder = crate::report::RunFolder::create(out, false, redactor, "continuity merge")?;
-    traces.copy_into(folder.dir())?;
-    gate::finish(&report, &folder, MessageFormat::Human, false)
+    Ok((shards, traces))
+}
+
+/// The expectations name only what the merged run knows: the shards'
+/// targets and scenarios, and the local stack's and the built-in ones,
+/// which a file made for them names whichever the shards ran (as `run`
+/// checks what it knows); and only its server and SDK points.
+fn check_expectations(
+    x: &crate::report::expect::Expectations,
+    report: &crate::report::Report,
+) -> Result<(), CommandError> {
+    let mut known: Vec<String> = crate::stack::local::known_targets(&[])
+        .into_iter()
+        .map(|k| k.id.to_string())
+        .collect();
+    known.extend(report.run.targets.iter().cloned());
+    let mut scenarios: Vec<String> = crate::scenario::builtin_scenarios()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    scenarios.extend(report.run.scenarios.iter().cloned());
+    x.check_names(&known, &scenarios)?;
+    let labels = |axis| {
+        report
+            .run
+            .points_of(axis)
+            .map(|p| p.label.clone())
+            .collect::<Vec<_>>()
+    };
+    x.check_points(
+        &labels(crate::report::Axis::Server),
+        &labels(crate::report::Axis::Sdk),
+    )?;
+    Ok(())
 }
 
 /// The shards' traces, copied into the merged folder so that its report's

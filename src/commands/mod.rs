@@ -251,11 +251,53 @@ async fn run_in(
     args: RunArgs,
     created: &mut Option<(PathBuf, PathBuf)>,
 ) -> Result<Outcome, CommandError> {
+    let resolved = resolve(&args, created).await?;
+    let watch = Watch::start(&resolved, args.message_format)?;
+    // A deployment's fault proxies ([faults]) live as long as the run.
+    let mut deployment_hops = None;
+    let Some(plan) = plan(&args, &resolved, &watch, &mut deployment_hops).await? else {
+        return watch.stopped_at_start(&resolved.id).await;
+    };
+    let report = execute(&resolved, plan, deployment_hops, &watch).await;
+    finish(
+        report,
+        &args,
+        resolved.expectations.as_ref(),
+        &resolved.folder,
+        &resolved.run_dir,
+    )
+}
+
+/// Everything `run` settles before it starts anything: the config file,
+/// the scenarios, the settings and axes chosen, the run folder (created
+/// here) and the expectations.
+struct Resolved {
+    config: Option<Config>,
+    run_defaults: crate::config::RunDefaults,
+    /// What an expectations file may name among the scenarios.
+    known_scenarios: Vec<String>,
+    /// The deployment's URL; `None` means the local stack.
+    base_url: Option<String>,
+    agents: Vec<String>,
+    chosen: axes::Chosen,
+    id: String,
+    run_dir: PathBuf,
+    folder: report::RunFolder,
+    settings: RunSettings,
+    expectations: Option<crate::report::expect::Expectations>,
+}
+
+/// The first step of [`run_in`]: reads and checks everything the run is
+/// given, and creates its folder (noted in `created`).
+async fn resolve(
+    args: &RunArgs,
+    created: &mut Option<(PathBuf, PathBuf)>,
+) -> Result<Resolved, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
     redact_output_with(None);
     let config = load_config(&args.sources)?;
     // Then everything the run knows, before any other message.
-    let redactor = settings::redactor(&args, config.as_ref());
+    let redactor = settings::redactor(args, config.as_ref());
     crate::secret::install(redactor.clone());
     let loaded = load_scenarios(&args.sources)?;
     // What an expectations file may name: every scenario and target the
@@ -268,34 +310,19 @@ async fn run_in(
         scenarios.retain(|s| !s.opt_in);
     }
     let run_defaults = config.as_ref().map(|c| c.run.clone()).unwrap_or_default();
-    let token = settings::token(&args, config.as_ref())?;
-    let base_url = settings::base_url(&args, config.as_ref())?;
-    let agents = settings::agents(&args, config.as_ref())?;
-    let timeout = settings::timeout(&args, config.as_ref())?;
-    let timings = settings::timings(&args)?;
+    let token = settings::token(args, config.as_ref())?;
+    let base_url = settings::base_url(args, config.as_ref())?;
+    let agents = settings::agents(args, config.as_ref())?;
+    let timeout = settings::timeout(args, config.as_ref())?;
+    let timings = settings::timings(args)?;
     // What the user chose (flags, then config; several make a persistence
     // axis); the local stack's store otherwise.
-    let chosen = axes::Chosen::of(
-        &args,
-        config.as_ref(),
-        agents.clone(),
-        &run_defaults.persist,
-    )
-    .await?;
+    let chosen =
+        axes::Chosen::of(args, config.as_ref(), agents.clone(), &run_defaults.persist).await?;
     if base_url.is_some() {
         chosen.refuse_on_a_deployment()?;
     }
-    let id = short_id();
-    let run_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
-    // Components run in folders of their own: a relative path would point elsewhere.
-    let run_dir = std::path::absolute(&run_dir)
-        .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
-    let missing = first_missing(&run_dir);
-    let folder = report::RunFolder::create(&run_dir, args.force, redactor, "continuity run")?;
-    *created = missing.map(|first| (run_dir.clone(), first));
+    let (id, run_dir, folder) = create_run_folder(args, redactor, created)?;
     let settings = RunSettings {
         id: id.clone(),
         token,
@@ -324,205 +351,366 @@ async fn run_in(
         settings.seed
     ));
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
-    let partial = partial::PartialRun::new(
-        folder.clone(),
-        partial::run_info(
-            &settings,
-            base_url.as_deref(),
-            &agents,
-            &chosen.persists,
-            match base_url {
-                Some(_) => Vec::new(),
-                None => chosen
-                    .axes(chosen.servers.clone(), PersistPoint::Sqlite)
-                    .points(),
-            },
-        ),
-    );
-    // Sandbox folders of runs that died without removing them (SIGKILL, a
-    // crash) go now; this run's are claimed until it ends.
-    crate::scenario::sandbox_root::sweep_dead();
-    let _sandbox_claim = crate::scenario::sandbox_root::claim(&id);
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    spawn_signal_handler(cancel_tx, partial.clone());
-    let partial_report = partial.clone();
-    // Everything this run starts carries its owner tag, and a keeper kills
-    // it all should the harness die without cleaning up (SIGKILL, a crash).
-    let owner_tag = crate::supervise::owner::new_tag(&run_dir);
-    let supervisor = crate::supervise::Supervisor::owned(owner_tag.clone())
-        .map_err(crate::stack::StackError::from)?;
+    Ok(Resolved {
+        config,
+        run_defaults,
+        known_scenarios,
+        base_url,
+        agents,
+        chosen,
+        id,
+        run_dir,
+        folder,
+        settings,
+        expectations,
+    })
+}
 
-    let color = crate::console::color(crate::console::Stream::Stderr);
-    let format = args.message_format;
-    // Live on a terminal in the human format; `json` keeps its lines as they are.
-    let progress = Progress::start(format == MessageFormat::Human, color);
-    let _cleared = ClearOnDrop(progress.clone());
-    let shown = progress.clone();
-    let mut on_event = move |event: RunEvent| {
-        if let RunEvent::CellFinished { cell, .. } = &event {
-            partial.finished(cell);
-        }
-        match format {
-            MessageFormat::Human => shown.event(&event),
-            MessageFormat::Json => {
-                events::emit(&events::event_json(&event));
-                // A person reads stderr in either format.
-                if matches!(event, RunEvent::OverallTimeout { .. }) {
-                    shown.event(&event);
-                }
-            }
-        }
-    };
-    // A deployment's fault proxies ([faults]) live as long as the run.
-    let mut deployment_hops = None;
-    // What the cells run on, built whole: a deployment, or the local stacks
-    // (`--jobs`: several), each of which serves every server point.
-    // Stack start-up as a whole (installs, a deployment's preflight, the
-    // stacks coming up) stops on the first Ctrl-C and ends in a report.
-    let starting = async {
-        Ok::<_, CommandError>(match base_url {
-            Some(url) => {
-                let targets = configured_targets(config.as_ref())?;
-                if targets.is_empty() {
-                    return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
-                }
-                let known_targets: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
-                let mut targets = Selection::named(&args.targets).pick(targets, |t| &t.id)?;
-                for target in &mut targets {
-                    target.set_supervisor(supervisor.clone());
-                }
-                let hops = deployment_faults::wire(
-                    config.as_ref().and_then(|c| c.faults.as_ref()),
-                    &url,
-                    &mut targets,
-                )?;
-                let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
-                deployment_hops = hops;
-                let jobs = deployment::jobs(&args, &run_defaults, &targets);
-                let names: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
-                if let Some(x) = &expectations {
-                    x.check_names(&known_targets, &known_scenarios)?;
-                    x.check_points(&[], &[])?;
-                }
-                let stacks = deployment::stacks(&settings, url, targets, jobs).await?;
-                (stacks, Vec::new(), names, vec![ServerPoint::deployment()])
-            }
-            None => {
-                // Fault targets of the file join the local stack's, on its hops.
-                let local_faults = config
-                    .as_ref()
-                    .map(Config::fault_targets)
-                    .unwrap_or_default();
-                if config
-                    .as_ref()
-                    .is_some_and(|c| c.target_names().len() > local_faults.len())
-                {
-                    return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
-                }
-                if config.as_ref().is_some_and(|c| c.faults.is_some()) {
-                    return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
-                }
-                for name in &chosen.agents {
-                    crate::stack::agents::check_known(name)?;
-                }
-                // Unknown names are refused; opt-in targets run only when named.
-                let known = crate::stack::local::known_targets(&local_faults);
-                let known_targets: Vec<String> = known.iter().map(|k| k.id.to_string()).collect();
-                let picked: Vec<TargetId> = Selection::named(&args.targets)
-                    .pick(known, |k| &k.id)?
-                    .into_iter()
-                    .map(|k| k.id)
-                    .collect();
-                let names: Vec<String> = picked.iter().map(TargetId::to_string).collect();
-                if let Some(x) = &expectations {
-                    x.check_names(&known_targets, &known_scenarios)?;
-                    x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
-                }
-                // One store whichever it is: the count of cells is the same.
-                let cells = Matrix::build(
-                    names.clone(),
-                    &settings.scenarios,
-                    chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
-                    settings.shard(),
-                )
-                .cells
-                .len();
-                if args.partition.is_some() && cells == 0 {
-                    crate::console::errln(
-                        "continuity: this shard holds no cell of the matrix: no stack is started",
-                    );
-                    let stacks = workers::no_stacks(&picked);
-                    (stacks, Vec::new(), names, chosen.servers.clone())
-                } else {
-                    let jobs = local_jobs(&args, run_defaults.jobs, cells);
-                    let binaries = workers::install_servers(&chosen.servers, &progress).await?;
-                    let (options, serving) = local_stack_options(
-                        &args,
-                        &run_dir,
-                        &chosen,
-                        &supervisor,
-                        local_faults,
-                        binaries.first(),
-                    )?;
-                    candidates::check_servers_start(
-                        &chosen.servers,
-                        &run_dir.join("servers"),
-                        &options.agent_program,
-                        crate::stack::local::SERVER_READY_TIMEOUT,
-                        &supervisor,
-                    )
-                    .await?;
-                    let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
-                        true => candidates::install_sdks(&chosen.sdks, &progress).await?,
-                        false => Vec::new(),
-                    };
-                    let mut up =
-                        workers::up_stacks(&options, jobs, "stack", cancel_rx.clone(), &progress)
-                            .await?;
-                    let mut stacks =
-                        workers::attach(&mut up, &run_dir, binaries, serving.as_deref());
-                    stacks.serve_sdks(sdks);
-                    (stacks, up, names, chosen.servers.clone())
-                }
-            }
+/// The run's id and folder (created: `--force` or empty), its path made
+/// absolute; `created` notes the outermost folder it had to create.
+fn create_run_folder(
+    args: &RunArgs,
+    redactor: crate::secret::Redactor,
+    created: &mut Option<(PathBuf, PathBuf)>,
+) -> Result<(String, PathBuf, report::RunFolder), CommandError> {
+    let id = short_id();
+    let run_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| report::default_run_dir(Path::new("reports"), SystemTime::now(), &id));
+    // Components run in folders of their own: a relative path would point elsewhere.
+    let run_dir = std::path::absolute(&run_dir)
+        .map_err(|e| CommandError::usage(format!("{}: {e}", run_dir.display())))?;
+    let missing = first_missing(&run_dir);
+    let folder = report::RunFolder::create(&run_dir, args.force, redactor, "continuity run")?;
+    *created = missing.map(|first| (run_dir.clone(), first));
+    Ok((id, run_dir, folder))
+}
+
+/// What watches a run from before its first process starts until it ends:
+/// the partial report a Ctrl-C writes, the claim on its sandbox folders,
+/// the cancel flag, the supervisor of everything it starts and the live
+/// progress area. Fields drop in this order (the progress area is cleared
+/// before the supervisor goes, the claim last).
+struct Watch {
+    partial: partial::PartialRun,
+    format: MessageFormat,
+    _cleared: ClearOnDrop,
+    progress: Progress,
+    supervisor: crate::supervise::Supervisor,
+    cancel_rx: watch::Receiver<bool>,
+    _sandbox_claim: Option<crate::scenario::sandbox_root::RunClaim>,
+}
+
+impl Watch {
+    fn start(resolved: &Resolved, format: MessageFormat) -> Result<Watch, CommandError> {
+        let Resolved {
+            settings,
+            base_url,
+            agents,
+            chosen,
+            ..
+        } = resolved;
+        let partial = partial::PartialRun::new(
+            resolved.folder.clone(),
+            partial::run_info(
+                settings,
+                base_url.as_deref(),
+                agents,
+                &chosen.persists,
+                match base_url {
+                    Some(_) => Vec::new(),
+                    None => chosen
+                        .axes(chosen.servers.clone(), PersistPoint::Sqlite)
+                        .points(),
+                },
+            ),
+        );
+        // Sandbox folders of runs that died without removing them (SIGKILL, a
+        // crash) go now; this run's are claimed until it ends.
+        crate::scenario::sandbox_root::sweep_dead();
+        let sandbox_claim = crate::scenario::sandbox_root::claim(&resolved.id);
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        spawn_signal_handler(cancel_tx, partial.clone());
+        // Everything this run starts carries its owner tag, and a keeper kills
+        // it all should the harness die without cleaning up (SIGKILL, a crash).
+        let owner_tag = crate::supervise::owner::new_tag(&resolved.run_dir);
+        let supervisor = crate::supervise::Supervisor::owned(owner_tag.clone())
+            .map_err(crate::stack::StackError::from)?;
+
+        let color = crate::console::color(crate::console::Stream::Stderr);
+        // Live on a terminal in the human format; `json` keeps its lines as they are.
+        let progress = Progress::start(format == MessageFormat::Human, color);
+        Ok(Watch {
+            partial,
+            format,
+            _cleared: ClearOnDrop(progress.clone()),
+            progress,
+            supervisor,
+            cancel_rx,
+            _sandbox_claim: sandbox_claim,
         })
+    }
+
+    /// Where the runner's events go: the partial report, and the terminal
+    /// or the JSON lines.
+    fn on_event(&self) -> impl FnMut(RunEvent) + Send {
+        let partial = self.partial.clone();
+        let shown = self.progress.clone();
+        let format = self.format;
+        move |event: RunEvent| {
+            if let RunEvent::CellFinished { cell, .. } = &event {
+                partial.finished(cell);
+            }
+            match format {
+                MessageFormat::Human => shown.event(&event),
+                MessageFormat::Json => {
+                    events::emit(&events::event_json(&event));
+                    // A person reads stderr in either format.
+                    if matches!(event, RunEvent::OverallTimeout { .. }) {
+                        shown.event(&event);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A run stopped while its stacks were starting: what they started is
+    /// swept, and the report holds no cell.
+    async fn stopped_at_start(&self, id: &str) -> Result<Outcome, CommandError> {
+        self.supervisor.sweep().await;
+        self.progress.clear();
+        crate::scenario::sandbox_root::remove_run(id);
+        self.supervisor.finish_keeper();
+        interrupted_at_start(&self.partial)
+    }
+}
+
+/// What the cells run on, built whole, and the matrix of cells.
+struct Plan {
+    stacks: Stacks,
+    matrix: Matrix,
+}
+
+/// A deployment, or the local stacks (`--jobs`: several), each of which
+/// serves every server point; with the target names and server points
+/// the matrix is built from.
+struct Stacks {
+    run: runner::RunStacks,
+    local: Vec<crate::stack::local::LocalStack>,
+    targets: Vec<String>,
+    servers: Vec<ServerPoint>,
+}
+
+/// The second step of [`run_in`]: starts what the cells run on and builds
+/// the matrix of cells; `None` when the run is stopped first. Stack
+/// start-up as a whole (installs, a deployment's preflight, the stacks
+/// coming up) stops on the first Ctrl-C and ends in a report. A
+/// deployment's fault proxies go to `deployment_hops`, which outlives the
+/// start-up however it ends.
+async fn plan(
+    args: &RunArgs,
+    resolved: &Resolved,
+    watch: &Watch,
+    deployment_hops: &mut Option<deployment_faults::DeploymentHops>,
+) -> Result<Option<Plan>, CommandError> {
+    let starting = async {
+        match &resolved.base_url {
+            Some(url) => {
+                deployment_stacks(args, resolved, watch, url.clone(), deployment_hops).await
+            }
+            None => local_stacks(args, resolved, watch).await,
+        }
     };
-    let Some((mut run_stacks, mut local_stacks, targets, servers)) =
-        until_stopped(starting, cancel_rx.clone()).await?
-    else {
-        supervisor.sweep().await;
-        progress.clear();
-        crate::scenario::sandbox_root::remove_run(&id);
-        supervisor.finish_keeper();
-        return interrupted_at_start(&partial_report);
+    let Some(stacks) = until_stopped(starting, watch.cancel_rx.clone()).await? else {
+        return Ok(None);
     };
     // The store the user chose, else the stack's Rivet actor when it runs one.
-    let store = match run_stacks.own.stores.rivet {
+    let store = match stacks.run.own.stores.rivet {
         Ok(_) => PersistPoint::Rivet,
         Err(_) => PersistPoint::Sqlite,
     };
     let matrix = Matrix::build(
-        targets,
-        &settings.scenarios,
-        chosen.axes(servers, store),
-        settings.shard(),
+        stacks.targets.clone(),
+        &resolved.settings.scenarios,
+        resolved.chosen.axes(stacks.servers.clone(), store),
+        resolved.settings.shard(),
     );
+    Ok(Some(Plan { stacks, matrix }))
+}
+
+/// A deployment's stacks: the config file's targets (and `SA_RESTART_CMD`),
+/// with the fault proxies of its `[faults]` in front.
+async fn deployment_stacks(
+    args: &RunArgs,
+    resolved: &Resolved,
+    watch: &Watch,
+    url: String,
+    deployment_hops: &mut Option<deployment_faults::DeploymentHops>,
+) -> Result<Stacks, CommandError> {
+    let config = resolved.config.as_ref();
+    let targets = configured_targets(config)?;
+    if targets.is_empty() {
+        return Err(CommandError::usage("no restart targets: give --config with [targets.NAME] tables, or set SA_RESTART_CMD (without --base-url, continuity runs its own local stack)"));
+    }
+    let known_targets: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
+    let mut targets = Selection::named(&args.targets).pick(targets, |t| &t.id)?;
+    for target in &mut targets {
+        target.set_supervisor(watch.supervisor.clone());
+    }
+    let hops = deployment_faults::wire(config.and_then(|c| c.faults.as_ref()), &url, &mut targets)?;
+    let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
+    *deployment_hops = hops;
+    let jobs = deployment::jobs(args, &resolved.run_defaults, &targets);
+    let names: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
+    if let Some(x) = &resolved.expectations {
+        x.check_names(&known_targets, &resolved.known_scenarios)?;
+        x.check_points(&[], &[])?;
+    }
+    let stacks = deployment::stacks(&resolved.settings, url, targets, jobs).await?;
+    Ok(Stacks {
+        run: stacks,
+        local: Vec::new(),
+        targets: names,
+        servers: vec![ServerPoint::deployment()],
+    })
+}
+
+/// The local stacks: the candidate servers and SDKs installed and checked,
+/// then `--jobs` stacks up (none when this shard holds no cell).
+async fn local_stacks(
+    args: &RunArgs,
+    resolved: &Resolved,
+    watch: &Watch,
+) -> Result<Stacks, CommandError> {
+    let (config, chosen, run_dir) = (
+        resolved.config.as_ref(),
+        &resolved.chosen,
+        &resolved.run_dir,
+    );
+    // Fault targets of the file join the local stack's, on its hops.
+    let local_faults = config.map(Config::fault_targets).unwrap_or_default();
+    let picked = local_targets(args, resolved, &local_faults)?;
+    let names: Vec<String> = picked.iter().map(TargetId::to_string).collect();
+    // One store whichever it is: the count of cells is the same.
+    let cells = Matrix::build(
+        names.clone(),
+        &resolved.settings.scenarios,
+        chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+        resolved.settings.shard(),
+    )
+    .cells
+    .len();
+    if args.partition.is_some() && cells == 0 {
+        crate::console::errln(
+            "continuity: this shard holds no cell of the matrix: no stack is started",
+        );
+        let stacks = workers::no_stacks(&picked);
+        return Ok(Stacks {
+            run: stacks,
+            local: Vec::new(),
+            targets: names,
+            servers: chosen.servers.clone(),
+        });
+    }
+    let jobs = local_jobs(args, resolved.run_defaults.jobs, cells);
+    let progress = &watch.progress;
+    let binaries = workers::install_servers(&chosen.servers, progress).await?;
+    let (options, serving) = local_stack_options(
+        args,
+        run_dir,
+        chosen,
+        &watch.supervisor,
+        local_faults,
+        binaries.first(),
+    )?;
+    candidates::check_servers_start(
+        &chosen.servers,
+        &run_dir.join("servers"),
+        &options.agent_program,
+        crate::stack::local::SERVER_READY_TIMEOUT,
+        &watch.supervisor,
+    )
+    .await?;
+    let sdks = match chosen.clients.iter().any(|c| c.hosts_sdk()) {
+        true => candidates::install_sdks(&chosen.sdks, progress).await?,
+        false => Vec::new(),
+    };
+    let mut up =
+        workers::up_stacks(&options, jobs, "stack", watch.cancel_rx.clone(), progress).await?;
+    let mut stacks = workers::attach(&mut up, run_dir, binaries, serving.as_deref());
+    stacks.serve_sdks(sdks);
+    Ok(Stacks {
+        run: stacks,
+        local: up,
+        targets: names,
+        servers: chosen.servers.clone(),
+    })
+}
+
+/// The local stack's targets this run has, once the config file, the
+/// agents, `--target` and the expectations are checked against it.
+fn local_targets(
+    args: &RunArgs,
+    resolved: &Resolved,
+    local_faults: &[(OwnTarget, crate::targets::FaultAction)],
+) -> Result<Vec<TargetId>, CommandError> {
+    let (config, chosen) = (resolved.config.as_ref(), &resolved.chosen);
+    if config.is_some_and(|c| c.target_names().len() > local_faults.len()) {
+        return Err(CommandError::usage("the config file defines restart targets but no base_url: set [run] base_url or --base-url (only fault targets run on the local stack)"));
+    }
+    if config.is_some_and(|c| c.faults.is_some()) {
+        return Err(CommandError::usage("[faults] puts proxies in front of a deployment: set [run] base_url or --base-url (the local stack has its own hops)"));
+    }
+    for name in &chosen.agents {
+        crate::stack::agents::check_known(name)?;
+    }
+    // Unknown names are refused; opt-in targets run only when named.
+    let known = crate::stack::local::known_targets(local_faults);
+    let known_targets: Vec<String> = known.iter().map(|k| k.id.to_string()).collect();
+    let picked: Vec<TargetId> = Selection::named(&args.targets)
+        .pick(known, |k| &k.id)?
+        .into_iter()
+        .map(|k| k.id)
+        .collect();
+    if let Some(x) = &resolved.expectations {
+        x.check_names(&known_targets, &resolved.known_scenarios)?;
+        x.check_points(&chosen.server_labels(), &chosen.sdk_labels())?;
+    }
+    Ok(picked)
+}
+
+/// The third step of [`run_in`]: runs the matrix's cells, then stops
+/// every stack and what the run started.
+async fn execute(
+    resolved: &Resolved,
+    plan: Plan,
+    deployment_hops: Option<deployment_faults::DeploymentHops>,
+    watch: &Watch,
+) -> Report {
+    let Plan { stacks, matrix } = plan;
+    let Stacks {
+        run: mut run_stacks,
+        local: mut local_stacks,
+        ..
+    } = stacks;
+    let mut on_event = watch.on_event();
     let report = runner::run(
-        &settings,
+        &resolved.settings,
         &matrix,
         &mut run_stacks,
-        cancel_rx.clone(),
+        watch.cancel_rx.clone(),
         &mut on_event,
     )
     .await;
-    workers::teardown(run_stacks, &mut local_stacks, &supervisor).await;
+    workers::teardown(run_stacks, &mut local_stacks, &watch.supervisor).await;
     drop(local_stacks);
     drop(deployment_hops);
-    progress.clear();
+    watch.progress.clear();
     // What a cell's teardown could not remove (it was cut short).
-    crate::scenario::sandbox_root::remove_run(&id);
-    supervisor.finish_keeper();
-    finish(report, &args, expectations.as_ref(), &folder, &run_dir)
+    crate::scenario::sandbox_root::remove_run(&resolved.id);
+    watch.supervisor.finish_keeper();
+    report
 }
 
 /// The run's start-up (`starting`) to its end, or `None` when the run is

@@ -16,28 +16,7 @@ const MAX_LINES_PER_PHASE: usize = 40;
 /// The timeline of `cell`, from its trace's `events` (empty when it has none).
 pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
     let mut out = String::new();
-    let verdict = match &cell.failure_boundary {
-        Some(b) => format!("{} @ {b}", cell.verdict.as_str()),
-        None => cell.verdict.as_str().to_string(),
-    };
-    let _ = writeln!(
-        out,
-        "{} × {} — {verdict} ({})",
-        cell.point.scenario,
-        cell.label(),
-        ms(cell.duration_ms as f64)
-    );
-    if let Some(reason) = &cell.reason {
-        let _ = writeln!(out, "reason: {}", shown(reason));
-    }
-    match &cell.trace {
-        Some(path) => {
-            let _ = writeln!(out, "trace: {path}");
-        }
-        None => {
-            let _ = writeln!(out, "no trace: phase times are laid end to end");
-        }
-    }
+    write_header(&mut out, cell);
     let bounds = phase_bounds(events);
     let mut clock = 0.0;
     out.push('\n');
@@ -60,27 +39,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
         if cell.failure_boundary.as_deref() == Some(phase.name.as_str()) {
             name.push_str(" ◀ boundary");
         }
-        let outcome = match phase.outcome {
-            Outcome::Ok => "ok".to_string(),
-            Outcome::NotRun => "not run".to_string(),
-            Outcome::NotApplicable => "not applicable".to_string(),
-            Outcome::Interrupted => "interrupted".to_string(),
-            Outcome::Timeout => phase
-                .signature
-                .as_ref()
-                .map(|sig| shown(&sig.short()))
-                .unwrap_or_else(|| "timeout".into()),
-            Outcome::Fail => match phase.signature.as_ref() {
-                // A cause worth adding when the kind does not already say it.
-                Some(sig) => match (&sig.cause, sig.kind) {
-                    (Some(cause), kind) if kind != SignatureKind::Http => {
-                        format!("fail: {} ({})", shown(&sig.short()), shown(&cause.short()))
-                    }
-                    _ => format!("fail: {}", shown(&sig.short())),
-                },
-                None => "fail".into(),
-            },
-        };
+        let outcome = phase_outcome(phase);
         let _ = writeln!(
             out,
             "{:>9}  {:>9}  {name:<40} {outcome}",
@@ -91,33 +50,7 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
                 ms(end - start)
             },
         );
-        let mut inside: Vec<(f64, String)> = events
-            .iter()
-            .filter(|e| e.t >= start && e.t <= end)
-            .filter_map(|e| Some((e.t, event_line(e)?)))
-            .collect();
-        inside.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let inside: Vec<String> = inside.into_iter().map(|(_, line)| line).collect();
-        for line in inside.iter().take(MAX_LINES_PER_PHASE) {
-            let _ = writeln!(out, "{:>22}{line}", "");
-        }
-        if inside.len() > MAX_LINES_PER_PHASE {
-            let _ = writeln!(
-                out,
-                "{:>22}… {} more in the trace",
-                "",
-                inside.len() - MAX_LINES_PER_PHASE
-            );
-        }
-        if let Some(sig) = &phase.signature {
-            let _ = writeln!(out, "{:>22}signature: {}", "", shown(&sig.message));
-            if let Some(pending) = &sig.pending {
-                let _ = writeln!(out, "{:>22}pending: {}", "", shown(pending));
-            }
-            if let Some(observed) = &sig.observed {
-                let _ = writeln!(out, "{:>22}observed: {}", "", shown(observed));
-            }
-        }
+        write_under_phase(&mut out, phase, events, (start, end));
     }
     if events
         .iter()
@@ -126,6 +59,94 @@ pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
         let _ = writeln!(out, "\nthe trace was cut at its size limit");
     }
     out
+}
+
+/// The cell's first lines: what ran, its verdict, why, and its trace.
+fn write_header(out: &mut String, cell: &Cell) {
+    let verdict = match &cell.failure_boundary {
+        Some(b) => format!("{} @ {b}", cell.verdict.as_str()),
+        None => cell.verdict.as_str().to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{} × {} — {verdict} ({})",
+        cell.point.scenario,
+        cell.label(),
+        ms(cell.duration_ms as f64)
+    );
+    if let Some(reason) = &cell.reason {
+        let _ = writeln!(out, "reason: {}", shown(reason));
+    }
+    match &cell.trace {
+        Some(path) => {
+            let _ = writeln!(out, "trace: {path}");
+        }
+        None => {
+            let _ = writeln!(out, "no trace: phase times are laid end to end");
+        }
+    }
+}
+
+/// A phase's outcome column: its signature when it failed.
+fn phase_outcome(phase: &super::model::PhaseResult) -> String {
+    match phase.outcome {
+        Outcome::Ok => "ok".to_string(),
+        Outcome::NotRun => "not run".to_string(),
+        Outcome::NotApplicable => "not applicable".to_string(),
+        Outcome::Interrupted => "interrupted".to_string(),
+        Outcome::Timeout => phase
+            .signature
+            .as_ref()
+            .map(|sig| shown(&sig.short()))
+            .unwrap_or_else(|| "timeout".into()),
+        Outcome::Fail => match phase.signature.as_ref() {
+            // A cause worth adding when the kind does not already say it.
+            Some(sig) => match (&sig.cause, sig.kind) {
+                (Some(cause), kind) if kind != SignatureKind::Http => {
+                    format!("fail: {} ({})", shown(&sig.short()), shown(&cause.short()))
+                }
+                _ => format!("fail: {}", shown(&sig.short())),
+            },
+            None => "fail".into(),
+        },
+    }
+}
+
+/// Under a phase's line: the trace's events between `start` and `end` in
+/// time order (at most [`MAX_LINES_PER_PHASE`]), then its signature.
+fn write_under_phase(
+    out: &mut String,
+    phase: &super::model::PhaseResult,
+    events: &[Line],
+    (start, end): (f64, f64),
+) {
+    let mut inside: Vec<(f64, String)> = events
+        .iter()
+        .filter(|e| e.t >= start && e.t <= end)
+        .filter_map(|e| Some((e.t, event_line(e)?)))
+        .collect();
+    inside.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let inside: Vec<String> = inside.into_iter().map(|(_, line)| line).collect();
+    for line in inside.iter().take(MAX_LINES_PER_PHASE) {
+        let _ = writeln!(out, "{:>22}{line}", "");
+    }
+    if inside.len() > MAX_LINES_PER_PHASE {
+        let _ = writeln!(
+            out,
+            "{:>22}… {} more in the trace",
+            "",
+            inside.len() - MAX_LINES_PER_PHASE
+        );
+    }
+    if let Some(sig) = &phase.signature {
+        let _ = writeln!(out, "{:>22}signature: {}", "", shown(&sig.message));
+        if let Some(pending) = &sig.pending {
+            let _ = writeln!(out, "{:>22}pending: {}", "", shown(pending));
+        }
+        if let Some(observed) = &sig.observed {
+            let _ = writeln!(out, "{:>22}observed: {}", "", shown(observed));
+        }
+    }
 }
 
 /// `(phase, start, end)` from the trace's phase boundaries.
@@ -148,7 +169,14 @@ fn phase_bounds(events: &[Line]) -> Vec<(String, f64, f64)> {
 /// `+12.3 ms  POST /v1/acp/… → 401 (2.1 ms)`; `None` for events not listed.
 fn event_line(line: &Line) -> Option<String> {
     let t = ms(line.t);
-    let text = match &line.event {
+    let text = traffic_text(&line.event).or_else(|| stack_text(&line.event))?;
+    Some(format!("{t:>9}  {text}"))
+}
+
+/// The cell's own traffic: HTTP exchanges, event streams, store calls,
+/// hosted SDK actions and terminals.
+fn traffic_text(event: &Event) -> Option<String> {
+    let text = match event {
         Event::Http(e) => {
             let mut result = e.status.map(|s| s.to_string()).unwrap_or_default();
             if let Some(err) = e.error {
@@ -211,6 +239,15 @@ fn event_line(line: &Line) -> Option<String> {
             e.code,
             if e.clean { "" } else { " (no close frame)" }
         ),
+        _ => return None,
+    };
+    Some(text)
+}
+
+/// What happened around the cell: watch windows, waits, restarts, faults
+/// and its components' stops and starts.
+fn stack_text(event: &Event) -> Option<String> {
+    let text = match event {
         Event::Window(e) => format!("watched {} for {}", ms(e.ms as f64), e.what),
         Event::CleanupWait(e) => format!(
             "waited {} for the previous cell's DELETEs on this stack",
@@ -275,7 +312,7 @@ fn event_line(line: &Line) -> Option<String> {
         ),
         _ => return None,
     };
-    Some(format!("{t:>9}  {text}"))
+    Some(text)
 }
 
 /// Text continuity did not write (a server's problem type and message, a

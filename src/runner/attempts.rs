@@ -215,26 +215,11 @@ async fn run_one(
     let target_id = worker.targets[t].id.clone();
     let target_name = target_id.name();
     let client = worker.client(plan.point);
-    if let Some(reason) = super::client_axis::skip_reason(&client, scenario) {
-        return Err(skipped_attempt(attempt, &reason));
-    }
-    if let Some(reason) = persist_axis::client_skip_reason(&client, &worker.persist)
-        .or_else(|| persist_axis::skip_reason(&target_id, &worker.persist))
-    {
+    if let Some(reason) = not_runnable(worker, &client, &target_id, scenario) {
         return Err(skipped_attempt(attempt, &reason));
     }
     let restarts_clients = target_id == BuiltinTarget::Client;
     let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
-    if restarts_clients
-        && hosts_sdk
-        && worker.sdk_process.is_none()
-        && !worker.targets.iter().any(|t| t.id == BuiltinTarget::Rivet)
-    {
-        return Err(skipped_attempt(
-            attempt,
-            "the hosted client's process (the RivetKit runner) is not running on this stack",
-        ));
-    }
     let tag = super::client_axis::tag(&client);
     let key = format!("{}-{tag}{index}", plan.settings.id);
     let file_cell = format!(
@@ -242,23 +227,8 @@ async fn run_one(
         crate::file_name::safe(target_name),
         crate::file_name::safe(&scenario.name)
     );
-    let store =
-        match persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key) {
-            Ok(p) => p,
-            Err(reason) => {
-                let mut failed = skipped_attempt(attempt, &reason.to_string());
-                let absent = matches!(
-                    reason,
-                    persist_axis::StoreError::Unavailable { failed: false, .. }
-                );
-                failed.verdict = if absent {
-                    Verdict::Skipped
-                } else {
-                    Verdict::Error
-                };
-                return Err(failed);
-            }
-        };
+    let store = persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key)
+        .map_err(|reason| store_failed(attempt, reason))?;
     let hosted_store = persist_axis::hosted_store(
         &client,
         &worker.persist,
@@ -267,73 +237,11 @@ async fn run_one(
         &file_cell,
         &key,
     );
-    // The wait for the hosted client's actor (or the browser's page) is
-    // setup, but Ctrl-C still ends it (a Chromium half started is killed
-    // with its dropped handle).
     let profile = plan.settings.run_dir.join("browser").join(&file_cell);
-    let setup = async {
-        match &client {
-            super::ClientChoice::Browser(host) => {
-                super::client_axis::browser_cell(host, &profile, hosted_store)
-                    .await
-                    .map(|(cell, chromium)| (Some(cell), Some(chromium)))
-            }
-            _ => super::client_axis::hosted_cell(&client, &key, hosted_store)
-                .await
-                .map(|cell| (cell, None)),
-        }
-    };
-    let setup = tokio::select! {
-        setup = setup => Some(setup),
-        _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
-    };
-    let (hosted, chromium) = match setup {
-        None => {
-            let mut cut = skipped_attempt(
-                attempt,
-                &interrupted_during("the setup of the hosted client's actor"),
-            );
-            cut.verdict = Verdict::Interrupted;
-            return Err(cut);
-        }
-        Some(Ok(hosted)) => hosted,
-        Some(Err(reason)) => {
-            let mut failed = skipped_attempt(attempt, &reason.to_string());
-            failed.verdict = Verdict::Error;
-            return Err(failed);
-        }
-    };
-    let cell_dir = crate::trace::cell_dir_name(
-        index,
-        &format!("{tag}{target_name}"),
-        &scenario.name,
-        attempt,
-    );
-    let (trace, trace_path) = crate::trace::for_cell(
-        &plan.settings.run_dir,
-        &cell_dir,
-        plan.settings.trace_level,
-        plan.settings.token.clone(),
-        event::CellId {
-            target: target_name.to_string(),
-            scenario: scenario.name.clone(),
-            attempt,
-        },
-    );
-    let settings = CellSettings {
-        trace: trace.clone(),
-        base_url: worker.base_url.clone(),
-        token: plan.settings.token.clone(),
-        headers: plan.settings.headers.clone(),
-        agent: plan.point.agent.clone(),
-        default_timeout: plan.settings.timeout,
-        session_suffix: key,
-        interrupt,
-        store,
-        agent_sent_log: worker.agent_sent_log.clone(),
-        // Only real agents talk to the fake provider: its log judges their cells only.
-        model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
-    };
+    let (hosted, chromium) =
+        set_up_client(&client, &key, &profile, hosted_store, &interrupt, attempt).await?;
+    let (trace, trace_path) = open_trace(plan, index, tag, target_name, scenario, attempt);
+    let settings = cell_settings(plan, worker, &trace, key, interrupt, store);
     let page = hosted
         .as_ref()
         .and_then(|h| h.client.browser_page().cloned());
@@ -342,21 +250,12 @@ async fn run_one(
     }
     // The browser client's `client` restart is a reload of its page.
     let mut reload = page.filter(|_| restarts_clients).map(PageReload);
-    // A hosted client's `client` restart is its process's: the RivetKit runner's.
-    let target = match (restarts_clients, hosted.is_some() && reload.is_none()) {
-        (true, true) => match worker
-            .targets
-            .iter()
-            .position(|t| t.id == BuiltinTarget::Rivet)
-        {
-            Some(runner) => &mut worker.targets[runner],
-            None => worker
-                .sdk_process
-                .as_mut()
-                .expect("checked before the setup"),
-        },
-        _ => &mut worker.targets[t],
-    };
+    let fence = Some(worker.fence.clone());
+    let target = restarted_target(
+        worker,
+        t,
+        restarts_clients && hosted.is_some() && reload.is_none(),
+    );
     target.set_trace(trace.clone());
     target.begin_cell(plan.point.seed(plan.settings.seed, attempt));
     let mut on_target = TargetRestarter {
@@ -371,7 +270,6 @@ async fn run_one(
         Some(reload) => reload,
         None => &mut on_target,
     };
-    let fence = Some(worker.fence.clone());
     let (run, deferred) = run_cell_deferring(scenario, &settings, restarter, hosted, fence).await;
     let run_dir = plan.settings.run_dir.clone();
     let verdict = run.verdict;
@@ -386,6 +284,179 @@ async fn run_one(
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };
     Ok(PendingAttempt::pending(attempt, verdict, rest))
+}
+
+/// The attempt's trace and its file (relative to the run folder), in a
+/// folder of its own named after the cell.
+fn open_trace(
+    plan: RunPlan<'_>,
+    index: usize,
+    tag: &str,
+    target_name: &str,
+    scenario: &Scenario,
+    attempt: u32,
+) -> (crate::trace::Trace, Option<String>) {
+    let cell_dir = crate::trace::cell_dir_name(
+        index,
+        &format!("{tag}{target_name}"),
+        &scenario.name,
+        attempt,
+    );
+    crate::trace::for_cell(
+        &plan.settings.run_dir,
+        &cell_dir,
+        plan.settings.trace_level,
+        plan.settings.token.clone(),
+        event::CellId {
+            target: target_name.to_string(),
+            scenario: scenario.name.clone(),
+            attempt,
+        },
+    )
+}
+
+/// What the executor needs of the run and the worker for one attempt.
+fn cell_settings(
+    plan: RunPlan<'_>,
+    worker: &Worker,
+    trace: &crate::trace::Trace,
+    key: String,
+    interrupt: watch::Receiver<bool>,
+    store: crate::scenario::CellStore,
+) -> CellSettings {
+    CellSettings {
+        trace: trace.clone(),
+        base_url: worker.base_url.clone(),
+        token: plan.settings.token.clone(),
+        headers: plan.settings.headers.clone(),
+        agent: plan.point.agent.clone(),
+        default_timeout: plan.settings.timeout,
+        session_suffix: key,
+        interrupt,
+        store,
+        agent_sent_log: worker.agent_sent_log.clone(),
+        // Only real agents talk to the fake provider: its log judges their cells only.
+        model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
+    }
+}
+
+/// Why the cell cannot run on this worker at all (its attempt is skipped
+/// before anything is set up): the client cannot take the scenario, the
+/// store cannot serve the client or the target, or the hosted client's
+/// process is not there to restart.
+fn not_runnable(
+    worker: &Worker,
+    client: &super::ClientChoice,
+    target_id: &crate::targets::TargetId,
+    scenario: &Scenario,
+) -> Option<String> {
+    if let Some(reason) = super::client_axis::skip_reason(client, scenario) {
+        return Some(reason);
+    }
+    if let Some(reason) = persist_axis::client_skip_reason(client, &worker.persist)
+        .or_else(|| persist_axis::skip_reason(target_id, &worker.persist))
+    {
+        return Some(reason);
+    }
+    let restarts_clients = *target_id == BuiltinTarget::Client;
+    let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
+    if restarts_clients
+        && hosts_sdk
+        && worker.sdk_process.is_none()
+        && !worker.targets.iter().any(|t| t.id == BuiltinTarget::Rivet)
+    {
+        return Some(
+            "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
+        );
+    }
+    None
+}
+
+/// The attempt when the cell's store cannot be had: skipped when the
+/// store is absent, an error when it failed.
+fn store_failed(attempt: u32, reason: persist_axis::StoreError) -> Attempt {
+    let mut failed = skipped_attempt(attempt, &reason.to_string());
+    let absent = matches!(
+        reason,
+        persist_axis::StoreError::Unavailable { failed: false, .. }
+    );
+    failed.verdict = if absent {
+        Verdict::Skipped
+    } else {
+        Verdict::Error
+    };
+    failed
+}
+
+/// The hosted client's actor, or the browser client's page and its
+/// Chromium (neither for continuity's own client).
+type ClientSetup = (
+    Option<crate::scenario::HostedCell>,
+    Option<crate::stack::browser::Chromium>,
+);
+
+/// Sets up the cell's client. The wait for the hosted client's actor (or
+/// the browser's page) is setup, but Ctrl-C still ends it (a Chromium half
+/// started is killed with its dropped handle).
+async fn set_up_client(
+    client: &super::ClientChoice,
+    key: &str,
+    profile: &std::path::Path,
+    hosted_store: Option<serde_json::Value>,
+    interrupt: &watch::Receiver<bool>,
+    attempt: u32,
+) -> Result<ClientSetup, Attempt> {
+    let setup = async {
+        match client {
+            super::ClientChoice::Browser(host) => {
+                super::client_axis::browser_cell(host, profile, hosted_store)
+                    .await
+                    .map(|(cell, chromium)| (Some(cell), Some(chromium)))
+            }
+            _ => super::client_axis::hosted_cell(client, key, hosted_store)
+                .await
+                .map(|cell| (cell, None)),
+        }
+    };
+    let setup = tokio::select! {
+        setup = setup => Some(setup),
+        _ = crate::stop_flag::wait_true(interrupt.clone()) => None,
+    };
+    match setup {
+        None => {
+            let mut cut = skipped_attempt(
+                attempt,
+                &interrupted_during("the setup of the hosted client's actor"),
+            );
+            cut.verdict = Verdict::Interrupted;
+            Err(cut)
+        }
+        Some(Ok(hosted)) => Ok(hosted),
+        Some(Err(reason)) => {
+            let mut failed = skipped_attempt(attempt, &reason.to_string());
+            failed.verdict = Verdict::Error;
+            Err(failed)
+        }
+    }
+}
+
+/// The target the cell restarts: its own, except that a hosted client's
+/// `client` restart (`hosted_client`) is its process's, the RivetKit runner's.
+fn restarted_target(worker: &mut Worker, t: usize, hosted_client: bool) -> &mut Target {
+    if !hosted_client {
+        return &mut worker.targets[t];
+    }
+    match worker
+        .targets
+        .iter()
+        .position(|t| t.id == BuiltinTarget::Rivet)
+    {
+        Some(runner) => &mut worker.targets[runner],
+        None => worker
+            .sdk_process
+            .as_mut()
+            .expect("checked before the setup"),
+    }
 }
 
 /// The attempt's record once its cell has run out: the trace closed and

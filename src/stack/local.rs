@@ -170,6 +170,31 @@ impl LocalStack {
         options: StackOptions,
         progress: &mut Progress<'_>,
     ) -> Result<LocalStack, StackError> {
+        let (mut stack, supervisor, binary) = Self::begin(&options, progress).await?;
+        stack.start_postgres(&options, &supervisor, progress).await;
+        if options.browser {
+            stack.prepare_browser(&supervisor, progress).await;
+        }
+        // Rivet first: the clients' persist store must be up before any session exists.
+        stack.start_rivet(&options, &supervisor, progress).await;
+        let agent_hop = stack
+            .start_agent(binary, &options, &supervisor, progress)
+            .await?;
+        stack
+            .start_gateway(agent_hop, &options, &supervisor, progress)
+            .await?;
+        stack.add_client_target(&options);
+        stack.add_fault_targets(&options);
+        Ok(stack)
+    }
+
+    /// Before any component starts: the run folder, its `stack.json`, the
+    /// supervisor that journals into it, the sandbox-agent binary (installed
+    /// when missing), and a stack with nothing running yet.
+    async fn begin(
+        options: &StackOptions,
+        progress: &mut Progress<'_>,
+    ) -> Result<(LocalStack, Supervisor, PathBuf), StackError> {
         std::fs::create_dir_all(&options.run_dir).map_err(StackError::io(format!(
             "cannot create {}",
             options.run_dir.display()
@@ -216,83 +241,101 @@ impl LocalStack {
             parts: Vec::new(),
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
-        stack.start_postgres(&options, &supervisor, progress).await;
-        if options.browser {
-            stack.prepare_browser(&supervisor, progress).await;
-        }
+        Ok((stack, supervisor, binary))
+    }
 
-        // Rivet first: the clients' persist store must be up before any session exists.
-        match rivet::find_node() {
+    /// The Rivet Engine and its runner (the `rivet-engine` and `rivet`
+    /// targets, the Rivet store, the hosted SDK's actor), or why they cannot
+    /// run: skipped without Node, an error when they would not start.
+    async fn start_rivet(
+        &mut self,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) {
+        let node = match rivet::find_node() {
+            Ok(node) => node,
             Err(reason) => {
                 let reason = reason.to_string();
-                stack.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
-                stack.sdk_host = Err(Unhosted(reason.clone()));
-                stack
-                    .skipped
+                self.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
+                self.sdk_host = Err(Unhosted(reason.clone()));
+                self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::Rivet, &reason));
-                stack
-                    .skipped
+                self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::RivetEngine, &reason));
+                return;
             }
-            Ok(node) => match RivetStack::up(
-                &options.run_dir.join("rivet"),
-                &node,
-                options.rivet_save,
-                options.rivet_stop,
-                rivet::HostedApp {
-                    native_sqlite: options.hosted_sqlite,
-                },
-                rivet::Wiring {
-                    supervisor: &supervisor,
-                    hops: &mut stack.hops,
-                },
-                progress,
-            )
-            .await
-            {
-                Err(reason) => {
-                    let reason = reason.to_string();
-                    stack.stores.rivet = Err(StoreAbsent {
-                        reason: format!("the Rivet layer did not start: {reason}"),
-                        failed: true,
-                    });
-                    stack.sdk_host =
-                        Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
-                    // The other layers can still be tested; cells use SQLite instead.
-                    progress(Note::step(format!(
-                        "the Rivet layer did not start: {reason}"
-                    )));
-                    stack
-                        .skipped
-                        .push(Unavailable::failed(BuiltinTarget::Rivet, &reason));
-                    stack
-                        .skipped
-                        .push(Unavailable::failed(BuiltinTarget::RivetEngine, &reason));
-                }
-                Ok(mut rivet) => {
-                    stack.logs.extend(rivet.logs());
-                    for (target, program, url, log) in rivet.components() {
-                        stack.components.push(Component {
-                            target,
-                            program,
-                            url,
-                            log,
-                            pid: None,
-                            started: None,
-                        });
-                    }
-                    stack.stores.rivet = Ok(rivet.persist_factory());
-                    stack.sdk_host = Ok(SdkHost {
-                        endpoint: rivet.endpoint().to_string(),
-                    });
-                    let (engine, runner) = rivet.targets();
-                    stack.add(engine, &options);
-                    stack.add(runner, &options);
-                    stack.rivet = Some(rivet);
-                }
+        };
+        match RivetStack::up(
+            &options.run_dir.join("rivet"),
+            &node,
+            options.rivet_save,
+            options.rivet_stop,
+            rivet::HostedApp {
+                native_sqlite: options.hosted_sqlite,
             },
+            rivet::Wiring {
+                supervisor,
+                hops: &mut self.hops,
+            },
+            progress,
+        )
+        .await
+        {
+            Err(reason) => {
+                let reason = reason.to_string();
+                self.stores.rivet = Err(StoreAbsent {
+                    reason: format!("the Rivet layer did not start: {reason}"),
+                    failed: true,
+                });
+                self.sdk_host = Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
+                // The other layers can still be tested; cells use SQLite instead.
+                progress(Note::step(format!(
+                    "the Rivet layer did not start: {reason}"
+                )));
+                self.skipped
+                    .push(Unavailable::failed(BuiltinTarget::Rivet, &reason));
+                self.skipped
+                    .push(Unavailable::failed(BuiltinTarget::RivetEngine, &reason));
+            }
+            Ok(rivet) => self.adopt_rivet(rivet, options),
         }
+    }
 
+    /// Takes in a Rivet layer that started: its logs, components, store,
+    /// the hosted SDK's endpoint and its two restart targets.
+    fn adopt_rivet(&mut self, mut rivet: RivetStack, options: &StackOptions) {
+        self.logs.extend(rivet.logs());
+        for (target, program, url, log) in rivet.components() {
+            self.components.push(Component {
+                target,
+                program,
+                url,
+                log,
+                pid: None,
+                started: None,
+            });
+        }
+        self.stores.rivet = Ok(rivet.persist_factory());
+        self.sdk_host = Ok(SdkHost {
+            endpoint: rivet.endpoint().to_string(),
+        });
+        let (engine, runner) = rivet.targets();
+        self.add(engine, options);
+        self.add(runner, options);
+        self.rivet = Some(rivet);
+    }
+
+    /// The sandbox-agent server (the `agent` target) with the real agents
+    /// wired behind it, and the agent hop in front of it. Returns the agent
+    /// hop's port, which the gateway forwards to.
+    async fn start_agent(
+        &mut self,
+        binary: PathBuf,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) -> Result<u16, StackError> {
         let agent_port = free_port()?;
         let agent = SandboxAgentConfig {
             binary,
@@ -300,36 +343,13 @@ impl LocalStack {
             agent_program: options.agent_program.clone(),
             agent_env: Vec::new(),
             port: Some(agent_port),
-            cors_origin: stack.page_server.as_ref().map(|p| p.origin()),
+            cors_origin: self.page_server.as_ref().map(|p| p.origin()),
         };
         let agent_spec = agent.prepare(agent_port)?;
-        stack.agent_data = Some(agent.run_dir.join("data"));
-        stack.agent_sent_log = Some(agent.agent_sent_path());
-        let wired = super::agent_wiring::wire_agents(
-            &options.agents,
-            &options.run_dir,
-            &agent.run_dir,
-            &stack.owner,
-            progress,
-        )
-        .await?;
-        if let Some(wired) = wired {
-            stack.components.push(Component {
-                target: "provider".into(),
-                program: "fake model provider".into(),
-                url: wired.provider.base_url(),
-                log: wired.log.clone(),
-                // In the harness's own process: nothing for `stack down` to signal.
-                pid: None,
-                started: None,
-            });
-            stack.logs.push(("provider".into(), wired.log));
-            stack.model_calls = Some(wired.provider.calls());
-            stack.provider = Some(wired.provider);
-            stack.agent_skips.extend(wired.skips);
-        }
-        stack
-            .logs
+        self.agent_data = Some(agent.run_dir.join("data"));
+        self.agent_sent_log = Some(agent.agent_sent_path());
+        self.wire_agents(options, &agent.run_dir, progress).await?;
+        self.logs
             .push(("sandbox-agent".into(), agent_spec.log.clone()));
         let agent_url = format!("http://127.0.0.1:{agent_port}");
         let mut agent_target = Target::new(
@@ -338,121 +358,177 @@ impl LocalStack {
             Readiness::http(format!("{agent_url}/v1/health")),
         )
         .with_ready_timeout(READY_TIMEOUT)
-        .with_after_stop(super::agent_wiring::sweep(&stack.owner))
+        .with_after_stop(super::agent_wiring::sweep(&self.owner))
         .supervised_by(supervisor.clone());
         // A binary's `--version` says "sandbox-agent X": the name once.
-        let version = stack.server_version.as_deref().unwrap_or("");
+        let version = self.server_version.as_deref().unwrap_or("");
         let version = version.strip_prefix("sandbox-agent ").unwrap_or(version);
         progress(Note::step(format!(
             "starting sandbox-agent {version} on {agent_url}"
         )));
         agent_target.prepare().await?;
-        stack.components.push(Component {
+        self.components.push(Component {
             target: BuiltinTarget::Agent.name().into(),
             program: "sandbox-agent".into(),
             url: agent_url.clone(),
-            log: stack.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
+            log: self.logs.last().map(|l| l.1.clone()).unwrap_or_default(),
             pid: agent_target.pid(),
             started: None,
         });
-        stack.add(agent_target, &options);
+        self.add(agent_target, options);
         // The gateway (or, without one, the clients) reach sandbox-agent through the agent hop.
-        let agent_hop = stack.hops.front("agent", agent_port)?;
-        stack.base_url = format!("http://127.0.0.1:{agent_hop}");
+        let agent_hop = self.hops.front("agent", agent_port)?;
+        self.base_url = format!("http://127.0.0.1:{agent_hop}");
 
-        match nginx::find_binary() {
+        Ok(agent_hop)
+    }
+
+    /// The real agents behind sandbox-agent and the fake model provider
+    /// they call, when any is asked for.
+    async fn wire_agents(
+        &mut self,
+        options: &StackOptions,
+        agent_dir: &Path,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), StackError> {
+        let wired = super::agent_wiring::wire_agents(
+            &options.agents,
+            &options.run_dir,
+            agent_dir,
+            &self.owner,
+            progress,
+        )
+        .await?;
+        if let Some(wired) = wired {
+            self.components.push(Component {
+                target: "provider".into(),
+                program: "fake model provider".into(),
+                url: wired.provider.base_url(),
+                log: wired.log.clone(),
+                // In the harness's own process: nothing for `stack down` to signal.
+                pid: None,
+                started: None,
+            });
+            self.logs.push(("provider".into(), wired.log));
+            self.model_calls = Some(wired.provider.calls());
+            self.provider = Some(wired.provider);
+            self.agent_skips.extend(wired.skips);
+        }
+        Ok(())
+    }
+
+    /// The nginx gateway in front of the agent hop (the `gateway`,
+    /// `gateway-reload` and reload-race targets), or why it cannot run.
+    async fn start_gateway(
+        &mut self,
+        agent_hop: u16,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), StackError> {
+        let binary = match nginx::find_binary() {
+            Ok(binary) => binary,
             Err(reason) => {
                 let reason = reason.to_string();
-                stack
-                    .skipped
+                self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::Gateway, &reason));
-                stack
-                    .skipped
+                self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::GatewayReload, &reason));
-                stack.skipped.push(Unavailable::skipped(
+                self.skipped.push(Unavailable::skipped(
                     BuiltinTarget::GatewayReloadIdle,
                     &reason,
                 ));
+                return Ok(());
             }
-            Ok(binary) => {
-                let gateway = GatewayConfig {
-                    binary,
-                    prefix: options.run_dir.join("gateway"),
-                    listen_port: free_port()?,
-                    upstream_port: agent_hop,
-                };
-                let spec = gateway.prepare()?;
-                stack
-                    .logs
-                    .push(("nginx".into(), gateway.prefix.join("error.log")));
-                let mut target = Target::new(
-                    BuiltinTarget::Gateway,
-                    managed(spec, Duration::from_secs(5)),
-                    Readiness::http(gateway.health_url()),
-                )
-                .with_ready_timeout(READY_TIMEOUT)
-                .supervised_by(supervisor.clone());
-                progress(Note::step(format!(
-                    "starting nginx gateway on {}",
-                    gateway.base_url()
-                )));
-                target.prepare().await?;
-                stack.components.push(Component {
-                    target: BuiltinTarget::Gateway.name().into(),
-                    program: "nginx".into(),
-                    url: gateway.base_url(),
-                    log: gateway.prefix.join("error.log"),
-                    pid: target.pid(),
-                    started: None,
-                });
-                stack.add(target, &options);
-                stack.parts.push(crate::supervise::part::PartProcess::new(
-                    crate::errors::HarnessPart::Nginx,
-                    gateway.prefix.join("nginx.pid"),
-                ));
-                let reload = Target::new(
-                    BuiltinTarget::GatewayReload,
-                    RestartAction::Signal {
-                        pid_file: gateway.prefix.join("nginx.pid"),
-                        signal: Signal::HUP,
-                    },
-                    Readiness::http(gateway.health_url()),
-                )
-                .with_ready_timeout(READY_TIMEOUT)
-                .keeping_open_requests()
-                .supervised_by(supervisor.clone());
-                stack.add(reload, &options);
-                // Clients reach the gateway through the gateway hop.
-                let gateway_hop = stack.hops.front("gateway", gateway.listen_port)?;
-                stack.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
-                stack.add_reload_race(&gateway, &options, &supervisor);
-            }
-        }
-        stack.add(
+        };
+        let gateway = GatewayConfig {
+            binary,
+            prefix: options.run_dir.join("gateway"),
+            listen_port: free_port()?,
+            upstream_port: agent_hop,
+        };
+        let spec = gateway.prepare()?;
+        self.logs
+            .push(("nginx".into(), gateway.prefix.join("error.log")));
+        let mut target = Target::new(
+            BuiltinTarget::Gateway,
+            managed(spec, Duration::from_secs(5)),
+            Readiness::http(gateway.health_url()),
+        )
+        .with_ready_timeout(READY_TIMEOUT)
+        .supervised_by(supervisor.clone());
+        progress(Note::step(format!(
+            "starting nginx gateway on {}",
+            gateway.base_url()
+        )));
+        target.prepare().await?;
+        self.components.push(Component {
+            target: BuiltinTarget::Gateway.name().into(),
+            program: "nginx".into(),
+            url: gateway.base_url(),
+            log: gateway.prefix.join("error.log"),
+            pid: target.pid(),
+            started: None,
+        });
+        self.add(target, options);
+        self.parts.push(crate::supervise::part::PartProcess::new(
+            crate::errors::HarnessPart::Nginx,
+            gateway.prefix.join("nginx.pid"),
+        ));
+        let reload = Target::new(
+            BuiltinTarget::GatewayReload,
+            RestartAction::Signal {
+                pid_file: gateway.prefix.join("nginx.pid"),
+                signal: Signal::HUP,
+            },
+            Readiness::http(gateway.health_url()),
+        )
+        .with_ready_timeout(READY_TIMEOUT)
+        .keeping_open_requests()
+        .supervised_by(supervisor.clone());
+        self.add(reload, options);
+        // Clients reach the gateway through the gateway hop.
+        let gateway_hop = self.hops.front("gateway", gateway.listen_port)?;
+        self.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
+        self.add_reload_race(&gateway, options, supervisor);
+        Ok(())
+    }
+
+    /// The `client` target, which restarts what holds the SDK; for a
+    /// hosted client that is the RivetKit runner, kept here when `rivet`
+    /// itself is not a target.
+    fn add_client_target(&mut self, options: &StackOptions) {
+        self.add(
             Target::new(
                 BuiltinTarget::Client,
                 RestartAction::Clients,
                 Readiness::None,
             )
             .keeping_open_requests(),
-            &options,
+            options,
         );
         // The `client` target of a hosted client restarts the runner.
         let selection = &options.selection;
         if selection.includes(&BuiltinTarget::Client.into())
             && !selection.includes(&BuiltinTarget::Rivet.into())
         {
-            stack.sdk_process = stack.take_background(BuiltinTarget::Rivet);
+            self.sdk_process = self.take_background(BuiltinTarget::Rivet);
         }
-        stack.skipped.retain(|u| selection.includes(&u.id));
+    }
+
+    /// Last, once every component runs: the selected fault targets on the
+    /// hops, each watching the hops' proxies and the harness's parts, and
+    /// the targets in report order.
+    fn add_fault_targets(&mut self, options: &StackOptions) {
+        let selection = &options.selection;
+        self.skipped.retain(|u| selection.includes(&u.id));
         // Once a fault heals, what its hop leads to answers again: through
         // the gateway (and the agent hop), or the session actor (through
         // the runner's link to the engine, which reconnects with a backoff).
         let probe_of = |of: BuiltinTarget, timeout: Duration| {
-            stack
-                .targets
+            self.targets
                 .iter()
-                .chain(stack.background.iter())
+                .chain(self.background.iter())
                 .find(|t| t.id == of)
                 .map(|t| (t.readiness.clone(), timeout))
         };
@@ -462,24 +538,22 @@ impl LocalStack {
                 .or_else(|| probe_of(BuiltinTarget::Agent, READY_TIMEOUT)),
         };
         let (faults, unavailable) =
-            super::fault_targets::on_hops(selection, &options.custom_faults, &stack.hops, &ready);
-        stack.targets.extend(faults);
-        stack.skipped.extend(unavailable);
+            super::fault_targets::on_hops(selection, &options.custom_faults, &self.hops, &ready);
+        self.targets.extend(faults);
+        self.skipped.extend(unavailable);
         // Every cell's traffic crosses the hops: a proxy that fails makes it an error.
-        let hops = stack.hops.controls();
-        for target in &mut stack.targets {
+        let hops = self.hops.controls();
+        for target in &mut self.targets {
             target.watch_hops(hops.clone());
-            target.watch_parts(stack.parts.clone());
+            target.watch_parts(self.parts.clone());
         }
         // Report order follows known_targets(), not start order.
         let order: Vec<TargetId> = known_targets(&options.custom_faults)
             .into_iter()
             .map(|k| k.id)
             .collect();
-        stack
-            .targets
+        self.targets
             .sort_by_key(|t| order.iter().position(|id| *id == t.id));
-        Ok(stack)
     }
 
     /// Lets every process outlive this handle (for `stack up`); fills in

@@ -110,6 +110,114 @@ pub struct Wiring<'a> {
     pub hops: &'a mut super::hops::Hops,
 }
 
+/// The app's folder, installed (once); with the hosted SQLite driver's
+/// native module built when `app` asks for it. The hosted SQLite driver
+/// loads better-sqlite3; only a ts-sdk × sqlite run pays for building it
+/// (once per app slot). A failed build leaves those cells failing with the
+/// reason, nothing else.
+async fn prepare_app(app: HostedApp, progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
+    let HostedApp { native_sqlite } = app;
+    let app = install_app(progress).await?;
+    if native_sqlite {
+        let app = app.clone();
+        let built = blocking_with_notes(progress, move |note| {
+            npm::ensure_native_module(&app, "better-sqlite3", note)
+        })
+        .await?;
+        if let Err(reason) = built {
+            progress(Note::step(format!(
+                "the hosted sqlite driver cannot run: {reason}"
+            )));
+        }
+    }
+    Ok(app)
+}
+
+/// The engine's config in `dir`, on free loopback ports: its guard port
+/// (where actors are called) and the file's path.
+fn write_engine_config(dir: &Path) -> Result<(u16, PathBuf), StackError> {
+    let (guard, api_peer, metrics) = (free_port()?, free_port()?, free_port()?);
+    let config = ENGINE_CONFIG
+        .replace(
+            "{{DATA_DIR}}",
+            &dir.join("engine-data").display().to_string(),
+        )
+        .replace("{{GUARD_PORT}}", &guard.to_string())
+        .replace("{{API_PEER_PORT}}", &api_peer.to_string())
+        .replace("{{METRICS_PORT}}", &metrics.to_string());
+    let config_path = dir.join("engine.json");
+    std::fs::write(&config_path, config).map_err(StackError::io(format!(
+        "cannot write {}",
+        config_path.display()
+    )))?;
+    Ok((guard, config_path))
+}
+
+/// The `rivet-engine` target, ready when `/health` answers (until
+/// [`RivetStack::start`] asks for the actor instead).
+fn engine_target(
+    engine_bin: PathBuf,
+    config_path: &Path,
+    dir: &Path,
+    endpoint: &str,
+    log: &Path,
+) -> Target {
+    Target::new(
+        BuiltinTarget::RivetEngine,
+        RestartAction::Managed(ManagedSpec {
+            program: engine_bin,
+            args: vec![
+                "--config".into(),
+                config_path.display().to_string(),
+                "start".into(),
+            ],
+            env: vec![],
+            cwd: Some(dir.to_path_buf()),
+            log: Some(log.to_path_buf()),
+            stop_signal: Signal::TERM,
+            grace: Duration::from_secs(10),
+        }),
+        Readiness::http(format!("{endpoint}/health")),
+    )
+    .with_ready_timeout(READY_TIMEOUT)
+    // Clients talk to sandbox-agent through the gateway, never to Rivet.
+    .keeping_open_requests()
+}
+
+/// The runner's environment: the engine (through the runner hop) and the
+/// actor's save mode.
+fn runner_env(runner_endpoint: String, save: SaveMode) -> Vec<(String, String)> {
+    let mut runner_env = vec![
+        ("RIVET_ENDPOINT".to_string(), runner_endpoint),
+        ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
+        (
+            "CONTINUITY_RIVET_SAVE".to_string(),
+            save.as_str().to_string(),
+        ),
+    ];
+    if save == SaveMode::Deferred {
+        runner_env.push(("CONTINUITY_RIVET_SAVE_INTERVAL_MS".into(), "60000".into()));
+    }
+    runner_env
+}
+
+/// Ready means the cells' actor answers, not merely that node started.
+fn actor_answers(endpoint: &str, key: &str) -> Result<Readiness, StackError> {
+    let probe = RivetDriver::new(RivetConfig {
+        endpoint: endpoint.to_string(),
+        namespace: "default".into(),
+        key: key.to_string(),
+        retry_for: Duration::ZERO,
+    })?;
+    Ok(Readiness::HttpPost {
+        url: probe.action_url("getSession"),
+        body: r#"{"args":["readiness-probe"]}"#.into(),
+        headers: vec![("x-rivet-encoding".into(), "json".into())],
+        expect_status: 200,
+        interval: Duration::from_millis(100),
+    })
+}
+
 impl RivetStack {
     /// Installs the app (once), starts the engine, waits for `/health`, then the
     /// runner, and waits until the actor answers an action. The app's own
@@ -125,49 +233,20 @@ impl RivetStack {
         wiring: Wiring<'_>,
         progress: &mut Progress<'_>,
     ) -> Result<RivetStack, StackError> {
-        let HostedApp { native_sqlite } = app;
         let Wiring { supervisor, hops } = wiring;
         std::fs::create_dir_all(dir)
             .map_err(StackError::io(format!("cannot create {}", dir.display())))?;
         // The engine runs in `dir`; given a config path it cannot open, it would
         // fall back to its defaults (every interface, port 6420).
         let dir = &std::path::absolute(dir).map_err(StackError::io(dir.display().to_string()))?;
-        let app = install_app(progress).await?;
-        // The hosted SQLite driver loads better-sqlite3; only a ts-sdk ×
-        // sqlite run pays for building it (once per app slot). A failed
-        // build leaves those cells failing with the reason, nothing else.
-        if native_sqlite {
-            let app = app.clone();
-            let built = blocking_with_notes(progress, move |note| {
-                npm::ensure_native_module(&app, "better-sqlite3", note)
-            })
-            .await?;
-            if let Err(reason) = built {
-                progress(Note::step(format!(
-                    "the hosted sqlite driver cannot run: {reason}"
-                )));
-            }
-        }
+        let app = prepare_app(app, progress).await?;
         let engine_bin = app
             .join("node_modules")
             .join(ENGINE_PACKAGE)
             .join("rivet-engine");
         npm::make_executable(&engine_bin)?;
 
-        let (guard, api_peer, metrics) = (free_port()?, free_port()?, free_port()?);
-        let config = ENGINE_CONFIG
-            .replace(
-                "{{DATA_DIR}}",
-                &dir.join("engine-data").display().to_string(),
-            )
-            .replace("{{GUARD_PORT}}", &guard.to_string())
-            .replace("{{API_PEER_PORT}}", &api_peer.to_string())
-            .replace("{{METRICS_PORT}}", &metrics.to_string());
-        let config_path = dir.join("engine.json");
-        std::fs::write(&config_path, config).map_err(StackError::io(format!(
-            "cannot write {}",
-            config_path.display()
-        )))?;
+        let (guard, config_path) = write_engine_config(dir)?;
         let endpoint = format!("http://127.0.0.1:{guard}");
         // The runner and the persist driver reach the engine through their hops.
         let runner_endpoint = format!("http://127.0.0.1:{}", hops.front("runner", guard)?);
@@ -178,60 +257,16 @@ impl RivetStack {
         );
 
         let engine_log = dir.join("rivet-engine.log");
-        let engine = Target::new(
-            BuiltinTarget::RivetEngine,
-            RestartAction::Managed(ManagedSpec {
-                program: engine_bin,
-                args: vec![
-                    "--config".into(),
-                    config_path.display().to_string(),
-                    "start".into(),
-                ],
-                env: vec![],
-                cwd: Some(dir.to_path_buf()),
-                log: Some(engine_log.clone()),
-                stop_signal: Signal::TERM,
-                grace: Duration::from_secs(10),
-            }),
-            Readiness::http(format!("{endpoint}/health")),
-        )
-        .with_ready_timeout(READY_TIMEOUT)
-        // Clients talk to sandbox-agent through the gateway, never to Rivet.
-        .keeping_open_requests()
-        .supervised_by(supervisor.clone());
-
+        let engine = engine_target(engine_bin, &config_path, dir, &endpoint, &engine_log)
+            .supervised_by(supervisor.clone());
         let runner_log = dir.join("rivet-runner.log");
-        let mut runner_env = vec![
-            ("RIVET_ENDPOINT".to_string(), runner_endpoint),
-            ("RIVET_RUN_SERVICES".to_string(), "0".to_string()),
-            (
-                "CONTINUITY_RIVET_SAVE".to_string(),
-                save.as_str().to_string(),
-            ),
-        ];
-        if save == SaveMode::Deferred {
-            runner_env.push(("CONTINUITY_RIVET_SAVE_INTERVAL_MS".into(), "60000".into()));
-        }
-        let probe = RivetDriver::new(RivetConfig {
-            endpoint: endpoint.clone(),
-            namespace: "default".into(),
-            key: key.clone(),
-            retry_for: Duration::ZERO,
-        })?;
-        // Ready means the cells' actor answers, not merely that node started.
-        let actor_answers = Readiness::HttpPost {
-            url: probe.action_url("getSession"),
-            body: r#"{"args":["readiness-probe"]}"#.into(),
-            headers: vec![("x-rivet-encoding".into(), "json".into())],
-            expect_status: 200,
-            interval: Duration::from_millis(100),
-        };
+        let actor_answers = actor_answers(&endpoint, &key)?;
         let runner = Target::new(
             BuiltinTarget::Rivet,
             RestartAction::Managed(ManagedSpec {
                 program: node.to_path_buf(),
                 args: vec![app.join("server.mjs").display().to_string()],
-                env: runner_env,
+                env: runner_env(runner_endpoint, save),
                 // The run folder, so its processes are found by where they run.
                 cwd: Some(dir.to_path_buf()),
                 log: Some(runner_log.clone()),
@@ -258,18 +293,30 @@ impl RivetStack {
                 ("rivet-runner".into(), runner_log),
             ],
         };
+        stack.start(save, actor_answers, progress).await?;
+        Ok(stack)
+    }
+
+    /// Starts the engine, then the runner; from then on an engine restart
+    /// is ready when the actor answers.
+    async fn start(
+        &mut self,
+        save: SaveMode,
+        actor_answers: Readiness,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), StackError> {
         progress(Note::step(format!(
             "starting Rivet Engine on {}",
-            stack.endpoint
+            self.endpoint
         )));
-        if let Some(engine) = stack.engine.as_mut() {
+        if let Some(engine) = self.engine.as_mut() {
             engine.prepare().await?;
         }
         progress(Note::step(format!(
             "starting the RivetKit runner (actor save mode: {})",
             save.as_str()
         )));
-        if let Some(runner) = stack.runner.as_mut() {
+        if let Some(runner) = self.runner.as_mut() {
             runner.prepare().await?;
         }
         // An engine restart is over when the runner has reconnected and the
@@ -279,13 +326,13 @@ impl RivetStack {
         // `/health` comes back seconds before the actor does. Waiting here puts
         // that time in the restart's `readyMs`, where it belongs, instead of in
         // the next phase's persistence calls.
-        if let Some(engine) = stack.engine.as_mut() {
+        if let Some(engine) = self.engine.as_mut() {
             engine.readiness = actor_answers;
             // The backoff tops out at 30 s (+25 % jitter), and a call held by
             // the engine meanwhile takes up to ~18 s to fail.
             engine.ready_timeout = ENGINE_RESTART_READY_TIMEOUT;
         }
-        Ok(stack)
+        Ok(())
     }
 
     /// The engine's guard endpoint, where actor actions are called.
