@@ -214,12 +214,27 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("got-hup");
     let armed = dir.path().join("armed");
-    let script = format!(
-        "trap 'echo hup > {}' HUP; : > {}; while :; do sleep 0.05; done",
-        marker.display(),
-        armed.display()
+    // Python, not sh: a non-interactive sh cannot trap a signal that was
+    // ignored when it started (as under `nohup`), while Python's handler
+    // replaces any disposition. Like nginx, it renews its worker on SIGHUP,
+    // which is what shows the reload happened. It says it is ready by
+    // creating `armed`.
+    let code = format!(
+        "import signal, subprocess, time\n\
+         worker = [subprocess.Popen(['sleep', '300'])]\n\
+         def reload(*a):\n    \
+             old = worker[0]\n    \
+             worker[0] = subprocess.Popen(['sleep', '300'])\n    \
+             old.kill()\n    \
+             old.wait()\n    \
+             open({marker:?}, 'w').close()\n\
+         signal.signal(signal.SIGHUP, reload)\n\
+         open({armed:?}, 'w').close()\n\
+         while True: time.sleep(0.05)",
+        marker = marker.display().to_string(),
+        armed = armed.display().to_string(),
     );
-    let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
+    let mut spec = ManagedSpec::new("python3", ["-c".to_string(), code]);
     spec.log = Some(dir.path().join("log"));
     let mut holder = Target::new(
         OwnTarget::new("holder"),
@@ -227,15 +242,15 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
         Readiness::None,
     );
     holder.prepare().await.unwrap();
-    let pid_file = dir.path().join("sh.pid");
+    let pid_file = dir.path().join("holder.pid");
     std::fs::write(&pid_file, format!("{}\n", holder.pid().unwrap())).unwrap();
-    // The signal must find the trap installed (sh's default for SIGHUP is
-    // to exit): the script says so by creating `armed` after `trap`.
+    // The signal must find the handler installed (Python's default for
+    // SIGHUP is to exit).
     let deadline = Instant::now() + Duration::from_secs(10);
     while !armed.exists() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(armed.exists(), "sh never installed its trap");
+    assert!(armed.exists(), "python never installed its handler");
 
     let mut target = Target::new(
         OwnTarget::new("gateway"),
@@ -248,8 +263,8 @@ async fn a_signal_reaches_the_process_in_the_pid_file() {
     target.prepare().await.unwrap();
     let outcome = target.restart("restart").await;
     assert!(outcome.ok, "{outcome:?}");
-    // A bound, not a timing: the trap runs once sh's `sleep` ends, which a
-    // machine busy with a whole test run can put off for seconds.
+    // A bound, not a timing: a machine busy with a whole test run can put
+    // the handler off for seconds.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !marker.exists() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
