@@ -528,8 +528,12 @@ impl RunningCell<'_> {
             }
             (outcome, duration_ms, trace.snapshot())
         };
+        let context = self.result_context();
+        if let Some(Err(failure)) = &outcome {
+            judge::let_parts_settle(&failure.signature, &context.watched).await;
+        }
         let result = phase_result(
-            &self.result_context(),
+            &context,
             phase,
             cleanup,
             started,

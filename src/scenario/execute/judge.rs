@@ -140,6 +140,33 @@ pub(super) fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseR
     }
 }
 
+/// How long a part of continuity's own may take to be seen gone after a
+/// connection through it broke: a SIGKILL to nginx's group closes the
+/// workers' connections a moment before the master is gone, and a busy
+/// machine stretches that moment.
+const PART_GONE_GRACE: Duration = Duration::from_millis(500);
+
+/// Before a connect-level failure is judged: while a watched part still
+/// runs, give it [`PART_GONE_GRACE`] to be seen gone, so
+/// `diagnose::find_gone_part` names it. Parts that stay up cost the grace
+/// once, and only on such a failure.
+pub(super) async fn let_parts_settle(
+    sig: &crate::report::Signature,
+    watched: &[crate::supervise::part::PartProcess],
+) {
+    let broke = matches!(
+        sig.kind,
+        SignatureKind::Connect | SignatureKind::StreamClosed
+    );
+    if !broke || sig.component.is_some() || watched.is_empty() {
+        return;
+    }
+    let until = Instant::now() + PART_GONE_GRACE;
+    while Instant::now() < until && !watched.iter().any(|p| p.gone()) {
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// What a phase that ran became: its outcome, detail (with the store
 /// calls made since `started`) and, on failure, its signature; a
 /// timeout names what the phase was waiting on (`seen`).
