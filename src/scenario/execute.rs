@@ -596,6 +596,14 @@ mod tests {
     use super::*;
     use crate::report::Outcome;
 
+    /// Each phase's name and outcome, in order.
+    fn outcomes(run: &CellRun) -> Vec<(&str, Outcome)> {
+        run.phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.outcome))
+            .collect()
+    }
+
     struct NoRestart(u32);
 
     #[async_trait]
@@ -775,11 +783,7 @@ mod tests {
         let took = started.elapsed();
         assert_eq!(run.verdict, Verdict::Interrupted);
         assert_eq!(run.failure_boundary.as_deref(), Some("long"));
-        let outcomes: Vec<(&str, Outcome)> = run
-            .phases
-            .iter()
-            .map(|p| (p.name.as_str(), p.outcome))
-            .collect();
+        let outcomes = outcomes(&run);
         assert_eq!(
             outcomes,
             [
@@ -898,11 +902,7 @@ mod tests {
     #[tokio::test]
     async fn a_step_the_client_cannot_take_is_not_applicable_and_the_cell_runs_on() {
         let run = run_without_files("name = \"t\"\n[[phase]]\nname = \"first\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n").await;
-        let outcomes: Vec<(&str, Outcome)> = run
-            .phases
-            .iter()
-            .map(|p| (p.name.as_str(), p.outcome))
-            .collect();
+        let outcomes = outcomes(&run);
         assert_eq!(
             outcomes,
             [
