@@ -164,7 +164,9 @@ const actions = {
 		const listed = await client.sdk.getEvents({ sessionId: args.id, limit: args.limit ?? DEFAULT_LIMIT });
 		const all = (await allEvents(client.persist, args.id)).map((text) => {
 			const e = JSON.parse(text);
-			return { id: e.id, eventIndex: Number(e.eventIndex) };
+			// The payload too: the integrity check matches the agent's sent
+			// chunks against it (without it, no chunk is ever missing).
+			return { id: e.id, eventIndex: Number(e.eventIndex), payload: e.payload };
 		});
 		return {
 			eventsObserved: listed.items.length,

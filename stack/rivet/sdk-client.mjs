@@ -325,7 +325,9 @@ export function sdkClientActor({ persistNow, options }) {
 					// The whole stored history, for the integrity check.
 					const all = (await allEvents(client.persist, args.id)).map((text) => {
 						const e = JSON.parse(text);
-						return { id: e.id, eventIndex: Number(e.eventIndex) };
+						// The payload too: the integrity check matches the agent's sent
+						// chunks against it (without it, no chunk is ever missing).
+						return { id: e.id, eventIndex: Number(e.eventIndex), payload: e.payload };
 					});
 					const tally = c.state.tally ?? { inserted: {}, failed: {}, failures: [] };
 					return {

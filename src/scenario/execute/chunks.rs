@@ -23,8 +23,13 @@ pub(super) fn chunk_seq(payload: &Value, tag: &str) -> Option<u32> {
 /// `history` (stored events, each with its JSON-RPC `payload`) that no
 /// stored event holds: chunks a client dropped before any write reached
 /// its store (a page reloaded while the SDK still queued them), which a
-/// tally of the store's own writes cannot see.
-pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> usize {
+/// tally of the store's own writes cannot see. `None` when it cannot tell:
+/// an event without its payload, or no readable record (counting those as
+/// "nothing missing" would be a check that cannot fail).
+pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> Option<usize> {
+    if history.iter().any(|e| e.get("payload").is_none()) {
+        return None;
+    }
     let sessions: BTreeSet<&str> = history
         .iter()
         .filter_map(|e| e.get("payload")?.get("params")?.get("sessionId")?.as_str())
@@ -44,7 +49,7 @@ pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> usize {
             Some((tag.to_string(), session, seq))
         })
         .collect();
-    let text = std::fs::read_to_string(sent_log).unwrap_or_default();
+    let text = std::fs::read_to_string(sent_log).ok()?;
     let sent: BTreeSet<(String, String, u64)> = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -59,9 +64,11 @@ pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> usize {
             })?
         })
         .collect();
-    sent.iter()
+    let missing = sent
+        .iter()
         .filter(|(tag, session, seq)| !stored.contains(&(tag.clone(), session.as_str(), *seq)))
-        .count()
+        .count();
+    Some(missing)
 }
 
 /// Waits until the agent's record shows the turn's last chunk, or stops

@@ -129,7 +129,7 @@ pub(super) fn check_history(
     // too, so what this catches is a hole in the middle (gaps) or a write
     // the store dropped while the SDK went on.
     let events_never_written = match sent_log {
-        Some(log) if history.len() < limit => Some(super::chunks::never_stored(&history, log)),
+        Some(log) if history.len() < limit => super::chunks::never_stored(&history, log),
         _ => None,
     };
     let never_written = events_never_written.unwrap_or(0);
@@ -296,6 +296,27 @@ mod tests {
         let failure = check_history(&lost, None, 100, &mut d).unwrap_err();
         assert_eq!(failure.signature.kind, SignatureKind::Integrity);
         assert_eq!(d["eventsLost"], 1);
+    }
+
+    /// A history whose events came without their payloads (the hosted
+    /// clients once sent ids and indexes only) cannot say that no chunk is
+    /// missing: the count is absent, never 0.
+    #[test]
+    fn a_history_without_payloads_cannot_say_no_chunk_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("sent.jsonl");
+        let line = json!({"turn": "stream", "session": "s1", "seq": 1, "of": 1});
+        std::fs::write(&log, format!("{line}\n")).unwrap();
+        let bare = json!({"history": [{"id": "a", "eventIndex": 1}], "recorded": 1});
+        let mut d = Map::new();
+        let _ = check_history(bare.as_object().unwrap(), Some(&log), 100, &mut d);
+        assert!(d.get("eventsNeverWritten").is_none(), "{d:?}");
+        let missing_log = dir.path().join("gone.jsonl");
+        let chunk = json!({"id": "a", "eventIndex": 1, "payload": {"method": "session/update"}});
+        let whole = json!({"history": [chunk], "recorded": 1});
+        let mut d = Map::new();
+        let _ = check_history(whole.as_object().unwrap(), Some(&missing_log), 100, &mut d);
+        assert!(d.get("eventsNeverWritten").is_none(), "{d:?}");
     }
 
     /// A page reloaded while the SDK still queued a turn's events: the

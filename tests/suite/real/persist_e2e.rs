@@ -60,6 +60,8 @@ fn assert_restored(cell: &Value) {
     let events = phase(cell, "getEvents");
     assert_eq!(events["detail"]["writes"], "intact", "{events}");
     assert_eq!(number(events, "eventsLost"), 0, "{events}");
+    // Present, so the agent's sent record was matched against the history.
+    assert_eq!(number(events, "eventsNeverWritten"), 0, "{events}");
 }
 
 #[test]
