@@ -92,17 +92,22 @@ pub fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
 /// continuity's own on the way is gone (its nginx killed by someone): the
 /// part's failure, named on the signature for [`blame_part`].
 pub fn find_gone_part(sig: &mut Signature, watched: &[crate::supervise::part::PartProcess]) {
-    if sig.component.is_some()
-        || !matches!(
-            sig.kind,
-            SignatureKind::Connect | SignatureKind::StreamClosed
-        )
-    {
+    if sig.component.is_some() || !broke_on_the_way(sig) {
         return;
     }
     if let Some(gone) = watched.iter().find(|p| p.gone()) {
         sig.component = Some(gone.part);
     }
+}
+
+/// A connection on the way broke (refused, reset, closed): the failure
+/// itself, or the last thing a phase that ran out of time saw while it
+/// kept trying (the SDK's health wait retries until its deadline).
+pub fn broke_on_the_way(sig: &Signature) -> bool {
+    let broke =
+        |kind: SignatureKind| matches!(kind, SignatureKind::Connect | SignatureKind::StreamClosed);
+    broke(sig.kind)
+        || (sig.kind == SignatureKind::Timeout && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
 }
 
 /// A phase that ran out of time, and what it was waiting for.
@@ -433,6 +438,50 @@ mod tests {
                 "persist (rivet): insertEvent no answer after 29.9 s (the phase timed out after 30000 ms)"
             )
         );
+    }
+
+    /// A phase that timed out while its waits kept meeting a broken
+    /// connection through a part seen gone (the SDK's health wait against
+    /// a killed nginx) is that part's failure, as a refused step is; a
+    /// timeout with no such cause, or with every part up, names none.
+    #[test]
+    fn a_timeout_whose_waits_met_a_gone_part_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = crate::supervise::part::PartProcess::new(
+            HarnessPart::Nginx,
+            dir.path().join("no-such.pid"),
+        );
+        let up_file = dir.path().join("up.pid");
+        std::fs::write(&up_file, std::process::id().to_string()).unwrap();
+        let up = crate::supervise::part::PartProcess::new(HarnessPart::Nginx, up_file);
+        let waited = |cause: SignatureKind| {
+            let mut sig = timeout(30_000, "the SDK's health wait");
+            sig.cause = Some(Cause {
+                kind: cause,
+                http_status: None,
+                problem_type: None,
+                error: Some("reset".into()),
+            });
+            sig
+        };
+        let mut met = waited(SignatureKind::Connect);
+        find_gone_part(&mut met, std::slice::from_ref(&gone));
+        blame_part(&mut met, &[]);
+        assert_eq!(
+            (met.kind, met.component),
+            (SignatureKind::Harness, Some(HarnessPart::Nginx))
+        );
+        assert!(
+            met.message.starts_with("nginx (the gateway): timed out"),
+            "{}",
+            met.message
+        );
+        let mut all_up = waited(SignatureKind::Connect);
+        find_gone_part(&mut all_up, &[up]);
+        assert_eq!(all_up.component, None);
+        let mut http = waited(SignatureKind::Http);
+        find_gone_part(&mut http, &[gone]);
+        assert_eq!(http.component, None);
     }
 
     #[test]

@@ -154,17 +154,44 @@ pub(super) async fn let_parts_settle(
     sig: &crate::report::Signature,
     watched: &[crate::supervise::part::PartProcess],
 ) {
-    let broke = matches!(
-        sig.kind,
-        SignatureKind::Connect | SignatureKind::StreamClosed
-    );
-    if !broke || sig.component.is_some() || watched.is_empty() {
+    if !diagnose::broke_on_the_way(sig) || sig.component.is_some() || watched.is_empty() {
         return;
     }
     let until = Instant::now() + PART_GONE_GRACE;
     while Instant::now() < until && !watched.iter().any(|p| p.gone()) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// The signature of a phase that ran out of time: the store call it
+/// waited on, or what its waits saw last; a part of continuity's own seen
+/// gone on the way (the SDK's health wait kept meeting a killed nginx)
+/// makes it the harness's failure, as a failed step would be.
+fn timed_out(
+    context: &ResultContext,
+    phase: &Phase,
+    deadline: Duration,
+    store: Option<&StoreWait>,
+    seen: &crate::trace::Snapshot,
+) -> crate::report::Signature {
+    if let Some((driver, call, waited)) = store.and_then(|w| w.blocking(deadline)) {
+        return diagnose::persist_timeout(
+            driver,
+            call,
+            millis(waited),
+            millis(deadline),
+            phase.step.pending(),
+        );
+    }
+    let mut signature = diagnose::timeout_seen(
+        millis(deadline),
+        phase.step.pending(),
+        seen,
+        context.token.as_ref(),
+    );
+    diagnose::find_gone_part(&mut signature, &context.watched);
+    diagnose::blame_part(&mut signature, &context.owned);
+    signature
 }
 
 /// What a phase that ran became: its outcome, detail (with the store
@@ -200,21 +227,7 @@ pub(super) fn phase_result(
             Map::new(),
             // A phase that spent most of its time waiting on one store
             // call timed out because of the store: say so.
-            Some(match store.as_ref().and_then(|w| w.blocking(deadline)) {
-                Some((driver, call, waited)) => diagnose::persist_timeout(
-                    driver,
-                    call,
-                    millis(waited),
-                    millis(deadline),
-                    phase.step.pending(),
-                ),
-                None => diagnose::timeout_seen(
-                    millis(deadline),
-                    phase.step.pending(),
-                    seen,
-                    context.token.as_ref(),
-                ),
-            }),
+            Some(timed_out(context, phase, deadline, store.as_ref(), seen)),
         ),
     };
     if let Some(summary) = store.and_then(|w| w.summary()) {
