@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// How the missing writes were lost: `intact`, `failedLoudly` (the store
-/// raised), `lostSilently` (the store accepted them and lost them) or `both`.
+/// raised), `lostSilently` (the store accepted them and lost them),
+/// `neverWritten` (the client dropped them before any write) or `both`
+/// (more than one of these).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct WriteLoss {

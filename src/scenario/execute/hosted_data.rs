@@ -133,19 +133,14 @@ pub(super) fn check_history(
         _ => None,
     };
     let never_written = events_never_written.unwrap_or(0);
-    let silent = recorded.saturating_sub(ids.len()) + never_written;
+    let silent = recorded.saturating_sub(ids.len());
     let loud = out
         .get("writeFailures")
         .and_then(Value::as_u64)
         .unwrap_or(0) as usize;
-    let lost = silent + loud;
+    let lost = silent + loud + never_written;
     let first = out.get("firstWriteFailure").and_then(Value::as_str);
-    let (writes, mut how) = write_loss(silent, loud, first);
-    if never_written > 0 {
-        how.push_str(&format!(
-            " ({never_written} chunks the agent sent never reached the store: the client dropped them before writing)"
-        ));
-    }
+    let (writes, how) = write_loss(silent, loud, never_written, first);
     let recorded = recorded + loud;
     let integrity = IntegrityDetail {
         events_never_written,
@@ -173,17 +168,21 @@ pub(super) fn check_history(
 /// How the missing writes were lost (`writes` in the detail): `intact`,
 /// `failedLoudly` (the store raised: the SDK logs the error and drops the
 /// event, its caller never hears), `lostSilently` (the store accepted them
-/// and the history does not hold them), or `both`; and the words that say
-/// so in a message (empty when intact).
+/// and the history does not hold them), `neverWritten` (chunks the agent
+/// sent that the client dropped before any write: no store saw them), or
+/// `both` (more than one of these); and the words that say so in a
+/// message (empty when intact).
 pub(super) fn write_loss(
     silent: usize,
     loud: usize,
+    never_written: usize,
     first_failure: Option<&str>,
 ) -> (WriteLoss, String) {
-    let word = match (silent, loud) {
-        (0, 0) => "intact",
-        (0, _) => "failedLoudly",
-        (_, 0) => "lostSilently",
+    let word = match (silent, loud, never_written) {
+        (0, 0, 0) => "intact",
+        (0, _, 0) => "failedLoudly",
+        (_, 0, 0) => "lostSilently",
+        (0, 0, _) => "neverWritten",
         _ => "both",
     };
     let loss = WriteLoss {
@@ -204,6 +203,11 @@ pub(super) fn write_loss(
     if silent > 0 {
         words.push_str(&format!(
             "; {silent} writes the store accepted are gone (lost silently)"
+        ));
+    }
+    if never_written > 0 {
+        words.push_str(&format!(
+            "; {never_written} chunks the agent sent never reached the store (the client dropped them before writing)"
         ));
     }
     (loss, words)
@@ -359,7 +363,7 @@ mod tests {
         let dropped = out(vec![chunk(1, 1), chunk(2, 2)]);
         let failure = check_history(&dropped, Some(&log), 100, &mut d).unwrap_err();
         assert_eq!(d["eventsNeverWritten"], 1);
-        assert_eq!(d["writes"], "lostSilently");
+        assert_eq!(d["writes"], "neverWritten");
         assert!(
             failure
                 .signature

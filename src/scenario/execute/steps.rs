@@ -355,6 +355,7 @@ impl RunningCell<'_> {
         let (writes, how) = super::hosted_data::write_loss(
             silent,
             write_failures.len(),
+            0,
             write_failures.first().map(String::as_str),
         );
         let lost = silent + write_failures.len();
