@@ -35,18 +35,15 @@
 //! - `trace`: each cell's wire history (what transport, client and
 //!   targets saw)
 //! - `console`: every printed line, redacted
-//! - `http`, `secret`, `signal`, `exit_codes`, `errors`, `untrusted`:
-//!   leaves: the HTTP client builder, redaction of secrets, the signal
-//!   table, exit codes, what every layer's errors share (the cause chain
-//!   on one line, a rejected value's reason), text continuity did not
-//!   write as each output may show it
-//! - `folder_lock`, `run_path`, `user_file`: leaves: one command at a time
-//!   per folder, paths a report names confined to its run folder, a user's
-//!   file checked for its type (and size) before anything reads it
-//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`, `seed`:
-//!   leaves: durations in ms, a byte offset's line, waiting on a stop
-//!   flag, text cut to a display width, file names from user text, an
-//!   enum's name as serde writes it, a run's seed and what derives from it
+//! - `http`, `signal`, `exit_codes`: leaves: the HTTP client builder,
+//!   the signal table, exit codes
+//! - `clock`, `stop_flag`: leaves: durations in ms, waiting on a stop flag
+//!
+//! Below them all, the crate `continuity-base` (crates/base): `errors`,
+//! `secret`, `untrusted`, `fit`, `file_name`, `wire_name`, `source_line`,
+//! `run_path`, `user_file`, `folder_lock`, `seed`, re-exported here under
+//! the names the modules above use. A crate cannot import one that depends
+//! on it, so cargo keeps that edge.
 
 pub mod acp;
 pub mod agent;
@@ -57,32 +54,27 @@ pub mod commands;
 mod config;
 pub mod console;
 pub mod diagnose;
-pub mod errors;
 pub mod exit_codes;
 pub mod faults;
-mod file_name;
-pub mod fit;
-mod folder_lock;
 pub mod http;
 mod partition;
 pub mod persist;
 mod provider;
 pub mod report;
-mod run_path;
 mod runner;
 pub mod scenario;
-pub mod secret;
-pub mod seed;
 mod signal;
-mod source_line;
 pub mod stack;
 mod stop_flag;
 pub mod supervise;
 mod targets;
 pub mod trace;
-pub mod untrusted;
-mod user_file;
-mod wire_name;
+
+// The leaves, by the names the modules above have always used.
+pub use continuity_base::{errors, fit, secret, seed, untrusted};
+pub(crate) use continuity_base::{
+    file_name, folder_lock, run_path, source_line, user_file, wire_name,
+};
 
 #[cfg(test)]
 mod toml_props;

@@ -630,3 +630,18 @@ fn ids_are_masked_so_signatures_compare_across_runs() {
     );
     assert_eq!(mask_ids("abc 12345678-1234 x"), "abc 12345678-1234 x");
 }
+
+#[test]
+fn the_report_enums_that_print_their_wire_name_print_what_serde_writes() {
+    fn same<T: serde::Serialize>(value: T, name: &str) {
+        assert_eq!(serde_json::to_value(&value).unwrap(), name);
+        assert_eq!(crate::wire_name::of(&value), name);
+    }
+    same(Verdict::Interrupted, Verdict::Interrupted.as_str());
+    same(SignatureKind::AgentExit, "agent_exit");
+    same(
+        SignatureKind::StreamClosed,
+        SignatureKind::StreamClosed.as_str(),
+    );
+    same(Outcome::NotRun, "not_run");
+}

@@ -267,3 +267,17 @@ fn an_unknown_event_or_a_torn_field_reads_as_other_not_an_error() {
     let line = Line::from_value(&json!({"t": 2, "ev": "http", "ms": 4.0})).unwrap();
     assert!(matches!(line.event, Event::Http(event::Http { ms, .. }) if ms == 4.0));
 }
+
+#[test]
+fn the_trace_enums_that_print_their_wire_name_print_what_serde_writes() {
+    fn same<T: serde::Serialize>(value: T, name: &str) {
+        assert_eq!(serde_json::to_value(&value).unwrap(), name);
+        assert_eq!(crate::wire_name::of(&value), name);
+    }
+    same(ErrorKind::TooLarge, ErrorKind::TooLarge.as_str());
+    same(TraceLevel::Summary, "summary");
+    same(
+        event::ConnAction::Closed,
+        event::ConnAction::Closed.as_str(),
+    );
+}

@@ -174,29 +174,4 @@ mod tests {
         assert_eq!(of(&Sample::Tuple(1)), "");
         assert_eq!(of(&3u8), "");
     }
-
-    #[test]
-    fn the_enums_that_print_their_wire_name_print_what_serde_writes() {
-        use crate::report::{Outcome, SignatureKind, Verdict};
-        use crate::trace::event::ConnAction;
-        use crate::trace::{ErrorKind, TraceLevel};
-        fn same<T: Serialize>(value: T, name: &str) {
-            assert_eq!(serde_json::to_value(&value).unwrap(), name);
-            assert_eq!(of(&value), name);
-        }
-        same(Verdict::Interrupted, Verdict::Interrupted.as_str());
-        same(SignatureKind::AgentExit, "agent_exit");
-        same(
-            SignatureKind::StreamClosed,
-            SignatureKind::StreamClosed.as_str(),
-        );
-        same(Outcome::NotRun, "not_run");
-        same(ErrorKind::TooLarge, ErrorKind::TooLarge.as_str());
-        same(TraceLevel::Summary, "summary");
-        same(ConnAction::Closed, ConnAction::Closed.as_str());
-        same(
-            crate::persist::Sender::Agent,
-            crate::persist::Sender::Agent.as_str(),
-        );
-    }
 }

@@ -84,7 +84,8 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
     let io = |e| error(Why::of(e));
     let file = std::fs::File::options()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        // rustix's flag is the kernel's own number, without unsafe or libc.
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;

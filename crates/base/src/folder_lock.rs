@@ -5,7 +5,6 @@
 //! its pid and command into the file, so the one refused can name it.
 
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Why a folder could not be locked.
@@ -38,7 +37,6 @@ impl FolderLock {
     /// Takes the lock on `dir` (created if missing) through its file `name`,
     /// recording `command` (`continuity run`) as the holder; or says who
     /// holds it. Never waits.
-    #[allow(unsafe_code)]
     pub fn try_acquire(dir: &Path, name: &str, command: &str) -> Result<FolderLock, LockError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -53,8 +51,11 @@ impl FolderLock {
             .write(true)
             .open(&path)
             .map_err(io(&path))?;
-        // SAFETY: flock(2) on a file descriptor we own, open for the call.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        // std's lock is flock(2) here, the lock other continuity commands take.
+        if let Err(e) = file.try_lock() {
+            if let std::fs::TryLockError::Error(source) = e {
+                return Err(LockError::Io { path, source });
+            }
             let mut text = String::new();
             let _ = file.take(256).read_to_string(&mut text);
             let holder = match text.trim() {

@@ -2,7 +2,7 @@
 //! file) is, as the 1-based line error messages name.
 
 /// The 1-based line holding byte `offset` (the last line past the end).
-pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+pub fn line_of(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|b| **b == b'\n')
