@@ -32,18 +32,19 @@
 //! - `partition`: which shard a cell belongs to
 //! - `supervise`: child processes in their own groups, proof of ownership
 //!   before any signal, nothing left when the harness dies
-//! - `trace`: each cell's wire history (what transport, client and
-//!   targets saw)
 //! - `console`: every printed line, redacted
 //! - `http`, `signal`, `exit_codes`: leaves: the HTTP client builder,
 //!   the signal table, exit codes
 //! - `clock`, `stop_flag`: leaves: durations in ms, waiting on a stop flag
 //!
-//! Below them all, the crate `continuity-base` (crates/base): `errors`,
-//! `secret`, `untrusted`, `fit`, `file_name`, `wire_name`, `source_line`,
-//! `run_path`, `user_file`, `folder_lock`, `seed`, re-exported here under
-//! the names the modules above use. A crate cannot import one that depends
-//! on it, so cargo keeps that edge.
+//! Below them all, crates of their own, re-exported here under the names
+//! the modules above use (a crate cannot import one that depends on it,
+//! so cargo keeps these edges):
+//! * `trace` (crates/trace): each cell's wire history (what transport,
+//!   client and targets saw)
+//! * crates/base: `errors`, `secret`, `untrusted`, `fit`, `file_name`,
+//!   `wire_name`, `source_line`, `run_path`, `user_file`, `folder_lock`,
+//!   `seed`
 
 pub mod acp;
 pub mod agent;
@@ -68,13 +69,13 @@ pub mod stack;
 mod stop_flag;
 pub mod supervise;
 mod targets;
-pub mod trace;
 
 // The leaves, by the names the modules above have always used.
 pub use continuity_base::{errors, fit, secret, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
+pub use continuity_trace as trace;
 
 #[cfg(test)]
 mod toml_props;

@@ -187,7 +187,7 @@ payload! {
         pub action: String,
         pub restart_ms: u64,
         pub ready_ms: Option<u64>,
-        /// How the target was seen to go down ([`crate::report::RestartResult::down`]).
+        /// How the target was seen to go down (the report's `RestartResult::down`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub down: Option<String>,
         pub detail: Option<String>,
