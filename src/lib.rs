@@ -27,9 +27,6 @@
 //!   which targets a run has
 //! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
-//! - `report`: the report model, its renderers, judgement against
-//!   expectations
-//! - `partition`: which shard a cell belongs to
 //! - `supervise`: child processes in their own groups, proof of ownership
 //!   before any signal, nothing left when the harness dies
 //! - `console`: every printed line, redacted
@@ -40,6 +37,9 @@
 //! Below them all, crates of their own, re-exported here under the names
 //! the modules above use (a crate cannot import one that depends on it,
 //! so cargo keeps these edges):
+//! * `report` and `partition` (crates/report): the report model, its
+//!   renderers, judgement against expectations; which shard a cell
+//!   belongs to
 //! * `trace` (crates/trace): each cell's wire history (what transport,
 //!   client and targets saw)
 //! * crates/base: `errors`, `secret`, `untrusted`, `fit`, `file_name`,
@@ -58,10 +58,8 @@ pub mod diagnose;
 pub mod exit_codes;
 pub mod faults;
 pub mod http;
-mod partition;
 pub mod persist;
 mod provider;
-pub mod report;
 mod runner;
 pub mod scenario;
 mod signal;
@@ -75,6 +73,8 @@ pub use continuity_base::{errors, fit, secret, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
+pub use continuity_report as report;
+pub(crate) use continuity_report::partition;
 pub use continuity_trace as trace;
 
 #[cfg(test)]
