@@ -25,7 +25,6 @@
 //! - `targets`: restart actions (command, managed process, signal, HTTP
 //!   hook, network fault) and readiness probes; the built-in targets and
 //!   which targets a run has
-//! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
 //! - `supervise`: child processes in their own groups, proof of ownership
 //!   before any signal, nothing left when the harness dies
@@ -37,6 +36,8 @@
 //! Below them all, crates of their own, re-exported here under the names
 //! the modules above use (a crate cannot import one that depends on it,
 //! so cargo keeps these edges):
+//! * `faults` (crates/faults): the fault proxy on a hop (loopback TCP)
+//!   and its toxics
 //! * `report` and `partition` (crates/report): the report model, its
 //!   renderers, judgement against expectations; which shard a cell
 //!   belongs to
@@ -56,7 +57,6 @@ mod config;
 pub mod console;
 pub mod diagnose;
 pub mod exit_codes;
-pub mod faults;
 pub mod http;
 pub mod persist;
 mod provider;
@@ -73,6 +73,7 @@ pub use continuity_base::{errors, fit, secret, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
+pub use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;
 pub use continuity_trace as trace;

@@ -9,7 +9,7 @@
 //! (`down`), the last byte before the stream stops (`partition`); then
 //! how soon bytes flow again after the partition heals.
 
-use continuity::faults::{FaultProxy, Stream, Toxic, ToxicSpec};
+use continuity_faults::{FaultProxy, Stream, Toxic, ToxicSpec};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

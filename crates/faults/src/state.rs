@@ -89,7 +89,7 @@ impl ToxicSet {
 /// `index`th connection of the cell (0-based): a fixed draw per
 /// connection and toxic, with no state to keep.
 pub(super) fn applies_to(seed: u64, toxicity: f64, index: u64) -> bool {
-    crate::seed::unit(crate::seed::mix(seed, index)) < toxicity
+    continuity_base::seed::unit(continuity_base::seed::mix(seed, index)) < toxicity
 }
 
 /// Where the current cell's draws start on this hop
@@ -163,7 +163,7 @@ impl Shared {
             observers: Mutex::new(VecDeque::new()),
             // Until a cell begins: a proxy used outside a run draws at random.
             cell: Mutex::new(CellDraws {
-                seed: crate::seed::fresh(),
+                seed: continuity_base::seed::fresh(),
                 first_conn: 1,
                 first_toxic: 1,
             }),
@@ -176,7 +176,7 @@ impl Shared {
     /// from here.
     pub fn begin_cell(&self, seed: u64) {
         *self.cell.lock().unwrap_or_else(|p| p.into_inner()) = CellDraws {
-            seed: crate::seed::mix(seed, crate::seed::of_text(&self.hop)),
+            seed: continuity_base::seed::mix(seed, continuity_base::seed::of_text(&self.hop)),
             first_conn: self.next_conn.load(Ordering::Relaxed),
             first_toxic: self.next_toxic.load(Ordering::Relaxed),
         };
@@ -193,7 +193,7 @@ impl Shared {
     /// slicer's cuts).
     pub fn conn_seed(&self, conn: u64) -> u64 {
         let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
-        crate::seed::mix(cell.seed ^ JITTER, conn.wrapping_sub(cell.first_conn))
+        continuity_base::seed::mix(cell.seed ^ JITTER, conn.wrapping_sub(cell.first_conn))
     }
 
     pub fn next_conn(&self) -> u64 {
@@ -207,7 +207,7 @@ impl Shared {
         let (id, seed, first_conn) = {
             let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
             let id = self.next_toxic.fetch_add(1, Ordering::Relaxed);
-            let seed = crate::seed::mix(cell.seed, id.wrapping_sub(cell.first_toxic));
+            let seed = continuity_base::seed::mix(cell.seed, id.wrapping_sub(cell.first_toxic));
             (id, seed, cell.first_conn)
         };
         if let Some(observer) = observer {

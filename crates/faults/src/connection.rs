@@ -94,7 +94,7 @@ async fn pipe(
 ) -> Result<(), End> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
     // Each direction's draws from the connection's seed, apart.
-    let seed = crate::seed::mix(shared.conn_seed(conn), stream as u64);
+    let seed = continuity_base::seed::mix(shared.conn_seed(conn), stream as u64);
     let reader = read_side(from, tx, fastrand::Rng::with_seed(seed));
     let rng = fastrand::Rng::with_seed(!seed);
     let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared, rng).run(rx);
