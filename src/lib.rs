@@ -26,16 +26,17 @@
 //!   hook, network fault) and readiness probes; the built-in targets and
 //!   which targets a run has
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
-//! - `supervise`: child processes in their own groups, proof of ownership
-//!   before any signal, nothing left when the harness dies
 //! - `console`: every printed line, redacted
-//! - `http`, `signal`, `exit_codes`: leaves: the HTTP client builder,
-//!   the signal table, exit codes
+//! - `http`, `exit_codes`: leaves: the HTTP client builder, exit codes
 //! - `clock`, `stop_flag`: leaves: durations in ms, waiting on a stop flag
 //!
 //! Below them all, crates of their own, re-exported here under the names
 //! the modules above use (a crate cannot import one that depends on it,
 //! so cargo keeps these edges):
+//! * `supervise` and `signal` (crates/supervise): child processes in their
+//!   own groups, proof of ownership before any signal, nothing left when
+//!   the harness dies; the signal table; every libc call and `unsafe`
+//!   block of the workspace (`supervise::os`)
 //! * `faults` (crates/faults): the fault proxy on a hop (loopback TCP)
 //!   and its toxics
 //! * `report` and `partition` (crates/report): the report model, its
@@ -46,6 +47,8 @@
 //! * crates/base: `errors`, `secret`, `untrusted`, `fit`, `file_name`,
 //!   `wire_name`, `source_line`, `run_path`, `user_file`, `folder_lock`,
 //!   `seed`
+
+#![forbid(unsafe_code)]
 
 pub mod acp;
 pub mod agent;
@@ -62,10 +65,8 @@ pub mod persist;
 mod provider;
 mod runner;
 pub mod scenario;
-mod signal;
 pub mod stack;
 mod stop_flag;
-pub mod supervise;
 mod targets;
 
 // The leaves, by the names the modules above have always used.
@@ -76,6 +77,8 @@ pub(crate) use continuity_base::{
 pub use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;
+pub use continuity_supervise as supervise;
+pub(crate) use continuity_supervise::signal;
 pub use continuity_trace as trace;
 
 #[cfg(test)]

@@ -16,6 +16,8 @@
 //! - `folder_lock`: one command at a time per folder
 //! - `seed`: a run's seed and what derives from it
 
+#![forbid(unsafe_code)]
+
 pub mod errors;
 pub mod file_name;
 pub mod fit;

@@ -19,6 +19,8 @@
 //! to hold or refuse connections, and spawns connection tasks nothing
 //! owns, so they could outlive a cell.
 
+#![forbid(unsafe_code)]
+
 /// The local stack's hops and what each carries (its proxies are
 /// started by `stack`; a config file's fault targets name these when it
 /// has no `[faults]` table of its own).

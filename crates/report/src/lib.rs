@@ -5,6 +5,8 @@
 //! `partition` (which shard a cell belongs to) lives here beside the merge
 //! that puts shards back together.
 
+#![forbid(unsafe_code)]
+
 // The lower crates, by the names the whole workspace knows them by.
 use continuity_base::{
     errors, file_name, fit, folder_lock, run_path, secret, source_line, untrusted, user_file,

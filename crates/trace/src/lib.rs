@@ -10,6 +10,8 @@
 //! out reads them to say what it was really waiting for and what it saw
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
 
+#![forbid(unsafe_code)]
+
 // The leaves this crate uses, by the names the whole workspace knows them by.
 use continuity_base::{file_name, run_path, secret, wire_name};
 

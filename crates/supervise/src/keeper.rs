@@ -18,7 +18,7 @@
 use super::owner;
 use std::collections::HashMap;
 use std::io::BufRead;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -52,21 +52,12 @@ fn lock(live: &Mutex<Option<Live>>) -> std::sync::MutexGuard<'_, Option<Live>> {
     live.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[allow(unsafe_code)]
 fn send_to(live: &Live, line: &str) {
     let text = format!("{line}\n");
     // A socket, not a pipe: a keeper that died gets the harness an EPIPE
     // (MSG_NOSIGNAL), never a SIGPIPE, whatever that signal's disposition.
     // A dead keeper is replaced by the watch (see `watch`).
-    // SAFETY: send(2) of a live buffer on a socket we own.
-    let _ = unsafe {
-        libc::send(
-            live.line.as_raw_fd(),
-            text.as_ptr().cast(),
-            text.len(),
-            libc::MSG_NOSIGNAL,
-        )
-    };
+    let _ = super::os::send_without_sigpipe(live.line.as_fd(), text.as_bytes());
 }
 
 /// A keeper process for `tag` (the running binary, re-executed), told
@@ -116,14 +107,14 @@ fn watch(live: Weak<Mutex<Option<Live>>>) {
         let (tag, groups) = (current.tag.clone(), current.groups.clone());
         match spawn(&tag, groups) {
             Ok(replacement) => {
-                crate::console::errln(&format!(
+                super::warn(&format!(
                     "warning: the keeper process (pid {pid}) ended ({status}); a new one (pid {}) now makes sure nothing outlives the harness",
                     replacement.child.id()
                 ));
                 *guard = Some(replacement);
             }
             Err(e) => {
-                crate::console::errln(&format!(
+                super::warn(&format!(
                     "warning: the keeper process (pid {pid}) ended ({status}) and cannot be replaced ({e}): should the harness be killed, what it started may outlive it"
                 ));
                 *guard = None;
@@ -218,12 +209,8 @@ fn wait_out(live: Live) {
 
 /// The keeper's main loop: reads the harness's lines until the pipe closes.
 /// Returns the exit code.
-#[allow(unsafe_code)]
 pub fn run(tag: &str) -> i32 {
-    for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGPIPE] {
-        // SAFETY: ignoring a signal installs no handler code.
-        unsafe { libc::signal(signal, libc::SIG_IGN) };
-    }
+    super::os::ignore_signals(&[libc::SIGINT, libc::SIGHUP, libc::SIGPIPE]);
     let mut groups: HashMap<i32, u64> = HashMap::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };

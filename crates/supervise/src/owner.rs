@@ -149,18 +149,16 @@ pub fn command_line(pid: i32) -> Option<String> {
 /// the signal we send through it concern the same process.
 pub struct Pinned {
     pid: i32,
-    fd: i32,
+    fd: std::os::fd::OwnedFd,
 }
 
 impl Pinned {
-    #[allow(unsafe_code)]
     pub fn open(pid: i32) -> Option<Pinned> {
         if pid <= 1 || pid == std::process::id() as i32 {
             return None;
         }
-        // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd or -1.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        (fd >= 0).then_some(Pinned { pid, fd })
+        let fd = super::os::pidfd_open(pid)?;
+        Some(Pinned { pid, fd })
     }
 
     pub fn pid(&self) -> i32 {
@@ -178,18 +176,9 @@ impl Pinned {
     }
 
     /// Signals the pinned process itself; false if it is gone.
-    #[allow(unsafe_code)]
     pub fn send(&self, signal: i32) -> bool {
-        // SAFETY: pidfd_send_signal(2) on an fd we own; no siginfo.
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.fd,
-                signal,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            ) == 0
-        }
+        use std::os::fd::AsFd;
+        super::os::pidfd_send_signal(self.fd.as_fd(), signal)
     }
 
     /// Whether this is the process that started at `started`.
@@ -212,23 +201,13 @@ impl Pinned {
 
     /// Signals the process's whole group when it leads one, else itself.
     /// The leader is pinned and alive, so the group id is still its group.
-    #[allow(unsafe_code)]
     pub fn send_to_group(&self, signal: i32) -> bool {
         match group_and_state(self.pid) {
             Some((pgrp, false)) if pgrp == self.pid && self.alive() => {
-                // SAFETY: kill(2) on the group our pinned, live process leads.
-                unsafe { libc::kill(-pgrp, signal) == 0 }
+                super::os::signal_group(pgrp, signal)
             }
             _ => self.send(signal),
         }
-    }
-}
-
-impl Drop for Pinned {
-    #[allow(unsafe_code)]
-    fn drop(&mut self) {
-        // SAFETY: closing the fd pidfd_open gave us.
-        unsafe { libc::close(self.fd) };
     }
 }
 

@@ -3,7 +3,7 @@
 //! the server asks whether such a part is gone, so that the failure is
 //! blamed on the part, not on the server under test.
 
-use crate::errors::HarnessPart;
+use continuity_base::errors::HarnessPart;
 use std::path::PathBuf;
 
 /// A part and the pid file its process writes.

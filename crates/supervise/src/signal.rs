@@ -1,7 +1,6 @@
 //! Signals as a config file spells them (`"SIGTERM"` or `"TERM"`) and the
 //! libc numbers they stand for: the one table that config checks, restart
-//! actions, messages and process supervision all read. A leaf: it imports
-//! nothing of the crate.
+//! actions, messages and process supervision all read.
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,6 +26,7 @@ impl Signal {
     pub const TERM: Signal = Signal(libc::SIGTERM);
     pub const KILL: Signal = Signal(libc::SIGKILL);
     pub const HUP: Signal = Signal(libc::SIGHUP);
+    pub const INT: Signal = Signal(libc::SIGINT);
 
     /// Any signal number, e.g. the one an exit status reports.
     pub fn from_number(number: i32) -> Signal {

@@ -15,15 +15,21 @@
 //! the harness die without cleaning up), and the [`Journal`] of the stack
 //! the process belongs to (the stack's `stack.json`), which hears of each
 //! start and stop, so supervision never reaches up to it.
+//!
+//! This crate is also the one place of libc and `unsafe` (in [`os`]): what
+//! the workspace asks of the kernel that std does not say, each call behind
+//! a safe function.
 
 mod handle;
 pub mod keeper;
-pub(crate) mod owner;
+pub mod os;
+pub mod owner;
 pub mod part;
+pub mod signal;
 
 pub use handle::{Journal, Lifecycle, Supervisor};
 
-use crate::signal::Signal;
+use signal::Signal;
 use std::collections::HashSet;
 use std::fs::File;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -36,6 +42,24 @@ use std::time::{Duration, Instant};
 const GROUP_EXIT_BOUND: Duration = Duration::from_secs(2);
 
 static LIVE_GROUPS: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+/// Where supervision's own warnings go (a keeper that died, replaced or
+/// not): the harness's console once [`print_warnings_with`] named it,
+/// stderr before.
+static WARNINGS: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Sends supervision's warnings to `print` (the console, which redacts and
+/// keeps its live area whole) from now on; the first call wins.
+pub fn print_warnings_with(print: fn(&str)) {
+    let _ = WARNINGS.set(print);
+}
+
+fn warn(line: &str) {
+    match WARNINGS.get() {
+        Some(print) => print(line),
+        None => eprintln!("{line}"),
+    }
+}
 
 fn registry() -> std::sync::MutexGuard<'static, Option<HashSet<i32>>> {
     LIVE_GROUPS.lock().unwrap_or_else(|p| p.into_inner())
@@ -54,10 +78,8 @@ pub fn kill_all_groups() {
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
-#[allow(unsafe_code)]
 pub fn signal_group(pgid: i32, signal: i32) -> bool {
-    // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-    unsafe { libc::kill(-pgid, signal) == 0 }
+    os::signal_group(pgid, signal)
 }
 
 /// SIGKILLs a process group and waits (at most a couple of seconds) until its
