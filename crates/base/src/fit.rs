@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// The ellipsis a cut text ends with (one column).
-pub const ELLIPSIS: char = '…';
+pub(crate) const ELLIPSIS: char = '…';
 
 /// How many columns `text` takes. ANSI colour sequences take none.
 pub fn width(text: &str) -> usize {

@@ -7,7 +7,7 @@
 
 /// The largest seed a run draws: JSON readers that hold numbers as
 /// doubles (JavaScript) keep every seed up to 2^53 exact.
-pub const DRAWN_MAX: u64 = (1 << 53) - 1;
+pub(crate) const DRAWN_MAX: u64 = (1 << 53) - 1;
 
 /// A fresh seed, for a run given none.
 pub fn fresh() -> u64 {

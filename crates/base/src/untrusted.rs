@@ -201,14 +201,14 @@ fn sgr_len(text: &str) -> Option<usize> {
 /// A workflow command's data (what follows `::command ...::`): `%`, CR and
 /// LF encoded as the runner decodes them. Untrusted parts are in their
 /// [`Untrusted::terminal`] form already.
-pub fn command_data(text: &str) -> String {
+pub(crate) fn command_data(text: &str) -> String {
     text.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
 /// A workflow command's property value: [`command_data`], plus `:` and `,`.
-pub fn command_property(text: &str) -> String {
+pub(crate) fn command_property(text: &str) -> String {
     command_data(text).replace(':', "%3A").replace(',', "%2C")
 }
 

@@ -184,19 +184,19 @@ impl Shared {
 
     /// Connection `conn`'s number within the current cell (1: its first
     /// connection on this hop; 0: one opened before the cell began).
-    pub fn in_cell(&self, conn: u64) -> u64 {
+    pub(crate) fn in_cell(&self, conn: u64) -> u64 {
         let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
         conn.checked_sub(cell.first_conn).map_or(0, |i| i + 1)
     }
 
     /// The seed of connection `conn`'s own draws (a latency's jitter, the
     /// slicer's cuts).
-    pub fn conn_seed(&self, conn: u64) -> u64 {
+    pub(crate) fn conn_seed(&self, conn: u64) -> u64 {
         let cell = self.cell.lock().unwrap_or_else(|p| p.into_inner());
         continuity_base::seed::mix(cell.seed ^ JITTER, conn.wrapping_sub(cell.first_conn))
     }
 
-    pub fn next_conn(&self) -> u64 {
+    pub(crate) fn next_conn(&self) -> u64 {
         self.counters.accepted.fetch_add(1, Ordering::Relaxed);
         self.next_conn.fetch_add(1, Ordering::Relaxed)
     }
@@ -264,7 +264,7 @@ impl Shared {
         }
     }
 
-    pub fn passed_on(&self) {
+    pub(crate) fn passed_on(&self) {
         self.counters.passed_on.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -73,7 +73,7 @@ impl Toxic {
     }
 
     /// Whether the toxic takes the whole hop, both ways (no `stream`).
-    pub fn is_hop_wide(&self) -> bool {
+    pub(crate) fn is_hop_wide(&self) -> bool {
         matches!(self, Toxic::Partition | Toxic::Down)
     }
 }

@@ -67,7 +67,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
 
 /// `flaky` when some attempts passed and some failed or errored; otherwise
 /// `pass` when all passed, or the verdict of the first attempt that did not.
-pub fn verdict_of(attempts: &[Attempt]) -> Verdict {
+pub(crate) fn verdict_of(attempts: &[Attempt]) -> Verdict {
     let passed = attempts.iter().any(|a| a.verdict == Verdict::Pass);
     let broke = attempts
         .iter()
@@ -88,7 +88,7 @@ pub fn verdict_of(attempts: &[Attempt]) -> Verdict {
 
 impl Attempt {
     /// The attempt a single-attempt cell holds (its phases are the cell's).
-    pub fn of_cell(cell: &Cell, retry: bool) -> Attempt {
+    pub(crate) fn of_cell(cell: &Cell, retry: bool) -> Attempt {
         Attempt {
             attempt: cell.attempt,
             retry,

@@ -41,7 +41,10 @@ pub fn compare_points(report: &Report, axis: Axis, from: &str, to: &str) -> Vec<
 }
 
 /// Every pair of adjacent points of `axis`, each with its rows.
-pub fn adjacent_pairs(report: &Report, axis: Axis) -> Vec<(String, String, Vec<CellChange>)> {
+pub(crate) fn adjacent_pairs(
+    report: &Report,
+    axis: Axis,
+) -> Vec<(String, String, Vec<CellChange>)> {
     axis_points(report, axis)
         .windows(2)
         .map(|pair| {
@@ -70,7 +73,7 @@ pub fn counts(rows: &[CellChange]) -> String {
 
 /// `## Between points of an axis`: one table per adjacent pair of the
 /// server and the SDK axes; `None` when neither has two points.
-pub fn render_axis_comparison(report: &Report) -> Option<String> {
+pub(crate) fn render_axis_comparison(report: &Report) -> Option<String> {
     let mut out = String::new();
     for axis in [Axis::Server, Axis::Sdk] {
         for (from, to, rows) in adjacent_pairs(report, axis) {

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 /// A cell both clients ran whose verdict or failure boundary differs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Disagreement<'a> {
+pub(crate) struct Disagreement<'a> {
     pub rust: &'a Cell,
     pub ts_sdk: &'a Cell,
 }
@@ -22,7 +22,7 @@ pub struct Disagreement<'a> {
 /// (target × scenario × agent × server × store) on the other client, which
 /// runs no SDK. Keeps the pairs that disagree, in the order of the `rust`
 /// cells. Skipped cells on either side are not compared: nothing ran.
-pub fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
+pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
     let [rust, ts] = CLIENTS;
     let of = |c: &Cell, client: &str| c.point.get(Axis::Client) == Some(client);
     let mut found: Vec<Disagreement<'_>> = report
@@ -48,7 +48,7 @@ pub fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
 
 /// `## Where the clients disagree` and `## Unhandled rejections in the
 /// hosted SDK`, when the run had a client axis.
-pub fn render_client_sections(report: &Report) -> Option<String> {
+pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
     let has_axis = report
         .cells
         .iter()

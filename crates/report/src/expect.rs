@@ -54,7 +54,7 @@ use super::model::{
 /// cell is judged as pass or fail (`--flaky-result`), and an interrupted
 /// one says only that the run was stopped, so neither is expected. The one
 /// vocabulary `--expect` reads and `baseline` writes.
-pub const EXPECTABLE: [Verdict; 4] = [
+pub(crate) const EXPECTABLE: [Verdict; 4] = [
     Verdict::Pass,
     Verdict::Fail,
     Verdict::Error,
@@ -62,11 +62,11 @@ pub const EXPECTABLE: [Verdict; 4] = [
 ];
 
 /// How many days ahead the summaries list entries about to expire.
-pub const EXPIRES_SOON_DAYS: i32 = 14;
+pub(crate) const EXPIRES_SOON_DAYS: i32 = 14;
 
 /// What a cell that may go either way is expected as: a pass, or the one
 /// failure its entry names.
-pub const MAY_VARY: Verdict = Verdict::Flaky;
+pub(crate) const MAY_VARY: Verdict = Verdict::Flaky;
 
 /// `pass, fail, error, skipped or flaky`.
 fn expectable_words() -> String {
@@ -186,7 +186,7 @@ pub struct GateOptions {
 }
 
 /// Today's date in UTC: what `until` is judged against.
-pub fn today_utc() -> Date {
+pub(crate) fn today_utc() -> Date {
     jiff::tz::TimeZone::UTC
         .to_datetime(jiff::Timestamp::now())
         .date()
@@ -568,7 +568,7 @@ fn days_between(from: Date, to: Date) -> i32 {
 /// An entry that excuses cells for a little longer: its `file:line`,
 /// `until`, days left, issue and reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expiring {
+pub(crate) struct Expiring {
     pub entry: String,
     pub until: String,
     pub days_left: i32,
@@ -579,7 +579,7 @@ pub struct Expiring {
 /// The entries that decided cells of `report` and expire within
 /// [`EXPIRES_SOON_DAYS`] of the day it was judged (expired ones are
 /// `expired` cells already), once each, soonest first.
-pub fn expiring_soon(report: &Report) -> Vec<Expiring> {
+pub(crate) fn expiring_soon(report: &Report) -> Vec<Expiring> {
     let mut out: Vec<Expiring> = Vec::new();
     for j in report.cells.iter().filter_map(|c| c.expectation.as_ref()) {
         let (Some(entry), Some(until), Some(days_left)) = (&j.entry, &j.until, j.days_left) else {

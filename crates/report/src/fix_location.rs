@@ -13,7 +13,7 @@ const SDK: &str = "native-continuity";
 const LOAD: &str = "native-load";
 
 /// The section, or `None` when no row ran both scenarios.
-pub fn render_fix_location(report: &Report) -> Option<String> {
+pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
     let mut lines = Vec::new();
     for (target, suffix) in report.row_order() {
         let find = |scenario: &str| -> Option<&Cell> {
@@ -147,7 +147,7 @@ fn recovery_ms(load: &Cell) -> Option<u64> {
 }
 
 /// The reading of one SDK cell and its load cell.
-pub fn verdict_line(sdk: &Cell, load: &Cell) -> String {
+pub(crate) fn verdict_line(sdk: &Cell, load: &Cell) -> String {
     let passed = |c: &Cell| matches!(c.verdict, Verdict::Pass);
     match (passed(sdk), passed(load)) {
         (false, true) => {

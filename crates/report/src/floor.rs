@@ -68,7 +68,7 @@ impl Floor {
     }
 
     /// The overhead as a share of the floor, in percent.
-    pub fn overhead_percent(&self) -> Option<f64> {
+    pub(crate) fn overhead_percent(&self) -> Option<f64> {
         (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
     }
 
@@ -87,7 +87,7 @@ impl Floor {
 }
 
 /// The run's floor line for the text report, when its cells have one.
-pub fn run_line(report: &super::Report) -> Option<String> {
+pub(crate) fn run_line(report: &super::Report) -> Option<String> {
     let timing = Floor::sum(report.cells.iter().map(|c| &c.timing))?;
     Some(format!(
         "time: {} over {} s of cells (run {:.1} s wall)",
@@ -102,7 +102,7 @@ pub fn run_line(report: &super::Report) -> Option<String> {
 
 /// Every cell's floor and overhead, in report order: a table for the text
 /// report, rows for Markdown; `None` when no cell has one.
-pub fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
+pub(crate) fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
     let rows: Vec<[String; 5]> = report
         .cells
         .iter()
@@ -122,10 +122,11 @@ pub fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
     (!rows.is_empty()).then_some(rows)
 }
 
-pub const CELL_COLUMNS: [&str; 5] = ["target", "scenario", "floor ms", "overhead ms", "overhead"];
+pub(crate) const CELL_COLUMNS: [&str; 5] =
+    ["target", "scenario", "floor ms", "overhead ms", "overhead"];
 
 /// The Markdown section: the run's line and one row per cell.
-pub fn markdown_section(report: &super::Report) -> Option<String> {
+pub(crate) fn markdown_section(report: &super::Report) -> Option<String> {
     let rows = cell_rows(report)?;
     let mut out = String::from(
         "## Floor and overhead

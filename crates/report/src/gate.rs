@@ -18,7 +18,7 @@ pub fn attempts_text(cell: &Cell) -> String {
 
 /// The outcome with what was expected when it differs: `expected`,
 /// `regressed (expected pass)`, `changed (expected fail @ phase)`, `new`.
-pub fn judgement_text(j: &Judgement) -> String {
+pub(crate) fn judgement_text(j: &Judgement) -> String {
     let word = j.outcome.as_str();
     let Some(verdict) = j.verdict else {
         return word.to_string();
@@ -42,7 +42,7 @@ pub fn judgement_text(j: &Judgement) -> String {
 }
 
 /// How many cells have each outcome, in a fixed order, zero counts left out.
-pub fn outcome_counts(report: &Report) -> Vec<(ExpectOutcome, usize)> {
+pub(crate) fn outcome_counts(report: &Report) -> Vec<(ExpectOutcome, usize)> {
     [
         ExpectOutcome::Expected,
         ExpectOutcome::Regressed,
@@ -65,7 +65,7 @@ pub fn outcome_counts(report: &Report) -> Vec<(ExpectOutcome, usize)> {
 }
 
 /// `expectations FILE: 9 expected, 1 new → passes the gate`, when the cells were judged.
-pub fn gate_line(report: &Report) -> Option<String> {
+pub(crate) fn gate_line(report: &Report) -> Option<String> {
     let file = report.run.expect_file.as_deref()?;
     let counts: Vec<String> = outcome_counts(report)
         .into_iter()
@@ -90,7 +90,7 @@ pub fn gate_line(report: &Report) -> Option<String> {
 /// (`ci/expect.toml:12 until 2026-03-01 (in 10 days): ISSUE: reason`),
 /// each passed through `shown` (the output's way of showing text), or
 /// nothing when none expires soon.
-pub fn expiring_lines(report: &Report, shown: impl Fn(&str) -> String) -> Vec<String> {
+pub(crate) fn expiring_lines(report: &Report, shown: impl Fn(&str) -> String) -> Vec<String> {
     let soon = expiring_soon(report);
     if soon.is_empty() {
         return Vec::new();
@@ -116,7 +116,7 @@ pub fn expiring_lines(report: &Report, shown: impl Fn(&str) -> String) -> Vec<St
 
 /// The cells that fail the gate, or that a reader must look at (flaky,
 /// fixed even when allowed): what CI annotations and summaries list.
-pub fn notable_cells(report: &Report) -> Vec<&Cell> {
+pub(crate) fn notable_cells(report: &Report) -> Vec<&Cell> {
     report
         .cells
         .iter()

@@ -24,7 +24,7 @@ const MAX_MARKS: usize = 2000;
 
 /// The events of each cell's trace that the page draws, in cell order; a
 /// missing or damaged trace gives a note instead, never a failed report.
-pub fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, TraceError>> {
+pub(crate) fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, TraceError>> {
     report
         .cells
         .iter()
@@ -113,7 +113,7 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
 }
 
 /// The whole page.
-pub fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceError>]) -> String {
+pub(crate) fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceError>]) -> String {
     let mut data = serde_json::to_value(report).unwrap_or(Value::Null);
     if let Some(cells) = data.get_mut("cells").and_then(Value::as_array_mut) {
         for ((cell, trace), model) in cells.iter_mut().zip(traces).zip(&report.cells) {

@@ -13,7 +13,7 @@ use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestRerun,
 
 use super::model::{Attempt, Cell, FlakyResult, Outcome, PhaseResult, Report, Verdict};
 
-pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeError> {
+pub(crate) fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeError> {
     let run = &report.run;
     let mut junit = quick_junit::Report::new(format!("continuity {}", run.id));
     junit.set_time(Duration::from_millis(run.duration_ms));

@@ -22,7 +22,7 @@ pub mod clients;
 pub mod compare;
 pub mod detail;
 pub mod expect;
-pub mod fix_location;
+pub(crate) mod fix_location;
 pub mod floor;
 pub mod gate;
 pub mod github;
@@ -42,17 +42,17 @@ pub mod timeline;
 pub mod upgrade;
 pub mod write;
 
-pub use junit::render_junit;
-pub use markdown::render_markdown;
 pub use model::*;
-pub use summary::{fitted_summary, render_summary};
-pub use table::render_text;
 pub use terminal::{render_terminal, Layout};
 pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{
     default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
     RUN_LOCK_FILE,
 };
+
+// The renderers by their short names, for this crate's tests.
+#[cfg(test)]
+use {junit::render_junit, markdown::render_markdown, summary::render_summary, table::render_text};
 
 /// The hand-made report of the renderer tests; other crates' tests take it
 /// through the `fixture` feature.

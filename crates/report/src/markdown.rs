@@ -14,7 +14,7 @@ use super::model::{
 /// Long server messages would swamp a pasted issue; the JSON keeps them whole.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-pub fn render_markdown(report: &Report) -> String {
+pub(crate) fn render_markdown(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# continuity report `{}`", report.run.id);
     for scenario in report.scenario_order() {

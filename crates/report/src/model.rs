@@ -55,7 +55,7 @@ pub struct Floor {
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "continuity.report/v2";
 /// The previous schema, still readable (see [`super::upgrade`]).
-pub const SCHEMA_V1: &str = "continuity.report/v1";
+pub(crate) const SCHEMA_V1: &str = "continuity.report/v1";
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,7 +155,7 @@ pub enum PointSource {
 
 impl AxisPoint {
     /// A build under test rather than a published release.
-    pub fn is_candidate(&self) -> bool {
+    pub(crate) fn is_candidate(&self) -> bool {
         self.source != PointSource::Registry
     }
 }
@@ -168,7 +168,7 @@ impl RunInfo {
 
     /// The point of `axis` a cell that names none ran on: the axis's only
     /// point, when the run recorded it.
-    pub fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
+    pub(crate) fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
         let mut points = self.points_of(axis);
         match (points.next(), points.next()) {
             (Some(only), None) => Some(only),
@@ -454,7 +454,7 @@ impl Signature {
 
 /// The clients a cell can name; the first is continuity's own, which a
 /// cell without a client (a run with no client axis) ran.
-pub const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
+pub(crate) const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
 
 impl Cell {
     pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
@@ -469,7 +469,7 @@ impl Cell {
     /// The label of this cell's point on `axis`: its own on that axis,
     /// else the run's only point there (server and SDK points); none on
     /// the SDK axis for a client that runs no SDK.
-    pub fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
+    pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
         if axis == Axis::Sdk && self.client_name() != CLIENTS[1] {
             return None;
         }
@@ -484,7 +484,7 @@ impl Cell {
     }
 
     /// What follows the target in the row label ([`Point::suffix`]).
-    pub fn row_suffix(&self) -> Option<String> {
+    pub(crate) fn row_suffix(&self) -> Option<String> {
         self.point.suffix()
     }
 
@@ -568,13 +568,18 @@ impl Report {
 
     /// The same cell as `cell` with `value` on `axis` (another client,
     /// version, SDK or store; `None`: a cell naming no value there).
-    pub fn counterpart(&self, cell: &Cell, axis: Axis, value: Option<&str>) -> Option<&Cell> {
+    pub(crate) fn counterpart(
+        &self,
+        cell: &Cell,
+        axis: Axis,
+        value: Option<&str>,
+    ) -> Option<&Cell> {
         self.cell_at(&cell.point.with(axis, value))
     }
 
     /// Scenarios in the order the run declared them, then any that only
     /// appear in cells, so a hand-edited or partial report still renders whole.
-    pub fn scenario_order(&self) -> Vec<&str> {
+    pub(crate) fn scenario_order(&self) -> Vec<&str> {
         ordered(
             self.run.scenarios.iter().map(String::as_str),
             self.cells.iter().map(|c| c.point.scenario.as_str()),
@@ -582,7 +587,7 @@ impl Report {
     }
 
     /// Targets in run order, then any only found in cells.
-    pub fn target_order(&self) -> Vec<&str> {
+    pub(crate) fn target_order(&self) -> Vec<&str> {
         ordered(
             self.run.targets.iter().map(String::as_str),
             self.cells.iter().map(|c| c.point.target.as_str()),
@@ -592,7 +597,7 @@ impl Report {
     /// The summary's rows: targets in run order, each once per agent and
     /// server version its cells carry, as [`Cell::row_suffix`] (once with
     /// `None` without either axis).
-    pub fn row_order(&self) -> Vec<(&str, Option<String>)> {
+    pub(crate) fn row_order(&self) -> Vec<(&str, Option<String>)> {
         let mut rows: Vec<(&str, Option<String>)> = Vec::new();
         for target in self.target_order() {
             let mut versions: Vec<Option<String>> = Vec::new();
@@ -611,7 +616,7 @@ impl Report {
 
     /// A scenario's cells sorted by target order then attempt, whatever
     /// order the runner finished them in.
-    pub fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
+    pub(crate) fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
         let targets = self.target_order();
         let rank = |t: &str| targets.iter().position(|x| *x == t).unwrap_or(usize::MAX);
         let mut cells: Vec<&Cell> = self
@@ -632,7 +637,7 @@ impl Report {
     /// A scenario's non-cleanup phase names: those of its first cell, then
     /// any later cells add. A skipped first cell has no phases, and taking
     /// only the first cell would then leave the table without columns.
-    pub fn phase_columns(&self, scenario: &str) -> Vec<&str> {
+    pub(crate) fn phase_columns(&self, scenario: &str) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for cell in self.cells_of(scenario) {
             for phase in cell.phases.iter().filter(|p| !p.cleanup) {

@@ -114,7 +114,7 @@ impl Partition {
     }
 
     /// Whether two partitions are shards of the same split.
-    pub fn same_split(&self, other: &Partition) -> bool {
+    pub(crate) fn same_split(&self, other: &Partition) -> bool {
         self.kind == other.kind && self.total == other.total
     }
 }

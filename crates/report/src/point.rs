@@ -43,7 +43,7 @@ impl Axis {
 
     /// The order a row label lists the axes in: the server last, as
     /// ` @ VERSION` after the others.
-    pub const LABEL_ORDER: [Axis; AXES] = [
+    pub(crate) const LABEL_ORDER: [Axis; AXES] = [
         Axis::Agent,
         Axis::Client,
         Axis::Sdk,

@@ -15,14 +15,16 @@ use crate::fit;
 /// Placeholder for a matrix point without a cell.
 const NOT_RUN: &str = "–";
 
-/// The grid, with every scenario name on one line.
-pub fn render_summary(report: &Report) -> String {
+/// The grid, with every scenario name on one line (what the tests pin
+/// down; the terminal takes it through [`fitted_summary`]).
+#[cfg(test)]
+pub(crate) fn render_summary(report: &Report) -> String {
     grid(report, false)
 }
 
 /// The summary in at most `width` columns: the grid when it fits, then the
 /// grid with two-line scenario names, else the list form.
-pub fn fitted_summary(report: &Report, width: usize) -> String {
+pub(crate) fn fitted_summary(report: &Report, width: usize) -> String {
     for broken in [false, true] {
         let text = grid(report, broken);
         if fit::widest_line(&text) <= width {

@@ -15,7 +15,7 @@ use super::model::{Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureK
 const NOT_RUN: &str = "–";
 
 /// The run header, totals and one table per scenario.
-pub fn render_text(report: &Report, color: bool) -> String {
+pub(crate) fn render_text(report: &Report, color: bool) -> String {
     let mut out = String::new();
     out.push_str(&header_line(report));
     out.push('\n');
@@ -57,7 +57,7 @@ pub fn render_text(report: &Report, color: bool) -> String {
 }
 
 /// `run <id> · <base URL> · agent <name> · server <version>`.
-pub fn header_line(report: &Report) -> String {
+pub(crate) fn header_line(report: &Report) -> String {
     let run = &report.run;
     format!(
         "run {} · {} · agent {} · server {}",
@@ -70,7 +70,7 @@ pub fn header_line(report: &Report) -> String {
 
 /// `N/M cells passed (F failed, E errors, S skipped)`, counted from the
 /// cells rather than trusting `totals`, so a hand-edited report cannot lie.
-pub fn totals_line(report: &Report) -> String {
+pub(crate) fn totals_line(report: &Report) -> String {
     let t = super::model::Totals::of(&report.cells);
     let flaky = if t.flaky > 0 {
         format!(", {} flaky", t.flaky)

@@ -399,7 +399,7 @@ pub fn cell_spec(cell: &Cell) -> String {
 /// (` --persist postgres`; a cell names its store only there), else empty.
 /// A cell names its agent whenever it is a real one, so `--agent` is left
 /// to `show`'s own question on an agent axis.
-pub fn cell_pick_flags(cell: &Cell) -> String {
+pub(crate) fn cell_pick_flags(cell: &Cell) -> String {
     cell.point
         .get(Axis::Persist)
         .map(|store| format!(" --persist {store}"))

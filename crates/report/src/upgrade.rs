@@ -22,7 +22,7 @@ pub enum UpgradeError {
 }
 
 /// A report from its JSON text, upgraded to the current schema.
-pub fn parse_report(text: &str) -> Result<Report, UpgradeError> {
+pub(crate) fn parse_report(text: &str) -> Result<Report, UpgradeError> {
     let mut report: Report = serde_json::from_str(text)?;
     match report.schema.as_str() {
         SCHEMA_ID => Ok(report),

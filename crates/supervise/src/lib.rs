@@ -78,7 +78,7 @@ pub fn kill_all_groups() {
 }
 
 /// Sends `signal` to every process of the group; false if none received it.
-pub fn signal_group(pgid: i32, signal: i32) -> bool {
+pub(crate) fn signal_group(pgid: i32, signal: i32) -> bool {
     os::signal_group(pgid, signal)
 }
 
@@ -105,7 +105,7 @@ pub async fn kill_group_async(pgid: i32) {
 
 /// Whether any process of the group is still running. Zombies do not count:
 /// an orphan's zombie waits for PID 1 to reap it, which some containers never do.
-pub fn group_alive(pgid: i32) -> bool {
+pub(crate) fn group_alive(pgid: i32) -> bool {
     !group_members(pgid).is_empty()
 }
 

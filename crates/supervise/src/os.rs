@@ -33,7 +33,7 @@ pub fn signal_process(pid: i32, signal: i32) -> io::Result<()> {
 
 /// Sends `signal` to every process of the group `pgid`; false if none
 /// received it (or `pgid` names no group of another process).
-pub fn signal_group(pgid: i32, signal: i32) -> bool {
+pub(crate) fn signal_group(pgid: i32, signal: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
@@ -112,7 +112,7 @@ pub fn restore_settings(fd: BorrowedFd<'_>, saved: &TerminalSettings) {
 
 /// A pidfd for `pid` (pidfd_open(2)): while it is open, the number cannot
 /// name another process for us.
-pub fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     if pid <= 0 {
         return None;
     }
@@ -123,7 +123,7 @@ pub fn pidfd_open(pid: i32) -> Option<OwnedFd> {
 }
 
 /// Signals the process a pidfd holds (pidfd_send_signal(2)); false if it is gone.
-pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: i32) -> bool {
+pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: i32) -> bool {
     // SAFETY: pidfd_send_signal(2) on an open pidfd; no siginfo.
     unsafe {
         libc::syscall(
@@ -138,7 +138,7 @@ pub fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: i32) -> bool {
 
 /// Writes `bytes` to a socket without a SIGPIPE should its reader be gone
 /// (`MSG_NOSIGNAL`): an `EPIPE` instead, whatever that signal's disposition.
-pub fn send_without_sigpipe(socket: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
+pub(crate) fn send_without_sigpipe(socket: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
     // SAFETY: send(2) of a live buffer of `bytes.len()` bytes on an open socket.
     let sent = unsafe {
         libc::send(
@@ -152,7 +152,7 @@ pub fn send_without_sigpipe(socket: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<
 }
 
 /// Ignores each of `signals` from now on.
-pub fn ignore_signals(signals: &[i32]) {
+pub(crate) fn ignore_signals(signals: &[i32]) {
     for &signal in signals {
         // SAFETY: ignoring a signal installs no handler code.
         unsafe { libc::signal(signal, libc::SIG_IGN) };

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 /// The environment variable that marks a process as started by one run.
-pub const OWNER_ENV: &str = "CONTINUITY_OWNER";
+pub(crate) const OWNER_ENV: &str = "CONTINUITY_OWNER";
 
 /// How long a sweep waits for what it killed to disappear from `/proc`.
 const SWEEP_BOUND: Duration = Duration::from_secs(3);
@@ -36,7 +36,7 @@ pub fn start_time(pid: i32) -> Option<u64> {
 }
 
 /// Whether `pid` names a running process (not a zombie waiting to be reaped).
-pub fn running_pid(pid: i32) -> bool {
+pub(crate) fn running_pid(pid: i32) -> bool {
     group_and_state(pid).is_some_and(|(_, zombie)| !zombie)
 }
 
@@ -50,7 +50,7 @@ fn group_and_state(pid: i32) -> Option<(i32, bool)> {
 }
 
 /// Whether the process's environment holds `CONTINUITY_OWNER=tag`.
-pub fn carries_tag(pid: i32, tag: &str) -> bool {
+pub(crate) fn carries_tag(pid: i32, tag: &str) -> bool {
     environ_holds(pid, &format!("{OWNER_ENV}={tag}"))
 }
 
@@ -116,7 +116,7 @@ fn may_be_between_programs(pid: i32) -> bool {
 }
 
 /// The owner tag in the process's environment, if it carries one.
-pub fn tag_of(pid: i32) -> Option<String> {
+pub(crate) fn tag_of(pid: i32) -> Option<String> {
     let mut environ = Vec::new();
     std::fs::File::open(format!("/proc/{pid}/environ"))
         .and_then(|mut f| f.read_to_end(&mut environ))
@@ -129,7 +129,7 @@ pub fn tag_of(pid: i32) -> Option<String> {
 }
 
 /// The folder an owner tag names: [`new_tag`] writes `<id>:<folder>`.
-pub fn tag_folder(tag: &str) -> Option<&str> {
+pub(crate) fn tag_folder(tag: &str) -> Option<&str> {
     tag.split_once(':').map(|(_, folder)| folder)
 }
 
@@ -227,7 +227,7 @@ fn all_pids() -> Vec<i32> {
 }
 
 /// Every live process carrying `tag`, pinned.
-pub fn tagged(tag: &str) -> Vec<Pinned> {
+pub(crate) fn tagged(tag: &str) -> Vec<Pinned> {
     all_pids()
         .into_iter()
         .filter_map(Pinned::open)

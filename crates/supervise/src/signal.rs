@@ -83,7 +83,7 @@ pub struct UnknownSignal {
 }
 
 /// `SIGTERM, SIGKILL, …` for messages.
-pub fn known_signals() -> String {
+pub(crate) fn known_signals() -> String {
     SIGNALS
         .iter()
         .map(|(name, _)| *name)

@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Largest JSON-RPC body kept in a `full` trace; longer ones are cut.
-pub const BODY_LIMIT_CHARS: usize = 4096;
+pub(crate) const BODY_LIMIT_CHARS: usize = 4096;
 
 /// One HTTP exchange as the trace records it.
 #[derive(Debug, Clone)]
@@ -367,7 +367,7 @@ impl Trace {
 
 /// The channel an exchange counts on, e.g. `GET /v1/health`,
 /// `GET /v1/acp/sdk-mock-… (event stream)`.
-pub fn channel_name(method: &str, path: &str, purpose: Purpose) -> String {
+pub(crate) fn channel_name(method: &str, path: &str, purpose: Purpose) -> String {
     match purpose {
         Purpose::Stream => format!("{method} {path} {}", observe::EVENT_STREAM),
         _ => format!("{method} {path}"),
@@ -381,11 +381,6 @@ pub fn health_channel(base_url: &str) -> String {
         &path_of(&format!("{base_url}/v1/health")),
         Purpose::Health,
     )
-}
-
-/// The channel of a transport's event stream at `url`.
-pub fn stream_channel(url: &str) -> String {
-    channel_name("GET", &path_of(url), Purpose::Stream)
 }
 
 /// An envelope's method, id and error code.
