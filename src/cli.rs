@@ -43,7 +43,7 @@ pub enum Command {
         #[arg(long)]
         allow_missing: bool,
         /// Compare the points of this axis within one run: every adjacent pair, or --from and --to.
-        #[arg(long, value_enum, value_name = "AXIS")]
+        #[arg(long, value_name = "AXIS", value_parser = axis_parser())]
         axis: Option<Axis>,
         /// With --axis: the point compared from (the baseline), by label [default: each point but the last].
         #[arg(long, value_name = "LABEL", requires = "axis")]
@@ -310,22 +310,21 @@ pub struct RunArgs {
     pub sdks: Vec<String>,
 }
 
-/// `compare --axis`: every axis, named as [`Axis::name`] spells it.
-impl ValueEnum for Axis {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Axis::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        let help = match self {
+/// `compare --axis`: every axis, named as [`Axis::name`] spells it, with
+/// what gives it its points.
+fn axis_parser() -> impl clap::builder::TypedValueParser<Value = Axis> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let named = Axis::ALL.map(|axis| {
+        let help = match axis {
             Axis::Server => "The server points (`--server-version`, `--server-bin`).",
             Axis::Agent => "The agents (`--agent`).",
             Axis::Client => "The clients (`--client`).",
             Axis::Sdk => "The SDK points (`--sdk-version`, `--sdk`).",
             Axis::Persist => "The session stores (`--persist`).",
         };
-        Some(clap::builder::PossibleValue::new(self.name()).help(help))
-    }
+        PossibleValue::new(axis.name()).help(help)
+    });
+    PossibleValuesParser::new(named).try_map(|name| name.parse::<Axis>())
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

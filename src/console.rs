@@ -14,6 +14,7 @@ pub mod live;
 use crate::secret::redact_known as redact;
 #[cfg(doc)]
 use crate::secret::Redactor;
+use crate::supervise::os;
 use crate::untrusted::{printable, CommandLine, Printed};
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,22 +68,13 @@ fn columns_from(value: Option<&str>) -> Option<usize> {
 }
 
 /// The terminal's width from the kernel (`TIOCGWINSZ`), when `stream` is one.
-#[allow(unsafe_code)]
 fn terminal_width(stream: Stream) -> Option<usize> {
-    use std::os::fd::AsRawFd;
-    let fd = match stream {
-        Stream::Stdout => io::stdout().as_raw_fd(),
-        Stream::Stderr => io::stderr().as_raw_fd(),
+    use std::os::fd::AsFd;
+    let columns = match stream {
+        Stream::Stdout => os::terminal_columns(io::stdout().as_fd()),
+        Stream::Stderr => os::terminal_columns(io::stderr().as_fd()),
     };
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own.
-    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    columns.map(usize::from)
 }
 
 /// Writes `text` to stdout, [`printable`] (no newline added).

@@ -25,28 +25,30 @@
 //! - `targets`: restart actions (command, managed process, signal, HTTP
 //!   hook, network fault) and readiness probes; the built-in targets and
 //!   which targets a run has
-//! - `faults`: the fault proxy on a hop (loopback TCP) and its toxics
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
-//! - `report`: the report model, its renderers, judgement against
-//!   expectations
-//! - `partition`: which shard a cell belongs to
-//! - `supervise`: child processes in their own groups, proof of ownership
-//!   before any signal, nothing left when the harness dies
-//! - `trace`: each cell's wire history (what transport, client and
-//!   targets saw)
 //! - `console`: every printed line, redacted
-//! - `http`, `secret`, `signal`, `exit_codes`, `errors`, `untrusted`:
-//!   leaves: the HTTP client builder, redaction of secrets, the signal
-//!   table, exit codes, what every layer's errors share (the cause chain
-//!   on one line, a rejected value's reason), text continuity did not
-//!   write as each output may show it
-//! - `folder_lock`, `run_path`, `user_file`: leaves: one command at a time
-//!   per folder, paths a report names confined to its run folder, a user's
-//!   file checked for its type (and size) before anything reads it
-//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`, `seed`:
-//!   leaves: durations in ms, a byte offset's line, waiting on a stop
-//!   flag, text cut to a display width, file names from user text, an
-//!   enum's name as serde writes it, a run's seed and what derives from it
+//! - `http`, `exit_codes`: leaves: the HTTP client builder, exit codes
+//! - `clock`, `stop_flag`: leaves: durations in ms, waiting on a stop flag
+//!
+//! Below them all, crates of their own, re-exported here under the names
+//! the modules above use (a crate cannot import one that depends on it,
+//! so cargo keeps these edges):
+//! * `supervise` and `signal` (crates/supervise): child processes in their
+//!   own groups, proof of ownership before any signal, nothing left when
+//!   the harness dies; the signal table; every libc call and `unsafe`
+//!   block of the workspace (`supervise::os`)
+//! * `faults` (crates/faults): the fault proxy on a hop (loopback TCP)
+//!   and its toxics
+//! * `report` and `partition` (crates/report): the report model, its
+//!   renderers, judgement against expectations; which shard a cell
+//!   belongs to
+//! * `trace` (crates/trace): each cell's wire history (what transport,
+//!   client and targets saw)
+//! * crates/base: `errors`, `secret`, `untrusted`, `fit`, `file_name`,
+//!   `wire_name`, `source_line`, `run_path`, `user_file`, `folder_lock`,
+//!   `seed`
+
+#![forbid(unsafe_code)]
 
 pub mod acp;
 pub mod agent;
@@ -57,32 +59,27 @@ pub mod commands;
 mod config;
 pub mod console;
 pub mod diagnose;
-pub mod errors;
 pub mod exit_codes;
-pub mod faults;
-mod file_name;
-pub mod fit;
-mod folder_lock;
 pub mod http;
-mod partition;
 pub mod persist;
 mod provider;
-pub mod report;
-mod run_path;
 mod runner;
 pub mod scenario;
-pub mod secret;
-pub mod seed;
-mod signal;
-mod source_line;
 pub mod stack;
 mod stop_flag;
-pub mod supervise;
 mod targets;
-pub mod trace;
-pub mod untrusted;
-mod user_file;
-mod wire_name;
+
+// The leaves, by the names the modules above have always used.
+pub use continuity_base::{errors, fit, secret, seed, untrusted};
+pub(crate) use continuity_base::{
+    file_name, folder_lock, run_path, source_line, user_file, wire_name,
+};
+pub use continuity_faults as faults;
+pub use continuity_report as report;
+pub(crate) use continuity_report::partition;
+pub use continuity_supervise as supervise;
+pub(crate) use continuity_supervise::signal;
+pub use continuity_trace as trace;
 
 #[cfg(test)]
 mod toml_props;

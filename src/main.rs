@@ -15,6 +15,7 @@ fn main() -> ExitCode {
         }
     };
     install_panic_hook();
+    continuity::supervise::print_warnings_with(console::errln);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

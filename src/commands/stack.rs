@@ -220,14 +220,14 @@ pub async fn stack_down(args: crate::cli::StackArgs) -> Result<Outcome, CommandE
         ));
     }
     for leader in &running {
-        leader.send_to_group(libc::SIGTERM);
+        leader.send_to_group(crate::signal::Signal::TERM.number());
     }
     let deadline = Instant::now() + DOWN_GRACE;
     while running.iter().any(Pinned::running) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     for leader in &running {
-        leader.send_to_group(libc::SIGKILL);
+        leader.send_to_group(crate::signal::Signal::KILL.number());
     }
     owners.extend(state.map(|s| s.owner).filter(|t| !t.is_empty()));
     owners.dedup();

@@ -83,7 +83,7 @@ fn a_good_file() {
     assert_eq!(spec.program, PathBuf::from("sandbox-agent"));
     assert_eq!(spec.args, ["server", "-p", "2468"]);
     assert_eq!(spec.env, [("XDG_DATA_HOME".into(), "/tmp/x".into())]);
-    assert_eq!(spec.stop_signal, libc::SIGINT);
+    assert_eq!(spec.stop_signal, crate::signal::Signal::INT);
     assert_eq!(spec.grace, Duration::from_secs(2));
     assert_eq!(targets[1].ready_timeout, Duration::from_secs(20));
     assert_eq!(

@@ -8,8 +8,10 @@
 //! good (before the final output, on Ctrl-C, on a panic), after which lines
 //! still set draw nowhere.
 
+use crate::supervise::os;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, WeakProgressBar};
 use std::io::IsTerminal;
+use std::os::fd::AsFd;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -25,7 +27,7 @@ struct Area {
 }
 
 /// The terminal's settings before [`start`] turned its `^C` echo off.
-static ECHO: Mutex<Option<libc::termios>> = Mutex::new(None);
+static ECHO: Mutex<Option<os::TerminalSettings>> = Mutex::new(None);
 
 /// How often spinners turn: enough to see that a 60 s wait is a wait.
 const TICK: Duration = Duration::from_millis(120);
@@ -52,28 +54,15 @@ pub fn start() -> bool {
 /// is shown: the `^C` a Ctrl-C echoes would land after the area's last
 /// column, wrap to a line the area does not know of, and leave its top line
 /// on the screen once it is cleared. [`clear`] puts the setting back.
-#[allow(unsafe_code)]
 fn quiet_control_echo() {
-    let fd = libc::STDERR_FILENO;
-    // SAFETY: tcgetattr/tcsetattr on stderr, a terminal, with a termios we own.
-    unsafe {
-        let mut settings: libc::termios = std::mem::zeroed();
-        if libc::tcgetattr(fd, &mut settings) != 0 {
-            return;
-        }
-        let saved = settings;
-        settings.c_lflag &= !libc::ECHOCTL;
-        if libc::tcsetattr(fd, libc::TCSANOW, &settings) == 0 {
-            *ECHO.lock().unwrap_or_else(|p| p.into_inner()) = Some(saved);
-        }
+    if let Some(saved) = os::quiet_control_echo(std::io::stderr().as_fd()) {
+        *ECHO.lock().unwrap_or_else(|p| p.into_inner()) = Some(saved);
     }
 }
 
-#[allow(unsafe_code)]
 fn restore_control_echo() {
     if let Some(saved) = ECHO.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        // SAFETY: the settings tcgetattr gave, back on the same terminal.
-        unsafe { libc::tcsetattr(libc::STDERR_FILENO, libc::TCSANOW, &saved) };
+        os::restore_settings(std::io::stderr().as_fd(), &saved);
     }
 }
 

@@ -281,6 +281,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_sender_prints_its_wire_name_as_serde_writes_it() {
+        assert_eq!(
+            serde_json::to_value(Sender::Agent).unwrap(),
+            Sender::Agent.as_str()
+        );
+        assert_eq!(crate::wire_name::of(&Sender::Agent), Sender::Agent.as_str());
+    }
+
+    #[test]
     fn integers_sent_back_as_floats_are_accepted() {
         let json = r#"{"id":"e","eventIndex":3.0,"sessionId":"s","createdAt":1795954397216.0,"connectionId":"c","sender":"agent","payload":{}}"#;
         let event: SessionEvent = serde_json::from_str(json).unwrap();

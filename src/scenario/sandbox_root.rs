@@ -6,7 +6,6 @@
 //! lives, so a folder whose run holds no lock belongs to a dead run. On a
 //! deployment the server's `/tmp` is elsewhere and nothing is found here.
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -29,8 +28,8 @@ fn lock_path(root: &Path, id: &str) -> PathBuf {
         .join(format!("{}.lock", crate::file_name::safe(id)))
 }
 
-/// An exclusive lock on `path`, or `None` when another process holds it.
-#[allow(unsafe_code)]
+/// An exclusive lock on `path` (std's is flock(2) here), or `None` when
+/// another process holds it.
 fn try_lock(path: &Path) -> Option<std::fs::File> {
     let file = std::fs::File::options()
         .create(true)
@@ -38,9 +37,7 @@ fn try_lock(path: &Path) -> Option<std::fs::File> {
         .write(true)
         .open(path)
         .ok()?;
-    // SAFETY: flock(2) on a file descriptor we own.
-    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-    locked.then_some(file)
+    file.try_lock().is_ok().then_some(file)
 }
 
 /// Marks run `id` as alive until the claim is dropped; `None` when the

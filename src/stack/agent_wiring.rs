@@ -86,15 +86,14 @@ pub(super) async fn wire_agents(
 /// count the agent processes (marked with this stack's owner) still alive —
 /// those outlived the server, a finding for users. Then the stack stops the
 /// whole group, and a last sweep kills anything marked that escaped it.
-#[allow(unsafe_code)]
 pub(super) fn sweep(owner: &str) -> AfterStop {
     let before_owner = owner.to_string();
     let after_owner = owner.to_string();
     AfterStop {
         before: Arc::new(move |pid| {
             let pid = pid? as i32;
-            // SAFETY: signalling the server process this stack started and still owns.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            // The server process this stack started and still owns.
+            let _ = crate::supervise::os::signal_process(pid, crate::signal::Signal::TERM.number());
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
             while agents::is_running(pid) && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(25));

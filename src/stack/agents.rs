@@ -482,12 +482,11 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// Kills (SIGKILL) every process `owner` marks; returns how many there were.
-#[allow(unsafe_code)]
 pub fn reap(owner: &str) -> usize {
     let pids = owned_processes(owner);
-    for pid in &pids {
-        // SAFETY: kill(2) on a pid whose environment carries this stack's own mark.
-        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    for &pid in &pids {
+        // A pid whose environment carries this stack's own mark.
+        let _ = crate::supervise::os::signal_process(pid, crate::signal::Signal::KILL.number());
     }
     pids.len()
 }

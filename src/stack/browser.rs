@@ -286,10 +286,8 @@ impl Chromium {
     }
 }
 
-#[allow(unsafe_code)]
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    crate::supervise::os::is_root()
 }
 
 #[cfg(test)]

@@ -49,7 +49,6 @@ pub struct GatewayConfig {
 
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
-    #[allow(unsafe_code)]
     pub fn prepare(&self) -> Result<ProcessSpec, StackError> {
         if !self.prefix.is_absolute() {
             return Err(StackError::Invalid(crate::errors::Invalid(format!(
@@ -64,8 +63,7 @@ impl GatewayConfig {
         let prefix = self.prefix.display().to_string();
         // As root the workers need a user; Debian has no group "nobody", and
         // root keeps the run folder's files readable by the harness.
-        // SAFETY: geteuid has no preconditions.
-        let user = if unsafe { libc::geteuid() } == 0 {
+        let user = if crate::supervise::os::is_root() {
             "root root"
         } else {
             "nobody nogroup"

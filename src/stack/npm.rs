@@ -235,14 +235,12 @@ pub fn make_executable(path: &Path) -> Result<(), StackError> {
     Ok(())
 }
 
-/// An exclusive `flock` held until dropped.
+/// An exclusive `flock` (std's file lock is flock(2) here) held until dropped.
 struct FileLock(std::fs::File);
 
 impl FileLock {
     /// Takes the lock, calling `contended` first when someone else holds it.
-    #[allow(unsafe_code)]
     fn acquire(path: &Path, contended: impl FnOnce()) -> Result<FileLock, StackError> {
-        use std::os::fd::AsRawFd;
         let file = std::fs::File::options()
             .create(true)
             .truncate(false)
@@ -252,28 +250,19 @@ impl FileLock {
                 "cannot open lock {}",
                 path.display()
             )))?;
-        let fd = file.as_raw_fd();
-        // SAFETY: flock on a file descriptor we own for the lifetime of `file`.
-        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        if file.try_lock().is_ok() {
             return Ok(FileLock(file));
         }
         contended();
-        // SAFETY: as above.
-        if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
-            return Err(StackError::io(format!("cannot lock {}", path.display()))(
-                std::io::Error::last_os_error(),
-            ));
-        }
+        file.lock()
+            .map_err(StackError::io(format!("cannot lock {}", path.display())))?;
         Ok(FileLock(file))
     }
 }
 
 impl Drop for FileLock {
-    #[allow(unsafe_code)]
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: unlocking the descriptor we locked.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        let _ = self.0.unlock();
     }
 }
 

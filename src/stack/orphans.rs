@@ -88,12 +88,11 @@ pub fn processes_with_env(entry: &str) -> Vec<i32> {
 }
 
 /// SIGKILLs every process whose environment holds `entry`; returns their pids.
-#[allow(unsafe_code)]
 pub fn kill_with_env(entry: &str) -> Vec<i32> {
     let pids = processes_with_env(entry);
     for &pid in &pids {
-        // SAFETY: kill(2) on a process carrying the harness's own mark.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        // A process carrying the harness's own mark.
+        let _ = crate::supervise::os::signal_process(pid, crate::signal::Signal::KILL.number());
     }
     pids
 }

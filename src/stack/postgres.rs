@@ -86,26 +86,15 @@ struct RunAs {
 }
 
 /// `postgres` (Debian's package makes it), else `nobody`; `None` when not root.
-#[allow(unsafe_code)]
 fn run_as() -> Option<RunAs> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !crate::supervise::os::is_root() {
         return None;
     }
     ["postgres", "nobody"].into_iter().find_map(lookup_user)
 }
 
-#[allow(unsafe_code)]
 fn lookup_user(name: &str) -> Option<RunAs> {
-    let c_name = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getpwnam returns a pointer to static storage or null; it is
-    // read at once, before any other call could overwrite it.
-    let entry = unsafe { libc::getpwnam(c_name.as_ptr()) };
-    if entry.is_null() {
-        return None;
-    }
-    // SAFETY: non-null, as checked above.
-    let (uid, gid) = unsafe { ((*entry).pw_uid, (*entry).pw_gid) };
+    let (uid, gid) = crate::supervise::os::user_ids(name)?;
     Some(RunAs {
         name: name.to_string(),
         uid,
@@ -250,7 +239,7 @@ impl PostgresStack {
                 log: Some(log.clone()),
                 // Postgres's fast shutdown: SIGTERM would wait for every
                 // client to leave (a pool never does).
-                stop_signal: Signal::from_number(libc::SIGINT),
+                stop_signal: Signal::INT,
                 grace: GRACE,
             }),
             ready,
@@ -449,19 +438,10 @@ fn check_reachable(path: &Path, user: &RunAs) -> Result<(), StackError> {
     Ok(())
 }
 
-#[allow(unsafe_code)]
 fn give_to(folder: &Path, user: &RunAs) -> Result<(), StackError> {
-    let c_path = std::ffi::CString::new(folder.as_os_str().as_encoded_bytes())
-        .map_err(|_| StackError::Failed(format!("{}: a NUL in the path", folder.display())))?;
-    // SAFETY: a valid NUL-terminated path; chown touches no memory of ours.
-    if unsafe { libc::chown(c_path.as_ptr(), user.uid, user.gid) } != 0 {
-        return Err(StackError::io(format!(
-            "cannot give {} to user {}",
-            folder.display(),
-            user.name
-        ))(std::io::Error::last_os_error()));
-    }
-    Ok(())
+    std::os::unix::fs::chown(folder, Some(user.uid), Some(user.gid)).map_err(StackError::io(
+        format!("cannot give {} to user {}", folder.display(), user.name),
+    ))
 }
 
 fn set_mode(folder: &Path, mode: u32) -> Result<(), StackError> {

@@ -25,22 +25,17 @@ pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
 }
 
 /// Whether a process with this pid exists (and may be signalled by us).
-#[allow(unsafe_code)]
 pub fn process_exists(pid: i32) -> bool {
-    // SAFETY: kill(2) with signal 0 only checks existence and permission.
-    unsafe { libc::kill(pid, 0) == 0 }
+    crate::supervise::os::process_exists(pid)
 }
 
 /// Sends `signal` to the process named by `pid_file`.
-#[allow(unsafe_code)]
 pub fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
     let pid = read_pid_file(pid_file)?;
-    // SAFETY: kill(2) on a single positive pid; no memory is touched.
-    if unsafe { libc::kill(pid, signal.number()) } == 0 {
+    let Err(err) = crate::supervise::os::signal_process(pid, signal.number()) else {
         return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
+    };
+    if crate::supervise::os::no_such_process(&err) {
         Err(ActionError::NoProcess {
             pid,
             path: pid_file.to_path_buf(),

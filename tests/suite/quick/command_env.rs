@@ -1,7 +1,8 @@
 //! The suite's command builder clears what the harness reads: every
-//! environment variable `src/` reads by name is cleared by it, under one
-//! of its cleared prefixes, or kept on purpose (where things are on this
-//! machine). A new variable in `src/` fails here until the builder knows it.
+//! environment variable `src/` (or a crate under `crates/`) reads by name
+//! is cleared by it, under one of its cleared prefixes, or kept on purpose
+//! (where things are on this machine). A new variable fails here until the
+//! builder knows it.
 
 use crate::support::command::{clears, continuity_command, CLEARED, KEPT};
 use std::collections::BTreeSet;
@@ -12,7 +13,8 @@ use std::path::Path;
 /// harness's own prefixes (the seed script's keys are matched, not read).
 fn variables_read_by_src() -> BTreeSet<String> {
     let mut found = BTreeSet::new();
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src"), root.join("crates")];
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();

@@ -1,0 +1,287 @@
+//! `continuity baseline RUN`: an expectations file that records what a
+//! finished run saw, one entry per cell, scoped to its server version, so
+//! the next run is judged against it (`--expect`). Reasons are left for a
+//! person to write: the file is meant to be reviewed and committed. It
+//! writes only verdicts `--expect` reads ([`EXPECTABLE`]): a flaky cell is
+//! recorded as passing, and an interrupted one is left out (the run was
+//! stopped, the component said nothing), so the next run reports it `new`.
+
+use std::fmt::Write as _;
+
+use super::expect::{parse_version, EXPECTABLE};
+use super::model::{Axis, Cell, Report, Verdict};
+
+/// `baseline --until DATE --issue URL`: the entries of cells that did not
+/// pass become a quarantine that expires (see [`super::expect`]).
+#[derive(Debug, Clone, Default)]
+pub struct Quarantine {
+    pub until: Option<jiff::civil::Date>,
+    pub issue: Option<String>,
+}
+
+/// The expectations file, and the cells it leaves out (interrupted ones).
+pub struct Baseline {
+    pub text: String,
+    pub left_out: Vec<String>,
+}
+
+/// The verdict an expectation records for `cell`, if it can record one.
+fn expected(cell: &Cell) -> Option<Verdict> {
+    let verdict = match cell.verdict {
+        // A flaky cell is recorded as passing: the gate then follows --flaky-result.
+        Verdict::Flaky => Verdict::Pass,
+        v => v,
+    };
+    EXPECTABLE.contains(&verdict).then_some(verdict)
+}
+
+pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
+    let mut left_out = Vec::new();
+    let run = &report.run;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Expectations recorded from run {} (continuity {}, server {}, agent {}).\n# Use with `continuity run --expect FILE`; replace each `reason` with why the result is known.",
+        run.id,
+        run.harness_version,
+        run.server_version.as_deref().unwrap_or("unknown"),
+        run.agent
+    );
+    for scenario in report.scenario_order() {
+        for cell in report.cells_of(scenario) {
+            let Some(verdict) = expected(cell) else {
+                left_out.push(format!("{} × {}", cell.label(), cell.point.scenario));
+                continue;
+            };
+            out.push('\n');
+            out.push_str("[[expect]]\n");
+            let _ = writeln!(
+                out,
+                "target = {}",
+                quoted(&glob_literal(&cell.point.target))
+            );
+            let _ = writeln!(
+                out,
+                "scenario = {}",
+                quoted(&glob_literal(&cell.point.scenario))
+            );
+            if let Some(client) = cell.point.get(Axis::Client) {
+                let _ = writeln!(out, "client = {}", quoted(&glob_literal(client)));
+            }
+            let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
+            if matches!(verdict, Verdict::Fail | Verdict::Error) {
+                if let Some(b) = &cell.failure_boundary {
+                    let _ = writeln!(out, "boundary = {}", quoted(b));
+                }
+                if let Some(sig) = cell.boundary_signature() {
+                    let _ = writeln!(out, "signature = {}", quoted(&sig.short()));
+                }
+            }
+            // On a server axis of recorded points each entry names its
+            // point by label (a candidate may report a release's version),
+            // and by the version the point reports.
+            let point = cell
+                .point
+                .get(Axis::Server)
+                .and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
+            if let Some(point) = point {
+                let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
+            }
+            let version = point
+                .map(|p| p.version.as_str())
+                .or(cell.point.get(Axis::Server))
+                .or(run.server_version.as_deref());
+            if let Some(v) = version.and_then(parse_version) {
+                let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
+            }
+            if let Some(sdk) = cell.point.get(Axis::Sdk) {
+                let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
+            }
+            let reason = match (cell.verdict, &cell.reason) {
+                (Verdict::Flaky, _) => format!(
+                    "flaky in run {}: {} (recorded as pass)",
+                    run.id,
+                    super::gate::attempts_text(cell)
+                ),
+                (Verdict::Pass, _) => String::new(),
+                (_, Some(reason)) => format!("seen in run {}: {}", run.id, first_line(reason)),
+                (_, None) => format!("seen in run {}", run.id),
+            };
+            if !reason.is_empty() {
+                let _ = writeln!(out, "reason = {}", quoted(&reason));
+            }
+            if verdict != Verdict::Pass {
+                if let Some(until) = quarantine.until {
+                    let _ = writeln!(out, "until = {}", quoted(&until.to_string()));
+                }
+                if let Some(issue) = &quarantine.issue {
+                    let _ = writeln!(out, "issue = {}", quoted(issue));
+                }
+            }
+        }
+    }
+    if !left_out.is_empty() {
+        let _ = write!(
+            out,
+            "\n# Left out, interrupted in run {} (no verdict to expect; the next run reports them new):\n",
+            run.id
+        );
+        for name in &left_out {
+            let _ = writeln!(out, "#   {name}");
+        }
+    }
+    Baseline {
+        text: out,
+        left_out,
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// A TOML basic string.
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// A name as a glob that matches only itself.
+fn glob_literal(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\') {
+            out.push('[');
+            out.push(c);
+            out.push(']');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expect::{gate_fails, Expectations, GateOptions};
+    use crate::fixture;
+    use crate::ExpectOutcome;
+
+    #[test]
+    fn a_run_judged_against_its_own_baseline_is_all_expected() {
+        // On a client axis the same target × scenario differs by client.
+        let mut two_clients = fixture::report();
+        let mut hosted = two_clients.cells.clone();
+        for cell in &mut hosted {
+            cell.point.set(Axis::Client, Some("ts-sdk".into()));
+            cell.verdict = Verdict::Pass;
+            cell.failure_boundary = None;
+        }
+        for cell in &mut two_clients.cells {
+            cell.point.set(Axis::Client, Some("rust".into()));
+        }
+        two_clients.cells.extend(hosted);
+        // On the server and SDK axes of a candidate's run, points by label.
+        let candidates = fixture::candidates("sandbox-agent 0.4.2");
+        for mut report in [
+            fixture::report(),
+            fixture::repeated_report(),
+            two_clients,
+            candidates,
+        ] {
+            let text = render_baseline(&report, &Quarantine::default()).text;
+            let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            x.check_names(&report.run.targets, &report.run.scenarios)
+                .unwrap();
+            assert!(x.shadowed(&report).is_empty(), "{text}");
+            x.judge(&mut report, GateOptions::default());
+            for cell in &report.cells {
+                assert_eq!(
+                    cell.expectation.as_ref().unwrap().outcome,
+                    ExpectOutcome::Expected,
+                    "{} × {}\n{text}",
+                    cell.point.target,
+                    cell.point.scenario
+                );
+            }
+            assert!(!gate_fails(&report));
+        }
+        let text = render_baseline(&fixture::report(), &Quarantine::default()).text;
+        assert!(
+            text.contains("signature = \"http 400 invalid_request\""),
+            "{text}"
+        );
+        assert!(text.contains("server_version = \"=0.4.2\""), "{text}");
+        let text = render_baseline(
+            &fixture::candidates("sandbox-agent 0.4.2"),
+            &Quarantine::default(),
+        )
+        .text;
+        assert!(
+            text.contains("server = \"fix\"\nserver_version = \"=0.4.2\"\nsdk = \"fix\""),
+            "{text}"
+        );
+    }
+
+    /// An interrupted run's baseline once wrote `verdict = "interrupted"`,
+    /// which `--expect` then refused ("is not a verdict").
+    #[test]
+    fn every_verdict_a_baseline_writes_is_one_expect_reads() {
+        let mut report = fixture::repeated_report();
+        let verdicts = [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Error,
+            Verdict::Skipped,
+            Verdict::Flaky,
+            Verdict::Interrupted,
+        ];
+        let template = report.cells[0].clone();
+        report.cells = verdicts
+            .iter()
+            .enumerate()
+            .map(|(n, v)| {
+                let mut cell = template.clone();
+                cell.point.target = format!("t{n}");
+                cell.verdict = *v;
+                cell
+            })
+            .collect();
+        report.run.targets = (0..verdicts.len()).map(|n| format!("t{n}")).collect();
+        let baseline = render_baseline(&report, &Quarantine::default());
+        let x = Expectations::parse(std::path::Path::new("b.toml"), &baseline.text)
+            .unwrap_or_else(|e| panic!("{e}\n{}", baseline.text));
+        x.check_names(&report.run.targets, &report.run.scenarios)
+            .unwrap();
+        assert_eq!(
+            baseline.left_out,
+            [format!("t5 × {}", template.point.scenario)],
+            "the interrupted cell"
+        );
+        assert!(
+            !baseline.text.contains("\"interrupted\""),
+            "{}",
+            baseline.text
+        );
+        x.judge(&mut report, GateOptions::default());
+        let outcomes: Vec<ExpectOutcome> = report
+            .cells
+            .iter()
+            .map(|c| c.expectation.as_ref().unwrap().outcome)
+            .collect();
+        assert_eq!(outcomes[..5], [ExpectOutcome::Expected; 5]);
+        assert_eq!(outcomes[5], ExpectOutcome::New);
+    }
+
+    #[test]
+    fn glob_characters_in_names_match_only_themselves() {
+        let g = glob_literal("odd*name[1]");
+        let m = globset::Glob::new(&g).unwrap().compile_matcher();
+        assert!(m.is_match("odd*name[1]"));
+        assert!(!m.is_match("oddXname1"));
+    }
+}

@@ -1,0 +1,260 @@
+//! The client axis in `report.md`: where continuity's own client (`rust`)
+//! and the real TypeScript SDK (`ts-sdk`) disagree on a cell, by verdict and
+//! failure boundary, never by signature (continuity names the 400 the SDK
+//! hides behind a timeout: that difference is the point). A disagreement is
+//! a finding about the SDK-faithful client, shown with both phase traces.
+//! Also the unhandled rejections the hosted SDK raised, with their phase.
+
+use crate::untrusted::Untrusted;
+
+use super::detail::{self, HostedFaults, UnhandledRejection};
+use super::model::{Axis, Cell, Outcome, Report, CLIENTS};
+use std::fmt::Write as _;
+
+/// A cell both clients ran whose verdict or failure boundary differs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Disagreement<'a> {
+    pub rust: &'a Cell,
+    pub ts_sdk: &'a Cell,
+}
+
+/// Pairs each `ts-sdk` cell with its `rust` counterpart: the same point
+/// (target × scenario × agent × server × store) on the other client, which
+/// runs no SDK. Keeps the pairs that disagree, in the order of the `rust`
+/// cells. Skipped cells on either side are not compared: nothing ran.
+pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
+    let [rust, ts] = CLIENTS;
+    let of = |c: &Cell, client: &str| c.point.get(Axis::Client) == Some(client);
+    let mut found: Vec<Disagreement<'_>> = report
+        .cells
+        .iter()
+        .filter(|c| of(c, ts))
+        .filter_map(|ts_sdk| {
+            let rust_point = ts_sdk
+                .point
+                .with(Axis::Client, Some(rust))
+                .with(Axis::Sdk, None);
+            let rust = report.cell_at(&rust_point)?;
+            let ran = |c: &Cell| c.verdict != super::Verdict::Skipped;
+            let differs =
+                rust.verdict != ts_sdk.verdict || rust.failure_boundary != ts_sdk.failure_boundary;
+            (ran(rust) && ran(ts_sdk) && differs).then_some(Disagreement { rust, ts_sdk })
+        })
+        .collect();
+    let rank = |cell: &Cell| report.cells.iter().position(|c| std::ptr::eq(c, cell));
+    found.sort_by_key(|d| rank(d.rust));
+    found
+}
+
+/// `## Where the clients disagree` and `## Unhandled rejections in the
+/// hosted SDK`, when the run had a client axis.
+pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
+    let has_axis = report
+        .cells
+        .iter()
+        .any(|c| c.point.get(Axis::Client).is_some());
+    let ran = |client: &str| {
+        report
+            .cells
+            .iter()
+            .any(|c| c.point.get(Axis::Client) == Some(client))
+    };
+    let both = CLIENTS.iter().all(|c| ran(c));
+    if !has_axis {
+        return None;
+    }
+    let mut out = String::new();
+    if both {
+        out.push_str("## Where the clients disagree\n\n");
+        let found = disagreements(report);
+        if found.is_empty() {
+            out.push_str("continuity's client (`rust`) and the TypeScript SDK (`ts-sdk`) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).\n");
+        } else {
+            let _ = writeln!(
+                out,
+                "**Finding about continuity's SDK-faithful client**: on {} cell(s) it does not judge as the real TypeScript SDK does (verdict or failure boundary). Both phase traces follow.\n",
+                found.len()
+            );
+            for d in &found {
+                let _ = writeln!(out, "### {}\n", d.ts_sdk.point.with(Axis::Client, None));
+                let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
+                let _ = writeln!(out, "- ts-sdk: {}\n", verdict_text(d.ts_sdk));
+                out.push_str("| phase | rust | ts-sdk |\n|---|---|---|\n");
+                for phase in &d.rust.phases {
+                    let other = d.ts_sdk.phase(&phase.name);
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} |",
+                        phase.name,
+                        phase_text(Some(phase)),
+                        phase_text(other)
+                    );
+                }
+                out.push('\n');
+            }
+        }
+    }
+    let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
+        .cells
+        .iter()
+        .filter(|c| c.point.get(Axis::Client) == Some(CLIENTS[1]))
+        .flat_map(|c| {
+            c.phases.iter().flat_map(move |p| {
+                detail::read::<HostedFaults>(&p.detail)
+                    .unwrap_or_default()
+                    .unhandled_rejections
+                    .into_iter()
+                    .map(move |f| (c, p.name.as_str(), f))
+            })
+        })
+        .collect();
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str("## Unhandled rejections in the hosted SDK\n\n");
+    if faults.is_empty() {
+        out.push_str("none recorded.\n");
+    } else {
+        out.push_str("The actor app records them instead of letting the runner die (Node's default); each is a rejection no SDK caller could catch.\n\n| cell | phase | error |\n|---|---|---|\n");
+        for (cell, phase, fault) in faults {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+            let mut error = format!("{}: {}", text(&fault.name), fault.message);
+            if let Some(status) = fault.status.as_u64() {
+                let _ = write!(error, " (HTTP {status}");
+                if !text(&fault.problem_type).is_empty() {
+                    let _ = write!(error, " {}", text(&fault.problem_type));
+                }
+                error.push(')');
+            }
+            let _ = writeln!(
+                out,
+                "| {} × {} | {phase} | {} |",
+                cell.label(),
+                cell.point.scenario,
+                Untrusted::new(&error).markdown()
+            );
+        }
+    }
+    Some(out)
+}
+
+fn verdict_text(cell: &Cell) -> String {
+    let mut text = cell.verdict.as_str().to_string();
+    if let Some(b) = &cell.failure_boundary {
+        let _ = write!(text, " @ {b}");
+    }
+    text
+}
+
+fn phase_text(phase: Option<&super::PhaseResult>) -> String {
+    let Some(phase) = phase else {
+        return "–".into();
+    };
+    match (&phase.outcome, &phase.signature) {
+        (Outcome::Ok, _) => "ok".into(),
+        (Outcome::NotRun, _) => "not run".into(),
+        (Outcome::NotApplicable, _) => "not applicable".into(),
+        (_, Some(sig)) => Untrusted::new(&sig.short()).markdown(),
+        (outcome, None) => format!("{outcome:?}").to_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture;
+
+    fn with_client(mut cell: Cell, client: &str) -> Cell {
+        cell.point.set(Axis::Client, Some(client.into()));
+        cell
+    }
+
+    #[test]
+    fn a_boundary_that_differs_is_a_finding_and_a_signature_that_differs_is_not() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let mut ts = with_client(base.clone(), "ts-sdk");
+        let rust = with_client(base.clone(), "rust");
+        report.cells = vec![rust.clone(), ts.clone()];
+        assert!(disagreements(&report).is_empty(), "same cell, no finding");
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("agree on every cell"), "{text}");
+
+        ts.failure_boundary = Some("somewhereElse".into());
+        ts.verdict = crate::Verdict::Fail;
+        report.cells = vec![rust, ts];
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1);
+        let text = render_client_sections(&report).unwrap();
+        assert!(
+            text.contains("Finding about continuity's SDK-faithful client"),
+            "{text}"
+        );
+        assert!(text.contains("| phase | rust | ts-sdk |"), "{text}");
+    }
+
+    /// Two clients × two stores: each `rust` cell is paired with the
+    /// `ts-sdk` cell of its own store, never with the other store's.
+    #[test]
+    fn each_rust_cell_is_paired_with_the_ts_sdk_cell_of_its_own_store() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let cell = |client: &str, store: &str, pass: bool| {
+            let mut cell = with_client(base.clone(), client);
+            cell.point.set(Axis::Persist, Some(store.into()));
+            if pass {
+                cell.verdict = crate::Verdict::Pass;
+                cell.failure_boundary = None;
+            }
+            cell
+        };
+        // Memory loses the session on a restart, SQLite keeps it: both
+        // clients agree on each store.
+        report.cells = vec![
+            cell("rust", "memory", false),
+            cell("rust", "sqlite", true),
+            cell("ts-sdk", "memory", false),
+            cell("ts-sdk", "sqlite", true),
+        ];
+        assert_eq!(disagreements(&report), [], "the clients agree per store");
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("agree on every cell"), "{text}");
+
+        // The SDK breaks on SQLite only: one finding, on SQLite's pair.
+        report.cells[3] = cell("ts-sdk", "sqlite", false);
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let store = |c: &Cell| c.point.get(Axis::Persist).map(str::to_string);
+        assert_eq!(store(found[0].rust).as_deref(), Some("sqlite"));
+        assert_eq!(store(found[0].ts_sdk).as_deref(), Some("sqlite"));
+        let text = render_client_sections(&report).unwrap();
+        assert!(
+            text.contains("### agent × native-continuity · sqlite\n"),
+            "{text}"
+        );
+    }
+
+    /// On an SDK axis every SDK point's cell has the one `rust` cell as
+    /// its counterpart.
+    #[test]
+    fn every_sdk_point_is_paired_with_the_rust_cell() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let rust = with_client(base.clone(), "rust");
+        let mut fixed = with_client(base.clone(), "ts-sdk");
+        fixed.point.set(Axis::Sdk, Some("fix".into()));
+        fixed.verdict = crate::Verdict::Pass;
+        fixed.failure_boundary = None;
+        let mut release = with_client(base, "ts-sdk");
+        release.point.set(Axis::Sdk, Some("0.4.2".into()));
+        report.cells = vec![rust, release, fixed];
+        let found = disagreements(&report);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].ts_sdk.point.get(Axis::Sdk), Some("fix"));
+    }
+
+    #[test]
+    fn no_client_axis_no_section() {
+        assert_eq!(render_client_sections(&fixture::report()), None);
+    }
+}

@@ -1,0 +1,653 @@
+//! Expectations: a file of known results (`--expect FILE`) and the one
+//! judgement of a finished report against it that `run`, `merge` and the CI
+//! gate share. Each cell gets an outcome — expected, regressed, changed,
+//! fixed or new — and whether it fails the run.
+//!
+//! ```toml
+//! [[expect]]
+//! target = "agent"                       # glob; default "*"
+//! scenario = "native-continuity"         # glob; default "*"
+//! client = "rust"                        # glob; default "*" (`rust` or `ts-sdk`)
+//! verdict = "fail"                       # pass | fail | error | skipped | flaky
+//! boundary = "promptSameHandleAfterRestart"
+//! signature = "http 400 invalid_request" # the short or the (masked) full signature
+//! reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+//! server_version = ">=0.4.2, <0.5"       # optional semver requirement
+//! server = "candidate"                   # glob over server points' labels; default "*"
+//! sdk = "candidate"                      # glob over SDK points' labels; default "*"
+//! until = "2026-03-31"                   # optional: the last day it excuses the cell
+//! issue = "https://github.com/o/r/issues/189" # optional: where the failure is tracked
+//! ```
+//!
+//! An entry with `until` is a quarantine that expires: after that day (in
+//! UTC) a cell it would excuse is `expired` and fails the gate, and the
+//! summaries list the entries that expire within [`EXPIRES_SOON_DAYS`].
+//!
+//! `verdict = "flaky"` is for a cell that can go either way by a known
+//! race: it accepts a pass, and a fail or flaky cell whose failure is the
+//! one the entry names (`signature` is required, `boundary` optional);
+//! anything else is `changed`. Its `reason` says why the cell varies.
+//!
+//! The first entry that matches a cell decides; an entry that never gets to
+//! decide is reported by [`Expectations::shadowed`]. An entry that names no
+//! `server` or `sdk` applies to every point of those axes, so a candidate
+//! build is judged against what the release does; `server_version` is
+//! matched against what the cell's server reports about itself (a
+//! candidate binary built from 0.4.2 reports 0.4.2).
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobMatcher};
+use jiff::civil::Date;
+use semver::{Version, VersionReq};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::errors::Invalid;
+use crate::source_line::line_of;
+
+use super::model::{
+    Axis, Cell, ExpectOutcome, FlakyResult, Judgement, Report, RunInfo, Verdict, CLIENTS,
+};
+
+/// The verdicts an expectation may name: what a component does. A flaky
+/// cell is judged as pass or fail (`--flaky-result`), and an interrupted
+/// one says only that the run was stopped, so neither is expected. The one
+/// vocabulary `--expect` reads and `baseline` writes.
+pub(crate) const EXPECTABLE: [Verdict; 4] = [
+    Verdict::Pass,
+    Verdict::Fail,
+    Verdict::Error,
+    Verdict::Skipped,
+];
+
+/// How many days ahead the summaries list entries about to expire.
+pub(crate) const EXPIRES_SOON_DAYS: i32 = 14;
+
+/// What a cell that may go either way is expected as: a pass, or the one
+/// failure its entry names.
+pub(crate) const MAY_VARY: Verdict = Verdict::Flaky;
+
+/// `pass, fail, error, skipped or flaky`.
+fn expectable_words() -> String {
+    let words: Vec<&str> = EXPECTABLE
+        .iter()
+        .chain([&MAY_VARY])
+        .map(|v| v.as_str())
+        .collect();
+    let (last, rest) = words.split_last().expect("verdicts to expect");
+    format!("{} or {last}", rest.join(", "))
+}
+
+/// A checked expectations file.
+#[derive(Debug, Clone)]
+pub struct Expectations {
+    path: PathBuf,
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    line: usize,
+    target: Pattern,
+    scenario: Pattern,
+    /// Matched against the cell's client; a cell without one ran `rust`.
+    client: Pattern,
+    verdict: Verdict,
+    boundary: Option<String>,
+    signature: Option<String>,
+    reason: Option<String>,
+    server_version: Option<VersionReq>,
+    /// Matched against the label of the cell's server point.
+    server: Option<Pattern>,
+    /// Matched against the label of the cell's SDK point (a cell of a
+    /// client that runs no SDK has none).
+    sdk: Option<Pattern>,
+    /// The last day the entry excuses a cell.
+    until: Option<Date>,
+    issue: Option<String>,
+}
+
+/// Where a cell ran, as entries match it.
+#[derive(Debug, Clone, Copy)]
+struct CellPlace<'a> {
+    /// The label of its server point, when known.
+    server: Option<&'a str>,
+    /// What its server reports about itself, for `server_version`.
+    version: Option<&'a str>,
+    /// The label of its SDK point, when it ran one.
+    sdk: Option<&'a str>,
+}
+
+impl<'a> CellPlace<'a> {
+    /// A cell's place: its own labels on an axis, else the run's only
+    /// point; the version the point reports, else the cell's or run's.
+    fn of(cell: &'a Cell, run: &'a RunInfo) -> CellPlace<'a> {
+        let server = cell.point_label(run, Axis::Server);
+        let point = server.and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
+        let version = point
+            .map(|p| p.version.as_str())
+            .or(cell.point.get(Axis::Server))
+            .or(run.server_version.as_deref());
+        CellPlace {
+            server,
+            version,
+            sdk: cell.point_label(run, Axis::Sdk),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Pattern {
+    text: String,
+    glob: GlobMatcher,
+}
+
+/// Why an expectations file was refused: the file, the line, what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ExpectError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    expect: Vec<Spanned<RawEntry>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    target: Option<Spanned<String>>,
+    scenario: Option<Spanned<String>>,
+    client: Option<Spanned<String>>,
+    verdict: Spanned<String>,
+    boundary: Option<String>,
+    signature: Option<String>,
+    reason: Option<String>,
+    server_version: Option<Spanned<String>>,
+    server: Option<Spanned<String>>,
+    sdk: Option<Spanned<String>>,
+    until: Option<Spanned<String>>,
+    issue: Option<Spanned<String>>,
+}
+
+/// How the exit code treats flaky, fixed and expired cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateOptions {
+    pub allow_fixed: bool,
+    pub flaky_result: FlakyResult,
+    /// The day `until` dates are judged against; `None`: today in UTC.
+    pub today: Option<Date>,
+}
+
+/// Today's date in UTC: what `until` is judged against.
+pub(crate) fn today_utc() -> Date {
+    jiff::tz::TimeZone::UTC
+        .to_datetime(jiff::Timestamp::now())
+        .date()
+}
+
+/// `YYYY-MM-DD`, a real day: what `until` and `baseline --until` take.
+pub fn parse_date(text: &str) -> Result<Date, Invalid> {
+    let shaped = text.len() == 10
+        && text.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if !shaped {
+        return Err(Invalid(format!("{text:?} is not a date as YYYY-MM-DD")));
+    }
+    text.parse::<Date>()
+        .map_err(|e| Invalid(format!("{text:?} is not a day of the calendar: {e}")))
+}
+
+/// An `issue` must be a link a reader can follow.
+pub fn check_issue(text: &str) -> Result<String, Invalid> {
+    let link = url::Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    match link {
+        Some(_) => Ok(text.to_string()),
+        None => Err(Invalid(format!("{text:?} is not an http(s) URL"))),
+    }
+}
+
+impl Expectations {
+    pub fn load(path: &Path) -> Result<Expectations, ExpectError> {
+        // An expectations file lists cells: a few KiB to a few hundred.
+        let text = crate::user_file::read_text(path, 16 << 20).map_err(|e| ExpectError {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("cannot read: {}", e.why),
+        })?;
+        Expectations::parse(path, &text)
+    }
+
+    /// Checks `text`; `path` names the file in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Expectations, ExpectError> {
+        let error = |offset: Option<usize>, message: String| ExpectError {
+            path: path.to_path_buf(),
+            line: offset.map(|o| line_of(text, o)),
+            message,
+        };
+        let raw: RawFile = toml::from_str(text).map_err(|e| {
+            error(
+                e.span().map(|s| s.start),
+                e.message().trim_end().to_string(),
+            )
+        })?;
+        let mut entries = Vec::new();
+        for spanned in raw.expect {
+            let start = spanned.span().start;
+            let raw = spanned.into_inner();
+            let pattern = |field: &Option<Spanned<String>>, key: &str| match field {
+                None => Ok(Pattern::new("*").expect("`*` is a glob")),
+                Some(s) => Pattern::new(s.get_ref()).map_err(|e| {
+                    error(
+                        Some(s.span().start),
+                        format!("`{key}` = {:?} is not a valid glob: {e}", s.get_ref()),
+                    )
+                }),
+            };
+            let word = raw.verdict.get_ref().as_str();
+            let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
+            let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
+                return Err(error(
+                    Some(raw.verdict.span().start),
+                    format!(
+                        "`verdict` = {word:?} is not a verdict (expected {})",
+                        expectable_words()
+                    ),
+                ));
+            };
+            let names_failure = raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty());
+            if verdict == MAY_VARY && !names_failure {
+                return Err(error(
+                    Some(raw.verdict.span().start),
+                    "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
+                ));
+            }
+            let server_version = raw
+                .server_version
+                .as_ref()
+                .map(|v| {
+                    VersionReq::parse(v.get_ref()).map_err(|e| {
+                        error(
+                            Some(v.span().start),
+                            format!(
+                                "`server_version` = {:?} is not a semver requirement (such as \"=0.4.2\" or \">=0.4, <0.5\"): {e}",
+                                v.get_ref()
+                            ),
+                        )
+                    })
+                })
+                .transpose()?;
+            entries.push(Entry {
+                line: line_of(text, start),
+                target: pattern(&raw.target, "target")?,
+                scenario: pattern(&raw.scenario, "scenario")?,
+                client: {
+                    let client = pattern(&raw.client, "client")?;
+                    // A typo must not silently switch a gate off.
+                    if !CLIENTS.iter().any(|c| client.glob.is_match(c)) {
+                        let at = raw.client.as_ref().map(|c| c.span().start);
+                        return Err(error(
+                            at,
+                            format!(
+                                "`client` = {:?} matches no client ({})",
+                                client.text,
+                                CLIENTS.join(", ")
+                            ),
+                        ));
+                    }
+                    client
+                },
+                verdict,
+                boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
+                signature: raw.signature.filter(|s| !s.trim().is_empty()),
+                reason: raw.reason.filter(|r| !r.trim().is_empty()),
+                server_version,
+                server: raw
+                    .server
+                    .as_ref()
+                    .map(|_| pattern(&raw.server, "server"))
+                    .transpose()?,
+                sdk: raw
+                    .sdk
+                    .as_ref()
+                    .map(|_| pattern(&raw.sdk, "sdk"))
+                    .transpose()?,
+                until: raw
+                    .until
+                    .as_ref()
+                    .map(|u| {
+                        parse_date(u.get_ref())
+                            .map_err(|e| error(Some(u.span().start), format!("`until` = {e}")))
+                    })
+                    .transpose()?,
+                issue: raw
+                    .issue
+                    .as_ref()
+                    .map(|i| {
+                        check_issue(i.get_ref())
+                            .map_err(|e| error(Some(i.span().start), format!("`issue` = {e}")))
+                    })
+                    .transpose()?,
+            });
+        }
+        Ok(Expectations {
+            path: path.to_path_buf(),
+            entries,
+        })
+    }
+
+    /// Refuses an entry whose target or scenario matches none the run
+    /// knows (`targets`, `scenarios`: those it could run, not only those it
+    /// runs, so one file gates a subset too): a typo must not silently
+    /// switch a gate off.
+    pub fn check_names(&self, targets: &[String], scenarios: &[String]) -> Result<(), ExpectError> {
+        for entry in &self.entries {
+            for (pattern, names, what) in [
+                (&entry.target, targets, "target"),
+                (&entry.scenario, scenarios, "scenario"),
+            ] {
+                if !names.iter().any(|n| pattern.glob.is_match(n)) {
+                    return Err(ExpectError {
+                        path: self.path.clone(),
+                        line: Some(entry.line),
+                        message: format!(
+                            "`{what}` = {:?} matches no {what} this run knows (its {what}s: {})",
+                            pattern.text,
+                            names.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses an entry whose `server` or `sdk` matches none of the run's
+    /// points (`sdks` is empty when no client of the run runs an SDK, and
+    /// then `sdk` is not checked): a typo must not switch a gate off.
+    pub fn check_points(&self, servers: &[String], sdks: &[String]) -> Result<(), ExpectError> {
+        for entry in &self.entries {
+            for (pattern, labels, what) in [
+                (&entry.server, servers, "server"),
+                (&entry.sdk, sdks, "sdk"),
+            ] {
+                let Some(pattern) = pattern else { continue };
+                if what == "sdk" && labels.is_empty() {
+                    continue;
+                }
+                if !labels.iter().any(|l| pattern.glob.is_match(l)) {
+                    return Err(ExpectError {
+                        path: self.path.clone(),
+                        line: Some(entry.line),
+                        message: format!(
+                            "`{what}` = {:?} matches no {what} point of this run (its {what} points: {})",
+                            pattern.text,
+                            match labels.is_empty() {
+                                true => "none: the server is the deployment's".to_string(),
+                                false => labels.join(", "),
+                            }
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges every cell of `report` and records the file and options in it.
+    pub fn judge(&self, report: &mut Report, options: GateOptions) {
+        let run = report.run.clone();
+        let today = options.today.unwrap_or_else(today_utc);
+        for cell in &mut report.cells {
+            let place = CellPlace::of(cell, &run);
+            let entry = self.entries.iter().find(|e| e.matches(cell, place));
+            let judgement = judge_cell(cell, entry, &self.path, options, today);
+            cell.expectation = Some(judgement);
+        }
+        report.run.expect_file = Some(self.path.display().to_string());
+        report.run.allow_fixed = options.allow_fixed;
+        report.run.flaky_result = options.flaky_result;
+    }
+}
+
+impl Expectations {
+    /// Entries that match cells of `report` but decide none of them, because
+    /// earlier entries match those cells first: almost always an ordering
+    /// mistake (a catch-all written before the specific entries). A warning,
+    /// not an error: the judgement itself is well defined.
+    pub fn shadowed(&self, report: &Report) -> Vec<String> {
+        let run = &report.run;
+        let deciding = |cell: &Cell| {
+            self.entries
+                .iter()
+                .position(|e| e.matches(cell, CellPlace::of(cell, run)))
+        };
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(i, entry)| {
+                let matched: Vec<&Cell> = report
+                    .cells
+                    .iter()
+                    .filter(|c| entry.matches(c, CellPlace::of(c, run)))
+                    .collect();
+                !matched.is_empty() && matched.iter().all(|c| deciding(c) != Some(*i))
+            })
+            .map(|(_, entry)| {
+                format!(
+                    "{}:{}: this entry decides no cell: entries above it match all of its cells first (the first matching entry decides)",
+                    self.path.display(),
+                    entry.line
+                )
+            })
+            .collect()
+    }
+}
+
+impl Pattern {
+    fn new(text: &str) -> Result<Pattern, globset::Error> {
+        Ok(Pattern {
+            text: text.to_string(),
+            glob: Glob::new(text)?.compile_matcher(),
+        })
+    }
+}
+
+impl Entry {
+    fn matches(&self, cell: &Cell, place: CellPlace<'_>) -> bool {
+        let label = |pattern: &Option<Pattern>, value: Option<&str>| match pattern {
+            None => true,
+            Some(p) => value.is_some_and(|v| p.glob.is_match(v)),
+        };
+        self.target.glob.is_match(&cell.point.target)
+            && self.scenario.glob.is_match(&cell.point.scenario)
+            && self.client.glob.is_match(cell.client_name())
+            && label(&self.server, place.server)
+            && label(&self.sdk, place.sdk)
+            && match &self.server_version {
+                None => true,
+                Some(req) => place
+                    .version
+                    .and_then(parse_version)
+                    .is_some_and(|v| req.matches(&v)),
+            }
+    }
+}
+
+/// The semver in a server version string: `0.4.2`, `v0.4.2`, `sandbox-agent 0.4.2`.
+pub fn parse_version(text: &str) -> Option<Version> {
+    text.split_whitespace()
+        .rev()
+        .find_map(|word| Version::parse(word.trim_start_matches('v')).ok())
+}
+
+fn judge_cell(
+    cell: &Cell,
+    entry: Option<&Entry>,
+    path: &Path,
+    options: GateOptions,
+    today: Date,
+) -> Judgement {
+    let got = match cell.verdict {
+        Verdict::Flaky if options.flaky_result == FlakyResult::Pass => Verdict::Pass,
+        Verdict::Flaky => Verdict::Fail,
+        v => v,
+    };
+    let Some(entry) = entry else {
+        return Judgement {
+            outcome: ExpectOutcome::New,
+            verdict: None,
+            boundary: None,
+            signature: None,
+            reason: None,
+            entry: None,
+            fails_run: got != Verdict::Pass,
+            until: None,
+            issue: None,
+            days_left: None,
+        };
+    };
+    let outcome = if entry.verdict == MAY_VARY {
+        may_vary(cell, entry)
+    } else if entry.verdict == got {
+        if matches!(got, Verdict::Fail | Verdict::Error) && !entry.same_failure(cell) {
+            ExpectOutcome::Changed
+        } else {
+            ExpectOutcome::Expected
+        }
+    } else if entry.verdict == Verdict::Pass {
+        match got {
+            Verdict::Fail | Verdict::Error => ExpectOutcome::Regressed,
+            _ => ExpectOutcome::Changed,
+        }
+    } else if got == Verdict::Pass {
+        ExpectOutcome::Fixed
+    } else {
+        ExpectOutcome::Changed
+    };
+    let days_left = entry.until.map(|until| days_between(today, until));
+    // Past its `until`, an entry no longer excuses; what it did not
+    // excuse anyway keeps its own outcome.
+    let outcome = match outcome {
+        ExpectOutcome::Expected if days_left.is_some_and(|d| d < 0) => ExpectOutcome::Expired,
+        other => other,
+    };
+    Judgement {
+        outcome,
+        verdict: Some(entry.verdict),
+        boundary: entry.boundary.clone(),
+        signature: entry.signature.clone(),
+        reason: entry.reason.clone(),
+        entry: Some(format!("{}:{}", path.display(), entry.line)),
+        fails_run: match outcome {
+            ExpectOutcome::Expected => false,
+            ExpectOutcome::Fixed => !options.allow_fixed,
+            _ => true,
+        },
+        until: entry.until.map(|d| d.to_string()),
+        issue: entry.issue.clone(),
+        days_left,
+    }
+}
+
+/// Whole days from `from` to `to` (negative when `to` is earlier).
+fn days_between(from: Date, to: Date) -> i32 {
+    from.until(to).map_or(0, |span| span.get_days())
+}
+
+/// An entry that excuses cells for a little longer: its `file:line`,
+/// `until`, days left, issue and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expiring {
+    pub entry: String,
+    pub until: String,
+    pub days_left: i32,
+    pub issue: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The entries that decided cells of `report` and expire within
+/// [`EXPIRES_SOON_DAYS`] of the day it was judged (expired ones are
+/// `expired` cells already), once each, soonest first.
+pub(crate) fn expiring_soon(report: &Report) -> Vec<Expiring> {
+    let mut out: Vec<Expiring> = Vec::new();
+    for j in report.cells.iter().filter_map(|c| c.expectation.as_ref()) {
+        let (Some(entry), Some(until), Some(days_left)) = (&j.entry, &j.until, j.days_left) else {
+            continue;
+        };
+        if !(0..=EXPIRES_SOON_DAYS).contains(&days_left) || out.iter().any(|e| &e.entry == entry) {
+            continue;
+        }
+        out.push(Expiring {
+            entry: entry.clone(),
+            until: until.clone(),
+            days_left,
+            issue: j.issue.clone(),
+            reason: j.reason.clone(),
+        });
+    }
+    out.sort_by_key(|e| e.days_left);
+    out
+}
+
+/// A `flaky` entry: a pass, or the failure it names (in every attempt
+/// that failed, the one shown), is expected.
+fn may_vary(cell: &Cell, entry: &Entry) -> ExpectOutcome {
+    match cell.verdict {
+        Verdict::Pass => ExpectOutcome::Expected,
+        Verdict::Fail | Verdict::Flaky if entry.same_failure(cell) => ExpectOutcome::Expected,
+        _ => ExpectOutcome::Changed,
+    }
+}
+
+impl Entry {
+    /// Same boundary and signature, where the entry names them.
+    fn same_failure(&self, cell: &Cell) -> bool {
+        let boundary_ok = self
+            .boundary
+            .as_deref()
+            .is_none_or(|b| cell.failure_boundary.as_deref() == Some(b));
+        let signature_ok = self.signature.as_deref().is_none_or(|expected| {
+            let expected = super::model::mask_ids(expected.trim());
+            cell.boundary_signature()
+                .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
+        });
+        boundary_ok && signature_ok
+    }
+}
+
+/// Whether the judged report fails the gate: any cell whose judgement says so.
+/// Cells without a judgement count by their own verdict.
+pub fn gate_fails(report: &Report) -> bool {
+    report.cells.iter().any(|c| match &c.expectation {
+        Some(j) => j.fails_run,
+        None => !c.counts_as_pass(report.run.flaky_result),
+    })
+}
+
+impl ExpectOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectOutcome::Expected => "expected",
+            ExpectOutcome::Regressed => "regressed",
+            ExpectOutcome::Changed => "changed",
+            ExpectOutcome::Fixed => "fixed",
+            ExpectOutcome::New => "new",
+            ExpectOutcome::Expired => "expired",
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "expect_tests.rs"]
+mod tests;

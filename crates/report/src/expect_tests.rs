@@ -1,0 +1,489 @@
+use super::*;
+use crate::fixture;
+
+const KNOWN_BUG: &str = r#"
+# the pinned server's known bug
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "fail"                       # pass | fail | error | skipped
+boundary = "promptSameHandleAfterRestart"
+signature = "http 400 invalid_request" # optional; compared with the masked signature
+reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
+"#;
+
+fn parse(text: &str) -> Result<Expectations, ExpectError> {
+    Expectations::parse(Path::new("expect.toml"), text)
+}
+
+fn judged(text: &str, options: GateOptions) -> Report {
+    let mut r = fixture::report();
+    parse(text).unwrap().judge(&mut r, options);
+    r
+}
+
+fn outcome(r: &Report, target: &str, scenario: &str) -> (ExpectOutcome, bool) {
+    let j = r
+        .cells
+        .iter()
+        .find(|c| c.point.target == target && c.point.scenario == scenario)
+        .and_then(|c| c.expectation.clone())
+        .unwrap();
+    (j.outcome, j.fails_run)
+}
+
+#[test]
+fn the_issue_shape_is_accepted_and_the_known_failure_is_expected() {
+    let r = judged(KNOWN_BUG, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let j = r.cells[0].expectation.as_ref().unwrap();
+    assert_eq!(j.entry.as_deref(), Some("expect.toml:3"));
+    assert!(j.reason.as_deref().unwrap().contains("#189"));
+    // The passing cell has no entry: new, judged by its own verdict.
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::New, false)
+    );
+    // The errored and skipped cells are new failures.
+    assert_eq!(
+        outcome(&r, "gateway", "native-continuity"),
+        (ExpectOutcome::New, true)
+    );
+    assert!(gate_fails(&r));
+    assert_eq!(r.run.expect_file.as_deref(), Some("expect.toml"));
+}
+
+#[test]
+fn every_outcome_and_the_exit_rules() {
+    let text = r#"
+[[expect]]
+target = "agent"
+scenario = "native-continuity"
+verdict = "pass"
+[[expect]]
+target = "agent"
+scenario = "recreate-rehydrate"
+verdict = "fail"
+[[expect]]
+target = "gateway"
+scenario = "native-*"
+verdict = "error"
+[[expect]]
+target = "gate*"
+scenario = "recreate-rehydrate"
+verdict = "fail"
+"#;
+    let r = judged(text, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Regressed, true)
+    );
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Fixed, true)
+    );
+    assert_eq!(
+        outcome(&r, "gateway", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    assert_eq!(
+        outcome(&r, "gateway", "recreate-rehydrate"),
+        (ExpectOutcome::Changed, true)
+    );
+    let allowed = judged(
+        text,
+        GateOptions {
+            allow_fixed: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        outcome(&allowed, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Fixed, false)
+    );
+}
+
+#[test]
+fn a_failure_elsewhere_or_with_another_signature_is_changed() {
+    for (key, value) in [
+        ("boundary", "promptAfterResume"),
+        ("signature", "http 500 server_error"),
+    ] {
+        let text = format!(
+            "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\n{key} = \"{value}\"\n"
+        );
+        let r = judged(&text, GateOptions::default());
+        assert_eq!(
+            outcome(&r, "agent", "native-continuity"),
+            (ExpectOutcome::Changed, true),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn server_version_scopes_an_entry() {
+    let text = |req: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\nserver_version = \"{req}\"\n")
+    };
+    let r = judged(&text(">=0.4.2, <0.5"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let r = judged(&text("=0.4.0"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+    assert_eq!(
+        parse_version("sandbox-agent v0.4.2"),
+        Some(Version::new(0, 4, 2))
+    );
+}
+
+#[test]
+fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
+    let text = |client: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nclient = \"{client}\"\nverdict = \"fail\"\n")
+    };
+    // The fixture's cells carry no client: they ran continuity's own.
+    let r = judged(&text("rust"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let r = judged(&text("ts-sdk"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+    // On a client axis the entry decides the ts-sdk cell only.
+    let mut r = fixture::report();
+    let mut hosted = r.cells[0].clone();
+    hosted.point.set(Axis::Client, Some("ts-sdk".into()));
+    r.cells[0].point.set(Axis::Client, Some("rust".into()));
+    r.cells.push(hosted);
+    parse(&text("ts-*"))
+        .unwrap()
+        .judge(&mut r, GateOptions::default());
+    let of = |client: &str| {
+        r.cells
+            .iter()
+            .find(|c| c.point.get(Axis::Client) == Some(client))
+            .and_then(|c| c.expectation.as_ref())
+            .map(|j| j.outcome)
+            .unwrap()
+    };
+    assert_eq!(of("ts-sdk"), ExpectOutcome::Expected);
+    assert_eq!(of("rust"), ExpectOutcome::New);
+    let typo = parse(&text("ts_sdk")).unwrap_err().to_string();
+    assert!(typo.contains("matches no client"), "{typo}");
+}
+
+#[test]
+fn a_flaky_cell_follows_flaky_result() {
+    let mut r = fixture::repeated_report();
+    let text =
+        "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"pass\"\n";
+    parse(text).unwrap().judge(&mut r, GateOptions::default());
+    assert_eq!(r.cells[0].verdict, Verdict::Flaky);
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let options = GateOptions {
+        flaky_result: FlakyResult::Fail,
+        ..Default::default()
+    };
+    parse(text).unwrap().judge(&mut r, options);
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Regressed, true)
+    );
+}
+
+#[test]
+fn bad_files_name_the_line_and_what_is_wrong() {
+    let e = parse("[[expect]]\ntarget = \"agent\"\nscenario = \"x\"\nverdict = \"broken\"\n")
+        .unwrap_err();
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(
+        e.to_string().contains("expect.toml:4") && e.to_string().contains("broken"),
+        "{e}"
+    );
+    let e = parse("[[expect]]\ntarget = \"agent[\"\nverdict = \"pass\"\n").unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+    assert!(e.message.contains("glob"), "{e}");
+    let e = parse("[[expect]]\nverdict = \"pass\"\nserver_version = \"latest\"\n").unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    let e = parse("[[expect]]\nverdict = \"pass\"\ntargte = \"agent\"\n").unwrap_err();
+    assert!(e.message.contains("targte"), "{e}");
+    let e = parse("[[expect]]\ntarget = \"agent\"\n").unwrap_err();
+    assert!(e.message.contains("verdict"), "{e}");
+}
+
+#[test]
+fn an_entry_that_matches_nothing_in_the_run_is_refused() {
+    let x = parse(
+        "[[expect]]\nverdict = \"pass\"\n\n[[expect]]\ntarget = \"agnet\"\nverdict = \"pass\"\n",
+    )
+    .unwrap();
+    let targets = ["agent".to_string(), "gateway".to_string()];
+    let scenarios = ["native-continuity".to_string()];
+    let e = x.check_names(&targets, &scenarios).unwrap_err();
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(
+        e.message.contains("agnet") && e.message.contains("agent, gateway"),
+        "{e}"
+    );
+    parse(KNOWN_BUG)
+        .unwrap()
+        .check_names(&targets, &scenarios)
+        .unwrap();
+}
+
+#[test]
+fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
+    let text = "[[expect]]\nverdict = \"pass\"\n\n[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\n";
+    let x = parse(text).unwrap();
+    let warnings = x.shadowed(&fixture::report());
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("expect.toml:4:"), "{warnings:?}");
+    // In the right order nothing is shadowed; an entry for cells this run lacks is not either.
+    let fine = format!("{KNOWN_BUG}\n[[expect]]\nverdict = \"pass\"\n[[expect]]\ntarget = \"agent\"\nverdict = \"pass\"\nserver_version = \"=0.3.0\"\n");
+    assert_eq!(
+        parse(&fine).unwrap().shadowed(&fixture::report()),
+        Vec::<String>::new()
+    );
+}
+
+fn outcome_at(r: &Report, server: &str, sdk: &str) -> ExpectOutcome {
+    r.cells
+        .iter()
+        .find(|c| c.point.get(Axis::Server) == Some(server) && c.point.get(Axis::Sdk) == Some(sdk))
+        .and_then(|c| c.expectation.as_ref())
+        .map(|j| j.outcome)
+        .unwrap()
+}
+
+/// An entry that names no server binary or SDK applies to every point:
+/// the candidate is judged against what the release does, so the SDK
+/// that passes is `fixed`; `server_version` matches what a binary reports.
+#[test]
+fn an_entry_without_server_or_sdk_judges_every_point_and_the_fix_is_fixed() {
+    let entry = "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nclient = \"ts-sdk\"\nverdict = \"fail\"\nboundary = \"promptSameHandleAfterRestart\"\nserver_version = \"=0.4.2\"\n";
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    parse(entry).unwrap().judge(&mut r, GateOptions::default());
+    for server in ["0.4.2", "fix"] {
+        assert_eq!(outcome_at(&r, server, "0.4.2"), ExpectOutcome::Expected);
+        assert_eq!(outcome_at(&r, server, "fix"), ExpectOutcome::Fixed);
+    }
+    // A binary that reports another version is outside `=0.4.2`.
+    let mut r = fixture::candidates("sandbox-agent 0.5.0-dev");
+    parse(entry).unwrap().judge(&mut r, GateOptions::default());
+    assert_eq!(outcome_at(&r, "0.4.2", "0.4.2"), ExpectOutcome::Expected);
+    assert_eq!(outcome_at(&r, "fix", "0.4.2"), ExpectOutcome::New);
+    // `server` and `sdk` name points by label.
+    let named = format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nsdk = \"fix\"\nserver = \"f*\"\nverdict = \"pass\"\n\n{entry}");
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    let x = parse(&named).unwrap();
+    x.judge(&mut r, GateOptions::default());
+    assert_eq!(outcome_at(&r, "fix", "fix"), ExpectOutcome::Expected);
+    assert_eq!(outcome_at(&r, "0.4.2", "fix"), ExpectOutcome::Fixed);
+    assert!(x
+        .check_points(&["0.4.2".into(), "fix".into()], &["fix".into()])
+        .is_ok());
+    let typo = x
+        .check_points(&["0.4.2".into()], &["fix".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        typo.contains(
+            "`server` = \"f*\" matches no server point of this run (its server points: 0.4.2)"
+        ),
+        "{typo}"
+    );
+    // A run without a hosted client has no SDK to check against.
+    assert!(x.check_points(&["fix".into()], &[]).is_ok());
+}
+
+/// A cell that names no point ran on the run's only one.
+#[test]
+fn a_cell_without_labels_is_on_the_runs_only_point() {
+    let mut r = fixture::candidates("sandbox-agent 0.4.2");
+    r.cells.retain(|c| {
+        c.point.get(Axis::Server) == Some("fix") && c.point.get(Axis::Sdk) == Some("fix")
+    });
+    r.run.points.retain(|p| p.label == "fix");
+    for cell in &mut r.cells {
+        cell.point.set(Axis::Server, None);
+        cell.point.set(Axis::Sdk, None);
+    }
+    let x = parse("[[expect]]\nserver = \"fix\"\nsdk = \"fix\"\nverdict = \"pass\"\n").unwrap();
+    x.judge(&mut r, GateOptions::default());
+    assert_eq!(
+        r.cells[0].expectation.as_ref().unwrap().outcome,
+        ExpectOutcome::Expected
+    );
+}
+
+/// A cell that can go either way by a known race (a reload's close of an
+/// idle connection crossing the next POST) is `flaky` with that failure:
+/// a pass, a fail or a flaky cell with it are expected; another failure,
+/// an error, or an entry that names no failure are not.
+#[test]
+fn a_flaky_entry_accepts_a_pass_or_its_own_failure_only() {
+    let entry = |signature: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"*\"\nverdict = \"flaky\"\nboundary = \"promptSameHandleAfterRestart\"\nsignature = \"{signature}\"\nreason = \"a race\"\n")
+    };
+    let r = judged(&entry("http 400 invalid_request"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false),
+        "a fail with its failure"
+    );
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Expected, false),
+        "a pass"
+    );
+    let r = judged(&entry("stream closed"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Changed, true),
+        "another failure"
+    );
+    for flaky_result in [FlakyResult::Pass, FlakyResult::Fail] {
+        let mut r = fixture::repeated_report();
+        let options = GateOptions {
+            flaky_result,
+            ..Default::default()
+        };
+        assert_eq!(r.cells[0].verdict, Verdict::Flaky);
+        parse(&entry("http 400 invalid_request"))
+            .unwrap()
+            .judge(&mut r, options);
+        assert_eq!(
+            outcome(&r, "agent", "native-continuity"),
+            (ExpectOutcome::Expected, false),
+            "a flaky cell whatever --flaky-result says"
+        );
+        assert_eq!(
+            r.cells[0].expectation.as_ref().unwrap().verdict,
+            Some(Verdict::Flaky)
+        );
+    }
+    let bare = parse("[[expect]]\ntarget = \"agent\"\nverdict = \"flaky\"\n").unwrap_err();
+    assert_eq!(bare.line, Some(3), "{bare}");
+    assert!(bare.message.contains("signature"), "{bare}");
+    let e = parse("[[expect]]\nverdict = \"broken\"\n").unwrap_err();
+    assert!(e.message.contains("skipped or flaky"), "{e}");
+}
+
+/// The known bug, quarantined until `until` and tracked in an issue.
+fn quarantined(until: &str) -> String {
+    format!("{KNOWN_BUG}until = \"{until}\"\nissue = \"https://github.com/rivet-dev/sandbox-agent/issues/189\"\n")
+}
+
+fn on(day: &str) -> GateOptions {
+    GateOptions {
+        today: Some(day.parse().unwrap()),
+        ..GateOptions::default()
+    }
+}
+
+#[test]
+fn a_quarantine_excuses_through_its_until_day_and_then_fails_the_gate() {
+    let text = quarantined("2026-03-01");
+    // Its last day: still excused, and listed as expiring today.
+    let r = judged(&text, on("2026-03-01"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    // The day after: the same failure is `expired` and fails the gate.
+    let r = judged(&text, on("2026-03-02"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expired, true)
+    );
+    let j = r.cells[0].expectation.as_ref().unwrap();
+    assert_eq!(j.until.as_deref(), Some("2026-03-01"));
+    assert_eq!(j.days_left, Some(-1));
+    assert!(gate_fails(&r));
+    assert_eq!(
+        crate::gate::judgement_text(j),
+        "expired (until 2026-03-01; expected fail @ promptSameHandleAfterRestart (http 400 invalid_request))"
+    );
+    assert!(expiring_soon(&r).is_empty(), "expired is not expiring");
+}
+
+#[test]
+fn entries_expiring_within_14_days_are_listed_once_soonest_first() {
+    let r = judged(&quarantined("2026-03-11"), on("2026-03-01"));
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity"),
+        (ExpectOutcome::Expected, false)
+    );
+    let soon = expiring_soon(&r);
+    assert_eq!(soon.len(), 1, "{soon:?}");
+    assert_eq!(
+        (
+            soon[0].entry.as_str(),
+            soon[0].until.as_str(),
+            soon[0].days_left
+        ),
+        ("expect.toml:3", "2026-03-11", 10)
+    );
+    let lines = crate::gate::expiring_lines(&r, str::to_string);
+    assert_eq!(lines[0], "expectations expiring within 14 days:");
+    assert!(
+        lines[1].starts_with("expect.toml:3 until 2026-03-11 (in 10 days): https://github.com/rivet-dev/sandbox-agent/issues/189: sandbox-agent #189"),
+        "{lines:?}"
+    );
+    let text = crate::render_terminal(
+        &r,
+        &crate::Layout {
+            width: 200,
+            color: false,
+            folder: "run".into(),
+        },
+    );
+    assert!(
+        text.contains("expect.toml:3 until 2026-03-11 (in 10 days)"),
+        "{text}"
+    );
+    let summary = crate::github::render_step_summary(&r, "run");
+    assert!(
+        summary.contains("- expect.toml:3 until 2026-03-11 (in 10 days)"),
+        "{summary}"
+    );
+    // Fifteen days ahead is not soon.
+    let r = judged(&quarantined("2026-03-16"), on("2026-03-01"));
+    assert!(expiring_soon(&r).is_empty());
+}
+
+#[test]
+fn a_bad_until_or_issue_is_refused_with_its_line() {
+    for (until, why) in [
+        ("2026-02-30", "is not a day of the calendar"),
+        ("2026-3-1", "is not a date as YYYY-MM-DD"),
+        ("soon", "is not a date as YYYY-MM-DD"),
+    ] {
+        let e = parse(&quarantined(until)).unwrap_err();
+        assert_eq!(e.line, Some(10), "{e}");
+        assert!(
+            e.to_string().starts_with("expect.toml:10: `until` = "),
+            "{e}"
+        );
+        assert!(e.message.contains(why), "{until}: {e}");
+    }
+    let text = KNOWN_BUG.to_string() + "issue = \"#189\"\n";
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.line, Some(10), "{e}");
+    assert!(e.message.contains("is not an http(s) URL"), "{e}");
+}

@@ -1,0 +1,517 @@
+//! The floor and the overhead of an attempt, a cell and a run. The floor is
+//! the time nothing on the harness's side could save: the restarts, from
+//! action to ready, and the servers' own answers, read from the wire trace —
+//! each HTTP exchange from request to answer, each JSON-RPC request from
+//! sent to answered (a prompt's answer comes on the stream once the agent is
+//! done), and each call to the session store (the Rivet actor, or SQLite)
+//! from asked to answered. For the hosted TypeScript SDK, the client under
+//! test, each of its actions (`sdk`) counts from asked to answered, or to
+//! the phase deadline it was given up at: that time is the SDK's (its own
+//! waits, such as a prompt it leaves pending after a 400 it never
+//! surfaces) and the servers', not the harness's; its wire, in the same
+//! trace, shows what it was. A terminal's answers count too: its upgrade
+//! (`http`), then from the socket opening or a line sent (`ws_open`, `ws`
+//! out) to the next frame that arrives on it (`ready`, the echo). So does
+//! a restart's wait for the previous cell's deferred DELETEs on the same
+//! stack (`cleanup_wait`): on 0.4.2 the server never answers a DELETE and
+//! the wait runs to their 2 s bound, which a restart must not cut short;
+//! that cell counts its DELETE too, as its durations overlap. With a
+//! trace, the restart windows join the same union of intervals, so a store
+//! call or a health check waiting during a restart counts once. The
+//! overhead is the rest of the attempt's wall time: the harness's own
+//! work, its waits and settles (the SDK's settle until the stream catches
+//! up with an answer, and a terminal reattach's observation `window`s
+//! among them).
+//! Without a trace (`--trace off`) the floor is the restarts alone (restart
+//! plus ready time, summed), so the overhead holds the servers' answers too.
+
+use super::model::{Floor, RestartResult};
+use crate::trace::event::{Dir, Event, Line, WsFrame, WsOpen};
+
+impl Floor {
+    /// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
+    pub fn of_attempt(duration_ms: u64, restarts: &[RestartResult], trace: Option<&str>) -> Floor {
+        let restarting: u64 = restarts
+            .iter()
+            .map(|r| r.restart_ms + r.ready_ms.unwrap_or(0))
+            .sum();
+        let floor_ms = match trace.map(Spans::read) {
+            // Every restart has its window in the trace: one union.
+            Some(spans) if spans.restarts.len() == restarts.len() => {
+                union_ms(spans.answers.into_iter().chain(spans.restarts).collect())
+            }
+            // A restart the trace lost (cut at its size limit): add them up.
+            Some(spans) => restarting + union_ms(spans.answers),
+            None => restarting,
+        }
+        .min(duration_ms);
+        Floor {
+            floor_ms,
+            overhead_ms: duration_ms - floor_ms,
+        }
+    }
+
+    /// The sum of the floors given; `None` when there is none.
+    pub fn sum<'a>(floors: impl IntoIterator<Item = &'a Option<Floor>>) -> Option<Floor> {
+        floors.into_iter().flatten().fold(None, |total, f| {
+            let t = total.unwrap_or_default();
+            Some(Floor {
+                floor_ms: t.floor_ms + f.floor_ms,
+                overhead_ms: t.overhead_ms + f.overhead_ms,
+            })
+        })
+    }
+
+    /// A run's: the sum over its cells.
+    pub fn of_cells(cells: &[super::Cell]) -> Option<Floor> {
+        Floor::sum(cells.iter().map(|c| &c.timing))
+    }
+
+    /// The overhead as a share of the floor, in percent.
+    pub(crate) fn overhead_percent(&self) -> Option<f64> {
+        (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
+    }
+
+    /// `floor 12.3 s, overhead 1.2 s (+10%)`.
+    pub fn describe(&self) -> String {
+        let percent = self
+            .overhead_percent()
+            .map(|p| format!(" (+{p:.0}%)"))
+            .unwrap_or_default();
+        format!(
+            "floor {:.1} s, overhead {:.1} s{percent}",
+            self.floor_ms as f64 / 1000.0,
+            self.overhead_ms as f64 / 1000.0
+        )
+    }
+}
+
+/// The run's floor line for the text report, when its cells have one.
+pub(crate) fn run_line(report: &super::Report) -> Option<String> {
+    let timing = Floor::sum(report.cells.iter().map(|c| &c.timing))?;
+    Some(format!(
+        "time: {} over {} s of cells (run {:.1} s wall)",
+        timing.describe(),
+        format_args!(
+            "{:.1}",
+            (timing.floor_ms + timing.overhead_ms) as f64 / 1000.0
+        ),
+        report.run.duration_ms as f64 / 1000.0
+    ))
+}
+
+/// Every cell's floor and overhead, in report order: a table for the text
+/// report, rows for Markdown; `None` when no cell has one.
+pub(crate) fn cell_rows(report: &super::Report) -> Option<Vec<[String; 5]>> {
+    let rows: Vec<[String; 5]> = report
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let t = cell.timing?;
+            Some([
+                cell.label(),
+                cell.point.scenario.clone(),
+                t.floor_ms.to_string(),
+                t.overhead_ms.to_string(),
+                t.overhead_percent()
+                    .map(|p| format!("{p:.0}%"))
+                    .unwrap_or_else(|| "–".into()),
+            ])
+        })
+        .collect();
+    (!rows.is_empty()).then_some(rows)
+}
+
+pub(crate) const CELL_COLUMNS: [&str; 5] =
+    ["target", "scenario", "floor ms", "overhead ms", "overhead"];
+
+/// The Markdown section: the run's line and one row per cell.
+pub(crate) fn markdown_section(report: &super::Report) -> Option<String> {
+    let rows = cell_rows(report)?;
+    let mut out = String::from(
+        "## Floor and overhead
+
+",
+    );
+    if let Some(line) = run_line(report) {
+        out.push_str(&format!(
+            "{}
+
+",
+            line.trim_start_matches("time: ")
+        ));
+    }
+    out.push_str(&format!("| {} |\n", CELL_COLUMNS.join(" | ")));
+    out.push_str("|---|---|---|---|---|\n");
+    for row in rows {
+        let row: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    Some(out)
+}
+
+/// A trace's intervals (`t` and `ms` in milliseconds).
+struct Spans {
+    /// The servers' answers: `http`, `store`, `sdk` and `cleanup_wait`
+    /// events, logged at their end with their duration, terminal frames
+    /// answering an opening or a line sent, and `rpc` requests (`dir: out`) paired with
+    /// their answer (`dir: in`, the same `rpcId`, the latest request first).
+    answers: Vec<(f64, f64)>,
+    /// `restart_start` to `restart_end`.
+    restarts: Vec<(f64, f64)>,
+}
+
+impl Spans {
+    fn read(trace: &str) -> Spans {
+        let mut spans = Spans {
+            answers: Vec::new(),
+            restarts: Vec::new(),
+        };
+        let mut asked: Vec<(i64, f64)> = Vec::new();
+        // Per terminal (its process): when it opened or a line went out, unanswered yet.
+        let mut typed: Vec<(String, f64)> = Vec::new();
+        let mut restarting: Option<f64> = None;
+        for Line { t, event } in trace
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|value| Line::from_value(&value))
+        {
+            // An answer logged at its end with how long it took.
+            let took = match &event {
+                Event::Http(http) => Some(http.ms),
+                Event::Store(store) => store.ms,
+                Event::Sdk(sdk) => Some(sdk.ms),
+                Event::CleanupWait(wait) => Some(wait.ms as f64),
+                _ => None,
+            };
+            if let Some(ms) = took {
+                spans.answers.push(((t - ms).max(0.0), t));
+            }
+            match event {
+                Event::WsOpen(WsOpen { process })
+                | Event::Ws(WsFrame {
+                    process,
+                    dir: Dir::Out,
+                    ..
+                }) if !typed.iter().any(|(p, _)| *p == process) => {
+                    typed.push((process, t));
+                }
+                Event::Ws(WsFrame {
+                    process,
+                    dir: Dir::In,
+                    ..
+                }) => {
+                    if let Some(at) = typed.iter().position(|(p, _)| *p == process) {
+                        let (_, sent) = typed.remove(at);
+                        spans.answers.push((sent, t));
+                    }
+                }
+                Event::Rpc(rpc) => {
+                    match (rpc.dir, rpc.rpc_id.as_ref().and_then(|id| id.as_i64())) {
+                        (Dir::Out, Some(id)) => asked.push((id, t)),
+                        (Dir::In, Some(id)) => {
+                            if let Some(at) =
+                                asked.iter().rposition(|(asked_id, _)| *asked_id == id)
+                            {
+                                let (_, sent) = asked.remove(at);
+                                spans.answers.push((sent, t));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Event::RestartStart => restarting = Some(t),
+                Event::RestartEnd(_) => {
+                    if let Some(start) = restarting.take() {
+                        spans.restarts.push((start, t));
+                    }
+                }
+                _ => {}
+            }
+        }
+        spans
+    }
+}
+
+/// The length of the union of `spans`, rounded to whole milliseconds:
+/// overlapping intervals count once.
+fn union_ms(mut spans: Vec<(f64, f64)>) -> u64 {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (start, end) in spans {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            Some((s, e)) => {
+                total += e - s;
+                Some((start, end))
+            }
+            None => Some((start, end)),
+        };
+    }
+    if let Some((s, e)) = current {
+        total += e - s;
+    }
+    total.round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn restart(restart_ms: u64, ready_ms: Option<u64>) -> RestartResult {
+        RestartResult {
+            phase: "restart".into(),
+            action: "managed".into(),
+            ok: true,
+            restart_ms,
+            ready_ms,
+            down: None,
+            detail: None,
+        }
+    }
+
+    const TRACE: &str = concat!(
+        r#"{"t":0.0,"ev":"trace"}"#,
+        "\n",
+        r#"{"t":10.0,"ev":"http","ms":4.0}"#,
+        "\n",
+        // Two exchanges at once (two clients): 20..30 and 25..40 are 20 ms, not 25.
+        r#"{"t":30.0,"ev":"http","ms":10.0}"#,
+        "\n",
+        r#"{"t":40.0,"ev":"http","ms":15.0}"#,
+        "\n",
+        r#"{"t":50.0,"ev":"sse","ms":99.0}"#,
+        "\n",
+        // A prompt sent at 100 and answered on the stream at 150: 50 ms.
+        r#"{"t":100.0,"ev":"rpc","dir":"out","rpcId":7}"#,
+        "\n",
+        r#"{"t":150.0,"ev":"rpc","dir":"in","rpcId":7}"#,
+        "\n",
+        // A notification (no answer) counts nothing.
+        r#"{"t":160.0,"ev":"rpc","dir":"out","method":"session/cancel"}"#,
+        "\n",
+        "not json\n",
+    );
+
+    #[test]
+    fn restarts_and_answers_are_the_floor_the_rest_is_overhead() {
+        let floor = Floor::of_attempt(1000, &[restart(100, Some(200))], Some(TRACE));
+        assert_eq!(
+            floor,
+            Floor {
+                floor_ms: 374,
+                overhead_ms: 626
+            }
+        );
+        assert_eq!(floor.describe(), "floor 0.4 s, overhead 0.6 s (+167%)");
+    }
+
+    #[test]
+    fn store_calls_are_answers_like_http_exchanges() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            // A store call alone: 20..30.
+            r#"{"t":30.0,"ev":"store","call":"insertEvent","driver":"rivet","ms":10.0,"ok":true}"#,
+            "\n",
+            // One overlapping an exchange (40..60 and 50..70): 30 ms, not 40.
+            r#"{"t":60.0,"ev":"http","ms":20.0}"#,
+            "\n",
+            r#"{"t":70.0,"ev":"store","call":"getSession","driver":"rivet","ms":20.0,"ok":true}"#,
+            "\n",
+            // A failed call waited as long as it waited; one without `ms` counts nothing.
+            r#"{"t":100.0,"ev":"store","call":"updateSession","ms":5.0,"ok":false,"error":"x"}"#,
+            "\n",
+            r#"{"t":200.0,"ev":"store","call":"updateSession"}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (45, 955));
+    }
+
+    #[test]
+    fn restart_windows_join_the_union_so_a_call_waiting_in_one_counts_once() {
+        let trace = concat!(
+            r#"{"t":100.0,"ev":"restart_start"}"#,
+            "\n",
+            // A store call retrying while the runner restarts (150..350), and
+            // one that outlives the restart by 50 ms (350..450).
+            r#"{"t":350.0,"ev":"store","call":"insertEvent","ms":200.0,"ok":true}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"restart_end","ok":true,"restartMs":250,"readyMs":50}"#,
+            "\n",
+            r#"{"t":450.0,"ev":"store","call":"getSession","ms":100.0,"ok":true}"#,
+            "\n",
+            r#"{"t":600.0,"ev":"http","ms":10.0}"#,
+            "\n",
+        );
+        let restarts = [restart(250, Some(50))];
+        // 100..450 and 590..600, where summing would say 300 + 350 + 10.
+        let floor = Floor::of_attempt(1000, &restarts, Some(trace));
+        assert_eq!(floor.floor_ms, 360);
+        // A trace that lost a restart's end (cut at its size limit) cannot
+        // place it: the restarts are added up, and the answers beside them.
+        let cut = trace.replace(r#""ev":"restart_end""#, r#""ev":"truncated""#);
+        let floor = Floor::of_attempt(1000, &restarts, Some(&cut));
+        assert_eq!(floor.floor_ms, 300 + 300 + 10);
+        // Two restarts, two windows.
+        let twice = format!(
+            "{trace}{}\n{}\n",
+            r#"{"t":700.0,"ev":"restart_start"}"#, r#"{"t":800.0,"ev":"restart_end","ok":true}"#
+        );
+        let floor = Floor::of_attempt(
+            1000,
+            &[restarts[0].clone(), restart(90, Some(10))],
+            Some(&twice),
+        );
+        assert_eq!(floor.floor_ms, 460);
+    }
+
+    #[test]
+    fn a_hosted_sdk_action_counts_to_its_answer_or_to_the_deadline_it_was_given_up_at() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            // The SDK's POST inside its action counts once: 100..400.
+            r#"{"t":120.0,"ev":"http","ms":10.0,"client":"ts-sdk"}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"sdk","call":"prompt","ms":300.0,"ok":true}"#,
+            "\n",
+            // Given up at its 500 ms deadline: 500..1000.
+            r#"{"t":1000.0,"ev":"sdk","call":"prompt","ms":500.0,"abandoned":true}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1100, &[], Some(trace));
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (800, 300));
+    }
+
+    #[test]
+    fn a_terminal_counts_from_opening_or_typing_to_what_answers_it() {
+        let trace = concat!(
+            r#"{"t":10.0,"ev":"http","method":"GET","purpose":"terminal","ms":5.0,"status":101}"#,
+            "\n",
+            // Opened at 10, ready at 14: 4 ms, beside the upgrade's 5.
+            r#"{"t":10.0,"ev":"ws_open","process":"p1"}"#,
+            "\n",
+            r#"{"t":14.0,"ev":"ws","dir":"in","frame":"ready","process":"p1"}"#,
+            "\n",
+            // A line at 100, echoed at 130; the second output frame adds nothing.
+            r#"{"t":100.0,"ev":"ws","dir":"out","frame":"input","process":"p1"}"#,
+            "\n",
+            r#"{"t":130.0,"ev":"ws","dir":"in","frame":"data","process":"p1"}"#,
+            "\n",
+            r#"{"t":140.0,"ev":"ws","dir":"in","frame":"data","process":"p1"}"#,
+            "\n",
+            // A line to another terminal that never answers counts nothing.
+            r#"{"t":150.0,"ev":"ws","dir":"out","frame":"input","process":"p2"}"#,
+            "\n",
+            // The wait for another cell's unanswered DELETEs: 200..500.
+            r#"{"t":500.0,"ev":"cleanup_wait","ms":300}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        assert_eq!(floor.floor_ms, 5 + 4 + 30 + 300);
+    }
+
+    #[test]
+    fn without_a_trace_the_floor_is_the_restarts() {
+        let floor = Floor::of_attempt(500, &[restart(10, None), restart(5, Some(5))], None);
+        assert_eq!(floor.floor_ms, 20);
+        assert_eq!(floor.overhead_ms, 480);
+        assert_eq!(Floor::of_attempt(0, &[], None).overhead_percent(), None);
+    }
+
+    #[test]
+    fn the_floor_never_exceeds_the_wall_time() {
+        let floor = Floor::of_attempt(50, &[restart(100, Some(100))], None);
+        assert_eq!((floor.floor_ms, floor.overhead_ms), (50, 0));
+    }
+
+    #[test]
+    fn sums_skip_what_has_no_floor() {
+        let a = Some(Floor {
+            floor_ms: 1,
+            overhead_ms: 2,
+        });
+        assert_eq!(
+            Floor::sum(&[a, None, a]),
+            Some(Floor {
+                floor_ms: 2,
+                overhead_ms: 4
+            })
+        );
+        assert_eq!(Floor::sum(&[None]), None);
+    }
+
+    #[test]
+    fn the_text_and_markdown_reports_show_both_per_cell_and_for_the_run() {
+        let mut report = crate::fixture::report();
+        let plain = crate::table::render_text(&report, false);
+        assert!(!plain.contains("floor"), "no floor, no line: {plain}");
+        for (n, cell) in report.cells.iter_mut().enumerate() {
+            cell.timing = Some(Floor {
+                floor_ms: 1000 * (n as u64 + 1),
+                overhead_ms: 100,
+            });
+        }
+        report.run.timing = Floor::of_cells(&report.cells);
+        let cells = report.cells.len() as u64;
+        let floor: u64 = (1..=cells).map(|n| n * 1000).sum();
+        assert_eq!(
+            report.run.timing,
+            Some(Floor {
+                floor_ms: floor,
+                overhead_ms: 100 * cells
+            })
+        );
+        let text = crate::table::render_text(&report, false);
+        let line = text.lines().find(|l| l.starts_with("time: ")).unwrap();
+        assert!(
+            line.contains(&format!("floor {:.1} s", floor as f64 / 1000.0)),
+            "{line}"
+        );
+        assert!(text.contains("floor and overhead"), "{text}");
+        let first = &report.cells[0];
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&first.label()) && l.contains("1000") && l.contains("10%")),
+            "{text}"
+        );
+        let markdown = crate::markdown::render_markdown(&report);
+        assert!(markdown.contains("## Floor and overhead"), "{markdown}");
+        assert!(
+            markdown.contains(&format!(
+                "| {} | {} | 1000 | 100 | 10% |",
+                first.label(),
+                first.point.scenario
+            )),
+            "{markdown}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["cells"][0]["floorMs"], 1000);
+        assert_eq!(json["run"]["overheadMs"], 100 * cells);
+        assert!(json["totals"].get("floorMs").is_none(), "totals are counts");
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/report.schema.json")).unwrap();
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&json)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn reports_without_the_fields_still_read() {
+        #[derive(serde::Deserialize)]
+        struct Holder {
+            #[serde(flatten, default)]
+            timing: Option<Floor>,
+        }
+        let old: Holder = serde_json::from_str(r#"{"other":1}"#).unwrap();
+        assert_eq!(old.timing, None);
+        let new: Holder = serde_json::from_str(r#"{"floorMs":3,"overheadMs":4}"#).unwrap();
+        assert_eq!(new.timing.map(|f| f.floor_ms), Some(3));
+    }
+}

@@ -1,0 +1,66 @@
+//! Reports: the matrix model (`report.json`, schema v2) and its renderings.
+//! Only this crate knows about comfy-table and quick-junit. It starts no
+//! runtime (no tokio) and knows nothing of the stack, the runner or the
+//! executor: they hand it what they saw, it judges, joins and renders.
+//! `partition` (which shard a cell belongs to) lives here beside the merge
+//! that puts shards back together.
+
+#![forbid(unsafe_code)]
+
+// The lower crates, by the names the whole workspace knows them by.
+use continuity_base::{
+    errors, file_name, fit, folder_lock, run_path, secret, source_line, untrusted, user_file,
+    wire_name,
+};
+use continuity_trace as trace;
+
+pub mod attempts;
+pub mod axis_compare;
+pub mod baseline;
+pub mod chrome_trace;
+pub mod clients;
+pub mod compare;
+pub mod detail;
+pub mod expect;
+pub(crate) mod fix_location;
+pub mod floor;
+pub mod gate;
+pub mod github;
+pub mod html;
+pub mod join;
+pub mod judgement;
+pub mod junit;
+pub mod markdown;
+pub mod merge;
+pub mod model;
+pub mod partition;
+pub mod point;
+pub mod summary;
+pub mod table;
+pub mod terminal;
+pub mod timeline;
+pub mod upgrade;
+pub mod write;
+
+pub use model::*;
+pub use terminal::{render_terminal, Layout};
+pub use upgrade::MAX_REPORT_BYTES;
+pub use write::{
+    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
+    RUN_LOCK_FILE,
+};
+
+// The renderers by their short names, for this crate's tests.
+#[cfg(test)]
+use {junit::render_junit, markdown::render_markdown, summary::render_summary, table::render_text};
+
+/// The hand-made report of the renderer tests; other crates' tests take it
+/// through the `fixture` feature.
+#[cfg(any(test, feature = "fixture"))]
+pub mod fixture;
+#[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
+mod terminal_tests;
+#[cfg(test)]
+mod tests;

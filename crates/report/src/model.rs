@@ -1,0 +1,664 @@
+//! The matrix as data: what `report.json` holds (schema `continuity.report/v2`)
+//! and what every renderer reads. Nothing here renders or prints.
+//!
+//! v2 over v1: a cell is one point of the matrix (target × scenario, and the
+//! server version when the run has a version axis) whatever the number of
+//! attempts; its `attempts` keep every run of it (`--repeat`, `--retries`),
+//! `flaky` is a verdict, and a cell may carry its judgement against an
+//! expectations file. [`super::upgrade`] reads v1 reports.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use super::point::{Axis, Point, UnknownAxis};
+
+pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
+
+/// What one restart did, stamped with the scenario phase that asked for it:
+/// the one restart type, from the target up to a cell's `restarts` in
+/// `report.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartResult {
+    /// The phase that restarted the target.
+    pub phase: String,
+    /// The restart kind (`managed`, `command`, `signal`, `http`).
+    pub action: String,
+    pub ok: bool,
+    /// How long the restart action itself took.
+    pub restart_ms: u64,
+    /// From the end of the action until the probe passed; `None` when the
+    /// restart failed or the target has no probe.
+    pub ready_ms: Option<u64>,
+    /// How the harness saw the target go down (its process exited and its
+    /// listener refused, its probe failed during the restart, its pid file's
+    /// process renewed its children); `None` when the restart failed or
+    /// restarts no process (clients, faults), and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<String>,
+    /// On failure, what failed: the command and its exit code and stderr,
+    /// the target that never went down and what was seen instead, or the
+    /// probe, its deadline and its last error.
+    pub detail: Option<String>,
+}
+
+/// An attempt's (or a sum of attempts') physical floor (restart-to-ready
+/// plus the server's own answer times) and the harness overhead above it,
+/// in milliseconds; computed in `report::floor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Floor {
+    pub floor_ms: u64,
+    pub overhead_ms: u64,
+}
+
+/// The schema id written into every report.
+pub const SCHEMA_ID: &str = "continuity.report/v2";
+/// The previous schema, still readable (see [`super::upgrade`]).
+pub(crate) const SCHEMA_V1: &str = "continuity.report/v1";
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub schema: String,
+    pub run: RunInfo,
+    pub cells: Vec<Cell>,
+    pub totals: Totals,
+}
+
+/// What was run, against what, with which limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunInfo {
+    pub id: String,
+    pub harness_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    /// Without credentials.
+    pub base_url: String,
+    pub agent: String,
+    /// What the server reported about itself, when it did.
+    pub server_version: Option<String>,
+    pub timeout_ms: u64,
+    pub overall_timeout_ms: u64,
+    pub repeat: u32,
+    pub persist: String,
+    pub targets: Vec<String>,
+    pub scenarios: Vec<String>,
+    /// The run stopped early (Ctrl-C or the overall deadline); unfinished cells are missing.
+    pub interrupted: bool,
+    /// Component logs, relative to the report folder when inside it.
+    pub logs: Vec<LogFile>,
+    /// `--retries`: how many times a failed attempt was run again.
+    #[serde(default)]
+    pub retries: u32,
+    /// `--flaky-result`: whether a flaky cell counts as passed or failed.
+    #[serde(default)]
+    pub flaky_result: FlakyResult,
+    /// `--partition`, e.g. `count:1/2`: this run holds one shard of the matrix.
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The shard runs a merged report was made from.
+    #[serde(default)]
+    pub shards: Vec<ShardInfo>,
+    /// The expectations file the cells were judged against (`--expect`).
+    #[serde(default)]
+    pub expect_file: Option<String>,
+    /// `--allow-fixed`: a cell that passes against an expected failure does not fail the run.
+    #[serde(default)]
+    pub allow_fixed: bool,
+    /// The run's floor and overhead: the sums over its cells (see [`super::floor`]).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
+    /// The points of the server and SDK axes on the local stack, and where
+    /// each came from (a registry release or a candidate build).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<AxisPoint>,
+    /// The seed every random choice of the run derived from (`--seed`);
+    /// absent from reports written before it was recorded, and from merges
+    /// of shards that ran with different seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// One point of the server or the SDK axis: its label (what cells carry
+/// in `serverVersion` / `sdkVersion` on that axis) and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AxisPoint {
+    /// [`Axis::Server`] or [`Axis::Sdk`].
+    pub axis: Axis,
+    pub label: String,
+    pub source: PointSource,
+    /// What it reports about itself: the registry version, the binary's
+    /// `--version` (`sandbox-agent 0.4.2`), the SDK package's version.
+    pub version: String,
+    /// The candidate's binary, or its packages (the SDK first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
+}
+
+/// Where an [`AxisPoint`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointSource {
+    /// A published version from the npm registry.
+    Registry,
+    /// A sandbox-agent binary on disk (`--server-bin`).
+    Binary,
+    /// An SDK's packages on disk (`--sdk`).
+    Package,
+}
+
+impl AxisPoint {
+    /// A build under test rather than a published release.
+    pub(crate) fn is_candidate(&self) -> bool {
+        self.source != PointSource::Registry
+    }
+}
+
+impl RunInfo {
+    /// The points of `axis`, in run order.
+    pub fn points_of(&self, axis: Axis) -> impl Iterator<Item = &AxisPoint> {
+        self.points.iter().filter(move |p| p.axis == axis)
+    }
+
+    /// The point of `axis` a cell that names none ran on: the axis's only
+    /// point, when the run recorded it.
+    pub(crate) fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
+        let mut points = self.points_of(axis);
+        match (points.next(), points.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogFile {
+    pub name: String,
+    pub path: String,
+}
+
+/// One point of the matrix: target × scenario, and each other axis's
+/// value when the run had that axis (server version, agent, client, SDK,
+/// store). Its phases are those of its deciding attempt; `attempts` holds
+/// every run of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    /// Target × scenario and the cell's value on each axis the run had:
+    /// `target`, `scenario`, `serverVersion`, `agent`, `client`,
+    /// `sdkVersion`, `persist` in `report.json`.
+    #[serde(flatten)]
+    pub point: Point,
+    /// 1-based: which attempt the phases below come from.
+    pub attempt: u32,
+    pub verdict: Verdict,
+    /// The first verdict phase that failed.
+    pub failure_boundary: Option<String>,
+    /// Why the cell was skipped or could not run.
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartResult>,
+    /// Passed attempts / attempts, when there was more than one.
+    #[serde(default)]
+    pub pass_rate: Option<f64>,
+    /// Every attempt, in order, when there was more than one.
+    #[serde(default)]
+    pub attempts: Vec<Attempt>,
+    /// The cell judged against the expectations file (`--expect`).
+    #[serde(default)]
+    pub expectation: Option<Judgement>,
+    /// The cell's wire trace (`trace.jsonl`), relative to the run folder;
+    /// absent when the cell never ran or `--trace off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// The physical floor of the cell's attempts and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
+}
+
+/// One run of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1-based.
+    pub attempt: u32,
+    /// A rerun of a failed attempt (`--retries`) rather than one of `--repeat`.
+    pub retry: bool,
+    pub verdict: Verdict,
+    pub failure_boundary: Option<String>,
+    pub reason: Option<String>,
+    pub duration_ms: u64,
+    pub phases: Vec<PhaseResult>,
+    pub restarts: Vec<RestartResult>,
+    /// This attempt's wire trace (`trace.jsonl`), relative to the run folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
+    /// The physical floor on the attempt's path and the harness overhead above it.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Floor>,
+}
+
+/// How a phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    Fail,
+    Timeout,
+    /// Not reached: an earlier phase stopped the cell.
+    NotRun,
+    /// The run was interrupted while this phase ran.
+    Interrupted,
+    /// The cell's client cannot take this step: its detail's
+    /// `notApplicable` names the API the client lacks. Never a verdict.
+    NotApplicable,
+}
+
+/// One phase of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseResult {
+    /// The scenario's name for it (the seed script's camelCase names).
+    pub name: String,
+    /// The step kind: `prompt`, `restart`, `get_events`, …
+    pub step: String,
+    /// Whether it decides the cell's verdict (`verdict` in `report.json`).
+    #[serde(rename = "verdict")]
+    pub decides_verdict: bool,
+    /// Part of the cleanup that never changes the verdict.
+    pub cleanup: bool,
+    pub outcome: Outcome,
+    pub ok: bool,
+    pub duration_ms: u64,
+    pub deadline_ms: u64,
+    /// stopReason, eventsObserved, resume action, …
+    pub detail: Map<String, Value>,
+    pub signature: Option<Signature>,
+}
+
+/// A failure, precise enough to compare across runs and versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signature {
+    pub kind: SignatureKind,
+    pub http_status: Option<u16>,
+    /// Short problem type: `invalid_request` for `urn:sandbox-agent:error:invalid_request`.
+    pub problem_type: Option<String>,
+    pub rpc_code: Option<i64>,
+    pub message: String,
+    /// For timeouts: what was still pending.
+    pub pending: Option<String>,
+    /// What went wrong on the wire underneath, when something did: the
+    /// last failed attempt of the wait that ran out (or of the failed call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// What the phase's waits saw, with counts: `GET /v1/health: 4 attempts,
+    /// 4 failed, last HTTP 401`. Differs run to run, so never compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+    /// The network fault the failure happened under, when the cell's
+    /// target is a fault: its hop and toxic, and whether the fault proxy
+    /// itself reset or closed a connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultCause>,
+    /// The part of continuity's own that failed (its Postgres, Chromium,
+    /// Rivet app…), when the failure is one: the cell is then `error`,
+    /// never a verdict on sandbox-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<crate::errors::HarnessPart>,
+}
+
+/// A fault window a failure fell in or after (see `docs/faults.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultCause {
+    /// `gateway`, `agent`, `persist`, `runner`, or a deployment's own hop.
+    pub hop: String,
+    /// Toxiproxy's name of the toxic: `reset_peer`, `latency`, `partition`…
+    pub toxic: String,
+    /// `during` the window, or `after` it healed.
+    pub when: String,
+    /// `reset` or `closed` when the proxy itself did that to a connection
+    /// and the failure is that; `None` when the failure is the server's own.
+    pub by_proxy: Option<String>,
+}
+
+/// The wire-level cause under a failure: enough to tell a rotated token (a
+/// 401) from a reset connection or a refused one, and stable across runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cause {
+    /// `http`, `connect`, `stream_closed`, `timeout` or `protocol`.
+    pub kind: SignatureKind,
+    pub http_status: Option<u16>,
+    pub problem_type: Option<String>,
+    /// For transport errors: `refused`, `reset`, `closed`, `tls`, `dns`,
+    /// `timeout`, `too_large`, `other`.
+    pub error: Option<String>,
+}
+
+impl Cause {
+    /// `http 401`, `http 400 invalid_request`, `reset`, `too_large`.
+    pub fn short(&self) -> String {
+        match (self.http_status, &self.error) {
+            (Some(status), _) => match &self.problem_type {
+                Some(t) => format!("http {status} {t}"),
+                None => format!("http {status}"),
+            },
+            (None, Some(error)) => error.replace('_', " "),
+            (None, None) => self.kind.as_str().replace('_', " "),
+        }
+    }
+}
+
+/// The classes of failure, as docs/report-schema.md lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignatureKind {
+    Timeout,
+    Connect,
+    StreamClosed,
+    Http,
+    Rpc,
+    Protocol,
+    Client,
+    /// The agent process died under the server.
+    AgentExit,
+    /// Persisted history is missing or duplicated events.
+    Integrity,
+    /// The harness itself (restart command failed, readiness never came).
+    Harness,
+    /// The session store (a Rivet actor, SQLite) failed or kept the phase
+    /// waiting: the message names the call and its latency.
+    Persist,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub cells: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub errored: u32,
+    pub skipped: u32,
+    #[serde(default)]
+    pub flaky: u32,
+    /// Absent in reports written before the verdict existed.
+    #[serde(default)]
+    pub interrupted: u32,
+}
+
+impl Totals {
+    pub fn of(cells: &[Cell]) -> Totals {
+        let mut t = Totals::default();
+        for cell in cells {
+            t.cells += 1;
+            match cell.verdict {
+                Verdict::Pass => t.passed += 1,
+                Verdict::Fail => t.failed += 1,
+                Verdict::Error => t.errored += 1,
+                Verdict::Skipped => t.skipped += 1,
+                Verdict::Flaky => t.flaky += 1,
+                Verdict::Interrupted => t.interrupted += 1,
+            }
+        }
+        t
+    }
+}
+
+impl Signature {
+    /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
+    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
+    pub fn short(&self) -> String {
+        match self.kind {
+            SignatureKind::Timeout if self.cause.is_some() => {
+                format!(
+                    "timeout: {}",
+                    self.cause.as_ref().map(Cause::short).unwrap_or_default()
+                )
+            }
+            SignatureKind::Http => {
+                let mut s = format!(
+                    "http {}",
+                    self.http_status.map(|s| s.to_string()).unwrap_or_default()
+                );
+                if let Some(t) = &self.problem_type {
+                    s.push(' ');
+                    s.push_str(t);
+                }
+                s
+            }
+            SignatureKind::Rpc => format!(
+                "rpc {}",
+                self.rpc_code.map(|c| c.to_string()).unwrap_or_default()
+            ),
+            // A terminal socket's end: its close code is the signature.
+            SignatureKind::StreamClosed if self.message.starts_with("ws close ") => self
+                .message
+                .split(" (")
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            other => other.as_str().replace('_', " "),
+        }
+    }
+}
+
+/// The clients a cell can name; the first is continuity's own, which a
+/// cell without a client (a run with no client axis) ran.
+pub(crate) const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
+
+impl Cell {
+    pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
+        self.phases.iter().find(|p| p.name == name)
+    }
+
+    /// The client that ran this cell, `rust` when it names none.
+    pub fn client_name(&self) -> &str {
+        self.point.get(Axis::Client).unwrap_or(CLIENTS[0])
+    }
+
+    /// The label of this cell's point on `axis`: its own on that axis,
+    /// else the run's only point there (server and SDK points); none on
+    /// the SDK axis for a client that runs no SDK.
+    pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
+        if axis == Axis::Sdk && self.client_name() != CLIENTS[1] {
+            return None;
+        }
+        let own = self.point.get(axis);
+        own.or_else(|| run.only_point(axis).map(|p| p.label.as_str()))
+    }
+
+    /// The row label renderers share: the target and the cell's values on
+    /// the run's axes ([`Point::label`]). Attempts are inside the cell, not rows.
+    pub fn label(&self) -> String {
+        self.point.label()
+    }
+
+    /// What follows the target in the row label ([`Point::suffix`]).
+    pub(crate) fn row_suffix(&self) -> Option<String> {
+        self.point.suffix()
+    }
+
+    /// What identifies a cell across runs, shards and expectations.
+    pub fn key(&self) -> &Point {
+        &self.point
+    }
+
+    /// The signature of the failure boundary, if any.
+    pub fn boundary_signature(&self) -> Option<&Signature> {
+        self.failure_boundary
+            .as_deref()
+            .and_then(|b| self.phase(b))
+            .and_then(|p| p.signature.as_ref())
+    }
+
+    /// Whether the cell counts as passed when deciding the exit code.
+    pub fn counts_as_pass(&self, flaky: FlakyResult) -> bool {
+        match self.verdict {
+            Verdict::Pass => true,
+            Verdict::Flaky => flaky == FlakyResult::Pass,
+            _ => false,
+        }
+    }
+}
+
+/// Replaces UUIDs (server ids like `sdk-mock-<uuid>`, session ids) with
+/// `<id>`, so the same failure has the same message in every cell and run.
+pub fn mask_ids(text: &str) -> String {
+    const SHAPE: [usize; 5] = [8, 4, 4, 4, 12];
+    let bytes = text.as_bytes();
+    let uuid_at = |start: usize| -> Option<usize> {
+        let mut i = start;
+        for (n, len) in SHAPE.iter().enumerate() {
+            if n > 0 {
+                if bytes.get(i) != Some(&b'-') {
+                    return None;
+                }
+                i += 1;
+            }
+            let group = bytes.get(i..i + len)?;
+            if !group.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            i += len;
+        }
+        // Not part of a longer hex run.
+        (!bytes.get(i).is_some_and(u8::is_ascii_hexdigit)).then_some(i)
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let boundary = i == 0 || !bytes[i - 1].is_ascii_hexdigit();
+        match boundary.then(|| uuid_at(i)).flatten() {
+            Some(end) => {
+                out.push_str("<id>");
+                i = end;
+            }
+            None => {
+                let ch = text[i..].chars().next().expect("i is on a char boundary");
+                out.push(ch);
+                i += ch.len_utf8();
+            }
+        }
+    }
+    out
+}
+
+impl SignatureKind {
+    /// The snake_case name, as serialized (its serde attributes say it).
+    pub fn as_str(self) -> &'static str {
+        crate::wire_name::of(&self)
+    }
+}
+
+impl Report {
+    /// The cell at `point`, when the report holds it.
+    pub fn cell_at(&self, point: &Point) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.point == *point)
+    }
+
+    /// The same cell as `cell` with `value` on `axis` (another client,
+    /// version, SDK or store; `None`: a cell naming no value there).
+    pub(crate) fn counterpart(
+        &self,
+        cell: &Cell,
+        axis: Axis,
+        value: Option<&str>,
+    ) -> Option<&Cell> {
+        self.cell_at(&cell.point.with(axis, value))
+    }
+
+    /// Scenarios in the order the run declared them, then any that only
+    /// appear in cells, so a hand-edited or partial report still renders whole.
+    pub(crate) fn scenario_order(&self) -> Vec<&str> {
+        ordered(
+            self.run.scenarios.iter().map(String::as_str),
+            self.cells.iter().map(|c| c.point.scenario.as_str()),
+        )
+    }
+
+    /// Targets in run order, then any only found in cells.
+    pub(crate) fn target_order(&self) -> Vec<&str> {
+        ordered(
+            self.run.targets.iter().map(String::as_str),
+            self.cells.iter().map(|c| c.point.target.as_str()),
+        )
+    }
+
+    /// The summary's rows: targets in run order, each once per agent and
+    /// server version its cells carry, as [`Cell::row_suffix`] (once with
+    /// `None` without either axis).
+    pub(crate) fn row_order(&self) -> Vec<(&str, Option<String>)> {
+        let mut rows: Vec<(&str, Option<String>)> = Vec::new();
+        for target in self.target_order() {
+            let mut versions: Vec<Option<String>> = Vec::new();
+            for cell in self.cells.iter().filter(|c| c.point.target == target) {
+                if !versions.contains(&cell.row_suffix()) {
+                    versions.push(cell.row_suffix());
+                }
+            }
+            if versions.is_empty() {
+                versions.push(None);
+            }
+            rows.extend(versions.into_iter().map(|v| (target, v)));
+        }
+        rows
+    }
+
+    /// A scenario's cells sorted by target order then attempt, whatever
+    /// order the runner finished them in.
+    pub(crate) fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
+        let targets = self.target_order();
+        let rank = |t: &str| targets.iter().position(|x| *x == t).unwrap_or(usize::MAX);
+        let mut cells: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| c.point.scenario == scenario)
+            .collect();
+        cells.sort_by_key(|c| {
+            (
+                rank(&c.point.target),
+                c.point.get(Axis::Server).map(str::to_string),
+                c.attempt,
+            )
+        });
+        cells
+    }
+
+    /// A scenario's non-cleanup phase names: those of its first cell, then
+    /// any later cells add. A skipped first cell has no phases, and taking
+    /// only the first cell would then leave the table without columns.
+    pub(crate) fn phase_columns(&self, scenario: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for cell in self.cells_of(scenario) {
+            for phase in cell.phases.iter().filter(|p| !p.cleanup) {
+                if !names.contains(&phase.name.as_str()) {
+                    names.push(&phase.name);
+                }
+            }
+        }
+        names
+    }
+}
+
+fn ordered<'a>(
+    declared: impl Iterator<Item = &'a str>,
+    seen: impl Iterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in declared.chain(seen) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}

@@ -1,0 +1,284 @@
+//! The summary matrix: targets × scenarios, each cell a verdict glyph (with
+//! the pass rate when cells ran several attempts, and the expectation
+//! outcome when judged), and a column for each axis the cells carry
+//! (agent, client, SDK point, store, server point). [`render_summary`] is the grid as wide
+//! as it comes; [`fitted_summary`] fits a terminal's width: the grid, the
+//! grid with its scenario names broken at their hyphens, or, when even that
+//! is too wide (many scenarios or axes), a list with one line per row.
+//! Never coloured.
+
+use comfy_table::Cell as TableCell;
+
+use super::model::{Axis, Cell, Point, Report, Verdict};
+use crate::fit;
+
+/// Placeholder for a matrix point without a cell.
+const NOT_RUN: &str = "–";
+
+/// The grid, with every scenario name on one line (what the tests pin
+/// down; the terminal takes it through [`fitted_summary`]).
+#[cfg(test)]
+pub(crate) fn render_summary(report: &Report) -> String {
+    grid(report, false)
+}
+
+/// The summary in at most `width` columns: the grid when it fits, then the
+/// grid with two-line scenario names, else the list form.
+pub(crate) fn fitted_summary(report: &Report, width: usize) -> String {
+    for broken in [false, true] {
+        let text = grid(report, broken);
+        if fit::widest_line(&text) <= width {
+            return text;
+        }
+    }
+    list(report, width)
+}
+
+/// One row of the matrix: a target at one point of the other axes.
+struct Row<'a> {
+    target: &'a str,
+    /// What [`Cell::row_suffix`] gives its cells.
+    suffix: Option<String>,
+    /// The point of its first cell, whose axis values label the row.
+    point: Option<&'a Point>,
+}
+
+/// Which axes the cells carry, each a column of its own, in row-label order.
+#[derive(Clone)]
+struct Axes(Vec<Axis>);
+
+impl Axes {
+    fn of(report: &Report) -> Axes {
+        Axes(
+            Axis::LABEL_ORDER
+                .into_iter()
+                .filter(|a| report.cells.iter().any(|c| c.point.get(*a).is_some()))
+                .collect(),
+        )
+    }
+
+    fn header(&self) -> Vec<&'static str> {
+        let mut names = vec!["target"];
+        names.extend(self.0.iter().map(|a| a.column()));
+        names
+    }
+
+    fn labels<'a>(&self, row: &Row<'a>) -> Vec<&'a str> {
+        let mut labels = vec![row.target];
+        let value = |axis: Axis| row.point.and_then(|p| p.get(axis)).unwrap_or(NOT_RUN);
+        labels.extend(self.0.iter().map(|a| value(*a)));
+        labels
+    }
+}
+
+fn rows(report: &Report) -> Vec<Row<'_>> {
+    report
+        .row_order()
+        .into_iter()
+        .map(|(target, suffix)| {
+            let first = report
+                .cells
+                .iter()
+                .find(|c| c.point.target == target && c.row_suffix() == suffix);
+            Row {
+                target,
+                point: first.map(|c| &c.point),
+                suffix,
+            }
+        })
+        .collect()
+}
+
+fn cells_at<'a>(report: &'a Report, row: &Row<'_>, scenario: &str) -> Vec<&'a Cell> {
+    report
+        .cells
+        .iter()
+        .filter(|c| {
+            c.point.target == row.target
+                && c.point.scenario == scenario
+                && c.row_suffix() == row.suffix
+        })
+        .collect()
+}
+
+fn grid(report: &Report, broken: bool) -> String {
+    let scenarios = report.scenario_order();
+    let axes = Axes::of(report);
+    let mut table = super::table::new_table(false);
+    let mut header: Vec<TableCell> = axes.header().into_iter().map(TableCell::new).collect();
+    header.extend(scenarios.iter().map(|s| {
+        TableCell::new(if broken {
+            break_at_hyphens(s)
+        } else {
+            s.to_string()
+        })
+    }));
+    table.set_header(header);
+    for row in rows(report) {
+        let mut line: Vec<TableCell> = axes.labels(&row).into_iter().map(TableCell::new).collect();
+        for scenario in &scenarios {
+            let cells = cells_at(report, &row, scenario);
+            line.push(TableCell::new(summary_text(&cells, report.run.repeat)));
+        }
+        table.add_row(line);
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    out
+}
+
+/// `native-continuity` as `native-\ncontinuity`: a name on two lines at
+/// its middlemost hyphen, so no line of it is longer than need be.
+fn break_at_hyphens(name: &str) -> String {
+    let middle = name.len() / 2;
+    let at = name
+        .match_indices('-')
+        .map(|(i, _)| i)
+        .min_by_key(|i| i.abs_diff(middle));
+    match at {
+        Some(i) => format!("{}\n{}", &name[..=i], &name[i + 1..]),
+        None => name.to_string(),
+    }
+}
+
+/// One line per row (its target and axis labels), then its scenarios as
+/// `glyph name` items, as many to a line as fit, each item whole (cut with
+/// an ellipsis only if it alone is wider than the line).
+fn list(report: &Report, width: usize) -> String {
+    let scenarios = report.scenario_order();
+    let axes = Axes::of(report);
+    let mut out = String::new();
+    for row in rows(report) {
+        out.push_str(&fit::cut(&axes.labels(&row).join(" · "), width));
+        out.push('\n');
+        let items: Vec<String> = scenarios
+            .iter()
+            .map(|s| {
+                let cells = cells_at(report, &row, s);
+                let (glyph, extra) = summary_parts(&cells, report.run.repeat);
+                match extra {
+                    Some(extra) => format!("{glyph} {s} ({extra})"),
+                    None => format!("{glyph} {s}"),
+                }
+            })
+            .collect();
+        out.push_str(&flow(&items, "  ", width));
+    }
+    out
+}
+
+/// `items` after `indent`, two spaces apart, a new line whenever the next would pass `width`.
+fn flow(items: &[String], indent: &str, width: usize) -> String {
+    let room = width.saturating_sub(fit::width(indent));
+    let mut out = String::new();
+    let mut line = String::new();
+    for item in items {
+        let item = fit::cut(item, room);
+        if !line.is_empty() && fit::width(&line) + 2 + fit::width(&item) > room {
+            out.push_str(&format!("{indent}{line}\n"));
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push_str("  ");
+        }
+        line.push_str(&item);
+    }
+    if !line.is_empty() {
+        out.push_str(&format!("{indent}{line}\n"));
+    }
+    out
+}
+
+fn summary_text(cells: &[&Cell], repeat: u32) -> String {
+    match summary_parts(cells, repeat) {
+        (glyph, Some(extra)) => format!("{glyph} {extra}"),
+        (glyph, None) => glyph.to_string(),
+    }
+}
+
+/// The glyph and what follows it: `1/2 passed`, the expectation outcome.
+fn summary_parts(cells: &[&Cell], repeat: u32) -> (&'static str, Option<String>) {
+    if cells.is_empty() {
+        return (NOT_RUN, None);
+    }
+    if let [cell] = cells {
+        let mut extra: Vec<String> = Vec::new();
+        if cell.pass_rate.is_some() {
+            extra.push(super::gate::attempts_text(cell));
+        }
+        if let Some(j) = &cell.expectation {
+            extra.push(j.outcome.as_str().to_string());
+        }
+        return (
+            cell.verdict.glyph(),
+            (!extra.is_empty()).then(|| extra.join(" ")),
+        );
+    }
+    let count = |v: Verdict| cells.iter().filter(|c| c.verdict == v).count();
+    let (passed, failed, errored) = (
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Error),
+    );
+    // The worst verdict decides the glyph: one failure among passes is a failure.
+    let glyph = if failed > 0 {
+        Verdict::Fail.glyph()
+    } else if errored > 0 {
+        Verdict::Error.glyph()
+    } else if passed > 0 {
+        Verdict::Pass.glyph()
+    } else {
+        Verdict::Skipped.glyph()
+    };
+    if repeat > 1 || cells.len() > 1 {
+        (glyph, Some(format!("{passed}/{}", cells.len())))
+    } else {
+        (glyph, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two SDK points (or stores) of one target and client were two rows
+    /// that looked alike: `agent ┆ ts-sdk ┆ ❌` above `agent ┆ ts-sdk ┆ ✅`.
+    #[test]
+    fn every_axis_a_row_differs_by_has_a_column() {
+        let mut report = crate::fixture::candidates("sandbox-agent 0.4.2");
+        report.cells[0]
+            .point
+            .set(Axis::Persist, Some("sqlite".into()));
+        let grid = render_summary(&report);
+        let header = grid.lines().nth(1).unwrap();
+        for name in ["target", "client", "sdk", "store", "server"] {
+            assert!(header.contains(name), "{name} not in {header}");
+        }
+        let rows: Vec<&str> = grid.lines().filter(|l| l.contains("agent")).collect();
+        assert_eq!(rows.len(), 4, "{grid}");
+        for (i, row) in rows.iter().enumerate() {
+            assert!(!rows[..i].contains(row), "two rows alike:\n{grid}");
+        }
+        assert!(
+            rows[0].contains("┆ 0.4.2 ┆ sqlite ┆ 0.4.2 ")
+                && rows[1].contains("┆ fix   ┆ –      ┆ 0.4.2 "),
+            "{grid}"
+        );
+        let list = fitted_summary(&report, 40);
+        assert!(list.contains("agent · ts-sdk · fix · – · 0.4.2"), "{list}");
+    }
+
+    #[test]
+    fn names_break_at_the_middlemost_hyphen() {
+        assert_eq!(break_at_hyphens("native-continuity"), "native-\ncontinuity");
+        assert_eq!(break_at_hyphens("a-b-c-d"), "a-b-\nc-d");
+        assert_eq!(break_at_hyphens("plain"), "plain");
+    }
+
+    #[test]
+    fn items_flow_whole_within_the_width() {
+        let items: Vec<String> = ["✅ aaaa", "❌ bbbbbb", "✅ cc"].map(String::from).to_vec();
+        assert_eq!(flow(&items, "  ", 20), "  ✅ aaaa  ❌ bbbbbb\n  ✅ cc\n");
+        assert_eq!(flow(&items, "  ", 9), "  ✅ aaaa\n  ❌ bbb…\n  ✅ cc\n");
+    }
+}

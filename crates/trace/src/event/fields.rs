@@ -1,0 +1,264 @@
+//! The fields of each trace event, one struct per `ev` (the variants of
+//! [`super::Event`]): camelCase on the wire, and every field a reader can
+//! do without defaults, so a trace from an older continuity still reads.
+
+use super::{ConnAction, Dir, ErrorKind, Purpose, TraceLevel, Via};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Declares the payload structs: each field a reader may miss defaults,
+/// and names are camelCase on the wire.
+macro_rules! payload {
+    ($($(#[$meta:meta])* pub struct $name:ident { $($body:tt)* })*) => {
+        $(
+            $(#[$meta])*
+            #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+            #[serde(default, rename_all = "camelCase")]
+            pub struct $name { $($body)* }
+        )*
+    };
+}
+
+payload! {
+    pub struct Header {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub cell: Option<CellId>,
+        pub schema: String,
+        pub level: TraceLevel,
+        /// The wall clock when the cell started (its `t` 0), in Unix
+        /// milliseconds: where the cell sits in the run (`export`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub started_ms: Option<f64>,
+    }
+
+    /// The cell a trace belongs to.
+    pub struct CellId {
+        pub target: String,
+        pub scenario: String,
+        pub attempt: u32,
+    }
+
+    pub struct PhaseStart {
+        pub phase: String,
+        pub step: String,
+    }
+
+    pub struct PhaseEnd {
+        pub phase: String,
+        pub outcome: String,
+        pub ms: u64,
+    }
+
+    pub struct Http {
+        pub method: String,
+        /// Path and query, `access_token` stripped.
+        pub url: String,
+        pub purpose: Purpose,
+        pub ms: f64,
+        pub sent: u64,
+        pub received: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub attempt: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub problem_type: Option<String>,
+        /// The problem's detail, cut to a line.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub detail: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<ErrorKind>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error_detail: Option<String>,
+        /// `client` when the client itself ended the request.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub closed_by: Option<String>,
+        /// `ts-sdk` for the hosted SDK's exchanges.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub client: Option<String>,
+        /// When the response's headers came, after the request started.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub headers_ms: Option<f64>,
+    }
+
+    pub struct Rpc {
+        pub dir: Dir,
+        pub via: Via,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub method: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rpc_id: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error_code: Option<Value>,
+        /// The envelope, in a `full` trace, cut at the body limit.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub body: Option<String>,
+    }
+
+    pub struct Sse {
+        pub event: String,
+        pub bytes: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub method: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rpc_id: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error_code: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub body: Option<String>,
+    }
+
+    pub struct StreamEnd {
+        pub url: String,
+        pub events: u64,
+        pub received: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub problem_type: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub detail: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<ErrorKind>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error_detail: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub closed_by: Option<String>,
+    }
+
+    pub struct Store {
+        /// `getSession`, `insertEvent`, …
+        pub call: String,
+        pub driver: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub ms: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub ok: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+    }
+
+    pub struct Sdk {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub ok: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+        /// No answer by the phase's deadline.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub abandoned: bool,
+        pub call: String,
+        pub phase: Option<String>,
+        pub ms: f64,
+    }
+
+    pub struct WireDropped {
+        pub dropped: u64,
+    }
+
+    pub struct ReadyProbe {
+        pub attempt: u32,
+        /// The probe's URL or address, credentials hidden.
+        pub probe: String,
+        pub ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<u16>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub error: Option<String>,
+    }
+
+    /// A managed component that started (`pid`) or stopped (`exitCode` or
+    /// `signal`), or had not started (`state`).
+    pub struct Component {
+        pub component: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub pid: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub exit_code: Option<i32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub signal: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub state: Option<String>,
+    }
+
+    pub struct RestartEnd {
+        pub ok: bool,
+        pub action: String,
+        pub restart_ms: u64,
+        pub ready_ms: Option<u64>,
+        /// How the target was seen to go down (the report's `RestartResult::down`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub down: Option<String>,
+        pub detail: Option<String>,
+    }
+
+    pub struct FaultStart {
+        pub hop: String,
+        /// Toxiproxy's name of the toxic (`reset_peer`, `partition`).
+        pub toxic: String,
+        /// The fault said whole.
+        pub fault: String,
+        pub hold_ms: u64,
+    }
+
+    pub struct FaultAction {
+        pub hop: String,
+        pub toxic: String,
+        pub action: ConnAction,
+        /// The connection's number on the proxy.
+        pub conn: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub toward: Option<String>,
+    }
+
+    pub struct FaultEnd {
+        pub hop: String,
+        pub toxic: String,
+        pub ok: bool,
+        pub resets: u32,
+        pub closes: u32,
+        /// Why the proxy could no longer serve, when it could not.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub detail: Option<String>,
+    }
+
+    /// How long a wait took, in whole milliseconds.
+    pub struct Took {
+        pub ms: u64,
+    }
+
+    pub struct WsFrame {
+        /// The terminal's process.
+        pub process: String,
+        pub dir: Dir,
+        /// `data`, `input`, `ready`, `exit`, `error`.
+        pub frame: String,
+        pub bytes: u64,
+    }
+
+    pub struct WsOpen {
+        pub process: String,
+    }
+
+    pub struct WsClose {
+        pub process: String,
+        pub code: u16,
+        /// Whether a close frame came.
+        pub clean: bool,
+    }
+
+    pub struct Window {
+        pub what: String,
+        pub ms: u64,
+    }
+
+    pub struct CellEnd {
+        pub verdict: String,
+        pub failure_boundary: Option<String>,
+    }
+
+    pub struct Truncated {
+        pub limit_bytes: u64,
+    }
+}
