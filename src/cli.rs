@@ -23,6 +23,15 @@ pub struct Cli {
 pub enum Command {
     /// Run the matrix: every scenario against every restart target.
     Run(Box<RunArgs>),
+    /// Run a finished run again with its exact settings (read from its report.json), or only its cells that did not pass (--failed).
+    ///
+    /// The targets, scenarios, agents, clients, server and SDK points,
+    /// stores, deadlines, seed, repeat and retries are the run's. A
+    /// candidate binary or SDK, a config file or a scenario that is gone
+    /// or changed since (by its recorded SHA-256), or a report that does
+    /// not record what a rerun needs, is refused (exit 64). The new run's
+    /// report.json names the run it reran (`run.recipe.rerunOf`).
+    Rerun(RerunArgs),
     /// Check the config file and scenario files without touching the network.
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.
@@ -183,6 +192,27 @@ pub enum MessageFormat {
     Human,
     /// One JSON object per line on stdout (run-started, cell-started, cell-finished, run-finished); the tables on stderr.
     Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RerunArgs {
+    /// The finished run: its folder or its report.json.
+    pub run: PathBuf,
+    /// Only the cells that did not pass (fail, error, flaky, interrupted); skipped cells are not rerun.
+    #[arg(long)]
+    pub failed: bool,
+    /// Folder for the rerun's reports and logs [default: reports/<UTC time>-<id>]; must be empty or new.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Reuse a non-empty --out folder (an earlier run's files in it are removed first).
+    #[arg(long)]
+    pub force: bool,
+    /// Run cells on N workers, as `run --jobs` [default: as `run`].
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+    /// `json`: one JSON object per line on stdout while the run goes, as `run --message-format json`.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub message_format: MessageFormat,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -382,6 +412,7 @@ mod tests {
             commands,
             [
                 "run",
+                "rerun",
                 "validate",
                 "list",
                 "compare",

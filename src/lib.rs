@@ -43,10 +43,11 @@
 //! - `folder_lock`, `run_path`, `user_file`: leaves: one command at a time
 //!   per folder, paths a report names confined to its run folder, a user's
 //!   file checked for its type (and size) before anything reads it
-//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`, `seed`:
+//! - `clock`, `source_line`, `stop_flag`, `fit`, `file_name`, `wire_name`, `seed`, `digest`:
 //!   leaves: durations in ms, a byte offset's line, waiting on a stop
 //!   flag, text cut to a display width, file names from user text, an
-//!   enum's name as serde writes it, a run's seed and what derives from it
+//!   enum's name as serde writes it, a run's seed and what derives from
+//!   it, the SHA-256 of a file a run depended on
 
 pub mod acp;
 pub mod agent;
@@ -57,6 +58,7 @@ pub mod commands;
 mod config;
 pub mod console;
 pub mod diagnose;
+pub mod digest;
 pub mod errors;
 pub mod exit_codes;
 pub mod faults;

@@ -51,6 +51,7 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             continuity::supervise::keeper::run(&owner) as u8,
         )),
         Command::Run(args) => commands::run(*args).await,
+        Command::Rerun(args) => commands::rerun(args).await,
         Command::Validate(sources) => commands::validate(&sources).map(|out| {
             console::out(&out);
             Outcome::Passed

@@ -19,6 +19,7 @@ mod progress_tty;
 mod real_agents_e2e;
 mod reload_race_e2e;
 mod report_html_browser;
+mod rerun_e2e;
 mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
