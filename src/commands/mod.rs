@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod axes;
+mod bisect;
 mod candidates;
 mod cell_line;
 mod compare;
@@ -33,6 +34,7 @@ mod stack;
 mod workers;
 
 use crate::stop_flag::wait_true;
+pub use bisect::bisect;
 pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use export::export_chrome_trace;

@@ -38,8 +38,8 @@ pub use table::render_text;
 pub use terminal::{render_terminal, Layout};
 pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{
-    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
-    RUN_LOCK_FILE,
+    default_run_dir, write_atomic, FolderError, ReadBackError, ReportFiles, RunFolder,
+    RUN_FOLDER_ENTRIES, RUN_LOCK_FILE,
 };
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! real agents, Chromium); they fail loudly when one cannot start.
 
 mod bad_input_e2e;
+mod bisect_e2e;
 mod browser_e2e;
 mod candidate_e2e;
 mod client_real_server;
