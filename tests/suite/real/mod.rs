@@ -25,5 +25,6 @@ mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
 mod sdk_steps_e2e;
+mod seed_e2e;
 mod shard_e2e;
 mod stack_e2e;
