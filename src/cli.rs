@@ -230,7 +230,7 @@ pub struct RerunArgs {
 #[derive(Args, Debug, Clone)]
 pub struct BisectArgs {
     /// The axis the points lie on: `server` or `sdk` (the hosted client's, --client ts-sdk by default there).
-    #[arg(long, value_enum, value_name = "AXIS")]
+    #[arg(long, value_name = "AXIS", value_parser = bisect_axis())]
     pub axis: Axis,
     /// The points, in order: a version number (from the npm registry) or [LABEL=]PATH, a build: a sandbox-agent binary on the server axis (as --server-bin), an SDK package folder or tarball on the sdk axis, further packages after commas (as --sdk). A path holds a `/` (./sandbox-agent).
     #[arg(value_name = "POINT", required = true, num_args = 2..)]
@@ -395,6 +395,16 @@ pub struct RunArgs {
     /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
     #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
     pub sdks: Vec<String>,
+}
+
+/// `bisect --axis`: the points of a bisect are builds, on the server or
+/// the SDK axis.
+fn bisect_axis() -> impl clap::builder::TypedValueParser<Value = Axis> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["server", "sdk"]).map(|axis| match axis.as_str() {
+        "sdk" => Axis::Sdk,
+        _ => Axis::Server,
+    })
 }
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it.

@@ -40,7 +40,12 @@ pub async fn bisect(args: BisectArgs) -> Result<Outcome, CommandError> {
         seed,
         dir: &dir,
     };
-    let reference = match probe.run(0).await? {
+    let first = probe.run(0).await.inspect_err(|_| {
+        // A bisect refused at its first point leaves no folder behind
+        // (the run removed its own; this one is empty then).
+        let _ = std::fs::remove_dir(&dir);
+    })?;
+    let reference = match first {
         Tried::Ran(verdicts) => verdicts,
         Tried::Interrupted => return Ok(Outcome::Interrupted),
         Tried::Failed(why) => {
@@ -117,12 +122,6 @@ impl std::fmt::Display for BisectPoint {
 /// The points, each a version number or a path (it holds a `/`, after
 /// an optional `LABEL=`); at least two.
 fn parse_points(args: &BisectArgs) -> Result<Vec<BisectPoint>, CommandError> {
-    if !matches!(args.axis, Axis::Server | Axis::Sdk) {
-        return Err(CommandError::usage(format!(
-            "bisect --axis {}: the points of a bisect are builds: the server axis (versions, sandbox-agent binaries) or the sdk axis (versions, SDK packages)",
-            args.axis.name()
-        )));
-    }
     let mut points = Vec::new();
     for spec in &args.points {
         let registry = !spec.contains('/') && !spec.contains('=');

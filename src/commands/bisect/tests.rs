@@ -29,8 +29,20 @@ fn points_are_versions_or_paths_and_cells_target_slash_scenario() {
     let bad = args(&["--axis", "server", "--cell", "a/b", "0.4.0", "latest"]);
     let e = parse_points(&bad).unwrap_err().to_string();
     assert!(e.contains("\"latest\"") && e.contains("./latest"), "{e}");
-    let axis = args(&["--axis", "agent", "--cell", "a/b", "0.4.0", "0.4.2"]);
-    assert!(parse_points(&axis).is_err());
+    assert!(
+        Cli::try_parse_from([
+            "continuity",
+            "bisect",
+            "--axis",
+            "agent",
+            "--cell",
+            "a/b",
+            "0.4.0",
+            "0.4.2"
+        ])
+        .is_err(),
+        "the points of a bisect are builds: server or sdk"
+    );
     assert!(
         Cli::try_parse_from([
             "continuity",
