@@ -137,18 +137,18 @@ fn report_json_validates_against_schema() {
     // A run with candidates' digests and the recipe a rerun reads.
     let mut recorded = fixture::candidates("sandbox-agent 0.4.2");
     for point in recorded.run.points.iter_mut().filter(|p| p.is_candidate()) {
-        point.sha256 = Some(crate::digest::sha256_hex(point.label.as_bytes()));
+        point.sha256 = Some("ab".repeat(32));
     }
     recorded.run.recipe = Some(crate::report::Recipe {
         targets: vec!["agent".into()],
         scenarios: vec![crate::report::ScenarioIdentity {
             name: "native-continuity".into(),
-            sha256: crate::digest::sha256_hex(b"s"),
+            sha256: "cd".repeat(32),
         }],
         scenarios_dir: Some("/s".into()),
         config: Some(crate::report::FileIdentity {
             path: "/c.toml".into(),
-            sha256: crate::digest::sha256_hex(b"c"),
+            sha256: "ef".repeat(32),
         }),
         base_url: None,
         token_env: Some("SA_TOKEN".into()),
