@@ -23,10 +23,31 @@ pub struct Cli {
 pub enum Command {
     /// Run the matrix: every scenario against every restart target.
     Run(Box<RunArgs>),
+    /// Run a finished run again with its exact settings (read from its report.json), or only its cells that did not pass (--failed).
+    ///
+    /// The targets, scenarios, agents, clients, server and SDK points,
+    /// stores, deadlines, seed, repeat and retries are the run's. A
+    /// candidate binary or SDK, a config file or a scenario that is gone
+    /// or changed since (by its recorded SHA-256), or a report that does
+    /// not record what a rerun needs, is refused (exit 64). The new run's
+    /// report.json names the run it reran (`run.recipe.rerunOf`).
+    Rerun(RerunArgs),
     /// Check the config file and scenario files without touching the network.
     Validate(Sources),
     /// List the restart targets and scenarios a run would use.
     List(Sources),
+    /// Find the first of an ordered list of builds (server versions or binaries, SDK versions or packages) where a cell's verdict changes from the first build's.
+    ///
+    /// Each point tried is one run of the cells, --runs times (runs that
+    /// disagree make it flaky: neither as the first point nor changed, and
+    /// left out of the search); each try halves the points left, so six
+    /// points take at most four tries, the first included. Each point's
+    /// run is a run folder under --out (point-N/), and bisect.json records
+    /// every try. Exits 0 when it found the first point that differs, 1
+    /// when no point differs or the change lies among flaky points, 2 when
+    /// the first point cannot be judged or the bisect was interrupted.
+    /// `run --bisect-exit` judges one build for `git bisect run` instead.
+    Bisect(BisectArgs),
     /// Compare two runs cell by cell (e.g. two sandbox-agent versions), or two points of an axis of one run (--axis); exits 1 on a regression.
     ///
     /// Exits 1 on a regression, and on a cell of the baseline that the
@@ -186,6 +207,69 @@ pub enum MessageFormat {
 }
 
 #[derive(Args, Debug, Clone)]
+pub struct RerunArgs {
+    /// The finished run: its folder or its report.json.
+    pub run: PathBuf,
+    /// Only the cells that did not pass (fail, error, flaky, interrupted); skipped cells are not rerun.
+    #[arg(long)]
+    pub failed: bool,
+    /// Folder for the rerun's reports and logs [default: reports/<UTC time>-<id>]; must be empty or new.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Reuse a non-empty --out folder (an earlier run's files in it are removed first).
+    #[arg(long)]
+    pub force: bool,
+    /// Run cells on N workers, as `run --jobs` [default: as `run`].
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+    /// `json`: one JSON object per line on stdout while the run goes, as `run --message-format json`.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub message_format: MessageFormat,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BisectArgs {
+    /// The axis the points lie on: `server` or `sdk` (the hosted client's, --client ts-sdk by default there).
+    #[arg(long, value_name = "AXIS", value_parser = bisect_axis())]
+    pub axis: Axis,
+    /// The points, in order: a version number (from the npm registry) or [LABEL=]PATH, a build: a sandbox-agent binary on the server axis (as --server-bin), an SDK package folder or tarball on the sdk axis, further packages after commas (as --sdk). A path holds a `/` (./sandbox-agent).
+    #[arg(value_name = "POINT", required = true, num_args = 2..)]
+    pub points: Vec<String>,
+    /// A cell judged at each point, TARGET/SCENARIO (repeatable): the first point's verdicts are what the others are compared with.
+    #[arg(long = "cell", value_name = "TARGET/SCENARIO", required = true)]
+    pub cells: Vec<String>,
+    /// How many times each point tried is run; runs that disagree make the point flaky.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Folder for each point's run (point-N/) and bisect.json [default: reports/<UTC time>-bisect-<id>]; must be empty or new.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The seed of every point's runs [default: drawn once and printed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Which client runs the cells (repeatable), as `run --client` [default: rust; ts-sdk on the sdk axis].
+    #[arg(long = "client", value_enum, value_name = "CLIENT")]
+    pub clients: Vec<ClientArg>,
+    /// Agent to run sessions with (repeatable), as `run --agent`.
+    #[arg(long = "agent", value_name = "NAME")]
+    pub agent: Vec<String>,
+    /// Session store of each cell (repeatable), as `run --persist`.
+    #[arg(long, value_enum, value_name = "DRIVER")]
+    pub persist: Vec<PersistArg>,
+    #[command(flatten)]
+    pub sources: Sources,
+    /// Deadline of each phase, in milliseconds, as `run --timeout-ms`.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout_ms: Option<u64>,
+    /// Workers (local stacks) of each point's run, as `run --jobs`.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+    /// What each cell's trace.jsonl keeps, as `run --trace`.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub trace: Option<TraceArg>,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
     /// Folder for the merged run (must not hold a report yet).
     #[arg(long, value_name = "DIR")]
@@ -255,6 +339,9 @@ pub struct RunArgs {
     /// Every random choice of the run (the fault proxies' toxicity draws, jitter, slicer cuts) derives from this seed; the same seed gives each cell the same toxic decisions [default: drawn, printed and stored in report.json].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Exit as `git bisect run` reads it: 0 as expected, 1 not, 125 when the run could not judge the build (a stack or candidate that would not start, bad usage), so that continuity can judge each commit of a `git bisect run`.
+    #[arg(long)]
+    pub bisect_exit: bool,
     /// Run one shard of the matrix: count:K/N or hash:K/N (as cargo-nextest), or cost:K/N (dealt by expected duration, see --timings); merge shards with `continuity merge`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(crate::partition::Partition))]
     pub partition: Option<crate::partition::Partition>,
@@ -308,6 +395,16 @@ pub struct RunArgs {
     /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
     #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
     pub sdks: Vec<String>,
+}
+
+/// `bisect --axis`: the points of a bisect are builds, on the server or
+/// the SDK axis.
+fn bisect_axis() -> impl clap::builder::TypedValueParser<Value = Axis> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["server", "sdk"]).map(|axis| match axis.as_str() {
+        "sdk" => Axis::Sdk,
+        _ => Axis::Server,
+    })
 }
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it, with
@@ -381,8 +478,10 @@ mod tests {
             commands,
             [
                 "run",
+                "rerun",
                 "validate",
                 "list",
+                "bisect",
                 "compare",
                 "show",
                 "export",

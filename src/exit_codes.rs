@@ -12,6 +12,9 @@ pub const FAILED: u8 = 1;
 pub const INCOMPLETE: u8 = 2;
 /// Bad usage or configuration (as BSD's `EX_USAGE`).
 pub const USAGE: u8 = 64;
+/// `run --bisect-exit`: the build could not be judged (`git bisect run`
+/// skips it): every code but [`OK`], [`FAILED`] and [`KILLED`] becomes it.
+pub const SKIP: u8 = 125;
 /// A second Ctrl-C: everything was killed at once.
 pub const KILLED: u8 = 130;
 
@@ -24,8 +27,23 @@ pub const ALL: &[(u8, &str)] = &[
         "the run could not be completed (server unreachable, a stack or SDK install that failed, an interrupt)",
     ),
     (USAGE, "bad usage or config (a flag, a file, a busy --out folder)"),
+    (
+        SKIP,
+        "with run --bisect-exit: the build could not be judged (git bisect run skips it); 2 and 64 become 125",
+    ),
     (KILLED, "a second Ctrl-C killed everything at once"),
 ];
+
+/// The code `run --bisect-exit` exits with for `code`, as `git bisect
+/// run` reads it: 0 good, 1 bad, 125 skip (this build cannot be judged:
+/// its stack or binary would not start, a candidate path that is not
+/// there, the run was cut short), and 130, above 127, aborts the bisect.
+pub fn for_git_bisect(code: u8) -> u8 {
+    match code {
+        OK | FAILED | KILLED => code,
+        _ => SKIP,
+    }
+}
 
 /// The table as `--help` ends with it.
 pub fn help() -> String {
@@ -34,4 +52,20 @@ pub fn help() -> String {
         text.push_str(&format!("\n  {code:>3}  {meaning}"));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_bisect_reads_a_judgement_a_skip_or_an_abort() {
+        assert_eq!(for_git_bisect(OK), 0);
+        assert_eq!(for_git_bisect(FAILED), 1);
+        assert_eq!(for_git_bisect(INCOMPLETE), SKIP);
+        assert_eq!(for_git_bisect(USAGE), SKIP);
+        // Above 127: git bisect run stops.
+        assert_eq!(for_git_bisect(KILLED), KILLED);
+        const { assert!(KILLED > 127 && SKIP == 125) };
+    }
 }

@@ -28,7 +28,8 @@
 //! - `acp`: ACP over HTTP (POST, SSE, DELETE) with typed envelopes
 //! - `console`: every printed line, redacted
 //! - `http`, `exit_codes`: leaves: the HTTP client builder, exit codes
-//! - `clock`, `stop_flag`: leaves: durations in ms, waiting on a stop flag
+//! - `clock`, `stop_flag`, `digest`: leaves: durations in ms, waiting on a
+//!   stop flag, the SHA-256 of a file a run depended on
 //!
 //! Below them all, crates of their own, re-exported here under the names
 //! the modules above use (a crate cannot import one that depends on it,
@@ -59,6 +60,7 @@ pub mod commands;
 mod config;
 pub mod console;
 pub mod diagnose;
+pub mod digest;
 pub mod exit_codes;
 pub mod http;
 pub mod persist;

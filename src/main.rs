@@ -11,9 +11,16 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(commands::parse_error_exit_code(&e));
+            let code = commands::parse_error_exit_code(&e);
+            // A command line that does not parse cannot judge a build either.
+            let bisect_exit = std::env::args_os().any(|a| a == "--bisect-exit");
+            return ExitCode::from(match bisect_exit {
+                true => continuity::exit_codes::for_git_bisect(code),
+                false => code,
+            });
         }
     };
+    let bisect_exit = matches!(&cli.command, Command::Run(args) if args.bisect_exit);
     install_panic_hook();
     continuity::supervise::print_warnings_with(console::errln);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -27,7 +34,11 @@ fn main() -> ExitCode {
     // The command's keeper (if it had one) finished with its run; this is
     // for what a panic or an early error left.
     continuity::supervise::kill_all_groups();
-    ExitCode::from(commands::exit_code(outcome))
+    let code = commands::exit_code(outcome);
+    ExitCode::from(match bisect_exit {
+        true => continuity::exit_codes::for_git_bisect(code),
+        false => code,
+    })
 }
 
 /// Whatever happens, no child process group outlives the harness: a
@@ -52,6 +63,8 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             continuity::supervise::keeper::run(&owner) as u8,
         )),
         Command::Run(args) => commands::run(*args).await,
+        Command::Rerun(args) => commands::rerun(args).await,
+        Command::Bisect(args) => commands::bisect(args).await,
         Command::Validate(sources) => commands::validate(&sources).map(|out| {
             console::out(&out);
             Outcome::Passed

@@ -469,6 +469,8 @@ fn run_info(
         timing: None,
         points: matrix.axes.points(),
         seed: Some(settings.seed),
+        // The command line's, which `commands` sets.
+        recipe: None,
     }
 }
 

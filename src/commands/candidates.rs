@@ -97,11 +97,14 @@ pub(super) async fn server_bin(
             ))
         })?,
     };
+    let sha256 = crate::digest::sha256_file(&absolute)
+        .map_err(|e| CommandError::usage(format!("{flag} {spec}: cannot read it: {e}")))?;
     Ok(ServerPoint {
         label,
         source: ServerSource::Binary {
             path: absolute,
             reports,
+            sha256,
         },
     })
 }
@@ -138,11 +141,14 @@ pub(super) fn sdk(spec: &str, source: Source<'_>) -> Result<SdkPoint, CommandErr
             ))
         })?,
     };
+    let sha256 = crate::stack::sdk::content_digest(&packages)
+        .map_err(|e| CommandError::usage(format!("{flag} {spec}: cannot read it: {e}")))?;
     Ok(SdkPoint {
         label,
         source: SdkSource::Package {
             paths: absolute_paths,
             version,
+            sha256,
         },
     })
 }

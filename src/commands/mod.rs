@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 mod axes;
+mod bisect;
 mod candidates;
 mod cell_line;
 mod compare;
@@ -25,17 +26,21 @@ mod gate;
 mod merge;
 mod partial;
 mod progress;
+mod recipe;
+mod rerun;
 mod settings;
 mod show;
 mod stack;
 mod workers;
 
 use crate::stop_flag::wait_true;
+pub use bisect::bisect;
 pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use export::export_chrome_trace;
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
+pub use rerun::rerun;
 pub use show::{show, CellPick};
 pub use stack::{stack_down, stack_status, stack_up};
 
@@ -213,11 +218,26 @@ pub(crate) fn short_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_string()
 }
 
+/// What a run is given beyond its command line, by `rerun` and `bisect`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Given {
+    /// Only the cells of the matrix these select (see
+    /// [`report::recipe::selects`]); empty: every cell.
+    pub only: Vec<report::Point>,
+    /// The id of the run this one runs again.
+    pub rerun_of: Option<String>,
+}
+
 /// `continuity run`. A usage error leaves no `--out` behind: the folders
 /// it created for the run are removed again (while still empty).
 pub async fn run(args: RunArgs) -> Result<Outcome, CommandError> {
+    run_given(args, Given::default()).await
+}
+
+/// [`run`], of only the cells `given` selects.
+pub(crate) async fn run_given(args: RunArgs, given: Given) -> Result<Outcome, CommandError> {
     let mut created = None;
-    let result = run_in(args, &mut created).await;
+    let result = run_in(args, given, &mut created).await;
     if let (Err(e), Some((run_dir, first))) = (&result, created) {
         if e.exit_code() == crate::exit_codes::USAGE {
             // The lock file this run made is all a folder it made holds.
@@ -249,9 +269,10 @@ fn first_missing(dir: &Path) -> Option<PathBuf> {
 /// had to create for it.
 async fn run_in(
     args: RunArgs,
+    given: Given,
     created: &mut Option<(PathBuf, PathBuf)>,
 ) -> Result<Outcome, CommandError> {
-    let resolved = resolve(&args, created).await?;
+    let resolved = resolve(&args, given, created).await?;
     let watch = Watch::start(&resolved, args.message_format)?;
     // A deployment's fault proxies ([faults]) live as long as the run.
     let mut deployment_hops = None;
@@ -259,13 +280,7 @@ async fn run_in(
         return watch.stopped_at_start(&resolved.id).await;
     };
     let report = execute(&resolved, plan, deployment_hops, &watch).await;
-    finish(
-        report,
-        &args,
-        resolved.expectations.as_ref(),
-        &resolved.folder,
-        &resolved.run_dir,
-    )
+    finish(report, &args, &resolved)
 }
 
 /// Everything `run` settles before it starts anything: the config file,
@@ -285,12 +300,17 @@ struct Resolved {
     folder: report::RunFolder,
     settings: RunSettings,
     expectations: Option<crate::report::expect::Expectations>,
+    /// What `rerun` needs (`run.recipe`).
+    recipe: report::Recipe,
+    /// Only the cells these select (`rerun`, `bisect`); empty: every cell.
+    only: Vec<report::Point>,
 }
 
 /// The first step of [`run_in`]: reads and checks everything the run is
 /// given, and creates its folder (noted in `created`).
 async fn resolve(
     args: &RunArgs,
+    given: Given,
     created: &mut Option<(PathBuf, PathBuf)>,
 ) -> Result<Resolved, CommandError> {
     // The environment's secrets first, so that even a config error cannot show one.
@@ -350,7 +370,21 @@ async fn resolve(
         "continuity: seed {0} (the same faults again: --seed {0})",
         settings.seed
     ));
+    let expect_path = args
+        .gate
+        .expect
+        .as_deref()
+        .or(run_defaults.expect.as_deref());
     let expectations = gate::load_expectations(&args.gate, run_defaults.expect.as_deref())?;
+    let recipe = recipe::record(&recipe::Sources {
+        args,
+        config: config.as_ref(),
+        settings: &settings,
+        chosen: &chosen,
+        base_url: base_url.as_deref(),
+        expect: expect_path,
+        given: &given,
+    })?;
     Ok(Resolved {
         config,
         run_defaults,
@@ -363,6 +397,8 @@ async fn resolve(
         folder,
         settings,
         expectations,
+        recipe,
+        only: given.only,
     })
 }
 
@@ -424,6 +460,7 @@ impl Watch {
                         .axes(chosen.servers.clone(), PersistPoint::Sqlite)
                         .points(),
                 },
+                resolved.recipe.clone(),
             ),
         );
         // Sandbox folders of runs that died without removing them (SIGKILL, a
@@ -530,12 +567,11 @@ async fn plan(
         Ok(_) => PersistPoint::Rivet,
         Err(_) => PersistPoint::Sqlite,
     };
-    let matrix = Matrix::build(
+    let matrix = build_matrix(
+        resolved,
         stacks.targets.clone(),
-        &resolved.settings.scenarios,
         resolved.chosen.axes(stacks.servers.clone(), store),
-        resolved.settings.shard(),
-    );
+    )?;
     Ok(Some(Plan { stacks, matrix }))
 }
 
@@ -593,12 +629,11 @@ async fn local_stacks(
     let picked = local_targets(args, resolved, &local_faults)?;
     let names: Vec<String> = picked.iter().map(TargetId::to_string).collect();
     // One store whichever it is: the count of cells is the same.
-    let cells = Matrix::build(
+    let cells = build_matrix(
+        resolved,
         names.clone(),
-        &resolved.settings.scenarios,
         chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
-        resolved.settings.shard(),
-    )
+    )?
     .cells
     .len();
     if args.partition.is_some() && cells == 0 {
@@ -803,23 +838,58 @@ fn local_stack_options(
     Ok((options, serving))
 }
 
+/// The matrix of the run's (or its shard's) cells on `targets` and
+/// `axes`, only those the run was given when it was (`rerun`, `bisect`):
+/// a cell given that the matrix lacks is a usage error.
+fn build_matrix(
+    resolved: &Resolved,
+    targets: Vec<String>,
+    axes: runner::Axes,
+) -> Result<Matrix, CommandError> {
+    let mut matrix = Matrix::build(
+        targets,
+        &resolved.settings.scenarios,
+        axes,
+        resolved.settings.shard(),
+    );
+    if resolved.only.is_empty() {
+        return Ok(matrix);
+    }
+    if let Some(missing) = resolved.only.iter().find(|wanted| {
+        !matrix
+            .cells
+            .iter()
+            .any(|c| report::recipe::selects(wanted, &c.named))
+    }) {
+        return Err(CommandError::usage(format!(
+            "the cell {missing} is not in the matrix these settings make (its target, scenario or a point of an axis is not there)"
+        )));
+    }
+    matrix.keep(|named| {
+        resolved
+            .only
+            .iter()
+            .any(|wanted| report::recipe::selects(wanted, named))
+    });
+    Ok(matrix)
+}
+
 /// Judges the report against the expectations, writes it and picks the exit code.
 fn finish(
     mut report: Report,
     args: &RunArgs,
-    expectations: Option<&crate::report::expect::Expectations>,
-    folder: &report::RunFolder,
-    run_dir: &Path,
+    resolved: &Resolved,
 ) -> Result<Outcome, CommandError> {
     let format = args.message_format;
-    if let Some(x) = expectations {
+    report.run.recipe = Some(resolved.recipe.clone());
+    if let Some(x) = &resolved.expectations {
         gate::judge(x, &mut report, &args.gate);
     }
-    let outcome = gate::finish(&report, folder, format, args.partition.is_some())?;
+    let outcome = gate::finish(&report, &resolved.folder, format, args.partition.is_some())?;
     if format == MessageFormat::Json {
         events::emit(&events::run_finished_json(
             &report,
-            run_dir,
+            &resolved.run_dir,
             outcome.exit_code(),
         ));
     }

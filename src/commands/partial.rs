@@ -81,6 +81,7 @@ pub(super) fn run_info(
     agents: &[String],
     persists: &[PersistPoint],
     points: Vec<crate::report::AxisPoint>,
+    recipe: crate::report::Recipe,
 ) -> RunInfo {
     RunInfo {
         id: settings.id.clone(),
@@ -112,5 +113,6 @@ pub(super) fn run_info(
         timing: None,
         points,
         seed: Some(settings.seed),
+        recipe: Some(recipe),
     }
 }

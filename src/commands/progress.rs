@@ -316,6 +316,8 @@ const STOPPING: [(SignalKind, &str); 4] = [
 /// written; the live area goes at once, so the lines that follow read
 /// plainly. The second: every process group is killed at once, the
 /// report of the cells that finished is written, and the harness exits.
+/// It ends with its run (when nothing watches `cancel` any more), so the
+/// next run of one process (`bisect`'s probes) has the signals alone.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: PartialRun) {
     let mut streams = Vec::new();
     for (kind, name) in STOPPING {
@@ -331,7 +333,10 @@ pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: Partial
                 futures_util::future::select_all(streams.iter_mut().map(|(stream, name)| {
                     Box::pin(async move { stream.recv().await.map(|_| *name) })
                 }));
-            let (received, _, _) = next.await;
+            let (received, _, _) = tokio::select! {
+                next = next => next,
+                () = cancel.closed() => return,
+            };
             let Some(name) = received else { return };
             presses += 1;
             live::clear();

@@ -27,8 +27,13 @@ pub enum ServerSource {
     Registry(String),
     /// A sandbox-agent binary on disk (a candidate build, `--server-bin`),
     /// with what it reports about itself (`sandbox-agent 0.4.2`): run as it
-    /// is, switched to as a registry version is.
-    Binary { path: PathBuf, reports: String },
+    /// is, switched to as a registry version is; `sha256`, its bytes'
+    /// digest when the run checked it (what `rerun` compares).
+    Binary {
+        path: PathBuf,
+        reports: String,
+        sha256: String,
+    },
     /// Whatever runs behind `--base-url`: continuity neither chooses nor
     /// switches it.
     Deployment,
@@ -67,10 +72,12 @@ pub enum SdkSource {
     Registry(String),
     /// A candidate's packages on disk (`--sdk`): folders or `npm pack`
     /// tarballs, the SDK first, then packages that replace its
-    /// dependencies of the same name; `version` is the SDK package's own.
+    /// dependencies of the same name; `version` is the SDK package's own,
+    /// `sha256` the digest of everything the packages hold.
     Package {
         paths: Vec<PathBuf>,
         version: String,
+        sha256: String,
     },
 }
 
@@ -181,14 +188,19 @@ impl Axes {
             .servers
             .iter()
             .filter_map(|server| {
-                let (source, version, paths) = match &server.source {
+                let (source, version, paths, sha256) = match &server.source {
                     ServerSource::Registry(version) => {
-                        (PointSource::Registry, version.clone(), vec![])
+                        (PointSource::Registry, version.clone(), vec![], None)
                     }
-                    ServerSource::Binary { path, reports } => (
+                    ServerSource::Binary {
+                        path,
+                        reports,
+                        sha256,
+                    } => (
                         PointSource::Binary,
                         reports.clone(),
                         vec![path.display().to_string()],
+                        Some(sha256.clone()),
                     ),
                     ServerSource::Deployment => return None,
                 };
@@ -198,19 +210,25 @@ impl Axes {
                     source,
                     version,
                     paths,
+                    sha256,
                 })
             })
             .collect();
         if self.clients.iter().any(|c| c.hosts_sdk()) {
             points.extend(self.sdks.iter().map(|sdk| {
-                let (source, version, paths) = match &sdk.source {
+                let (source, version, paths, sha256) = match &sdk.source {
                     SdkSource::Registry(version) => {
-                        (PointSource::Registry, version.clone(), vec![])
+                        (PointSource::Registry, version.clone(), vec![], None)
                     }
-                    SdkSource::Package { paths, version } => (
+                    SdkSource::Package {
+                        paths,
+                        version,
+                        sha256,
+                    } => (
                         PointSource::Package,
                         version.clone(),
                         paths.iter().map(|p| p.display().to_string()).collect(),
+                        Some(sha256.clone()),
                     ),
                 };
                 AxisPoint {
@@ -219,6 +237,7 @@ impl Axes {
                     source,
                     version,
                     paths,
+                    sha256,
                 }
             }));
         }
@@ -394,6 +413,14 @@ impl Matrix {
             scenarios: scenarios.iter().map(|s| s.name.clone()).collect(),
             axes,
             cells,
+        }
+    }
+
+    /// Keeps only the cells whose point `keep` selects, renumbered from 1.
+    pub fn keep(&mut self, keep: impl Fn(&Point) -> bool) {
+        self.cells.retain(|c| keep(&c.named));
+        for (n, cell) in self.cells.iter_mut().enumerate() {
+            cell.index = n + 1;
         }
     }
 

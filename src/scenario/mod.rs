@@ -34,6 +34,9 @@ pub struct Scenario {
     /// `opt_in = true`: runs only when named with `--scenario` (a slow or
     /// specialised scenario that a plain `continuity run` leaves out).
     pub opt_in: bool,
+    /// The SHA-256 of its file's text: what a run records so that `rerun`
+    /// can tell a scenario that changed since.
+    pub digest: String,
 }
 
 /// A named step with its deadline and failure policy.

@@ -638,6 +638,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         phases,
         cleanup,
         opt_in: raw.opt_in,
+        digest: crate::digest::sha256_hex(source.as_bytes()),
     })
 }
 

@@ -248,10 +248,19 @@ fn candidate_manifest(packages: &[Package]) -> String {
     serde_json::to_string_pretty(&manifest).expect("a JSON value serialises")
 }
 
-/// A hash of everything the candidate's packages hold (a folder's files
-/// but `node_modules` and `.git`, a tarball's bytes), in order: the name
-/// of its install folder.
+/// The name of a candidate's install folder: the first 8 bytes of its
+/// [`content_digest`].
 fn content_key(packages: &[Package]) -> Result<String, StackError> {
+    let mut digest = content_digest(packages)?;
+    digest.truncate(16);
+    Ok(digest)
+}
+
+/// The SHA-256 (hex) of everything the candidate's packages hold (a
+/// folder's files but `node_modules` and `.git`, a tarball's bytes), in
+/// order: what `report.json` records of an SDK point, and what names its
+/// install folder.
+pub fn content_digest(packages: &[Package]) -> Result<String, StackError> {
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     for package in packages {
         hash.update(package.name.as_bytes());
@@ -259,11 +268,7 @@ fn content_key(packages: &[Package]) -> Result<String, StackError> {
         add_content(&mut hash, &package.path, Path::new(""))?;
         hash.update(&[0xff]);
     }
-    let digest = hash.finish();
-    Ok(digest.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(crate::digest::hex(hash.finish().as_ref()))
 }
 
 fn add_content(

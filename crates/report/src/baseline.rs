@@ -65,8 +65,16 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
                 "scenario = {}",
                 quoted(&glob_literal(&cell.point.scenario))
             );
-            if let Some(client) = cell.point.get(Axis::Client) {
-                let _ = writeln!(out, "client = {}", quoted(&glob_literal(client)));
+            // Every axis the cell names, so entries of one target and
+            // scenario on two stores (or agents) do not shadow each other.
+            for (axis, key) in [
+                (Axis::Client, "client"),
+                (Axis::Agent, "agent"),
+                (Axis::Persist, "persist"),
+            ] {
+                if let Some(value) = cell.point.get(axis) {
+                    let _ = writeln!(out, "{key} = {}", quoted(&glob_literal(value)));
+                }
             }
             let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
             if matches!(verdict, Verdict::Fail | Verdict::Error) {
@@ -186,11 +194,33 @@ mod tests {
         two_clients.cells.extend(hosted);
         // On the server and SDK axes of a candidate's run, points by label.
         let candidates = fixture::candidates("sandbox-agent 0.4.2");
+        // Two clients × two stores, where one store fails and the other
+        // passes (the committed v2 report): an entry without the store
+        // would shadow its twin.
+        let stores: Report = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/report-v2/report.json"
+        ))
+        .unwrap();
+        // Two agents, one failing where the other passes.
+        let mut two_agents = fixture::report();
+        let mut codex = two_agents.cells.clone();
+        for cell in &mut codex {
+            cell.point.set(Axis::Agent, Some("codex".into()));
+            cell.verdict = Verdict::Pass;
+            cell.failure_boundary = None;
+        }
+        for cell in &mut two_agents.cells {
+            cell.point.set(Axis::Agent, Some("mock".into()));
+        }
+        two_agents.cells.extend(codex);
+        two_agents.run.agent = "mock, codex".into();
         for mut report in [
             fixture::report(),
             fixture::repeated_report(),
             two_clients,
             candidates,
+            stores,
+            two_agents,
         ] {
             let text = render_baseline(&report, &Quarantine::default()).text;
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
@@ -225,6 +255,41 @@ mod tests {
             text.contains("server = \"fix\"\nserver_version = \"=0.4.2\"\nsdk = \"fix\""),
             "{text}"
         );
+    }
+
+    /// `baseline --until --issue`: each entry of a cell that did not pass
+    /// is a quarantine, which excuses the cell through that day and not
+    /// after; a passing cell's entry carries neither.
+    #[test]
+    fn a_baseline_with_until_writes_a_quarantine_that_expires() {
+        let quarantine = Quarantine {
+            until: Some(jiff::civil::date(2026, 12, 31)),
+            issue: Some("https://github.com/rivet-dev/sandbox-agent/issues/189".into()),
+        };
+        let report = fixture::report();
+        let text = render_baseline(&report, &quarantine).text;
+        let x = Expectations::parse(std::path::Path::new("b.toml"), &text).unwrap();
+        let entries: Vec<&str> = text.split("[[expect]]").skip(1).collect();
+        for (entry, cell) in entries.iter().zip(&report.cells) {
+            let quarantined = entry.contains("until = \"2026-12-31\"")
+                && entry
+                    .contains("issue = \"https://github.com/rivet-dev/sandbox-agent/issues/189\"");
+            assert_eq!(quarantined, cell.verdict != Verdict::Pass, "{entry}");
+        }
+        let on = |day| GateOptions {
+            today: Some(day),
+            ..GateOptions::default()
+        };
+        let mut before = report.clone();
+        x.judge(&mut before, on(jiff::civil::date(2026, 12, 31)));
+        assert!(!gate_fails(&before));
+        let mut after = report.clone();
+        x.judge(&mut after, on(jiff::civil::date(2027, 1, 1)));
+        assert!(after
+            .cells
+            .iter()
+            .any(|c| c.expectation.as_ref().unwrap().outcome == ExpectOutcome::Expired));
+        assert!(gate_fails(&after));
     }
 
     /// An interrupted run's baseline once wrote `verdict = "interrupted"`,

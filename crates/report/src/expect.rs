@@ -61,6 +61,10 @@ pub(crate) const EXPECTABLE: [Verdict; 4] = [
     Verdict::Skipped,
 ];
 
+/// The session stores a cell may name (`--persist`), for the `persist`
+/// key: a glob that matches none is a typo.
+pub const STORES: [&str; 5] = ["memory", "sqlite", "postgres", "rivet", "indexeddb"];
+
 /// How many days ahead the summaries list entries about to expire.
 pub(crate) const EXPIRES_SOON_DAYS: i32 = 14;
 
@@ -103,6 +107,12 @@ struct Entry {
     /// Matched against the label of the cell's SDK point (a cell of a
     /// client that runs no SDK has none).
     sdk: Option<Pattern>,
+    /// Matched against the cell's agent (its own on an agent axis, else
+    /// the run's).
+    agent: Option<Pattern>,
+    /// Matched against the cell's session store (its own on a persistence
+    /// axis, else the run's one store).
+    persist: Option<Pattern>,
     /// The last day the entry excuses a cell.
     until: Option<Date>,
     issue: Option<String>,
@@ -117,6 +127,10 @@ struct CellPlace<'a> {
     version: Option<&'a str>,
     /// The label of its SDK point, when it ran one.
     sdk: Option<&'a str>,
+    /// Its agent: its own, else the run's only one.
+    agent: Option<&'a str>,
+    /// Its session store: its own, else the run's only one.
+    persist: Option<&'a str>,
 }
 
 impl<'a> CellPlace<'a> {
@@ -129,10 +143,15 @@ impl<'a> CellPlace<'a> {
             .map(|p| p.version.as_str())
             .or(cell.point.get(Axis::Server))
             .or(run.server_version.as_deref());
+        // The run's value when it had one (several are comma-separated,
+        // and then each cell names its own).
+        let only = |value: &'a str| Some(value).filter(|v| !v.is_empty() && !v.contains(','));
         CellPlace {
             server,
             version,
             sdk: cell.point_label(run, Axis::Sdk),
+            agent: cell.point.get(Axis::Agent).or_else(|| only(&run.agent)),
+            persist: cell.point.get(Axis::Persist).or_else(|| only(&run.persist)),
         }
     }
 }
@@ -172,6 +191,8 @@ struct RawEntry {
     server_version: Option<Spanned<String>>,
     server: Option<Spanned<String>>,
     sdk: Option<Spanned<String>>,
+    agent: Option<Spanned<String>>,
+    persist: Option<Spanned<String>>,
     until: Option<Spanned<String>>,
     issue: Option<Spanned<String>>,
 }
@@ -322,6 +343,29 @@ impl Expectations {
                     .as_ref()
                     .map(|_| pattern(&raw.sdk, "sdk"))
                     .transpose()?,
+                agent: raw
+                    .agent
+                    .as_ref()
+                    .map(|_| pattern(&raw.agent, "agent"))
+                    .transpose()?,
+                persist: match raw.persist.as_ref() {
+                    None => None,
+                    Some(given) => {
+                        let persist = pattern(&raw.persist, "persist")?;
+                        // A typo must not silently switch a gate off.
+                        if !STORES.iter().any(|s| persist.glob.is_match(s)) {
+                            return Err(error(
+                                Some(given.span().start),
+                                format!(
+                                    "`persist` = {:?} matches no store ({})",
+                                    persist.text,
+                                    STORES.join(", ")
+                                ),
+                            ));
+                        }
+                        Some(persist)
+                    }
+                },
                 until: raw
                     .until
                     .as_ref()
@@ -474,6 +518,8 @@ impl Entry {
             && self.client.glob.is_match(cell.client_name())
             && label(&self.server, place.server)
             && label(&self.sdk, place.sdk)
+            && label(&self.agent, place.agent)
+            && label(&self.persist, place.persist)
             && match &self.server_version {
                 None => true,
                 Some(req) => place

@@ -487,3 +487,50 @@ fn a_bad_until_or_issue_is_refused_with_its_line() {
     assert_eq!(e.line, Some(10), "{e}");
     assert!(e.message.contains("is not an http(s) URL"), "{e}");
 }
+
+/// `agent` and `persist` scope an entry to a cell's agent and store: its
+/// own on that axis, else the run's one; a `persist` that names no store
+/// is a typo, refused with its line.
+#[test]
+fn agent_and_persist_scope_an_entry() {
+    let on_store = |store: &str| {
+        format!(
+            "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\npersist = \"{store}\"\nverdict = \"fail\"\nreason = \"r\"\n"
+        )
+    };
+    // The fixture's run has one store, `memory`, and one agent, `mock`.
+    let r = judged(&on_store("memory"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let r = judged(&on_store("sqlite"), GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+    let e = parse(&on_store("sqlit")).unwrap_err();
+    assert!(
+        e.to_string().contains("expect.toml:4") && e.to_string().contains("matches no store"),
+        "{e}"
+    );
+    // A cell that names its store is matched by it.
+    let mut r = fixture::report();
+    for cell in &mut r.cells {
+        cell.point.set(Axis::Persist, Some("sqlite".into()));
+    }
+    r.run.persist = "sqlite, memory".into();
+    parse(&on_store("sqlite"))
+        .unwrap()
+        .judge(&mut r, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::Expected
+    );
+    let agent = "[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nagent = \"codex\"\nverdict = \"fail\"\nreason = \"r\"\n";
+    let r = judged(agent, GateOptions::default());
+    assert_eq!(
+        outcome(&r, "agent", "native-continuity").0,
+        ExpectOutcome::New
+    );
+}

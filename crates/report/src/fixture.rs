@@ -256,6 +256,7 @@ pub fn report() -> Report {
             allow_fixed: false,
             points: Vec::new(),
             seed: None,
+            recipe: None,
         },
         totals: Totals::of(&cells),
         cells,
@@ -323,6 +324,7 @@ pub fn candidates(server_reports: &str) -> Report {
             PointSource::Binary => vec!["/build/sandbox-agent".into()],
             PointSource::Package => vec!["../fix".into()],
         },
+        sha256: None,
     };
     r.run.server_version = Some("sandbox-agent 0.4.2, sandbox-agent 0.4.2".into());
     r.run.points = vec![

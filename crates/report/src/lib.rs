@@ -35,6 +35,7 @@ pub mod merge;
 pub mod model;
 pub mod partition;
 pub mod point;
+pub mod recipe;
 pub mod summary;
 pub mod table;
 pub mod terminal;
@@ -43,11 +44,12 @@ pub mod upgrade;
 pub mod write;
 
 pub use model::*;
+pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use terminal::{render_terminal, Layout};
 pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{
-    default_run_dir, FolderError, ReadBackError, ReportFiles, RunFolder, RUN_FOLDER_ENTRIES,
-    RUN_LOCK_FILE,
+    default_run_dir, write_atomic, FolderError, ReadBackError, ReportFiles, RunFolder,
+    RUN_FOLDER_ENTRIES, RUN_LOCK_FILE,
 };
 
 // The renderers by their short names, for this crate's tests.

@@ -250,6 +250,11 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
         seed: first
             .seed
             .filter(|seed| runs.iter().all(|r| r.seed == Some(*seed))),
+        // One recipe only when every shard ran with it.
+        recipe: first
+            .recipe
+            .clone()
+            .filter(|recipe| runs.iter().all(|r| r.recipe.as_ref() == Some(recipe))),
     }
 }
 

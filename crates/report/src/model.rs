@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 pub use super::point::{Axis, Point, UnknownAxis};
 
 pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
+use super::recipe::Recipe;
 
 /// What one restart did, stamped with the scenario phase that asked for it:
 /// the one restart type, from the target up to a cell's `restarts` in
@@ -122,6 +123,11 @@ pub struct RunInfo {
     /// of shards that ran with different seeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// What `continuity rerun` needs to run the cells again as they ran;
+    /// absent from reports written before it was recorded, and from merges
+    /// of shards whose settings differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<Recipe>,
 }
 
 /// One point of the server or the SDK axis: its label (what cells carry
@@ -139,6 +145,12 @@ pub struct AxisPoint {
     /// The candidate's binary, or its packages (the SDK first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
+    /// A candidate's SHA-256, as the run checked it: the binary's bytes, or
+    /// everything its packages hold (a folder's files but `node_modules`
+    /// and `.git`). `rerun` refuses a candidate that no longer has it.
+    /// Absent for registry points and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// Where an [`AxisPoint`] came from.
@@ -155,7 +167,7 @@ pub enum PointSource {
 
 impl AxisPoint {
     /// A build under test rather than a published release.
-    pub(crate) fn is_candidate(&self) -> bool {
+    pub fn is_candidate(&self) -> bool {
         self.source != PointSource::Registry
     }
 }

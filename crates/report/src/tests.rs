@@ -134,7 +134,40 @@ fn report_json_validates_against_schema() {
     )
     .expect("parses")
     .judge(&mut judged, expect::GateOptions::default());
-    for r in [fixture::report(), fixture::repeated_report(), judged] {
+    // A run with candidates' digests and the recipe a rerun reads.
+    let mut recorded = fixture::candidates("sandbox-agent 0.4.2");
+    for point in recorded.run.points.iter_mut().filter(|p| p.is_candidate()) {
+        point.sha256 = Some("ab".repeat(32));
+    }
+    recorded.run.recipe = Some(crate::Recipe {
+        targets: vec!["agent".into()],
+        scenarios: vec![crate::ScenarioIdentity {
+            name: "native-continuity".into(),
+            sha256: "cd".repeat(32),
+        }],
+        scenarios_dir: Some("/s".into()),
+        config: Some(crate::FileIdentity {
+            path: "/c.toml".into(),
+            sha256: "ef".repeat(32),
+        }),
+        base_url: None,
+        token_env: Some("SA_TOKEN".into()),
+        agents: vec!["mock".into()],
+        clients: vec!["rust".into(), "ts-sdk".into()],
+        persist: vec!["sqlite".into()],
+        rivet_save: "immediate".into(),
+        rivet_stop: "kill".into(),
+        trace: "summary".into(),
+        expect: Some("/e.toml".into()),
+        cells: recorded.cells.iter().map(|c| c.point.clone()).collect(),
+        rerun_of: Some("ab12cd34".into()),
+    });
+    for r in [
+        fixture::report(),
+        fixture::repeated_report(),
+        judged,
+        recorded,
+    ] {
         let json = serde_json::to_value(&r).expect("report serializes");
         let errors = schema_errors(&v, &json);
         assert!(errors.is_empty(), "{errors:#?}");

@@ -404,7 +404,7 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Write to a temp file beside `path`, fsync it, then rename over `path`:
 /// readers see the old file or the new one, never a torn one.
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let name = path
         .file_name()

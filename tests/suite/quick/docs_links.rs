@@ -31,6 +31,8 @@ const FOREIGN_FLAGS: &[&str] = &[
     "--prefix",
     "--release",
     "--strip-components",
+    "--term-new",
+    "--term-old",
     "--test",
     "--token",
     "--unhandled-rejections",

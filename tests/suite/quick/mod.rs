@@ -2,6 +2,7 @@
 
 mod agent_stdio;
 mod bad_input;
+mod bisect_input;
 mod candidate_input;
 mod ci_job;
 mod command_env;

@@ -1,7 +1,8 @@
 //! A committed v2 report (two clients × two stores, `tests/fixtures/report-v2`)
-//! read back by `show`, `compare`, `merge` and `merge --expect`: reports
-//! written before cells carried one `Point` still load, every cell keyed by
-//! its whole point (client and store included).
+//! read back by `show`, `compare`, `merge`, `merge --expect` and `export`:
+//! reports written before cells carried one `Point` still load, every cell
+//! keyed by its whole point (client and store included); `rerun` refuses
+//! it, as it records no recipe.
 
 use crate::support::{assert_exit, continuity_command};
 use continuity::exit_codes;
@@ -115,4 +116,35 @@ fn merge_reads_a_v2_report_and_gates_it_with_expect() {
         ["expected", "fixed", "expected", "fixed"],
         "{err}"
     );
+}
+
+#[test]
+fn export_reads_a_v2_report_and_rerun_refuses_it_saying_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = fixture();
+    let report = report.to_str().unwrap();
+    let trace = dir.path().join("trace.json");
+    let (out, _, err) = run(&["export", report, "--chrome-trace", trace.to_str().unwrap()]);
+    assert_exit(&out, exit_codes::OK);
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert!(
+        !exported["traceEvents"].as_array().unwrap().is_empty(),
+        "{err}"
+    );
+    // No recipe: nothing runs, no folder is made, and the message says why.
+    let rerun_out = dir.path().join("rerun");
+    let (out, _, err) = run(&[
+        "rerun",
+        report,
+        "--failed",
+        "--out",
+        rerun_out.to_str().unwrap(),
+    ]);
+    assert_exit(&out, exit_codes::USAGE);
+    assert!(
+        err.contains("cannot rerun run 44653cdb") && err.contains("run.recipe"),
+        "{err}"
+    );
+    assert!(!rerun_out.exists());
 }

@@ -87,7 +87,7 @@ fn outcome(cell: &Value) -> &str {
 
 /// The registry's sandbox-agent 0.4.2 with the worked example's patch
 /// applied, unpacked in `dir/fix` (the package folder `--sdk` takes).
-fn patched_sdk(dir: &Path) -> PathBuf {
+pub(crate) fn patched_sdk(dir: &Path) -> PathBuf {
     let packed = std::process::Command::new("npm")
         .args([
             "pack",
@@ -125,7 +125,7 @@ fn patched_sdk(dir: &Path) -> PathBuf {
 
 /// A copy of the registry's 0.4.2 binary in `dir`: a "candidate" that is
 /// the release under another name.
-fn copy_of_the_release(dir: &Path) -> PathBuf {
+pub(crate) fn copy_of_the_release(dir: &Path) -> PathBuf {
     let release = continuity::stack::sandbox_agent::install(
         continuity::stack::sandbox_agent::DEFAULT_VERSION,
         &mut |l| eprintln!("{l}"),

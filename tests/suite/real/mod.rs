@@ -2,6 +2,7 @@
 //! real agents, Chromium); they fail loudly when one cannot start.
 
 mod bad_input_e2e;
+mod bisect_e2e;
 mod browser_e2e;
 mod candidate_e2e;
 mod client_real_server;
@@ -19,9 +20,11 @@ mod progress_tty;
 mod real_agents_e2e;
 mod reload_race_e2e;
 mod report_html_browser;
+mod rerun_e2e;
 mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
 mod sdk_steps_e2e;
+mod seed_e2e;
 mod shard_e2e;
 mod stack_e2e;

@@ -1,0 +1,107 @@
+//! What a run records so that `continuity rerun` can run its cells again
+//! as they ran (`run.recipe` in `report.json`): the settings `run`
+//! resolved that shape cells and that `run` does not hold already (its
+//! deadlines, repeat, retries, seed, flaky result and the server and SDK
+//! points with their digests are there), with the identity of each file
+//! they came from. Additive to schema v2: a report without it (written
+//! before it was recorded) cannot be rerun, and says so.
+
+use super::Point;
+use serde::{Deserialize, Serialize};
+
+/// A run's settings as `rerun` needs them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recipe {
+    /// `--target` as given: empty for the run's default targets.
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// Every scenario the run ran, with the digest of its file's text.
+    pub scenarios: Vec<ScenarioIdentity>,
+    /// `--scenarios-dir`, absolute; `None`: the built-in scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenarios_dir: Option<String>,
+    /// The config file, absolute, with its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<FileIdentity>,
+    /// The deployment's base URL without credentials; `None`: the local stack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// `--token-env`: the name of the variable that held the token (never the token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
+    /// The agents, as resolved (flags, `SA_AGENT`, the config, `mock`).
+    pub agents: Vec<String>,
+    /// The clients, as resolved (`rust` when none was given).
+    pub clients: Vec<String>,
+    /// The stores chosen (`--persist`, the config's); empty: the stack's
+    /// default (its Rivet actor, else SQLite).
+    #[serde(default)]
+    pub persist: Vec<String>,
+    /// `--rivet-save`, `--rivet-stop`, `--trace`, as their flags spell them.
+    pub rivet_save: String,
+    pub rivet_stop: String,
+    pub trace: String,
+    /// The expectations file the run was judged against, absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    /// Only these cells of the matrix ran (`rerun --failed`, `bisect`);
+    /// empty: every cell of it (or of its shard, `run.partition`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<Point>,
+    /// The id of the run this one ran again (`continuity rerun`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<String>,
+}
+
+/// A scenario by name and the SHA-256 of its file's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioIdentity {
+    pub name: String,
+    pub sha256: String,
+}
+
+/// A file by absolute path and the SHA-256 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIdentity {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// Whether `wanted` (a cell a recipe or a bisect names) selects the
+/// matrix's cell `cell`: the same target and scenario, and the same value
+/// on every axis `wanted` names (an axis it does not name: any value).
+pub fn selects(wanted: &Point, cell: &Point) -> bool {
+    wanted.target == cell.target
+        && wanted.scenario == cell.scenario
+        && wanted
+            .named()
+            .all(|(axis, value)| cell.get(axis) == Some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Axis;
+
+    #[test]
+    fn a_cell_is_selected_by_what_the_wanted_point_names() {
+        let cell = Point::new("agent", "native-continuity")
+            .with(Axis::Client, Some("ts-sdk"))
+            .with(Axis::Sdk, Some("fix"));
+        assert!(selects(&Point::new("agent", "native-continuity"), &cell));
+        assert!(selects(&cell, &cell));
+        assert!(!selects(
+            &cell.with(Axis::Sdk, Some("0.4.2")),
+            &cell,
+            // another SDK point
+        ));
+        assert!(!selects(&Point::new("gateway", "native-continuity"), &cell));
+        assert!(!selects(&Point::new("agent", "native-load"), &cell));
+        // A wanted axis the cell does not name selects nothing.
+        assert!(!selects(
+            &Point::new("agent", "native-continuity").with(Axis::Persist, Some("sqlite")),
+            &cell
+        ));
+    }
+}
