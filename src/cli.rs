@@ -2,7 +2,9 @@
 //! settings (flags > seed-script environment variables > config file >
 //! defaults), then the command.
 
+use crate::persist::Store;
 use crate::report::Axis;
+use crate::runner::ClientKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -249,13 +251,13 @@ pub struct BisectArgs {
     pub seed: Option<u64>,
     /// Which client runs the cells (repeatable), as `run --client` [default: rust; ts-sdk on the sdk axis].
     #[arg(long = "client", value_enum, value_name = "CLIENT")]
-    pub clients: Vec<ClientArg>,
+    pub clients: Vec<ClientKind>,
     /// Agent to run sessions with (repeatable), as `run --agent`.
     #[arg(long = "agent", value_name = "NAME")]
     pub agent: Vec<String>,
     /// Session store of each cell (repeatable), as `run --persist`.
     #[arg(long, value_enum, value_name = "DRIVER")]
-    pub persist: Vec<PersistArg>,
+    pub persist: Vec<Store>,
     #[command(flatten)]
     pub sources: Sources,
     /// Deadline of each phase, in milliseconds, as `run --timeout-ms`.
@@ -279,20 +281,6 @@ pub struct MergeArgs {
     pub runs: Vec<PathBuf>,
     #[command(flatten)]
     pub gate: GateArgs,
-}
-
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistArg {
-    /// In-memory per client, as the seed script (a second client sees nothing).
-    Memory,
-    /// A SQLite file per cell in the run folder: clients of a cell share history.
-    Sqlite,
-    /// The local stack's Postgres server (Debian's package), a schema per cell.
-    Postgres,
-    /// The local stack's Rivet actor (the default when the Rivet layer runs).
-    Rivet,
-    /// IndexedDB in the browser client's page (--client browser only), a database per cell.
-    Indexeddb,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,7 +358,7 @@ pub struct RunArgs {
     pub force: bool,
     /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
     #[arg(long, value_enum, value_name = "DRIVER")]
-    pub persist: Vec<PersistArg>,
+    pub persist: Vec<Store>,
     /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix [default: 0.4.2, unless --server-bin alone names the servers].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
     pub server_version: Vec<String>,
@@ -388,7 +376,7 @@ pub struct RunArgs {
     pub trace: TraceArg,
     /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
     #[arg(long = "client", value_enum, value_name = "CLIENT")]
-    pub clients: Vec<ClientArg>,
+    pub clients: Vec<ClientKind>,
     /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry); repeat it, or add --sdk, for an SDK axis [default: 0.4.2, pinned, unless --sdk alone names the SDKs].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
     pub sdk_version: Vec<String>,
@@ -422,16 +410,6 @@ fn axis_parser() -> impl clap::builder::TypedValueParser<Value = Axis> {
         PossibleValue::new(axis.name()).help(help)
     });
     PossibleValuesParser::new(named).try_map(|name| name.parse::<Axis>())
-}
-
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientArg {
-    /// continuity's own client, reproducing the TypeScript SDK's semantics.
-    Rust,
-    /// The real `sandbox-agent` npm SDK, hosted in a RivetKit actor.
-    TsSdk,
-    /// The same SDK bundled for the browser, in headless Chromium (local stack only).
-    Browser,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

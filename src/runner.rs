@@ -33,8 +33,8 @@ mod workers;
 
 pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
 pub use matrix::{
-    AgentPoint, Axes, CellPoint, Matrix, PersistPoint, PlannedCell, SdkPoint, SdkSource,
-    ServerPoint, ServerSource, Shard, DEFAULT_AGENT,
+    AgentPoint, Axes, CellPoint, Matrix, PlannedCell, SdkPoint, SdkSource, ServerPoint,
+    ServerSource, Shard, DEFAULT_AGENT,
 };
 pub use servers::{ServedBinary, ServerSlot};
 
@@ -514,7 +514,7 @@ pub(crate) mod tests {
         Worker {
             base_url: "http://127.0.0.1:9".into(),
             targets,
-            persist: PersistChoice::Sqlite,
+            persist: PersistChoice::Own(crate::persist::Store::Sqlite),
             stores: Default::default(),
             sdk_process: None,
             agent_sent_log: None,

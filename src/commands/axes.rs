@@ -6,11 +6,10 @@
 
 use super::candidates::{self, Source};
 use super::CommandError;
-use crate::cli::{ClientArg, PersistArg, RunArgs};
+use crate::cli::RunArgs;
 use crate::config::Config;
-use crate::runner::{
-    AgentPoint, Axes, ClientKind, PersistChoice, PersistPoint, SdkPoint, ServerPoint, ServerSource,
-};
+use crate::persist::Store;
+use crate::runner::{AgentPoint, Axes, ClientKind, SdkPoint, ServerPoint, ServerSource};
 
 /// What the user asked for on each axis; the store may still depend on
 /// the stack (its Rivet actor when it runs one and none was chosen).
@@ -21,7 +20,7 @@ pub(super) struct Chosen {
     pub sdks: Vec<SdkPoint>,
     /// `--persist` (repeatable), else the config's `[run] persist`: each
     /// once, in their order; empty when neither names one.
-    pub persists: Vec<PersistPoint>,
+    pub persists: Vec<Store>,
 }
 
 impl Chosen {
@@ -32,7 +31,7 @@ impl Chosen {
         args: &RunArgs,
         config: Option<&Config>,
         agents: Vec<String>,
-        config_persist: &[PersistChoice],
+        config_persist: &[Store],
     ) -> Result<Chosen, CommandError> {
         let clients = clients(&args.clients);
         let (bins, bins_from) = match (&args.server_bins, config) {
@@ -87,7 +86,7 @@ impl Chosen {
     /// The axes of the run, on `servers` (the chosen ones on the local
     /// stack, the deployment's own otherwise) with `persist` when the user
     /// chose no store.
-    pub fn axes(&self, servers: Vec<ServerPoint>, persist: PersistPoint) -> Axes {
+    pub fn axes(&self, servers: Vec<ServerPoint>, persist: Store) -> Axes {
         Axes {
             agents: self
                 .agents
@@ -201,14 +200,9 @@ fn refuse_taken<P: Labelled>(
 }
 
 /// The `--client` values, each once, `rust` when none.
-fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
+fn clients(given: &[ClientKind]) -> Vec<ClientKind> {
     let mut clients: Vec<ClientKind> = Vec::new();
-    for c in given {
-        let kind = match c {
-            ClientArg::Rust => ClientKind::Rust,
-            ClientArg::TsSdk => ClientKind::TsSdk,
-            ClientArg::Browser => ClientKind::Browser,
-        };
+    for &kind in given {
         if !clients.contains(&kind) {
             clients.push(kind);
         }
@@ -221,41 +215,18 @@ fn clients(given: &[ClientArg]) -> Vec<ClientKind> {
 
 /// The `--persist` values, else the config's, each once in their order
 /// (empty: the stack's default store).
-fn persists(flags: &[PersistArg], config: &[PersistChoice]) -> Vec<PersistPoint> {
-    let given: Vec<PersistPoint> = match flags.is_empty() {
-        true => config.iter().filter_map(config_point).collect(),
-        false => flags.iter().map(|f| flag_point(*f)).collect(),
+fn persists(flags: &[Store], config: &[Store]) -> Vec<Store> {
+    let given = match flags.is_empty() {
+        true => config,
+        false => flags,
     };
-    let mut points: Vec<PersistPoint> = Vec::new();
-    for point in given {
+    let mut points: Vec<Store> = Vec::new();
+    for &point in given {
         if !points.contains(&point) {
             points.push(point);
         }
     }
     points
-}
-
-fn flag_point(arg: PersistArg) -> PersistPoint {
-    match arg {
-        PersistArg::Memory => PersistPoint::Memory,
-        PersistArg::Sqlite => PersistPoint::Sqlite,
-        PersistArg::Postgres => PersistPoint::Postgres,
-        PersistArg::Rivet => PersistPoint::Rivet,
-        PersistArg::Indexeddb => PersistPoint::IndexedDb,
-    }
-}
-
-/// The store `[run] persist` names (it names stores by kind only: never
-/// a stack's resolved or absent one).
-fn config_point(choice: &PersistChoice) -> Option<PersistPoint> {
-    match choice {
-        PersistChoice::Memory => Some(PersistPoint::Memory),
-        PersistChoice::Sqlite => Some(PersistPoint::Sqlite),
-        PersistChoice::Postgres => Some(PersistPoint::Postgres),
-        PersistChoice::Rivet => Some(PersistPoint::Rivet),
-        PersistChoice::IndexedDb => Some(PersistPoint::IndexedDb),
-        PersistChoice::Custom { .. } | PersistChoice::Unavailable { .. } => None,
-    }
 }
 
 #[cfg(test)]
@@ -266,11 +237,11 @@ mod tests {
     fn rust_alone_is_the_default_and_repeats_collapse() {
         assert_eq!(clients(&[]), [ClientKind::Rust]);
         assert_eq!(
-            clients(&[ClientArg::Rust, ClientArg::Rust]),
+            clients(&[ClientKind::Rust, ClientKind::Rust]),
             [ClientKind::Rust]
         );
         assert_eq!(
-            clients(&[ClientArg::TsSdk, ClientArg::Rust, ClientArg::TsSdk]),
+            clients(&[ClientKind::TsSdk, ClientKind::Rust, ClientKind::TsSdk]),
             [ClientKind::TsSdk, ClientKind::Rust]
         );
     }
@@ -278,20 +249,13 @@ mod tests {
     #[test]
     fn persist_flags_win_over_the_config_and_repeats_collapse() {
         assert!(persists(&[], &[]).is_empty());
-        assert_eq!(
-            persists(&[], &[PersistChoice::Sqlite]),
-            [PersistPoint::Sqlite]
-        );
+        assert_eq!(persists(&[], &[Store::Sqlite]), [Store::Sqlite]);
         assert_eq!(
             persists(
-                &[
-                    PersistArg::Postgres,
-                    PersistArg::Memory,
-                    PersistArg::Postgres
-                ],
-                &[PersistChoice::Sqlite]
+                &[Store::Postgres, Store::Memory, Store::Postgres],
+                &[Store::Sqlite]
             ),
-            [PersistPoint::Postgres, PersistPoint::Memory]
+            [Store::Postgres, Store::Memory]
         );
     }
 

@@ -37,7 +37,7 @@ pub(super) async fn stacks(
             base_url,
             targets,
             // Set from each cell's point (a deployment has no store of its own).
-            persist: PersistChoice::Sqlite,
+            persist: PersistChoice::Own(crate::persist::Store::Sqlite),
             stores: Default::default(),
             sdk_process: None,
             agent_sent_log: None,

@@ -18,22 +18,7 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             scenarios,
             partition,
             axes,
-        } => {
-            let axes: serde_json::Map<String, Value> = axes
-                .iter()
-                .map(|(name, values)| (name.to_string(), json!(values)))
-                .collect();
-            json!({
-                "type": "run-started",
-                "id": id,
-                "cells": total,
-                "repeat": repeat,
-                "targets": targets,
-                "scenarios": scenarios,
-                "partition": partition,
-                "axes": axes,
-            })
-        }
+        } => run_started_json(id, *total, *repeat, targets, scenarios, partition, axes),
         RunEvent::CellStarted {
             index,
             total,
@@ -41,15 +26,14 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             scenario,
             attempt,
             point,
-        } => json!({
-            "type": "cell-started",
-            "index": index,
-            "total": total,
-            "target": target,
-            "scenario": scenario,
-            "attempt": attempt,
-            "point": point_json(point),
-        }),
+        } => cell_attempt_json(
+            "cell-started",
+            (*index, *total),
+            target,
+            scenario,
+            json!(attempt),
+            point,
+        ),
         RunEvent::Retrying {
             index,
             total,
@@ -57,15 +41,14 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             target,
             scenario,
             point,
-        } => json!({
-            "type": "cell-retrying",
-            "index": index,
-            "total": total,
-            "target": target,
-            "scenario": scenario,
-            "attempt": attempt,
-            "point": point_json(point),
-        }),
+        } => cell_attempt_json(
+            "cell-retrying",
+            (*index, *total),
+            target,
+            scenario,
+            json!(attempt),
+            point,
+        ),
         RunEvent::AttemptJudged {
             index,
             total,
@@ -99,6 +82,53 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             "cell": cell,
         }),
     }
+}
+
+/// The run's header: what it will run, and its axes.
+fn run_started_json(
+    id: &str,
+    total: usize,
+    repeat: u32,
+    targets: &[String],
+    scenarios: &[String],
+    partition: &Option<String>,
+    axes: &[(&'static str, Vec<String>)],
+) -> Value {
+    let axes: serde_json::Map<String, Value> = axes
+        .iter()
+        .map(|(name, values)| (name.to_string(), json!(values)))
+        .collect();
+    json!({
+        "type": "run-started",
+        "id": id,
+        "cells": total,
+        "repeat": repeat,
+        "targets": targets,
+        "scenarios": scenarios,
+        "partition": partition,
+        "axes": axes,
+    })
+}
+
+/// A cell's attempt starting (`cell-started`: its number) or starting
+/// again (`cell-retrying`: the attempt that failed, whole).
+fn cell_attempt_json(
+    kind: &str,
+    (index, total): (usize, usize),
+    target: &str,
+    scenario: &str,
+    attempt: Value,
+    point: &CellPoint,
+) -> Value {
+    json!({
+        "type": kind,
+        "index": index,
+        "total": total,
+        "target": target,
+        "scenario": scenario,
+        "attempt": attempt,
+        "point": point_json(point),
+    })
 }
 
 /// A cell's whole point, with `report.json`'s names for its axes.

@@ -3,8 +3,9 @@
 
 use crate::cli::{MessageFormat, RivetSaveArg, RivetStopArg, RunArgs, Sources};
 use crate::config::{from_seed_env, Config};
+use crate::persist::Store;
 use crate::report::{self, Report};
-use crate::runner::{self, Matrix, PersistPoint, RunEvent, RunSettings, ServerPoint};
+use crate::runner::{self, Matrix, RunEvent, RunSettings, ServerPoint};
 use crate::scenario::{builtin_scenarios, load_dir, Scenario};
 use crate::stack::local::{StackOptions, StackServer};
 use crate::targets::{OwnTarget, Selection, Target, TargetId};
@@ -456,9 +457,7 @@ impl Watch {
                 &chosen.persists,
                 match base_url {
                     Some(_) => Vec::new(),
-                    None => chosen
-                        .axes(chosen.servers.clone(), PersistPoint::Sqlite)
-                        .points(),
+                    None => chosen.axes(chosen.servers.clone(), Store::Sqlite).points(),
                 },
                 resolved.recipe.clone(),
             ),
@@ -564,8 +563,8 @@ async fn plan(
     };
     // The store the user chose, else the stack's Rivet actor when it runs one.
     let store = match stacks.run.own.stores.rivet {
-        Ok(_) => PersistPoint::Rivet,
-        Err(_) => PersistPoint::Sqlite,
+        Ok(_) => Store::Rivet,
+        Err(_) => Store::Sqlite,
     };
     let matrix = build_matrix(
         resolved,
@@ -632,7 +631,7 @@ async fn local_stacks(
     let cells = build_matrix(
         resolved,
         names.clone(),
-        chosen.axes(chosen.servers.clone(), PersistPoint::Sqlite),
+        chosen.axes(chosen.servers.clone(), Store::Sqlite),
     )?
     .cells
     .len();
@@ -827,8 +826,8 @@ fn local_stack_options(
             RivetStopArg::Graceful => crate::stack::rivet::RunnerStop::Graceful,
         },
         agents: chosen.agents.clone(),
-        postgres: chosen.persists.contains(&PersistPoint::Postgres),
-        hosted_sqlite: chosen.persists.contains(&PersistPoint::Sqlite)
+        postgres: chosen.persists.contains(&Store::Postgres),
+        hosted_sqlite: chosen.persists.contains(&Store::Sqlite)
             && chosen.clients.contains(&runner::ClientKind::TsSdk),
         browser: chosen.clients.contains(&runner::ClientKind::Browser),
         supervisor: supervisor.clone(),

@@ -2,8 +2,9 @@
 //! Ctrl-C (which kills everything at once rather than waiting for the
 //! running cells' cleanup) still writes a report of every finished cell.
 
+use crate::persist::Store;
 use crate::report::{Cell, Floor, Report, RunFolder, RunInfo, Totals, SCHEMA_ID};
-use crate::runner::{PersistPoint, RunSettings};
+use crate::runner::RunSettings;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -79,7 +80,7 @@ pub(super) fn run_info(
     settings: &RunSettings,
     base_url: Option<&str>,
     agents: &[String],
-    persists: &[PersistPoint],
+    persists: &[Store],
     points: Vec<crate::report::AxisPoint>,
     recipe: crate::report::Recipe,
 ) -> RunInfo {

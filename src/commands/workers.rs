@@ -75,7 +75,7 @@ pub(super) fn no_stacks(targets: &[crate::targets::TargetId]) -> RunStacks {
         own: Worker {
             base_url: String::new(),
             targets: Vec::new(),
-            persist: PersistChoice::Sqlite,
+            persist: PersistChoice::Own(crate::persist::Store::Sqlite),
             stores: Default::default(),
             sdk_process: None,
             agent_sent_log: None,
@@ -231,7 +231,7 @@ pub(super) fn attach(
         base_url: stack.base_url.clone(),
         targets: std::mem::take(&mut stack.targets),
         // Set from each cell's point.
-        persist: PersistChoice::Sqlite,
+        persist: PersistChoice::Own(crate::persist::Store::Sqlite),
         stores: stack.stores.clone(),
         sdk_process: stack.sdk_process.take(),
         agent_sent_log: stack.agent_sent_log.clone(),

@@ -7,7 +7,7 @@ use super::raw::{RawConfig, RawRun};
 use super::target::check_target;
 use super::values::{check_agent_name, check_base_url, invalid, is_env_name, positive_ms, Invalid};
 use super::{RunDefaults, TargetEntry};
-use crate::persist::PersistChoice;
+use crate::persist::Store;
 use crate::secret::display_url;
 
 /// A `[run]` key holding a list of strings.
@@ -252,9 +252,15 @@ fn count(
 }
 
 /// `[run] persist`: one store name or a list of them, each once, in order.
-fn check_persist(persist: &toml::Spanned<toml::Value>) -> Result<Vec<PersistChoice>, Invalid> {
-    let expected =
-        "expected \"memory\", \"sqlite\", \"postgres\", \"rivet\" or \"indexeddb\", or a list of them";
+fn check_persist(persist: &toml::Spanned<toml::Value>) -> Result<Vec<Store>, Invalid> {
+    let quoted: Vec<String> = Store::all()
+        .iter()
+        .map(|s| format!("{:?}", s.name()))
+        .collect();
+    let expected = match quoted.split_last() {
+        Some((last, rest)) => format!("expected {} or {last}, or a list of them", rest.join(", ")),
+        None => "expected a list of stores".to_string(),
+    };
     let names: Vec<&toml::Value> = match persist.get_ref() {
         toml::Value::Array(items) if !items.is_empty() => items.iter().collect(),
         one @ toml::Value::String(_) => vec![one],
@@ -263,26 +269,19 @@ fn check_persist(persist: &toml::Spanned<toml::Value>) -> Result<Vec<PersistChoi
                 "run.persist",
                 persist.span(),
                 Some(other.to_string()),
-                expected,
+                &expected,
             ))
         }
     };
     let mut chosen = Vec::new();
     for name in names {
-        let choice = match name.as_str() {
-            Some("sqlite") => PersistChoice::Sqlite,
-            Some("memory") => PersistChoice::Memory,
-            Some("postgres") => PersistChoice::Postgres,
-            Some("rivet") => PersistChoice::Rivet,
-            Some("indexeddb") => PersistChoice::IndexedDb,
-            _ => {
-                return Err(invalid(
-                    "run.persist",
-                    persist.span(),
-                    Some(name.to_string()),
-                    expected,
-                ))
-            }
+        let Some(choice) = name.as_str().and_then(|n| n.parse::<Store>().ok()) else {
+            return Err(invalid(
+                "run.persist",
+                persist.span(),
+                Some(name.to_string()),
+                &expected,
+            ));
         };
         if !chosen.contains(&choice) {
             chosen.push(choice);

@@ -46,7 +46,7 @@ mod tests;
 pub use faults::FaultHops;
 pub use values::{check_agent_name, check_base_url};
 
-use crate::persist::PersistChoice;
+use crate::persist::Store;
 use crate::secret::{is_secret_name, Redactor};
 use crate::source_line::line_of;
 use crate::targets::{OwnTarget, Readiness, RestartAction, Target, DEFAULT_COMMAND_TIMEOUT};
@@ -62,7 +62,7 @@ pub struct RunDefaults {
     pub overall_timeout: Option<Duration>,
     pub repeat: Option<u32>,
     /// `persist`: one store or several (the persistence axis); empty when unset.
-    pub persist: Vec<PersistChoice>,
+    pub persist: Vec<Store>,
     /// The name of the environment variable that holds the bearer token.
     pub token_env: Option<String>,
     /// Variables whose values are secret, beyond the secret-named ones.

@@ -49,7 +49,7 @@ fn a_good_file() {
     assert_eq!(config.run.timeout, Some(Duration::from_secs(30)));
     assert_eq!(config.run.overall_timeout, Some(Duration::from_secs(900)));
     assert_eq!(config.run.repeat, Some(2));
-    assert_eq!(config.run.persist, [crate::persist::PersistChoice::Sqlite]);
+    assert_eq!(config.run.persist, [crate::persist::Store::Sqlite]);
     assert_eq!(config.run.token_env.as_deref(), Some("SA_TOKEN"));
     assert_eq!(
         config.run.headers,

@@ -1,11 +1,10 @@
-//! Which session store each cell of a run gets: a persist choice from the
-//! command line (`--persist`, repeatable: the persistence axis), the config
-//! file (`[run] persist`) or the local stack (its Rivet actor), and what
-//! each stack can provide ([`StackStores`]: the factories of its Rivet
-//! actor and its Postgres), which turns a choice that needs a stack's
-//! server into that stack's factory, or into the reason it cannot run.
+//! Which session store each cell of a run gets on its worker's stack: the
+//! [`Store`] of its point, and what each stack can provide
+//! ([`StackStores`]: the factories of its Rivet actor and its Postgres),
+//! which turns a store that needs a stack's server into that stack's
+//! factory, or into the reason it cannot run.
 
-use super::PersistDriver;
+use super::{PersistDriver, Store};
 use std::fmt;
 use std::sync::Arc;
 
@@ -13,31 +12,25 @@ use std::sync::Arc;
 pub type PersistFactory =
     Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, super::PersistError> + Send + Sync>;
 
-/// Which session store each cell gets.
+/// A cell's store as one worker's stack provides it: the [`Store`] of the
+/// cell's point, with the stack's factory when the store is a server of
+/// the stack's own.
 #[derive(Clone)]
 pub enum PersistChoice {
-    /// A fresh SQLite file per cell, in the run folder.
-    Sqlite,
-    /// The SDK's default in-memory store, as the seed script uses.
-    Memory,
-    /// The local stack's Postgres, a schema per cell (resolved per stack by
-    /// [`StackStores::resolve`]).
-    Postgres,
-    /// The local stack's Rivet actor (resolved per stack by [`StackStores::resolve`]).
-    Rivet,
-    /// IndexedDB in the browser client's page: a store only that client
-    /// has (its cells keep no store on the harness's side).
-    IndexedDb,
-    /// A store made by `factory` (the local stack's Rivet actor), one per
-    /// cell; `name` is what reports call it.
-    Custom {
-        name: String,
+    /// A store the harness makes itself per cell (memory, SQLite), or that
+    /// the browser client's page keeps (IndexedDB); a served store here is
+    /// one no stack resolved yet ([`StackStores::resolve`]).
+    Own(Store),
+    /// A store of the stack's own server (Postgres, the Rivet actor), one
+    /// per cell from `factory`.
+    Served {
+        store: Store,
         factory: PersistFactory,
     },
     /// A store the stack cannot provide: its cells are skipped (or, when
     /// the store's server failed to start, errors) with `reason`.
     Unavailable {
-        name: String,
+        store: Store,
         reason: String,
         failed: bool,
     },
@@ -88,61 +81,64 @@ impl Default for StackStores {
 }
 
 impl StackStores {
-    /// `choice` as this stack's cells run it.
-    pub fn resolve(&self, choice: &PersistChoice) -> PersistChoice {
-        let from = |name: &str, found: &Result<PersistFactory, StoreAbsent>| match found {
-            Ok(factory) => PersistChoice::Custom {
-                name: name.into(),
+    /// `store` as this stack's cells run it: a served store becomes this
+    /// stack's factory, or the reason it has none.
+    pub fn resolve(&self, store: Store) -> PersistChoice {
+        let found = match store {
+            Store::Postgres => &self.postgres,
+            Store::Rivet => &self.rivet,
+            own => return PersistChoice::Own(own),
+        };
+        match found {
+            Ok(factory) => PersistChoice::Served {
+                store,
                 factory: factory.clone(),
             },
             Err(absent) => PersistChoice::Unavailable {
-                name: name.into(),
+                store,
                 reason: absent.reason.clone(),
                 failed: absent.failed,
             },
-        };
-        match choice {
-            PersistChoice::Postgres => from("postgres", &self.postgres),
-            PersistChoice::Rivet => from("rivet", &self.rivet),
-            other => other.clone(),
         }
     }
 }
 
 impl PersistChoice {
-    /// The name reports give the store: `sqlite`, `memory`, `postgres`, `rivet`.
-    pub fn name(&self) -> &str {
+    /// The store, whichever way the stack provides it.
+    pub fn store(&self) -> Store {
         match self {
-            PersistChoice::Sqlite => "sqlite",
-            PersistChoice::Memory => "memory",
-            PersistChoice::Postgres => "postgres",
-            PersistChoice::Rivet => "rivet",
-            PersistChoice::IndexedDb => "indexeddb",
-            PersistChoice::Custom { name, .. } | PersistChoice::Unavailable { name, .. } => name,
+            PersistChoice::Own(store)
+            | PersistChoice::Served { store, .. }
+            | PersistChoice::Unavailable { store, .. } => *store,
         }
+    }
+
+    /// The name reports give the store.
+    pub fn name(&self) -> &'static str {
+        self.store().name()
     }
 }
 
-/// A custom store is known by its name (its factory is a closure).
+/// A served store is known by its store (its factory is a closure).
 impl PartialEq for PersistChoice {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (PersistChoice::Custom { name: a, .. }, PersistChoice::Custom { name: b, .. }) => {
+            (PersistChoice::Own(a), PersistChoice::Own(b))
+            | (PersistChoice::Served { store: a, .. }, PersistChoice::Served { store: b, .. }) => {
                 a == b
             }
             (
                 PersistChoice::Unavailable {
-                    name: a, reason: r, ..
+                    store: a,
+                    reason: r,
+                    ..
                 },
                 PersistChoice::Unavailable {
-                    name: b, reason: s, ..
+                    store: b,
+                    reason: s,
+                    ..
                 },
             ) => a == b && r == s,
-            (PersistChoice::Sqlite, PersistChoice::Sqlite)
-            | (PersistChoice::Memory, PersistChoice::Memory)
-            | (PersistChoice::Postgres, PersistChoice::Postgres)
-            | (PersistChoice::Rivet, PersistChoice::Rivet)
-            | (PersistChoice::IndexedDb, PersistChoice::IndexedDb) => true,
             _ => false,
         }
     }
@@ -151,11 +147,11 @@ impl PartialEq for PersistChoice {
 impl fmt::Debug for PersistChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PersistChoice::Custom { name, .. } => write!(f, "Custom({name:?})"),
-            PersistChoice::Unavailable { name, reason, .. } => {
-                write!(f, "Unavailable({name:?}: {reason})")
+            PersistChoice::Own(store) => write!(f, "{store}"),
+            PersistChoice::Served { store, .. } => write!(f, "Served({store})"),
+            PersistChoice::Unavailable { store, reason, .. } => {
+                write!(f, "Unavailable({store}: {reason})")
             }
-            other => f.write_str(other.name()),
         }
     }
 }

@@ -65,7 +65,7 @@ fn by_creation(a: &SessionRecord, b: &SessionRecord) -> std::cmp::Ordering {
 #[async_trait]
 impl PersistDriver for MemoryDriver {
     fn name(&self) -> &'static str {
-        "memory"
+        super::Store::Memory.name()
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError> {

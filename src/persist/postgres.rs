@@ -20,7 +20,9 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
-const DRIVER: &str = "postgres";
+/// The store this driver is, as errors and the trace name it.
+const DRIVER: super::Store = super::Store::Postgres;
+
 /// How long one call may wait for the server (a stopped or wedged server
 /// must not hold a phase until its deadline without a word).
 const CALL_BOUND: Duration = Duration::from_secs(20);
@@ -42,12 +44,12 @@ pub struct PostgresDriver {
 }
 
 fn err(message: impl Into<String>) -> PersistError {
-    PersistError::new(DRIVER, message)
+    PersistError::new(DRIVER.name(), message)
 }
 
 /// The server cannot be reached, or dropped the connection under a call.
 fn gone(message: impl Into<String>) -> PersistError {
-    PersistError::gone(DRIVER, crate::errors::HarnessPart::Postgres, message)
+    PersistError::gone(DRIVER.name(), crate::errors::HarnessPart::Postgres, message)
 }
 
 /// A server error's own words (`duplicate key value violates …`), or the
@@ -204,7 +206,7 @@ fn query_err(e: tokio_postgres::Error) -> PersistError {
 #[async_trait]
 impl PersistDriver for PostgresDriver {
     fn name(&self) -> &'static str {
-        DRIVER
+        DRIVER.name()
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError> {
@@ -316,7 +318,7 @@ impl PersistDriver for PostgresDriver {
                         session_id: r.get(2),
                         created_at: r.get(3),
                         connection_id: r.get(4),
-                        sender: Sender::from_column(DRIVER, r.get(5))?,
+                        sender: Sender::from_column(DRIVER.name(), r.get(5))?,
                         payload: serde_json::from_str(r.get::<_, &str>(6))
                             .map_err(|e| err(e.to_string()))?,
                     });
@@ -366,7 +368,7 @@ impl PersistDriver for PostgresDriver {
                     Ok(_) => Ok(()),
                     Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                         Err(PersistError::index_conflict(
-                            DRIVER,
+                            DRIVER.name(),
                             format!(
                                 "event index {} of session {session_id} is taken: {}",
                                 event.event_index,

@@ -31,7 +31,9 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const DRIVER: &str = "rivet";
+/// The store this driver is, as errors and the trace name it.
+const DRIVER: super::Store = super::Store::Rivet;
+
 /// The actor's name in the app's registry.
 pub const ACTOR: &str = "persist";
 /// How long to let an actor that is starting or stopping settle before
@@ -60,7 +62,7 @@ pub struct RivetDriver {
 }
 
 fn err(message: impl Into<String>) -> PersistError {
-    PersistError::new(DRIVER, message)
+    PersistError::new(DRIVER.name(), message)
 }
 
 /// Where one call goes: through the key, or straight to the actor.
@@ -282,7 +284,9 @@ impl RivetDriver {
             // The Rivet app is continuity's own: unless the cell restarts
             // it on purpose, its being unreachable is the harness's error.
             return Err(match failure.unreachable {
-                true => PersistError::gone(DRIVER, crate::errors::HarnessPart::RivetApp, message),
+                true => {
+                    PersistError::gone(DRIVER.name(), crate::errors::HarnessPart::RivetApp, message)
+                }
                 false => err(message),
             });
         }
@@ -292,7 +296,7 @@ impl RivetDriver {
 #[async_trait]
 impl PersistDriver for RivetDriver {
     fn name(&self) -> &'static str {
-        DRIVER
+        DRIVER.name()
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError> {

@@ -11,7 +11,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-const DRIVER: &str = "sqlite";
+/// The store this driver is, as errors and the trace name it.
+const DRIVER: super::Store = super::Store::Sqlite;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
@@ -38,7 +39,7 @@ pub struct SqliteDriver {
 }
 
 fn err(e: impl std::fmt::Display) -> PersistError {
-    PersistError::new(DRIVER, e.to_string())
+    PersistError::new(DRIVER.name(), e.to_string())
 }
 
 impl SqliteDriver {
@@ -81,7 +82,7 @@ impl SqliteDriver {
 #[async_trait]
 impl PersistDriver for SqliteDriver {
     fn name(&self) -> &'static str {
-        DRIVER
+        DRIVER.name()
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, PersistError> {
@@ -186,7 +187,7 @@ impl PersistDriver for SqliteDriver {
                     session_id,
                     created_at,
                     connection_id,
-                    sender: Sender::from_column(DRIVER, &sender)?,
+                    sender: Sender::from_column(DRIVER.name(), &sender)?,
                     payload: serde_json::from_str(&payload).map_err(err)?,
                 });
             }
@@ -226,7 +227,7 @@ impl PersistDriver for SqliteDriver {
                     if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                 {
                     Err(PersistError::index_conflict(
-                        DRIVER,
+                        DRIVER.name(),
                         format!(
                             "event index {} of session {session_id} is taken: {}",
                             event.event_index,

@@ -221,12 +221,7 @@ async fn run_one(
     let restarts_clients = target_id == BuiltinTarget::Client;
     let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
     let tag = super::client_axis::tag(&client);
-    let key = format!("{}-{tag}{index}", plan.settings.id);
-    let file_cell = format!(
-        "{index:03}-{tag}{}-{}-{attempt}",
-        crate::file_name::safe(target_name),
-        crate::file_name::safe(&scenario.name)
-    );
+    let (key, file_cell) = cell_names(plan, (tag, index), target_name, scenario, attempt);
     let store = persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key)
         .map_err(|reason| store_failed(attempt, reason))?;
     let hosted_store = persist_axis::hosted_store(
@@ -284,6 +279,24 @@ async fn run_one(
         finish_attempt(run, attempt, &trace, trace_path, &run_dir)
     };
     Ok(PendingAttempt::pending(attempt, verdict, rest))
+}
+
+/// The attempt's key (unique in the run: its stores and hosted clients
+/// are named by it) and its file name (its SQLite file, browser profile).
+fn cell_names(
+    plan: RunPlan<'_>,
+    (tag, index): (&str, usize),
+    target_name: &str,
+    scenario: &Scenario,
+    attempt: u32,
+) -> (String, String) {
+    let key = format!("{}-{tag}{index}", plan.settings.id);
+    let file_cell = format!(
+        "{index:03}-{tag}{}-{}-{attempt}",
+        crate::file_name::safe(target_name),
+        crate::file_name::safe(&scenario.name)
+    );
+    (key, file_cell)
 }
 
 /// The attempt's trace and its file (relative to the run folder), in a

@@ -12,34 +12,7 @@ use crate::stack::browser::{BrowserHost, Chromium};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Which client runs a cell: a value of the client axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientKind {
-    /// continuity's SDK-faithful Rust client.
-    Rust,
-    /// The real TypeScript SDK, hosted in the local stack's Rivet app.
-    TsSdk,
-    /// The same SDK bundled for the browser, in a page of headless Chromium.
-    Browser,
-}
-
-impl ClientKind {
-    /// The name reports carry: `rust` or `ts-sdk`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ClientKind::Rust => "rust",
-            ClientKind::TsSdk => "ts-sdk",
-            ClientKind::Browser => "browser",
-        }
-    }
-
-    /// Whether the SDK axis applies to the client: the hosted client loads
-    /// each SDK point's module. The browser page bundles the app's pinned
-    /// SDK, so `--sdk-version` and `--sdk` do not multiply its cells.
-    pub fn hosts_sdk(self) -> bool {
-        matches!(self, ClientKind::TsSdk)
-    }
-}
+pub use crate::client::ClientKind;
 
 /// An SDK point as the run installed it: the module its cells' actors
 /// import, or why it could not be installed (its cells are skipped).

@@ -12,6 +12,7 @@ pub mod cost;
 
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
+use crate::persist::Store;
 use crate::report::{Axis, AxisPoint, Point, PointSource};
 use crate::scenario::Scenario;
 use cost::Timings;
@@ -98,34 +99,6 @@ impl SdkPoint {
     }
 }
 
-/// A cell's session store: one value of the persistence axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PersistPoint {
-    /// The SDK's in-memory store, per client.
-    Memory,
-    /// A SQLite file per cell attempt, in the run folder.
-    Sqlite,
-    /// The local stack's Postgres, a schema per cell attempt.
-    Postgres,
-    /// The local stack's Rivet actor.
-    Rivet,
-    /// IndexedDB in the browser client's page, a database per cell attempt.
-    IndexedDb,
-}
-
-impl PersistPoint {
-    /// The name reports give the store.
-    pub fn name(self) -> &'static str {
-        match self {
-            PersistPoint::Memory => "memory",
-            PersistPoint::Sqlite => "sqlite",
-            PersistPoint::Postgres => "postgres",
-            PersistPoint::Rivet => "rivet",
-            PersistPoint::IndexedDb => "indexeddb",
-        }
-    }
-}
-
 /// One value of the agent axis.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentPoint {
@@ -145,7 +118,7 @@ pub struct Axes {
     /// The SDK points a hosted client runs; a client that hosts no SDK
     /// (`rust`) has one cell per point of the other axes, with no SDK.
     pub sdks: Vec<SdkPoint>,
-    pub persists: Vec<PersistPoint>,
+    pub persists: Vec<Store>,
 }
 
 impl Axes {
@@ -257,7 +230,7 @@ pub struct CellPoint {
     pub server: ServerPoint,
     /// `None` for a client that hosts no SDK.
     pub sdk: Option<SdkPoint>,
-    pub persist: PersistPoint,
+    pub persist: Store,
 }
 
 impl CellPoint {
@@ -450,7 +423,7 @@ pub(super) mod tests {
             client: ClientKind::Rust,
             server: ServerPoint::registry(server),
             sdk: None,
-            persist: PersistPoint::Sqlite,
+            persist: Store::Sqlite,
         }
     }
 
@@ -471,7 +444,7 @@ pub(super) mod tests {
             clients: vec![ClientKind::Rust],
             servers: vec![ServerPoint::registry("0.4.2")],
             sdks: vec![SdkPoint::registry("0.4.2")],
-            persists: vec![PersistPoint::Sqlite],
+            persists: vec![Store::Sqlite],
         }
     }
 

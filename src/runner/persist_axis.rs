@@ -1,5 +1,5 @@
 //! A cell's session store, from its point on the matrix's persistence
-//! axis ([`super::PersistPoint`], resolved to the worker's own stack by
+//! axis ([`Store`], resolved to the worker's own stack by
 //! [`super::Worker::take_point`]): which target × store combinations cannot
 //! run (and why), the store the cell's Rust clients get, and the driver the
 //! hosted SDK client is told to build inside its actor.
@@ -15,7 +15,7 @@
 
 use super::client_axis::ClientChoice;
 use super::PersistChoice;
-use crate::persist::SqliteDriver;
+use crate::persist::{SqliteDriver, Store};
 use crate::scenario::CellStore;
 use crate::targets::{BuiltinTarget, TargetId};
 use serde_json::{json, Value};
@@ -27,15 +27,14 @@ use std::sync::Arc;
 /// but the SDK's own memory.
 pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
     let browser = matches!(client, ClientChoice::Browser(_));
-    match persist {
-        PersistChoice::IndexedDb if !browser => Some(
+    match persist.store() {
+        Store::IndexedDb if !browser => Some(
             "--persist indexeddb is the browser's own storage: it runs with --client browser only"
                 .into(),
         ),
-        PersistChoice::Memory | PersistChoice::IndexedDb => None,
+        Store::Memory | Store::IndexedDb => None,
         other if browser => Some(format!(
-            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{}`, a store of a server-side process",
-            other.name()
+            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{other}`, a store of a server-side process"
         )),
         _ => None,
     }
@@ -46,13 +45,15 @@ pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<
     if *target != BuiltinTarget::Store {
         return None;
     }
-    let why = match persist {
-        PersistChoice::Postgres | PersistChoice::Unavailable { .. } => return None,
-        PersistChoice::IndexedDb => "IndexedDB is the page's own storage, in the browser",
-        PersistChoice::Custom { name, .. } if name == "postgres" => return None,
-        PersistChoice::Memory => "--persist memory keeps the store in the client's own memory",
-        PersistChoice::Sqlite => "--persist sqlite is a file the client's own process opens",
-        PersistChoice::Rivet | PersistChoice::Custom { .. } => {
+    if matches!(persist, PersistChoice::Unavailable { .. }) {
+        return None;
+    }
+    let why = match persist.store() {
+        Store::Postgres => return None,
+        Store::IndexedDb => "IndexedDB is the page's own storage, in the browser",
+        Store::Memory => "--persist memory keeps the store in the client's own memory",
+        Store::Sqlite => "--persist sqlite is a file the client's own process opens",
+        Store::Rivet => {
             "the Rivet actor's restarts are the `rivet` (runner) and `rivet-engine` targets"
         }
     };
@@ -73,9 +74,9 @@ pub(super) enum StoreError {
     #[error(transparent)]
     Persist(#[from] crate::persist::PersistError),
     /// The stack has no such store: skipped (`failed`: its server did not start, an error).
-    #[error("the {name} store cannot run here: {reason}")]
+    #[error("the {store} store cannot run here: {reason}")]
     Unavailable {
-        name: String,
+        store: Store,
         reason: String,
         failed: bool,
     },
@@ -95,26 +96,26 @@ pub(super) fn cell_store(
 ) -> Result<CellStore, StoreError> {
     match persist {
         // The page holds the browser client's store; no Rust client runs.
-        PersistChoice::Memory | PersistChoice::IndexedDb => Ok(CellStore::PerClientMemory),
-        PersistChoice::Sqlite => {
+        PersistChoice::Own(Store::Memory | Store::IndexedDb) => Ok(CellStore::PerClientMemory),
+        PersistChoice::Own(Store::Sqlite) => {
             let file = sqlite_file(run_dir, cell);
             let dir = file.parent().unwrap_or(run_dir).to_path_buf();
             std::fs::create_dir_all(&dir).map_err(|source| StoreError::Folder { dir, source })?;
             Ok(CellStore::Shared(Arc::new(SqliteDriver::open(file)?)))
         }
-        PersistChoice::Custom { factory, .. } => Ok(CellStore::Shared(factory(key)?)),
+        PersistChoice::Served { factory, .. } => Ok(CellStore::Shared(factory(key)?)),
         PersistChoice::Unavailable {
-            name,
+            store,
             reason,
             failed,
         } => Err(StoreError::Unavailable {
-            name: name.clone(),
+            store: *store,
             reason: reason.clone(),
             failed: *failed,
         }),
-        unresolved @ (PersistChoice::Postgres | PersistChoice::Rivet) => {
+        PersistChoice::Own(unresolved @ (Store::Postgres | Store::Rivet)) => {
             Err(StoreError::Unavailable {
-                name: unresolved.name().to_string(),
+                store: *unresolved,
                 reason: "no stack resolved it to its server".into(),
                 failed: true,
             })
@@ -136,22 +137,23 @@ pub(super) fn hosted_store(
     match client {
         ClientChoice::Rust => return None,
         ClientChoice::Browser(_) => {
-            return Some(match persist {
-                PersistChoice::IndexedDb => json!({"driver": "indexeddb", "database": key}),
+            return Some(match persist.store() {
+                Store::IndexedDb => json!({"driver": "indexeddb", "database": key}),
                 _ => json!({"driver": "memory"}),
             })
         }
         ClientChoice::TsSdk(_) => {}
     }
-    Some(match persist.name() {
-        "memory" => json!({"driver": "memory"}),
-        "sqlite" => json!({"driver": "sqlite", "filename": sqlite_file(run_dir, cell)}),
-        "postgres" => json!({
+    Some(match persist.store() {
+        Store::Memory => json!({"driver": "memory"}),
+        Store::Sqlite => json!({"driver": "sqlite", "filename": sqlite_file(run_dir, cell)}),
+        Store::Postgres => json!({
             "driver": "postgres",
             "connectionString": postgres_url,
             "schema": crate::persist::postgres_schema_for(key),
         }),
-        _ => json!({"driver": "rivet"}),
+        // IndexedDB is the browser's, whose ts-sdk cells are skipped.
+        Store::Rivet | Store::IndexedDb => json!({"driver": "rivet"}),
     })
 }
 
@@ -161,13 +163,33 @@ mod tests {
 
     #[test]
     fn only_postgres_has_a_store_server_to_restart() {
-        assert!(skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Postgres).is_none());
-        assert!(skip_reason(&BuiltinTarget::Agent.into(), &PersistChoice::Memory).is_none());
-        let memory = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Memory).unwrap();
+        assert!(skip_reason(
+            &BuiltinTarget::Store.into(),
+            &PersistChoice::Own(Store::Postgres)
+        )
+        .is_none());
+        assert!(skip_reason(
+            &BuiltinTarget::Agent.into(),
+            &PersistChoice::Own(Store::Memory)
+        )
+        .is_none());
+        let memory = skip_reason(
+            &BuiltinTarget::Store.into(),
+            &PersistChoice::Own(Store::Memory),
+        )
+        .unwrap();
         assert!(memory.contains("client's own memory"), "{memory}");
-        let sqlite = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Sqlite).unwrap();
+        let sqlite = skip_reason(
+            &BuiltinTarget::Store.into(),
+            &PersistChoice::Own(Store::Sqlite),
+        )
+        .unwrap();
         assert!(sqlite.contains("file"), "{sqlite}");
-        let rivet = skip_reason(&BuiltinTarget::Store.into(), &PersistChoice::Rivet).unwrap();
+        let rivet = skip_reason(
+            &BuiltinTarget::Store.into(),
+            &PersistChoice::Own(Store::Rivet),
+        )
+        .unwrap();
         assert!(rivet.contains("`rivet`"), "{rivet}");
     }
 
@@ -181,7 +203,7 @@ mod tests {
         assert_eq!(
             hosted_store(
                 &ClientChoice::Rust,
-                &PersistChoice::Sqlite,
+                &PersistChoice::Own(Store::Sqlite),
                 None,
                 dir,
                 "c",
@@ -189,11 +211,19 @@ mod tests {
             ),
             None
         );
-        let sqlite = hosted_store(&ts, &PersistChoice::Sqlite, None, dir, "001-x", "k").unwrap();
+        let sqlite = hosted_store(
+            &ts,
+            &PersistChoice::Own(Store::Sqlite),
+            None,
+            dir,
+            "001-x",
+            "k",
+        )
+        .unwrap();
         assert_eq!(sqlite["filename"], "/run/persist/001-x.db");
         let pg = hosted_store(
             &ts,
-            &PersistChoice::Postgres,
+            &PersistChoice::Own(Store::Postgres),
             Some("postgres://u@127.0.0.1:5/d"),
             dir,
             "c",

@@ -11,8 +11,8 @@
 //! point. The same slot will serve a candidate binary (a
 //! [`super::ServerSource::Binary`] point).
 
-use super::matrix::{CellPoint, PersistPoint, ServerPoint};
-use super::{PersistChoice, Worker};
+use super::matrix::{CellPoint, ServerPoint};
+use super::Worker;
 use crate::targets::{BuiltinTarget, Target, TargetError};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,7 +109,10 @@ impl Worker {
     /// its stack runs (switched if need be) and the store its attempts
     /// keep sessions in. `Err` says why the cell cannot run here.
     pub(super) async fn take_point(&mut self, point: &CellPoint) -> Result<(), SwitchError> {
-        self.persist = self.store_for(point.persist);
+        // A store of a server this stack does not run is
+        // PersistChoice::Unavailable, which its attempts report (skipped
+        // with the install command, or an error when the server failed).
+        self.persist = self.stores.resolve(point.persist);
         if self.serves(&point.server) {
             return Ok(());
         }
@@ -170,20 +173,6 @@ impl Worker {
             }
         }
     }
-
-    /// The store a cell of `point` keeps its sessions in on this stack: a
-    /// store of a server this stack does not run is
-    /// [`PersistChoice::Unavailable`], which its attempts report (skipped
-    /// with the install command, or an error when the server failed).
-    fn store_for(&self, point: PersistPoint) -> PersistChoice {
-        match point {
-            PersistPoint::Memory => PersistChoice::Memory,
-            PersistPoint::Sqlite => PersistChoice::Sqlite,
-            PersistPoint::Postgres => self.stores.resolve(&PersistChoice::Postgres),
-            PersistPoint::Rivet => self.stores.resolve(&PersistChoice::Rivet),
-            PersistPoint::IndexedDb => PersistChoice::IndexedDb,
-        }
-    }
 }
 
 /// Appends `line` to a managed target's log (best effort: a log that
@@ -204,6 +193,7 @@ fn note_in_log(target: &Target, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::persist::{PersistChoice, Store};
     use crate::runner::matrix::tests::point;
     use crate::targets::{ManagedSpec, Readiness, RestartAction};
     use std::time::Duration;
@@ -287,17 +277,17 @@ mod tests {
     async fn a_cell_in_rivet_needs_the_stacks_rivet_store() {
         let mut worker = crate::runner::tests::bare_worker(Vec::new());
         let mut rivet = point("agent", "0.4.2");
-        rivet.persist = PersistPoint::Rivet;
+        rivet.persist = Store::Rivet;
         worker.take_point(&rivet).await.unwrap();
         match &worker.persist {
-            PersistChoice::Unavailable { name, reason, .. } => {
-                assert_eq!(name, "rivet");
+            PersistChoice::Unavailable { store, reason, .. } => {
+                assert_eq!(*store, Store::Rivet);
                 assert!(reason.contains("Rivet actor store"), "{reason}");
             }
             other => panic!("a stack without Rivet gave {other:?}"),
         }
-        rivet.persist = PersistPoint::Memory;
+        rivet.persist = Store::Memory;
         worker.take_point(&rivet).await.unwrap();
-        assert_eq!(worker.persist, PersistChoice::Memory);
+        assert_eq!(worker.persist, PersistChoice::Own(Store::Memory));
     }
 }

@@ -14,7 +14,17 @@ use std::time::Duration;
 /// One built-in target of the local stack. The order is the report's:
 /// restarts, then faults, default ones first.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum BuiltinTarget {
@@ -90,38 +100,21 @@ const fn row(
 
 const DOWN: Option<&str> = Some("downstream");
 
+/// How many built-in targets there are.
+const COUNT: usize = <BuiltinTarget as strum::VariantArray>::VARIANTS.len();
+
 impl BuiltinTarget {
-    /// Every built-in target, in the report's order.
-    pub const ALL: [BuiltinTarget; 26] = {
-        use BuiltinTarget::*;
-        [
-            Agent,
-            Gateway,
-            GatewayReload,
-            GatewayReloadIdle,
-            Rivet,
-            RivetEngine,
-            Client,
-            Store,
-            GatewayPartition,
-            GatewayReset,
-            GatewayDown,
-            GatewayLatency,
-            GatewayTimeout,
-            GatewaySlowClose,
-            GatewayBandwidth,
-            GatewaySlicer,
-            GatewayLimitData,
-            AgentPartition,
-            AgentReset,
-            AgentDown,
-            PersistPartition,
-            PersistReset,
-            PersistLatency,
-            RunnerPartition,
-            RunnerReset,
-            RunnerDown,
-        ]
+    /// Every built-in target, in the report's order: the enum's own,
+    /// derived (strum's `VariantArray`), so a new variant is in it.
+    pub const ALL: [BuiltinTarget; COUNT] = {
+        let variants = <BuiltinTarget as strum::VariantArray>::VARIANTS;
+        let mut all = [BuiltinTarget::Agent; COUNT];
+        let mut i = 0;
+        while i < COUNT {
+            all[i] = variants[i];
+            i += 1;
+        }
+        all
     };
 
     /// Its name, as `--target`, the report and `continuity list` write it.

@@ -298,14 +298,7 @@ impl Readiness {
                 expect_status,
                 interval,
             } => {
-                let request = Probe {
-                    url,
-                    post: None,
-                    expect: *expect_status,
-                    interval: *interval,
-                    auth,
-                    trace,
-                };
+                let request = Probe::new(url, None, (*expect_status, *interval), auth, trace);
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
                     .await
             }
@@ -316,14 +309,8 @@ impl Readiness {
                 expect_status,
                 interval,
             } => {
-                let request = Probe {
-                    url,
-                    post: Some((body, headers)),
-                    expect: *expect_status,
-                    interval: *interval,
-                    auth,
-                    trace,
-                };
+                let post = Some((body, headers));
+                let request = Probe::new(url, post, (*expect_status, *interval), auth, trace);
                 tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
                     .await
             }
@@ -348,9 +335,30 @@ impl Readiness {
                 tokio::time::timeout(timeout, probe.poll(&mut last_error, &mut attempts)).await
             }
         };
+        let seen = Polled {
+            took: started.elapsed(),
+            last_error,
+            attempts,
+        };
+        self.outcome(polled, seen, timeout)
+    }
+
+    /// What the polling came to: ready (and what the attempts before saw),
+    /// given up on a failure no retry mends, or out of time.
+    fn outcome(
+        &self,
+        polled: Result<Result<(), GaveUp>, tokio::time::error::Elapsed>,
+        seen: Polled,
+        timeout: Duration,
+    ) -> Result<Ready, ProbeError> {
+        let Polled {
+            took,
+            last_error,
+            attempts,
+        } = seen;
         match polled {
             Ok(Ok(())) => Ok(Ready {
-                took: started.elapsed(),
+                took,
                 failed_first: (!last_error.is_empty()).then_some(last_error),
             }),
             Ok(Err(fatal)) => Err(ProbeError {
@@ -390,10 +398,39 @@ struct Probe<'a> {
     trace: &'a Trace,
 }
 
+impl<'a> Probe<'a> {
+    /// A probe of `url` (a POST of `post`, else a GET) that passes on the
+    /// status of `(expect, interval)` and tries again every interval.
+    fn new(
+        url: &'a str,
+        post: Option<(&'a String, &'a Vec<(String, String)>)>,
+        (expect, interval): (u16, Duration),
+        auth: &'a ProbeAuth,
+        trace: &'a Trace,
+    ) -> Probe<'a> {
+        Probe {
+            url,
+            post,
+            expect,
+            interval,
+            auth,
+            trace,
+        }
+    }
+}
+
 /// Polls until the probe answers `expect`, a new attempt every interval
 /// while earlier ones may still wait ([`hedge::hedge`]). Only a probe that
 /// can never pass (a client that cannot be built, a server that refuses its
 /// credentials) returns early with an error.
+/// What a wait's attempts saw by the time it ended.
+struct Polled {
+    took: Duration,
+    /// The last failed attempt's words (empty: none failed).
+    last_error: String,
+    attempts: u32,
+}
+
 async fn poll_http(
     probe: Probe<'_>,
     last_error: &mut String,

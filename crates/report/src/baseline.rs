@@ -49,82 +49,9 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
     );
     for scenario in report.scenario_order() {
         for cell in report.cells_of(scenario) {
-            let Some(verdict) = expected(cell) else {
-                left_out.push(format!("{} × {}", cell.label(), cell.point.scenario));
-                continue;
-            };
-            out.push('\n');
-            out.push_str("[[expect]]\n");
-            let _ = writeln!(
-                out,
-                "target = {}",
-                quoted(&glob_literal(&cell.point.target))
-            );
-            let _ = writeln!(
-                out,
-                "scenario = {}",
-                quoted(&glob_literal(&cell.point.scenario))
-            );
-            // Every axis the cell names, so entries of one target and
-            // scenario on two stores (or agents) do not shadow each other.
-            for (axis, key) in [
-                (Axis::Client, "client"),
-                (Axis::Agent, "agent"),
-                (Axis::Persist, "persist"),
-            ] {
-                if let Some(value) = cell.point.get(axis) {
-                    let _ = writeln!(out, "{key} = {}", quoted(&glob_literal(value)));
-                }
-            }
-            let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
-            if matches!(verdict, Verdict::Fail | Verdict::Error) {
-                if let Some(b) = &cell.failure_boundary {
-                    let _ = writeln!(out, "boundary = {}", quoted(b));
-                }
-                if let Some(sig) = cell.boundary_signature() {
-                    let _ = writeln!(out, "signature = {}", quoted(&sig.short()));
-                }
-            }
-            // On a server axis of recorded points each entry names its
-            // point by label (a candidate may report a release's version),
-            // and by the version the point reports.
-            let point = cell
-                .point
-                .get(Axis::Server)
-                .and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
-            if let Some(point) = point {
-                let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
-            }
-            let version = point
-                .map(|p| p.version.as_str())
-                .or(cell.point.get(Axis::Server))
-                .or(run.server_version.as_deref());
-            if let Some(v) = version.and_then(parse_version) {
-                let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
-            }
-            if let Some(sdk) = cell.point.get(Axis::Sdk) {
-                let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
-            }
-            let reason = match (cell.verdict, &cell.reason) {
-                (Verdict::Flaky, _) => format!(
-                    "flaky in run {}: {} (recorded as pass)",
-                    run.id,
-                    super::gate::attempts_text(cell)
-                ),
-                (Verdict::Pass, _) => String::new(),
-                (_, Some(reason)) => format!("seen in run {}: {}", run.id, first_line(reason)),
-                (_, None) => format!("seen in run {}", run.id),
-            };
-            if !reason.is_empty() {
-                let _ = writeln!(out, "reason = {}", quoted(&reason));
-            }
-            if verdict != Verdict::Pass {
-                if let Some(until) = quarantine.until {
-                    let _ = writeln!(out, "until = {}", quoted(&until.to_string()));
-                }
-                if let Some(issue) = &quarantine.issue {
-                    let _ = writeln!(out, "issue = {}", quoted(issue));
-                }
+            match expected(cell) {
+                Some(verdict) => write_entry(&mut out, report, cell, verdict, quarantine),
+                None => left_out.push(format!("{} × {}", cell.label(), cell.point.scenario)),
             }
         }
     }
@@ -141,6 +68,95 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
     Baseline {
         text: out,
         left_out,
+    }
+}
+
+/// One cell's `[[expect]]` entry: where it ran, what it ended in, why.
+fn write_entry(
+    out: &mut String,
+    report: &Report,
+    cell: &Cell,
+    verdict: Verdict,
+    quarantine: &Quarantine,
+) {
+    let run = &report.run;
+    out.push('\n');
+    out.push_str("[[expect]]\n");
+    let _ = writeln!(
+        out,
+        "target = {}",
+        quoted(&glob_literal(&cell.point.target))
+    );
+    let _ = writeln!(
+        out,
+        "scenario = {}",
+        quoted(&glob_literal(&cell.point.scenario))
+    );
+    // Every axis the cell names, so entries of one target and scenario on
+    // two stores (or agents) do not shadow each other.
+    for (axis, key) in [
+        (Axis::Client, "client"),
+        (Axis::Agent, "agent"),
+        (Axis::Persist, "persist"),
+    ] {
+        if let Some(value) = cell.point.get(axis) {
+            let _ = writeln!(out, "{key} = {}", quoted(&glob_literal(value)));
+        }
+    }
+    let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
+    if matches!(verdict, Verdict::Fail | Verdict::Error) {
+        if let Some(b) = &cell.failure_boundary {
+            let _ = writeln!(out, "boundary = {}", quoted(b));
+        }
+        if let Some(sig) = cell.boundary_signature() {
+            let _ = writeln!(out, "signature = {}", quoted(&sig.short()));
+        }
+    }
+    write_server(out, report, cell);
+    if let Some(sdk) = cell.point.get(Axis::Sdk) {
+        let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
+    }
+    let reason = match (cell.verdict, &cell.reason) {
+        (Verdict::Flaky, _) => format!(
+            "flaky in run {}: {} (recorded as pass)",
+            run.id,
+            super::gate::attempts_text(cell)
+        ),
+        (Verdict::Pass, _) => String::new(),
+        (_, Some(reason)) => format!("seen in run {}: {}", run.id, first_line(reason)),
+        (_, None) => format!("seen in run {}", run.id),
+    };
+    if !reason.is_empty() {
+        let _ = writeln!(out, "reason = {}", quoted(&reason));
+    }
+    if verdict != Verdict::Pass {
+        if let Some(until) = quarantine.until {
+            let _ = writeln!(out, "until = {}", quoted(&until.to_string()));
+        }
+        if let Some(issue) = &quarantine.issue {
+            let _ = writeln!(out, "issue = {}", quoted(issue));
+        }
+    }
+}
+
+/// The entry's server: on a server axis of recorded points, its point by
+/// label (a candidate may report a release's version), and the version
+/// the point reports.
+fn write_server(out: &mut String, report: &Report, cell: &Cell) {
+    let run = &report.run;
+    let point = cell
+        .point
+        .get(Axis::Server)
+        .and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
+    if let Some(point) = point {
+        let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
+    }
+    let version = point
+        .map(|p| p.version.as_str())
+        .or(cell.point.get(Axis::Server))
+        .or(run.server_version.as_deref());
+    if let Some(v) = version.and_then(parse_version) {
+        let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
     }
 }
 

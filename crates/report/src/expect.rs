@@ -197,6 +197,163 @@ struct RawEntry {
     issue: Option<Spanned<String>>,
 }
 
+/// An expectations file being read: its path and text, which its errors
+/// name (with the line of the offending value).
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn error(&self, offset: Option<usize>, message: String) -> ExpectError {
+        ExpectError {
+            path: self.path.to_path_buf(),
+            line: offset.map(|o| line_of(self.text, o)),
+            message,
+        }
+    }
+
+    /// One `[[expect]]` table, checked field by field in the file's order
+    /// of concern: the verdict, the server requirement, then the patterns.
+    fn entry(&self, spanned: Spanned<RawEntry>) -> Result<Entry, ExpectError> {
+        let start = spanned.span().start;
+        let raw = spanned.into_inner();
+        let verdict = self.verdict(&raw)?;
+        let server_version = raw
+            .server_version
+            .as_ref()
+            .map(|v| self.version_req(v))
+            .transpose()?;
+        Ok(Entry {
+            line: line_of(self.text, start),
+            target: self.pattern(&raw.target, "target")?,
+            scenario: self.pattern(&raw.scenario, "scenario")?,
+            client: self.client(&raw.client)?,
+            verdict,
+            boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
+            signature: raw.signature.filter(|s| !s.trim().is_empty()),
+            reason: raw.reason.filter(|r| !r.trim().is_empty()),
+            server_version,
+            server: self.optional_pattern(&raw.server, "server")?,
+            sdk: self.optional_pattern(&raw.sdk, "sdk")?,
+            agent: self.optional_pattern(&raw.agent, "agent")?,
+            persist: self.persist(&raw.persist)?,
+            until: raw
+                .until
+                .as_ref()
+                .map(|u| {
+                    parse_date(u.get_ref())
+                        .map_err(|e| self.error(Some(u.span().start), format!("`until` = {e}")))
+                })
+                .transpose()?,
+            issue: raw
+                .issue
+                .as_ref()
+                .map(|i| {
+                    check_issue(i.get_ref())
+                        .map_err(|e| self.error(Some(i.span().start), format!("`issue` = {e}")))
+                })
+                .transpose()?,
+        })
+    }
+
+    /// The entry's verdict: an expectable one, or `flaky` with the
+    /// signature of the failure the cell may end in.
+    fn verdict(&self, raw: &RawEntry) -> Result<Verdict, ExpectError> {
+        let word = raw.verdict.get_ref().as_str();
+        let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
+        let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
+            return Err(self.error(
+                Some(raw.verdict.span().start),
+                format!(
+                    "`verdict` = {word:?} is not a verdict (expected {})",
+                    expectable_words()
+                ),
+            ));
+        };
+        let names_failure = raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty());
+        if verdict == MAY_VARY && !names_failure {
+            return Err(self.error(
+                Some(raw.verdict.span().start),
+                "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
+            ));
+        }
+        Ok(verdict)
+    }
+
+    fn version_req(&self, v: &Spanned<String>) -> Result<VersionReq, ExpectError> {
+        VersionReq::parse(v.get_ref()).map_err(|e| {
+            self.error(
+                Some(v.span().start),
+                format!(
+                    "`server_version` = {:?} is not a semver requirement (such as \"=0.4.2\" or \">=0.4, <0.5\"): {e}",
+                    v.get_ref()
+                ),
+            )
+        })
+    }
+
+    /// A glob field, `*` when absent.
+    fn pattern(&self, field: &Option<Spanned<String>>, key: &str) -> Result<Pattern, ExpectError> {
+        match field {
+            None => Ok(Pattern::new("*").expect("`*` is a glob")),
+            Some(s) => Pattern::new(s.get_ref()).map_err(|e| {
+                self.error(
+                    Some(s.span().start),
+                    format!("`{key}` = {:?} is not a valid glob: {e}", s.get_ref()),
+                )
+            }),
+        }
+    }
+
+    /// A glob field that matches nothing in particular when absent.
+    fn optional_pattern(
+        &self,
+        field: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<Pattern>, ExpectError> {
+        field.as_ref().map(|_| self.pattern(field, key)).transpose()
+    }
+
+    /// The `persist` glob, which must match a store when given: a typo
+    /// must not silently switch a gate off.
+    fn persist(&self, field: &Option<Spanned<String>>) -> Result<Option<Pattern>, ExpectError> {
+        let Some(given) = field else {
+            return Ok(None);
+        };
+        let persist = self.pattern(field, "persist")?;
+        if !STORES.iter().any(|s| persist.glob.is_match(s)) {
+            return Err(self.error(
+                Some(given.span().start),
+                format!(
+                    "`persist` = {:?} matches no store ({})",
+                    persist.text,
+                    STORES.join(", ")
+                ),
+            ));
+        }
+        Ok(Some(persist))
+    }
+
+    /// The `client` glob, which must match a client: a typo must not
+    /// silently switch a gate off.
+    fn client(&self, field: &Option<Spanned<String>>) -> Result<Pattern, ExpectError> {
+        let client = self.pattern(field, "client")?;
+        if !CLIENTS.iter().any(|c| client.glob.is_match(c)) {
+            let at = field.as_ref().map(|c| c.span().start);
+            return Err(self.error(
+                at,
+                format!(
+                    "`client` = {:?} matches no client ({})",
+                    client.text,
+                    CLIENTS.join(", ")
+                ),
+            ));
+        }
+        Ok(client)
+    }
+}
+
 /// How the exit code treats flaky, fixed and expired cells.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GateOptions {
@@ -251,139 +408,18 @@ impl Expectations {
 
     /// Checks `text`; `path` names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Expectations, ExpectError> {
-        let error = |offset: Option<usize>, message: String| ExpectError {
-            path: path.to_path_buf(),
-            line: offset.map(|o| line_of(text, o)),
-            message,
-        };
+        let file = Source { path, text };
         let raw: RawFile = toml::from_str(text).map_err(|e| {
-            error(
+            file.error(
                 e.span().map(|s| s.start),
                 e.message().trim_end().to_string(),
             )
         })?;
-        let mut entries = Vec::new();
-        for spanned in raw.expect {
-            let start = spanned.span().start;
-            let raw = spanned.into_inner();
-            let pattern = |field: &Option<Spanned<String>>, key: &str| match field {
-                None => Ok(Pattern::new("*").expect("`*` is a glob")),
-                Some(s) => Pattern::new(s.get_ref()).map_err(|e| {
-                    error(
-                        Some(s.span().start),
-                        format!("`{key}` = {:?} is not a valid glob: {e}", s.get_ref()),
-                    )
-                }),
-            };
-            let word = raw.verdict.get_ref().as_str();
-            let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
-            let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
-                return Err(error(
-                    Some(raw.verdict.span().start),
-                    format!(
-                        "`verdict` = {word:?} is not a verdict (expected {})",
-                        expectable_words()
-                    ),
-                ));
-            };
-            let names_failure = raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty());
-            if verdict == MAY_VARY && !names_failure {
-                return Err(error(
-                    Some(raw.verdict.span().start),
-                    "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
-                ));
-            }
-            let server_version = raw
-                .server_version
-                .as_ref()
-                .map(|v| {
-                    VersionReq::parse(v.get_ref()).map_err(|e| {
-                        error(
-                            Some(v.span().start),
-                            format!(
-                                "`server_version` = {:?} is not a semver requirement (such as \"=0.4.2\" or \">=0.4, <0.5\"): {e}",
-                                v.get_ref()
-                            ),
-                        )
-                    })
-                })
-                .transpose()?;
-            entries.push(Entry {
-                line: line_of(text, start),
-                target: pattern(&raw.target, "target")?,
-                scenario: pattern(&raw.scenario, "scenario")?,
-                client: {
-                    let client = pattern(&raw.client, "client")?;
-                    // A typo must not silently switch a gate off.
-                    if !CLIENTS.iter().any(|c| client.glob.is_match(c)) {
-                        let at = raw.client.as_ref().map(|c| c.span().start);
-                        return Err(error(
-                            at,
-                            format!(
-                                "`client` = {:?} matches no client ({})",
-                                client.text,
-                                CLIENTS.join(", ")
-                            ),
-                        ));
-                    }
-                    client
-                },
-                verdict,
-                boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
-                signature: raw.signature.filter(|s| !s.trim().is_empty()),
-                reason: raw.reason.filter(|r| !r.trim().is_empty()),
-                server_version,
-                server: raw
-                    .server
-                    .as_ref()
-                    .map(|_| pattern(&raw.server, "server"))
-                    .transpose()?,
-                sdk: raw
-                    .sdk
-                    .as_ref()
-                    .map(|_| pattern(&raw.sdk, "sdk"))
-                    .transpose()?,
-                agent: raw
-                    .agent
-                    .as_ref()
-                    .map(|_| pattern(&raw.agent, "agent"))
-                    .transpose()?,
-                persist: match raw.persist.as_ref() {
-                    None => None,
-                    Some(given) => {
-                        let persist = pattern(&raw.persist, "persist")?;
-                        // A typo must not silently switch a gate off.
-                        if !STORES.iter().any(|s| persist.glob.is_match(s)) {
-                            return Err(error(
-                                Some(given.span().start),
-                                format!(
-                                    "`persist` = {:?} matches no store ({})",
-                                    persist.text,
-                                    STORES.join(", ")
-                                ),
-                            ));
-                        }
-                        Some(persist)
-                    }
-                },
-                until: raw
-                    .until
-                    .as_ref()
-                    .map(|u| {
-                        parse_date(u.get_ref())
-                            .map_err(|e| error(Some(u.span().start), format!("`until` = {e}")))
-                    })
-                    .transpose()?,
-                issue: raw
-                    .issue
-                    .as_ref()
-                    .map(|i| {
-                        check_issue(i.get_ref())
-                            .map_err(|e| error(Some(i.span().start), format!("`issue` = {e}")))
-                    })
-                    .transpose()?,
-            });
-        }
+        let entries = raw
+            .expect
+            .into_iter()
+            .map(|spanned| file.entry(spanned))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Expectations {
             path: path.to_path_buf(),
             entries,

@@ -1,9 +1,8 @@
 use super::*;
 use crate::partition::Partition;
+use crate::persist::Store;
 use crate::report::Axis;
-use crate::runner::{
-    AgentPoint, Axes, ClientKind, Matrix, PersistPoint, SdkPoint, ServerPoint, Shard,
-};
+use crate::runner::{AgentPoint, Axes, ClientKind, Matrix, SdkPoint, ServerPoint, Shard};
 use std::collections::BTreeMap;
 
 /// The matrix a release gates on: five targets × five scenarios × four
@@ -26,7 +25,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
             ServerPoint::registry("0.4.2"),
         ],
         sdks: vec![SdkPoint::registry("0.4.2")],
-        persists: vec![PersistPoint::Sqlite],
+        persists: vec![Store::Sqlite],
     };
     let targets = [
         "agent",

@@ -102,19 +102,11 @@ pub(super) fn judge_replay(
                 .into(),
         ));
     }
-    // Each `session/new` after the first is a restore (the SDK's recreate).
-    let restores = ordered
-        .iter()
-        .filter(|e| {
-            e.sender == Sender::Client
-                && e.payload.get("method").and_then(Value::as_str) == Some("session/new")
-        })
-        .count()
-        .saturating_sub(1);
     let Some(at) = ordered
         .iter()
         .rposition(|e| prompt_text(e).is_some_and(|t| t.starts_with(REPLAY_PREFIX)))
     else {
+        let restores = restores(&ordered);
         if restores == 0 {
             // The client kept its session (a store restart, say): nothing to replay.
             return Ok(ReplayDetail {
@@ -130,14 +122,7 @@ pub(super) fn judge_replay(
         )));
     };
     let sent = prompt_text(ordered[at]).unwrap_or_default();
-    let connection = &ordered[at].connection_id;
-    let mut boundary = at;
-    while boundary > 0 && &ordered[boundary - 1].connection_id == connection {
-        boundary -= 1;
-    }
-    let source: Vec<SessionEvent> = ordered[..boundary].iter().map(|e| (*e).clone()).collect();
-    let newest = &source[source.len().saturating_sub(max_events)..];
-    let expected = build_replay_text(newest, max_chars).unwrap_or_default();
+    let source = history_before(&ordered, at);
     let truncated = sent.ends_with(TRUNCATED);
     let body = sent.strip_suffix(TRUNCATED).unwrap_or(sent);
     let lines = body.lines().count().saturating_sub(1);
@@ -150,29 +135,69 @@ pub(super) fn judge_replay(
         replay_cut_by_events: Some(source.len() > max_events),
     }
     .to_map();
+    match replay_mismatch(sent, &source, max_events, max_chars) {
+        Some(message) => Err(integrity(message).with_detail(detail)),
+        None => Ok(detail),
+    }
+}
+
+/// How many times the session was restored: each `session/new` after the
+/// first is one (the SDK's recreate).
+fn restores(ordered: &[&SessionEvent]) -> usize {
+    ordered
+        .iter()
+        .filter(|e| {
+            e.sender == Sender::Client
+                && e.payload.get("method").and_then(Value::as_str) == Some("session/new")
+        })
+        .count()
+        .saturating_sub(1)
+}
+
+/// The history stored before the restore whose replay is event `at`: the
+/// events before the first one of that event's connection.
+fn history_before(ordered: &[&SessionEvent], at: usize) -> Vec<SessionEvent> {
+    let connection = &ordered[at].connection_id;
+    let mut boundary = at;
+    while boundary > 0 && &ordered[boundary - 1].connection_id == connection {
+        boundary -= 1;
+    }
+    ordered[..boundary].iter().map(|e| (*e).clone()).collect()
+}
+
+/// What is wrong with the replay `sent` for the history `source`, if
+/// anything: over its caps, or not the documented cut of that history.
+fn replay_mismatch(
+    sent: &str,
+    source: &[SessionEvent],
+    max_events: usize,
+    max_chars: usize,
+) -> Option<String> {
+    let body = sent.strip_suffix(TRUNCATED).unwrap_or(sent);
+    let lines = body.lines().count().saturating_sub(1);
     if lines > max_events || js_length(body) > max_chars {
-        return Err(integrity(format!(
+        return Some(format!(
             "the replay exceeds its caps: {lines} events (cap {max_events}), {} characters before the truncation mark (cap {max_chars})",
             js_length(body)
-        ))
-        .with_detail(detail));
+        ));
     }
-    if sent != expected {
-        let expected_lines = expected
-            .strip_suffix(TRUNCATED)
-            .unwrap_or(&expected)
-            .lines()
-            .count()
-            .saturating_sub(1);
-        return Err(integrity(format!(
-            "the replay is not the documented cut of the {} events before the restore: sent {lines} events in {} characters, the newest {max_events} cut at {max_chars} characters are {expected_lines} events in {}",
-            source.len(),
-            js_length(sent),
-            js_length(&expected)
-        ))
-        .with_detail(detail));
+    let newest = &source[source.len().saturating_sub(max_events)..];
+    let expected = build_replay_text(newest, max_chars).unwrap_or_default();
+    if sent == expected {
+        return None;
     }
-    Ok(detail)
+    let expected_lines = expected
+        .strip_suffix(TRUNCATED)
+        .unwrap_or(&expected)
+        .lines()
+        .count()
+        .saturating_sub(1);
+    Some(format!(
+        "the replay is not the documented cut of the {} events before the restore: sent {lines} events in {} characters, the newest {max_events} cut at {max_chars} characters are {expected_lines} events in {}",
+        source.len(),
+        js_length(sent),
+        js_length(&expected)
+    ))
 }
 
 #[cfg(test)]

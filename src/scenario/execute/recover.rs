@@ -86,49 +86,14 @@ impl RunningCell<'_> {
         detail.server_id_lost = Some(true);
         detail.detect_ms = Some(started.elapsed().as_millis() as u64);
         // 2. The agent's own session id, from the client's store.
-        let record = self
-            .client(client)?
-            .persist()
-            .get_session(&id)
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| {
-                failure(
-                    SignatureKind::Client,
-                    format!("no session record for `{id}`"),
-                    &detail,
-                )
-            })?;
-        let cwd = record
-            .session_init
-            .as_ref()
-            .and_then(|i| i.get("cwd"))
-            .cloned()
-            .unwrap_or_else(|| json!("/"));
+        let (agent_session_id, cwd) = self.stored_session(client, &id, &detail).await?;
         // 3. A new server id, bootstrapped with ?agent=.
-        let server_id = format!("recover-{}-{}", self.settings.agent, uuid::Uuid::new_v4());
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let transport = Transport::traced(
-            TransportConfig {
-                base_url: self.settings.base_url.trim_end_matches('/').to_string(),
-                server_id: server_id.clone(),
-                bootstrap_agent: Some(self.settings.agent.clone()),
-                token: self.settings.token.clone(),
-                headers: header_map(&self.settings.headers),
-                delete_timeout: DELETE_BOUND,
-            },
-            crate::http::client_builder()
-                .build()
-                .map_err(|e| failure(SignatureKind::Harness, e.to_string(), &detail))?,
-            tx,
-            self.settings.trace.clone(),
-        );
+        let (transport, mut rx) = self.recovery_transport(&detail)?;
         let result = self
             .load_and_prompt(
                 &transport,
                 &mut rx,
-                &record.agent_session_id,
+                &agent_session_id,
                 cwd,
                 text,
                 &mut detail,
@@ -144,6 +109,63 @@ impl RunningCell<'_> {
             .map(|ready| answered.duration_since(ready).as_millis() as u64);
         self.check_model_context(&earlier, text, &mut detail)?;
         Ok(detail.to_map())
+    }
+
+    /// The agent's own session id for `id` and the folder it was made in,
+    /// from the client's store.
+    async fn stored_session(
+        &self,
+        client: &str,
+        id: &str,
+        detail: &RecoverDetail,
+    ) -> Result<(String, Value), StepFailure> {
+        let record = self
+            .client(client)?
+            .persist()
+            .get_session(id)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| {
+                failure(
+                    SignatureKind::Client,
+                    format!("no session record for `{id}`"),
+                    detail,
+                )
+            })?;
+        let cwd = record
+            .session_init
+            .as_ref()
+            .and_then(|i| i.get("cwd"))
+            .cloned()
+            .unwrap_or_else(|| json!("/"));
+        Ok((record.agent_session_id, cwd))
+    }
+
+    /// A transport on a new server id, bootstrapped with `?agent=`, and
+    /// what it observes.
+    fn recovery_transport(
+        &self,
+        detail: &RecoverDetail,
+    ) -> Result<(Transport, mpsc::UnboundedReceiver<Observed>), StepFailure> {
+        let server_id = format!("recover-{}-{}", self.settings.agent, uuid::Uuid::new_v4());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let transport = Transport::traced(
+            TransportConfig {
+                base_url: self.settings.base_url.trim_end_matches('/').to_string(),
+                server_id,
+                bootstrap_agent: Some(self.settings.agent.clone()),
+                token: self.settings.token.clone(),
+                headers: header_map(&self.settings.headers),
+                delete_timeout: DELETE_BOUND,
+            },
+            crate::http::client_builder()
+                .build()
+                .map_err(|e| failure(SignatureKind::Harness, e.to_string(), detail))?,
+            tx,
+            self.settings.trace.clone(),
+        );
+        Ok((transport, rx))
     }
 
     async fn load_and_prompt(

@@ -41,7 +41,7 @@ fn probe_status(error: &crate::client::ClientError) -> &'static str {
 #[async_trait(?Send)]
 impl ScenarioClient for RustClient {
     fn name(&self) -> &'static str {
-        "rust"
+        crate::client::ClientKind::Rust.name()
     }
 
     fn supports(&self, _step: &Step) -> Result<(), Unsupported> {

@@ -5,7 +5,7 @@
 
 use super::{RunningCell, StepFailure, StepResult};
 use crate::acp::AcpError;
-use crate::client::{Client, ClientError, ProcessSpec, Terminal};
+use crate::client::{Client, ClientError, ProcessInfo, ProcessSpec, Terminal};
 use crate::diagnose;
 use crate::report::detail::{
     Detail, ProcessStatusDetail, ReadFileDetail, SpawnDetail, WriteFileDetail,
@@ -193,67 +193,13 @@ impl RunningCell<'_> {
             .map_err(|e| self.failure(None, &e))?
             .contains(&id);
         detail.listed = Some(listed);
-        let info = match c.get_process(&id).await {
-            Ok(info) => info,
-            Err(e) if gone(&e) => {
-                // The server forgot it; is the OS process still there, orphaned?
-                let orphans = marked_processes(c, &self.settings.session_suffix, false)
-                    .await
-                    .unwrap_or_default();
-                detail.orphan_pids = Some(orphans.clone());
-                let mut failure = self.failure(Some("process gone"), &e);
-                if !orphans.is_empty() {
-                    failure
-                        .signature
-                        .message
-                        .push_str(" (still running unlisted)");
-                }
-                return Err(failure.with_detail(detail.to_map()));
-            }
-            Err(e) => return Err(self.failure(None, &e).with_detail(detail.to_map())),
-        };
+        let info = self.listed_process(c, &id, &mut detail).await?;
         detail.status = Some(info.status.clone());
         detail.exit_code = Some(info.exit_code);
-        // Output a process just printed may take a moment to be logged.
-        let settle = Instant::now() + LOG_SETTLE;
-        let (logs, text) = loop {
-            let logs = c
-                .process_logs(&id)
-                .await
-                .map_err(|e| self.failure(None, &e).with_detail(detail.to_map()))?;
-            let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
-            let found = logs_contain
-                .as_ref()
-                .is_none_or(|wanted| String::from_utf8_lossy(&text).contains(wanted));
-            if found || Instant::now() >= settle {
-                break (logs, text);
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        detail.log_entries = Some(logs.len());
+        let (entries, text) = self.settled_logs(c, &id, logs_contain, &detail).await?;
+        detail.log_entries = Some(entries);
         detail.log_bytes = Some(text.len());
-        let state_ok = match expect {
-            ProcessExpect::Running => info.status == "running",
-            ProcessExpect::Exited => info.status == "exited",
-            ProcessExpect::Listed => true,
-        };
-        if !listed || !state_ok {
-            let message = if !listed {
-                format!("process gone: {id} is not in the process list")
-            } else {
-                format!(
-                    "process {}: status {}{}",
-                    if expect == ProcessExpect::Running {
-                        "stopped"
-                    } else {
-                        "still running"
-                    },
-                    info.status,
-                    info.exit_code
-                        .map(|c| format!(", exit code {c}"))
-                        .unwrap_or_default()
-                )
-            };
+        if let Some(message) = state_mismatch(&id, listed, expect, &info) {
             return Err(
                 StepFailure::new(diagnose::other(SignatureKind::Client, message))
                     .with_detail(detail),
@@ -265,13 +211,102 @@ impl RunningCell<'_> {
             if !kept {
                 return Err(StepFailure::new(diagnose::other(
                     SignatureKind::Integrity,
-                    format!("logs lost: {} entries, none has {wanted:?}", logs.len()),
+                    format!("logs lost: {entries} entries, none has {wanted:?}"),
                 ))
                 .with_detail(detail));
             }
         }
         Ok(detail.to_map())
     }
+
+    /// The server's record of process `id`; when the server forgot it, a
+    /// `process gone` failure that says whether the OS process is still
+    /// there, orphaned.
+    async fn listed_process(
+        &self,
+        c: &Client,
+        id: &str,
+        detail: &mut ProcessStatusDetail,
+    ) -> Result<ProcessInfo, StepFailure> {
+        match c.get_process(id).await {
+            Ok(info) => Ok(info),
+            Err(e) if gone(&e) => {
+                let orphans = marked_processes(c, &self.settings.session_suffix, false)
+                    .await
+                    .unwrap_or_default();
+                detail.orphan_pids = Some(orphans.clone());
+                let mut failure = self.failure(Some("process gone"), &e);
+                if !orphans.is_empty() {
+                    failure
+                        .signature
+                        .message
+                        .push_str(" (still running unlisted)");
+                }
+                Err(failure.with_detail(detail.to_map()))
+            }
+            Err(e) => Err(self.failure(None, &e).with_detail(detail.to_map())),
+        }
+    }
+
+    /// The process's log: how many entries, and their bytes. Output a
+    /// process just printed may take a moment to be logged, so a log
+    /// without `logs_contain` is read again for up to [`LOG_SETTLE`].
+    async fn settled_logs(
+        &self,
+        c: &Client,
+        id: &str,
+        logs_contain: Option<&str>,
+        detail: &ProcessStatusDetail,
+    ) -> Result<(usize, Vec<u8>), StepFailure> {
+        let settle = Instant::now() + LOG_SETTLE;
+        loop {
+            let logs = c
+                .process_logs(id)
+                .await
+                .map_err(|e| self.failure(None, &e).with_detail(detail.to_map()))?;
+            let text: Vec<u8> = logs.iter().flat_map(|l| l.data.clone()).collect();
+            let found = logs_contain
+                .as_ref()
+                .is_none_or(|wanted| String::from_utf8_lossy(&text).contains(wanted));
+            if found || Instant::now() >= settle {
+                return Ok((logs.len(), text));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// What is wrong with process `id`'s state, if anything: not listed, or
+/// not in the state `expect` asks for.
+fn state_mismatch(
+    id: &str,
+    listed: bool,
+    expect: ProcessExpect,
+    info: &ProcessInfo,
+) -> Option<String> {
+    let state_ok = match expect {
+        ProcessExpect::Running => info.status == "running",
+        ProcessExpect::Exited => info.status == "exited",
+        ProcessExpect::Listed => true,
+    };
+    if !listed {
+        return Some(format!("process gone: {id} is not in the process list"));
+    }
+    if state_ok {
+        return None;
+    }
+    Some(format!(
+        "process {}: status {}{}",
+        if expect == ProcessExpect::Running {
+            "stopped"
+        } else {
+            "still running"
+        },
+        info.status,
+        info.exit_code
+            .map(|c| format!(", exit code {c}"))
+            .unwrap_or_default()
+    ))
 }
 
 /// The server no longer knows the resource: 404 or 410.

@@ -10,7 +10,7 @@ use crate::clock::millis;
 use crate::diagnose;
 use crate::persist::MemoryDriver;
 use crate::report::detail::{Detail, TeardownDetail};
-use crate::report::{Outcome, PhaseResult, SignatureKind};
+use crate::report::{Outcome, PhaseResult, Signature, SignatureKind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,13 +30,7 @@ impl RunningCell<'_> {
         for entry in state.terminals.values() {
             let _ = tokio::time::timeout(Duration::from_secs(1), entry.terminal.close()).await;
         }
-        let mut options = ClientOptions::new(
-            self.settings.base_url.clone(),
-            Arc::new(MemoryDriver::default()),
-        );
-        options.token = self.settings.token.clone();
-        options.headers = self.settings.headers.clone();
-        options.trace = self.settings.trace.clone();
+        let options = self.teardown_options();
         let mut errors: Vec<String> = Vec::new();
         let mut orphans = 0usize;
         let work = async {
@@ -86,22 +80,43 @@ impl RunningCell<'_> {
             )),
             Ok(Ok(())) => None,
         };
-        let ok = signature.is_none();
-        Some(PhaseResult {
-            name: "sandboxCleanup".into(),
-            step: "sandbox_cleanup".into(),
-            decides_verdict: false,
-            cleanup: true,
-            outcome: match (&signature, ok) {
-                (_, true) => Outcome::Ok,
-                (Some(s), _) if s.kind == SignatureKind::Timeout => Outcome::Timeout,
-                _ => Outcome::Fail,
-            },
-            ok,
-            duration_ms: millis(started.elapsed()),
-            deadline_ms: millis(TEARDOWN_BOUND),
-            detail,
-            signature,
-        })
+        Some(teardown_phase(signature, started.elapsed(), detail))
+    }
+
+    /// A fresh client's options: the scenario's may be disposed or broken.
+    fn teardown_options(&self) -> ClientOptions {
+        let mut options = ClientOptions::new(
+            self.settings.base_url.clone(),
+            Arc::new(MemoryDriver::default()),
+        );
+        options.token = self.settings.token.clone();
+        options.headers = self.settings.headers.clone();
+        options.trace = self.settings.trace.clone();
+        options
+    }
+}
+
+/// The teardown's phase: a cleanup phase, failed by `signature` if any.
+fn teardown_phase(
+    signature: Option<Signature>,
+    took: Duration,
+    detail: serde_json::Map<String, serde_json::Value>,
+) -> PhaseResult {
+    let ok = signature.is_none();
+    PhaseResult {
+        name: "sandboxCleanup".into(),
+        step: "sandbox_cleanup".into(),
+        decides_verdict: false,
+        cleanup: true,
+        outcome: match (&signature, ok) {
+            (_, true) => Outcome::Ok,
+            (Some(s), _) if s.kind == SignatureKind::Timeout => Outcome::Timeout,
+            _ => Outcome::Fail,
+        },
+        ok,
+        duration_ms: millis(took),
+        deadline_ms: millis(TEARDOWN_BOUND),
+        detail,
+        signature,
     }
 }

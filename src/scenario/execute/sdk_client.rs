@@ -151,9 +151,10 @@ fn unsupported(step: &Step) -> Option<&'static str> {
 #[async_trait(?Send)]
 impl ScenarioClient for HostedCell {
     fn name(&self) -> &'static str {
+        use crate::client::ClientKind;
         match self.client.browser_page() {
-            Some(_) => "browser",
-            None => "ts-sdk",
+            Some(_) => ClientKind::Browser.name(),
+            None => ClientKind::TsSdk.name(),
         }
     }
 
