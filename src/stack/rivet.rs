@@ -421,10 +421,12 @@ pub async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
 }
 
 #[cfg(test)]
+mod churn_tests;
+#[cfg(test)]
 pub(crate) mod hosted_contract;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -436,7 +438,7 @@ mod tests {
     }
 
     /// A real engine and runner in `dir` (immediate saves, SIGKILL restarts).
-    async fn real_stack(dir: &std::path::Path) -> RivetStack {
+    pub(super) async fn real_stack(dir: &std::path::Path) -> RivetStack {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         RivetStack::up(
