@@ -26,6 +26,7 @@ pub enum BuiltinTarget {
     RivetEngine,
     Client,
     Store,
+    ServerKill,
     GatewayPartition,
     GatewayReset,
     GatewayDown,
@@ -92,7 +93,7 @@ const DOWN: Option<&str> = Some("downstream");
 
 impl BuiltinTarget {
     /// Every built-in target, in the report's order.
-    pub const ALL: [BuiltinTarget; 26] = {
+    pub const ALL: [BuiltinTarget; 27] = {
         use BuiltinTarget::*;
         [
             Agent,
@@ -103,6 +104,7 @@ impl BuiltinTarget {
             RivetEngine,
             Client,
             Store,
+            ServerKill,
             GatewayPartition,
             GatewayReset,
             GatewayDown,
@@ -143,7 +145,7 @@ impl BuiltinTarget {
         match self.family() {
             Family::Client | Family::Store => false,
             Family::Fault => matches!(self, GatewayPartition | GatewayReset),
-            _ => self != GatewayReloadIdle,
+            _ => !matches!(self, GatewayReloadIdle | ServerKill),
         }
     }
 
@@ -151,7 +153,7 @@ impl BuiltinTarget {
     pub fn family(self) -> Family {
         use BuiltinTarget::*;
         match self {
-            Agent => Family::Server,
+            Agent | ServerKill => Family::Server,
             Gateway | GatewayReload | GatewayReloadIdle => Family::Gateway,
             Rivet | RivetEngine => Family::Rivet,
             Client => Family::Client,
@@ -231,7 +233,7 @@ impl BuiltinTarget {
             RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
             RunnerDown => row("runner", "down", &[], None, 2000),
             Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
-            | Store => return None,
+            | Store | ServerKill => return None,
         })
     }
 
@@ -259,6 +261,7 @@ impl BuiltinTarget {
             RivetEngine => "the Rivet Engine the runner connects to",
             Client => "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again",
             Store => "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres)",
+            ServerKill => "the sandbox-agent server of each sandbox the cell's SDK started through the stack's sandbox provider: SIGKILL to its process group, left down; only the provider's ensureServer (called by the SDK) brings it back (scenario sandbox-provider)",
             _ => return None,
         })
     }

@@ -26,7 +26,7 @@ mod tests;
 #[cfg(test)]
 mod verify_tests;
 
-pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
+pub use action::{ActionError, LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
 pub use builtin::BuiltinTarget;
 pub use fault::FaultAction;
 pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
@@ -464,8 +464,10 @@ impl Target {
                     }));
                 }
             }
-            RestartAction::Command { .. } | RestartAction::Http { .. } | RestartAction::Clients => {
-            }
+            RestartAction::Command { .. }
+            | RestartAction::Http { .. }
+            | RestartAction::Clients
+            | RestartAction::LeftDown(_) => {}
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name().to_string(),
@@ -573,6 +575,20 @@ impl Target {
                     .take()
                     .unwrap_or_else(|| Ok("no process was running".into()));
                 (restart_ms, self.back_after(down).await)
+            }
+            // Down, and left so: the target's probe is not waited for;
+            // whoever brings the servers back checks that they came back.
+            RestartKind::LeftDown => {
+                let RestartAction::LeftDown(control) = &self.action else {
+                    unreachable!("a left-down kind has a left-down action");
+                };
+                let down = control.0.take_down().await;
+                let restart_ms = millis(started.elapsed());
+                let seen = down.map(|down| Seen {
+                    down: Some(down),
+                    ready_ms: None,
+                });
+                (restart_ms, seen.map_err(Into::into))
             }
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients.
@@ -774,7 +790,7 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
-            RestartAction::Clients => Ok(()),
+            RestartAction::Clients | RestartAction::LeftDown(_) => Ok(()),
             RestartAction::Http {
                 url,
                 method,

@@ -22,6 +22,7 @@ mod report_html_browser;
 mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
+mod sdk_provider_e2e;
 mod sdk_steps_e2e;
 mod shard_e2e;
 mod stack_e2e;
