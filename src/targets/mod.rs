@@ -576,20 +576,7 @@ impl Target {
                     .unwrap_or_else(|| Ok("no process was running".into()));
                 (restart_ms, self.back_after(down).await)
             }
-            // Down, and left so: the target's probe is not waited for;
-            // whoever brings the servers back checks that they came back.
-            RestartKind::LeftDown => {
-                let RestartAction::LeftDown(control) = &self.action else {
-                    unreachable!("a left-down kind has a left-down action");
-                };
-                let down = control.0.take_down().await;
-                let restart_ms = millis(started.elapsed());
-                let seen = down.map(|down| Seen {
-                    down: Some(down),
-                    ready_ms: None,
-                });
-                (restart_ms, seen.map_err(Into::into))
-            }
+            RestartKind::LeftDown => self.restart_left_down(started).await,
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients.
             RestartKind::Fault | RestartKind::Clients => {
@@ -601,6 +588,22 @@ impl Target {
                 )
             }
         }
+    }
+
+    /// Down, and left so: no probe is waited for; whoever brings the
+    /// servers back (a client's `ensureServer`) says that they came back.
+    async fn restart_left_down(&mut self, started: Instant) -> (u64, Result<Seen, RestartFailure>) {
+        let down = match &self.action {
+            RestartAction::LeftDown(control) => control.0.take_down().await,
+            other => Err(ActionError::NothingDown {
+                reason: format!("{} leaves nothing down", other.describe()),
+            }),
+        };
+        let seen = down.map(|down| Seen {
+            down: Some(down),
+            ready_ms: None,
+        });
+        (millis(started.elapsed()), seen.map_err(Into::into))
     }
 
     /// A command's or hook's restart: its probe is watched from the
