@@ -77,6 +77,8 @@ pub struct Worker {
     /// The local stack's sandbox-agent, switched between server points;
     /// `None` on a deployment (its one server is whatever runs there).
     pub server: Option<ServerSlot>,
+    /// The back end of the local stack's sandbox provider.
+    pub sandboxes: Option<crate::stack::sandboxes::Sandboxes>,
 }
 
 impl Worker {
@@ -113,6 +115,7 @@ impl Worker {
             browser_host: self.browser_host.clone(),
             fence: self.fence.clone(),
             server: None,
+            sandboxes: None,
         }
     }
 }
@@ -524,6 +527,7 @@ pub(crate) mod tests {
             browser_host: Err(Unhosted("no stack".into())),
             fence: Default::default(),
             server: None,
+            sandboxes: None,
         }
     }
 }

@@ -160,6 +160,39 @@ pub enum SdkAction {
         call: String,
         args_json: String,
     },
+    /// `SandboxAgent.start({ sandbox })` with the stack's own provider,
+    /// whose back end is the harness's sandbox service at `service_url`;
+    /// the client's `sandboxId` is persisted by its host.
+    StartSandbox {
+        phase: String,
+        client: String,
+        service_url: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sdk: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        persist: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        headers: Option<Map<String, Value>>,
+    },
+    /// The reconnect route on the client's persisted `sandboxId`:
+    /// `SandboxAgent.start({ sandbox, sandboxId })`, then `pwd` within `probe_ms`.
+    ReattachSandbox {
+        phase: String,
+        client: String,
+        service_url: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        sdk: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        persist: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        headers: Option<Map<String, Value>>,
+        probe_ms: u64,
+    },
+    /// `destroySandbox()`.
+    DestroySandbox {
+        phase: String,
+        client: String,
+    },
     /// The unhandled rejections recorded so far (and: is the actor there).
     Faults {
         phase: String,
@@ -199,6 +232,9 @@ impl SdkAction {
             SdkAction::TerminalReattach { .. } => "terminalReattach",
             SdkAction::Dispose { .. } => "dispose",
             SdkAction::Store { .. } => "store",
+            SdkAction::StartSandbox { .. } => "startSandbox",
+            SdkAction::ReattachSandbox { .. } => "reattachSandbox",
+            SdkAction::DestroySandbox { .. } => "destroySandbox",
             SdkAction::Faults { .. } => "faults",
             SdkAction::Wire { .. } => "wire",
             SdkAction::Retire { .. } => "retire",
@@ -229,6 +265,9 @@ impl SdkAction {
             | SdkAction::TerminalReattach { phase, .. }
             | SdkAction::Dispose { phase, .. }
             | SdkAction::Store { phase, .. }
+            | SdkAction::StartSandbox { phase, .. }
+            | SdkAction::ReattachSandbox { phase, .. }
+            | SdkAction::DestroySandbox { phase, .. }
             | SdkAction::Faults { phase }
             | SdkAction::Wire { phase }
             | SdkAction::Retire { phase } => phase,
@@ -337,6 +376,49 @@ pub struct ProcessSeen {
     pub process_error: Option<SdkError>,
     pub log_entries: Option<usize>,
     pub log_text: Option<String>,
+}
+
+/// One call the SDK made of the stack's provider, and what its back end answered.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProviderCall {
+    /// `create`, `reconnect`, `getUrl`, `ensureServer`, `destroy`.
+    pub call: String,
+    /// `start` (inside `SandboxAgent.start`), `health-wait` (the client's
+    /// health wait, after three failed checks) or `client` (`destroySandbox`).
+    pub caller: String,
+    pub sandbox_id: Option<String>,
+    pub status: Option<u16>,
+    pub answer: Option<Value>,
+    pub ms: Option<u64>,
+}
+
+/// `startSandbox`'s answer: the SDK's `sandboxId` and the provider's calls.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SandboxStarted {
+    pub sandbox_id: Option<String>,
+    pub calls: Vec<ProviderCall>,
+}
+
+/// `reattachSandbox`'s answer: the status (`connected`, `expired`,
+/// `no_sandbox`), the probe's run, why it expired, the provider's calls.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SandboxReattached {
+    pub status: Option<String>,
+    pub sandbox_id: Option<String>,
+    pub reattach_ms: Option<u64>,
+    pub probe: Option<Value>,
+    pub reason: Option<SdkError>,
+    pub calls: Vec<ProviderCall>,
+}
+
+/// `destroySandbox`'s answer: the provider's calls.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct SandboxDestroyed {
+    pub calls: Vec<ProviderCall>,
 }
 
 /// `retire`'s answer: the unhandled rejections the actor app recorded.

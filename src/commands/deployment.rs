@@ -47,6 +47,7 @@ pub(super) async fn stacks(
             browser_host: Err(Unhosted("the local stack is not running".into())),
             fence: Default::default(),
             server: None,
+            sandboxes: None,
         },
         skipped_targets: Vec::new(),
         agent_skips: Vec::new(),

@@ -89,6 +89,7 @@ pub(super) fn no_stacks(targets: &[crate::targets::TargetId]) -> RunStacks {
             )),
             fence: Default::default(),
             server: None,
+            sandboxes: None,
         },
         skipped_targets: targets
             .iter()
@@ -246,6 +247,7 @@ pub(super) fn attach(
             server,
             stack.take_background(server),
         )),
+        sandboxes: stack.sandboxes.clone(),
     });
     let own = workers
         .next()

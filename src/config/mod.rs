@@ -253,6 +253,7 @@ impl Config {
                 RestartAction::Command { .. }
                 | RestartAction::Signal { .. }
                 | RestartAction::Clients
+                | RestartAction::LeftDown(_)
                 | RestartAction::Fault(_) => {}
             }
             match &target.readiness {

@@ -350,6 +350,7 @@ fn cell_settings(
         agent_sent_log: worker.agent_sent_log.clone(),
         // Only real agents talk to the fake provider: its log judges their cells only.
         model_calls: worker.model_calls.clone().filter(|_| plan.point.real_agent),
+        sandboxes: worker.sandboxes.clone(),
     }
 }
 
@@ -381,6 +382,10 @@ fn not_runnable(
         return Some(
             "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
         );
+    }
+    // Its servers are the sandboxes an SDK made through the stack's provider.
+    if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
+        return Some("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider (SandboxAgent.start): continuity's Rust client has none".into());
     }
     None
 }

@@ -77,6 +77,9 @@ pub struct CellSettings {
     pub agent_sent_log: Option<std::path::PathBuf>,
     /// The fake model provider's call log, when the stack runs one.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// The back end of the local stack's sandbox provider (the SDK's
+    /// `SandboxAgent.start`); what the cell's sandboxes leave goes with the cell.
+    pub sandboxes: Option<crate::stack::sandboxes::Sandboxes>,
     /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
     /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
     pub interrupt: watch::Receiver<bool>,
@@ -205,6 +208,9 @@ struct RunningCell<'a> {
     /// Those clients, by name: what they stored still counts in the
     /// integrity check (a restarted app's history is the old one's too).
     retired: Vec<(String, Arc<Client>)>,
+    /// Clients whose making step (`connect`, `start_sandbox`) the client
+    /// cannot take, with why: the steps on them are not applicable either.
+    unmade: HashMap<String, String>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -290,6 +296,7 @@ async fn run_cell_on(
         recovered: Vec::new(),
         abandoned: Vec::new(),
         retired: Vec::new(),
+        unmade: HashMap::new(),
     };
     let (mut results, interrupted) = cell.run_phases(scenario).await;
     // After an interruption the cleanup still runs (a session left open keeps
@@ -382,6 +389,11 @@ impl RunningCell<'_> {
         // host retired: it brings back its faults and last wire records.
         let faults = Arc::clone(&self.client).wind_down(self).await;
         hosted_data::attach_faults(&faults, results);
+        // Sandboxes the cell's SDK made through the stack's provider and
+        // did not destroy go with the cell (their servers, their folders).
+        if let Some(sandboxes) = &self.settings.sandboxes {
+            sandboxes.destroy_all().await;
+        }
     }
 
     /// continuity's clients still open (left open, dropped by a `client`
@@ -436,6 +448,16 @@ impl CellRun {
     }
 }
 
+/// The client a step makes (connects), if it makes one.
+fn made_client(step: &Step) -> Option<&str> {
+    match step {
+        Step::Connect { client }
+        | Step::StartSandbox { client }
+        | Step::ReattachSandbox { client, .. } => Some(client),
+        _ => None,
+    }
+}
+
 pub(super) fn step_client(step: &Step) -> Option<&str> {
     match step {
         Step::CreateSession { client, .. }
@@ -456,8 +478,11 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
         | Step::StartTurn { client, .. }
         | Step::TurnHistory { client, .. }
         | Step::ReplayCheck { client, .. }
-        | Step::RecoverSession { client, .. } => Some(client),
+        | Step::RecoverSession { client, .. }
+        | Step::DestroySandbox { client } => Some(client),
         Step::Connect { .. }
+        | Step::StartSandbox { .. }
+        | Step::ReattachSandbox { .. }
         | Step::Restart
         | Step::Sleep { .. }
         | Step::TerminalSend { .. }
@@ -499,10 +524,20 @@ impl RunningCell<'_> {
     }
 
     async fn run_phase(&mut self, phase: &Phase, cleanup: bool) -> PhaseResult {
+        let default = self.settings.default_timeout;
+        let client = self.client.name();
         if let Err(unsupported) = self.client.supports(&phase.step) {
-            let client = self.client.name();
-            let default = self.settings.default_timeout;
+            if let Some(made) = made_client(&phase.step) {
+                let why = format!(
+                    "client `{made}` is made by phase `{}`, not applicable for the {client} client: {}",
+                    phase.name, unsupported.api
+                );
+                self.unmade.insert(made.to_string(), why);
+            }
             return not_applicable(phase, default, cleanup, client, unsupported);
+        }
+        if let Some(why) = step_client(&phase.step).and_then(|c| self.unmade.get(c)) {
+            return judge::not_applicable_as(phase, default, cleanup, why.clone());
         }
         let deadline = self.deadline(phase);
         let trace = self.settings.trace.clone();
@@ -634,6 +669,7 @@ mod tests {
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
             model_calls: None,
+            sandboxes: None,
             interrupt: watch::channel(false).1,
         }
     }
@@ -927,6 +963,35 @@ mod tests {
             (run.verdict, run.failure_boundary.as_deref()),
             (Verdict::Skipped, Some("write"))
         );
+    }
+
+    /// continuity's client has no provider: the client `start_sandbox`
+    /// would make never exists, and the steps on it are not applicable
+    /// (saying why), never failed as "not connected".
+    #[tokio::test]
+    async fn the_steps_on_a_client_no_applicable_step_made_are_not_applicable() {
+        let source = "name = \"t\"\nverdict = [\"reattach\", \"prompt\"]\n[[phase]]\nname = \"start\"\nstep = \"start_sandbox\"\nclient = \"app\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"app\"\nsession = \"s\"\n[[phase]]\nname = \"prompt\"\nstep = \"prompt\"\nclient = \"app\"\nsession = \"s\"\ntext = \"hi\"\n[[phase]]\nname = \"reattach\"\nstep = \"reattach_sandbox\"\nclient = \"app\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n";
+        let (run, _) = run_cell_on(
+            &scenario(source),
+            &settings(),
+            &mut NoRestart(0),
+            Arc::new(rust_client::RustClient),
+            None,
+        )
+        .await;
+        assert_eq!(
+            outcomes(&run),
+            [
+                ("start", Outcome::NotApplicable),
+                ("create", Outcome::NotApplicable),
+                ("prompt", Outcome::NotApplicable),
+                ("reattach", Outcome::NotApplicable),
+                ("after", Outcome::Ok),
+            ]
+        );
+        let why = run.phases[1].detail["notApplicable"].as_str().unwrap();
+        assert!(why.starts_with("client `app` is made by phase `start`, not applicable for the rust client: continuity's Rust client has no SandboxProvider"), "{why}");
+        assert_eq!(run.verdict, Verdict::Skipped);
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub enum StepKind {
     TerminalExpect,
     TerminalReattach,
     RecoverSession,
+    StartSandbox,
+    ReattachSandbox,
+    DestroySandbox,
 }
 
 /// A `step` that names no kind.
@@ -44,7 +47,7 @@ pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
-    pub const ALL: [StepKind; 24] = [
+    pub const ALL: [StepKind; 27] = [
         StepKind::Connect,
         StepKind::CreateSession,
         StepKind::Prompt,
@@ -69,6 +72,9 @@ impl StepKind {
         StepKind::TerminalExpect,
         StepKind::TerminalReattach,
         StepKind::RecoverSession,
+        StepKind::StartSandbox,
+        StepKind::ReattachSandbox,
+        StepKind::DestroySandbox,
     ];
 
     /// The name scenario files and reports use.
@@ -125,6 +131,9 @@ impl StepKind {
             StepKind::TerminalExpect => ("terminal_expect", &["terminal", "text"]),
             StepKind::TerminalReattach => ("terminal_reattach", &["client", "terminal"]),
             StepKind::RecoverSession => ("recover_session", &["client", "session", "text"]),
+            StepKind::StartSandbox => ("start_sandbox", &["client"]),
+            StepKind::ReattachSandbox => ("reattach_sandbox", &["client", "expect"]),
+            StepKind::DestroySandbox => ("destroy_sandbox", &["client"]),
         }
     }
 }

@@ -196,6 +196,39 @@ pub enum Step {
         session: String,
         text: String,
     },
+    /// `SandboxAgent.start({ sandbox })` with the stack's own provider: a
+    /// new sandbox (its own server), `client` connected to it, and its
+    /// `sandboxId` persisted where the application keeps its state.
+    StartSandbox {
+        client: String,
+    },
+    /// The application (re)attaches `client` to its persisted sandbox:
+    /// `SandboxAgent.start({ sandbox, sandboxId })`, then the reconnect
+    /// design's `pwd` probe; the status is `connected`, `expired` or
+    /// `no_sandbox` (nothing persisted).
+    ReattachSandbox {
+        client: String,
+        expect: Option<SandboxStatus>,
+    },
+    /// `destroySandbox()`: the provider's `destroy`, the client disposed.
+    DestroySandbox {
+        client: String,
+    },
+}
+
+/// The reconnect design's statuses of a reattach (the seed's route).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxStatus {
+    Connected,
+    Expired,
+    NoSandbox,
+}
+
+impl SandboxStatus {
+    pub fn name(self) -> &'static str {
+        crate::wire_name::of(&self)
+    }
 }
 
 /// What `process_status` expects of the process.
@@ -245,6 +278,9 @@ impl Step {
             Step::ReplayCheck { .. } => StepKind::ReplayCheck,
             Step::RestartDuringTurn { .. } => StepKind::Restart,
             Step::RecoverSession { .. } => StepKind::RecoverSession,
+            Step::StartSandbox { .. } => StepKind::StartSandbox,
+            Step::ReattachSandbox { .. } => StepKind::ReattachSandbox,
+            Step::DestroySandbox { .. } => StepKind::DestroySandbox,
         }
     }
 
@@ -301,6 +337,13 @@ impl Step {
             Step::RecoverSession { session, .. } => {
                 format!("recovering {session}: new server id, session/load, prompt")
             }
+            Step::StartSandbox { client } => {
+                format!("SandboxAgent.start with the provider for client {client}")
+            }
+            Step::ReattachSandbox { client, .. } => format!(
+                "SandboxAgent.start with the persisted sandboxId for client {client}, then its pwd probe"
+            ),
+            Step::DestroySandbox { client } => format!("destroySandbox of client {client}"),
         }
     }
 }

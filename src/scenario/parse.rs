@@ -17,7 +17,7 @@ use toml::Spanned;
 mod turns;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 6] = [
+const BUILTIN: [(&str, &str); 7] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -41,6 +41,10 @@ const BUILTIN: [(&str, &str); 6] = [
     (
         "client-restart.toml",
         include_str!("../../scenarios/client-restart.toml"),
+    ),
+    (
+        "sandbox-provider.toml",
+        include_str!("../../scenarios/sandbox-provider.toml"),
     ),
 ];
 
@@ -200,7 +204,10 @@ impl Checker<'_> {
             | StepKind::Health
             | StepKind::ReplayCheck
             | StepKind::Probe
-            | StepKind::RecoverSession => session_step(&f)?,
+            | StepKind::RecoverSession
+            | StepKind::StartSandbox
+            | StepKind::ReattachSandbox
+            | StepKind::DestroySandbox => session_step(&f)?,
         };
         self.check_references(&step, span)?;
         Ok(Phase {
@@ -348,7 +355,10 @@ impl Checker<'_> {
         span: Option<std::ops::Range<usize>>,
     ) -> Result<(), ScenarioError> {
         let (client, session) = match step {
-            Step::Connect { client } => {
+            // A reattach may be an application's first step after its restart.
+            Step::Connect { client }
+            | Step::StartSandbox { client }
+            | Step::ReattachSandbox { client, .. } => {
                 self.clients.insert(client.clone());
                 return Ok(());
             }
@@ -385,6 +395,7 @@ impl Checker<'_> {
             Step::Dispose { client }
             | Step::Health { client }
             | Step::Probe { client }
+            | Step::DestroySandbox { client }
             | Step::TurnHistory { client, .. } => (Some(client), None),
             Step::Restart
             | Step::Sleep { .. }
@@ -494,6 +505,16 @@ fn session_step(f: &Fields<'_>) -> Result<Step, ScenarioError> {
             client: f.client()?,
             session: f.session()?,
             text: f.one_text()?,
+        },
+        StepKind::StartSandbox => Step::StartSandbox {
+            client: f.client()?,
+        },
+        StepKind::ReattachSandbox => Step::ReattachSandbox {
+            client: f.client()?,
+            expect: f.sandbox_status()?,
+        },
+        StepKind::DestroySandbox => Step::DestroySandbox {
+            client: f.client()?,
         },
         other => unreachable!("{} is not a session step", other.name()),
     })

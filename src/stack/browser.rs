@@ -29,6 +29,8 @@ const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 // The SDK's turns, sandbox and terminal steps, shared with the hosted actor.
 const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
+// The stack's own SandboxProvider and the reconnect route, shared by both hosts.
+const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
 
 /// How long a started Chromium may take to open its DevTools endpoint.
 const DEVTOOLS_WAIT: Duration = Duration::from_secs(30);
@@ -63,6 +65,7 @@ pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
         ("drivers.mjs", DRIVERS),
         ("records.mjs", RECORDS),
         ("sdk-steps.mjs", SDK_STEPS),
+        ("sandbox-provider.mjs", SANDBOX_PROVIDER),
         ("index.html", INDEX),
     ];
     blocking_with_notes(progress, move |note| {

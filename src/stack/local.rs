@@ -148,6 +148,8 @@ pub struct LocalStack {
     hops: super::hops::Hops,
     /// Its parts that run as processes (nginx), watched by every target's cells.
     parts: Vec<crate::supervise::part::PartProcess>,
+    /// The back end of its sandbox provider (the SDK's `SandboxAgent.start`).
+    pub sandboxes: Option<super::sandboxes::Sandboxes>,
 }
 
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
@@ -178,8 +180,9 @@ impl LocalStack {
         // Rivet first: the clients' persist store must be up before any session exists.
         stack.start_rivet(&options, &supervisor, progress).await;
         let agent_hop = stack
-            .start_agent(binary, &options, &supervisor, progress)
+            .start_agent(binary.clone(), &options, &supervisor, progress)
             .await?;
+        stack.start_sandboxes(binary, &options, &supervisor).await?;
         stack
             .start_gateway(agent_hop, &options, &supervisor, progress)
             .await?;
@@ -239,6 +242,7 @@ impl LocalStack {
             journal,
             hops: super::hops::Hops::new(options.fault_proxies && super::hops::proxies_wanted()),
             parts: Vec::new(),
+            sandboxes: None,
         };
         stack.stores.rivet = Err(StoreAbsent::skipped("the Rivet layer is not running"));
         Ok((stack, supervisor, binary))
@@ -381,6 +385,37 @@ impl LocalStack {
         self.base_url = format!("http://127.0.0.1:{agent_hop}");
 
         Ok(agent_hop)
+    }
+
+    /// The back end of the stack's sandbox provider, whose sandboxes run
+    /// `binary` with the scripted agent, and the `server-kill` target that
+    /// takes their servers down and leaves them down.
+    async fn start_sandboxes(
+        &mut self,
+        binary: PathBuf,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+    ) -> Result<(), StackError> {
+        let template = SandboxAgentConfig {
+            binary,
+            run_dir: options.run_dir.join("sandboxes"),
+            agent_program: options.agent_program.clone(),
+            agent_env: Vec::new(),
+            port: None,
+            cors_origin: self.page_server.as_ref().map(|p| p.origin()),
+        };
+        let sandboxes = super::sandboxes::Sandboxes::start(template, supervisor.clone()).await?;
+        let control = crate::targets::LeftDownControl(std::sync::Arc::new(sandboxes.clone()));
+        self.add(
+            Target::new(
+                BuiltinTarget::ServerKill,
+                RestartAction::LeftDown(control),
+                Readiness::None,
+            ),
+            options,
+        );
+        self.sandboxes = Some(sandboxes);
+        Ok(())
     }
 
     /// The real agents behind sandbox-agent and the fake model provider
@@ -758,6 +793,9 @@ impl LocalStack {
         super::agents::reap(&self.owner);
         if let Some(provider) = self.provider.as_mut() {
             provider.stop().await;
+        }
+        if let Some(sandboxes) = &self.sandboxes {
+            sandboxes.stop().await;
         }
         self.hops.stop();
     }

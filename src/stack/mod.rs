@@ -19,6 +19,7 @@ pub mod progress;
 pub(crate) mod reload_race;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
+pub mod sandboxes;
 pub(crate) mod sdk;
 pub(crate) mod state;
 

@@ -27,6 +27,8 @@ const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
 const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
+// The stack's own SandboxProvider and the reconnect route, shared by both hosts.
+const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
@@ -409,6 +411,7 @@ fn app_files() -> Vec<(&'static str, &'static str)> {
         ("drivers.mjs", DRIVERS),
         ("wire.mjs", WIRE),
         ("sdk-steps.mjs", SDK_STEPS),
+        ("sandbox-provider.mjs", SANDBOX_PROVIDER),
     ]
 }
 
@@ -421,10 +424,12 @@ pub async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
 }
 
 #[cfg(test)]
+mod churn_tests;
+#[cfg(test)]
 pub(crate) mod hosted_contract;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -436,7 +441,7 @@ mod tests {
     }
 
     /// A real engine and runner in `dir` (immediate saves, SIGKILL restarts).
-    async fn real_stack(dir: &std::path::Path) -> RivetStack {
+    pub(super) async fn real_stack(dir: &std::path::Path) -> RivetStack {
         let node = npm::which("node")
             .expect("the Rivet layer needs node: apt-get install -y nodejs npm (.ci/run does)");
         RivetStack::up(

@@ -286,9 +286,43 @@ impl SandboxAgentServer {
 
     /// Kills the server's process group.
     pub async fn stop(&mut self) -> ProcessState {
-        self.process
-            .stop(Signal::TERM, Duration::from_secs(3))
-            .await
+        self.stop_with(Signal::TERM, Duration::from_secs(3)).await
+    }
+
+    /// Stops the server's process group with `signal`, then SIGKILL after `grace`.
+    pub async fn stop_with(&mut self, signal: Signal, grace: Duration) -> ProcessState {
+        self.process.stop(signal, grace).await
+    }
+
+    /// How its process stands now.
+    pub fn state(&mut self) -> ProcessState {
+        self.process.state()
+    }
+
+    /// Its process's state in words (`exited with code 0`, `running (pid N)`).
+    pub fn exit_words(&mut self) -> String {
+        self.process.state().to_string()
+    }
+
+    /// Whether `/v1/health` answers 2xx within a second.
+    pub async fn healthy(&self) -> bool {
+        let Ok(http) = crate::http::client_builder()
+            .timeout(Duration::from_secs(1))
+            .build()
+        else {
+            return false;
+        };
+        let url = format!("{}/v1/health", self.base_url());
+        matches!(http.get(&url).send().await, Ok(r) if r.status().is_success())
+    }
+
+    /// Starts a server that is down again on its port (whatever stopped
+    /// it: its group is gone first) and waits until it is healthy.
+    pub async fn start_again(&mut self, ready_within: Duration) -> Result<(), StackError> {
+        self.stop_with(Signal::KILL, Duration::from_millis(500))
+            .await;
+        self.process.start()?;
+        self.wait_ready(ready_within).await
     }
 
     /// Stops the server and starts it again on the same port; returns time to healthy.

@@ -48,6 +48,37 @@ pub enum RestartAction {
     Clients,
     /// A toxic on a hop's fault proxy for a window.
     Fault(super::FaultAction),
+    /// Servers taken down and left down: what brings them back is not the
+    /// harness (a client's sandbox provider, `ensureServer`).
+    LeftDown(LeftDownControl),
+}
+
+/// Takes servers down and leaves them down: the local stack's sandbox
+/// provider back end, for the SDK's `ensureServer` to bring them back.
+#[async_trait::async_trait]
+pub trait LeftDown: Send + Sync {
+    /// Takes every server it holds down (SIGKILL to its group), checks that
+    /// its listener then refuses, and says how each went down.
+    async fn take_down(&self) -> Result<String, ActionError>;
+
+    /// One line for listings.
+    fn describe(&self) -> String;
+}
+
+/// A [`LeftDown`] as an action holds it (one is one: equal by identity).
+#[derive(Clone)]
+pub struct LeftDownControl(pub Arc<dyn LeftDown>);
+
+impl PartialEq for LeftDownControl {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for LeftDownControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.describe())
+    }
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -95,6 +126,7 @@ pub enum RestartKind {
     Http,
     Clients,
     Fault,
+    LeftDown,
 }
 
 impl RestartKind {
@@ -107,6 +139,7 @@ impl RestartKind {
             RestartKind::Http => "http",
             RestartKind::Clients => "clients",
             RestartKind::Fault => "fault",
+            RestartKind::LeftDown => "left_down",
         }
     }
 }
@@ -126,6 +159,7 @@ impl RestartAction {
             RestartAction::Http { .. } => RestartKind::Http,
             RestartAction::Clients => RestartKind::Clients,
             RestartAction::Fault(_) => RestartKind::Fault,
+            RestartAction::LeftDown(_) => RestartKind::LeftDown,
         }
     }
 
@@ -159,6 +193,7 @@ impl RestartAction {
                 "clients: the cell's clients are made anew over the same store".into()
             }
             RestartAction::Fault(fault) => fault.describe(),
+            RestartAction::LeftDown(control) => format!("left down: {}", control.0.describe()),
         }
     }
 }
@@ -224,6 +259,9 @@ pub enum ActionError {
         toxic: String,
         within: String,
     },
+    /// Nothing to take down (no server was running to leave down).
+    #[error("nothing to take down: {reason}")]
+    NothingDown { reason: String },
     #[error("{method} {url} answered {status}, expected {expected}{}", tail_suffix("body", .body))]
     Status {
         method: String,
@@ -266,7 +304,7 @@ impl ActionError {
             ActionError::Timeout { .. } => ActionErrorKind::Timeout,
             ActionError::PidFile { .. } => ActionErrorKind::PidFile,
             ActionError::NoProcess { .. } => ActionErrorKind::NoProcess,
-            ActionError::Kill { .. } => ActionErrorKind::Kill,
+            ActionError::Kill { .. } | ActionError::NothingDown { .. } => ActionErrorKind::Kill,
             ActionError::Request { .. } => ActionErrorKind::Request,
             ActionError::Status { .. } => ActionErrorKind::Status,
             ActionError::NoHop { .. }

@@ -36,6 +36,7 @@ pub enum BuiltinTarget {
     RivetEngine,
     Client,
     Store,
+    ServerKill,
     GatewayPartition,
     GatewayReset,
     GatewayDown,
@@ -136,7 +137,7 @@ impl BuiltinTarget {
         match self.family() {
             Family::Client | Family::Store => false,
             Family::Fault => matches!(self, GatewayPartition | GatewayReset),
-            _ => self != GatewayReloadIdle,
+            _ => !matches!(self, GatewayReloadIdle | ServerKill),
         }
     }
 
@@ -144,7 +145,7 @@ impl BuiltinTarget {
     pub fn family(self) -> Family {
         use BuiltinTarget::*;
         match self {
-            Agent => Family::Server,
+            Agent | ServerKill => Family::Server,
             Gateway | GatewayReload | GatewayReloadIdle => Family::Gateway,
             Rivet | RivetEngine => Family::Rivet,
             Client => Family::Client,
@@ -224,7 +225,7 @@ impl BuiltinTarget {
             RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
             RunnerDown => row("runner", "down", &[], None, 2000),
             Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
-            | Store => return None,
+            | Store | ServerKill => return None,
         })
     }
 
@@ -252,6 +253,7 @@ impl BuiltinTarget {
             RivetEngine => "the Rivet Engine the runner connects to",
             Client => "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again",
             Store => "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres)",
+            ServerKill => "the sandbox-agent server of each sandbox the cell's SDK started through the stack's sandbox provider: SIGKILL to its process group, left down; only the provider's ensureServer (called by the SDK) brings it back (scenario sandbox-provider)",
             _ => return None,
         })
     }

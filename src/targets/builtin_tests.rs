@@ -40,6 +40,10 @@ fn the_default_matrix_is_the_five_restarts_and_the_two_faults_on_the_clients_hop
     assert!(BuiltinTarget::Store
         .describe()
         .ends_with("(only with --target)"));
+    assert!(BuiltinTarget::ServerKill
+        .describe()
+        .ends_with("(only with --target)"));
+    assert_eq!(BuiltinTarget::ServerKill.name(), "server-kill");
     assert!(!BuiltinTarget::Agent.describe().contains("--target"));
 }
 

@@ -26,7 +26,7 @@ mod tests;
 #[cfg(test)]
 mod verify_tests;
 
-pub use action::{ActionError, ManagedSpec, RestartAction, RestartKind};
+pub use action::{ActionError, LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
 pub use builtin::BuiltinTarget;
 pub use fault::FaultAction;
 pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
@@ -464,8 +464,10 @@ impl Target {
                     }));
                 }
             }
-            RestartAction::Command { .. } | RestartAction::Http { .. } | RestartAction::Clients => {
-            }
+            RestartAction::Command { .. }
+            | RestartAction::Http { .. }
+            | RestartAction::Clients
+            | RestartAction::LeftDown(_) => {}
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name().to_string(),
@@ -574,6 +576,7 @@ impl Target {
                     .unwrap_or_else(|| Ok("no process was running".into()));
                 (restart_ms, self.back_after(down).await)
             }
+            RestartKind::LeftDown => self.restart_left_down(started).await,
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients.
             RestartKind::Fault | RestartKind::Clients => {
@@ -585,6 +588,22 @@ impl Target {
                 )
             }
         }
+    }
+
+    /// Down, and left so: no probe is waited for; whoever brings the
+    /// servers back (a client's `ensureServer`) says that they came back.
+    async fn restart_left_down(&mut self, started: Instant) -> (u64, Result<Seen, RestartFailure>) {
+        let down = match &self.action {
+            RestartAction::LeftDown(control) => control.0.take_down().await,
+            other => Err(ActionError::NothingDown {
+                reason: format!("{} leaves nothing down", other.describe()),
+            }),
+        };
+        let seen = down.map(|down| Seen {
+            down: Some(down),
+            ready_ms: None,
+        });
+        (millis(started.elapsed()), seen.map_err(Into::into))
     }
 
     /// A command's or hook's restart: its probe is watched from the
@@ -774,7 +793,7 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
-            RestartAction::Clients => Ok(()),
+            RestartAction::Clients | RestartAction::LeftDown(_) => Ok(()),
             RestartAction::Http {
                 url,
                 method,

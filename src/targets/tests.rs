@@ -523,3 +523,49 @@ async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
     let e = orphan.prepare().await.unwrap_err().to_string();
     assert!(e.contains("the gateway hop has no fault proxy here"), "{e}");
 }
+
+/// Servers a [`LeftDown`] holds: down once taken down, nothing brings them back.
+struct Holds(Option<&'static str>);
+
+#[async_trait::async_trait]
+impl LeftDown for Holds {
+    async fn take_down(&self) -> Result<String, ActionError> {
+        self.0.map(str::to_string).ok_or(ActionError::NothingDown {
+            reason: "no server running".into(),
+        })
+    }
+    fn describe(&self) -> String {
+        "test servers".into()
+    }
+}
+
+/// A left-down restart is done once its servers went down: no probe is
+/// waited for (nothing the harness does brings them back); with nothing
+/// to take down it fails, saying so.
+#[tokio::test]
+async fn a_left_down_restart_reports_how_it_went_down_and_waits_for_nothing() {
+    let target = |holds| {
+        Target::new(
+            OwnTarget::new("kill"),
+            RestartAction::LeftDown(LeftDownControl(std::sync::Arc::new(holds))),
+            Readiness::None,
+        )
+    };
+    let mut down = target(Holds(Some("s1: killed by SIGKILL, refused")));
+    let restarted = down.restart("restart").await;
+    assert!(restarted.ok, "{restarted:?}");
+    assert_eq!(restarted.action, "left_down");
+    assert_eq!(
+        restarted.down.as_deref(),
+        Some("s1: killed by SIGKILL, refused")
+    );
+    assert_eq!(restarted.ready_ms, None);
+    let mut none = target(Holds(None));
+    let failed = none.restart("restart").await;
+    assert!(!failed.ok);
+    assert_eq!(
+        failed.detail.as_deref(),
+        Some("nothing to take down: no server running")
+    );
+    assert!(none.describe().starts_with("left down: test servers"));
+}

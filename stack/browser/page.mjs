@@ -12,10 +12,11 @@
 // `SandboxAgent` over the same store, which must restore its sessions by
 // replay. Sessions live in IndexedDB (`indexeddb`, one database per cell
 // attempt) or in the SDK's own in-memory driver (`memory`, lost on reload).
-import { InMemorySessionPersistDriver, SandboxAgent } from "sandbox-agent";
+import { InMemorySessionPersistDriver, SandboxAgent, SandboxDestroyedError } from "sandbox-agent";
 import { allEvents, counted } from "./drivers.mjs";
 import { IndexedDbSessionPersistDriver } from "./indexeddb.mjs";
 import { DEFAULT_LIMIT } from "./records.mjs";
+import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
 
 const HEALTH_WAIT_MS = 30_000;
@@ -82,7 +83,44 @@ async function openStore(spec) {
 	}
 }
 
+/** The application's durable sandbox state, as a browser app keeps it: each client's `sdk.sandboxId`. */
+const SANDBOXES = "continuity.sandboxes";
+function persistedSandboxes() {
+	return JSON.parse(localStorage.getItem(SANDBOXES) ?? "{}");
+}
+function persistSandbox(client, sandboxId) {
+	const all = persistedSandboxes();
+	if (sandboxId) all[client] = sandboxId;
+	else delete all[client];
+	localStorage.setItem(SANDBOXES, JSON.stringify(all));
+}
+/** Each provider client's SandboxProvider and its call log. */
+const boxes = new Map();
+
+/** The provider client `name` goes (an app replacing it), and a provider for the next one. */
+async function providerFor(args) {
+	const old = live.get(args.client);
+	if (old) {
+		live.delete(args.client);
+		await old.sdk.dispose().catch(() => {});
+		await old.persist.close?.().catch(() => {});
+	}
+	const box = sandboxProvider({ serviceUrl: String(args.serviceUrl), DestroyedError: SandboxDestroyedError });
+	boxes.set(args.client, box);
+	return box;
+}
+
 function newClient(name, settings) {
+	const { options, persist } = clientOptions(settings);
+	return {
+		sdk: new SandboxAgent({ baseUrl: settings.baseUrl, ...options, waitForHealth: { timeoutMs: HEALTH_WAIT_MS } }),
+		persist,
+		sessions: new Map(),
+	};
+}
+
+/** What every SDK client of the page is made with: its store, counted. */
+function clientOptions(settings) {
 	const opening = openStore(settings.persist);
 	opening.catch(() => {});
 	const lazy = (method) => async (...args) => (await opening)[method](...args);
@@ -95,16 +133,7 @@ function newClient(name, settings) {
 		close: async () => (await opening.catch(() => null))?.close?.(),
 	};
 	const persist = counted(driver, kept.tally, async () => keep());
-	return {
-		sdk: new SandboxAgent({
-			baseUrl: settings.baseUrl,
-			headers: settings.headers ?? undefined,
-			persist,
-			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
-		}),
-		persist,
-		sessions: new Map(),
-	};
+	return { options: { headers: settings.headers ?? undefined, persist }, persist };
 }
 
 /** The live client `name`; after a reload it is made again from what the page kept. */
@@ -236,6 +265,43 @@ const actions = {
 		const sdk = clientFor(args.client).client.sdk;
 		const wait = Number(args.waitMs) || 0;
 		return steps.terminalReattach(sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+	},
+	/** `SandboxAgent.start({ sandbox })`: a new sandbox, `sdk.sandboxId` persisted in localStorage. */
+	async startSandbox(args) {
+		const box = await providerFor(args);
+		const { options, persist } = clientOptions({ headers: args.headers ?? null, persist: args.persist ?? null });
+		const { sdk, sandboxId } = await startSandbox({ Sdk: SandboxAgent, box, options });
+		live.set(args.client, { sdk, persist, sessions: new Map() });
+		persistSandbox(args.client, sandboxId);
+		return { sandboxId, calls: callsSince(box, 0) };
+	},
+	/** The reconnect route on the persisted `sandboxId`: `no_sandbox`, `connected` or `expired` (then forgotten). */
+	async reattachSandbox(args) {
+		const sandboxId = persistedSandboxes()[args.client] ?? null;
+		const box = await providerFor(args);
+		const { options, persist } = clientOptions({ headers: args.headers ?? null, persist: args.persist ?? null });
+		const probeMs = Number(args.probeMs) || 15_000;
+		const found = await reattachSandbox({ Sdk: SandboxAgent, box, sandboxId, options, probeMs });
+		if (found.status === "connected") live.set(args.client, { sdk: found.sdk, persist, sessions: new Map() });
+		else if (found.status === "expired") persistSandbox(args.client, null);
+		return {
+			status: found.status,
+			sandboxId,
+			reattachMs: found.reattachMs ?? null,
+			probe: found.probe ? plainJson(found.probe) : null,
+			reason: found.reason ? describeError(found.reason) : null,
+			calls: callsSince(box, 0),
+		};
+	},
+	/** `destroySandbox()`: the provider's `destroy`; the persisted id stays, as an app's storage keeps it. */
+	async destroySandbox(args) {
+		const { client } = clientFor(args.client);
+		const box = boxes.get(args.client);
+		const from = box?.calls.length ?? 0;
+		live.delete(args.client);
+		await client.sdk.destroySandbox();
+		await client.persist.close?.().catch(() => {});
+		return { calls: box ? callsSince(box, from) : [] };
 	},
 	async health(args) {
 		const { client } = clientFor(args.client);

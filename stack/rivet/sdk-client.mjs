@@ -19,9 +19,10 @@
 // acknowledged (`wireAck` in the args), which it writes into the cell's trace.
 import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
-import { SandboxAgent } from "sandbox-agent";
+import { SandboxAgent, SandboxDestroyedError } from "sandbox-agent";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
+import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
 import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
@@ -32,11 +33,14 @@ const WebSocketImpl = globalThis.WebSocket ?? (await import("ws")).WebSocket;
 // The SDK a client runs is its cell's point of the SDK axis: `connect`
 // names the module (another registry version, a candidate build), loaded
 // once per runner; without one, the app's own pinned SDK.
-const sdkClasses = new Map();
+const sdkModules = new Map();
+async function sdkModule(module) {
+	if (!module) return { SandboxAgent, SandboxDestroyedError };
+	if (!sdkModules.has(module)) sdkModules.set(module, import(pathToFileURL(module).href));
+	return sdkModules.get(module);
+}
 async function sdkClass(module) {
-	if (!module) return SandboxAgent;
-	if (!sdkClasses.has(module)) sdkClasses.set(module, import(pathToFileURL(module).href).then((m) => m.SandboxAgent));
-	return sdkClasses.get(module);
+	return (await sdkModule(module)).SandboxAgent;
 }
 
 /** How long a woken actor's clients wait for sandbox-agent's health. */
@@ -140,25 +144,47 @@ function lazyDriver(opening) {
 	};
 }
 
-async function newClient(c, name, settings, save) {
-	const Sdk = await sdkClass(settings.sdk);
+/** What every SDK client of the actor is made with: its recorded fetch and its store. */
+function clientOptions(c, settings, save) {
 	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
 	const opening = openDriver(settings.persist, () => new ActorStatePersistDriver(c, save));
 	// A driver that cannot open fails each call with its reason, never the process.
 	opening.catch(() => {});
 	const persist = counted(lazyDriver(opening), c.state.tally, save);
+	const options = {
+		headers: settings.headers ?? undefined,
+		fetch: recordingFetch(c.vars.wire),
+		persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
+	};
+	return { options, persist };
+}
+
+async function newClient(c, name, settings, save) {
+	const Sdk = await sdkClass(settings.sdk);
+	const { options, persist } = clientOptions(c, settings, save);
 	return {
-		sdk: new Sdk({
-			baseUrl: settings.baseUrl,
-			headers: settings.headers ?? undefined,
-			fetch: recordingFetch(c.vars.wire),
-			persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
-			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
-		}),
+		sdk: new Sdk({ baseUrl: settings.baseUrl, ...options, waitForHealth: { timeoutMs: HEALTH_WAIT_MS } }),
 		persist,
 		sessions: new Map(),
 		name,
 	};
+}
+
+/**
+ * The provider client `name` goes (an app replacing it), and a provider
+ * for the next one, calling the harness's sandbox service.
+ */
+async function providerFor(c, args) {
+	const old = c.vars.clients.get(args.client);
+	if (old) {
+		c.vars.clients.delete(args.client);
+		await old.sdk.dispose().catch(() => {});
+		await old.persist.close?.().catch(() => {});
+	}
+	const mod = await sdkModule(args.sdk ?? null);
+	const box = sandboxProvider({ serviceUrl: String(args.serviceUrl), DestroyedError: mod.SandboxDestroyedError });
+	c.vars.boxes.set(args.client, box);
+	return { Sdk: mod.SandboxAgent, box };
 }
 
 /** The live client `name`; after a wake it is recreated from what state recorded. */
@@ -256,6 +282,8 @@ export function sdkClientActor({ persistNow, options }) {
 			clients: {},
 			faults: [],
 			wakes: 0,
+			// The application's persisted sandbox state: each client's `sdk.sandboxId`.
+			sandboxes: {},
 		}),
 		// inflight: a way to end each running action; acting: each action until it has answered.
 		createVars: () => ({
@@ -264,6 +292,8 @@ export function sdkClientActor({ persistNow, options }) {
 			wire: new WireLog(),
 			inflight: new Set(),
 			acting: new Set(),
+			// Each provider client's SandboxProvider and its call log.
+			boxes: new Map(),
 			// Turns and terminals: in memory only, as an app holds them.
 			steps: new SdkSteps({ WebSocketImpl, describeError }),
 		}),
@@ -415,6 +445,57 @@ export function sdkClientActor({ persistNow, options }) {
 					const { client } = await clientFor(c, args.client, save);
 					const wait = Number(args.waitMs) || 0;
 					return c.vars.steps.terminalReattach(client.sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+				}),
+
+			/** `SandboxAgent.start({ sandbox })`: a new sandbox, `sdk.sandboxId` persisted in the actor's state. */
+			startSandbox: (c, args) =>
+				act(c, args, async (save) => {
+					const { Sdk, box } = await providerFor(c, args);
+					const settings = { headers: args.headers ?? null, persist: args.persist ?? null };
+					const { options, persist } = clientOptions(c, settings, save);
+					const { sdk, sandboxId } = await startSandbox({ Sdk, box, options });
+					c.vars.clients.set(args.client, { sdk, persist, sessions: new Map(), name: args.client });
+					c.state.sandboxes ??= {};
+					c.state.sandboxes[args.client] = sandboxId;
+					await save();
+					return { sandboxId, calls: callsSince(box, 0) };
+				}),
+
+			/** The reconnect route on the persisted `sandboxId`: `no_sandbox`, `connected` or `expired` (then forgotten). */
+			reattachSandbox: (c, args) =>
+				act(c, args, async (save) => {
+					const sandboxId = c.state.sandboxes?.[args.client] ?? null;
+					const { Sdk, box } = await providerFor(c, args);
+					const settings = { headers: args.headers ?? null, persist: args.persist ?? null };
+					const { options, persist } = clientOptions(c, settings, save);
+					const probeMs = Number(args.probeMs) || 15_000;
+					const found = await reattachSandbox({ Sdk, box, sandboxId, options, probeMs });
+					if (found.status === "connected") {
+						c.vars.clients.set(args.client, { sdk: found.sdk, persist, sessions: new Map(), name: args.client });
+					} else if (found.status === "expired") {
+						delete c.state.sandboxes[args.client];
+						await save();
+					}
+					return {
+						status: found.status,
+						sandboxId,
+						reattachMs: found.reattachMs ?? null,
+						probe: found.probe ? plainJson(found.probe) : null,
+						reason: found.reason ? describeError(found.reason) : null,
+						calls: callsSince(box, 0),
+					};
+				}),
+
+			/** `destroySandbox()`: the provider's `destroy`; the persisted id stays, as an app's database keeps it. */
+			destroySandbox: (c, args) =>
+				act(c, args, async (save) => {
+					const { client } = await clientFor(c, args.client, save);
+					const box = c.vars.boxes.get(args.client);
+					const from = box?.calls.length ?? 0;
+					c.vars.clients.delete(args.client);
+					await client.sdk.destroySandbox();
+					await client.persist.close?.().catch(() => {});
+					return { calls: box ? callsSince(box, from) : [] };
 				}),
 
 			health: (c, args) =>

@@ -1,5 +1,6 @@
 //! The client axis in `report.md`: where continuity's own client (`rust`)
-//! and the real TypeScript SDK (`ts-sdk`) disagree on a cell, by verdict and
+//! and the real TypeScript SDK (`ts-sdk`, or `browser`: the same SDK in
+//! Chromium) disagree on a cell, by verdict and
 //! failure boundary, never by signature (continuity names the 400 the SDK
 //! hides behind a timeout: that difference is the point). A disagreement is
 //! a finding about the SDK-faithful client, shown with both phase traces.
@@ -15,20 +16,30 @@ use std::fmt::Write as _;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Disagreement<'a> {
     pub rust: &'a Cell,
+    /// The real SDK's cell: `ts-sdk`, or `browser`.
     pub ts_sdk: &'a Cell,
 }
 
-/// Pairs each `ts-sdk` cell with its `rust` counterpart: the same point
-/// (target × scenario × agent × server × store) on the other client, which
-/// runs no SDK. Keeps the pairs that disagree, in the order of the `rust`
-/// cells. Skipped cells on either side are not compared: nothing ran.
+/// The clients that run the real SDK.
+const SDK_CLIENTS: [&str; 2] = [CLIENTS[1], "browser"];
+
+/// The real SDK's client of a cell (`ts-sdk`, `browser`), if it is one's.
+fn sdk_client(cell: &Cell) -> Option<&str> {
+    let client = cell.point.get(Axis::Client)?;
+    SDK_CLIENTS.contains(&client).then_some(client)
+}
+
+/// Pairs each `ts-sdk` (and `browser`) cell with its `rust` counterpart:
+/// the same point (target × scenario × agent × server × store) on the
+/// other client, which runs no SDK. Keeps the pairs that disagree, in the
+/// order of the `rust` cells. Skipped cells on either side are not
+/// compared: nothing ran.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
-    let [rust, ts] = CLIENTS;
-    let of = |c: &Cell, client: &str| c.point.get(Axis::Client) == Some(client);
+    let rust = CLIENTS[0];
     let mut found: Vec<Disagreement<'_>> = report
         .cells
         .iter()
-        .filter(|c| of(c, ts))
+        .filter(|c| sdk_client(c).is_some())
         .filter_map(|ts_sdk| {
             let rust_point = ts_sdk
                 .point
@@ -59,7 +70,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
             .iter()
             .any(|c| c.point.get(Axis::Client) == Some(client))
     };
-    let both = CLIENTS.iter().all(|c| ran(c));
+    let both = ran(CLIENTS[0]) && SDK_CLIENTS.iter().any(|c| ran(c));
     if !has_axis {
         return None;
     }
@@ -68,7 +79,12 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
         out.push_str("## Where the clients disagree\n\n");
         let found = disagreements(report);
         if found.is_empty() {
-            out.push_str("continuity's client (`rust`) and the TypeScript SDK (`ts-sdk`) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).\n");
+            let sdks: Vec<String> = SDK_CLIENTS
+                .iter()
+                .filter(|c| ran(c))
+                .map(|c| format!("`{c}`"))
+                .collect();
+            let _ = writeln!(out, "continuity's client (`rust`) and the TypeScript SDK ({}) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).", sdks.join(", "));
         } else {
             let _ = writeln!(
                 out,
@@ -76,10 +92,11 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
                 found.len()
             );
             for d in &found {
+                let sdk = sdk_client(d.ts_sdk).unwrap_or(CLIENTS[1]);
                 let _ = writeln!(out, "### {}\n", d.ts_sdk.point.with(Axis::Client, None));
                 let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
-                let _ = writeln!(out, "- ts-sdk: {}\n", verdict_text(d.ts_sdk));
-                out.push_str("| phase | rust | ts-sdk |\n|---|---|---|\n");
+                let _ = writeln!(out, "- {sdk}: {}\n", verdict_text(d.ts_sdk));
+                let _ = writeln!(out, "| phase | rust | {sdk} |\n|---|---|---|");
                 for phase in &d.rust.phases {
                     let other = d.ts_sdk.phase(&phase.name);
                     let _ = writeln!(
@@ -191,6 +208,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| phase | rust | ts-sdk |"), "{text}");
+    }
+
+    /// The SDK in Chromium is compared with continuity's client as the
+    /// hosted one is: a boundary that differs is listed under its name.
+    #[test]
+    fn a_browser_cell_that_disagrees_is_listed_under_the_browsers_name() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let rust = with_client(base.clone(), "rust");
+        let mut browser = with_client(base, "browser");
+        report.cells = vec![rust.clone(), browser.clone()];
+        let text = render_client_sections(&report).unwrap();
+        assert!(
+            text.contains("TypeScript SDK (`browser`) agree on every cell"),
+            "{text}"
+        );
+        browser.failure_boundary = Some("elsewhere".into());
+        browser.verdict = crate::Verdict::Fail;
+        report.cells = vec![rust, browser];
+        assert_eq!(disagreements(&report).len(), 1);
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("| phase | rust | browser |"), "{text}");
+        assert!(text.contains("- browser: fail @ elsewhere"), "{text}");
     }
 
     /// Two clients × two stores: each `rust` cell is paired with the

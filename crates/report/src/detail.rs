@@ -8,6 +8,7 @@
 
 mod hosted;
 mod integrity;
+mod provider;
 mod recover;
 mod replay;
 mod restart;
@@ -18,6 +19,7 @@ mod turn;
 
 pub use hosted::{HostedFaults, UnhandledRejection};
 pub use integrity::{IntegrityDetail, WriteLoss};
+pub use provider::{ProviderCallDetail, SandboxDetail};
 pub use recover::RecoverDetail;
 pub use replay::ReplayDetail;
 pub use restart::{RestartAfter, RestartDetail, TurnRestartDetail};

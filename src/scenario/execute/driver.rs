@@ -265,6 +265,28 @@ pub(super) trait ScenarioClient {
         Err(self.cannot(StepKind::RecoverSession))
     }
 
+    /// `SandboxAgent.start` with the stack's sandbox provider: a new
+    /// sandbox, `client` connected to it, its `sandboxId` persisted.
+    async fn start_sandbox(&self, _cell: &mut RunningCell<'_>, _client: &str) -> StepResult {
+        Err(self.cannot(StepKind::StartSandbox))
+    }
+
+    /// `SandboxAgent.start` with the persisted `sandboxId`, then the
+    /// `pwd` probe: the status, against the one expected when given.
+    async fn reattach_sandbox(
+        &self,
+        _cell: &mut RunningCell<'_>,
+        _client: &str,
+        _expect: Option<crate::scenario::SandboxStatus>,
+    ) -> StepResult {
+        Err(self.cannot(StepKind::ReattachSandbox))
+    }
+
+    /// `destroySandbox`: the provider's `destroy`.
+    async fn destroy_sandbox(&self, _cell: &mut RunningCell<'_>, _client: &str) -> StepResult {
+        Err(self.cannot(StepKind::DestroySandbox))
+    }
+
     /// The cell is over: the clients the scenario left open are closed and
     /// the client's host retired. Returns the faults the host recorded
     /// (unhandled rejections), for the phases they happened in.

@@ -108,10 +108,20 @@ pub(super) fn not_applicable(
     client: &str,
     unsupported: super::Unsupported,
 ) -> PhaseResult {
+    let why = format!("the {client} client: {}", unsupported.api);
+    not_applicable_as(phase, default, cleanup, why)
+}
+
+/// A phase on a client that no applicable step made: not applicable, `why`.
+pub(super) fn not_applicable_as(
+    phase: &Phase,
+    default: Duration,
+    cleanup: bool,
+    why: String,
+) -> PhaseResult {
     let mut result = not_run(phase, default, cleanup);
     result.outcome = Outcome::NotApplicable;
     result.decides_verdict = phase.decides_verdict && !cleanup;
-    let why = format!("the {client} client: {}", unsupported.api);
     result.detail.insert("notApplicable".into(), why.into());
     result
 }

@@ -20,6 +20,9 @@ use std::sync::Arc;
 /// The reconnect design's liveness probe limit: `pwd` within 15 s.
 const PROBE_LIMIT_MS: u64 = 15_000;
 
+/// What continuity's client has no counterpart of: the provider steps.
+const NO_PROVIDER: &str = "continuity's Rust client has no SandboxProvider: SandboxAgent.start({ sandbox, sandboxId }) and destroySandbox are the TypeScript SDK's";
+
 /// continuity's SDK-faithful Rust client.
 pub(super) struct RustClient;
 
@@ -44,8 +47,13 @@ impl ScenarioClient for RustClient {
         crate::client::ClientKind::Rust.name()
     }
 
-    fn supports(&self, _step: &Step) -> Result<(), Unsupported> {
-        Ok(())
+    fn supports(&self, step: &Step) -> Result<(), Unsupported> {
+        match step {
+            Step::StartSandbox { .. }
+            | Step::ReattachSandbox { .. }
+            | Step::DestroySandbox { .. } => Err(Unsupported { api: NO_PROVIDER }),
+            _ => Ok(()),
+        }
     }
 
     fn connected(&self, cell: &RunningCell<'_>, client: &str) -> bool {

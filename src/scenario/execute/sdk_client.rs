@@ -9,6 +9,7 @@
 //! Giving it a step: its action in `stack/rivet/sdk-client.mjs` and
 //! `stack/browser/page.mjs`, a variant of [`SdkAction`], one method here.
 
+mod provider;
 mod steps;
 
 use super::driver::{PromptAnswer, ScenarioClient, Unsupported};
@@ -89,7 +90,7 @@ impl HostedCell {
             .clone()
     }
 
-    fn connected_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    pub(super) fn connected_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         self.connected.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -461,6 +462,23 @@ impl ScenarioClient for HostedCell {
         turn: &str,
     ) -> StepResult {
         self.sdk_turn_history(cell, client, turn).await
+    }
+
+    async fn start_sandbox(&self, cell: &mut RunningCell<'_>, client: &str) -> StepResult {
+        self.sdk_start_sandbox(cell, client).await
+    }
+
+    async fn reattach_sandbox(
+        &self,
+        cell: &mut RunningCell<'_>,
+        client: &str,
+        expect: Option<crate::scenario::SandboxStatus>,
+    ) -> StepResult {
+        self.sdk_reattach_sandbox(cell, client, expect).await
+    }
+
+    async fn destroy_sandbox(&self, cell: &mut RunningCell<'_>, client: &str) -> StepResult {
+        self.sdk_destroy_sandbox(cell, client).await
     }
 
     /// Disposes every SDK client the scenario left open, then destroys the

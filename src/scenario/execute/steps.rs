@@ -80,6 +80,12 @@ impl RunningCell<'_> {
             | Step::Dispose { .. }
             | Step::Health { .. }
             | Step::ReplayCheck { .. }) => self.session_step(&*client, step).await,
+            Step::StartSandbox { client: name } => client.start_sandbox(self, name).await,
+            Step::ReattachSandbox {
+                client: name,
+                expect,
+            } => client.reattach_sandbox(self, name, *expect).await,
+            Step::DestroySandbox { client: name } => client.destroy_sandbox(self, name).await,
             step => self.sandbox_step(&*client, step).await,
         }
     }

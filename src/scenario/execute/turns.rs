@@ -376,6 +376,7 @@ mod tests {
         let settings = crate::scenario::CellSettings {
             trace: crate::trace::Trace::detached(),
             model_calls: None,
+            sandboxes: None,
             interrupt: tokio::sync::watch::channel(false).1,
             base_url: "http://127.0.0.1:9".into(),
             token: None,

@@ -3,7 +3,7 @@
 //! error naming the step kind and the field.
 
 use super::{RawPhase, ScenarioError, Texts};
-use crate::scenario::{ProcessExpect, ResumeExpect, StepKind};
+use crate::scenario::{ProcessExpect, ResumeExpect, SandboxStatus, StepKind};
 use std::path::{Component, Path, PathBuf};
 
 /// One phase's fields, with where to point an error.
@@ -113,6 +113,18 @@ impl Fields<'_> {
             Some("listed") => Ok(ProcessExpect::Listed),
             Some(other) => Err(self.fail(format!(
                 "expect must be \"running\", \"exited\" or \"listed\", got {other:?}"
+            ))),
+        }
+    }
+
+    pub fn sandbox_status(&self) -> Result<Option<SandboxStatus>, ScenarioError> {
+        match self.raw.expect.as_deref() {
+            None => Ok(None),
+            Some("connected") => Ok(Some(SandboxStatus::Connected)),
+            Some("expired") => Ok(Some(SandboxStatus::Expired)),
+            Some("no_sandbox") => Ok(Some(SandboxStatus::NoSandbox)),
+            Some(other) => Err(self.fail(format!(
+                "expect must be \"connected\", \"expired\" or \"no_sandbox\", got {other:?}"
             ))),
         }
     }

@@ -24,6 +24,7 @@ mod rerun_e2e;
 mod restart_verified_e2e;
 mod run_e2e;
 mod sandbox_real_server;
+mod sdk_provider_e2e;
 mod sdk_steps_e2e;
 mod seed_e2e;
 mod shard_e2e;
