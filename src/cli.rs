@@ -288,7 +288,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
     pub trace: TraceArg,
     /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
-    #[arg(long = "client", value_enum, value_name = "CLIENT")]
+    #[arg(long = "client", value_name = "CLIENT", value_parser = client_parser())]
     pub clients: Vec<ClientKind>,
     /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry); repeat it, or add --sdk, for an SDK axis [default: 0.4.2, pinned, unless --sdk alone names the SDKs].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
@@ -296,6 +296,15 @@ pub struct RunArgs {
     /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
     #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
     pub sdks: Vec<String>,
+}
+
+/// `--client`: every client, named and explained by [`ClientKind`].
+fn client_parser() -> impl clap::builder::TypedValueParser<Value = ClientKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let named = ClientKind::all()
+        .iter()
+        .map(|kind| PossibleValue::new(kind.name()).help(kind.help()));
+    PossibleValuesParser::new(named).try_map(|name| name.parse::<ClientKind>())
 }
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it, with

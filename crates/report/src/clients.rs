@@ -8,7 +8,11 @@
 use crate::untrusted::Untrusted;
 
 use super::detail::{self, HostedFaults, UnhandledRejection};
-use super::model::{Axis, Cell, Outcome, Report, CLIENTS};
+use super::model::{Axis, Cell, Outcome, Report};
+use crate::ClientKind;
+
+/// The two clients whose cells are paired: continuity's own and the SDK.
+const PAIRED: [ClientKind; 2] = [ClientKind::Rust, ClientKind::TsSdk];
 use std::fmt::Write as _;
 
 /// A cell both clients ran whose verdict or failure boundary differs.
@@ -23,7 +27,7 @@ pub(crate) struct Disagreement<'a> {
 /// runs no SDK. Keeps the pairs that disagree, in the order of the `rust`
 /// cells. Skipped cells on either side are not compared: nothing ran.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
-    let [rust, ts] = CLIENTS;
+    let [rust, ts] = PAIRED.map(ClientKind::name);
     let of = |c: &Cell, client: &str| c.point.get(Axis::Client) == Some(client);
     let mut found: Vec<Disagreement<'_>> = report
         .cells
@@ -59,7 +63,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
             .iter()
             .any(|c| c.point.get(Axis::Client) == Some(client))
     };
-    let both = CLIENTS.iter().all(|c| ran(c));
+    let both = PAIRED.iter().all(|c| ran(c.name()));
     if !has_axis {
         return None;
     }
@@ -97,7 +101,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
     let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
         .cells
         .iter()
-        .filter(|c| c.point.get(Axis::Client) == Some(CLIENTS[1]))
+        .filter(|c| c.point.get(Axis::Client) == Some(ClientKind::TsSdk.name()))
         .flat_map(|c| {
             c.phases.iter().flat_map(move |p| {
                 detail::read::<HostedFaults>(&p.detail)

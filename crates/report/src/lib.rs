@@ -18,6 +18,7 @@ pub mod attempts;
 pub mod axis_compare;
 pub mod baseline;
 pub mod chrome_trace;
+pub mod client_kind;
 pub mod clients;
 pub mod compare;
 pub mod detail;
@@ -42,6 +43,7 @@ pub mod timeline;
 pub mod upgrade;
 pub mod write;
 
+pub use client_kind::{ClientKind, UnknownClient};
 pub use model::*;
 pub use terminal::{render_terminal, Layout};
 pub use upgrade::MAX_REPORT_BYTES;
