@@ -375,7 +375,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "LEVEL", default_value = "summary")]
     pub trace: TraceArg,
     /// Which client runs the scenarios (repeatable for a client axis): `rust`, continuity's SDK-faithful client, or `ts-sdk`, the real npm sandbox-agent SDK hosted in a RivetKit actor of the local stack [default: rust].
-    #[arg(long = "client", value_enum, value_name = "CLIENT")]
+    #[arg(long = "client", value_name = "CLIENT", value_parser = client_parser())]
     pub clients: Vec<ClientKind>,
     /// The sandbox-agent TypeScript SDK version the `ts-sdk` client runs (from the npm registry); repeat it, or add --sdk, for an SDK axis [default: 0.4.2, pinned, unless --sdk alone names the SDKs].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
@@ -393,6 +393,15 @@ fn bisect_axis() -> impl clap::builder::TypedValueParser<Value = Axis> {
         "sdk" => Axis::Sdk,
         _ => Axis::Server,
     })
+}
+
+/// `--client`: every client, named and explained by [`ClientKind`].
+fn client_parser() -> impl clap::builder::TypedValueParser<Value = ClientKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let named = ClientKind::all()
+        .iter()
+        .map(|kind| PossibleValue::new(kind.name()).help(kind.help()));
+    PossibleValuesParser::new(named).try_map(|name| name.parse::<ClientKind>())
 }
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it, with

@@ -72,11 +72,12 @@ mod stop_flag;
 mod targets;
 
 // The leaves, by the names the modules above have always used.
-pub use continuity_base::{errors, fit, secret, seed, untrusted};
+pub use continuity_base::secret;
+pub(crate) use continuity_base::{errors, fit, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
-pub use continuity_faults as faults;
+pub(crate) use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;
 pub use continuity_supervise as supervise;

@@ -85,19 +85,8 @@ impl Worker {
     /// A cell's client as this worker runs it: a hosted client is called
     /// through this worker's own stack and runs the cell's SDK point.
     pub(crate) fn client(&self, point: &CellPoint) -> ClientChoice {
-        match point.client {
-            ClientKind::Rust => ClientChoice::Rust,
-            ClientKind::TsSdk => ClientChoice::TsSdk(client_axis::hosted(
-                &self.sdk_host,
-                &self.sdks,
-                point
-                    .sdk
-                    .as_ref()
-                    .map(|s| s.label.as_str())
-                    .unwrap_or_default(),
-            )),
-            ClientKind::Browser => ClientChoice::Browser(self.browser_host.clone()),
-        }
+        let sdk = point.sdk.as_ref().map(|s| s.label.as_str());
+        client_axis::choice(point.client, self, sdk.unwrap_or_default())
     }
 
     /// Another worker on the same stack (a shared deployment's lane), with no targets yet.

@@ -2,6 +2,11 @@
 //! layer table, and no files import each other in a circle. The checker
 //! itself is tested on small made-up crates, so a bad import really fails.
 //!
+//! It reads the main crate (`src/`) only: the lower layers are crates of
+//! their own (`crates/`), whose edges cargo keeps (a crate cannot name one
+//! above it), so what is left here is what crate edges cannot say: the
+//! order of the main crate's modules, and circles between its files.
+//!
 //! Run: `cargo test --test layers -- --nocapture` (prints the module graph).
 
 #[path = "layers/checker.rs"]

@@ -17,7 +17,6 @@
 pub mod browser;
 pub mod hosted;
 mod hosted_wire;
-mod kind;
 mod live;
 mod recorder;
 mod replay;
@@ -28,7 +27,7 @@ mod terminal;
 
 use rest::{auth_headers, wait_healthy};
 
-pub use kind::ClientKind;
+pub use crate::report::ClientKind;
 pub use live::LiveConnection;
 pub use recorder::now_ms;
 pub use replay::{build_replay_text, REPLAY_PREFIX};

@@ -2,7 +2,7 @@
 //! as nextest's machine-readable output, so other tools can follow it live.
 //! `cell-finished` carries the cell exactly as `report.json` holds it.
 
-use crate::report::Report;
+use crate::report::{Axis, Report};
 use crate::runner::{CellPoint, RunEvent};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -133,13 +133,11 @@ fn cell_attempt_json(
 
 /// A cell's whole point, with `report.json`'s names for its axes.
 fn point_json(point: &CellPoint) -> Value {
-    json!({
-        "agent": point.agent,
-        "client": point.client.name(),
-        "serverVersion": point.server.label,
-        "sdkVersion": point.sdk.as_ref().map(|s| s.label.as_str()),
-        "persist": point.persist.name(),
-    })
+    let axes: serde_json::Map<String, Value> = Axis::ALL
+        .into_iter()
+        .map(|axis| (axis.field().to_string(), json!(point.value(axis))))
+        .collect();
+    Value::Object(axes)
 }
 
 /// The last line: totals, where the reports are, and the exit code.
@@ -157,4 +155,30 @@ pub(super) fn run_finished_json(report: &Report, dir: &Path, exit_code: u8) -> V
 /// One line on stdout, flushed so a reader sees it at once.
 pub(super) fn emit(value: &Value) {
     crate::console::outln(&value.to_string());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persist::Store;
+    use crate::runner::{ClientKind, ServerPoint};
+
+    #[test]
+    fn a_cells_point_names_every_axis_as_report_json_does() {
+        let point = CellPoint {
+            target: "agent".into(),
+            scenario: "native-continuity".into(),
+            agent: "mock".into(),
+            real_agent: false,
+            client: ClientKind::TsSdk,
+            server: ServerPoint::registry("0.4.2"),
+            sdk: None,
+            persist: Store::Postgres,
+        };
+        assert_eq!(
+            point_json(&point),
+            json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
+                   "sdkVersion": null, "persist": "postgres"})
+        );
+    }
 }

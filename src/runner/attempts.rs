@@ -224,7 +224,7 @@ async fn run_one(
     let (key, file_cell) = cell_names(plan, (tag, index), target_name, scenario, attempt);
     let store = persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key)
         .map_err(|reason| store_failed(attempt, reason))?;
-    let hosted_store = persist_axis::hosted_store(
+    let hosted_store = super::client_axis::hosted_store(
         &client,
         &worker.persist,
         worker.stores.postgres_url.as_deref(),
@@ -367,7 +367,7 @@ fn not_runnable(
     if let Some(reason) = super::client_axis::skip_reason(client, scenario) {
         return Some(reason);
     }
-    if let Some(reason) = persist_axis::client_skip_reason(client, &worker.persist)
+    if let Some(reason) = super::client_axis::client_skip_reason(client, &worker.persist)
         .or_else(|| persist_axis::skip_reason(target_id, &worker.persist))
     {
         return Some(reason);
@@ -406,13 +406,6 @@ fn store_failed(attempt: u32, reason: persist_axis::StoreError) -> Attempt {
     failed
 }
 
-/// The hosted client's actor, or the browser client's page and its
-/// Chromium (neither for continuity's own client).
-type ClientSetup = (
-    Option<crate::scenario::HostedCell>,
-    Option<crate::stack::browser::Chromium>,
-);
-
 /// Sets up the cell's client. The wait for the hosted client's actor (or
 /// the browser's page) is setup, but Ctrl-C still ends it (a Chromium half
 /// started is killed with its dropped handle).
@@ -423,19 +416,8 @@ async fn set_up_client(
     hosted_store: Option<serde_json::Value>,
     interrupt: &watch::Receiver<bool>,
     attempt: u32,
-) -> Result<ClientSetup, Attempt> {
-    let setup = async {
-        match client {
-            super::ClientChoice::Browser(host) => {
-                super::client_axis::browser_cell(host, profile, hosted_store)
-                    .await
-                    .map(|(cell, chromium)| (Some(cell), Some(chromium)))
-            }
-            _ => super::client_axis::hosted_cell(client, key, hosted_store)
-                .await
-                .map(|cell| (cell, None)),
-        }
-    };
+) -> Result<super::client_axis::ClientSetup, Attempt> {
+    let setup = super::client_axis::set_up(client, key, profile, hosted_store);
     let setup = tokio::select! {
         setup = setup => Some(setup),
         _ = crate::stop_flag::wait_true(interrupt.clone()) => None,

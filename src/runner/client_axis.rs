@@ -1,15 +1,18 @@
 //! Which client runs a plan's cells: continuity's own (`rust`), the real
 //! TypeScript SDK hosted in the Rivet app (`ts-sdk`), or the same SDK
-//! bundled for the browser in headless Chromium (`browser`). The runner
-//! asks here whether a ts-sdk or browser cell can run at all (a client
-//! that could not be set up, a step it cannot take: skipped, with the
-//! reason) and for the cell's hosted client: one actor, or one Chromium
-//! and its page, per cell attempt.
-
+//! bundled for the browser in headless Chromium (`browser`). Everything the
+//! runner does by client lives here: the client a worker gives a cell
+//! ([`choice`]), whether a ts-sdk or browser cell can run at all (a client
+//! that could not be set up, a store it cannot reach: skipped, with the
+//! reason), the cell's hosted client (one actor, or one Chromium and its
+//! page, per cell attempt, [`set_up`]) and the store its SDK builds
+//! ([`hosted_store`]).
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
+use crate::persist::{PersistChoice, Store};
 use crate::scenario::{HostedCell, Scenario};
 use crate::stack::browser::{BrowserHost, Chromium};
-use std::path::PathBuf;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::client::ClientKind;
@@ -170,5 +173,137 @@ pub(super) async fn browser_cell(
             chromium.stop().await;
             Err(e.into())
         }
+    }
+}
+
+/// A cell's client as `worker` runs it: a hosted client is called through
+/// the worker's own stack and runs the SDK point labelled `sdk`.
+pub(super) fn choice(kind: ClientKind, worker: &super::Worker, sdk: &str) -> ClientChoice {
+    match kind {
+        ClientKind::Rust => ClientChoice::Rust,
+        ClientKind::TsSdk => ClientChoice::TsSdk(hosted(&worker.sdk_host, &worker.sdks, sdk)),
+        ClientKind::Browser => ClientChoice::Browser(worker.browser_host.clone()),
+    }
+}
+
+/// The hosted client's actor, or the browser client's page and its
+/// Chromium (neither for continuity's own client).
+pub(super) type ClientSetup = (Option<HostedCell>, Option<Chromium>);
+
+/// Sets up the cell's client (`key` names its actor, `profile` its
+/// browser's folder), its SDK clients keeping sessions in `store`.
+pub(super) async fn set_up(
+    client: &ClientChoice,
+    key: &str,
+    profile: &std::path::Path,
+    store: Option<serde_json::Value>,
+) -> Result<ClientSetup, HostedSetupError> {
+    match client {
+        ClientChoice::Browser(host) => browser_cell(host, profile, store)
+            .await
+            .map(|(cell, chromium)| (Some(cell), Some(chromium))),
+        _ => hosted_cell(client, key, store)
+            .await
+            .map(|cell| (cell, None)),
+    }
+}
+
+/// Why a cell of `client` cannot keep its sessions in `persist`, if it
+/// cannot: IndexedDB is a browser's, and a page can reach no other store
+/// but the SDK's own memory.
+pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
+    let browser = matches!(client, ClientChoice::Browser(_));
+    match persist.store() {
+        Store::IndexedDb if !browser => Some(
+            "--persist indexeddb is the browser's own storage: it runs with --client browser only"
+                .into(),
+        ),
+        Store::Memory | Store::IndexedDb => None,
+        other if browser => Some(format!(
+            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{other}`, a store of a server-side process"
+        )),
+        _ => None,
+    }
+}
+
+/// What the hosted client's actor builds its `SessionPersistDriver` from
+/// (`stack/rivet/drivers.mjs`): the same store as a Rust cell's, through
+/// the Node drivers.
+pub(super) fn hosted_store(
+    client: &ClientChoice,
+    persist: &PersistChoice,
+    postgres_url: Option<&str>,
+    run_dir: &Path,
+    cell: &str,
+    key: &str,
+) -> Option<Value> {
+    match client {
+        ClientChoice::Rust => return None,
+        ClientChoice::Browser(_) => {
+            return Some(match persist.store() {
+                Store::IndexedDb => json!({"driver": "indexeddb", "database": key}),
+                _ => json!({"driver": "memory"}),
+            })
+        }
+        ClientChoice::TsSdk(_) => {}
+    }
+    Some(match persist.store() {
+        Store::Memory => json!({"driver": "memory"}),
+        Store::Sqlite => {
+            json!({"driver": "sqlite", "filename": super::persist_axis::sqlite_file(run_dir, cell)})
+        }
+        Store::Postgres => json!({
+            "driver": "postgres",
+            "connectionString": postgres_url,
+            "schema": crate::persist::postgres_schema_for(key),
+        }),
+        // IndexedDB is the browser's, whose ts-sdk cells are skipped.
+        Store::Rivet | Store::IndexedDb => json!({"driver": "rivet"}),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosted_client_gets_the_same_store_as_a_rust_cell() {
+        let ts = ClientChoice::TsSdk(Ok(HostedSdk {
+            endpoint: "http://127.0.0.1:1".into(),
+            module: "/cache/sdk/index.js".into(),
+        }));
+        let dir = Path::new("/run");
+        assert_eq!(
+            hosted_store(
+                &ClientChoice::Rust,
+                &PersistChoice::Own(Store::Sqlite),
+                None,
+                dir,
+                "c",
+                "k"
+            ),
+            None
+        );
+        let sqlite = hosted_store(
+            &ts,
+            &PersistChoice::Own(Store::Sqlite),
+            None,
+            dir,
+            "001-x",
+            "k",
+        )
+        .unwrap();
+        assert_eq!(sqlite["filename"], "/run/persist/001-x.db");
+        let pg = hosted_store(
+            &ts,
+            &PersistChoice::Own(Store::Postgres),
+            Some("postgres://u@127.0.0.1:5/d"),
+            dir,
+            "c",
+            "run-ts-sdk-3",
+        )
+        .unwrap();
+        assert_eq!(pg["schema"], "c_run_ts_sdk_3");
+        assert_eq!(pg["connectionString"], "postgres://u@127.0.0.1:5/d");
     }
 }

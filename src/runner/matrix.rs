@@ -236,7 +236,7 @@ pub struct CellPoint {
 impl CellPoint {
     /// Its value on `axis`, as cells name it (`None`: no SDK for a client
     /// that runs none).
-    fn value(&self, axis: Axis) -> Option<String> {
+    pub fn value(&self, axis: Axis) -> Option<String> {
         match axis {
             Axis::Agent => Some(self.agent.clone()),
             Axis::Client => Some(self.client.name().to_string()),

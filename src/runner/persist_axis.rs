@@ -1,8 +1,8 @@
 //! A cell's session store, from its point on the matrix's persistence
 //! axis ([`Store`], resolved to the worker's own stack by
 //! [`super::Worker::take_point`]): which target × store combinations cannot
-//! run (and why), the store the cell's Rust clients get, and the driver the
-//! hosted SDK client is told to build inside its actor.
+//! run (and why), and the store the cell's Rust clients get (the driver a
+//! hosted client builds is `client_axis::hosted_store`).
 //!
 //! Skipped combinations, each with its reason in the cell:
 //! - target `store` restarts the store's server, so it runs with
@@ -13,32 +13,12 @@
 //!   layer down): skipped with the install command, or an error when its
 //!   server failed to start.
 
-use super::client_axis::ClientChoice;
 use super::PersistChoice;
 use crate::persist::{SqliteDriver, Store};
 use crate::scenario::CellStore;
 use crate::targets::{BuiltinTarget, TargetId};
-use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Why a cell of `client` cannot keep its sessions in `persist`, if it
-/// cannot: IndexedDB is a browser's, and a page can reach no other store
-/// but the SDK's own memory.
-pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
-    let browser = matches!(client, ClientChoice::Browser(_));
-    match persist.store() {
-        Store::IndexedDb if !browser => Some(
-            "--persist indexeddb is the browser's own storage: it runs with --client browser only"
-                .into(),
-        ),
-        Store::Memory | Store::IndexedDb => None,
-        other if browser => Some(format!(
-            "the browser client keeps sessions in IndexedDB or the SDK's memory (--persist indexeddb or memory); a page cannot open `{other}`, a store of a server-side process"
-        )),
-        _ => None,
-    }
-}
 
 /// Why a cell of `target` cannot run with `persist`, if it cannot.
 pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<String> {
@@ -123,40 +103,6 @@ pub(super) fn cell_store(
     }
 }
 
-/// What the hosted client's actor builds its `SessionPersistDriver` from
-/// (`stack/rivet/drivers.mjs`): the same store as a Rust cell's, through
-/// the Node drivers.
-pub(super) fn hosted_store(
-    client: &ClientChoice,
-    persist: &PersistChoice,
-    postgres_url: Option<&str>,
-    run_dir: &Path,
-    cell: &str,
-    key: &str,
-) -> Option<Value> {
-    match client {
-        ClientChoice::Rust => return None,
-        ClientChoice::Browser(_) => {
-            return Some(match persist.store() {
-                Store::IndexedDb => json!({"driver": "indexeddb", "database": key}),
-                _ => json!({"driver": "memory"}),
-            })
-        }
-        ClientChoice::TsSdk(_) => {}
-    }
-    Some(match persist.store() {
-        Store::Memory => json!({"driver": "memory"}),
-        Store::Sqlite => json!({"driver": "sqlite", "filename": sqlite_file(run_dir, cell)}),
-        Store::Postgres => json!({
-            "driver": "postgres",
-            "connectionString": postgres_url,
-            "schema": crate::persist::postgres_schema_for(key),
-        }),
-        // IndexedDB is the browser's, whose ts-sdk cells are skipped.
-        Store::Rivet | Store::IndexedDb => json!({"driver": "rivet"}),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,46 +137,5 @@ mod tests {
         )
         .unwrap();
         assert!(rivet.contains("`rivet`"), "{rivet}");
-    }
-
-    #[test]
-    fn the_hosted_client_gets_the_same_store_as_a_rust_cell() {
-        let ts = ClientChoice::TsSdk(Ok(super::super::client_axis::HostedSdk {
-            endpoint: "http://127.0.0.1:1".into(),
-            module: "/cache/sdk/index.js".into(),
-        }));
-        let dir = Path::new("/run");
-        assert_eq!(
-            hosted_store(
-                &ClientChoice::Rust,
-                &PersistChoice::Own(Store::Sqlite),
-                None,
-                dir,
-                "c",
-                "k"
-            ),
-            None
-        );
-        let sqlite = hosted_store(
-            &ts,
-            &PersistChoice::Own(Store::Sqlite),
-            None,
-            dir,
-            "001-x",
-            "k",
-        )
-        .unwrap();
-        assert_eq!(sqlite["filename"], "/run/persist/001-x.db");
-        let pg = hosted_store(
-            &ts,
-            &PersistChoice::Own(Store::Postgres),
-            Some("postgres://u@127.0.0.1:5/d"),
-            dir,
-            "c",
-            "run-ts-sdk-3",
-        )
-        .unwrap();
-        assert_eq!(pg["schema"], "c_run_ts_sdk_3");
-        assert_eq!(pg["connectionString"], "postgres://u@127.0.0.1:5/d");
     }
 }

@@ -9,7 +9,8 @@
 use crate::untrusted::Untrusted;
 
 use super::detail::{self, HostedFaults, UnhandledRejection};
-use super::model::{Axis, Cell, Outcome, Report, CLIENTS};
+use super::model::{Axis, Cell, Outcome, Report};
+use crate::ClientKind;
 use std::fmt::Write as _;
 
 /// A cell both clients ran whose verdict or failure boundary differs.
@@ -20,13 +21,10 @@ pub(crate) struct Disagreement<'a> {
     pub ts_sdk: &'a Cell,
 }
 
-/// The clients that run the real SDK.
-const SDK_CLIENTS: [&str; 2] = [CLIENTS[1], "browser"];
-
 /// The real SDK's client of a cell (`ts-sdk`, `browser`), if it is one's.
 fn sdk_client(cell: &Cell) -> Option<&str> {
-    let client = cell.point.get(Axis::Client)?;
-    SDK_CLIENTS.contains(&client).then_some(client)
+    let client: ClientKind = cell.point.get(Axis::Client)?.parse().ok()?;
+    client.runs_real_sdk().then_some(client.name())
 }
 
 /// Pairs each `ts-sdk` (and `browser`) cell with its `rust` counterpart:
@@ -35,7 +33,7 @@ fn sdk_client(cell: &Cell) -> Option<&str> {
 /// order of the `rust` cells. Skipped cells on either side are not
 /// compared: nothing ran.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
-    let rust = CLIENTS[0];
+    let rust = ClientKind::Rust.name();
     let mut found: Vec<Disagreement<'_>> = report
         .cells
         .iter()
@@ -70,7 +68,8 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
             .iter()
             .any(|c| c.point.get(Axis::Client) == Some(client))
     };
-    let both = ran(CLIENTS[0]) && SDK_CLIENTS.iter().any(|c| ran(c));
+    let sdk_clients = || ClientKind::all().iter().filter(|c| c.runs_real_sdk());
+    let both = ran(ClientKind::Rust.name()) && sdk_clients().any(|c| ran(c.name()));
     if !has_axis {
         return None;
     }
@@ -79,10 +78,9 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
         out.push_str("## Where the clients disagree\n\n");
         let found = disagreements(report);
         if found.is_empty() {
-            let sdks: Vec<String> = SDK_CLIENTS
-                .iter()
-                .filter(|c| ran(c))
-                .map(|c| format!("`{c}`"))
+            let sdks: Vec<String> = sdk_clients()
+                .filter(|c| ran(c.name()))
+                .map(|c| format!("`{}`", c.name()))
                 .collect();
             let _ = writeln!(out, "continuity's client (`rust`) and the TypeScript SDK ({}) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).", sdks.join(", "));
         } else {
@@ -92,7 +90,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
                 found.len()
             );
             for d in &found {
-                let sdk = sdk_client(d.ts_sdk).unwrap_or(CLIENTS[1]);
+                let sdk = sdk_client(d.ts_sdk).unwrap_or(ClientKind::TsSdk.name());
                 let _ = writeln!(out, "### {}\n", d.ts_sdk.point.with(Axis::Client, None));
                 let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
                 let _ = writeln!(out, "- {sdk}: {}\n", verdict_text(d.ts_sdk));
@@ -114,7 +112,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
     let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
         .cells
         .iter()
-        .filter(|c| c.point.get(Axis::Client) == Some(CLIENTS[1]))
+        .filter(|c| c.point.get(Axis::Client) == Some(ClientKind::TsSdk.name()))
         .flat_map(|c| {
             c.phases.iter().flat_map(move |p| {
                 detail::read::<HostedFaults>(&p.detail)

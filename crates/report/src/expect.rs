@@ -46,9 +46,7 @@ use toml::Spanned;
 use crate::errors::Invalid;
 use crate::source_line::line_of;
 
-use super::model::{
-    Axis, Cell, ExpectOutcome, FlakyResult, Judgement, Report, RunInfo, Verdict, CLIENTS,
-};
+use super::model::{Axis, Cell, ExpectOutcome, FlakyResult, Judgement, Report, RunInfo, Verdict};
 
 /// The verdicts an expectation may name: what a component does. A flaky
 /// cell is judged as pass or fail (`--flaky-result`), and an interrupted
@@ -339,14 +337,15 @@ impl Source<'_> {
     /// silently switch a gate off.
     fn client(&self, field: &Option<Spanned<String>>) -> Result<Pattern, ExpectError> {
         let client = self.pattern(field, "client")?;
-        if !CLIENTS.iter().any(|c| client.glob.is_match(c)) {
+        let clients = crate::ClientKind::all().iter().map(|c| c.name());
+        if !clients.clone().any(|c| client.glob.is_match(c)) {
             let at = field.as_ref().map(|c| c.span().start);
             return Err(self.error(
                 at,
                 format!(
                     "`client` = {:?} matches no client ({})",
                     client.text,
-                    CLIENTS.join(", ")
+                    clients.collect::<Vec<_>>().join(", ")
                 ),
             ));
         }

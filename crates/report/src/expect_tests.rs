@@ -182,6 +182,9 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     assert_eq!(of("rust"), ExpectOutcome::New);
     let typo = parse(&text("ts_sdk")).unwrap_err().to_string();
     assert!(typo.contains("matches no client"), "{typo}");
+    assert!(typo.contains("rust, ts-sdk, browser"), "{typo}");
+    // Every client can be named (the browser's cells once could not).
+    assert!(parse(&text("browser")).is_ok());
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod attempts;
 pub mod axis_compare;
 pub mod baseline;
 pub mod chrome_trace;
+pub mod client_kind;
 pub mod clients;
 pub mod compare;
 pub mod detail;
@@ -43,6 +44,7 @@ pub mod timeline;
 pub mod upgrade;
 pub mod write;
 
+pub use client_kind::{ClientKind, UnknownClient};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use terminal::{render_terminal, Layout};

@@ -464,10 +464,6 @@ impl Signature {
     }
 }
 
-/// The clients a cell can name; the first is continuity's own, which a
-/// cell without a client (a run with no client axis) ran.
-pub(crate) const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
-
 impl Cell {
     pub fn phase(&self, name: &str) -> Option<&PhaseResult> {
         self.phases.iter().find(|p| p.name == name)
@@ -475,14 +471,20 @@ impl Cell {
 
     /// The client that ran this cell, `rust` when it names none.
     pub fn client_name(&self) -> &str {
-        self.point.get(Axis::Client).unwrap_or(CLIENTS[0])
+        self.point
+            .get(Axis::Client)
+            .unwrap_or(crate::ClientKind::Rust.name())
     }
 
     /// The label of this cell's point on `axis`: its own on that axis,
     /// else the run's only point there (server and SDK points); none on
     /// the SDK axis for a client that runs no SDK.
     pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
-        if axis == Axis::Sdk && self.client_name() != CLIENTS[1] {
+        let hosts_sdk = self
+            .client_name()
+            .parse::<crate::ClientKind>()
+            .is_ok_and(crate::ClientKind::hosts_sdk);
+        if axis == Axis::Sdk && !hosts_sdk {
             return None;
         }
         let own = self.point.get(axis);

@@ -342,7 +342,7 @@ impl Probe<'_> {
             (true, false) => "sdk",
         };
         flag(point_flag, point.spec.clone());
-        let mut clients: Vec<String> = args.clients.iter().map(super::recipe::flag_value).collect();
+        let mut clients: Vec<String> = args.clients.iter().map(|c| c.name().to_string()).collect();
         if clients.is_empty() && on_sdk {
             clients.push("ts-sdk".into());
         }

@@ -1,0 +1,95 @@
+//! Which client runs a cell: continuity's own (`rust`), the real
+//! TypeScript SDK hosted in the Rivet app (`ts-sdk`), or the same SDK in
+//! headless Chromium (`browser`). One type for the client axis, from the
+//! command line (`--client` lists [`ClientKind::all`] with their help) to
+//! the report, which names a cell's client by it, and the expectations,
+//! which match their `client` glob against it. Each name is its variant's
+//! in kebab case, as serde writes it: spelled nowhere else.
+
+use serde::{Deserialize, Serialize};
+
+/// Which client runs a cell: a value of the client axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::VariantArray)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    /// continuity's SDK-faithful Rust client.
+    Rust,
+    /// The real TypeScript SDK, hosted in the local stack's Rivet app.
+    TsSdk,
+    /// The same SDK bundled for the browser, in a page of headless Chromium.
+    Browser,
+}
+
+impl ClientKind {
+    /// Every client, in `--client`'s order; the first is continuity's own,
+    /// which a cell naming no client (a run with no client axis) ran.
+    pub fn all() -> &'static [ClientKind] {
+        <ClientKind as strum::VariantArray>::VARIANTS
+    }
+
+    /// The name reports carry: `rust`, `ts-sdk`, `browser`.
+    pub fn name(self) -> &'static str {
+        crate::wire_name::of(&self)
+    }
+
+    /// What `--client NAME` runs, as its help says it.
+    pub fn help(self) -> &'static str {
+        match self {
+            ClientKind::Rust => {
+                "continuity's own client, reproducing the TypeScript SDK's semantics"
+            }
+            ClientKind::TsSdk => "The real `sandbox-agent` npm SDK, hosted in a RivetKit actor",
+            ClientKind::Browser => {
+                "The same SDK bundled for the browser, in headless Chromium (local stack only)"
+            }
+        }
+    }
+
+    /// Whether the SDK axis applies to the client: the hosted client loads
+    /// each SDK point's module. The browser page bundles the app's pinned
+    /// SDK, so `--sdk-version` and `--sdk` do not multiply its cells.
+    pub fn hosts_sdk(self) -> bool {
+        matches!(self, ClientKind::TsSdk)
+    }
+
+    /// Whether the client runs the real TypeScript SDK (hosted or in the
+    /// browser), so its cells are compared with continuity's own.
+    pub fn runs_real_sdk(self) -> bool {
+        !matches!(self, ClientKind::Rust)
+    }
+}
+
+/// A name that is no client's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{:?} is no client ({})", .0, ClientKind::all().iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownClient(pub String);
+
+/// A client from its name, as `--client` or a report writes it.
+impl std::str::FromStr for ClientKind {
+    type Err = UnknownClient;
+
+    fn from_str(name: &str) -> Result<ClientKind, UnknownClient> {
+        ClientKind::all()
+            .iter()
+            .copied()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| UnknownClient(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_client_is_named_once_and_read_back() {
+        let names: Vec<_> = ClientKind::all().iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["rust", "ts-sdk", "browser"]);
+        for kind in ClientKind::all() {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+            assert_eq!(kind.name().parse::<ClientKind>(), Ok(*kind));
+        }
+        let unknown = "deno".parse::<ClientKind>().unwrap_err().to_string();
+        assert!(unknown.contains("rust, ts-sdk, browser"), "{unknown}");
+    }
+}
