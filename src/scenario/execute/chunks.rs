@@ -86,13 +86,18 @@ pub(super) async fn agent_turn_over(log: &Path, tag: &str) {
 /// How long a turn's sent record may stand still before it counts as over.
 const QUIET: Duration = Duration::from_secs(1);
 
+/// How many chunks of `tag` the record holds, and of how many; all of
+/// them once the agent recorded the turn's end.
 fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mine: Vec<Value> = text
+    let (ends, mine): (Vec<Value>, Vec<Value>) = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
-        .collect();
+        .partition(|v| v.get("ended").is_some());
+    if !ends.is_empty() {
+        return (mine.len(), Some(mine.len()));
+    }
     let of = mine
         .last()
         .and_then(|v| v.get("of"))
