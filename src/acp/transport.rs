@@ -31,9 +31,11 @@ use tokio::task::JoinHandle;
 
 mod envelope;
 mod post;
+mod reattach;
 mod stats;
 mod stream;
 
+pub use reattach::Replayed;
 pub use stats::{Answer, StreamStats};
 
 #[cfg(test)]

@@ -153,6 +153,20 @@ pub enum Resume {
     },
 }
 
+/// The run's extra headers as a client sends them (values kept out of `Debug`).
+pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ClientError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| ClientError::Config(format!("header name {name:?}: {e}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|e| ClientError::Config(format!("header {name} value: {e}")))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
 /// An SDK-equivalent client of one sandbox-agent server.
 pub struct Client {
     options: ClientOptions,
@@ -190,15 +204,7 @@ impl Client {
                 crate::secret::display_url(&options.base_url)
             )));
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &options.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| ClientError::Config(format!("header name {name:?}: {e}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|e| ClientError::Config(format!("header {name} value: {e}")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let headers = header_map(&options.headers)?;
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()
@@ -244,6 +250,16 @@ impl Client {
     pub async fn transport_stats(&self, agent: &str) -> Option<crate::acp::StreamStats> {
         let live = self.live.lock().await;
         live.get(agent).map(|c| c.transport().stats())
+    }
+
+    /// Where an agent's live connection's stream stands, if it has one: its
+    /// server id and the id of the last stream event read.
+    pub async fn stream_position(&self, agent: &str) -> Option<(String, Option<String>)> {
+        let live = self.live.lock().await;
+        live.get(agent).map(|c| {
+            let transport = c.transport();
+            (transport.server_id().to_string(), transport.last_event_id())
+        })
     }
 
     /// The live connection for an agent, made on first use and kept for good.

@@ -303,6 +303,13 @@ pub struct TurnAwaited {
     pub events_seen: Option<u64>,
     /// The texts of the `agent_message_chunk` events the SDK delivered.
     pub chunks: Vec<String>,
+    /// From the SDK's wire: how the prompt's answer first arrived (`post`,
+    /// `stream`, `resumed stream`; `None`: never, or no wire to say).
+    pub answered_via: Option<String>,
+    /// The ACP server id the prompt went to.
+    pub server_id: Option<String>,
+    /// The last stream event id the SDK had when the prompt went out.
+    pub last_event_id: Option<String>,
 }
 
 /// `probe`'s answer: the SDK's `ProcessRunResponse`.

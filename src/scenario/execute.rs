@@ -13,6 +13,7 @@ mod driver;
 mod hosted_data;
 mod judge;
 mod recover;
+mod recover_turn;
 mod rust_client;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -455,6 +456,7 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
         | Step::TerminalReattach { client, .. }
         | Step::StartTurn { client, .. }
         | Step::TurnHistory { client, .. }
+        | Step::RecoverTurn { client, .. }
         | Step::ReplayCheck { client, .. }
         | Step::RecoverSession { client, .. } => Some(client),
         Step::Connect { .. }

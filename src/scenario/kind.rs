@@ -18,6 +18,7 @@ pub enum StepKind {
     Restart,
     AwaitTurn,
     TurnHistory,
+    RecoverTurn,
     ReplayCheck,
     GetEvents,
     ResumeSession,
@@ -44,7 +45,7 @@ pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
-    pub const ALL: [StepKind; 24] = [
+    pub const ALL: [StepKind; 25] = [
         StepKind::Connect,
         StepKind::CreateSession,
         StepKind::Prompt,
@@ -52,6 +53,7 @@ impl StepKind {
         StepKind::Restart,
         StepKind::AwaitTurn,
         StepKind::TurnHistory,
+        StepKind::RecoverTurn,
         StepKind::ReplayCheck,
         StepKind::GetEvents,
         StepKind::ResumeSession,
@@ -105,6 +107,7 @@ impl StepKind {
             StepKind::Restart => ("restart", &["after_ms"]),
             StepKind::AwaitTurn => ("await_turn", &["turn"]),
             StepKind::TurnHistory => ("turn_history", &["client", "turn"]),
+            StepKind::RecoverTurn => ("recover_turn", &["client", "turn"]),
             StepKind::ReplayCheck => ("replay_check", &["client", "session"]),
             StepKind::GetEvents => ("get_events", &["client", "session", "limit", "integrity"]),
             StepKind::ResumeSession => ("resume_session", &["client", "session", "expect"]),

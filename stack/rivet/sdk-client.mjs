@@ -374,7 +374,12 @@ export function sdkClientActor({ persistNow, options }) {
 					return { ...started, handle, clientRebuilt: rebuilt };
 				}),
 
-			awaitTurn: (c, args) => act(c, args, async () => c.vars.steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0)),
+			/** The turn's outcome, and from the SDK's wire how its answer came and where its stream stood. */
+			awaitTurn: (c, args) =>
+				act(c, args, async () => {
+					const awaited = await c.vars.steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0);
+					return { ...awaited, ...c.vars.wire.turnChannel(awaited.startedAt) };
+				}),
 
 			probe: (c, args) =>
 				act(c, args, async (save) => c.vars.steps.probe((await clientFor(c, args.client, save)).client.sdk)),

@@ -462,6 +462,15 @@ impl ScenarioClient for HostedCell {
         self.sdk_turn_history(cell, client, turn).await
     }
 
+    async fn turn_evidence(
+        &self,
+        cell: &mut RunningCell<'_>,
+        client: &str,
+        turn: &str,
+    ) -> Result<super::recover_turn::TurnEvidence, StepFailure> {
+        self.sdk_turn_evidence(cell, client, turn).await
+    }
+
     /// Disposes every SDK client the scenario left open, then destroys the
     /// cell's actor (one cell, one actor, none left behind on the runner).
     async fn wind_down(&self, cell: &mut RunningCell<'_>) -> Vec<Value> {
@@ -510,6 +519,8 @@ mod tests {
             "sandbox-reconnect",
             "restart-mid-turn",
             "client-restart",
+            "long-turn",
+            "long-turn-idle",
         ] {
             assert!(missing(name).is_empty(), "{name}: {:?}", missing(name));
         }

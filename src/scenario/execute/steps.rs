@@ -214,6 +214,10 @@ impl RunningCell<'_> {
                 turn,
             } => client.start_turn(self, name, session, text, turn).await,
             Step::TurnHistory { client: name, turn } => client.turn_history(self, name, turn).await,
+            Step::RecoverTurn { client: name, turn } => {
+                let evidence = client.turn_evidence(self, name, turn).await?;
+                self.recover_turn(turn, evidence).await
+            }
             Step::RecoverSession {
                 client: name,
                 session,
