@@ -91,6 +91,9 @@ pub struct TransportConfig {
     pub headers: HeaderMap,
     /// Bound on the best-effort DELETE at close (the SDK uses 2 s).
     pub delete_timeout: Duration,
+    /// The client's own wait for a POST's response headers (undici's
+    /// `headersTimeout`); none: it waits as long as the server holds it.
+    pub headers_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for TransportConfig {

@@ -105,6 +105,9 @@ pub struct ClientOptions {
     pub replay_max_events: usize,
     pub replay_max_chars: usize,
     pub delete_timeout: Duration,
+    /// Its own wait for a POST's response headers (undici's
+    /// `headersTimeout`, lowered as a user would); none: it waits.
+    pub headers_timeout: Option<Duration>,
     /// Where exchanges, envelopes and waits are recorded (the cell's trace).
     pub trace: Trace,
 }
@@ -119,6 +122,7 @@ impl ClientOptions {
             replay_max_events: DEFAULT_REPLAY_MAX_EVENTS,
             replay_max_chars: DEFAULT_REPLAY_MAX_CHARS,
             delete_timeout: Duration::from_secs(2),
+            headers_timeout: None,
             trace: Trace::detached(),
         }
     }
@@ -286,6 +290,7 @@ impl Client {
             token: self.options.token.clone(),
             headers: self.headers.clone(),
             delete_timeout: self.options.delete_timeout,
+            headers_timeout: self.options.headers_timeout,
         };
         let created = Arc::new(
             LiveConnection::create(

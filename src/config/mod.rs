@@ -253,7 +253,8 @@ impl Config {
                 RestartAction::Command { .. }
                 | RestartAction::Signal { .. }
                 | RestartAction::Clients
-                | RestartAction::Fault(_) => {}
+                | RestartAction::Fault(_)
+                | RestartAction::Timeout(_) => {}
             }
             match &target.readiness {
                 Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {

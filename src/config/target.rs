@@ -160,8 +160,8 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
         RestartKind::Command => check_command(&key, raw),
         RestartKind::Signal => check_signal_restart(&key, raw),
         RestartKind::Http => check_http(&key, r),
-        // Only the local stack makes one: no config key selects it.
-        RestartKind::Clients => Err(invalid(
+        // Only the local stack makes these: no config key selects them.
+        RestartKind::Clients | RestartKind::Timeout => Err(invalid(
             &key,
             raw.span(),
             None,

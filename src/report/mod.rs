@@ -25,6 +25,7 @@ pub(crate) mod summary;
 pub(crate) mod table;
 pub(crate) mod terminal;
 pub(crate) mod timeline;
+pub(crate) mod turn_fate;
 pub(crate) mod upgrade;
 pub(crate) mod write;
 

@@ -78,6 +78,9 @@ pub struct CellSettings {
     pub agent_sent_log: Option<std::path::PathBuf>,
     /// The fake model provider's call log, when the stack runs one.
     pub model_calls: Option<crate::provider::ModelCalls>,
+    /// The clients' own wait for a POST's response headers (a
+    /// `client-headers-timeout` cell); none: the client's default.
+    pub headers_timeout: Option<Duration>,
     /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
     /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
     pub interrupt: watch::Receiver<bool>,
@@ -635,6 +638,7 @@ mod tests {
             store: CellStore::PerClientMemory,
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
+            headers_timeout: None,
             model_calls: None,
             interrupt: watch::channel(false).1,
         }

@@ -48,6 +48,8 @@ pub enum RestartAction {
     Clients,
     /// A toxic on a hop's fault proxy for a window.
     Fault(super::FaultAction),
+    /// A timeout on the path, in force for the whole cell; restarts nothing.
+    Timeout(super::PathTimeout),
 }
 
 /// A process the harness owns: what to run and how to stop it.
@@ -95,6 +97,7 @@ pub enum RestartKind {
     Http,
     Clients,
     Fault,
+    Timeout,
 }
 
 impl RestartKind {
@@ -107,6 +110,7 @@ impl RestartKind {
             RestartKind::Http => "http",
             RestartKind::Clients => "clients",
             RestartKind::Fault => "fault",
+            RestartKind::Timeout => "timeout",
         }
     }
 }
@@ -126,6 +130,7 @@ impl RestartAction {
             RestartAction::Http { .. } => RestartKind::Http,
             RestartAction::Clients => RestartKind::Clients,
             RestartAction::Fault(_) => RestartKind::Fault,
+            RestartAction::Timeout(_) => RestartKind::Timeout,
         }
     }
 
@@ -159,6 +164,7 @@ impl RestartAction {
                 "clients: the cell's clients are made anew over the same store".into()
             }
             RestartAction::Fault(fault) => fault.describe(),
+            RestartAction::Timeout(timeout) => timeout.describe(),
         }
     }
 }

@@ -20,6 +20,7 @@
 import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent } from "sandbox-agent";
+import { Agent as UndiciAgent } from "undici";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
@@ -140,6 +141,18 @@ function lazyDriver(opening) {
 	};
 }
 
+/**
+ * Node's `fetch` with undici's `headersTimeout` (300 s by default) lowered
+ * the way a user lowers it: an undici Agent of their own, passed as
+ * `fetch`'s `dispatcher` option (undici pinned to the version Node 20
+ * bundles). Without a limit, Node's `fetch` as it is.
+ */
+function fetchWithHeadersTimeout(headersTimeoutMs) {
+	if (!(Number(headersTimeoutMs) > 0)) return { fetch: globalThis.fetch.bind(globalThis), dispatcher: null };
+	const dispatcher = new UndiciAgent({ headersTimeout: Number(headersTimeoutMs) });
+	return { fetch: (input, init = {}) => globalThis.fetch(input, { ...init, dispatcher }), dispatcher };
+}
+
 async function newClient(c, name, settings, save) {
 	const Sdk = await sdkClass(settings.sdk);
 	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
@@ -147,11 +160,13 @@ async function newClient(c, name, settings, save) {
 	// A driver that cannot open fails each call with its reason, never the process.
 	opening.catch(() => {});
 	const persist = counted(lazyDriver(opening), c.state.tally, save);
+	const { fetch, dispatcher } = fetchWithHeadersTimeout(settings.headersTimeoutMs);
 	return {
+		dispatcher,
 		sdk: new Sdk({
 			baseUrl: settings.baseUrl,
 			headers: settings.headers ?? undefined,
-			fetch: recordingFetch(c.vars.wire),
+			fetch: recordingFetch(c.vars.wire, fetch),
 			persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
 			waitForHealth: { timeoutMs: HEALTH_WAIT_MS },
 		}),
@@ -286,6 +301,7 @@ export function sdkClientActor({ persistNow, options }) {
 					if (old) {
 						await old.sdk.dispose().catch(() => {});
 						await old.persist.close?.().catch(() => {});
+						await old.dispatcher?.destroy().catch(() => {});
 					}
 					// No token: the hosted client runs against the local stack only.
 					c.state.clients[args.client] = {
@@ -293,6 +309,7 @@ export function sdkClientActor({ persistNow, options }) {
 						headers: args.headers ?? null,
 						persist: args.persist ?? null,
 						sdk: args.sdk ?? null,
+						headersTimeoutMs: args.headersTimeoutMs ?? null,
 					};
 					c.vars.clients.set(args.client, await newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
@@ -434,6 +451,7 @@ export function sdkClientActor({ persistNow, options }) {
 					if (live) {
 						await live.sdk.dispose();
 						await live.persist.close?.().catch(() => {});
+						await live.dispatcher?.destroy().catch(() => {});
 					}
 					return {};
 				}),
@@ -480,6 +498,7 @@ export function sdkClientActor({ persistNow, options }) {
 				for (const live of c.vars.clients.values()) {
 					await live.sdk.dispose().catch(() => {});
 					await live.persist.close?.().catch(() => {});
+					await live.dispatcher?.destroy().catch(() => {});
 				}
 				c.vars.clients.clear();
 				adoptFaults(c);

@@ -102,6 +102,8 @@ impl RunningCell<'_> {
             token: settings.token.clone(),
             headers,
             delete_timeout: Duration::from_secs(2),
+            // A GET: the client's header timeout bounds its POSTs only.
+            headers_timeout: None,
         };
         let tag = evidence.tag.clone();
         let replayed = Transport::reattach(

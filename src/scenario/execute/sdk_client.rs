@@ -191,6 +191,7 @@ impl ScenarioClient for HostedCell {
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect()
             }),
+            headers_timeout_ms: cell.settings.headers_timeout.map(crate::clock::millis),
         };
         self.act(cell, action).await?;
         self.connected_set().insert(client.to_string());

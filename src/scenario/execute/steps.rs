@@ -40,6 +40,7 @@ impl RunningCell<'_> {
         let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
         options.token = self.settings.token.clone();
         options.headers = self.settings.headers.clone();
+        options.headers_timeout = self.settings.headers_timeout;
         options.trace = self.settings.trace.clone();
         Client::connect(options).map_err(|e| self.fail(&e))
     }

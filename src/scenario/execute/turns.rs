@@ -427,6 +427,7 @@ mod tests {
             session_suffix: "t".into(),
             store: crate::scenario::CellStore::PerClientMemory,
             agent_sent_log: None,
+            headers_timeout: None,
         };
         let mut restarter = CountingRestart(0);
         let run = crate::scenario::run_cell(&scenario, &settings, &mut restarter).await;

@@ -248,6 +248,7 @@ async fn probe(base: String) -> continuity::report::PhaseResult {
     let settings = CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
+        headers_timeout: None,
         model_calls: None,
         interrupt: tokio::sync::watch::channel(false).1,
         base_url: base,
@@ -379,6 +380,7 @@ timeout_ms = 3000
         let settings = CellSettings {
             trace: continuity::trace::Trace::detached(),
             agent_sent_log: None,
+            headers_timeout: None,
             model_calls: None,
             interrupt: tokio::sync::watch::channel(false).1,
             base_url: hostile_sandbox(frames).await,
