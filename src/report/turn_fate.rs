@@ -78,18 +78,26 @@ impl TurnFate {
         text
     }
 
-    /// Where the fix belongs, in one clause.
-    pub fn fix(&self) -> &'static str {
+    /// Where the fix belongs: what the result's fate says, then what an
+    /// unusable session adds.
+    pub fn fix(&self) -> String {
         let stream = self.recoverable_via.iter().any(|v| v == "stream");
         let history = self.recoverable_via.iter().any(|v| v == "history");
-        match (self.fate, self.session_usable) {
-            (Fate::Delivered, Some(false)) => "client-side fix: the session must take the next prompt",
-            (Fate::Delivered, _) => "nothing to fix",
-            (Fate::Lost, _) if history => "client-side fix: the result is in the client's own history",
-            (Fate::Lost, _) if stream => "client- or server-side fix: the server still replays the result on its stream, the client gave up with the POST (take the answer from the re-attached stream, or answer the POST 202 and deliver on the stream, sandbox-agent#308)",
-            (Fate::Lost, _) => "server-side fix: the result went with the POST, nothing replays it",
-            (Fate::Unfinished, _) => "server- or agent-side fix: the turn ended with its POST",
-            (Fate::Unknown, _) => "unknown: nothing says whether the agent finished",
+        let result = match self.fate {
+            Fate::Delivered => None,
+            Fate::Lost if history => Some("client-side fix: the result is in the client's own history"),
+            Fate::Lost if stream => Some("client- or server-side fix: the server still replays the result on its stream, the client gave up with the POST (take the answer from a re-attached stream, or answer the POST 202 and deliver on the stream, sandbox-agent#308)"),
+            Fate::Lost => Some("server-side fix: the result went with the POST, nothing replays it"),
+            Fate::Unfinished => Some("server- or agent-side fix: the turn ended with its POST"),
+            Fate::Unknown => Some("unknown: nothing says whether the agent finished"),
+        };
+        let session = (self.session_usable == Some(false)).then_some(
+            "client-side fix: the session must take the next prompt (the client closed its transport with the POST, sandbox-agent#306/#307)",
+        );
+        match (result, session) {
+            (None, None) => "nothing to fix".into(),
+            (Some(one), None) | (None, Some(one)) => one.into(),
+            (Some(result), Some(session)) => format!("{result}; {session}"),
         }
     }
 }
@@ -170,6 +178,7 @@ mod tests {
         let unfinished = TurnFate::of(&cell(false, Some(false), &[], "timeout")).unwrap();
         assert_eq!(unfinished.fate, Fate::Unfinished);
         assert!(unfinished.fix().starts_with("server- or agent-side"));
+        assert!(unfinished.fix().ends_with("sandbox-agent#306/#307)"));
         // Without the agent's record, a result someone holds was still finished.
         assert_eq!(
             TurnFate::of(&cell(false, None, &["history"], "ok"))
