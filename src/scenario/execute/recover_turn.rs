@@ -14,11 +14,16 @@ use crate::diagnose;
 use crate::report::detail::{Detail, RecoverTurnDetail};
 use crate::report::SignatureKind;
 use serde_json::Value;
+use std::path::Path;
 use std::time::Duration;
 
 /// How long the re-attached stream is read for the turn's end: the server
 /// replays what it kept at once.
 const REATTACH_WAIT: Duration = Duration::from_millis(1500);
+/// How long the agent has to finish a turn still running when the
+/// recovery begins (a client that gave up at a timeout looks early): a
+/// turn not finished by then counts as never finished.
+const AGENT_END_WAIT: Duration = Duration::from_secs(5);
 
 /// What a client holds of an awaited turn, for its recovery.
 #[derive(Debug, Clone, Default)]
@@ -38,8 +43,7 @@ impl RunningCell<'_> {
     pub(super) async fn recover_turn(&mut self, name: &str, evidence: TurnEvidence) -> StepResult {
         let mut detail = RecoverTurnDetail::default();
         if let Some(log) = &self.settings.agent_sent_log {
-            super::chunks::agent_turn_over(log, &evidence.tag).await;
-            let ended = turn_ended(log, &evidence.tag);
+            let ended = agent_end(log, &evidence.tag, AGENT_END_WAIT).await;
             detail.agent_finished = Some(ended.is_some());
             detail.agent_stop_reason = ended;
         }
@@ -120,5 +124,52 @@ impl RunningCell<'_> {
             .result
             .is_some();
         detail.stream_error = replayed.error.map(|e| e.to_string());
+    }
+}
+
+/// The stop reason the agent's record gives turn `tag`, waiting up to
+/// `within` for the agent to finish it; `None` when it did not.
+async fn agent_end(log: &Path, tag: &str, within: Duration) -> Option<String> {
+    let until = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(ended) = turn_ended(log, tag) {
+            return Some(ended);
+        }
+        if tokio::time::Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A turn still running when the recovery begins is waited for; one
+    /// that never ends counts as unfinished once the wait is over.
+    #[tokio::test]
+    async fn the_agents_end_is_waited_for_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("sent.jsonl");
+        std::fs::write(
+            &log,
+            "{\"turn\":\"t\",\"session\":\"s\",\"seq\":1,\"of\":2}\n",
+        )
+        .unwrap();
+        let writer = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                let mut text = std::fs::read_to_string(&log).unwrap();
+                text.push_str("{\"turn\":\"t\",\"session\":\"s\",\"ended\":\"end_turn\"}\n");
+                std::fs::write(&log, text).unwrap();
+            })
+        };
+        let ended = agent_end(&log, "t", Duration::from_secs(5)).await;
+        writer.await.unwrap();
+        assert_eq!(ended.as_deref(), Some("end_turn"));
+        let never = agent_end(&log, "other", Duration::from_millis(200)).await;
+        assert_eq!(never, None);
     }
 }

@@ -255,14 +255,14 @@ fn a_timeout_of_zero_or_below_is_refused_with_file_and_line() {
     let long = std::fs::read_to_string("scenarios/long-turn.toml").unwrap();
     let line = long
         .lines()
-        .position(|l| l == "timeout_ms = 4500")
+        .position(|l| l == "timeout_ms = 4000")
         .expect("the built-in long turn bounds its await")
         + 1;
     for (value, says) in [
         ("0", "timeout_ms must be greater than 0"),
         ("-1", "expected u64"),
     ] {
-        let bad = long.replace("timeout_ms = 4500", &format!("timeout_ms = {value}"));
+        let bad = long.replace("timeout_ms = 4000", &format!("timeout_ms = {value}"));
         std::fs::write(scenarios.join("long-turn.toml"), bad).unwrap();
         let run = continuity(
             &["validate", "--scenarios-dir", scenarios.to_str().unwrap()],
