@@ -63,7 +63,7 @@ fn classify_acp(error: &AcpError, sig: &mut Signature) {
         // The write was refused by a transport an earlier failure closed: a
         // client-state failure, whose message names that earlier cause.
         AcpError::Closed { .. } => SignatureKind::Client,
-        AcpError::Timeout { .. } => SignatureKind::Timeout,
+        AcpError::Timeout { .. } | AcpError::HeadersTimeout { .. } => SignatureKind::Timeout,
         AcpError::AgentExited { .. } => SignatureKind::AgentExit,
     };
 }

@@ -89,6 +89,10 @@ pub enum AcpError {
     Closed { cause: Option<Box<AcpError>> },
     #[error("no answer within {ms} ms")]
     Timeout { ms: u64 },
+    /// The client's own header timeout (undici's `headersTimeout`): the
+    /// POST's response headers had not come within `ms`.
+    #[error("no response headers within {ms} ms (the client's headers timeout)")]
+    HeadersTimeout { ms: u64 },
     /// sandbox-agent reported (`_adapter/agent_exited`) that the agent process died.
     #[error("agent process exited{}", .code.map(|c| format!(" (code {c})")).unwrap_or_default())]
     AgentExited { code: Option<i64> },
@@ -175,7 +179,7 @@ impl AcpError {
                 kind: kind_from_text(detail).unwrap_or(ErrorKind::Closed),
                 detail: detail.clone(),
             },
-            AcpError::Timeout { .. } => Seen::Error {
+            AcpError::Timeout { .. } | AcpError::HeadersTimeout { .. } => Seen::Error {
                 kind: ErrorKind::Timeout,
                 detail: self.to_string(),
             },

@@ -14,7 +14,7 @@ pub use error::{AcpError, ConnectFailure, Problem};
 pub(crate) use transport::read_bounded;
 pub use transport::MAX_ENVELOPE_BYTES;
 pub use transport::{
-    Answer, Direction, Observed, RpcResponse, StreamStats, Transport, TransportConfig,
+    Answer, Direction, Observed, Replayed, RpcResponse, StreamStats, Transport, TransportConfig,
 };
 
 /// JSON-RPC "method not found".

@@ -31,9 +31,11 @@ use tokio::task::JoinHandle;
 
 mod envelope;
 mod post;
+mod reattach;
 mod stats;
 mod stream;
 
+pub use reattach::Replayed;
 pub use stats::{Answer, StreamStats};
 
 #[cfg(test)]
@@ -89,6 +91,9 @@ pub struct TransportConfig {
     pub headers: HeaderMap,
     /// Bound on the best-effort DELETE at close (the SDK uses 2 s).
     pub delete_timeout: Duration,
+    /// The client's own wait for a POST's response headers (undici's
+    /// `headersTimeout`); none: it waits as long as the server holds it.
+    pub headers_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for TransportConfig {

@@ -27,6 +27,77 @@ pub struct Knobs {
     pub stream: Option<Stream>,
     /// `[[turn:ID]]`: the tag the streamed chunks (and the sent record) carry.
     pub turn: Option<String>,
+    /// `[[long:TOTAL/GAP]]`: the turn lasts TOTAL ms, with a chunk every
+    /// GAP ms or (`idle`) none until its answer.
+    pub long: Option<Long>,
+}
+
+/// A long turn: how long it lasts and what the agent says meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Long {
+    pub total_ms: u64,
+    pub gap: Gap,
+}
+
+/// What a long turn sends while it lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gap {
+    /// A chunk every this many milliseconds.
+    Every(u64),
+    /// Nothing until the answer: a stream and a POST both silent.
+    Idle,
+}
+
+/// The longest a long turn may last: 10 minutes (a real 310 s turn fits).
+const MAX_LONG_MS: u64 = 10 * 60 * 1000;
+
+impl Long {
+    /// `TOTAL/GAP` (milliseconds, GAP ≤ TOTAL) or `TOTAL/idle`.
+    pub fn parse(text: &str) -> Result<Long, Invalid> {
+        let (total, gap) = text.trim().split_once('/').ok_or_else(|| {
+            Invalid(format!(
+                "expected TOTAL_MS/GAP_MS or TOTAL_MS/idle, got {text:?}"
+            ))
+        })?;
+        let total_ms: u64 = total
+            .trim()
+            .parse()
+            .ok()
+            .filter(|ms| (1..=MAX_LONG_MS).contains(ms))
+            .ok_or_else(|| {
+                Invalid(format!(
+                    "the turn's length must be 1..={MAX_LONG_MS} ms, got {total:?}"
+                ))
+            })?;
+        let gap = match gap.trim() {
+            "idle" => Gap::Idle,
+            every => Gap::Every(
+                every
+                    .parse()
+                    .ok()
+                    .filter(|ms| (1..=total_ms).contains(ms))
+                    .ok_or_else(|| {
+                        Invalid(format!(
+                            "the gap between chunks must be 1..={total_ms} ms or `idle`, got {every:?}"
+                        ))
+                    })?,
+            ),
+        };
+        Ok(Long { total_ms, gap })
+    }
+
+    /// The chunks it streams (K every GAP ms over TOTAL), or `None` when idle.
+    pub fn stream(self) -> Option<Stream> {
+        match self.gap {
+            Gap::Idle => None,
+            Gap::Every(gap) => Some(Stream {
+                chunks: u32::try_from(self.total_ms / gap)
+                    .unwrap_or(u32::MAX)
+                    .clamp(1, 10_000),
+                over_ms: self.total_ms,
+            }),
+        }
+    }
 }
 
 /// A streamed turn: `chunks` chunks, evenly over `over_ms`.
@@ -78,7 +149,8 @@ impl Fault {
 
 impl Knobs {
     /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`,
-    /// `CONTINUITY_AGENT_LOAD_SESSION`, `CONTINUITY_AGENT_STREAM`.
+    /// `CONTINUITY_AGENT_LOAD_SESSION`, `CONTINUITY_AGENT_STREAM`,
+    /// `CONTINUITY_AGENT_LONG`.
     pub fn from_env() -> Result<Knobs, Invalid> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
@@ -104,6 +176,12 @@ impl Knobs {
             ),
             _ => None,
         };
+        let long = match var("CONTINUITY_AGENT_LONG") {
+            Some(v) if !v.trim().is_empty() => {
+                Some(Long::parse(&v).map_err(|e| Invalid(format!("CONTINUITY_AGENT_LONG: {e}")))?)
+            }
+            _ => None,
+        };
         let load_session = matches!(
             var("CONTINUITY_AGENT_LOAD_SESSION")
                 .as_deref()
@@ -117,6 +195,7 @@ impl Knobs {
             once: None,
             stream,
             turn: None,
+            long,
         })
     }
 
@@ -136,6 +215,10 @@ impl Knobs {
             } else if let Some(stream) = directive.strip_prefix("stream:") {
                 if let Ok(stream) = Stream::parse(stream) {
                     turn.stream = Some(stream);
+                }
+            } else if let Some(long) = directive.strip_prefix("long:") {
+                if let Ok(long) = Long::parse(long) {
+                    turn.long = Some(long);
                 }
             } else if let Some(tag) = directive.strip_prefix("turn:") {
                 if !tag.trim().is_empty() {
@@ -188,6 +271,7 @@ mod tests {
                 once: None,
                 stream: None,
                 turn: None,
+                long: None,
             }
         );
     }
@@ -254,5 +338,40 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("CONTINUITY_AGENT_STREAM"), "{e}");
+    }
+
+    #[test]
+    fn a_long_turn_lasts_its_length_with_chunks_or_idle() {
+        let base = Knobs::default();
+        let chatty = base.for_prompt("work [[long:4000/500]]").long.unwrap();
+        assert_eq!(
+            chatty.stream(),
+            Some(Stream {
+                chunks: 8,
+                over_ms: 4000
+            })
+        );
+        let idle = base.for_prompt("work [[long:4000/idle]]").long.unwrap();
+        assert_eq!(
+            (idle.total_ms, idle.gap, idle.stream()),
+            (4000, Gap::Idle, None)
+        );
+        for bad in [
+            "[[long:0/idle]]",
+            "[[long:100/200]]",
+            "[[long:x/idle]]",
+            "[[long:5]]",
+        ] {
+            assert_eq!(base.for_prompt(bad).long, None, "{bad}");
+        }
+        let e = Knobs::from_vars(env(&[("CONTINUITY_AGENT_LONG", "300000/0")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("CONTINUITY_AGENT_LONG") && e.contains("gap"),
+            "{e}"
+        );
+        let k = Knobs::from_vars(env(&[("CONTINUITY_AGENT_LONG", "310000/idle")])).unwrap();
+        assert_eq!(k.long.map(|l| l.total_ms), Some(310_000));
     }
 }

@@ -22,13 +22,17 @@
 //! (`"{turn} chunk i/K"`, the tag from `[[turn:ID]]`) over N ms before the
 //! answer, each appended to the sent record (`CONTINUITY_AGENT_SENT`, default
 //! the state file's path plus `.sent.jsonl`) once written.
+//! `CONTINUITY_AGENT_LONG=TOTAL/GAP` / `[[long:TOTAL/GAP]]` makes the turn
+//! last TOTAL ms with a chunk every GAP ms, or none (`TOTAL/idle`): a turn
+//! that outlives a timeout on the path. A tagged turn the agent answers
+//! gets an `ended` line in the sent record: its own record that it finished.
 //! `CONTINUITY_AGENT_LOAD_SESSION=1` enables `session/load`;
 //! `CONTINUITY_AGENT_STATE=FILE` keeps sessions; `CONTINUITY_AGENT_RECORD=FILE`
 //! appends every message received, one JSON line each, for tests to read.
 
 mod knobs;
 
-pub use knobs::{Fault, Knobs};
+pub use knobs::{Fault, Gap, Knobs, Long, Stream};
 
 use agent_client_protocol_schema::v1::{NewSessionRequest, PromptRequest};
 use serde_json::{json, Value};
@@ -270,7 +274,7 @@ impl Agent {
         lock(&self.in_flight).insert(session.clone(), cancel_tx);
         let cancelled = tokio::select! {
             _ = cancel_rx => true,
-            _ = async { play(&turn).await; self.stream(&session, &turn).await } => false,
+            _ = self.play_turn(&session, &turn) => false,
         };
         lock(&self.in_flight).remove(&session);
         if cancelled {
@@ -286,7 +290,46 @@ impl Agent {
             Some(Fault::Malformed) => self.send_raw(MALFORMED_LINE),
             _ => {}
         }
+        self.record_end(&session, &turn, "end_turn");
         self.reply(id, json!({"stopReason": "end_turn"}));
+    }
+
+    /// The turn's delay or hang, its streamed chunks, then its long part:
+    /// chunks every gap, or silence, until its length is up.
+    async fn play_turn(&self, session: &str, turn: &Knobs) {
+        play(turn).await;
+        let tag = turn.turn.as_deref().unwrap_or("stream");
+        if let Some(stream) = turn.stream {
+            self.stream(session, tag, stream).await;
+        }
+        if let Some(long) = turn.long {
+            match long.stream() {
+                Some(stream) => self.stream(session, tag, stream).await,
+                None => tokio::time::sleep(std::time::Duration::from_millis(long.total_ms)).await,
+            }
+        }
+    }
+
+    /// The agent's own record that it finished a tagged turn (written just
+    /// before its answer), beside its chunks in the sent record: a turn whose answer
+    /// never reached the client was still finished by the agent.
+    fn record_end(&self, session: &str, turn: &Knobs, stop_reason: &str) {
+        let (Some(tag), Some(path)) = (turn.turn.as_deref(), &self.sent_file) else {
+            return;
+        };
+        let line = json!({"turn": tag, "session": session, "ended": stop_reason});
+        append_line(path, &line);
+    }
+}
+
+/// Appends one JSON line to `path` (the sent record), best effort.
+fn append_line(path: &std::path::Path, line: &Value) {
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
     }
 }
 
@@ -301,6 +344,7 @@ impl Agent {
         if seen.lines().any(|line| line == key) {
             turn.fault = None;
             turn.delay_ms = 0;
+            turn.long = None;
             return turn;
         }
         let recorded = std::fs::OpenOptions::new()
@@ -326,13 +370,11 @@ pub fn sent_record_path(state_file: &std::path::Path) -> PathBuf {
 }
 
 impl Agent {
-    /// `[[stream:K/N]]`: K chunks `"{turn} chunk i/K"`, one every N/K ms. Each
-    /// is appended to the sent record after it is written to stdout, so the
-    /// harness can tell what the agent sent from what the history holds, even
-    /// when the process is killed mid-turn.
-    async fn stream(&self, session: &str, turn: &Knobs) {
-        let Some(stream) = turn.stream else { return };
-        let tag = turn.turn.as_deref().unwrap_or("stream");
+    /// K chunks `"{tag} chunk i/K"`, one every N/K ms (`[[stream:K/N]]`,
+    /// or a long turn's). Each is appended to the sent record after it is
+    /// written to stdout, so the harness can tell what the agent sent from
+    /// what the history holds, even when the process is killed mid-turn.
+    async fn stream(&self, session: &str, tag: &str, stream: Stream) {
         let gap = std::time::Duration::from_millis(stream.over_ms / u64::from(stream.chunks));
         for seq in 1..=stream.chunks {
             tokio::time::sleep(gap).await;
@@ -341,13 +383,7 @@ impl Agent {
             if let Some(path) = &self.sent_file {
                 let line =
                     json!({"turn": tag, "session": session, "seq": seq, "of": stream.chunks});
-                if let Ok(mut file) = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                {
-                    let _ = writeln!(file, "{line}");
-                }
+                append_line(path, &line);
             }
         }
     }

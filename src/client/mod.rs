@@ -106,6 +106,9 @@ pub struct ClientOptions {
     pub replay_max_events: usize,
     pub replay_max_chars: usize,
     pub delete_timeout: Duration,
+    /// Its own wait for a POST's response headers (undici's
+    /// `headersTimeout`, lowered as a user would); none: it waits.
+    pub headers_timeout: Option<Duration>,
     /// Where exchanges, envelopes and waits are recorded (the cell's trace).
     pub trace: Trace,
 }
@@ -120,6 +123,7 @@ impl ClientOptions {
             replay_max_events: DEFAULT_REPLAY_MAX_EVENTS,
             replay_max_chars: DEFAULT_REPLAY_MAX_CHARS,
             delete_timeout: Duration::from_secs(2),
+            headers_timeout: None,
             trace: Trace::detached(),
         }
     }
@@ -152,6 +156,20 @@ pub enum Resume {
         replay_events: usize,
         replay_chars: usize,
     },
+}
+
+/// The run's extra headers as a client sends them (values kept out of `Debug`).
+pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ClientError> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| ClientError::Config(format!("header name {name:?}: {e}")))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|e| ClientError::Config(format!("header {name} value: {e}")))?;
+        value.set_sensitive(true);
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// An SDK-equivalent client of one sandbox-agent server.
@@ -191,15 +209,7 @@ impl Client {
                 crate::secret::display_url(&options.base_url)
             )));
         }
-        let mut headers = HeaderMap::new();
-        for (name, value) in &options.headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| ClientError::Config(format!("header name {name:?}: {e}")))?;
-            let mut value = HeaderValue::from_str(value)
-                .map_err(|e| ClientError::Config(format!("header {name} value: {e}")))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
-        }
+        let headers = header_map(&options.headers)?;
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()
@@ -247,6 +257,16 @@ impl Client {
         live.get(agent).map(|c| c.transport().stats())
     }
 
+    /// Where an agent's live connection's stream stands, if it has one: its
+    /// server id and the id of the last stream event read.
+    pub async fn stream_position(&self, agent: &str) -> Option<(String, Option<String>)> {
+        let live = self.live.lock().await;
+        live.get(agent).map(|c| {
+            let transport = c.transport();
+            (transport.server_id().to_string(), transport.last_event_id())
+        })
+    }
+
     /// The live connection for an agent, made on first use and kept for good.
     pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
@@ -271,6 +291,7 @@ impl Client {
             token: self.options.token.clone(),
             headers: self.headers.clone(),
             delete_timeout: self.options.delete_timeout,
+            headers_timeout: self.options.headers_timeout,
         };
         let created = Arc::new(
             LiveConnection::create(

@@ -29,6 +29,10 @@ pub enum SdkAction {
         /// Headers every request of the client carries, by name.
         #[serde(skip_serializing_if = "Option::is_none")]
         headers: Option<Map<String, Value>>,
+        /// undici's `headersTimeout` for the client's `fetch`, lowered
+        /// through a dispatcher (a `client-headers-timeout` cell).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        headers_timeout_ms: Option<u64>,
     },
     CreateSession {
         phase: String,
@@ -342,6 +346,13 @@ pub struct TurnAwaited {
     pub events_seen: Option<u64>,
     /// The texts of the `agent_message_chunk` events the SDK delivered.
     pub chunks: Vec<String>,
+    /// From the SDK's wire: how the prompt's answer first arrived (`post`,
+    /// `stream`, `resumed stream`; `None`: never, or no wire to say).
+    pub answered_via: Option<String>,
+    /// The ACP server id the prompt went to.
+    pub server_id: Option<String>,
+    /// The last stream event id the SDK had when the prompt went out.
+    pub last_event_id: Option<String>,
 }
 
 /// `probe`'s answer: the SDK's `ProcessRunResponse`.
@@ -515,11 +526,12 @@ mod tests {
             sdk: Some("/m.mjs".into()),
             persist: Some(json!({"kind": "sqlite"})),
             headers: Some(headers),
+            headers_timeout_ms: Some(2000),
         };
         assert_eq!(connect.name(), "connect");
         assert_eq!(
             sent(&connect, Some(5000), Some(Value::Null)),
-            r#"{"phase":"connect","client":"a","baseUrl":"http://127.0.0.1:1","sdk":"/m.mjs","persist":{"kind":"sqlite"},"headers":{"x-team":"a"},"timeoutMs":5000,"wireAck":null}"#
+            r#"{"phase":"connect","client":"a","baseUrl":"http://127.0.0.1:1","sdk":"/m.mjs","persist":{"kind":"sqlite"},"headers":{"x-team":"a"},"headersTimeoutMs":2000,"timeoutMs":5000,"wireAck":null}"#
         );
         let bare = SdkAction::Connect {
             phase: "c".into(),
@@ -528,6 +540,7 @@ mod tests {
             sdk: None,
             persist: None,
             headers: None,
+            headers_timeout_ms: None,
         };
         assert_eq!(
             sent(&bare, None, None),

@@ -169,7 +169,7 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
         for known in crate::stack::local::known_targets(&[]) {
-            out.push_str(&format!("  {:<20} local stack: {}\n", known.id, known.what));
+            out.push_str(&format!("  {:<22} local stack: {}\n", known.id, known.what));
         }
     }
     for t in &targets {

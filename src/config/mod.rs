@@ -254,7 +254,8 @@ impl Config {
                 | RestartAction::Signal { .. }
                 | RestartAction::Clients
                 | RestartAction::LeftDown(_)
-                | RestartAction::Fault(_) => {}
+                | RestartAction::Fault(_)
+                | RestartAction::Timeout(_) => {}
             }
             match &target.readiness {
                 Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {

@@ -236,7 +236,7 @@ async fn run_one(
     let (hosted, chromium) =
         set_up_client(&client, &key, &profile, hosted_store, &interrupt, attempt).await?;
     let (trace, trace_path) = open_trace(plan, index, tag, target_name, scenario, attempt);
-    let settings = cell_settings(plan, worker, &trace, key, interrupt, store);
+    let settings = cell_settings(plan, worker, t, &trace, key, interrupt, store);
     let page = hosted
         .as_ref()
         .and_then(|h| h.client.browser_page().cloned());
@@ -328,18 +328,25 @@ fn open_trace(
     )
 }
 
-/// What the executor needs of the run and the worker for one attempt.
+/// What the executor needs of the run and the worker for one attempt: a
+/// timeout target (index `t`) may send the cell's clients to a gateway of
+/// its own, or give them a header timeout.
 fn cell_settings(
     plan: RunPlan<'_>,
     worker: &Worker,
+    t: usize,
     trace: &crate::trace::Trace,
     key: String,
     interrupt: watch::Receiver<bool>,
     store: crate::scenario::CellStore,
 ) -> CellSettings {
+    let target = &worker.targets[t];
     CellSettings {
         trace: trace.clone(),
-        base_url: worker.base_url.clone(),
+        base_url: target
+            .cell_base_url()
+            .map_or_else(|| worker.base_url.clone(), str::to_string),
+        headers_timeout: target.client_headers_timeout(),
         token: plan.settings.token.clone(),
         headers: plan.settings.headers.clone(),
         agent: plan.point.agent.clone(),
@@ -365,6 +372,10 @@ fn not_runnable(
     scenario: &Scenario,
 ) -> Option<String> {
     if let Some(reason) = super::client_axis::skip_reason(client, scenario) {
+        return Some(reason);
+    }
+    let target = worker.targets.iter().find(|t| t.id == *target_id);
+    if let Some(reason) = target.and_then(|t| super::client_axis::timeout_skip_reason(client, t)) {
         return Some(reason);
     }
     if let Some(reason) = super::client_axis::client_skip_reason(client, &worker.persist)

@@ -79,6 +79,22 @@ pub(super) fn skip_reason(choice: &ClientChoice, _scenario: &Scenario) -> Option
     }
 }
 
+/// Why a timeout target's cell cannot run with this client: a browser's
+/// `fetch` has no header timeout a page could lower (only an abort of the
+/// whole request), so the `client-headers-timeout` cell has nothing to test.
+pub(super) fn timeout_skip_reason(
+    choice: &ClientChoice,
+    target: &crate::targets::Target,
+) -> Option<String> {
+    let limit = target.client_headers_timeout()?;
+    matches!(choice, ClientChoice::Browser(_)).then(|| {
+        format!(
+            "a browser's fetch has no response-headers timeout to lower to {} (undici's headersTimeout is Node's); a page can only abort the whole request",
+            crate::targets::fmt_duration(limit)
+        )
+    })
+}
+
 /// The folder and key part that keeps a ts-sdk cell apart from the rust cell
 /// at the same index (both clients run the same matrix in one run folder).
 pub(super) fn tag(choice: &ClientChoice) -> &'static str {

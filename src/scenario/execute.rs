@@ -13,6 +13,7 @@ mod driver;
 mod hosted_data;
 mod judge;
 mod recover;
+mod recover_turn;
 mod rust_client;
 mod sandbox_steps;
 mod sandbox_teardown;
@@ -80,6 +81,9 @@ pub struct CellSettings {
     /// The back end of the local stack's sandbox provider (the SDK's
     /// `SandboxAgent.start`); what the cell's sandboxes leave goes with the cell.
     pub sandboxes: Option<crate::stack::sandboxes::Sandboxes>,
+    /// The clients' own wait for a POST's response headers (a
+    /// `client-headers-timeout` cell); none: the client's default.
+    pub headers_timeout: Option<Duration>,
     /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
     /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
     pub interrupt: watch::Receiver<bool>,
@@ -477,6 +481,7 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
         | Step::TerminalReattach { client, .. }
         | Step::StartTurn { client, .. }
         | Step::TurnHistory { client, .. }
+        | Step::RecoverTurn { client, .. }
         | Step::ReplayCheck { client, .. }
         | Step::RecoverSession { client, .. }
         | Step::DestroySandbox { client } => Some(client),
@@ -668,6 +673,7 @@ mod tests {
             store: CellStore::PerClientMemory,
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
+            headers_timeout: None,
             model_calls: None,
             sandboxes: None,
             interrupt: watch::channel(false).1,

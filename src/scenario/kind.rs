@@ -18,6 +18,7 @@ pub enum StepKind {
     Restart,
     AwaitTurn,
     TurnHistory,
+    RecoverTurn,
     ReplayCheck,
     GetEvents,
     ResumeSession,
@@ -47,7 +48,7 @@ pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
-    pub const ALL: [StepKind; 27] = [
+    pub const ALL: [StepKind; 28] = [
         StepKind::Connect,
         StepKind::CreateSession,
         StepKind::Prompt,
@@ -55,6 +56,7 @@ impl StepKind {
         StepKind::Restart,
         StepKind::AwaitTurn,
         StepKind::TurnHistory,
+        StepKind::RecoverTurn,
         StepKind::ReplayCheck,
         StepKind::GetEvents,
         StepKind::ResumeSession,
@@ -111,6 +113,7 @@ impl StepKind {
             StepKind::Restart => ("restart", &["after_ms"]),
             StepKind::AwaitTurn => ("await_turn", &["turn"]),
             StepKind::TurnHistory => ("turn_history", &["client", "turn"]),
+            StepKind::RecoverTurn => ("recover_turn", &["client", "turn"]),
             StepKind::ReplayCheck => ("replay_check", &["client", "session"]),
             StepKind::GetEvents => ("get_events", &["client", "session", "limit", "integrity"]),
             StepKind::ResumeSession => ("resume_session", &["client", "session", "expect"]),

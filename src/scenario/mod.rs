@@ -175,6 +175,13 @@ pub enum Step {
         client: String,
         turn: String,
     },
+    /// After an awaited turn: did the agent finish it (its own record), and
+    /// can the client still find its result (the history, a stream
+    /// re-attached with the `Last-Event-ID` it last had)?
+    RecoverTurn {
+        client: String,
+        turn: String,
+    },
     /// The replay the session's restore sent (the first prompt after the
     /// restart) against the SDK's documented cut of the stored history:
     /// the newest `replayMaxEvents` (50) events, stopped before
@@ -275,6 +282,7 @@ impl Step {
             Step::StartTurn { .. } => StepKind::Prompt,
             Step::AwaitTurn { .. } => StepKind::AwaitTurn,
             Step::TurnHistory { .. } => StepKind::TurnHistory,
+            Step::RecoverTurn { .. } => StepKind::RecoverTurn,
             Step::ReplayCheck { .. } => StepKind::ReplayCheck,
             Step::RestartDuringTurn { .. } => StepKind::Restart,
             Step::RecoverSession { .. } => StepKind::RecoverSession,
@@ -330,6 +338,11 @@ impl Step {
             } => format!("sending session/prompt on {session} via client {client}"),
             Step::AwaitTurn { turn, .. } => format!("the outcome of turn {turn}"),
             Step::TurnHistory { turn, .. } => format!("reading the history of turn {turn}"),
+            Step::RecoverTurn { turn, .. } => {
+                format!(
+                    "looking for the result of turn {turn} in the history and a re-attached stream"
+                )
+            }
             Step::ReplayCheck { session, .. } => {
                 format!("reading the history of {session} for its replay")
             }

@@ -17,7 +17,7 @@ use toml::Spanned;
 mod turns;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
-const BUILTIN: [(&str, &str); 7] = [
+const BUILTIN: [(&str, &str); 9] = [
     (
         "native-continuity.toml",
         include_str!("../../scenarios/native-continuity.toml"),
@@ -45,6 +45,14 @@ const BUILTIN: [(&str, &str); 7] = [
     (
         "sandbox-provider.toml",
         include_str!("../../scenarios/sandbox-provider.toml"),
+    ),
+    (
+        "long-turn.toml",
+        include_str!("../../scenarios/long-turn.toml"),
+    ),
+    (
+        "long-turn-idle.toml",
+        include_str!("../../scenarios/long-turn-idle.toml"),
     ),
 ];
 
@@ -182,7 +190,11 @@ impl Checker<'_> {
         };
         // Exhaustive, so a new kind must be given its family here.
         let step = match kind {
-            StepKind::Prompt | StepKind::Restart | StepKind::AwaitTurn | StepKind::TurnHistory => {
+            StepKind::Prompt
+            | StepKind::Restart
+            | StepKind::AwaitTurn
+            | StepKind::TurnHistory
+            | StepKind::RecoverTurn => {
                 self.turn_step(&f, raw.span().start, cleanup, frame.timeout)?
             }
             StepKind::WriteFile
@@ -337,9 +349,20 @@ impl Checker<'_> {
                 let turn = f.need("turn", &p.turn)?;
                 self.turns
                     .borrow()
-                    .check_history(&turn)
+                    .check_history(&turn, "turn_history")
                     .map_err(|why| fail(why.0))?;
                 Step::TurnHistory {
+                    client: f.client()?,
+                    turn,
+                }
+            }
+            StepKind::RecoverTurn => {
+                let turn = f.need("turn", &p.turn)?;
+                self.turns
+                    .borrow()
+                    .check_history(&turn, "recover_turn")
+                    .map_err(|why| fail(why.0))?;
+                Step::RecoverTurn {
                     client: f.client()?,
                     turn,
                 }
@@ -396,7 +419,8 @@ impl Checker<'_> {
             | Step::Health { client }
             | Step::Probe { client }
             | Step::DestroySandbox { client }
-            | Step::TurnHistory { client, .. } => (Some(client), None),
+            | Step::TurnHistory { client, .. }
+            | Step::RecoverTurn { client, .. } => (Some(client), None),
             Step::Restart
             | Step::Sleep { .. }
             | Step::AwaitTurn { .. }

@@ -187,6 +187,9 @@ impl LocalStack {
             .start_gateway(agent_hop, &options, &supervisor, progress)
             .await?;
         stack.add_client_target(&options);
+        stack
+            .add_timeout_targets(agent_hop, &options, &supervisor, progress)
+            .await;
         stack.add_fault_targets(&options);
         Ok(stack)
     }
@@ -481,6 +484,7 @@ impl LocalStack {
             prefix: options.run_dir.join("gateway"),
             listen_port: free_port()?,
             upstream_port: agent_hop,
+            read_timeout: nginx::READ_TIMEOUT,
         };
         let spec = gateway.prepare()?;
         self.logs
@@ -549,6 +553,103 @@ impl LocalStack {
         {
             self.sdk_process = self.take_background(BuiltinTarget::Rivet);
         }
+    }
+
+    /// The timeout targets the run selects: the gateway's read timeout on an
+    /// nginx of its own (started only then, forwarding to the agent hop),
+    /// the idle cut on the gateway hop's proxy, the client's header
+    /// timeout (the cell's clients carry it). Each one that cannot run here
+    /// is unavailable, saying why.
+    async fn add_timeout_targets(
+        &mut self,
+        agent_hop: u16,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) {
+        use crate::targets::PathTimeout;
+        for builtin in BuiltinTarget::ALL {
+            let Some(timeout) = builtin.timeout() else {
+                continue;
+            };
+            if !options.selection.includes(&builtin.into()) {
+                continue;
+            }
+            let target = Target::new(
+                builtin,
+                RestartAction::Timeout(timeout.clone()),
+                Readiness::None,
+            )
+            .keeping_open_requests();
+            let placed = match &timeout {
+                PathTimeout::GatewayRead { limit } => self
+                    .start_timeout_gateway(agent_hop, *limit, options, supervisor, progress)
+                    .await
+                    .map(|url| target.with_cell_base_url(url)),
+                PathTimeout::IdleCut { hop, .. } => match self.hops.control(hop) {
+                    Some(control) => Ok(target.with_fault_proxy(control)),
+                    None => Err(Unavailable::skipped(
+                        builtin,
+                        &format!("the {hop} hop has no fault proxy here ({}=off, or its component did not start)", super::hops::PROXIES_ENV),
+                    )),
+                },
+                PathTimeout::ClientHeaders { .. } => Ok(target),
+            };
+            match placed {
+                Ok(target) => self.targets.push(target),
+                Err(unavailable) => self.skipped.push(unavailable),
+            }
+        }
+    }
+
+    /// The `gateway-read-timeout` target's gateway: the stack's nginx
+    /// config with `proxy_read_timeout` at `limit`, in a process and a
+    /// folder of its own, stopped with the stack. Returns its base URL.
+    async fn start_timeout_gateway(
+        &mut self,
+        agent_hop: u16,
+        limit: Duration,
+        options: &StackOptions,
+        supervisor: &Supervisor,
+        progress: &mut Progress<'_>,
+    ) -> Result<String, Unavailable> {
+        let name = BuiltinTarget::GatewayReadTimeout;
+        let binary =
+            nginx::find_binary().map_err(|e| Unavailable::skipped(name, &e.to_string()))?;
+        let failed = |e: &dyn std::fmt::Display| Unavailable::failed(name, &e.to_string());
+        let gateway = GatewayConfig {
+            binary,
+            prefix: options.run_dir.join("gateway-read-timeout"),
+            listen_port: free_port().map_err(|e| failed(&e))?,
+            upstream_port: agent_hop,
+            read_timeout: limit,
+        };
+        let spec = gateway.prepare().map_err(|e| failed(&e))?;
+        progress(Note::step(format!(
+            "starting nginx gateway with proxy_read_timeout {} on {}",
+            crate::targets::fmt_duration(limit),
+            gateway.base_url()
+        )));
+        let mut process = Target::new(
+            name,
+            managed(spec, Duration::from_secs(5)),
+            Readiness::http(gateway.health_url()),
+        )
+        .with_ready_timeout(READY_TIMEOUT)
+        .supervised_by(supervisor.clone());
+        process.prepare().await.map_err(|e| failed(&e))?;
+        self.logs.push((
+            "nginx (gateway-read-timeout)".into(),
+            gateway.prefix.join("error.log"),
+        ));
+        self.parts.push(crate::supervise::part::PartProcess::new(
+            crate::errors::HarnessPart::Nginx,
+            gateway.prefix.join("nginx.pid"),
+        ));
+        // Its process, under the target's name, runs in the background
+        // (never restarted) and stops with the stack.
+        self.background.push(process);
+        Ok(gateway.base_url())
     }
 
     /// Last, once every component runs: the selected fault targets on the

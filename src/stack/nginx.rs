@@ -6,6 +6,7 @@
 use super::StackError;
 use crate::supervise::ProcessSpec;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const TEMPLATE: &str = include_str!("../../stack/nginx/nginx.conf.template");
 /// The route prefix, as in the bug report's `https://<sprite>/sandbox`.
@@ -45,7 +46,13 @@ pub struct GatewayConfig {
     pub prefix: PathBuf,
     pub listen_port: u16,
     pub upstream_port: u16,
+    /// nginx's `proxy_read_timeout`: an hour on the stack's gateway, a few
+    /// seconds on the `gateway-read-timeout` target's.
+    pub read_timeout: Duration,
 }
+
+/// The stack's gateway's `proxy_read_timeout`: an idle terminal stays open an hour.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
@@ -72,6 +79,10 @@ impl GatewayConfig {
             .replace("{{PREFIX}}", &prefix)
             .replace("{{LISTEN_PORT}}", &self.listen_port.to_string())
             .replace("{{UPSTREAM_PORT}}", &self.upstream_port.to_string())
+            .replace(
+                "{{READ_TIMEOUT}}",
+                &format!("{}ms", self.read_timeout.as_millis()),
+            )
             .replace("{{USER}}", user);
         let path = self.prefix.join("nginx.conf");
         std::fs::write(&path, config)
@@ -116,6 +127,7 @@ mod tests {
             prefix: dir.path().join("gw"),
             listen_port: 4100,
             upstream_port: 4200,
+            read_timeout: Duration::from_millis(2500),
         };
         let spec = config.prepare().unwrap();
         let text = std::fs::read_to_string(dir.path().join("gw/nginx.conf")).unwrap();
@@ -123,6 +135,7 @@ mod tests {
         assert!(text.contains("listen 127.0.0.1:4100;"));
         assert!(text.contains("proxy_pass http://127.0.0.1:4200/;"));
         assert!(text.contains("proxy_buffering off;"));
+        assert!(text.contains("proxy_read_timeout 2500ms;"), "{text}");
         assert_eq!(spec.args[0], "-p");
         assert_eq!(config.base_url(), "http://127.0.0.1:4100/sandbox");
     }

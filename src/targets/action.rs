@@ -51,6 +51,8 @@ pub enum RestartAction {
     /// Servers taken down and left down: what brings them back is not the
     /// harness (a client's sandbox provider, `ensureServer`).
     LeftDown(LeftDownControl),
+    /// A timeout on the path, in force for the whole cell; restarts nothing.
+    Timeout(super::PathTimeout),
 }
 
 /// Takes servers down and leaves them down: the local stack's sandbox
@@ -127,6 +129,7 @@ pub enum RestartKind {
     Clients,
     Fault,
     LeftDown,
+    Timeout,
 }
 
 impl RestartKind {
@@ -140,6 +143,7 @@ impl RestartKind {
             RestartKind::Clients => "clients",
             RestartKind::Fault => "fault",
             RestartKind::LeftDown => "left_down",
+            RestartKind::Timeout => "timeout",
         }
     }
 }
@@ -160,6 +164,7 @@ impl RestartAction {
             RestartAction::Clients => RestartKind::Clients,
             RestartAction::Fault(_) => RestartKind::Fault,
             RestartAction::LeftDown(_) => RestartKind::LeftDown,
+            RestartAction::Timeout(_) => RestartKind::Timeout,
         }
     }
 
@@ -194,6 +199,7 @@ impl RestartAction {
             }
             RestartAction::Fault(fault) => fault.describe(),
             RestartAction::LeftDown(control) => format!("left down: {}", control.0.describe()),
+            RestartAction::Timeout(timeout) => timeout.describe(),
         }
     }
 }

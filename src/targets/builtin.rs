@@ -2,12 +2,13 @@
 //! each one's name (spelled once, in its serde attribute), what it does,
 //! whether a run without `--target` has it, and the facts code would
 //! otherwise read off its name (its family, the parts of continuity's own
-//! it restarts on purpose, a fault target's toxic on its hop). Nothing
+//! it restarts on purpose, a fault target's toxic on its hop, a timeout
+//! target's timeout). Nothing
 //! outside this module compares a target's name with a built-in one.
 
 use crate::errors::HarnessPart;
 use crate::faults::{parse_toxic, Param};
-use crate::targets::FaultAction;
+use crate::targets::{FaultAction, PathTimeout};
 use std::fmt;
 use std::time::Duration;
 
@@ -55,7 +56,14 @@ pub enum BuiltinTarget {
     RunnerPartition,
     RunnerReset,
     RunnerDown,
+    GatewayReadTimeout,
+    GatewayIdleCut,
+    ClientHeadersTimeout,
 }
+
+/// The built-in timeout targets' limit: well under the long turn's 3 s,
+/// well over what a request of the stack takes to be answered.
+pub const TIMEOUT_LIMIT: Duration = Duration::from_secs(2);
 
 /// What a built-in target acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +80,8 @@ pub enum Family {
     Store,
     /// A toxic on a hop for a window; nothing restarts.
     Fault,
+    /// A timeout on the path, for the whole cell; nothing restarts.
+    Timeout,
 }
 
 /// A built-in fault target's toxic on its hop, as a table row.
@@ -135,7 +145,7 @@ impl BuiltinTarget {
     pub fn in_default_matrix(self) -> bool {
         use BuiltinTarget::*;
         match self.family() {
-            Family::Client | Family::Store => false,
+            Family::Client | Family::Store | Family::Timeout => false,
             Family::Fault => matches!(self, GatewayPartition | GatewayReset),
             _ => !matches!(self, GatewayReloadIdle | ServerKill),
         }
@@ -150,6 +160,7 @@ impl BuiltinTarget {
             Rivet | RivetEngine => Family::Rivet,
             Client => Family::Client,
             Store => Family::Store,
+            GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout => Family::Timeout,
             _ => Family::Fault,
         }
     }
@@ -170,8 +181,24 @@ impl BuiltinTarget {
                 Some("persist" | "runner") => vec![HarnessPart::RivetApp],
                 _ => Vec::new(),
             },
-            Family::Server | Family::Client => Vec::new(),
+            // A timeout restarts nothing: its own gateway, if it has one, keeps running.
+            Family::Server | Family::Client | Family::Timeout => Vec::new(),
         }
+    }
+
+    /// A timeout target's timeout; `None` for the others.
+    pub fn timeout(self) -> Option<PathTimeout> {
+        use BuiltinTarget::*;
+        let limit = TIMEOUT_LIMIT;
+        Some(match self {
+            GatewayReadTimeout => PathTimeout::GatewayRead { limit },
+            GatewayIdleCut => PathTimeout::IdleCut {
+                hop: "gateway".into(),
+                limit,
+            },
+            ClientHeadersTimeout => PathTimeout::ClientHeaders { limit },
+            _ => return None,
+        })
     }
 
     /// A fault target's toxic on its hop; `None` for a restart target.
@@ -225,16 +252,19 @@ impl BuiltinTarget {
             RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
             RunnerDown => row("runner", "down", &[], None, 2000),
             Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
-            | Store | ServerKill => return None,
+            | Store | ServerKill | GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout => {
+                return None
+            }
         })
     }
 
     /// One line for `continuity list`: what it restarts (or its fault),
     /// and when it runs only if named.
     pub fn describe(self) -> String {
-        let what = match self.restart_text() {
-            Some(text) => text.to_string(),
-            None => self.fault().map(|f| f.describe()).unwrap_or_default(),
+        let what = match (self.restart_text(), self.timeout()) {
+            (Some(text), _) => text.to_string(),
+            (None, Some(timeout)) => timeout.describe(),
+            (None, None) => self.fault().map(|f| f.describe()).unwrap_or_default(),
         };
         match self.in_default_matrix() {
             true => what,

@@ -178,3 +178,35 @@ fn no_source_file_outside_this_module_compares_a_target_name_with_a_builtin_one(
         found.join("\n")
     );
 }
+
+#[test]
+fn the_timeout_targets_run_only_when_named_restart_nothing_and_carry_their_timeout() {
+    use BuiltinTarget::*;
+    for target in [GatewayReadTimeout, GatewayIdleCut, ClientHeadersTimeout] {
+        assert_eq!(target.family(), Family::Timeout, "{target}");
+        assert!(!target.in_default_matrix(), "{target}");
+        assert!(target.fault().is_none() && target.restarted_parts(true).is_empty());
+        let timeout = target.timeout().unwrap();
+        assert_eq!(timeout.limit(), TIMEOUT_LIMIT);
+        assert!(target.describe().starts_with("timeout: "), "{target}");
+        assert!(target.describe().ends_with("(only with --target)"));
+    }
+    assert_eq!(
+        GatewayIdleCut.timeout(),
+        Some(PathTimeout::IdleCut {
+            hop: "gateway".into(),
+            limit: TIMEOUT_LIMIT
+        })
+    );
+    assert_eq!(
+        ClientHeadersTimeout
+            .timeout()
+            .and_then(|t| t.client_headers()),
+        Some(TIMEOUT_LIMIT)
+    );
+    assert!(Agent.timeout().is_none() && GatewayTimeout.timeout().is_none());
+    assert_eq!(
+        BuiltinTarget::from_name("client-headers-timeout"),
+        Some(ClientHeadersTimeout)
+    );
+}

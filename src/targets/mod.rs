@@ -12,6 +12,9 @@
 //! dropping a target kills it outright. A fault target ([`FaultAction`])
 //! restarts nothing: its "restart" opens a window with a toxic on a hop,
 //! which [`Target::settle`] heals at the latest when the cell's phases end.
+//! A timeout target ([`PathTimeout`]) restarts nothing either: its timeout
+//! is in force on the cell's path from [`Target::begin_cell`] until
+//! [`Target::settle`].
 
 mod action;
 mod builtin;
@@ -19,6 +22,7 @@ mod fault;
 mod id;
 mod readiness;
 mod signal;
+mod timeout;
 mod verify;
 
 #[cfg(test)]
@@ -31,6 +35,7 @@ pub use builtin::BuiltinTarget;
 pub use fault::FaultAction;
 pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
+pub use timeout::PathTimeout;
 
 use crate::clock::millis;
 use crate::signal::Signal;
@@ -192,6 +197,11 @@ pub struct Target {
     /// The stack's parts of continuity's own that run as processes (its
     /// nginx): a cell that cannot reach the server checks them.
     parts: Vec<crate::supervise::part::PartProcess>,
+    /// Where the cell's clients connect when it is not the stack's base
+    /// URL (a timeout target's gateway of its own).
+    cell_base_url: Option<String>,
+    /// A timeout target's window for the running cell, or why it could not open.
+    timeout_window: Option<Result<timeout::TimeoutWindow, crate::faults::ProxyError>>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -254,6 +264,27 @@ impl Target {
             along: None,
             hops: Vec::new(),
             parts: Vec::new(),
+            cell_base_url: None,
+            timeout_window: None,
+        }
+    }
+
+    /// The cell's clients connect to `url` instead of the stack's base URL.
+    pub fn with_cell_base_url(mut self, url: String) -> Self {
+        self.cell_base_url = Some(url);
+        self
+    }
+
+    /// See [`Target::with_cell_base_url`].
+    pub fn cell_base_url(&self) -> Option<&str> {
+        self.cell_base_url.as_deref()
+    }
+
+    /// The header timeout a timeout target gives the cell's clients.
+    pub fn client_headers_timeout(&self) -> Option<Duration> {
+        match &self.action {
+            RestartAction::Timeout(timeout) => timeout.client_headers(),
+            _ => None,
         }
     }
 
@@ -309,6 +340,9 @@ impl Target {
     /// (the cleanup runs on a healed network), and every hop's proxy must
     /// still be serving. An error is the harness's: the proxy itself failed.
     pub async fn settle(&mut self) -> Result<(), SettleError> {
+        if let Some(window) = self.timeout_window.take() {
+            window.and_then(timeout::TimeoutWindow::close)?;
+        }
         if let Some(window) = self.window.take() {
             window.close()?;
             self.ready_after_heal().await?;
@@ -401,9 +435,18 @@ impl Target {
     /// Records this target's restarts into `trace` (the cell about to run).
     /// A cell with `seed` begins on this target: a fault target's proxy
     /// draws the cell's toxic decisions from it.
+    /// A timeout target's timeout comes into force for the cell here.
     pub fn begin_cell(&mut self, seed: u64) {
         if let Some(control) = &self.fault_proxy {
             control.begin_cell(seed);
+        }
+        if let RestartAction::Timeout(path_timeout) = &self.action {
+            if let Some(Ok(stale)) = self.timeout_window.take() {
+                let _ = stale.close();
+            }
+            let opened =
+                timeout::TimeoutWindow::open(path_timeout, self.fault_proxy.as_ref(), &self.trace);
+            self.timeout_window = Some(opened);
         }
     }
 
@@ -467,7 +510,8 @@ impl Target {
             RestartAction::Command { .. }
             | RestartAction::Http { .. }
             | RestartAction::Clients
-            | RestartAction::LeftDown(_) => {}
+            | RestartAction::LeftDown(_)
+            | RestartAction::Timeout(_) => {}
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name().to_string(),
@@ -578,8 +622,9 @@ impl Target {
             }
             RestartKind::LeftDown => self.restart_left_down(started).await,
             // They restart no process: a fault's probe waits for its heal
-            // ([`Target::settle`]), the cell renews its own clients.
-            RestartKind::Fault | RestartKind::Clients => {
+            // ([`Target::settle`]), the cell renews its own clients, a
+            // timeout is in force for the whole cell already.
+            RestartKind::Fault | RestartKind::Clients | RestartKind::Timeout => {
                 let action = self.run_action_along().await;
                 let restart_ms = millis(started.elapsed());
                 (
@@ -709,6 +754,9 @@ impl Target {
         if let Some(window) = self.window.take() {
             let _ = window.close();
         }
+        if let Some(Ok(window)) = self.timeout_window.take() {
+            let _ = window.close();
+        }
         let hook = self.after_stop.clone();
         if let (Some(mut process), RestartAction::Managed(spec)) =
             (self.process.take(), &self.action)
@@ -793,7 +841,9 @@ impl Target {
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
-            RestartAction::Clients | RestartAction::LeftDown(_) => Ok(()),
+            RestartAction::Clients | RestartAction::LeftDown(_) | RestartAction::Timeout(_) => {
+                Ok(())
+            }
             RestartAction::Http {
                 url,
                 method,

@@ -569,3 +569,67 @@ async fn a_left_down_restart_reports_how_it_went_down_and_waits_for_nothing() {
     );
     assert!(none.describe().starts_with("left down: test servers"));
 }
+
+/// A timeout target's timeout is in force from the cell's start to its
+/// phases' end: the idle cut closes a silent connection on its hop, the
+/// window is the trace's, and the cell's `restart` restarts nothing.
+#[tokio::test]
+async fn a_timeout_target_is_in_force_for_the_whole_cell() {
+    let upstream = echo_upstream().await;
+    let proxy =
+        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
+            .unwrap();
+    let limit = Duration::from_millis(300);
+    let cut = PathTimeout::IdleCut {
+        hop: "gateway".into(),
+        limit,
+    };
+    let trace = crate::trace::Trace::detached();
+    let mut target = Target::new(
+        OwnTarget::new("idle"),
+        RestartAction::Timeout(cut),
+        Readiness::None,
+    )
+    .with_fault_proxy(proxy.control());
+    target.set_trace(trace.clone());
+    target.prepare().await.unwrap();
+    target.begin_cell(7);
+    assert!(
+        trace.snapshot().faults[0].active,
+        "in force from the cell's start"
+    );
+    let mut quiet = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut buf = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(5), quiet.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0))),
+        "a silent connection is cut: {closed:?}"
+    );
+    let outcome = target.restart("restart").await;
+    assert!(outcome.ok && outcome.down.is_none(), "{outcome:?}");
+    assert_eq!(outcome.action, "timeout");
+    target.settle().await.unwrap();
+    let window = &trace.snapshot().faults[0];
+    assert_eq!(
+        (window.toxic.as_str(), window.active, window.closes),
+        ("idle_cut", false, 1)
+    );
+    // The cleanup runs without it: a connection now stays open past the limit.
+    let mut later = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
+    let silent = tokio::time::timeout(limit * 2, later.read(&mut buf)).await;
+    assert!(silent.is_err(), "{silent:?}");
+
+    // The client's header timeout is a marked window, carried to the cell's clients.
+    let mut client = Target::new(
+        OwnTarget::new("headers"),
+        RestartAction::Timeout(PathTimeout::ClientHeaders { limit }),
+        Readiness::None,
+    );
+    let trace = crate::trace::Trace::detached();
+    client.set_trace(trace.clone());
+    client.begin_cell(1);
+    assert_eq!(client.client_headers_timeout(), Some(limit));
+    assert_eq!(trace.snapshot().faults[0].toxic, "headers_timeout");
+    client.settle().await.unwrap();
+    assert!(!trace.snapshot().faults[0].active);
+}

@@ -20,6 +20,7 @@
 import { pathToFileURL } from "node:url";
 import { actor, UserError } from "rivetkit";
 import { SandboxAgent, SandboxDestroyedError } from "sandbox-agent";
+import { Agent as UndiciAgent } from "undici";
 import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
@@ -144,25 +145,39 @@ function lazyDriver(opening) {
 	};
 }
 
-/** What every SDK client of the actor is made with: its recorded fetch and its store. */
+/**
+ * Node's `fetch` with undici's `headersTimeout` (300 s by default) lowered
+ * the way a user lowers it: an undici Agent of their own, passed as
+ * `fetch`'s `dispatcher` option (undici pinned to the version Node 20
+ * bundles). Without a limit, Node's `fetch` as it is.
+ */
+function fetchWithHeadersTimeout(headersTimeoutMs) {
+	if (!(Number(headersTimeoutMs) > 0)) return { fetch: globalThis.fetch.bind(globalThis), dispatcher: null };
+	const dispatcher = new UndiciAgent({ headersTimeout: Number(headersTimeoutMs) });
+	return { fetch: (input, init = {}) => globalThis.fetch(input, { ...init, dispatcher }), dispatcher };
+}
+
+/** What every SDK client of the actor is made with: its recorded fetch (with its header timeout, if any) and its store. */
 function clientOptions(c, settings, save) {
 	c.state.tally ??= { inserted: {}, failed: {}, failures: [] };
 	const opening = openDriver(settings.persist, () => new ActorStatePersistDriver(c, save));
 	// A driver that cannot open fails each call with its reason, never the process.
 	opening.catch(() => {});
 	const persist = counted(lazyDriver(opening), c.state.tally, save);
+	const { fetch, dispatcher } = fetchWithHeadersTimeout(settings.headersTimeoutMs);
 	const options = {
 		headers: settings.headers ?? undefined,
-		fetch: recordingFetch(c.vars.wire),
+		fetch: recordingFetch(c.vars.wire, fetch),
 		persist: recordingPersist(c.vars.wire, persist, settings.persist?.driver ?? "rivet"),
 	};
-	return { options, persist };
+	return { options, persist, dispatcher };
 }
 
 async function newClient(c, name, settings, save) {
 	const Sdk = await sdkClass(settings.sdk);
-	const { options, persist } = clientOptions(c, settings, save);
+	const { options, persist, dispatcher } = clientOptions(c, settings, save);
 	return {
+		dispatcher,
 		sdk: new Sdk({ baseUrl: settings.baseUrl, ...options, waitForHealth: { timeoutMs: HEALTH_WAIT_MS } }),
 		persist,
 		sessions: new Map(),
@@ -316,6 +331,7 @@ export function sdkClientActor({ persistNow, options }) {
 					if (old) {
 						await old.sdk.dispose().catch(() => {});
 						await old.persist.close?.().catch(() => {});
+						await old.dispatcher?.destroy().catch(() => {});
 					}
 					// No token: the hosted client runs against the local stack only.
 					c.state.clients[args.client] = {
@@ -323,6 +339,7 @@ export function sdkClientActor({ persistNow, options }) {
 						headers: args.headers ?? null,
 						persist: args.persist ?? null,
 						sdk: args.sdk ?? null,
+						headersTimeoutMs: args.headersTimeoutMs ?? null,
 					};
 					c.vars.clients.set(args.client, await newClient(c, args.client, c.state.clients[args.client], save));
 					return {};
@@ -406,7 +423,12 @@ export function sdkClientActor({ persistNow, options }) {
 					return { ...started, handle, clientRebuilt: rebuilt };
 				}),
 
-			awaitTurn: (c, args) => act(c, args, async () => c.vars.steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0)),
+			/** The turn's outcome, and from the SDK's wire how its answer came and where its stream stood. */
+			awaitTurn: (c, args) =>
+				act(c, args, async () => {
+					const awaited = await c.vars.steps.awaitTurn(String(args.turn), Number(args.waitMs) || 0);
+					return { ...awaited, ...c.vars.wire.turnChannel(awaited.startedAt) };
+				}),
 
 			probe: (c, args) =>
 				act(c, args, async (save) => c.vars.steps.probe((await clientFor(c, args.client, save)).client.sdk)),
@@ -512,6 +534,7 @@ export function sdkClientActor({ persistNow, options }) {
 					if (live) {
 						await live.sdk.dispose();
 						await live.persist.close?.().catch(() => {});
+						await live.dispatcher?.destroy().catch(() => {});
 					}
 					return {};
 				}),
@@ -558,6 +581,7 @@ export function sdkClientActor({ persistNow, options }) {
 				for (const live of c.vars.clients.values()) {
 					await live.sdk.dispose().catch(() => {});
 					await live.persist.close?.().catch(() => {});
+					await live.dispatcher?.destroy().catch(() => {});
 				}
 				c.vars.clients.clear();
 				adoptFaults(c);

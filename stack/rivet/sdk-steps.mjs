@@ -92,7 +92,12 @@ export class SdkSteps {
 		const entry = this.turns.get(turn);
 		if (!entry) throw named("TurnNotStarted", `turn \`${turn}\` was never started on this host`);
 		await Promise.race([entry.done, sleep(Math.max(0, waitMs))]);
-		const seen = { turnMs: Date.now() - entry.started, eventsSeen: entry.events(), chunks: [...entry.chunks] };
+		const seen = {
+			startedAt: entry.started,
+			turnMs: Date.now() - entry.started,
+			eventsSeen: entry.events(),
+			chunks: [...entry.chunks],
+		};
 		if (entry.settled === null) return { turnOutcome: "lost", ...seen };
 		entry.off();
 		if (entry.settled.outcome === "failed") {

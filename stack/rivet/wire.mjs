@@ -15,6 +15,10 @@
 
 /** Records kept between drains; past it they are counted, not kept. */
 export const WIRE_LIMIT = 20_000;
+/** Responses and prompts remembered for a turn's channel. */
+const CHANNEL_LIMIT = 4096;
+/** `Date.now()` and `performance` may disagree by a few milliseconds. */
+const CLOCK_SLACK_MS = 50;
 /** Longest text kept from a server's problem detail or an error message. */
 const TEXT_LIMIT = 300;
 
@@ -37,6 +41,42 @@ export class WireLog {
 		this.records = [];
 		this.seq = 0;
 		this.dropped = 0;
+		// A turn's channel, kept apart from the records (which continuity
+		// acknowledges and so empties): how each response first arrived,
+		// each prompt sent, and the last stream event id per ACP path.
+		this.answers = new Map();
+		this.prompts = [];
+		this.lastEventIds = new Map();
+	}
+	/** A JSON-RPC response's first arrival: `post`, `stream` or `resumed stream`. */
+	noteAnswer(rpcId, via) {
+		const key = String(rpcId);
+		if (this.answers.has(key)) return;
+		this.answers.set(key, via);
+		if (this.answers.size > CHANNEL_LIMIT) this.answers.delete(this.answers.keys().next().value);
+	}
+	/** A `session/prompt` POSTed to `path` at `at`, with the last stream event id the client had then. */
+	notePrompt(rpcId, path, at) {
+		this.prompts.push({ rpcId: String(rpcId), path, at, lastEventId: this.lastEventIds.get(path) ?? null });
+		if (this.prompts.length > CHANNEL_LIMIT) this.prompts.shift();
+	}
+	noteEventId(path, id) {
+		this.lastEventIds.set(path, id);
+	}
+	/**
+	 * The first `session/prompt` sent from `since` (epoch ms) on: its ACP
+	 * server id, the last stream event id the client had when it went out,
+	 * and how its answer arrived (`null`: it never did).
+	 */
+	turnChannel(since) {
+		const prompt = this.prompts.find((p) => p.at >= since - CLOCK_SLACK_MS);
+		if (!prompt) return {};
+		const tail = prompt.path.split("/v1/acp/")[1] ?? "";
+		return {
+			serverId: tail ? decodeURIComponent(tail) : null,
+			lastEventId: prompt.lastEventId,
+			answeredVia: this.answers.get(prompt.rpcId) ?? null,
+		};
 	}
 	push(record) {
 		if (this.records.length >= this.limit) {
@@ -139,6 +179,18 @@ function envelopeFields(envelope) {
 	return out;
 }
 
+/** A JSON-RPC response (an id, and a result or an error), not a request. */
+function isResponse(envelope) {
+	return (
+		envelope !== null &&
+		typeof envelope === "object" &&
+		envelope.id !== undefined &&
+		envelope.id !== null &&
+		envelope.method === undefined &&
+		("result" in envelope || "error" in envelope)
+	);
+}
+
 function parseJson(text) {
 	try {
 		return JSON.parse(text);
@@ -180,7 +232,10 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 		const base = { kind: "http", method, url, purpose, start, sent: bodyLength(init.body) };
 		if (method === "POST" && sentText !== undefined) {
 			const envelope = parseJson(sentText);
-			if (envelope && typeof envelope === "object") log.push({ kind: "rpc", at: start, dir: "out", via: "post", ...envelopeFields(envelope) });
+			if (envelope && typeof envelope === "object") {
+				log.push({ kind: "rpc", at: start, dir: "out", via: "post", ...envelopeFields(envelope) });
+				if (envelope.method === "session/prompt") log.notePrompt?.(envelope.id, path, start);
+			}
 		}
 		let response;
 		try {
@@ -195,7 +250,8 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 		const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
 		if (stream && response.ok && response.body) {
 			log.push({ ...base, at: headersAt, headersAt, status: response.status, received: 0 });
-			return new Response(recordedStream(response.body, log, url), {
+			const resumed = new Headers(init.headers ?? {}).has("last-event-id");
+			return new Response(recordedStream(response.body, log, url, resumed), {
 				status: response.status,
 				statusText: response.statusText,
 				headers: response.headers,
@@ -221,7 +277,10 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 		log.push(record);
 		if (method === "POST" && response.status === 200 && text.trim()) {
 			const envelope = parseJson(text);
-			if (envelope && typeof envelope === "object") log.push({ kind: "rpc", at: record.at, dir: "in", via: "post", ...envelopeFields(envelope) });
+			if (envelope && typeof envelope === "object") {
+				log.push({ kind: "rpc", at: record.at, dir: "in", via: "post", ...envelopeFields(envelope) });
+				if (isResponse(envelope)) log.noteAnswer?.(envelope.id, "post");
+			}
 		}
 		return new Response(NULL_BODY.has(response.status) ? null : bytes, {
 			status: response.status,
@@ -237,7 +296,8 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
  * the stream's end: clean, broken (with the error's kind) or closed by the
  * SDK itself (it aborts its GET when it closes the transport).
  */
-function recordedStream(body, log, url) {
+function recordedStream(body, log, url, resumed) {
+	const path = url.split("?", 1)[0];
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
 	let buffer = "";
@@ -268,8 +328,15 @@ function recordedStream(body, log, url) {
 		events += 1;
 		received += bytes;
 		const record = { kind: "sse", at: epochMs(), event: name, bytes };
-		if (id) record.id = id;
-		if (name === "message" && payload.trim()) Object.assign(record, envelopeFields(parseJson(payload)));
+		if (id) {
+			record.id = id;
+			log.noteEventId?.(path, id);
+		}
+		if (name === "message" && payload.trim()) {
+			const envelope = parseJson(payload);
+			Object.assign(record, envelopeFields(envelope));
+			if (isResponse(envelope)) log.noteAnswer?.(envelope.id, resumed ? "resumed stream" : "stream");
+		}
 		log.push(record);
 	};
 	return new ReadableStream({

@@ -2,13 +2,16 @@
 //! each way. A pipe is a reader, which only stamps chunks with the time
 //! they arrived, and a [`Writer`] that applies the toxics. Everything runs
 //! inside the connection's one task: aborting it (the proxy dropped)
-//! closes both sockets.
+//! closes both sockets. Both readers stamp the connection's last activity,
+//! which an `idle_cut` watches: silent both ways for its limit, the
+//! connection is closed.
 
 use super::state::{ProxyAction, Shared};
 use super::toxic::Stream;
 use super::writer::{Chunk, End, Side, Writer};
 use bytes::Bytes;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{ReadHalf, WriteHalf};
@@ -52,12 +55,31 @@ pub(super) async fn serve(client: TcpStream, conn: u64, upstream: SocketAddr, sh
     let mut client = client;
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
+    let activity = Activity::new();
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
-        let up = pipe(Stream::Upstream, client_read, server_write, conn, &shared);
-        let down = pipe(Stream::Downstream, server_read, client_write, conn, &shared);
-        tokio::try_join!(up, down).err()
+        let up = pipe(
+            Stream::Upstream,
+            client_read,
+            server_write,
+            conn,
+            &shared,
+            &activity,
+        );
+        let down = pipe(
+            Stream::Downstream,
+            server_read,
+            client_write,
+            conn,
+            &shared,
+            &activity,
+        );
+        let both = async { tokio::try_join!(up, down).err() };
+        tokio::select! {
+            end = both => end,
+            cut = idle_watch(conn, &shared, &activity) => Some(cut),
+        }
     };
     match end {
         None => {}
@@ -91,11 +113,12 @@ async fn pipe(
     to: WriteHalf<'_>,
     conn: u64,
     shared: &Shared,
+    activity: &Activity,
 ) -> Result<(), End> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
     // Each direction's draws from the connection's seed, apart.
     let seed = continuity_base::seed::mix(shared.conn_seed(conn), stream as u64);
-    let reader = read_side(from, tx, fastrand::Rng::with_seed(seed));
+    let reader = read_side(from, tx, fastrand::Rng::with_seed(seed), activity);
     let rng = fastrand::Rng::with_seed(!seed);
     let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared, rng).run(rx);
     tokio::pin!(reader, writer);
@@ -108,7 +131,12 @@ async fn pipe(
 
 /// Reads chunks and stamps each with its time and its latency jitter,
 /// drawn from `rng` (the connection's seed).
-async fn read_side(mut from: ReadHalf<'_>, tx: mpsc::Sender<Chunk>, mut rng: fastrand::Rng) {
+async fn read_side(
+    mut from: ReadHalf<'_>,
+    tx: mpsc::Sender<Chunk>,
+    mut rng: fastrand::Rng,
+    activity: &Activity,
+) {
     let mut buf = vec![0u8; READ_BUF];
     loop {
         let chunk = match from.read(&mut buf).await {
@@ -120,9 +148,68 @@ async fn read_side(mut from: ReadHalf<'_>, tx: mpsc::Sender<Chunk>, mut rng: fas
             },
             Err(_) => Chunk::Failed,
         };
+        activity.touch();
         let last = !matches!(chunk, Chunk::Data { .. });
         if tx.send(chunk).await.is_err() || last {
             return;
+        }
+    }
+}
+
+/// When the connection last carried data, either way.
+struct Activity {
+    opened: Instant,
+    /// Milliseconds from `opened` to the last chunk read.
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            opened: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = self.opened.elapsed().as_millis() as u64;
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    fn last(&self) -> Instant {
+        self.opened + std::time::Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// Ends the connection once an `idle_cut` in force finds it silent both
+/// ways for its limit, counted from its last data or from when the cut
+/// reached it, whichever is later; never while no cut is in force.
+async fn idle_watch(conn: u64, shared: &Shared, activity: &Activity) -> End {
+    let mut toxics = shared.toxics.subscribe();
+    let mut watching: Option<(super::state::ToxicId, Instant)> = None;
+    loop {
+        let cut = toxics.borrow_and_update().idle_cut(conn);
+        let Some((id, idle)) = cut else {
+            watching = None;
+            if toxics.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            continue;
+        };
+        let since = match watching {
+            Some((seen, at)) if seen == id => at,
+            _ => Instant::now(),
+        };
+        watching = Some((id, since));
+        let due = activity.last().max(since) + idle;
+        if due <= Instant::now() {
+            return End::Close { toxic: id };
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(due) => {}
+            changed = toxics.changed() => if changed.is_err() {
+                std::future::pending::<()>().await;
+            },
         }
     }
 }

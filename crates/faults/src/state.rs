@@ -18,7 +18,7 @@ pub enum ProxyAction {
     /// Reset (TCP RST) towards the receiver of `toward`: the client for
     /// `downstream`, the server for `upstream`.
     Reset { toward: Stream },
-    /// Closed (FIN) both ways: `timeout`, `limit_data`, `down`.
+    /// Closed (FIN) both ways: `timeout`, `limit_data`, `down`, `idle_cut`.
     Closed,
     /// The server's close (FIN) is held back from the client: `slow_close`.
     /// The connection is still open; what the proxy did is wait.
@@ -73,6 +73,14 @@ impl ToxicSet {
         self.toxics
             .iter()
             .find(|a| a.spec.toxic == Toxic::Partition && self.applies(a, conn))
+    }
+
+    /// The `idle_cut` acting on `conn`, if one is in force: its id and its idle limit.
+    pub fn idle_cut(&self, conn: u64) -> Option<(ToxicId, std::time::Duration)> {
+        self.toxics.iter().find_map(|a| match a.spec.toxic {
+            Toxic::IdleCut { idle } if self.applies(a, conn) => Some((a.id, idle)),
+            _ => None,
+        })
     }
 
     /// The `down` toxic, if one is in force.

@@ -664,3 +664,55 @@ async fn the_same_seed_gives_the_same_toxic_decisions_in_ten_runs() {
     let other = resets_of_a_cell(8, 0).await;
     assert_ne!(other, first, "another seed, another schedule");
 }
+
+#[tokio::test]
+async fn idle_cut_closes_a_connection_silent_for_its_limit_and_spares_a_busy_one() {
+    let (upstream, _server) = echo_server().await;
+    let proxy = proxy_to(upstream);
+    let control = proxy.control();
+    let mut busy = TcpStream::connect(proxy.addr()).await.unwrap();
+    let mut quiet = TcpStream::connect(proxy.addr()).await.unwrap();
+    assert_eq!(echo(&mut quiet, b"q").await.unwrap(), b"q");
+    let idle = Duration::from_millis(300);
+    let closed = Arc::new(Mutex::new(0u32));
+    let seen = Arc::clone(&closed);
+    let observer: Observer = Arc::new(move |_, _, what| {
+        assert_eq!(what, ProxyAction::Closed);
+        *seen.lock().unwrap() += 1;
+    });
+    let set_at = Instant::now();
+    control
+        .set(
+            spec(Toxic::IdleCut { idle }, Stream::Downstream),
+            Some(observer),
+        )
+        .unwrap();
+    let talk = async {
+        for _ in 0..9 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(echo(&mut busy, b"b").await.unwrap(), b"b");
+        }
+    };
+    let quiet_end = async {
+        let end = within(read_to_end(&mut quiet)).await;
+        (end, set_at.elapsed())
+    };
+    let ((), ((back, end), after)) = tokio::join!(talk, quiet_end);
+    assert_eq!((back.len(), end), (0, Ok(())));
+    assert!(
+        after >= idle,
+        "closed {after:?} after the cut, before its {idle:?}"
+    );
+    assert_eq!(*closed.lock().unwrap(), 1, "the busy connection was spared");
+    // Once the busy one falls silent it is closed too; after the heal, none is.
+    let (back, end) = within(read_to_end(&mut busy)).await;
+    assert_eq!((back.len(), end), (0, Ok(())));
+    assert_eq!(control.stats().closes, 2);
+    control.heal();
+    let mut later = TcpStream::connect(proxy.addr()).await.unwrap();
+    silent_for(&mut later, Duration::from_millis(500)).await;
+    assert_eq!(
+        echo(&mut later, b"still here").await.unwrap(),
+        b"still here"
+    );
+}

@@ -54,6 +54,9 @@ pub enum Toxic {
     Partition,
     /// Open connections are closed, new ones refused (the listener closes).
     Down,
+    /// A connection silent both ways for `idle` is closed (a load
+    /// balancer's idle timeout: a held POST, a quiet stream).
+    IdleCut { idle: Duration },
 }
 
 impl Toxic {
@@ -69,17 +72,18 @@ impl Toxic {
             Toxic::LimitData { .. } => "limit_data",
             Toxic::Partition => "partition",
             Toxic::Down => "down",
+            Toxic::IdleCut { .. } => "idle_cut",
         }
     }
 
     /// Whether the toxic takes the whole hop, both ways (no `stream`).
     pub(crate) fn is_hop_wide(&self) -> bool {
-        matches!(self, Toxic::Partition | Toxic::Down)
+        matches!(self, Toxic::Partition | Toxic::Down | Toxic::IdleCut { .. })
     }
 }
 
 /// Every toxic name, for listings and "did you mean".
-pub const TOXIC_NAMES: [&str; 9] = [
+pub const TOXIC_NAMES: [&str; 10] = [
     "latency",
     "bandwidth",
     "slow_close",
@@ -89,6 +93,7 @@ pub const TOXIC_NAMES: [&str; 9] = [
     "limit_data",
     "partition",
     "down",
+    "idle_cut",
 ];
 
 /// A toxic as the proxy applies it: which way, and to what share of the
@@ -139,6 +144,7 @@ impl ToxicSpec {
                 format!("delay {} µs", delay.as_micros()),
             ],
             Toxic::LimitData { bytes } => vec![format!("bytes {bytes}")],
+            Toxic::IdleCut { idle } => vec![format!("idle {} ms", idle.as_millis())],
             Toxic::Partition | Toxic::Down => Vec::new(),
         };
         if self.toxicity < 1.0 {
@@ -211,6 +217,7 @@ fn params_of(name: &str) -> Option<&'static [&'static str]> {
         "slicer" => &["average_size", "size_variation", "delay"],
         "limit_data" => &["bytes"],
         "partition" | "down" => &[],
+        "idle_cut" => &["idle"],
         _ => return None,
     })
 }
@@ -296,7 +303,7 @@ pub fn parse_toxic(name: &str, params: &[(String, Param)]) -> Result<ToxicSpec, 
 /// Every parameter given is one the toxic `name` takes (its `known` ones,
 /// `toxicity`, and `stream` unless it takes the whole hop).
 fn check_keys(name: &str, known: &[&str], params: &[(String, Param)]) -> Result<(), ToxicError> {
-    let hop_wide = matches!(name, "partition" | "down");
+    let hop_wide = matches!(name, "partition" | "down" | "idle_cut");
     for (key, _) in params {
         let allowed =
             known.contains(&key.as_str()) || key == "toxicity" || (key == "stream" && !hop_wide);
@@ -394,6 +401,15 @@ fn toxic_of(name: &str, params: &Params<'_>) -> Result<Toxic, ToxicError> {
             bytes: params.int("bytes", 0, MAX_BYTES, "bytes")? as u64,
         },
         "partition" => Toxic::Partition,
+        // A timeout of zero would cut every connection at once: at least 1 ms.
+        "idle_cut" => Toxic::IdleCut {
+            idle: match params.get("idle") {
+                None => return Err(reject("idle", "`idle_cut` needs `idle`, in milliseconds")),
+                Some(_) => {
+                    Duration::from_millis(params.int("idle", 1, MAX_MS, "milliseconds")? as u64)
+                }
+            },
+        },
         _ => Toxic::Down,
     };
     Ok(toxic)
@@ -505,5 +521,34 @@ mod tests {
         assert_eq!(e.key, "toxicity");
         let e = parse_toxic("latency", &p(&[("latency", Param::Text("1s".into()))])).unwrap_err();
         assert!(e.reason.contains("\"1s\""), "{e}");
+    }
+
+    /// An idle cut of zero or below would close every connection at once.
+    #[test]
+    fn idle_cut_takes_the_hop_and_a_positive_limit() {
+        let spec = parse_toxic("idle_cut", &p(&[("idle", Param::Int(2000))])).unwrap();
+        assert_eq!(
+            spec.toxic,
+            Toxic::IdleCut {
+                idle: Duration::from_millis(2000)
+            }
+        );
+        assert_eq!(
+            (spec.stream, spec.describe().as_str()),
+            (None, "idle_cut (idle 2000 ms)")
+        );
+        for bad in [0, -1] {
+            let e = parse_toxic("idle_cut", &p(&[("idle", Param::Int(bad))])).unwrap_err();
+            assert_eq!(e.key, "idle");
+            assert!(e.reason.contains("from 1 to 600000"), "{e}");
+        }
+        let e = parse_toxic("idle_cut", &[]).unwrap_err();
+        assert!(e.reason.contains("needs `idle`"), "{e}");
+        let e = parse_toxic(
+            "idle_cut",
+            &p(&[("stream", Param::Text("upstream".into()))]),
+        )
+        .unwrap_err();
+        assert!(e.reason.contains("no `stream`"), "{e}");
     }
 }

@@ -45,6 +45,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         deciding.timing
     };
     Cell {
+        turn: super::TurnFate::of(&deciding.phases),
         point,
         attempt: deciding.attempt,
         verdict,

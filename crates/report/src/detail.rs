@@ -33,7 +33,7 @@ pub use session::{
 pub use terminal::{
     TerminalAttachDetail, TerminalExpectDetail, TerminalReattachDetail, TerminalSendDetail,
 };
-pub use turn::{AwaitTurnDetail, ChunkDetail, StreamDetail, TurnStartDetail};
+pub use turn::{AwaitTurnDetail, ChunkDetail, RecoverTurnDetail, StreamDetail, TurnStartDetail};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

@@ -17,7 +17,13 @@
 //! sdk = "candidate"                      # glob over SDK points' labels; default "*"
 //! until = "2026-03-31"                   # optional: the last day it excuses the cell
 //! issue = "https://github.com/o/r/issues/189" # optional: where the failure is tracked
+//! turn = "lost"                          # optional: a long turn's fate (delivered, lost, unfinished, unknown)
+//! session_usable = false                 # optional: whether the session took the next prompt
 //! ```
+//!
+//! `turn` and `session_usable` pin a `long-turn` cell's fate (the cell's
+//! `turn` in `report.json`) beside its failure: a cell that fails the same
+//! way with another fate is `changed`.
 //!
 //! An entry with `until` is a quarantine that expires: after that day (in
 //! UTC) a cell it would excuse is `expired` and fails the gate, and the
@@ -46,7 +52,9 @@ use toml::Spanned;
 use crate::errors::Invalid;
 use crate::source_line::line_of;
 
-use super::model::{Axis, Cell, ExpectOutcome, FlakyResult, Judgement, Report, RunInfo, Verdict};
+use super::model::{
+    Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Report, RunInfo, Verdict,
+};
 
 /// The verdicts an expectation may name: what a component does. A flaky
 /// cell is judged as pass or fail (`--flaky-result`), and an interrupted
@@ -114,6 +122,9 @@ struct Entry {
     /// The last day the entry excuses a cell.
     until: Option<Date>,
     issue: Option<String>,
+    /// A long turn's fate the failure comes with.
+    turn: Option<Fate>,
+    session_usable: Option<bool>,
 }
 
 /// Where a cell ran, as entries match it.
@@ -193,6 +204,8 @@ struct RawEntry {
     persist: Option<Spanned<String>>,
     until: Option<Spanned<String>>,
     issue: Option<Spanned<String>>,
+    turn: Option<Spanned<String>>,
+    session_usable: Option<bool>,
 }
 
 /// An expectations file being read: its path and text, which its errors
@@ -252,6 +265,15 @@ impl Source<'_> {
                         .map_err(|e| self.error(Some(i.span().start), format!("`issue` = {e}")))
                 })
                 .transpose()?,
+            turn: raw
+                .turn
+                .as_ref()
+                .map(|t| {
+                    parse_fate(t.get_ref())
+                        .map_err(|e| self.error(Some(t.span().start), format!("`turn` = {e}")))
+                })
+                .transpose()?,
+            session_usable: raw.session_usable,
         })
     }
 
@@ -360,6 +382,21 @@ pub struct GateOptions {
     pub flaky_result: FlakyResult,
     /// The day `until` dates are judged against; `None`: today in UTC.
     pub today: Option<Date>,
+}
+
+/// A long turn's fate as `turn` names it.
+fn parse_fate(text: &str) -> Result<Fate, Invalid> {
+    let fates = [Fate::Delivered, Fate::Lost, Fate::Unfinished, Fate::Unknown];
+    fates
+        .into_iter()
+        .find(|f| f.as_str() == text)
+        .ok_or_else(|| {
+            let words: Vec<&str> = fates.iter().map(|f| f.as_str()).collect();
+            Invalid(format!(
+                "{text:?} is not a turn's fate (expected {})",
+                words.join(", ")
+            ))
+        })
 }
 
 /// Today's date in UTC: what `until` is judged against.
@@ -692,8 +729,20 @@ fn may_vary(cell: &Cell, entry: &Entry) -> ExpectOutcome {
 }
 
 impl Entry {
-    /// Same boundary and signature, where the entry names them.
+    /// Same boundary, signature and long turn's fate, where the entry names them.
     fn same_failure(&self, cell: &Cell) -> bool {
+        let turn = cell.turn.as_ref();
+        let fate_ok = self
+            .turn
+            .is_none_or(|fate| turn.is_some_and(|t| t.fate == fate));
+        let usable_ok = self
+            .session_usable
+            .is_none_or(|usable| turn.is_some_and(|t| t.session_usable == Some(usable)));
+        fate_ok && usable_ok && self.same_signature(cell)
+    }
+
+    /// Same boundary and signature, where the entry names them.
+    fn same_signature(&self, cell: &Cell) -> bool {
         let boundary_ok = self
             .boundary
             .as_deref()

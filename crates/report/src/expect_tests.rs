@@ -1,5 +1,6 @@
 use super::*;
 use crate::fixture;
+use crate::{Fate, TurnFate};
 
 const KNOWN_BUG: &str = r#"
 # the pinned server's known bug
@@ -536,4 +537,43 @@ fn agent_and_persist_scope_an_entry() {
         outcome(&r, "agent", "native-continuity").0,
         ExpectOutcome::New
     );
+}
+
+/// `turn` and `session_usable` pin a long turn's fate beside its failure.
+#[test]
+fn a_long_turns_fate_is_part_of_the_failure_an_entry_names() {
+    let entry = |turn: &str, usable: bool| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"native-continuity\"\nverdict = \"fail\"\nturn = \"{turn}\"\nsession_usable = {usable}\n")
+    };
+    let fate = |fate: Fate, usable: bool| TurnFate {
+        fate,
+        channel: None,
+        agent_finished: Some(true),
+        recoverable_via: vec!["stream".into()],
+        session_usable: Some(usable),
+    };
+    let judge = |text: &str, turn: Option<TurnFate>| {
+        let mut r = fixture::report();
+        r.cells[0].turn = turn;
+        parse(text).unwrap().judge(&mut r, GateOptions::default());
+        outcome(&r, "agent", "native-continuity")
+    };
+    let expected = (ExpectOutcome::Expected, false);
+    let changed = (ExpectOutcome::Changed, true);
+    assert_eq!(
+        judge(&entry("lost", false), Some(fate(Fate::Lost, false))),
+        expected
+    );
+    assert_eq!(
+        judge(&entry("lost", false), Some(fate(Fate::Unfinished, false))),
+        changed
+    );
+    assert_eq!(
+        judge(&entry("lost", false), Some(fate(Fate::Lost, true))),
+        changed
+    );
+    assert_eq!(judge(&entry("lost", false), None), changed);
+    let e = parse(&entry("gone", false)).unwrap_err();
+    assert_eq!(e.line, Some(5), "{e}");
+    assert!(e.message.contains("\"gone\" is not a turn's fate"), "{e}");
 }

@@ -4,7 +4,10 @@
 //! reads the pair — e.g. "SDK fails, load recovers → client-side fix"; and
 //! for each cell of a candidate build (`--server-bin`, `--sdk`) that passes
 //! where the release fails (or was expected to fail), or fails where it
-//! passes, a line that says the candidate fixes it, or breaks it.
+//! passes, a line that says the candidate fixes it, or breaks it; and for
+//! each long turn that did not go through cleanly, its fate (lost,
+//! unfinished, session unusable: [`super::TurnFate`]) and where that puts
+//! the fix.
 
 use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Report, Verdict};
 use std::fmt::Write;
@@ -32,6 +35,7 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
         lines.push(format!("- **{label}**: {}", verdict_line(sdk, load)));
     }
     lines.extend(candidate_lines(report));
+    lines.extend(turn_lines(report));
     if lines.is_empty() {
         return None;
     }
@@ -40,6 +44,28 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
         let _ = writeln!(out, "{line}");
     }
     Some(out)
+}
+
+/// One line per long turn whose result did not reach the client or whose
+/// session was left unusable: its fate and where that puts the fix.
+fn turn_lines(report: &Report) -> Vec<String> {
+    report
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            let turn = cell.turn.as_ref()?;
+            let clean = turn.fate == super::Fate::Delivered && turn.session_usable != Some(false);
+            (!clean).then(|| {
+                format!(
+                    "- **{}** × {}: turn {} → {}",
+                    cell.label(),
+                    cell.point.scenario,
+                    turn.words(),
+                    turn.fix()
+                )
+            })
+        })
+        .collect()
 }
 
 /// One line per cell of a candidate point whose verdict differs from the

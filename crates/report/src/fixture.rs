@@ -128,6 +128,7 @@ fn native_agent() -> Cell {
         trace: None,
         restarts: vec![restart_timing(1_200, Some(340), true)],
         timing: None,
+        turn: None,
     }
 }
 
@@ -167,6 +168,7 @@ fn native_gateway() -> Cell {
         trace: None,
         restarts: vec![restart_timing(180, None, false)],
         timing: None,
+        turn: None,
     }
 }
 
@@ -194,6 +196,7 @@ fn rehydrate_agent() -> Cell {
         trace: None,
         restarts: vec![restart_timing(1_150, Some(330), true)],
         timing: None,
+        turn: None,
     }
 }
 
@@ -212,6 +215,7 @@ fn rehydrate_gateway() -> Cell {
         trace: None,
         restarts: Vec::new(),
         timing: None,
+        turn: None,
     }
 }
 

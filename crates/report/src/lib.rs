@@ -41,6 +41,7 @@ pub mod summary;
 pub mod table;
 pub mod terminal;
 pub mod timeline;
+pub(crate) mod turn_fate;
 pub mod upgrade;
 pub mod write;
 

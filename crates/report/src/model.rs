@@ -234,6 +234,53 @@ pub struct Cell {
     /// The physical floor of the cell's attempts and the harness overhead above it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
+    /// The fate of the long turn its phases awaited (the `long-turn`
+    /// scenarios): delivered, lost, unfinished; absent for other cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnFate>,
+}
+
+/// What became of a turn's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// The result reached the client.
+    Delivered,
+    /// The agent finished the turn; the client never got the result.
+    Lost,
+    /// The agent never finished the turn.
+    Unfinished,
+    /// The client never got the result, and nothing says whether the
+    /// agent finished (no agent record, nowhere to recover it from).
+    Unknown,
+}
+
+impl Fate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fate::Delivered => "delivered",
+            Fate::Lost => "lost",
+            Fate::Unfinished => "unfinished",
+            Fate::Unknown => "unknown",
+        }
+    }
+}
+
+/// One long turn's fate, as `report.json` writes it under a cell's `turn`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnFate {
+    pub fate: Fate,
+    /// How a delivered result came: `post`, `stream`, `resumed stream`,
+    /// `unknown`; `null` when it never came.
+    pub channel: Option<String>,
+    /// The agent's own record: it finished the turn, or not; `null`
+    /// without a record (a deployment's agent).
+    pub agent_finished: Option<bool>,
+    /// Where a client could still find the result: `history`, `stream`.
+    pub recoverable_via: Vec<String>,
+    /// Whether the same session took the next prompt; `null` when none ran.
+    pub session_usable: Option<bool>,
 }
 
 /// One run of a cell.

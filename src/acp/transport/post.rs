@@ -1,6 +1,7 @@
 //! The POST half of the transport: one envelope per request, its exchange
 //! traced; a 200 body is an inbound envelope, any failure (status, transport
-//! error, a body over the envelope limit) closes the transport with it.
+//! error, a body over the envelope limit, the client's header timeout)
+//! closes the transport with it.
 
 use super::envelope::read_bounded;
 use super::{Inner, MAX_ENVELOPE_BYTES};
@@ -32,8 +33,19 @@ impl Inner {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json")
             .body(body)
-            .send()
-            .await;
+            .send();
+        // `send` ends when the response's headers have come: the client's
+        // header timeout (undici's `headersTimeout`) bounds exactly that.
+        let sent = match self.config.headers_timeout {
+            None => sent.await,
+            Some(limit) => match tokio::time::timeout(limit, sent).await {
+                Ok(sent) => sent,
+                Err(_) => {
+                    let ms = limit.as_millis() as u64;
+                    return self.fail_exchange(exchange, started, AcpError::HeadersTimeout { ms });
+                }
+            },
+        };
         let response = match sent {
             Ok(r) => r,
             Err(e) => {

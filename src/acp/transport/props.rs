@@ -126,6 +126,7 @@ fn transport() -> Transport {
             token: None,
             headers: Default::default(),
             delete_timeout: Duration::from_millis(10),
+            headers_timeout: None,
         },
         client.clone(),
         observer,

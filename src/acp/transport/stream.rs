@@ -63,7 +63,10 @@ impl Inner {
     }
 
     /// One GET of the stream, traced; `None` when it ended cleanly.
-    async fn read_stream_once(self: &Arc<Self>, last_event_id: Option<String>) -> Option<AcpError> {
+    pub(super) async fn read_stream_once(
+        self: &Arc<Self>,
+        last_event_id: Option<String>,
+    ) -> Option<AcpError> {
         let url = self.url(None);
         let mut counts = (0u64, 0u64);
         let error = self.read_stream(&url, last_event_id, &mut counts).await;

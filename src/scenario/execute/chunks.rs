@@ -93,19 +93,71 @@ pub(super) async fn agent_turn_over(log: &Path, tag: &str) {
 /// How long a turn's sent record may stand still before it counts as over.
 const QUIET: Duration = Duration::from_secs(1);
 
+/// How many chunks of `tag` the record holds, and of how many; all of
+/// them once the agent recorded the turn's end.
 fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mine: Vec<Value> = text
+    let (ends, mine): (Vec<Value>, Vec<Value>) = text
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
-        .collect();
+        .partition(|v| v.get("ended").is_some());
+    if !ends.is_empty() {
+        return (mine.len(), Some(mine.len()));
+    }
     let of = mine
         .last()
         .and_then(|v| v.get("of"))
         .and_then(Value::as_u64)
         .map(|n| n as usize);
     (mine.len(), of)
+}
+
+/// The stop reason the agent's record says it answered turn `tag` with,
+/// once it did: the agent's own word that it finished the turn.
+pub(super) fn turn_ended(path: &Path, tag: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
+        .find_map(|v| v.get("ended")?.as_str().map(str::to_string))
+}
+
+/// Where a turn's end stands in a list of envelopes (a history's
+/// payloads, a replayed stream): its last chunk (the agent's `echo:` of
+/// the prompt, which carries the turn's tag) and the answer after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct TurnEnd {
+    pub last_chunk: bool,
+    /// The `stopReason` of the first answer after that chunk.
+    pub result: Option<String>,
+}
+
+pub(super) fn turn_end_in(envelopes: &[Value], tag: &str) -> TurnEnd {
+    let marker = format!("[[turn:{tag}]]");
+    let mut end = TurnEnd::default();
+    for envelope in envelopes {
+        if !end.last_chunk {
+            end.last_chunk = echo_text(envelope).is_some_and(|t| t.contains(&marker));
+            continue;
+        }
+        let stop = envelope.get("result").and_then(|r| r.get("stopReason"));
+        if let Some(stop) = stop.and_then(Value::as_str) {
+            end.result = Some(stop.to_string());
+            break;
+        }
+    }
+    end
+}
+
+/// The text of the agent's `echo: …` chunk, the last of a turn.
+fn echo_text(envelope: &Value) -> Option<&str> {
+    let update = envelope.get("params")?.get("update")?;
+    if update.get("sessionUpdate")?.as_str()? != "agent_message_chunk" {
+        return None;
+    }
+    let text = update.get("content")?.get("text")?.as_str()?;
+    text.starts_with("echo: ").then_some(text)
 }
 
 /// The sequence numbers the agent's sent record holds for `tag`.
@@ -178,6 +230,41 @@ impl ChunkFigures {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn chunk(text: &str) -> Value {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+    }
+
+    #[test]
+    fn a_turns_end_is_its_tagged_echo_and_the_answer_after_it() {
+        let answer = json!({"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}});
+        let earlier = json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}});
+        let echo = chunk("echo: work [[long:3000/idle]] [[turn:t-1]]");
+        let whole = [
+            earlier.clone(),
+            chunk("t-1 chunk 1/2"),
+            echo.clone(),
+            answer,
+        ];
+        assert_eq!(
+            turn_end_in(&whole, "t-1"),
+            TurnEnd {
+                last_chunk: true,
+                result: Some("end_turn".into())
+            }
+        );
+        // An answer before the echo is another turn's; the echo alone is the end without its answer.
+        let cut = [earlier, echo];
+        assert_eq!(
+            turn_end_in(&cut, "t-1"),
+            TurnEnd {
+                last_chunk: true,
+                result: None
+            }
+        );
+        assert_eq!(turn_end_in(&whole, "t-2"), TurnEnd::default());
+    }
 
     #[test]
     fn chunk_figures_count_what_the_history_lost_or_doubled() {

@@ -255,6 +255,18 @@ pub(super) trait ScenarioClient {
         Err(self.cannot(StepKind::TurnHistory))
     }
 
+    /// What the client holds of awaited turn `turn` for its recovery:
+    /// the stored history of its session (read through `client`'s store),
+    /// its stream's server id and last event id when the turn began.
+    async fn turn_evidence(
+        &self,
+        _cell: &mut RunningCell<'_>,
+        _client: &str,
+        _turn: &str,
+    ) -> Result<super::recover_turn::TurnEvidence, StepFailure> {
+        Err(self.cannot(StepKind::RecoverTurn))
+    }
+
     async fn recover_session(
         &self,
         _cell: &mut RunningCell<'_>,

@@ -158,6 +158,7 @@ impl RunningCell<'_> {
                 token: self.settings.token.clone(),
                 headers: header_map(&self.settings.headers),
                 delete_timeout: DELETE_BOUND,
+                headers_timeout: self.settings.headers_timeout,
             },
             crate::http::client_builder()
                 .build()

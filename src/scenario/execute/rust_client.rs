@@ -350,6 +350,15 @@ impl ScenarioClient for RustClient {
         cell.turn_history(client, turn).await
     }
 
+    async fn turn_evidence(
+        &self,
+        cell: &mut RunningCell<'_>,
+        client: &str,
+        turn: &str,
+    ) -> Result<super::recover_turn::TurnEvidence, StepFailure> {
+        cell.turn_evidence(client, turn).await
+    }
+
     async fn recover_session(
         &self,
         cell: &mut RunningCell<'_>,

@@ -193,6 +193,7 @@ impl ScenarioClient for HostedCell {
                     .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                     .collect()
             }),
+            headers_timeout_ms: cell.settings.headers_timeout.map(crate::clock::millis),
         };
         self.act(cell, action).await?;
         self.connected_set().insert(client.to_string());
@@ -481,6 +482,15 @@ impl ScenarioClient for HostedCell {
         self.sdk_destroy_sandbox(cell, client).await
     }
 
+    async fn turn_evidence(
+        &self,
+        cell: &mut RunningCell<'_>,
+        client: &str,
+        turn: &str,
+    ) -> Result<super::recover_turn::TurnEvidence, StepFailure> {
+        self.sdk_turn_evidence(cell, client, turn).await
+    }
+
     /// Disposes every SDK client the scenario left open, then destroys the
     /// cell's actor (one cell, one actor, none left behind on the runner).
     async fn wind_down(&self, cell: &mut RunningCell<'_>) -> Vec<Value> {
@@ -529,6 +539,8 @@ mod tests {
             "sandbox-reconnect",
             "restart-mid-turn",
             "client-restart",
+            "long-turn",
+            "long-turn-idle",
         ] {
             assert!(missing(name).is_empty(), "{name}: {:?}", missing(name));
         }

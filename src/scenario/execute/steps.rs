@@ -40,6 +40,7 @@ impl RunningCell<'_> {
         let mut options = ClientOptions::new(self.settings.base_url.clone(), store);
         options.token = self.settings.token.clone();
         options.headers = self.settings.headers.clone();
+        options.headers_timeout = self.settings.headers_timeout;
         options.trace = self.settings.trace.clone();
         Client::connect(options).map_err(|e| self.fail(&e))
     }
@@ -220,6 +221,10 @@ impl RunningCell<'_> {
                 turn,
             } => client.start_turn(self, name, session, text, turn).await,
             Step::TurnHistory { client: name, turn } => client.turn_history(self, name, turn).await,
+            Step::RecoverTurn { client: name, turn } => {
+                let evidence = client.turn_evidence(self, name, turn).await?;
+                self.recover_turn(turn, evidence).await
+            }
             Step::RecoverSession {
                 client: name,
                 session,

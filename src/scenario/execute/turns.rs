@@ -44,6 +44,10 @@ struct Turn {
     tag: String,
     started: Instant,
     stats_before: StreamStats,
+    /// The server id its prompt went to, and the last stream event the
+    /// client had then: where a recovering client re-attaches.
+    server_id: Option<String>,
+    last_event_id: Option<String>,
     /// Until `await_turn` takes it.
     task: Option<TurnTask>,
 }
@@ -129,6 +133,10 @@ impl RunningCell<'_> {
             .push(text.to_string());
         let agent = self.settings.agent.clone();
         let stats_before = client.transport_stats(&agent).await.unwrap_or_default();
+        let (server_id, last_event_id) = match client.stream_position(&agent).await {
+            Some((id, last)) => (Some(id), last),
+            None => (None, None),
+        };
         let blocks = vec![json!({"type": "text", "text": format!("{text} [[turn:{tag}]]")})];
         let task = {
             let client = Arc::clone(&client);
@@ -145,6 +153,8 @@ impl RunningCell<'_> {
                 tag: tag.clone(),
                 started,
                 stats_before,
+                server_id,
+                last_event_id,
                 task: Some(task),
             },
         );
@@ -231,6 +241,38 @@ impl RunningCell<'_> {
                 )
             }
         }
+    }
+
+    /// What the client holds of turn `name` for `recover_turn`: the
+    /// session's stored history (read through `reader`'s store, every
+    /// client's writes flushed first) and where its stream stood.
+    pub(super) async fn turn_evidence(
+        &mut self,
+        reader: &str,
+        name: &str,
+    ) -> Result<super::recover_turn::TurnEvidence, StepFailure> {
+        let Some(turn) = self.turns.turns.get(name) else {
+            return Err(StepFailure::new(diagnose::other(
+                SignatureKind::Client,
+                format!("turn `{name}` was never started"),
+            )));
+        };
+        let mut evidence = super::recover_turn::TurnEvidence {
+            tag: turn.tag.clone(),
+            history: Vec::new(),
+            server_id: turn.server_id.clone(),
+            last_event_id: turn.last_event_id.clone(),
+        };
+        let session_id = turn.session_id.clone();
+        let store = Arc::clone(self.client(reader)?.persist());
+        for client in self.clients.values() {
+            client.flush().await;
+        }
+        let events = list_all_events(store.as_ref(), &session_id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        evidence.history = events.into_iter().map(|e| e.payload).collect();
+        Ok(evidence)
     }
 
     /// The turn's chunks in the store against the agent's sent record, and
@@ -386,6 +428,7 @@ mod tests {
             session_suffix: "t".into(),
             store: crate::scenario::CellStore::PerClientMemory,
             agent_sent_log: None,
+            headers_timeout: None,
         };
         let mut restarter = CountingRestart(0);
         let run = crate::scenario::run_cell(&scenario, &settings, &mut restarter).await;

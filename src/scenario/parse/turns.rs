@@ -67,11 +67,12 @@ impl Turns {
         }
     }
 
-    pub fn check_history(&self, turn: &str) -> Result<(), Invalid> {
+    /// `step` (`turn_history`, `recover_turn`) reads an awaited turn.
+    pub fn check_history(&self, turn: &str, step: &str) -> Result<(), Invalid> {
         match self.started.get(turn) {
-            None => Err(self.unknown(turn, "turn_history")),
+            None => Err(self.unknown(turn, step)),
             Some((_, false)) => Err(Invalid(format!(
-                "turn `{turn}` is still running here: `turn_history` comes after its `await_turn`"
+                "turn `{turn}` is still running here: `{step}` comes after its `await_turn`"
             ))),
             Some(_) => Ok(()),
         }
@@ -152,6 +153,32 @@ mod tests {
             }
         );
         assert_eq!(s.phases[3].step.kind(), crate::scenario::StepKind::Restart);
+    }
+
+    #[test]
+    fn a_turn_is_recovered_only_after_its_await() {
+        let recover =
+            "[[phase]]\nname = \"r\"\nstep = \"recover_turn\"\nclient = \"a\"\nturn = \"long\"\n";
+        let s = parse_scenario(
+            Path::new("s.toml"),
+            &format!("{HEAD}{START}{AWAIT}{recover}"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.phases[4].step,
+            Step::RecoverTurn {
+                client: "a".into(),
+                turn: "long".into()
+            }
+        );
+        let e = error(&format!("{START}{recover}{AWAIT}"));
+        assert!(
+            e.starts_with("s.toml:19: ")
+                && e.contains("`recover_turn` comes after its `await_turn`"),
+            "{e}"
+        );
+        let e = error(&recover.replace("long", "other"));
+        assert!(e.contains("`recover_turn` names turn `other`"), "{e}");
     }
 
     #[test]

@@ -221,3 +221,53 @@ fn a_bad_knob_in_the_environment_is_a_clear_error() {
     assert_exit(&output, exit_codes::USAGE);
     assert!(String::from_utf8_lossy(&output.stderr).contains("CONTINUITY_AGENT_FAULT"));
 }
+
+/// `[[long:TOTAL/GAP]]`: the turn lasts its length, a chunk every gap (or
+/// none when idle), and the agent records that it ended the turn.
+#[test]
+fn a_long_turn_lasts_its_length_and_the_agent_records_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = Agent::start(dir.path(), &[]);
+    let session = agent.request(1, "session/new", json!({"cwd": "/", "mcpServers": []}))["result"]
+        ["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (n, (knob, chunks)) in [("[[long:600/200]]", 3), ("[[long:600/idle]]", 0)]
+        .into_iter()
+        .enumerate()
+    {
+        let tag = format!("t{n}");
+        let started = std::time::Instant::now();
+        let id = 10 + n as i64;
+        agent.send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": prompt(&session, &format!("work {knob} [[turn:{tag}]]"))}),
+        );
+        let mut seen = Vec::new();
+        let answer = loop {
+            let m = agent.message();
+            if m["id"] == id {
+                break m;
+            }
+            seen.push(
+                m["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        };
+        assert!(started.elapsed() >= Duration::from_millis(600), "{knob}");
+        assert_eq!(answer["result"]["stopReason"], "end_turn");
+        let streamed: Vec<&String> = seen.iter().filter(|t| t.starts_with(&tag)).collect();
+        assert_eq!(streamed.len(), chunks, "{knob}: {seen:?}");
+        let sent = std::fs::read_to_string(dir.path().join("state.json.sent.jsonl")).unwrap();
+        let ended: Vec<Value> = sent
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["turn"] == tag.as_str() && v.get("ended").is_some())
+            .collect();
+        assert_eq!(ended.len(), 1, "{sent}");
+        assert_eq!(ended[0]["ended"], "end_turn");
+    }
+}

@@ -228,3 +228,58 @@ fn an_expectation_for_a_known_target_outside_the_subset_is_no_usage_error() {
     assert_exit(&typo, exit_codes::USAGE);
     assert!(String::from_utf8_lossy(&typo.stderr).contains("matches no target this run knows"));
 }
+
+/// A timeout of zero or below is refused with the file and the line: an
+/// idle cut of its own (`idle_cut`), and a scenario phase's `timeout_ms`.
+#[test]
+fn a_timeout_of_zero_or_below_is_refused_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("continuity.toml");
+    for idle in ["0", "-2000"] {
+        let text = format!(
+            "# an LB in front of the gateway\n[targets.lb-idle]\nfault = {{ hop = \"gateway\", toxic = \"idle_cut\", idle = {idle} }}\n"
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let run = continuity(&["validate", "--config", cfg.to_str().unwrap()], &[]);
+        assert_exit(&run, exit_codes::USAGE);
+        let err = stderr(&run);
+        assert!(
+            err.contains("continuity.toml:3:")
+                && err.contains("targets.lb-idle.fault.idle")
+                && err.contains("from 1 to"),
+            "{err}"
+        );
+    }
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    let long = std::fs::read_to_string("scenarios/long-turn.toml").unwrap();
+    let line = long
+        .lines()
+        .position(|l| l == "timeout_ms = 4000")
+        .expect("the built-in long turn bounds its await")
+        + 1;
+    for (value, says) in [
+        ("0", "timeout_ms must be greater than 0"),
+        ("-1", "expected u64"),
+    ] {
+        let bad = long.replace("timeout_ms = 4000", &format!("timeout_ms = {value}"));
+        std::fs::write(scenarios.join("long-turn.toml"), bad).unwrap();
+        let run = continuity(
+            &["validate", "--scenarios-dir", scenarios.to_str().unwrap()],
+            &[],
+        );
+        assert_exit(&run, exit_codes::USAGE);
+        let err = stderr(&run);
+        // A zero names the phase's table, a negative its key: both in the await's phase.
+        let at = err
+            .split("long-turn.toml:")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("no line: {err}"));
+        assert!(
+            (line - 4..=line).contains(&at) && err.contains(says),
+            "{err}"
+        );
+    }
+}

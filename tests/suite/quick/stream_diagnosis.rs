@@ -36,6 +36,7 @@ async fn a_timeout_names_the_response_it_waited_for_and_the_failing_stream() {
         token: None,
         headers: Default::default(),
         delete_timeout: Duration::from_millis(300),
+        headers_timeout: None,
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let http = continuity::http::client_builder().build().unwrap();

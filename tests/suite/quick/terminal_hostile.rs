@@ -248,6 +248,7 @@ async fn probe(base: String) -> continuity::report::PhaseResult {
     let settings = CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
+        headers_timeout: None,
         model_calls: None,
         sandboxes: None,
         interrupt: tokio::sync::watch::channel(false).1,
@@ -380,6 +381,7 @@ timeout_ms = 3000
         let settings = CellSettings {
             trace: continuity::trace::Trace::detached(),
             agent_sent_log: None,
+            headers_timeout: None,
             model_calls: None,
             sandboxes: None,
             interrupt: tokio::sync::watch::channel(false).1,

@@ -20,6 +20,7 @@ fn transport(base_url: &str) -> (Transport, mpsc::UnboundedReceiver<Observed>) {
         token: Some(Secret::new("sekrit-token")),
         headers: Default::default(),
         delete_timeout: Duration::from_millis(500),
+        headers_timeout: None,
     };
     let http = continuity::http::client_builder().build().unwrap();
     (Transport::new(config, http, tx), rx)
@@ -293,6 +294,7 @@ fn the_token_never_appears_in_debug_output() {
         token: Some(Secret::new("sekrit-token")),
         headers: Default::default(),
         delete_timeout: Duration::from_secs(1),
+        headers_timeout: None,
     };
     let text = format!("{config:?}");
     assert!(

@@ -13,6 +13,7 @@ mod gate_e2e;
 mod hosted_wire_e2e;
 mod hygiene_e2e;
 mod jobs_e2e;
+mod long_turn_e2e;
 mod matrix_e2e;
 mod mid_turn_e2e;
 mod persist_e2e;

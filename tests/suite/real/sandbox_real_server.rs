@@ -22,6 +22,7 @@ fn settings(base_url: String, suffix: &str) -> CellSettings {
     CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
+        headers_timeout: None,
         model_calls: None,
         sandboxes: None,
         interrupt: tokio::sync::watch::channel(false).1,

@@ -60,3 +60,34 @@ pub struct ChunkDetail {
     pub chunks_missing: usize,
     pub chunks_out_of_order: usize,
 }
+
+/// `recover_turn`: whether the agent finished the turn, and where a client
+/// could still find its result after the await: the persisted history
+/// (`getEvents`) and a stream re-attached with the `Last-Event-ID` the
+/// client last had.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct RecoverTurnDetail {
+    /// The agent's own record (the scripted agent's sent record): the stop
+    /// reason it answered with, `false` when it never did, `null` without
+    /// a record (a deployment's agent).
+    pub agent_finished: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_stop_reason: Option<String>,
+    /// The client's store holds the turn's last chunk (the end of its answer).
+    pub history_has_end: bool,
+    /// … and the prompt's answer (its `stopReason`) after it.
+    pub history_has_result: bool,
+    /// The `Last-Event-ID` the re-attached stream sent (`null`: none, the
+    /// whole stream).
+    pub last_event_id: Option<String>,
+    /// Events the re-attached stream replayed within its bound.
+    pub stream_events: usize,
+    /// The re-attached stream carried the turn's last chunk and its answer.
+    pub stream_has_result: bool,
+    /// Why the re-attach failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_error: Option<String>,
+    /// Where the result can be recovered from: `history`, `stream`.
+    pub recoverable_via: Vec<String>,
+}

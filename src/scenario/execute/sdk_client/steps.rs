@@ -8,7 +8,7 @@
 //! clients' phases compare like with like. What the cell made is recorded
 //! in its sandbox state, for the harness's own teardown.
 
-use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, ChunkFigures};
+use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, turn_end_in, ChunkFigures};
 use super::super::driver::ScenarioClient;
 use super::super::hosted_data::hosted_signature;
 use super::super::{RunningCell, StepFailure, StepResult};
@@ -33,6 +33,10 @@ use std::time::Duration;
 const PROBE_LIMIT: Duration = Duration::from_secs(15);
 /// How long a fresh terminal waits for replayed output (the Rust client's).
 const SCROLLBACK_WAIT_MS: u64 = 300;
+/// How long the SDK's history may stand still before its writes count as landed.
+const HISTORY_QUIET: Duration = Duration::from_millis(400);
+/// How long `recover_turn` waits at most for the SDK's writes to land.
+const HISTORY_SETTLE: Duration = Duration::from_millis(2000);
 /// The whole stored history, for the turn's integrity check.
 const HISTORY_LIMIT: usize = 100_000;
 
@@ -43,6 +47,10 @@ pub(super) struct HostedTurn {
     session_id: String,
     tag: String,
     delivered: Option<BTreeSet<u32>>,
+    /// Where the SDK's stream stood (its server id, the last event id it
+    /// had when the prompt went out), from its wire at the await.
+    server_id: Option<String>,
+    last_event_id: Option<String>,
 }
 
 /// What the SDK itself delivered during a turn (`session.onEvent`), beside
@@ -97,6 +105,8 @@ impl HostedCell {
                 session_id: session_id.clone(),
                 tag: tag.clone(),
                 delivered: None,
+                server_id: None,
+                last_event_id: None,
             },
         );
         let mut detail = TurnStartDetail {
@@ -137,6 +147,8 @@ impl HostedCell {
         };
         if let Some(held) = self.turns().get_mut(name) {
             held.delivered = Some(delivered);
+            held.server_id = awaited.server_id.clone();
+            held.last_event_id = awaited.last_event_id.clone();
         }
         let mut detail = AwaitTurnDetail {
             turn_ms: awaited.turn_ms.unwrap_or(0),
@@ -144,6 +156,9 @@ impl HostedCell {
             stop_reason: awaited.stop_reason.clone(),
             ..AwaitTurnDetail::default()
         };
+        if awaited.turn_outcome.as_deref() == Some("completed") {
+            detail.answered_via = Some(awaited.answered_via.clone().unwrap_or("unknown".into()));
+        }
         match (awaited.turn_outcome.as_deref(), awaited.error) {
             (Some("completed"), _) => {
                 let mut map = detail.to_map();
@@ -172,6 +187,56 @@ impl HostedCell {
                 SignatureKind::Protocol,
                 format!("awaitTurn answered turn outcome {other:?}"),
             ))),
+        }
+    }
+
+    /// What the SDK holds of turn `name` for `recover_turn`: its session's
+    /// stored history (the `history` action) and where its stream stood.
+    pub(super) async fn sdk_turn_evidence(
+        &self,
+        cell: &mut RunningCell<'_>,
+        reader: &str,
+        name: &str,
+    ) -> Result<super::super::recover_turn::TurnEvidence, StepFailure> {
+        let Some(turn) = self.turns().get(name).cloned() else {
+            return Err(client_error(format!("turn `{name}` was never started")));
+        };
+        let history = self.settled_history(cell, reader, &turn).await?;
+        Ok(super::super::recover_turn::TurnEvidence {
+            tag: turn.tag,
+            history,
+            server_id: turn.server_id,
+            last_event_id: turn.last_event_id,
+        })
+    }
+
+    /// The session's stored payloads once the SDK's writes of the turn
+    /// have landed: the SDK stores each event on its own after delivering
+    /// it, so the history is read again until it holds the turn's end or
+    /// stops growing (as a `getEvents` a moment later would see it).
+    async fn settled_history(
+        &self,
+        cell: &mut RunningCell<'_>,
+        reader: &str,
+        turn: &HostedTurn,
+    ) -> Result<Vec<Value>, StepFailure> {
+        let started = std::time::Instant::now();
+        let mut last_change = started;
+        let mut history: Vec<Value> = Vec::new();
+        loop {
+            let events = self.replay_history(cell, reader, &turn.session_id).await?;
+            if events.len() != history.len() {
+                last_change = std::time::Instant::now();
+            }
+            history = events.into_iter().map(|e| e.payload).collect();
+            let ended = turn_end_in(&history, &turn.tag).last_chunk;
+            if ended
+                || last_change.elapsed() >= HISTORY_QUIET
+                || started.elapsed() >= HISTORY_SETTLE
+            {
+                return Ok(history);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
