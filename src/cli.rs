@@ -256,7 +256,7 @@ pub struct BisectArgs {
     #[arg(long = "agent", value_name = "NAME")]
     pub agent: Vec<String>,
     /// Session store of each cell (repeatable), as `run --persist`.
-    #[arg(long, value_enum, value_name = "DRIVER")]
+    #[arg(long, value_name = "DRIVER", value_parser = store_parser())]
     pub persist: Vec<Store>,
     #[command(flatten)]
     pub sources: Sources,
@@ -357,7 +357,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub force: bool,
     /// Session store of each cell; repeat it for a persistence axis (every cell once per store) [default: the local stack's Rivet actor, else sqlite].
-    #[arg(long, value_enum, value_name = "DRIVER")]
+    #[arg(long, value_name = "DRIVER", value_parser = store_parser())]
     pub persist: Vec<Store>,
     /// sandbox-agent version for the local stack (from the npm registry, e.g. 0.4.0); repeat it for a version axis: every version installed first, each stack switching its server between them, one matrix [default: 0.4.2, unless --server-bin alone names the servers].
     #[arg(long, value_name = "VERSION", value_parser = parse_version)]
@@ -402,6 +402,15 @@ fn client_parser() -> impl clap::builder::TypedValueParser<Value = ClientKind> {
         .iter()
         .map(|kind| PossibleValue::new(kind.name()).help(kind.help()));
     PossibleValuesParser::new(named).try_map(|name| name.parse::<ClientKind>())
+}
+
+/// `--persist`: every store, named and explained by [`Store`].
+fn store_parser() -> impl clap::builder::TypedValueParser<Value = Store> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let named = Store::all()
+        .iter()
+        .map(|store| PossibleValue::new(store.name()).help(store.help()));
+    PossibleValuesParser::new(named).try_map(|name| name.parse::<Store>())
 }
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it, with

@@ -93,14 +93,24 @@ pub struct HostedConfig {
     pub key: String,
 }
 
-/// Calls the cell's `sdkClient` actor.
+/// Calls the cell's SDK where it runs: the `sdkClient` actor, or the
+/// browser client's page. The actions are the same either way.
 #[derive(Debug, Clone)]
 pub struct HostedClient {
-    config: HostedConfig,
-    http: reqwest::Client,
+    host: SdkHost,
     wire: Option<Arc<Wire>>,
-    /// The browser client's page, which answers instead of an actor.
-    page: Option<crate::client::browser::BrowserPage>,
+}
+
+/// Where the SDK runs and answers the actions.
+#[derive(Debug, Clone)]
+enum SdkHost {
+    /// The cell's `sdkClient` actor, reached through the engine's gateway.
+    Actor {
+        config: HostedConfig,
+        http: reqwest::Client,
+    },
+    /// The browser client's page in headless Chromium.
+    Page(crate::client::browser::BrowserPage),
 }
 
 /// Where the SDK's wire goes: the cell's trace, and what it already holds.
@@ -124,27 +134,25 @@ impl HostedClient {
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
         Ok(Self {
-            config,
-            http,
+            host: SdkHost::Actor { config, http },
             wire: None,
-            page: None,
         })
     }
 
     /// The browser client: the same actions, answered by its page.
-    pub fn page(page: crate::client::browser::BrowserPage) -> Result<Self, reqwest::Error> {
-        let mut client = Self::new(HostedConfig {
-            endpoint: String::new(),
-            namespace: String::new(),
-            key: "browser".into(),
-        })?;
-        client.page = Some(page);
-        Ok(client)
+    pub fn page(page: crate::client::browser::BrowserPage) -> Self {
+        Self {
+            host: SdkHost::Page(page),
+            wire: None,
+        }
     }
 
     /// The browser client's page, if this is one.
     pub fn browser_page(&self) -> Option<&crate::client::browser::BrowserPage> {
-        self.page.as_ref()
+        match &self.host {
+            SdkHost::Page(page) => Some(page),
+            SdkHost::Actor { .. } => None,
+        }
     }
 
     /// This client writing its actions and the SDK's wire into `trace`.
@@ -166,17 +174,12 @@ impl HostedClient {
         let _ = tokio::time::timeout(bound, ask).await;
     }
 
+    /// The actor's key (one per cell attempt); the page's is `browser`.
     pub fn key(&self) -> &str {
-        &self.config.key
-    }
-
-    fn action_url(&self, action: &str) -> String {
-        format!(
-            "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
-            self.config.endpoint.trim_end_matches('/'),
-            self.config.namespace,
-            crate::http::encode_component(&self.config.key)
-        )
+        match &self.host {
+            SdkHost::Actor { config, .. } => &config.key,
+            SdkHost::Page(_) => "browser",
+        }
     }
 
     /// Calls `action` (which carries the phase name). A refused
@@ -222,22 +225,7 @@ impl HostedClient {
                 action: action.into(),
                 message: format!("the action's arguments: {e}"),
             })?;
-            let once =
-                match &self.page {
-                    Some(page) => page.call(action, &args, patience).await.map_err(|e| {
-                        match e.chromium_fault() {
-                            Some(fault) => HostedError::Harness {
-                                action: action.into(),
-                                fault,
-                            },
-                            None => HostedError::Page {
-                                action: action.into(),
-                                message: e.to_string(),
-                            },
-                        }
-                    }),
-                    None => self.call_once(action, &args).await,
-                };
+            let once = self.host.call_once(action, &args, patience).await;
             match once {
                 Err(e) if retryable(&e) && started.elapsed() + delay < patience => {
                     tokio::time::sleep(delay).await;
@@ -257,58 +245,97 @@ impl HostedClient {
         }
         answer
     }
+}
 
+impl SdkHost {
+    /// One call of `action`, no retry.
     async fn call_once(
         &self,
         action: &str,
         args: &Value,
+        patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
-        let response = self
-            .http
-            .post(self.action_url(action))
-            .header("x-rivet-encoding", "json")
-            .json(&json!({ "args": [args] }))
-            .send()
-            .await
-            .map_err(|e| HostedError::Unreachable {
-                action: action.into(),
-                message: crate::acp::AcpError::from_reqwest(
-                    &self.config.endpoint,
-                    &e,
-                    crate::http::CONNECT_TIMEOUT,
-                )
-                .to_string(),
-            })?;
-        let status = response.status().as_u16();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| HostedError::Unreachable {
-                action: action.into(),
-                message: format!("reading the answer: {e}"),
-            })?;
-        if !(200..300).contains(&status) {
-            let text = String::from_utf8_lossy(&body);
-            let text: String = crate::secret::redact_known(&text)
-                .chars()
-                .take(400)
-                .collect();
-            return Err(HostedError::Actor {
-                action: action.into(),
-                status,
-                body: text,
-            });
+        match self {
+            SdkHost::Actor { config, http } => actor_call(config, http, action, args).await,
+            SdkHost::Page(page) => {
+                page.call(action, args, patience)
+                    .await
+                    .map_err(|e| match e.chromium_fault() {
+                        Some(fault) => HostedError::Harness {
+                            action: action.into(),
+                            fault,
+                        },
+                        None => HostedError::Page {
+                            action: action.into(),
+                            message: e.to_string(),
+                        },
+                    })
+            }
         }
-        let protocol = |message: String| HostedError::Protocol {
+    }
+}
+
+/// The URL of `action` on the actor `config` names.
+fn action_url(config: &HostedConfig, action: &str) -> String {
+    format!(
+        "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
+        config.endpoint.trim_end_matches('/'),
+        config.namespace,
+        crate::http::encode_component(&config.key)
+    )
+}
+
+/// One action call on the actor, its answer's `output` object.
+async fn actor_call(
+    config: &HostedConfig,
+    http: &reqwest::Client,
+    action: &str,
+    args: &Value,
+) -> Result<Map<String, Value>, HostedError> {
+    let response = http
+        .post(action_url(config, action))
+        .header("x-rivet-encoding", "json")
+        .json(&json!({ "args": [args] }))
+        .send()
+        .await
+        .map_err(|e| HostedError::Unreachable {
             action: action.into(),
-            message,
-        };
-        let reply: Value =
-            serde_json::from_slice(&body).map_err(|e| protocol(format!("not JSON: {e}")))?;
-        match reply.get("output").cloned() {
-            Some(Value::Object(output)) => Ok(output),
-            _ => Err(protocol(format!("no `output` object in {reply}"))),
-        }
+            message: crate::acp::AcpError::from_reqwest(
+                &config.endpoint,
+                &e,
+                crate::http::CONNECT_TIMEOUT,
+            )
+            .to_string(),
+        })?;
+    let status = response.status().as_u16();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| HostedError::Unreachable {
+            action: action.into(),
+            message: format!("reading the answer: {e}"),
+        })?;
+    if !(200..300).contains(&status) {
+        let text = String::from_utf8_lossy(&body);
+        let text: String = crate::secret::redact_known(&text)
+            .chars()
+            .take(400)
+            .collect();
+        return Err(HostedError::Actor {
+            action: action.into(),
+            status,
+            body: text,
+        });
+    }
+    let protocol = |message: String| HostedError::Protocol {
+        action: action.into(),
+        message,
+    };
+    let reply: Value =
+        serde_json::from_slice(&body).map_err(|e| protocol(format!("not JSON: {e}")))?;
+    match reply.get("output").cloned() {
+        Some(Value::Object(output)) => Ok(output),
+        _ => Err(protocol(format!("no `output` object in {reply}"))),
     }
 }
 

@@ -11,14 +11,13 @@ pub(crate) mod observe;
 mod postgres;
 pub(crate) mod rivet;
 mod sqlite;
-mod store;
 
 pub use choice::{PersistChoice, PersistFactory, StackStores, StoreAbsent};
+pub use continuity_report::{Store, UnknownStore};
 pub use memory::MemoryDriver;
 pub use postgres::{schema_for as postgres_schema_for, PostgresConfig, PostgresDriver};
 pub use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;
-pub use store::{Store, UnknownStore};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

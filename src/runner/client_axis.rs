@@ -178,13 +178,10 @@ pub(super) async fn browser_cell(
     let host = host.as_ref().map_err(|reason| reason.clone())?;
     let mut chromium = Chromium::launch(host, profile).await?;
     match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
-        Ok(page) => match HostedClient::page(page) {
-            Ok(client) => Ok((HostedCell::new(client, None).with_store(store), chromium)),
-            Err(e) => {
-                chromium.stop().await;
-                Err(e.into())
-            }
-        },
+        Ok(page) => {
+            let client = HostedClient::page(page);
+            Ok((HostedCell::new(client, None).with_store(store), chromium))
+        }
         Err(e) => {
             chromium.stop().await;
             Err(e.into())

@@ -67,10 +67,6 @@ pub(crate) const EXPECTABLE: [Verdict; 4] = [
     Verdict::Skipped,
 ];
 
-/// The session stores a cell may name (`--persist`), for the `persist`
-/// key: a glob that matches none is a typo.
-pub const STORES: [&str; 5] = ["memory", "sqlite", "postgres", "rivet", "indexeddb"];
-
 /// How many days ahead the summaries list entries about to expire.
 pub(crate) const EXPIRES_SOON_DAYS: i32 = 14;
 
@@ -342,13 +338,14 @@ impl Source<'_> {
             return Ok(None);
         };
         let persist = self.pattern(field, "persist")?;
-        if !STORES.iter().any(|s| persist.glob.is_match(s)) {
+        let stores = crate::Store::all().iter().map(|s| s.name());
+        if !stores.clone().any(|s| persist.glob.is_match(s)) {
             return Err(self.error(
                 Some(given.span().start),
                 format!(
                     "`persist` = {:?} matches no store ({})",
                     persist.text,
-                    STORES.join(", ")
+                    stores.collect::<Vec<_>>().join(", ")
                 ),
             ));
         }

@@ -37,6 +37,7 @@ pub mod model;
 pub mod partition;
 pub mod point;
 pub mod recipe;
+pub mod store;
 pub mod summary;
 pub mod table;
 pub mod terminal;
@@ -48,6 +49,7 @@ pub mod write;
 pub use client_kind::{ClientKind, UnknownClient};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
+pub use store::{Store, UnknownStore};
 pub use terminal::{render_terminal, Layout};
 pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{

@@ -357,7 +357,7 @@ impl Probe<'_> {
             flag("agent", agent.clone());
         }
         for persist in &args.persist {
-            flag("persist", super::recipe::flag_value(persist));
+            flag("persist", persist.name().to_string());
         }
         let optional = [
             (

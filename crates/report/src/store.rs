@@ -1,20 +1,28 @@
 //! Which session store a cell keeps its sessions in: one value of the
 //! persistence axis, the one type that `--persist`, the config file's
-//! `[run] persist`, the matrix and the report's `persist` all convert into.
-//! Each store's name is its variant's, lowercased alike by clap and serde
-//! (a test holds the two together), so it is spelled nowhere else.
+//! `[run] persist`, the matrix, the report's `persist` and the
+//! expectations' `persist` glob all convert into. Each store's name is its
+//! variant's, lowercased by serde, so it is spelled nowhere else.
 
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A session store. The doc comments are `--persist`'s help.
+/// A session store: a value of the persistence axis.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
-#[value(rename_all = "lower")]
 pub enum Store {
     /// In-memory per client, as the seed script (a second client sees nothing).
     Memory,
@@ -31,12 +39,27 @@ pub enum Store {
 impl Store {
     /// Every store, in `--persist`'s order.
     pub fn all() -> &'static [Store] {
-        Store::value_variants()
+        <Store as strum::VariantArray>::VARIANTS
     }
 
     /// The name reports, flags and the config file give the store.
     pub fn name(self) -> &'static str {
         crate::wire_name::of(&self)
+    }
+
+    /// What `--persist NAME` keeps sessions in, as its help says it.
+    pub fn help(self) -> &'static str {
+        match self {
+            Store::Memory => "In-memory per client, as the seed script (a second client sees nothing)",
+            Store::Sqlite => "A SQLite file per cell in the run folder: clients of a cell share history",
+            Store::Postgres => {
+                "The local stack's Postgres server (Debian's package), a schema per cell"
+            }
+            Store::Rivet => "The local stack's Rivet actor (the default when the Rivet layer runs)",
+            Store::IndexedDb => {
+                "IndexedDB in the browser client's page (--client browser only), a database per cell"
+            }
+        }
     }
 
     /// Whether the store is a server of the stack's own (Postgres, the
@@ -77,8 +100,6 @@ mod tests {
     #[test]
     fn flags_reports_and_the_config_file_spell_every_store_alike() {
         for &store in Store::all() {
-            let flag = store.to_possible_value().unwrap();
-            assert_eq!(flag.get_name(), store.name());
             assert_eq!(serde_json::to_value(store).unwrap(), store.name());
             assert_eq!(store.name().parse::<Store>(), Ok(store));
         }
