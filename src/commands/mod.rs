@@ -344,29 +344,18 @@ async fn resolve(
         chosen.refuse_on_a_deployment()?;
     }
     let (id, run_dir, folder) = create_run_folder(args, redactor, created)?;
-    let settings = RunSettings {
-        id: id.clone(),
-        token,
-        headers: run_defaults.headers.clone(),
-        timeout,
-        overall_timeout: args
-            .overall_timeout_ms
-            .map(Duration::from_millis)
-            .or(run_defaults.overall_timeout)
-            .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
-        repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
-        retries: args.retries.or(run_defaults.retries).unwrap_or(0),
-        flaky_result: args.gate.flaky_result.into(),
-        partition: args.partition,
-        timings,
-        scenarios,
-        run_dir: run_dir.clone(),
-        trace_level: args.trace.into(),
-        seed: args
-            .seed
-            .or(run_defaults.seed)
-            .unwrap_or_else(crate::seed::fresh),
-    };
+    let settings = run_settings(
+        args,
+        &run_defaults,
+        Found {
+            id: id.clone(),
+            token,
+            timeout,
+            timings,
+            scenarios,
+            run_dir: run_dir.clone(),
+        },
+    );
     crate::console::errln(&format!(
         "continuity: seed {0} (the same faults again: --seed {0})",
         settings.seed
@@ -401,6 +390,48 @@ async fn resolve(
         recipe,
         only: given.only,
     })
+}
+
+/// What [`resolve`] has found out before the run's settings are made.
+struct Found {
+    id: String,
+    token: Option<crate::secret::Secret>,
+    timeout: Duration,
+    timings: runner::cost::Timings,
+    scenarios: Vec<Scenario>,
+    run_dir: PathBuf,
+}
+
+/// The run's settings: each from its flag, else the config file's `[run]`,
+/// else its default.
+fn run_settings(
+    args: &RunArgs,
+    run_defaults: &crate::config::RunDefaults,
+    found: Found,
+) -> RunSettings {
+    RunSettings {
+        id: found.id,
+        token: found.token,
+        headers: run_defaults.headers.clone(),
+        timeout: found.timeout,
+        overall_timeout: args
+            .overall_timeout_ms
+            .map(Duration::from_millis)
+            .or(run_defaults.overall_timeout)
+            .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
+        repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
+        retries: args.retries.or(run_defaults.retries).unwrap_or(0),
+        flaky_result: args.gate.flaky_result.into(),
+        partition: args.partition,
+        timings: found.timings,
+        scenarios: found.scenarios,
+        run_dir: found.run_dir,
+        trace_level: args.trace.into(),
+        seed: args
+            .seed
+            .or(run_defaults.seed)
+            .unwrap_or_else(crate::seed::fresh),
+    }
 }
 
 /// The run's id and folder (created: `--force` or empty), its path made
