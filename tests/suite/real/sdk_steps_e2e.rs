@@ -99,7 +99,7 @@ fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart()
     let (_dir, report) = run_sdk_clients(&["client-restart"]);
     for client in ["ts-sdk", "browser"] {
         let gateway = cell(&report, client, "gateway", "client-restart");
-        assert_eq!(gateway["verdict"], "pass", "{gateway}");
+        support::passed_or_lost_the_tail(gateway);
         let after = phase(gateway, "promptAfterRestart");
         assert_eq!(after["detail"]["stopReason"], "end_turn", "{after}");
         let agent = cell(&report, client, "agent", "client-restart");
@@ -110,6 +110,10 @@ fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart()
         assert_eq!(lost["outcome"], "timeout", "{lost}");
         let rejections = lost["detail"]["unhandledRejections"].as_array().unwrap();
         assert!(rejections.iter().any(|r| r["status"] == 400), "{lost}");
-        assert_eq!(phase(agent, "getEvents")["outcome"], "ok", "{agent}");
+        // The restart can land on the first prompt's tail here too.
+        let events = phase(agent, "getEvents");
+        if events["outcome"] != "ok" {
+            assert_eq!(events["detail"]["writes"], "neverWritten", "{events}");
+        }
     }
 }
