@@ -243,6 +243,22 @@ impl RunningCell<'_> {
         }
     }
 
+    /// Session `session_id`'s whole stored history, read through `reader`'s
+    /// store once every client's writes are flushed.
+    async fn stored_events(
+        &self,
+        reader: &str,
+        session_id: &str,
+    ) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+        let store = Arc::clone(self.client(reader)?.persist());
+        for client in self.clients.values() {
+            client.flush().await;
+        }
+        list_all_events(store.as_ref(), session_id)
+            .await
+            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))
+    }
+
     /// What the client holds of turn `name` for `recover_turn`: the
     /// session's stored history (read through `reader`'s store, every
     /// client's writes flushed first) and where its stream stood.
@@ -264,13 +280,7 @@ impl RunningCell<'_> {
             last_event_id: turn.last_event_id.clone(),
         };
         let session_id = turn.session_id.clone();
-        let store = Arc::clone(self.client(reader)?.persist());
-        for client in self.clients.values() {
-            client.flush().await;
-        }
-        let events = list_all_events(store.as_ref(), &session_id)
-            .await
-            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let events = self.stored_events(reader, &session_id).await?;
         evidence.history = events.into_iter().map(|e| e.payload).collect();
         Ok(evidence)
     }
@@ -288,13 +298,7 @@ impl RunningCell<'_> {
         if let Some(log) = &self.settings.agent_sent_log {
             agent_turn_over(log, &tag).await;
         }
-        let store = Arc::clone(self.client(reader)?.persist());
-        for client in self.clients.values() {
-            client.flush().await;
-        }
-        let events = list_all_events(store.as_ref(), &session_id)
-            .await
-            .map_err(|e| StepFailure::new(diagnose::other(SignatureKind::Client, e.to_string())))?;
+        let events = self.stored_events(reader, &session_id).await?;
         let mut ordered: Vec<(i64, u32)> = events
             .iter()
             .filter(|e| e.sender == Sender::Agent)
