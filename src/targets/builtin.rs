@@ -135,7 +135,7 @@ impl BuiltinTarget {
 
     /// The built-in target of this name, if one is.
     pub fn from_name(name: &str) -> Option<BuiltinTarget> {
-        Self::ALL.into_iter().find(|b| b.name() == name)
+        crate::wire_name::parse(name)
     }
 
     /// Whether a run without `--target` has its cells. The others restart

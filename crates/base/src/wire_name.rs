@@ -1,7 +1,9 @@
 //! An enum's name on the wire, read from its serde attributes: the one
 //! place a unit variant is spelled (`rename_all`, `rename`), so a table
 //! or a log line that prints `as_str()` writes what `report.json` and
-//! `trace.jsonl` write.
+//! `trace.jsonl` write. [`parse`] and [`names`] read such an enum's
+//! names back for the enums whose variants strum lists (the client and
+//! store axes, the built-in targets): one lookup, not one per enum.
 
 use serde::ser::{self, Impossible, Serialize, Serializer};
 use std::fmt;
@@ -11,6 +13,17 @@ use std::fmt;
 /// which a test of that enum catches at once.
 pub fn of<T: Serialize>(value: &T) -> &'static str {
     value.serialize(VariantName).unwrap_or_default()
+}
+
+/// The variant of `T` that serde names `name`, if one is.
+pub fn parse<T: Serialize + strum::VariantArray + Copy>(name: &str) -> Option<T> {
+    T::VARIANTS.iter().copied().find(|v| of(v) == name)
+}
+
+/// Every variant's name, in order, joined by `, ` (for an error that lists
+/// what would have been accepted).
+pub fn names<T: Serialize + strum::VariantArray>() -> String {
+    T::VARIANTS.iter().map(of).collect::<Vec<_>>().join(", ")
 }
 
 /// A serializer that only accepts a unit variant and returns its name.
@@ -155,8 +168,24 @@ impl Serializer for VariantName {
 
 #[cfg(test)]
 mod tests {
-    use super::of;
+    use super::{names, of, parse};
     use serde::Serialize;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, strum::VariantArray)]
+    #[serde(rename_all = "kebab-case")]
+    enum Listed {
+        TsSdk,
+        #[serde(rename = "indexeddb")]
+        IndexedDb,
+    }
+
+    #[test]
+    fn a_listed_enum_is_read_back_from_its_names() {
+        assert_eq!(parse::<Listed>("ts-sdk"), Some(Listed::TsSdk));
+        assert_eq!(parse::<Listed>("indexeddb"), Some(Listed::IndexedDb));
+        assert_eq!(parse::<Listed>("TsSdk"), None);
+        assert_eq!(names::<Listed>(), "ts-sdk, indexeddb");
+    }
 
     #[derive(Serialize)]
     #[serde(rename_all = "snake_case")]

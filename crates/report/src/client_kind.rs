@@ -61,7 +61,7 @@ impl ClientKind {
 
 /// A name that is no client's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{:?} is no client ({})", .0, ClientKind::all().iter().map(|k| k.name()).collect::<Vec<_>>().join(", "))]
+#[error("{:?} is no client ({})", .0, crate::wire_name::names::<ClientKind>())]
 pub struct UnknownClient(pub String);
 
 /// A client from its name, as `--client` or a report writes it.
@@ -69,11 +69,7 @@ impl std::str::FromStr for ClientKind {
     type Err = UnknownClient;
 
     fn from_str(name: &str) -> Result<ClientKind, UnknownClient> {
-        ClientKind::all()
-            .iter()
-            .copied()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| UnknownClient(name.to_string()))
+        crate::wire_name::parse(name).ok_or_else(|| UnknownClient(name.to_string()))
     }
 }
 

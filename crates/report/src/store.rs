@@ -77,7 +77,7 @@ impl fmt::Display for Store {
 
 /// A name that is no store's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{:?} is no session store ({})", .0, Store::all().iter().map(|s| s.name()).collect::<Vec<_>>().join(", "))]
+#[error("{:?} is no session store ({})", .0, crate::wire_name::names::<Store>())]
 pub struct UnknownStore(pub String);
 
 /// A store from its name, as a report or the config file writes it.
@@ -85,11 +85,7 @@ impl FromStr for Store {
     type Err = UnknownStore;
 
     fn from_str(name: &str) -> Result<Store, UnknownStore> {
-        Store::all()
-            .iter()
-            .copied()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| UnknownStore(name.to_string()))
+        crate::wire_name::parse(name).ok_or_else(|| UnknownStore(name.to_string()))
     }
 }
 
