@@ -4,12 +4,14 @@
 # build), each as a CI job would run it (its own stacks, `--jobs` at its
 # default). Prints, side by side, each shard's cells, wall time (the whole
 # run, stacks included), the cells' time after the stacks are up, their
-# floor and the overhead above it; then the slowest shard over the mean,
+# floor and the overhead above it, and the CPU time it used (alone and over
+# the machine's cores: the least wall time it could take here, whatever
+# `--jobs`); then the slowest shard over the mean,
 # the total, and whether the merged shards are the whole matrix (each cell
 # once, `continuity merge`).
 #
 # The matrix, by default 400 cells: five targets × five scenarios × four
-# agents × two clients × two server versions (about 20 min on 2 cores).
+# agents × two clients × two server versions (about 35 min on 2 cores).
 #
 #   bench/scale.sh                          # 4 shards, cost split
 #   SHARDS=2 PARTITION=count bench/scale.sh # 2 shards, round-robin by name
@@ -18,6 +20,7 @@
 #     CLIENTS=rust SERVERS=0.4.2 SHARDS=2 bench/scale.sh   # a quick check
 #   BIN=/path/to/continuity bench/scale.sh  # another build (no build)
 #   bench/scale.sh --retries 1              # extra arguments go to every shard's run
+#   bench/scale.sh --jobs 4                 # more workers (stacks) than cores
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -50,7 +53,15 @@ for k in $(seq 1 "$shards"); do
   echo "shard $kind:$k/$shards ..." >&2
   start=$(now_ms)
   code=0
-  "$bin" run "${matrix[@]}" "${timings[@]}" "$@" --partition "$kind:$k/$shards" \
+  # The CPU time of the run and the processes it reaped (its stacks, their
+  # agents): a lower bound, as a process orphaned before it is reaped is
+  # not counted. Over the cores, it is the least wall time the shard can take.
+  python3 -c 'import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write(str(int((r.ru_utime + r.ru_stime) * 1000)))
+sys.exit(code)' "$work/cpu-$k.txt" \
+    "$bin" run "${matrix[@]}" "${timings[@]}" "$@" --partition "$kind:$k/$shards" \
     --out "$work/shard-$k" >"$work/log-$k.txt" 2>&1 || code=$?
   walls+=("$(($(now_ms) - start))")
   # Exit 1 (cells not passing) is the matrix's finding; 2 and 64 are the bench's failure.
@@ -69,9 +80,11 @@ merged=ok
 if [ "$code" -gt 1 ]; then merged="refused: $(tail -n 1 "$work/merge.txt")"; fi
 
 python3 - "$work" "$kind" "$shards" "$merged" "${walls[@]}" <<'PY'
-import json, sys
+import json, os, sys
 work, kind, n, merged = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 walls = [int(w) for w in sys.argv[5:]]
+cores = os.cpu_count() or 1
+cpus = [int(open(f"{work}/cpu-{k}.txt").read()) for k in range(1, n + 1)]
 rows = []
 for k in range(1, n + 1):
     r = json.load(open(f"{work}/shard-{k}/report.json"))
@@ -90,13 +103,13 @@ def held(cells):
         if len(values[axis]) > 1:
             parts.append(" ".join(f"{v} {sum(1 for c in cells if c.get(axis) == v)}" for v in sorted(values[axis])))
     return "; ".join(parts) or "-"
-print(f"{'shard':<14} {'cells':>5} {'ran':>4} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9}  held")
-for k, cells, ran, wall, dur, floor, over, listed in rows:
+print(f"{'shard':<14} {'cells':>5} {'ran':>4} {'wall':>8} {'cells':>8} {'floor':>8} {'overhead':>9} {'cpu':>8} {'cpu/' + str(cores):>8}  held")
+for (k, cells, ran, wall, dur, floor, over, listed), cpu in zip(rows, cpus):
     pct = f"{over/floor*100:.0f}%" if floor else "-"
-    print(f"{kind}:{k}/{n:<8} {cells:>5} {ran:>4} {wall/1000:7.1f}s {dur/1000:7.1f}s {floor/1000:7.1f}s {over/1000:6.1f}s {pct:>3}  {held(listed)}")
+    print(f"{kind}:{k}/{n:<8} {cells:>5} {ran:>4} {wall/1000:7.1f}s {dur/1000:7.1f}s {floor/1000:7.1f}s {over/1000:6.1f}s {pct:>3} {cpu/1000:7.1f}s {cpu/cores/1000:7.1f}s  {held(listed)}")
 mean = sum(walls) / len(walls)
 print(f"slowest / mean (wall): {max(walls)/mean:.3f}  (slowest {max(walls)/1000:.1f}s, mean {mean/1000:.1f}s)")
-print(f"total: {sum(walls)/1000:.1f}s wall one after another, {sum(r[4] for r in rows)/1000:.1f}s of cells")
+print(f"total: {sum(walls)/1000:.1f}s wall one after another, {sum(r[4] for r in rows)/1000:.1f}s of cells, {sum(cpus)/1000:.1f}s of CPU ({sum(cpus)/cores/1000:.1f}s over {cores} cores)")
 seen = {}
 for row in rows:
     for c in row[7]:

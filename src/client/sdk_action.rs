@@ -144,11 +144,14 @@ pub enum SdkAction {
         text: Option<String>,
         wait_ms: u64,
     },
-    /// The old socket's fate, then a new `connectProcessTerminal`.
+    /// The old socket's fate, then a new `connectProcessTerminal` to the
+    /// process the terminal was attached to: `process_id`, which the host
+    /// has lost with its own restart (the Rivet app, a reloaded page).
     TerminalReattach {
         phase: String,
         client: String,
         terminal: String,
+        process_id: String,
         wait_ms: u64,
         scrollback_ms: u64,
     },

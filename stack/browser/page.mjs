@@ -264,7 +264,8 @@ const actions = {
 	async terminalReattach(args) {
 		const sdk = clientFor(args.client).client.sdk;
 		const wait = Number(args.waitMs) || 0;
-		return steps.terminalReattach(sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+		const processId = args.processId ? String(args.processId) : null;
+		return steps.terminalReattach(sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0, processId);
 	},
 	/** `SandboxAgent.start({ sandbox })`: a new sandbox, `sdk.sandboxId` persisted in localStorage. */
 	async startSandbox(args) {

@@ -466,7 +466,8 @@ export function sdkClientActor({ persistNow, options }) {
 				act(c, args, async (save) => {
 					const { client } = await clientFor(c, args.client, save);
 					const wait = Number(args.waitMs) || 0;
-					return c.vars.steps.terminalReattach(client.sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0);
+					const processId = args.processId ? String(args.processId) : null;
+					return c.vars.steps.terminalReattach(client.sdk, String(args.terminal), wait, Number(args.scrollbackMs) || 0, processId);
 				}),
 
 			/** `SandboxAgent.start({ sandbox })`: a new sandbox, `sdk.sandboxId` persisted in the actor's state. */

@@ -90,7 +90,12 @@ export class SdkSteps {
 	 */
 	async awaitTurn(turn, waitMs) {
 		const entry = this.turns.get(turn);
-		if (!entry) throw named("TurnNotStarted", `turn \`${turn}\` was never started on this host`);
+		if (!entry) {
+			throw named(
+				"TurnNotStarted",
+				`turn \`${turn}\` is not running on this host: it was never started here, or this host (the SDK's process) restarted since and the turn's promise went with it`,
+			);
+		}
 		await Promise.race([entry.done, sleep(Math.max(0, waitMs))]);
 		const seen = {
 			startedAt: entry.started,
@@ -196,7 +201,12 @@ export class SdkSteps {
 
 	entry(label) {
 		const entry = this.terminals.get(label);
-		if (!entry) throw named("NotAttached", `terminal \`${label}\` is not attached (its attach failed)`);
+		if (!entry) {
+			throw named(
+				"NotAttached",
+				`terminal \`${label}\` is not attached on this host: its attach failed, or this host (the SDK's process) restarted since and the socket went with it`,
+			);
+		}
 		return entry;
 	}
 
@@ -229,24 +239,29 @@ export class SdkSteps {
 	}
 
 	/**
-	 * The old socket's fate (closed with its code, or still open), then a
-	 * new `connectProcessTerminal` for the same process, and whether it
-	 * replays the first line ever sent (scrollback).
+	 * The old socket's fate (closed with its code, still open, or gone with
+	 * a restart of this host), then a new `connectProcessTerminal` for the
+	 * same process (`processId`, the executor's record, when this host has
+	 * none), and whether it replays the first line ever sent (scrollback;
+	 * unknown when this host forgot what was sent).
 	 */
-	async terminalReattach(sdk, label, waitMs, scrollbackMs) {
-		const old = this.entry(label);
-		const fate = old.closed
-			? { oldSocket: "closed", oldCloseCode: old.closed.code, oldCloseClean: old.closed.clean, oldCloseReason: old.closed.reason }
-			: { oldSocket: "open" };
-		old.term.close();
-		const { sent } = old;
-		await this.terminalAttach(sdk, label, old.processId, waitMs);
+	async terminalReattach(sdk, label, waitMs, scrollbackMs, processId) {
+		const old = this.terminals.get(label) ?? (processId ? null : this.entry(label));
+		const fate = !old
+			? { oldSocket: "gone" }
+			: old.closed
+				? { oldSocket: "closed", oldCloseCode: old.closed.code, oldCloseClean: old.closed.clean, oldCloseReason: old.closed.reason }
+				: { oldSocket: "open" };
+		old?.term.close();
+		const sent = old?.sent ?? [];
+		await this.terminalAttach(sdk, label, old?.processId ?? processId, waitMs);
 		const fresh = this.terminals.get(label);
 		fresh.sent = sent;
 		const until = Date.now() + scrollbackMs;
 		while (!(sent[0] && fresh.output.includes(sent[0])) && Date.now() < until) await sleep(10);
-		const kept = Boolean(sent[0] && fresh.output.includes(sent[0]));
-		const answer = { ...fate, scrollbackBytes: fresh.output.length, scrollbackKept: kept };
+		// No `undefined` in an answer: the Rivet Engine's encoding keeps it as a value no JSON reader takes.
+		const kept = sent[0] ? { scrollbackKept: fresh.output.includes(sent[0]) } : {};
+		const answer = { ...fate, scrollbackBytes: fresh.output.length, ...kept };
 		fresh.mark = fresh.output.length;
 		return answer;
 	}

@@ -46,6 +46,9 @@ pub struct HostedCell {
     running: Mutex<(String, Duration)>,
     /// The turns the SDK's host runs, by name.
     turns: Mutex<HashMap<String, HostedTurn>>,
+    /// Each terminal's process, as attached: a reattach names it, since a
+    /// host restarted with the target (the Rivet app) has forgotten it.
+    terminals: Mutex<HashMap<String, String>>,
     /// The `SessionPersistDriver` the actor builds for the cell's SDK
     /// clients (`stack/rivet/drivers.mjs`); its own state when `None`.
     pub(super) store: Option<Value>,
@@ -61,6 +64,7 @@ impl HostedCell {
             connected: Mutex::new(HashSet::new()),
             running: Mutex::new((String::new(), Duration::from_secs(30))),
             turns: Mutex::new(HashMap::new()),
+            terminals: Mutex::new(HashMap::new()),
             store: None,
         }
     }
@@ -81,6 +85,10 @@ impl HostedCell {
 
     fn turns(&self) -> std::sync::MutexGuard<'_, HashMap<String, HostedTurn>> {
         self.turns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn terminals(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.terminals.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(super) fn running(&self) -> (String, Duration) {

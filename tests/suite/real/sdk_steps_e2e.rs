@@ -117,3 +117,59 @@ fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart()
         }
     }
 }
+
+/// The hosted SDK lives in the Rivet app, which the `rivet` target
+/// restarts: the terminal socket and the turn it held in memory go with
+/// it. The report says so (boundary `client`, the host restarted), a new
+/// attach to the same process works (the executor names the process the
+/// host forgot), and the 0.4.2 expectations know both cells.
+#[test]
+fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_reattaches() {
+    let _one = support::one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = [
+        "run",
+        "--client",
+        "ts-sdk",
+        "--target",
+        "rivet",
+        "--scenario",
+        "sandbox-reconnect",
+        "--scenario",
+        "restart-mid-turn",
+        "--expect",
+        support::EXPECTATIONS,
+        "--timeout-ms",
+        "8000",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let run = continuity_with(&args, &[]);
+    assert!(out.join("report.json").exists(), "{run:?}");
+    let report = report(&out);
+
+    let sandbox = cell(&report, "ts-sdk", "rivet", "sandbox-reconnect");
+    assert_eq!(sandbox["failureBoundary"], "oldTerminalSend", "{sandbox}");
+    let old = phase(sandbox, "oldTerminalSend");
+    assert_eq!(old["signature"]["kind"], "client", "{old}");
+    let said = old["signature"]["message"].as_str().unwrap();
+    assert!(said.contains("restarted since"), "{said}");
+    let again = phase(sandbox, "reattachTerminal");
+    assert_eq!(again["outcome"], "ok", "{again}");
+    assert_eq!(again["detail"]["oldSocket"], "gone", "{again}");
+    let echo = phase(sandbox, "terminalEchoAfterReattach");
+    assert_eq!(echo["outcome"], "ok", "{echo}");
+
+    let mid = cell(&report, "ts-sdk", "rivet", "restart-mid-turn");
+    assert_eq!(mid["failureBoundary"], "awaitTurn", "{mid}");
+    let wait = phase(mid, "awaitTurn");
+    assert_eq!(wait["signature"]["kind"], "client", "{wait}");
+    let said = wait["signature"]["message"].as_str().unwrap();
+    assert!(said.contains("restarted since"), "{said}");
+    assert_eq!(phase(mid, "promptAfterTurn")["outcome"], "ok", "{mid}");
+
+    for c in [sandbox, mid] {
+        assert_eq!(c["expectation"]["outcome"], "expected", "{c}");
+    }
+}

@@ -25,7 +25,9 @@ pub struct TerminalExpectDetail {
 }
 
 /// `terminal_reattach`: the old socket (`open` or `closed`, with its close
-/// frame), then what the new socket replayed.
+/// frame; `gone` when the SDK's host restarted and took it along), then
+/// what the new socket replayed (whether it kept the first line sent is
+/// unknown when the host forgot what was sent).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TerminalReattachDetail {

@@ -553,6 +553,8 @@ impl HostedCell {
             wait_ms: millis(self.running().1),
         };
         self.act(cell, action).await?;
+        self.terminals()
+            .insert(terminal.to_string(), process_id.clone());
         Ok(TerminalAttachDetail {
             process_id,
             ready: true,
@@ -580,10 +582,13 @@ impl HostedCell {
         client: &str,
         terminal: &str,
     ) -> StepResult {
+        // Never attached: the host's own answer (NotAttached) says so.
+        let process_id = self.terminals().get(terminal).cloned().unwrap_or_default();
         let action = SdkAction::TerminalReattach {
             phase: self.phase(),
             client: client.into(),
             terminal: terminal.into(),
+            process_id,
             wait_ms: millis(self.running().1),
             scrollback_ms: SCROLLBACK_WAIT_MS,
         };
