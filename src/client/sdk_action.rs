@@ -442,10 +442,14 @@ pub struct Retired {
     pub faults: Vec<Value>,
 }
 
-/// An answer read as `T`; a field of the wrong type reads as absent
-/// rather than failing the step (the actor's answers are untrusted).
-pub fn answer<T: for<'de> Deserialize<'de> + Default>(out: &Map<String, Value>) -> T {
-    serde_json::from_value(Value::Object(out.clone())).unwrap_or_default()
+/// An answer read as `T`; absent fields read as their defaults. An answer
+/// that does not read (a field of the wrong type) is an error the step
+/// reports: read as defaults, it would become a blank detail that hides
+/// what the host said.
+pub fn answer<T: for<'de> Deserialize<'de> + Default>(
+    out: &Map<String, Value>,
+) -> Result<T, serde_json::Error> {
+    serde_json::from_value(Value::Object(out.clone()))
 }
 
 /// An error the SDK raised (or the actor's own bound on an action), as the actor reports it.
@@ -589,13 +593,13 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_of_the_wrong_shape_reads_as_absent() {
+    fn absent_fields_read_as_defaults_and_a_wrong_shape_is_an_error() {
         let out = json!({"ok": true, "stopReason": "end_turn", "handle": "cached"});
-        let prompted: Prompted = answer(out.as_object().unwrap());
+        let prompted: Prompted = answer(out.as_object().unwrap()).unwrap();
         assert_eq!(prompted.stop_reason, Some(json!("end_turn")));
         assert_eq!(prompted.client_rebuilt, None);
         let odd = json!({"ok": true, "faults": "not a list"});
-        let retired: Retired = answer(odd.as_object().unwrap());
-        assert!(retired.faults.is_empty());
+        let error = answer::<Retired>(odd.as_object().unwrap()).unwrap_err();
+        assert!(error.to_string().contains("invalid type"), "{error}");
     }
 }

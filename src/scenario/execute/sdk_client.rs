@@ -106,6 +106,18 @@ impl HostedCell {
         self.running().0
     }
 
+    /// `act`, its answer read as `T`: one that does not read fails the
+    /// step, naming the action (the host is continuity's own part).
+    pub(super) async fn act_as<T: for<'de> serde::Deserialize<'de> + Default>(
+        &self,
+        cell: &RunningCell<'_>,
+        action: SdkAction,
+    ) -> Result<T, StepFailure> {
+        let name = action.name();
+        let out = self.act(cell, action).await?;
+        unreadable(name, answer(&out))
+    }
+
     /// Calls `action` for the running phase, waiting for the host as long
     /// as the phase's own deadline lets it.
     pub(super) async fn act(
@@ -147,6 +159,20 @@ fn parse_history(out: &Map<String, Value>) -> Result<Vec<SessionEvent>, StepFail
             serde_json::from_str(text).map_err(|e| protocol(format!("history: {e}")))
         })
         .collect()
+}
+
+/// An answer of the SDK's host that does not read as `T`: a failure of
+/// the step that names the action and what did not read.
+pub(super) fn unreadable<T>(
+    action: &str,
+    read: Result<T, serde_json::Error>,
+) -> Result<T, StepFailure> {
+    read.map_err(|e| {
+        StepFailure::new(diagnose::other(
+            SignatureKind::Client,
+            format!("the SDK host's answer to {action} does not read: {e}"),
+        ))
+    })
 }
 
 /// What the SDK cannot do for `step`, if anything: the call it lacks.
@@ -222,7 +248,7 @@ impl ScenarioClient for HostedCell {
             agent: cell.settings.agent.clone(),
             cwd: cwd.into(),
         };
-        let created: sdk_action::Created = answer(&self.act(cell, action).await?);
+        let created: sdk_action::Created = self.act_as(cell, action).await?;
         let text = |v: Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
         Ok(CreateSessionDetail {
             session_id: text(created.session_id).unwrap_or_default(),
@@ -243,7 +269,7 @@ impl ScenarioClient for HostedCell {
             id: id.into(),
             text,
         };
-        let prompted: sdk_action::Prompted = answer(&self.act(cell, action).await?);
+        let prompted: sdk_action::Prompted = self.act_as(cell, action).await?;
         Ok(PromptAnswer {
             stop_reason: prompted
                 .stop_reason
@@ -291,7 +317,7 @@ impl ScenarioClient for HostedCell {
             client: client.into(),
             id: id.into(),
         };
-        let resumed: sdk_action::Resumed = answer(&self.act(cell, action).await?);
+        let resumed: sdk_action::Resumed = self.act_as(cell, action).await?;
         let action = resumed.action.as_ref().and_then(Value::as_str);
         Ok(ResumeDetail {
             action: action.unwrap_or("?").to_string(),
@@ -333,7 +359,7 @@ impl ScenarioClient for HostedCell {
             phase: self.phase(),
             client: client.into(),
         };
-        let healthy: sdk_action::Healthy = answer(&self.act(cell, action).await?);
+        let healthy: sdk_action::Healthy = self.act_as(cell, action).await?;
         Ok(HealthDetail {
             health: healthy.health.unwrap_or(Value::Null),
         })
@@ -518,7 +544,10 @@ impl ScenarioClient for HostedCell {
         };
         let retired = self.client.call(&retire, Duration::from_secs(5));
         match tokio::time::timeout(super::DISPOSE_BOUND, retired).await {
-            Ok(Ok(out)) => answer::<sdk_action::Retired>(&out).faults,
+            // Cleanup after the verdict: an answer that does not read adds no fault.
+            Ok(Ok(out)) => answer::<sdk_action::Retired>(&out)
+                .map(|r| r.faults)
+                .unwrap_or_default(),
             _ => Vec::new(),
         }
     }

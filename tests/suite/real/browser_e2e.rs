@@ -73,12 +73,14 @@ fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
     assert_eq!(after["detail"]["clientRebuilt"], true, "{after}");
     let replay = phase(kept, "replayCheck");
     assert_eq!(replay["detail"]["restored"], true, "{replay}");
-    assert!(number(replay, "historyEvents") > 50, "{replay}");
-    assert_eq!(replay["detail"]["replayCutByEvents"], true, "{replay}");
     assert!(number(replay, "replayEvents") <= 50, "{replay}");
     assert!(number(replay, "replayChars") <= 12_000 + 20, "{replay}");
     let events = phase(kept, "getEvents");
+    // A lost tail leaves the stored history (and so the replay) short of
+    // the 50 events the cut needs.
     if whole {
+        assert!(number(replay, "historyEvents") > 50, "{replay}");
+        assert_eq!(replay["detail"]["replayCutByEvents"], true, "{replay}");
         assert_eq!(events["detail"]["writes"], "intact", "{events}");
         assert_eq!(number(events, "eventsLost"), 0, "{events}");
     }

@@ -10,7 +10,7 @@
 
 use super::super::{RunningCell, StepFailure, StepResult};
 use super::HostedCell;
-use crate::client::sdk_action::{self, answer, ProviderCall, SdkAction};
+use crate::client::sdk_action::{self, ProviderCall, SdkAction};
 use crate::diagnose;
 use crate::report::detail::{Detail, ProviderCallDetail, SandboxDetail};
 use crate::report::SignatureKind;
@@ -84,7 +84,7 @@ impl HostedCell {
             persist: self.store.clone(),
             headers: Self::headers(cell),
         };
-        let started: sdk_action::SandboxStarted = answer(&self.act(cell, action).await?);
+        let started: sdk_action::SandboxStarted = self.act_as(cell, action).await?;
         self.connected_set().insert(client.to_string());
         Ok(SandboxDetail {
             sandbox_id: started.sandbox_id,
@@ -109,7 +109,7 @@ impl HostedCell {
             headers: Self::headers(cell),
             probe_ms: PROBE_LIMIT_MS,
         };
-        let found: sdk_action::SandboxReattached = answer(&self.act(cell, action).await?);
+        let found: sdk_action::SandboxReattached = self.act_as(cell, action).await?;
         let status = found.status.clone().unwrap_or_default();
         if status == SandboxStatus::Connected.name() {
             self.connected_set().insert(client.to_string());
@@ -146,7 +146,7 @@ impl HostedCell {
             phase: self.phase(),
             client: client.into(),
         };
-        let destroyed: sdk_action::SandboxDestroyed = answer(&self.act(cell, action).await?);
+        let destroyed: sdk_action::SandboxDestroyed = self.act_as(cell, action).await?;
         self.connected_set().remove(client);
         Ok(SandboxDetail {
             provider_calls: call_details(&destroyed.calls),

@@ -12,7 +12,7 @@ use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, turn_end_in,
 use super::super::driver::ScenarioClient;
 use super::super::hosted_data::hosted_signature;
 use super::super::{RunningCell, StepFailure, StepResult};
-use super::HostedCell;
+use super::{unreadable, HostedCell};
 use crate::client::hosted::{HostedError, SdkError};
 use crate::client::sdk_action::{self, answer, SdkAction};
 use crate::clock::millis;
@@ -97,7 +97,7 @@ impl HostedCell {
             text: format!("{text} [[turn:{tag}]]"),
             turn: turn.into(),
         };
-        let started: sdk_action::TurnStarted = answer(&self.act(cell, action).await?);
+        let started: sdk_action::TurnStarted = self.act_as(cell, action).await?;
         cell.turns.started_elsewhere();
         self.turns().insert(
             turn.to_string(),
@@ -135,7 +135,7 @@ impl HostedCell {
             turn: name.into(),
             wait_ms: millis(deadline),
         };
-        let awaited: sdk_action::TurnAwaited = answer(&self.act(cell, action).await?);
+        let awaited: sdk_action::TurnAwaited = self.act_as(cell, action).await?;
         let delivered: BTreeSet<u32> = awaited
             .chunks
             .iter()
@@ -315,7 +315,8 @@ impl HostedCell {
             .with_detail(ProbeDetail::failed("no_sandbox")));
         };
         let run = match probed {
-            Ok(out) => answer::<sdk_action::Probed>(&out)
+            Ok(out) => unreadable::<sdk_action::Probed>("probe", answer(&out))
+                .map_err(|f| f.with_detail(ProbeDetail::failed("error")))?
                 .run
                 .unwrap_or(Value::Null),
             Err(failure) => {
@@ -399,7 +400,7 @@ impl HostedCell {
                 return Err(failure.with_detail(detail.to_map()));
             }
         };
-        let read: sdk_action::ReadBack = answer(&out);
+        let read: sdk_action::ReadBack = unreadable("readFile", answer(&out))?;
         let bytes = read.content.unwrap_or_default().into_bytes();
         let expected = cell.sandbox.files.get(path).cloned().unwrap_or_default();
         detail.exists = Some(true);
@@ -442,7 +443,7 @@ impl HostedCell {
             env,
         };
         cell.sandbox.spawned = true;
-        let spawned: sdk_action::Spawned = answer(&self.act(cell, action).await?);
+        let spawned: sdk_action::Spawned = self.act_as(cell, action).await?;
         let info = spawned.process.unwrap_or(Value::Null);
         let Some(id) = info.get("id").and_then(Value::as_str) else {
             return Err(StepFailure::new(diagnose::other(
@@ -478,7 +479,7 @@ impl HostedCell {
             process_id: id.clone(),
             logs_contain: logs_contain.map(str::to_string),
         };
-        let seen: sdk_action::ProcessSeen = answer(&self.act(cell, action).await?);
+        let seen: sdk_action::ProcessSeen = self.act_as(cell, action).await?;
         let mut detail = ProcessStatusDetail {
             process_id: id.clone(),
             listed: seen.listed,
@@ -592,7 +593,7 @@ impl HostedCell {
             wait_ms: millis(self.running().1),
             scrollback_ms: SCROLLBACK_WAIT_MS,
         };
-        let reattached: TerminalReattachDetail = answer(&self.act(cell, action).await?);
+        let reattached: TerminalReattachDetail = self.act_as(cell, action).await?;
         Ok(reattached.to_map())
     }
 }
