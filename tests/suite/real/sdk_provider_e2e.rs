@@ -8,14 +8,11 @@
 //! provider: its provider phases are not applicable, naming what it lacks.
 //! Needs nginx, node/npm and Chromium; fails loudly without them.
 
-use crate::support::{self, continuity_with, phase, report};
+use crate::support::{self, phase};
 use serde_json::Value;
 
 /// `continuity run` of the provider scenario on `target` for the three clients.
 fn run_provider(target: &str) -> (tempfile::TempDir, Value) {
-    let _one = support::one_stack_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
     let args = [
         "run",
         "--client",
@@ -36,17 +33,14 @@ fn run_provider(target: &str) -> (tempfile::TempDir, Value) {
         "sandbox-provider",
         "--timeout-ms",
         "15000",
-        "--out",
-        out.to_str().unwrap(),
     ];
-    let run = continuity_with(&args, &[]);
-    assert!(out.join("report.json").exists(), "{run:?}");
+    let (dir, out, report) = support::run_to_report(&args);
     // Every sandbox the cells made is gone with them: servers and folders.
     let left: Vec<_> = std::fs::read_dir(out.join("stack/sandboxes"))
         .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "sandboxes left behind: {left:?}");
-    (dir, report(&out))
+    (dir, report)
 }
 
 fn cell<'a>(report: &'a Value, client: &str, persist: &str) -> &'a Value {

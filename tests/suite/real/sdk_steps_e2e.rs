@@ -5,14 +5,11 @@
 //! `gateway` targets. Needs nginx, node/npm and Chromium; fails loudly
 //! without them.
 
-use crate::support::{self, continuity_with, phase, report};
+use crate::support::{self, phase};
 use serde_json::Value;
 
 /// `continuity run ARGS` for both SDK clients on both targets, one stack at a time.
 fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
-    let _one = support::one_stack_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
     let mut args = vec!["run", "--client", "ts-sdk", "--client", "browser"];
     args.extend([
         "--persist",
@@ -25,10 +22,9 @@ fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
     for s in scenarios {
         args.extend(["--scenario", s]);
     }
-    args.extend(["--timeout-ms", "8000", "--out", out.to_str().unwrap()]);
-    let run = continuity_with(&args, &[]);
-    assert!(out.join("report.json").exists(), "{run:?}");
-    (dir, report(&out))
+    args.extend(["--timeout-ms", "8000"]);
+    let (dir, _, report) = support::run_to_report(&args);
+    (dir, report)
 }
 
 fn cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str) -> &'a Value {
@@ -125,9 +121,6 @@ fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart()
 /// host forgot), and the 0.4.2 expectations know both cells.
 #[test]
 fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_reattaches() {
-    let _one = support::one_stack_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
     let args = [
         "run",
         "--client",
@@ -142,19 +135,19 @@ fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_r
         support::EXPECTATIONS,
         "--timeout-ms",
         "8000",
-        "--out",
-        out.to_str().unwrap(),
     ];
-    let run = continuity_with(&args, &[]);
-    assert!(out.join("report.json").exists(), "{run:?}");
-    let report = report(&out);
+    let (_dir, _, report) = support::run_to_report(&args);
+    // The cell's boundary is a phase of the client's, whose message says its host may have restarted.
+    let lost_with_the_host = |c: &Value, boundary: &str| {
+        assert_eq!(c["failureBoundary"], boundary, "{c}");
+        let failed = phase(c, boundary);
+        assert_eq!(failed["signature"]["kind"], "client", "{failed}");
+        let said = failed["signature"]["message"].as_str().unwrap();
+        assert!(said.contains("restarted since"), "{said}");
+    };
 
     let sandbox = cell(&report, "ts-sdk", "rivet", "sandbox-reconnect");
-    assert_eq!(sandbox["failureBoundary"], "oldTerminalSend", "{sandbox}");
-    let old = phase(sandbox, "oldTerminalSend");
-    assert_eq!(old["signature"]["kind"], "client", "{old}");
-    let said = old["signature"]["message"].as_str().unwrap();
-    assert!(said.contains("restarted since"), "{said}");
+    lost_with_the_host(sandbox, "oldTerminalSend");
     let again = phase(sandbox, "reattachTerminal");
     assert_eq!(again["outcome"], "ok", "{again}");
     assert_eq!(again["detail"]["oldSocket"], "gone", "{again}");
@@ -162,11 +155,7 @@ fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_r
     assert_eq!(echo["outcome"], "ok", "{echo}");
 
     let mid = cell(&report, "ts-sdk", "rivet", "restart-mid-turn");
-    assert_eq!(mid["failureBoundary"], "awaitTurn", "{mid}");
-    let wait = phase(mid, "awaitTurn");
-    assert_eq!(wait["signature"]["kind"], "client", "{wait}");
-    let said = wait["signature"]["message"].as_str().unwrap();
-    assert!(said.contains("restarted since"), "{said}");
+    lost_with_the_host(mid, "awaitTurn");
     assert_eq!(phase(mid, "promptAfterTurn")["outcome"], "ok", "{mid}");
 
     for c in [sandbox, mid] {

@@ -256,6 +256,22 @@ pub fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
     std::net::SocketAddr::new(ip, port)
 }
 
+/// `continuity ARGS --out TMP/run` on the local stack, one stack at a
+/// time: the temporary folder (kept while the caller holds it), the run
+/// folder and its report. Fails loudly, with what the run printed, when
+/// it wrote no report.
+pub fn run_to_report(args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Value) {
+    let _one = one_stack_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = args.to_vec();
+    args.extend(["--out", out.to_str().unwrap()]);
+    let run = continuity_with(&args, &[]);
+    assert!(out.join("report.json").exists(), "{run:?}");
+    let report = report(&out);
+    (dir, out, report)
+}
+
 /// The `report.json` of a run folder.
 pub fn report(out: &std::path::Path) -> Value {
     let text = std::fs::read_to_string(out.join("report.json"))
