@@ -3,9 +3,11 @@
 //! ([`dispatch_order`]), and among those a worker can run, the one that
 //! fits its stack best ([`next_job`]).
 
+use super::matrix::cost::Timings;
 use super::matrix::{CellPoint, PlannedCell};
 use super::Worker;
 use crate::report::Point;
+use std::cmp::Reverse;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -23,11 +25,15 @@ pub(super) struct Job {
     pub point: CellPoint,
     /// The point as the cell's record names it.
     pub named: Point,
+    /// What the cell is expected to take (`--timings`, else the built-in
+    /// estimate): among jobs a worker likes equally, the longest goes first.
+    pub expected_ms: u64,
 }
 
 impl Job {
-    pub fn of(planned: &PlannedCell) -> Job {
+    pub fn of(planned: &PlannedCell, timings: &Timings) -> Job {
         Job {
+            expected_ms: timings.expected_ms(&planned.point, &planned.named),
             index: planned.index,
             repeat: 1,
             target: planned.point.target.clone(),
@@ -90,7 +96,9 @@ pub(super) fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
 /// restarted least (`ran`): some components come back slower each time
 /// (the RivetKit runner's reconnect backoff doubles on every engine
 /// restart within a minute), so one target's cells go to different stacks.
-/// Then the first in line.
+/// Then the one expected to take longest, so that no long cell starts
+/// last while the other workers have run dry (a shard's wall time is its
+/// last worker's); then the first in line.
 pub(super) fn next_job(
     queue: &Mutex<VecDeque<Job>>,
     worker: &Worker,
@@ -111,7 +119,9 @@ pub(super) fn next_job(
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
             let ran = ran.get(target.name()).copied().unwrap_or(0);
-            (*switches, queue[*at].repeat, waits, *keeps_busy, ran, *at)
+            let job = &queue[*at];
+            let longest = Reverse(job.expected_ms);
+            (*switches, job.repeat, waits, *keeps_busy, ran, longest, *at)
         })
         .map(|(at, t, _, _)| (at, t))?;
     queue.remove(at).map(|job| (job, target))
@@ -143,6 +153,7 @@ mod tests {
             scenario,
             point: point(target, server),
             named: Point::new(target, "native-continuity"),
+            expected_ms: 1_000,
         }
     }
 
@@ -213,6 +224,31 @@ mod tests {
         };
         assert_eq!(pick(), (1, 1));
         assert_eq!(pick(), (2, 2));
+    }
+
+    /// Among jobs the worker likes equally (one target, one server, one
+    /// pass), the one expected to take longest goes first, whatever its
+    /// place in line: a long cell taken last would end the shard alone.
+    #[test]
+    fn among_equals_a_worker_takes_the_longest_expected_first() {
+        let worker = gateway_worker();
+        let lengths = [3_000, 90_000, 700, 90_000, 12_000];
+        let queue = Mutex::new(
+            lengths
+                .iter()
+                .enumerate()
+                .map(|(n, ms)| Job {
+                    expected_ms: *ms,
+                    ..job(n + 1, "gateway", 0, "0.4.2")
+                })
+                .collect::<VecDeque<Job>>(),
+        );
+        let order: Vec<usize> =
+            std::iter::from_fn(|| next_job(&queue, &worker, &HashMap::new(), |_| false))
+                .map(|(job, _)| job.index)
+                .collect();
+        // The two longest in their order in line, then by length.
+        assert_eq!(order, [2, 4, 5, 1, 3]);
     }
 
     #[test]

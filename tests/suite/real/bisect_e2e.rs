@@ -79,7 +79,7 @@ fn tries(record: &Value) -> Vec<(u64, String, Vec<Value>)> {
 
 #[test]
 fn six_sdk_points_with_the_fix_from_the_fourth_find_it_in_three_tries_of_three_runs() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let fix = patched_sdk(dir.path());
     let stock = stock_sdk(dir.path());
@@ -144,7 +144,7 @@ fn six_sdk_points_with_the_fix_from_the_fourth_find_it_in_three_tries_of_three_r
 
 #[test]
 fn server_points_that_are_all_the_release_show_no_change_and_a_missing_build_is_skipped() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let release = copy_of_the_release(dir.path());
     let copy = |name: &str| {
@@ -209,7 +209,7 @@ fn server_points_that_are_all_the_release_show_no_change_and_a_missing_build_is_
 
 #[test]
 fn run_bisect_exit_answers_git_bisect_run() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = |name: &str| dir.path().join(name).display().to_string();
     // A build whose cell fails: bad.

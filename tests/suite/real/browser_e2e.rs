@@ -39,7 +39,7 @@ fn trace_events(out: &std::path::Path, cell: &Value, ev: &str) -> Vec<Value> {
 
 #[test]
 fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = support::continuity_with(
@@ -115,7 +115,7 @@ fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
 
 #[test]
 fn a_missing_chromium_skips_the_browser_cells_with_the_install_command() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = support::continuity_with(
@@ -160,7 +160,7 @@ fn a_missing_chromium_skips_the_browser_cells_with_the_install_command() {
 #[test]
 fn a_chromium_killed_mid_cell_ends_it_at_once_as_an_error_naming_it() {
     use support::spawned::{exit_code, kill_group, pids_with, spawn_run, stderr_of};
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let scenarios = dir.path().join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();

@@ -35,7 +35,7 @@ const GATED: [&str; 8] = [
 
 /// `continuity run ARGS --out DIR/run` on its own local stack, one at a time.
 fn run_on_the_local_stack(dir: &Path, args: &[&str]) -> (PathBuf, std::process::Output) {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let out = dir.join("run");
     let mut all = vec!["run"];
     all.extend_from_slice(args);

@@ -36,7 +36,7 @@ fn run(args: &[&str], out: &Path) -> std::process::Output {
 
 #[test]
 fn a_3_s_partition_on_the_gateway_hop_holds_the_prompt_until_it_heals() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = run(
@@ -78,7 +78,7 @@ fn a_3_s_partition_on_the_gateway_hop_holds_the_prompt_until_it_heals() {
 
 #[test]
 fn a_reset_peer_in_the_middle_of_a_turn_is_named_as_the_fault_proxys() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = run(
@@ -189,7 +189,7 @@ client = "primary"
 
 #[test]
 fn a_latency_past_the_deadline_times_out_named_and_one_under_it_passes() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let scenarios = dir.path().join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();

@@ -157,7 +157,7 @@ async fn the_recording_fetch_keeps_a_real_servers_exchanges_and_never_a_token() 
 
 #[test]
 fn a_ts_sdk_cells_trace_holds_its_exchanges_and_its_floor_covers_its_time() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = support::continuity_with(

@@ -42,7 +42,7 @@ fn attempts(cell: &Value) -> Vec<(String, String)> {
 /// is a hang guard far above two attempts (about 3 s each).
 #[test]
 fn a_repeated_cell_on_the_local_stack_runs_every_attempt() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let run = run_local(
@@ -84,7 +84,7 @@ fn a_repeated_cell_on_the_local_stack_runs_every_attempt() {
 /// reload's close can cross the next POST, `gateway-reload-idle`).
 #[test]
 fn repeats_run_pass_by_pass_and_fold_into_one_cell_each() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let run = run_local(
@@ -194,7 +194,7 @@ fn a_repeated_cell_on_a_deployment_runs_every_attempt() {
 /// (On nginx's stop and start, a cell that passes every time.)
 #[test]
 fn secrets_that_are_words_of_the_report_leave_it_readable() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let run = run_local(
@@ -423,7 +423,7 @@ impl Drop for DownOnDrop {
 /// stack without the file, and a gone file likewise.
 #[test]
 fn a_stack_whose_state_file_is_corrupt_or_gone_is_still_stopped() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("stack");
     let _down = DownOnDrop(folder.clone());

@@ -75,7 +75,7 @@ fn assert_cut(cell: &Value, target: &str, client: &str) {
 
 #[test]
 fn every_timeout_loses_the_turn_for_both_clients_and_the_plain_path_delivers_it() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut args = vec!["run", "--scenario", "long-turn", "--jobs", "1"];

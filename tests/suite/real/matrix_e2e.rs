@@ -16,7 +16,7 @@ use serde_json::Value;
 fn run_on_the_local_stack(
     args: &[&str],
 ) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut all = vec!["run"];

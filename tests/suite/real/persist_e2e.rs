@@ -64,7 +64,7 @@ fn assert_restored(cell: &Value) {
 
 #[test]
 fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = reachable_tempdir();
     let out = dir.path().join("run");
     let run = support::continuity_with(
@@ -149,7 +149,7 @@ fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
 /// again; its fresh `SandboxAgent` restores the session from Postgres.
 #[test]
 fn postgres_with_the_client_target_for_the_hosted_sdk() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = reachable_tempdir();
     let out = dir.path().join("run");
     let run = support::continuity_with(
@@ -203,7 +203,7 @@ fn postgres_with_the_client_target_for_the_hosted_sdk() {
 /// install command, the other stores' cells run, nothing is left running.
 #[test]
 fn a_missing_postgres_skips_its_cells_with_the_install_command() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = reachable_tempdir();
     let out = dir.path().join("run");
     let run = support::continuity_with(
@@ -244,7 +244,7 @@ fn a_missing_postgres_skips_its_cells_with_the_install_command() {
 #[test]
 fn a_postgres_killed_mid_run_makes_later_cells_errors_naming_it() {
     use support::spawned::{exit_code, first_event, kill_group, pids_with, spawn_run, stderr_of};
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = reachable_tempdir();
     let out = dir.path().join("run");
     let (mut child, events) = spawn_run(
@@ -311,7 +311,7 @@ fn a_postgres_killed_mid_run_makes_later_cells_errors_naming_it() {
 #[allow(unsafe_code)]
 fn ctrl_c_during_initdb_still_writes_the_report() {
     use support::spawned::{exit_code, pids_with, spawn_run, stderr_of};
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = reachable_tempdir();
     let out = dir.path().join("run");
     let (mut child, _events) = spawn_run(

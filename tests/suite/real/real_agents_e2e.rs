@@ -38,7 +38,7 @@ fn agent_processes_in(dir: &Path) -> Vec<String> {
 }
 
 fn run_agent(agent: &str) {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let run = support::continuity_command(["run", "--agent", agent, "--target", "agent"])
@@ -145,7 +145,7 @@ fn codex_loses_the_session_with_the_sdk_and_recovers_with_load() {
 
 #[test]
 fn an_agent_that_cannot_install_skips_its_cells_with_the_retry_command_and_others_run() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let tmp = tempfile::tempdir().unwrap();
     let cache = tmp.path().join("cache");
     // sandbox-agent comes from the real cache; the agent's install hits a dead registry.

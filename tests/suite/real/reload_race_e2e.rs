@@ -88,7 +88,7 @@ fn three_failed_attempts(out: &Path, client: &str) -> Vec<Value> {
 
 #[test]
 fn the_rust_client_loses_its_post_to_the_reloads_close_every_time() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = run(&["--client", "rust"], &out);
@@ -116,7 +116,7 @@ fn the_rust_client_loses_its_post_to_the_reloads_close_every_time() {
 
 #[test]
 fn the_real_sdk_loses_its_post_and_leaves_the_prompt_pending_every_time() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let ran = run(&["--client", "ts-sdk", "--timeout-ms", "8000"], &out);

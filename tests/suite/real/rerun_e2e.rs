@@ -55,7 +55,7 @@ fn rerun(run: &Path, out: &Path, failed: bool) -> std::process::Output {
 
 #[test]
 fn rerun_failed_runs_only_the_failing_cells_with_the_runs_seed_and_gives_the_same_verdicts() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("run");
     let ran = continuity_with(

@@ -66,7 +66,7 @@ fn a_daemonising_server_bin_never_went_down_and_fails_the_restart() {
     let spec = format!("daemon={}", wrapper.display());
     let out = dir.path().join("run");
     let run = {
-        let _one = support::one_stack_at_a_time();
+        let _one = support::stack_slot();
         continuity_with(
             &[
                 "run",

@@ -8,7 +8,7 @@
 use crate::support::{self, phase};
 use serde_json::Value;
 
-/// `continuity run ARGS` for both SDK clients on both targets, one stack at a time.
+/// `continuity run ARGS` for both SDK clients on both targets, in a stack slot of its own.
 fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
     let mut args = vec!["run", "--client", "ts-sdk", "--client", "browser"];
     args.extend([

@@ -80,7 +80,7 @@ fn run(config: &Path, seed: &str, out: &Path) {
 
 #[test]
 fn one_seed_gives_a_fault_cell_the_same_toxic_decisions_and_another_seed_others() {
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("faults.toml");
     std::fs::write(&config, COIN).unwrap();

@@ -48,7 +48,7 @@ fn matrix(report: &Value) -> BTreeMap<(String, String), (Value, Value)> {
 
 #[test]
 fn merged_shards_equal_one_full_run_and_gate_like_it() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name);
 
@@ -176,7 +176,7 @@ fn merged_shards_equal_one_full_run_and_gate_like_it() {
 
 #[test]
 fn two_server_versions_make_one_matrix_with_a_version_axis() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("versions");
     let args = [

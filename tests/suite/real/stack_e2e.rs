@@ -174,7 +174,7 @@ fn assert_sandbox_state_per_target(report: &serde_json::Value, targets: &[&str])
 
 #[test]
 fn the_full_local_matrix_runs_every_target_and_reproduces_the_agent_failure() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     // The README's command as a user types it: default (relative) report folder.
     let run = output(continuity(&["run"]).current_dir(dir.path()));
@@ -294,7 +294,7 @@ fn native_continuity(
 
 #[test]
 fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = native_continuity(&out, &["rivet"], &["--rivet-save", "deferred"]);
@@ -322,7 +322,7 @@ fn deferred_actor_saves_lose_history_when_the_runner_crashes() {
 /// an engine restart, and the history survives both (immediate saves).
 #[test]
 fn store_calls_reach_the_trace_through_runner_and_engine_restarts() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = native_continuity(&out, &["rivet", "rivet-engine"], &["--jobs", "1"]);
@@ -363,7 +363,7 @@ fn store_calls_reach_the_trace_through_runner_and_engine_restarts() {
 
 #[test]
 fn stack_up_status_down_leaves_nothing_running() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap();
@@ -444,7 +444,7 @@ fn stack_up_status_down_leaves_nothing_running() {
 #[test]
 #[allow(unsafe_code)]
 fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut child = continuity(&["run", "--out", out.to_str().unwrap()])
@@ -502,7 +502,7 @@ fn ctrl_c_stops_the_run_writes_a_partial_report_and_kills_the_stack() {
 
 #[test]
 fn a_missing_program_skips_its_target_with_the_install_command() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let run = output(
@@ -548,7 +548,7 @@ static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0
 
 #[test]
 fn sigkill_of_the_harness_mid_run_leaves_no_component_running_after_5_s() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let (mut child, lines) = spawn_until(
@@ -587,7 +587,7 @@ fn sigkill_of_the_harness_mid_run_leaves_no_component_running_after_5_s() {
 
 #[test]
 fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let stack = dir.path().join("stack");
     let stack_arg = stack.to_str().unwrap().to_string();
@@ -633,7 +633,7 @@ fn concurrent_stack_up_on_one_folder_starts_one_stack_and_down_leaves_nothing() 
 
 #[test]
 fn stack_down_kills_only_what_the_stack_started() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let mut foreign_engine = ForeignEngine::start();
     let mut unrelated = Command::new("sleep").arg("600").spawn().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -694,7 +694,7 @@ fn stack_down_kills_only_what_the_stack_started() {
 #[test]
 #[allow(unsafe_code)]
 fn ctrl_c_mid_cell_records_an_interrupted_cell_and_runs_its_cleanup() {
-    let _serial = support::one_stack_at_a_time();
+    let _serial = support::stack_slot();
     let mut foreign_engine = ForeignEngine::start();
     let dir = tempfile::tempdir().unwrap();
     let scenarios = dir.path().join("scenarios");
@@ -808,7 +808,7 @@ client = "c"
 #[test]
 fn an_nginx_killed_mid_run_makes_later_cells_errors_naming_it() {
     use support::spawned::{exit_code, first_event, kill_group, pids_with, spawn_run, stderr_of};
-    let _one = support::one_stack_at_a_time();
+    let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let (mut child, events) = spawn_run(

@@ -22,11 +22,42 @@ pub const EXPECTATIONS: &str = concat!(
     "/ci/expect-sandbox-agent-0.4.2.toml"
 );
 
-/// One local stack at a time within a test binary: each stack is several
-/// real programs on a 2-core machine. A panicked holder does not poison it.
-pub fn one_stack_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+/// How many local stacks the tests run at once within a test binary
+/// (`CONTINUITY_TEST_STACKS`, default 2). Each stack is several real
+/// programs on a 2-core machine; most of a stack test's time is spent
+/// waiting (restarts, deadlines that must run out), so two at a time
+/// roughly halve the suite, a load the tests already pass under from two
+/// clean clones side by side. Set it to 1 on a machine already loaded.
+fn stack_slots() -> usize {
+    std::env::var("CONTINUITY_TEST_STACKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or(2)
+}
+
+/// A slot for one local stack (see [`stack_slots`]): held until dropped,
+/// a panicked holder's slot comes back as its guard drops.
+pub struct StackSlot(());
+
+static SLOTS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+impl Drop for StackSlot {
+    fn drop(&mut self) {
+        *SLOTS.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        FREED.notify_one();
+    }
+}
+
+/// Waits for a stack slot: at most [`stack_slots`] local stacks at once.
+pub fn stack_slot() -> StackSlot {
+    let mut taken = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
+    while *taken >= stack_slots() {
+        taken = FREED.wait(taken).unwrap_or_else(|p| p.into_inner());
+    }
+    *taken += 1;
+    StackSlot(())
 }
 
 pub const READY_WITHIN: Duration = Duration::from_secs(20);
@@ -261,7 +292,7 @@ pub fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
 /// folder and its report. Fails loudly, with what the run printed, when
 /// it wrote no report.
 pub fn run_to_report(args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Value) {
-    let _one = one_stack_at_a_time();
+    let _one = stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let mut args = args.to_vec();
