@@ -94,6 +94,13 @@ impl Gateway {
                         }
                         1 => unauthorized(conn).await,
                         _ => {
+                            // The request is read first: a reset that lands
+                            // before the client has written it reaches hyper
+                            // as a closed connection ("connection was not
+                            // ready"), on a loaded machine now and then, and
+                            // the client could not say it was a reset.
+                            let mut conn = conn;
+                            read_request(&mut conn).await;
                             // A zero linger makes the close a reset and never blocks.
                             #[allow(deprecated)]
                             let _ = conn.set_linger(Some(Duration::ZERO));
