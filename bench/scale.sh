@@ -27,17 +27,7 @@ repo=$PWD
 shards=${SHARDS:-4}
 kind=${PARTITION:-cost}
 case "$kind" in cost | count | hash) ;; *) echo "PARTITION=$kind: cost, count or hash" >&2; exit 64 ;; esac
-targets=${TARGETS:-agent gateway gateway-reload rivet rivet-engine}
-scenarios=${SCENARIOS:-native-continuity recreate-rehydrate sandbox-reconnect native-load restart-mid-turn}
-agents=${AGENTS:-mock opencode claude codex}
-clients=${CLIENTS:-rust ts-sdk}
-servers=${SERVERS:-0.4.0 0.4.2}
-matrix=()
-for t in $targets; do matrix+=(--target "$t"); done
-for s in $scenarios; do matrix+=(--scenario "$s"); done
-for a in $agents; do matrix+=(--agent "$a"); done
-for c in $clients; do matrix+=(--client "$c"); done
-for v in $servers; do matrix+=(--server-version "$v"); done
+source bench/lib/gate-matrix.sh
 timings=()
 if [ -n "${TIMINGS:-}" ]; then timings=(--timings "$TIMINGS"); fi
 
@@ -53,11 +43,21 @@ for k in $(seq 1 "$shards"); do
   echo "shard $kind:$k/$shards ..." >&2
   start=$(now_ms)
   code=0
-  # The CPU time of the run and the processes it reaped (its stacks, their
-  # agents): a lower bound, as a process orphaned before it is reaped is
-  # not counted. Over the cores, it is the least wall time the shard can take.
-  python3 -c 'import resource, subprocess, sys
+  # The CPU time of the run and every process under it (its stacks, their
+  # agents). A process orphaned on the way (Claude Code, the agents'
+  # ripgrep) would be reaped by init and not counted: the wrapper is their
+  # subreaper and reaps them. Over the cores, it is the least wall time the
+  # shard can take.
+  python3 -c 'import ctypes, os, resource, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 code = subprocess.call(sys.argv[2:])
+until = time.time() + 10
+while time.time() < until:
+    try:
+        if os.waitpid(-1, os.WNOHANG)[0] == 0:
+            time.sleep(0.1)
+    except ChildProcessError:
+        break
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 open(sys.argv[1], "w").write(str(int((r.ru_utime + r.ru_stime) * 1000)))
 sys.exit(code)' "$work/cpu-$k.txt" \
