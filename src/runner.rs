@@ -338,7 +338,7 @@ pub async fn run(
         partition: settings.partition.map(|p| p.to_string()),
         axes: matrix.named_axes(),
     });
-    let (mut cells, jobs) = split_unavailable(matrix, stacks, &settings.timings, on_event);
+    let (mut cells, jobs) = split_unavailable(matrix, stacks, on_event);
     let (finished, interrupted) =
         run_until_stopped(settings, stacks, jobs, total, cancel, deadline, on_event).await;
     cells.extend(finished);
@@ -348,11 +348,10 @@ pub async fn run(
 }
 
 /// The cells no stack can run, reported (and finished) at once, and the
-/// jobs of the others, each with what it is expected to take (`timings`).
+/// jobs of the others.
 fn split_unavailable(
     matrix: &Matrix,
     stacks: &RunStacks,
-    timings: &cost::Timings,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> (Vec<(usize, Cell)>, Vec<workers::Job>) {
     let total = matrix.cells.len();
@@ -368,7 +367,7 @@ fn split_unavailable(
                 });
                 cells.push((planned.index, cell));
             }
-            None => jobs.push(workers::Job::of(planned, timings)),
+            None => jobs.push(workers::Job::of(planned)),
         }
     }
     (cells, jobs)

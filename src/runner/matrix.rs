@@ -285,6 +285,8 @@ pub struct PlannedCell {
     pub point: CellPoint,
     /// The point as its record names it: the run's named axes only.
     pub named: Point,
+    /// What it is expected to take, in ms (`--timings`, else the built-in estimate).
+    pub expected_ms: u64,
 }
 
 /// The shard a run holds: `--partition`, and for a `cost:` split the
@@ -355,15 +357,19 @@ impl Matrix {
                 (s, point, labels)
             })
             .collect();
+        // What each cell is expected to take: a `cost:` shard deals by it,
+        // and the queue takes the longest first among equals.
+        let estimates = Timings::default();
+        let timings = shard.map_or(&estimates, |shard| shard.timings);
+        let costs: Vec<u64> = labelled
+            .iter()
+            .map(|(_, point, named)| timings.expected_ms(point, named))
+            .collect();
         let selected = match shard {
             Some(shard) => {
                 let names: Vec<String> = labelled
                     .iter()
                     .map(|(_, _, named)| shard_name(named))
-                    .collect();
-                let costs: Vec<u64> = labelled
-                    .iter()
-                    .map(|(_, point, named)| shard.timings.expected_ms(point, named))
                     .collect();
                 shard.partition.selects_by_cost(&names, &costs)
             }
@@ -371,15 +377,19 @@ impl Matrix {
         };
         let cells = labelled
             .into_iter()
+            .zip(costs)
             .zip(selected)
             .filter(|(_, keep)| *keep)
             .enumerate()
-            .map(|(n, ((scenario, point, named), _))| PlannedCell {
-                index: n + 1,
-                scenario,
-                point,
-                named,
-            })
+            .map(
+                |(n, (((scenario, point, named), expected_ms), _))| PlannedCell {
+                    index: n + 1,
+                    scenario,
+                    point,
+                    named,
+                    expected_ms,
+                },
+            )
             .collect();
         Matrix {
             targets,

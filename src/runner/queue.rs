@@ -3,7 +3,6 @@
 //! ([`dispatch_order`]), and among those a worker can run, the one that
 //! fits its stack best ([`next_job`]).
 
-use super::matrix::cost::Timings;
 use super::matrix::{CellPoint, PlannedCell};
 use super::Worker;
 use crate::report::Point;
@@ -25,15 +24,15 @@ pub(super) struct Job {
     pub point: CellPoint,
     /// The point as the cell's record names it.
     pub named: Point,
-    /// What the cell is expected to take (`--timings`, else the built-in
-    /// estimate): among jobs a worker likes equally, the longest goes first.
+    /// What the cell is expected to take (its [`PlannedCell`]'s): among
+    /// jobs a worker likes equally, the longest goes first.
     pub expected_ms: u64,
 }
 
 impl Job {
-    pub fn of(planned: &PlannedCell, timings: &Timings) -> Job {
+    pub fn of(planned: &PlannedCell) -> Job {
         Job {
-            expected_ms: timings.expected_ms(&planned.point, &planned.named),
+            expected_ms: planned.expected_ms,
             index: planned.index,
             repeat: 1,
             target: planned.point.target.clone(),

@@ -287,8 +287,8 @@ pub fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
     std::net::SocketAddr::new(ip, port)
 }
 
-/// `continuity ARGS --out TMP/run` on the local stack, one stack at a
-/// time: the temporary folder (kept while the caller holds it), the run
+/// `continuity ARGS --out TMP/run` on the local stack, in a stack slot
+/// ([`stack_slot`]): the temporary folder (kept while the caller holds it), the run
 /// folder and its report. Fails loudly, with what the run printed, when
 /// it wrote no report.
 pub fn run_to_report(args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Value) {
