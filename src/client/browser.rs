@@ -5,8 +5,11 @@
 //! client's actions and answers, `stack/browser/page.mjs`), evaluated in
 //! the page and awaited. The page's own network traffic is traced as the
 //! other clients' is ([`wire`]): every exchange with sandbox-agent, the
-//! JSON-RPC envelopes it posts, and the events of its streams.
+//! JSON-RPC envelopes it posts, and the events of its streams. The page is
+//! an [`SdkHost`]: the SDK's steps are called on it as on the actor.
 
+use super::hosted::{HostedError, SdkHost};
+use super::ClientKind;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -212,5 +215,35 @@ impl BrowserPage {
     /// Closes the DevTools connection (the browser process is its owner's).
     pub fn close(&self) {
         self.cdp.close();
+    }
+}
+
+/// The browser client is the real SDK hosted in this page.
+#[async_trait::async_trait]
+impl SdkHost for BrowserPage {
+    const KIND: ClientKind = ClientKind::Browser;
+
+    fn key(&self) -> &str {
+        "browser"
+    }
+
+    async fn call_once(
+        &self,
+        action: &str,
+        args: &Value,
+        patience: Duration,
+    ) -> Result<Map<String, Value>, HostedError> {
+        self.call(action, args, patience)
+            .await
+            .map_err(|e| match e.chromium_fault() {
+                Some(fault) => HostedError::Harness {
+                    action: action.into(),
+                    fault,
+                },
+                None => HostedError::Page {
+                    action: action.into(),
+                    message: e.to_string(),
+                },
+            })
     }
 }

@@ -18,11 +18,13 @@
 //!
 //! The browser client (`--client browser`) answers the same actions from
 //! its page ([`crate::client::browser`]): the same SDK, bundled for the
-//! browser, called through the same [`HostedClient`]; its wire comes from
+//! browser, called through the same [`HostedClient`] over another
+//! [`SdkHost`], one per client on the axis; its wire comes from
 //! the browser's own network events, not from the answers.
 
 use super::hosted_wire::WireCursor;
 use super::sdk_action::{ActionArgs, SdkAction};
+use super::ClientKind;
 use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use serde_json::{json, Map, Value};
@@ -93,24 +95,41 @@ pub struct HostedConfig {
     pub key: String,
 }
 
-/// Calls the cell's SDK where it runs: the `sdkClient` actor, or the
-/// browser client's page. The actions are the same either way.
+/// Calls the cell's SDK where it runs, its host `H`: the `sdkClient`
+/// actor ([`ActorHost`]) or the browser client's page
+/// ([`super::browser::BrowserPage`]).
+/// The actions are the same either way.
 #[derive(Debug, Clone)]
-pub struct HostedClient {
-    host: SdkHost,
+pub struct HostedClient<H> {
+    host: H,
     wire: Option<Arc<Wire>>,
 }
 
-/// Where the SDK runs and answers the actions.
+/// Where the SDK runs and answers the actions: one implementation per
+/// place the real SDK is hosted, and so one client on the client axis
+/// ([`SdkHost::KIND`]) per implementation.
+#[async_trait::async_trait]
+pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// The client the SDK is when hosted here.
+    const KIND: ClientKind;
+
+    /// The host's key: the actor's (one per cell attempt), or `browser`.
+    fn key(&self) -> &str;
+
+    /// One call of `action`, no retry.
+    async fn call_once(
+        &self,
+        action: &str,
+        args: &Value,
+        patience: Duration,
+    ) -> Result<Map<String, Value>, HostedError>;
+}
+
+/// The cell's `sdkClient` actor, reached through the engine's gateway.
 #[derive(Debug, Clone)]
-enum SdkHost {
-    /// The cell's `sdkClient` actor, reached through the engine's gateway.
-    Actor {
-        config: HostedConfig,
-        http: reqwest::Client,
-    },
-    /// The browser client's page in headless Chromium.
-    Page(crate::client::browser::BrowserPage),
+pub struct ActorHost {
+    config: HostedConfig,
+    http: reqwest::Client,
 }
 
 /// Where the SDK's wire goes: the cell's trace, and what it already holds.
@@ -128,31 +147,24 @@ pub enum CallKind {
     Harness,
 }
 
-impl HostedClient {
+impl HostedClient<ActorHost> {
     pub fn new(config: HostedConfig) -> Result<Self, reqwest::Error> {
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
-        Ok(Self {
-            host: SdkHost::Actor { config, http },
-            wire: None,
-        })
+        Ok(Self::on(ActorHost { config, http }))
+    }
+}
+
+impl<H: SdkHost> HostedClient<H> {
+    /// The SDK hosted by `host` (the browser client: `HostedClient::on(page)`).
+    pub fn on(host: H) -> Self {
+        Self { host, wire: None }
     }
 
-    /// The browser client: the same actions, answered by its page.
-    pub fn page(page: crate::client::browser::BrowserPage) -> Self {
-        Self {
-            host: SdkHost::Page(page),
-            wire: None,
-        }
-    }
-
-    /// The browser client's page, if this is one.
-    pub fn browser_page(&self) -> Option<&crate::client::browser::BrowserPage> {
-        match &self.host {
-            SdkHost::Page(page) => Some(page),
-            SdkHost::Actor { .. } => None,
-        }
+    /// Where the SDK runs (the browser client's page, for its reloads).
+    pub fn host(&self) -> &H {
+        &self.host
     }
 
     /// This client writing its actions and the SDK's wire into `trace`.
@@ -176,10 +188,7 @@ impl HostedClient {
 
     /// The actor's key (one per cell attempt); the page's is `browser`.
     pub fn key(&self) -> &str {
-        match &self.host {
-            SdkHost::Actor { config, .. } => &config.key,
-            SdkHost::Page(_) => "browser",
-        }
+        self.host.key()
     }
 
     /// Calls `action` (which carries the phase name). A refused
@@ -247,31 +256,21 @@ impl HostedClient {
     }
 }
 
-impl SdkHost {
-    /// One call of `action`, no retry.
+#[async_trait::async_trait]
+impl SdkHost for ActorHost {
+    const KIND: ClientKind = ClientKind::TsSdk;
+
+    fn key(&self) -> &str {
+        &self.config.key
+    }
+
     async fn call_once(
         &self,
         action: &str,
         args: &Value,
-        patience: Duration,
+        _patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
-        match self {
-            SdkHost::Actor { config, http } => actor_call(config, http, action, args).await,
-            SdkHost::Page(page) => {
-                page.call(action, args, patience)
-                    .await
-                    .map_err(|e| match e.chromium_fault() {
-                        Some(fault) => HostedError::Harness {
-                            action: action.into(),
-                            fault,
-                        },
-                        None => HostedError::Page {
-                            action: action.into(),
-                            message: e.to_string(),
-                        },
-                    })
-            }
-        }
+        actor_call(&self.config, &self.http, action, args).await
     }
 }
 

@@ -233,13 +233,11 @@ async fn run_one(
         &key,
     );
     let profile = plan.settings.run_dir.join("browser").join(&file_cell);
-    let (hosted, chromium) =
+    let (cell_client, chromium) =
         set_up_client(&client, &key, &profile, hosted_store, &interrupt, attempt).await?;
     let (trace, trace_path) = open_trace(plan, index, tag, target_name, scenario, attempt);
     let settings = cell_settings(plan, worker, t, &trace, key, interrupt, store);
-    let page = hosted
-        .as_ref()
-        .and_then(|h| h.client.browser_page().cloned());
+    let page = cell_client.page().cloned();
     if let Some(page) = &page {
         page.set_trace(trace.clone());
     }
@@ -249,13 +247,13 @@ async fn run_one(
     let target = restarted_target(
         worker,
         t,
-        restarts_clients && hosted.is_some() && reload.is_none(),
+        restarts_clients && cell_client.is_sdk() && reload.is_none(),
     );
     target.set_trace(trace.clone());
     target.begin_cell(plan.point.seed(plan.settings.seed, attempt));
     let mut on_target = TargetRestarter {
         target,
-        clients: restarts_clients && hosted.is_none(),
+        clients: restarts_clients && !cell_client.is_sdk(),
         // A deployment's own targets restart nothing of continuity's.
         parts: target_id
             .builtin()
@@ -265,7 +263,8 @@ async fn run_one(
         Some(reload) => reload,
         None => &mut on_target,
     };
-    let (run, deferred) = run_cell_deferring(scenario, &settings, restarter, hosted, fence).await;
+    let (run, deferred) =
+        run_cell_deferring(scenario, &settings, restarter, cell_client, fence).await;
     let run_dir = plan.settings.run_dir.clone();
     let verdict = run.verdict;
     let rest = async move {
@@ -442,7 +441,7 @@ async fn set_up_client(
             cut.verdict = Verdict::Interrupted;
             Err(cut)
         }
-        Some(Ok(hosted)) => Ok(hosted),
+        Some(Ok(setup)) => Ok(setup),
         Some(Err(reason)) => {
             let mut failed = skipped_attempt(attempt, &reason.to_string());
             failed.verdict = Verdict::Error;

@@ -9,7 +9,7 @@
 //! ([`hosted_store`]).
 use crate::client::hosted::{HostedClient, HostedConfig, HostedError, Unhosted};
 use crate::persist::{PersistChoice, Store};
-use crate::scenario::{HostedCell, Scenario};
+use crate::scenario::{BrowserClient, CellClient, Scenario, TsSdkClient};
 use crate::stack::browser::{BrowserHost, Chromium};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -137,9 +137,9 @@ pub(super) async fn hosted_cell(
     choice: &ClientChoice,
     key: &str,
     store: Option<serde_json::Value>,
-) -> Result<Option<HostedCell>, HostedSetupError> {
+) -> Result<CellClient, HostedSetupError> {
     let sdk = match choice {
-        ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(None),
+        ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(CellClient::Rust),
         ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
         ClientChoice::TsSdk(Ok(sdk)) => sdk,
     };
@@ -161,8 +161,8 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(Some(
-        HostedCell::new(client, Some(sdk.module.clone())).with_store(store),
+    Ok(CellClient::TsSdk(
+        TsSdkClient::new(client, Some(sdk.module.clone())).with_store(store),
     ))
 }
 
@@ -174,13 +174,13 @@ pub(super) async fn browser_cell(
     host: &Result<BrowserHost, Unhosted>,
     profile: &std::path::Path,
     store: Option<serde_json::Value>,
-) -> Result<(HostedCell, Chromium), HostedSetupError> {
+) -> Result<(BrowserClient, Chromium), HostedSetupError> {
     let host = host.as_ref().map_err(|reason| reason.clone())?;
     let mut chromium = Chromium::launch(host, profile).await?;
     match crate::client::browser::BrowserPage::open(&chromium.ws_url, &host.page_url).await {
         Ok(page) => {
-            let client = HostedClient::page(page);
-            Ok((HostedCell::new(client, None).with_store(store), chromium))
+            let client = HostedClient::on(page);
+            Ok((BrowserClient::new(client, None).with_store(store), chromium))
         }
         Err(e) => {
             chromium.stop().await;
@@ -199,9 +199,9 @@ pub(super) fn choice(kind: ClientKind, worker: &super::Worker, sdk: &str) -> Cli
     }
 }
 
-/// The hosted client's actor, or the browser client's page and its
-/// Chromium (neither for continuity's own client).
-pub(super) type ClientSetup = (Option<HostedCell>, Option<Chromium>);
+/// The cell's client, and the browser client's Chromium (the runner's to
+/// stop when the cell is over).
+pub(super) type ClientSetup = (CellClient, Option<Chromium>);
 
 /// Sets up the cell's client (`key` names its actor, `profile` its
 /// browser's folder), its SDK clients keeping sessions in `store`.
@@ -214,7 +214,7 @@ pub(super) async fn set_up(
     match client {
         ClientChoice::Browser(host) => browser_cell(host, profile, store)
             .await
-            .map(|(cell, chromium)| (Some(cell), Some(chromium))),
+            .map(|(sdk, chromium)| (CellClient::Browser(sdk), Some(chromium))),
         _ => hosted_cell(client, key, store)
             .await
             .map(|cell| (cell, None)),

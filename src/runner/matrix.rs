@@ -297,6 +297,45 @@ pub struct Shard<'a> {
     pub timings: &'a Timings,
 }
 
+/// Every point of `targets` × `scenarios` × the axes with its scenario's
+/// index, outermost first: server, client, SDK (hosted clients only),
+/// store, agent, target, scenario.
+fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize, CellPoint)> {
+    let mut all: Vec<(usize, CellPoint)> = Vec::new();
+    for server in &axes.servers {
+        for client in &axes.clients {
+            let sdks: Vec<Option<&SdkPoint>> = match client.hosts_sdk() {
+                true => axes.sdks.iter().map(Some).collect(),
+                false => vec![None],
+            };
+            for sdk in sdks {
+                for persist in &axes.persists {
+                    for agent in &axes.agents {
+                        for target in targets {
+                            for (s, scenario) in scenarios.iter().enumerate() {
+                                all.push((
+                                    s,
+                                    CellPoint {
+                                        target: target.clone(),
+                                        scenario: scenario.name.clone(),
+                                        agent: agent.name.clone(),
+                                        real_agent: agent.real,
+                                        client: *client,
+                                        server: server.clone(),
+                                        sdk: sdk.cloned(),
+                                        persist: *persist,
+                                    },
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
 /// The matrix of a run (or of its shard).
 #[derive(Debug, Clone)]
 pub struct Matrix {
@@ -308,9 +347,8 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    /// Every point of `targets` × `scenarios` × the axes, outermost first:
-    /// server, client, SDK (hosted clients only), store, agent, target,
-    /// scenario; then only the shard's cells, renumbered from 1.
+    /// Every point of `targets` × `scenarios` × the axes ([`points`]),
+    /// then only the shard's cells, renumbered from 1.
     pub fn build(
         targets: Vec<String>,
         scenarios: &[Scenario],
@@ -318,38 +356,7 @@ impl Matrix {
         shard: Option<Shard<'_>>,
     ) -> Matrix {
         let named = axes.named();
-        let mut all: Vec<(usize, CellPoint)> = Vec::new();
-        for server in &axes.servers {
-            for client in &axes.clients {
-                let sdks: Vec<Option<&SdkPoint>> = match client.hosts_sdk() {
-                    true => axes.sdks.iter().map(Some).collect(),
-                    false => vec![None],
-                };
-                for sdk in sdks {
-                    for persist in &axes.persists {
-                        for agent in &axes.agents {
-                            for target in &targets {
-                                for (s, scenario) in scenarios.iter().enumerate() {
-                                    all.push((
-                                        s,
-                                        CellPoint {
-                                            target: target.clone(),
-                                            scenario: scenario.name.clone(),
-                                            agent: agent.name.clone(),
-                                            real_agent: agent.real,
-                                            client: *client,
-                                            server: server.clone(),
-                                            sdk: sdk.cloned(),
-                                            persist: *persist,
-                                        },
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let all = points(&targets, scenarios, &axes);
         let labelled: Vec<(usize, CellPoint, Point)> = all
             .into_iter()
             .map(|(s, point)| {

@@ -38,7 +38,7 @@ pub use driver::Unsupported;
 pub use hosted_data::hosted_signature;
 use judge::{dispose_ended, judge, phase_result, ResultContext};
 use judge::{interrupted_phase, not_applicable, not_run, outcome_word};
-pub use sdk_client::HostedCell;
+pub use sdk_client::{BrowserClient, SdkClient, TsSdkClient};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -223,19 +223,55 @@ pub async fn run_cell(
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
 ) -> CellRun {
-    run_cell_with(scenario, settings, restarter, None).await
+    run_cell_with(scenario, settings, restarter, CellClient::Rust).await
 }
 
-/// [`run_cell`], with the client steps taken by the real SDK (hosted in the
-/// Rivet actor or a browser page) when `hosted` is given; a step it cannot
-/// take is reported not applicable.
+/// The cell's client: which of the three [`ScenarioClient`]s takes its
+/// steps. The runner sets up the SDK's (its actor, or its page), so a
+/// cell of either arrives with the client it runs.
+pub enum CellClient {
+    /// continuity's own client, made in the cell.
+    Rust,
+    /// The real SDK in the cell's `sdkClient` actor.
+    TsSdk(TsSdkClient),
+    /// The real SDK in a page of the cell's Chromium.
+    Browser(BrowserClient),
+}
+
+impl CellClient {
+    /// The browser client's page (a `client` restart reloads it).
+    pub fn page(&self) -> Option<&crate::client::browser::BrowserPage> {
+        match self {
+            CellClient::Browser(sdk) => Some(sdk.client.host()),
+            CellClient::Rust | CellClient::TsSdk(_) => None,
+        }
+    }
+
+    /// Whether the real SDK takes the steps (its host, not the cell,
+    /// holds its clients across a `client` restart).
+    pub fn is_sdk(&self) -> bool {
+        !matches!(self, CellClient::Rust)
+    }
+
+    /// The client as the executor drives it, tracing into `trace`.
+    fn driver(self, trace: &crate::trace::Trace) -> Arc<dyn ScenarioClient> {
+        match self {
+            CellClient::Rust => Arc::new(rust_client::RustClient),
+            CellClient::TsSdk(sdk) => Arc::new(sdk.traced(trace.clone())),
+            CellClient::Browser(sdk) => Arc::new(sdk.traced(trace.clone())),
+        }
+    }
+}
+
+/// [`run_cell`] with `client` taking the client steps (a step it cannot
+/// take is reported not applicable).
 pub async fn run_cell_with(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
-    hosted: Option<HostedCell>,
+    client: CellClient,
 ) -> CellRun {
-    let (mut run, deferred) = run_cell_deferring(scenario, settings, restarter, hosted, None).await;
+    let (mut run, deferred) = run_cell_deferring(scenario, settings, restarter, client, None).await;
     if let Some(deferred) = deferred {
         run.complete(deferred).await;
     }
@@ -250,13 +286,10 @@ pub async fn run_cell_deferring(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
-    hosted: Option<HostedCell>,
+    client: CellClient,
     fence: Option<CleanupFence>,
 ) -> (CellRun, Option<DeferredCleanup>) {
-    let client: Arc<dyn ScenarioClient> = match hosted {
-        Some(hosted) => Arc::new(hosted.traced(settings.trace.clone())),
-        None => Arc::new(rust_client::RustClient),
-    };
+    let client = client.driver(&settings.trace);
     run_cell_on(scenario, settings, restarter, client, fence).await
 }
 

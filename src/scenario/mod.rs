@@ -13,8 +13,9 @@ mod parse;
 pub mod sandbox_root;
 
 pub use execute::{
-    hosted_signature, run_cell, run_cell_deferring, run_cell_with, CellRun, CellSettings,
-    CellStore, CleanupFence, DeferredCleanup, HostedCell, Restarter,
+    hosted_signature, run_cell, run_cell_deferring, run_cell_with, BrowserClient, CellClient,
+    CellRun, CellSettings, CellStore, CleanupFence, DeferredCleanup, Restarter, SdkClient,
+    TsSdkClient,
 };
 pub use kind::{StepKind, UnknownStep};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};

@@ -6,8 +6,11 @@
 //!
 //! Three clients implement it: continuity's Rust client
 //! ([`super::rust_client::RustClient`]), and the real SDK hosted in the
-//! Rivet actor (`--client ts-sdk`) or in a page of Chromium (`--client
-//! browser`), both [`super::HostedCell`], which answer the same actions. A
+//! Rivet actor ([`super::TsSdkClient`], `--client ts-sdk`) or in a page of
+//! Chromium ([`super::BrowserClient`], `--client browser`): the one
+//! implementation [`super::SdkClient`] over its host, since the SDK's API
+//! is the same wherever it runs. The runner hands a cell its client as a
+//! [`super::CellClient`]. A
 //! step a client cannot take is a capability it declares
 //! ([`ScenarioClient::supports`]), naming the API it lacks: the executor
 //! reports that phase `not_applicable` and runs the rest of the cell.

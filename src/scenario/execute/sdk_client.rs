@@ -1,11 +1,14 @@
-//! The real SDK behind the executor's client interface: hosted in the
-//! cell's `sdkClient` actor (`--client ts-sdk`) or in a page of Chromium
-//! (`--client browser`), which answer the same actions. Each step the SDK
-//! takes becomes one typed action ([`SdkAction`]) with the phase's name
-//! and deadline; its answer comes back typed ([`crate::client::sdk_action`]).
-//! Its turns, sandbox and terminal steps are in `sdk_steps.rs`; the one
-//! step the SDK has no call for (`recover_session`) is declared
-//! unsupported, naming the call, and reported not applicable.
+//! Two of the executor's three clients: the real SDK hosted in the cell's
+//! `sdkClient` actor ([`TsSdkClient`], `--client ts-sdk`) or in a page of
+//! Chromium ([`BrowserClient`], `--client browser`). Both are
+//! [`SdkClient`] over their host ([`SdkHost`]: where the actions are
+//! answered), so each step is written once. Each step the SDK takes
+//! becomes one typed action ([`SdkAction`]) with the phase's name and
+//! deadline; its answer comes back typed ([`crate::client::sdk_action`]).
+//! Its turns, sandbox and terminal steps are in `sdk_client/steps.rs`, its
+//! sandbox provider's in `sdk_client/provider.rs`; the one step the SDK
+//! has no call for (`recover_session`) is declared unsupported, naming
+//! the call, and reported not applicable.
 //! Giving it a step: its action in `stack/rivet/sdk-client.mjs` and
 //! `stack/browser/page.mjs`, a variant of [`SdkAction`], one method here.
 
@@ -15,7 +18,8 @@ mod steps;
 use super::driver::{PromptAnswer, ScenarioClient, Unsupported};
 use super::hosted_data::{check_history, copy, hosted_signature, sdk_json};
 use super::{RunningCell, StepFailure, StepResult};
-use crate::client::hosted::{CallKind, HostedClient, HostedError};
+use crate::client::browser::BrowserPage;
+use crate::client::hosted::{ActorHost, CallKind, HostedClient, HostedError, SdkHost};
 use crate::client::sdk_action::{self, answer, SdkAction};
 use crate::diagnose;
 use crate::persist::SessionEvent;
@@ -35,10 +39,13 @@ const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
 /// What sandbox-agent 0.4.2's SDK has no call for: the steps it cannot take.
 const NO_RECOVERY: &str = "sandbox-agent SDK 0.4.2 has no call to session/load an agent session on a new server id: rawSendSessionMethod rewrites params.sessionId to the session it has bound, and its live connection to a lost server id is never replaced";
 
-/// The cell's SDK client (its host: the actor or the page) and which of
-/// the scenario's clients it has connected.
-pub struct HostedCell {
-    pub client: HostedClient,
+/// The cell's SDK client hosted by `H` (the actor or the page) and which
+/// of the scenario's clients it has connected. `SdkClient<ActorHost>` is
+/// `--client ts-sdk` ([`TsSdkClient`]), `SdkClient<BrowserPage>` is
+/// `--client browser` ([`BrowserClient`]): the SDK's API, and so each of
+/// its steps, is the same wherever it runs, and is written once, here.
+pub struct SdkClient<H> {
+    pub client: HostedClient<H>,
     /// The SDK module the actor imports for this cell's clients (its SDK point).
     pub(super) sdk_module: Option<std::path::PathBuf>,
     pub(super) connected: Mutex<HashSet<String>>,
@@ -54,10 +61,15 @@ pub struct HostedCell {
     pub(super) store: Option<Value>,
 }
 
-impl HostedCell {
+/// The real SDK hosted in the cell's `sdkClient` actor: `--client ts-sdk`.
+pub type TsSdkClient = SdkClient<ActorHost>;
+/// The real SDK bundled into a page of Chromium: `--client browser`.
+pub type BrowserClient = SdkClient<BrowserPage>;
+
+impl<H: SdkHost> SdkClient<H> {
     /// `sdk_module`: the SDK point's module the hosted actor imports (none:
     /// the client's own SDK, as the browser page bundles it).
-    pub fn new(client: HostedClient, sdk_module: Option<std::path::PathBuf>) -> Self {
+    pub fn new(client: HostedClient<H>, sdk_module: Option<std::path::PathBuf>) -> Self {
         Self {
             client,
             sdk_module,
@@ -184,13 +196,9 @@ fn unsupported(step: &Step) -> Option<&'static str> {
 }
 
 #[async_trait(?Send)]
-impl ScenarioClient for HostedCell {
+impl<H: SdkHost> ScenarioClient for SdkClient<H> {
     fn name(&self) -> &'static str {
-        use crate::client::ClientKind;
-        match self.client.browser_page() {
-            Some(_) => ClientKind::Browser.name(),
-            None => ClientKind::TsSdk.name(),
-        }
+        H::KIND.name()
     }
 
     fn supports(&self, step: &Step) -> Result<(), Unsupported> {
@@ -556,6 +564,31 @@ impl ScenarioClient for HostedCell {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ClientKind;
+
+    /// The three implementations of the client interface are the client
+    /// axis, one each: continuity's, and the SDK on each of its hosts.
+    #[test]
+    fn each_client_on_the_axis_is_one_implementation_of_the_interface() {
+        let actor = HostedClient::new(crate::client::hosted::HostedConfig {
+            endpoint: "http://127.0.0.1:9".into(),
+            namespace: "default".into(),
+            key: "k".into(),
+        })
+        .unwrap();
+        let ts_sdk: &dyn ScenarioClient = &TsSdkClient::new(actor, None);
+        let rust: &dyn ScenarioClient = &super::super::rust_client::RustClient;
+        let mut names = vec![
+            rust.name(),
+            ts_sdk.name(),
+            // A page needs a live Chromium; its client's name is its host's.
+            <BrowserPage as SdkHost>::KIND.name(),
+        ];
+        names.sort();
+        let mut axis: Vec<&str> = ClientKind::all().iter().map(|k| k.name()).collect();
+        axis.sort();
+        assert_eq!(names, axis);
+    }
 
     /// Every built-in scenario's step is the SDK's to take but the
     /// recovering client's `session/load`, which names the call it lacks.

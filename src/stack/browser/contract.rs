@@ -34,7 +34,7 @@ async fn the_indexeddb_driver_passes_the_persist_contract() {
             .await
             .unwrap_or_else(|e| panic!("the page would not open: {e}"));
         let store = HostedStore {
-            client: HostedClient::page(page),
+            client: HostedClient::on(page),
             spec: json!({"driver": "indexeddb", "database": "contract"}),
         };
         check_driver(&store).await;

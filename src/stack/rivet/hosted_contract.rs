@@ -5,7 +5,7 @@
 //! the real engine, runner, SQLite file and Postgres server.
 
 use super::*;
-use crate::client::hosted::{HostedClient, HostedConfig, HostedError};
+use crate::client::hosted::{HostedClient, HostedConfig, HostedError, SdkHost};
 use crate::client::sdk_action::SdkAction;
 use crate::persist::contract::check_driver;
 use crate::persist::{Page, PageRequest, PersistError, SessionEvent, SessionRecord};
@@ -17,12 +17,12 @@ const DRIVER: &str = "hosted";
 
 /// The driver `spec` names, called through the actor (or the browser
 /// client's page, which answers the same `store` action).
-pub(crate) struct HostedStore {
-    pub client: HostedClient,
+pub(crate) struct HostedStore<H> {
+    pub client: HostedClient<H>,
     pub spec: Value,
 }
 
-impl HostedStore {
+impl<H: SdkHost> HostedStore<H> {
     async fn call<T: DeserializeOwned>(&self, call: &str, args: Value) -> Result<T, PersistError> {
         let out = self
             .client
@@ -55,7 +55,7 @@ fn page_args(page: &PageRequest) -> Value {
 }
 
 #[async_trait]
-impl PersistDriver for HostedStore {
+impl<H: SdkHost> PersistDriver for HostedStore<H> {
     fn name(&self) -> &'static str {
         DRIVER
     }

@@ -9,7 +9,8 @@
 //! brought a server that was down back (an `ensureServer` of the SDK's).
 
 use super::super::{RunningCell, StepFailure, StepResult};
-use super::HostedCell;
+use super::SdkClient;
+use crate::client::hosted::SdkHost;
 use crate::client::sdk_action::{self, ProviderCall, SdkAction};
 use crate::diagnose;
 use crate::report::detail::{Detail, ProviderCallDetail, SandboxDetail};
@@ -49,7 +50,7 @@ fn brought_back_by(calls: &[ProviderCallDetail]) -> Option<String> {
         .map(|c| format!("ensureServer ({})", c.caller))
 }
 
-impl HostedCell {
+impl<H: SdkHost> SdkClient<H> {
     /// Where the provider calls the harness: the stack's sandbox service.
     fn service_url(cell: &RunningCell<'_>) -> Result<String, StepFailure> {
         match &cell.settings.sandboxes {

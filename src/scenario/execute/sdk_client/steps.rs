@@ -12,7 +12,8 @@ use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, turn_end_in,
 use super::super::driver::ScenarioClient;
 use super::super::hosted_data::hosted_signature;
 use super::super::{RunningCell, StepFailure, StepResult};
-use super::{unreadable, HostedCell};
+use super::{unreadable, SdkClient};
+use crate::client::hosted::SdkHost;
 use crate::client::hosted::{HostedError, SdkError};
 use crate::client::sdk_action::{self, answer, SdkAction};
 use crate::clock::millis;
@@ -74,7 +75,7 @@ fn client_error(message: String) -> StepFailure {
     StepFailure::new(diagnose::other(SignatureKind::Client, message))
 }
 
-impl HostedCell {
+impl<H: SdkHost> SdkClient<H> {
     pub(super) async fn sdk_start_turn(
         &self,
         cell: &mut RunningCell<'_>,
