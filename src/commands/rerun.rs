@@ -65,7 +65,7 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
             env!("CARGO_PKG_VERSION")
         ));
     }
-    check_files(recipe, &run.points).map_err(refuse)?;
+    check_files(recipe, &run.points).map_err(|e| refuse(e.to_string()))?;
     if recipe.base_url.is_none() && std::env::var_os("SA_BASE_URL").is_some_and(|v| !v.is_empty()) {
         return Err(refuse(
             "it ran on the local stack, and SA_BASE_URL is set (a rerun would go there): unset it"
@@ -113,9 +113,35 @@ fn cells(report: &Report, recipe: &Recipe, failed: bool) -> Option<Vec<Point>> {
     })
 }
 
+/// Why a file the run read cannot be trusted to be what it ran.
+#[derive(Debug, thiserror::Error)]
+enum Drift {
+    #[error("its scenarios do not load: {0}")]
+    Scenarios(#[from] crate::scenario::ScenarioError),
+    #[error("its scenario `{0}` is gone")]
+    ScenarioGone(String),
+    #[error("its scenario `{name}` ({file}) has changed since it ran")]
+    ScenarioChanged { name: String, file: String },
+    #[error("{what} ({paths}) has no recorded digest (a report written before digests were): its build cannot be told from another")]
+    NoDigest { what: String, paths: String },
+    #[error("{what} ({path}) cannot be read: {why}")]
+    Unreadable {
+        what: String,
+        path: String,
+        why: String,
+    },
+    #[error("{what} ({path}) has changed since it ran (sha256 {} then, {} now)", short(.then), short(.now))]
+    Changed {
+        what: String,
+        path: String,
+        then: String,
+        now: String,
+    },
+}
+
 /// Each file the run read is still there and unchanged: every candidate
 /// point's (by its recorded digest), the config file, every scenario.
-fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), String> {
+fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), Drift> {
     for point in points.iter().filter(|p| p.is_candidate()) {
         check_candidate(point)?;
     }
@@ -123,18 +149,17 @@ fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), String> {
         check_digest(Path::new(&config.path), &config.sha256, "its config file")?;
     }
     let loaded = match &recipe.scenarios_dir {
-        Some(dir) => crate::scenario::load_dir(Path::new(dir)).map_err(|e| e.to_string())?,
+        Some(dir) => crate::scenario::load_dir(Path::new(dir))?,
         None => crate::scenario::builtin_scenarios(),
     };
     for recorded in &recipe.scenarios {
         match loaded.iter().find(|s| s.name == recorded.name) {
-            None => return Err(format!("its scenario `{}` is gone", recorded.name)),
+            None => return Err(Drift::ScenarioGone(recorded.name.clone())),
             Some(now) if now.digest != recorded.sha256 => {
-                return Err(format!(
-                    "its scenario `{}` ({}) has changed since it ran",
-                    recorded.name,
-                    now.file.display()
-                ))
+                return Err(Drift::ScenarioChanged {
+                    name: recorded.name.clone(),
+                    file: now.file.display().to_string(),
+                })
             }
             Some(_) => {}
         }
@@ -143,13 +168,16 @@ fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), String> {
 }
 
 /// A candidate binary or SDK still holds what the run ran.
-fn check_candidate(point: &AxisPoint) -> Result<(), String> {
+fn check_candidate(point: &AxisPoint) -> Result<(), Drift> {
     let what = format!("the {} point `{}`", point.axis.title(), point.label);
+    let paths = point.paths.join(",");
     let Some(recorded) = &point.sha256 else {
-        return Err(format!(
-            "{what} ({}) has no recorded digest (a report written before digests were): its build cannot be told from another",
-            point.paths.join(",")
-        ));
+        return Err(Drift::NoDigest { what, paths });
+    };
+    let unreadable = |why: String| Drift::Unreadable {
+        what: what.clone(),
+        path: paths.clone(),
+        why,
     };
     let now = match point.source {
         PointSource::Binary => {
@@ -157,37 +185,39 @@ fn check_candidate(point: &AxisPoint) -> Result<(), String> {
             return check_digest(path, recorded, &what);
         }
         PointSource::Package => {
-            let paths: Vec<std::path::PathBuf> = point.paths.iter().map(Into::into).collect();
-            let packages = crate::stack::sdk::read_candidate(&paths)
-                .map_err(|(path, why)| format!("{what}: {}: {why}", path.display()))?;
-            crate::stack::sdk::content_digest(&packages)
-                .map_err(|e| format!("{what}: cannot read it: {e}"))?
+            let files: Vec<std::path::PathBuf> = point.paths.iter().map(Into::into).collect();
+            let packages = crate::stack::sdk::read_candidate(&files)
+                .map_err(|(path, why)| unreadable(format!("{}: {why}", path.display())))?;
+            crate::stack::sdk::content_digest(&packages).map_err(|e| unreadable(e.to_string()))?
         }
         PointSource::Registry => return Ok(()),
     };
     match &now == recorded {
         true => Ok(()),
-        false => Err(format!(
-            "{what} ({}) has changed since it ran (sha256 {} then, {} now)",
-            point.paths.join(","),
-            short(recorded),
-            short(&now)
-        )),
+        false => Err(Drift::Changed {
+            what,
+            path: paths,
+            then: recorded.clone(),
+            now,
+        }),
     }
 }
 
 /// `path` is there and its bytes have the digest `recorded`.
-fn check_digest(path: &Path, recorded: &str, what: &str) -> Result<(), String> {
-    let now = crate::digest::sha256_file(path)
-        .map_err(|e| format!("{what} ({}) cannot be read: {e}", path.display()))?;
+fn check_digest(path: &Path, recorded: &str, what: &str) -> Result<(), Drift> {
+    let now = crate::digest::sha256_file(path).map_err(|e| Drift::Unreadable {
+        what: what.into(),
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
     match now == recorded {
         true => Ok(()),
-        false => Err(format!(
-            "{what} ({}) has changed since it ran (sha256 {} then, {} now)",
-            path.display(),
-            short(recorded),
-            short(&now)
-        )),
+        false => Err(Drift::Changed {
+            what: what.into(),
+            path: path.display().to_string(),
+            then: recorded.into(),
+            now,
+        }),
     }
 }
 
