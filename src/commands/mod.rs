@@ -623,6 +623,7 @@ async fn deployment_stacks(
     let mut targets = Selection::named(&args.targets).pick(targets, |t| &t.id)?;
     for target in &mut targets {
         target.set_supervisor(watch.supervisor.clone());
+        target.log_into(&resolved.run_dir.join("logs"));
     }
     let hops = deployment_faults::wire(config.and_then(|c| c.faults.as_ref()), &url, &mut targets)?;
     let url = hops.as_ref().map_or(url, |h| h.base_url.clone());

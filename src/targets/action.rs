@@ -90,7 +90,8 @@ pub struct ManagedSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
-    /// Where stdout and stderr go; a file under the temp directory if unset.
+    /// Where stdout and stderr go; in a run, `logs/<target>.log` in its
+    /// folder if unset ([`super::Target::log_into`]).
     pub log: Option<PathBuf>,
     pub stop_signal: Signal,
     pub grace: Duration,

@@ -42,7 +42,7 @@ use crate::signal::Signal;
 use crate::supervise::{ManagedProcess, ProcessSpec, ProcessState, Supervisor};
 use crate::trace::event::{self, Event};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long a target may take to become ready, unless configured.
@@ -413,6 +413,18 @@ impl Target {
     /// See [`Target::supervised_by`], for a target built elsewhere.
     pub fn set_supervisor(&mut self, supervisor: Supervisor) {
         self.supervisor = supervisor;
+    }
+
+    /// A managed target whose config names no `log` writes its process's
+    /// output to `<dir>/<target>.log`: a run keeps it in its own folder,
+    /// beside the report, rather than in a temp folder no one cleans.
+    pub fn log_into(&mut self, dir: &Path) {
+        if let RestartAction::Managed(spec) = &mut self.action {
+            if spec.log.is_none() {
+                let file = format!("{}.log", crate::file_name::safe(self.id.name()));
+                spec.log = Some(dir.join(file));
+            }
+        }
     }
 
     /// Runs `hook` each time the managed process has stopped.
@@ -966,7 +978,9 @@ fn component_event(
     trace.emit(ev(component));
 }
 
-/// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness run.
+/// `<tmp>/continuity-<harness pid>/<target>.log`: unique per harness
+/// run, for a managed target outside a run (a run's are in its folder,
+/// [`Target::log_into`]).
 fn default_log_path(target: &str) -> PathBuf {
     std::env::temp_dir()
         .join(format!("continuity-{}", std::process::id()))

@@ -82,6 +82,48 @@ async fn dropping_a_managed_target_kills_its_process() {
     assert!(group_members(pid).is_empty());
 }
 
+/// In a run, a managed target whose config names no `log` writes into
+/// the folder it is given (the run's `logs/`), under its own name; a
+/// `log` the config names is kept.
+#[tokio::test]
+async fn a_managed_target_without_a_log_writes_it_into_the_runs_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("run").join("logs");
+    let spec = ManagedSpec::new(
+        "/bin/sh",
+        ["-c".to_string(), "echo up; exec sleep 300".into()],
+    );
+    let mut target = Target::new(
+        OwnTarget::new("my server"),
+        RestartAction::Managed(spec),
+        Readiness::None,
+    );
+    target.log_into(&logs);
+    target.prepare().await.unwrap();
+    let file = logs.join(format!("{}.log", crate::file_name::safe("my server")));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&file).unwrap_or_default() != "up\n" {
+        assert!(std::time::Instant::now() < deadline, "{}", file.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    target.shutdown().await;
+    let mut named = ManagedSpec::new("/bin/true", Vec::<String>::new());
+    named.log = Some(dir.path().join("mine.log"));
+    let mut target = Target::new(
+        OwnTarget::new("named"),
+        RestartAction::Managed(named),
+        Readiness::None,
+    );
+    target.log_into(&logs);
+    let RestartAction::Managed(spec) = &target.action else {
+        unreachable!()
+    };
+    assert_eq!(
+        spec.log.as_deref(),
+        Some(dir.path().join("mine.log").as_path())
+    );
+}
+
 #[tokio::test]
 async fn a_failing_command_reports_its_exit_code_and_stderr() {
     let command = "echo first >&2; echo 'cannot restart: unit not found' >&2; exit 3";

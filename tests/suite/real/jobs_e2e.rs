@@ -340,6 +340,13 @@ fn independent_targets_of_a_deployment_run_side_by_side() {
         at(&two_events, "cell-finished", 1) < at(&two_events, "cell-started", 2),
         "{two_events:?}"
     );
+    // Their processes' output is kept in each run's folder, beside its report.
+    for out in [&one, &two] {
+        for hook in ["hook-a", "hook-b"] {
+            let log = out.join("logs").join(format!("{hook}.log"));
+            assert!(log.is_file(), "{}", log.display());
+        }
+    }
     let left = processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
