@@ -206,6 +206,18 @@ pub struct Chromium {
     process: ManagedProcess,
     /// Its DevTools endpoint (`ws://127.0.0.1:PORT/devtools/browser/…`).
     pub ws_url: String,
+    /// Its `TMPDIR`, a folder of its own in the temp directory: Chromium
+    /// makes its singleton socket's folder there and, killed, never
+    /// removes it, so it is removed with the Chromium (it had piled up in
+    /// `/tmp`). Not beside the profile: a socket's path is at most 107
+    /// bytes, and a run folder's can be longer.
+    tmp: PathBuf,
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
 }
 
 impl Chromium {
@@ -240,16 +252,27 @@ impl Chromium {
         }
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push("about:blank".into());
+        let tmp = std::env::temp_dir().join(format!(
+            "continuity-chromium-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        ));
+        std::fs::create_dir_all(&tmp).map_err(StackError::io(format!(
+            "cannot create {}",
+            tmp.display()
+        )))?;
         let spec = ProcessSpec {
             name: "chromium".into(),
             program: host.chromium.clone(),
             args,
-            env: Vec::new(),
+            env: vec![("TMPDIR".into(), tmp.display().to_string())],
             cwd: Some(profile.to_path_buf()),
             log: profile.with_extension("log"),
         };
         let mut process = ManagedProcess::new(spec, host.supervisor.clone());
-        process.start()?;
+        if let Err(e) = process.start() {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e.into());
+        }
         let port_file = profile.join("DevToolsActivePort");
         let started = Instant::now();
         loop {
@@ -259,6 +282,7 @@ impl Chromium {
                     return Ok(Chromium {
                         process,
                         ws_url: format!("ws://127.0.0.1:{port}{path}"),
+                        tmp,
                     });
                 }
             }
@@ -271,6 +295,7 @@ impl Chromium {
                 process
                     .stop(crate::signal::Signal::KILL, Duration::ZERO)
                     .await;
+                let _ = std::fs::remove_dir_all(&tmp);
                 return Err(StackError::Failed(format!(
                     "Chromium ({}) opened no DevTools endpoint within {} s: {tail}",
                     host.chromium.display(),
@@ -300,6 +325,38 @@ mod contract;
 mod tests {
     use super::{PACKAGE, PACKAGE_LOCK};
     use crate::stack::rivet::PINNED_SDK_VERSION;
+
+    /// Chromium's temp files (its singleton socket's folder, which it
+    /// leaves behind when killed) go into a folder of its own, and that
+    /// folder goes with it, nothing left in `/tmp`; a profile deeper than
+    /// a socket's path may be long still starts.
+    #[tokio::test]
+    async fn a_chromiums_temp_folder_is_its_own_and_goes_with_it() {
+        let chromium = super::find_chromium()
+            .unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
+        let host = super::BrowserHost {
+            chromium,
+            page_url: "about:blank".into(),
+            supervisor: Default::default(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("a-run-folder-".repeat(8)).join("cell");
+        let browser = super::Chromium::launch(&host, &profile)
+            .await
+            .unwrap_or_else(|e| panic!("Chromium would not start: {e}"));
+        let tmp = browser.tmp.clone();
+        let made: Vec<String> = std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            made.iter().any(|name| name.starts_with("org.chromium.")),
+            "{made:?}"
+        );
+        // Dropped without a stop, as when a cell is cut short.
+        drop(browser);
+        assert!(!tmp.exists(), "{}", tmp.display());
+    }
 
     /// The page bundles the SDK the hosted client runs, every package
     /// pinned by the lock (an install without it took whatever esbuild's
