@@ -275,18 +275,8 @@ fn command_line(
     for scenario in scenarios {
         flag("scenario", scenario);
     }
-    for point in &run.points {
-        let (registry, candidate) = match point.axis {
-            Axis::Sdk => ("sdk-version", "sdk"),
-            _ => ("server-version", "server-bin"),
-        };
-        match point.source {
-            PointSource::Registry => flag(registry, point.label.clone()),
-            _ => flag(
-                candidate,
-                format!("{}={}", point.label, point.paths.join(",")),
-            ),
-        }
+    for (name, value) in point_flags(&run.points) {
+        flag(name, value);
     }
     let files = [
         ("config", recipe.config.as_ref().map(|c| c.path.clone())),
@@ -312,6 +302,27 @@ fn command_line(
         argv.push("--force".into());
     }
     argv
+}
+
+/// The flags that give the run's server and SDK points: a release by
+/// its version, a candidate as `LABEL=PATHS`.
+fn point_flags(points: &[AxisPoint]) -> Vec<(&'static str, String)> {
+    points
+        .iter()
+        .map(|point| {
+            let (registry, candidate) = match point.axis {
+                Axis::Sdk => ("sdk-version", "sdk"),
+                _ => ("server-version", "server-bin"),
+            };
+            match point.source {
+                PointSource::Registry => (registry, point.label.clone()),
+                _ => (
+                    candidate,
+                    format!("{}={}", point.label, point.paths.join(",")),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Each value once, in first-seen order.

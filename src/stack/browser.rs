@@ -256,10 +256,8 @@ impl Chromium {
             "continuity-chromium-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..12]
         ));
-        std::fs::create_dir_all(&tmp).map_err(StackError::io(format!(
-            "cannot create {}",
-            tmp.display()
-        )))?;
+        std::fs::create_dir_all(&tmp)
+            .map_err(StackError::io(format!("cannot create {}", tmp.display())))?;
         let spec = ProcessSpec {
             name: "chromium".into(),
             program: host.chromium.clone(),
@@ -332,8 +330,8 @@ mod tests {
     /// a socket's path may be long still starts.
     #[tokio::test]
     async fn a_chromiums_temp_folder_is_its_own_and_goes_with_it() {
-        let chromium = super::find_chromium()
-            .unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
+        let chromium =
+            super::find_chromium().unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
         let host = super::BrowserHost {
             chromium,
             page_url: "about:blank".into(),

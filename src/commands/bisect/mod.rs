@@ -40,35 +40,9 @@ pub async fn bisect(args: BisectArgs) -> Result<Outcome, CommandError> {
         seed,
         dir: &dir,
     };
-    let first = probe.run(0).await.inspect_err(|_| {
-        // A bisect refused at its first point leaves no folder behind
-        // (the run removed its own; this one is empty then).
-        let _ = std::fs::remove_dir(&dir);
-    })?;
-    let reference = match first {
-        Tried::Ran(verdicts) => verdicts,
-        Tried::Interrupted => return Ok(Outcome::Interrupted),
-        Tried::Failed(why) => {
-            return Err(CommandError::incomplete(format!(
-                "bisect: the first point {} could not be run: {why}",
-                points[0]
-            )))
-        }
+    let Some(reference) = probe.reference(&mut record).await? else {
+        return Ok(Outcome::Interrupted);
     };
-    record.tried(&dir, Try::reference(0, &reference))?;
-    console::errln(&format!(
-        "bisect: point 1/{} {}: {} (the verdicts the others are compared with)",
-        points.len(),
-        points[0],
-        reference.describe()
-    ));
-    if let Some(why) = reference.unjudgeable() {
-        return Err(CommandError::incomplete(format!(
-            "bisect: the first point {} gives no verdict to compare with: {why} (see {})",
-            points[0],
-            dir.join("point-1").display()
-        )));
-    }
     let mut search = Search::new(points.len());
     while let Some(index) = search.next() {
         let (judged, tried) = match probe.run(index).await? {
@@ -289,6 +263,41 @@ struct Probe<'a> {
 }
 
 impl Probe<'_> {
+    /// The first point's run: the verdicts the others are compared with
+    /// (`None`: Ctrl-C), recorded; refused when it gives none.
+    async fn reference(&self, record: &mut BisectRecord) -> Result<Option<Verdicts>, CommandError> {
+        let first = self.run(0).await.inspect_err(|_| {
+            // A bisect refused at its first point leaves no folder behind
+            // (the run removed its own; this one is empty then).
+            let _ = std::fs::remove_dir(self.dir);
+        })?;
+        let reference = match first {
+            Tried::Ran(verdicts) => verdicts,
+            Tried::Interrupted => return Ok(None),
+            Tried::Failed(why) => {
+                return Err(CommandError::incomplete(format!(
+                    "bisect: the first point {} could not be run: {why}",
+                    self.points[0]
+                )))
+            }
+        };
+        record.tried(self.dir, Try::reference(0, &reference))?;
+        console::errln(&format!(
+            "bisect: point 1/{} {}: {} (the verdicts the others are compared with)",
+            self.points.len(),
+            self.points[0],
+            reference.describe()
+        ));
+        if let Some(why) = reference.unjudgeable() {
+            return Err(CommandError::incomplete(format!(
+                "bisect: the first point {} gives no verdict to compare with: {why} (see {})",
+                self.points[0],
+                self.dir.join("point-1").display()
+            )));
+        }
+        Ok(Some(reference))
+    }
+
     /// Runs point `index` (`dir/point-N`) and reads its verdicts. The first
     /// point's usage errors are the bisect's (a flag, a cell that does not
     /// exist); a later point's are that point's (its build is not there).
