@@ -116,7 +116,9 @@ pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// The host's key: the actor's (one per cell attempt), or `browser`.
     fn key(&self) -> &str;
 
-    /// One call of `action`, no retry.
+    /// One call of `action`, no retry by the caller; `patience` is how
+    /// long a host that can tell it is not ready yet (a page still
+    /// loading) may wait for itself.
     async fn call_once(
         &self,
         action: &str,
