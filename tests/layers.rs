@@ -20,25 +20,7 @@ use std::path::Path;
 use checker::{check, layer_table, Files};
 
 fn crate_sources() -> Files {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Files::new();
-    let mut dirs = vec![root.join("src")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read src/") {
-            let path = entry.expect("dir entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let rel = path
-                    .strip_prefix(root)
-                    .expect("under root")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                files.insert(rel, std::fs::read_to_string(&path).expect("read source"));
-            }
-        }
-    }
-    files
+    read::crate_files(Path::new(env!("CARGO_MANIFEST_DIR")))
 }
 
 #[test]

@@ -5,80 +5,19 @@
 //! one-shape work removed, and what a later feature brought back once.
 //!
 //! Test code is left out: items under `#[cfg(test)]`, and the files of a
-//! module declared under it (`#[cfg(test)] mod props;`).
+//! module declared under it (`#[cfg(test)] mod props;`), which the layer
+//! check's reader does not follow from `src/lib.rs`.
 
-use std::collections::BTreeSet;
+// The layer check's reader: which files a crate's module tree reaches
+// from `src/lib.rs`, test-only `mod` lines not followed. Only that of it
+// is used here, so its graph's other parts are unread.
+#[allow(dead_code)]
+#[path = "layers/read.rs"]
+mod read;
+
+use read::is_test_only;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
-
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// `#[cfg(test)]` and friends (`cfg(all(test, unix))`), but not `cfg(not(test))`.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        let syn::Meta::List(list) = &a.meta else {
-            return false;
-        };
-        let tokens = list.tokens.to_string();
-        list.path.is_ident("cfg")
-            && tokens
-                .split(|c: char| !c.is_alphanumeric() && c != '_')
-                .any(|w| w == "test")
-            && !tokens.contains("not")
-    })
-}
-
-/// The folder a file's child modules live in: `a/b.rs` → `a/b/`, and
-/// `mod.rs`, `lib.rs`, `main.rs` → their own folder.
-fn child_dir(file: &Path) -> PathBuf {
-    let parent = file.parent().expect("a parent");
-    match file.file_stem().and_then(|s| s.to_str()) {
-        Some("mod" | "lib" | "main") => parent.to_path_buf(),
-        Some(stem) => parent.join(stem),
-        None => parent.to_path_buf(),
-    }
-}
-
-/// The files (and folders) of the modules `file` declares test-only.
-fn test_only_modules(file: &Path, ast: &syn::File) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for item in &ast.items {
-        let syn::Item::Mod(m) = item else { continue };
-        if m.content.is_some() || !is_test_only(&m.attrs) {
-            continue;
-        }
-        let path_attr = m.attrs.iter().find_map(|a| match &a.meta {
-            syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) => Some(s.value()),
-                _ => None,
-            },
-            _ => None,
-        });
-        let name = m.ident.to_string();
-        match path_attr {
-            Some(p) => out.push(file.parent().expect("a parent").join(p)),
-            None => {
-                let dir = child_dir(file);
-                out.push(dir.join(format!("{name}.rs")));
-                out.push(dir.join(&name));
-            }
-        }
-    }
-    out
-}
 
 /// Whether `ty` is, or holds, `Result<_, String>`.
 fn holds_string_result(ty: &syn::Type) -> bool {
@@ -162,14 +101,14 @@ fn string_errors(source: &str) -> Vec<String> {
     finder.found
 }
 
-/// Every source root of the workspace: `src/`, each `crates/*/src/`.
-fn source_roots() -> Vec<PathBuf> {
+/// Every crate of the workspace: the main one, each under `crates/`.
+fn crate_roots() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut roots = vec![root.join("src")];
+    let mut roots = vec![root.to_path_buf()];
     for entry in std::fs::read_dir(root.join("crates")).expect("read crates/") {
-        let src = entry.expect("dir entry").path().join("src");
-        if src.is_dir() {
-            roots.push(src);
+        let path = entry.expect("dir entry").path();
+        if path.join("src/lib.rs").is_file() {
+            roots.push(path);
         }
     }
     roots
@@ -177,36 +116,32 @@ fn source_roots() -> Vec<PathBuf> {
 
 #[test]
 fn no_function_outside_tests_returns_a_string_error() {
-    let mut files = Vec::new();
-    for root in source_roots() {
-        rust_files(&root, &mut files);
-    }
-    let parsed: Vec<(PathBuf, String, syn::File)> = files
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("read source");
-            let ast = syn::parse_file(&text)
-                .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-            (path, text, ast)
-        })
-        .collect();
-    let test_only: BTreeSet<PathBuf> = parsed
-        .iter()
-        .flat_map(|(path, _, ast)| test_only_modules(path, ast))
-        .collect();
-    assert!(
-        test_only
-            .iter()
-            .any(|p| p.ends_with("acp/transport/props.rs")),
-        "the test-only module files were not found: {test_only:?}"
-    );
     let mut offenders = Vec::new();
-    for (path, text, _) in &parsed {
-        if test_only.iter().any(|t| path.starts_with(t)) {
-            continue;
+    for root in crate_roots() {
+        let files = read::crate_files(&root);
+        let graph = read::read(&files);
+        assert!(
+            graph.unreadable.is_empty(),
+            "{}: {:?}",
+            root.display(),
+            graph.unreadable
+        );
+        // The library's module tree, and the binary's root beside it.
+        let product = graph
+            .top_of_file
+            .keys()
+            .map(String::as_str)
+            .chain(files.contains_key("src/main.rs").then_some("src/main.rs"));
+        for file in product {
+            for name in string_errors(&files[file]) {
+                offenders.push(format!("{}/{file}: fn {name}", root.display()));
+            }
         }
-        for name in string_errors(text) {
-            offenders.push(format!("{}: fn {name}", path.display()));
+        if root == Path::new(env!("CARGO_MANIFEST_DIR")) {
+            // A test-only module's file is not reached; its parent is.
+            let reached = |f: &str| graph.top_of_file.contains_key(f);
+            assert!(reached("src/acp/transport.rs"));
+            assert!(!reached("src/acp/transport/props.rs"));
         }
     }
     assert!(
@@ -235,21 +170,4 @@ fn the_finder_sees_string_errors_in_fns_methods_and_nested_types_but_not_in_test
         fn g() -> Result<(), String> { Ok(()) }
     "#;
     assert_eq!(string_errors(source), ["a", "b", "c", "d", "e", "g"]);
-}
-
-#[test]
-fn a_module_declared_for_tests_is_left_out_by_its_files() {
-    let ast = syn::parse_file(
-        "#[cfg(test)] mod props;\n#[cfg(test)] #[path = \"x/y.rs\"] mod y;\nmod live;",
-    )
-    .unwrap();
-    let found = test_only_modules(Path::new("src/acp/transport.rs"), &ast);
-    assert_eq!(
-        found,
-        [
-            PathBuf::from("src/acp/transport/props.rs"),
-            PathBuf::from("src/acp/transport/props"),
-            PathBuf::from("src/acp/x/y.rs"),
-        ]
-    );
 }

@@ -11,6 +11,7 @@
 //!   anywhere for fixtures without shaping the product's layers.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use syn::punctuated::Punctuated;
 use syn::visit::Visit;
@@ -41,6 +42,30 @@ pub struct CrateGraph {
     pub top_of_file: BTreeMap<String, String>,
     /// Files that could not be read or parsed, or `mod` lines without a file.
     pub unreadable: Vec<String>,
+}
+
+/// Every `.rs` file under `root/src`, by its path relative to `root`.
+pub fn crate_files(root: &Path) -> Files {
+    let mut files = Files::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                files.insert(rel, std::fs::read_to_string(&path).expect("read source"));
+            }
+        }
+    }
+    files
 }
 
 /// Reads the crate rooted at `src/lib.rs` in `files`.
@@ -457,7 +482,7 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
 }
 
 /// `#[cfg(test)]` and friends (`cfg(all(test, unix))`), but not `cfg(not(test))`.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+pub fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         let syn::Meta::List(list) = &a.meta else {
             return false;
