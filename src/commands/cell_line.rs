@@ -75,13 +75,14 @@ fn verdict_text(cell: &Cell) -> (String, &'static str) {
         },
         Verdict::Interrupted => (format!("interrupted @ {boundary}"), "33"),
         Verdict::Skipped => ("skipped: ".to_string(), "33"),
+        Verdict::NotApplicable => ("not applicable: ".to_string(), "33"),
     }
 }
 
 /// The first line of the reason the verdict words end asking for.
 fn reason(cell: &Cell) -> Option<&str> {
     let wants = match cell.verdict {
-        Verdict::Skipped => true,
+        Verdict::Skipped | Verdict::NotApplicable => true,
         Verdict::Error => cell.failure_boundary.is_none(),
         _ => false,
     };

@@ -170,7 +170,7 @@ impl View {
             RunEvent::CellJudged { .. } => {}
             RunEvent::CellFinished { index, cell, .. } => {
                 self.done += 1;
-                if !cell.counts_as_pass(crate::report::FlakyResult::Pass) {
+                if cell.fails_run_alone(crate::report::FlakyResult::Pass) {
                     self.failed += 1;
                 }
                 let width = self.live.as_ref().map(|l| l.width);

@@ -96,13 +96,19 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
 /// The cells to run again: every cell (empty) unless the run held only
 /// some of the matrix's (a shard, a filtered rerun); with `failed`, those
 /// that did not pass (`None`: there are none). A skipped cell (a missing
-/// program) is not one that failed.
+/// program) is not one that failed, nor is a cell with no verdict on its
+/// restart (`not_applicable`: its client lacks a call; it would again).
 fn cells(report: &Report, recipe: &Recipe, failed: bool) -> Option<Vec<Point>> {
     if failed {
         let failing: Vec<Point> = report
             .cells
             .iter()
-            .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::Skipped))
+            .filter(|c| {
+                !matches!(
+                    c.verdict,
+                    Verdict::Pass | Verdict::Skipped | Verdict::NotApplicable
+                )
+            })
             .map(|c| c.point.clone())
             .collect();
         return (!failing.is_empty()).then_some(failing);

@@ -215,8 +215,10 @@ async fn run_one(
     let target_id = worker.targets[t].id.clone();
     let target_name = target_id.name();
     let client = worker.client(plan.point);
-    if let Some(reason) = not_runnable(worker, &client, &target_id, scenario) {
-        return Err(skipped_attempt(attempt, &reason));
+    if let Some((verdict, reason)) = not_runnable(worker, &client, &target_id, scenario) {
+        let mut not_run = skipped_attempt(attempt, &reason);
+        not_run.verdict = verdict;
+        return Err(not_run);
     }
     let restarts_clients = target_id == BuiltinTarget::Client;
     let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
@@ -360,27 +362,33 @@ fn cell_settings(
     }
 }
 
-/// Why the cell cannot run on this worker at all (its attempt is skipped
-/// before anything is set up): the client cannot take the scenario, the
-/// store cannot serve the client or the target, or the hosted client's
-/// process is not there to restart.
+/// Why the cell does not run on this worker at all (before anything is
+/// set up), and its verdict: `skipped` when its client or store cannot be
+/// set up (or the hosted client's process is not there to restart);
+/// `not_applicable` when the target is not one its client or store has
+/// (a header timeout a browser cannot lower, a store with no server, a
+/// provider's sandboxes continuity's client never makes), so the cell
+/// would say nothing about it.
 fn not_runnable(
     worker: &Worker,
     client: &super::ClientChoice,
     target_id: &crate::targets::TargetId,
     scenario: &Scenario,
-) -> Option<String> {
+) -> Option<(Verdict, String)> {
+    let skipped = |reason: String| Some((Verdict::Skipped, reason));
+    let not_applicable = |reason: String| Some((Verdict::NotApplicable, reason));
     if let Some(reason) = super::client_axis::skip_reason(client, scenario) {
-        return Some(reason);
+        return skipped(reason);
+    }
+    if let Some(reason) = super::client_axis::client_skip_reason(client, &worker.persist) {
+        return skipped(reason);
     }
     let target = worker.targets.iter().find(|t| t.id == *target_id);
-    if let Some(reason) = target.and_then(|t| super::client_axis::timeout_skip_reason(client, t)) {
-        return Some(reason);
-    }
-    if let Some(reason) = super::client_axis::client_skip_reason(client, &worker.persist)
-        .or_else(|| persist_axis::skip_reason(target_id, &worker.persist))
+    if let Some(reason) = target
+        .and_then(|t| super::client_axis::timeout_not_applicable(client, t))
+        .or_else(|| persist_axis::not_applicable(target_id, &worker.persist))
     {
-        return Some(reason);
+        return not_applicable(reason);
     }
     let restarts_clients = *target_id == BuiltinTarget::Client;
     let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
@@ -389,13 +397,13 @@ fn not_runnable(
         && worker.sdk_process.is_none()
         && !worker.targets.iter().any(|t| t.id == BuiltinTarget::Rivet)
     {
-        return Some(
+        return skipped(
             "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
         );
     }
     // Its servers are the sandboxes an SDK made through the stack's provider.
     if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
-        return Some("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider (SandboxAgent.start): continuity's Rust client has none".into());
+        return not_applicable("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider: continuity's Rust client has no call for SandboxAgent.start({ sandbox, sandboxId }), so it has none".into());
     }
     None
 }
@@ -483,8 +491,12 @@ fn finish_attempt(
         failure_boundary: run.failure_boundary.clone(),
     }));
     trace.flush();
-    let reason = (run.verdict == Verdict::Interrupted)
-        .then(|| interrupted_during(run.failure_boundary.as_deref().unwrap_or("the cell")));
+    let reason = match run.verdict {
+        Verdict::Interrupted => Some(interrupted_during(
+            run.failure_boundary.as_deref().unwrap_or("the cell"),
+        )),
+        _ => run.reason,
+    };
     let trace_text = trace_path
         .as_ref()
         .and_then(|p| std::fs::read_to_string(run_dir.join(p)).ok());

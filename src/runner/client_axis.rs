@@ -79,10 +79,11 @@ pub(super) fn skip_reason(choice: &ClientChoice, _scenario: &Scenario) -> Option
     }
 }
 
-/// Why a timeout target's cell cannot run with this client: a browser's
+/// Why a timeout target is not applicable to this client: a browser's
 /// `fetch` has no header timeout a page could lower (only an abort of the
-/// whole request), so the `client-headers-timeout` cell has nothing to test.
-pub(super) fn timeout_skip_reason(
+/// whole request), so the `client-headers-timeout` cell would say nothing
+/// about it (`not_applicable`, naming the call).
+pub(super) fn timeout_not_applicable(
     choice: &ClientChoice,
     target: &crate::targets::Target,
 ) -> Option<String> {

@@ -20,8 +20,10 @@ use crate::targets::{BuiltinTarget, TargetId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Why a cell of `target` cannot run with `persist`, if it cannot.
-pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<String> {
+/// Why the `store` target is not applicable to `persist`, if it is not:
+/// a store with no server of its own has nothing to restart, so its cell
+/// would say nothing about a restart (`not_applicable`).
+pub(super) fn not_applicable(target: &TargetId, persist: &PersistChoice) -> Option<String> {
     if *target != BuiltinTarget::Store {
         return None;
     }
@@ -109,29 +111,29 @@ mod tests {
 
     #[test]
     fn only_postgres_has_a_store_server_to_restart() {
-        assert!(skip_reason(
+        assert!(not_applicable(
             &BuiltinTarget::Store.into(),
             &PersistChoice::Own(Store::Postgres)
         )
         .is_none());
-        assert!(skip_reason(
+        assert!(not_applicable(
             &BuiltinTarget::Agent.into(),
             &PersistChoice::Own(Store::Memory)
         )
         .is_none());
-        let memory = skip_reason(
+        let memory = not_applicable(
             &BuiltinTarget::Store.into(),
             &PersistChoice::Own(Store::Memory),
         )
         .unwrap();
         assert!(memory.contains("client's own memory"), "{memory}");
-        let sqlite = skip_reason(
+        let sqlite = not_applicable(
             &BuiltinTarget::Store.into(),
             &PersistChoice::Own(Store::Sqlite),
         )
         .unwrap();
         assert!(sqlite.contains("file"), "{sqlite}");
-        let rivet = skip_reason(
+        let rivet = not_applicable(
             &BuiltinTarget::Store.into(),
             &PersistChoice::Own(Store::Rivet),
         )

@@ -148,6 +148,9 @@ pub struct CellRun {
     pub restarts: Vec<RestartResult>,
     pub verdict: Verdict,
     pub failure_boundary: Option<String>,
+    /// Why a `not_applicable` cell says nothing about its restart: the
+    /// phase and the call its client lacks.
+    pub reason: Option<String>,
     pub duration_ms: u64,
     /// When the cell began: its duration runs from here.
     pub started: Instant,
@@ -214,7 +217,7 @@ struct RunningCell<'a> {
     retired: Vec<(String, Arc<Client>)>,
     /// Clients whose making step (`connect`, `start_sandbox`) the client
     /// cannot take, with why: the steps on them are not applicable either.
-    unmade: HashMap<String, String>,
+    unmade: HashMap<String, (String, &'static str)>,
 }
 
 /// Runs every phase, then the cleanup, and judges the cell.
@@ -344,15 +347,20 @@ async fn run_cell_on(
     cell.run_cell_cleanup(scenario, cleanup_by, &mut results)
         .await;
     let deferred = cell.close_clients(cleanup_by, interrupted.is_some()).await;
-    let (verdict, failure_boundary) = match interrupted {
-        Some((phase, _)) => (Verdict::Interrupted, Some(phase)),
-        None => judge(&results),
+    let folded = match interrupted {
+        Some((phase, _)) => crate::report::fold::Folded {
+            verdict: Verdict::Interrupted,
+            boundary: Some(phase),
+            reason: None,
+        },
+        None => judge(&results, &cell.restarts),
     };
     let run = CellRun {
         phases: results,
         restarts: cell.restarts,
-        verdict,
-        failure_boundary,
+        verdict: folded.verdict,
+        failure_boundary: folded.boundary,
+        reason: folded.reason,
         duration_ms: millis(started.elapsed()),
         started,
     };
@@ -570,12 +578,13 @@ impl RunningCell<'_> {
                     "client `{made}` is made by phase `{}`, not applicable for the {client} client: {}",
                     phase.name, unsupported.api
                 );
-                self.unmade.insert(made.to_string(), why);
+                self.unmade
+                    .insert(made.to_string(), (why, unsupported.call));
             }
             return not_applicable(phase, default, cleanup, client, unsupported);
         }
-        if let Some(why) = step_client(&phase.step).and_then(|c| self.unmade.get(c)) {
-            return judge::not_applicable_as(phase, default, cleanup, why.clone());
+        if let Some((why, call)) = step_client(&phase.step).and_then(|c| self.unmade.get(c)) {
+            return judge::not_applicable_as(phase, default, cleanup, why.clone(), call);
         }
         let deadline = self.deadline(phase);
         let trace = self.settings.trace.clone();
@@ -888,6 +897,7 @@ mod tests {
             match step {
                 Step::WriteFile { .. } => Err(Unsupported {
                     api: "no file call",
+                    call: "files",
                 }),
                 _ => Ok(()),
             }
@@ -995,13 +1005,32 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_cell_whose_verdict_steps_are_all_not_applicable_is_skipped_not_passed() {
+    async fn a_cell_whose_verdict_steps_are_all_not_applicable_is_not_applicable_not_passed() {
         let run = run_without_files("name = \"t\"\nverdict = [\"write\"]\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n").await;
         assert_eq!(run.phases[1].outcome, Outcome::NotApplicable);
+        assert_eq!(run.phases[1].detail["missingCall"], "files");
         assert_eq!(
             (run.verdict, run.failure_boundary.as_deref()),
-            (Verdict::Skipped, Some("write"))
+            (Verdict::NotApplicable, None)
         );
+        assert_eq!(run.reason.as_deref(), Some("write: no call for files"));
+    }
+
+    /// A verdict step after the restart the client cannot take, beside
+    /// one it took before: the cell judged only on what ran says nothing
+    /// about the restart (the SDK's native-load); one verdict step after
+    /// the restart that ran judges it.
+    #[tokio::test]
+    async fn only_the_verdict_steps_after_the_restart_decide_on_it() {
+        let head = "name = \"t\"\nverdict = [\"before\", \"write\"]\n[[phase]]\nname = \"before\"\nstep = \"sleep\"\nms = 1\n[[phase]]\nname = \"restart\"\nstep = \"restart\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"write\"\nstep = \"write_file\"\nclient = \"a\"\npath = \"x\"\ncontent = \"y\"\n";
+        let run = run_without_files(head).await;
+        assert_eq!(run.verdict, Verdict::NotApplicable, "{:?}", run.phases);
+        let judged_after = head.replace(
+            "verdict = [\"before\", \"write\"]",
+            "verdict = [\"before\", \"write\", \"after\"]",
+        ) + "[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n";
+        let run = run_without_files(&judged_after).await;
+        assert_eq!(run.verdict, Verdict::Pass, "{:?}", run.phases);
     }
 
     /// continuity's client has no provider: the client `start_sandbox`
@@ -1030,7 +1059,11 @@ mod tests {
         );
         let why = run.phases[1].detail["notApplicable"].as_str().unwrap();
         assert!(why.starts_with("client `app` is made by phase `start`, not applicable for the rust client: continuity's Rust client has no SandboxProvider"), "{why}");
-        assert_eq!(run.verdict, Verdict::Skipped);
+        assert_eq!(
+            run.phases[1].detail["missingCall"],
+            "SandboxAgent.start({ sandbox, sandboxId })"
+        );
+        assert_eq!(run.verdict, Verdict::NotApplicable);
     }
 
     #[test]

@@ -7,22 +7,33 @@ use super::model::{Attempt, Cell, Point, Verdict};
 /// One cell from its attempts, in the order they ran (at least one).
 ///
 /// The cell shows the first attempt that did not pass, so a flaky or failed
-/// cell shows where it broke; a passing cell shows its last attempt.
+/// cell shows where it broke; a passing cell shows its last attempt. An
+/// attempt with no verdict on the restart (`not_applicable`) is left out of
+/// the verdict and the pass rate: the cell is judged on the attempts that
+/// had one, and is `not_applicable` only when none had.
 pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
     let verdict = verdict_of(&attempts);
     let shown = match verdict {
-        Verdict::Pass => attempts.len().saturating_sub(1),
+        Verdict::Pass => attempts
+            .iter()
+            .rposition(|a| a.verdict == Verdict::Pass)
+            .unwrap_or(0),
+        Verdict::NotApplicable => 0,
         _ => attempts
             .iter()
-            .position(|a| a.verdict != Verdict::Pass)
+            .position(|a| !matches!(a.verdict, Verdict::Pass | Verdict::NotApplicable))
             .unwrap_or(0),
     };
+    let judged = attempts
+        .iter()
+        .filter(|a| a.verdict != Verdict::NotApplicable)
+        .count();
     let passed = attempts
         .iter()
         .filter(|a| a.verdict == Verdict::Pass)
         .count();
     let many = attempts.len() > 1;
-    let pass_rate = many.then(|| passed as f64 / attempts.len() as f64);
+    let pass_rate = (many && judged > 0).then(|| passed as f64 / judged as f64);
     let deciding = attempts.get(shown).cloned();
     if !many {
         attempts.clear();
@@ -68,15 +79,24 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
 
 /// `flaky` when some attempts passed and some failed or errored; otherwise
 /// `pass` when all passed, or the verdict of the first attempt that did not.
+/// Attempts with no verdict on the restart (`not_applicable`) are left
+/// out: the cell is `not_applicable` only when every attempt was.
 pub(crate) fn verdict_of(attempts: &[Attempt]) -> Verdict {
-    let passed = attempts.iter().any(|a| a.verdict == Verdict::Pass);
-    let broke = attempts
+    let judged: Vec<&Attempt> = attempts
+        .iter()
+        .filter(|a| a.verdict != Verdict::NotApplicable)
+        .collect();
+    if judged.is_empty() && !attempts.is_empty() {
+        return Verdict::NotApplicable;
+    }
+    let passed = judged.iter().any(|a| a.verdict == Verdict::Pass);
+    let broke = judged
         .iter()
         .any(|a| matches!(a.verdict, Verdict::Fail | Verdict::Error));
     if passed && broke {
         return Verdict::Flaky;
     }
-    attempts
+    judged
         .iter()
         .find(|a| a.verdict != Verdict::Pass)
         .map(|a| a.verdict)
@@ -173,5 +193,29 @@ mod tests {
         let skipped = vec![attempt(1, Verdict::Skipped, false)];
         assert_eq!(verdict_of(&skipped), Verdict::Skipped);
         assert_eq!(verdict_of(&[]), Verdict::Skipped);
+    }
+
+    /// An attempt with no verdict on the restart is kept out of the flaky
+    /// logic and the pass rate: a failure beside it is a failure, not
+    /// flaky, and a cell is `not_applicable` only when every attempt is.
+    #[test]
+    fn not_applicable_attempts_are_kept_out_of_the_verdict_and_the_pass_rate() {
+        let na = |n| attempt(n, Verdict::NotApplicable, false);
+        let all = aggregate(Point::new("a", "s"), vec![na(1), na(2)]);
+        assert_eq!(all.verdict, Verdict::NotApplicable);
+        assert_eq!(all.pass_rate, None, "no attempt had a verdict to pass");
+        let with_fail = aggregate(
+            Point::new("a", "s"),
+            vec![na(1), attempt(2, Verdict::Fail, false), na(3)],
+        );
+        assert_eq!(with_fail.verdict, Verdict::Fail);
+        assert_eq!(with_fail.attempt, 2, "the cell shows its failure");
+        assert_eq!(with_fail.pass_rate, Some(0.0));
+        let with_pass = aggregate(
+            Point::new("a", "s"),
+            vec![attempt(1, Verdict::Pass, false), na(2)],
+        );
+        assert_eq!(with_pass.verdict, Verdict::Pass);
+        assert_eq!((with_pass.attempt, with_pass.pass_rate), (1, Some(1.0)));
     }
 }

@@ -129,7 +129,9 @@ fn write_entry(
     if !reason.is_empty() {
         let _ = writeln!(out, "reason = {}", quoted(&reason));
     }
-    if verdict != Verdict::Pass {
+    // A quarantine excuses failures; a pass or a cell with no verdict on
+    // its restart needs no excuse.
+    if !matches!(verdict, Verdict::Pass | Verdict::NotApplicable) {
         if let Some(until) = quarantine.until {
             let _ = writeln!(out, "until = {}", quoted(&until.to_string()));
         }

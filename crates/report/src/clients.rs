@@ -4,7 +4,9 @@
 //! failure boundary, never by signature (continuity names the 400 the SDK
 //! hides behind a timeout: that difference is the point). A disagreement is
 //! a finding about the SDK-faithful client, shown with both phase traces.
-//! Also the unhandled rejections the hosted SDK raised, with their phase.
+//! Also the unhandled rejections the real SDK raised in each of its
+//! clients (hosted or in the browser: [`ClientKind::runs_real_sdk`]), with
+//! their phase, which report.md and report.html list.
 
 use crate::untrusted::Untrusted;
 
@@ -31,7 +33,9 @@ fn sdk_client(cell: &Cell) -> Option<&str> {
 /// the same point (target × scenario × agent × server × store) on the
 /// other client, which runs no SDK. Keeps the pairs that disagree, in the
 /// order of the `rust` cells. Skipped cells on either side are not
-/// compared: nothing ran.
+/// compared: nothing ran; nor are cells with no verdict on their restart
+/// (`not_applicable`): a client that lacks a call says nothing of how
+/// the other one judges.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
     let rust = ClientKind::Rust.name();
     let mut found: Vec<Disagreement<'_>> = report
@@ -44,7 +48,12 @@ pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
                 .with(Axis::Client, Some(rust))
                 .with(Axis::Sdk, None);
             let rust = report.cell_at(&rust_point)?;
-            let ran = |c: &Cell| c.verdict != super::Verdict::Skipped;
+            let ran = |c: &Cell| {
+                !matches!(
+                    c.verdict,
+                    super::Verdict::Skipped | super::Verdict::NotApplicable
+                )
+            };
             let differs =
                 rust.verdict != ts_sdk.verdict || rust.failure_boundary != ts_sdk.failure_boundary;
             (ran(rust) && ran(ts_sdk) && differs).then_some(Disagreement { rust, ts_sdk })
@@ -56,7 +65,7 @@ pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
 }
 
 /// `## Where the clients disagree` and `## Unhandled rejections in the
-/// hosted SDK`, when the run had a client axis.
+/// SDK`, when the run had a client axis.
 pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
     let has_axis = report
         .cells
@@ -109,48 +118,75 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
             }
         }
     }
-    let faults: Vec<(&Cell, &str, UnhandledRejection)> = report
-        .cells
-        .iter()
-        .filter(|c| c.point.get(Axis::Client) == Some(ClientKind::TsSdk.name()))
-        .flat_map(|c| {
-            c.phases.iter().flat_map(move |p| {
-                detail::read::<HostedFaults>(&p.detail)
-                    .unwrap_or_default()
-                    .unhandled_rejections
-                    .into_iter()
-                    .map(move |f| (c, p.name.as_str(), f))
-            })
-        })
-        .collect();
+    let faults = sdk_rejections(report);
     if !out.is_empty() {
         out.push('\n');
     }
-    out.push_str("## Unhandled rejections in the hosted SDK\n\n");
+    out.push_str("## Unhandled rejections in the SDK\n\n");
     if faults.is_empty() {
         out.push_str("none recorded.\n");
     } else {
-        out.push_str("The actor app records them instead of letting the runner die (Node's default); each is a rejection no SDK caller could catch.\n\n| cell | phase | error |\n|---|---|---|\n");
-        for (cell, phase, fault) in faults {
-            let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-            let mut error = format!("{}: {}", text(&fault.name), fault.message);
-            if let Some(status) = fault.status.as_u64() {
-                let _ = write!(error, " (HTTP {status}");
-                if !text(&fault.problem_type).is_empty() {
-                    let _ = write!(error, " {}", text(&fault.problem_type));
-                }
-                error.push(')');
-            }
+        out.push_str("The SDK's host records them instead of dying (the actor app for `ts-sdk`, where Node's default would end the runner; the page for `browser`); each is a rejection no SDK caller could catch.\n\n| cell | phase | error |\n|---|---|---|\n");
+        for fault in faults {
             let _ = writeln!(
                 out,
-                "| {} × {} | {phase} | {} |",
-                cell.label(),
-                cell.point.scenario,
-                Untrusted::new(&error).markdown()
+                "| {} × {} | {} | {} |",
+                fault.cell.label(),
+                fault.cell.point.scenario,
+                fault.phase,
+                Untrusted::new(&fault.error()).markdown()
             );
         }
     }
     Some(out)
+}
+
+/// One unhandled rejection the real SDK raised, in the phase it came in.
+pub(crate) struct SdkRejection<'a> {
+    pub cell: &'a Cell,
+    pub phase: &'a str,
+    pub fault: UnhandledRejection,
+}
+
+impl SdkRejection<'_> {
+    /// `name: message (HTTP status problem)`: the error as the SDK raised
+    /// it. Untrusted: each output passes it through its own form.
+    pub fn error(&self) -> String {
+        let fault = &self.fault;
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+        let mut error = format!("{}: {}", text(&fault.name), fault.message);
+        if let Some(status) = fault.status.as_u64() {
+            let _ = write!(error, " (HTTP {status}");
+            if !text(&fault.problem_type).is_empty() {
+                let _ = write!(error, " {}", text(&fault.problem_type));
+            }
+            error.push(')');
+        }
+        error
+    }
+}
+
+/// Every unhandled rejection of every cell whose client runs the real SDK
+/// (hosted or in a browser page), in cell and phase order.
+pub(crate) fn sdk_rejections(report: &Report) -> Vec<SdkRejection<'_>> {
+    report
+        .cells
+        .iter()
+        .filter(|c| sdk_client(c).is_some())
+        .flat_map(|cell| {
+            cell.phases.iter().flat_map(move |p| {
+                detail::read::<HostedFaults>(&p.detail)
+                    .unwrap_or_default()
+                    .unhandled_rejections
+                    .into_iter()
+                    .map(move |fault| SdkRejection {
+                        cell,
+                        phase: p.name.as_str(),
+                        fault,
+                    })
+            })
+        })
+        .collect()
 }
 
 fn verdict_text(cell: &Cell) -> String {
@@ -289,6 +325,42 @@ mod tests {
         let found = disagreements(&report);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].ts_sdk.point.get(Axis::Sdk), Some("fix"));
+    }
+
+    /// Every client that runs the real SDK has its unhandled rejections
+    /// listed (the browser's were left out: only `ts-sdk` cells were read).
+    #[test]
+    fn every_sdk_clients_rejections_are_listed() {
+        let mut report = fixture::report();
+        let base = report.cells[0].clone();
+        let rejected = |client: &str, message: &str| {
+            let mut cell = with_client(base.clone(), client);
+            cell.phases[0].detail.insert(
+                "unhandledRejections".into(),
+                serde_json::json!([{"kind": "unhandledRejection", "phase": "createSession",
+                    "name": "AcpHttpError", "message": message, "status": 400,
+                    "problemType": "invalid_request"}]),
+            );
+            cell
+        };
+        report.cells = vec![
+            with_client(base.clone(), "rust"),
+            rejected("ts-sdk", "hosted"),
+            rejected("browser", "in the page"),
+        ];
+        let text = render_client_sections(&report).unwrap();
+        for row in [
+            "| agent · ts-sdk × native-continuity | createSession | AcpHttpError: hosted (HTTP 400 invalid_request) |",
+            "| agent · browser × native-continuity | createSession | AcpHttpError: in the page (HTTP 400 invalid_request) |",
+        ] {
+            assert!(text.contains(row), "{row} not in\n{text}");
+        }
+        // continuity's client runs no SDK: nothing of its is listed.
+        let mut rust = rejected("rust", "not an SDK's");
+        rust.point.set(Axis::Persist, Some("sqlite".into()));
+        report.cells = vec![rust];
+        let text = render_client_sections(&report).unwrap();
+        assert!(text.contains("none recorded."), "{text}");
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub enum Change {
     Regressed,
     /// Did not pass before, passes now.
     Fixed,
-    /// Still not passing, but failing differently (boundary or signature).
+    /// Still not passing, but failing differently (boundary or signature);
+    /// or to or from `not_applicable` (no verdict on the restart).
     Changed,
     /// Only in the candidate.
     New,
@@ -88,6 +89,15 @@ impl CellChange {
 }
 
 fn classify(before: &Cell, after: &Cell) -> Change {
+    // A cell with no verdict on its restart neither passed nor failed: to
+    // or from it is a change, never a regression or a fix.
+    let not_applicable = |c: &Cell| c.verdict == Verdict::NotApplicable;
+    if not_applicable(before) || not_applicable(after) {
+        return match outcome(before) == outcome(after) {
+            true => Change::Same,
+            false => Change::Changed,
+        };
+    }
     match (
         before.verdict == Verdict::Pass,
         after.verdict == Verdict::Pass,
@@ -257,6 +267,33 @@ mod tests {
             text.contains("REGRESSED") && !text.contains('\x1b'),
             "{text}"
         );
+    }
+
+    /// A pass that is now `not_applicable` (a report from before the
+    /// verdict existed against one after it) is a change to read, never a
+    /// regression that fails `compare`.
+    #[test]
+    fn a_move_to_or_from_not_applicable_is_a_change() {
+        let baseline = fixture::report();
+        let mut candidate = baseline.clone();
+        let pass = candidate
+            .cells
+            .iter()
+            .position(|c| c.verdict == Verdict::Pass)
+            .unwrap();
+        candidate.cells[pass].verdict = Verdict::NotApplicable;
+        let rows = compare(&baseline, &candidate);
+        let row = rows
+            .iter()
+            .find(|r| r.point == baseline.cells[pass].point)
+            .unwrap();
+        assert_eq!(row.change, Change::Changed);
+        assert!(!has_regressions(&rows));
+        let back = compare(&candidate, &baseline);
+        assert!(back.iter().all(|r| r.change != Change::Fixed), "{back:?}");
+        assert!(compare(&candidate, &candidate)
+            .iter()
+            .all(|r| r.change == Change::Same));
     }
 
     #[test]

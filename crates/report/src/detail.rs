@@ -8,6 +8,7 @@
 
 mod hosted;
 mod integrity;
+mod not_applicable;
 mod provider;
 mod recover;
 mod replay;
@@ -19,6 +20,7 @@ mod turn;
 
 pub use hosted::{HostedFaults, UnhandledRejection};
 pub use integrity::{IntegrityDetail, WriteLoss};
+pub use not_applicable::NotApplicableDetail;
 pub use provider::{ProviderCallDetail, SandboxDetail};
 pub use recover::RecoverDetail;
 pub use replay::ReplayDetail;

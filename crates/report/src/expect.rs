@@ -8,7 +8,7 @@
 //! target = "agent"                       # glob; default "*"
 //! scenario = "native-continuity"         # glob; default "*"
 //! client = "rust"                        # glob; default "*" (`rust` or `ts-sdk`)
-//! verdict = "fail"                       # pass | fail | error | skipped | flaky
+//! verdict = "fail"                       # pass | fail | error | skipped | not_applicable | flaky
 //! boundary = "promptSameHandleAfterRestart"
 //! signature = "http 400 invalid_request" # the short or the (masked) full signature
 //! reason = "sandbox-agent #189: the server forgets ACP server ids on restart"
@@ -33,6 +33,12 @@
 //! race: it accepts a pass, and a fail or flaky cell whose failure is the
 //! one the entry names (`signature` is required, `boundary` optional);
 //! anything else is `changed`. Its `reason` says why the cell varies.
+//!
+//! A cell with no verdict on its restart (`not_applicable`: its client
+//! could take none of the steps after it) is no pass: a `pass` or `flaky`
+//! entry says nothing of it, so the next entry that matches decides, or
+//! none does and it is `new`, which by itself fails nothing. An entry may
+//! pin it with `verdict = "not_applicable"`.
 //!
 //! The first entry that matches a cell decides; an entry that never gets to
 //! decide is reported by [`Expectations::shadowed`]. An entry that names no
@@ -60,11 +66,12 @@ use super::model::{
 /// cell is judged as pass or fail (`--flaky-result`), and an interrupted
 /// one says only that the run was stopped, so neither is expected. The one
 /// vocabulary `--expect` reads and `baseline` writes.
-pub(crate) const EXPECTABLE: [Verdict; 4] = [
+pub(crate) const EXPECTABLE: [Verdict; 5] = [
     Verdict::Pass,
     Verdict::Fail,
     Verdict::Error,
     Verdict::Skipped,
+    Verdict::NotApplicable,
 ];
 
 /// How many days ahead the summaries list entries about to expire.
@@ -74,7 +81,7 @@ pub(crate) const EXPIRES_SOON_DAYS: i32 = 14;
 /// failure its entry names.
 pub(crate) const MAY_VARY: Verdict = Verdict::Flaky;
 
-/// `pass, fail, error, skipped or flaky`.
+/// `pass, fail, error, skipped, not_applicable or flaky`.
 fn expectable_words() -> String {
     let words: Vec<&str> = EXPECTABLE
         .iter()
@@ -582,7 +589,8 @@ impl Entry {
             None => true,
             Some(p) => value.is_some_and(|v| p.glob.is_match(v)),
         };
-        self.target.glob.is_match(&cell.point.target)
+        self.speaks_of(cell.verdict)
+            && self.target.glob.is_match(&cell.point.target)
             && self.scenario.glob.is_match(&cell.point.scenario)
             && self.client.glob.is_match(cell.client_name())
             && label(&self.server, place.server)
@@ -596,6 +604,16 @@ impl Entry {
                     .and_then(parse_version)
                     .is_some_and(|v| req.matches(&v)),
             }
+    }
+}
+
+impl Entry {
+    /// Whether the entry says anything of a cell that ended `verdict`: an
+    /// entry that expects a pass (or a pass or one failure) says nothing
+    /// of a cell with no verdict on its restart, which is no pass.
+    fn speaks_of(&self, verdict: Verdict) -> bool {
+        let expects_a_pass = matches!(self.verdict, Verdict::Pass | MAY_VARY);
+        !(expects_a_pass && verdict == Verdict::NotApplicable)
     }
 }
 
@@ -626,7 +644,7 @@ fn judge_cell(
             signature: None,
             reason: None,
             entry: None,
-            fails_run: got != Verdict::Pass,
+            fails_run: !matches!(got, Verdict::Pass | Verdict::NotApplicable),
             until: None,
             issue: None,
             days_left: None,
@@ -758,7 +776,7 @@ impl Entry {
 pub fn gate_fails(report: &Report) -> bool {
     report.cells.iter().any(|c| match &c.expectation {
         Some(j) => j.fails_run,
-        None => !c.counts_as_pass(report.run.flaky_result),
+        None => c.fails_run_alone(report.run.flaky_result),
     })
 }
 

@@ -385,7 +385,10 @@ fn a_flaky_entry_accepts_a_pass_or_its_own_failure_only() {
     assert_eq!(bare.line, Some(3), "{bare}");
     assert!(bare.message.contains("signature"), "{bare}");
     let e = parse("[[expect]]\nverdict = \"broken\"\n").unwrap_err();
-    assert!(e.message.contains("skipped or flaky"), "{e}");
+    assert!(
+        e.message.contains("skipped, not_applicable or flaky"),
+        "{e}"
+    );
 }
 
 /// The known bug, quarantined until `until` and tracked in an issue.
@@ -576,4 +579,60 @@ fn a_long_turns_fate_is_part_of_the_failure_an_entry_names() {
     let e = parse(&entry("gone", false)).unwrap_err();
     assert_eq!(e.line, Some(5), "{e}");
     assert!(e.message.contains("\"gone\" is not a turn's fate"), "{e}");
+}
+
+/// A cell with no verdict on its restart is no pass: a `pass` (or
+/// `flaky`) entry says nothing of it, so it falls to the next entry, or
+/// is `new` and fails nothing; an entry may pin it; against a failure
+/// expected it is a change, and a pass where it was pinned is `fixed`.
+#[test]
+fn a_not_applicable_cell_is_kept_out_of_pass_entries_and_may_be_pinned() {
+    let not_applicable = |mut r: Report| {
+        let cell = r
+            .cells
+            .iter_mut()
+            .find(|c| c.point.target == "agent" && c.point.scenario == "recreate-rehydrate")
+            .unwrap();
+        cell.verdict = Verdict::NotApplicable;
+        cell.reason = Some("promptRehydrate: no call for x".into());
+        r
+    };
+    let judge = |r: &mut Report, text: &str| parse(text).unwrap().judge(r, Default::default());
+    let catch_all = "[[expect]]\nverdict = \"pass\"\n";
+    let mut r = not_applicable(fixture::report());
+    judge(&mut r, catch_all);
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::New, false),
+        "the catch-all pass does not decide it, and new fails nothing"
+    );
+    let flaky = "[[expect]]\ntarget = \"agent\"\nverdict = \"flaky\"\nsignature = \"x\"\n";
+    judge(&mut r, &format!("{flaky}{catch_all}"));
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::New, false)
+    );
+    let pinned = "[[expect]]\nscenario = \"recreate-rehydrate\"\nverdict = \"not_applicable\"\n";
+    judge(&mut r, &format!("{catch_all}{pinned}"));
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Expected, false),
+        "the entry below the pass decides it"
+    );
+    let mut passed = fixture::report();
+    judge(&mut passed, pinned);
+    assert_eq!(
+        outcome(&passed, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Fixed, true)
+    );
+    let expected_failure = "[[expect]]\nscenario = \"recreate-rehydrate\"\nverdict = \"fail\"\n";
+    judge(&mut r, expected_failure);
+    assert_eq!(
+        outcome(&r, "agent", "recreate-rehydrate"),
+        (ExpectOutcome::Changed, true)
+    );
+    // Without expectations it fails nothing by itself either.
+    let mut alone = not_applicable(fixture::report());
+    alone.cells.retain(|c| c.verdict == Verdict::NotApplicable);
+    assert!(!gate_fails(&alone));
 }

@@ -1,39 +1,40 @@
 //! "Where the fix belongs": for each target × agent (× version) that ran
 //! both native-continuity (the SDK as it is) and native-load (a client that
 //! opens a new server id and loads the agent's session), one line that
-//! reads the pair — e.g. "SDK fails, load recovers → client-side fix"; and
-//! for each cell of a candidate build (`--server-bin`, `--sdk`) that passes
-//! where the release fails (or was expected to fail), or fails where it
-//! passes, a line that says the candidate fixes it, or breaks it; and for
-//! each long turn that did not go through cleanly, its fate (lost,
-//! unfinished, session unusable: [`super::TurnFate`]) and where that puts
-//! the fix.
+//! reads the pair — e.g. "SDK fails, load recovers → client-side fix". It
+//! reasons only from what was observed: a cell with no verdict on its
+//! restart (a client with no call for `session/load`) is "cannot tell",
+//! naming the call, never "load recovers". Where the clients of one
+//! target read it differently, their readings stand side by side, each
+//! with the cells it rests on. Then, for each cell of a candidate build
+//! (`--server-bin`, `--sdk`) that passes where the release fails (or was
+//! expected to fail), or fails where it passes, a line that says the
+//! candidate fixes it, or breaks it; and for each long turn that did not
+//! go through cleanly, its fate (lost, unfinished, session unusable:
+//! [`super::TurnFate`]) and where that puts the fix.
 
-use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Report, Verdict};
+use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, Verdict};
 use std::fmt::Write;
 
 const SDK: &str = "native-continuity";
 const LOAD: &str = "native-load";
 
+/// One row's reading of its pair: its row label, the client it ran, the
+/// line and where it puts the fix.
+struct Reading {
+    label: String,
+    client: String,
+    /// The target and every other axis but the client's: rows read side
+    /// by side when they share it.
+    place: Point,
+    line: String,
+    conclusion: &'static str,
+    evidence: String,
+}
+
 /// The section, or `None` when no row ran both scenarios.
 pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
-    let mut lines = Vec::new();
-    for (target, suffix) in report.row_order() {
-        let find = |scenario: &str| -> Option<&Cell> {
-            report.cells.iter().find(|c| {
-                c.point.target == target && c.point.scenario == scenario && c.row_suffix() == suffix
-            })
-        };
-        let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
-            continue;
-        };
-        // A skipped cell (e.g. the hosted client, which cannot load) did not run.
-        if [sdk, load].iter().any(|c| c.verdict == Verdict::Skipped) {
-            continue;
-        }
-        let label = format!("{target}{}", suffix.unwrap_or_default());
-        lines.push(format!("- **{label}**: {}", verdict_line(sdk, load)));
-    }
+    let mut lines = pair_lines(&readings(report));
     lines.extend(candidate_lines(report));
     lines.extend(turn_lines(report));
     if lines.is_empty() {
@@ -46,6 +47,70 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
     Some(out)
 }
 
+/// Each row's reading of its native-continuity and native-load cells.
+fn readings(report: &Report) -> Vec<Reading> {
+    let mut readings = Vec::new();
+    for (target, suffix) in report.row_order() {
+        let find = |scenario: &str| -> Option<&Cell> {
+            report.cells.iter().find(|c| {
+                c.point.target == target && c.point.scenario == scenario && c.row_suffix() == suffix
+            })
+        };
+        let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
+            continue;
+        };
+        // A skipped cell (a client or store that could not be set up) did not run.
+        if [sdk, load].iter().any(|c| c.verdict == Verdict::Skipped) {
+            continue;
+        }
+        let (line, conclusion) = reading(sdk, load);
+        readings.push(Reading {
+            label: format!("{target}{}", suffix.unwrap_or_default()),
+            client: sdk.client_name().to_string(),
+            place: sdk.point.with(Axis::Client, None).with(Axis::Sdk, None),
+            line,
+            conclusion,
+            evidence: format!("{SDK} {}; {LOAD} {}", evidence(sdk), evidence(load)),
+        });
+    }
+    readings
+}
+
+/// One line per row; the rows of one place whose clients read it
+/// differently as one entry, each client's reading under it with the
+/// cells it rests on.
+fn pair_lines(readings: &[Reading]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut done: Vec<&Point> = Vec::new();
+    for reading in readings {
+        if done.contains(&&reading.place) {
+            continue;
+        }
+        let same_place: Vec<&Reading> = readings
+            .iter()
+            .filter(|r| r.place == reading.place)
+            .collect();
+        let differ = same_place
+            .iter()
+            .any(|r| r.conclusion != reading.conclusion);
+        if !differ {
+            lines.push(format!("- **{}**: {}", reading.label, reading.line));
+            continue;
+        }
+        done.push(&reading.place);
+        lines.push(format!(
+            "- **{}**: the clients read it differently; each reading rests on its own cells:",
+            reading.place.label()
+        ));
+        for r in same_place {
+            lines.push(format!(
+                "  - {}: {} (rests on {})",
+                r.client, r.line, r.evidence
+            ));
+        }
+    }
+    lines
+}
 /// One line per long turn whose result did not reach the client or whose
 /// session was left unusable: its fate and where that puts the fix.
 fn turn_lines(report: &Report) -> Vec<String> {
@@ -172,26 +237,106 @@ fn recovery_ms(load: &Cell) -> Option<u64> {
         .find_map(|d| d.restart_to_first_good_prompt_ms)
 }
 
-/// The reading of one SDK cell and its load cell.
-pub(crate) fn verdict_line(sdk: &Cell, load: &Cell) -> String {
+/// What one cell shows, as evidence: `fail @ phase (signature)`, `pass`,
+/// `not applicable (phase: no call for …)`.
+fn evidence(cell: &Cell) -> String {
+    match cell.verdict {
+        Verdict::NotApplicable => match &cell.reason {
+            Some(reason) => format!("not applicable ({reason})"),
+            None => "not applicable".into(),
+        },
+        _ => outcome_words(cell),
+    }
+}
+
+/// Whether the cell's verdict is an observation of the restart: a pass or
+/// a failure (a flaky cell failed at least once). A cell that could not
+/// take its steps, or that the harness could not run, observed nothing.
+fn observed(cell: &Cell) -> bool {
+    matches!(cell.verdict, Verdict::Pass | Verdict::Fail | Verdict::Flaky)
+}
+
+/// `cannot tell: the SDK has no call for session/load on a new server id`,
+/// or why else the cell observed nothing.
+fn cannot_tell(cell: &Cell) -> String {
+    let who = match cell.client_name().parse::<crate::ClientKind>() {
+        Ok(kind) if kind.runs_real_sdk() => "the SDK",
+        _ => "continuity's client",
+    };
+    let call = super::fold::restart_deciding(&cell.phases, &cell.restarts)
+        .find_map(super::fold::missing_call);
+    match (cell.verdict, call) {
+        (Verdict::NotApplicable, Some(call)) => {
+            format!("cannot tell: {who} has no call for {call}")
+        }
+        (Verdict::NotApplicable, None) => format!(
+            "cannot tell: {who} could not take its steps ({})",
+            cell.reason.as_deref().unwrap_or("not applicable")
+        ),
+        (other, _) => format!("cannot tell: the cell is {}", other.words()),
+    }
+}
+
+/// The reading of one SDK cell and its load cell, and its conclusion.
+fn reading(sdk: &Cell, load: &Cell) -> (String, &'static str) {
+    if observed(sdk) && observed(load) {
+        return verdict_line(sdk, load);
+    }
+    const UNKNOWN: &str = "cannot tell where the fix belongs";
+    match (observed(sdk), sdk.verdict == Verdict::Pass) {
+        (true, true) => {
+            const NOTHING: &str = "nothing to fix";
+            let line = format!("SDK passes, load {} → {NOTHING}", cannot_tell(load));
+            (line, NOTHING)
+        }
+        (true, false) => {
+            let line = format!(
+                "SDK {}, load {} → {UNKNOWN}",
+                outcome_words(sdk),
+                cannot_tell(load)
+            );
+            (line, UNKNOWN)
+        }
+        (false, _) => {
+            let load_words = match observed(load) {
+                true => outcome_words(load),
+                false => cannot_tell(load),
+            };
+            let line = format!("SDK {}, load {load_words} → {UNKNOWN}", cannot_tell(sdk));
+            (line, UNKNOWN)
+        }
+    }
+}
+
+/// The reading of one SDK cell and its load cell, both observed.
+pub(crate) fn verdict_line(sdk: &Cell, load: &Cell) -> (String, &'static str) {
     let passed = |c: &Cell| matches!(c.verdict, Verdict::Pass);
     match (passed(sdk), passed(load)) {
         (false, true) => {
             let took = recovery_ms(load)
                 .map(|ms| format!(" (first good prompt {ms} ms after the restart)"))
                 .unwrap_or_default();
-            format!(
-                "SDK fails{}, load recovers{took} → client-side fix",
+            const CLIENT: &str = "client-side fix";
+            let line = format!(
+                "SDK fails{}, load recovers{took} → {CLIENT}",
                 sdk.failure_boundary
                     .as_deref()
                     .map(|b| format!(" @ {b}"))
                     .unwrap_or_default()
-            )
+            );
+            (line, CLIENT)
         }
-        (false, false) => "SDK fails, load fails too → server- or agent-side fix".into(),
-        (true, true) => "SDK passes, load passes → nothing to fix".into(),
+        (false, false) => {
+            const SERVER: &str = "server- or agent-side fix";
+            (format!("SDK fails, load fails too → {SERVER}"), SERVER)
+        }
+        (true, true) => {
+            const NOTHING: &str = "nothing to fix";
+            (format!("SDK passes, load passes → {NOTHING}"), NOTHING)
+        }
         (true, false) => {
-            "SDK passes, load fails → the recovering client is wrong, not the stack".into()
+            const WRONG: &str = "the recovering client is wrong, not the stack";
+            (format!("SDK passes, load fails → {WRONG}"), WRONG)
         }
     }
 }
@@ -221,13 +366,17 @@ mod tests {
         let sdk_fail = cell(SDK, "fail", Some("promptSameHandleAfterRestart"), None);
         let load_pass = cell(LOAD, "pass", None, Some(840));
         assert_eq!(
-            verdict_line(&sdk_fail, &load_pass),
+            verdict_line(&sdk_fail, &load_pass).0,
             "SDK fails @ promptSameHandleAfterRestart, load recovers (first good prompt 840 ms after the restart) → client-side fix"
         );
         let load_fail = cell(LOAD, "fail", Some("loadSessionAfterRestart"), None);
-        assert!(verdict_line(&sdk_fail, &load_fail).ends_with("→ server- or agent-side fix"));
+        assert!(verdict_line(&sdk_fail, &load_fail)
+            .0
+            .ends_with("→ server- or agent-side fix"));
         let sdk_pass = cell(SDK, "pass", None, None);
-        assert!(verdict_line(&sdk_pass, &load_pass).ends_with("→ nothing to fix"));
+        assert!(verdict_line(&sdk_pass, &load_pass)
+            .0
+            .ends_with("→ nothing to fix"));
     }
 
     /// The fixture's SDK axis: 0.4.2 fails, the candidate `fix` passes.

@@ -124,7 +124,7 @@ pub(crate) fn notable_cells(report: &Report) -> Vec<&Cell> {
             c.verdict == Verdict::Flaky
                 || match &c.expectation {
                     Some(j) => j.fails_run || j.outcome == ExpectOutcome::Fixed,
-                    None => !c.counts_as_pass(report.run.flaky_result),
+                    None => c.fails_run_alone(report.run.flaky_result),
                 }
         })
         .collect()

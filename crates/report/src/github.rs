@@ -106,7 +106,7 @@ pub fn annotations(report: &Report) -> Vec<CommandLine> {
         .map(|cell| {
             let fails = match &cell.expectation {
                 Some(j) => j.fails_run,
-                None => !cell.counts_as_pass(report.run.flaky_result),
+                None => cell.fails_run_alone(report.run.flaky_result),
             };
             let what = match &cell.expectation {
                 Some(j) if j.outcome != ExpectOutcome::Expected => judgement_text(j),

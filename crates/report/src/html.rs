@@ -3,7 +3,9 @@
 //! cell a timeline read from its `trace.jsonl` — phases as bars on one time
 //! axis, the restart window shaded, requests and events as marks with their
 //! status and latency on hover, the failure boundary highlighted — then the
-//! signatures, restart timings and links to the trace and the logs.
+//! signatures, restart timings and links to the trace and the logs; and
+//! the unhandled rejections of every cell that ran the real SDK (`ts-sdk`,
+//! `browser`), in a section of their own and in each cell's detail.
 //!
 //! The page is drawn by its script from the data embedded in it; the script
 //! ends by writing a self-check (cells, timelines, boundaries drawn) into
@@ -129,6 +131,7 @@ pub(crate) fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceErr
     }
     let data = json!({
         "report": data,
+        "rejections": rejections(report),
         "scenarios": report.scenario_order(),
         "targets": report.target_order(),
         "columns": report
@@ -143,6 +146,33 @@ pub(crate) fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceErr
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>continuity run {id}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<noscript>This report is drawn by its inline script; report.txt and report.json hold the same results as text.</noscript>\n<main id=\"app\"></main>\n<script type=\"application/json\" id=\"data\">{data}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
         id = escape(&report.run.id),
     )
+}
+
+/// The unhandled rejections of every cell whose client runs the real SDK
+/// (hosted or in the browser), for the page's section and each cell's
+/// detail; `null` when no cell ran the real SDK. Each error in its
+/// terminal form: text the SDK's host wrote.
+fn rejections(report: &Report) -> Value {
+    let sdk_ran = report.cells.iter().any(|c| {
+        c.client_name()
+            .parse::<crate::ClientKind>()
+            .is_ok_and(crate::ClientKind::runs_real_sdk)
+    });
+    if !sdk_ran {
+        return Value::Null;
+    }
+    let rows: Vec<Value> = super::clients::sdk_rejections(report)
+        .iter()
+        .map(|r| {
+            json!({
+                "label": r.cell.label(),
+                "scenario": r.cell.point.scenario,
+                "phase": r.phase,
+                "error": crate::untrusted::Untrusted::new(&r.error()).terminal(),
+            })
+        })
+        .collect();
+    Value::Array(rows)
 }
 
 fn escape(text: &str) -> String {

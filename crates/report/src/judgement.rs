@@ -21,13 +21,26 @@ pub enum Verdict {
     /// Cut short by Ctrl-C, SIGTERM or the overall deadline: the phases it
     /// finished, the one it was in (`interrupted`), and its cleanup.
     Interrupted,
+    /// Run, but it says nothing about the restart: every verdict phase
+    /// after the restart (or in the fault's or timeout's window) was a step
+    /// the cell's client or store cannot take, or the target is not one its
+    /// client or store has. Its `reason` names the missing call. Neither a
+    /// pass nor a failure: kept out of pass counts and totals, and it does
+    /// not fail the run by itself.
+    NotApplicable,
 }
 
 impl Verdict {
     /// The word used in reports and JUnit: `pass`, `fail`, `error`,
-    /// `skipped`, `interrupted`, as serialized.
+    /// `skipped`, `interrupted`, `not_applicable`, as serialized.
     pub fn as_str(self) -> &'static str {
         crate::wire_name::of(&self)
+    }
+
+    /// The verdict as prose reads it: its wire name with spaces
+    /// (`not applicable`).
+    pub fn words(self) -> String {
+        self.as_str().replace('_', " ")
     }
 
     pub fn glyph(self) -> &'static str {
@@ -38,6 +51,8 @@ impl Verdict {
             Verdict::Skipped => "–",
             Verdict::Flaky => "〰",
             Verdict::Interrupted => "⏸",
+            // Plain text, apart from every other mark: no verdict to show.
+            Verdict::NotApplicable => "n/a",
         }
     }
 }

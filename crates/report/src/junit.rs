@@ -1,7 +1,9 @@
 //! `junit.xml` for CI dashboards: one testsuite per scenario, one testcase
 //! per cell. Following nextest, a failed check (verdict `fail`) is a
 //! `<failure>`, a cell the harness could not run (verdict `error`) is an
-//! `<error>`, and a skipped cell is `<skipped>`. A cell with several
+//! `<error>`, and a skipped cell is `<skipped>`, as is a cell with no
+//! verdict on its restart (`not_applicable`, type `not_applicable`): it
+//! is neither a failure nor an error. A cell with several
 //! attempts keeps the others in the Surefire shape nextest and Playwright
 //! write: a flaky cell counted as passed is a success with a
 //! `<flakyFailure>` per failed attempt; a failed cell lists its other failed
@@ -81,6 +83,18 @@ fn test_case(cell: &Cell, scenario: &str, flaky: FlakyResult) -> TestCase {
             if let Some(reason) = &cell.reason {
                 status.set_message(reason.as_str());
             }
+            status
+        }
+        // No verdict on the restart: neither a failure nor an error. CI
+        // shows it skipped, its message naming the call that was missing.
+        Verdict::NotApplicable => {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message(match &cell.reason {
+                Some(reason) => format!("not applicable: {reason}"),
+                None => "not applicable".to_string(),
+            });
+            status.set_type("not_applicable");
+            status.set_description(phase_lines(cell));
             status
         }
     };

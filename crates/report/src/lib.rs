@@ -25,6 +25,7 @@ pub mod detail;
 pub mod expect;
 pub(crate) mod fix_location;
 pub mod floor;
+pub mod fold;
 pub mod gate;
 pub mod github;
 pub mod html;
@@ -71,3 +72,5 @@ mod hostile_tests;
 mod terminal_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod verdict_tests;

@@ -59,14 +59,20 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
         "## {} diagnostic ({repeat} {runs}/target)\n",
         title(scenario)
     );
-    let total = cells.len();
+    // A cell with no verdict on its restart is no success and no failure:
+    // out of the count, named beside it.
+    let judged = cells
+        .iter()
+        .filter(|c| c.verdict != Verdict::NotApplicable)
+        .count();
     let passed = cells.iter().filter(|c| c.verdict == Verdict::Pass).count();
-    let _ = write!(out, "- total: {passed}/{total} success");
+    let _ = write!(out, "- total: {passed}/{judged} success");
     let others: Vec<String> = [
         (Verdict::Error, "error", "errors"),
         (Verdict::Skipped, "skipped", "skipped"),
         (Verdict::Flaky, "flaky", "flaky"),
         (Verdict::Interrupted, "interrupted", "interrupted"),
+        (Verdict::NotApplicable, "not applicable", "not applicable"),
     ]
     .iter()
     .filter_map(|(v, one, many)| {
@@ -92,7 +98,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
         out.push_str("- failure boundary phase: none\n");
     }
     for (name, n) in boundaries {
-        let _ = writeln!(out, "- failure boundary phase: {name} in {n}/{total}");
+        let _ = writeln!(out, "- failure boundary phase: {name} in {n}/{judged}");
     }
 
     out.push_str("- per target:\n");
@@ -140,15 +146,19 @@ fn per_target(cell: &Cell) -> String {
         .filter(|r| !r.is_empty())
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
+    let noted = matches!(
+        cell.verdict,
+        Verdict::Skipped | Verdict::Error | Verdict::Interrupted | Verdict::NotApplicable
+    );
     match cell.verdict {
-        Verdict::Skipped | Verdict::Error | Verdict::Interrupted if marks.is_empty() => {
-            format!("{} {}{reason}", cell.verdict.glyph(), cell.verdict.as_str())
+        _ if noted && marks.is_empty() => {
+            format!("{} {}{reason}", cell.verdict.glyph(), cell.verdict.words())
         }
-        Verdict::Skipped | Verdict::Error | Verdict::Interrupted => format!(
+        _ if noted => format!(
             "{}; {} {}{reason}",
             marks.join(", "),
             cell.verdict.glyph(),
-            cell.verdict.as_str()
+            cell.verdict.words()
         ),
         Verdict::Flaky => format!(
             "{}; {} flaky ({})",
@@ -161,7 +171,7 @@ fn per_target(cell: &Cell) -> String {
             marks.join(", "),
             super::gate::attempts_text(cell)
         ),
-        Verdict::Pass | Verdict::Fail => marks.join(", "),
+        _ => marks.join(", "),
     }
 }
 

@@ -453,6 +453,15 @@ pub struct Totals {
     /// Absent in reports written before the verdict existed.
     #[serde(default)]
     pub interrupted: u32,
+    /// Cells with no verdict on the restart (`not_applicable`): counted in
+    /// `cells`, never among the cells judged ([`Totals::judged`]). Absent
+    /// in reports written before the verdict existed, and when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_applicable: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Totals {
@@ -467,9 +476,16 @@ impl Totals {
                 Verdict::Skipped => t.skipped += 1,
                 Verdict::Flaky => t.flaky += 1,
                 Verdict::Interrupted => t.interrupted += 1,
+                Verdict::NotApplicable => t.not_applicable += 1,
             }
         }
         t
+    }
+
+    /// The cells that have a verdict on their restart: all but the
+    /// `not_applicable` ones, what "N/M passed" counts against.
+    pub fn judged(&self) -> u32 {
+        self.cells.saturating_sub(self.not_applicable)
     }
 }
 
@@ -569,6 +585,14 @@ impl Cell {
             Verdict::Flaky => flaky == FlakyResult::Pass,
             _ => false,
         }
+    }
+
+    /// Whether the cell fails the run by its own verdict (no expectation
+    /// judged it): anything but a pass, a flaky cell counted as passed, or
+    /// a cell with no verdict on its restart (`not_applicable`), which is
+    /// no pass and no failure either.
+    pub fn fails_run_alone(&self, flaky: FlakyResult) -> bool {
+        !self.counts_as_pass(flaky) && self.verdict != Verdict::NotApplicable
     }
 }
 

@@ -220,6 +220,7 @@ fn summary_parts(cells: &[&Cell], repeat: u32) -> (&'static str, Option<String>)
         count(Verdict::Fail),
         count(Verdict::Error),
     );
+    let not_applicable = count(Verdict::NotApplicable);
     // The worst verdict decides the glyph: one failure among passes is a failure.
     let glyph = if failed > 0 {
         Verdict::Fail.glyph()
@@ -227,11 +228,17 @@ fn summary_parts(cells: &[&Cell], repeat: u32) -> (&'static str, Option<String>)
         Verdict::Error.glyph()
     } else if passed > 0 {
         Verdict::Pass.glyph()
+    } else if not_applicable == cells.len() {
+        Verdict::NotApplicable.glyph()
     } else {
         Verdict::Skipped.glyph()
     };
+    // Cells with no verdict on their restart are out of the count.
     if repeat > 1 || cells.len() > 1 {
-        (glyph, Some(format!("{passed}/{}", cells.len())))
+        (
+            glyph,
+            Some(format!("{passed}/{}", cells.len() - not_applicable)),
+        )
     } else {
         (glyph, None)
     }

@@ -69,17 +69,24 @@ pub(crate) fn header_line(report: &Report) -> String {
 }
 
 /// `N/M cells passed (F failed, E errors, S skipped)`, counted from the
-/// cells rather than trusting `totals`, so a hand-edited report cannot lie.
+/// cells rather than trusting `totals`, so a hand-edited report cannot
+/// lie. Cells with no verdict on their restart are out of `M`, named after.
 pub(crate) fn totals_line(report: &Report) -> String {
     let t = super::model::Totals::of(&report.cells);
-    let flaky = if t.flaky > 0 {
-        format!(", {} flaky", t.flaky)
-    } else {
-        String::new()
-    };
+    let mut more = String::new();
+    if t.flaky > 0 {
+        more.push_str(&format!(", {} flaky", t.flaky));
+    }
+    if t.not_applicable > 0 {
+        more.push_str(&format!(", {} not applicable", t.not_applicable));
+    }
     format!(
-        "{}/{} cells passed ({} failed, {} errors, {} skipped{flaky})",
-        t.passed, t.cells, t.failed, t.errored, t.skipped
+        "{}/{} cells passed ({} failed, {} errors, {} skipped{more})",
+        t.passed,
+        t.judged(),
+        t.failed,
+        t.errored,
+        t.skipped
     )
 }
 
@@ -197,6 +204,7 @@ fn verdict_head(cell: &Cell) -> String {
         },
         Verdict::Skipped => with_reason("– skipped", cell.reason.as_deref()),
         Verdict::Interrupted => with_reason("⏸ interrupted", cell.reason.as_deref()),
+        Verdict::NotApplicable => with_reason("n/a not applicable", cell.reason.as_deref()),
     }
 }
 
@@ -256,5 +264,6 @@ fn verdict_color(verdict: Verdict) -> Color {
         Verdict::Error => Color::Yellow,
         Verdict::Skipped => Color::DarkGrey,
         Verdict::Interrupted => Color::Yellow,
+        Verdict::NotApplicable => Color::DarkGrey,
     }
 }

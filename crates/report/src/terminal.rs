@@ -159,7 +159,7 @@ impl Out {
 fn needs_block(cell: &Cell) -> bool {
     match cell.verdict {
         Verdict::Fail | Verdict::Error | Verdict::Flaky | Verdict::Interrupted => true,
-        Verdict::Pass | Verdict::Skipped => unexpected(cell),
+        Verdict::Pass | Verdict::Skipped | Verdict::NotApplicable => unexpected(cell),
     }
 }
 
@@ -169,13 +169,23 @@ fn unexpected(cell: &Cell) -> bool {
     })
 }
 
-/// `skipped: REASON (ROWS: N cells)`, one per reason, in report order.
+/// `skipped: REASON (ROWS: N cells)`, one per reason, in report order;
+/// then `not applicable: REASON (…)` for the cells with no verdict on
+/// their restart, which name the call their client lacks.
 fn skip_lines(report: &Report) -> Vec<String> {
+    [Verdict::Skipped, Verdict::NotApplicable]
+        .into_iter()
+        .flat_map(|verdict| reason_lines(report, verdict))
+        .collect()
+}
+
+/// One line per reason the expected cells of `verdict` give.
+fn reason_lines(report: &Report, verdict: Verdict) -> Vec<String> {
     let mut groups: Vec<(String, Vec<String>, usize)> = Vec::new();
     for cell in report
         .cells
         .iter()
-        .filter(|c| c.verdict == Verdict::Skipped && !unexpected(c))
+        .filter(|c| c.verdict == verdict && !unexpected(c))
     {
         let reason = shown(first_line(cell.reason.as_deref()));
         let label = cell.label();
@@ -198,7 +208,11 @@ fn skip_lines(report: &Report) -> Vec<String> {
             } else {
                 reason
             };
-            format!("skipped: {reason} ({}: {n} {cells})", labels.join(", "))
+            format!(
+                "{}: {reason} ({}: {n} {cells})",
+                verdict.words(),
+                labels.join(", ")
+            )
         })
         .collect()
 }
@@ -253,11 +267,11 @@ fn block(out: &mut Out, cell: &Cell, color: bool) {
     }
     if matches!(
         cell.verdict,
-        Verdict::Error | Verdict::Skipped | Verdict::Interrupted
+        Verdict::Error | Verdict::Skipped | Verdict::Interrupted | Verdict::NotApplicable
     ) {
         let reason = shown(first_line(cell.reason.as_deref()));
         if !reason.is_empty() {
-            let text = format!("{}: {reason}", cell.verdict.as_str());
+            let text = format!("{}: {reason}", cell.verdict.words());
             out.line(&format!("{indent}{}", fit::cut(&text, room)));
         }
     }
@@ -375,6 +389,7 @@ fn status(cell: &Cell) -> (&'static str, &'static str) {
         Verdict::Flaky => ("FLAKY", "33"),
         Verdict::Interrupted => ("INTERRUPTED", "33"),
         Verdict::Skipped => ("SKIP", "33"),
+        Verdict::NotApplicable => ("N/A", "33"),
         Verdict::Pass => ("PASS", "32"),
     }
 }

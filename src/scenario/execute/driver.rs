@@ -27,10 +27,13 @@ use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
 
-/// A step the client cannot take: the API whose absence is why.
+/// A step the client cannot take: the API whose absence is why, and the
+/// call it lacks in a few words (what a cell with no verdict on its
+/// restart, and "Where the fix belongs", name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unsupported {
     pub api: &'static str,
+    pub call: &'static str,
 }
 
 /// A prompt's answer: its stop reason, and what the SDK says of the

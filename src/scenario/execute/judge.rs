@@ -3,7 +3,7 @@
 //! and the cell's verdict and failure boundary from its phases.
 
 use super::{diagnose, millis, Phase, PhaseResult, Secret, StepResult, StoreWait};
-use crate::report::{Outcome, SignatureKind, Verdict};
+use crate::report::{Outcome, SignatureKind};
 use crate::scenario::Step;
 use serde_json::Map;
 use std::time::{Duration, Instant};
@@ -23,44 +23,15 @@ pub(super) struct ResultContext {
     pub(super) watched: Vec<crate::supervise::part::PartProcess>,
 }
 
-/// Pass when every verdict phase passed; a harness failure makes it an error.
-/// The boundary is the first failed verdict phase, or else the first failed phase.
-pub(super) fn judge(results: &[PhaseResult]) -> (Verdict, Option<String>) {
-    // A step the client cannot take decides nothing; a cell that could
-    // take none of its verdict steps has no verdict of its own: skipped.
-    let applicable = |r: &&PhaseResult| r.outcome != Outcome::NotApplicable;
-    let phases: Vec<&PhaseResult> = results
-        .iter()
-        .filter(|r| !r.cleanup)
-        .filter(applicable)
-        .collect();
-    let none_applicable = results
-        .iter()
-        .filter(|r| !r.cleanup && r.decides_verdict)
-        .all(|r| r.outcome == Outcome::NotApplicable);
-    if none_applicable {
-        if let Some(first) = results.iter().find(|r| r.outcome == Outcome::NotApplicable) {
-            return (Verdict::Skipped, Some(first.name.clone()));
-        }
-    }
-    let failed = |r: &&PhaseResult| matches!(r.outcome, Outcome::Fail | Outcome::Timeout);
-    if let Some(harness) = phases.iter().find(|r| {
-        r.signature
-            .as_ref()
-            .is_some_and(|s| s.kind == SignatureKind::Harness)
-    }) {
-        return (Verdict::Error, Some(harness.name.clone()));
-    }
-    if phases.iter().filter(|r| r.decides_verdict).all(|r| r.ok) {
-        return (Verdict::Pass, None);
-    }
-    let boundary = phases
-        .iter()
-        .find(|r| r.decides_verdict && failed(r))
-        .or_else(|| phases.iter().find(|r| failed(r)))
-        .or_else(|| phases.iter().find(|r| r.decides_verdict && !r.ok))
-        .map(|r| r.name.clone());
-    (Verdict::Fail, boundary)
+/// The attempt's verdict, failure boundary and (for `not_applicable`)
+/// reason, from its phases: judged only on those that ran, so a cell that
+/// could take no verdict step after its restart has no verdict on it
+/// ([`crate::report::fold`], the one fold the report shares).
+pub(super) fn judge(
+    results: &[PhaseResult],
+    restarts: &[crate::report::RestartResult],
+) -> crate::report::fold::Folded {
+    crate::report::fold::fold(results, restarts)
 }
 
 /// Whether the phase failed because a part of continuity's own did (its
@@ -109,20 +80,26 @@ pub(super) fn not_applicable(
     unsupported: super::Unsupported,
 ) -> PhaseResult {
     let why = format!("the {client} client: {}", unsupported.api);
-    not_applicable_as(phase, default, cleanup, why)
+    not_applicable_as(phase, default, cleanup, why, unsupported.call)
 }
 
-/// A phase on a client that no applicable step made: not applicable, `why`.
+/// A phase on a client that no applicable step made: not applicable,
+/// `why`, lacking `call`.
 pub(super) fn not_applicable_as(
     phase: &Phase,
     default: Duration,
     cleanup: bool,
     why: String,
+    call: &str,
 ) -> PhaseResult {
     let mut result = not_run(phase, default, cleanup);
     result.outcome = Outcome::NotApplicable;
     result.decides_verdict = phase.decides_verdict && !cleanup;
-    result.detail.insert("notApplicable".into(), why.into());
+    let detail = crate::report::detail::NotApplicableDetail {
+        not_applicable: why,
+        missing_call: Some(call.to_string()),
+    };
+    crate::report::detail::Detail::write_to(&detail, &mut result.detail);
     result
 }
 
@@ -298,6 +275,12 @@ pub(super) fn outcome_word(outcome: Outcome) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Verdict;
+
+    fn judged(results: &[PhaseResult]) -> (Verdict, Option<String>) {
+        let folded = judge(results, &[]);
+        (folded.verdict, folded.boundary)
+    }
 
     fn result(
         name: &str,
@@ -327,7 +310,7 @@ mod tests {
             result("c", false, Outcome::Fail, Some(SignatureKind::Client)),
             result("d", true, Outcome::Timeout, Some(SignatureKind::Timeout)),
         ];
-        assert_eq!(judge(&r), (Verdict::Fail, Some("b".into())));
+        assert_eq!(judged(&r), (Verdict::Fail, Some("b".into())));
     }
 
     #[test]
@@ -336,7 +319,7 @@ mod tests {
             result("create", false, Outcome::Fail, Some(SignatureKind::Connect)),
             result("v", true, Outcome::NotRun, None),
         ];
-        assert_eq!(judge(&r), (Verdict::Fail, Some("create".into())));
+        assert_eq!(judged(&r), (Verdict::Fail, Some("create".into())));
     }
 
     #[test]
@@ -350,11 +333,54 @@ mod tests {
             ),
             result("v", true, Outcome::NotRun, None),
         ];
-        assert_eq!(judge(&r).0, Verdict::Error);
+        assert_eq!(judged(&r).0, Verdict::Error);
         let r = [
             result("v", true, Outcome::Ok, None),
             result("x", false, Outcome::Fail, Some(SignatureKind::Http)),
         ];
-        assert_eq!(judge(&r), (Verdict::Pass, None));
+        assert_eq!(judged(&r), (Verdict::Pass, None));
+    }
+
+    /// The report's fold finds the restart by the step's name and a
+    /// timeout target's whole-cell window by its restart's action: the
+    /// names the scenario language and the targets give them.
+    #[test]
+    fn the_fold_knows_the_restart_step_and_the_timeout_action_by_their_names() {
+        use crate::report::fold::{RESTART_STEP, WHOLE_CELL_ACTION};
+        assert_eq!(crate::scenario::StepKind::Restart.name(), RESTART_STEP);
+        assert_eq!(
+            crate::targets::RestartKind::Timeout.as_str(),
+            WHOLE_CELL_ACTION
+        );
+    }
+
+    /// native-load on the real SDK: the prompt before the restart passed,
+    /// the load after it could not run. No verdict on the restart, never
+    /// a pass; the reason names the phase and the call.
+    #[test]
+    fn a_cell_whose_steps_after_the_restart_could_not_run_is_not_a_pass() {
+        let mut restart = result("restart", false, Outcome::Ok, None);
+        restart.step = "restart".into();
+        let mut load = result(
+            "loadSessionAfterRestart",
+            true,
+            Outcome::NotApplicable,
+            None,
+        );
+        load.detail
+            .insert("notApplicable".into(), "the ts-sdk client: no load".into());
+        load.detail
+            .insert("missingCall".into(), "session/load".into());
+        let r = [
+            result("promptBeforeRestart", true, Outcome::Ok, None),
+            restart,
+            load,
+        ];
+        let folded = judge(&r, &[]);
+        assert_eq!(folded.verdict, Verdict::NotApplicable);
+        assert_eq!(
+            folded.reason.as_deref(),
+            Some("loadSessionAfterRestart: no call for session/load")
+        );
     }
 }

@@ -21,6 +21,8 @@ use std::sync::Arc;
 const PROBE_LIMIT_MS: u64 = 15_000;
 
 /// What continuity's client has no counterpart of: the provider steps.
+/// The call [`NO_PROVIDER`] names, in a few words.
+const NO_PROVIDER_CALL: &str = "SandboxAgent.start({ sandbox, sandboxId })";
 const NO_PROVIDER: &str = "continuity's Rust client has no SandboxProvider: SandboxAgent.start({ sandbox, sandboxId }) and destroySandbox are the TypeScript SDK's";
 
 /// continuity's SDK-faithful Rust client.
@@ -51,7 +53,10 @@ impl ScenarioClient for RustClient {
         match step {
             Step::StartSandbox { .. }
             | Step::ReattachSandbox { .. }
-            | Step::DestroySandbox { .. } => Err(Unsupported { api: NO_PROVIDER }),
+            | Step::DestroySandbox { .. } => Err(Unsupported {
+                api: NO_PROVIDER,
+                call: NO_PROVIDER_CALL,
+            }),
             _ => Ok(()),
         }
     }

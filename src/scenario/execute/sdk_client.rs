@@ -36,6 +36,8 @@ use steps::HostedTurn;
 /// How long fetching the SDK's wire records before a restart may take.
 const WIRE_BEFORE_RESTART: Duration = Duration::from_secs(2);
 
+/// The call [`NO_RECOVERY`] names, in a few words.
+const NO_RECOVERY_CALL: &str = "session/load on a new server id";
 /// What sandbox-agent 0.4.2's SDK has no call for: the steps it cannot take.
 const NO_RECOVERY: &str = "sandbox-agent SDK 0.4.2 has no call to session/load an agent session on a new server id: rawSendSessionMethod rewrites params.sessionId to the session it has bound, and its live connection to a lost server id is never replaced";
 
@@ -188,9 +190,12 @@ pub(super) fn unreadable<T>(
 }
 
 /// What the SDK cannot do for `step`, if anything: the call it lacks.
-fn unsupported(step: &Step) -> Option<&'static str> {
+fn unsupported(step: &Step) -> Option<Unsupported> {
     match step {
-        Step::RecoverSession { .. } => Some(NO_RECOVERY),
+        Step::RecoverSession { .. } => Some(Unsupported {
+            api: NO_RECOVERY,
+            call: NO_RECOVERY_CALL,
+        }),
         _ => None,
     }
 }
@@ -202,7 +207,7 @@ impl<H: SdkHost> ScenarioClient for SdkClient<H> {
     }
 
     fn supports(&self, step: &Step) -> Result<(), Unsupported> {
-        unsupported(step).map_or(Ok(()), |api| Err(Unsupported { api }))
+        unsupported(step).map_or(Ok(()), Err)
     }
 
     fn connected(&self, _cell: &RunningCell<'_>, client: &str) -> bool {
@@ -595,7 +600,7 @@ mod tests {
     #[test]
     fn only_recover_session_is_declared_unsupported_with_the_call_missing() {
         let all = crate::scenario::builtin_scenarios();
-        let missing = |name: &str| -> Vec<&'static str> {
+        let missing = |name: &str| -> Vec<Unsupported> {
             let s = all.iter().find(|s| s.name == name).unwrap();
             s.phases
                 .iter()
@@ -614,7 +619,13 @@ mod tests {
         ] {
             assert!(missing(name).is_empty(), "{name}: {:?}", missing(name));
         }
-        assert_eq!(missing("native-load"), vec![NO_RECOVERY]);
+        assert_eq!(
+            missing("native-load"),
+            vec![Unsupported {
+                api: NO_RECOVERY,
+                call: NO_RECOVERY_CALL
+            }]
+        );
         assert!(NO_RECOVERY.starts_with("sandbox-agent SDK 0.4.2 has no call to"));
     }
 }

@@ -257,3 +257,67 @@ client = "c"
     let left = support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// The SDK in Chromium raises the same unhandled rejection the hosted SDK
+/// does when the restarted server refuses its POST (400, no `?agent=`):
+/// the page records it, and report.md lists it as it lists the hosted
+/// SDK's (it listed only `ts-sdk` cells before).
+#[test]
+fn report_md_lists_the_browser_clients_unhandled_rejections() {
+    let _one = support::stack_slot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--client",
+            "browser",
+            "--persist",
+            "memory",
+            "--target",
+            "agent",
+            "--scenario",
+            "native-continuity",
+            "--timeout-ms",
+            "6000",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(run.status.code().is_some(), "exited, not killed");
+    let report = report(&out);
+    let browser = &report["cells"][0];
+    assert_eq!(browser["client"], "browser", "{browser}");
+    let recorded: Vec<&Value> = browser["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            p["detail"]["unhandledRejections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .collect();
+    assert!(!recorded.is_empty(), "no rejection recorded: {browser}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let section = md
+        .split("## Unhandled rejections in the SDK")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no rejections section in\n{md}"));
+    assert!(!section.starts_with("\n\nnone recorded"), "{md}");
+    let row = section
+        .lines()
+        .find(|l| l.starts_with("| agent · browser × native-continuity |"))
+        .unwrap_or_else(|| panic!("the browser's rejection is not listed:\n{md}"));
+    let name = recorded[0]["name"].as_str().unwrap_or_default();
+    assert!(row.contains(name), "{row}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("\"rejections\":[{"),
+        "report.html carries them"
+    );
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}

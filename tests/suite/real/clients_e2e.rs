@@ -90,14 +90,66 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Where the clients disagree"), "{md}");
     assert!(md.contains("agree on every cell both ran"), "{md}");
-    assert!(
-        md.contains("## Unhandled rejections in the hosted SDK"),
-        "{md}"
-    );
+    assert!(md.contains("## Unhandled rejections in the SDK"), "{md}");
     assert!(md.contains("AcpHttpError"), "{md}");
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(junit.contains("agent · ts-sdk"), "{junit}");
     assert!(junit.contains("agent · rust"), "{junit}");
+}
+
+/// The SDK has no call to `session/load` on a new server id: its
+/// native-load cell prompts before the restart and takes no step after
+/// it. It says nothing about the restart: `not_applicable`, naming the
+/// call, never a pass; and by itself it fails nothing (exit 0).
+#[test]
+fn the_sdks_native_load_cell_is_not_applicable_naming_the_call_and_exits_0() {
+    let (_dir, out, run) = run_on_the_local_stack(&[
+        "--client",
+        "ts-sdk",
+        "--target",
+        "agent",
+        "--scenario",
+        "native-load",
+    ]);
+    assert_exit(&run, exit_codes::OK);
+    let report = report(&out);
+    let cell = client_cell(&report, "ts-sdk", "agent", "native-load");
+    assert_eq!(cell["verdict"], "not_applicable", "{cell}");
+    assert!(cell["failureBoundary"].is_null(), "{cell}");
+    let reason = cell["reason"].as_str().unwrap_or_default();
+    assert_eq!(
+        reason, "loadSessionAfterRestart: no call for session/load on a new server id",
+        "{cell}"
+    );
+    // What it judged on ran: the prompt before the restart, the restart.
+    assert_eq!(phase(cell, "promptBeforeRestart")["outcome"], "ok");
+    let load = phase(cell, "loadSessionAfterRestart");
+    assert_eq!(load["outcome"], "not_applicable", "{load}");
+    assert_eq!(
+        load["detail"]["missingCall"], "session/load on a new server id",
+        "{load}"
+    );
+    assert_eq!(report["totals"]["passed"], 0, "{}", report["totals"]);
+    assert_eq!(report["totals"]["notApplicable"], 1, "{}", report["totals"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("- total: 0/0 success (1 not applicable)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("n/a not applicable (loadSessionAfterRestart: no call for session/load on a new server id)"),
+        "{md}"
+    );
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains("0/0 cells passed (0 failed, 0 errors, 0 skipped, 1 not applicable)"),
+        "{text}"
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("<skipped message=\"not applicable: loadSessionAfterRestart: no call for session/load on a new server id\" type=\"not_applicable\">"),
+        "{junit}"
+    );
 }
 
 #[test]

@@ -278,3 +278,91 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         "a link to the trace"
     );
 }
+
+/// Every client that runs the real SDK has its unhandled rejections on
+/// the page (the browser's as the hosted SDK's), in a section of their own
+/// and in the cell's detail; a cell with no verdict on its restart shows
+/// `n/a not applicable`, out of the passed count.
+#[test]
+fn the_html_report_lists_every_sdk_clients_rejections_and_a_not_applicable_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let rejected = |phase: &str| {
+        json!({"unhandledRejections": [{"kind": "unhandledRejection", "phase": phase,
+            "name": "AcpHttpError", "message": "missing required 'agent' query parameter for first POST",
+            "status": 400, "problemType": "invalid_request"}]})
+    };
+    let mut browser_prompt = phase(
+        "promptSameHandleAfterRestart",
+        "prompt",
+        "timeout",
+        60,
+        json!(
+        {"kind": "timeout", "httpStatus": null, "problemType": null, "rpcCode": null,
+         "message": "no answer", "pending": "session/prompt"}),
+    );
+    browser_prompt["detail"] = rejected("promptSameHandleAfterRestart");
+    let mut na = phase(
+        "loadSessionAfterRestart",
+        "recover_session",
+        "not_applicable",
+        0,
+        json!(null),
+    );
+    na["detail"] = json!({"notApplicable": "the ts-sdk client: no load", "missingCall": "session/load on a new server id"});
+    let mut browser = cell(
+        "agent",
+        "fail",
+        Some("promptSameHandleAfterRestart"),
+        None,
+        vec![
+            phase("restart", "restart", "ok", 150, json!(null)),
+            browser_prompt,
+        ],
+    );
+    browser["client"] = json!("browser");
+    let mut sdk = cell(
+        "agent",
+        "not_applicable",
+        None,
+        None,
+        vec![
+            phase("promptBeforeRestart", "prompt", "ok", 20, json!(null)),
+            phase("restart", "restart", "ok", 150, json!(null)),
+            na,
+        ],
+    );
+    sdk["client"] = json!("ts-sdk");
+    sdk["scenario"] = json!("native-load");
+    sdk["reason"] = json!("loadSessionAfterRestart: no call for session/load on a new server id");
+    let report = json!({
+        "schema": "continuity.report/v2",
+        "run": {"id": "sdk", "harnessVersion": "0", "startedAt": "2026-11-30T00:00:00Z",
+                "finishedAt": "2026-11-30T00:00:01Z", "durationMs": 1000, "baseUrl": "http://127.0.0.1:9",
+                "agent": "mock", "serverVersion": null, "timeoutMs": 3000, "overallTimeoutMs": 60000,
+                "repeat": 1, "persist": "memory", "targets": ["agent"],
+                "scenarios": ["native-continuity", "native-load"], "interrupted": false, "logs": []},
+        "cells": [browser, sdk],
+        "totals": {"cells": 2, "passed": 0, "failed": 1, "errored": 0, "skipped": 0, "notApplicable": 1}
+    });
+    let report: Report = serde_json::from_value(report).unwrap();
+    RunFolder::open(dir.path(), continuity::secret::Redactor::none())
+        .write_report(&report)
+        .unwrap();
+    let dom = rendered_dom(&dir.path().join("report.html"));
+    assert!(!dom.contains("id=\"jserror\""), "script error: {dom}");
+    assert!(
+        dom.contains("id=\"rejections\">Unhandled rejections in the SDK"),
+        "{dom}"
+    );
+    let row = "<td>agent · browser × native-continuity</td><td>promptSameHandleAfterRestart</td><td class=\"mono\">AcpHttpError: missing required 'agent' query parameter for first POST (HTTP 400 invalid_request)</td>";
+    assert!(dom.contains(row), "the browser's rejection, listed: {dom}");
+    assert!(
+        dom.contains("<h3>Unhandled rejections in the SDK</h3>"),
+        "in the cell's detail too"
+    );
+    assert!(dom.contains("n/a not applicable"), "{dom}");
+    assert!(
+        dom.contains("0/1 cells passed (1 failed, 0 errors, 0 skipped, 1 not applicable)"),
+        "{dom}"
+    );
+}

@@ -1,5 +1,6 @@
-//! Details only the hosted SDK's cells record: the rejections no SDK caller
-//! could catch, which the actor app records instead of dying.
+//! Details only the real SDK's cells record (hosted or in a browser page):
+//! the rejections no SDK caller could catch, which its host (the actor app,
+//! the page) records instead of dying.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -75,15 +75,16 @@
     if (!p) return "–";
     if (p.outcome === "ok") return "✅";
     if (p.outcome === "not_run") return "–";
+    if (p.outcome === "not_applicable") return "n/a";
     if (p.outcome === "timeout") {
       var cause = p.signature && causeShort(p.signature.cause);
       return cause ? "⏱ " + cause : "❌ timeout";
     }
     return "❌ " + sigShort(p.signature);
   }
-  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", flaky: "〰", interrupted: "⏸" };
+  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", flaky: "〰", interrupted: "⏸", not_applicable: "n/a" };
   function verdictText(c) {
-    var text = (GLYPH[c.verdict] || "?") + " " + c.verdict;
+    var text = (GLYPH[c.verdict] || "?") + " " + c.verdict.replace(/_/g, " ");
     if (c.failureBoundary) text += " @ " + c.failureBoundary;
     else if (c.reason) text += ": " + c.reason.split("\n")[0];
     return text;
@@ -299,18 +300,34 @@
     }
     var restarts = restartTable(cell);
     if (restarts) { details.appendChild(el("h3", null, "Restarts")); details.appendChild(restarts); }
+    var own = (rejections || []).filter(function (r) { return r.label === label(cell) && r.scenario === cell.scenario; });
+    if (own.length) { details.appendChild(el("h3", null, "Unhandled rejections in the SDK")); details.appendChild(rejectionTable(own, false)); }
     append(details, links(cell, run));
     return details;
   }
 
+  // The rejections no SDK caller could catch, which the SDK's host recorded.
+  function rejectionTable(rows, withCell) {
+    return el("table", { "class": "rejections" },
+      el("thead", null, el("tr", null, (withCell ? ["cell", "phase", "error"] : ["phase", "error"]).map(function (h) { return el("th", null, h); }))),
+      el("tbody", null, rows.map(function (r) {
+        return el("tr", { "data-rejection": r.phase }, withCell ? el("td", null, r.label + " × " + r.scenario) : null,
+          el("td", null, r.phase), el("td", { "class": "mono" }, r.error));
+      })));
+  }
+  var rejections = null;
+
   function main() {
     var D = JSON.parse(document.getElementById("data").textContent);
     var R = D.report, run = R.run, app = document.getElementById("app");
+    rejections = D.rejections;
     var rank = function (t) { var i = D.targets.indexOf(t); return i < 0 ? 1e9 : i; };
     app.appendChild(el("h1", null, "continuity run " + run.id));
     app.appendChild(el("p", { "class": "meta" }, run.baseUrl + " · agent " + run.agent + " · server " + (run.serverVersion || "unknown") + " · started " + run.startedAt + " · " + fmtMs(run.durationMs)));
     var t = R.totals;
-    app.appendChild(el("p", { "class": "totals" }, t.passed + "/" + t.cells + " cells passed (" + t.failed + " failed, " + t.errored + " errors, " + t.skipped + " skipped)"));
+    // Cells with no verdict on their restart are out of the count, named after it.
+    var na = t.notApplicable || 0;
+    app.appendChild(el("p", { "class": "totals" }, t.passed + "/" + (t.cells - na) + " cells passed (" + t.failed + " failed, " + t.errored + " errors, " + t.skipped + " skipped" + (na ? ", " + na + " not applicable" : "") + ")"));
     if (run.interrupted) app.appendChild(el("div", { "class": "banner interrupted", id: "interrupted" }, "This run was interrupted: the cell it cut short is marked interrupted (its cleanup ran); cells it never started are missing."));
     var firstFailed = null;
     D.scenarios.forEach(function (scenario) {
@@ -341,6 +358,10 @@
       });
       app.appendChild(detailBox);
     });
+    if (rejections) {
+      app.appendChild(el("h2", { id: "rejections" }, "Unhandled rejections in the SDK"));
+      app.appendChild(rejections.length ? rejectionTable(rejections, true) : el("p", { "class": "note" }, "none recorded."));
+    }
     if (firstFailed) firstFailed.open = true;
     selfCheck(R);
   }
