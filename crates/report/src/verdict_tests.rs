@@ -180,3 +180,35 @@ fn the_totals_leave_out_a_cell_with_no_verdict_on_its_restart() {
     alone.cells = vec![sdk_load(&report).clone()];
     assert!(!expect::gate_fails(&alone));
 }
+
+/// The run's report.json, with the new verdict, its phase's detail and
+/// the totals' count, against the published schema; judged by an entry
+/// that pins it.
+#[test]
+fn the_report_with_a_not_applicable_cell_validates_against_the_schema() {
+    let mut report = issue_run();
+    expect::Expectations::parse(
+        std::path::Path::new("e.toml"),
+        "[[expect]]\nscenario = \"native-load\"\nclient = \"ts-sdk\"\nverdict = \"not_applicable\"\n",
+    )
+    .unwrap()
+    .judge(&mut report, expect::GateOptions::default());
+    assert_eq!(
+        sdk_load(&report).expectation.as_ref().map(|j| j.outcome),
+        Some(ExpectOutcome::Expected)
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["totals"]["notApplicable"], 1);
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/report.schema.json"
+    ))
+    .unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
