@@ -1066,6 +1066,73 @@ mod tests {
         assert_eq!(run.verdict, Verdict::NotApplicable);
     }
 
+    /// Over every built-in scenario and both kinds of client (continuity's,
+    /// and the real SDK wherever it runs), every step each can take passing
+    /// and every other not applicable (with the clients such a step would
+    /// have made): no cell is a pass unless a verdict step after its
+    /// restart ran, and the cells with none are exactly the SDK's
+    /// native-load and continuity's sandbox-provider.
+    #[test]
+    fn no_builtin_cell_passes_without_a_verdict_step_after_its_restart() {
+        type Lacks<'a> = &'a dyn Fn(&Step) -> Option<Unsupported>;
+        let sdk = |step: &Step| sdk_client::unsupported(step);
+        let rust = |step: &Step| rust_client::RustClient.supports(step).err();
+        let clients: [(&str, Lacks<'_>); 2] = [("rust", &rust), ("sdk", &sdk)];
+        let mut without_a_verdict = Vec::new();
+        for scenario in crate::scenario::builtin_scenarios() {
+            for (client, lacks) in clients {
+                let mut unmade: Vec<&str> = Vec::new();
+                let phases: Vec<PhaseResult> = scenario
+                    .phases
+                    .iter()
+                    .map(|phase| {
+                        let default = Duration::from_secs(1);
+                        let on_unmade =
+                            step_client(&phase.step).is_some_and(|c| unmade.contains(&c));
+                        match lacks(&phase.step) {
+                            Some(missing) => {
+                                unmade.extend(made_client(&phase.step));
+                                not_applicable(phase, default, false, client, missing)
+                            }
+                            None if on_unmade => judge::not_applicable_as(
+                                phase,
+                                default,
+                                false,
+                                "unmade".into(),
+                                "x",
+                            ),
+                            None => PhaseResult {
+                                outcome: Outcome::Ok,
+                                ok: true,
+                                ..not_run(phase, default, false)
+                            },
+                        }
+                    })
+                    .collect();
+                let folded = judge::judge(&phases, &[]);
+                let deciding: Vec<&PhaseResult> =
+                    crate::report::fold::restart_deciding(&phases, &[]).collect();
+                assert!(!deciding.is_empty(), "{}: no verdict phase", scenario.name);
+                let none_ran = deciding.iter().all(|p| p.outcome == Outcome::NotApplicable);
+                assert_eq!(
+                    folded.verdict == Verdict::Pass,
+                    !none_ran,
+                    "{} × {client}: {folded:?}",
+                    scenario.name
+                );
+                if none_ran {
+                    assert_eq!(folded.verdict, Verdict::NotApplicable);
+                    without_a_verdict.push(format!("{} × {client}", scenario.name));
+                }
+            }
+        }
+        without_a_verdict.sort();
+        assert_eq!(
+            without_a_verdict,
+            ["native-load × sdk", "sandbox-provider × rust"]
+        );
+    }
+
     #[test]
     fn the_rehydrate_text_is_the_seed_scripts() {
         let text = rehydrate_text(&["p1".into(), "p2".into()]);

@@ -190,7 +190,7 @@ pub(super) fn unreadable<T>(
 }
 
 /// What the SDK cannot do for `step`, if anything: the call it lacks.
-fn unsupported(step: &Step) -> Option<Unsupported> {
+pub(super) fn unsupported(step: &Step) -> Option<Unsupported> {
     match step {
         Step::RecoverSession { .. } => Some(Unsupported {
             api: NO_RECOVERY,
