@@ -164,6 +164,11 @@ fn candidate_line(
     release: Option<&AxisPoint>,
 ) -> Option<String> {
     let what = candidate.axis.title();
+    // A cell with no verdict on its restart observed nothing to compare.
+    let unobserved = |c: &Cell| c.verdict == Verdict::NotApplicable;
+    if unobserved(cell) || twin.is_some_and(unobserved) {
+        return None;
+    }
     let passed = |c: &Cell| c.verdict == Verdict::Pass;
     let before = match (twin, release) {
         (Some(twin), Some(release)) => Some(format!(
@@ -226,7 +231,7 @@ fn outcome_words(cell: &Cell) -> String {
                 .map(|s| format!(" ({})", s.short()))
                 .unwrap_or_default()
         ),
-        other => format!("is {}", other.as_str()),
+        other => format!("is {}", other.words()),
     }
 }
 

@@ -5,9 +5,15 @@
 use super::expect::{expiring_soon, gate_fails, EXPIRES_SOON_DAYS};
 use super::model::{Cell, ExpectOutcome, Judgement, Report, Verdict};
 
-/// `1/2 passed`: a cell's attempts.
+/// `1/2 passed`: a cell's attempts, those with no verdict on their
+/// restart (`not_applicable`) left out of the count.
 pub fn attempts_text(cell: &Cell) -> String {
-    let total = cell.attempts.len().max(1);
+    let total = cell
+        .attempts
+        .iter()
+        .filter(|a| a.verdict != Verdict::NotApplicable)
+        .count()
+        .max(1);
     let passed = cell
         .attempts
         .iter()

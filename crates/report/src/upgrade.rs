@@ -1,6 +1,9 @@
 //! Reading `report.json` of either schema: v2 as is, v1 (one cell per
 //! attempt) folded into v2 cells, so `compare`, `merge` and `baseline` work
-//! on runs written before the schema changed.
+//! on runs written before the schema changed. What v2 gained since (the
+//! `not_applicable` verdict, `totals.notApplicable`) is optional on read: a
+//! report written before it reads as it was written, its verdicts as that
+//! version judged them.
 
 use std::collections::HashMap;
 
@@ -85,6 +88,30 @@ mod tests {
         assert_eq!(folded.verdict, Verdict::Flaky);
         assert_eq!(folded.attempts.len(), 2);
         assert_eq!(v2.totals.flaky, 1);
+    }
+
+    /// A v2 report written before `not_applicable` existed (no count in
+    /// its totals) reads as written; one with such a cell reads it back,
+    /// and the count, written only when non-zero, round-trips.
+    #[test]
+    fn the_not_applicable_verdict_and_its_count_are_optional_on_read() {
+        let before = fixture::report();
+        let mut text = serde_json::to_value(&before).unwrap();
+        assert!(text["totals"].get("notApplicable").is_none());
+        text["totals"]
+            .as_object_mut()
+            .unwrap()
+            .remove("notApplicable");
+        let read = parse_report(&text.to_string()).unwrap();
+        assert_eq!(read, before);
+        assert_eq!(read.totals.not_applicable, 0);
+        let mut after = fixture::report();
+        after.cells[0].verdict = Verdict::NotApplicable;
+        after.totals = Totals::of(&after.cells);
+        let text = serde_json::to_string(&after).unwrap();
+        assert!(text.contains("\"verdict\":\"not_applicable\""), "{text}");
+        assert!(text.contains("\"notApplicable\":1"), "{text}");
+        assert_eq!(parse_report(&text).unwrap(), after);
     }
 
     #[test]
