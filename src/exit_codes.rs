@@ -20,7 +20,10 @@ pub const KILLED: u8 = 130;
 
 /// Every code `continuity` exits with, and what it means in a few words.
 pub const ALL: &[(u8, &str)] = &[
-    (OK, "every cell passed (with --expect: every cell as expected)"),
+    (
+        OK,
+        "every cell passed or was not applicable (with --expect: every cell as expected)",
+    ),
     (FAILED, "a cell failed (or is not as expected)"),
     (
         INCOMPLETE,

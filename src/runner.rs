@@ -468,7 +468,8 @@ fn run_info(
 
 /// The record of a cell no stack of this run can run: its agent could not
 /// be installed, or its target cannot run here (skipped when its program
-/// is missing, an error when it failed to start).
+/// is missing, an error when it failed to start, not applicable when the
+/// run has nothing it could restart).
 fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
     let point = &planned.point;
     let (verdict, reason) = match stacks.agent_skips.iter().find(|(a, _)| *a == point.agent) {
@@ -482,6 +483,7 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
                 match u.absence {
                     Absence::Missing => Verdict::Skipped,
                     Absence::StartFailed => Verdict::Error,
+                    Absence::NotApplicable => Verdict::NotApplicable,
                 },
                 u.reason.clone(),
             ),

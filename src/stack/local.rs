@@ -728,7 +728,7 @@ impl LocalStack {
             let reason = "no store server runs: the `store` target restarts Postgres, which the stack starts for --persist postgres only";
             self.stores.postgres = Err(StoreAbsent::skipped(reason));
             self.skipped
-                .push(Unavailable::skipped(BuiltinTarget::Store, reason));
+                .push(Unavailable::not_applicable(BuiltinTarget::Store, reason));
             return;
         }
         let bin = match super::postgres::find_bin_dir() {

@@ -127,11 +127,14 @@ pub struct Unavailable {
 }
 
 /// Why a target cannot run: its cells are skipped when its program is
-/// missing, errors when the program failed to start.
+/// missing, errors when the program failed to start, and not applicable
+/// when the run has nothing it could restart (the `store` target without
+/// a store server): they would say nothing about a restart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Absence {
     Missing,
     StartFailed,
+    NotApplicable,
 }
 
 impl Unavailable {
@@ -140,6 +143,14 @@ impl Unavailable {
             id: id.into(),
             reason: reason.into(),
             absence: Absence::Missing,
+        }
+    }
+
+    pub fn not_applicable(id: impl Into<TargetId>, reason: &str) -> Self {
+        Self {
+            id: id.into(),
+            reason: reason.into(),
+            absence: Absence::NotApplicable,
         }
     }
 
