@@ -82,11 +82,14 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             to,
         } => compare(&baseline, candidate, allow_missing, axis, from, to),
         Command::Merge(args) => commands::merge(args),
-        Command::Export { run, chrome_trace } => commands::export_chrome_trace(&run, &chrome_trace)
-            .map(|line| {
-                console::errln(&line);
-                Outcome::Passed
-            }),
+        Command::Export {
+            run,
+            chrome_trace,
+            force,
+        } => commands::export_chrome_trace(&run, &chrome_trace, force).map(|line| {
+            console::errln(&line);
+            Outcome::Passed
+        }),
         Command::Baseline { run, until, issue } => {
             commands::baseline(&run, until, issue).map(|out| {
                 console::out(&out);

@@ -1,22 +1,23 @@
 //! `continuity export RUN --chrome-trace FILE`: a finished run's cells,
 //! phases, restarts, fault windows and HTTP exchanges as Chrome Trace
-//! Event JSON, for Perfetto or `chrome://tracing`. Each attempt's trace is
-//! read through the one trace reader, its path confined to the run folder.
+//! Event JSON, for Perfetto or `chrome://tracing`. The run is read through
+//! the one reader of run folders (`report::RunDir`): each attempt's trace
+//! confined to the folder, and a file several attempts name read once.
+//! FILE is a new regular file, or (with `--force`) an existing one
+//! replaced; never a link, a FIFO, a folder or a file of the run itself.
 
-use super::{load_report, CommandError};
+use super::{open_run, CommandError};
 use crate::report::chrome_trace::{render_chrome_trace, TracedAttempt};
-use crate::trace::for_each_event_of;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes `out`; returns the line to print (what was written, and any
 /// trace that could not be read, whose attempt keeps the report's phases).
-pub fn export_chrome_trace(run: &Path, out: &Path) -> Result<String, CommandError> {
-    let report = load_report(run)?;
-    let dir = if run.is_dir() {
-        run.to_path_buf()
-    } else {
-        run.parent().unwrap_or(Path::new(".")).to_path_buf()
-    };
+pub fn export_chrome_trace(run: &Path, out: &Path, force: bool) -> Result<String, CommandError> {
+    let folder = open_run(run)?;
+    let target = Target::check(out, folder.dir(), force)?;
+    let report = folder
+        .report()
+        .map_err(|e| CommandError::usage(e.to_string()))?;
     let mut attempts = Vec::new();
     for cell in &report.cells {
         let records: Vec<_> = match cell.attempts.len() {
@@ -30,7 +31,7 @@ pub fn export_chrome_trace(run: &Path, out: &Path) -> Result<String, CommandErro
         for (attempt, trace) in records {
             let mut events = Vec::new();
             if let Some(path) = trace {
-                if let Err(e) = for_each_event_of(&dir, path, |line| events.push(line)) {
+                if let Err(e) = folder.for_each_event(path, |line| events.push(line)) {
                     crate::console::errln(&format!(
                         "warning: {e}; its attempt keeps the events before it, or the report's phases"
                     ));
@@ -44,17 +45,89 @@ pub fn export_chrome_trace(run: &Path, out: &Path) -> Result<String, CommandErro
         }
     }
     let document = render_chrome_trace(&report, &attempts);
+    drop(attempts);
     let text = serde_json::to_string(&document)
         .map_err(|e| CommandError::incomplete(format!("cannot write the trace: {e}")))?;
+    drop(document);
     let written = crate::secret::redact_known(&text);
-    std::fs::write(out, written.as_bytes())
-        .map_err(|e| CommandError::incomplete(format!("cannot write {}: {e}", out.display())))?;
+    target.write(written.as_bytes())?;
     Ok(format!(
         "{}: {} attempts of run {} as Chrome trace events (open in https://ui.perfetto.dev)",
         out.display(),
-        attempts.len(),
-        report.run.id
+        report
+            .cells
+            .iter()
+            .map(|c| c.attempts.len().max(1))
+            .sum::<usize>(),
+        crate::untrusted::Untrusted::new(&report.run.id).terminal()
     ))
+}
+
+/// Where the export goes, checked before the run is read.
+struct Target {
+    path: PathBuf,
+    replace: bool,
+}
+
+impl Target {
+    /// `out` may be a new file, or with `force` an existing regular file;
+    /// never a link (followed, it could lead anywhere an artifact planted
+    /// it to), a folder, a FIFO or a device, nor a file inside the run
+    /// folder or a path that a link in it leads out of.
+    fn check(out: &Path, run_dir: &Path, force: bool) -> Result<Target, CommandError> {
+        let refuse =
+            |why: &str| CommandError::usage(format!("--chrome-trace {}: {why}", out.display()));
+        let name = out.file_name().ok_or_else(|| refuse("not a file name"))?;
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let parent_real = parent
+            .canonicalize()
+            .map_err(|e| refuse(&format!("its folder: {e}")))?;
+        let run_real = run_dir
+            .canonicalize()
+            .map_err(|e| refuse(&format!("the run folder: {e}")))?;
+        let lexical = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
+        let run_lexical = std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
+        if lexical.starts_with(&run_lexical) && !parent_real.starts_with(&run_real) {
+            return Err(refuse(
+                "a link in the run folder leads out of it (the export is not written through it)",
+            ));
+        }
+        let path = parent_real.join(name);
+        let replace = match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(refuse(&e.to_string())),
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(refuse("a symbolic link (the export is never written through one)"))
+            }
+            Ok(meta) if meta.is_dir() => return Err(refuse("a folder: name a file")),
+            Ok(meta) if !meta.is_file() => {
+                return Err(refuse("not a regular file (a FIFO, a socket or a device)"))
+            }
+            Ok(_) if parent_real.starts_with(&run_real) => {
+                return Err(refuse(
+                    "a file of the run folder itself: export to a new file (a run's own files are never replaced)",
+                ))
+            }
+            Ok(_) if !force => {
+                return Err(refuse(
+                    "the file exists: name a new file, or add --force to replace it",
+                ))
+            }
+            Ok(_) => true,
+        };
+        Ok(Target { path, replace })
+    }
+
+    /// Writes the file: onto nothing (a file that appeared meanwhile is
+    /// kept), or onto the regular file `--force` replaces.
+    fn write(&self, bytes: &[u8]) -> Result<(), CommandError> {
+        crate::user_file::place_file(&self.path, bytes, self.replace).map_err(|e| {
+            CommandError::incomplete(format!("cannot write {}: {e}", self.path.display()))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -129,7 +202,7 @@ mod tests {
         )
         .unwrap();
         let out = dir.path().join("chrome.json");
-        export_chrome_trace(dir.path(), &out).unwrap();
+        export_chrome_trace(dir.path(), &out, false).unwrap();
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let cells = events(&doc, "X", Some("cell"));
         assert_eq!(cells.len(), report.cells.len());
@@ -192,7 +265,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let v2 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report-v2/report.json");
         let out = dir.path().join("chrome.json");
-        export_chrome_trace(&v2, &out).unwrap();
+        export_chrome_trace(&v2, &out, false).unwrap();
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         let cells = events(&doc, "X", Some("cell"));
         assert_eq!(cells.len(), 4);

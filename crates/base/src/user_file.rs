@@ -111,6 +111,40 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
     })
 }
 
+/// Writes `bytes` to a temporary file beside `path` and renames it into
+/// place: onto nothing unless `replace` (a file that appeared meanwhile is
+/// kept, and the rename fails), else onto whatever is there (a link there
+/// is itself replaced, never followed).
+pub fn place_file(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+    let placed = written.and_then(|()| match replace {
+        true => std::fs::rename(&temp, path),
+        false => rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &temp,
+            rustix::fs::CWD,
+            path,
+            rustix::fs::RenameFlags::NOREPLACE,
+        )
+        .map_err(std::io::Error::from),
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    placed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
