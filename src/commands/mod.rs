@@ -24,6 +24,7 @@ mod error;
 mod events;
 mod export;
 mod gate;
+pub mod interrupts;
 mod merge;
 mod partial;
 mod progress;

@@ -31,7 +31,13 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
         };
         return Ok(render_terminal(&report, &layout));
     };
-    let cell = &find_cell(&report, wanted, pick)?;
+    // Its messages name the run's cells and axis values: one inert line.
+    let cell = &find_cell(&report, wanted, pick).map_err(|e| match e {
+        CommandError::Usage(why) => {
+            CommandError::usage(crate::untrusted::Untrusted::new(&why).terminal())
+        }
+        other => other,
+    })?;
     // A trace that is gone or torn costs its events, never the timeline:
     // the report's phases are drawn as for a run with `--trace off`, with
     // whatever events came before the damage.

@@ -73,10 +73,10 @@ pub fn check_kind(path: &Path, kind: Kind) -> Result<std::fs::Metadata, UserFile
     }
 }
 
-/// The text of the regular file `path`, refused over `limit` bytes. A FIFO
-/// is opened non-blocking (so the open returns at once) and refused by the
-/// type of what was opened.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
+/// The regular file `path`, opened for reading: a FIFO is opened
+/// non-blocking (so the open returns at once) and, as a socket or a device
+/// (`/dev/zero`, which never ends), refused by the type of what was opened.
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), UserFileError> {
     let error = |why| UserFileError {
         path: path.to_path_buf(),
         why,
@@ -89,9 +89,21 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
         .open(path)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
-    if let Some(what) = refused(&meta, Kind::File) {
-        return Err(error(Why::WrongKind(what)));
+    match refused(&meta, Kind::File) {
+        Some(what) => Err(error(Why::WrongKind(what))),
+        None => Ok((file, meta)),
     }
+}
+
+/// The text of the regular file `path` ([`open_regular`]), refused over
+/// `limit` bytes.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
+    let error = |why| UserFileError {
+        path: path.to_path_buf(),
+        why,
+    };
+    let io = |e| error(Why::of(e));
+    let (file, meta) = open_regular(path)?;
     let too_large = |size| error(Why::TooLarge { size, limit });
     if meta.len() > limit {
         return Err(too_large(meta.len()));

@@ -164,6 +164,7 @@ pub fn render_comparison(
     rows: &[CellChange],
     color: bool,
 ) -> String {
+    let (baseline, candidate) = (&*super::inert::of(baseline), &*super::inert::of(candidate));
     let name = |r: &Report| {
         format!(
             "{} ({})",
@@ -188,11 +189,13 @@ pub fn render_comparison(
                 Change::Same => Color::Reset,
             });
         }
+        // The rows hold the reports' own text: shown inert, as the reports are.
+        let shown = |text: &str| crate::untrusted::Untrusted::new(text).terminal();
         table.add_row(vec![
-            TableCell::new(label),
-            TableCell::new(&row.point.scenario),
-            TableCell::new(row.baseline.as_deref().unwrap_or("–")),
-            TableCell::new(row.candidate.as_deref().unwrap_or("–")),
+            TableCell::new(shown(&label)),
+            TableCell::new(shown(&row.point.scenario)),
+            TableCell::new(shown(row.baseline.as_deref().unwrap_or("–"))),
+            TableCell::new(shown(row.candidate.as_deref().unwrap_or("–"))),
             change,
         ]);
     }

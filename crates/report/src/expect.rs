@@ -169,7 +169,9 @@ struct Pattern {
 
 /// Why an expectations file was refused: the file, the line, what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+/// The message names what the file and the run hold (a report's targets,
+/// a file's values), shown on one inert line.
+#[error("{}{}: {}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default(), crate::untrusted::Untrusted::new(.message).terminal())]
 pub struct ExpectError {
     pub path: PathBuf,
     pub line: Option<usize>,

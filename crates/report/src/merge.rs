@@ -19,9 +19,10 @@ pub struct ShardRun {
     pub report: Report,
 }
 
-/// Why shards were not merged.
+/// Why shards were not merged: a message naming what the shards' reports
+/// say (their ids, agents, versions, cells), shown on one inert line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
+#[error("{}", crate::untrusted::Untrusted::new(.0).terminal())]
 pub struct MergeError(pub String);
 
 /// One report from `shards` (in the order given); `id` names the merged run.
