@@ -7,60 +7,129 @@
 //! replaced; never a link, a FIFO, a folder or a file of the run itself.
 
 use super::{open_run, CommandError};
-use crate::report::chrome_trace::{render_chrome_trace, TracedAttempt};
+use crate::report::chrome_trace::{write_chrome_trace, Seen, TracedAttempt};
 use std::path::{Path, PathBuf};
 
 /// Writes `out`; returns the line to print (what was written, and any
 /// trace that could not be read, whose attempt keeps the report's phases).
+/// Each trace is read twice (where its attempt sits, then its events,
+/// streamed into the file), so memory does not grow with the traces.
 pub fn export_chrome_trace(run: &Path, out: &Path, force: bool) -> Result<String, CommandError> {
     let folder = open_run(run)?;
     let target = Target::check(out, folder.dir(), force)?;
     let report = folder
         .report()
         .map_err(|e| CommandError::usage(e.to_string()))?;
-    let mut attempts = Vec::new();
-    for cell in &report.cells {
-        let records: Vec<_> = match cell.attempts.len() {
-            0 | 1 => vec![(None, cell.trace.as_deref())],
+    let records: Vec<(
+        &crate::report::Cell,
+        Option<&crate::report::Attempt>,
+        Option<&str>,
+    )> = report
+        .cells
+        .iter()
+        .flat_map(|cell| match cell.attempts.len() {
+            0 | 1 => vec![(cell, None, cell.trace.as_deref())],
             _ => cell
                 .attempts
                 .iter()
-                .map(|a| (Some(a), a.trace.as_deref()))
+                .map(|a| (cell, Some(a), a.trace.as_deref()))
                 .collect(),
-        };
-        for (attempt, trace) in records {
-            let mut events = Vec::new();
+        })
+        .collect();
+    let mut unread = Unread::default();
+    let attempts: Vec<TracedAttempt<'_>> = records
+        .iter()
+        .map(|(cell, attempt, trace)| {
+            let mut seen = Seen::default();
             if let Some(path) = trace {
-                if let Err(e) = folder.for_each_event(path, |line| events.push(line)) {
-                    crate::console::errln(&format!(
-                        "warning: {e}; its attempt keeps the events before it, or the report's phases"
-                    ));
+                if let Err(e) = folder.for_each_event(path, |line| seen.see(&line)) {
+                    unread.note(e);
                 }
             }
-            attempts.push(TracedAttempt {
+            TracedAttempt {
                 cell,
-                attempt,
-                events,
-            });
+                attempt: *attempt,
+                seen,
+            }
+        })
+        .collect();
+    unread.print();
+    // The second pass: a trace read once above is its attempt's own again.
+    let again = crate::report::RunDir::open(run).map_err(|e| CommandError::usage(e.to_string()))?;
+    let events = |i: usize, each: &mut dyn FnMut(&crate::trace::event::Line)| {
+        if let Some(path) = records[i].2 {
+            let _ = again.for_each_event(path, |line| each(&line));
         }
-    }
-    let document = render_chrome_trace(&report, &attempts);
-    drop(attempts);
-    let text = serde_json::to_string(&document)
-        .map_err(|e| CommandError::incomplete(format!("cannot write the trace: {e}")))?;
-    drop(document);
-    let written = crate::secret::redact_known(&text);
-    target.write(written.as_bytes())?;
+    };
+    target.write(|file| {
+        write_chrome_trace(&report, &attempts, events, &mut |piece: &str| {
+            std::io::Write::write_all(file, crate::secret::redact_known(piece).as_bytes())
+        })
+    })?;
     Ok(format!(
         "{}: {} attempts of run {} as Chrome trace events (open in https://ui.perfetto.dev)",
         out.display(),
-        report
-            .cells
-            .iter()
-            .map(|c| c.attempts.len().max(1))
-            .sum::<usize>(),
+        attempts.len(),
         crate::untrusted::Untrusted::new(&report.run.id).terminal()
     ))
+}
+
+/// The traces that could not be read, said once each kind: a report that
+/// names one file for hundreds of attempts gets one line, not hundreds.
+#[derive(Default)]
+struct Unread {
+    first: Option<String>,
+    shared: usize,
+    others: usize,
+}
+
+impl Unread {
+    fn note(&mut self, e: crate::trace::TraceError) {
+        match e {
+            crate::trace::TraceError::ReadBefore { .. } => self.shared += 1,
+            e => {
+                self.others += 1;
+                if self.first.is_none() {
+                    self.first = Some(e.to_string());
+                }
+            }
+        }
+    }
+
+    fn print(&self) {
+        if let Some(first) = &self.first {
+            let more = match self.others {
+                1 => String::new(),
+                n => format!(" (and {} more traces)", n - 1),
+            };
+            crate::console::errln(&format!(
+                "warning: {first}{more}; their attempts keep the events before the damage, or the report's phases"
+            ));
+        }
+        if self.shared > 0 {
+            crate::console::errln(&format!(
+                "warning: {} attempt(s) name a trace file another attempt names already: it is read once, for the first (a run writes one trace per attempt)",
+                self.shared
+            ));
+        }
+    }
+}
+
+/// `path` absolute, its `.` and `..` resolved by name (links not
+/// followed): where the user's path says it goes.
+fn lexical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// Where the export goes, checked before the run is read.
@@ -88,8 +157,7 @@ impl Target {
         let run_real = run_dir
             .canonicalize()
             .map_err(|e| refuse(&format!("the run folder: {e}")))?;
-        let lexical = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
-        let run_lexical = std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
+        let (lexical, run_lexical) = (lexical(parent), lexical(run_dir));
         if lexical.starts_with(&run_lexical) && !parent_real.starts_with(&run_real) {
             return Err(refuse(
                 "a link in the run folder leads out of it (the export is not written through it)",
@@ -123,8 +191,11 @@ impl Target {
 
     /// Writes the file: onto nothing (a file that appeared meanwhile is
     /// kept), or onto the regular file `--force` replaces.
-    fn write(&self, bytes: &[u8]) -> Result<(), CommandError> {
-        crate::user_file::place_file(&self.path, bytes, self.replace).map_err(|e| {
+    fn write(
+        &self,
+        write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+    ) -> Result<(), CommandError> {
+        crate::user_file::place_file(&self.path, self.replace, write).map_err(|e| {
             CommandError::incomplete(format!("cannot write {}: {e}", self.path.display()))
         })
     }

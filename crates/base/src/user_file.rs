@@ -123,11 +123,15 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
     })
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it into
-/// place: onto nothing unless `replace` (a file that appeared meanwhile is
-/// kept, and the rename fails), else onto whatever is there (a link there
-/// is itself replaced, never followed).
-pub fn place_file(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<()> {
+/// Writes a temporary file beside `path` (`write` fills it, buffered) and
+/// renames it into place: onto nothing unless `replace` (a file that
+/// appeared meanwhile is kept, and the rename fails), else onto whatever is
+/// there (a link there is itself replaced, never followed).
+pub fn place_file(
+    path: &Path,
+    replace: bool,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -139,7 +143,12 @@ pub fn place_file(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<(
         .write(true)
         .create_new(true)
         .open(&temp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+        .and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            write(&mut out)?;
+            out.flush()?;
+            out.get_ref().sync_all()
+        });
     let placed = written.and_then(|()| match replace {
         true => std::fs::rename(&temp, path),
         false => rustix::fs::renameat_with(

@@ -50,7 +50,6 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::errors::Invalid;
-use crate::source_line::line_of;
 
 use super::model::{
     Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Report, RunInfo, Verdict,
@@ -210,14 +209,14 @@ struct RawEntry {
 /// name (with the line of the offending value).
 struct Source<'a> {
     path: &'a Path,
-    text: &'a str,
+    lines: crate::source_line::Lines,
 }
 
 impl Source<'_> {
     fn error(&self, offset: Option<usize>, message: String) -> ExpectError {
         ExpectError {
             path: self.path.to_path_buf(),
-            line: offset.map(|o| line_of(self.text, o)),
+            line: offset.map(|o| self.lines.line_of(o)),
             message,
         }
     }
@@ -234,7 +233,7 @@ impl Source<'_> {
             .map(|v| self.version_req(v))
             .transpose()?;
         Ok(Entry {
-            line: line_of(self.text, start),
+            line: self.lines.line_of(start),
             target: self.pattern(&raw.target, "target")?,
             scenario: self.pattern(&raw.scenario, "scenario")?,
             client: self.client(&raw.client)?,
@@ -443,7 +442,10 @@ impl Expectations {
 
     /// Checks `text`; `path` names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Expectations, ExpectError> {
-        let file = Source { path, text };
+        let file = Source {
+            path,
+            lines: crate::source_line::Lines::new(text),
+        };
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             file.error(
                 e.span().map(|s| s.start),

@@ -112,6 +112,8 @@ fn check_partitions(shards: &[ShardRun]) -> Result<(), MergeError> {
     let Some(reference) = parsed.iter().flatten().next().copied() else {
         return Ok(());
     };
+    // The count a report states sizes this: bounded when parsed
+    // (`partition::MAX_SHARDS`; `count:1/4294967295` once asked for 68 GB).
     let mut seen: Vec<Option<&str>> = vec![None; reference.total as usize];
     for (s, p) in shards.iter().zip(&parsed) {
         let Some(p) = p else {
