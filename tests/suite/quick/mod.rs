@@ -13,6 +13,7 @@ mod exit_code_table;
 mod helper_signals;
 mod hostile_outputs;
 mod hostile_run_folders;
+mod hostile_run_props;
 mod process_probes;
 mod quarantine;
 mod report_v2;
