@@ -222,19 +222,30 @@ pub struct Chromium {
 struct TempFolder(PathBuf);
 
 impl TempFolder {
-    /// `continuity-chromium-<pid>-<id>` in the temp directory; the folders
-    /// of processes that are gone (killed before any drop ran) go first.
-    fn create() -> Result<TempFolder, StackError> {
-        let temp = std::env::temp_dir();
-        sweep_dead_temp_folders(&temp);
-        let path = temp.join(format!(
-            "continuity-chromium-{}-{}",
-            std::process::id(),
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        ));
+    /// `continuity-chromium-<pid>-<profile>` in the temp directory (the
+    /// profile's path hashed: one Chromium per profile at a time); the
+    /// folders of processes that are gone (killed before any drop ran) go
+    /// first.
+    fn create(temp: &Path, profile: &Path) -> Result<TempFolder, StackError> {
+        sweep_dead_temp_folders(temp);
+        let path = temp.join(Self::name(profile));
         std::fs::create_dir_all(&path)
             .map_err(StackError::io(format!("cannot create {}", path.display())))?;
         Ok(TempFolder(path))
+    }
+}
+
+impl TempFolder {
+    fn name(profile: &Path) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in profile.as_os_str().as_encoded_bytes() {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        format!(
+            "continuity-chromium-{}-{:012x}",
+            std::process::id(),
+            hash & 0xffff_ffff_ffff
+        )
     }
 }
 
@@ -274,6 +285,16 @@ impl Chromium {
     /// Starts Chromium with its profile in `profile` (made afresh) and waits
     /// for its DevTools endpoint.
     pub async fn launch(host: &BrowserHost, profile: &Path) -> Result<Chromium, StackError> {
+        Self::launch_in(host, profile, &std::env::temp_dir()).await
+    }
+
+    /// [`Chromium::launch`] with its temp folder under `temp` (the temp
+    /// directory; a test's own folder).
+    async fn launch_in(
+        host: &BrowserHost,
+        profile: &Path,
+        temp: &Path,
+    ) -> Result<Chromium, StackError> {
         let _ = std::fs::remove_dir_all(profile);
         std::fs::create_dir_all(profile).map_err(StackError::io(format!(
             "cannot create {}",
@@ -302,7 +323,7 @@ impl Chromium {
         }
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push("about:blank".into());
-        let tmp = TempFolder::create()?;
+        let tmp = TempFolder::create(temp, profile)?;
         let spec = ProcessSpec {
             name: "chromium".into(),
             program: host.chromium.clone(),
@@ -416,25 +437,23 @@ mod tests {
             page_url: "about:blank".into(),
             supervisor: Default::default(),
         };
-        let ours = || -> Vec<std::path::PathBuf> {
-            let prefix = format!("continuity-chromium-{}-", std::process::id());
-            std::fs::read_dir(std::env::temp_dir())
-                .unwrap()
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        };
         let dir = tempfile::tempdir().unwrap();
+        let temp = tempfile::tempdir().unwrap();
         // A dead harness's folder (no process 4000000000 exists).
-        let dead = std::env::temp_dir().join("continuity-chromium-4000000000-deadbeef0000");
+        let dead = temp
+            .path()
+            .join("continuity-chromium-4000000000-deadbeef0000");
         std::fs::create_dir_all(&dead).unwrap();
         let profile = dir.path().join("cell");
-        let launch = super::Chromium::launch(&host, &profile);
+        let launch = super::Chromium::launch_in(&host, &profile, temp.path());
         let cut = tokio::time::timeout(std::time::Duration::from_millis(30), launch).await;
         assert!(cut.is_err(), "the launch was cut short");
-        assert_eq!(ours(), Vec::<std::path::PathBuf>::new());
-        assert!(!dead.exists(), "{}", dead.display());
+        let left: Vec<_> = std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "left in the temp directory: {left:?}");
     }
 
     /// The page bundles the SDK the hosted client runs, every package
