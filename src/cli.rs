@@ -93,9 +93,12 @@ pub enum Command {
     Export {
         /// The run: its folder or its report.json.
         run: PathBuf,
-        /// Where to write the Chrome Trace Event JSON.
+        /// Where to write the Chrome Trace Event JSON: a new file (never a link, nor a file of the run).
         #[arg(long, value_name = "FILE", required = true)]
         chrome_trace: PathBuf,
+        /// Replace FILE if it exists (a regular file outside the run folder).
+        #[arg(long)]
+        force: bool,
     },
     /// Merge shard runs (`run --partition`) into one run folder, optionally gating it with --expect.
     Merge(MergeArgs),
@@ -227,6 +230,24 @@ pub struct RerunArgs {
     /// `json`: one JSON object per line on stdout while the run goes, as `run --message-format json`.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
     pub message_format: MessageFormat,
+    /// The run's config file and scenarios folder, when it had them: yours, checked against the SHA-256 the run recorded (never the report's paths).
+    #[command(flatten)]
+    pub sources: Sources,
+    /// The deployment, when the run had one (SA_BASE_URL and your config's base_url count too): it must be the URL the run recorded; the report's is never used.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The variable that holds your token, when the run read one from a variable: yours to name (the report's name is never read).
+    #[arg(long, value_name = "NAME")]
+    pub token_env: Option<String>,
+    /// Your expectations file, when the run was judged against one.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Your build of the run's candidate server LABEL (repeatable): it must hold what the run ran (its recorded SHA-256).
+    #[arg(long = "server-bin", value_name = "LABEL=PATH")]
+    pub server_bins: Vec<String>,
+    /// Your packages of the run's candidate SDK LABEL (repeatable), checked as --server-bin is.
+    #[arg(long = "sdk", value_name = "LABEL=PATH[,PATH…]")]
+    pub sdks: Vec<String>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -11,14 +11,19 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
 }
 
-/// The SHA-256 of a file's bytes, read in pieces (a server binary is
-/// tens of MB).
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
+/// The SHA-256 of a regular file's bytes, read in pieces (a server binary
+/// is tens of MB). Anything else is refused before a byte is read: a FIFO
+/// would block the read, a device such as `/dev/zero` never ends it.
+pub fn sha256_file(path: &Path) -> Result<String, crate::user_file::UserFileError> {
+    let (mut file, _) = crate::user_file::open_regular(path)?;
+    let io = |e: std::io::Error| crate::user_file::UserFileError {
+        path: path.to_path_buf(),
+        why: crate::user_file::Why::Io(e),
+    };
     let mut context = ring::digest::Context::new(&ring::digest::SHA256);
     let mut buffer = vec![0u8; 1 << 16];
     loop {
-        let n = file.read(&mut buffer)?;
+        let n = file.read(&mut buffer).map_err(io)?;
         if n == 0 {
             break;
         }
@@ -44,5 +49,23 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"abc").unwrap();
         assert_eq!(sha256_file(&file).unwrap(), abc);
+    }
+
+    /// Issue 43, item 6: the digest of `/dev/zero` (a report's path, or a
+    /// user's) spun at 100 % CPU, and of a FIFO blocked for ever.
+    #[test]
+    fn only_a_regular_file_has_a_digest() {
+        let e = sha256_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = sha256_file(&fifo).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        assert!(sha256_file(dir.path()).is_err());
     }
 }

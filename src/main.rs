@@ -30,7 +30,22 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return ExitCode::from(commands::report(&CommandError::Runtime(e))),
     };
-    let outcome = runtime.block_on(dispatch(cli.command));
+    // From here to the last instruction a stopping signal is handled (the
+    // scripted agent and the keeper keep the default: they are children).
+    let listens = !matches!(
+        cli.command,
+        Command::Agent | Command::Keeper { .. } | Command::Completions { .. }
+    );
+    let interrupted = match bisect_exit {
+        true => continuity::exit_codes::for_git_bisect(continuity::exit_codes::INCOMPLETE),
+        false => continuity::exit_codes::INCOMPLETE,
+    };
+    let outcome = runtime.block_on(async {
+        if listens {
+            commands::interrupts::listen(interrupted);
+        }
+        dispatch(cli.command).await
+    });
     // The command's keeper (if it had one) finished with its run; this is
     // for what a panic or an early error left.
     continuity::supervise::kill_all_groups();
@@ -82,11 +97,14 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             to,
         } => compare(&baseline, candidate, allow_missing, axis, from, to),
         Command::Merge(args) => commands::merge(args),
-        Command::Export { run, chrome_trace } => commands::export_chrome_trace(&run, &chrome_trace)
-            .map(|line| {
-                console::errln(&line);
-                Outcome::Passed
-            }),
+        Command::Export {
+            run,
+            chrome_trace,
+            force,
+        } => commands::export_chrome_trace(&run, &chrome_trace, force).map(|line| {
+            console::errln(&line);
+            Outcome::Passed
+        }),
         Command::Baseline { run, until, issue } => {
             commands::baseline(&run, until, issue).map(|out| {
                 console::out(&out);

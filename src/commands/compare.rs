@@ -97,7 +97,7 @@ fn pairs_to_compare(
                 run.display(),
                 match points.is_empty() {
                     true => "none, the run has no such axis".to_string(),
-                    false => points.join(", "),
+                    false => shown(&points.join(", ")),
                 }
             ))),
         }
@@ -169,9 +169,16 @@ fn render_pair(
         .map(|(_, rest)| rest)
         .unwrap_or(&table);
     format!(
-        "run {}: {} {from} → {} {to}\n{body}",
-        report.run.id,
+        "run {}: {} {} → {} {}\n{body}",
+        shown(&report.run.id),
         axis.name(),
-        axis.name()
+        shown(from),
+        axis.name(),
+        shown(to)
     )
+}
+
+/// A report's text in a line: inert.
+fn shown(text: &str) -> String {
+    crate::untrusted::Untrusted::new(text).terminal()
 }

@@ -1,11 +1,14 @@
 //! `continuity merge` (shard runs → one run folder, gated like a run) and
 //! `continuity baseline` (a finished run → an expectations file on stdout).
 
-use super::{gate, load_report, CommandError};
+use super::{gate, load_report, open_run, CommandError};
 use crate::cli::{MergeArgs, MessageFormat};
 use crate::report::baseline::{render_baseline, Quarantine};
 use crate::report::merge::{merge as merge_shards, ShardRun};
-use crate::report::SCHEMA_ID;
+use crate::report::{RunDir, SCHEMA_ID};
+use crate::run_path::{FileId, RunPathError};
+use crate::trace::TRACE_READ_LIMIT;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// `continuity merge --out DIR RUN...`. The inputs are only read; a refused
@@ -51,11 +54,8 @@ fn read_shards(
     let mut traces = Traces::default();
     let mut seen: Vec<(PathBuf, String)> = Vec::new();
     for given in runs {
-        let dir = if given.is_file() {
-            given.parent().map(Path::to_path_buf).unwrap_or_default()
-        } else {
-            given.clone()
-        };
+        let run = open_run(given)?;
+        let dir = run.dir().to_path_buf();
         let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
         if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
             return Err(CommandError::usage(format!(
@@ -64,9 +64,14 @@ fn read_shards(
             )));
         }
         seen.push((canonical.clone(), given.display().to_string()));
-        let schema = declared_schema(given)?;
-        let mut report = load_report(given)?;
-        traces.claim(&dir, &mut report)?;
+        let text = run
+            .report_text()
+            .map_err(|e| CommandError::usage(e.to_string()))?;
+        let schema = declared_schema(&run, &text)?;
+        let mut report = crate::report::compare::read_report(&text)
+            .map_err(|e| CommandError::usage(format!("{}: {e}", run.report_path().display())))?;
+        drop(text);
+        traces.claim(run, &mut report)?;
         // Shard folders are named relative to the merged folder, so the
         // merged report's log links hold wherever the folders are copied together.
         let absolute = std::path::absolute(&dir).unwrap_or(canonical);
@@ -115,34 +120,55 @@ fn check_expectations(
 /// The shards' traces, copied into the merged folder so that its report's
 /// `trace` paths hold: each shard's cell folder (`cells/NAME`) keeps its
 /// name, or gets `~N` (the Nth shard) when an earlier shard has the name.
+/// Each file is copied once, however many paths or links name it: a
+/// trace named by a second cell (a run writes one per attempt) is left
+/// out of that cell, so the merged folder never holds more than the
+/// shards do.
 #[derive(Default)]
 struct Traces {
+    /// The shards' folders, held open: every trace is read beneath its own.
+    runs: Vec<RunDir>,
     /// Cell folders of the merged run taken so far.
     taken: Vec<String>,
-    /// What to copy: the file in a shard, and where in the merged folder.
-    copies: Vec<(PathBuf, String)>,
-    shards: usize,
+    /// Each file claimed: its identity, the cell that named it (shard,
+    /// index) and where it goes.
+    claimed: HashMap<FileId, (usize, usize, String)>,
+    /// What to copy: the shard, the path in it, and where in the merged folder.
+    copies: Vec<(usize, String, String)>,
+    /// Traces left out because another cell named the same file.
+    shared: usize,
 }
 
 impl Traces {
-    /// Rewrites the trace paths of `report` (the shard in `dir`) to where
+    /// Rewrites the trace paths of `report` (the shard in `run`) to where
     /// they will be in the merged folder. A trace that is gone (or not a
     /// file) is dropped from the report rather than pointed at; one that
     /// leads outside the shard's folder refuses the merge.
     fn claim(
         &mut self,
-        dir: &Path,
+        run: RunDir,
         report: &mut crate::report::Report,
     ) -> Result<(), CommandError> {
-        self.shards += 1;
+        let shard = self.runs.len();
         let mut renamed: Vec<(String, String)> = Vec::new();
-        for cell in &mut report.cells {
+        for (index, cell) in report.cells.iter_mut().enumerate() {
             let attempts = cell.attempts.iter_mut().map(|a| &mut a.trace);
             for trace in std::iter::once(&mut cell.trace).chain(attempts) {
                 let Some(given) = trace.take() else { continue };
-                let source = crate::run_path::inside(dir, &given)
-                    .map_err(|e| CommandError::usage(format!("{}: {e}", dir.display())))?;
-                if !source.is_file() {
+                let id = match run.open_file(&given, TRACE_READ_LIMIT) {
+                    Ok(file) => file.id,
+                    Err(e @ RunPathError::Outside { .. }) => {
+                        return Err(CommandError::usage(format!("{}: {e}", run.dir().display())))
+                    }
+                    // Gone, not a regular file, too large: not pointed at.
+                    Err(_) => continue,
+                };
+                if let Some((s, i, merged)) = self.claimed.get(&id) {
+                    if (*s, *i) == (shard, index) {
+                        *trace = Some(merged.clone());
+                    } else {
+                        self.shared += 1;
+                    }
                     continue;
                 }
                 let (folder, rest) = split_cell_folder(&given);
@@ -151,37 +177,61 @@ impl Traces {
                     None => {
                         let mut to = folder.clone();
                         if self.taken.contains(&to) {
-                            to = format!("{folder}~{}", self.shards);
+                            to = format!("{folder}~{}", shard + 1);
                         }
                         self.taken.push(to.clone());
                         renamed.push((folder, to.clone()));
                         to
                     }
                 };
-                let merged = format!("{target}/{rest}");
-                if !self.copies.iter().any(|(_, to)| *to == merged) {
-                    self.copies.push((source, merged.clone()));
+                let mut merged = format!("{target}/{rest}");
+                if self.copies.iter().any(|(_, _, to)| *to == merged) {
+                    // Two files of one shard mapped to one place: keep both.
+                    merged = format!("{target}/{}-{rest}", self.copies.len());
                 }
+                self.claimed.insert(id, (shard, index, merged.clone()));
+                self.copies.push((shard, given, merged.clone()));
                 *trace = Some(merged);
             }
         }
+        self.runs.push(run);
         Ok(())
     }
 
+    /// Copies each claimed trace, streamed, into the merged folder `out`
+    /// (a new file each: the folder is the merge's own).
     fn copy_into(&self, out: &Path) -> Result<(), CommandError> {
-        for (from, to) in &self.copies {
+        if self.shared > 0 {
+            crate::console::errln(&format!(
+                "continuity: {} trace path(s) name a file another cell's trace names already: left out of the merged run (a run writes one trace per attempt)",
+                self.shared
+            ));
+        }
+        for (shard, from, to) in &self.copies {
+            let run = &self.runs[*shard];
             let to = out.join(to);
+            let cannot = |e: &dyn std::fmt::Display| {
+                CommandError::incomplete(format!(
+                    "cannot copy {}/{} to {}: {e}",
+                    run.dir().display(),
+                    crate::untrusted::Untrusted::new(from).terminal(),
+                    to.display()
+                ))
+            };
+            let source = run
+                .open_file(from, TRACE_READ_LIMIT)
+                .map_err(|e| cannot(&e))?;
             let copied = to
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::copy(from, &to));
-            copied.map_err(|e| {
-                CommandError::incomplete(format!(
-                    "cannot copy {} to {}: {e}",
-                    from.display(),
-                    to.display()
-                ))
-            })?;
+                .and_then(|()| {
+                    let mut file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&to)?;
+                    std::io::copy(&mut source.bounded(), &mut file).map(|_| ())
+                });
+            copied.map_err(|e| cannot(&e))?;
         }
         Ok(())
     }
@@ -226,13 +276,20 @@ fn relative_to(path: &Path, base: &Path) -> PathBuf {
 }
 
 /// The `schema` a report file declares, before any upgrade: merge refuses
-/// to mix schemas even where it could read both.
-fn declared_schema(path: &Path) -> Result<String, CommandError> {
-    let (file, text) = super::read_report_text(path)?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        CommandError::usage(format!("{}: not a continuity report: {e}", file.display()))
+/// to mix schemas even where it could read both. Only that field is kept
+/// from the parse.
+fn declared_schema(run: &RunDir, text: &str) -> Result<String, CommandError> {
+    #[derive(serde::Deserialize)]
+    struct Declared {
+        schema: Option<String>,
+    }
+    let declared: Declared = serde_json::from_str(text).map_err(|e| {
+        CommandError::usage(format!(
+            "{}: not a continuity report: {e}",
+            run.report_path().display()
+        ))
     })?;
-    Ok(value["schema"].as_str().unwrap_or(SCHEMA_ID).to_string())
+    Ok(declared.schema.unwrap_or_else(|| SCHEMA_ID.to_string()))
 }
 
 /// `continuity baseline RUN`: the expectations file that makes this run

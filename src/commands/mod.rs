@@ -24,6 +24,7 @@ mod error;
 mod events;
 mod export;
 mod gate;
+pub mod interrupts;
 mod merge;
 mod partial;
 mod progress;
@@ -194,25 +195,18 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     Ok(out)
 }
 
-/// A run's `report.json` and its text: `path` is a run folder or the file itself.
-pub(crate) fn read_report_text(path: &Path) -> Result<(PathBuf, String), CommandError> {
-    let file = if path.is_dir() {
-        path.join("report.json")
-    } else {
-        path.to_path_buf()
-    };
-    // The one read of a report (show, compare, merge, baseline): capped, as
-    // parsing takes several times the file's size in memory.
-    let text = crate::user_file::read_text(&file, report::MAX_REPORT_BYTES)
-        .map_err(|e| CommandError::usage(e.to_string()))?;
-    Ok((file, text))
+/// A run folder opened for reading, as every command that reads a run
+/// opens it ([`report::RunDir`]): `path` is the folder or a report file in
+/// it, in any form; every file read from it stays inside it.
+pub(crate) fn open_run(path: &Path) -> Result<report::RunDir, CommandError> {
+    report::RunDir::open(path).map_err(|e| CommandError::usage(e.to_string()))
 }
 
 /// Reads a run's report: a run folder or the report.json itself.
 pub(crate) fn load_report(path: &Path) -> Result<Report, CommandError> {
-    let (file, text) = read_report_text(path)?;
-    report::compare::read_report(&text)
-        .map_err(|e| CommandError::usage(format!("{}: {e}", file.display())))
+    open_run(path)?
+        .report()
+        .map_err(|e| CommandError::usage(e.to_string()))
 }
 
 pub(crate) fn short_id() -> String {

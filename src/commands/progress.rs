@@ -20,7 +20,6 @@ use crate::console::live::{self, LineStyle, LiveLine};
 use crate::runner::RunEvent;
 use crate::stack::progress::Note;
 use std::sync::{Arc, Mutex};
-use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 /// The run's progress display; clones share it (the event callback, each
@@ -302,15 +301,6 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     }
 }
 
-/// The signals that stop a run: Ctrl-C, `kill`, a closed terminal or a
-/// dropped SSH session (SIGHUP), Ctrl-\ (SIGQUIT); nextest treats them alike.
-const STOPPING: [(SignalKind, &str); 4] = [
-    (SignalKind::interrupt(), "Ctrl-C"),
-    (SignalKind::terminate(), "SIGTERM"),
-    (SignalKind::hangup(), "SIGHUP"),
-    (SignalKind::quit(), "SIGQUIT"),
-];
-
 /// The first stopping signal: the running cell stops where it is
 /// (recorded as interrupted), cleans up, and the partial report is
 /// written; the live area goes at once, so the lines that follow read
@@ -318,27 +308,30 @@ const STOPPING: [(SignalKind, &str); 4] = [
 /// report of the cells that finished is written, and the harness exits.
 /// It ends with its run (when nothing watches `cancel` any more), so the
 /// next run of one process (`bisect`'s probes) has the signals alone.
+/// A signal that came before the run's watch began (a `bisect` between
+/// its points) counts as the first.
 pub(super) fn spawn_signal_handler(cancel: watch::Sender<bool>, partial: PartialRun) {
-    let mut streams = Vec::new();
-    for (kind, name) in STOPPING {
-        match signal(kind) {
-            Ok(stream) => streams.push((stream, name)),
-            Err(e) => crate::console::errln(&format!("warning: cannot handle {name}: {e}")),
-        }
-    }
+    super::interrupts::listen(crate::exit_codes::INCOMPLETE);
+    let Some(mut counted) = super::interrupts::presses() else {
+        return;
+    };
+    let handling = super::interrupts::Handling::take();
     tokio::spawn(async move {
+        let _handling = handling;
         let mut presses = 0;
+        let mut seen = 0;
         loop {
-            let next =
-                futures_util::future::select_all(streams.iter_mut().map(|(stream, name)| {
-                    Box::pin(async move { stream.recv().await.map(|_| *name) })
-                }));
-            let (received, _, _) = tokio::select! {
-                next = next => next,
-                () = cancel.closed() => return,
-            };
-            let Some(name) = received else { return };
-            presses += 1;
+            let now = *counted.borrow_and_update();
+            if now.count == seen {
+                tokio::select! {
+                    changed = counted.changed() => if changed.is_err() { return },
+                    () = cancel.closed() => return,
+                }
+                continue;
+            }
+            presses += now.count - seen;
+            seen = now.count;
+            let name = now.last;
             live::clear();
             if presses == 1 {
                 // Two lines, each within 80 columns: a terminal must not wrap them.

@@ -2,37 +2,45 @@
 //! its exact settings, read from its `report.json` (`run` and its
 //! `recipe`): targets, scenarios, agents, clients, server and SDK points,
 //! stores, deadlines, seed, repeat and retries. With `--failed`, only the
-//! cells that did not pass. What cannot be run again as it was is refused
-//! (exit 64) before anything starts: a report that does not record what a
-//! rerun needs, a candidate binary or SDK, config file or scenario that is
-//! gone or has changed since (by its recorded SHA-256).
+//! cells that did not pass.
+//!
+//! A report is data from wherever it was made, never instructions: where
+//! to connect, which variable holds the token, the config, scenario and
+//! expectations files and the candidate builds come from the user (flags,
+//! the environment, the user's config), never from the report, which only
+//! says the run had them. A report naming one the user did not give is
+//! refused with the flags to pass; one the user gave that differs from
+//! what the run recorded (another URL, a file whose SHA-256 differs, a
+//! candidate label the run did not have) is refused too (exit 64), before
+//! anything starts. No path the report holds is read, run or connected to.
 
 use super::{CommandError, Given, Outcome};
 use crate::cli::{Cli, Command, MessageFormat, RerunArgs, RunArgs};
 use crate::console;
+use crate::errors::Invalid;
 use crate::report::{Axis, AxisPoint, Point, PointSource, Recipe, Report, Verdict};
+use crate::untrusted::Untrusted;
 use clap::Parser;
 use std::path::Path;
 
 /// `continuity rerun`.
 pub async fn rerun(args: RerunArgs) -> Result<Outcome, CommandError> {
     let report = super::load_report(&args.run)?;
+    let id = Untrusted::new(&report.run.id).terminal();
     let Some(plan) = plan(&report, &args)? else {
         console::errln(&format!(
-            "continuity: no cell of run {} failed: nothing to rerun",
-            report.run.id
+            "continuity: no cell of run {id} failed: nothing to rerun"
         ));
         return Ok(Outcome::Passed);
     };
     console::errln(&format!(
-        "continuity: rerunning {} of run {}: continuity {}",
+        "continuity: rerunning {} of run {id}: continuity {}",
         match (args.failed, plan.given.only.len()) {
             (false, 0) => "every cell".to_string(),
             (true, 1) => "the 1 cell that did not pass".to_string(),
             (true, n) => format!("the {n} cells that did not pass"),
             (false, n) => format!("the {n} cells"),
         },
-        report.run.id,
         shell_words(&plan.argv[1..])
     ));
     super::run_given(plan.args, plan.given).await
@@ -47,10 +55,12 @@ struct Plan {
 }
 
 /// The rerun of `report`, or `None` when `--failed` finds nothing to
-/// rerun; a usage error when the run cannot be run again as it was.
+/// rerun; a usage error when the run cannot be run again as it was, or
+/// the user has not given (or gave otherwise) what only the user gives.
 fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError> {
     let run = &report.run;
-    let refuse = |why: String| CommandError::usage(format!("cannot rerun run {}: {why}", run.id));
+    let id = Untrusted::new(&run.id).terminal();
+    let refuse = |why: String| CommandError::usage(format!("cannot rerun run {id}: {why}"));
     let recipe = run.recipe.as_ref().ok_or_else(|| {
         refuse("its report.json does not record what a rerun needs (`run.recipe`: its agents, clients, stores, config and scenario files; continuity records it since 0.1.0's rerun): run it again with `continuity run` and the flags it had".into())
     })?;
@@ -59,30 +69,31 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
     })?;
     if run.harness_version != env!("CARGO_PKG_VERSION") {
         console::errln(&format!(
-            "warning: run {} was made by continuity {}, this is {}: built-in targets and scenarios may differ",
-            run.id,
-            run.harness_version,
+            "warning: run {id} was made by continuity {}, this is {}: built-in targets and scenarios may differ",
+            Untrusted::new(&run.harness_version).terminal(),
             env!("CARGO_PKG_VERSION")
         ));
     }
-    check_files(recipe, &run.points).map_err(|e| refuse(e.to_string()))?;
-    if recipe.base_url.is_none() && std::env::var_os("SA_BASE_URL").is_some_and(|v| !v.is_empty()) {
-        return Err(refuse(
-            "it ran on the local stack, and SA_BASE_URL is set (a rerun would go there): unset it"
-                .into(),
-        ));
-    }
+    let refuse_invalid = |e: Invalid| refuse(e.0);
+    check_digests(recipe, &run.points).map_err(refuse_invalid)?;
+    let candidates = Candidates::given(args, &run.points).map_err(refuse_invalid)?;
     let Some(only) = cells(report, recipe, args.failed) else {
         return Ok(None);
     };
-    let argv = command_line(report, recipe, seed, &only, args);
-    let parsed = Cli::try_parse_from(&argv)
-        .map_err(|e| refuse(format!("its settings do not make a command line: {e}")))?;
+    let argv = command_line(report, recipe, seed, &only, args, &candidates);
+    let parsed = Cli::try_parse_from(&argv).map_err(|e| {
+        refuse(format!(
+            "its settings do not make a command line: {}",
+            Untrusted::new(e.to_string().trim()).terminal()
+        ))
+    })?;
     let Command::Run(run_args) = parsed.command else {
         return Err(refuse(
             "its settings do not make a `run` command line".into(),
         ));
     };
+    check_given(recipe, &run.points, &run_args, &candidates).map_err(refuse_invalid)?;
+    check_files(recipe, &run.points, &run_args, &candidates).map_err(|e| refuse(e.to_string()))?;
     Ok(Some(Plan {
         args: *run_args,
         argv,
@@ -91,6 +102,218 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
             rerun_of: Some(run.id.clone()),
         },
     }))
+}
+
+/// What the run had that only the user gives, against what the user gave
+/// (the flags, the environment, the user's config): every flag missing is
+/// named at once; a URL or config other than the run's is refused.
+fn check_given(
+    recipe: &Recipe,
+    points: &[AxisPoint],
+    run_args: &RunArgs,
+    candidates: &Candidates,
+) -> Result<(), Invalid> {
+    let config = super::load_config(&run_args.sources).map_err(|e| Invalid(e.to_string()))?;
+    let user_url =
+        super::settings::base_url(run_args, config.as_ref()).map_err(|e| Invalid(e.to_string()))?;
+    let token_env = run_args
+        .token_env
+        .clone()
+        .or_else(|| config.as_ref().and_then(|c| c.run.token_env.clone()));
+    let shown = |text: &str| Untrusted::new(text).terminal();
+    let mut needed: Vec<String> = Vec::new();
+    let mut had: Vec<String> = Vec::new();
+    if let (Some(url), None) = (&recipe.base_url, &user_url) {
+        needed.push("--base-url URL".into());
+        had.push(format!("connected to {}", shown(url)));
+    }
+    if let (Some(name), None) = (&recipe.token_env, &token_env) {
+        needed.push("--token-env VAR".into());
+        had.push(format!("read its token from ${}", shown(name)));
+    }
+    let files = [
+        (
+            "--config FILE",
+            recipe.config.as_ref().map(|c| c.path.as_str()),
+            run_args.sources.config.is_some(),
+            "its config file",
+        ),
+        (
+            "--scenarios-dir DIR",
+            recipe.scenarios_dir.as_deref(),
+            run_args.sources.scenarios_dir.is_some(),
+            "its scenarios from",
+        ),
+        (
+            "--expect FILE",
+            recipe.expect.as_deref(),
+            run_args.gate.expect.is_some(),
+            "its expectations file",
+        ),
+    ];
+    for (flag, recorded, given, what) in files {
+        if let (Some(path), false) = (recorded, given) {
+            needed.push(flag.into());
+            had.push(format!("{what} {}", shown(path)));
+        }
+    }
+    for point in points.iter().filter(|p| p.is_candidate()) {
+        if candidates.spec(point).is_none() {
+            needed.push(format!(
+                "{} {}=PATH",
+                candidates::flag(point.axis),
+                shown(&point.label)
+            ));
+            had.push(format!(
+                "the {} build `{}`",
+                point.axis.title(),
+                shown(&point.label)
+            ));
+        }
+    }
+    if !needed.is_empty() {
+        return Err(Invalid(format!(
+            "the run {}; continuity takes none of these from a report (it is data, not instructions): give your own with {}",
+            had.join(", "),
+            needed.join(" ")
+        )));
+    }
+    let refused = match (&recipe.base_url, &user_url) {
+        (None, Some(url)) => format!(
+            "it ran on the local stack, and you gave the deployment {} (--base-url, SA_BASE_URL or the config's base_url): unset it to rerun it as it ran",
+            shown(&crate::secret::display_url(url))
+        ),
+        (Some(then), Some(now)) if !same_url(then, now) => format!(
+            "it connected to {}, you gave {}: a rerun goes where the run went (give that URL, or run anew with `continuity run`)",
+            shown(then),
+            shown(&crate::secret::display_url(now))
+        ),
+        _ if recipe.config.is_none() && run_args.sources.config.is_some() => {
+            "it ran without a config file, and you gave one (--config): a rerun runs as the run ran"
+                .to_string()
+        }
+        _ => return Ok(()),
+    };
+    Err(Invalid(refused))
+}
+
+/// Two base URLs name one deployment: the same once credentials and a
+/// trailing `/` are left out.
+fn same_url(recorded: &str, given: &str) -> bool {
+    let plain = |u: &str| {
+        crate::secret::display_url(u.trim())
+            .trim_end_matches('/')
+            .to_string()
+    };
+    plain(recorded) == plain(given)
+}
+
+/// Each SHA-256 the report records is 64 hex digits: anything else (a
+/// report edited by hand or made to break a reader) is refused by name.
+fn check_digests(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), Invalid> {
+    let recorded = points
+        .iter()
+        .filter_map(|p| {
+            p.sha256
+                .as_deref()
+                .map(|d| (format!("the {} point `{}`", p.axis.title(), p.label), d))
+        })
+        .chain(
+            recipe
+                .config
+                .iter()
+                .map(|c| ("its config file".to_string(), c.sha256.as_str())),
+        )
+        .chain(
+            recipe
+                .scenarios
+                .iter()
+                .map(|s| (format!("its scenario `{}`", s.name), s.sha256.as_str())),
+        );
+    for (what, digest) in recorded {
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Invalid(format!(
+                "the digest of {} is {}, not a SHA-256 (64 hex digits)",
+                Untrusted::new(&what).terminal(),
+                Untrusted::new(&format!("{digest:?}")).terminal()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The candidate builds the user gave the rerun (`--server-bin LABEL=PATH`,
+/// `--sdk LABEL=PATH[,PATH…]`), each for a candidate point of the run by
+/// its label.
+struct Candidates {
+    /// (axis, label, the spec as `run` takes it).
+    given: Vec<(Axis, String, String)>,
+}
+
+impl Candidates {
+    fn given(args: &RerunArgs, points: &[AxisPoint]) -> Result<Candidates, Invalid> {
+        let mut given = Vec::new();
+        let specs = args
+            .server_bins
+            .iter()
+            .map(|s| (Axis::Server, s))
+            .chain(args.sdks.iter().map(|s| (Axis::Sdk, s)));
+        for (axis, spec) in specs {
+            let flag = candidates::flag(axis);
+            let Some((label, paths)) = spec.split_once('=').filter(|(_, p)| !p.trim().is_empty())
+            else {
+                return Err(Invalid(format!(
+                    "{flag} {spec:?}: a rerun names each build by the run's label: {flag} LABEL=PATH"
+                )));
+            };
+            let known = points
+                .iter()
+                .any(|p| p.axis == axis && p.is_candidate() && p.label == label);
+            if !known {
+                let labels: Vec<String> = points
+                    .iter()
+                    .filter(|p| p.axis == axis && p.is_candidate())
+                    .map(|p| Untrusted::new(&p.label).terminal())
+                    .collect();
+                return Err(Invalid(format!(
+                    "{flag} {spec}: the run has no {} build labelled {label:?} (its builds: {})",
+                    axis.title(),
+                    match labels.is_empty() {
+                        true => "none".to_string(),
+                        false => labels.join(", "),
+                    }
+                )));
+            }
+            if given
+                .iter()
+                .any(|(a, l, _): &(Axis, String, String)| *a == axis && l == label)
+            {
+                return Err(Invalid(format!("{flag} {label}=… is given twice")));
+            }
+            given.push((axis, label.to_string(), format!("{label}={paths}")));
+        }
+        Ok(Candidates { given })
+    }
+
+    /// The user's spec for the run's candidate `point`.
+    fn spec(&self, point: &AxisPoint) -> Option<&str> {
+        self.given
+            .iter()
+            .find(|(axis, label, _)| *axis == point.axis && *label == point.label)
+            .map(|(_, _, spec)| spec.as_str())
+    }
+}
+
+/// The flags of a candidate build.
+mod candidates {
+    use crate::report::Axis;
+
+    pub(super) fn flag(axis: Axis) -> &'static str {
+        match axis {
+            Axis::Sdk => "--sdk",
+            _ => "--server-bin",
+        }
+    }
 }
 
 /// The cells to run again: every cell (empty) unless the run held only
@@ -119,51 +342,33 @@ fn cells(report: &Report, recipe: &Recipe, failed: bool) -> Option<Vec<Point>> {
     })
 }
 
-/// Why a file the run read cannot be trusted to be what it ran.
-#[derive(Debug, thiserror::Error)]
-enum Drift {
-    #[error("its scenarios do not load: {0}")]
-    Scenarios(#[from] crate::scenario::ScenarioError),
-    #[error("its scenario `{0}` is gone")]
-    ScenarioGone(String),
-    #[error("its scenario `{name}` ({file}) has changed since it ran")]
-    ScenarioChanged { name: String, file: String },
-    #[error("{what} ({paths}) has no recorded digest (a report written before digests were): its build cannot be told from another")]
-    NoDigest { what: String, paths: String },
-    #[error("{what} ({path}) cannot be read: {why}")]
-    Unreadable {
-        what: String,
-        path: String,
-        why: String,
-    },
-    #[error("{what} ({path}) has changed since it ran (sha256 {} then, {} now)", short(.then), short(.now))]
-    Changed {
-        what: String,
-        path: String,
-        then: String,
-        now: String,
-    },
-}
-
-/// Each file the run read is still there and unchanged: every candidate
-/// point's (by its recorded digest), the config file, every scenario.
-fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), Drift> {
+/// Each file the user gave is what the run read: every candidate build
+/// (by its recorded digest), the config file, every scenario (from the
+/// user's `--scenarios-dir`, or the built-in ones).
+fn check_files(
+    recipe: &Recipe,
+    points: &[AxisPoint],
+    run_args: &RunArgs,
+    candidates: &Candidates,
+) -> Result<(), Drift> {
     for point in points.iter().filter(|p| p.is_candidate()) {
-        check_candidate(point)?;
+        if let Some(spec) = candidates.spec(point) {
+            check_candidate(point, spec)?;
+        }
     }
-    if let Some(config) = &recipe.config {
-        check_digest(Path::new(&config.path), &config.sha256, "its config file")?;
+    if let (Some(recorded), Some(given)) = (&recipe.config, &run_args.sources.config) {
+        check_digest(given, &recorded.sha256, "the config file")?;
     }
-    let loaded = match &recipe.scenarios_dir {
-        Some(dir) => crate::scenario::load_dir(Path::new(dir))?,
+    let loaded = match &run_args.sources.scenarios_dir {
+        Some(dir) => crate::scenario::load_dir(dir)?,
         None => crate::scenario::builtin_scenarios(),
     };
     for recorded in &recipe.scenarios {
         match loaded.iter().find(|s| s.name == recorded.name) {
-            None => return Err(Drift::ScenarioGone(recorded.name.clone())),
+            None => return Err(Drift::ScenarioGone(shown(&recorded.name))),
             Some(now) if now.digest != recorded.sha256 => {
                 return Err(Drift::ScenarioChanged {
-                    name: recorded.name.clone(),
+                    name: shown(&recorded.name),
                     file: now.file.display().to_string(),
                 })
             }
@@ -173,25 +378,56 @@ fn check_files(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), Drift> {
     Ok(())
 }
 
-/// A candidate binary or SDK still holds what the run ran.
-fn check_candidate(point: &AxisPoint) -> Result<(), Drift> {
-    let what = format!("the {} point `{}`", point.axis.title(), point.label);
-    let paths = point.paths.join(",");
+/// Report text for a message: escaped.
+fn shown(text: &str) -> String {
+    Untrusted::new(text).terminal()
+}
+
+/// Why a file the user gave is not what the run read.
+#[derive(Debug, thiserror::Error)]
+enum Drift {
+    #[error("the scenarios do not load: {0}")]
+    Scenarios(#[from] crate::scenario::ScenarioError),
+    #[error("its scenario `{0}` is not among the scenarios given")]
+    ScenarioGone(String),
+    #[error("its scenario `{name}` ({file}) is not the one it ran (its file has changed)")]
+    ScenarioChanged { name: String, file: String },
+    #[error("{what} has no recorded digest (a report written before digests were): your build cannot be told from the one it ran")]
+    NoDigest { what: String },
+    #[error("{what} ({path}) cannot be read: {why}")]
+    Unreadable {
+        what: String,
+        path: String,
+        why: String,
+    },
+    #[error("{what} ({path}) is not what the run ran (sha256 {} then, {} now)", short(.then), short(.now))]
+    Changed {
+        what: String,
+        path: String,
+        then: String,
+        now: String,
+    },
+}
+
+/// The user's build for a candidate point holds what the run ran.
+fn check_candidate(point: &AxisPoint, spec: &str) -> Result<(), Drift> {
+    let what = format!("the {} build `{}`", point.axis.title(), shown(&point.label));
+    let paths = spec.split_once('=').map_or(spec, |(_, p)| p);
     let Some(recorded) = &point.sha256 else {
-        return Err(Drift::NoDigest { what, paths });
+        return Err(Drift::NoDigest { what });
     };
     let unreadable = |why: String| Drift::Unreadable {
         what: what.clone(),
-        path: paths.clone(),
+        path: paths.to_string(),
         why,
     };
     let now = match point.source {
-        PointSource::Binary => {
-            let path = Path::new(point.paths.first().map(String::as_str).unwrap_or_default());
-            return check_digest(path, recorded, &what);
-        }
+        PointSource::Binary => return check_digest(Path::new(paths), recorded, &what),
         PointSource::Package => {
-            let files: Vec<std::path::PathBuf> = point.paths.iter().map(Into::into).collect();
+            let files: Vec<std::path::PathBuf> = paths
+                .split(',')
+                .map(|p| std::path::absolute(p.trim()).unwrap_or_else(|_| p.trim().into()))
+                .collect();
             let packages = crate::stack::sdk::read_candidate(&files)
                 .map_err(|(path, why)| unreadable(format!("{}: {why}", path.display())))?;
             crate::stack::sdk::content_digest(&packages).map_err(|e| unreadable(e.to_string()))?
@@ -202,14 +438,14 @@ fn check_candidate(point: &AxisPoint) -> Result<(), Drift> {
         true => Ok(()),
         false => Err(Drift::Changed {
             what,
-            path: paths,
+            path: paths.to_string(),
             then: recorded.clone(),
             now,
         }),
     }
 }
 
-/// `path` is there and its bytes have the digest `recorded`.
+/// `path` is a regular file whose bytes have the digest `recorded`.
 fn check_digest(path: &Path, recorded: &str, what: &str) -> Result<(), Drift> {
     let now = crate::digest::sha256_file(path).map_err(|e| Drift::Unreadable {
         what: what.into(),
@@ -227,19 +463,22 @@ fn check_digest(path: &Path, recorded: &str, what: &str) -> Result<(), Drift> {
     }
 }
 
-fn short(digest: &str) -> &str {
-    &digest[..digest.len().min(12)]
+/// A digest's first 12 characters (a recorded one is checked to be hex).
+fn short(digest: &str) -> String {
+    digest.chars().take(12).collect()
 }
 
 /// `continuity run …` with the run's settings: every value explicit, so
 /// neither the environment nor the config's defaults change it; the
-/// targets and scenarios narrowed to the cells' when only some run.
+/// targets and scenarios narrowed to the cells' when only some run. What
+/// only the user gives (URL, token variable, files, builds) is the user's.
 fn command_line(
     report: &Report,
     recipe: &Recipe,
     seed: u64,
     only: &[Point],
     args: &RerunArgs,
+    candidates: &Candidates,
 ) -> Vec<String> {
     let run = &report.run;
     let mut argv: Vec<String> = vec!["continuity".into(), "run".into()];
@@ -281,19 +520,20 @@ fn command_line(
     for scenario in scenarios {
         flag("scenario", scenario);
     }
-    for (name, value) in point_flags(&run.points) {
+    for (name, value) in point_flags(&run.points, candidates) {
         flag(name, value);
     }
-    let files = [
-        ("config", recipe.config.as_ref().map(|c| c.path.clone())),
-        ("scenarios-dir", recipe.scenarios_dir.clone()),
-        ("base-url", recipe.base_url.clone()),
-        ("token-env", recipe.token_env.clone()),
-        ("expect", recipe.expect.clone()),
-        ("out", args.out.as_ref().map(|o| o.display().to_string())),
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let users = [
+        ("config", path(&args.sources.config)),
+        ("scenarios-dir", path(&args.sources.scenarios_dir)),
+        ("base-url", args.base_url.clone()),
+        ("token-env", args.token_env.clone()),
+        ("expect", path(&args.expect)),
+        ("out", path(&args.out)),
         ("jobs", args.jobs.map(|j| j.to_string())),
     ];
-    for (name, value) in files {
+    for (name, value) in users {
         if let Some(value) = value {
             flag(name, value);
         }
@@ -301,7 +541,7 @@ fn command_line(
     if args.message_format == MessageFormat::Json {
         flag("message-format", "json".into());
     }
-    if recipe.expect.is_some() && run.allow_fixed {
+    if args.expect.is_some() && run.allow_fixed {
         argv.push("--allow-fixed".into());
     }
     if args.force {
@@ -311,21 +551,20 @@ fn command_line(
 }
 
 /// The flags that give the run's server and SDK points: a release by
-/// its version, a candidate as `LABEL=PATHS`.
-fn point_flags(points: &[AxisPoint]) -> Vec<(&'static str, String)> {
+/// its version, a candidate by the user's build for its label.
+fn point_flags(points: &[AxisPoint], candidates: &Candidates) -> Vec<(&'static str, String)> {
     points
         .iter()
-        .map(|point| {
+        .filter_map(|point| {
             let (registry, candidate) = match point.axis {
                 Axis::Sdk => ("sdk-version", "sdk"),
                 _ => ("server-version", "server-bin"),
             };
             match point.source {
-                PointSource::Registry => (registry, point.label.clone()),
-                _ => (
-                    candidate,
-                    format!("{}={}", point.label, point.paths.join(",")),
-                ),
+                PointSource::Registry => Some((registry, point.label.clone())),
+                _ => candidates
+                    .spec(point)
+                    .map(|spec| (candidate, spec.to_string())),
             }
         })
         .collect()

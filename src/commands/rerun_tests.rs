@@ -12,6 +12,12 @@ fn args(failed: bool) -> RerunArgs {
         force: false,
         jobs: None,
         message_format: MessageFormat::Human,
+        sources: Default::default(),
+        base_url: None,
+        token_env: None,
+        expect: None,
+        server_bins: Vec::new(),
+        sdks: Vec::new(),
     }
 }
 
@@ -115,7 +121,7 @@ fn a_report_without_a_recipe_or_a_seed_is_refused_saying_why() {
 }
 
 #[test]
-fn a_changed_or_missing_file_is_refused() {
+fn the_users_build_and_config_are_checked_against_the_recorded_digests() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("sandbox-agent");
     std::fs::write(&bin, b"build 1").unwrap();
@@ -125,45 +131,166 @@ fn a_changed_or_missing_file_is_refused() {
         label: "fix".into(),
         source: PointSource::Binary,
         version: "sandbox-agent 0.4.2".into(),
-        paths: vec![bin.display().to_string()],
+        paths: vec!["/somewhere/the/report/says".into()],
         sha256: Some(crate::digest::sha256_hex(b"build 1")),
     };
     report.run.points = vec![point.clone()];
-    let plan = plan_of(&report, false).unwrap();
+    let mut given = args(false);
+    given.server_bins = vec![format!("fix={}", bin.display())];
+    let plan = plan(&report, &given).unwrap().unwrap();
+    let line = shell_words(&plan.argv);
     assert!(
-        shell_words(&plan.argv).contains(&format!("--server-bin fix={}", bin.display())),
-        "{:?}",
-        plan.argv
+        line.contains(&format!("--server-bin fix={}", bin.display())),
+        "{line}"
+    );
+    assert!(
+        !line.contains("/somewhere"),
+        "the report's path is never used: {line}"
     );
     std::fs::write(&bin, b"build 2").unwrap();
-    let e = super::plan(&report, &args(false)).err().unwrap();
+    let e = super::plan(&report, &given).err().unwrap();
     assert!(
-        e.to_string().contains("the server point `fix`") && e.to_string().contains("changed"),
+        e.to_string().contains("the server build `fix`")
+            && e.to_string().contains("not what the run ran"),
         "{e}"
     );
     std::fs::remove_file(&bin).unwrap();
-    let e = super::plan(&report, &args(false)).err().unwrap();
+    let e = super::plan(&report, &given).err().unwrap();
     assert!(e.to_string().contains("cannot be read"), "{e}");
     // A point recorded before digests were cannot be told from another build.
     report.run.points = vec![AxisPoint {
         sha256: None,
         ..point
     }];
-    let e = super::plan(&report, &args(false)).err().unwrap();
+    let e = super::plan(&report, &given).err().unwrap();
     assert!(e.to_string().contains("no recorded digest"), "{e}");
-    // A config file that changed; a scenario that changed.
+    // A label the run did not have.
+    let mut other = args(false);
+    other.server_bins = vec![format!("other={}", bin.display())];
+    let e = super::plan(&self::report(), &other).err().unwrap();
+    assert!(e.to_string().contains("no server build labelled"), "{e}");
+    // The user's config file must be the one the run read.
     let config = dir.path().join("continuity.toml");
     std::fs::write(&config, "[run]\n").unwrap();
     let mut report = self::report();
-    let recipe = report.run.recipe.as_mut().unwrap();
-    recipe.config = Some(FileIdentity {
-        path: config.display().to_string(),
+    report.run.recipe.as_mut().unwrap().config = Some(FileIdentity {
+        path: "/the/report/s/continuity.toml".into(),
         sha256: "0".repeat(64),
     });
-    let e = super::plan(&report, &args(false)).err().unwrap();
-    assert!(e.to_string().contains("its config file"), "{e}");
+    let mut given = args(false);
+    given.sources.config = Some(config.clone());
+    let e = super::plan(&report, &given).err().unwrap();
+    assert!(
+        e.to_string().contains("the config file") && e.to_string().contains("not what the run ran"),
+        "{e}"
+    );
+    // A config when the run had none is not the run's.
+    let e = super::plan(&self::report(), &given).err().unwrap();
+    assert!(e.to_string().contains("ran without a config file"), "{e}");
     let mut report = self::report();
     report.run.recipe.as_mut().unwrap().scenarios[0].sha256 = "0".repeat(64);
     let e = super::plan(&report, &args(false)).err().unwrap();
-    assert!(e.to_string().contains("has changed since it ran"), "{e}");
+    assert!(e.to_string().contains("is not the one it ran"), "{e}");
+}
+
+/// Issue 43, items 1 and 2: a report naming a deployment, a token
+/// variable, files and a candidate build gave them all to the rerun (the
+/// URL over the user's own, any variable's value sent to it, a relative
+/// binary of the artifact run). Now none is taken: the rerun is refused
+/// with the flags the user must give, and the argv holds none of them.
+#[test]
+fn a_report_chooses_no_url_credential_file_or_build() {
+    let mut report = report();
+    let recipe = report.run.recipe.as_mut().unwrap();
+    recipe.base_url = Some("http://127.0.0.1:9/\x1b[2Jevil".into());
+    recipe.token_env = Some("AWS_SECRET_ACCESS_KEY".into());
+    recipe.config = Some(FileIdentity {
+        path: "./artifact/continuity.toml".into(),
+        sha256: "a".repeat(64),
+    });
+    recipe.scenarios_dir = Some("./artifact/scenarios".into());
+    recipe.expect = Some("./artifact/expect.toml".into());
+    report.run.points = vec![AxisPoint {
+        axis: Axis::Server,
+        label: "fix".into(),
+        source: PointSource::Binary,
+        version: "sandbox-agent 0.4.2".into(),
+        paths: vec!["./artifact/sandbox-agent".into()],
+        sha256: Some("b".repeat(64)),
+    }];
+    let e = plan(&report, &args(false)).err().unwrap().to_string();
+    for flag in [
+        "--base-url URL",
+        "--token-env VAR",
+        "--config FILE",
+        "--scenarios-dir DIR",
+        "--expect FILE",
+        "--server-bin fix=PATH",
+    ] {
+        assert!(e.contains(flag), "{flag} in: {e}");
+    }
+    assert!(!e.contains('\x1b'), "{e:?}");
+    // The user's URL must be the run's.
+    let mut given = args(false);
+    given.base_url = Some("http://127.0.0.1:8/".into());
+    given.token_env = Some("MY_TOKEN".into());
+    let line = command_line(
+        &report,
+        report.run.recipe.as_ref().unwrap(),
+        1,
+        &[],
+        &given,
+        &Candidates { given: Vec::new() },
+    );
+    let line = shell_words(&line);
+    for word in ["artifact", "AWS_SECRET", "127.0.0.1:9"] {
+        assert!(!line.contains(word), "{word} in {line}");
+    }
+    assert!(
+        line.contains("--base-url http://127.0.0.1:8/ --token-env MY_TOKEN"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_url_other_than_the_runs_is_refused() {
+    let mut report = report();
+    report.run.recipe.as_mut().unwrap().base_url = Some("http://127.0.0.1:9".into());
+    let mut given = args(false);
+    given.base_url = Some("http://127.0.0.1:8".into());
+    let e = plan(&report, &given).err().unwrap().to_string();
+    assert!(
+        e.contains("it connected to http://127.0.0.1:9, you gave http://127.0.0.1:8"),
+        "{e}"
+    );
+    given.base_url = Some("http://127.0.0.1:9/".into());
+    if let Err(e) = plan(&report, &given) {
+        panic!("the same deployment: {e}");
+    }
+    // A local run given a deployment.
+    let e = plan(&self::report(), &given).err().unwrap().to_string();
+    assert!(e.contains("ran on the local stack"), "{e}");
+}
+
+/// Issue 43, item 8: a digest of non-ASCII text panicked (exit 101) when
+/// cut to its first 12 bytes for the message.
+#[test]
+fn a_digest_that_is_not_hex_is_refused_without_a_panic() {
+    let mut report = report();
+    report.run.points = vec![AxisPoint {
+        axis: Axis::Server,
+        label: "fix".into(),
+        source: PointSource::Binary,
+        version: "sandbox-agent 0.4.2".into(),
+        paths: Vec::new(),
+        sha256: Some("ééééééééééééééééééééééééééééééééé".into()),
+    }];
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("sandbox-agent");
+    std::fs::write(&bin, b"x").unwrap();
+    let mut given = args(false);
+    given.server_bins = vec![format!("fix={}", bin.display())];
+    let e = plan(&report, &given).err().unwrap().to_string();
+    assert!(e.contains("not a SHA-256"), "{e}");
+    assert_eq!(short("éééééééééééééé"), "éééééééééééé");
 }

@@ -4,9 +4,8 @@
 //! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`, with `--persist` and
 //! `--agent` for the axes the path does not name).
 
-use super::{load_report, CommandError};
+use super::{open_run, CommandError};
 use crate::report::{render_terminal, timeline::render_timeline, Axis, Cell, Layout, Report};
-use crate::trace::for_each_event_of;
 use std::path::Path;
 
 /// The axes `--cell`'s path does not name, picked by flags of their own
@@ -19,7 +18,10 @@ pub struct CellPick<'a> {
 
 /// The text to print for `show RUN [--cell … [--persist S] [--agent A]]`.
 pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<String, CommandError> {
-    let report = load_report(run)?;
+    let folder = open_run(run)?;
+    let report = folder
+        .report()
+        .map_err(|e| CommandError::usage(e.to_string()))?;
     let Some(wanted) = cell else {
         let stdout = crate::console::Stream::Stdout;
         let layout = Layout {
@@ -29,18 +31,19 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
         };
         return Ok(render_terminal(&report, &layout));
     };
-    let cell = &find_cell(&report, wanted, pick)?;
-    let dir = if run.is_dir() {
-        run.to_path_buf()
-    } else {
-        run.parent().unwrap_or(Path::new(".")).to_path_buf()
-    };
+    // Its messages name the run's cells and axis values: one inert line.
+    let cell = &find_cell(&report, wanted, pick).map_err(|e| match e {
+        CommandError::Usage(why) => {
+            CommandError::usage(crate::untrusted::Untrusted::new(&why).terminal())
+        }
+        other => other,
+    })?;
     // A trace that is gone or torn costs its events, never the timeline:
     // the report's phases are drawn as for a run with `--trace off`, with
     // whatever events came before the damage.
     let mut events = Vec::new();
     if let Some(path) = &cell.trace {
-        if let Err(e) = for_each_event_of(&dir, path, |event| events.push(event)) {
+        if let Err(e) = folder.for_each_event(path, |event| events.push(event)) {
             crate::console::errln(&format!(
                 "warning: {e}; the timeline shows the report's phases{}",
                 if events.is_empty() {

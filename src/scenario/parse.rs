@@ -257,6 +257,28 @@ impl Checker<'_> {
         Ok(kind)
     }
 
+    /// A name every report and message shows (a scenario's, a phase's):
+    /// refused when it holds a line break, a control character or a bidi
+    /// control, which would forge lines (and workflow commands) in CI logs.
+    fn plain_name(
+        &self,
+        what: &str,
+        name: &str,
+        span: Option<std::ops::Range<usize>>,
+    ) -> Result<(), ScenarioError> {
+        match crate::untrusted::first_acting(name) {
+            None => Ok(()),
+            Some(ch) => Err(self.error(
+                span,
+                format!(
+                    "{what} {:?} holds {}: a name is one line of visible text",
+                    crate::untrusted::Untrusted::new(name).terminal(),
+                    crate::untrusted::Untrusted::new(&ch.to_string()).terminal()
+                ),
+            )),
+        }
+    }
+
     /// What every phase has whatever its step: a name, what a failure does,
     /// a deadline.
     fn frame(
@@ -271,6 +293,7 @@ impl Checker<'_> {
             (_, true) => p.step.clone(),
             _ => return Err(fail(format!("a phase needs a `name` (step `{}`)", p.step))),
         };
+        self.plain_name("a phase's `name`", &name, span.clone())?;
         let continue_on_failure = match p.on_failure.as_deref() {
             None | Some("stop") => cleanup,
             Some("continue") => true,
@@ -630,6 +653,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
     if raw.name.trim().is_empty() {
         return Err(checker.error(None, "`name` must not be empty"));
     }
+    checker.plain_name("the scenario's `name`", &raw.name, None)?;
     if raw.phases.is_empty() {
         return Err(checker.error(None, "a scenario needs at least one [[phase]]"));
     }

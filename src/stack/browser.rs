@@ -79,7 +79,8 @@ pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
 /// page never opens them).
 fn bundle(dir: &Path) -> Result<(), StackError> {
     let esbuild = dir.join("node_modules/.bin/esbuild");
-    let output = std::process::Command::new(&esbuild)
+    let mut command = std::process::Command::new(&esbuild);
+    command
         .args([
             "page.mjs",
             "--bundle",
@@ -91,9 +92,10 @@ fn bundle(dir: &Path) -> Result<(), StackError> {
             "--external:pg",
             "--log-level=warning",
         ])
-        .current_dir(dir)
-        .output()
-        .map_err(StackError::io(format!("cannot run {}", esbuild.display())))?;
+        .current_dir(dir);
+    let output =
+        crate::supervise::helper::output_blocking(command, Duration::from_secs(300), 1 << 20)
+            .map_err(|e| StackError::Failed(format!("{}: {e}", esbuild.display())))?;
     if output.status.success() {
         return Ok(());
     }
@@ -211,12 +213,71 @@ pub struct Chromium {
     /// removes it, so it is removed with the Chromium (it had piled up in
     /// `/tmp`). Not beside the profile: a socket's path is at most 107
     /// bytes, and a run folder's can be longer.
-    tmp: PathBuf,
+    _tmp: TempFolder,
 }
 
-impl Drop for Chromium {
+/// A folder removed when dropped: made before Chromium starts, so a
+/// launch cut short (Ctrl-C drops the launch where it waits) or failed
+/// leaves nothing in `/tmp` either.
+struct TempFolder(PathBuf);
+
+impl TempFolder {
+    /// `continuity-chromium-<pid>-<profile>` in the temp directory (the
+    /// profile's path hashed: one Chromium per profile at a time); the
+    /// folders of processes that are gone (killed before any drop ran) go
+    /// first.
+    fn create(temp: &Path, profile: &Path) -> Result<TempFolder, StackError> {
+        sweep_dead_temp_folders(temp);
+        let path = temp.join(Self::name(profile));
+        std::fs::create_dir_all(&path)
+            .map_err(StackError::io(format!("cannot create {}", path.display())))?;
+        Ok(TempFolder(path))
+    }
+}
+
+impl TempFolder {
+    fn name(profile: &Path) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in profile.as_os_str().as_encoded_bytes() {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        format!(
+            "continuity-chromium-{}-{:012x}",
+            std::process::id(),
+            hash & 0xffff_ffff_ffff
+        )
+    }
+}
+
+impl Drop for TempFolder {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.tmp);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes the Chromium temp folders whose continuity process is gone (a
+/// second Ctrl-C exits at once, SIGKILL runs no drop).
+fn sweep_dead_temp_folders(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("continuity-chromium-"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -224,6 +285,16 @@ impl Chromium {
     /// Starts Chromium with its profile in `profile` (made afresh) and waits
     /// for its DevTools endpoint.
     pub async fn launch(host: &BrowserHost, profile: &Path) -> Result<Chromium, StackError> {
+        Self::launch_in(host, profile, &std::env::temp_dir()).await
+    }
+
+    /// [`Chromium::launch`] with its temp folder under `temp` (the temp
+    /// directory; a test's own folder).
+    async fn launch_in(
+        host: &BrowserHost,
+        profile: &Path,
+        temp: &Path,
+    ) -> Result<Chromium, StackError> {
         let _ = std::fs::remove_dir_all(profile);
         std::fs::create_dir_all(profile).map_err(StackError::io(format!(
             "cannot create {}",
@@ -252,25 +323,17 @@ impl Chromium {
         }
         args.push(format!("--user-data-dir={}", profile.display()));
         args.push("about:blank".into());
-        let tmp = std::env::temp_dir().join(format!(
-            "continuity-chromium-{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        ));
-        std::fs::create_dir_all(&tmp)
-            .map_err(StackError::io(format!("cannot create {}", tmp.display())))?;
+        let tmp = TempFolder::create(temp, profile)?;
         let spec = ProcessSpec {
             name: "chromium".into(),
             program: host.chromium.clone(),
             args,
-            env: vec![("TMPDIR".into(), tmp.display().to_string())],
+            env: vec![("TMPDIR".into(), tmp.0.display().to_string())],
             cwd: Some(profile.to_path_buf()),
             log: profile.with_extension("log"),
         };
         let mut process = ManagedProcess::new(spec, host.supervisor.clone());
-        if let Err(e) = process.start() {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e.into());
-        }
+        process.start()?;
         let port_file = profile.join("DevToolsActivePort");
         let started = Instant::now();
         loop {
@@ -280,7 +343,7 @@ impl Chromium {
                     return Ok(Chromium {
                         process,
                         ws_url: format!("ws://127.0.0.1:{port}{path}"),
-                        tmp,
+                        _tmp: tmp,
                     });
                 }
             }
@@ -293,7 +356,6 @@ impl Chromium {
                 process
                     .stop(crate::signal::Signal::KILL, Duration::ZERO)
                     .await;
-                let _ = std::fs::remove_dir_all(&tmp);
                 return Err(StackError::Failed(format!(
                     "Chromium ({}) opened no DevTools endpoint within {} s: {tail}",
                     host.chromium.display(),
@@ -324,12 +386,17 @@ mod tests {
     use super::{PACKAGE, PACKAGE_LOCK};
     use crate::stack::rivet::PINNED_SDK_VERSION;
 
+    /// The Chromium tests one at a time: each looks at the temp folders of
+    /// this process.
+    static ONE_CHROMIUM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     /// Chromium's temp files (its singleton socket's folder, which it
     /// leaves behind when killed) go into a folder of its own, and that
     /// folder goes with it, nothing left in `/tmp`; a profile deeper than
     /// a socket's path may be long still starts.
     #[tokio::test]
     async fn a_chromiums_temp_folder_is_its_own_and_goes_with_it() {
+        let _one = ONE_CHROMIUM.lock().await;
         let chromium =
             super::find_chromium().unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
         let host = super::BrowserHost {
@@ -342,7 +409,7 @@ mod tests {
         let browser = super::Chromium::launch(&host, &profile)
             .await
             .unwrap_or_else(|e| panic!("Chromium would not start: {e}"));
-        let tmp = browser.tmp.clone();
+        let tmp = browser._tmp.0.clone();
         let made: Vec<String> = std::fs::read_dir(&tmp)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -354,6 +421,39 @@ mod tests {
         // Dropped without a stop, as when a cell is cut short.
         drop(browser);
         assert!(!tmp.exists(), "{}", tmp.display());
+    }
+
+    /// Issue 43, item 8: Ctrl-C while Chromium launched (the launch
+    /// dropped where it waits for the DevTools endpoint) left its
+    /// `/tmp/continuity-chromium-*` behind; and the folders of a harness
+    /// that died before any drop are swept by the next launch.
+    #[tokio::test]
+    async fn a_launch_cut_short_leaves_no_temp_folder() {
+        let _one = ONE_CHROMIUM.lock().await;
+        let chromium =
+            super::find_chromium().unwrap_or_else(|e| panic!("this test needs Chromium: {e}"));
+        let host = super::BrowserHost {
+            chromium,
+            page_url: "about:blank".into(),
+            supervisor: Default::default(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        // A dead harness's folder (no process 4000000000 exists).
+        let dead = temp
+            .path()
+            .join("continuity-chromium-4000000000-deadbeef0000");
+        std::fs::create_dir_all(&dead).unwrap();
+        let profile = dir.path().join("cell");
+        let launch = super::Chromium::launch_in(&host, &profile, temp.path());
+        let cut = tokio::time::timeout(std::time::Duration::from_millis(30), launch).await;
+        assert!(cut.is_err(), "the launch was cut short");
+        let left: Vec<_> = std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "left in the temp directory: {left:?}");
     }
 
     /// The page bundles the SDK the hosted client runs, every package

@@ -31,6 +31,10 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// How long an install or a build may take: far past any seen here (a
+/// few minutes on a loaded machine), short of for ever.
+const HELPER_WITHIN: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
 /// Makes sure `packages` (each `name@version`) are installed in `cache_dir()/npm/<slot>`
 /// and returns that folder. `progress` hears when an install starts and ends.
 pub fn ensure_installed(
@@ -40,20 +44,18 @@ pub fn ensure_installed(
 ) -> Result<PathBuf, StackError> {
     let dir = cache_dir().join("npm").join(slot);
     install_once(&dir, &packages.join(" "), progress, |dir| {
-        run_npm(
-            Command::new("npm")
-                .args([
-                    "install",
-                    "--no-save",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--prefix",
-                ])
-                .arg(dir)
-                .args(packages),
-            dir,
-        )
+        let mut npm = Command::new("npm");
+        npm.args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(dir)
+        .args(packages);
+        run_npm(npm, dir)
     })
 }
 
@@ -93,18 +95,16 @@ pub fn ensure_app_built(
             std::fs::write(&path, contents)
                 .map_err(StackError::io(format!("cannot write {}", path.display())))?;
         }
-        run_npm(
-            Command::new("npm")
-                .args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--ignore-scripts",
-                    "--loglevel=error",
-                ])
-                .current_dir(dir),
-            dir,
-        )?;
+        let mut npm = Command::new("npm");
+        npm.args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+        ])
+        .current_dir(dir);
+        run_npm(npm, dir)?;
         build(dir)
     })
 }
@@ -144,12 +144,12 @@ pub fn ensure_native_module(
                 headers.display()
             )));
         }
-        let output = Command::new("node")
-            .arg(&gyp)
+        let mut node = Command::new("node");
+        node.arg(&gyp)
             .args(["rebuild", "--release", "--nodedir=/usr", "--loglevel=error"])
-            .current_dir(dir)
-            .output()
-            .map_err(StackError::io("cannot run node-gyp"))?;
+            .current_dir(dir);
+        let output = crate::supervise::helper::output_blocking(node, HELPER_WITHIN, 1 << 20)
+            .map_err(|e| StackError::Failed(format!("node-gyp: {e}")))?;
         if output.status.success() {
             return Ok(());
         }
@@ -208,8 +208,9 @@ pub(super) fn install_once(
     installed.map(|()| dir.to_path_buf())
 }
 
-pub(super) fn run_npm(command: &mut Command, dir: &Path) -> Result<(), StackError> {
-    let output = command.output().map_err(StackError::io("cannot run npm"))?;
+pub(super) fn run_npm(command: Command, dir: &Path) -> Result<(), StackError> {
+    let output = crate::supervise::helper::output_blocking(command, HELPER_WITHIN, 1 << 20)
+        .map_err(|e| StackError::Failed(format!("npm install in {}: {e}", dir.display())))?;
     if output.status.success() {
         return Ok(());
     }

@@ -116,12 +116,13 @@ fn cors_args(origin: &str) -> Vec<String> {
     args
 }
 
-/// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`.
+/// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`: a helper in a
+/// group of its own, bounded in time and output.
 pub fn binary_version(binary: &Path) -> Option<String> {
-    let output = std::process::Command::new(binary)
-        .arg("--version")
-        .output()
-        .ok()?;
+    let mut command = std::process::Command::new(binary);
+    command.arg("--version");
+    let output =
+        crate::supervise::helper::output_blocking(command, VERSION_WITHIN, 64 * 1024).ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     (output.status.success() && !text.is_empty()).then_some(text)
 }
@@ -144,40 +145,20 @@ pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
     if meta.permissions().mode() & 0o111 == 0 {
         return Err(Invalid::new("not executable (chmod +x it)"));
     }
+    // Its own process group, in the registry (a signal's handler kills
+    // it), and bounded: whatever it started that holds its output open
+    // once it exited, or runs past the limit, is killed with it.
     let mut command = tokio::process::Command::new(binary);
-    command
-        .arg("--version")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    let mut child = command
-        .spawn()
-        .map_err(|e| Invalid(format!("cannot run it: {e}")))?;
-    let stdout = tokio::spawn(read_capped(child.stdout.take()));
-    let stderr = tokio::spawn(read_capped(child.stderr.take()));
-    let status = match tokio::time::timeout(VERSION_WITHIN, child.wait()).await {
-        Ok(Ok(status)) => status,
-        Ok(Err(e)) => return Err(Invalid(format!("cannot run it: {e}"))),
-        Err(_) => {
-            // Not reaped yet, so its group is still ours: it goes with
-            // whatever it started.
-            if let Some(pid) = child.id() {
-                crate::supervise::kill_group_async(pid as i32).await;
-            }
-            let _ = child.wait().await;
-            return Err(Invalid(format!(
+    command.arg("--version");
+    let output = crate::supervise::helper::output(command, VERSION_WITHIN, 64 * 1024)
+        .await
+        .map_err(|e| match e {
+            crate::supervise::helper::HelperError::TimedOut(_) => Invalid(format!(
                 "it did not answer `--version` within {} s (sandbox-agent answers at once)",
                 VERSION_WITHIN.as_secs()
-            )));
-        }
-    };
-    let output = std::process::Output {
-        status,
-        stdout: stdout.await.unwrap_or_default(),
-        stderr: stderr.await.unwrap_or_default(),
-    };
+            )),
+            other => Invalid(other.to_string()),
+        })?;
     let said = String::from_utf8_lossy(&output.stdout).trim().to_string();
     let first_line = said.lines().next().unwrap_or_default().trim().to_string();
     let is_sandbox_agent = first_line
@@ -201,16 +182,6 @@ pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
         "not a sandbox-agent: `--version` {} and printed {shown:?} (sandbox-agent prints `sandbox-agent VERSION`)",
         crate::supervise::status_text(output.status)
     )))
-}
-
-/// What a pipe gave, up to 64 KiB.
-async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> Vec<u8> {
-    use tokio::io::AsyncReadExt as _;
-    let mut bytes = Vec::new();
-    if let Some(pipe) = pipe {
-        let _ = pipe.take(64 * 1024).read_to_end(&mut bytes).await;
-    }
-    bytes
 }
 
 /// Starts `binary` as the stack would (in `dir`, the scripted agent behind

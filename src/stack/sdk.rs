@@ -85,12 +85,16 @@ pub fn read_package(path: &Path) -> Result<Package, Invalid> {
 
 /// `package/package.json` of a gzipped tarball, as `npm pack` writes it.
 fn tarball_manifest(path: &Path) -> Result<String, Invalid> {
-    let output = Command::new("tar")
-        .arg("-xzOf")
-        .arg(path)
-        .arg("package/package.json")
-        .output()
-        .map_err(|e| Invalid(format!("cannot read it: tar: {e}")))?;
+    let mut tar = Command::new("tar");
+    tar.arg("-xzOf").arg(path).arg("package/package.json");
+    // A tarball is the user's (or an artifact's): its manifest is read
+    // within a bound of time and size, as a package.json in a folder is.
+    let output = crate::supervise::helper::output_blocking(
+        tar,
+        std::time::Duration::from_secs(30),
+        MAX_MANIFEST_BYTES,
+    )
+    .map_err(|e| Invalid(format!("cannot read it: tar: {e}")))?;
     if !output.status.success() {
         return Err(Invalid::new(
             "not an npm package: not a gzipped tarball holding package/package.json (as `npm pack` makes)",
@@ -155,7 +159,7 @@ pub async fn install_registry(
                 |dir| {
                     let mut command = npm_install(dir);
                     command.arg(format!("sandbox-agent@{version}"));
-                    npm::run_npm(&mut command, dir)
+                    npm::run_npm(command, dir)
                 },
             )
         })
@@ -191,7 +195,7 @@ pub async fn install_candidate(
             let path = dir.join("package.json");
             std::fs::write(&path, manifest)
                 .map_err(StackError::io(format!("cannot write {}", path.display())))?;
-            npm::run_npm(&mut npm_install(dir), dir)
+            npm::run_npm(npm_install(dir), dir)
         })
     })
     .await??;
@@ -295,10 +299,26 @@ fn add_content(
             .map_err(StackError::io(format!("cannot read {}", path.display())))?;
         hash.update(target.as_os_str().as_encoded_bytes());
     } else {
-        let bytes = std::fs::read(path)
-            .map_err(StackError::io(format!("cannot read {}", path.display())))?;
-        hash.update(&(bytes.len() as u64).to_le_bytes());
-        hash.update(&bytes);
+        // A FIFO would block the read and a device never end it: a package
+        // holds files, folders and links only.
+        let (file, meta) = crate::user_file::open_regular(path).map_err(|e| match e.why {
+            crate::user_file::Why::WrongKind(what) => StackError::Invalid(Invalid(format!(
+                "{} is {what}: a package holds files, folders and links",
+                path.display()
+            ))),
+            why => StackError::Invalid(Invalid(format!("cannot read {}: {why}", path.display()))),
+        })?;
+        hash.update(&meta.len().to_le_bytes());
+        let mut reader = std::io::Read::take(file, meta.len());
+        let mut buffer = vec![0u8; 1 << 16];
+        loop {
+            let n = std::io::Read::read(&mut reader, &mut buffer)
+                .map_err(StackError::io(format!("cannot read {}", path.display())))?;
+            if n == 0 {
+                break;
+            }
+            hash.update(&buffer[..n]);
+        }
     }
     Ok(())
 }
@@ -317,13 +337,14 @@ process.stdout.write(JSON.stringify({
 }));
 "#;
     let node = super::rivet::find_node()?;
-    let output = tokio::process::Command::new(node)
+    let mut command = tokio::process::Command::new(node);
+    command
         .args(["--input-type=module", "-e", CHECK])
-        .current_dir(dir)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(StackError::io("cannot run node"))?;
+        .current_dir(dir);
+    let output =
+        crate::supervise::helper::output(command, std::time::Duration::from_secs(60), 1 << 20)
+            .await
+            .map_err(|e| StackError::Failed(format!("node's check of the SDK: {e}")))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let said: Vec<&str> = stderr
@@ -378,6 +399,25 @@ mod tests {
         .unwrap();
         std::fs::write(folder.join("dist/index.js"), "export const x = 1;\n").unwrap();
         folder
+    }
+
+    /// Issue 43, item 6: a FIFO inside a candidate's package folder
+    /// blocked `--sdk` (and `rerun`) for ever in the content digest.
+    #[test]
+    fn a_fifo_inside_a_package_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = package(dir.path(), "sandbox-agent", &[]);
+        let before = content_digest(&read_candidate(std::slice::from_ref(&sdk)).unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(sdk.join("dist/pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let packages = read_candidate(std::slice::from_ref(&sdk)).unwrap();
+        let e = content_digest(&packages).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        std::fs::remove_file(sdk.join("dist/pipe")).unwrap();
+        assert_eq!(content_digest(&packages).unwrap(), before);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - `file_name`: file names from user text
 //! - `wire_name`: an enum's name as serde writes it
 //! - `source_line`: a byte offset's line
-//! - `run_path`: paths a report names, confined to its run folder
+//! - `run_path`: a run folder held open, and every file of it opened
+//!   beneath it (the one confined reader of run folders)
 //! - `user_file`: a user's file checked for its type (and size) before
 //!   anything reads it
 //! - `folder_lock`: one command at a time per folder

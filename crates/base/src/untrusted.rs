@@ -47,7 +47,9 @@ impl<'a> Untrusted<'a> {
     /// (links, images, references; `[redacted]` stays as it is),
     /// `` ` `` (code spans), `@` before a name, `:` before `//` and the
     /// dot of `www.` (autolinks), `|` as
-    /// `\|` (table cells).
+    /// `\|` (table cells). The form of a form is itself: an entity or an
+    /// escaped pipe it wrote is kept as it is, so text shown this way
+    /// already (a report rendered from its inert form) is never escaped twice.
     pub fn markdown(self) -> String {
         let one_line = self.0.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut out = String::with_capacity(one_line.len());
@@ -57,7 +59,13 @@ impl<'a> Untrusted<'a> {
             match ch {
                 '<' => out.push_str("&lt;"),
                 '>' => out.push_str("&gt;"),
+                '&' if is_entity(after) => out.push('&'),
                 '&' => out.push_str("&amp;"),
+                '\\' if after.starts_with('|') => {
+                    out.push_str("\\|");
+                    rest = &after[1..];
+                    continue;
+                }
                 ']' if after.starts_with(['(', '[', ':']) => out.push_str("&#93;"),
                 '`' => out.push_str("&#96;"),
                 '@' if after.starts_with(|c: char| c.is_alphanumeric()) => out.push_str("&#64;"),
@@ -68,8 +76,28 @@ impl<'a> Untrusted<'a> {
             }
             rest = after;
         }
-        out
+        defuse_command_start(out)
     }
+}
+
+/// The first character of `text` that a terminal or a reader would act on
+/// rather than show (see [`Untrusted::terminal`]): what a name a user
+/// gives (a scenario's, a phase's) may not hold.
+pub fn first_acting(text: &str) -> Option<char> {
+    text.chars().find(|ch| acts(*ch))
+}
+
+/// Whether `after` (what follows a `&`) completes an entity
+/// [`Untrusted::markdown`] writes: `lt;`, `gt;`, `amp;`, `#NN;`.
+fn is_entity(after: &str) -> bool {
+    if ["lt;", "gt;", "amp;"].iter().any(|e| after.starts_with(e)) {
+        return true;
+    }
+    let Some(number) = after.strip_prefix('#') else {
+        return false;
+    };
+    let digits = number.bytes().take_while(u8::is_ascii_digit).count();
+    (1..=7).contains(&digits) && number[digits..].starts_with(';')
 }
 
 /// Whether a terminal, or a reader of the text, would act on `ch` rather

@@ -73,10 +73,10 @@ pub fn check_kind(path: &Path, kind: Kind) -> Result<std::fs::Metadata, UserFile
     }
 }
 
-/// The text of the regular file `path`, refused over `limit` bytes. A FIFO
-/// is opened non-blocking (so the open returns at once) and refused by the
-/// type of what was opened.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
+/// The regular file `path`, opened for reading: a FIFO is opened
+/// non-blocking (so the open returns at once) and, as a socket or a device
+/// (`/dev/zero`, which never ends), refused by the type of what was opened.
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), UserFileError> {
     let error = |why| UserFileError {
         path: path.to_path_buf(),
         why,
@@ -89,9 +89,21 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
         .open(path)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
-    if let Some(what) = refused(&meta, Kind::File) {
-        return Err(error(Why::WrongKind(what)));
+    match refused(&meta, Kind::File) {
+        Some(what) => Err(error(Why::WrongKind(what))),
+        None => Ok((file, meta)),
     }
+}
+
+/// The text of the regular file `path` ([`open_regular`]), refused over
+/// `limit` bytes.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
+    let error = |why| UserFileError {
+        path: path.to_path_buf(),
+        why,
+    };
+    let io = |e| error(Why::of(e));
+    let (file, meta) = open_regular(path)?;
     let too_large = |size| error(Why::TooLarge { size, limit });
     if meta.len() > limit {
         return Err(too_large(meta.len()));
@@ -109,6 +121,49 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
             format!("not UTF-8 text ({e})"),
         ))
     })
+}
+
+/// Writes a temporary file beside `path` (`write` fills it, buffered) and
+/// renames it into place: onto nothing unless `replace` (a file that
+/// appeared meanwhile is kept, and the rename fails), else onto whatever is
+/// there (a link there is itself replaced, never followed).
+pub fn place_file(
+    path: &Path,
+    replace: bool,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            write(&mut out)?;
+            out.flush()?;
+            out.get_ref().sync_all()
+        });
+    let placed = written.and_then(|()| match replace {
+        true => std::fs::rename(&temp, path),
+        false => rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &temp,
+            rustix::fs::CWD,
+            path,
+            rustix::fs::RenameFlags::NOREPLACE,
+        )
+        .map_err(std::io::Error::from),
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    placed
 }
 
 #[cfg(test)]

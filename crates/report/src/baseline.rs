@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use super::expect::{parse_version, EXPECTABLE};
 use super::model::{Axis, Cell, Report, Verdict};
+use crate::untrusted::Untrusted;
 
 /// `baseline --until DATE --issue URL`: the entries of cells that did not
 /// pass become a quarantine that expires (see [`super::expect`]).
@@ -39,19 +40,25 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
     let mut left_out = Vec::new();
     let run = &report.run;
     let mut out = String::new();
+    // Comments hold the report's text in its one-line form: a line break
+    // in a field must not become a TOML line (an entry of its own).
     let _ = writeln!(
         out,
         "# Expectations recorded from run {} (continuity {}, server {}, agent {}).\n# Use with `continuity run --expect FILE`; replace each `reason` with why the result is known.",
-        run.id,
-        run.harness_version,
-        run.server_version.as_deref().unwrap_or("unknown"),
-        run.agent
+        shown(&run.id),
+        shown(&run.harness_version),
+        shown(run.server_version.as_deref().unwrap_or("unknown")),
+        shown(&run.agent)
     );
     for scenario in report.scenario_order() {
         for cell in report.cells_of(scenario) {
             match expected(cell) {
                 Some(verdict) => write_entry(&mut out, report, cell, verdict, quarantine),
-                None => left_out.push(format!("{} × {}", cell.label(), cell.point.scenario)),
+                None => left_out.push(shown(&format!(
+                    "{} × {}",
+                    cell.label(),
+                    cell.point.scenario
+                ))),
             }
         }
     }
@@ -59,7 +66,7 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
         let _ = write!(
             out,
             "\n# Left out, interrupted in run {} (no verdict to expect; the next run reports them new):\n",
-            run.id
+            shown(&run.id)
         );
         for name in &left_out {
             let _ = writeln!(out, "#   {name}");
@@ -169,9 +176,38 @@ fn first_line(text: &str) -> &str {
         .unwrap_or("")
 }
 
-/// A TOML basic string.
+/// A TOML basic string, exact, with every character a terminal or a
+/// reader would act on (bidi controls, separators, controls) as its
+/// `\uXXXX` escape, so the file shows none of them raw.
 fn quoted(text: &str) -> String {
-    toml::Value::String(text.to_string()).to_string()
+    let quoted = toml::Value::String(text.to_string()).to_string();
+    if !quoted.chars().any(acts) {
+        return quoted;
+    }
+    let mut out = String::with_capacity(quoted.len());
+    for ch in quoted.chars() {
+        match acts(ch) {
+            true => {
+                let _ = write!(out, "\\u{:04X}", ch as u32);
+            }
+            false => out.push(ch),
+        }
+    }
+    out
+}
+
+/// What [`quoted`] escapes: what `Untrusted` shows as an escape.
+fn acts(ch: char) -> bool {
+    Untrusted::new(ch.encode_utf8(&mut [0; 4]))
+        .terminal()
+        .chars()
+        .count()
+        != 1
+}
+
+/// A report's text in a comment: one line.
+fn shown(text: &str) -> String {
+    Untrusted::new(text).terminal()
 }
 
 /// A name as a glob that matches only itself.

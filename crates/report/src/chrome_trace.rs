@@ -7,19 +7,56 @@
 //! tracks. One track per worker lane: attempts that ran at the same time
 //! are on different tracks, each attempt's phases nested in its slice.
 //! Every name and argument is a JSON string written by serde, so text
-//! from a server or a gateway stays exact and inert.
+//! from a server or a gateway stays exact and inert. The document is
+//! written as it is made, event by event, two passes over each trace (one
+//! for where its attempt sits, one for its events): its size in memory
+//! does not grow with a trace's.
 
 use super::model::{Attempt, Cell, PhaseResult, Report, Verdict};
 use crate::trace::event::{Event, Line};
 use serde_json::{json, Value};
 
-/// One attempt of a cell, with the events its trace holds (none for a
-/// cell with no trace, or a report older than traces).
+/// One attempt of a cell, with what its trace says of where it sits: read
+/// in a first pass over the trace ([`Seen::see`]), so that the events
+/// themselves are streamed in a second one and never held together.
 pub struct TracedAttempt<'a> {
     pub cell: &'a Cell,
     /// `None`: the cell's own record (a cell of one attempt).
     pub attempt: Option<&'a Attempt>,
-    pub events: Vec<Line>,
+    pub seen: Seen,
+}
+
+/// What a first pass over an attempt's trace keeps: its wall-clock start,
+/// its last event's time and its phases (a few per attempt).
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    started_ms: Option<f64>,
+    last_t: f64,
+    /// `(name, step, outcome, start ms, end ms)`, from `phase_start`/`phase_end`.
+    spans: Vec<(String, String, String, f64, f64)>,
+    open: Option<(String, String, f64)>,
+    any_phase_start: bool,
+}
+
+impl Seen {
+    pub fn see(&mut self, line: &Line) {
+        self.last_t = self.last_t.max(line.t);
+        match &line.event {
+            Event::Trace(header) => self.started_ms = self.started_ms.or(header.started_ms),
+            Event::PhaseStart(p) => {
+                self.any_phase_start = true;
+                self.open = Some((p.phase.clone(), p.step.clone(), line.t));
+            }
+            Event::PhaseEnd(p) => {
+                if let Some((name, step, start)) = self.open.take().filter(|(n, ..)| *n == p.phase)
+                {
+                    self.spans
+                        .push((name, step, p.outcome.clone(), start, line.t));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl TracedAttempt<'_> {
@@ -27,8 +64,7 @@ impl TracedAttempt<'_> {
         let recorded = self
             .attempt
             .map_or(self.cell.duration_ms, |a| a.duration_ms) as f64;
-        let last = self.events.last().map_or(0.0, |l| l.t);
-        recorded.max(last)
+        recorded.max(self.seen.last_t)
     }
 
     fn phases(&self) -> &[PhaseResult] {
@@ -41,10 +77,7 @@ impl TracedAttempt<'_> {
 
     /// The wall clock of its start, in Unix ms, when its trace says.
     fn started_ms(&self) -> Option<f64> {
-        self.events.iter().find_map(|l| match &l.event {
-            Event::Trace(header) => header.started_ms,
-            _ => None,
-        })
+        self.seen.started_ms
     }
 
     fn name(&self) -> String {
@@ -59,25 +92,57 @@ impl TracedAttempt<'_> {
 /// The process every event belongs to.
 const PID: u32 = 1;
 
-/// The whole run as one Chrome Trace Event document.
-pub fn render_chrome_trace(report: &Report, attempts: &[TracedAttempt<'_>]) -> Value {
+/// The whole run as one Chrome Trace Event document, written as it is
+/// made: `write` gets its text in pieces (each event whole), and
+/// `events(i, each)` hands attempt `i`'s trace events to `each` again, one
+/// at a time, so no attempt's events are ever held together.
+pub fn write_chrome_trace<E>(
+    report: &Report,
+    attempts: &[TracedAttempt<'_>],
+    mut events: impl FnMut(usize, &mut dyn FnMut(&Line)),
+    write: &mut dyn FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
     let placed = place(report, attempts);
     let lanes = placed.iter().map(|p| p.lane).max().map_or(0, |l| l + 1);
-    let mut events = vec![json!({
+    write("{\"traceEvents\":[")?;
+    let mut first = true;
+    let mut emit = |event: Value| -> Result<(), E> {
+        write(if first { "" } else { "," })?;
+        first = false;
+        write(&event.to_string())
+    };
+    emit(json!({
         "ph": "M", "name": "process_name", "pid": PID, "tid": 0,
         "args": { "name": format!("continuity run {}", report.run.id) },
-    })];
+    }))?;
     for lane in 0..lanes {
-        events.push(json!({
+        emit(json!({
             "ph": "M", "name": "thread_name", "pid": PID, "tid": lane + 1,
             "args": { "name": format!("worker {}", lane + 1) },
-        }));
+        }))?;
     }
     let mut ids = 0u64;
-    for (traced, at) in attempts.iter().zip(&placed) {
-        attempt_events(traced, at, &mut ids, &mut events);
+    for (i, (traced, at)) in attempts.iter().zip(&placed).enumerate() {
+        for event in attempt_events(traced, at) {
+            emit(event)?;
+        }
+        let tid = at.lane + 1;
+        let mut failed = Ok(());
+        events(i, &mut |line| {
+            if failed.is_ok() {
+                let mut out = Vec::new();
+                marks(line, at, tid, &mut ids, &mut out);
+                for event in out {
+                    if let Err(e) = emit(event) {
+                        failed = Err(e);
+                        return;
+                    }
+                }
+            }
+        });
+        failed?;
     }
-    json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+    write("],\"displayTimeUnit\":\"ms\"}")
 }
 
 /// Where an attempt sits: its start (µs from the run's start) and lane.
@@ -119,10 +184,10 @@ fn place(report: &Report, attempts: &[TracedAttempt<'_>]) -> Vec<Placed> {
     placed
 }
 
-/// The attempt's slice, its phases within it, and its instants and spans.
-fn attempt_events(traced: &TracedAttempt<'_>, at: &Placed, ids: &mut u64, out: &mut Vec<Value>) {
+/// The attempt's slice and its phases within it.
+fn attempt_events(traced: &TracedAttempt<'_>, at: &Placed) -> Vec<Value> {
     let tid = at.lane + 1;
-    out.push(json!({
+    let mut out = vec![json!({
         "ph": "X", "cat": "cell", "name": traced.name(), "pid": PID, "tid": tid,
         "ts": at.ts, "dur": at.dur,
         "args": {
@@ -130,9 +195,8 @@ fn attempt_events(traced: &TracedAttempt<'_>, at: &Placed, ids: &mut u64, out: &
             "failureBoundary": traced.attempt.map_or(&traced.cell.failure_boundary, |a| &a.failure_boundary),
             "trace": traced.attempt.map_or(&traced.cell.trace, |a| &a.trace),
         },
-    }));
-    let phases = phase_spans(traced);
-    for (name, step, outcome, start, end) in phases {
+    })];
+    for (name, step, outcome, start, end) in phase_spans(traced) {
         // Within the cell's bounds, so the phase nests in its slice.
         let start = (start * 1000.0).clamp(0.0, at.dur);
         let end = (end * 1000.0).clamp(start, at.dur);
@@ -142,36 +206,17 @@ fn attempt_events(traced: &TracedAttempt<'_>, at: &Placed, ids: &mut u64, out: &
             "args": { "step": step, "outcome": outcome },
         }));
     }
-    for line in &traced.events {
-        marks(line, at, tid, ids, out);
-    }
+    out
 }
 
 /// `(name, step, outcome, start ms, end ms)` of each phase: from the
 /// trace's `phase_start`/`phase_end`, else the report's phases one after
 /// another.
 fn phase_spans(traced: &TracedAttempt<'_>) -> Vec<(String, String, String, f64, f64)> {
+    if !traced.seen.spans.is_empty() || traced.seen.any_phase_start {
+        return traced.seen.spans.clone();
+    }
     let mut spans = Vec::new();
-    let mut open: Option<(String, String, f64)> = None;
-    for line in &traced.events {
-        match &line.event {
-            Event::PhaseStart(p) => open = Some((p.phase.clone(), p.step.clone(), line.t)),
-            Event::PhaseEnd(p) => {
-                if let Some((name, step, start)) = open.take().filter(|(n, ..)| *n == p.phase) {
-                    spans.push((name, step, p.outcome.clone(), start, line.t));
-                }
-            }
-            _ => {}
-        }
-    }
-    if !spans.is_empty()
-        || traced
-            .events
-            .iter()
-            .any(|l| matches!(l.event, Event::PhaseStart(_)))
-    {
-        return spans;
-    }
     let mut at = 0.0;
     for phase in traced.phases() {
         let ms = phase.duration_ms as f64;

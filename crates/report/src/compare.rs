@@ -52,9 +52,19 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
     fn key(c: &Cell) -> &Point {
         &c.point
     }
+    // Indexed by point (first cell of each): a lookup per cell over every
+    // cell of the other report was quadratic.
+    fn index(r: &Report) -> std::collections::HashMap<&Point, &Cell> {
+        let mut at = std::collections::HashMap::new();
+        for c in &r.cells {
+            at.entry(&c.point).or_insert(c);
+        }
+        at
+    }
+    let (before_at, after_at) = (index(baseline), index(candidate));
     let mut rows = Vec::new();
     for cell in &candidate.cells {
-        let before = baseline.cells.iter().find(|b| key(b) == key(cell));
+        let before = before_at.get(key(cell)).copied();
         rows.push(CellChange {
             point: cell.point.clone(),
             attempt: cell.attempt,
@@ -67,7 +77,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
         });
     }
     for cell in &baseline.cells {
-        if !candidate.cells.iter().any(|c| key(c) == key(cell)) {
+        if !after_at.contains_key(key(cell)) {
             rows.push(CellChange {
                 point: cell.point.clone(),
                 attempt: cell.attempt,
@@ -140,11 +150,11 @@ pub fn read_report(text: &str) -> Result<Report, ReadError> {
 /// one counts?), named as messages name a cell ([`Point`]'s display).
 pub fn duplicated_cells(report: &Report) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
+    let mut told = std::collections::HashSet::new();
     let mut duplicated = Vec::new();
     for c in &report.cells {
-        let name = c.point.to_string();
-        if !seen.insert(name.clone()) && !duplicated.contains(&name) {
-            duplicated.push(name);
+        if !seen.insert(&c.point) && told.insert(&c.point) {
+            duplicated.push(c.point.to_string());
         }
     }
     duplicated
@@ -153,9 +163,10 @@ pub fn duplicated_cells(report: &Report) -> Vec<String> {
 /// The baseline's cells the candidate lacks.
 pub fn missing_cells(rows: &[CellChange]) -> Vec<String> {
     let mut missing: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for r in rows.iter().filter(|r| r.change == Change::Missing) {
         let name = r.point.to_string();
-        if !missing.contains(&name) {
+        if seen.insert(name.clone()) {
             missing.push(name);
         }
     }
@@ -174,6 +185,7 @@ pub fn render_comparison(
     rows: &[CellChange],
     color: bool,
 ) -> String {
+    let (baseline, candidate) = (&*super::inert::of(baseline), &*super::inert::of(candidate));
     let name = |r: &Report| {
         format!(
             "{} ({})",
@@ -198,11 +210,13 @@ pub fn render_comparison(
                 Change::Same => Color::Reset,
             });
         }
+        // The rows hold the reports' own text: shown inert, as the reports are.
+        let shown = |text: &str| crate::untrusted::Untrusted::new(text).terminal();
         table.add_row(vec![
-            TableCell::new(label),
-            TableCell::new(&row.point.scenario),
-            TableCell::new(row.baseline.as_deref().unwrap_or("–")),
-            TableCell::new(row.candidate.as_deref().unwrap_or("–")),
+            TableCell::new(shown(&label)),
+            TableCell::new(shown(&row.point.scenario)),
+            TableCell::new(shown(row.baseline.as_deref().unwrap_or("–"))),
+            TableCell::new(shown(row.candidate.as_deref().unwrap_or("–"))),
             change,
         ]);
     }

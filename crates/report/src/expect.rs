@@ -56,7 +56,6 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::errors::Invalid;
-use crate::source_line::line_of;
 
 use super::model::{
     Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Report, RunInfo, Verdict,
@@ -176,7 +175,9 @@ struct Pattern {
 
 /// Why an expectations file was refused: the file, the line, what is wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}{}: {message}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+/// The message names what the file and the run hold (a report's targets,
+/// a file's values), shown on one inert line.
+#[error("{}{}: {}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default(), crate::untrusted::Untrusted::new(.message).terminal())]
 pub struct ExpectError {
     pub path: PathBuf,
     pub line: Option<usize>,
@@ -215,14 +216,14 @@ struct RawEntry {
 /// name (with the line of the offending value).
 struct Source<'a> {
     path: &'a Path,
-    text: &'a str,
+    lines: crate::source_line::Lines,
 }
 
 impl Source<'_> {
     fn error(&self, offset: Option<usize>, message: String) -> ExpectError {
         ExpectError {
             path: self.path.to_path_buf(),
-            line: offset.map(|o| line_of(self.text, o)),
+            line: offset.map(|o| self.lines.line_of(o)),
             message,
         }
     }
@@ -239,7 +240,7 @@ impl Source<'_> {
             .map(|v| self.version_req(v))
             .transpose()?;
         Ok(Entry {
-            line: line_of(self.text, start),
+            line: self.lines.line_of(start),
             target: self.pattern(&raw.target, "target")?,
             scenario: self.pattern(&raw.scenario, "scenario")?,
             client: self.client(&raw.client)?,
@@ -448,7 +449,10 @@ impl Expectations {
 
     /// Checks `text`; `path` names the file in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Expectations, ExpectError> {
-        let file = Source { path, text };
+        let file = Source {
+            path,
+            lines: crate::source_line::Lines::new(text),
+        };
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             file.error(
                 e.span().map(|s| s.start),

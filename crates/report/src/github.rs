@@ -14,6 +14,7 @@ use super::table::totals_line;
 
 /// The step summary; `artifact` names the run folder (what CI uploads).
 pub fn render_step_summary(report: &Report, artifact: &str) -> String {
+    let report = &*super::inert::in_form(report, super::inert::Form::Markdown);
     let mut out = String::new();
     let run = &report.run;
     let _ = writeln!(
@@ -101,6 +102,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
 /// One `::error` per cell that fails the run, one `::warning` per flaky or
 /// fixed cell that does not.
 pub fn annotations(report: &Report) -> Vec<CommandLine> {
+    let report = &*super::inert::of(report);
     notable_cells(report)
         .into_iter()
         .map(|cell| {

@@ -135,3 +135,121 @@ fn a_restarts_down_observation_is_shown_inert_by_the_timeline_and_report_md() {
         "{restarts}"
     );
 }
+
+/// Text that forges a line, a workflow command and terminal actions.
+const FORGING: &str =
+    "h\n::error::FORGED\rFORGED\x1b[31mred\x1b[2J\x07\u{202e}<b>x</b>\u{2028}FORGED";
+
+/// `report` with every string the model reads back replaced by `text`
+/// (one at a time, kept where the report still reads: a verdict's word
+/// must stay one), as a run folder from elsewhere may hold it. Returns
+/// how many fields took it.
+pub(crate) fn every_field(report: &Report, text: &str) -> (Report, usize) {
+    fn walk(at: &mut serde_json::Value, path: &mut Vec<String>, leaves: &mut Vec<String>) {
+        match at {
+            serde_json::Value::String(_) => leaves.push(
+                path.iter()
+                    .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+                    .collect(),
+            ),
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    path.push(i.to_string());
+                    walk(item, path, leaves);
+                    path.pop();
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    path.push(key.clone());
+                    walk(value, path, leaves);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(report).unwrap();
+    let mut leaves = Vec::new();
+    walk(&mut value, &mut Vec::new(), &mut leaves);
+    let mut taken = 0;
+    for pointer in leaves {
+        let before = value.pointer(&pointer).cloned().unwrap();
+        *value.pointer_mut(&pointer).unwrap() = serde_json::Value::String(text.into());
+        if serde_json::from_value::<Report>(value.clone()).is_ok() {
+            taken += 1;
+        } else {
+            *value.pointer_mut(&pointer).unwrap() = before;
+        }
+    }
+    (serde_json::from_value(value).unwrap(), taken)
+}
+
+/// Neither a raw character a terminal or the runner acts on, nor a line
+/// that the hostile text began (a workflow command, a forged line).
+pub(crate) fn assert_no_forged_line(what: &str, text: &str) {
+    for bad in ['\r', '\x1b', '\x07', '\u{202e}', '\u{2028}'] {
+        assert!(!text.contains(bad), "{bad:?} raw in {what}:\n{text}");
+    }
+    for line in text.lines() {
+        let line = line.trim_start();
+        assert!(
+            !line.starts_with("::") && !line.starts_with("FORGED"),
+            "{what} holds a forged line: {line:?}\n{text}"
+        );
+    }
+}
+
+/// Issue 43, item 4: a run folder from elsewhere is untrusted in every
+/// field, not only in the server's words: phase and boundary names, the
+/// agent, the server version and the run's id were written raw into
+/// report.md, report.txt and junit.xml (`::error::` lines under GitHub),
+/// and item 5: baseline's header and left-out comments, into the TOML.
+#[test]
+fn every_string_field_of_a_report_reaches_every_output_inert() {
+    for base in [
+        fixture::report(),
+        fixture::repeated_report(),
+        fixture::candidates("sandbox-agent 0.4.2"),
+    ] {
+        let (r, taken) = every_field(&base, FORGING);
+        assert!(taken > 40, "only {taken} fields took the text");
+        let layout = Layout {
+            width: 120,
+            color: false,
+            folder: "out".into(),
+        };
+        assert_no_forged_line("the terminal", &render_terminal(&r, &layout));
+        assert_no_forged_line("report.txt", &render_text(&r, false));
+        let markdown = render_markdown(&r);
+        assert_no_forged_line("report.md", &markdown);
+        assert!(!markdown.contains("<b>"), "{markdown}");
+        assert_no_forged_line("the step summary", &render_step_summary(&r, "out"));
+        assert_no_forged_line("junit.xml", &render_junit(&r).unwrap());
+        for cell in &r.cells {
+            assert_no_forged_line("show --cell", &render_timeline(cell, &[]));
+        }
+        let rows = crate::compare::compare(&base, &r);
+        assert_no_forged_line(
+            "compare",
+            &crate::compare::render_comparison(&base, &r, &rows, false),
+        );
+        for note in annotations(&r) {
+            let line = note.as_str();
+            assert!(!line.contains(['\r', '\n', '\x1b', '\x07']), "{line:?}");
+        }
+        let baseline =
+            crate::baseline::render_baseline(&r, &crate::baseline::Quarantine::default());
+        assert_no_forged_line("baseline", &baseline.text);
+        // What TOML reads: one table per cell recorded, none forged.
+        let toml: toml::Value =
+            toml::from_str(&baseline.text).unwrap_or_else(|e| panic!("{e}\n{}", baseline.text));
+        let entries = toml["expect"].as_array().map_or(0, Vec::len);
+        assert_eq!(
+            entries + baseline.left_out.len(),
+            r.cells.len(),
+            "one entry per cell, none forged:\n{}",
+            baseline.text
+        );
+    }
+}

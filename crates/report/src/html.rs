@@ -12,10 +12,10 @@
 //! the DOM, and any script error too, which the browser test reads.
 
 use super::model::Report;
+use crate::run_dir::RunDir;
 use crate::trace::event::Event;
-use crate::trace::{for_each_event, TraceError};
+use crate::trace::TraceError;
 use serde_json::{json, Map, Value};
-use std::path::Path;
 
 const STYLE: &str = include_str!("html/report.css");
 const SCRIPT: &str = include_str!("html/report.js");
@@ -23,26 +23,30 @@ const SCRIPT: &str = include_str!("html/report.js");
 /// ones (its trace file keeps all), which also bounds the page and the memory
 /// it takes to write it.
 const MAX_MARKS: usize = 2000;
+/// Structure events (phases, restarts, components) drawn per cell: a real
+/// cell has tens; a trace made of nothing else is cut here, so no trace
+/// makes the page (or its writer's memory) larger than this.
+const MAX_STRUCTURE: usize = 5000;
 
-/// The events of each cell's trace that the page draws, in cell order; a
-/// missing or damaged trace gives a note instead, never a failed report.
-pub(crate) fn cell_traces(run_dir: &Path, report: &Report) -> Vec<Result<Vec<Value>, TraceError>> {
+/// The events of each cell's trace that the page draws, in cell order,
+/// each trace read once through the run folder's reader; a missing,
+/// damaged or shared trace gives a note instead, never a failed report.
+pub(crate) fn cell_traces(run: &RunDir, report: &Report) -> Vec<Result<Vec<Value>, TraceError>> {
     report
         .cells
         .iter()
         .map(|cell| match &cell.trace {
             None => Ok(Vec::new()),
-            Some(path) => crate::run_path::inside(run_dir, path)
-                .map_err(TraceError::from)
-                .and_then(|path| marks(&path)),
+            Some(path) => marks(run, path),
         })
         .collect()
 }
 
 /// Only what the timeline draws, read line by line so a full trace never
-/// sits in memory: the structure (phases, restarts, the component and cell
-/// events) always, and at most [`MAX_MARKS`] requests and stream events.
-fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
+/// sits in memory: at most [`MAX_STRUCTURE`] structure events (phases,
+/// restarts, the component and cell events) and [`MAX_MARKS`] requests and
+/// stream events.
+fn marks(run: &RunDir, path: &str) -> Result<Vec<Value>, TraceError> {
     const KEEP: &[&str] = &[
         "t",
         "ev",
@@ -88,17 +92,19 @@ fn marks(path: &Path) -> Result<Vec<Value>, TraceError> {
         "what",
     ];
     let mut kept = Vec::new();
-    let mut marks = 0;
-    for_each_event(path, |line| {
+    let (mut marks, mut structure) = (0, 0);
+    run.for_each_event(path, |line| {
         if matches!(line.event, Event::Trace(_) | Event::Other) {
             return;
         }
-        if !line.event.is_structure() {
-            if marks >= MAX_MARKS {
-                return;
-            }
-            marks += 1;
+        let (count, limit) = match line.event.is_structure() {
+            true => (&mut structure, MAX_STRUCTURE),
+            false => (&mut marks, MAX_MARKS),
+        };
+        if *count >= limit {
+            return;
         }
+        *count += 1;
         let fields: Map<String, Value> = line
             .to_value()
             .as_object()
@@ -243,7 +249,8 @@ mod tests {
         }
         trace.phase_end("p", "ok", 1);
         drop(trace);
-        let kept = marks(&dir.path().join(crate::trace::TRACE_FILE)).unwrap();
+        let run = RunDir::open(dir.path()).unwrap();
+        let kept = marks(&run, crate::trace::TRACE_FILE).unwrap();
         let http = kept.iter().filter(|e| e["ev"] == "http").count();
         assert_eq!(http, MAX_MARKS);
         assert_eq!(

@@ -15,6 +15,7 @@ use super::model::{
 const MAX_MESSAGE_CHARS: usize = 300;
 
 pub(crate) fn render_markdown(report: &Report) -> String {
+    let report = &*super::inert::in_form(report, super::inert::Form::Markdown);
     let mut out = String::new();
     let _ = writeln!(out, "# continuity report `{}`", report.run.id);
     for scenario in report.scenario_order() {

@@ -19,9 +19,10 @@ pub struct ShardRun {
     pub report: Report,
 }
 
-/// Why shards were not merged.
+/// Why shards were not merged: a message naming what the shards' reports
+/// say (their ids, agents, versions, cells), shown on one inert line.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
+#[error("{}", crate::untrusted::Untrusted::new(.0).terminal())]
 pub struct MergeError(pub String);
 
 /// One report from `shards` (in the order given); `id` names the merged run.
@@ -111,6 +112,8 @@ fn check_partitions(shards: &[ShardRun]) -> Result<(), MergeError> {
     let Some(reference) = parsed.iter().flatten().next().copied() else {
         return Ok(());
     };
+    // The count a report states sizes this: bounded when parsed
+    // (`partition::MAX_SHARDS`; `count:1/4294967295` once asked for 68 GB).
     let mut seen: Vec<Option<&str>> = vec![None; reference.total as usize];
     for (s, p) in shards.iter().zip(&parsed) {
         let Some(p) = p else {

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 pub use super::point::{Axis, Point, UnknownAxis};
 
@@ -683,17 +684,18 @@ impl Report {
     /// server version its cells carry, as [`Cell::row_suffix`] (once with
     /// `None` without either axis).
     pub(crate) fn row_order(&self) -> Vec<(&str, Option<String>)> {
+        // One pass over the cells, each target's suffixes in first-seen order.
+        let mut suffixes: HashMap<&str, Vec<Option<String>>> = HashMap::new();
+        for cell in &self.cells {
+            let seen = suffixes.entry(cell.point.target.as_str()).or_default();
+            let suffix = cell.row_suffix();
+            if !seen.contains(&suffix) {
+                seen.push(suffix);
+            }
+        }
         let mut rows: Vec<(&str, Option<String>)> = Vec::new();
         for target in self.target_order() {
-            let mut versions: Vec<Option<String>> = Vec::new();
-            for cell in self.cells.iter().filter(|c| c.point.target == target) {
-                if !versions.contains(&cell.row_suffix()) {
-                    versions.push(cell.row_suffix());
-                }
-            }
-            if versions.is_empty() {
-                versions.push(None);
-            }
+            let versions = suffixes.remove(target).unwrap_or_else(|| vec![None]);
             rows.extend(versions.into_iter().map(|v| (target, v)));
         }
         rows
@@ -702,8 +704,13 @@ impl Report {
     /// A scenario's cells sorted by target order then attempt, whatever
     /// order the runner finished them in.
     pub(crate) fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
-        let targets = self.target_order();
-        let rank = |t: &str| targets.iter().position(|x| *x == t).unwrap_or(usize::MAX);
+        let targets: HashMap<&str, usize> = self
+            .target_order()
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (t, i))
+            .collect();
+        let rank = |t: &str| targets.get(t).copied().unwrap_or(usize::MAX);
         let mut cells: Vec<&Cell> = self
             .cells
             .iter()
@@ -740,8 +747,9 @@ fn ordered<'a>(
     seen: impl Iterator<Item = &'a str>,
 ) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
+    let mut taken = std::collections::HashSet::new();
     for name in declared.chain(seen) {
-        if !out.contains(&name) {
+        if taken.insert(name) {
             out.push(name);
         }
     }

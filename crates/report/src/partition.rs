@@ -21,6 +21,10 @@ pub enum PartitionKind {
     Cost,
 }
 
+/// The most shards a split may have: far past any CI's matrix of jobs, and
+/// a bound on what a count read from a report (`run.partition`) sizes.
+pub const MAX_SHARDS: u32 = 4096;
+
 /// One shard: the `shard`-th (1-based) of `total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Partition {
@@ -58,6 +62,11 @@ impl FromStr for Partition {
         let (shard, total) = (number(shard)?, number(total)?);
         if total == 0 {
             return Err(Invalid(format!("{text:?}: N must be at least 1; {usage}")));
+        }
+        if total > MAX_SHARDS {
+            return Err(Invalid(format!(
+                "{text:?}: {total} shards, more than the {MAX_SHARDS} a split may have; {usage}"
+            )));
         }
         if shard == 0 || shard > total {
             return Err(Invalid(format!(
@@ -200,10 +209,15 @@ mod tests {
             "1/2",
             "slice:1/2",
             "count:a/2",
+            // Issue 43, item 7: merge sized a table by a shard's count.
+            "count:1/4294967295",
+            "count:1/4097",
         ] {
             let e = bad.parse::<Partition>().unwrap_err().to_string();
             assert!(
-                e.contains("count:K/N") || e.contains("partition"),
+                e.contains("count:K/N")
+                    || e.contains("partition")
+                    || e.contains("shards, more than"),
                 "{bad}: {e}"
             );
         }

@@ -180,11 +180,14 @@ impl Point {
     }
 }
 
-/// `target × scenario · agent · client · sdk SDK · store @ version`.
+/// `target × scenario · agent · client · sdk SDK · store @ version`, as
+/// messages name a cell: one inert line (a report from elsewhere names
+/// its cells as it likes).
 impl fmt::Display for Point {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let suffix = self.suffix().unwrap_or_default();
-        write!(f, "{} × {}{suffix}", self.target, self.scenario)
+        let name = format!("{} × {}{suffix}", self.target, self.scenario);
+        f.write_str(&crate::untrusted::Untrusted::new(&name).terminal())
     }
 }
 

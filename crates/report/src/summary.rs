@@ -11,6 +11,7 @@ use comfy_table::Cell as TableCell;
 
 use super::model::{Axis, Cell, Point, Report, Verdict};
 use crate::fit;
+use std::collections::HashMap;
 
 /// Placeholder for a matrix point without a cell.
 const NOT_RUN: &str = "–";
@@ -71,34 +72,53 @@ impl Axes {
     }
 }
 
-fn rows(report: &Report) -> Vec<Row<'_>> {
+fn rows<'a>(report: &'a Report, places: &Places<'a>) -> Vec<Row<'a>> {
     report
         .row_order()
         .into_iter()
-        .map(|(target, suffix)| {
-            let first = report
-                .cells
-                .iter()
-                .find(|c| c.point.target == target && c.row_suffix() == suffix);
-            Row {
-                target,
-                point: first.map(|c| &c.point),
-                suffix,
-            }
+        .map(|(target, suffix)| Row {
+            target,
+            point: places.first.get(&(target, suffix.clone())).copied(),
+            suffix,
         })
         .collect()
 }
 
-fn cells_at<'a>(report: &'a Report, row: &Row<'_>, scenario: &str) -> Vec<&'a Cell> {
-    report
-        .cells
-        .iter()
-        .filter(|c| {
-            c.point.target == row.target
-                && c.point.scenario == scenario
-                && c.row_suffix() == row.suffix
-        })
-        .collect()
+/// The cells by row and scenario, made in one pass (a lookup per grid
+/// square over every cell was quadratic: 40k cells took seconds).
+struct Places<'a> {
+    cells: HashMap<(&'a str, Option<String>, &'a str), Vec<&'a Cell>>,
+    /// The point of each row's first cell.
+    first: HashMap<(&'a str, Option<String>), &'a Point>,
+}
+
+impl<'a> Places<'a> {
+    fn of(report: &'a Report) -> Places<'a> {
+        let mut places = Places {
+            cells: HashMap::new(),
+            first: HashMap::new(),
+        };
+        for cell in &report.cells {
+            let suffix = cell.row_suffix();
+            let (target, scenario) = (cell.point.target.as_str(), cell.point.scenario.as_str());
+            places
+                .first
+                .entry((target, suffix.clone()))
+                .or_insert(&cell.point);
+            places
+                .cells
+                .entry((target, suffix, scenario))
+                .or_default()
+                .push(cell);
+        }
+        places
+    }
+
+    fn at(&self, row: &Row<'a>, scenario: &'a str) -> &[&'a Cell] {
+        self.cells
+            .get(&(row.target, row.suffix.clone(), scenario))
+            .map_or(&[], Vec::as_slice)
+    }
 }
 
 fn grid(report: &Report, broken: bool) -> String {
@@ -114,11 +134,12 @@ fn grid(report: &Report, broken: bool) -> String {
         })
     }));
     table.set_header(header);
-    for row in rows(report) {
+    let places = Places::of(report);
+    for row in rows(report, &places) {
         let mut line: Vec<TableCell> = axes.labels(&row).into_iter().map(TableCell::new).collect();
         for scenario in &scenarios {
-            let cells = cells_at(report, &row, scenario);
-            line.push(TableCell::new(summary_text(&cells, report.run.repeat)));
+            let cells = places.at(&row, scenario);
+            line.push(TableCell::new(summary_text(cells, report.run.repeat)));
         }
         table.add_row(line);
     }
@@ -148,14 +169,15 @@ fn list(report: &Report, width: usize) -> String {
     let scenarios = report.scenario_order();
     let axes = Axes::of(report);
     let mut out = String::new();
-    for row in rows(report) {
+    let places = Places::of(report);
+    for row in rows(report, &places) {
         out.push_str(&fit::cut(&axes.labels(&row).join(" · "), width));
         out.push('\n');
         let items: Vec<String> = scenarios
             .iter()
             .map(|s| {
-                let cells = cells_at(report, &row, s);
-                let (glyph, extra) = summary_parts(&cells, report.run.repeat);
+                let cells = places.at(&row, s);
+                let (glyph, extra) = summary_parts(cells, report.run.repeat);
                 match extra {
                     Some(extra) => format!("{glyph} {s} ({extra})"),
                     None => format!("{glyph} {s}"),

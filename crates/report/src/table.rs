@@ -16,6 +16,7 @@ const NOT_RUN: &str = "–";
 
 /// The run header, totals and one table per scenario.
 pub(crate) fn render_text(report: &Report, color: bool) -> String {
+    let report = &*super::inert::of(report);
     let mut out = String::new();
     out.push_str(&header_line(report));
     out.push('\n');

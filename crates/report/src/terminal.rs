@@ -34,6 +34,7 @@ const MIN_WIDTH: usize = 40;
 
 /// The whole terminal text, ending with a newline.
 pub fn render_terminal(report: &Report, layout: &Layout) -> String {
+    let report = &*super::inert::of(report);
     let width = layout.width.max(MIN_WIDTH);
     let mut out = Out::new(width);
     let header = super::table::header_line(report);

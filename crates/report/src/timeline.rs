@@ -15,6 +15,7 @@ const MAX_LINES_PER_PHASE: usize = 40;
 
 /// The timeline of `cell`, from its trace's `events` (empty when it has none).
 pub fn render_timeline(cell: &Cell, events: &[Line]) -> String {
+    let cell = &*super::inert::of(cell);
     let mut out = String::new();
     write_header(&mut out, cell);
     let bounds = phase_bounds(events);

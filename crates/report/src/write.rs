@@ -249,11 +249,9 @@ impl RunFolder {
             text: self.write_text("report.txt", &render_text(report, false))?,
             markdown: self.write_text("report.md", &render_markdown(report))?,
             junit: self.write_rendered("junit.xml", &junit)?,
-            // The page reads the cells' traces, which their writer already redacted.
-            html: self.write_rendered(
-                "report.html",
-                &super::html::render_html(report, &super::html::cell_traces(dir, report)),
-            )?,
+            // The page reads the cells' traces, which their writer already
+            // redacted, through the one reader of run folders.
+            html: self.write_rendered("report.html", &self.render_page(report))?,
         };
         // The renames are durable only once the directory entry is on disk;
         // some filesystems refuse to open a directory for sync, which is not
@@ -262,6 +260,24 @@ impl RunFolder {
             let _ = d.sync_all();
         }
         Ok(files)
+    }
+
+    /// `report.html`, each cell's trace read back from the folder.
+    fn render_page(&self, report: &Report) -> String {
+        let traces = match super::run_dir::RunDir::open(&self.dir) {
+            Ok(run) => super::html::cell_traces(&run, report),
+            Err(e) => {
+                let why = e.to_string();
+                let note = || {
+                    Err(crate::trace::TraceError::Io {
+                        path: self.dir.clone(),
+                        source: io::Error::other(why.clone()),
+                    })
+                };
+                report.cells.iter().map(|_| note()).collect()
+            }
+        };
+        super::html::render_html(report, &traces)
     }
 
     /// The report with the run's secrets taken out, as the files hold it:

@@ -21,6 +21,7 @@
 //! a safe function.
 
 mod handle;
+pub mod helper;
 pub mod keeper;
 pub mod os;
 pub mod owner;

@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 
 // The leaves this crate uses, by the names the whole workspace knows them by.
-use continuity_base::{file_name, run_path, secret, wire_name};
+use continuity_base::{file_name, run_path, secret, untrusted, wire_name};
 
 mod cell;
 pub mod event;
@@ -28,8 +28,8 @@ pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
 pub use observe::{ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
-    for_each_event, for_each_event_of, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
-    TRACE_SCHEMA,
+    for_each_event, for_each_event_in, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
+    TRACE_READ_LIMIT, TRACE_SCHEMA,
 };
 pub use url::strip_access_token;
 use url::{path_and_query, path_of};

@@ -5,7 +5,7 @@
 use super::event::{Event, Line, Truncated};
 use serde_json::Value;
 use std::fs::File;
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// A cell's trace file name, inside the cell's folder.
@@ -81,31 +81,47 @@ impl Drop for Sink {
 /// A trace that cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {source}", shown(path))]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: line {line}: {reason}", path.display())]
+    #[error("{}: line {line}: {}", shown(path), crate::untrusted::Untrusted::new(reason).terminal())]
     Damaged {
         path: PathBuf,
         line: usize,
         reason: String,
     },
-    /// The report names a trace outside its run folder.
+    /// The report names a trace that cannot be opened inside its run
+    /// folder: outside it, not a regular file, too large.
     #[error(transparent)]
-    Outside(#[from] crate::run_path::OutsideRun),
+    Unopened(#[from] crate::run_path::RunPathError),
+    /// Another attempt's trace, read already: a run writes one trace per
+    /// attempt, so a report naming one file for several is read once.
+    #[error("{}: the trace of {} already (a file a report names for several attempts is read once)", shown(path), crate::untrusted::Untrusted::new(first).terminal())]
+    ReadBefore { path: PathBuf, first: String },
 }
 
-/// [`for_each_event`] of the trace a report names (`cell.trace`),
-/// relative to its run folder `run_dir` and confined to it
-/// ([`crate::run_path::inside`]).
-pub fn for_each_event_of(
-    run_dir: &Path,
-    relative: &str,
-    keep: impl FnMut(Line),
+/// A path that holds a report's text, for a message: escaped.
+fn shown(path: &Path) -> String {
+    crate::untrusted::Untrusted::new(&path.to_string_lossy()).terminal()
+}
+
+/// The largest a trace file read back may be: the bound it is written
+/// with, and room for the truncation marker.
+pub const TRACE_READ_LIMIT: u64 = TRACE_LIMIT_BYTES + 64 * 1024;
+
+/// [`for_each_event`] of a trace opened already (beneath its run folder).
+pub fn for_each_event_in(
+    file: crate::run_path::RunFile,
+    mut keep: impl FnMut(Line),
 ) -> Result<(), TraceError> {
-    for_each_event(&crate::run_path::inside(run_dir, relative)?, keep)
+    let path = file.path.clone();
+    for_each_line_of(file.bounded(), &path, |value| {
+        if let Some(line) = Line::from_value(&value) {
+            keep(line);
+        }
+    })
 }
 
 /// Reads a trace: every line as written, in order (for a reader that wants
@@ -131,7 +147,7 @@ pub fn for_each_event(path: &Path, mut keep: impl FnMut(Line)) -> Result<(), Tra
 /// be this schema's header; a line that is not a JSON object with `t` and
 /// `ev`, or a file far past the size a trace can have, is an error naming
 /// the file (and the line).
-fn for_each_line(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceError> {
+fn for_each_line(path: &Path, keep: impl FnMut(Value)) -> Result<(), TraceError> {
     let io = |source| TraceError::Io {
         path: path.to_path_buf(),
         source,
@@ -147,7 +163,7 @@ fn for_each_line(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceEr
         return Err(damaged(0, "not a regular file".into()));
     }
     let size = meta.len();
-    if size > TRACE_LIMIT_BYTES + 64 * 1024 {
+    if size > TRACE_READ_LIMIT {
         return Err(damaged(
             0,
             format!(
@@ -155,7 +171,27 @@ fn for_each_line(path: &Path, mut keep: impl FnMut(Value)) -> Result<(), TraceEr
             ),
         ));
     }
-    let reader = std::io::BufReader::new(File::open(path).map_err(io)?);
+    let file = File::open(path).map_err(io)?;
+    for_each_line_of(file.take(TRACE_READ_LIMIT + 1), path, keep)
+}
+
+/// [`for_each_line`] of an open trace, read at most one byte past
+/// [`TRACE_READ_LIMIT`].
+fn for_each_line_of(
+    reader: impl Read,
+    path: &Path,
+    mut keep: impl FnMut(Value),
+) -> Result<(), TraceError> {
+    let io = |source| TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let damaged = |line: usize, reason: String| TraceError::Damaged {
+        path: path.to_path_buf(),
+        line,
+        reason,
+    };
+    let reader = std::io::BufReader::new(reader);
     let mut seen = 0;
     for (n, line) in reader.split(b'\n').enumerate() {
         let number = n + 1;

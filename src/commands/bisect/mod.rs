@@ -19,8 +19,11 @@ use record::{BisectRecord, Try};
 use search::{Found, Judged, Search};
 use std::path::{Path, PathBuf};
 
-/// `continuity bisect`.
+/// `continuity bisect`. A stopping signal stops it where it is: during a
+/// point, that point's run stops as a run does; between points, no other
+/// point starts. Either way the points tried so far are in `bisect.json`.
 pub async fn bisect(args: BisectArgs) -> Result<Outcome, CommandError> {
+    let _handling = super::interrupts::Handling::take();
     let points = parse_points(&args)?;
     let cells = parse_cells(&args.cells)?;
     let dir = create_folder(args.out.as_deref())?;
@@ -45,6 +48,15 @@ pub async fn bisect(args: BisectArgs) -> Result<Outcome, CommandError> {
     };
     let mut search = Search::new(points.len());
     while let Some(index) = search.next() {
+        if super::interrupts::interrupted() {
+            console::errln(&format!(
+                "bisect: interrupted before point {}/{}: the points tried so far are in {}",
+                index + 1,
+                points.len(),
+                dir.join("bisect.json").display()
+            ));
+            return Ok(Outcome::Interrupted);
+        }
         let (judged, tried) = match probe.run(index).await? {
             Tried::Interrupted => return Ok(Outcome::Interrupted),
             Tried::Failed(why) => (Judged::NotRun, Try::not_run(index, &why)),

@@ -307,3 +307,32 @@ fn native_load_is_built_in_and_judged_on_its_recovery() {
         .collect();
     assert_eq!(verdict, ["promptBeforeRestart", "loadSessionAfterRestart"]);
 }
+
+/// Issue 43, item 4: `validate` accepted a phase named with a line break
+/// and a workflow command (`a\n::error::x`), which every report then wrote.
+#[test]
+fn a_name_with_a_line_break_or_a_control_character_is_refused() {
+    let scenario = |name: &str, phase: &str| {
+        format!(
+            "name = {}\n[[phase]]\nname = {}\nstep = \"connect\"\nclient = \"a\"\n",
+            toml::Value::String(name.into()),
+            toml::Value::String(phase.into())
+        )
+    };
+    assert!(parse(&scenario("t", "connect")).is_ok());
+    for (name, phase) in [
+        ("t", "a\n::error::x"),
+        ("t", "a\rb"),
+        ("t", "\u{1b}[2Jx"),
+        ("t", "x\u{202e}y"),
+        ("t\n::error::x", "connect"),
+        ("t\u{2028}", "connect"),
+    ] {
+        let e = parse(&scenario(name, phase)).unwrap_err().to_string();
+        assert!(
+            e.contains("one line of visible text"),
+            "{name:?}/{phase:?}: {e}"
+        );
+        assert!(!e.contains(['\n', '\r', '\u{1b}', '\u{202e}']), "{e:?}");
+    }
+}

@@ -60,3 +60,59 @@ fn bad_points_cells_and_axes_are_refused_before_anything_starts() {
     let missing = continuity_with(&["rerun", dir.path().join("none").to_str().unwrap()], &[]);
     assert_exit(&missing, exit_codes::USAGE);
 }
+
+/// Issue 43, item 8: `bisect` with a first point that is not there
+/// exits 64, as `run` does for a `--server-bin` that is not there, where
+/// the docs said 2. The code and both tables say the same now.
+#[test]
+fn a_first_point_that_is_not_there_is_bad_usage_as_the_docs_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bisect");
+    let missing = format!("p1={}", dir.path().join("missing/sandbox-agent").display());
+    let refused = continuity_with(
+        &[
+            "bisect",
+            "--axis",
+            "server",
+            "--cell",
+            "agent/native-continuity",
+            "--out",
+            out.to_str().unwrap(),
+            &missing,
+            "0.4.2",
+        ],
+        &[],
+    );
+    assert_exit(&refused, exit_codes::USAGE);
+    assert!(!out.exists(), "a refused bisect left its folder");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let usage_row = readme
+        .lines()
+        .find(|l| l.starts_with("| 64 |"))
+        .expect("the README's exit-code table has a 64 row");
+    assert!(
+        usage_row.contains("`bisect`") && usage_row.contains("first point"),
+        "{usage_row}"
+    );
+    let guide = std::fs::read_to_string(format!("{root}/docs/verify-a-fix.md")).unwrap();
+    let table: Vec<&str> = guide
+        .split("| `bisect` exits | when |")
+        .nth(1)
+        .expect("verify-a-fix.md has bisect's exit table")
+        .lines()
+        .take_while(|l| l.starts_with('|') || l.is_empty())
+        .collect();
+    let row = |code: &str| {
+        table
+            .iter()
+            .find(|l| l.starts_with(&format!("| {code} |")))
+            .copied()
+            .unwrap_or_default()
+    };
+    assert!(
+        row("64").contains("a first point that is not there"),
+        "{table:?}"
+    );
+    assert!(!row("2").contains("could not be run"), "{table:?}");
+}

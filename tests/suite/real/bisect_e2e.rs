@@ -247,3 +247,85 @@ fn run_bisect_exit_answers_git_bisect_run() {
     let typo = continuity_with(&["run", "--bisect-exit", "--no-such-flag"], &[]);
     assert_exit(&typo, exit_codes::SKIP);
 }
+
+/// Issue 43, item 8: `bisect` ignored Ctrl-C and SIGTERM between its
+/// points (the signal handlers were the runs', and no run was going). A
+/// signal after the first point, while the second point's build answers
+/// `--version` (slowly, here), stops the bisect there: exit 2, the first
+/// point alone in `bisect.json`.
+#[test]
+fn a_signal_between_points_stops_the_bisect() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let _one = support::stack_slot();
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("slow-sandbox-agent");
+    std::fs::write(&slow, "#!/bin/sh\nsleep 8\necho 'sandbox-agent 0.4.2'\n").unwrap();
+    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("bisect");
+    let spec = format!("slow={}", slow.display());
+    let mut command = support::continuity_command([
+        "bisect",
+        "--axis",
+        "server",
+        "--cell",
+        "agent/native-continuity",
+        "--runs",
+        "1",
+        "--jobs",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "0.4.2",
+        &spec,
+    ]);
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let mut child = command.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            .unwrap_or_else(|_| panic!("no first point: {said:?}"));
+        let reference = line.contains("point 1/2") && line.contains("compared with");
+        said.push(line);
+        if reference {
+            break;
+        }
+    }
+    // The second point's `--version` is answering now (8 s).
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let ended_by = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > ended_by {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            panic!("bisect went on after the signal: {said:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    said.extend(rx.try_iter());
+    assert_eq!(status.code(), Some(i32::from(exit_codes::INCOMPLETE)), "{said:#?}");
+    let record = bisect_json(&out);
+    let points: Vec<u64> = tries(&record).into_iter().map(|(p, _, _)| p).collect();
+    assert_eq!(points, [1], "{record}");
+}

@@ -115,9 +115,9 @@ fn rerun_failed_runs_only_the_failing_cells_with_the_runs_seed_and_gives_the_sam
     assert_exit(&reran, exit_codes::FAILED);
     assert_eq!(verdicts(&report(&third)), failing);
 
-    // A candidate binary that changed since the run is refused, before
-    // anything starts: the report names a --server-bin point whose
-    // bytes no longer have the recorded digest.
+    // A candidate build is the user's to give (the report's path is never
+    // used), and one whose bytes do not have the recorded digest is
+    // refused before anything starts.
     let build = dir.path().join("sandbox-agent");
     std::fs::write(&build, "a build").unwrap();
     let mut edited = red.clone();
@@ -133,8 +133,24 @@ fn rerun_failed_runs_only_the_failing_cells_with_the_runs_seed_and_gives_the_sam
     let refused = rerun(&edited_dir, &refused_out, true);
     assert_exit(&refused, exit_codes::USAGE);
     let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--server-bin fix=PATH"), "{stderr}");
+    let spec = format!("fix={}", build.display());
+    let refused = continuity_with(
+        &[
+            "rerun",
+            edited_dir.to_str().unwrap(),
+            "--out",
+            refused_out.to_str().unwrap(),
+            "--failed",
+            "--server-bin",
+            &spec,
+        ],
+        &[],
+    );
+    assert_exit(&refused, exit_codes::USAGE);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        stderr.contains("the server point `fix`") && stderr.contains("has changed since it ran"),
+        stderr.contains("the server build `fix`") && stderr.contains("not what the run ran"),
         "{stderr}"
     );
     assert!(!refused_out.exists(), "nothing was started");

@@ -6,6 +6,7 @@
 
 pub mod command;
 pub mod fake_http;
+pub mod hostile_run;
 pub mod spawned;
 
 pub use command::{continuity_command, continuity_with};

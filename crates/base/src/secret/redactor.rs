@@ -16,8 +16,11 @@ const MIN_SECRET_CHARS: usize = 4;
 /// Scrubs a run's known secrets from text, and from bytes it cannot parse.
 ///
 /// Each secret is also looked for in the forms a writer or a foreign
-/// program may give it: JSON-escaped, XML-escaped, percent-encoded, and as
-/// the base64 of `user:pass` that Basic authentication sends.
+/// program may give it: JSON-escaped, XML-escaped, percent-encoded, and in
+/// base64 (standard and URL-safe): whole, and as the run of characters it
+/// makes inside the base64 of any longer text (`user:TOKEN` for Basic
+/// authentication, a restart command printing `base64(TOKEN)`), at each of
+/// the three byte offsets it can start at.
 #[derive(Clone, Default)]
 pub struct Redactor {
     /// Every form of every secret, longest first (so a secret that contains
@@ -62,6 +65,7 @@ impl Redactor {
             xml_escape(secret),
         ];
         forms.extend(percent_forms(secret));
+        forms.extend(base64_forms(secret.as_bytes()));
         for form in forms {
             if !form.is_empty() && !self.needles.contains(&form) {
                 self.needles.push(form);
@@ -268,6 +272,42 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// Standard base64 with padding, as Basic authentication sends `user:pass`.
+/// The shortest base64 run redacted on its own: shorter runs turn up by
+/// chance in any base64 text.
+const MIN_BASE64_CHARS: usize = 8;
+
+/// `secret` as base64 text holds it: its own encoding (with padding), and
+/// for each offset 0, 1, 2 it may start at inside longer bytes, the
+/// characters that only its bytes decide (whole groups of three); each in
+/// the standard and the URL-safe alphabet.
+fn base64_forms(secret: &[u8]) -> Vec<String> {
+    let mut forms = vec![base64(secret)];
+    for offset in 0..3usize {
+        let mut padded = vec![0u8; offset];
+        padded.extend_from_slice(secret);
+        let encoded = base64(&padded);
+        // Groups wholly inside the secret: the first one that starts at or
+        // after the offset, to the last that ends within it.
+        let first = offset.div_ceil(3);
+        let last = (offset + secret.len()) / 3;
+        if last > first {
+            forms.push(encoded[first * 4..last * 4].to_string());
+        }
+    }
+    let url_safe: Vec<String> = forms
+        .iter()
+        .map(|f| {
+            f.replace('+', "-")
+                .replace('/', "_")
+                .trim_end_matches('=')
+                .to_string()
+        })
+        .collect();
+    forms.extend(url_safe);
+    forms.retain(|f| f.len() >= MIN_BASE64_CHARS);
+    forms
+}
+
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
@@ -290,6 +330,42 @@ fn base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 43, item 8: a restart command's stderr holding the base64 of
+    /// the token (or of a text around it) kept it readable.
+    #[test]
+    fn the_token_in_any_base64_text_is_redacted() {
+        let token = "tok-3f9a8b7c6d5e4f30";
+        let r = Redactor::new([token]);
+        for around in [
+            token.to_string(),
+            format!("Bearer {token}"),
+            format!("user:{token}"),
+            format!("ab{token}xyz"),
+            format!("{{\"token\":\"{token}\"}}"),
+        ] {
+            for encoded in [base64(around.as_bytes()), {
+                base64(around.as_bytes())
+                    .replace('+', "-")
+                    .replace('/', "_")
+            }] {
+                let line = format!("stderr: {encoded} done");
+                let redacted = r.redact(&line);
+                assert!(
+                    redacted.contains(REDACTED),
+                    "{around}: {line} -> {redacted}"
+                );
+                // What is left cannot give the token back.
+                let left: String = redacted.replace(REDACTED, "");
+                assert!(!left.contains(&base64(token.as_bytes())[..8]), "{redacted}");
+            }
+        }
+        // A short secret's base64 is not hunted inside other text.
+        assert!(Redactor::new(["abcd"])
+            .redact("YWJjZA== x")
+            .contains(REDACTED));
+        assert_eq!(Redactor::new(["abcd"]).redact("QWJjZGVm"), "QWJjZGVm");
+    }
 
     #[test]
     fn a_redactor_finds_every_form_of_a_secret() {
