@@ -603,7 +603,7 @@ impl RunningCell<'_> {
         };
         let context = self.result_context();
         if let Some(Err(failure)) = &outcome {
-            judge::let_parts_settle(&failure.signature, &context.watched).await;
+            judge::let_parts_settle(&failure.signature, &seen, &context).await;
         }
         let result = phase_result(
             &context,
