@@ -29,7 +29,7 @@ use crate::persist::PersistDriver;
 use crate::report::{PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use crate::stop_flag::wait_true;
-use crate::targets::RestartResult;
+use crate::targets::{RestartResult, Restarted};
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
@@ -103,7 +103,15 @@ pub enum CellStore {
 /// phase named `phase`, which the result carries.
 #[async_trait]
 pub trait Restarter: Send {
-    async fn restart(&mut self, phase: &str) -> RestartResult;
+    async fn restart(&mut self, phase: &str) -> Restarted;
+
+    /// The part of continuity's own the restart brings back that stands
+    /// for no component of the deployment under test (the `store` target's
+    /// Postgres, the Rivet app hosting the cell's SDK): when it does not
+    /// come back, the harness failed, not the system under test.
+    fn own_part_brought_back(&self) -> Option<crate::errors::HarnessPart> {
+        None
+    }
 
     /// Whether the restart cuts clients' requests in flight (a server or a
     /// gateway stopped), so it must not land on another cell's deferred
@@ -681,9 +689,9 @@ mod tests {
 
     #[async_trait]
     impl Restarter for NoRestart {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             self.0 += 1;
-            RestartResult {
+            Restarted::from_record(RestartResult {
                 phase: phase.into(),
                 ok: self.0 == 1,
                 action: "fake".into(),
@@ -691,7 +699,7 @@ mod tests {
                 ready_ms: Some(2),
                 down: None,
                 detail: (self.0 > 1).then(|| "exit status 3".into()),
-            }
+            })
         }
     }
 
@@ -765,7 +773,7 @@ mod tests {
 
     #[async_trait]
     impl Restarter for ProxyDied {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             NoRestart(0).restart(phase).await
         }
 
@@ -811,12 +819,12 @@ mod tests {
 
     #[async_trait]
     impl Restarter for SlowFirst {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             self.0 += 1;
             if self.0 == 1 {
                 tokio::time::sleep(Duration::from_secs(10)).await;
             }
-            RestartResult {
+            Restarted::from_record(RestartResult {
                 phase: phase.into(),
                 action: "fake".into(),
                 ok: true,
@@ -824,7 +832,7 @@ mod tests {
                 ready_ms: None,
                 down: None,
                 detail: None,
-            }
+            })
         }
     }
 

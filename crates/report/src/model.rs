@@ -481,6 +481,11 @@ pub enum SignatureKind {
     /// The session store (a Rivet actor, SQLite) failed or kept the phase
     /// waiting: the message names the call and its latency.
     Persist,
+    /// The restarted target went down and did not come back within its
+    /// readiness deadline: the system under test's failure, with the
+    /// readiness probe's last answer as `cause` (refused, reset, a 502, no
+    /// answer).
+    NotBack,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -542,6 +547,11 @@ impl Signature {
                 "rpc {}",
                 self.rpc_code.map(|c| c.to_string()).unwrap_or_default()
             ),
+            // What the readiness probe met last: `not back: refused`, `not back: http 502`.
+            SignatureKind::NotBack => match &self.cause {
+                Some(cause) => format!("not back: {}", cause.short()),
+                None => "not back".into(),
+            },
             // A terminal socket's end: its close code is the signature.
             SignatureKind::StreamClosed if self.message.starts_with("ws close ") => self
                 .message
