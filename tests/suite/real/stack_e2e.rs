@@ -1,6 +1,6 @@
 //! The local stack end to end: `continuity run` with no deployment brings up
 //! sandbox-agent, the nginx gateway and the Rivet layer, runs the matrix and
-//! tears everything down. These tests need nginx and node/npm (`.ci/run`
+//! tears everything down. These tests need nginx and node/npm (`.ci/setup`
 //! installs them); without them they fail, loudly, by design.
 
 use crate::support;
