@@ -413,12 +413,7 @@ impl RunningCell<'_> {
     ) {
         // The network heals before the cleanup runs on it.
         if let Err(error) = self.restarter.settle().await {
-            results.push(judge::harness_failure(
-                "healFault",
-                "heal_fault",
-                crate::errors::HarnessPart::FaultProxy,
-                error.to_string(),
-            ));
+            results.push(judge::heal_failed(&error, &self.result_context()));
         }
         // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
         self.turns.cancel_running().await;
@@ -812,6 +807,53 @@ mod tests {
             "{}",
             sig.message
         );
+    }
+
+    /// Restarts fine; after its fault heals, the stack never answers again.
+    struct NeverBackAfterHeal;
+
+    #[async_trait]
+    impl Restarter for NeverBackAfterHeal {
+        async fn restart(&mut self, phase: &str) -> Restarted {
+            NoRestart(0).restart(phase).await
+        }
+
+        async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
+            Err(crate::targets::SettleError::NotReadyAfterHeal {
+                timeout: Duration::from_secs(30),
+                error: crate::targets::ProbeError {
+                    probe: "http GET http://127.0.0.1:9/v1/health = 200".into(),
+                    timeout: Duration::from_secs(30),
+                    last_error: "status 502".into(),
+                    last_cause: Some(Box::new(crate::report::Cause {
+                        kind: SignatureKind::Http,
+                        http_status: Some(502),
+                        problem_type: None,
+                        error: None,
+                    })),
+                    gave_up: false,
+                    attempts: 600,
+                },
+            })
+        }
+    }
+
+    /// The stack not answering after a fault healed, its proxies serving,
+    /// did not come back from the fault: the system's failure, not the
+    /// harness's (it was `error`, blamed on the fault proxy).
+    #[tokio::test]
+    async fn a_stack_that_does_not_answer_after_the_heal_fails_the_cell_not_back() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"fault\"\nstep = \"restart\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n");
+        let run = run_cell(&s, &settings(), &mut NeverBackAfterHeal).await;
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Fail, Some("healFault"))
+        );
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::NotBack);
+        assert_eq!(sig.component, None);
+        assert_eq!(sig.short(), "not back: http 502");
+        assert!(sig.message.contains("not ready again"), "{}", sig.message);
     }
 
     /// Slow the first time (past its phase's deadline), quick after.

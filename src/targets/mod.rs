@@ -356,7 +356,8 @@ impl Target {
 
     /// When the cell's phases are over: a fault target's window heals now
     /// (the cleanup runs on a healed network), and every hop's proxy must
-    /// still be serving. An error is the harness's: the proxy itself failed.
+    /// still be serving. A proxy that failed is the harness's error; a stack
+    /// that does not answer after the heal did not come back from the fault.
     pub async fn settle(&mut self) -> Result<(), SettleError> {
         if let Some(window) = self.timeout_window.take() {
             window.and_then(timeout::TimeoutWindow::close)?;
@@ -374,7 +375,8 @@ impl Target {
     /// After a fault heals, the stack must answer again before the cell's
     /// cleanup and the next cell (a RivetKit runner whose engine link was
     /// cut reconnects with a backoff): the wait goes into the trace, and a
-    /// stack that never recovers is the harness's error, not the next cell's.
+    /// stack that never recovers fails this cell (it did not come back from
+    /// the fault), not the next one.
     async fn ready_after_heal(&mut self) -> Result<(), SettleError> {
         if self.readiness == Readiness::None {
             return Ok(());

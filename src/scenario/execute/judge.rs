@@ -99,6 +99,50 @@ pub(super) fn harness_failure(
     }
 }
 
+/// The `healFault` row of a cell whose network could not be settled once
+/// its phases were over. A fault proxy that stopped is the harness's
+/// error (the fault could not be healed); a stack that did not answer
+/// again after the heal, its proxies serving, did not come back from the
+/// fault: the system's failure (`not_back`), unless a part of continuity's
+/// own on the way was seen gone, which it then names.
+pub(super) fn heal_failed(
+    error: &crate::targets::SettleError,
+    context: &ResultContext,
+) -> PhaseResult {
+    use crate::targets::SettleError;
+    let (name, step) = ("healFault", "heal_fault");
+    let SettleError::NotReadyAfterHeal { error: probe, .. } = error else {
+        return harness_failure(
+            name,
+            step,
+            crate::errors::HarnessPart::FaultProxy,
+            error.to_string(),
+        );
+    };
+    let gone = context
+        .watched
+        .iter()
+        .find(|p| p.gone() && !context.owned.contains(&p.part));
+    if let Some(part) = gone {
+        return harness_failure(name, step, part.part, error.to_string());
+    }
+    let mut signature = diagnose::other(SignatureKind::NotBack, error.to_string());
+    signature.cause = probe.last_cause.as_deref().cloned();
+    PhaseResult {
+        name: name.into(),
+        step: step.into(),
+        // The cell fails on it: its phases passed, the stack did not come back.
+        decides_verdict: true,
+        cleanup: false,
+        outcome: Outcome::Fail,
+        ok: false,
+        duration_ms: 0,
+        deadline_ms: 0,
+        detail: Map::new(),
+        signature: Some(signature),
+    }
+}
+
 /// A phase whose step the cell's client cannot take: not run, and why
 /// (`notApplicable`: the client and the API it lacks). It decides nothing.
 pub(super) fn not_applicable(
