@@ -636,6 +636,7 @@ mod tests {
     fn a_pending_request_names_the_failing_event_stream_without_counts_in_the_message() {
         let seen = Snapshot {
             faults: Vec::new(),
+            breaks: Default::default(),
             waits: vec![crate::trace::WaitInfo {
                 what: "a response to session/prompt (id 3)".into(),
                 channel: None,
@@ -682,6 +683,7 @@ mod tests {
         };
         let seen = Snapshot {
             faults: Vec::new(),
+            breaks: Default::default(),
             waits: vec![crate::trace::WaitInfo {
                 what: "session/prompt on native".into(),
                 channel: None,

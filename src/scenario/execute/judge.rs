@@ -205,9 +205,12 @@ const PART_GONE_GRACE: Duration = Duration::from_millis(500);
 /// (`diagnose::find_gone_part`): only while waiting can change whom the
 /// failure is blamed on. `None` when it cannot: the failure is no broken
 /// connection, or already names its part; continuity's own fault proxy
-/// reset or closed it (the report says so); or every watched part that
-/// could be found gone is one the cell's target restarts on purpose (its
-/// failure is the test's point either way).
+/// reset or closed it (the report says so); every watched part that could
+/// be found gone is one the cell's target restarts on purpose (its failure
+/// is the test's point either way); or the phase only reports a break seen
+/// before it began (a terminal the cell's restart cut), longer ago than
+/// the grace: a part that caused it would be gone by now. A break seen
+/// less long ago leaves the rest of the grace.
 pub(super) fn settle_grace(
     sig: &crate::report::Signature,
     seen: &crate::trace::Snapshot,
@@ -229,7 +232,13 @@ pub(super) fn settle_grace(
         .watched
         .iter()
         .any(|part| !context.owned.contains(&part.part));
-    blamable.then_some(PART_GONE_GRACE)
+    if !blamable {
+        return None;
+    }
+    let age = Duration::from_millis(seen.breaks.reported_age_ms().unwrap_or(0));
+    PART_GONE_GRACE
+        .checked_sub(age)
+        .filter(|rest| !rest.is_zero())
 }
 
 /// Before a connect-level failure is judged: while a watched part still
@@ -512,5 +521,38 @@ mod tests {
         // A status is no broken connection.
         let http = diagnose::other(SignatureKind::Http, "HTTP 404");
         assert_eq!(settle_grace(&http, &unexplained, &cell), None);
+    }
+
+    /// A terminal the cell's restart cut (its socket closed during the
+    /// restart, 790 ms before the phase that sends on it): the phase only
+    /// reports that break, and nginx, had it caused it, would be gone by
+    /// now. A break 100 ms before the phase leaves the rest of the grace;
+    /// one in the phase itself, all of it.
+    #[tokio::test(start_paused = true)]
+    async fn a_break_the_phase_only_reports_waits_no_longer_than_the_grace_since_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = context(dir.path(), Vec::new());
+        let closed = diagnose::other(
+            SignatureKind::StreamClosed,
+            "ws close 1006 (WebSocket protocol error: Connection reset without closing handshake)",
+        );
+        let seen = |last: u64, phase: u64, now: u64| crate::trace::Snapshot {
+            breaks: crate::trace::Breaks {
+                last_ms: Some(last),
+                phase_started_ms: phase,
+                taken_ms: now,
+            },
+            ..Default::default()
+        };
+        let old = seen(60, 850, 850);
+        assert_eq!(settle_grace(&closed, &old, &cell), None);
+        assert_eq!(waited(&closed, &old, &cell).await, Duration::ZERO);
+        let recent = seen(750, 850, 850);
+        assert_eq!(
+            settle_grace(&closed, &recent, &cell),
+            Some(Duration::from_millis(400))
+        );
+        let live = seen(900, 850, 900);
+        assert_eq!(settle_grace(&closed, &live, &cell), Some(PART_GONE_GRACE));
     }
 }
