@@ -110,6 +110,34 @@ pub fn broke_on_the_way(sig: &Signature) -> bool {
         || (sig.kind == SignatureKind::Timeout && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
 }
 
+/// A restart that failed: a target that went down and did not come back
+/// is the system under test's failure (`not_back`, the readiness probe's
+/// last answer its cause) unless what it brings back is a part of
+/// continuity's own (`own`: its Postgres, the Rivet app hosting the SDK);
+/// an action that failed, or a target never seen going down, is the
+/// test's setup failing (`harness`).
+pub fn restart_failed(
+    record: &crate::report::RestartResult,
+    failure: Option<&crate::targets::RestartFailure>,
+    own: Option<HarnessPart>,
+) -> Signature {
+    let message = record
+        .detail
+        .clone()
+        .unwrap_or_else(|| "restart failed".into());
+    match (failure, own) {
+        (Some(crate::targets::RestartFailure::NotBack { error, .. }), None) => Signature {
+            cause: error.last_cause.as_deref().cloned(),
+            ..other(SignatureKind::NotBack, message)
+        },
+        (Some(crate::targets::RestartFailure::NotBack { .. }), Some(part)) => other(
+            SignatureKind::Harness,
+            format!("{}: {message}", part.describe()),
+        ),
+        _ => other(SignatureKind::Harness, message),
+    }
+}
+
 /// A phase that ran out of time, and what it was waiting for.
 pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
     Signature {
@@ -287,6 +315,8 @@ pub fn add_seen(sig: &mut Signature, seen: &Snapshot, token: Option<&crate::secr
     sig.observed = observed(seen);
     scrub(sig, token);
     sig.cause = match sig.kind {
+        // What the readiness probe met last: the cell's channels did not say it.
+        SignatureKind::NotBack => sig.cause.take(),
         SignatureKind::Http => Some(Cause {
             kind: SignatureKind::Http,
             http_status: sig.http_status,
@@ -484,6 +514,65 @@ mod tests {
         assert_eq!(http.component, None);
     }
 
+    /// A target that went down and did not come back is the system's
+    /// (`not_back`, the probe's last answer its cause); one that never went
+    /// down, and a part of continuity's own not back, the harness's.
+    #[test]
+    fn a_restart_failure_blames_the_system_only_when_the_target_did_not_come_back() {
+        use crate::targets::{ProbeError, RestartFailure};
+        let record = |detail: &str| crate::report::RestartResult {
+            phase: "restart".into(),
+            action: "command".into(),
+            ok: false,
+            restart_ms: 1,
+            ready_ms: None,
+            down: None,
+            detail: Some(detail.into()),
+        };
+        let refused = Cause {
+            kind: SignatureKind::Connect,
+            http_status: None,
+            problem_type: None,
+            error: Some("refused".into()),
+        };
+        let not_back = RestartFailure::NotBack {
+            timeout: std::time::Duration::from_secs(2),
+            error: ProbeError {
+                probe: "http GET http://127.0.0.1:9/v1/health = 200".into(),
+                timeout: std::time::Duration::from_secs(2),
+                last_error: "connection refused".into(),
+                last_cause: Some(Box::new(refused.clone())),
+                gave_up: false,
+                attempts: 40,
+            },
+            hint: String::new(),
+        };
+        let text = not_back.to_string();
+        let sig = restart_failed(&record(&text), Some(&not_back), None);
+        assert_eq!(sig.kind, SignatureKind::NotBack);
+        assert_eq!(sig.cause, Some(refused));
+        assert_eq!(sig.short(), "not back: refused");
+        assert!(sig
+            .message
+            .starts_with("the target did not come back within 2 s"));
+        let own = restart_failed(&record(&text), Some(&not_back), Some(HarnessPart::Postgres));
+        assert_eq!(own.kind, SignatureKind::Harness);
+        assert!(
+            own.message.starts_with("postgres (the session store): "),
+            "{}",
+            own.message
+        );
+        let never_down = RestartFailure::NeverDown {
+            observed: "its probe answered throughout".into(),
+        };
+        let sig = restart_failed(&record(&never_down.to_string()), Some(&never_down), None);
+        assert_eq!(sig.kind, SignatureKind::Harness);
+        assert_eq!(
+            restart_failed(&record("exit status 3"), None, None).kind,
+            SignatureKind::Harness
+        );
+    }
+
     #[test]
     fn a_store_server_gone_is_the_harnesss_error_unless_the_target_restarts_it() {
         let gone = || {
@@ -547,6 +636,7 @@ mod tests {
     fn a_pending_request_names_the_failing_event_stream_without_counts_in_the_message() {
         let seen = Snapshot {
             faults: Vec::new(),
+            breaks: Default::default(),
             waits: vec![crate::trace::WaitInfo {
                 what: "a response to session/prompt (id 3)".into(),
                 channel: None,
@@ -593,6 +683,7 @@ mod tests {
         };
         let seen = Snapshot {
             faults: Vec::new(),
+            breaks: Default::default(),
             waits: vec![crate::trace::WaitInfo {
                 what: "session/prompt on native".into(),
                 channel: None,

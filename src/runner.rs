@@ -447,7 +447,16 @@ fn run_info(
         timeout_ms: settings.timeout.as_millis() as u64,
         overall_timeout_ms: settings.overall_timeout.as_millis() as u64,
         repeat: settings.repeat,
-        persist: joined(matrix.axes.persists.iter().map(|p| p.name()).collect()),
+        persist: joined(matrix.axes.all_stores().iter().map(|p| p.name()).collect()),
+        client_stores: matrix
+            .axes
+            .client_stores()
+            .into_iter()
+            .map(|(client, store)| crate::report::ClientStore {
+                client: client.name().into(),
+                store: store.name().into(),
+            })
+            .collect(),
         targets: matrix.targets.clone(),
         scenarios: matrix.scenarios.clone(),
         interrupted,

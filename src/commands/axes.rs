@@ -84,8 +84,8 @@ impl Chosen {
     }
 
     /// The axes of the run, on `servers` (the chosen ones on the local
-    /// stack, the deployment's own otherwise) with `persist` when the user
-    /// chose no store.
+    /// stack, the deployment's own otherwise); `persist` is the stack's
+    /// store, under each client's own default when the user chose none.
     pub fn axes(&self, servers: Vec<ServerPoint>, persist: Store) -> Axes {
         Axes {
             agents: self
@@ -99,10 +99,8 @@ impl Chosen {
             clients: self.clients.clone(),
             servers,
             sdks: self.sdks.clone(),
-            persists: match self.persists.is_empty() {
-                true => vec![persist],
-                false => self.persists.clone(),
-            },
+            persists: self.persists.clone(),
+            stack_store: persist,
         }
     }
 
@@ -229,9 +227,73 @@ fn persists(flags: &[Store], config: &[Store]) -> Vec<Store> {
     points
 }
 
+/// The run's line on its session stores, printed before its first cell:
+/// the stores the user named, or each client's own default.
+pub(super) fn stores_line(axes: &Axes) -> String {
+    let names = |stores: &[Store]| {
+        stores
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !axes.persists.is_empty() {
+        return format!("continuity: session store: {}", names(&axes.persists));
+    }
+    let by_client = axes.client_stores();
+    if by_client.is_empty() {
+        return format!(
+            "continuity: session store: {} (the default; --persist names another)",
+            names(&axes.all_stores())
+        );
+    }
+    let each: Vec<String> = axes
+        .all_stores()
+        .into_iter()
+        .map(|store| {
+            let clients: Vec<&str> = by_client
+                .iter()
+                .filter(|(_, s)| *s == store)
+                .map(|(c, _)| c.name())
+                .collect();
+            format!("{store} ({})", clients.join(", "))
+        })
+        .collect();
+    format!(
+        "continuity: session stores: {}, each client's own default (--persist names one for every client)",
+        each.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stores_line_names_each_clients_own_default() {
+        let mut axes = crate::runner::Axes {
+            agents: Vec::new(),
+            clients: vec![ClientKind::Rust, ClientKind::TsSdk, ClientKind::Browser],
+            servers: Vec::new(),
+            sdks: Vec::new(),
+            persists: Vec::new(),
+            stack_store: Store::Rivet,
+        };
+        assert_eq!(
+            stores_line(&axes),
+            "continuity: session stores: rivet (rust, ts-sdk), indexeddb (browser), each client's own default (--persist names one for every client)"
+        );
+        axes.clients = vec![ClientKind::Browser];
+        assert_eq!(
+            stores_line(&axes),
+            "continuity: session store: indexeddb (the default; --persist names another)"
+        );
+        axes.persists = vec![Store::Postgres, Store::Memory];
+        assert_eq!(
+            stores_line(&axes),
+            "continuity: session store: postgres, memory"
+        );
+    }
 
     #[test]
     fn rust_alone_is_the_default_and_repeats_collapse() {

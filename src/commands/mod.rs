@@ -754,6 +754,7 @@ async fn execute(
         local: mut local_stacks,
         ..
     } = stacks;
+    crate::console::errln(&axes::stores_line(&matrix.axes));
     let mut on_event = watch.on_event();
     let report = runner::run(
         &resolved.settings,

@@ -101,6 +101,7 @@ pub(super) fn run_info(
             .map(|p| p.name())
             .collect::<Vec<_>>()
             .join(", "),
+        client_stores: Vec::new(),
         targets: Vec::new(),
         scenarios: super::scenario_names(&settings.scenarios),
         interrupted: true,

@@ -30,12 +30,18 @@ struct TargetRestarter<'a> {
     clients: bool,
     /// The parts of continuity's own the restart takes down on purpose.
     parts: Vec<HarnessPart>,
+    /// See [`Restarter::own_part_brought_back`].
+    own_part: Option<HarnessPart>,
 }
 
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
-    async fn restart(&mut self, phase: &str) -> RestartResult {
-        self.target.restart(phase).await
+    async fn restart(&mut self, phase: &str) -> crate::targets::Restarted {
+        self.target.restart_typed(phase).await
+    }
+
+    fn own_part_brought_back(&self) -> Option<HarnessPart> {
+        self.own_part
     }
 
     fn cuts_open_requests(&self) -> bool {
@@ -159,10 +165,11 @@ struct PageReload(crate::client::browser::BrowserPage);
 
 #[async_trait]
 impl Restarter for PageReload {
-    async fn restart(&mut self, phase: &str) -> RestartResult {
+    async fn restart(&mut self, phase: &str) -> crate::targets::Restarted {
         let started = std::time::Instant::now();
         let reloaded = self.0.reload().await;
-        RestartResult {
+        // A page that does not reload is Chromium's (continuity's) failure.
+        crate::targets::Restarted::from_record(RestartResult {
             phase: phase.to_string(),
             action: "reload".into(),
             ok: reloaded.is_ok(),
@@ -171,7 +178,7 @@ impl Restarter for PageReload {
             // A reloaded page is seen back by the reload's own answer.
             down: None,
             detail: reloaded.err().map(|e| e.to_string()),
-        }
+        })
     }
 
     /// Only the page's own requests are cut.
@@ -260,6 +267,9 @@ async fn run_one(
         parts: target_id
             .builtin()
             .map_or_else(Vec::new, |b| b.restarted_parts(hosts_sdk)),
+        own_part: target_id
+            .builtin()
+            .and_then(|b| b.own_part_brought_back(hosts_sdk)),
     };
     let restarter: &mut dyn Restarter = match reload.as_mut() {
         Some(reload) => reload,

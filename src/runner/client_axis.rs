@@ -320,4 +320,32 @@ mod tests {
         assert_eq!(pg["schema"], "c_run_ts_sdk_3");
         assert_eq!(pg["connectionString"], "postgres://u@127.0.0.1:5/d");
     }
+
+    /// A store the user names that a client cannot open skips its cells,
+    /// naming the client and the store; each client's own default opens.
+    #[test]
+    fn a_named_store_a_client_cannot_open_is_a_skip_naming_both() {
+        let browser = ClientChoice::Browser(Err(Unhosted("not set up here".into())));
+        for store in [Store::Rivet, Store::Sqlite, Store::Postgres] {
+            let reason = client_skip_reason(&browser, &PersistChoice::Own(store))
+                .unwrap_or_else(|| panic!("the browser on {store}"));
+            assert!(
+                reason.contains("browser client") && reason.contains(&format!("`{store}`")),
+                "{reason}"
+            );
+        }
+        let reason =
+            client_skip_reason(&ClientChoice::Rust, &PersistChoice::Own(Store::IndexedDb)).unwrap();
+        assert!(
+            reason.contains("--persist indexeddb") && reason.contains("--client browser"),
+            "{reason}"
+        );
+        for (client, kind) in [
+            (ClientChoice::Rust, ClientKind::Rust),
+            (browser, ClientKind::Browser),
+        ] {
+            let own = kind.default_store(Store::Rivet);
+            assert_eq!(client_skip_reason(&client, &PersistChoice::Own(own)), None);
+        }
+    }
 }

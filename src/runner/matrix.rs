@@ -118,7 +118,13 @@ pub struct Axes {
     /// The SDK points a hosted client runs; a client that hosts no SDK
     /// (`rust`) has one cell per point of the other axes, with no SDK.
     pub sdks: Vec<SdkPoint>,
+    /// The stores the user named (`--persist`, the config's), each cell
+    /// on every one; empty: each client on its own default over
+    /// `stack_store` ([`ClientKind::default_store`]).
     pub persists: Vec<Store>,
+    /// The stack's store, for a run that names none: its Rivet actor when
+    /// it runs one, else SQLite.
+    pub stack_store: Store,
 }
 
 impl Axes {
@@ -148,8 +154,46 @@ impl Axes {
             Axis::Client => self.clients.iter().map(|c| c.name().to_string()).collect(),
             Axis::Server => self.servers.iter().map(|s| s.label.clone()).collect(),
             Axis::Sdk => self.sdks.iter().map(|s| s.label.clone()).collect(),
-            Axis::Persist => self.persists.iter().map(|p| p.name().to_string()).collect(),
+            Axis::Persist => self
+                .all_stores()
+                .iter()
+                .map(|p| p.name().to_string())
+                .collect(),
         }
+    }
+
+    /// The stores `client`'s cells run on: every one the user named, else
+    /// the client's own default.
+    pub fn stores(&self, client: ClientKind) -> Vec<Store> {
+        match self.persists.is_empty() {
+            true => vec![client.default_store(self.stack_store)],
+            false => self.persists.clone(),
+        }
+    }
+
+    /// Every store some cell runs on, each once, in run order.
+    pub fn all_stores(&self) -> Vec<Store> {
+        let mut all: Vec<Store> = Vec::new();
+        for store in self.clients.iter().flat_map(|c| self.stores(*c)) {
+            if !all.contains(&store) {
+                all.push(store);
+            }
+        }
+        all
+    }
+
+    /// Each client with its store, when the run named none and the
+    /// clients' defaults differ (`rivet` for `rust`, `indexeddb` for
+    /// `browser`): what `report.json` and the run's first lines say, since
+    /// cells then name no store of their own. Empty otherwise.
+    pub fn client_stores(&self) -> Vec<(ClientKind, Store)> {
+        if !self.persists.is_empty() || self.all_stores().len() < 2 {
+            return Vec::new();
+        }
+        self.clients
+            .iter()
+            .map(|c| (*c, c.default_store(self.stack_store)))
+            .collect()
     }
 }
 
@@ -309,7 +353,7 @@ fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize
                 false => vec![None],
             };
             for sdk in sdks {
-                for persist in &axes.persists {
+                for persist in &axes.stores(*client) {
                     for agent in &axes.agents {
                         for target in targets {
                             for (s, scenario) in scenarios.iter().enumerate() {
@@ -462,6 +506,7 @@ pub(super) mod tests {
             servers: vec![ServerPoint::registry("0.4.2")],
             sdks: vec![SdkPoint::registry("0.4.2")],
             persists: vec![Store::Sqlite],
+            stack_store: Store::Sqlite,
         }
     }
 
@@ -556,5 +601,43 @@ pub(super) mod tests {
             .iter()
             .all(|c| c.named.get(Axis::Agent) == Some("codex")));
         assert!(m.cells.iter().all(|c| c.point.real_agent));
+    }
+
+    /// No `--persist`: each client on its own default, the browser on
+    /// IndexedDB, without a persistence axis (the store follows the
+    /// client); a store the user names holds for every client.
+    #[test]
+    fn each_client_runs_on_its_own_default_store_unless_one_is_named() {
+        let s = scenarios(&["native-continuity"]);
+        let mut axes = axes();
+        axes.clients = vec![ClientKind::Rust, ClientKind::TsSdk, ClientKind::Browser];
+        axes.persists = Vec::new();
+        axes.stack_store = Store::Rivet;
+        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let stores: Vec<(ClientKind, Store)> = m
+            .cells
+            .iter()
+            .map(|c| (c.point.client, c.point.persist))
+            .collect();
+        assert_eq!(
+            stores,
+            [
+                (ClientKind::Rust, Store::Rivet),
+                (ClientKind::TsSdk, Store::Rivet),
+                (ClientKind::Browser, Store::IndexedDb),
+            ]
+        );
+        assert!(m.cells.iter().all(|c| c.named.get(Axis::Persist).is_none()));
+        assert_eq!(axes.all_stores(), [Store::Rivet, Store::IndexedDb]);
+        assert_eq!(axes.client_stores().len(), 3);
+        // One client, or a store the user named: nothing to tell apart.
+        let mut browser = axes.clone();
+        browser.clients = vec![ClientKind::Browser];
+        assert_eq!(browser.all_stores(), [Store::IndexedDb]);
+        assert!(browser.client_stores().is_empty());
+        axes.persists = vec![Store::Memory];
+        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        assert!(m.cells.iter().all(|c| c.point.persist == Store::Memory));
+        assert!(axes.client_stores().is_empty());
     }
 }

@@ -29,7 +29,7 @@ use crate::persist::PersistDriver;
 use crate::report::{PhaseResult, Signature, SignatureKind, Verdict};
 use crate::secret::Secret;
 use crate::stop_flag::wait_true;
-use crate::targets::RestartResult;
+use crate::targets::{RestartResult, Restarted};
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
@@ -103,7 +103,15 @@ pub enum CellStore {
 /// phase named `phase`, which the result carries.
 #[async_trait]
 pub trait Restarter: Send {
-    async fn restart(&mut self, phase: &str) -> RestartResult;
+    async fn restart(&mut self, phase: &str) -> Restarted;
+
+    /// The part of continuity's own the restart brings back that stands
+    /// for no component of the deployment under test (the `store` target's
+    /// Postgres, the Rivet app hosting the cell's SDK): when it does not
+    /// come back, the harness failed, not the system under test.
+    fn own_part_brought_back(&self) -> Option<crate::errors::HarnessPart> {
+        None
+    }
 
     /// Whether the restart cuts clients' requests in flight (a server or a
     /// gateway stopped), so it must not land on another cell's deferred
@@ -413,12 +421,7 @@ impl RunningCell<'_> {
     ) {
         // The network heals before the cleanup runs on it.
         if let Err(error) = self.restarter.settle().await {
-            results.push(judge::harness_failure(
-                "healFault",
-                "heal_fault",
-                crate::errors::HarnessPart::FaultProxy,
-                error.to_string(),
-            ));
+            results.push(judge::heal_failed(&error, &self.result_context()));
         }
         // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
         self.turns.cancel_running().await;
@@ -612,7 +615,7 @@ impl RunningCell<'_> {
         };
         let context = self.result_context();
         if let Some(Err(failure)) = &outcome {
-            judge::let_parts_settle(&failure.signature, &context.watched).await;
+            judge::let_parts_settle(&failure.signature, &seen, &context).await;
         }
         let result = phase_result(
             &context,
@@ -690,9 +693,9 @@ mod tests {
 
     #[async_trait]
     impl Restarter for NoRestart {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             self.0 += 1;
-            RestartResult {
+            Restarted::from_record(RestartResult {
                 phase: phase.into(),
                 ok: self.0 == 1,
                 action: "fake".into(),
@@ -700,7 +703,7 @@ mod tests {
                 ready_ms: Some(2),
                 down: None,
                 detail: (self.0 > 1).then(|| "exit status 3".into()),
-            }
+            })
         }
     }
 
@@ -774,7 +777,7 @@ mod tests {
 
     #[async_trait]
     impl Restarter for ProxyDied {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             NoRestart(0).restart(phase).await
         }
 
@@ -815,17 +818,64 @@ mod tests {
         );
     }
 
+    /// Restarts fine; after its fault heals, the stack never answers again.
+    struct NeverBackAfterHeal;
+
+    #[async_trait]
+    impl Restarter for NeverBackAfterHeal {
+        async fn restart(&mut self, phase: &str) -> Restarted {
+            NoRestart(0).restart(phase).await
+        }
+
+        async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
+            Err(crate::targets::SettleError::NotReadyAfterHeal {
+                timeout: Duration::from_secs(30),
+                error: crate::targets::ProbeError {
+                    probe: "http GET http://127.0.0.1:9/v1/health = 200".into(),
+                    timeout: Duration::from_secs(30),
+                    last_error: "status 502".into(),
+                    last_cause: Some(Box::new(crate::report::Cause {
+                        kind: SignatureKind::Http,
+                        http_status: Some(502),
+                        problem_type: None,
+                        error: None,
+                    })),
+                    gave_up: false,
+                    attempts: 600,
+                },
+            })
+        }
+    }
+
+    /// The stack not answering after a fault healed, its proxies serving,
+    /// did not come back from the fault: the system's failure, not the
+    /// harness's (it was `error`, blamed on the fault proxy).
+    #[tokio::test]
+    async fn a_stack_that_does_not_answer_after_the_heal_fails_the_cell_not_back() {
+        let s = scenario("name = \"t\"\n[[phase]]\nname = \"fault\"\nstep = \"restart\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n");
+        let run = run_cell(&s, &settings(), &mut NeverBackAfterHeal).await;
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Fail, Some("healFault"))
+        );
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::NotBack);
+        assert_eq!(sig.component, None);
+        assert_eq!(sig.short(), "not back: http 502");
+        assert!(sig.message.contains("not ready again"), "{}", sig.message);
+    }
+
     /// Slow the first time (past its phase's deadline), quick after.
     struct SlowFirst(u32);
 
     #[async_trait]
     impl Restarter for SlowFirst {
-        async fn restart(&mut self, phase: &str) -> RestartResult {
+        async fn restart(&mut self, phase: &str) -> Restarted {
             self.0 += 1;
             if self.0 == 1 {
                 tokio::time::sleep(Duration::from_secs(10)).await;
             }
-            RestartResult {
+            Restarted::from_record(RestartResult {
                 phase: phase.into(),
                 action: "fake".into(),
                 ok: true,
@@ -833,7 +883,7 @@ mod tests {
                 ready_ms: None,
                 down: None,
                 detail: None,
-            }
+            })
         }
     }
 

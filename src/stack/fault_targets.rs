@@ -3,7 +3,7 @@
 //! built-in ones (their toxics are [`BuiltinTarget::fault`]'s) and the
 //! config file's own, each on its hop's proxy.
 
-use super::hops::{Hops, PROXIES_ENV};
+use super::hops::Hops;
 use crate::targets::{
     BuiltinTarget, FaultAction, OwnTarget, Readiness, RestartAction, Selection, Target, TargetId,
     Unavailable,
@@ -41,17 +41,7 @@ pub fn on_hops(
                 }
                 targets.push(target);
             }
-            None if !hops.is_on() => unavailable.push(Unavailable::skipped(
-                id,
-                &format!("the stack runs without fault proxies ({PROXIES_ENV}=off)"),
-            )),
-            None => unavailable.push(Unavailable::skipped(
-                id,
-                &format!(
-                    "the {} hop is not running here (its component did not start)",
-                    action.hop
-                ),
-            )),
+            None => unavailable.push(Unavailable::skipped(id, &hops.why_no_proxy(&action.hop))),
         }
     }
     (targets, unavailable)

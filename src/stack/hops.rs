@@ -23,6 +23,9 @@ pub fn proxies_wanted() -> bool {
 pub struct Hops {
     on: bool,
     proxies: Vec<FaultProxy>,
+    /// Hops whose component cannot run here, with why (its program is
+    /// missing, with the command that installs it; it did not start).
+    absent: Vec<(String, String)>,
 }
 
 impl Hops {
@@ -31,6 +34,25 @@ impl Hops {
         Hops {
             on,
             proxies: Vec::new(),
+            absent: Vec::new(),
+        }
+    }
+
+    /// `hop` gets no proxy: its component cannot run here, for `reason`.
+    pub fn absent(&mut self, hop: &str, reason: &str) {
+        self.absent.push((hop.to_string(), reason.to_string()));
+    }
+
+    /// Why `hop` has no proxy here, for a target that needs one: the
+    /// proxies are off, or its component cannot run (the reason names the
+    /// missing program and its install command).
+    pub fn why_no_proxy(&self, hop: &str) -> String {
+        if !self.on {
+            return format!("the stack runs without fault proxies ({PROXIES_ENV}=off)");
+        }
+        match self.absent.iter().find(|(h, _)| h == hop) {
+            Some((_, reason)) => format!("the {hop} hop's component cannot run here: {reason}"),
+            None => format!("the {hop} hop is not running here (its component did not start)"),
         }
     }
 
@@ -47,12 +69,6 @@ impl Hops {
         let port = proxy.addr().port();
         self.proxies.push(proxy);
         Ok(port)
-    }
-
-    /// Whether the hops have proxies (off for `stack up` and with
-    /// `CONTINUITY_FAULT_PROXIES=off`).
-    pub fn is_on(&self) -> bool {
-        self.on
     }
 
     /// The control of `hop`'s proxy, when it has one.
@@ -96,5 +112,20 @@ mod tests {
         let mut off = Hops::new(false);
         assert_eq!(off.front("agent", 9).unwrap(), 9);
         assert!(off.control("agent").is_none());
+        assert!(off.why_no_proxy("agent").contains("=off"));
+    }
+
+    #[test]
+    fn a_hop_whose_component_cannot_run_says_why() {
+        let mut hops = Hops::new(true);
+        hops.absent(
+            "gateway",
+            "nginx is not installed (Debian: apt-get install -y nginx)",
+        );
+        assert_eq!(
+            hops.why_no_proxy("gateway"),
+            "the gateway hop's component cannot run here: nginx is not installed (Debian: apt-get install -y nginx)"
+        );
+        assert!(hops.why_no_proxy("persist").contains("did not start"));
     }
 }

@@ -266,6 +266,9 @@ impl LocalStack {
                 let reason = reason.to_string();
                 self.stores.rivet = Err(StoreAbsent::skipped(reason.clone()));
                 self.sdk_host = Err(Unhosted(reason.clone()));
+                for hop in rivet::HOPS {
+                    self.hops.absent(hop, &reason);
+                }
                 self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::Rivet, &reason));
                 self.skipped
@@ -296,6 +299,10 @@ impl LocalStack {
                     failed: true,
                 });
                 self.sdk_host = Err(Unhosted(format!("the Rivet layer did not start: {reason}")));
+                for hop in rivet::HOPS {
+                    self.hops
+                        .absent(hop, &format!("the Rivet layer did not start: {reason}"));
+                }
                 // The other layers can still be tested; cells use SQLite instead.
                 progress(Note::step(format!(
                     "the Rivet layer did not start: {reason}"
@@ -468,6 +475,7 @@ impl LocalStack {
             Ok(binary) => binary,
             Err(reason) => {
                 let reason = reason.to_string();
+                self.hops.absent("gateway", &reason);
                 self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::Gateway, &reason));
                 self.skipped
@@ -588,10 +596,7 @@ impl LocalStack {
                     .map(|url| target.with_cell_base_url(url)),
                 PathTimeout::IdleCut { hop, .. } => match self.hops.control(hop) {
                     Some(control) => Ok(target.with_fault_proxy(control)),
-                    None => Err(Unavailable::skipped(
-                        builtin,
-                        &format!("the {hop} hop has no fault proxy here ({}=off, or its component did not start)", super::hops::PROXIES_ENV),
-                    )),
+                    None => Err(Unavailable::skipped(builtin, &self.hops.why_no_proxy(hop))),
                 },
                 PathTimeout::ClientHeaders { .. } => Ok(target),
             };

@@ -31,6 +31,9 @@ const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
+/// The Rivet layer's hops, each with a fault proxy: the runner's link to
+/// the engine, and the persist driver's.
+pub const HOPS: [&str; 2] = ["runner", "persist"];
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
 const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
 
@@ -251,8 +254,9 @@ impl RivetStack {
         let (guard, config_path) = write_engine_config(dir)?;
         let endpoint = format!("http://127.0.0.1:{guard}");
         // The runner and the persist driver reach the engine through their hops.
-        let runner_endpoint = format!("http://127.0.0.1:{}", hops.front("runner", guard)?);
-        let persist_endpoint = format!("http://127.0.0.1:{}", hops.front("persist", guard)?);
+        let [runner_hop, persist_hop] = HOPS;
+        let runner_endpoint = format!("http://127.0.0.1:{}", hops.front(runner_hop, guard)?);
+        let persist_endpoint = format!("http://127.0.0.1:{}", hops.front(persist_hop, guard)?);
         let key = format!(
             "continuity-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]

@@ -186,6 +186,21 @@ impl BuiltinTarget {
         }
     }
 
+    /// The part of continuity's own it brings back that stands for no
+    /// component of the deployment under test, for a cell whose client
+    /// `hosted` the SDK in the Rivet app: the `store` target's Postgres;
+    /// the Rivet app when it hosts that SDK (the Rivet targets, the hosted
+    /// `client` restart). When it does not come back the harness failed;
+    /// any other target that does not come back (the server, the gateway,
+    /// the Rivet layer as the session store) is the system's failure.
+    pub fn own_part_brought_back(self, hosted: bool) -> Option<HarnessPart> {
+        match self.family() {
+            Family::Store => Some(HarnessPart::Postgres),
+            Family::Rivet | Family::Client if hosted => Some(HarnessPart::RivetApp),
+            _ => None,
+        }
+    }
+
     /// A timeout target's timeout; `None` for the others.
     pub fn timeout(self) -> Option<PathTimeout> {
         use BuiltinTarget::*;

@@ -87,6 +87,35 @@ fn the_parts_a_target_restarts_on_purpose_follow_what_it_acts_on() {
     assert!(parts(Agent, true).is_empty());
 }
 
+/// Whose failure a target that does not come back is: the system's, but
+/// for a part of continuity's own that stands for none of the
+/// deployment's components (its Postgres; the Rivet app hosting the SDK).
+#[test]
+fn only_continuitys_own_parts_not_back_are_the_harnesss() {
+    use BuiltinTarget::*;
+    assert_eq!(
+        Store.own_part_brought_back(false),
+        Some(HarnessPart::Postgres)
+    );
+    for hosted_by_rivet in [Rivet, RivetEngine, Client] {
+        assert_eq!(
+            hosted_by_rivet.own_part_brought_back(true),
+            Some(HarnessPart::RivetApp),
+            "{hosted_by_rivet}"
+        );
+    }
+    for system in [
+        Agent,
+        Gateway,
+        GatewayReload,
+        Rivet,
+        RivetEngine,
+        ServerKill,
+    ] {
+        assert_eq!(system.own_part_brought_back(false), None, "{system}");
+    }
+}
+
 /// The lines of `text` (a source file) that compare a target's name with a
 /// built-in one's spelled out, before its tests: `== "rivet"`, a match arm
 /// `"gateway" | "gateway-reload" =>`, `starts_with("runner-")`. The words a

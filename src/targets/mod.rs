@@ -98,6 +98,24 @@ pub enum RestartFailure {
     },
 }
 
+/// A restart as the cell records it and, when it failed, what failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restarted {
+    pub record: RestartResult,
+    pub failure: Option<RestartFailure>,
+}
+
+impl Restarted {
+    /// A record alone, with no typed failure (a restarter standing in for
+    /// a target).
+    pub fn from_record(record: RestartResult) -> Restarted {
+        Restarted {
+            record,
+            failure: None,
+        }
+    }
+}
+
 impl From<verify::NotDown> for RestartFailure {
     fn from(seen: verify::NotDown) -> Self {
         RestartFailure::NeverDown { observed: seen.0 }
@@ -349,7 +367,8 @@ impl Target {
 
     /// When the cell's phases are over: a fault target's window heals now
     /// (the cleanup runs on a healed network), and every hop's proxy must
-    /// still be serving. An error is the harness's: the proxy itself failed.
+    /// still be serving. A proxy that failed is the harness's error; a stack
+    /// that does not answer after the heal did not come back from the fault.
     pub async fn settle(&mut self) -> Result<(), SettleError> {
         if let Some(window) = self.timeout_window.take() {
             window.and_then(timeout::TimeoutWindow::close)?;
@@ -367,7 +386,8 @@ impl Target {
     /// After a fault heals, the stack must answer again before the cell's
     /// cleanup and the next cell (a RivetKit runner whose engine link was
     /// cut reconnects with a backoff): the wait goes into the trace, and a
-    /// stack that never recovers is the harness's error, not the next cell's.
+    /// stack that never recovers fails this cell (it did not come back from
+    /// the fault), not the next one.
     async fn ready_after_heal(&mut self) -> Result<(), SettleError> {
         if self.readiness == Readiness::None {
             return Ok(());
@@ -581,12 +601,20 @@ impl Target {
     /// Runs the restart action, checks that the target went down and waits
     /// until it is back ([`verify`]); `phase` names the scenario phase the
     /// result belongs to.
+    #[cfg(test)]
     pub async fn restart(&mut self, phase: &str) -> RestartResult {
+        self.restart_typed(phase).await.record
+    }
+
+    /// [`Target::restart`], with what failed typed beside the record: a
+    /// cell blames a target that did not come back on the system under
+    /// test, one that never went down on its setup.
+    pub async fn restart_typed(&mut self, phase: &str) -> Restarted {
         let started = Instant::now();
         let (restart_ms, checked) = self.restart_checked(started).await;
-        let (ok, down, ready_ms, detail) = match checked {
-            Ok(seen) => (true, seen.down, seen.ready_ms, None),
-            Err(failure) => (false, None, None, Some(failure.to_string())),
+        let (ok, down, ready_ms, detail, failure) = match checked {
+            Ok(seen) => (true, seen.down, seen.ready_ms, None, None),
+            Err(failure) => (false, None, None, Some(failure.to_string()), Some(failure)),
         };
         let mut outcome = RestartResult {
             phase: phase.to_string(),
@@ -603,7 +631,10 @@ impl Target {
                 None => note,
             });
         }
-        outcome
+        Restarted {
+            record: outcome,
+            failure,
+        }
     }
 
     /// The action, then the kind's proof that the target went down

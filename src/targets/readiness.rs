@@ -160,6 +160,10 @@ pub struct ProbeError {
     pub probe: String,
     pub timeout: Duration,
     pub last_error: String,
+    /// What the last failed attempt met, typed: a status, or the transport
+    /// error's kind (`refused`, `reset`, `closed`, `no_answer`); `None` for
+    /// a command probe, whose failure is its own words.
+    pub last_cause: Option<Box<crate::report::Cause>>,
     /// True when waiting could not help (the server refused the credentials).
     pub gave_up: bool,
     /// How many times it polled.
@@ -282,7 +286,7 @@ impl Readiness {
     ) -> Result<Ready, ProbeError> {
         let started = Instant::now();
         // Written by the polling loop, read after the deadline drops it.
-        let mut last_error = String::new();
+        let mut last = LastSeen::default();
         let mut attempts = 0;
         let polled = match self {
             Readiness::None => return Ok(Ready::default()),
@@ -299,8 +303,7 @@ impl Readiness {
                 interval,
             } => {
                 let request = Probe::new(url, None, (*expect_status, *interval), auth, trace);
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
-                    .await
+                tokio::time::timeout(timeout, poll_http(request, &mut last, &mut attempts)).await
             }
             Readiness::HttpPost {
                 url,
@@ -311,15 +314,10 @@ impl Readiness {
             } => {
                 let post = Some((body, headers));
                 let request = Probe::new(url, post, (*expect_status, *interval), auth, trace);
-                tokio::time::timeout(timeout, poll_http(request, &mut last_error, &mut attempts))
-                    .await
+                tokio::time::timeout(timeout, poll_http(request, &mut last, &mut attempts)).await
             }
             Readiness::Tcp { addr } => {
-                tokio::time::timeout(
-                    timeout,
-                    poll_tcp(addr, &mut last_error, &mut attempts, trace),
-                )
-                .await
+                tokio::time::timeout(timeout, poll_tcp(addr, &mut last, &mut attempts, trace)).await
             }
             Readiness::Command {
                 program,
@@ -332,12 +330,12 @@ impl Readiness {
                     interval: *interval,
                     trace,
                 };
-                tokio::time::timeout(timeout, probe.poll(&mut last_error, &mut attempts)).await
+                tokio::time::timeout(timeout, probe.poll(&mut last.words, &mut attempts)).await
             }
         };
         let seen = Polled {
             took: started.elapsed(),
-            last_error,
+            last,
             attempts,
         };
         self.outcome(polled, seen, timeout)
@@ -353,27 +351,27 @@ impl Readiness {
     ) -> Result<Ready, ProbeError> {
         let Polled {
             took,
-            last_error,
+            last,
             attempts,
         } = seen;
         match polled {
             Ok(Ok(())) => Ok(Ready {
                 took,
-                failed_first: (!last_error.is_empty()).then_some(last_error),
+                failed_first: (!last.words.is_empty()).then_some(last.words),
             }),
             Ok(Err(fatal)) => Err(ProbeError {
                 gave_up: true,
                 ..self.failed(timeout, fatal.to_string(), attempts)
             }),
-            Err(_) => Err(self.failed(
-                timeout,
-                if last_error.is_empty() {
-                    "no answer before the deadline".to_string()
-                } else {
-                    last_error
-                },
-                attempts,
-            )),
+            // No attempt ended before the deadline: none was answered.
+            Err(_) if last.words.is_empty() => Err(ProbeError {
+                last_cause: Some(Box::new(error_cause("no_answer"))),
+                ..self.failed(timeout, "no answer before the deadline".into(), attempts)
+            }),
+            Err(_) => Err(ProbeError {
+                last_cause: last.cause.map(Box::new),
+                ..self.failed(timeout, last.words, attempts)
+            }),
         }
     }
 
@@ -383,6 +381,7 @@ impl Readiness {
             probe: self.describe(),
             timeout,
             last_error,
+            last_cause: None,
             gave_up: false,
         }
     }
@@ -426,14 +425,80 @@ impl<'a> Probe<'a> {
 /// What a wait's attempts saw by the time it ended.
 struct Polled {
     took: Duration,
-    /// The last failed attempt's words (empty: none failed).
-    last_error: String,
+    last: LastSeen,
     attempts: u32,
+}
+
+/// The last failed attempt of a wait, in words (empty: none failed) and as
+/// a failure's cause.
+#[derive(Default)]
+struct LastSeen {
+    words: String,
+    cause: Option<crate::report::Cause>,
+}
+
+impl LastSeen {
+    fn failed(&mut self, words: String, cause: crate::report::Cause) {
+        self.words = words;
+        self.cause = Some(cause);
+    }
+}
+
+/// A transport error as a failure's cause: `refused`, `reset`, `closed`,
+/// `no_answer`… (what a target that never came back is signed with).
+fn error_cause(error: &str) -> crate::report::Cause {
+    use crate::report::SignatureKind;
+    crate::report::Cause {
+        kind: match error {
+            "no_answer" => SignatureKind::Timeout,
+            "closed" => SignatureKind::StreamClosed,
+            _ => SignatureKind::Connect,
+        },
+        http_status: None,
+        problem_type: None,
+        error: Some(error.to_string()),
+    }
+}
+
+/// A status other than the expected one, as a failure's cause.
+fn status_cause(status: u16) -> crate::report::Cause {
+    crate::report::Cause {
+        kind: crate::report::SignatureKind::Http,
+        http_status: Some(status),
+        problem_type: None,
+        error: None,
+    }
+}
+
+/// The kind of a failed HTTP attempt, in [`error_cause`]'s words.
+fn http_error_word(error: &reqwest::Error) -> &'static str {
+    use crate::trace::ErrorKind;
+    let seen = crate::acp::AcpError::from_reqwest("", error, Duration::ZERO).seen();
+    match seen {
+        crate::trace::Seen::Error {
+            kind: ErrorKind::Timeout,
+            ..
+        } => "no_answer",
+        crate::trace::Seen::Error { kind, .. } => kind.as_str(),
+        crate::trace::Seen::Status { .. } => "other",
+    }
+}
+
+/// The kind of a failed TCP connect, in [`error_cause`]'s words.
+fn connect_error_word(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::ConnectionRefused => "refused",
+        std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::ConnectionAborted
+        | std::io::ErrorKind::BrokenPipe => "reset",
+        std::io::ErrorKind::TimedOut => "no_answer",
+        _ => "other",
+    }
 }
 
 async fn poll_http(
     probe: Probe<'_>,
-    last_error: &mut String,
+    last: &mut LastSeen,
     attempts: &mut u32,
 ) -> Result<(), GaveUp> {
     let client = crate::http::client_builder()
@@ -459,14 +524,20 @@ async fn poll_http(
     };
     let judge = |finished: Finished<Result<u16, reqwest::Error>>| {
         let failed;
+        let word;
         let seen = match &finished.ended {
-            Ended::Answered(Ok(status)) => Seen::Status(*status),
+            Ended::Answered(Ok(status)) => {
+                word = "";
+                Seen::Status(*status)
+            }
             Ended::Answered(Err(e)) => {
                 failed = error_chain(e);
+                word = http_error_word(e);
                 Seen::Error(&failed)
             }
             Ended::TimedOut => {
                 failed = format!("no answer within {}", fmt_duration(finished.took));
+                word = "no_answer";
                 Seen::Error(&failed)
             }
         };
@@ -479,8 +550,8 @@ async fn poll_http(
                     sent_token: authorized && auth.token.is_some(),
                 }))
             }
-            Seen::Status(s) => *last_error = format!("status {s}"),
-            Seen::Error(e) => *last_error = e.to_string(),
+            Seen::Status(s) => last.failed(format!("status {s}"), status_cause(s)),
+            Seen::Error(e) => last.failed(e.to_string(), error_cause(word)),
             Seen::Connected => {}
         }
         ControlFlow::Continue(())
@@ -543,7 +614,7 @@ fn refused(status: u16, sent_token: bool) -> String {
 
 async fn poll_tcp(
     addr: &str,
-    last_error: &mut String,
+    last: &mut LastSeen,
     attempts: &mut u32,
     trace: &Trace,
 ) -> Result<(), GaveUp> {
@@ -570,13 +641,17 @@ async fn poll_tcp(
         probe_event(trace, *attempts, addr, began.elapsed(), seen);
         match connected {
             Ok(Ok(_stream)) => return Ok(()),
-            Ok(Err(e)) => *last_error = format!("connect {addr}: {e}"),
-            Err(_) => {
-                *last_error = format!(
+            Ok(Err(e)) => last.failed(
+                format!("connect {addr}: {e}"),
+                error_cause(connect_error_word(&e)),
+            ),
+            Err(_) => last.failed(
+                format!(
                     "connect {addr}: no answer within {}",
                     fmt_duration(TCP_ATTEMPT)
-                )
-            }
+                ),
+                error_cause("no_answer"),
+            ),
         }
     }
 }

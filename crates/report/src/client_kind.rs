@@ -57,6 +57,17 @@ impl ClientKind {
     pub fn runs_real_sdk(self) -> bool {
         !matches!(self, ClientKind::Rust)
     }
+
+    /// The store the client keeps its sessions in when the run names none:
+    /// the stack's own (`stack`: its Rivet actor, else SQLite) for the
+    /// clients in a server-side process, IndexedDB for the page, which
+    /// can open no store of a server's.
+    pub fn default_store(self, stack: crate::store::Store) -> crate::store::Store {
+        match self {
+            ClientKind::Rust | ClientKind::TsSdk => stack,
+            ClientKind::Browser => crate::store::Store::IndexedDb,
+        }
+    }
 }
 
 /// A name that is no client's.
@@ -87,5 +98,15 @@ mod tests {
         }
         let unknown = "deno".parse::<ClientKind>().unwrap_err().to_string();
         assert!(unknown.contains("rust, ts-sdk, browser"), "{unknown}");
+    }
+
+    #[test]
+    fn the_page_keeps_its_sessions_in_indexeddb_the_others_in_the_stack_store() {
+        use crate::store::Store;
+        for stack in [Store::Rivet, Store::Sqlite] {
+            assert_eq!(ClientKind::Rust.default_store(stack), stack);
+            assert_eq!(ClientKind::TsSdk.default_store(stack), stack);
+            assert_eq!(ClientKind::Browser.default_store(stack), Store::IndexedDb);
+        }
     }
 }

@@ -162,7 +162,11 @@ impl<'a> CellPlace<'a> {
             version,
             sdk: cell.point_label(run, Axis::Sdk),
             agent: cell.point.get(Axis::Agent).or_else(|| only(&run.agent)),
-            persist: cell.point.get(Axis::Persist).or_else(|| only(&run.persist)),
+            persist: cell
+                .point
+                .get(Axis::Persist)
+                .or_else(|| run.store_of(cell.point.get(Axis::Client)))
+                .or_else(|| only(&run.persist)),
         }
     }
 }

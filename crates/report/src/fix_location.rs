@@ -11,9 +11,14 @@
 //! expected to fail), or fails where it passes, a line that says the
 //! candidate fixes it, or breaks it; and for each long turn that did not
 //! go through cleanly, its fate (lost, unfinished, session unusable:
-//! [`super::TurnFate`]) and where that puts the fix.
+//! [`super::TurnFate`]) and where that puts the fix; and for each target
+//! that went down and never came back, that the fix belongs in the
+//! component it restarts.
 
-use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, Verdict};
+use super::model::{
+    Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict,
+};
+use crate::untrusted::Untrusted;
 use std::fmt::Write;
 
 const SDK: &str = "native-continuity";
@@ -35,6 +40,7 @@ struct Reading {
 /// The section, or `None` when no row ran both scenarios.
 pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
     let mut lines = pair_lines(&readings(report));
+    lines.extend(not_back_lines(report));
     lines.extend(candidate_lines(report));
     lines.extend(turn_lines(report));
     if lines.is_empty() {
@@ -61,6 +67,10 @@ fn readings(report: &Report) -> Vec<Reading> {
         };
         // A skipped cell (a client or store that could not be set up) did not run.
         if [sdk, load].iter().any(|c| c.verdict == Verdict::Skipped) {
+            continue;
+        }
+        // A target that never came back says so on a line of its own.
+        if [sdk, load].iter().any(|c| not_back(c).is_some()) {
             continue;
         }
         let (line, conclusion) = reading(sdk, load);
@@ -111,6 +121,46 @@ fn pair_lines(readings: &[Reading]) -> Vec<String> {
     }
     lines
 }
+
+/// One line per row whose target went down and did not come back (its
+/// cells failed at the restart, `not_back`): the fix belongs in the
+/// component the target restarts, whatever the client does.
+fn not_back_lines(report: &Report) -> Vec<String> {
+    let mut rows: Vec<(String, &str, Vec<&str>, String)> = Vec::new();
+    for cell in &report.cells {
+        let Some(sig) = not_back(cell) else {
+            continue;
+        };
+        let label = cell.label();
+        match rows.iter_mut().find(|(l, ..)| *l == label) {
+            Some((_, _, scenarios, _)) => scenarios.push(&cell.point.scenario),
+            None => rows.push((
+                label,
+                &cell.point.target,
+                vec![&cell.point.scenario],
+                sig.short(),
+            )),
+        }
+    }
+    rows.into_iter()
+        .map(|(label, target, scenarios, short)| {
+            format!(
+                "- **{}**: did not come back after its restart ({}; in {}) → the fix belongs in the component `{}` restarts: it must start again and answer its readiness probe, whatever the client does",
+                Untrusted::new(&label).markdown(),
+                Untrusted::new(&short).markdown(),
+                Untrusted::new(&scenarios.join(", ")).markdown(),
+                Untrusted::new(target).markdown(),
+            )
+        })
+        .collect()
+}
+
+/// The signature of a cell that failed because its target did not come back.
+fn not_back(cell: &Cell) -> Option<&super::model::Signature> {
+    cell.boundary_signature()
+        .filter(|s| cell.verdict == Verdict::Fail && s.kind == SignatureKind::NotBack)
+}
+
 /// One line per long turn whose result did not reach the client or whose
 /// session was left unusable: its fate and where that puts the fix.
 fn turn_lines(report: &Report) -> Vec<String> {
@@ -364,6 +414,33 @@ mod tests {
                         "detail": detail, "outcome": "ok", "signature": null}]
         }))
         .unwrap()
+    }
+
+    /// Both cells of a row failed at the restart: the target never came
+    /// back. One line names the component, none reads the pair.
+    #[test]
+    fn a_target_that_never_came_back_puts_the_fix_in_its_component() {
+        let mut report = crate::fixture::report();
+        report.cells.retain(|c| c.point.target == "agent");
+        let not_back = |scenario: &str| {
+            let mut c = cell(scenario, "fail", Some("restart"), None);
+            c.phases[0].name = "restart".into();
+            c.phases[0].ok = false;
+            c.phases[0].outcome = crate::model::Outcome::Fail;
+            c.phases[0].signature = Some(
+                serde_json::from_value(json!({"kind": "not_back",
+                    "message": "the target did not come back within 30 s",
+                    "cause": {"kind": "connect", "error": "refused"}}))
+                .unwrap(),
+            );
+            c
+        };
+        report.cells = vec![not_back(SDK), not_back(LOAD)];
+        let md = render_fix_location(&report).unwrap();
+        assert_eq!(
+            md,
+            "## Where the fix belongs\n\n- **agent · claude**: did not come back after its restart (not back: refused; in native-continuity, native-load) → the fix belongs in the component `agent` restarts: it must start again and answer its readiness probe, whatever the client does\n"
+        );
     }
 
     #[test]

@@ -242,6 +242,7 @@ pub fn report() -> Report {
             overall_timeout_ms: 600_000,
             repeat: 1,
             persist: "memory".to_string(),
+            client_stores: Vec::new(),
             targets: vec!["agent".to_string(), "gateway".to_string()],
             scenarios: vec![
                 "native-continuity".to_string(),

@@ -8,8 +8,11 @@
 //! `browser`), in a section of their own and in each cell's detail.
 //!
 //! The page is drawn by its script from the data embedded in it; the script
-//! ends by writing a self-check (cells, timelines, boundaries drawn) into
-//! the DOM, and any script error too, which the browser test reads.
+//! ends by writing a self-check (cells, timelines, boundaries drawn; every
+//! verdict's mark drawn, no emoji on the page, no part wider than the
+//! window) into the DOM, and any script error too, which the browser test
+//! reads. The marks are inline SVG, so a machine without an emoji font (a
+//! CI screenshot) shows them too; a wide table scrolls in its own box.
 
 use super::model::Report;
 use crate::run_dir::RunDir;

@@ -332,7 +332,7 @@ fn metadata_section(out: &mut String, report: &Report) {
         run.timeout_ms, run.overall_timeout_ms
     );
     let _ = writeln!(out, "- repeat: {}", run.repeat);
-    let _ = writeln!(out, "- persist: {}", run.persist);
+    let _ = writeln!(out, "- persist: {}", clean(&run.stores_text()));
     let _ = writeln!(out, "- run id: {}", run.id);
     let _ = writeln!(
         out,

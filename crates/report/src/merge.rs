@@ -217,6 +217,7 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
         overall_timeout_ms: first.overall_timeout_ms,
         repeat: runs.iter().map(|r| r.repeat).max().unwrap_or(1),
         persist: first.persist.clone(),
+        client_stores: first.client_stores.clone(),
         targets: union(|r| &r.targets),
         scenarios: union(|r| &r.scenarios),
         interrupted: runs.iter().any(|r| r.interrupted),

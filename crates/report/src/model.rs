@@ -88,6 +88,12 @@ pub struct RunInfo {
     pub overall_timeout_ms: u64,
     pub repeat: u32,
     pub persist: String,
+    /// Each client's store when the run named none and the clients' own
+    /// defaults differ (`rivet` for `rust`, `indexeddb` for `browser`):
+    /// its cells then name no store of their own. Absent otherwise, and in
+    /// older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_stores: Vec<ClientStore>,
     pub targets: Vec<String>,
     pub scenarios: Vec<String>,
     /// The run stopped early (Ctrl-C or the overall deadline); unfinished cells are missing.
@@ -129,6 +135,13 @@ pub struct RunInfo {
     /// of shards whose settings differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipe: Option<Recipe>,
+}
+
+/// A client and the store its cells kept their sessions in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientStore {
+    pub client: String,
+    pub store: String,
 }
 
 /// One point of the server or the SDK axis: its label (what cells carry
@@ -177,6 +190,36 @@ impl RunInfo {
     /// The points of `axis`, in run order.
     pub fn points_of(&self, axis: Axis) -> impl Iterator<Item = &AxisPoint> {
         self.points.iter().filter(move |p| p.axis == axis)
+    }
+
+    /// The store the cells of `client` (`None`: a run with no client
+    /// axis) kept their sessions in, when `client_stores` says it.
+    pub fn store_of(&self, client: Option<&str>) -> Option<&str> {
+        let client = client.unwrap_or(crate::ClientKind::Rust.name());
+        self.client_stores
+            .iter()
+            .find(|s| s.client == client)
+            .map(|s| s.store.as_str())
+    }
+
+    /// `rivet (rust, ts-sdk), indexeddb (browser)` when the clients kept
+    /// their sessions in stores of their own, else `run.persist`.
+    pub fn stores_text(&self) -> String {
+        let mut stores: Vec<(&str, Vec<&str>)> = Vec::new();
+        for s in &self.client_stores {
+            match stores.iter_mut().find(|(store, _)| *store == s.store) {
+                Some((_, clients)) => clients.push(&s.client),
+                None => stores.push((&s.store, vec![&s.client])),
+            }
+        }
+        match stores.is_empty() {
+            true => self.persist.clone(),
+            false => stores
+                .iter()
+                .map(|(store, clients)| format!("{store} ({})", clients.join(", ")))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
     }
 
     /// The point of `axis` a cell that names none ran on: the axis's only
@@ -439,6 +482,11 @@ pub enum SignatureKind {
     /// The session store (a Rivet actor, SQLite) failed or kept the phase
     /// waiting: the message names the call and its latency.
     Persist,
+    /// The restarted target went down and did not come back within its
+    /// readiness deadline: the system under test's failure, with the
+    /// readiness probe's last answer as `cause` (refused, reset, a 502, no
+    /// answer).
+    NotBack,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -516,6 +564,11 @@ impl Signature {
                 "rpc {}",
                 self.rpc_code.map(|c| c.to_string()).unwrap_or_default()
             ),
+            // What the readiness probe met last: `not back: refused`, `not back: http 502`.
+            SignatureKind::NotBack => match &self.cause {
+                Some(cause) => format!("not back: {}", cause.short()),
+                None => "not back".into(),
+            },
             // A terminal socket's end: its close code is the signature.
             SignatureKind::StreamClosed if self.message.starts_with("ws close ") => self
                 .message

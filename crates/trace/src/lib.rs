@@ -26,7 +26,7 @@ mod url;
 pub use cell::{cell_dir_name, for_cell};
 pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
-pub use observe::{ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
+pub use observe::{Breaks, ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, for_each_event_in, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
     TRACE_READ_LIMIT, TRACE_SCHEMA,
@@ -180,6 +180,10 @@ impl Trace {
     /// [`Trace::emit`] at `t` (milliseconds since the cell started), for an
     /// event that happened before it reached the trace.
     fn emit_at(&self, t: f64, event: Event) {
+        // A terminal socket cut without a close frame is a broken connection.
+        if matches!(&event, Event::WsClose(close) if !close.clean) {
+            self.observations().broke(t);
+        }
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -353,7 +357,7 @@ impl Trace {
 
     /// The open waits (oldest first) and this phase's channels.
     pub fn snapshot(&self) -> Snapshot {
-        self.observations().snapshot()
+        self.observations().snapshot(self.now_ms())
     }
 
     /// Flushes the file; later events still append.

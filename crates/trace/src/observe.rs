@@ -140,6 +140,37 @@ pub struct Snapshot {
     pub channels: Vec<ChannelStats>,
     /// The cell's fault windows so far, first first (kept across phases).
     pub faults: Vec<super::FaultSeen>,
+    pub breaks: Breaks,
+}
+
+/// When the cell last saw a connection break (a transport error, a stream
+/// or a terminal socket cut), when the current phase began and when the
+/// snapshot was taken, in ms since the cell started: a phase that fails on
+/// a connection that broke before it began only reports an old break.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Breaks {
+    pub last_ms: Option<u64>,
+    pub phase_started_ms: u64,
+    pub taken_ms: u64,
+}
+
+impl Breaks {
+    /// How long ago the last break was, when the current phase only
+    /// reports it (none broke since the phase began); `None` otherwise.
+    pub fn reported_age_ms(&self) -> Option<u64> {
+        self.last_ms
+            .filter(|last| *last < self.phase_started_ms)
+            .map(|last| self.taken_ms.saturating_sub(last))
+    }
+}
+
+/// Whether a failure is a connection breaking (not a status, a timeout or
+/// an oversized body).
+fn is_break(failure: &Seen) -> bool {
+    matches!(
+        failure,
+        Seen::Error { kind, .. } if !matches!(kind, ErrorKind::Timeout | ErrorKind::TooLarge)
+    )
 }
 
 impl Snapshot {
@@ -179,6 +210,8 @@ pub(super) struct Observations {
     /// before it and reached the trace late (the hosted SDK's, drained
     /// after its phase) is the earlier phase's, not counted in this one.
     phase_started: f64,
+    /// When a connection last broke (see [`Breaks`]).
+    last_break: Option<f64>,
 }
 
 impl Observations {
@@ -193,6 +226,11 @@ impl Observations {
                 .any(|(_, w)| w.channel.as_deref() == Some(c.name.as_str()))
                 || watched.iter().any(|(_, name)| *name == c.name)
         });
+    }
+
+    /// A connection broke at `t` (whenever it reached the trace).
+    pub(super) fn broke(&mut self, t: f64) {
+        self.last_break = Some(self.last_break.map_or(t, |last| last.max(t)));
     }
 
     fn channel_mut(&mut self, name: &str) -> Option<&mut ChannelStats> {
@@ -223,6 +261,9 @@ impl Observations {
         received: u64,
         failure: Option<&Seen>,
     ) {
+        if failure.is_some_and(is_break) {
+            self.broke(t);
+        }
         if t < self.phase_started {
             return;
         }
@@ -252,6 +293,9 @@ impl Observations {
         received: u64,
         failure: Option<&Seen>,
     ) {
+        if failure.is_some_and(is_break) {
+            self.broke(t);
+        }
         if t < self.phase_started {
             return;
         }
@@ -294,11 +338,18 @@ impl Observations {
         self.seq
     }
 
-    pub(super) fn snapshot(&self) -> Snapshot {
+    /// What the waits saw, taken at `now` (ms since the cell started).
+    pub(super) fn snapshot(&self, now: f64) -> Snapshot {
+        let ms = |t: f64| t.max(0.0) as u64;
         Snapshot {
             waits: self.waits.iter().map(|(_, w)| w.clone()).collect(),
             channels: self.channels.clone(),
             faults: self.faults.clone(),
+            breaks: Breaks {
+                last_ms: self.last_break.map(ms),
+                phase_started_ms: ms(self.phase_started),
+                taken_ms: ms(now),
+            },
         }
     }
 }

@@ -128,6 +128,60 @@ fn waits_and_channels_remember_what_they_saw() {
     assert!(trace.snapshot().channels.is_empty());
 }
 
+/// A terminal socket cut (no close frame) is a break; a later phase that
+/// fails on it only reports it, and says how long ago it was. A break in
+/// the phase itself is no reported one; a status is no break at all.
+#[test]
+fn a_break_seen_before_the_phase_is_one_it_only_reports() {
+    let trace = Trace::detached();
+    trace.phase_start("restart", "restart");
+    assert_eq!(trace.snapshot().breaks.last_ms, None);
+    trace.emit(Event::WsClose(event::WsClose {
+        process: "proc_1".into(),
+        code: 1000,
+        clean: true,
+    }));
+    assert_eq!(trace.snapshot().breaks.last_ms, None, "a clean close");
+    trace.emit(Event::WsClose(event::WsClose {
+        process: "proc_1".into(),
+        code: 1006,
+        clean: false,
+    }));
+    std::thread::sleep(Duration::from_millis(20));
+    trace.phase_start("oldTerminalSend", "terminal_send");
+    let age = trace.snapshot().breaks.reported_age_ms().expect("reported");
+    assert!(age >= 20, "{age}");
+    let exchange = |failure| Exchange {
+        method: "GET",
+        url: "http://h:1/v1/health".into(),
+        purpose: Purpose::Health,
+        attempt: None,
+        status: None,
+        elapsed: Duration::ZERO,
+        sent: 0,
+        received: 0,
+        failure: Some(failure),
+    };
+    trace.http(exchange(Seen::Status {
+        status: 502,
+        problem_type: None,
+        detail: None,
+    }));
+    assert!(
+        trace.snapshot().breaks.reported_age_ms().is_some(),
+        "a 502 breaks nothing"
+    );
+    trace.http(exchange(Seen::Error {
+        kind: ErrorKind::Refused,
+        detail: "refused".into(),
+    }));
+    assert_eq!(
+        trace.snapshot().breaks.reported_age_ms(),
+        None,
+        "broke in the phase"
+    );
+}
+
 #[test]
 fn damaged_traces_are_errors_naming_file_and_line() {
     let dir = tempfile::tempdir().unwrap();

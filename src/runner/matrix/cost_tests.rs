@@ -26,6 +26,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
         ],
         sdks: vec![SdkPoint::registry("0.4.2")],
         persists: vec![Store::Sqlite],
+        stack_store: Store::Sqlite,
     };
     let targets = [
         "agent",

@@ -70,6 +70,50 @@ pub(super) fn harness_failure(
     }
 }
 
+/// The `healFault` row of a cell whose network could not be settled once
+/// its phases were over. A fault proxy that stopped is the harness's
+/// error (the fault could not be healed); a stack that did not answer
+/// again after the heal, its proxies serving, did not come back from the
+/// fault: the system's failure (`not_back`), unless a part of continuity's
+/// own on the way was seen gone, which it then names.
+pub(super) fn heal_failed(
+    error: &crate::targets::SettleError,
+    context: &ResultContext,
+) -> PhaseResult {
+    use crate::targets::SettleError;
+    let (name, step) = ("healFault", "heal_fault");
+    let SettleError::NotReadyAfterHeal { error: probe, .. } = error else {
+        return harness_failure(
+            name,
+            step,
+            crate::errors::HarnessPart::FaultProxy,
+            error.to_string(),
+        );
+    };
+    let gone = context
+        .watched
+        .iter()
+        .find(|p| p.gone() && !context.owned.contains(&p.part));
+    if let Some(part) = gone {
+        return harness_failure(name, step, part.part, error.to_string());
+    }
+    let mut signature = diagnose::other(SignatureKind::NotBack, error.to_string());
+    signature.cause = probe.last_cause.as_deref().cloned();
+    PhaseResult {
+        name: name.into(),
+        step: step.into(),
+        // The cell fails on it: its phases passed, the stack did not come back.
+        decides_verdict: true,
+        cleanup: false,
+        outcome: Outcome::Fail,
+        ok: false,
+        duration_ms: 0,
+        deadline_ms: 0,
+        detail: Map::new(),
+        signature: Some(signature),
+    }
+}
+
 /// A phase whose step the cell's client cannot take: not run, and why
 /// (`notApplicable`: the client and the API it lacks). It decides nothing.
 pub(super) fn not_applicable(
@@ -133,19 +177,60 @@ pub(super) fn not_run(phase: &Phase, default: Duration, cleanup: bool) -> PhaseR
 /// machine stretches that moment.
 const PART_GONE_GRACE: Duration = Duration::from_millis(500);
 
+/// How long a failed phase waits before it is judged, so that a part of
+/// continuity's own that broke the connection is seen gone and blamed
+/// (`diagnose::find_gone_part`): only while waiting can change whom the
+/// failure is blamed on. `None` when it cannot: the failure is no broken
+/// connection, or already names its part; continuity's own fault proxy
+/// reset or closed it (the report says so); every watched part that could
+/// be found gone is one the cell's target restarts on purpose (its failure
+/// is the test's point either way); or the phase only reports a break seen
+/// before it began (a terminal the cell's restart cut), longer ago than
+/// the grace: a part that caused it would be gone by now. A break seen
+/// less long ago leaves the rest of the grace.
+pub(super) fn settle_grace(
+    sig: &crate::report::Signature,
+    seen: &crate::trace::Snapshot,
+    context: &ResultContext,
+) -> Option<Duration> {
+    if !diagnose::broke_on_the_way(sig) || sig.component.is_some() {
+        return None;
+    }
+    let mut attributed = sig.clone();
+    diagnose::add_seen(&mut attributed, seen, None);
+    if attributed
+        .fault
+        .as_ref()
+        .is_some_and(|f| f.by_proxy.is_some())
+    {
+        return None;
+    }
+    let blamable = context
+        .watched
+        .iter()
+        .any(|part| !context.owned.contains(&part.part));
+    if !blamable {
+        return None;
+    }
+    let age = Duration::from_millis(seen.breaks.reported_age_ms().unwrap_or(0));
+    PART_GONE_GRACE
+        .checked_sub(age)
+        .filter(|rest| !rest.is_zero())
+}
+
 /// Before a connect-level failure is judged: while a watched part still
-/// runs, give it [`PART_GONE_GRACE`] to be seen gone, so
-/// `diagnose::find_gone_part` names it. Parts that stay up cost the grace
-/// once, and only on such a failure.
+/// runs, give it the [`settle_grace`] (when there is one) to be seen gone.
+/// Parts that stay up cost the grace once, and only on such a failure.
 pub(super) async fn let_parts_settle(
     sig: &crate::report::Signature,
-    watched: &[crate::supervise::part::PartProcess],
+    seen: &crate::trace::Snapshot,
+    context: &ResultContext,
 ) {
-    if !diagnose::broke_on_the_way(sig) || sig.component.is_some() || watched.is_empty() {
+    let Some(grace) = settle_grace(sig, seen, context) else {
         return;
-    }
-    let until = Instant::now() + PART_GONE_GRACE;
-    while Instant::now() < until && !watched.iter().any(|p| p.gone()) {
+    };
+    let until = tokio::time::Instant::now() + grace;
+    while tokio::time::Instant::now() < until && !context.watched.iter().any(|p| p.gone()) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
@@ -382,5 +467,118 @@ mod tests {
             folded.reason.as_deref(),
             Some("loadSessionAfterRestart: no call for session/load")
         );
+    }
+
+    /// A stack with nginx watched (running: this process's pid), a cell
+    /// whose target restarts `owned` on purpose.
+    fn context(dir: &std::path::Path, owned: Vec<crate::errors::HarnessPart>) -> ResultContext {
+        let pid_file = dir.join("nginx.pid");
+        std::fs::write(&pid_file, std::process::id().to_string()).unwrap();
+        ResultContext {
+            persist: None,
+            token: None,
+            default_timeout: Duration::from_secs(3),
+            owned,
+            watched: vec![crate::supervise::part::PartProcess::new(
+                crate::errors::HarnessPart::Nginx,
+                pid_file,
+            )],
+        }
+    }
+
+    /// The gateway hop's reset window, and what its proxy did.
+    fn reset_window(resets: u32) -> crate::trace::Snapshot {
+        crate::trace::Snapshot {
+            faults: vec![crate::trace::FaultSeen {
+                hop: "gateway".into(),
+                toxic: "reset_peer".into(),
+                active: true,
+                resets,
+                closes: 0,
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn reset() -> crate::report::Signature {
+        diagnose::other(
+            SignatureKind::Connect,
+            "error sending request: connection reset by peer",
+        )
+    }
+
+    /// How long (on tokio's paused clock) the phase waits before its judge.
+    async fn waited(
+        sig: &crate::report::Signature,
+        seen: &crate::trace::Snapshot,
+        context: &ResultContext,
+    ) -> Duration {
+        let start = tokio::time::Instant::now();
+        let_parts_settle(sig, seen, context).await;
+        start.elapsed()
+    }
+
+    /// A reset continuity's own fault proxy made, or a break through a part
+    /// the cell's target restarts on purpose, is attributed already: the
+    /// phase is judged at once. A break nothing explains yet waits for
+    /// nginx to be seen gone, as before.
+    #[tokio::test(start_paused = true)]
+    async fn an_attributed_cause_enters_no_settle_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = context(dir.path(), Vec::new());
+        let by_proxy = reset_window(1);
+        assert_eq!(settle_grace(&reset(), &by_proxy, &cell), None);
+        assert_eq!(waited(&reset(), &by_proxy, &cell).await, Duration::ZERO);
+        // The proxy reset nothing: the server's (or a dying nginx's) reset.
+        let unexplained = reset_window(0);
+        assert_eq!(
+            settle_grace(&reset(), &unexplained, &cell),
+            Some(PART_GONE_GRACE)
+        );
+        assert_eq!(waited(&reset(), &unexplained, &cell).await, PART_GONE_GRACE);
+        // The gateway target restarts nginx on purpose: found gone or not,
+        // the failure is the cell's verdict.
+        let gateway = context(dir.path(), vec![crate::errors::HarnessPart::Nginx]);
+        assert_eq!(settle_grace(&reset(), &unexplained, &gateway), None);
+        assert_eq!(
+            waited(&reset(), &unexplained, &gateway).await,
+            Duration::ZERO
+        );
+        // A status is no broken connection.
+        let http = diagnose::other(SignatureKind::Http, "HTTP 404");
+        assert_eq!(settle_grace(&http, &unexplained, &cell), None);
+    }
+
+    /// A terminal the cell's restart cut (its socket closed during the
+    /// restart, 790 ms before the phase that sends on it): the phase only
+    /// reports that break, and nginx, had it caused it, would be gone by
+    /// now. A break 100 ms before the phase leaves the rest of the grace;
+    /// one in the phase itself, all of it.
+    #[tokio::test(start_paused = true)]
+    async fn a_break_the_phase_only_reports_waits_no_longer_than_the_grace_since_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cell = context(dir.path(), Vec::new());
+        let closed = diagnose::other(
+            SignatureKind::StreamClosed,
+            "ws close 1006 (WebSocket protocol error: Connection reset without closing handshake)",
+        );
+        let seen = |last: u64, phase: u64, now: u64| crate::trace::Snapshot {
+            breaks: crate::trace::Breaks {
+                last_ms: Some(last),
+                phase_started_ms: phase,
+                taken_ms: now,
+            },
+            ..Default::default()
+        };
+        let old = seen(60, 850, 850);
+        assert_eq!(settle_grace(&closed, &old, &cell), None);
+        assert_eq!(waited(&closed, &old, &cell).await, Duration::ZERO);
+        let recent = seen(750, 850, 850);
+        assert_eq!(
+            settle_grace(&closed, &recent, &cell),
+            Some(Duration::from_millis(400))
+        );
+        let live = seen(900, 850, 900);
+        assert_eq!(settle_grace(&closed, &live, &cell), Some(PART_GONE_GRACE));
     }
 }

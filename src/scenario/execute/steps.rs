@@ -283,7 +283,10 @@ impl RunningCell<'_> {
             clients_renewed = Some(self.renew_clients().await?);
         }
         let trace = &self.settings.trace;
-        let report = self.restarter.restart(phase).await;
+        let crate::targets::Restarted {
+            record: report,
+            failure,
+        } = self.restarter.restart(phase).await;
         trace.emit(Event::RestartEnd(event::RestartEnd {
             ok: report.ok,
             action: report.action.clone(),
@@ -302,11 +305,12 @@ impl RunningCell<'_> {
             ready_ms: report.ready_ms,
         };
         if !report.ok {
-            let message = report.detail.unwrap_or_else(|| "restart failed".into());
-            return Err(
-                StepFailure::new(diagnose::other(SignatureKind::Harness, message))
-                    .with_detail(detail.to_map()),
+            let signature = diagnose::restart_failed(
+                &report,
+                failure.as_ref(),
+                self.restarter.own_part_brought_back(),
             );
+            return Err(StepFailure::new(signature).with_detail(detail.to_map()));
         }
         Ok(detail)
     }

@@ -397,9 +397,9 @@ mod tests {
 
     #[async_trait::async_trait]
     impl crate::scenario::Restarter for CountingRestart {
-        async fn restart(&mut self, phase: &str) -> crate::targets::RestartResult {
+        async fn restart(&mut self, phase: &str) -> crate::targets::Restarted {
             self.0 += 1;
-            crate::targets::RestartResult {
+            crate::targets::Restarted::from_record(crate::targets::RestartResult {
                 phase: phase.into(),
                 ok: true,
                 action: "fake".into(),
@@ -407,7 +407,7 @@ mod tests {
                 ready_ms: Some(1),
                 down: None,
                 detail: None,
-            }
+            })
         }
     }
 

@@ -247,3 +247,42 @@ async fn a_refused_port_does_not_spin() {
     // DEFAULT_PROBE_INTERVAL is 50 ms.
     assert!((2..=22).contains(&e.attempts), "{e}");
 }
+
+/// What a target that never came back is signed with: the last attempt's
+/// answer, typed (a status; refused; no answer at all).
+#[tokio::test]
+async fn a_probe_that_never_passes_types_its_last_cause() {
+    let cause = |e: &ProbeError| {
+        let c = *e.last_cause.clone().expect("a typed cause");
+        (c.http_status, c.error)
+    };
+    let window = Duration::from_millis(600);
+    let port = free_port().unwrap();
+    let refused = Readiness::http(format!("http://127.0.0.1:{port}/"));
+    let e = refused.wait(window).await.unwrap_err();
+    assert_eq!(cause(&e), (None, Some("refused".into())), "{e}");
+    let tcp = Readiness::Tcp {
+        addr: format!("127.0.0.1:{port}"),
+    };
+    let e = tcp.wait(window).await.unwrap_err();
+    assert_eq!(cause(&e), (None, Some("refused".into())), "{e}");
+    let gateway = HoldingServer::start(Duration::ZERO, Early::HoldForever, 502).await;
+    let e = gateway
+        .readiness(Duration::from_millis(100))
+        .wait(window)
+        .await
+        .unwrap_err();
+    assert_eq!(cause(&e), (Some(502), None), "{e}");
+    let silent = HoldingServer::start(Duration::from_secs(60), Early::HoldForever, 200).await;
+    let e = silent
+        .readiness(Duration::from_millis(100))
+        .wait(window)
+        .await
+        .unwrap_err();
+    assert_eq!(cause(&e), (None, Some("no_answer".into())), "{e}");
+    assert_eq!(
+        e.last_cause.unwrap().short(),
+        "no answer",
+        "as a signature says it"
+    );
+}

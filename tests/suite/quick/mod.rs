@@ -18,6 +18,7 @@ mod process_probes;
 mod quarantine;
 mod report_v2;
 mod secrets_e2e;
+mod setup;
 mod show_cli;
 mod stream_diagnosis;
 mod terminal_hostile;

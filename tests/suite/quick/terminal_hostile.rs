@@ -6,7 +6,6 @@
 use crate::support::fake_http::read_request;
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
-use continuity::report::RestartResult;
 use continuity::report::Verdict;
 use continuity::scenario::{parse_scenario, run_cell, CellSettings, CellStore, Restarter};
 use std::path::Path;
@@ -234,7 +233,7 @@ struct NoRestart;
 
 #[async_trait::async_trait]
 impl Restarter for NoRestart {
-    async fn restart(&mut self, _phase: &str) -> RestartResult {
+    async fn restart(&mut self, _phase: &str) -> continuity::scenario::Restarted {
         unreachable!("no restart phase here")
     }
 }

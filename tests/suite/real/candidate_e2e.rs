@@ -4,7 +4,7 @@
 //! expectations. The worked example is `tests/fixtures/candidate-sdk/
 //! fix-189.patch` applied to the registry's SDK 0.4.2. These tests need
 //! nginx, node/npm, `patch` and the npm registry's sandbox-agent 0.4.2
-//! (`.ci/run` installs them); without them they fail, loudly.
+//! (`.ci/setup` installs them); without them they fail, loudly.
 
 use crate::support;
 
@@ -97,7 +97,7 @@ pub(crate) fn patched_sdk(dir: &Path) -> PathBuf {
         ])
         .arg(dir)
         .output()
-        .expect("npm is needed (.ci/run installs it)");
+        .expect("npm is needed (run .ci/setup, which installs it)");
     assert!(packed.status.success(), "npm pack: {packed:?}");
     let fix = dir.join("fix");
     std::fs::create_dir_all(&fix).unwrap();

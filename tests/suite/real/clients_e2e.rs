@@ -1,7 +1,7 @@
 //! The client axis end to end: continuity's own client and the real
 //! TypeScript SDK (npm `sandbox-agent`, hosted in the local stack's RivetKit
 //! app) run the same cells on one stack. These tests need nginx and
-//! node/npm (`.ci/run` installs them); without them they fail, loudly.
+//! node/npm (`.ci/setup` installs them); without them they fail, loudly.
 
 use crate::support;
 

@@ -3,7 +3,7 @@
 //! against a real sandbox-agent server, and ts-sdk cells on the real local
 //! stack whose traces hold the SDK's HTTP exchanges, whose timelines show
 //! the 400 the SDK keeps to itself, and whose floor covers their time.
-//! These need node and nginx (`.ci/run` installs them); without them they
+//! These need node and nginx (`.ci/setup` installs them); without them they
 //! fail, loudly.
 
 use crate::support;

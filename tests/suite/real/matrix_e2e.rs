@@ -2,7 +2,7 @@
 //! compose (two clients × two server versions), and the run's header
 //! covers every cell whatever the axes. These tests need nginx and
 //! node/npm, and the npm registry's sandbox-agent 0.4.0 and 0.4.2
-//! (`.ci/run` installs them); without them they fail, loudly.
+//! (`.ci/setup` installs them); without them they fail, loudly.
 
 use crate::support;
 

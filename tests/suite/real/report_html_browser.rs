@@ -148,10 +148,12 @@ fn run_folder(dir: &Path) -> Report {
     report
 }
 
-/// The DOM chromium rendered, or a loud failure naming the install command.
-fn rendered_dom(page: &Path) -> String {
+/// The DOM chromium rendered in a window `width` pixels wide, or a loud
+/// failure naming the install command.
+fn rendered_dom(page: &Path, width: u32) -> String {
     let profile = tempfile::tempdir().unwrap();
     let output = Command::new("chromium")
+        .arg(format!("--window-size={width},900"))
         .args([
             "--headless",
             "--no-sandbox",
@@ -196,7 +198,7 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         page.is_file(),
         "report.html is written with the other reports"
     );
-    let dom = rendered_dom(&page);
+    let dom = rendered_dom(&page, 1400);
 
     assert!(
         !dom.contains("id=\"jserror\""),
@@ -262,8 +264,8 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         "the interrupted run says so"
     );
     assert!(
-        dom.contains("⏱") || dom.contains("❌ http 401"),
-        "the matrix shows the signature"
+        dom.contains("class=\"mk mk-fail\"") && dom.contains("http 401"),
+        "the matrix shows the signature beside its mark"
     );
     assert!(
         dom.contains("nginx is not installed"),
@@ -282,7 +284,7 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
 /// Every client that runs the real SDK has its unhandled rejections on
 /// the page (the browser's as the hosted SDK's), in a section of their own
 /// and in the cell's detail; a cell with no verdict on its restart shows
-/// `n/a not applicable`, out of the passed count.
+/// its own mark and `not applicable`, out of the passed count.
 #[test]
 fn the_html_report_lists_every_sdk_clients_rejections_and_a_not_applicable_cell() {
     let dir = tempfile::tempdir().unwrap();
@@ -348,7 +350,7 @@ fn the_html_report_lists_every_sdk_clients_rejections_and_a_not_applicable_cell(
     RunFolder::open(dir.path(), continuity::secret::Redactor::none())
         .write_report(&report)
         .unwrap();
-    let dom = rendered_dom(&dir.path().join("report.html"));
+    let dom = rendered_dom(&dir.path().join("report.html"), 1400);
     assert!(!dom.contains("id=\"jserror\""), "script error: {dom}");
     assert!(
         dom.contains("id=\"rejections\">Unhandled rejections in the SDK"),
@@ -360,9 +362,110 @@ fn the_html_report_lists_every_sdk_clients_rejections_and_a_not_applicable_cell(
         dom.contains("<h3>Unhandled rejections in the SDK</h3>"),
         "in the cell's detail too"
     );
-    assert!(dom.contains("n/a not applicable"), "{dom}");
+    assert!(
+        dom.contains("class=\"mk mk-not_applicable\"") && dom.contains(" not applicable"),
+        "the not-applicable cell, drawn and named: {dom}"
+    );
     assert!(
         dom.contains("0/1 cells passed (1 failed, 0 errors, 0 skipped, 1 not applicable)"),
         "{dom}"
     );
+}
+
+/// The marks are drawn (inline SVG), not emoji: every verdict in the matrix
+/// has one with a size, whatever fonts the machine has (this one has no
+/// emoji font: `fc-list | grep -i emoji` is empty), and no text on the page
+/// needs one. In a narrow window the matrix scrolls in its own box and the
+/// page does not.
+#[test]
+fn the_html_marks_need_no_emoji_font_and_wide_tables_scroll_in_their_box() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = run_folder(dir.path());
+    // Every verdict, and a target that never came back.
+    let not_back = json!({"kind": "not_back", "httpStatus": null, "problemType": null, "rpcCode": null,
+        "message": "the target did not come back within 30 s: readiness probe http GET http://127.0.0.1:9/v1/health = 200 did not pass within 30 s (600 attempts); last error: status 502",
+        "pending": null, "cause": {"kind": "http", "httpStatus": 502, "problemType": null, "error": null}});
+    for extra in [
+        cell(
+            "gateway-reload",
+            "flaky",
+            None,
+            None,
+            vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase(
+                    "promptSameHandleAfterRestart",
+                    "prompt",
+                    "ok",
+                    20,
+                    json!(null),
+                ),
+            ],
+        ),
+        cell(
+            "rivet-engine",
+            "interrupted",
+            Some("restart"),
+            None,
+            vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase("restart", "restart", "interrupted", 10, json!(null)),
+            ],
+        ),
+        cell(
+            "gateway-reset",
+            "fail",
+            Some("restart"),
+            None,
+            vec![
+                phase("createSession", "create_session", "ok", 30, json!(null)),
+                phase("restart", "restart", "fail", 30000, not_back),
+            ],
+        ),
+    ] {
+        report.cells.push(serde_json::from_value(extra).unwrap());
+    }
+    RunFolder::open(dir.path(), continuity::secret::Redactor::none())
+        .write_report(&report)
+        .unwrap();
+    let page = dir.path().join("report.html");
+    for width in [1400, 480] {
+        let dom = rendered_dom(&page, width);
+        let check = |attr: &str| {
+            attribute(&dom, "selfcheck", attr)
+                .unwrap_or_else(|| panic!("no self-check in the DOM:\n{dom}"))
+        };
+        assert_eq!(check("data-status"), "ok", "{width} px: {dom}");
+        assert_eq!(
+            check("data-verdict-cells"),
+            report.cells.len().to_string(),
+            "one verdict cell a row"
+        );
+        assert_eq!(
+            check("data-verdict-marks"),
+            check("data-verdict-cells"),
+            "every verdict drawn with a size ({width} px)"
+        );
+        assert_eq!(check("data-emoji"), "0", "no emoji on the page");
+        assert_eq!(
+            check("data-page-overflow"),
+            "no",
+            "the page is no wider than its {width} px window; past it: {}",
+            check("data-overflowing")
+        );
+        assert!(dom.contains("not back: http 502"), "the not_back signature");
+        for verdict in ["pass", "fail", "error", "skipped", "flaky", "interrupted"] {
+            assert!(
+                dom.contains(&format!("class=\"mk mk-{verdict}\"")),
+                "the {verdict} mark ({width} px)"
+            );
+        }
+        if width < 600 {
+            assert_ne!(
+                check("data-scrolling-tables"),
+                "0",
+                "a matrix wider than the window scrolls in its box"
+            );
+        }
+    }
 }

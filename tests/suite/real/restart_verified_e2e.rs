@@ -285,7 +285,10 @@ fn a_restart_that_returns_before_the_server_is_back_is_waited_for() {
 }
 
 /// A restart that stops the server and never starts it: the restart phase
-/// is the boundary ("did not come back"), not the next prompt.
+/// is the boundary ("did not come back"), not the next prompt, and the
+/// cell is the system's failure (`not_back`, the probe's refusal its
+/// signature), not continuity's error: it was `error`, kind `harness`,
+/// exit 2.
 #[test]
 fn a_restart_that_never_comes_back_is_the_restarts_failure() {
     let dir = tempfile::tempdir().unwrap();
@@ -308,20 +311,278 @@ fn a_restart_that_never_comes_back_is_the_restarts_failure() {
         &[],
         &["--config", config.to_str().unwrap()],
     );
-    assert_ne!(
-        run.status.code(),
-        Some(i32::from(exit_codes::OK)),
-        "{run:?}"
-    );
+    assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     let cell = cell(&report, "agent", "native-continuity");
     let (restart, boundary) = restart_of(cell);
     assert_eq!(boundary, "restart", "{cell}");
-    assert_eq!(cell["verdict"], "error", "{cell}");
+    assert_eq!(cell["verdict"], "fail", "{cell}");
     let detail = restart["detail"].as_str().unwrap();
     assert!(
         detail.starts_with("the target did not come back within 2 s")
             && detail.contains("/v1/health"),
         "{detail}"
     );
+    let signature = &phase(cell, "restart")["signature"];
+    assert_eq!(signature["kind"], "not_back", "{signature}");
+    assert_eq!(signature["cause"]["error"], "refused", "{signature}");
+}
+
+/// A gateway in front of a restarted target that never serves again, as a
+/// deployment meets it: one that answers 502 for good after its restart
+/// (nginx, reloaded with `return 502`), one that resets every connection,
+/// one that accepts and never answers (continuity's own fault proxy in
+/// front of the real server, `reset_peer` or `timeout` put in force by the
+/// restart). Each serves at first; its restart is seen going down (its
+/// probe fails) and it never comes back: the system's `fail` at the
+/// restart, signed with the probe's last answer; report.md puts the fix in
+/// the component; the run exits 1. An expectations file pins all three
+/// (what `baseline` records), and the run judged against it passes.
+#[test]
+fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_answer() {
+    use continuity_faults::{FaultProxy, Stream, Toxic, ToxicSpec};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::new(dir.path());
+    let _killed = KillOnDrop(server.pids.clone());
+    server.start_now();
+    let nginx = Nginx502::start(dir.path(), server.port, &server.pids);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _in_runtime = runtime.enter();
+    let upstream: std::net::SocketAddr = ([127, 0, 0, 1], server.port).into();
+    let loopback: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+    let resets = FaultProxy::start("gateway", loopback, upstream).unwrap();
+    let silent = FaultProxy::start("gateway", loopback, upstream).unwrap();
+    // Their "restart" (a command touching a file) puts the toxic in force for good.
+    let breaks = [
+        (
+            dir.path().join("break-gw-reset"),
+            resets.control(),
+            Toxic::ResetPeer {
+                timeout: Duration::ZERO,
+            },
+        ),
+        (
+            dir.path().join("break-gw-silent"),
+            silent.control(),
+            Toxic::Timeout {
+                timeout: Duration::ZERO,
+            },
+        ),
+    ];
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut pending: Vec<_> = breaks.into_iter().collect();
+            while !done.load(Ordering::SeqCst) {
+                pending.retain(|(file, control, toxic)| {
+                    if !file.exists() {
+                        return true;
+                    }
+                    let spec = ToxicSpec::new(toxic.clone(), Stream::Downstream);
+                    control.set(spec, None).unwrap();
+                    false
+                });
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let touch = |name: &str| format!("touch '{}'", dir.path().join(name).display());
+    let targets = [
+        (
+            "gw-502",
+            nginx.port,
+            nginx.break_line(),
+            "not back: http 502",
+        ),
+        (
+            "gw-reset",
+            resets.addr().port(),
+            touch("break-gw-reset"),
+            "not back: reset",
+        ),
+        (
+            "gw-silent",
+            silent.addr().port(),
+            touch("break-gw-silent"),
+            "not back: no answer",
+        ),
+    ];
+    let config = dir.path().join("continuity.toml");
+    let tables: String = targets
+        .iter()
+        .map(|(name, port, command, _)| {
+            format!(
+                "[targets.{name}]\nrestart = {{ command = {command:?} }}\nready = {{ http = \"http://127.0.0.1:{port}/v1/health\" }}\nready_timeout_ms = 2000\n\n"
+            )
+        })
+        .collect();
+    std::fs::write(&config, tables).unwrap();
+    let out = dir.path().join("run");
+    let run = run_deployment(
+        &out,
+        &server.base_url(),
+        &[],
+        &["--config", config.to_str().unwrap()],
+    );
+    done.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    assert_exit(&run, exit_codes::FAILED);
+    let report = report(&out);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for (name, _, _, short) in &targets {
+        let cell = cell(&report, name, "native-continuity");
+        assert_eq!(cell["verdict"], "fail", "{cell}");
+        assert_eq!(cell["failureBoundary"], "restart", "{cell}");
+        assert!(
+            cell["restarts"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("the target did not come back within 2 s"),
+            "{cell}"
+        );
+        let signature = &phase(cell, "restart")["signature"];
+        assert_eq!(signature["kind"], "not_back", "{signature}");
+        let cause = &signature["cause"];
+        let said = match (cause["httpStatus"].as_u64(), cause["error"].as_str()) {
+            (Some(status), _) => format!("not back: http {status}"),
+            (None, Some(error)) => format!("not back: {}", error.replace('_', " ")),
+            _ => panic!("no cause: {signature}"),
+        };
+        assert_eq!(said, *short, "{signature}");
+        assert!(
+            md.contains(&format!(
+                "- **{name}**: did not come back after its restart ({short}"
+            )) && md.contains(&format!(
+                "the fix belongs in the component `{name}` restarts"
+            )),
+            "{md}"
+        );
+    }
+    // Expectations can pin it: what `baseline` records is judged as expected.
+    let baseline = continuity_with(&["baseline", out.to_str().unwrap()], &[]);
+    assert_exit(&baseline, exit_codes::OK);
+    let pinned = String::from_utf8(baseline.stdout).unwrap();
+    for (name, _, _, short) in &targets {
+        assert!(
+            pinned.contains(&format!("target = \"{name}\""))
+                && pinned.contains(&format!("signature = \"{short}\"")),
+            "{pinned}"
+        );
+    }
+    let expect = dir.path().join("expect.toml");
+    std::fs::write(&expect, pinned).unwrap();
+    let gated = dir.path().join("gated");
+    let judged = continuity_with(
+        &[
+            "merge",
+            "--out",
+            gated.to_str().unwrap(),
+            "--expect",
+            expect.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_exit(&judged, exit_codes::OK);
+    drop(nginx);
+}
+
+/// nginx in front of the server, on a port of its own, until its restart
+/// reloads it with a config that answers 502 to everything, for good.
+struct Nginx502 {
+    port: u16,
+    pid: i32,
+    prefix: PathBuf,
+    child: std::process::Child,
+}
+
+impl Nginx502 {
+    fn start(dir: &Path, upstream: u16, pids: &Path) -> Nginx502 {
+        let port = continuity::supervise::free_port().unwrap();
+        let prefix = dir.join("nginx-502");
+        std::fs::create_dir_all(&prefix).unwrap();
+        let user = match continuity::supervise::os::is_root() {
+            true => "user root root;",
+            false => "",
+        };
+        let conf = |location: &str| {
+            format!(
+                "{user}\ndaemon off;\nworker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{ access_log off; server {{ listen 127.0.0.1:{port}; location / {{ {location} }} }} }}\n",
+                p = prefix.display()
+            )
+        };
+        std::fs::write(
+            prefix.join("nginx.conf"),
+            conf(&format!("proxy_pass http://127.0.0.1:{upstream};")),
+        )
+        .unwrap();
+        std::fs::write(prefix.join("broken.conf"), conf("return 502;")).unwrap();
+        let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|b| Path::new(b).exists())
+            .expect("nginx is needed (run .ci/setup, which installs it)");
+        let child = std::process::Command::new("setsid")
+            .arg(binary)
+            .arg("-p")
+            .arg(format!("{}/", prefix.display()))
+            .arg("-c")
+            .arg(prefix.join("nginx.conf"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::fs::write(
+            pids,
+            format!(
+                "{}{pid}\n",
+                std::fs::read_to_string(pids).unwrap_or_default()
+            ),
+        )
+        .unwrap();
+        // Owned before anything can fail: its drop stops and reaps nginx.
+        let nginx = Nginx502 {
+            port,
+            pid,
+            prefix,
+            child,
+        };
+        let deadline = std::time::Instant::now() + support::READY_WITHIN;
+        let url = format!("http://127.0.0.1:{port}/v1/health");
+        loop {
+            let code = std::process::Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &url])
+                .output()
+                .unwrap();
+            if code.stdout == b"200" {
+                return nginx;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nginx did not start: {}",
+                std::fs::read_to_string(nginx.prefix.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// The restart: the broken config in place, and a reload (SIGHUP).
+    fn break_line(&self) -> String {
+        let p = self.prefix.display();
+        format!(
+            "cp '{p}/broken.conf' '{p}/nginx.conf' && kill -HUP {}",
+            self.pid
+        )
+    }
+}
+
+impl Drop for Nginx502 {
+    fn drop(&mut self) {
+        continuity::supervise::kill_group(self.pid);
+        let _ = self.child.wait();
+    }
 }

@@ -9,6 +9,7 @@ use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
 use continuity::report::RestartResult;
 use continuity::report::{Outcome, PhaseResult, Verdict};
+use continuity::scenario::Restarted;
 use continuity::scenario::{
     builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, Restarter,
 };
@@ -69,9 +70,9 @@ struct RestartServer<'a>(&'a mut support::Server);
 
 #[async_trait]
 impl Restarter for RestartServer<'_> {
-    async fn restart(&mut self, phase: &str) -> RestartResult {
+    async fn restart(&mut self, phase: &str) -> Restarted {
         let took = self.0.restart().await;
-        RestartResult {
+        Restarted::from_record(RestartResult {
             phase: phase.into(),
             ok: true,
             action: "managed".into(),
@@ -79,7 +80,7 @@ impl Restarter for RestartServer<'_> {
             ready_ms: Some(took.as_millis() as u64),
             down: None,
             detail: None,
-        }
+        })
     }
 }
 
@@ -88,9 +89,9 @@ struct DeleteFiles(String);
 
 #[async_trait]
 impl Restarter for DeleteFiles {
-    async fn restart(&mut self, phase: &str) -> RestartResult {
+    async fn restart(&mut self, phase: &str) -> Restarted {
         std::fs::remove_dir_all(&self.0).unwrap();
-        RestartResult {
+        Restarted::from_record(RestartResult {
             phase: phase.into(),
             ok: true,
             action: "delete".into(),
@@ -98,7 +99,7 @@ impl Restarter for DeleteFiles {
             ready_ms: Some(0),
             down: None,
             detail: None,
-        }
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The local stack end to end: `continuity run` with no deployment brings up
 //! sandbox-agent, the nginx gateway and the Rivet layer, runs the matrix and
-//! tears everything down. These tests need nginx and node/npm (`.ci/run`
+//! tears everything down. These tests need nginx and node/npm (`.ci/setup`
 //! installs them); without them they fail, loudly, by design.
 
 use crate::support;
@@ -541,6 +541,57 @@ fn a_missing_program_skips_its_target_with_the_install_command() {
         .unwrap()
         .ends_with("/sandbox"));
     assert!(String::from_utf8_lossy(&run.stdout).contains("skipped: nginx is not installed"));
+    assert_nothing_left(&out);
+}
+
+/// Every target on the gateway hop (the nginx restarts and reloads, the
+/// faults on its hop, the timeouts of its own nginx or its proxy), as
+/// `continuity list` names them: without nginx each is skipped, and its
+/// reason names nginx and the command that installs it. The faults on the
+/// hop said only "the gateway hop is not running here (its component did
+/// not start)".
+#[test]
+fn without_nginx_every_gateway_hop_target_names_it_and_its_install_command() {
+    let _serial = support::stack_slot();
+    let list = output(&mut continuity(&["list"]));
+    let targets: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .take_while(|l| !l.starts_with("scenarios:"))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("gateway"))
+        .map(str::to_string)
+        .collect();
+    for needed in [
+        "gateway",
+        "gateway-reload",
+        "gateway-partition",
+        "gateway-reset",
+    ] {
+        assert!(
+            targets.iter().any(|t| t == needed),
+            "{needed} in {targets:?}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec!["run", "--scenario", "recreate-rehydrate"];
+    for target in &targets {
+        args.extend(["--target", target.as_str()]);
+    }
+    args.extend(["--out", out.to_str().unwrap()]);
+    let run = output(continuity(&args).env("CONTINUITY_NGINX", "/nonexistent/nginx"));
+    assert_exit(&run, exit_codes::FAILED);
+    let report = report(&out);
+    for target in &targets {
+        let skipped = cell(&report, target, "recreate-rehydrate");
+        assert_eq!(skipped["verdict"], "skipped", "{skipped}");
+        let reason = skipped["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("nginx is not installed")
+                && reason.contains("apt-get install -y nginx"),
+            "{target}: {reason}"
+        );
+    }
     assert_nothing_left(&out);
 }
 

@@ -69,25 +69,47 @@
     if (!s) return "";
     if (s.kind === "http") return "http " + (s.httpStatus === null ? "" : s.httpStatus) + (s.problemType ? " " + s.problemType : "");
     if (s.kind === "rpc") return "rpc " + (s.rpcCode === null ? "" : s.rpcCode);
+    if (s.kind === "not_back") return "not back" + (s.cause ? ": " + causeShort(s.cause) : "");
     return s.kind.replace(/_/g, " ");
+  }
+  // The marks are drawn, not typed: a page without an emoji font (a CI
+  // screenshot, a minimal Chromium) shows them all the same. Each is a
+  // 16-unit square of SVG shapes; the words beside it say the same.
+  var MARKS = {
+    pass: [["circle", { cx: 8, cy: 8, r: 7.5, "class": "mk-fill" }], ["path", { d: "M4.3 8.4 7 11 11.8 5.4", "class": "mk-line" }]],
+    fail: [["circle", { cx: 8, cy: 8, r: 7.5, "class": "mk-fill" }], ["path", { d: "M5 5 11 11M11 5 5 11", "class": "mk-line" }]],
+    error: [["path", { d: "M8 .8 15.4 14.6H.6Z", "class": "mk-fill" }], ["path", { d: "M8 5.4V9.6M8 11.6V12.2", "class": "mk-line" }]],
+    skipped: [["circle", { cx: 8, cy: 8, r: 6.8, "class": "mk-ring" }], ["path", { d: "M4.8 8H11.2", "class": "mk-stroke" }]],
+    not_applicable: [["circle", { cx: 8, cy: 8, r: 6.8, "class": "mk-ring" }], ["path", { d: "M4.6 11.4 11.4 4.6", "class": "mk-stroke" }]],
+    flaky: [["circle", { cx: 8, cy: 8, r: 7.5, "class": "mk-fill" }], ["path", { d: "M3.6 9.2Q5.8 5 8 8T12.4 6.8", "class": "mk-line" }]],
+    interrupted: [["circle", { cx: 8, cy: 8, r: 7.5, "class": "mk-fill" }], ["path", { d: "M6.2 5V11M9.8 5V11", "class": "mk-line" }]],
+    timeout: [["circle", { cx: 8, cy: 8, r: 6.8, "class": "mk-ring" }], ["path", { d: "M8 4.4V8.2L10.6 10", "class": "mk-stroke" }]]
+  };
+  function mark(kind) {
+    var shapes = MARKS[kind] || [["circle", { cx: 8, cy: 8, r: 3, "class": "mk-fill" }]];
+    return sv("svg", { "class": "mk mk-" + (MARKS[kind] ? kind : "other"), viewBox: "0 0 16 16", width: 14, height: 14, role: "img", "aria-label": kind },
+      shapes.map(function (s) { return sv(s[0], s[1]); }));
   }
   function phaseText(p) {
     if (!p) return "–";
-    if (p.outcome === "ok") return "✅";
+    if (p.outcome === "ok") return mark("pass");
     if (p.outcome === "not_run") return "–";
-    if (p.outcome === "not_applicable") return "n/a";
+    if (p.outcome === "not_applicable") return [mark("not_applicable"), " n/a"];
+    if (p.outcome === "interrupted") return [mark("interrupted"), " interrupted"];
     if (p.outcome === "timeout") {
       var cause = p.signature && causeShort(p.signature.cause);
-      return cause ? "⏱ " + cause : "❌ timeout";
+      return [mark(cause ? "timeout" : "fail"), " " + (cause || "timeout")];
     }
-    return "❌ " + sigShort(p.signature);
+    return [mark("fail"), " " + sigShort(p.signature)];
   }
-  var GLYPH = { pass: "✅", fail: "❌", error: "⚠", skipped: "–", flaky: "〰", interrupted: "⏸", not_applicable: "n/a" };
-  function verdictText(c) {
-    var text = (GLYPH[c.verdict] || "?") + " " + c.verdict.replace(/_/g, " ");
+  function verdictWords(c) {
+    var text = c.verdict.replace(/_/g, " ");
     if (c.failureBoundary) text += " @ " + c.failureBoundary;
     else if (c.reason) text += ": " + c.reason.split("\n")[0];
     return text;
+  }
+  function verdictText(c) {
+    return [mark(c.verdict), " " + verdictWords(c)];
   }
 
   // Phase times from the trace's boundaries, or laid end to end from durations.
@@ -244,7 +266,7 @@
   function signatureTable(cell) {
     var rows = cell.phases.filter(function (p) { return p.signature; });
     if (rows.length === 0) return el("p", { "class": "note" }, "No failure signatures.");
-    return el("table", { "class": "signatures" },
+    return el("div", { "class": "scroll" }, el("table", { "class": "signatures" },
       el("thead", null, el("tr", null, ["phase", "outcome", "kind", "cause", "message", "pending", "observed"].map(function (h) { return el("th", null, h); }))),
       el("tbody", null, rows.map(function (p) {
         var s = p.signature;
@@ -253,17 +275,17 @@
           el("td", null, p.outcome), el("td", null, s.kind), el("td", null, causeShort(s.cause) || "–"),
           el("td", { "class": "mono" }, s.message), el("td", { "class": "mono" }, s.pending || "–"),
           el("td", { "class": "mono" }, s.observed || "–"));
-      })));
+      }))));
   }
 
   function restartTable(cell) {
     if (!cell.restarts.length) return null;
-    return el("table", { "class": "restarts" },
+    return el("div", { "class": "scroll" }, el("table", { "class": "restarts" },
       el("thead", null, el("tr", null, ["phase", "action", "ok", "restart", "ready after", "detail"].map(function (h) { return el("th", null, h); }))),
       el("tbody", null, cell.restarts.map(function (r) {
         return el("tr", null, el("td", null, r.phase), el("td", null, r.action), el("td", null, r.ok ? "yes" : "no"),
           el("td", null, fmtMs(r.restartMs)), el("td", null, fmtMs(r.readyMs)), el("td", { "class": "mono" }, r.detail || "–"));
-      })));
+      }))));
   }
 
   function links(cell, run) {
@@ -278,7 +300,7 @@
 
   function cellDetail(cell, run) {
     var details = el("details", { "class": "cell v-" + cell.verdict, id: "cell-" + cellKey(cell), "data-cell-detail": cellKey(cell) },
-      el("summary", null, cell.scenario + " × " + label(cell) + " — " + verdictText(cell) + " (" + fmtMs(cell.durationMs) + ")"));
+      el("summary", null, cell.scenario + " × " + label(cell) + " — ", verdictText(cell), " (" + fmtMs(cell.durationMs) + ")"));
     if (cell.reason) details.appendChild(el("p", null, "Reason: ", el("span", { "class": "mono" }, cell.reason)));
     if (cell.expectation) details.appendChild(el("p", { "class": "expectation", "data-expectation": cell.expectation.outcome },
       "Expectation: " + expectationText(cell) + (cell.expectation.entry ? " (" + cell.expectation.entry + ")" : "")));
@@ -337,8 +359,9 @@
       var columns = D.columns[scenario] || [];
       app.appendChild(el("h2", null, scenario));
       var body = el("tbody");
-      app.appendChild(el("table", { "class": "matrix" },
-        el("thead", null, el("tr", null, el("th", null, "target"), columns.map(function (c) { return el("th", null, c); }), el("th", null, "verdict"), judged ? el("th", null, "expectation") : null)), body));
+      // A wide matrix scrolls in its own box; its target column stays put.
+      app.appendChild(el("div", { "class": "scroll" }, el("table", { "class": "matrix" },
+        el("thead", null, el("tr", null, el("th", null, "target"), columns.map(function (c) { return el("th", null, c); }), el("th", null, "verdict"), judged ? el("th", null, "expectation") : null)), body)));
       var detailBox = el("div", { "class": "cells" });
       cells.forEach(function (cell) {
         var byName = {};
@@ -376,8 +399,25 @@
       timelines: document.querySelectorAll("svg.timeline").length,
       boundaries: document.querySelectorAll("svg.timeline [data-boundary=true]").length
     };
-    var ok = drawn.cells === R.cells.length && drawn.rows === R.cells.length && drawn.timelines === ran.length && drawn.boundaries === bounded.length;
+    // Every verdict cell of the matrix has its mark, drawn with a size; no
+    // text on the page needs an emoji font; the page is no wider than its
+    // window (a wide table scrolls in its own box).
+    var verdicts = document.querySelectorAll("table.matrix td[class^='v-']");
+    var marked = Array.prototype.filter.call(verdicts, function (td) {
+      var m = td.querySelector("svg.mk"), box = m && m.getBoundingClientRect();
+      return box && box.width > 0 && box.height > 0;
+    });
+    var emoji = (document.body.textContent.match(/[\u2600-\u27BF\u2B00-\u2BFF\u23E9-\u23FA\u3030\u303D]|\uD83C[\uDC00-\uDFFF]|\uD83D[\uDC00-\uDFFF]|\uD83E[\uDC00-\uDFFF]/g) || []).length;
+    var overflow = document.documentElement.scrollWidth > document.documentElement.clientWidth;
+    var scrolling = Array.prototype.filter.call(document.querySelectorAll(".scroll"), function (b) { return b.scrollWidth > b.clientWidth; }).length;
+    // What sticks out past the window, outside the scrolling boxes: named for a failing test.
+    var wide = overflow ? Array.prototype.filter.call(document.querySelectorAll("body *"), function (n) {
+      return !n.closest(".scroll") && n.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
+    }).slice(0, 6).map(function (n) { return n.tagName.toLowerCase() + (n.getAttribute("class") ? "." + n.getAttribute("class").split(" ")[0] : ""); }).join(" ") : "";
+    var ok = drawn.cells === R.cells.length && drawn.rows === R.cells.length && drawn.timelines === ran.length && drawn.boundaries === bounded.length
+      && marked.length === verdicts.length && emoji === 0;
     var box = el("div", { id: "selfcheck", "data-status": ok ? "ok" : "mismatch", "data-cells": drawn.cells, "data-rows": drawn.rows,
+      "data-verdict-marks": marked.length, "data-verdict-cells": verdicts.length, "data-emoji": emoji, "data-page-overflow": overflow ? "yes" : "no", "data-scrolling-tables": scrolling, "data-overflowing": wide,
       "data-timelines": drawn.timelines, "data-boundaries": drawn.boundaries, "data-expected-cells": R.cells.length,
       "data-expected-timelines": ran.length, "data-expected-boundaries": bounded.length });
     document.body.appendChild(box);
