@@ -123,6 +123,12 @@ fn write_record(trace: &Trace, record: &Value) {
                 trace.recorded(t, Event::Store(store));
             }
         }
+        // What the SDK's listener handed the application.
+        "app" => {
+            if let Some(app) = fields::<event::Handed>(record) {
+                trace.recorded(t, Event::App(app));
+            }
+        }
         _ => {}
     }
 }
@@ -162,6 +168,10 @@ fn exchange(record: &Value, elapsed_ms: f64) -> Exchange {
         _ => None,
     };
     let mut exchange = Exchange::new(method(text("method")), text("url"), purpose);
+    exchange.last_event_id = record
+        .get("lastEventId")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     exchange.status = status;
     exchange.elapsed = std::time::Duration::from_secs_f64(elapsed_ms / 1000.0);
     exchange.sent = count("sent");

@@ -238,6 +238,11 @@ pub struct Cell {
     /// scenarios): delivered, lost, unfinished; absent for other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnFate>,
+    /// The always-on checker's verdict on the shown attempt's history:
+    /// each invariant valid, broken or unknown, and every violation.
+    /// Absent in reports written before it, and with `--trace off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<continuity_check::Verdict>,
 }
 
 /// What became of a turn's result.
@@ -303,6 +308,9 @@ pub struct Attempt {
     /// The physical floor on the attempt's path and the harness overhead above it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
+    /// The always-on checker's verdict on this attempt's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<continuity_check::Verdict>,
 }
 
 /// How a phase ended.
@@ -373,6 +381,10 @@ pub struct Signature {
     /// never a verdict on sandbox-agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub component: Option<crate::errors::HarnessPart>,
+    /// An `integrity` failure the always-on checker found: the invariant,
+    /// what broke, the hop where it first shows, and the evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<continuity_check::Violation>,
 }
 
 /// A fault window a failure fell in or after (see `docs/faults.md`).

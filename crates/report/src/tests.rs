@@ -634,6 +634,7 @@ fn an_interrupted_cell_and_a_store_timeout_show_in_every_renderer() {
     phase.ok = false;
     // What diagnose::persist_timeout makes of a store that kept the phase waiting.
     phase.signature = Some(Signature {
+        integrity: None,
         kind: SignatureKind::Persist,
         http_status: None,
         problem_type: None,

@@ -72,6 +72,7 @@ fn run_folder(dir: &Path) -> Report {
     }));
     trace.phase_start("promptSameHandleAfterRestart", "prompt");
     trace.http(Exchange {
+        last_event_id: None,
         method: "POST",
         url: "http://127.0.0.1:9/v1/acp/sdk-mock-1".into(),
         purpose: Purpose::AcpPost,
@@ -87,6 +88,7 @@ fn run_folder(dir: &Path) -> Report {
         }),
     });
     trace.emit(Event::Store(event::Store {
+        event: Default::default(),
         call: "getSession".into(),
         driver: "rivet".into(),
         ms: Some(16.0),
