@@ -143,8 +143,9 @@ fn summary(report: &Report, unreadable: &[String]) -> String {
         violations += checked.violations.len();
         for v in &checked.violations {
             out.push_str(&format!(
-                "  {}: {} — {} ({}{})\n",
+                "  {} × {}: {} — {} ({}{})\n",
                 cell.label(),
+                cell.point.scenario,
                 v.short(),
                 crate::untrusted::Untrusted::new(&v.detail).terminal(),
                 v.phase

@@ -146,10 +146,14 @@ pub(crate) fn check(
 }
 
 fn violation(history: &History, session: Name, hop: Hop, since: Hop, d: &Deviation) -> Violation {
-    let invariant = match hop {
-        Hop::Application => Invariant::Application,
-        Hop::Store => Invariant::Store,
-        _ => Invariant::GroundTruth,
+    let (invariant, hop) = blame(history, session, hop, d);
+    // What broke at the application or the store broke with an event the
+    // client read: the phase is the one during which it arrived there.
+    let t = match hop {
+        Hop::Application | Hop::Store if d.breach != Breach::Lost => {
+            arrival(history, session, d.digest, d.t).unwrap_or(d.t)
+        }
+        _ => d.t,
     };
     let what = match d.breach {
         Breach::Duplicate => "came more often than",
@@ -167,8 +171,8 @@ fn violation(history: &History, session: Name, hop: Hop, since: Hop, d: &Deviati
         session: Some(history.names.text(session).to_string()),
         ids: vec![format!("{:016x}", d.digest)],
         event_index: None,
-        t: d.t,
-        phase: history.phase_at(d.t).map(str::to_string),
+        t,
+        phase: history.phase_at(t).map(str::to_string),
         detail: format!(
             "session/update #{} ({}) at the {} {what} seen at the {}",
             d.position + 1,
@@ -177,6 +181,40 @@ fn violation(history: &History, session: Name, hop: Hop, since: Hop, d: &Deviati
             since.as_str()
         ),
     }
+}
+
+/// The invariant a deviation found at `hop` breaks, and where it shows.
+/// Continuity's client hands an event on, then stores it: the application
+/// point is the application's, the store point the store's. The SDK
+/// stores an event, then calls its listener: both are what it handed the
+/// application, unless the store refused the write (a lost event with a
+/// failed write of that session), which is the store's.
+fn blame(history: &History, session: Name, hop: Hop, d: &Deviation) -> (Invariant, Hop) {
+    match hop {
+        Hop::Store if history.app_after_store => {
+            let refused = d.breach == Breach::Lost && history.store_failures_of(session);
+            match refused {
+                true => (Invariant::Store, Hop::Store),
+                false => (Invariant::Application, Hop::Application),
+            }
+        }
+        Hop::Store => (Invariant::Store, Hop::Store),
+        Hop::Application => (Invariant::Application, Hop::Application),
+        other => (Invariant::GroundTruth, other),
+    }
+}
+
+/// When the client last read the update `digest` of `session` by `t`.
+fn arrival(history: &History, session: Name, digest: u64, t: f64) -> Option<f64> {
+    history
+        .client
+        .streams
+        .values()
+        .flatten()
+        .flat_map(|s| &s.events)
+        .filter(|e| e.session == Some(session) && e.digest == Some(digest) && e.t <= t)
+        .map(|e| e.t)
+        .max_by(f64::total_cmp)
 }
 
 /// The session's updates at every point, in the order an event travels

@@ -432,6 +432,21 @@ impl History {
         named
     }
 
+    /// Whether a store write of a local session bound to the agent's
+    /// `session` failed (a write that failed names its local session only).
+    pub(crate) fn store_failures_of(&self, session: Name) -> bool {
+        let locals: std::collections::HashSet<Name> = self
+            .app
+            .iter()
+            .chain(&self.store)
+            .filter(|g| g.agent_session == Some(session))
+            .filter_map(|g| g.session)
+            .collect();
+        self.store_failures
+            .iter()
+            .any(|(_, local)| local.is_some_and(|l| locals.contains(&l)))
+    }
+
     /// The agent's sessions the client saw this cell: only these are
     /// judged (a proxy or the agent's record may hold an earlier cell's).
     pub(crate) fn cell_sessions(&self) -> std::collections::HashSet<Name> {

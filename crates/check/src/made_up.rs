@@ -130,6 +130,14 @@ impl Made {
         )
     }
 
+    /// A store write of the local session that failed.
+    pub fn store_failed(&mut self) -> &mut Self {
+        self.line(
+            json!({"ev": "store", "call": "insertEvent", "driver": "sqlite", "ok": false,
+            "error": "refused", "session": "local", "sender": "agent"}),
+        )
+    }
+
     pub fn agent(&mut self, s: &str, n: u32) -> &mut Self {
         self.line(json!({"ev": "agent_sent", "session": s, "method": "session/update", "digest": digest(s, n)}))
     }

@@ -486,9 +486,45 @@ impl Totals {
 }
 
 impl Signature {
+    /// The evidence of an `integrity` failure the checker found, in one
+    /// line: what broke where (`stream duplicate at gateway`), the ids, the
+    /// stream, the session, the stored index, and since where it was still
+    /// right. Its ids and sessions are the server's text: a renderer passes
+    /// it through `untrusted::Untrusted`.
+    pub fn evidence(&self) -> Option<String> {
+        let v = self.integrity.as_ref()?;
+        let mut parts = vec![v.short()];
+        if !v.ids.is_empty() {
+            let what = match v.invariant {
+                continuity_check::Invariant::Stream => "SSE id",
+                continuity_check::Invariant::Requests => "JSON-RPC id",
+                _ => "digest",
+            };
+            parts.push(format!("{what} {}", v.ids.join(", ")));
+        }
+        if let Some(stream) = &v.stream {
+            parts.push(format!("stream {stream}"));
+        }
+        if let Some(session) = &v.session {
+            parts.push(format!("session {session}"));
+        }
+        if let Some(index) = v.event_index {
+            parts.push(format!("event index {index}"));
+        }
+        if let Some(since) = v.since {
+            parts.push(format!("right at the {}", since.as_str()));
+        }
+        parts.push(format!("at {:.1} s", v.t / 1000.0));
+        Some(parts.join(", "))
+    }
+
     /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
-    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
+    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`,
+    /// `integrity: stream` (the invariant the checker found broken).
     pub fn short(&self) -> String {
+        if let (SignatureKind::Integrity, Some(v)) = (self.kind, &self.integrity) {
+            return format!("integrity: {}", v.invariant);
+        }
         match self.kind {
             SignatureKind::Timeout if self.cause.is_some() => {
                 format!(

@@ -108,16 +108,38 @@ fn what_the_store_lost_or_invented_is_the_stores() {
 }
 
 #[test]
-fn the_sdks_listener_comes_after_its_store_so_a_lost_write_is_the_stores() {
-    let verdict = handed(&[1, 3], &[1, 3], "listener").check(&[]);
-    let first = verdict.first().unwrap();
+fn what_the_sdk_stored_and_heard_is_what_it_handed_the_application_unless_the_store_refused() {
+    // The SDK never stored nor handed on update 2: its own doing.
+    let dropped = handed(&[1, 3], &[1, 3], "listener").check(&[]);
+    let first = dropped.first().unwrap();
     assert_eq!(
         (first.invariant, first.breach, first.hop),
-        (Invariant::Store, Breach::Lost, Hop::Store),
+        (Invariant::Application, Breach::Lost, Hop::Application),
+        "{dropped:#?}"
+    );
+    // It stored and heard update 2 twice: handed on twice.
+    let twice = handed(&[1, 2, 2, 3], &[1, 2, 2, 3], "listener").check(&[]);
+    let first = twice.first().unwrap();
+    assert_eq!(
+        (first.invariant, first.breach),
+        (Invariant::Application, Breach::Duplicate),
+        "{twice:#?}"
+    );
+    // The store refused the write of update 2: the store's.
+    let mut refused = handed(&[1, 3], &[1, 3], "listener");
+    refused.store_failed();
+    let verdict = refused.check(&[]);
+    let first = verdict.first().unwrap();
+    assert_eq!(
+        (first.invariant, first.breach, first.hop, first.since),
+        (
+            Invariant::Store,
+            Breach::Lost,
+            Hop::Store,
+            Some(Hop::Client)
+        ),
         "{verdict:#?}"
     );
-    assert_eq!(first.since, Some(Hop::Client));
-    assert_eq!(verdict.status(Invariant::Application), Some(Status::Valid));
 }
 
 #[test]
