@@ -350,21 +350,31 @@ impl Sse {
     }
 
     /// Event-stream bytes: each whole line read, each blank line ending an event.
-    fn feed(&mut self, bytes: &[u8], tell: &mut dyn FnMut(TapEvent)) -> bool {
-        for &b in bytes {
-            if b != b'\n' {
-                self.line.push(b);
-                self.size += 1;
-                if self.size > EVENT_LIMIT {
-                    return false;
-                }
+    fn feed(&mut self, mut bytes: &[u8], tell: &mut dyn FnMut(TapEvent)) -> bool {
+        while !bytes.is_empty() {
+            let (part, rest, whole) = match bytes.iter().position(|b| *b == b'\n') {
+                Some(at) => (&bytes[..at], &bytes[at + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            bytes = rest;
+            self.size += part.len();
+            if self.size > EVENT_LIMIT {
+                return false;
+            }
+            if !whole {
+                self.line.extend_from_slice(part);
                 continue;
             }
-            let mut line = std::mem::take(&mut self.line);
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            self.line_done(&String::from_utf8_lossy(&line), tell);
+            let line = if self.line.is_empty() {
+                part
+            } else {
+                self.line.extend_from_slice(part);
+                &self.line[..]
+            };
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let text = String::from_utf8_lossy(line).into_owned();
+            self.line.clear();
+            self.line_done(&text, tell);
         }
         true
     }
