@@ -144,8 +144,10 @@ pub struct History {
     pub(crate) rpc_sessions: std::collections::HashSet<Name>,
     /// The stream the client opened last, for SSE events that name none.
     last_client_stream: Option<Name>,
-    /// Each proxy connection's current stream: (hop, conn) → (point, stream).
-    hop_conns: HashMap<(bool, u64), Name>,
+    /// Each proxy connection's current GET: (hop, conn) → its stream and
+    /// that GET's place among the stream's segments (two connections may
+    /// read one stream at once: a client's and the harness's probe).
+    hop_conns: HashMap<(bool, u64), (Name, usize)>,
 }
 
 /// Which observation point a hop's proxy is: the agent hop's sees what the
@@ -239,7 +241,9 @@ impl History {
 
     /// A stream GET of the client's that the server answered: a new segment.
     fn client_get(&mut self, http: &Http) {
-        if http.purpose != Purpose::Stream || !http.status.is_some_and(|s| (200..300).contains(&s))
+        if http.probe
+            || http.purpose != Purpose::Stream
+            || !http.status.is_some_and(|s| (200..300).contains(&s))
         {
             return;
         }
@@ -261,6 +265,9 @@ impl History {
     }
 
     fn client_sse(&mut self, t: f64, sse: &Sse) {
+        if sse.probe {
+            return;
+        }
         let stream = match &sse.stream {
             Some(stream) => Some(self.names.intern(stream)),
             None => {
@@ -296,17 +303,19 @@ impl History {
         }
         let stream = self.names.intern(&open.stream);
         let last_event_id = open.last_event_id.as_deref().map(|id| self.id(id));
-        self.hop_conns.insert((server, open.conn), stream);
         let point = if server {
             &mut self.server
         } else {
             &mut self.gateway
         };
         point.recorded = true;
-        point.streams.entry(stream).or_default().push(Segment {
+        let segments = point.streams.entry(stream).or_default();
+        segments.push(Segment {
             last_event_id,
             events: Vec::new(),
         });
+        let at = segments.len() - 1;
+        self.hop_conns.insert((server, open.conn), (stream, at));
     }
 
     fn hop_sse(&mut self, t: f64, sse: &HopSse) {
@@ -321,7 +330,11 @@ impl History {
             sse.method.as_deref(),
             sse.digest.as_deref(),
         );
-        let open = self.hop_conns.get(&(server, sse.conn)) == Some(&stream);
+        let open = self
+            .hop_conns
+            .get(&(server, sse.conn))
+            .filter(|(s, _)| *s == stream)
+            .map(|(_, at)| *at);
         let point = if server {
             &mut self.server
         } else {
@@ -329,13 +342,16 @@ impl History {
         };
         point.recorded = true;
         let segments = point.streams.entry(stream).or_default();
-        if !open || segments.is_empty() {
-            segments.push(Segment::default());
-            self.hop_conns.insert((server, sse.conn), stream);
-        }
-        if let Some(last) = segments.last_mut() {
-            last.events.push(seen);
-        }
+        let at = match open.filter(|at| *at < segments.len()) {
+            Some(at) => at,
+            None => {
+                segments.push(Segment::default());
+                let at = segments.len() - 1;
+                self.hop_conns.insert((server, sse.conn), (stream, at));
+                at
+            }
+        };
+        segments[at].events.push(seen);
     }
 
     fn agent_sent(&mut self, t: f64, sent: &AgentSent) {
@@ -461,26 +477,40 @@ impl History {
 }
 
 impl History {
-    /// The windows in which the SDK's host lost its records: a restart of
-    /// the process holding the hosted SDK (the RivetKit runner: `rivet`,
-    /// `client`) or a reload of the browser's page, from a little before
-    /// it (what the SDK did since continuity last asked for its records)
-    /// to its end. Only when the application's events are the SDK's.
+    /// The windows in which the SDK's host may have lost its records: a
+    /// restart of what holds or hosts the SDK's actor (the RivetKit runner:
+    /// `rivet`, `client`; the Rivet Engine: `rivet-engine`, whose restart
+    /// wakes the actor again) or a reload of the browser's page. Continuity
+    /// asks for the records as the restart phase begins; what the SDK did
+    /// after that, still storing and handing on what the phase before
+    /// received, may be gone: each window runs from that phase's start to
+    /// the restart's end. Only when the application's events are the SDK's.
     pub(crate) fn host_gaps(&self) -> Vec<(f64, f64)> {
         if !self.app_after_store {
             return Vec::new();
         }
-        let host = matches!(self.target.as_deref(), Some("rivet" | "client"));
+        let host = matches!(
+            self.target.as_deref(),
+            Some("rivet" | "rivet-engine" | "client")
+        );
         self.restarts
             .iter()
             .filter(|(_, _, reload)| host || *reload)
-            .map(|(start, end, _)| (start - HOST_SLACK_MS, end.unwrap_or(f64::INFINITY)))
+            .map(|(start, end, _)| {
+                let mut before: Vec<f64> = self
+                    .phases
+                    .iter()
+                    .map(|p| p.start)
+                    .filter(|s| s <= start)
+                    .collect();
+                before.sort_by(f64::total_cmp);
+                // The restart's own phase is the last to start; the one before it.
+                let from = before.iter().rev().nth(1).copied().unwrap_or(0.0);
+                (from, end.unwrap_or(f64::INFINITY))
+            })
             .collect()
     }
 }
-
-/// How long before a restart of the SDK's host its records may be lost.
-const HOST_SLACK_MS: f64 = 2000.0;
 
 /// The method every session update carries.
 pub(crate) const UPDATE: &str = "session/update";

@@ -24,13 +24,18 @@ pub(crate) fn digest(s: &str, n: u32) -> String {
 
 impl Made {
     pub fn new() -> Made {
+        Made::of_target("gateway")
+    }
+
+    /// A trace of a cell whose target is `target`.
+    pub fn of_target(target: &str) -> Made {
         let mut made = Made {
             lines: Vec::new(),
             t: 0.0,
         };
         made.line(
             json!({"ev": "trace", "schema": "continuity.trace/v1", "level": "summary",
-            "cell": {"target": "gateway", "scenario": "recreate-rehydrate", "attempt": 1}}),
+            "cell": {"target": target, "scenario": "recreate-rehydrate", "attempt": 1}}),
         );
         made
     }
@@ -66,6 +71,24 @@ impl Made {
             json!({"ev": "sse", "event": "message", "bytes": 10, "id": id.to_string(),
             "method": "session/update", "stream": stream, "session": s, "digest": digest(s, n)}),
         )
+    }
+
+    /// The harness's own GET of `stream` (a re-attach probe).
+    pub fn probe_get(&mut self, stream: &str, last: Option<u64>) -> &mut Self {
+        self.get(stream, last);
+        if let Some(line) = self.lines.last_mut() {
+            line["probe"] = true.into();
+        }
+        self
+    }
+
+    /// An SSE event the harness's probe read.
+    pub fn probe_sse(&mut self, stream: &str, id: u64, s: &str, n: u32) -> &mut Self {
+        self.sse(stream, id, s, n);
+        if let Some(line) = self.lines.last_mut() {
+            line["probe"] = true.into();
+        }
+        self
     }
 
     /// A proxy on `hop` opening a GET of `stream` on connection `conn`.

@@ -88,6 +88,10 @@ impl Exchange {
 #[derive(Clone)]
 pub struct Trace {
     inner: Arc<Inner>,
+    /// A handle the harness reads a stream with for itself (a re-attach
+    /// probe): its stream GETs and SSE events are marked `probe`, so they
+    /// are never taken for the client's.
+    probe: bool,
 }
 
 struct Inner {
@@ -145,6 +149,7 @@ impl Trace {
 
     fn build(level: TraceLevel, token: Option<Secret>, sink: Option<Sink>) -> Trace {
         Trace {
+            probe: false,
             inner: Arc::new(Inner {
                 start: Instant::now(),
                 start_epoch_ms: std::time::SystemTime::now()
@@ -156,6 +161,15 @@ impl Trace {
                 sink: Mutex::new(sink),
                 observations: Mutex::new(Observations::default()),
             }),
+        }
+    }
+
+    /// This trace, for the harness's own reading of a stream: its GETs
+    /// and SSE events are marked `probe`.
+    pub fn probing(&self) -> Trace {
+        Trace {
+            inner: Arc::clone(&self.inner),
+            probe: true,
         }
     }
 
@@ -254,6 +268,7 @@ impl Trace {
             error: seen.error,
             error_detail: seen.error_detail,
             last_event_id: exchange.last_event_id,
+            probe: self.probe,
             ..Default::default()
         };
         extra(&mut http);
@@ -300,6 +315,7 @@ impl Trace {
             stream: digest::server_id_of(url),
             session: envelope.and_then(digest::session_of),
             digest: envelope.map(digest::envelope),
+            probe: self.probe,
         }));
     }
 

@@ -9,6 +9,7 @@ fn items(digests: &[u64]) -> Vec<Item> {
         .map(|(i, d)| Item {
             t: i as f64,
             digest: *d,
+            read_as: None,
         })
         .collect()
 }
@@ -220,5 +221,68 @@ fn a_stream_whose_client_hands_nothing_on_is_not_the_applications() {
             .iter()
             .any(|v| v.invariant == Invariant::Application),
         "{verdict:#?}"
+    );
+}
+
+#[test]
+fn what_a_stream_carried_past_where_its_client_stopped_reading_is_never_asked_for() {
+    // The server sent 1–4; the client's stream was cut after 2 and never
+    // resumed (a fault reset it, the phase failed): 3 and 4 were not lost there.
+    let cut = |read: &[u64]| {
+        let mut m = Made::new();
+        m.prompt("s").get("x", None).hop_get("agent", 1, "x", None);
+        for n in 1..=4 {
+            m.agent("s", n).hop_sse("agent", 1, "x", n as u64, "s", n);
+        }
+        for n in read {
+            m.sse("x", *n, "s", *n as u32);
+        }
+        m.check(&[])
+    };
+    let verdict = cut(&[1, 2]);
+    assert!(verdict.violations.is_empty(), "{verdict:#?}");
+    assert_eq!(verdict.excused, 2);
+    // A hole below the last id read is lost, and named.
+    let verdict = cut(&[1, 2, 4]);
+    assert!(
+        verdict
+            .violations
+            .iter()
+            .any(|v| v.invariant == Invariant::Stream && v.breach == Breach::Gap),
+        "{verdict:#?}"
+    );
+}
+
+#[test]
+fn a_loss_while_the_sdks_host_restarted_is_unknown_never_a_duplicate() {
+    // The SDK heard and stored 1–3 of the turn before a Rivet Engine
+    // restart; the records of 2 and 3 went with its actor.
+    let with = |target: &str, app: &[u32]| {
+        let mut m = Made::of_target(target);
+        m.phase("prompt").prompt("s").get("x", None);
+        for n in 1..=3 {
+            m.agent("s", n).sse("x", n as u64, "s", n);
+        }
+        for n in app {
+            m.app("listener", "s", *n);
+        }
+        m.phase("restart").restart();
+        m.check(&[])
+    };
+    assert!(with("rivet-engine", &[1]).violations.is_empty());
+    assert!(with("client", &[1]).violations.is_empty());
+    // Another target kills no host: the loss counts.
+    let kept = with("gateway", &[1]);
+    assert_eq!(
+        kept.first().map(|v| v.breach),
+        Some(Breach::Lost),
+        "{kept:#?}"
+    );
+    // A duplicate counts whatever restarted.
+    let twice = with("rivet-engine", &[1, 1, 2, 3]);
+    assert_eq!(
+        twice.first().map(|v| v.breach),
+        Some(Breach::Duplicate),
+        "{twice:#?}"
     );
 }

@@ -163,3 +163,23 @@ fn another_cells_stream_on_a_proxy_is_not_judged() {
         .hop_sse("agent", 9, "other", 5, "t", 1);
     assert!(stream_violations(&m).is_empty());
 }
+
+#[test]
+fn the_harness_reading_a_stream_again_is_not_the_clients_nor_mixed_with_it() {
+    // The client read 1–3; a probe of the harness's re-attached from 1 on
+    // another connection while the client's own GET stayed open and read 4.
+    let mut m = Made::new();
+    m.get("x", None).hop_get("agent", 1, "x", None);
+    for id in 1..=3 {
+        m.hop_sse("agent", 1, "x", id, "s", id as u32)
+            .sse("x", id, "s", id as u32);
+    }
+    m.probe_get("x", Some(1)).hop_get("agent", 2, "x", Some(1));
+    m.hop_sse("agent", 2, "x", 2, "s", 2)
+        .probe_sse("x", 2, "s", 2);
+    m.hop_sse("agent", 1, "x", 4, "s", 4).sse("x", 4, "s", 4);
+    m.hop_sse("agent", 2, "x", 3, "s", 3)
+        .probe_sse("x", 3, "s", 3);
+    let v = stream_violations(&m);
+    assert!(v.is_empty(), "{v:#?}");
+}

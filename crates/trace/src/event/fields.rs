@@ -82,6 +82,9 @@ payload! {
         /// An event stream's GET: the `Last-Event-ID` it resumed from.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub last_event_id: Option<String>,
+        /// The harness's own read of a stream (a re-attach probe), not the client's.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub probe: bool,
     }
 
     pub struct Rpc {
@@ -124,6 +127,9 @@ payload! {
         /// The envelope's digest ([`crate::digest`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub digest: Option<String>,
+        /// Read by the harness's own probe, not the client.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub probe: bool,
     }
 
     pub struct StreamEnd {
