@@ -21,7 +21,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-cargo build --release --quiet
 cargo bench --quiet -p continuity-check --bench checker --no-run 2>/dev/null
 checker=$(ls -t target/release/deps/checker-* | grep -v '\.d$' | head -1)
 
@@ -35,6 +34,7 @@ echo "== 2. the stream tap on a hop (load $(load))"
 cargo bench --quiet -p continuity-faults --bench tap -- "$mb" 3 2>/dev/null
 
 [ -n "${SKIP_RUN:-}" ] && exit 0
+cargo build --release --quiet
 echo
 args=${RUN_ARGS:---target agent --target gateway --target gateway-reload}
 echo "== 3. a run's cells: continuity run $args (load $(load))"

@@ -7,7 +7,8 @@
 //! passes, a line that says the candidate fixes it, or breaks it; and for
 //! each long turn that did not go through cleanly, its fate (lost,
 //! unfinished, session unusable: [`super::TurnFate`]) and where that puts
-//! the fix.
+//! the fix; and for each cell whose history broke an invariant, the hop
+//! where it first showed ([`super::integrity_fix`]).
 
 use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Report, Verdict};
 use std::fmt::Write;
@@ -36,6 +37,7 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
     }
     lines.extend(candidate_lines(report));
     lines.extend(turn_lines(report));
+    lines.extend(super::integrity_fix::lines(report));
     if lines.is_empty() {
         return None;
     }

@@ -28,6 +28,7 @@ pub mod floor;
 pub mod gate;
 pub mod github;
 pub mod html;
+pub(crate) mod integrity_fix;
 pub mod join;
 pub mod judgement;
 pub mod junit;
