@@ -487,6 +487,7 @@ mod tests {
                 "bisect",
                 "compare",
                 "show",
+                "check",
                 "export",
                 "merge",
                 "baseline",

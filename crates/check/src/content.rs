@@ -131,7 +131,8 @@ pub(crate) fn check(
                 continue;
             };
             for d in compare(expected, sequence, &turns) {
-                if d.breach == Breach::Lost && unread(history, *hop, &expected[d.position]) {
+                if d.breach == Breach::Lost && unread(history, session, *hop, &expected[d.position])
+                {
                     // Past the last id its stream was read to: never asked for.
                     excused += 1;
                     continue;
@@ -211,18 +212,22 @@ fn blame(history: &History, session: Name, hop: Hop, d: &Deviation) -> (Invarian
     }
 }
 
-/// Whether a stream point (the gateway's, the client's) never read its
-/// stream as far as `item`'s id: the stream was cut and not resumed, or the
-/// cell ended first. What was never asked for is not lost there; a hole
-/// below the last id read is (and the stream invariant names it too).
-fn unread(history: &History, hop: Hop, item: &Item) -> bool {
+/// Whether the client never read as far as `item` (its stream was cut and
+/// never resumed, it was closed, the cell ended): what was never asked for
+/// is not lost on the way; a loss while the client still read is (and a
+/// hole in the ids is the stream invariant's too). An update a stream
+/// point passed on is unread when its id lies past the last id that point
+/// read on its stream; one the server never sent (the agent's record holds
+/// it) when the client read nothing of the session's streams after it.
+fn unread(history: &History, session: Name, hop: Hop, item: &Item) -> bool {
     let point = match hop {
         Hop::Gateway => &history.gateway,
         Hop::Client => &history.client,
+        Hop::Server => return nothing_read_after(history, session, item.t),
         _ => return false,
     };
     let Some((stream, id)) = item.read_as else {
-        return false;
+        return nothing_read_after(history, session, item.t);
     };
     let furthest = point
         .streams
@@ -236,6 +241,22 @@ fn unread(history: &History, hop: Hop, item: &Item) -> bool {
         })
         .max();
     furthest.is_none_or(|furthest| id > furthest)
+}
+
+/// Whether the client read nothing on the streams that carried `session`
+/// after `t`.
+fn nothing_read_after(history: &History, session: Name, t: f64) -> bool {
+    let carried = history.client.streams.values().filter(|segments| {
+        segments
+            .iter()
+            .flat_map(|s| &s.events)
+            .any(|e| e.session == Some(session))
+    });
+    let last_read = carried
+        .flat_map(|segments| segments.iter().flat_map(|s| &s.events))
+        .map(|e| e.t)
+        .max_by(f64::total_cmp);
+    last_read.is_none_or(|last| t > last)
 }
 
 /// When the client last read the update `digest` of `session` by `t`.

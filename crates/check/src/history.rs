@@ -126,13 +126,14 @@ pub struct History {
     pub(crate) truncated: bool,
     /// Records of the SDK's host were lost (its log full, its process gone).
     pub(crate) host_lost_records: bool,
+    /// When continuity first read a new log of the SDK's host: it
+    /// restarted, and its old log's records since the last fetch are gone.
+    pub(crate) host_restarts: Vec<f64>,
     /// SSE events read without their stream's id (a trace written before
     /// the checker): given to the stream last opened.
     pub(crate) inferred_streams: bool,
     /// SSE events with no digest (a trace written before the checker).
     pub(crate) undigested: bool,
-    /// The cell's target, from the trace's header.
-    pub(crate) target: Option<String>,
     /// Each restart: its start, its end, and whether it reloaded the
     /// browser client's page.
     pub(crate) restarts: Vec<(f64, Option<f64>, bool)>,
@@ -176,7 +177,6 @@ impl History {
         match &line.event {
             Event::Trace(header) => {
                 self.level = Some(continuity_trace_level(header.level));
-                self.target = header.cell.as_ref().map(|c| c.target.clone());
             }
             Event::RestartStart => self.restarts.push((t, None, false)),
             Event::RestartEnd(end) => {
@@ -233,7 +233,12 @@ impl History {
                 }
             }
             Event::AgentSent(sent) => self.agent_sent(t, sent),
-            Event::WireDropped(_) => self.host_lost_records = true,
+            Event::WireDropped(dropped) => {
+                self.host_lost_records = true;
+                if dropped.restarted {
+                    self.host_restarts.push(t);
+                }
+            }
             Event::Truncated(_) => self.truncated = true,
             _ => {}
         }
@@ -477,38 +482,49 @@ impl History {
 }
 
 impl History {
-    /// The windows in which the SDK's host may have lost its records: a
-    /// restart of what holds or hosts the SDK's actor (the RivetKit runner:
-    /// `rivet`, `client`; the Rivet Engine: `rivet-engine`, whose restart
-    /// wakes the actor again) or a reload of the browser's page. Continuity
-    /// asks for the records as the restart phase begins; what the SDK did
-    /// after that, still storing and handing on what the phase before
-    /// received, may be gone: each window runs from that phase's start to
-    /// the restart's end. Only when the application's events are the SDK's.
+    /// The windows in which the SDK's host may have lost its records: it
+    /// started a new log (its process was killed, its actor woke again:
+    /// seen as `wire_dropped` with `restarted`), or the browser's page was
+    /// reloaded (the application restarted). Continuity asks for the
+    /// records as the restart phase begins; what the SDK did after that,
+    /// still storing and handing on what the phase before received, may be
+    /// gone: each window runs from that phase's start to the new log (the
+    /// reload's end). Only when the application's events are the SDK's.
     pub(crate) fn host_gaps(&self) -> Vec<(f64, f64)> {
         if !self.app_after_store {
             return Vec::new();
         }
-        let host = matches!(
-            self.target.as_deref(),
-            Some("rivet" | "rivet-engine" | "client")
-        );
-        self.restarts
+        let reloads = self
+            .restarts
             .iter()
-            .filter(|(_, _, reload)| host || *reload)
-            .map(|(start, end, _)| {
-                let mut before: Vec<f64> = self
-                    .phases
-                    .iter()
-                    .map(|p| p.start)
-                    .filter(|s| s <= start)
-                    .collect();
-                before.sort_by(f64::total_cmp);
-                // The restart's own phase is the last to start; the one before it.
-                let from = before.iter().rev().nth(1).copied().unwrap_or(0.0);
-                (from, end.unwrap_or(f64::INFINITY))
-            })
+            .filter(|(_, _, reload)| *reload)
+            .map(|(start, end, _)| (*start, end.unwrap_or(f64::INFINITY)));
+        // A new log is read after the restart that made it.
+        let new_logs = self.host_restarts.iter().map(|seen| {
+            let restart = self
+                .restarts
+                .iter()
+                .map(|(start, _, _)| *start)
+                .filter(|start| start <= seen)
+                .fold(f64::NEG_INFINITY, f64::max);
+            (restart.max(0.0), *seen)
+        });
+        reloads
+            .chain(new_logs)
+            .map(|(start, end)| (self.phase_before(start), end))
             .collect()
+    }
+
+    /// The start of the phase before the one running at `t`.
+    fn phase_before(&self, t: f64) -> f64 {
+        let mut before: Vec<f64> = self
+            .phases
+            .iter()
+            .map(|p| p.start)
+            .filter(|s| *s <= t)
+            .collect();
+        before.sort_by(f64::total_cmp);
+        before.iter().rev().nth(1).copied().unwrap_or(0.0)
     }
 }
 

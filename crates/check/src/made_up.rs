@@ -170,6 +170,11 @@ impl Made {
         self.line(json!({"ev": "restart_end", "ok": true, "action": "managed", "restartMs": 1, "readyMs": 1}))
     }
 
+    /// The SDK's host's new log, read after it restarted.
+    pub fn new_host_log(&mut self) -> &mut Self {
+        self.line(json!({"ev": "wire_dropped", "dropped": 0, "restarted": true}))
+    }
+
     pub fn lines(&self) -> Vec<Line> {
         self.lines.iter().filter_map(Line::from_value).collect()
     }

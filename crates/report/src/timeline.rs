@@ -271,6 +271,9 @@ fn stack_text(event: &Event) -> Option<String> {
             "waited {} for the previous cell's DELETEs on this stack",
             ms(e.ms as f64)
         ),
+        Event::WireDropped(e) if e.restarted => {
+            "the hosted SDK's host restarted: its records since the last fetch are lost".to_string()
+        }
         Event::WireDropped(e) => format!(
             "{} of the hosted SDK's wire records lost (its buffer was full)",
             e.dropped

@@ -255,10 +255,10 @@ fn what_a_stream_carried_past_where_its_client_stopped_reading_is_never_asked_fo
 
 #[test]
 fn a_loss_while_the_sdks_host_restarted_is_unknown_never_a_duplicate() {
-    // The SDK heard and stored 1–3 of the turn before a Rivet Engine
-    // restart; the records of 2 and 3 went with its actor.
-    let with = |target: &str, app: &[u32]| {
-        let mut m = Made::of_target(target);
+    // The SDK heard and stored 1–3 of the turn before a restart; when its
+    // host came back with a new log, the records of 2 and 3 were gone.
+    let with = |new_log: bool, app: &[u32]| {
+        let mut m = Made::of_target("rivet-engine");
         m.phase("prompt").prompt("s").get("x", None);
         for n in 1..=3 {
             m.agent("s", n).sse("x", n as u64, "s", n);
@@ -267,22 +267,51 @@ fn a_loss_while_the_sdks_host_restarted_is_unknown_never_a_duplicate() {
             m.app("listener", "s", *n);
         }
         m.phase("restart").restart();
+        if new_log {
+            m.new_host_log();
+        }
         m.check(&[])
     };
-    assert!(with("rivet-engine", &[1]).violations.is_empty());
-    assert!(with("client", &[1]).violations.is_empty());
-    // Another target kills no host: the loss counts.
-    let kept = with("gateway", &[1]);
+    assert!(with(true, &[1]).violations.is_empty());
+    // The same log throughout: nothing was lost with it, the loss counts.
+    let kept = with(false, &[1]);
     assert_eq!(
         kept.first().map(|v| v.breach),
         Some(Breach::Lost),
         "{kept:#?}"
     );
     // A duplicate counts whatever restarted.
-    let twice = with("rivet-engine", &[1, 1, 2, 3]);
+    let twice = with(true, &[1, 1, 2, 3]);
     assert_eq!(
         twice.first().map(|v| v.breach),
         Some(Breach::Duplicate),
         "{twice:#?}"
+    );
+}
+
+#[test]
+fn what_the_server_never_sent_once_its_client_stopped_reading_is_not_lost() {
+    let run = |read_on: bool| {
+        let mut m = Made::new();
+        m.prompt("s").get("x", None).hop_get("agent", 1, "x", None);
+        for n in 1..=2 {
+            m.agent("s", n).hop_sse("agent", 1, "x", n as u64, "s", n).sse("x", n as u64, "s", n);
+        }
+        // The agent answers a prompt the client re-sent after its stream was cut.
+        m.agent("s", 3);
+        if read_on {
+            // ... or the client still reads the stream: then 3 is lost at the server.
+            m.agent("s", 4).hop_sse("agent", 1, "x", 3, "s", 4).sse("x", 3, "s", 4);
+        }
+        m.check(&[])
+    };
+    let cut = run(false);
+    assert!(cut.violations.is_empty(), "{cut:#?}");
+    let reading = run(true);
+    let first = reading.first().expect("a violation");
+    assert_eq!(
+        (first.invariant, first.breach, first.hop),
+        (Invariant::GroundTruth, Breach::Lost, Hop::Server),
+        "{reading:#?}"
     );
 }

@@ -258,6 +258,11 @@ payload! {
 
     pub struct WireDropped {
         pub dropped: u64,
+        /// The SDK's host started a new log (its process restarted, its
+        /// actor woke again): what the old one held beyond what continuity
+        /// had fetched is gone, however much that was.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub restarted: bool,
     }
 
     pub struct ReadyProbe {
