@@ -318,43 +318,38 @@ fn points_of(
     points
 }
 
-/// The updates one point delivered for `session`, as the client would
-/// have them, each SSE id once (a repeated id is the stream invariant's):
-/// an event that a later GET's `Last-Event-ID` says the client never got
-/// gives way to its resend.
+/// The updates one point passed on for `session`, each SSE id once, at
+/// its first arrival: a resend of an id (a resume going on after its
+/// `Last-Event-ID`, the harness's own re-attach beside the client's GET)
+/// is the same event, and an id repeated is the stream invariant's.
 fn effective(point: &Point, session: Name, cell: &HashSet<Name>) -> Sequence {
     if !point.recorded {
         return None;
     }
     let mut items: Vec<Item> = Vec::new();
     for (stream, segments) in point.streams.iter().filter(|(s, _)| cell.contains(s)) {
-        let mut kept: Vec<(Item, Option<Id>)> = Vec::new();
+        let mut events: Vec<&crate::history::Seen> = segments
+            .iter()
+            .flat_map(|s| &s.events)
+            .filter(|e| e.update)
+            .collect();
+        events.sort_by(|a, b| a.t.total_cmp(&b.t));
         let mut ids: HashSet<Id> = HashSet::new();
-        for segment in segments {
-            if let Some(Id::Num(last)) = segment.last_event_id {
-                kept.retain(|(_, id)| !matches!(id, Some(Id::Num(n)) if *n > last));
-                ids.retain(|id| !matches!(id, Id::Num(n) if *n > last));
-            }
-            for e in segment.events.iter().filter(|e| e.update) {
-                let digest = e.digest?;
-                let Some(s) = e.session else { continue };
-                if s == session && e.id.is_none_or(|id| ids.insert(id)) {
-                    let read_as = match e.id {
-                        Some(Id::Num(n)) => Some((*stream, n)),
-                        _ => None,
-                    };
-                    kept.push((
-                        Item {
-                            t: e.t,
-                            digest,
-                            read_as,
-                        },
-                        e.id,
-                    ));
-                }
+        for e in events {
+            let digest = e.digest?;
+            let Some(s) = e.session else { continue };
+            if s == session && e.id.is_none_or(|id| ids.insert(id)) {
+                let read_as = match e.id {
+                    Some(Id::Num(n)) => Some((*stream, n)),
+                    _ => None,
+                };
+                items.push(Item {
+                    t: e.t,
+                    digest,
+                    read_as,
+                });
             }
         }
-        items.extend(kept.into_iter().map(|(item, _)| item));
     }
     items.sort_by(|a, b| a.t.total_cmp(&b.t));
     Some(items)

@@ -295,13 +295,17 @@ fn what_the_server_never_sent_once_its_client_stopped_reading_is_not_lost() {
         let mut m = Made::new();
         m.prompt("s").get("x", None).hop_get("agent", 1, "x", None);
         for n in 1..=2 {
-            m.agent("s", n).hop_sse("agent", 1, "x", n as u64, "s", n).sse("x", n as u64, "s", n);
+            m.agent("s", n)
+                .hop_sse("agent", 1, "x", n as u64, "s", n)
+                .sse("x", n as u64, "s", n);
         }
         // The agent answers a prompt the client re-sent after its stream was cut.
         m.agent("s", 3);
         if read_on {
             // ... or the client still reads the stream: then 3 is lost at the server.
-            m.agent("s", 4).hop_sse("agent", 1, "x", 3, "s", 4).sse("x", 3, "s", 4);
+            m.agent("s", 4)
+                .hop_sse("agent", 1, "x", 3, "s", 4)
+                .sse("x", 3, "s", 4);
         }
         m.check(&[])
     };
@@ -314,4 +318,34 @@ fn what_the_server_never_sent_once_its_client_stopped_reading_is_not_lost() {
         (Invariant::GroundTruth, Breach::Lost, Hop::Server),
         "{reading:#?}"
     );
+}
+
+#[test]
+fn a_resend_beside_the_clients_stream_is_the_same_event_not_a_replacement() {
+    // The hops carried 1–2 on the client's GET, then the harness re-read
+    // from 1 on another connection (3 and 4 of it none of the client's),
+    // then the client's GET carried 3.
+    let mut m = Made::new();
+    m.prompt("s").get("x", None);
+    for hop in ["agent", "gateway"] {
+        m.hop_get(hop, 1, "x", None);
+    }
+    for n in 1..=2u32 {
+        m.agent("s", n);
+        for hop in ["agent", "gateway"] {
+            m.hop_sse(hop, 1, "x", u64::from(n), "s", n);
+        }
+        m.sse("x", u64::from(n), "s", n);
+    }
+    for hop in ["agent", "gateway"] {
+        m.hop_get(hop, 2, "x", Some(1)).hop_sse(hop, 2, "x", 2, "s", 2);
+    }
+    m.probe_get("x", Some(1)).probe_sse("x", 2, "s", 2);
+    m.prompt("s").agent("s", 3);
+    for hop in ["agent", "gateway"] {
+        m.hop_sse(hop, 1, "x", 3, "s", 3);
+    }
+    m.sse("x", 3, "s", 3);
+    let verdict = m.check(&[]);
+    assert!(verdict.violations.is_empty(), "{verdict:#?}");
 }
