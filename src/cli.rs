@@ -89,6 +89,13 @@ pub enum Command {
         #[arg(long, value_name = "AGENT", requires = "cell")]
         agent: Option<String>,
     },
+    /// Check a finished run again: the always-on checker over its cells' traces (streams, application, store, requests, ground truth), each cell judged again with what it finds; prints the verdicts as `run` does and exits as `run` would. Reads only: works on a merged run, a downloaded artifact, a folder it may not write to.
+    Check {
+        /// The run: its folder or its report.json.
+        run: PathBuf,
+        #[command(flatten)]
+        gate: GateArgs,
+    },
     /// Export a finished run for other tools: --chrome-trace FILE writes its cells, phases, restarts, fault windows and HTTP exchanges as Chrome Trace Event JSON (Perfetto, chrome://tracing).
     Export {
         /// The run: its folder or its report.json.
@@ -501,6 +508,7 @@ mod tests {
                 "bisect",
                 "compare",
                 "show",
+                "check",
                 "export",
                 "merge",
                 "baseline",

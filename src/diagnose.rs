@@ -11,6 +11,7 @@ use crate::trace::{ChannelStats, ErrorKind, FaultSeen, Seen, Snapshot};
 /// The signature of a client-layer failure. `token` is scrubbed from the message.
 pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> Signature {
     let mut sig = Signature {
+        integrity: None,
         kind: SignatureKind::Client,
         http_status: None,
         problem_type: None,
@@ -141,6 +142,7 @@ pub fn restart_failed(
 /// A phase that ran out of time, and what it was waiting for.
 pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
     Signature {
+        integrity: None,
         kind: SignatureKind::Timeout,
         http_status: None,
         problem_type: None,
@@ -164,6 +166,7 @@ pub fn persist_timeout(
     pending: impl Into<String>,
 ) -> Signature {
     Signature {
+        integrity: None,
         kind: SignatureKind::Persist,
         http_status: None,
         problem_type: None,
@@ -183,6 +186,7 @@ pub fn persist_timeout(
 /// A failure of the harness or of a check, not of the system under test's API.
 pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
     Signature {
+        integrity: None,
         kind,
         http_status: None,
         problem_type: None,

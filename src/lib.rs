@@ -43,6 +43,8 @@
 //! * `report` and `partition` (crates/report): the report model, its
 //!   renderers, judgement against expectations; which shard a cell
 //!   belongs to
+//! * `check` (crates/check): the always-on checker, the invariants every
+//!   cell's history holds (streams, application, store, requests, ground truth)
 //! * `trace` (crates/trace): each cell's wire history (what transport,
 //!   client and targets saw)
 //! * crates/base: `errors`, `secret`, `untrusted`, `fit`, `file_name`,
@@ -77,6 +79,7 @@ pub(crate) use continuity_base::{errors, fit, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
+pub use continuity_check as check;
 pub(crate) use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;

@@ -97,6 +97,7 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             to,
         } => compare(&baseline, candidate, allow_missing, axis, from, to),
         Command::Merge(args) => commands::merge(args),
+        Command::Check { run, gate } => commands::check(&run, &gate),
         Command::Export {
             run,
             chrome_trace,

@@ -25,6 +25,7 @@ mod attempts;
 mod client_axis;
 pub use matrix::cost;
 mod gather;
+mod integrity;
 mod matrix;
 mod persist_axis;
 mod queue;

@@ -307,6 +307,7 @@ impl Transport {
             sent: 0,
             received: 0,
             failure,
+            last_event_id: None,
         });
     }
 }

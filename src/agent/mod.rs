@@ -21,7 +21,11 @@
 //! `CONTINUITY_AGENT_STREAM=K/N` / `[[stream:K/N]]` streams K chunks
 //! (`"{turn} chunk i/K"`, the tag from `[[turn:ID]]`) over N ms before the
 //! answer, each appended to the sent record (`CONTINUITY_AGENT_SENT`, default
-//! the state file's path plus `.sent.jsonl`) once written.
+//! the state file's path plus `.sent.jsonl`) once written. Every message
+//! of a session the agent writes (updates, and its answers to `session/new`,
+//! `session/load` and `session/prompt`) is noted in that record too, just
+//! before it is written: its time, session and digest (what the checker's
+//! ground truth is).
 //! `CONTINUITY_AGENT_LONG=TOTAL/GAP` / `[[long:TOTAL/GAP]]` makes the turn
 //! last TOTAL ms with a chunk every GAP ms, or none (`TOTAL/idle`): a turn
 //! that outlives a timeout on the path. A tagged turn the agent answers
@@ -141,9 +145,43 @@ impl Agent {
     }
 
     fn send(&self, message: &Value) {
+        self.send_noted(message, None, None);
+    }
+
+    /// Writes `message`, after noting it in the sent record when it belongs
+    /// to a session (its own `sessionId`, else `session`): a line with its
+    /// digest, which the checker holds against what the server, the client
+    /// and the store saw. Noted before it is written, so a kill between
+    /// the two can only make it look lost, never make a delivered message
+    /// look invented. `answers` names the request a response answers.
+    fn send_noted(&self, message: &Value, session: Option<&str>, answers: Option<&str>) {
+        let session = crate::trace::digest::session_of(message).or(session.map(str::to_string));
+        if let (Some(session), Some(path)) = (session, &self.sent_file) {
+            let mut line = json!({
+                "at": epoch_ms(),
+                "session": session,
+                "digest": crate::trace::digest::envelope(message),
+            });
+            if let Some(method) = message.get("method") {
+                line["method"] = method.clone();
+            }
+            if let Some(id) = message.get("id").filter(|id| !id.is_null()) {
+                line["rpcId"] = id.clone();
+            }
+            if let Some(answers) = answers {
+                line["answers"] = answers.into();
+            }
+            append_line(path, &line);
+        }
         let mut out = lock(&self.out);
         let _ = writeln!(out, "{message}");
         let _ = out.flush();
+    }
+
+    /// A response to `id`, a request of `session` for `method`.
+    fn reply_for(&self, id: &Value, result: Value, session: &str, method: &str) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.send_noted(&message, Some(session), Some(method));
     }
 
     fn send_raw(&self, line: &str) {
@@ -246,7 +284,7 @@ impl Agent {
                 self.send(&session_update(session, kind, &text));
             }
         }
-        self.reply(id, json!({}));
+        self.reply_for(id, json!({}), session, "session/load");
     }
 
     async fn prompt(&self, id: &Value, params: Value) {
@@ -278,7 +316,12 @@ impl Agent {
         };
         lock(&self.in_flight).remove(&session);
         if cancelled {
-            return self.reply(id, json!({"stopReason": "cancelled"}));
+            return self.reply_for(
+                id,
+                json!({"stopReason": "cancelled"}),
+                &session,
+                "session/prompt",
+            );
         }
         self.send(&session_update(
             &session,
@@ -291,7 +334,12 @@ impl Agent {
             _ => {}
         }
         self.record_end(&session, &turn, "end_turn");
-        self.reply(id, json!({"stopReason": "end_turn"}));
+        self.reply_for(
+            id,
+            json!({"stopReason": "end_turn"}),
+            &session,
+            "session/prompt",
+        );
     }
 
     /// The turn's delay or hang, its streamed chunks, then its long part:
@@ -320,6 +368,15 @@ impl Agent {
         let line = json!({"turn": tag, "session": session, "ended": stop_reason});
         append_line(path, &line);
     }
+}
+
+/// The wall clock in Unix milliseconds: the harness maps the record's
+/// times onto each cell's clock.
+fn epoch_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
 }
 
 /// Appends one JSON line to `path` (the sent record), best effort.

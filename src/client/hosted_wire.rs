@@ -40,6 +40,7 @@ impl WireCursor {
         let Some(origin) = wire.get("origin").and_then(Value::as_str) else {
             return;
         };
+        let new_log = !self.written.contains_key(origin);
         let written = self.written.entry(origin.to_string()).or_insert(0);
         let mut last = *written;
         for record in wire
@@ -59,6 +60,14 @@ impl WireCursor {
         }
         *written = last;
         if self.latest.as_deref() != Some(origin) {
+            // A log after the first: the host restarted, and what its old
+            // log held beyond the last fetch went with it.
+            if self.latest.is_some() && new_log {
+                trace.emit(Event::WireDropped(event::WireDropped {
+                    dropped: 0,
+                    restarted: true,
+                }));
+            }
             self.latest = Some(origin.to_string());
             self.dropped = 0;
         }
@@ -66,6 +75,7 @@ impl WireCursor {
         if dropped > self.dropped {
             trace.emit(Event::WireDropped(event::WireDropped {
                 dropped: dropped - self.dropped,
+                restarted: false,
             }));
             self.dropped = dropped;
         }
@@ -123,6 +133,12 @@ fn write_record(trace: &Trace, record: &Value) {
                 trace.recorded(t, Event::Store(store));
             }
         }
+        // What the SDK's listener handed the application.
+        "app" => {
+            if let Some(app) = fields::<event::Handed>(record) {
+                trace.recorded(t, Event::App(app));
+            }
+        }
         _ => {}
     }
 }
@@ -162,6 +178,10 @@ fn exchange(record: &Value, elapsed_ms: f64) -> Exchange {
         _ => None,
     };
     let mut exchange = Exchange::new(method(text("method")), text("url"), purpose);
+    exchange.last_event_id = record
+        .get("lastEventId")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     exchange.status = status;
     exchange.elapsed = std::time::Duration::from_secs_f64(elapsed_ms / 1000.0);
     exchange.sent = count("sent");

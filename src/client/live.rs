@@ -52,13 +52,14 @@ impl LiveConnection {
     ) -> Result<LiveConnection, ClientError> {
         let connection_id = uuid::Uuid::new_v4().to_string();
         let (tx, rx) = mpsc::unbounded_channel();
-        let transport = Transport::traced(config, http, tx, trace);
+        let transport = Transport::traced(config, http, tx, trace.clone());
         let bindings = Arc::new(Mutex::new(Bindings::default()));
         tokio::spawn(observe(
             rx,
             Arc::clone(&bindings),
             recorder,
-            connection_id.clone(),
+            (connection_id.clone(), transport.server_id().to_string()),
+            trace,
         ));
         let live = LiveConnection {
             connection_id,
@@ -268,12 +269,16 @@ fn envelope_id(envelope: &Value) -> Option<String> {
     }
 }
 
-/// Maps each observed envelope to its session and hands it to the recorder, in order.
+/// Maps each observed envelope to its session and hands it to the
+/// recorder, in order: what the SDK hands its application (the trace's
+/// `app` event, which the checker holds against what the stream carried
+/// and what the store took).
 async fn observe(
     mut rx: mpsc::UnboundedReceiver<Observed>,
     bindings: Arc<Mutex<Bindings>>,
     recorder: Recorder,
-    connection_id: String,
+    (connection_id, server_id): (String, String),
+    trace: crate::trace::Trace,
 ) {
     while let Some(observed) = rx.recv().await {
         let local = {
@@ -292,6 +297,15 @@ async fn observe(
                 Direction::Outbound => Sender::Client,
                 Direction::Inbound => Sender::Agent,
             };
+            let handed = crate::trace::event::Handed {
+                via: Some("recorder".into()),
+                session: Some(local.clone()),
+                sender: Some(sender.as_str().into()),
+                conn: Some(connection_id.clone()),
+                stream: Some(server_id.clone()),
+                ..Default::default()
+            };
+            trace.app(handed, &observed.envelope);
             recorder.record(local, connection_id.clone(), sender, observed.envelope);
         }
     }

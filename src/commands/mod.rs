@@ -17,6 +17,7 @@ mod axes;
 mod bisect;
 mod candidates;
 mod cell_line;
+mod check;
 mod compare;
 mod deployment;
 mod deployment_faults;
@@ -37,6 +38,7 @@ mod workers;
 
 use crate::stop_flag::wait_true;
 pub use bisect::bisect;
+pub use check::check;
 pub use compare::{compare, compare_within};
 pub use error::{exit_code, parse_error_exit_code, report, CommandError, Outcome};
 pub use export::export_chrome_trace;

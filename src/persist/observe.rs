@@ -83,7 +83,20 @@ impl ObservedDriver {
         call: &'static str,
         work: impl std::future::Future<Output = Result<T, PersistError>>,
     ) -> Result<T, PersistError> {
+        self.observe_writing(call, event::Handed::default(), work)
+            .await
+    }
+
+    /// [`ObservedDriver::observe`] of a write of `handed` (an `insertEvent`'s
+    /// event, as the checker follows it through the trace).
+    async fn observe_writing<T>(
+        &self,
+        call: &'static str,
+        handed: event::Handed,
+        work: impl std::future::Future<Output = Result<T, PersistError>>,
+    ) -> Result<T, PersistError> {
         let mut in_flight = InFlight::start(self, call);
+        in_flight.handed = handed;
         let result = work.await;
         in_flight.error = Some(result.as_ref().err().map(|e| e.message.clone()));
         result
@@ -100,6 +113,8 @@ struct InFlight<'a> {
     call: &'static str,
     /// `Some(outcome)` once the call returned.
     error: Option<Option<String>>,
+    /// The event an `insertEvent` writes.
+    handed: event::Handed,
 }
 
 impl<'a> InFlight<'a> {
@@ -116,6 +131,7 @@ impl<'a> InFlight<'a> {
             id,
             call,
             error: None,
+            handed: event::Handed::default(),
         }
     }
 }
@@ -138,8 +154,9 @@ impl Drop for InFlight<'_> {
         };
         calls.finished.push(finished.clone());
         drop(calls);
-        self.trace
-            .emit(Event::Store(store_event(self.driver, &finished)));
+        let mut store = store_event(self.driver, &finished);
+        store.event = std::mem::take(&mut self.handed);
+        self.trace.emit(Event::Store(store));
     }
 }
 
@@ -155,6 +172,7 @@ fn store_event(driver: &'static str, call: &FinishedCall) -> event::Store {
             .error
             .as_ref()
             .map(|error| error.chars().take(ERROR_LIMIT_CHARS).collect()),
+        event: event::Handed::default(),
     }
 }
 
@@ -223,8 +241,20 @@ impl PersistDriver for ObservedDriver {
         session_id: &str,
         event: SessionEvent,
     ) -> Result<(), PersistError> {
-        self.observe("insertEvent", self.inner.insert_event(session_id, event))
-            .await
+        let mut handed = event::Handed {
+            session: Some(event.session_id.clone()),
+            event_index: u64::try_from(event.event_index).ok(),
+            sender: Some(event.sender.as_str().to_string()),
+            conn: Some(event.connection_id.clone()),
+            ..event::Handed::default()
+        };
+        crate::trace::fill_handed(&mut handed, &event.payload);
+        self.observe_writing(
+            "insertEvent",
+            handed,
+            self.inner.insert_event(session_id, event),
+        )
+        .await
     }
 }
 

@@ -194,6 +194,7 @@ fn interrupted_during(what: &str) -> String {
 
 pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
     Attempt {
+        checked: None,
         attempt,
         retry: false,
         verdict: Verdict::Skipped,
@@ -253,6 +254,11 @@ async fn run_one(
     // The browser client's `client` restart is a reload of its page.
     let mut reload = page.filter(|_| restarts_clients).map(PageReload);
     let fence = Some(worker.fence.clone());
+    let watch = super::integrity::Watch::start(
+        worker.targets[t].hops(),
+        worker.agent_sent_log.as_deref(),
+        &trace,
+    );
     let target = restarted_target(
         worker,
         t,
@@ -275,9 +281,14 @@ async fn run_one(
         Some(reload) => reload,
         None => &mut on_target,
     };
-    let (run, deferred) =
+    let (mut run, deferred) =
         run_cell_deferring(scenario, &settings, restarter, cell_client, fence).await;
     let run_dir = plan.settings.run_dir.clone();
+    let trace_file = trace_path.as_ref().map(|p| run_dir.join(p));
+    let checked = watch.finish(&trace, trace_file.as_deref(), &scenario.allows);
+    if let Some(checked) = &checked {
+        run.apply_integrity(checked);
+    }
     let verdict = run.verdict;
     let rest = async move {
         let mut run = run;
@@ -287,7 +298,9 @@ async fn run_one(
         if let Some(mut chromium) = chromium {
             chromium.stop().await;
         }
-        finish_attempt(run, attempt, &trace, trace_path, &run_dir)
+        let mut attempt = finish_attempt(run, attempt, &trace, trace_path, &run_dir);
+        attempt.checked = checked;
+        attempt
     };
     Ok(PendingAttempt::pending(attempt, verdict, rest))
 }
@@ -512,6 +525,7 @@ fn finish_attempt(
         .and_then(|p| std::fs::read_to_string(run_dir.join(p)).ok());
     let timing = Floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
     Attempt {
+        checked: None,
         attempt,
         retry: false,
         verdict: run.verdict,

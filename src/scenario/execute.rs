@@ -11,6 +11,7 @@ mod client_restart;
 mod deferred;
 mod driver;
 mod hosted_data;
+pub(crate) mod integrity;
 mod judge;
 mod recover;
 mod recover_turn;

@@ -12,6 +12,7 @@ mod kind;
 mod parse;
 pub mod sandbox_root;
 
+pub use execute::integrity::recheck;
 /// What a [`Restarter`] returns: the restart's record and what failed.
 pub use crate::targets::Restarted;
 pub use execute::{
@@ -37,6 +38,9 @@ pub struct Scenario {
     /// `opt_in = true`: runs only when named with `--scenario` (a slow or
     /// specialised scenario that a plain `continuity run` leaves out).
     pub opt_in: bool,
+    /// What the always-on checker lets pass in this scenario (`allow`):
+    /// a scenario whose point is a loss says which; everything is checked.
+    pub allows: Vec<crate::check::Allowance>,
     /// The SHA-256 of its file's text: what a run records so that `rerun`
     /// can tell a scenario that changed since.
     pub digest: String,

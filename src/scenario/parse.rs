@@ -77,6 +77,9 @@ struct RawScenario {
     /// Runs only when named with `--scenario`.
     #[serde(default)]
     opt_in: bool,
+    /// What the always-on checker lets pass here (`lost_tail`).
+    #[serde(default)]
+    allow: Vec<Spanned<String>>,
     #[serde(default, rename = "phase")]
     phases: Vec<Spanned<RawPhase>>,
     #[serde(default)]
@@ -700,6 +703,14 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
             }
         }
     }
+    let mut allows = Vec::new();
+    for name in &raw.allow {
+        let allow = name
+            .get_ref()
+            .parse::<crate::check::Allowance>()
+            .map_err(|e| checker.error(Some(name.span()), format!("`allow`: {e}")))?;
+        allows.push(allow);
+    }
     Ok(Scenario {
         name: raw.name.trim().to_string(),
         description: raw.description.trim().to_string(),
@@ -707,6 +718,7 @@ pub fn parse_scenario(file: &Path, source: &str) -> Result<Scenario, ScenarioErr
         phases,
         cleanup,
         opt_in: raw.opt_in,
+        allows,
         digest: crate::digest::sha256_hex(source.as_bytes()),
     })
 }

@@ -31,6 +31,10 @@ const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 // The stack's own SandboxProvider and the reconnect route, shared by both hosts.
 const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
+// The log of records continuity acknowledges, and what the SDK handed its
+// application and stored (the page's network is traced over DevTools).
+const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
+const LEDGER: &str = include_str!("../../stack/rivet/ledger.mjs");
 
 /// How long a started Chromium may take to open its DevTools endpoint.
 const DEVTOOLS_WAIT: Duration = Duration::from_secs(30);
@@ -66,6 +70,8 @@ pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackEr
         ("records.mjs", RECORDS),
         ("sdk-steps.mjs", SDK_STEPS),
         ("sandbox-provider.mjs", SANDBOX_PROVIDER),
+        ("wire.mjs", WIRE),
+        ("ledger.mjs", LEDGER),
         ("index.html", INDEX),
     ];
     blocking_with_notes(progress, move |note| {

@@ -26,6 +26,8 @@ const SDK_CLIENT: &str = include_str!("../../stack/rivet/sdk-client.mjs");
 const RECORDS: &str = include_str!("../../stack/rivet/records.mjs");
 const DRIVERS: &str = include_str!("../../stack/rivet/drivers.mjs");
 const WIRE: &str = include_str!("../../stack/rivet/wire.mjs");
+// What the SDK handed its application and stored, with digests (both hosts).
+const LEDGER: &str = include_str!("../../stack/rivet/ledger.mjs");
 const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 // The stack's own SandboxProvider and the reconnect route, shared by both hosts.
 const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
@@ -414,6 +416,7 @@ fn app_files() -> Vec<(&'static str, &'static str)> {
         ("records.mjs", RECORDS),
         ("drivers.mjs", DRIVERS),
         ("wire.mjs", WIRE),
+        ("ledger.mjs", LEDGER),
         ("sdk-steps.mjs", SDK_STEPS),
         ("sandbox-provider.mjs", SANDBOX_PROVIDER),
     ]

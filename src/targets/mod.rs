@@ -360,6 +360,11 @@ impl Target {
         self.parts = parts;
     }
 
+    /// The fault proxies on the cells' paths (see [`Target::watch_hops`]).
+    pub fn hops(&self) -> &[crate::faults::FaultControl] {
+        &self.hops
+    }
+
     /// See [`Target::watch_parts`].
     pub fn watched_parts(&self) -> &[crate::supervise::part::PartProcess] {
         &self.parts

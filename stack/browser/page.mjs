@@ -18,6 +18,8 @@ import { IndexedDbSessionPersistDriver } from "./indexeddb.mjs";
 import { DEFAULT_LIMIT } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
+import { listen } from "./ledger.mjs";
+import { epochMs, recordingPersist, WireLog } from "./wire.mjs";
 
 const HEALTH_WAIT_MS = 30_000;
 const MAX_CAUSES = 6;
@@ -33,6 +35,20 @@ kept.loads += 1;
 const live = new Map();
 const stores = new Map();
 let phase = null;
+// What the SDK handed the application and wrote to its store, until
+// continuity has it (its network is traced over DevTools, not here).
+// Kept in sessionStorage too, so a reload loses none of it.
+const WIRE = "continuity.wire";
+const wire = Object.assign(new WireLog(), JSON.parse(sessionStorage.getItem(WIRE) ?? "null") ?? {});
+const push = wire.push.bind(wire);
+wire.push = (record) => {
+	push(record);
+	keepWire();
+};
+function keepWire() {
+	const { origin, records, seq, dropped } = wire;
+	sessionStorage.setItem(WIRE, JSON.stringify({ origin, records, seq, dropped }));
+}
 
 function keep() {
 	sessionStorage.setItem(KEPT, JSON.stringify(kept));
@@ -133,7 +149,8 @@ function clientOptions(settings) {
 		close: async () => (await opening.catch(() => null))?.close?.(),
 	};
 	const persist = counted(driver, kept.tally, async () => keep());
-	return { options: { headers: settings.headers ?? undefined, persist }, persist };
+	const recorded = recordingPersist(wire, persist, settings.persist?.driver ?? "memory");
+	return { options: { headers: settings.headers ?? undefined, persist: recorded }, persist };
 }
 
 /** The live client `name`; after a reload it is made again from what the page kept. */
@@ -147,7 +164,13 @@ function clientFor(name) {
 	return { client, rebuilt: true };
 }
 
+/** What the SDK hands the application for session `id` goes into the wire log (before it is made or fetched). */
+function listening(client, id) {
+	listen(client.sdk, id, wire, epochMs);
+}
+
 async function handleFor(client, id) {
+	listening(client, id);
 	const held = client.sessions.get(id);
 	if (held) return { session: held, handle: "held" };
 	const session = await client.sdk.getSession(id);
@@ -174,6 +197,7 @@ const actions = {
 	},
 	async createSession(args) {
 		const { client } = clientFor(args.client);
+		listening(client, args.id);
 		const session = await client.sdk.createSession({
 			id: args.id,
 			agent: args.agent,
@@ -212,6 +236,7 @@ const actions = {
 	async resumeSession(args) {
 		const { client } = clientFor(args.client);
 		const before = await client.persist.getSession(args.id);
+		listening(client, args.id);
 		const session = await client.sdk.resumeSession(args.id);
 		client.sessions.set(session.id, session);
 		const same =
@@ -222,6 +247,7 @@ const actions = {
 	},
 	async destroySession(args) {
 		const { client } = clientFor(args.client);
+		listening(client, args.id);
 		await client.sdk.destroySession(args.id);
 		client.sessions.delete(args.id);
 		return {};
@@ -345,18 +371,24 @@ const actions = {
 	async faults() {
 		return { faults: kept.faults, wakes: kept.loads - 1 };
 	},
+	/** Nothing but the records continuity has not acknowledged (every answer carries them). */
+	async wire() {
+		return {};
+	},
 };
 
 window.continuity = {
 	ready: true,
 	async call(action, args) {
 		phase = String(args?.phase ?? action);
+		wire.acknowledge(args?.wireAck);
+		keepWire();
 		const body = actions[action];
-		if (!body) return { ok: false, error: { name: "UserError", message: `unknown action ${action}` } };
+		if (!body) return { ok: false, error: { name: "UserError", message: `unknown action ${action}` }, wire: wire.pending() };
 		try {
-			return { ok: true, ...(await body(args ?? {})) };
+			return { ok: true, ...(await body(args ?? {})), wire: wire.pending() };
 		} catch (error) {
-			return { ok: false, error: describeError(error) };
+			return { ok: false, error: describeError(error), wire: wire.pending() };
 		}
 	},
 };

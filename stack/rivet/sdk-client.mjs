@@ -25,7 +25,8 @@ import { allEvents, counted, openDriver } from "./drivers.mjs";
 import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
-import { recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
+import { listen } from "./ledger.mjs";
+import { epochMs, recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
 
 // The SDK's process terminal socket needs a WebSocket class: Node 20 has
 // none built in, so `ws` (already in the app's install, through RivetKit).
@@ -213,8 +214,18 @@ async function clientFor(c, name, save) {
 	return { client, rebuilt: true };
 }
 
+/**
+ * What the SDK hands the application for session `id` goes into the wire
+ * log (`onSessionEvent`, before the session is made or fetched, so its
+ * first events are heard).
+ */
+function listening(c, client, id) {
+	listen(client.sdk, id, c.vars.wire, epochMs);
+}
+
 /** The session handle; one the actor lost when it slept is fetched again from the persisted record. */
-async function handleFor(client, id) {
+async function handleFor(c, client, id) {
+	listening(c, client, id);
 	const held = client.sessions.get(id);
 	if (held) return { session: held, handle: "held" };
 	const session = await client.sdk.getSession(id);
@@ -348,6 +359,7 @@ export function sdkClientActor({ persistNow, options }) {
 			createSession: (c, args) =>
 				act(c, args, async (save) => {
 					const { client } = await clientFor(c, args.client, save);
+					listening(c, client, args.id);
 					const session = await client.sdk.createSession({
 						id: args.id,
 						agent: args.agent,
@@ -360,7 +372,7 @@ export function sdkClientActor({ persistNow, options }) {
 			prompt: (c, args) =>
 				act(c, args, async (save) => {
 					const { client, rebuilt } = await clientFor(c, args.client, save);
-					const { session, handle } = await handleFor(client, args.id);
+					const { session, handle } = await handleFor(c, client, args.id);
 					const response = await session.prompt([{ type: "text", text: String(args.text ?? "") }]);
 					return { stopReason: response?.stopReason ?? null, handle, clientRebuilt: rebuilt };
 				}),
@@ -397,6 +409,7 @@ export function sdkClientActor({ persistNow, options }) {
 				act(c, args, async (save) => {
 					const { client } = await clientFor(c, args.client, save);
 					const before = c.state.sessions[args.id] ? plain(c.state.sessions[args.id]) : null;
+					listening(c, client, args.id);
 					const session = await client.sdk.resumeSession(args.id);
 					client.sessions.set(session.id, session);
 					const same =
@@ -409,6 +422,7 @@ export function sdkClientActor({ persistNow, options }) {
 			destroySession: (c, args) =>
 				act(c, args, async (save) => {
 					const { client } = await clientFor(c, args.client, save);
+					listening(c, client, args.id);
 					await client.sdk.destroySession(args.id);
 					client.sessions.delete(args.id);
 					return {};
@@ -418,7 +432,7 @@ export function sdkClientActor({ persistNow, options }) {
 			startTurn: (c, args) =>
 				act(c, args, async (save) => {
 					const { client, rebuilt } = await clientFor(c, args.client, save);
-					const { session, handle } = await handleFor(client, args.id);
+					const { session, handle } = await handleFor(c, client, args.id);
 					const started = c.vars.steps.startTurn(session, String(args.text ?? ""), String(args.turn));
 					return { ...started, handle, clientRebuilt: rebuilt };
 				}),

@@ -13,6 +13,8 @@
 // Never recorded: request or response headers (Authorization lives there),
 // bodies, or an `access_token` query value (replaced by `[redacted]`).
 
+import { digest, eventFacts, serverIdOf, sessionOf } from "./ledger.mjs";
+
 /** Records kept between drains; past it they are counted, not kept. */
 export const WIRE_LIMIT = 20_000;
 /** Responses and prompts remembered for a turn's channel. */
@@ -37,7 +39,7 @@ export function epochMs() {
 export class WireLog {
 	constructor(limit = WIRE_LIMIT) {
 		this.limit = limit;
-		this.origin = `${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+		this.origin = `${globalThis.process?.pid ?? "page"}-${Math.random().toString(36).slice(2, 10)}`;
 		this.records = [];
 		this.seq = 0;
 		this.dropped = 0;
@@ -169,13 +171,15 @@ function isAbort(error) {
 	return error?.name === "AbortError";
 }
 
-/** An envelope's method, id and error code, as continuity's `rpc` and `sse` events carry them. */
+/** An envelope's method, id, error code and agent session, as continuity's `rpc` and `sse` events carry them. */
 function envelopeFields(envelope) {
 	const out = {};
 	if (!envelope || typeof envelope !== "object") return out;
 	if (typeof envelope.method === "string") out.method = envelope.method;
 	if (envelope.id !== undefined && envelope.id !== null) out.rpcId = envelope.id;
 	if (envelope.error && envelope.error.code !== undefined) out.errorCode = envelope.error.code;
+	const session = sessionOf(envelope);
+	if (session) out.session = session;
 	return out;
 }
 
@@ -249,8 +253,9 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 		const headersAt = epochMs();
 		const stream = (response.headers.get("content-type") ?? "").includes("text/event-stream");
 		if (stream && response.ok && response.body) {
-			log.push({ ...base, at: headersAt, headersAt, status: response.status, received: 0 });
-			const resumed = new Headers(init.headers ?? {}).has("last-event-id");
+			const lastEventId = new Headers(init.headers ?? {}).get("last-event-id");
+			const resumed = lastEventId !== null;
+			log.push({ ...base, at: headersAt, headersAt, status: response.status, received: 0, ...(resumed ? { lastEventId } : {}) });
 			return new Response(recordedStream(response.body, log, url, resumed), {
 				status: response.status,
 				statusText: response.statusText,
@@ -332,9 +337,12 @@ function recordedStream(body, log, url, resumed) {
 			record.id = id;
 			log.noteEventId?.(path, id);
 		}
+		const stream = serverIdOf(path);
+		if (stream) record.stream = stream;
 		if (name === "message" && payload.trim()) {
 			const envelope = parseJson(payload);
 			Object.assign(record, envelopeFields(envelope));
+			if (envelope !== undefined) record.digest = digest(envelope);
 			if (isResponse(envelope)) log.noteAnswer?.(envelope.id, resumed ? "resumed stream" : "stream");
 		}
 		log.push(record);
@@ -377,12 +385,14 @@ export function recordingPersist(log, driver, name = "actor-state") {
 	for (const call of calls) {
 		wrapped[call] = async (...args) => {
 			const start = epochMs();
+			// An insertEvent's event, as the checker follows it.
+			const facts = call === "insertEvent" ? eventFacts(args[1]) : {};
 			try {
 				const out = await driver[call](...args);
-				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: true });
+				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: true, ...facts });
 				return out;
 			} catch (error) {
-				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: false, error: describe(error) });
+				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: false, error: describe(error), ...facts });
 				throw error;
 			}
 		};

@@ -7,6 +7,7 @@
 //! connection is closed.
 
 use super::state::{ProxyAction, Shared};
+use super::tap::Sniffer;
 use super::toxic::Stream;
 use super::writer::{Chunk, End, Side, Writer};
 use bytes::Bytes;
@@ -56,6 +57,7 @@ pub(super) async fn serve(client: TcpStream, conn: u64, upstream: SocketAddr, sh
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let activity = Activity::new();
+    let sniffer = std::sync::Mutex::new(Sniffer::default());
     let end = {
         let (client_read, client_write) = client.split();
         let (server_read, server_write) = server.split();
@@ -65,7 +67,7 @@ pub(super) async fn serve(client: TcpStream, conn: u64, upstream: SocketAddr, sh
             server_write,
             conn,
             &shared,
-            &activity,
+            (&activity, &sniffer),
         );
         let down = pipe(
             Stream::Downstream,
@@ -73,7 +75,7 @@ pub(super) async fn serve(client: TcpStream, conn: u64, upstream: SocketAddr, sh
             client_write,
             conn,
             &shared,
-            &activity,
+            (&activity, &sniffer),
         );
         let both = async { tokio::try_join!(up, down).err() };
         tokio::select! {
@@ -113,12 +115,18 @@ async fn pipe(
     to: WriteHalf<'_>,
     conn: u64,
     shared: &Shared,
-    activity: &Activity,
+    (activity, sniffer): (&Activity, &std::sync::Mutex<Sniffer>),
 ) -> Result<(), End> {
     let (tx, rx) = mpsc::channel(QUEUED_CHUNKS);
     // Each direction's draws from the connection's seed, apart.
     let seed = continuity_base::seed::mix(shared.conn_seed(conn), stream as u64);
-    let reader = read_side(from, tx, fastrand::Rng::with_seed(seed), activity);
+    let tapped = Tapped {
+        stream,
+        conn,
+        shared,
+        sniffer,
+    };
+    let reader = read_side(from, tx, fastrand::Rng::with_seed(seed), activity, tapped);
     let rng = fastrand::Rng::with_seed(!seed);
     let writer = Writer::new(stream, conn, shared.toxics.subscribe(), to, shared, rng).run(rx);
     tokio::pin!(reader, writer);
@@ -129,6 +137,28 @@ async fn pipe(
     writer.await
 }
 
+/// Where a direction's bytes are shown to the cell's stream tap.
+struct Tapped<'a> {
+    stream: Stream,
+    conn: u64,
+    shared: &'a Shared,
+    sniffer: &'a std::sync::Mutex<Sniffer>,
+}
+
+impl Tapped<'_> {
+    /// Reads `bytes` for the tap, when a cell has one set.
+    fn show(&self, bytes: &[u8]) {
+        let Some(tap) = self.shared.tap() else {
+            return;
+        };
+        let mut sniffer = self.sniffer.lock().unwrap_or_else(|p| p.into_inner());
+        match self.stream {
+            Stream::Upstream => sniffer.upstream(bytes),
+            Stream::Downstream => sniffer.downstream(self.conn, bytes, &mut |event| tap(event)),
+        }
+    }
+}
+
 /// Reads chunks and stamps each with its time and its latency jitter,
 /// drawn from `rng` (the connection's seed).
 async fn read_side(
@@ -136,16 +166,20 @@ async fn read_side(
     tx: mpsc::Sender<Chunk>,
     mut rng: fastrand::Rng,
     activity: &Activity,
+    tapped: Tapped<'_>,
 ) {
     let mut buf = vec![0u8; READ_BUF];
     loop {
         let chunk = match from.read(&mut buf).await {
             Ok(0) => Chunk::Eof,
-            Ok(n) => Chunk::Data {
-                bytes: Bytes::copy_from_slice(&buf[..n]),
-                at: Instant::now(),
-                jitter: rng.f64() * 2.0 - 1.0,
-            },
+            Ok(n) => {
+                tapped.show(&buf[..n]);
+                Chunk::Data {
+                    bytes: Bytes::copy_from_slice(&buf[..n]),
+                    at: Instant::now(),
+                    jitter: rng.f64() * 2.0 - 1.0,
+                }
+            }
             Err(_) => Chunk::Failed,
         };
         activity.touch();

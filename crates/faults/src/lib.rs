@@ -34,6 +34,7 @@ pub const LOCAL_HOPS: [(&str, &str); 4] = [
 mod connection;
 mod proxy;
 mod state;
+mod tap;
 mod toxic;
 mod writer;
 
@@ -42,4 +43,5 @@ mod tests;
 
 pub use proxy::{FaultControl, FaultProxy, ProxyError};
 pub use state::{Observer, ProxyAction, ProxyStats, ToxicId};
+pub use tap::{Tap, TapEvent};
 pub use toxic::{closest, parse_toxic, Param, Stream, Toxic, ToxicError, ToxicSpec, TOXIC_NAMES};

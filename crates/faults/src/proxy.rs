@@ -155,6 +155,12 @@ impl FaultControl {
     pub fn begin_cell(&self, seed: u64) {
         self.shared.begin_cell(seed);
     }
+
+    /// Tells `tap` of every event-stream GET the hop carries and every SSE
+    /// event on it, from now on (`None`: no one, and nothing is read).
+    pub fn tap(&self, tap: Option<super::tap::Tap>) {
+        self.shared.set_tap(tap);
+    }
 }
 
 fn bind(hop: &str, addr: SocketAddr) -> Result<TcpListener, ProxyError> {

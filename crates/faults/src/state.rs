@@ -155,6 +155,8 @@ pub(super) struct Shared {
     cell: Mutex<CellDraws>,
     /// Why the proxy stopped serving, once it has.
     stopped: Mutex<Option<String>>,
+    /// Who hears of the event streams the hop carries, while a cell runs.
+    tap: Mutex<Option<super::tap::Tap>>,
 }
 
 impl Shared {
@@ -176,7 +178,17 @@ impl Shared {
                 first_toxic: 1,
             }),
             stopped: Mutex::new(None),
+            tap: Mutex::new(None),
         })
+    }
+
+    /// Sets (or, with `None`, removes) the stream tap.
+    pub fn set_tap(&self, tap: Option<super::tap::Tap>) {
+        *self.tap.lock().unwrap_or_else(|p| p.into_inner()) = tap;
+    }
+
+    pub(crate) fn tap(&self) -> Option<super::tap::Tap> {
+        self.tap.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// A cell with `seed` begins: the toxics it sets and the connections

@@ -716,3 +716,46 @@ async fn idle_cut_closes_a_connection_silent_for_its_limit_and_spares_a_busy_one
         b"still here"
     );
 }
+
+/// The tap over a real connection: the stream GET the client sent and the
+/// events the server answered with, told while a tap is set, and nothing
+/// once it is removed.
+#[tokio::test]
+async fn the_tap_hears_a_streams_get_and_its_events_while_it_is_set() {
+    let answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nid: 1\ndata: {}\n\n\r\n";
+    // Answers once the request's head has come, as a server does.
+    let listener = TcpListener::bind(any_port()).await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 256];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            head.extend_from_slice(&buf[..n]);
+        }
+        socket.write_all(answer).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    let proxy = FaultProxy::start("agent", any_port(), upstream).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&heard);
+    proxy
+        .control()
+        .tap(Some(Arc::new(move |e| sink.lock().unwrap().push(e))));
+    let mut client = TcpStream::connect(proxy.addr()).await.unwrap();
+    client
+        .write_all(b"GET /v1/acp/s HTTP/1.1\r\nLast-Event-ID: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while heard.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        let _ = tokio::time::timeout(Duration::from_millis(100), client.read(&mut buf)).await;
+    }
+    let heard = heard.lock().unwrap().clone();
+    assert!(
+        matches!(&heard[..], [TapEvent::Stream { last_event_id: Some(l), status: 200, .. }, TapEvent::Sse { id: Some(id), data, .. }] if l == "0" && id == "1" && data == "{}"),
+        "{heard:?}"
+    );
+}

@@ -49,6 +49,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         restarts: Vec::new(),
         trace: None,
         timing: None,
+        checked: None,
     });
     let timing = if many {
         super::Floor::sum(attempts.iter().map(|a| &a.timing))
@@ -74,6 +75,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         attempts,
         expectation: None,
         timing,
+        checked: deciding.checked,
     }
 }
 
@@ -121,6 +123,7 @@ impl Attempt {
             restarts: cell.restarts.clone(),
             trace: cell.trace.clone(),
             timing: cell.timing,
+            checked: cell.checked.clone(),
         }
     }
 }
@@ -131,6 +134,7 @@ mod tests {
 
     fn attempt(n: u32, verdict: Verdict, retry: bool) -> Attempt {
         Attempt {
+            checked: None,
             attempt: n,
             retry,
             verdict,

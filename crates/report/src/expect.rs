@@ -18,8 +18,13 @@
 //! until = "2026-03-31"                   # optional: the last day it excuses the cell
 //! issue = "https://github.com/o/r/issues/189" # optional: where the failure is tracked
 //! turn = "lost"                          # optional: a long turn's fate (delivered, lost, unfinished, unknown)
+//! invariant = "stream"                   # optional: the invariant an `integrity` failure broke
 //! session_usable = false                 # optional: whether the session took the next prompt
 //! ```
+//!
+//! `invariant` names the invariant the always-on checker found broken at
+//! the boundary (`stream`, `application`, `store`, `requests`,
+//! `ground_truth`): a cell that fails otherwise is `changed`.
 //!
 //! `turn` and `session_usable` pin a `long-turn` cell's fate (the cell's
 //! `turn` in `report.json`) beside its failure: a cell that fails the same
@@ -127,6 +132,8 @@ struct Entry {
     /// A long turn's fate the failure comes with.
     turn: Option<Fate>,
     session_usable: Option<bool>,
+    /// The invariant an `integrity` failure at the boundary broke.
+    invariant: Option<continuity_check::Invariant>,
 }
 
 /// Where a cell ran, as entries match it.
@@ -214,6 +221,7 @@ struct RawEntry {
     issue: Option<Spanned<String>>,
     turn: Option<Spanned<String>>,
     session_usable: Option<bool>,
+    invariant: Option<Spanned<String>>,
 }
 
 /// An expectations file being read: its path and text, which its errors
@@ -282,6 +290,15 @@ impl Source<'_> {
                 })
                 .transpose()?,
             session_usable: raw.session_usable,
+            invariant: raw
+                .invariant
+                .as_ref()
+                .map(|i| {
+                    i.get_ref()
+                        .parse::<continuity_check::Invariant>()
+                        .map_err(|e| self.error(Some(i.span().start), format!("`invariant`: {e}")))
+                })
+                .transpose()?,
         })
     }
 
@@ -299,7 +316,8 @@ impl Source<'_> {
                 ),
             ));
         };
-        let names_failure = raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty());
+        let names_failure =
+            raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty()) || raw.invariant.is_some();
         if verdict == MAY_VARY && !names_failure {
             return Err(self.error(
                 Some(raw.verdict.span().start),
@@ -775,7 +793,12 @@ impl Entry {
             cell.boundary_signature()
                 .is_some_and(|sig| sig.short() == expected || sig.message.trim() == expected)
         });
-        boundary_ok && signature_ok
+        let invariant_ok = self.invariant.is_none_or(|invariant| {
+            cell.boundary_signature()
+                .and_then(|sig| sig.integrity.as_ref())
+                .is_some_and(|v| v.invariant == invariant)
+        });
+        boundary_ok && signature_ok && invariant_ok
     }
 }
 

@@ -636,3 +636,90 @@ fn a_not_applicable_cell_is_kept_out_of_pass_entries_and_may_be_pinned() {
     alone.cells.retain(|c| c.verdict == Verdict::NotApplicable);
     assert!(!gate_fails(&alone));
 }
+
+/// The fixture's passing `agent × recreate-rehydrate` cell, failed by the
+/// always-on checker at `promptRehydrate` with `invariant` broken.
+fn checker_failed(invariant: continuity_check::Invariant) -> Report {
+    let mut r = fixture::report();
+    let cell = r
+        .cells
+        .iter_mut()
+        .find(|c| c.point.target == "agent" && c.point.scenario == "recreate-rehydrate")
+        .unwrap();
+    let violation = continuity_check::Violation {
+        invariant,
+        breach: continuity_check::Breach::Duplicate,
+        hop: continuity_check::Hop::Gateway,
+        since: Some(continuity_check::Hop::Server),
+        stream: Some("sdk-mock-1".into()),
+        session: None,
+        ids: vec!["3".into()],
+        event_index: None,
+        t: 1.0,
+        phase: Some("promptRehydrate".into()),
+        detail: "SSE id 3 came twice on one GET of the stream".into(),
+    };
+    let phase = cell
+        .phases
+        .iter_mut()
+        .find(|p| p.name == "promptRehydrate")
+        .unwrap();
+    phase.outcome = crate::Outcome::Fail;
+    phase.ok = false;
+    phase.signature = Some(crate::Signature {
+        kind: crate::SignatureKind::Integrity,
+        http_status: None,
+        problem_type: None,
+        rpc_code: None,
+        message: violation.message(),
+        pending: None,
+        cause: None,
+        observed: None,
+        fault: None,
+        component: None,
+        integrity: Some(violation),
+    });
+    cell.verdict = Verdict::Fail;
+    cell.failure_boundary = Some("promptRehydrate".into());
+    r
+}
+
+#[test]
+fn an_entry_can_name_the_invariant_an_integrity_failure_broke() {
+    let entry = |invariant: &str| {
+        format!("[[expect]]\ntarget = \"agent\"\nscenario = \"recreate-rehydrate\"\nverdict = \"fail\"\ninvariant = \"{invariant}\"\nreason = \"a gateway that repeats an event\"\n")
+    };
+    for (named, expected) in [
+        ("stream", ExpectOutcome::Expected),
+        ("store", ExpectOutcome::Changed),
+    ] {
+        let mut r = checker_failed(continuity_check::Invariant::Stream);
+        parse(&entry(named))
+            .unwrap()
+            .judge(&mut r, GateOptions::default());
+        assert_eq!(
+            outcome(&r, "agent", "recreate-rehydrate").0,
+            expected,
+            "{named}"
+        );
+    }
+    // The short signature names it too.
+    let r = checker_failed(continuity_check::Invariant::Stream);
+    let cell = r
+        .cells
+        .iter()
+        .find(|c| c.point.scenario == "recreate-rehydrate")
+        .unwrap();
+    assert_eq!(
+        cell.boundary_signature().unwrap().short(),
+        "integrity: stream"
+    );
+    let e = parse(&entry("streams")).unwrap_err().to_string();
+    assert!(
+        e.contains("expect.toml:5") && e.contains("unknown invariant \"streams\""),
+        "{e}"
+    );
+    // A flaky entry may name its failure by the invariant alone.
+    let flaky = "[[expect]]\ntarget = \"agent\"\nscenario = \"recreate-rehydrate\"\nverdict = \"flaky\"\ninvariant = \"stream\"\nreason = \"a race\"\n";
+    assert!(parse(flaky).is_ok());
+}

@@ -13,7 +13,8 @@
 //! go through cleanly, its fate (lost, unfinished, session unusable:
 //! [`super::TurnFate`]) and where that puts the fix; and for each target
 //! that went down and never came back, that the fix belongs in the
-//! component it restarts.
+//! component it restarts; and for each cell whose history broke an
+//! invariant, the hop where it first showed ([`super::integrity_fix`]).
 
 use super::model::{
     Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict,
@@ -43,6 +44,7 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
     lines.extend(not_back_lines(report));
     lines.extend(candidate_lines(report));
     lines.extend(turn_lines(report));
+    lines.extend(super::integrity_fix::lines(report));
     if lines.is_empty() {
         return None;
     }

@@ -55,6 +55,7 @@ fn failed(mut p: PhaseResult, sig: Signature) -> PhaseResult {
 
 fn sig(kind: SignatureKind, message: &str) -> Signature {
     Signature {
+        integrity: None,
         kind,
         http_status: None,
         problem_type: None,
@@ -94,6 +95,7 @@ fn native_agent() -> Cell {
         )
     };
     Cell {
+        checked: None,
         point: Point::new("agent".to_string(), "native-continuity".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
@@ -143,6 +145,7 @@ fn native_gateway() -> Cell {
     );
     restart.deadline_ms = 30_000;
     Cell {
+        checked: None,
         point: Point::new("gateway".to_string(), "native-continuity".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
@@ -174,6 +177,7 @@ fn native_gateway() -> Cell {
 
 fn rehydrate_agent() -> Cell {
     Cell {
+        checked: None,
         point: Point::new("agent".to_string(), "recreate-rehydrate".to_string()),
         pass_rate: None,
         attempts: Vec::new(),
@@ -202,6 +206,7 @@ fn rehydrate_agent() -> Cell {
 
 fn rehydrate_gateway() -> Cell {
     Cell {
+        checked: None,
         point: Point::new("gateway".to_string(), "recreate-rehydrate".to_string()),
         pass_rate: None,
         attempts: Vec::new(),

@@ -239,6 +239,7 @@ mod tests {
         trace.phase_start("p", "prompt");
         for _ in 0..(MAX_MARKS + 500) {
             trace.http(Exchange {
+                last_event_id: None,
                 method: "GET",
                 url: "http://h/v1/health".into(),
                 purpose: Purpose::Health,

@@ -188,6 +188,10 @@ fn lines_of(phases: &[PhaseResult]) -> String {
             if let Some(observed) = &sig.observed {
                 line.push_str(&format!(" (observed: {observed})"));
             }
+            if let Some(evidence) = sig.evidence() {
+                let evidence = crate::untrusted::Untrusted::new(&evidence).terminal();
+                line.push_str(&format!(" (evidence: {evidence})"));
+            }
         }
         lines.push(line);
     }

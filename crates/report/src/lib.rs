@@ -30,6 +30,7 @@ pub mod gate;
 pub mod github;
 pub mod html;
 pub(crate) mod inert;
+pub(crate) mod integrity_fix;
 pub mod join;
 pub mod judgement;
 pub mod junit;

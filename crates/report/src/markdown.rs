@@ -41,6 +41,9 @@ pub(crate) fn render_markdown(report: &Report) -> String {
     out.push('\n');
     signatures_section(&mut out, report);
     out.push('\n');
+    if integrity_section(&mut out, report) {
+        out.push('\n');
+    }
     metadata_section(&mut out, report);
     out.push('\n');
     restarts_section(&mut out, report);
@@ -226,6 +229,49 @@ fn expectations_section(out: &mut String, report: &Report) {
             );
         }
     }
+}
+
+/// The invariants the always-on checker found broken, cell by cell, with
+/// their evidence (`continuity check` prints the same); nothing when every
+/// checked cell held them all.
+fn integrity_section(out: &mut String, report: &Report) -> bool {
+    let broken: Vec<(&super::Cell, &continuity_check::Violation)> = report
+        .cells
+        .iter()
+        .filter_map(|c| c.checked.as_ref().map(|checked| (c, checked)))
+        .flat_map(|(c, checked)| checked.violations.iter().map(move |v| (c, v)))
+        .collect();
+    if broken.is_empty() {
+        return false;
+    }
+    out.push_str(
+        "## Integrity
+
+",
+    );
+    out.push_str(
+        "| target | scenario | invariant | breach | first at | since | phase | what |
+",
+    );
+    out.push_str(
+        "|---|---|---|---|---|---|---|---|
+",
+    );
+    for (cell, v) in broken {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            clean(&cell.label()),
+            clean(&cell.point.scenario),
+            v.invariant,
+            v.breach.as_str(),
+            v.hop.as_str(),
+            v.since.map_or("–", |s| s.as_str()),
+            clean(v.phase.as_deref().unwrap_or("–")),
+            clean(&v.detail),
+        );
+    }
+    true
 }
 
 /// One distinct signature and where it was seen, in first-seen order.

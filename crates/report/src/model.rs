@@ -282,6 +282,11 @@ pub struct Cell {
     /// scenarios): delivered, lost, unfinished; absent for other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnFate>,
+    /// The always-on checker's verdict on the shown attempt's history:
+    /// each invariant valid, broken or unknown, and every violation.
+    /// Absent in reports written before it, and with `--trace off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<continuity_check::Verdict>,
 }
 
 /// What became of a turn's result.
@@ -347,6 +352,9 @@ pub struct Attempt {
     /// The physical floor on the attempt's path and the harness overhead above it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
+    /// The always-on checker's verdict on this attempt's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<continuity_check::Verdict>,
 }
 
 /// How a phase ended.
@@ -417,6 +425,10 @@ pub struct Signature {
     /// never a verdict on sandbox-agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub component: Option<crate::errors::HarnessPart>,
+    /// An `integrity` failure the always-on checker found: the invariant,
+    /// what broke, the hop where it first shows, and the evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<continuity_check::Violation>,
 }
 
 /// A fault window a failure fell in or after (see `docs/faults.md`).
@@ -539,9 +551,45 @@ impl Totals {
 }
 
 impl Signature {
+    /// The evidence of an `integrity` failure the checker found, in one
+    /// line: what broke where (`stream duplicate at gateway`), the ids, the
+    /// stream, the session, the stored index, and since where it was still
+    /// right. Its ids and sessions are the server's text: a renderer passes
+    /// it through `untrusted::Untrusted`.
+    pub fn evidence(&self) -> Option<String> {
+        let v = self.integrity.as_ref()?;
+        let mut parts = vec![v.short()];
+        if !v.ids.is_empty() {
+            let what = match v.invariant {
+                continuity_check::Invariant::Stream => "SSE id",
+                continuity_check::Invariant::Requests => "JSON-RPC id",
+                _ => "digest",
+            };
+            parts.push(format!("{what} {}", v.ids.join(", ")));
+        }
+        if let Some(stream) = &v.stream {
+            parts.push(format!("stream {stream}"));
+        }
+        if let Some(session) = &v.session {
+            parts.push(format!("session {session}"));
+        }
+        if let Some(index) = v.event_index {
+            parts.push(format!("event index {index}"));
+        }
+        if let Some(since) = v.since {
+            parts.push(format!("right at the {}", since.as_str()));
+        }
+        parts.push(format!("at {:.1} s", v.t / 1000.0));
+        Some(parts.join(", "))
+    }
+
     /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
-    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
+    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`,
+    /// `integrity: stream` (the invariant the checker found broken).
     pub fn short(&self) -> String {
+        if let (SignatureKind::Integrity, Some(v)) = (self.kind, &self.integrity) {
+            return format!("integrity: {}", v.invariant);
+        }
         match self.kind {
             SignatureKind::Timeout if self.cause.is_some() => {
                 format!(

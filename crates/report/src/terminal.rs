@@ -345,6 +345,9 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
     if !message.is_empty() && !message.eq_ignore_ascii_case(&what) {
         details.push(message);
     }
+    if let Some(evidence) = sig.evidence() {
+        details.push(format!("evidence: {}", shown(&evidence)));
+    }
     if phase.outcome == Outcome::Timeout {
         if let Some(p) = &sig.pending {
             details.push(format!("pending: {}", shown(first_line(Some(p)))));

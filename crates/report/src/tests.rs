@@ -162,11 +162,51 @@ fn report_json_validates_against_schema() {
         cells: recorded.cells.iter().map(|c| c.point.clone()).collect(),
         rerun_of: Some("ab12cd34".into()),
     });
+    // A cell the always-on checker failed, with its verdict on every invariant.
+    let mut checked = fixture::repeated_report();
+    let violation = continuity_check::Violation {
+        invariant: continuity_check::Invariant::Stream,
+        breach: continuity_check::Breach::Gap,
+        hop: continuity_check::Hop::Gateway,
+        since: Some(continuity_check::Hop::Server),
+        stream: Some("sdk-mock-1".into()),
+        session: Some("agent-1".into()),
+        ids: vec!["3".into()],
+        event_index: Some(4),
+        t: 12.5,
+        phase: Some("promptBeforeRestart".into()),
+        detail: "SSE id 4 came right after id 2: id 3 never came".into(),
+    };
+    let verdict = continuity_check::Verdict {
+        checked: continuity_check::Invariant::ALL
+            .into_iter()
+            .map(|invariant| continuity_check::Checked {
+                invariant,
+                status: continuity_check::Status::Unknown,
+                why: Some("why".into()),
+            })
+            .collect(),
+        violations: vec![violation.clone()],
+        allowed: vec![continuity_check::Allowance::LostTail],
+        excused: 2,
+    };
+    checked.cells[0].checked = Some(verdict.clone());
+    for attempt in &mut checked.cells[0].attempts {
+        attempt.checked = Some(verdict.clone());
+    }
+    let failed = checked
+        .cells
+        .iter_mut()
+        .flat_map(|c| c.phases.iter_mut())
+        .find_map(|p| p.signature.as_mut())
+        .expect("a failed phase");
+    failed.integrity = Some(violation);
     for r in [
         fixture::report(),
         fixture::repeated_report(),
         judged,
         recorded,
+        checked,
     ] {
         let json = serde_json::to_value(&r).expect("report serializes");
         let errors = schema_errors(&v, &json);
@@ -634,6 +674,7 @@ fn an_interrupted_cell_and_a_store_timeout_show_in_every_renderer() {
     phase.ok = false;
     // What diagnose::persist_timeout makes of a store that kept the phase waiting.
     phase.signature = Some(Signature {
+        integrity: None,
         kind: SignatureKind::Persist,
         http_status: None,
         problem_type: None,

@@ -147,6 +147,24 @@ fn write_under_phase(
         if let Some(observed) = &sig.observed {
             let _ = writeln!(out, "{:>22}observed: {}", "", shown(observed));
         }
+        if let Some(evidence) = sig.evidence() {
+            let _ = writeln!(out, "{:>22}evidence: {}", "", shown(&evidence));
+        }
+    }
+    // Every violation the always-on checker found in this phase.
+    let listed = phase.detail.get("integrity").and_then(|v| v.as_array());
+    for violation in listed.into_iter().flatten() {
+        let Ok(v) = serde_json::from_value::<continuity_check::Violation>(violation.clone()) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{:>22}{} {}: {}",
+            "",
+            ms(v.t),
+            v.short(),
+            shown(&v.detail)
+        );
     }
 }
 
@@ -254,6 +272,9 @@ fn stack_text(event: &Event) -> Option<String> {
             "waited {} for the previous cell's DELETEs on this stack",
             ms(e.ms as f64)
         ),
+        Event::WireDropped(e) if e.restarted => {
+            "the hosted SDK's host restarted: its records since the last fetch are lost".to_string()
+        }
         Event::WireDropped(e) => format!(
             "{} of the hosted SDK's wire records lost (its buffer was full)",
             e.dropped

@@ -61,6 +61,15 @@ pub enum Event {
     StreamEnd(StreamEnd),
     /// A session-store call, logged at its end.
     Store(Store),
+    /// A session event the client handed to the application: what the
+    /// Rust client recorded, what the SDK's `onEvent` listener saw.
+    App(Handed),
+    /// A stream GET through a hop's fault proxy.
+    HopStream(HopStream),
+    /// An SSE event a hop's fault proxy forwarded toward the client.
+    HopSse(HopSse),
+    /// A message the scripted agent wrote to the server (its record).
+    AgentSent(AgentSent),
     /// An action of the hosted SDK, logged at its end.
     Sdk(Sdk),
     /// Wire records the hosted SDK's actor could not keep.

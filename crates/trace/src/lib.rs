@@ -16,6 +16,7 @@
 use continuity_base::{file_name, run_path, secret, untrusted, wire_name};
 
 mod cell;
+pub mod digest;
 pub mod event;
 mod fault_window;
 mod foreign;
@@ -61,6 +62,8 @@ pub struct Exchange {
     pub received: u64,
     /// Why it failed (a status the caller rejects, or a transport error).
     pub failure: Option<Seen>,
+    /// An event stream's GET: the `Last-Event-ID` it sent.
+    pub last_event_id: Option<String>,
 }
 
 impl Exchange {
@@ -76,6 +79,7 @@ impl Exchange {
             sent: 0,
             received: 0,
             failure: None,
+            last_event_id: None,
         }
     }
 }
@@ -84,6 +88,10 @@ impl Exchange {
 #[derive(Clone)]
 pub struct Trace {
     inner: Arc<Inner>,
+    /// A handle the harness reads a stream with for itself (a re-attach
+    /// probe): its stream GETs and SSE events are marked `probe`, so they
+    /// are never taken for the client's.
+    probe: bool,
 }
 
 struct Inner {
@@ -141,6 +149,7 @@ impl Trace {
 
     fn build(level: TraceLevel, token: Option<Secret>, sink: Option<Sink>) -> Trace {
         Trace {
+            probe: false,
             inner: Arc::new(Inner {
                 start: Instant::now(),
                 start_epoch_ms: std::time::SystemTime::now()
@@ -152,6 +161,15 @@ impl Trace {
                 sink: Mutex::new(sink),
                 observations: Mutex::new(Observations::default()),
             }),
+        }
+    }
+
+    /// This trace, for the harness's own reading of a stream: its GETs
+    /// and SSE events are marked `probe`.
+    pub fn probing(&self) -> Trace {
+        Trace {
+            inner: Arc::clone(&self.inner),
+            probe: true,
         }
     }
 
@@ -253,6 +271,8 @@ impl Trace {
             detail: seen.detail,
             error: seen.error,
             error_detail: seen.error_detail,
+            last_event_id: exchange.last_event_id,
+            probe: self.probe,
             ..Default::default()
         };
         extra(&mut http);
@@ -272,6 +292,7 @@ impl Trace {
             rpc_id,
             error_code,
             body: self.body(envelope),
+            session: digest::session_of(envelope),
         }));
     }
 
@@ -280,8 +301,9 @@ impl Trace {
         (self.inner.level == TraceLevel::Full).then(|| cut(&envelope.to_string()))
     }
 
-    /// One SSE event: its id, its name, and the envelope's method and id.
-    pub fn sse(&self, id: &str, event: &str, bytes: usize, envelope: Option<&Value>) {
+    /// One SSE event of the stream at `url`: its id, its name, and the
+    /// envelope's method, id, session and digest.
+    pub fn sse(&self, url: &str, id: &str, event: &str, bytes: usize, envelope: Option<&Value>) {
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -294,7 +316,70 @@ impl Trace {
             rpc_id,
             error_code,
             body: envelope.and_then(|envelope| self.body(envelope)),
+            stream: digest::server_id_of(url),
+            session: envelope.and_then(digest::session_of),
+            digest: envelope.map(digest::envelope),
+            probe: self.probe,
         }));
+    }
+
+    /// A stream GET a fault proxy on `hop` saw answered (connection
+    /// `conn` on the proxy, the request's path and `Last-Event-ID`).
+    pub fn hop_stream(
+        &self,
+        hop: &str,
+        conn: u64,
+        path: &str,
+        last_event_id: Option<String>,
+        status: u16,
+    ) {
+        let Some(stream) = digest::server_id_of(path) else {
+            return;
+        };
+        self.emit(Event::HopStream(event::HopStream {
+            hop: hop.into(),
+            conn,
+            stream,
+            last_event_id,
+            status: Some(status),
+        }));
+    }
+
+    /// One SSE event a fault proxy on `hop` passed toward the client: its
+    /// id and name, and its data's method, id, session and digest.
+    pub fn hop_sse(
+        &self,
+        hop: &str,
+        conn: u64,
+        path: &str,
+        (id, event, data): (Option<String>, String, &str),
+    ) {
+        let Some(stream) = digest::server_id_of(path) else {
+            return;
+        };
+        let envelope = serde_json::from_str::<Value>(data).ok();
+        let (method, rpc_id, _) = envelope.as_ref().map(rpc_ids).unwrap_or_default();
+        self.emit(Event::HopSse(event::HopSse {
+            hop: hop.into(),
+            conn,
+            stream,
+            id,
+            event,
+            session: envelope.as_ref().and_then(digest::session_of),
+            method,
+            rpc_id,
+            digest: envelope.as_ref().map(digest::envelope),
+        }));
+    }
+
+    /// A session event handed to the application (`local`: its session
+    /// there), with the envelope it carries.
+    pub fn app(&self, mut handed: event::Handed, envelope: &Value) {
+        if self.inner.level == TraceLevel::Off {
+            return;
+        }
+        fill_handed(&mut handed, envelope);
+        self.emit(Event::App(handed));
     }
 
     /// The end of one event-stream GET: how many events and bytes it carried.
@@ -385,6 +470,16 @@ pub fn health_channel(base_url: &str) -> String {
         &path_of(&format!("{base_url}/v1/health")),
         Purpose::Health,
     )
+}
+
+/// Fills what `envelope` says of itself into `handed`: its method, id,
+/// agent session and digest.
+pub fn fill_handed(handed: &mut event::Handed, envelope: &Value) {
+    let (method, rpc_id, _) = rpc_ids(envelope);
+    handed.method = method;
+    handed.rpc_id = rpc_id;
+    handed.agent_session = digest::session_of(envelope);
+    handed.digest = Some(digest::envelope(envelope));
 }
 
 /// An envelope's method, id and error code.

@@ -38,6 +38,7 @@ fn events_are_lines_with_time_and_kind_and_never_the_token() {
             problem_type: None,
             detail: Some("bad token tok-secret-1".into()),
         }),
+        last_event_id: None,
     });
     trace.rpc(
         Dir::Out,
@@ -112,6 +113,7 @@ fn waits_and_channels_remember_what_they_saw() {
                 kind: ErrorKind::Reset,
                 detail: "reset".into(),
             }),
+            last_event_id: None,
         });
     }
     let snap = trace.snapshot();
@@ -251,6 +253,7 @@ fn a_watched_channel_keeps_its_count_across_phases_without_being_a_wait() {
             problem_type: None,
             detail: None,
         }),
+        last_event_id: None,
     });
     trace.phase_start("create", "create_session");
     let snap = trace.snapshot();
@@ -279,9 +282,11 @@ fn every_line_written_reads_back_as_its_event_and_writes_the_same_bytes() {
             kind: ErrorKind::TooLarge,
             detail: "big".into(),
         }),
+        last_event_id: None,
     });
     trace.rpc(Dir::Out, Via::Post, &json!({"id": 1, "method": "m"}));
     trace.sse(
+        "http://h:1/v1/acp/s",
         "7",
         "message",
         12,

@@ -24,6 +24,7 @@ impl Inner {
             sent: body.len() as u64,
             received: 0,
             failure: None,
+            last_event_id: None,
         };
         let started = std::time::Instant::now();
         let sent = self

@@ -34,7 +34,8 @@ impl Transport {
         enough: impl Fn(&[Value]) -> bool,
     ) -> Replayed {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let transport = Transport::traced(config, http, tx, trace);
+        // The harness's own reading, never taken for the client's stream.
+        let transport = Transport::traced(config, http, tx, trace.probing());
         let inner = Arc::clone(&transport.inner);
         let read = async move { inner.read_stream_once(last_event_id).await };
         tokio::pin!(read);

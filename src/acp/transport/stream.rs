@@ -95,6 +95,7 @@ impl Inner {
     ) -> Option<AcpError> {
         let started = std::time::Instant::now();
         let mut exchange = Exchange::new("GET", url, Purpose::Stream);
+        exchange.last_event_id = last_event_id.clone();
         let mut request = self
             .http
             .get(url)
@@ -161,6 +162,7 @@ impl Inner {
             counts.0 += 1;
             counts.1 += event.data_len as u64;
             self.trace.sse(
+                url,
                 &event.id,
                 &event.name,
                 event.data_len,

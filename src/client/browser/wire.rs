@@ -38,6 +38,8 @@ struct Request {
     events: u64,
     /// An event stream's text not yet cut into events.
     pending: String,
+    /// The `Last-Event-ID` a stream's GET resumed from.
+    last_event_id: Option<String>,
 }
 
 /// The page's traffic as its trace records it.
@@ -125,6 +127,14 @@ impl Wire {
                     return;
                 };
                 let body = request["postData"].as_str().unwrap_or_default();
+                // Header names as the page wrote them (the SDK: `Last-Event-ID`).
+                let last_event_id = request["headers"].as_object().and_then(|headers| {
+                    headers
+                        .iter()
+                        .find(|(name, _)| name.eq_ignore_ascii_case("last-event-id"))
+                        .and_then(|(_, value)| value.as_str())
+                        .map(str::to_string)
+                });
                 if let Ok(value) = serde_json::from_str::<Value>(body) {
                     let trace = self.trace();
                     for envelope in envelopes(&value) {
@@ -143,6 +153,7 @@ impl Wire {
                         received: 0,
                         events: 0,
                         pending: String::new(),
+                        last_event_id,
                     },
                 );
             }
@@ -250,7 +261,7 @@ impl Wire {
             request.events += 1;
             let envelope = serde_json::from_str::<Value>(&data.join("\n")).ok();
             let name = if event.is_empty() { "message" } else { &event };
-            trace.sse(&sse_id, name, block.len(), envelope.as_ref());
+            trace.sse(&request.url, &sse_id, name, block.len(), envelope.as_ref());
         }
     }
 }
@@ -262,6 +273,7 @@ fn exchange(request: &Request, at: f64, failure: Option<Seen>) -> Exchange {
     exchange.sent = request.sent;
     exchange.received = request.received;
     exchange.failure = failure;
+    exchange.last_event_id = request.last_event_id.clone();
     exchange
 }
 

@@ -4,6 +4,7 @@ mod agent_stdio;
 mod bad_input;
 mod bisect_input;
 mod candidate_input;
+mod check_cli;
 mod ci_job;
 mod command_env;
 mod completions;

@@ -30,6 +30,7 @@ fn run_folder(dir: &Path) {
     trace.phase_end("connect", "ok", 1);
     trace.phase_start("promptAfter", "prompt");
     trace.http(Exchange {
+        last_event_id: None,
         method: "POST",
         url: "http://127.0.0.1:9/v1/acp/sdk-mock-1".into(),
         purpose: Purpose::AcpPost,
@@ -45,6 +46,7 @@ fn run_folder(dir: &Path) {
         }),
     });
     trace.emit(Event::Store(event::Store {
+        event: Default::default(),
         call: "insertEvent".into(),
         driver: "rivet".into(),
         ms: Some(12.5),

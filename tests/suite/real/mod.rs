@@ -5,6 +5,7 @@ mod bad_input_e2e;
 mod bisect_e2e;
 mod browser_e2e;
 mod candidate_e2e;
+mod checker_e2e;
 mod client_real_server;
 mod clients_e2e;
 mod diagnosis_e2e;

@@ -72,6 +72,7 @@ fn run_folder(dir: &Path) -> Report {
     }));
     trace.phase_start("promptSameHandleAfterRestart", "prompt");
     trace.http(Exchange {
+        last_event_id: None,
         method: "POST",
         url: "http://127.0.0.1:9/v1/acp/sdk-mock-1".into(),
         purpose: Purpose::AcpPost,
@@ -87,6 +88,7 @@ fn run_folder(dir: &Path) -> Report {
         }),
     });
     trace.emit(Event::Store(event::Store {
+        event: Default::default(),
         call: "getSession".into(),
         driver: "rivet".into(),
         ms: Some(16.0),
@@ -133,6 +135,11 @@ fn run_folder(dir: &Path) -> Report {
     });
     // The known bug, judged against an expectations file, with two attempts.
     let mut report = report;
+    // What the always-on checker found in that cell: a mark on its timeline.
+    report["cells"][0]["checked"] = json!({"checked": [{"invariant": "stream", "status": "broken"}],
+        "violations": [{"invariant": "stream", "breach": "duplicate", "hop": "gateway", "since": "server",
+            "stream": "sdk-mock-1", "ids": ["3"], "t": 40.0, "phase": "promptSameHandleAfterRestart",
+            "detail": "SSE id 3 came twice on one GET of the stream"}]});
     report["cells"][0]["expectation"] = json!({"outcome": "expected", "verdict": "fail",
         "boundary": "promptSameHandleAfterRestart", "signature": null,
         "reason": "sandbox-agent #189", "entry": "ci/expect.toml:1", "failsRun": false});
@@ -220,6 +227,21 @@ fn the_html_report_draws_every_cell_timeline_and_boundary_in_a_browser() {
         check("data-boundaries"),
         "2",
         "the failed and the errored cell's boundary"
+    );
+    assert_eq!(
+        check("data-violations"),
+        "1",
+        "the checker's violation marked on the agent cell's timeline"
+    );
+    assert!(
+        dom.contains("class=\"violation\"") && dom.contains("data-invariant=\"stream\""),
+        "the violation's mark names its invariant"
+    );
+    assert!(
+        dom.contains(
+            "stream duplicate at the gateway (right at the server), ids 3, stream sdk-mock-1"
+        ),
+        "the violation's evidence on hover"
     );
     for cell in &report.cells {
         let key = format!("{}/{}", cell.label().replace(' ', ""), cell.point.scenario);

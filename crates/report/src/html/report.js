@@ -255,7 +255,35 @@
       var start = spans && e.ms ? Math.max(0, e.t - e.ms) : e.t;
       root.appendChild(sv("rect", { "class": "mark " + markClass(e), x: x(start) - 1, y: y + 3, width: Math.max(3, x(e.t) - x(start) + 1), height: rowH - 7 }, tip(markText(e))));
     });
+    // What the always-on checker found: a marker at the offending event's
+    // time, across the lanes, its invariant and evidence on hover.
+    violations(cell).forEach(function (v) {
+      var cx = x(Math.min(v.t, span));
+      root.appendChild(sv("line", { "class": "violation-line", x1: cx, x2: cx, y1: top - 4, y2: H - 6 }));
+      root.appendChild(sv("path", { "class": "violation", d: "M" + cx + " " + (top - 8) + " l5 5 l-5 5 l-5 -5 z", "data-invariant": v.invariant, "data-hop": v.hop },
+        tip(violationText(v))));
+    });
     return root;
+  }
+  function violations(cell) { return (cell.checked && cell.checked.violations) || []; }
+  function violationText(v) {
+    var where = [v.invariant + " " + v.breach + " at the " + v.hop + (v.since ? " (right at the " + v.since + ")" : "")];
+    if (v.ids && v.ids.length) where.push("ids " + v.ids.join(", "));
+    if (v.stream) where.push("stream " + v.stream);
+    if (v.session) where.push("session " + v.session);
+    if (v.eventIndex !== undefined && v.eventIndex !== null) where.push("event index " + v.eventIndex);
+    return where.join(", ") + "\n" + v.detail + "\n" + fmtMs(v.t) + (v.phase ? " in " + v.phase : "");
+  }
+  function violationTable(cell) {
+    var list = violations(cell);
+    if (!list.length) return null;
+    return el("table", { "class": "violations" },
+      el("thead", null, el("tr", null, ["invariant", "breach", "first at", "right at", "phase", "at", "evidence"].map(function (h) { return el("th", null, h); }))),
+      el("tbody", null, list.map(function (v) {
+        return el("tr", { "data-invariant": v.invariant },
+          el("td", null, v.invariant), el("td", null, v.breach), el("td", null, v.hop), el("td", null, v.since || "–"),
+          el("td", null, v.phase || "–"), el("td", null, fmtMs(v.t)), el("td", { "class": "mono" }, v.detail));
+      })));
   }
   function niceStep(span) {
     var raw = span / 8, pow = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -313,6 +341,7 @@
         el("span", null, el("i", { style: "background:#ffcecb" }), "phase failed"),
         el("span", null, el("i", { style: "background:#fff1c2" }), "restart window"),
         el("span", null, el("i", { style: "background:#cf222e" }), "failed request"),
+        violations(cell).length ? el("span", null, el("i", { style: "background:#8250df" }), "invariant broken") : null,
         el("span", null, "hover a mark for status and latency")));
     }
     if (cell.traceProblem) details.appendChild(el("p", { "class": "note" }, "Trace not drawn: " + cell.traceProblem));
@@ -320,6 +349,8 @@
       details.appendChild(el("h3", null, "Signatures"));
       details.appendChild(signatureTable(cell));
     }
+    var broken = violationTable(cell);
+    if (broken) { details.appendChild(el("h3", null, "Integrity")); details.appendChild(broken); }
     var restarts = restartTable(cell);
     if (restarts) { details.appendChild(el("h3", null, "Restarts")); details.appendChild(restarts); }
     var own = (rejections || []).filter(function (r) { return r.label === label(cell) && r.scenario === cell.scenario; });
@@ -397,7 +428,8 @@
       cells: document.querySelectorAll("[data-cell-detail]").length,
       rows: document.querySelectorAll("table.matrix tr[data-cell]").length,
       timelines: document.querySelectorAll("svg.timeline").length,
-      boundaries: document.querySelectorAll("svg.timeline [data-boundary=true]").length
+      boundaries: document.querySelectorAll("svg.timeline [data-boundary=true]").length,
+      violations: document.querySelectorAll("svg.timeline path.violation").length
     };
     // Every verdict cell of the matrix has its mark, drawn with a size; no
     // text on the page needs an emoji font; the page is no wider than its
@@ -414,12 +446,14 @@
     var wide = overflow ? Array.prototype.filter.call(document.querySelectorAll("body *"), function (n) {
       return !n.closest(".scroll") && n.getBoundingClientRect().right > document.documentElement.clientWidth + 1;
     }).slice(0, 6).map(function (n) { return n.tagName.toLowerCase() + (n.getAttribute("class") ? "." + n.getAttribute("class").split(" ")[0] : ""); }).join(" ") : "";
-    var ok = drawn.cells === R.cells.length && drawn.rows === R.cells.length && drawn.timelines === ran.length && drawn.boundaries === bounded.length
+    var broken = ran.reduce(function (n, c) { return n + violations(c).length; }, 0);
+    var ok = drawn.cells === R.cells.length && drawn.rows === R.cells.length && drawn.timelines === ran.length && drawn.boundaries === bounded.length && drawn.violations === broken
       && marked.length === verdicts.length && emoji === 0;
     var box = el("div", { id: "selfcheck", "data-status": ok ? "ok" : "mismatch", "data-cells": drawn.cells, "data-rows": drawn.rows,
       "data-verdict-marks": marked.length, "data-verdict-cells": verdicts.length, "data-emoji": emoji, "data-page-overflow": overflow ? "yes" : "no", "data-scrolling-tables": scrolling, "data-overflowing": wide,
       "data-timelines": drawn.timelines, "data-boundaries": drawn.boundaries, "data-expected-cells": R.cells.length,
-      "data-expected-timelines": ran.length, "data-expected-boundaries": bounded.length });
+      "data-expected-timelines": ran.length, "data-expected-boundaries": bounded.length,
+      "data-violations": drawn.violations, "data-expected-violations": broken });
     document.body.appendChild(box);
   }
 

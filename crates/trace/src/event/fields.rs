@@ -79,6 +79,12 @@ payload! {
         /// When the response's headers came, after the request started.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub headers_ms: Option<f64>,
+        /// An event stream's GET: the `Last-Event-ID` it resumed from.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub last_event_id: Option<String>,
+        /// The harness's own read of a stream (a re-attach probe), not the client's.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub probe: bool,
     }
 
     pub struct Rpc {
@@ -93,6 +99,9 @@ payload! {
         /// The envelope, in a `full` trace, cut at the body limit.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub body: Option<String>,
+        /// The agent's session the envelope names (`params` or `result`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session: Option<String>,
     }
 
     pub struct Sse {
@@ -108,6 +117,19 @@ payload! {
         pub error_code: Option<Value>,
         #[serde(skip_serializing_if = "Option::is_none")]
         pub body: Option<String>,
+        /// The ACP server id whose stream carried it (absent in traces
+        /// written before continuity 0.1's checker).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub stream: Option<String>,
+        /// The agent's session the envelope names.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session: Option<String>,
+        /// The envelope's digest ([`crate::digest`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub digest: Option<String>,
+        /// Read by the harness's own probe, not the client.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub probe: bool,
     }
 
     pub struct StreamEnd {
@@ -138,6 +160,87 @@ payload! {
         pub ok: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
         pub error: Option<String>,
+        /// `insertEvent`: the event written, as the checker follows it.
+        #[serde(flatten)]
+        pub event: Handed,
+    }
+
+    /// One session event as the application got it (`app`) or as a client
+    /// wrote it to its store (an `insertEvent`'s `store` event).
+    pub struct Handed {
+        /// `app` events: `recorder` (handed on before the store write, as
+        /// continuity's client does) or `listener` (the SDK's `onEvent`,
+        /// called after its store write succeeded).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub via: Option<String>,
+        /// The local session (the application's id for it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub event_index: Option<u64>,
+        /// `client` (sent) or `agent` (received).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub sender: Option<String>,
+        /// The client's connection the envelope went over.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub conn: Option<String>,
+        /// That connection's ACP server id, when the client knows it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub stream: Option<String>,
+        /// The agent's session the envelope names.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub agent_session: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub method: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rpc_id: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub digest: Option<String>,
+    }
+
+    /// A stream GET that passed a fault proxy: what the client asked for.
+    pub struct HopStream {
+        pub hop: String,
+        /// The connection's number on the proxy.
+        pub conn: u64,
+        /// The ACP server id.
+        pub stream: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub last_event_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub status: Option<u16>,
+    }
+
+    /// One SSE event a fault proxy forwarded toward the client.
+    pub struct HopSse {
+        pub hop: String,
+        pub conn: u64,
+        pub stream: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub id: Option<String>,
+        pub event: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub session: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub method: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rpc_id: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub digest: Option<String>,
+    }
+
+    /// One message the scripted agent wrote to the server (its record).
+    pub struct AgentSent {
+        pub session: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub method: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub rpc_id: Option<Value>,
+        pub digest: String,
+        /// A response: the method of the request it answers
+        /// (`session/prompt` ends a turn).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub answers: Option<String>,
     }
 
     pub struct Sdk {
@@ -155,6 +258,11 @@ payload! {
 
     pub struct WireDropped {
         pub dropped: u64,
+        /// The SDK's host started a new log (its process restarted, its
+        /// actor woke again): what the old one held beyond what continuity
+        /// had fetched is gone, however much that was.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub restarted: bool,
     }
 
     pub struct ReadyProbe {
