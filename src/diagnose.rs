@@ -107,7 +107,8 @@ pub fn broke_on_the_way(sig: &Signature) -> bool {
     let broke =
         |kind: SignatureKind| matches!(kind, SignatureKind::Connect | SignatureKind::StreamClosed);
     broke(sig.kind)
-        || (sig.kind == SignatureKind::Timeout && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
+        || (matches!(sig.kind, SignatureKind::Timeout | SignatureKind::Hung)
+            && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
 }
 
 /// A phase that ran out of time, and what it was waiting for.
@@ -181,6 +182,37 @@ pub fn timeout_seen(
     token: Option<&crate::secret::Secret>,
 ) -> Signature {
     let mut sig = timeout(deadline_ms, fallback);
+    explain(&mut sig, seen, token, true);
+    sig
+}
+
+/// A phase whose call hung (nothing in flight could settle it for the
+/// grace): `evidence` says what the wire showed last and when; `pending`,
+/// the cause and `observed` are read from its waits as a timeout's are
+/// ([`timeout_seen`]), so the two name the same cause.
+pub fn hung_seen(
+    evidence: String,
+    fallback: String,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
+    let mut sig = timeout(0, fallback);
+    sig.kind = SignatureKind::Hung;
+    sig.message = evidence;
+    explain(&mut sig, seen, token, false);
+    sig
+}
+
+/// What a phase's waits saw, into a timeout's or a hang's signature:
+/// `pending` from the wait opened last, the cause and `observed` from the
+/// channels' failures, the network fault it fell in; with `failures`, the
+/// message names those failures too (a hang's evidence already does).
+fn explain(
+    sig: &mut Signature,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+    failures: bool,
+) {
     let wait = seen.innermost();
     let linked = wait
         .and_then(|w| w.channel.as_deref())
@@ -193,7 +225,7 @@ pub fn timeout_seen(
         sig.pending = Some(mask_ids(&pending));
     }
     let mut message = sig.message.clone();
-    if let Some(wait) = wait.filter(|w| w.channel.is_none()) {
+    if let Some(wait) = wait.filter(|w| w.channel.is_none() && failures) {
         message.push_str(&format!(" waiting for {}", without_id(&wait.what)));
     }
     // The linked channel's failure whatever its age (the health wait may
@@ -213,7 +245,7 @@ pub fn timeout_seen(
         .into_iter()
         .chain(others)
         .collect();
-    for channel in &failed {
+    for channel in failed.iter().filter(|_| failures) {
         if let Some(last) = &channel.last_failure {
             message.push_str(&format!("; {}: {last}", channel.name));
         }
@@ -224,9 +256,8 @@ pub fn timeout_seen(
         .and_then(|c| c.last_failure.as_ref())
         .map(cause_of);
     sig.observed = observed(seen);
-    scrub(&mut sig, token);
-    attribute_fault(&mut sig, &seen.faults);
-    sig
+    scrub(sig, token);
+    attribute_fault(sig, &seen.faults);
 }
 
 /// Names the network fault a failure fell in or after: the hop and the

@@ -100,6 +100,9 @@ struct InFlight<'a> {
     call: &'static str,
     /// `Some(outcome)` once the call returned.
     error: Option<Option<String>>,
+    /// In flight for the hang detector until it ends: a store call may
+    /// still settle the client's pending call.
+    _flight: crate::trace::FlightGuard,
 }
 
 impl<'a> InFlight<'a> {
@@ -109,6 +112,7 @@ impl<'a> InFlight<'a> {
         guard.next += 1;
         let id = guard.next;
         guard.pending.insert(id, (call, Instant::now()));
+        let what = format!("the persist store ({}): {call}", driver.inner.name());
         InFlight {
             calls,
             trace: &driver.trace,
@@ -116,6 +120,7 @@ impl<'a> InFlight<'a> {
             id,
             call,
             error: None,
+            _flight: driver.trace.in_flight(crate::trace::Flight::Store, what),
         }
     }
 }

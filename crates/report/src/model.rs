@@ -438,6 +438,11 @@ pub enum SignatureKind {
     /// The session store (a Rivet actor, SQLite) failed or kept the phase
     /// waiting: the message names the call and its latency.
     Persist,
+    /// The client's call never settled and nothing that could settle it
+    /// was in flight (no request awaiting an answer, no open stream, no
+    /// retry) for the hang grace: the phase ended there instead of at its
+    /// deadline. The message says what the wire showed last, and when.
+    Hung,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -475,12 +480,14 @@ impl Totals {
 
 impl Signature {
     /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
-    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`.
+    /// `timeout: http 401` (a timeout with the cause underneath), `hung:
+    /// http 400 invalid_request` (a hang, likewise), `rpc -32601`.
     pub fn short(&self) -> String {
         match self.kind {
-            SignatureKind::Timeout if self.cause.is_some() => {
+            SignatureKind::Timeout | SignatureKind::Hung if self.cause.is_some() => {
                 format!(
-                    "timeout: {}",
+                    "{}: {}",
+                    self.kind.as_str(),
                     self.cause.as_ref().map(Cause::short).unwrap_or_default()
                 )
             }

@@ -330,7 +330,8 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
     if !message.is_empty() && !message.eq_ignore_ascii_case(&what) {
         details.push(message);
     }
-    if phase.outcome == Outcome::Timeout {
+    // A hang says what it waited on and saw, as a timeout does.
+    if phase.outcome == Outcome::Timeout || sig.kind == SignatureKind::Hung {
         if let Some(p) = &sig.pending {
             details.push(format!("pending: {}", shown(first_line(Some(p)))));
         }

@@ -9,6 +9,9 @@
 //! the attempts and the last failure of the current phase. A phase that times
 //! out reads them to say what it was really waiting for and what it saw
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
+//! It also keeps what is in flight ([`in_flight`]): the client's pending
+//! calls and what could still settle them, which the hang detector reads
+//! ([`Trace::quiet`]).
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +22,7 @@ mod cell;
 pub mod event;
 mod fault_window;
 mod foreign;
+pub mod in_flight;
 mod observe;
 mod sink;
 mod url;
@@ -26,6 +30,7 @@ mod url;
 pub use cell::{cell_dir_name, for_cell};
 pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
+pub use in_flight::{Flight, FlightGuard, HostReport, Quiet, WireMark};
 pub use observe::{ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, for_each_event_of, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
@@ -36,6 +41,7 @@ use url::{path_and_query, path_of};
 
 use crate::secret::Secret;
 use event::{CellId, Dir, Event, Header, Line, Via};
+use in_flight::InFlight;
 use observe::Observations;
 use serde_json::Value;
 use sink::Sink;
@@ -95,6 +101,7 @@ struct Inner {
     token: Option<Secret>,
     sink: Mutex<Option<Sink>>,
     observations: Mutex<Observations>,
+    flight: Mutex<InFlight>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -151,6 +158,7 @@ impl Trace {
                 token,
                 sink: Mutex::new(sink),
                 observations: Mutex::new(Observations::default()),
+                flight: Mutex::new(InFlight::default()),
             }),
         }
     }
@@ -171,6 +179,59 @@ impl Trace {
             .unwrap_or_else(|p| p.into_inner())
     }
 
+    fn flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.inner.flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A call of the client under test, pending until the guard drops
+    /// (answered, failed, or given up on): what the hang detector judges.
+    pub fn call(&self, what: impl Into<String>) -> FlightGuard {
+        let id = self.flight().begin_call(what.into(), None, self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// A call whose progress only its host's report shows (the SDK in the
+    /// `sdkClient` actor): judged only by a [`HostReport`] that shows it
+    /// running under `phase`.
+    pub fn hosted_call(&self, what: impl Into<String>, phase: &str) -> FlightGuard {
+        let id = self
+            .flight()
+            .begin_call(what.into(), Some(phase.to_string()), self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// Something that could settle a pending call (a request awaiting its
+    /// answer, an open stream, a store call), in flight until the guard drops.
+    pub fn in_flight(&self, kind: Flight, what: impl Into<String>) -> FlightGuard {
+        let id = self.flight().begin(kind, what.into(), self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// Activity the trace does not record as an event (a frame on a
+    /// socket the browser watches): the client is not idle.
+    pub fn active(&self) {
+        let now = self.now_ms();
+        self.flight().note(now);
+    }
+
+    /// What the SDK's host reported it had in flight.
+    pub fn host_report(&self, report: HostReport) {
+        self.flight().host_report(report);
+    }
+
+    /// A call made from `from` on (trace time: the phase's start) still
+    /// pending with nothing in flight that could settle it, no retry to
+    /// come and no activity, for `grace` up to now.
+    pub fn quiet(&self, grace: Duration, from: f64) -> Option<Quiet> {
+        let now = self.now_ms();
+        self.flight().quiet(now, grace.as_secs_f64() * 1000.0, from)
+    }
+
+    /// What is in flight locally: kind and words.
+    pub fn open_flights(&self) -> Vec<(Flight, String)> {
+        self.flight().open()
+    }
+
     /// Appends one event; it must not hold a credential (the known token
     /// is scrubbed anyway, and URLs lose `access_token`).
     pub fn emit(&self, event: Event) {
@@ -180,6 +241,7 @@ impl Trace {
     /// [`Trace::emit`] at `t` (milliseconds since the cell started), for an
     /// event that happened before it reached the trace.
     fn emit_at(&self, t: f64, event: Event) {
+        self.saw(t, &event);
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -190,6 +252,22 @@ impl Trace {
         let mut sink = self.inner.sink.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sink) = sink.as_mut() {
             sink.append(&text, self.now_ms());
+        }
+    }
+
+    /// A wire event that is activity of the client's (exchanges and
+    /// stream ends are marked where they are counted).
+    fn saw(&self, t: f64, event: &Event) {
+        match event {
+            Event::Sse(_) => self.flight().mark(t, in_flight::SSE_WORDS.into(), false),
+            Event::Store(store) => {
+                let what = format!("the store call {}", store.call);
+                self.flight().mark(t, what, false);
+            }
+            Event::Rpc(_) | Event::Ws(_) | Event::WsOpen(_) | Event::WsClose(_) => {
+                self.flight().note(t)
+            }
+            _ => {}
         }
     }
 
@@ -228,9 +306,6 @@ impl Trace {
             exchange.received,
             exchange.failure.as_ref(),
         );
-        if self.inner.level == TraceLevel::Off {
-            return;
-        }
         let seen = exchange
             .failure
             .as_ref()
@@ -252,12 +327,24 @@ impl Trace {
             ..Default::default()
         };
         extra(&mut http);
+        {
+            let mut flight = self.flight();
+            let what = in_flight::exchange_words(&exchange, &path, http.closed_by.is_some());
+            flight.mark(t, what, exchange.status.is_some());
+            if exchange.purpose == Purpose::Health {
+                flight.health(t, exchange.failure.is_some());
+            }
+        }
+        if self.inner.level == TraceLevel::Off {
+            return;
+        }
         self.emit_at(t, Event::Http(http));
     }
 
     /// A JSON-RPC envelope, sent or received `via` the POST or the stream.
     pub fn rpc(&self, dir: Dir, via: Via, envelope: &Value) {
         if self.inner.level == TraceLevel::Off {
+            self.active();
             return;
         }
         let (method, rpc_id, error_code) = rpc_ids(envelope);
@@ -279,6 +366,8 @@ impl Trace {
     /// One SSE event: its id, its name, and the envelope's method and id.
     pub fn sse(&self, id: &str, event: &str, bytes: usize, envelope: Option<&Value>) {
         if self.inner.level == TraceLevel::Off {
+            let now = self.now_ms();
+            self.flight().mark(now, in_flight::SSE_WORDS.into(), false);
             return;
         }
         let (method, rpc_id, error_code) = envelope.map(rpc_ids).unwrap_or_default();
@@ -308,9 +397,12 @@ impl Trace {
         failure: Option<&Seen>,
         closed_by: Option<String>,
     ) {
-        let channel = channel_name("GET", &path_of(url), Purpose::Stream);
+        let path = path_of(url);
+        let channel = channel_name("GET", &path, Purpose::Stream);
         self.observations()
             .stream_ended(t, &channel, bytes, failure);
+        let what = in_flight::stream_end_words(&path, failure, closed_by.is_some());
+        self.flight().mark(t, what, false);
         if self.inner.level == TraceLevel::Off {
             return;
         }

@@ -81,10 +81,12 @@ impl<H: SdkHost> SdkClient<H> {
         }
     }
 
-    /// Its actions and the SDK's wire written into the cell's `trace`.
-    pub(super) fn traced(self, trace: crate::trace::Trace) -> Self {
+    /// Its actions and the SDK's wire written into the cell's `trace`;
+    /// `watching`: what its host has in flight too, while a call is
+    /// pending, for the hang detector.
+    pub(super) fn traced(self, trace: crate::trace::Trace, watching: bool) -> Self {
         Self {
-            client: self.client.traced(trace),
+            client: self.client.traced(trace).watching(watching),
             ..self
         }
     }

@@ -1,0 +1,367 @@
+//! The hang detector: while a phase's step waits on the client under test,
+//! it reads the cell's one in-flight model (`trace::in_flight`, which every
+//! client feeds) and ends the phase as `hung` once a call made in the phase
+//! has been pending with nothing in flight that could settle it — no
+//! request awaiting its answer, no open stream or socket, no store call,
+//! no retry the client scheduled — for the grace (`--hang-grace-ms`). The
+//! phase's deadline still bounds everything else: a request awaiting its
+//! answer (a long silent turn) is never a hang. The hung phase's signature
+//! says what the wire showed last and when; its cause is read from the
+//! phase's waits as a timeout's is, so the two name the same cause.
+
+use super::judge::ResultContext;
+use crate::diagnose;
+use crate::report::detail::{Detail, HangEvidence, HungDetail, WireSeen};
+use crate::report::{Outcome, PhaseResult};
+use crate::scenario::{Phase, Step};
+use crate::trace::{Quiet, Snapshot, Trace, WireMark};
+use std::time::Duration;
+
+/// The grace when the run names none.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the detector reads the model.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether the step waits on the client under test, so its calls can
+/// hang; a restart, a restart timed into a turn and a sleep are the
+/// harness's own waits, judged by their deadlines alone.
+fn waits_on_client(step: &Step) -> bool {
+    !matches!(
+        step,
+        Step::Restart | Step::RestartDuringTurn { .. } | Step::Sleep { .. }
+    )
+}
+
+/// A phase whose call hung: what the model saw, and against what.
+pub(super) struct Hang {
+    quiet: Quiet,
+    /// When the phase began (trace time): the evidence's times count from it.
+    phase_t: f64,
+    grace: Duration,
+}
+
+/// Resolves once a call the phase made has hung; never without a grace
+/// (`None`: wait the deadline out, as `--hang-grace-ms 0` asks) or when
+/// the step waits on no client. `phase_t`: the phase's start (trace time).
+pub(super) async fn watch(
+    trace: &Trace,
+    grace: Option<Duration>,
+    step: &Step,
+    phase_t: f64,
+) -> Hang {
+    let Some(grace) = grace.filter(|_| waits_on_client(step)) else {
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(LOOK_EVERY).await;
+        if let Some(quiet) = trace.quiet(grace, phase_t) {
+            return Hang {
+                quiet,
+                phase_t,
+                grace,
+            };
+        }
+    }
+}
+
+impl Hang {
+    /// Milliseconds into the phase (negative: before it).
+    fn phase_ms(&self, t: f64) -> f64 {
+        ((t - self.phase_t) * 10.0).round() / 10.0
+    }
+
+    fn when(&self, mark: &WireMark) -> String {
+        let ms = self.phase_ms(mark.t);
+        match ms >= 0.0 {
+            true => format!("at {ms:.0} ms"),
+            false => format!("{:.0} ms before the phase", -ms),
+        }
+    }
+
+    /// `the server answered HTTP 400 invalid_request to POST /v1/acp/… at
+    /// 350 ms; then the client gave up on GET /v1/acp/… at 354 ms; then the
+    /// ts-sdk client made no request, held no stream and scheduled no retry
+    /// for 2.0 s: its prompt never settled`.
+    fn words(&self, client: &str) -> String {
+        let quiet = &self.quiet;
+        let mut parts = Vec::new();
+        if let Some(answer) = &quiet.last_answer {
+            parts.push(format!("{} {}", answer.what, self.when(answer)));
+        }
+        match &quiet.last_wire {
+            Some(last) if Some(last) != quiet.last_answer.as_ref() => {
+                let then = if parts.is_empty() { "" } else { "then " };
+                parts.push(format!("{then}{} {}", last.what, self.when(last)));
+            }
+            Some(_) => {}
+            None => parts.push("nothing on the wire".into()),
+        }
+        parts.push(format!(
+            "then the {client} client made no request, held no stream and scheduled no retry for {:.1} s: its {} never settled",
+            self.grace.as_secs_f64(),
+            quiet.call
+        ));
+        parts.join("; ")
+    }
+
+    fn detail(&self) -> HungDetail {
+        let seen = |mark: &Option<WireMark>| {
+            mark.as_ref().map(|m| WireSeen {
+                at_ms: self.phase_ms(m.t),
+                what: crate::report::mask_ids(&m.what),
+            })
+        };
+        HungDetail {
+            hang: HangEvidence {
+                call: self.quiet.call.clone(),
+                grace_ms: crate::clock::millis(self.grace),
+                quiet_from_ms: self.phase_ms(self.quiet.since),
+                quiet_ms: ((self.quiet.until - self.quiet.since) * 10.0).round() / 10.0,
+                last_wire: seen(&self.quiet.last_wire),
+                last_answer: seen(&self.quiet.last_answer),
+            },
+        }
+    }
+}
+
+/// The phase `result` (judged as timed out: its waits read as a
+/// timeout's) becomes a hung one: failed, with the evidence as its
+/// signature's message and in its detail (`hang`). A part of continuity's
+/// own seen gone on the way makes it the harness's error, as it would a
+/// timeout.
+pub(super) fn judge(
+    result: &mut PhaseResult,
+    context: &ResultContext,
+    phase: &Phase,
+    seen: &Snapshot,
+    hang: &Hang,
+    client: &str,
+) {
+    let mut signature = diagnose::hung_seen(
+        hang.words(client),
+        phase.step.pending(),
+        seen,
+        context.token.as_ref(),
+    );
+    diagnose::find_gone_part(&mut signature, &context.watched);
+    diagnose::blame_part(&mut signature, &context.owned);
+    result.outcome = Outcome::Fail;
+    result.ok = false;
+    result.signature = Some(signature);
+    hang.detail().write_to(&mut result.detail);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::driver::{PromptAnswer, ScenarioClient, Unsupported};
+    use super::super::{run_cell_on, CellRun, CellSettings, CellStore, RunningCell, StepFailure};
+    use super::super::{Restarter, StepResult};
+    use crate::report::detail::{self, CreateSessionDetail, HealthDetail, ResumeDetail};
+    use crate::report::{Outcome, SignatureKind};
+    use crate::scenario::{Step, StepKind};
+    use crate::targets::RestartResult;
+    use crate::trace::{Exchange, Flight, Purpose, Seen};
+    use async_trait::async_trait;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// A client whose prompt gets a 400, then never settles; `holding`:
+    /// with that still in flight (a request, an open stream) all along.
+    struct Stuck {
+        holding: Option<Flight>,
+    }
+
+    #[async_trait(?Send)]
+    impl ScenarioClient for Stuck {
+        fn name(&self) -> &'static str {
+            "test"
+        }
+        fn supports(&self, _: &Step) -> Result<(), Unsupported> {
+            Ok(())
+        }
+        fn connected(&self, _: &RunningCell<'_>, _: &str) -> bool {
+            true
+        }
+        async fn connect(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn prompt(
+            &self,
+            cell: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: String,
+        ) -> Result<PromptAnswer, StepFailure> {
+            let trace = cell.settings.trace.clone();
+            let _call = trace.call("prompt");
+            let _held = self.holding.map(|kind| trace.in_flight(kind, "held"));
+            let mut post = Exchange::new("POST", "http://127.0.0.1:9/v1/acp/s", Purpose::AcpPost);
+            post.status = Some(400);
+            post.failure = Some(Seen::Status {
+                status: 400,
+                problem_type: Some("invalid_request".into()),
+                detail: None,
+            });
+            trace.http(post);
+            std::future::pending().await
+        }
+        async fn create_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> Result<CreateSessionDetail, StepFailure> {
+            Ok(CreateSessionDetail::default())
+        }
+        async fn get_events(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+            _: usize,
+            _: bool,
+        ) -> StepResult {
+            Err(self.cannot(StepKind::GetEvents))
+        }
+        async fn resume_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<ResumeDetail, StepFailure> {
+            Err(self.cannot(StepKind::ResumeSession))
+        }
+        async fn destroy_session(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<(), StepFailure> {
+            Err(self.cannot(StepKind::DestroySession))
+        }
+        async fn dispose(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
+            Ok(())
+        }
+        async fn health(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+        ) -> Result<HealthDetail, StepFailure> {
+            Err(self.cannot(StepKind::Health))
+        }
+        async fn replay_history(
+            &self,
+            _: &mut RunningCell<'_>,
+            _: &str,
+            _: &str,
+        ) -> Result<Vec<crate::persist::SessionEvent>, StepFailure> {
+            Err(self.cannot(StepKind::ReplayCheck))
+        }
+    }
+
+    struct NoRestart;
+
+    #[async_trait]
+    impl Restarter for NoRestart {
+        async fn restart(&mut self, phase: &str) -> RestartResult {
+            RestartResult {
+                phase: phase.into(),
+                ok: true,
+                action: "fake".into(),
+                restart_ms: 1,
+                ready_ms: Some(1),
+                down: None,
+                detail: None,
+            }
+        }
+    }
+
+    const SCENARIO: &str = "name = \"t\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"a\"\nsession = \"s\"\n[[phase]]\nname = \"prompt\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"s\"\ntext = \"hi\"\ntimeout_ms = 2500\non_failure = \"continue\"\n[[phase]]\nname = \"quiet\"\nstep = \"sleep\"\nms = 900\n";
+
+    /// The scenario on `client`, with a 300 ms grace (`None`: none).
+    async fn run(client: Stuck, grace: Option<u64>) -> CellRun {
+        let scenario =
+            crate::scenario::parse_scenario(std::path::Path::new("t.toml"), SCENARIO).unwrap();
+        let settings = CellSettings {
+            base_url: "http://127.0.0.1:9".into(),
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(5),
+            session_suffix: "t".into(),
+            store: CellStore::PerClientMemory,
+            trace: crate::trace::Trace::detached(),
+            agent_sent_log: None,
+            headers_timeout: None,
+            hang_grace: grace.map(Duration::from_millis),
+            model_calls: None,
+            sandboxes: None,
+            interrupt: tokio::sync::watch::channel(false).1,
+        };
+        let (run, _) =
+            run_cell_on(&scenario, &settings, &mut NoRestart, Arc::new(client), None).await;
+        run
+    }
+
+    #[tokio::test]
+    async fn a_pending_call_with_nothing_in_flight_ends_its_phase_hung_with_the_evidence() {
+        let started = Instant::now();
+        let run = run(Stuck { holding: None }, Some(300)).await;
+        let prompt = &run.phases[2];
+        assert_eq!(prompt.outcome, Outcome::Fail, "{prompt:?}");
+        let sig = prompt.signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::Hung);
+        assert_eq!(sig.short(), "hung: http 400 invalid_request");
+        assert!(
+            sig.message.starts_with(
+                "the server answered HTTP 400 invalid_request to POST /v1/acp/s at "
+            ) && sig.message.ends_with(
+                "then the test client made no request, held no stream and scheduled no retry for 0.3 s: its prompt never settled"
+            ),
+            "{}",
+            sig.message
+        );
+        let hang = detail::read::<detail::HungDetail>(&prompt.detail)
+            .unwrap()
+            .hang;
+        assert_eq!((hang.call.as_str(), hang.grace_ms), ("prompt", 300));
+        assert!(hang.quiet_ms >= 300.0, "{hang:?}");
+        // Well before the deadline; the sleep after it is never hung.
+        assert!(prompt.duration_ms < 2000, "{}", prompt.duration_ms);
+        assert_eq!(run.phases[3].outcome, Outcome::Ok);
+        assert!(started.elapsed() < Duration::from_millis(2500));
+        assert_eq!(run.failure_boundary.as_deref(), Some("prompt"));
+    }
+
+    #[tokio::test]
+    async fn a_request_in_flight_or_an_open_stream_waits_the_deadline_out() {
+        for held in [Flight::Request, Flight::Stream] {
+            let run = run(
+                Stuck {
+                    holding: Some(held),
+                },
+                Some(300),
+            )
+            .await;
+            let prompt = &run.phases[2];
+            assert_eq!(prompt.outcome, Outcome::Timeout, "{held:?}: {prompt:?}");
+            let sig = prompt.signature.as_ref().unwrap();
+            assert_eq!(sig.short(), "timeout: http 400 invalid_request");
+            assert!(prompt.duration_ms >= 2500, "{}", prompt.duration_ms);
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_grace_every_phase_waits_its_deadline_out() {
+        let run = run(Stuck { holding: None }, None).await;
+        let prompt = &run.phases[2];
+        assert_eq!(prompt.outcome, Outcome::Timeout);
+        // The same cause as the hang above names.
+        assert_eq!(
+            prompt.signature.as_ref().unwrap().short(),
+            "timeout: http 400 invalid_request"
+        );
+    }
+}
