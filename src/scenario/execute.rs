@@ -601,7 +601,7 @@ impl RunningCell<'_> {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
                 // Judged as a timeout, then as hung (`hang::judge`).
-                found = hang::watch(&trace, grace, &phase.step, phase_t) => {
+                found = hang::watch(&trace, grace, &phase.step, phase_t, deadline) => {
                     hung = Some(found);
                     None
                 }

@@ -43,18 +43,28 @@ pub(super) struct Hang {
 
 /// Resolves once a call the phase made has hung; never without a grace
 /// (`None`: wait the deadline out, as `--hang-grace-ms 0` asks) or when
-/// the step waits on no client. `phase_t`: the phase's start (trace time).
+/// the step waits on no client. `phase_t`: the phase's start (trace time);
+/// `deadline`: the phase's. A hang is declared only while the step has at
+/// least the grace left before it would end on its own (at the phase's
+/// deadline; an `await_turn`, at its turn's): nearer to it, ending now
+/// saves little, and racing the deadline would make the same cell end one
+/// way or the other from run to run.
 pub(super) async fn watch(
     trace: &Trace,
     grace: Option<Duration>,
     step: &Step,
     phase_t: f64,
+    deadline: Duration,
 ) -> Hang {
     let Some(grace) = grace.filter(|_| waits_on_client(step)) else {
         return std::future::pending().await;
     };
+    let ends = std::time::Instant::now() + own_deadline(step, deadline);
     loop {
         tokio::time::sleep(LOOK_EVERY).await;
+        if ends.saturating_duration_since(std::time::Instant::now()) < grace {
+            return std::future::pending().await;
+        }
         if let Some(quiet) = trace.quiet(grace, phase_t) {
             return Hang {
                 quiet,
@@ -62,6 +72,15 @@ pub(super) async fn watch(
                 grace,
             };
         }
+    }
+}
+
+/// When the step ends by itself at the latest: an `await_turn` at its
+/// turn's deadline, which its phase's outlasts by a margin.
+fn own_deadline(step: &Step, deadline: Duration) -> Duration {
+    match step {
+        Step::AwaitTurn { .. } => deadline.saturating_sub(super::turns::AWAIT_MARGIN),
+        _ => deadline,
     }
 }
 
@@ -278,12 +297,18 @@ mod tests {
         }
     }
 
-    const SCENARIO: &str = "name = \"t\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"a\"\nsession = \"s\"\n[[phase]]\nname = \"prompt\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"s\"\ntext = \"hi\"\ntimeout_ms = 2500\non_failure = \"continue\"\n[[phase]]\nname = \"quiet\"\nstep = \"sleep\"\nms = 900\n";
+    const SCENARIO: &str = "name = \"t\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"a\"\n[[phase]]\nname = \"create\"\nstep = \"create_session\"\nclient = \"a\"\nsession = \"s\"\n[[phase]]\nname = \"prompt\"\nstep = \"prompt\"\nclient = \"a\"\nsession = \"s\"\ntext = \"hi\"\ntimeout_ms = DEADLINE\non_failure = \"continue\"\n[[phase]]\nname = \"quiet\"\nstep = \"sleep\"\nms = 900\n";
 
-    /// The scenario on `client`, with a 300 ms grace (`None`: none).
+    /// The scenario on `client` with `grace` (`None`: none), its prompt
+    /// under a 2.5 s deadline.
     async fn run(client: Stuck, grace: Option<u64>) -> CellRun {
+        run_until(client, grace, 2500).await
+    }
+
+    async fn run_until(client: Stuck, grace: Option<u64>, deadline_ms: u64) -> CellRun {
+        let source = SCENARIO.replace("DEADLINE", &deadline_ms.to_string());
         let scenario =
-            crate::scenario::parse_scenario(std::path::Path::new("t.toml"), SCENARIO).unwrap();
+            crate::scenario::parse_scenario(std::path::Path::new("t.toml"), &source).unwrap();
         let settings = CellSettings {
             base_url: "http://127.0.0.1:9".into(),
             token: None,
@@ -351,6 +376,15 @@ mod tests {
             assert_eq!(sig.short(), "timeout: http 400 invalid_request");
             assert!(prompt.duration_ms >= 2500, "{}", prompt.duration_ms);
         }
+    }
+
+    #[tokio::test]
+    async fn a_hang_the_deadline_would_end_within_the_grace_is_left_to_the_deadline() {
+        // Quiet from the start, the grace 300 ms, the deadline 500 ms:
+        // never a hang one run and a timeout the next.
+        let run = run_until(Stuck { holding: None }, Some(300), 500).await;
+        let prompt = &run.phases[2];
+        assert_eq!(prompt.outcome, Outcome::Timeout, "{prompt:?}");
     }
 
     #[tokio::test]

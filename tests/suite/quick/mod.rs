@@ -10,6 +10,7 @@ mod completions;
 mod cost_shards;
 mod docs_links;
 mod exit_code_table;
+mod hang_standins;
 mod hostile_outputs;
 mod process_probes;
 mod quarantine;
