@@ -290,18 +290,24 @@ fn attribute_fault(sig: &mut Signature, faults: &[FaultSeen]) {
         None
     };
     let when = if window.active { "during" } else { "after" };
-    let (hop, toxic) = (&window.hop, &window.toxic);
-    let clause = match by_proxy {
-        Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
-        None => format!("{when} {toxic} on the {hop} hop"),
-    };
-    sig.message = format!("{clause}: {}", sig.message);
-    sig.fault = Some(FaultCause {
-        hop: hop.clone(),
-        toxic: toxic.clone(),
+    let fault = FaultCause {
+        hop: window.hop.clone(),
+        toxic: window.toxic.clone(),
         when: when.into(),
         by_proxy: by_proxy.map(str::to_string),
-    });
+    };
+    sig.message = format!("{}: {}", fault_clause(&fault), sig.message);
+    sig.fault = Some(fault);
+}
+
+/// What a message says first of the fault it fell in: `reset by the fault
+/// proxy on the gateway hop (reset_peer)`, `during partition on the gateway hop`.
+pub fn fault_clause(fault: &FaultCause) -> String {
+    let (hop, toxic) = (&fault.hop, &fault.toxic);
+    match &fault.by_proxy {
+        Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
+        None => format!("{} {toxic} on the {hop} hop", fault.when),
+    }
 }
 
 /// What a server said can hold the token (a gateway echoing the header it refused).

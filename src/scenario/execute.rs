@@ -606,6 +606,11 @@ impl RunningCell<'_> {
                     None
                 }
             };
+            // A hung step that waits of its own accord answers what it saw.
+            let outcome = match hung {
+                Some(_) => hang::cut_short(&*client, &phase.name, step.as_mut()).await,
+                None => outcome,
+            };
             let duration_ms = millis(started.elapsed());
             // An SDK action given up on never answered: what the SDK did
             // meanwhile (the 400 it kept to itself) is fetched for the signature.

@@ -345,6 +345,10 @@ const actions = {
 	async faults() {
 		return { faults: kept.faults, wakes: kept.loads - 1 };
 	},
+	/** continuity found the running phase's call hung: the page's own waits (a turn's await) end now. */
+	async cutWaits() {
+		return { cut: steps.cutWaits() };
+	},
 };
 
 window.continuity = {

@@ -618,6 +618,16 @@ export function sdkClientActor({ persistNow, options }) {
 			},
 
 			/**
+			 * continuity found the running phase's call hung: this host's own
+			 * waits (a turn's await) end now, so that action answers with what
+			 * it saw. Answers how many waits it ended.
+			 */
+			cutWaits: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				return { ok: true, cut: c.vars.steps.cutWaits(), wire: c.vars.wire.pending() };
+			},
+
+			/**
 			 * The wire records continuity has not acknowledged (after a phase it
 			 * gave up on, and polled while a call is pending) and what is in
 			 * flight in this host now.

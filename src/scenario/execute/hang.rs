@@ -9,12 +9,16 @@
 //! says what the wire showed last and when; its cause is read from the
 //! phase's waits as a timeout's is, so the two name the same cause.
 
+use super::driver::ScenarioClient;
 use super::judge::ResultContext;
+use super::StepResult;
 use crate::diagnose;
 use crate::report::detail::{Detail, HangEvidence, HungDetail, WireSeen};
-use crate::report::{Outcome, PhaseResult};
+use crate::report::{Outcome, PhaseResult, SignatureKind};
 use crate::scenario::{Phase, Step};
 use crate::trace::{Quiet, Snapshot, Trace, WireMark};
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 /// The grace when the run names none.
@@ -22,6 +26,10 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
 /// How often the detector reads the model.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a hung step whose client ended its own waits may take to
+/// answer with what it saw (and the client to end them).
+pub(super) const CUT_BOUND: Duration = Duration::from_secs(2);
 
 /// Whether the step waits on the client under test, so its calls can
 /// hang; a restart, a restart timed into a turn and a sleep are the
@@ -144,11 +152,28 @@ impl Hang {
     }
 }
 
-/// The phase `result` (judged as timed out: its waits read as a
-/// timeout's) becomes a hung one: failed, with the evidence as its
-/// signature's message and in its detail (`hang`). A part of continuity's
-/// own seen gone on the way makes it the harness's error, as it would a
-/// timeout.
+/// A hung step that waits deliberately (an await of a turn, up to its
+/// deadline) is asked to stop waiting and answer with what it saw (its
+/// detail), within [`CUT_BOUND`]; `None` when its client had no such wait
+/// or it did not answer in time (then it is given up, as at a deadline).
+pub(super) async fn cut_short<F: Future<Output = StepResult>>(
+    client: &dyn ScenarioClient,
+    phase: &str,
+    step: Pin<&mut F>,
+) -> Option<StepResult> {
+    if !client.cut_short(phase).await {
+        return None;
+    }
+    tokio::time::timeout(CUT_BOUND, step).await.ok()
+}
+
+/// The phase `result` of a hung call becomes a hung one: failed, with the
+/// evidence as its signature's message and in its detail (`hang`). Judged
+/// as timed out (its waits read as a timeout's), or as the step's own
+/// timeout when its wait was cut short (its detail and cause kept); a
+/// step that answered otherwise when cut short settled after all, and
+/// stays as it answered. A part of continuity's own seen gone on the way
+/// makes it the harness's error, as it would a timeout.
 pub(super) fn judge(
     result: &mut PhaseResult,
     context: &ResultContext,
@@ -157,14 +182,34 @@ pub(super) fn judge(
     hang: &Hang,
     client: &str,
 ) {
-    let mut signature = diagnose::hung_seen(
-        hang.words(client),
-        phase.step.pending(),
-        seen,
-        context.token.as_ref(),
-    );
-    diagnose::find_gone_part(&mut signature, &context.watched);
-    diagnose::blame_part(&mut signature, &context.owned);
+    let signature = match (result.outcome, result.signature.take()) {
+        (Outcome::Fail, Some(mut own)) if own.kind == SignatureKind::Timeout => {
+            let evidence = hang.words(client);
+            let evidence = match &own.fault {
+                Some(fault) => format!("{}: {evidence}", diagnose::fault_clause(fault)),
+                None => evidence,
+            };
+            own.kind = SignatureKind::Hung;
+            own.message =
+                crate::report::mask_ids(&crate::secret::redact(&evidence, context.token.as_ref()));
+            own
+        }
+        (Outcome::Timeout, _) => {
+            let mut timed_out = diagnose::hung_seen(
+                hang.words(client),
+                phase.step.pending(),
+                seen,
+                context.token.as_ref(),
+            );
+            diagnose::find_gone_part(&mut timed_out, &context.watched);
+            diagnose::blame_part(&mut timed_out, &context.owned);
+            timed_out
+        }
+        (_, own) => {
+            result.signature = own;
+            return;
+        }
+    };
     result.outcome = Outcome::Fail;
     result.ok = false;
     result.signature = Some(signature);
@@ -186,9 +231,14 @@ mod tests {
     use std::time::{Duration, Instant};
 
     /// A client whose prompt gets a 400, then never settles; `holding`:
-    /// with that still in flight (a request, an open stream) all along.
+    /// with that still in flight (a request, an open stream) all along;
+    /// `waits`: as a wait of its own (a turn's await), which `cut_short`
+    /// ends with what it saw.
+    #[derive(Default)]
     struct Stuck {
         holding: Option<Flight>,
+        waits: bool,
+        cut: tokio::sync::Notify,
     }
 
     #[async_trait(?Send)]
@@ -201,6 +251,10 @@ mod tests {
         }
         fn connected(&self, _: &RunningCell<'_>, _: &str) -> bool {
             true
+        }
+        async fn cut_short(&self, _: &str) -> bool {
+            self.cut.notify_one();
+            self.waits
         }
         async fn connect(&self, _: &mut RunningCell<'_>, _: &str) -> Result<(), StepFailure> {
             Ok(())
@@ -223,7 +277,12 @@ mod tests {
                 detail: None,
             });
             trace.http(post);
-            std::future::pending().await
+            if !self.waits {
+                return std::future::pending().await;
+            }
+            self.cut.notified().await;
+            let lost = crate::diagnose::timeout(2500, "the outcome of turn t");
+            Err(StepFailure::new(lost).with("turnOutcome", "lost"))
         }
         async fn create_session(
             &self,
@@ -333,7 +392,7 @@ mod tests {
     #[tokio::test]
     async fn a_pending_call_with_nothing_in_flight_ends_its_phase_hung_with_the_evidence() {
         let started = Instant::now();
-        let run = run(Stuck { holding: None }, Some(300)).await;
+        let run = run(Stuck::default(), Some(300)).await;
         let prompt = &run.phases[2];
         assert_eq!(prompt.outcome, Outcome::Fail, "{prompt:?}");
         let sig = prompt.signature.as_ref().unwrap();
@@ -366,6 +425,7 @@ mod tests {
             let run = run(
                 Stuck {
                     holding: Some(held),
+                    ..Stuck::default()
                 },
                 Some(300),
             )
@@ -379,17 +439,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_hung_step_that_waits_of_its_own_accord_answers_what_it_saw_and_keeps_it() {
+        let stuck = Stuck {
+            waits: true,
+            ..Stuck::default()
+        };
+        let run = run(stuck, Some(300)).await;
+        let prompt = &run.phases[2];
+        assert_eq!(prompt.outcome, Outcome::Fail, "{prompt:?}");
+        let sig = prompt.signature.as_ref().unwrap();
+        assert_eq!(sig.short(), "hung: http 400 invalid_request");
+        assert_eq!(sig.pending.as_deref(), Some("the outcome of turn t"));
+        assert!(
+            sig.message.ends_with("its prompt never settled"),
+            "{}",
+            sig.message
+        );
+        // Its own detail, and the evidence beside it.
+        assert_eq!(prompt.detail["turnOutcome"], "lost");
+        assert!(prompt.detail["hang"].is_object(), "{:?}", prompt.detail);
+        assert!(prompt.duration_ms < 2000, "{}", prompt.duration_ms);
+    }
+
+    #[tokio::test]
     async fn a_hang_the_deadline_would_end_within_the_grace_is_left_to_the_deadline() {
         // Quiet from the start, the grace 300 ms, the deadline 500 ms:
         // never a hang one run and a timeout the next.
-        let run = run_until(Stuck { holding: None }, Some(300), 500).await;
+        let run = run_until(Stuck::default(), Some(300), 500).await;
         let prompt = &run.phases[2];
         assert_eq!(prompt.outcome, Outcome::Timeout, "{prompt:?}");
     }
 
     #[tokio::test]
     async fn without_a_grace_every_phase_waits_its_deadline_out() {
-        let run = run(Stuck { holding: None }, None).await;
+        let run = run(Stuck::default(), None).await;
         let prompt = &run.phases[2];
         assert_eq!(prompt.outcome, Outcome::Timeout);
         // The same cause as the hang above names.

@@ -223,6 +223,17 @@ impl<H: SdkHost> ScenarioClient for SdkClient<H> {
         self.client.drain_wire(phase, WIRE_BEFORE_RESTART).await;
     }
 
+    async fn cut_short(&self, phase: &str) -> bool {
+        let cut = SdkAction::CutWaits {
+            phase: phase.into(),
+        };
+        let asked = self.client.call(&cut, super::hang::CUT_BOUND);
+        match tokio::time::timeout(super::hang::CUT_BOUND, asked).await {
+            Ok(Ok(out)) => out.get("cut").and_then(Value::as_u64).unwrap_or(0) > 0,
+            _ => false,
+        }
+    }
+
     async fn connect(&self, cell: &mut RunningCell<'_>, client: &str) -> Result<(), StepFailure> {
         let headers = &cell.settings.headers;
         let action = SdkAction::Connect {
