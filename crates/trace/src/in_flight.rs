@@ -66,6 +66,8 @@ pub struct Quiet {
     pub last_wire: Option<WireMark>,
     /// The server's last answer (a status), if any.
     pub last_answer: Option<WireMark>,
+    /// The last failure (an exchange, a stream, a store call), if any.
+    pub last_failure: Option<WireMark>,
 }
 
 struct Call {
@@ -86,6 +88,7 @@ pub(super) struct InFlight {
     active_at: f64,
     last_wire: Option<WireMark>,
     last_answer: Option<WireMark>,
+    last_failure: Option<WireMark>,
     /// A retry the client has scheduled may come until this time.
     retry_until: f64,
     /// When the last health attempt failed (a later success ends the retries).
@@ -99,14 +102,20 @@ impl InFlight {
         self.active_at = self.active_at.max(t);
     }
 
-    /// A wire event at `t`: activity, and what the wire showed last.
-    pub(super) fn mark(&mut self, t: f64, what: String, answer: bool) {
+    /// A wire event at `t`: activity, and what the wire showed last; an
+    /// `answer` (a status came back) and a `failure` (a failed exchange,
+    /// a broken stream, a failed store call) are kept apart too.
+    pub(super) fn mark(&mut self, t: f64, what: String, answer: bool, failure: bool) {
         self.note(t);
         let mark = WireMark { t, what };
-        if answer && self.last_answer.as_ref().is_none_or(|m| m.t <= t) {
+        let later = |last: &Option<WireMark>| last.as_ref().is_none_or(|m| m.t <= t);
+        if answer && later(&self.last_answer) {
             self.last_answer = Some(mark.clone());
         }
-        if self.last_wire.as_ref().is_none_or(|m| m.t <= t) {
+        if failure && later(&self.last_failure) {
+            self.last_failure = Some(mark.clone());
+        }
+        if later(&self.last_wire) {
             self.last_wire = Some(mark);
         }
     }
@@ -208,6 +217,7 @@ impl InFlight {
             until,
             last_wire: self.last_wire.clone(),
             last_answer: self.last_answer.clone(),
+            last_failure: self.last_failure.clone(),
         })
     }
 }
@@ -304,7 +314,7 @@ mod tests {
         model.begin_call("prompt".into(), None, 100.0);
         let post = model.begin(Flight::Request, "POST /v1/acp/s".into(), 110.0);
         model.end(post, 350.0);
-        model.mark(350.0, "the server answered HTTP 400".into(), true);
+        model.mark(350.0, "the server answered HTTP 400".into(), true, true);
         model
     }
 
@@ -319,6 +329,7 @@ mod tests {
             quiet.last_answer.map(|m| (m.t, m.what)),
             Some((350.0, "the server answered HTTP 400".into()))
         );
+        assert_eq!(quiet.last_failure.map(|m| m.t), Some(350.0));
     }
 
     #[test]
@@ -331,7 +342,7 @@ mod tests {
     #[test]
     fn nothing_pending_is_never_hung() {
         let mut model = InFlight::default();
-        model.mark(10.0, "x".into(), false);
+        model.mark(10.0, "x".into(), false, false);
         assert_eq!(model.quiet(60_000.0, GRACE, 0.0), None);
         let call = model.begin_call("prompt".into(), None, 20.0);
         model.end(call, 30.0);

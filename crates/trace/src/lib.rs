@@ -259,10 +259,16 @@ impl Trace {
     /// stream ends are marked where they are counted).
     fn saw(&self, t: f64, event: &Event) {
         match event {
-            Event::Sse(_) => self.flight().mark(t, in_flight::SSE_WORDS.into(), false),
+            Event::Sse(_) => self
+                .flight()
+                .mark(t, in_flight::SSE_WORDS.into(), false, false),
             Event::Store(store) => {
-                let what = format!("the store call {}", store.call);
-                self.flight().mark(t, what, false);
+                let failed = store.ok == Some(false);
+                let what = match failed {
+                    true => format!("the store call {} failed", store.call),
+                    false => format!("the store call {}", store.call),
+                };
+                self.flight().mark(t, what, false, failed);
             }
             Event::Rpc(_) | Event::Ws(_) | Event::WsOpen(_) | Event::WsClose(_) => {
                 self.flight().note(t)
@@ -330,7 +336,12 @@ impl Trace {
         {
             let mut flight = self.flight();
             let what = in_flight::exchange_words(&exchange, &path, http.closed_by.is_some());
-            flight.mark(t, what, exchange.status.is_some());
+            flight.mark(
+                t,
+                what,
+                exchange.status.is_some(),
+                exchange.failure.is_some(),
+            );
             if exchange.purpose == Purpose::Health {
                 flight.health(t, exchange.failure.is_some());
             }
@@ -367,7 +378,7 @@ impl Trace {
     pub fn sse(&self, id: &str, event: &str, bytes: usize, envelope: Option<&Value>) {
         if self.inner.level == TraceLevel::Off {
             let now = self.now_ms();
-            self.flight().mark(now, in_flight::SSE_WORDS.into(), false);
+            (self.flight()).mark(now, in_flight::SSE_WORDS.into(), false, false);
             return;
         }
         let (method, rpc_id, error_code) = envelope.map(rpc_ids).unwrap_or_default();
@@ -402,7 +413,7 @@ impl Trace {
         self.observations()
             .stream_ended(t, &channel, bytes, failure);
         let what = in_flight::stream_end_words(&path, failure, closed_by.is_some());
-        self.flight().mark(t, what, false);
+        self.flight().mark(t, what, false, failure.is_some());
         if self.inner.level == TraceLevel::Off {
             return;
         }

@@ -27,6 +27,11 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 /// How often the detector reads the model.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
+/// A hang found less than this before the step would end on its own is
+/// left to its deadline: ending it saves little, and racing the deadline
+/// would make the same cell end one way or the other from run to run.
+const NEAR_DEADLINE: Duration = Duration::from_secs(1);
+
 /// How long a hung step whose client ended its own waits may take to
 /// answer with what it saw (and the client to end them).
 pub(super) const CUT_BOUND: Duration = Duration::from_secs(2);
@@ -53,10 +58,8 @@ pub(super) struct Hang {
 /// (`None`: wait the deadline out, as `--hang-grace-ms 0` asks) or when
 /// the step waits on no client. `phase_t`: the phase's start (trace time);
 /// `deadline`: the phase's. A hang is declared only while the step has at
-/// least the grace left before it would end on its own (at the phase's
-/// deadline; an `await_turn`, at its turn's): nearer to it, ending now
-/// saves little, and racing the deadline would make the same cell end one
-/// way or the other from run to run.
+/// least [`NEAR_DEADLINE`] left before it would end on its own (at the
+/// phase's deadline; an `await_turn`, at its turn's).
 pub(super) async fn watch(
     trace: &Trace,
     grace: Option<Duration>,
@@ -70,7 +73,7 @@ pub(super) async fn watch(
     let ends = std::time::Instant::now() + own_deadline(step, deadline);
     loop {
         tokio::time::sleep(LOOK_EVERY).await;
-        if ends.saturating_duration_since(std::time::Instant::now()) < grace {
+        if ends.saturating_duration_since(std::time::Instant::now()) < NEAR_DEADLINE {
             return std::future::pending().await;
         }
         if let Some(quiet) = trace.quiet(grace, phase_t) {
@@ -109,20 +112,30 @@ impl Hang {
     /// `the server answered HTTP 400 invalid_request to POST /v1/acp/… at
     /// 350 ms; then the client gave up on GET /v1/acp/… at 354 ms; then the
     /// ts-sdk client made no request, held no stream and scheduled no retry
-    /// for 2.0 s: its prompt never settled`.
+    /// for 2.0 s: its prompt never settled`: the server's last answer, the
+    /// last failure and the last thing on the wire, each once, in order.
     fn words(&self, client: &str) -> String {
         let quiet = &self.quiet;
-        let mut parts = Vec::new();
-        if let Some(answer) = &quiet.last_answer {
-            parts.push(format!("{} {}", answer.what, self.when(answer)));
-        }
-        match &quiet.last_wire {
-            Some(last) if Some(last) != quiet.last_answer.as_ref() => {
-                let then = if parts.is_empty() { "" } else { "then " };
-                parts.push(format!("{then}{} {}", last.what, self.when(last)));
+        let mut marks: Vec<&WireMark> = Vec::new();
+        for mark in [&quiet.last_answer, &quiet.last_failure, &quiet.last_wire]
+            .into_iter()
+            .flatten()
+        {
+            if !marks.contains(&mark) {
+                marks.push(mark);
             }
-            Some(_) => {}
-            None => parts.push("nothing on the wire".into()),
+        }
+        marks.sort_by(|a, b| a.t.total_cmp(&b.t));
+        let mut parts: Vec<String> = marks
+            .iter()
+            .enumerate()
+            .map(|(i, mark)| {
+                let then = if i == 0 { "" } else { "then " };
+                format!("{then}{} {}", mark.what, self.when(mark))
+            })
+            .collect();
+        if parts.is_empty() {
+            parts.push("nothing on the wire".into());
         }
         parts.push(format!(
             "then the {client} client made no request, held no stream and scheduled no retry for {:.1} s: its {} never settled",
@@ -147,6 +160,7 @@ impl Hang {
                 quiet_ms: ((self.quiet.until - self.quiet.since) * 10.0).round() / 10.0,
                 last_wire: seen(&self.quiet.last_wire),
                 last_answer: seen(&self.quiet.last_answer),
+                last_failure: seen(&self.quiet.last_failure),
             },
         }
     }
@@ -462,7 +476,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_hang_the_deadline_would_end_within_the_grace_is_left_to_the_deadline() {
+    async fn a_hang_found_within_a_second_of_the_deadline_is_left_to_the_deadline() {
         // Quiet from the start, the grace 300 ms, the deadline 500 ms:
         // never a hang one run and a timeout the next.
         let run = run_until(Stuck::default(), Some(300), 500).await;

@@ -47,7 +47,7 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
         "--scenario",
         "native-continuity",
         "--timeout-ms",
-        "6000",
+        "10000",
     ]);
     // Both clients fail the cell: the run fails, it does not break.
     assert_exit(&run, exit_codes::FAILED);

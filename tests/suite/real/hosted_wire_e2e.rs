@@ -172,7 +172,7 @@ fn a_ts_sdk_cells_trace_holds_its_exchanges_and_its_floor_covers_its_time() {
             "--scenario",
             "recreate-rehydrate",
             "--timeout-ms",
-            "6000",
+            "10000",
             "--out",
             out.to_str().unwrap(),
         ],

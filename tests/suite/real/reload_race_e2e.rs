@@ -119,7 +119,7 @@ fn the_real_sdk_loses_its_post_and_leaves_the_prompt_pending_every_time() {
     let _one = support::stack_slot();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let ran = run(&["--client", "ts-sdk", "--timeout-ms", "8000"], &out);
+    let ran = run(&["--client", "ts-sdk", "--timeout-ms", "12000"], &out);
     assert_exit(&ran, exit_codes::OK);
     for boundary in three_failed_attempts(&out, "ts-sdk") {
         let signature = &boundary["signature"];

@@ -27,6 +27,8 @@ pub struct HangEvidence {
     pub last_wire: Option<WireSeen>,
     /// The server's last answer (a status), if any.
     pub last_answer: Option<WireSeen>,
+    /// The last failure (an exchange, a stream, a store call), if any.
+    pub last_failure: Option<WireSeen>,
 }
 
 /// A moment on the wire: when, and what.
