@@ -22,7 +22,8 @@ fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
     for s in scenarios {
         args.extend(["--scenario", s]);
     }
-    args.extend(["--timeout-ms", "8000"]);
+    // Long enough that a loaded machine cannot push a hang past the deadline.
+    args.extend(["--timeout-ms", "15000"]);
     let (dir, _, report) = support::run_to_report(&args);
     (dir, report)
 }
