@@ -5,6 +5,9 @@
 //!
 //! - the prompt's answer comes on the open stream after 3 s of silence:
 //!   the stream is in flight, so the phase is never cut;
+//! - the prompt's POST is held silent for 3 s, then answered (a long
+//!   silent turn, or a paused server that keeps its sockets open): a
+//!   request awaiting its answer is in flight, never cut;
 //! - the health check fails until the client's health wait has tried
 //!   again after 0.5, 1, 2 and 4 s: a client still trying is never cut;
 //! - the stream GET fails and the prompt's POST was only accepted (202):
@@ -30,6 +33,8 @@ struct Standin {
     /// The prompt's answer comes on the stream this long after the prompt;
     /// `None`: every stream GET fails with 500.
     answer_after: Option<Duration>,
+    /// The prompt's POST is held silent this long, then answered in its body.
+    hold_post: Option<Duration>,
 }
 
 /// The prompt the stream owes an answer to.
@@ -94,6 +99,10 @@ async fn serve(mut socket: TcpStream, standin: Standin, owed: Arc<Owed>, health:
                     json!({"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []})
                 }
                 Some("session/new") => json!({"sessionId": "standin-session"}),
+                Some("session/prompt") if standin.hold_post.is_some() => {
+                    tokio::time::sleep(standin.hold_post.unwrap_or_default()).await;
+                    json!({"stopReason": "end_turn"})
+                }
                 Some("session/prompt") => {
                     *owed.prompt.lock().unwrap() = Some(envelope["id"].clone());
                     owed.posted.notify_waiters();
@@ -191,6 +200,7 @@ fn an_answer_after_3_s_of_silence_on_an_open_stream_is_not_cut() {
     let cell = run(Standin {
         health_failures: 0,
         answer_after: Some(Duration::from_secs(3)),
+        hold_post: None,
     });
     let prompt = support::phase(&cell, "prompt");
     assert_eq!(prompt["outcome"], "ok", "{prompt}");
@@ -199,11 +209,25 @@ fn an_answer_after_3_s_of_silence_on_an_open_stream_is_not_cut() {
 }
 
 #[test]
+fn a_post_held_silent_for_3_s_then_answered_is_not_cut() {
+    // Its stream fails at once: only the POST itself is in flight.
+    let cell = run(Standin {
+        health_failures: 0,
+        answer_after: None,
+        hold_post: Some(Duration::from_secs(3)),
+    });
+    let prompt = support::phase(&cell, "prompt");
+    assert_eq!(prompt["outcome"], "ok", "{prompt}");
+    assert!(prompt["durationMs"].as_u64().unwrap() >= 3000, "{prompt}");
+}
+
+#[test]
 fn a_client_whose_health_wait_is_still_retrying_is_not_cut() {
     // Attempts at 0, 0.5, 1.5, 3.5 and 7.5 s: gaps of 1, 2 and 4 s, beyond the grace.
     let cell = run(Standin {
         health_failures: 4,
         answer_after: Some(Duration::from_millis(100)),
+        hold_post: None,
     });
     let create = support::phase(&cell, "create");
     assert_eq!(create["outcome"], "ok", "{create}");
@@ -216,6 +240,7 @@ fn a_prompt_nothing_can_answer_any_more_is_hung_within_the_grace() {
     let cell = run(Standin {
         health_failures: 0,
         answer_after: None,
+        hold_post: None,
     });
     let prompt = support::phase(&cell, "prompt");
     assert_eq!(prompt["outcome"], "fail", "{prompt}");
