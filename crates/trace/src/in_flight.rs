@@ -10,7 +10,9 @@
 //! activity too. [`InFlight::quiet`] says whether a pending call has had
 //! nothing in flight for a grace, and what the wire showed before.
 
+use super::event::Event;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// How long after a failed health attempt a client's health wait may
 /// still try again: the SDK's longest delay between attempts (15 s,
@@ -222,6 +224,82 @@ impl InFlight {
     }
 }
 
+/// The model as the trace's: fed by every client, read by the detector.
+impl super::Trace {
+    pub(super) fn flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.inner.flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A call of the client under test, pending until the guard drops
+    /// (answered, failed, or given up on): what the hang detector judges.
+    pub fn call(&self, what: impl Into<String>) -> FlightGuard {
+        let id = self.flight().begin_call(what.into(), None, self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// A call whose progress only its host's report shows (the SDK in the
+    /// `sdkClient` actor): judged only by a [`HostReport`] that shows it
+    /// running under `phase`.
+    pub fn hosted_call(&self, what: impl Into<String>, phase: &str) -> FlightGuard {
+        let id = self
+            .flight()
+            .begin_call(what.into(), Some(phase.to_string()), self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// Something that could settle a pending call (a request awaiting its
+    /// answer, an open stream, a store call), in flight until the guard drops.
+    pub fn in_flight(&self, kind: Flight, what: impl Into<String>) -> FlightGuard {
+        let id = self.flight().begin(kind, what.into(), self.now_ms());
+        FlightGuard::new(self.clone(), id)
+    }
+
+    /// Activity the trace does not record as an event (a frame on a
+    /// socket the browser watches): the client is not idle.
+    pub fn active(&self) {
+        let now = self.now_ms();
+        self.flight().note(now);
+    }
+
+    /// What the SDK's host reported it had in flight.
+    pub fn host_report(&self, report: HostReport) {
+        self.flight().host_report(report);
+    }
+
+    /// A call made from `from` on (trace time: the phase's start) still
+    /// pending with nothing in flight that could settle it, no retry to
+    /// come and no activity, for `grace` up to now.
+    pub fn quiet(&self, grace: Duration, from: f64) -> Option<Quiet> {
+        let now = self.now_ms();
+        self.flight().quiet(now, grace.as_secs_f64() * 1000.0, from)
+    }
+
+    /// What is in flight locally: kind and words.
+    pub fn open_flights(&self) -> Vec<(Flight, String)> {
+        self.flight().open()
+    }
+
+    /// A wire event that is activity of the client's (exchanges and
+    /// stream ends are marked where they are counted).
+    pub(super) fn saw(&self, t: f64, event: &Event) {
+        match event {
+            Event::Sse(_) => self.flight().mark(t, SSE_WORDS.into(), false, false),
+            Event::Store(store) => {
+                let failed = store.ok == Some(false);
+                let what = match failed {
+                    true => format!("the store call {} failed", store.call),
+                    false => format!("the store call {}", store.call),
+                };
+                self.flight().mark(t, what, false, failed);
+            }
+            Event::Rpc(_) | Event::Ws(_) | Event::WsOpen(_) | Event::WsClose(_) => {
+                self.flight().note(t)
+            }
+            _ => {}
+        }
+    }
+}
+
 /// What an SSE event on the wire is, as evidence.
 pub(super) const SSE_WORDS: &str = "an event on the event stream";
 
@@ -303,132 +381,4 @@ impl std::fmt::Debug for FlightGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GRACE: f64 = 2000.0;
-
-    /// A call that began at 100 ms, its request answered 400 at 350 ms.
-    fn after_a_400() -> InFlight {
-        let mut model = InFlight::default();
-        model.begin_call("prompt".into(), None, 100.0);
-        let post = model.begin(Flight::Request, "POST /v1/acp/s".into(), 110.0);
-        model.end(post, 350.0);
-        model.mark(350.0, "the server answered HTTP 400".into(), true, true);
-        model
-    }
-
-    #[test]
-    fn a_pending_call_with_nothing_in_flight_for_the_grace_is_hung() {
-        let model = after_a_400();
-        assert_eq!(model.quiet(2349.0, GRACE, 0.0), None, "not yet the grace");
-        let quiet = model.quiet(2350.0, GRACE, 0.0).expect("hung");
-        assert_eq!((quiet.since, quiet.until), (350.0, 2350.0));
-        assert_eq!(quiet.call, "prompt");
-        assert_eq!(
-            quiet.last_answer.map(|m| (m.t, m.what)),
-            Some((350.0, "the server answered HTTP 400".into()))
-        );
-        assert_eq!(quiet.last_failure.map(|m| m.t), Some(350.0));
-    }
-
-    #[test]
-    fn a_call_made_before_the_phase_is_not_the_phases_to_judge() {
-        let model = after_a_400();
-        assert!(model.quiet(2350.0, GRACE, 100.0).is_some());
-        assert_eq!(model.quiet(9000.0, GRACE, 101.0), None);
-    }
-
-    #[test]
-    fn nothing_pending_is_never_hung() {
-        let mut model = InFlight::default();
-        model.mark(10.0, "x".into(), false, false);
-        assert_eq!(model.quiet(60_000.0, GRACE, 0.0), None);
-        let call = model.begin_call("prompt".into(), None, 20.0);
-        model.end(call, 30.0);
-        assert_eq!(model.quiet(60_000.0, GRACE, 0.0), None);
-    }
-
-    #[test]
-    fn a_request_awaiting_its_answer_is_never_hung() {
-        let mut model = after_a_400();
-        // A long silent turn: its POST stays unanswered for minutes.
-        let _turn = model.begin(Flight::Request, "POST /v1/acp/s".into(), 400.0);
-        assert_eq!(model.quiet(300_000.0, GRACE, 0.0), None);
-    }
-
-    #[test]
-    fn an_open_stream_is_never_hung() {
-        let mut model = after_a_400();
-        let stream = model.begin(Flight::Stream, "GET /v1/acp/s".into(), 400.0);
-        assert_eq!(model.quiet(10_000.0, GRACE, 0.0), None);
-        // Its answer comes 3 s later, and the stream closes: the grace
-        // counts from there.
-        model.end(stream, 3400.0);
-        assert_eq!(model.quiet(5399.0, GRACE, 0.0), None);
-        assert!(model.quiet(5400.0, GRACE, 0.0).is_some());
-    }
-
-    #[test]
-    fn a_retry_within_the_grace_restarts_the_quiet() {
-        let mut model = after_a_400();
-        // The client tries again 1 s after the 400.
-        let retry = model.begin(Flight::Request, "GET /v1/acp/s".into(), 1350.0);
-        model.end(retry, 1360.0);
-        assert_eq!(model.quiet(2350.0, GRACE, 0.0), None);
-        assert!(model.quiet(3360.0, GRACE, 0.0).is_some());
-    }
-
-    #[test]
-    fn a_failed_health_attempt_is_a_retry_to_come_until_a_success() {
-        let mut model = InFlight::default();
-        model.begin_call("createSession".into(), None, 0.0);
-        model.health(500.0, true);
-        // The SDK's health wait sleeps 4 s, then 8 s, between attempts.
-        assert_eq!(model.quiet(4000.0, GRACE, 0.0), None);
-        assert_eq!(model.quiet(12_000.0, GRACE, 0.0), None);
-        // Past the longest delay, no retry is coming.
-        assert!(model
-            .quiet(500.0 + HEALTH_RETRY_WITHIN_MS, GRACE, 0.0)
-            .is_some());
-        model.health(13_000.0, false);
-        model.note(13_000.0);
-        assert!(model.quiet(15_000.0, GRACE, 0.0).is_some());
-    }
-
-    fn report(at: f64, acting: &[(&str, f64)], open: bool, active_at: f64) -> HostReport {
-        HostReport {
-            at,
-            acting: acting.iter().map(|(p, t)| (p.to_string(), *t)).collect(),
-            open: match open {
-                true => vec![(Flight::Request, "POST /v1/acp/s".into(), 300.0)],
-                false => vec![],
-            },
-            active_at: Some(active_at),
-        }
-    }
-
-    #[test]
-    fn a_hosted_call_is_judged_only_by_a_report_that_shows_it_running_quiet() {
-        let mut model = InFlight::default();
-        model.begin_call("prompt".into(), Some("p2".into()), 100.0);
-        assert_eq!(model.quiet(9000.0, GRACE, 0.0), None, "no report yet");
-        // A report from before the call, or of another phase's call.
-        model.host_report(report(90.0, &[("p1", 10.0)], false, 50.0));
-        assert_eq!(model.quiet(9000.0, GRACE, 0.0), None);
-        model.host_report(report(1000.0, &[("p1", 10.0)], false, 50.0));
-        assert_eq!(model.quiet(9000.0, GRACE, 0.0), None, "p2 not running yet");
-        // Running, its request still open.
-        model.host_report(report(2000.0, &[("p2", 150.0)], true, 350.0));
-        assert_eq!(model.quiet(9000.0, GRACE, 0.0), None);
-        // Running, nothing open since 354 ms: quiet only as far as the
-        // report shows, however late it is now.
-        model.host_report(report(2353.0, &[("p2", 150.0)], false, 354.0));
-        assert_eq!(model.quiet(9000.0, GRACE, 0.0), None, "1999 ms of quiet");
-        model.host_report(report(2360.0, &[("p2", 150.0)], false, 354.0));
-        // A report older than the latest one changes nothing.
-        model.host_report(report(2100.0, &[("p2", 150.0)], true, 354.0));
-        let quiet = model.quiet(9000.0, GRACE, 0.0).expect("hung");
-        assert_eq!((quiet.since, quiet.until), (354.0, 2360.0));
-    }
-}
+mod tests;

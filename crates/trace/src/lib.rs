@@ -179,59 +179,6 @@ impl Trace {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    fn flight(&self) -> std::sync::MutexGuard<'_, InFlight> {
-        self.inner.flight.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A call of the client under test, pending until the guard drops
-    /// (answered, failed, or given up on): what the hang detector judges.
-    pub fn call(&self, what: impl Into<String>) -> FlightGuard {
-        let id = self.flight().begin_call(what.into(), None, self.now_ms());
-        FlightGuard::new(self.clone(), id)
-    }
-
-    /// A call whose progress only its host's report shows (the SDK in the
-    /// `sdkClient` actor): judged only by a [`HostReport`] that shows it
-    /// running under `phase`.
-    pub fn hosted_call(&self, what: impl Into<String>, phase: &str) -> FlightGuard {
-        let id = self
-            .flight()
-            .begin_call(what.into(), Some(phase.to_string()), self.now_ms());
-        FlightGuard::new(self.clone(), id)
-    }
-
-    /// Something that could settle a pending call (a request awaiting its
-    /// answer, an open stream, a store call), in flight until the guard drops.
-    pub fn in_flight(&self, kind: Flight, what: impl Into<String>) -> FlightGuard {
-        let id = self.flight().begin(kind, what.into(), self.now_ms());
-        FlightGuard::new(self.clone(), id)
-    }
-
-    /// Activity the trace does not record as an event (a frame on a
-    /// socket the browser watches): the client is not idle.
-    pub fn active(&self) {
-        let now = self.now_ms();
-        self.flight().note(now);
-    }
-
-    /// What the SDK's host reported it had in flight.
-    pub fn host_report(&self, report: HostReport) {
-        self.flight().host_report(report);
-    }
-
-    /// A call made from `from` on (trace time: the phase's start) still
-    /// pending with nothing in flight that could settle it, no retry to
-    /// come and no activity, for `grace` up to now.
-    pub fn quiet(&self, grace: Duration, from: f64) -> Option<Quiet> {
-        let now = self.now_ms();
-        self.flight().quiet(now, grace.as_secs_f64() * 1000.0, from)
-    }
-
-    /// What is in flight locally: kind and words.
-    pub fn open_flights(&self) -> Vec<(Flight, String)> {
-        self.flight().open()
-    }
-
     /// Appends one event; it must not hold a credential (the known token
     /// is scrubbed anyway, and URLs lose `access_token`).
     pub fn emit(&self, event: Event) {
@@ -252,28 +199,6 @@ impl Trace {
         let mut sink = self.inner.sink.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sink) = sink.as_mut() {
             sink.append(&text, self.now_ms());
-        }
-    }
-
-    /// A wire event that is activity of the client's (exchanges and
-    /// stream ends are marked where they are counted).
-    fn saw(&self, t: f64, event: &Event) {
-        match event {
-            Event::Sse(_) => self
-                .flight()
-                .mark(t, in_flight::SSE_WORDS.into(), false, false),
-            Event::Store(store) => {
-                let failed = store.ok == Some(false);
-                let what = match failed {
-                    true => format!("the store call {} failed", store.call),
-                    false => format!("the store call {}", store.call),
-                };
-                self.flight().mark(t, what, false, failed);
-            }
-            Event::Rpc(_) | Event::Ws(_) | Event::WsOpen(_) | Event::WsClose(_) => {
-                self.flight().note(t)
-            }
-            _ => {}
         }
     }
 
