@@ -129,3 +129,41 @@ fn a_hosted_call_is_judged_only_by_a_report_that_shows_it_running_quiet() {
     let quiet = model.quiet(9000.0, GRACE, 0.0).expect("hung");
     assert_eq!((quiet.since, quiet.until), (354.0, 2360.0));
 }
+
+#[test]
+fn the_trace_feeds_the_model_what_the_wire_showed_in_words() {
+    use crate::{Exchange, Purpose, Seen, Trace};
+    let trace = Trace::detached();
+    let _call = trace.call("prompt");
+    let mut post = Exchange::new(
+        "POST",
+        "http://127.0.0.1:9/v1/acp/s?agent=mock",
+        Purpose::AcpPost,
+    );
+    post.status = Some(400);
+    post.failure = Some(Seen::Status {
+        status: 400,
+        problem_type: Some("invalid_request".into()),
+        detail: Some("missing agent".into()),
+    });
+    trace.http(post);
+    trace.stream_end("http://127.0.0.1:9/v1/acp/s", 0, 0, None);
+    let quiet = trace
+        .quiet(std::time::Duration::ZERO, 0.0)
+        .expect("nothing in flight");
+    assert_eq!(
+        quiet.last_answer.map(|m| m.what).as_deref(),
+        Some("the server answered HTTP 400 invalid_request to POST /v1/acp/s")
+    );
+    assert_eq!(
+        quiet.last_wire.map(|m| m.what).as_deref(),
+        Some("the event stream GET /v1/acp/s ended")
+    );
+    // A request of the client's own in flight: not quiet, whatever the grace.
+    let _post = trace.in_flight(Flight::Request, "POST /v1/acp/s");
+    assert!(trace.quiet(std::time::Duration::ZERO, 0.0).is_none());
+    assert_eq!(
+        trace.open_flights(),
+        [(Flight::Request, "POST /v1/acp/s".into())]
+    );
+}
