@@ -346,6 +346,9 @@ pub struct RunArgs {
     /// Deadline of the whole run, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     pub overall_timeout_ms: Option<u64>,
+    /// How long a pending call may have nothing in flight that could settle it (no request awaiting an answer, no open stream, no retry by the client) before its phase ends as `hung` instead of waiting out its deadline [default: 2000]; 0 waits every deadline out.
+    #[arg(long, value_name = "MS")]
+    pub hang_grace_ms: Option<u64>,
     /// Run every target × scenario cell this many times; attempts that disagree make the cell flaky.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,

@@ -108,7 +108,8 @@ pub fn broke_on_the_way(sig: &Signature) -> bool {
     let broke =
         |kind: SignatureKind| matches!(kind, SignatureKind::Connect | SignatureKind::StreamClosed);
     broke(sig.kind)
-        || (sig.kind == SignatureKind::Timeout && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
+        || (matches!(sig.kind, SignatureKind::Timeout | SignatureKind::Hung)
+            && sig.cause.as_ref().is_some_and(|c| broke(c.kind)))
 }
 
 /// A restart that failed: a target that went down and did not come back
@@ -213,6 +214,37 @@ pub fn timeout_seen(
     token: Option<&crate::secret::Secret>,
 ) -> Signature {
     let mut sig = timeout(deadline_ms, fallback);
+    explain(&mut sig, seen, token, true);
+    sig
+}
+
+/// A phase whose call hung (nothing in flight could settle it for the
+/// grace): `evidence` says what the wire showed last and when; `pending`,
+/// the cause and `observed` are read from its waits as a timeout's are
+/// ([`timeout_seen`]), so the two name the same cause.
+pub fn hung_seen(
+    evidence: String,
+    fallback: String,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
+    let mut sig = timeout(0, fallback);
+    sig.kind = SignatureKind::Hung;
+    sig.message = evidence;
+    explain(&mut sig, seen, token, false);
+    sig
+}
+
+/// What a phase's waits saw, into a timeout's or a hang's signature:
+/// `pending` from the wait opened last, the cause and `observed` from the
+/// channels' failures, the network fault it fell in; with `failures`, the
+/// message names those failures too (a hang's evidence already does).
+fn explain(
+    sig: &mut Signature,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+    failures: bool,
+) {
     let wait = seen.innermost();
     let linked = wait
         .and_then(|w| w.channel.as_deref())
@@ -225,7 +257,7 @@ pub fn timeout_seen(
         sig.pending = Some(mask_ids(&pending));
     }
     let mut message = sig.message.clone();
-    if let Some(wait) = wait.filter(|w| w.channel.is_none()) {
+    if let Some(wait) = wait.filter(|w| w.channel.is_none() && failures) {
         message.push_str(&format!(" waiting for {}", without_id(&wait.what)));
     }
     // The linked channel's failure whatever its age (the health wait may
@@ -245,7 +277,7 @@ pub fn timeout_seen(
         .into_iter()
         .chain(others)
         .collect();
-    for channel in &failed {
+    for channel in failed.iter().filter(|_| failures) {
         if let Some(last) = &channel.last_failure {
             message.push_str(&format!("; {}: {last}", channel.name));
         }
@@ -256,9 +288,8 @@ pub fn timeout_seen(
         .and_then(|c| c.last_failure.as_ref())
         .map(cause_of);
     sig.observed = observed(seen);
-    scrub(&mut sig, token);
-    attribute_fault(&mut sig, &seen.faults);
-    sig
+    scrub(sig, token);
+    attribute_fault(sig, &seen.faults);
 }
 
 /// Names the network fault a failure fell in or after: the hop and the
@@ -291,18 +322,24 @@ fn attribute_fault(sig: &mut Signature, faults: &[FaultSeen]) {
         None
     };
     let when = if window.active { "during" } else { "after" };
-    let (hop, toxic) = (&window.hop, &window.toxic);
-    let clause = match by_proxy {
-        Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
-        None => format!("{when} {toxic} on the {hop} hop"),
-    };
-    sig.message = format!("{clause}: {}", sig.message);
-    sig.fault = Some(FaultCause {
-        hop: hop.clone(),
-        toxic: toxic.clone(),
+    let fault = FaultCause {
+        hop: window.hop.clone(),
+        toxic: window.toxic.clone(),
         when: when.into(),
         by_proxy: by_proxy.map(str::to_string),
-    });
+    };
+    sig.message = format!("{}: {}", fault_clause(&fault), sig.message);
+    sig.fault = Some(fault);
+}
+
+/// What a message says first of the fault it fell in: `reset by the fault
+/// proxy on the gateway hop (reset_peer)`, `during partition on the gateway hop`.
+pub fn fault_clause(fault: &FaultCause) -> String {
+    let (hop, toxic) = (&fault.hop, &fault.toxic);
+    match &fault.by_proxy {
+        Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
+        None => format!("{} {toxic} on the {hop} hop", fault.when),
+    }
 }
 
 /// What a server said can hold the token (a gateway echoing the header it refused).

@@ -118,6 +118,9 @@ pub struct RunSettings {
     pub headers: Vec<(String, String)>,
     pub timeout: Duration,
     pub overall_timeout: Duration,
+    /// How long a pending call may have nothing in flight before its phase
+    /// ends as hung (`--hang-grace-ms`); none: every phase waits out its deadline.
+    pub hang_grace: Option<Duration>,
     pub repeat: u32,
     /// A failed attempt runs again up to this many times; a later pass makes the cell flaky.
     pub retries: u32,

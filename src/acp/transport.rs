@@ -275,6 +275,10 @@ impl Transport {
             format!("DELETE {} (close)", self.inner.config.server_id),
             None,
         );
+        let _flight = inner.trace.in_flight(
+            crate::trace::Flight::Request,
+            format!("DELETE {} (close)", self.inner.config.server_id),
+        );
         let started = std::time::Instant::now();
         let request = inner
             .http

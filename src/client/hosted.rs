@@ -14,7 +14,11 @@
 //! With a cell's trace attached, each scenario action is an `sdk` event
 //! (asked to answered, or to the deadline it was given up at: the client
 //! under test holding the cell), and the SDK's own exchanges, which every
-//! answer carries, go into the trace ([`super::hosted_wire`]).
+//! answer carries, go into the trace ([`super::hosted_wire`]). Each is
+//! also a pending call in the trace's in-flight model, which the hang
+//! detector reads; for the actor, whose records only come with an answer,
+//! the driver polls its wire and what it has in flight while the call is
+//! pending ([`SdkHost::REPORTS_FLIGHT`]).
 //!
 //! The browser client (`--client browser`) answers the same actions from
 //! its page ([`crate::client::browser`]): the same SDK, bundled for the
@@ -33,6 +37,11 @@ use std::time::{Duration, Instant};
 
 /// The actor's name in the app's registry.
 pub const ACTOR: &str = "sdkClient";
+
+/// While a scenario call is pending on a host that reports what it has in
+/// flight, how often the driver asks, and how long one ask may take.
+const FLIGHT_POLL: Duration = Duration::from_millis(250);
+const FLIGHT_POLL_BOUND: Duration = Duration::from_secs(2);
 
 pub use super::sdk_action::SdkError;
 
@@ -103,6 +112,9 @@ pub struct HostedConfig {
 pub struct HostedClient<H> {
     host: H,
     wire: Option<Arc<Wire>>,
+    /// Whether a pending scenario call polls what its host has in flight
+    /// (hosts that report it only: [`SdkHost::REPORTS_FLIGHT`]).
+    watching: bool,
 }
 
 /// Where the SDK runs and answers the actions: one implementation per
@@ -112,6 +124,13 @@ pub struct HostedClient<H> {
 pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// The client the SDK is when hosted here.
     const KIND: ClientKind;
+
+    /// Whether the hang detector learns what the SDK has in flight only
+    /// from the host's report (`wire` answers `flight`), polled while a
+    /// call is pending: the actor's records reach the trace with each
+    /// answer, not as they happen. The page's wire is Chromium's own
+    /// network events, which feed the trace live.
+    const REPORTS_FLIGHT: bool = false;
 
     /// The host's key: the actor's (one per cell attempt), or `browser`.
     fn key(&self) -> &str;
@@ -161,7 +180,11 @@ impl HostedClient<ActorHost> {
 impl<H: SdkHost> HostedClient<H> {
     /// The SDK hosted by `host` (the browser client: `HostedClient::on(page)`).
     pub fn on(host: H) -> Self {
-        Self { host, wire: None }
+        Self {
+            host,
+            wire: None,
+            watching: false,
+        }
     }
 
     /// Where the SDK runs (the browser client's page, for its reloads).
@@ -175,6 +198,14 @@ impl<H: SdkHost> HostedClient<H> {
             trace,
             cursor: Mutex::new(WireCursor::default()),
         }));
+        self
+    }
+
+    /// With `watching`, a pending scenario call on a host that reports
+    /// what it has in flight asks it as it waits (the hang detector reads
+    /// it); without, the host's wire reaches the trace with each answer.
+    pub fn watching(mut self, watching: bool) -> Self {
+        self.watching = watching;
         self
     }
 
@@ -219,14 +250,45 @@ impl<H: SdkHost> HostedClient<H> {
         deadline: Option<Duration>,
     ) -> Result<Map<String, Value>, HostedError> {
         let action = call.name();
-        let mut span = self
-            .wire
-            .as_ref()
-            .filter(|_| kind == CallKind::Scenario)
-            .map(|w| SdkSpan::new(&w.trace, action, call.phase(), deadline));
+        let scenario = self.wire.as_ref().filter(|_| kind == CallKind::Scenario);
+        let mut span = scenario.map(|w| SdkSpan::new(&w.trace, action, call.phase(), deadline));
+        // Pending until answered or dropped: what the hang detector judges.
+        let _pending = scenario.map(|w| match H::REPORTS_FLIGHT {
+            true => w.trace.hosted_call(action, call.phase()),
+            false => w.trace.call(action),
+        });
+        let asking = self.ask(call, patience, deadline);
+        let answer = match scenario.filter(|_| H::REPORTS_FLIGHT && self.watching) {
+            Some(wire) => tokio::select! {
+                answer = asking => answer,
+                never = self.watch_flight(wire, call.phase()) => match never {},
+            },
+            None => asking.await,
+        };
+        let answer = answer.and_then(|mut output| {
+            if let (Some(wire), Some(records)) = (&self.wire, output.remove("wire")) {
+                wire.cursor().ingest(&wire.trace, &records);
+            }
+            judge_output(action, output)
+        });
+        if let Some(span) = span.as_mut() {
+            span.answered(&answer);
+        }
+        answer
+    }
+
+    /// One action asked of the host, again while the host cannot be
+    /// reached (see [`HostedClient::call`]): its raw answer.
+    async fn ask(
+        &self,
+        call: &SdkAction,
+        patience: Duration,
+        deadline: Option<Duration>,
+    ) -> Result<Map<String, Value>, HostedError> {
+        let action = call.name();
         let started = Instant::now();
         let mut delay = Duration::from_millis(100);
-        let answer = loop {
+        loop {
             let args = ActionArgs {
                 action: call,
                 timeout_ms: deadline.map(|d| d.as_millis() as u64),
@@ -242,25 +304,47 @@ impl<H: SdkHost> HostedClient<H> {
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(1));
                 }
-                other => break other,
+                other => return other,
             }
+        }
+    }
+
+    /// While a call of phase `phase` is pending: asks the host every
+    /// [`FLIGHT_POLL`] for the wire records the trace lacks and what it
+    /// has in flight, into the trace. An ask that fails is skipped: the
+    /// model then holds no fresh report, and nothing is judged hung.
+    async fn watch_flight(&self, wire: &Wire, phase: &str) -> std::convert::Infallible {
+        let ask = SdkAction::Wire {
+            phase: phase.into(),
         };
-        let answer = answer.and_then(|mut output| {
-            if let (Some(wire), Some(records)) = (&self.wire, output.remove("wire")) {
+        loop {
+            tokio::time::sleep(FLIGHT_POLL).await;
+            let args = ActionArgs {
+                action: &ask,
+                timeout_ms: None,
+                wire_ack: Some(wire.cursor().ack()),
+            };
+            let Ok(args) = serde_json::to_value(&args) else {
+                continue;
+            };
+            let once = self.host.call_once(ask.name(), &args, Duration::ZERO);
+            let Ok(Ok(mut out)) = tokio::time::timeout(FLIGHT_POLL_BOUND, once).await else {
+                continue;
+            };
+            if let Some(records) = out.remove("wire") {
                 wire.cursor().ingest(&wire.trace, &records);
             }
-            judge_output(action, output)
-        });
-        if let Some(span) = span.as_mut() {
-            span.answered(&answer);
+            if let Some(flight) = out.get("flight") {
+                super::hosted_wire::ingest_flight(&wire.trace, flight);
+            }
         }
-        answer
     }
 }
 
 #[async_trait::async_trait]
 impl SdkHost for ActorHost {
     const KIND: ClientKind = ClientKind::TsSdk;
+    const REPORTS_FLIGHT: bool = true;
 
     fn key(&self) -> &str {
         &self.config.key

@@ -5,9 +5,11 @@
 //! not acknowledged, so an answer continuity gave up on loses nothing — and
 //! the exchanges counted on their channels like the Rust client's, so a
 //! phase's `observed` text and cause read the same for both clients.
+//! What the actor has in flight (its `Flight` report, polled while a call
+//! is pending) becomes the trace's [`HostReport`] ([`ingest_flight`]).
 
 use crate::trace::event::{self, Event};
-use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
+use crate::trace::{ErrorKind, Exchange, Flight, HostReport, Purpose, Seen, Trace};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -80,6 +82,46 @@ impl WireCursor {
             self.dropped = dropped;
         }
     }
+}
+
+/// The actor's `Flight` report (`{now, activeAt, open: [{kind, what,
+/// since}], acting: [{phase, since}]}`, epoch milliseconds) as the trace's
+/// [`HostReport`]. Something open that does not read is still open (as
+/// the host's own work): a report is never read as quieter than it is.
+pub fn ingest_flight(trace: &Trace, flight: &Value) {
+    let t = |v: Option<&Value>| v.and_then(Value::as_f64).map(|ms| trace.t_of_epoch_ms(ms));
+    let Some(at) = t(flight.get("now")) else {
+        return;
+    };
+    let list = |key: &str| {
+        flight
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let acting = list("acting")
+        .iter()
+        .filter_map(|a| Some((text(a, "phase")?, t(a.get("since"))?)))
+        .collect();
+    let open = list("open")
+        .iter()
+        .map(|o| {
+            let kind = o.get("kind").and_then(|k| Flight::deserialize(k).ok());
+            (
+                kind.unwrap_or(Flight::Host),
+                text(o, "what").unwrap_or_default(),
+                t(o.get("since")).unwrap_or(at),
+            )
+        })
+        .collect();
+    trace.host_report(HostReport {
+        at,
+        acting,
+        open,
+        active_at: t(flight.get("activeAt")),
+    });
 }
 
 fn write_record(trace: &Trace, record: &Value) {

@@ -312,6 +312,7 @@ impl Client {
         &self,
         request: CreateSession,
     ) -> Result<SessionRecord, ClientError> {
+        let _call = self.options.trace.call("createSession");
         let agent = request.agent.trim();
         if agent.is_empty() {
             return Err(ClientError::Config(
@@ -355,6 +356,7 @@ impl Client {
     /// `resumeSession`: a no-op when the record points at this client's live
     /// connection and the session is bound there; otherwise replay + recreate + rebind.
     pub async fn resume_session(&self, id: &str) -> Result<Resume, ClientError> {
+        let _call = self.options.trace.call("resumeSession");
         let existing = self.require_record(id).await?;
         let live = self.live_connection(&existing.agent).await?;
         if existing.last_connection_id == live.connection_id
@@ -393,6 +395,7 @@ impl Client {
 
     /// `session.prompt(blocks)`; returns the agent's stop reason.
     pub async fn prompt(&self, id: &str, blocks: Vec<Value>) -> Result<PromptOutcome, ClientError> {
+        let _call = self.options.trace.call("prompt");
         let response = self
             .send_session_method(id, "session/prompt", json!({"prompt": blocks}), false)
             .await?
@@ -434,6 +437,7 @@ impl Client {
 
     /// `destroySession`: `session/cancel` best effort, then `destroyedAt`.
     pub async fn destroy_session(&self, id: &str) -> Result<SessionRecord, ClientError> {
+        let _call = self.options.trace.call("destroySession");
         let _ = self
             .send_session_method(id, "session/cancel", json!({}), true)
             .await;
@@ -492,13 +496,12 @@ impl Client {
     /// Runs one persist-store call as a named wait, so a store that hangs
     /// (a Rivet actor after its engine restarted) is what a timeout names.
     async fn in_store<T>(&self, call: &str, work: impl std::future::Future<Output = T>) -> T {
-        let _waiting = self.options.trace.wait(
-            format!(
-                "the persist store ({}): {call}",
-                self.options.persist.name()
-            ),
-            None,
+        let what = format!(
+            "the persist store ({}): {call}",
+            self.options.persist.name()
         );
+        let _flight = (self.options.trace).in_flight(crate::trace::Flight::Store, what.clone());
+        let _waiting = self.options.trace.wait(what, None);
         work.await
     }
 

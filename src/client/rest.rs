@@ -85,6 +85,10 @@ async fn exchange(
     trace: &Trace,
     accept: impl Fn(u16) -> bool,
 ) -> Result<(u16, Vec<u8>), ClientError> {
+    let _flight = trace.in_flight(
+        crate::trace::Flight::Request,
+        format!("{method} {}", crate::trace::strip_access_token(url)),
+    );
     let started = Instant::now();
     let mut record = Exchange {
         attempt,

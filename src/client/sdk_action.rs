@@ -208,6 +208,11 @@ pub enum SdkAction {
     Wire {
         phase: String,
     },
+    /// The running phase's call hung: the host's own waits (a turn's
+    /// await) end now, so that action answers with what it saw.
+    CutWaits {
+        phase: String,
+    },
     /// The cell is over: its clients closed, the actor destroyed.
     Retire {
         phase: String,
@@ -244,6 +249,7 @@ impl SdkAction {
             SdkAction::DestroySandbox { .. } => "destroySandbox",
             SdkAction::Faults { .. } => "faults",
             SdkAction::Wire { .. } => "wire",
+            SdkAction::CutWaits { .. } => "cutWaits",
             SdkAction::Retire { .. } => "retire",
         }
     }
@@ -277,6 +283,7 @@ impl SdkAction {
             | SdkAction::DestroySandbox { phase, .. }
             | SdkAction::Faults { phase }
             | SdkAction::Wire { phase }
+            | SdkAction::CutWaits { phase }
             | SdkAction::Retire { phase } => phase,
         }
     }

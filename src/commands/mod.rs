@@ -415,6 +415,13 @@ fn run_settings(
             .map(Duration::from_millis)
             .or(run_defaults.overall_timeout)
             .unwrap_or(DEFAULT_OVERALL_TIMEOUT),
+        hang_grace: Some(
+            args.hang_grace_ms
+                .map(Duration::from_millis)
+                .or(run_defaults.hang_grace)
+                .unwrap_or(crate::scenario::DEFAULT_HANG_GRACE),
+        )
+        .filter(|grace| !grace.is_zero()),
         repeat: args.repeat.or(run_defaults.repeat).unwrap_or(1),
         retries: args.retries.or(run_defaults.retries).unwrap_or(0),
         flaky_result: args.gate.flaky_result.into(),

@@ -60,6 +60,7 @@ pub(super) fn record(sources: &Sources<'_>) -> Result<Recipe, CommandError> {
             .iter()
             .map(|p| p.name().to_string())
             .collect(),
+        hang_grace_ms: Some(sources.settings.hang_grace.map_or(0, crate::clock::millis)),
         rivet_save: flag_value(&args.rivet_save),
         rivet_stop: flag_value(&args.rivet_stop),
         trace: flag_value(&args.trace),

@@ -496,6 +496,9 @@ fn command_line(
         crate::wire_name::of(&run.flaky_result).to_string(),
     );
     flag("trace", recipe.trace.clone());
+    if let Some(grace) = recipe.hang_grace_ms {
+        flag("hang-grace-ms", grace.to_string());
+    }
     flag("rivet-save", recipe.rivet_save.clone());
     flag("rivet-stop", recipe.rivet_stop.clone());
     for (name, values) in [

@@ -49,6 +49,7 @@ fn report() -> Report {
         agents: vec!["mock".into()],
         clients: vec!["rust".into()],
         persist: Vec::new(),
+        hang_grace_ms: Some(2000),
         rivet_save: "immediate".into(),
         rivet_stop: "kill".into(),
         trace: "summary".into(),
@@ -87,6 +88,7 @@ fn failed_picks_the_cells_that_did_not_pass_and_narrows_the_command_line() {
     }
     assert_eq!(failed.args.seed, Some(42));
     assert_eq!(failed.args.repeat, Some(report.run.repeat));
+    assert_eq!(failed.args.hang_grace_ms, Some(2000));
     assert_eq!(
         failed.args.out.as_deref(),
         Some(Path::new("/tmp/rerun-out"))

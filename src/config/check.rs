@@ -9,6 +9,7 @@ use super::values::{check_agent_name, check_base_url, invalid, is_env_name, posi
 use super::{RunDefaults, TargetEntry};
 use crate::persist::Store;
 use crate::secret::display_url;
+use std::time::Duration;
 
 /// A `[run]` key holding a list of strings.
 type SpannedList = toml::Spanned<Vec<toml::Spanned<String>>>;
@@ -81,6 +82,19 @@ fn check_run(raw: RawRun) -> Result<RunDefaults, Invalid> {
         .as_ref()
         .map(|v| positive_ms("run.overall_timeout_ms", v))
         .transpose()?;
+    run.hang_grace = raw
+        .hang_grace_ms
+        .as_ref()
+        .map(|v| {
+            count(
+                "run.hang_grace_ms",
+                v,
+                |_| true,
+                "expected a whole number of milliseconds (0: wait every phase's deadline out)",
+            )
+        })
+        .transpose()?
+        .map(|ms| Duration::from_millis(ms.into()));
     run.repeat = raw
         .repeat
         .as_ref()

@@ -8,6 +8,7 @@
 //! agent = "mock"
 //! timeout_ms = 30000
 //! overall_timeout_ms = 900000
+//! hang_grace_ms = 2000
 //! repeat = 1
 //! persist = "sqlite"         # memory | sqlite | postgres | rivet, or a list of them
 //! token_env = "SA_TOKEN"     # the variable holding the token; never the token
@@ -60,6 +61,8 @@ pub struct RunDefaults {
     pub agent: Option<String>,
     pub timeout: Option<Duration>,
     pub overall_timeout: Option<Duration>,
+    /// `hang_grace_ms` (`--hang-grace-ms`): zero waits every deadline out.
+    pub hang_grace: Option<Duration>,
     pub repeat: Option<u32>,
     /// `persist`: one store or several (the persistence axis); empty when unset.
     pub persist: Vec<Store>,

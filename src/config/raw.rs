@@ -43,6 +43,7 @@ pub(super) struct RawRun {
     pub agent: Option<Spanned<String>>,
     pub timeout_ms: Option<Spanned<i64>>,
     pub overall_timeout_ms: Option<Spanned<i64>>,
+    pub hang_grace_ms: Option<Spanned<i64>>,
     pub repeat: Option<Spanned<i64>>,
     /// One store name, or a list of them (the persistence axis).
     pub persist: Option<Spanned<toml::Value>>,

@@ -115,6 +115,9 @@ struct InFlight<'a> {
     error: Option<Option<String>>,
     /// The event an `insertEvent` writes.
     handed: event::Handed,
+    /// In flight for the hang detector until it ends: a store call may
+    /// still settle the client's pending call.
+    _flight: crate::trace::FlightGuard,
 }
 
 impl<'a> InFlight<'a> {
@@ -124,6 +127,7 @@ impl<'a> InFlight<'a> {
         guard.next += 1;
         let id = guard.next;
         guard.pending.insert(id, (call, Instant::now()));
+        let what = format!("the persist store ({}): {call}", driver.inner.name());
         InFlight {
             calls,
             trace: &driver.trace,
@@ -132,6 +136,7 @@ impl<'a> InFlight<'a> {
             call,
             error: None,
             handed: event::Handed::default(),
+            _flight: driver.trace.in_flight(crate::trace::Flight::Store, what),
         }
     }
 }

@@ -371,6 +371,7 @@ fn cell_settings(
             .cell_base_url()
             .map_or_else(|| worker.base_url.clone(), str::to_string),
         headers_timeout: target.client_headers_timeout(),
+        hang_grace: plan.settings.hang_grace,
         token: plan.settings.token.clone(),
         headers: plan.settings.headers.clone(),
         agent: plan.point.agent.clone(),

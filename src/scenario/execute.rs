@@ -10,6 +10,7 @@ mod cleanup;
 mod client_restart;
 mod deferred;
 mod driver;
+mod hang;
 mod hosted_data;
 pub(crate) mod integrity;
 mod judge;
@@ -36,6 +37,7 @@ use async_trait::async_trait;
 pub use deferred::{CleanupFence, DeferredCleanup};
 use driver::ScenarioClient;
 pub use driver::Unsupported;
+pub use hang::DEFAULT_GRACE as DEFAULT_HANG_GRACE;
 pub use hosted_data::hosted_signature;
 use judge::{dispose_ended, judge, phase_result, ResultContext};
 use judge::{interrupted_phase, not_applicable, not_run, outcome_word};
@@ -85,6 +87,9 @@ pub struct CellSettings {
     /// The clients' own wait for a POST's response headers (a
     /// `client-headers-timeout` cell); none: the client's default.
     pub headers_timeout: Option<Duration>,
+    /// How long a pending call may have nothing in flight that could
+    /// settle it before its phase ends as hung; none: wait the deadline out.
+    pub hang_grace: Option<Duration>,
     /// Turns true on Ctrl-C, SIGTERM or the run's overall deadline: the cell
     /// stops its current phase, runs its cleanup (bounded) and ends `interrupted`.
     pub interrupt: watch::Receiver<bool>,
@@ -265,12 +270,13 @@ impl CellClient {
         !matches!(self, CellClient::Rust)
     }
 
-    /// The client as the executor drives it, tracing into `trace`.
-    fn driver(self, trace: &crate::trace::Trace) -> Arc<dyn ScenarioClient> {
+    /// The client as the executor drives it, tracing into `trace` (and,
+    /// when hangs are diagnosed, `watching` what its host has in flight).
+    fn driver(self, trace: &crate::trace::Trace, watching: bool) -> Arc<dyn ScenarioClient> {
         match self {
             CellClient::Rust => Arc::new(rust_client::RustClient),
-            CellClient::TsSdk(sdk) => Arc::new(sdk.traced(trace.clone())),
-            CellClient::Browser(sdk) => Arc::new(sdk.traced(trace.clone())),
+            CellClient::TsSdk(sdk) => Arc::new(sdk.traced(trace.clone(), watching)),
+            CellClient::Browser(sdk) => Arc::new(sdk.traced(trace.clone(), watching)),
         }
     }
 }
@@ -301,7 +307,7 @@ pub async fn run_cell_deferring(
     client: CellClient,
     fence: Option<CleanupFence>,
 ) -> (CellRun, Option<DeferredCleanup>) {
-    let client = client.driver(&settings.trace);
+    let client = client.driver(&settings.trace, settings.hang_grace.is_some());
     run_cell_on(scenario, settings, restarter, client, fence).await
 }
 
@@ -599,12 +605,24 @@ impl RunningCell<'_> {
         // at the deadline closes them.
         let client = Arc::clone(&self.client);
         client.begin_phase(&phase.name, deadline);
+        let (grace, phase_t) = (self.settings.hang_grace, trace.now_ms());
+        let mut hung = None;
         let (outcome, duration_ms, seen) = {
             let step = self.run_step(phase);
             tokio::pin!(step);
             let outcome = tokio::select! {
                 done = &mut step => Some(done),
                 _ = tokio::time::sleep(deadline) => None,
+                // Judged as a timeout, then as hung (`hang::judge`).
+                found = hang::watch(&trace, grace, &phase.step, phase_t, deadline) => {
+                    hung = Some(found);
+                    None
+                }
+            };
+            // A hung step that waits of its own accord answers what it saw.
+            let outcome = match hung {
+                Some(_) => hang::cut_short(&*client, &phase.name, step.as_mut()).await,
+                None => outcome,
             };
             let duration_ms = millis(started.elapsed());
             // An SDK action given up on never answered: what the SDK did
@@ -618,7 +636,7 @@ impl RunningCell<'_> {
         if let Some(Err(failure)) = &outcome {
             judge::let_parts_settle(&failure.signature, &seen, &context).await;
         }
-        let result = phase_result(
+        let mut result = phase_result(
             &context,
             phase,
             cleanup,
@@ -628,6 +646,9 @@ impl RunningCell<'_> {
             outcome,
             &seen,
         );
+        if let Some(hang) = &hung {
+            hang::judge(&mut result, &context, phase, &seen, hang, client.name());
+        }
         trace.phase_end(&phase.name, outcome_word(result.outcome), duration_ms);
         result
     }
@@ -720,6 +741,7 @@ mod tests {
             trace: crate::trace::Trace::detached(),
             agent_sent_log: None,
             headers_timeout: None,
+            hang_grace: None,
             model_calls: None,
             sandboxes: None,
             interrupt: watch::channel(false).1,

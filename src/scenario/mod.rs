@@ -18,7 +18,7 @@ pub use crate::targets::Restarted;
 pub use execute::{
     hosted_signature, run_cell, run_cell_deferring, run_cell_with, BrowserClient, CellClient,
     CellRun, CellSettings, CellStore, CleanupFence, DeferredCleanup, Restarter, SdkClient,
-    TsSdkClient,
+    TsSdkClient, DEFAULT_HANG_GRACE,
 };
 pub use kind::{StepKind, UnknownStep};
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};

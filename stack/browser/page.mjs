@@ -375,6 +375,10 @@ const actions = {
 	async wire() {
 		return {};
 	},
+	/** continuity found the running phase's call hung: the page's own waits (a turn's await) end now. */
+	async cutWaits() {
+		return { cut: steps.cutWaits() };
+	},
 };
 
 window.continuity = {

@@ -26,8 +26,10 @@ function serviceError(call, status, body) {
 /**
  * The provider, its call log, and `during(who)`: the host says whether
  * the SDK is inside `SandboxAgent.start` (`start`) or past it (`health-wait`).
+ * With `flight` (the actor's `Flight`, wire.mjs), each call is in flight
+ * until it has its answer.
  */
-export function sandboxProvider({ serviceUrl, DestroyedError, fetchImpl = (...args) => globalThis.fetch(...args) }) {
+export function sandboxProvider({ serviceUrl, DestroyedError, fetchImpl = (...args) => globalThis.fetch(...args), flight = null }) {
 	const calls = [];
 	let caller = "client";
 	async function service(call, method, path, sandboxId) {
@@ -35,8 +37,16 @@ export function sandboxProvider({ serviceUrl, DestroyedError, fetchImpl = (...ar
 		const who = caller === "client" && call === "ensureServer" ? "health-wait" : caller;
 		const entry = { call, sandboxId: sandboxId ?? null, caller: who, at: Date.now() };
 		calls.push(entry);
-		const response = await fetchImpl(`${serviceUrl}${path}`, { method });
-		const text = await response.text();
+		// In flight for continuity's hang detector (the host's `Flight`), when it keeps one.
+		const landed = flight?.begin("request", `${method} the sandbox service: ${call}`) ?? (() => {});
+		let response;
+		let text;
+		try {
+			response = await fetchImpl(`${serviceUrl}${path}`, { method });
+			text = await response.text();
+		} finally {
+			landed();
+		}
 		const body = text ? JSON.parse(text) : null;
 		entry.status = response.status;
 		entry.answer = body;

@@ -26,7 +26,7 @@ import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
 import { listen } from "./ledger.mjs";
-import { epochMs, recordingFetch, recordingPersist, WireLog } from "./wire.mjs";
+import { epochMs, recordingFetch, recordingPersist, trackedWebSocket, WireLog } from "./wire.mjs";
 
 // The SDK's process terminal socket needs a WebSocket class: Node 20 has
 // none built in, so `ws` (already in the app's install, through RivetKit).
@@ -175,15 +175,21 @@ function clientOptions(c, settings, save) {
 }
 
 async function newClient(c, name, settings, save) {
-	const Sdk = await sdkClass(settings.sdk);
-	const { options, persist, dispatcher } = clientOptions(c, settings, save);
-	return {
-		dispatcher,
-		sdk: new Sdk({ baseUrl: settings.baseUrl, ...options, waitForHealth: { timeoutMs: HEALTH_WAIT_MS } }),
-		persist,
-		sessions: new Map(),
-		name,
-	};
+	// The host's own work (loading an SDK module the first time): in flight.
+	const made = c.vars.wire.flight.begin("host", `making SDK client ${name}`);
+	try {
+		const Sdk = await sdkClass(settings.sdk);
+		const { options, persist, dispatcher } = clientOptions(c, settings, save);
+		return {
+			dispatcher,
+			sdk: new Sdk({ baseUrl: settings.baseUrl, ...options, waitForHealth: { timeoutMs: HEALTH_WAIT_MS } }),
+			persist,
+			sessions: new Map(),
+			name,
+		};
+	} finally {
+		made();
+	}
 }
 
 /**
@@ -198,7 +204,11 @@ async function providerFor(c, args) {
 		await old.persist.close?.().catch(() => {});
 	}
 	const mod = await sdkModule(args.sdk ?? null);
-	const box = sandboxProvider({ serviceUrl: String(args.serviceUrl), DestroyedError: mod.SandboxDestroyedError });
+	const box = sandboxProvider({
+		serviceUrl: String(args.serviceUrl),
+		DestroyedError: mod.SandboxDestroyedError,
+		flight: c.vars.wire.flight,
+	});
 	c.vars.boxes.set(args.client, box);
 	return { Sdk: mod.SandboxAgent, box };
 }
@@ -273,17 +283,22 @@ export function sdkClientActor({ persistNow, options }) {
 		let finished;
 		const done = new Promise((resolve) => (finished = resolve));
 		c.vars.acting.add(done);
+		// Running, for continuity's hang detector, until it has answered.
+		const acted = c.vars.wire.flight.act(phase);
 		try {
 			const result = await bounded(body(save), deadline, phase || "action", c.vars.inflight);
 			answer = { ok: true, ...result };
 		} catch (error) {
 			answer = { ok: false, error: describeError(error) };
 		}
+		const saved = c.vars.wire.flight.begin("host", "saving the actor's state");
 		try {
 			adoptFaults(c);
 			await save().catch(() => {});
 			return { ...answer, wire: c.vars.wire.pending() };
 		} finally {
+			saved();
+			acted();
 			finished();
 			c.vars.acting.delete(done);
 		}
@@ -312,17 +327,21 @@ export function sdkClientActor({ persistNow, options }) {
 			sandboxes: {},
 		}),
 		// inflight: a way to end each running action; acting: each action until it has answered.
-		createVars: () => ({
-			clients: new Map(),
-			stores: new Map(),
-			wire: new WireLog(),
-			inflight: new Set(),
-			acting: new Set(),
-			// Each provider client's SandboxProvider and its call log.
-			boxes: new Map(),
-			// Turns and terminals: in memory only, as an app holds them.
-			steps: new SdkSteps({ WebSocketImpl, describeError }),
-		}),
+		createVars: () => {
+			const wire = new WireLog();
+			return {
+				clients: new Map(),
+				stores: new Map(),
+				wire,
+				inflight: new Set(),
+				acting: new Set(),
+				// Each provider client's SandboxProvider and its call log.
+				boxes: new Map(),
+				// Turns and terminals: in memory only, as an app holds them;
+				// each terminal socket in flight while open.
+				steps: new SdkSteps({ WebSocketImpl: trackedWebSocket(WebSocketImpl, wire.flight), describeError }),
+			};
+		},
 		options: { actionTimeout: 300_000, ...options },
 		// The examples' shape: the SDK clients the actor had are made again
 		// when it wakes (the runner restarted), each with its health wait.
@@ -612,10 +631,24 @@ export function sdkClientActor({ persistNow, options }) {
 				return { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
 			},
 
-			/** The wire records continuity has not acknowledged, e.g. after a phase it gave up on. */
+			/**
+			 * continuity found the running phase's call hung: this host's own
+			 * waits (a turn's await) end now, so that action answers with what
+			 * it saw. Answers how many waits it ended.
+			 */
+			cutWaits: (c, args) => {
+				c.vars.wire.acknowledge(args?.wireAck);
+				return { ok: true, cut: c.vars.steps.cutWaits(), wire: c.vars.wire.pending() };
+			},
+
+			/**
+			 * The wire records continuity has not acknowledged (after a phase it
+			 * gave up on, and polled while a call is pending) and what is in
+			 * flight in this host now.
+			 */
 			wire: (c, args) => {
 				c.vars.wire.acknowledge(args?.wireAck);
-				return { ok: true, wire: c.vars.wire.pending() };
+				return { ok: true, wire: c.vars.wire.pending(), flight: c.vars.wire.flight.report() };
 			},
 		},
 	});

@@ -56,6 +56,17 @@ export class SdkSteps {
 		this.describeError = describeError;
 		this.turns = new Map();
 		this.terminals = new Map();
+		// Each await's way to stop waiting now (continuity's hang detector
+		// found its turn's prompt with nothing in flight: `cutWaits`).
+		this.cuts = new Set();
+	}
+
+	/** Every wait of this host's own (a turn's await) ends now; how many did. */
+	cutWaits() {
+		const n = this.cuts.size;
+		for (const cut of this.cuts) cut();
+		this.cuts.clear();
+		return n;
 	}
 
 	// --- Turns ----------------------------------------------------------
@@ -84,7 +95,7 @@ export class SdkSteps {
 	}
 
 	/**
-	 * Turn `turn`'s outcome, waiting up to `waitMs`: `completed` with the
+	 * Turn `turn`'s outcome, waiting up to `waitMs` (or until `cutWaits`): `completed` with the
 	 * SDK's stop reason, `failed` with its error as data, or `lost` (the prompt still pending: the SDK has no
 	 * call that cancels one turn, `session/cancel` by hand is refused).
 	 */
@@ -96,7 +107,13 @@ export class SdkSteps {
 				`turn \`${turn}\` is not running on this host: it was never started here, or this host (the SDK's process) restarted since and the turn's promise went with it`,
 			);
 		}
-		await Promise.race([entry.done, sleep(Math.max(0, waitMs))]);
+		let cut;
+		const cutShort = new Promise((resolve) => {
+			cut = resolve;
+			this.cuts.add(resolve);
+		});
+		await Promise.race([entry.done, sleep(Math.max(0, waitMs)), cutShort]);
+		this.cuts.delete(cut);
 		const seen = {
 			startedAt: entry.started,
 			turnMs: Date.now() - entry.started,

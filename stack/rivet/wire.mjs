@@ -12,6 +12,12 @@
 //
 // Never recorded: request or response headers (Authorization lives there),
 // bodies, or an `access_token` query value (replaced by `[redacted]`).
+//
+// Beside the records, `Flight` keeps what is in flight in this host right
+// now (requests awaiting their answers, open streams and sockets, store
+// calls, the host's own work) and the actions it is running: continuity
+// polls it while a call is pending, so its hang detector sees the SDK's
+// wire live (a record only exists once its exchange has ended).
 
 import { digest, eventFacts, serverIdOf, sessionOf } from "./ledger.mjs";
 
@@ -29,6 +35,50 @@ export function epochMs() {
 }
 
 /**
+ * What is in flight in this host, for continuity's hang detector: each
+ * thing that could still settle a pending call (kind `request`, `stream`,
+ * `store` or `host`) from its start until its end, the actions running
+ * (by phase), and the latest activity. Its report is plain data in epoch
+ * milliseconds.
+ */
+export class Flight {
+	constructor() {
+		this.next = 0;
+		this.open = new Map();
+		this.acting = new Map();
+		this.activeAt = null;
+	}
+	/** Something happened at `at`. */
+	touch(at = epochMs()) {
+		if (this.activeAt === null || at > this.activeAt) this.activeAt = at;
+	}
+	/** `what` in flight from now until the returned function is called (once is enough). */
+	begin(kind, what) {
+		return this.#enter(this.open, { kind, what: cut(what) });
+	}
+	/** An action of phase `phase` running from now until the returned function is called. */
+	act(phase) {
+		return this.#enter(this.acting, { phase: String(phase ?? "") });
+	}
+	#enter(map, entry) {
+		const id = ++this.next;
+		const since = epochMs();
+		map.set(id, { ...entry, since });
+		this.touch(since);
+		let done = false;
+		return () => {
+			if (done) return;
+			done = true;
+			map.delete(id);
+			this.touch();
+		};
+	}
+	report() {
+		return { now: epochMs(), activeAt: this.activeAt, open: [...this.open.values()], acting: [...this.acting.values()] };
+	}
+}
+
+/**
  * The records of one actor's SDK clients until continuity has them. Each
  * record gets a sequence number; an answer carries every record after the
  * one continuity acknowledged (`ack`), so an answer continuity never read
@@ -43,6 +93,7 @@ export class WireLog {
 		this.records = [];
 		this.seq = 0;
 		this.dropped = 0;
+		this.flight = new Flight();
 		// A turn's channel, kept apart from the records (which continuity
 		// acknowledges and so empties): how each response first arrived,
 		// each prompt sent, and the last stream event id per ACP path.
@@ -81,6 +132,7 @@ export class WireLog {
 		};
 	}
 	push(record) {
+		this.flight.touch(record.at ?? epochMs());
 		if (this.records.length >= this.limit) {
 			this.dropped += 1;
 			return;
@@ -232,6 +284,8 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 		const path = url.split("?", 1)[0];
 		const purpose = purposeOf(method, path);
 		const start = epochMs();
+		// In flight until its answer is read (a stream: until it ends), whichever way.
+		const landed = log.flight?.begin(purpose === "stream" ? "stream" : "request", `${method} ${url}`) ?? (() => {});
 		const sentText = bodyText(init.body);
 		const base = { kind: "http", method, url, purpose, start, sent: bodyLength(init.body) };
 		if (method === "POST" && sentText !== undefined) {
@@ -248,6 +302,7 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 			// The SDK aborting its own request (it closed the transport) is no failure of the wire.
 			const outcome = isAbort(error) ? { closedBy: "client" } : { error: { kind: errorKind(error), detail: describe(error) } };
 			log.push({ ...base, at: epochMs(), received: 0, ...outcome });
+			landed();
 			throw error;
 		}
 		const headersAt = epochMs();
@@ -256,7 +311,7 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 			const lastEventId = new Headers(init.headers ?? {}).get("last-event-id");
 			const resumed = lastEventId !== null;
 			log.push({ ...base, at: headersAt, headersAt, status: response.status, received: 0, ...(resumed ? { lastEventId } : {}) });
-			return new Response(recordedStream(response.body, log, url, resumed), {
+			return new Response(recordedStream(response.body, log, url, resumed, landed), {
 				status: response.status,
 				statusText: response.statusText,
 				headers: response.headers,
@@ -267,8 +322,10 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
 			bytes = new Uint8Array(await response.arrayBuffer());
 		} catch (error) {
 			log.push({ ...base, at: epochMs(), headersAt, status: response.status, received: 0, error: { kind: errorKind(error), detail: describe(error) } });
+			landed();
 			throw error;
 		}
+		landed();
 		const record = { ...base, at: epochMs(), headersAt, status: response.status, received: bytes.length };
 		const text = bytes.length > 0 ? new TextDecoder().decode(bytes) : "";
 		if (!response.ok) {
@@ -301,7 +358,7 @@ export function recordingFetch(log, inner = globalThis.fetch.bind(globalThis)) {
  * the stream's end: clean, broken (with the error's kind) or closed by the
  * SDK itself (it aborts its GET when it closes the transport).
  */
-function recordedStream(body, log, url, resumed) {
+function recordedStream(body, log, url, resumed, landed = () => {}) {
 	const path = url.split("?", 1)[0];
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
@@ -316,6 +373,7 @@ function recordedStream(body, log, url, resumed) {
 		if (error && isAbort(error)) record.closedBy = "client";
 		else if (error) record.error = { kind: errorKind(error), detail: describe(error) };
 		log.push(record);
+		landed();
 	};
 	const event = (chunk) => {
 		if (!chunk.trim()) return;
@@ -387,6 +445,7 @@ export function recordingPersist(log, driver, name = "actor-state") {
 			const start = epochMs();
 			// An insertEvent's event, as the checker follows it.
 			const facts = call === "insertEvent" ? eventFacts(args[1]) : {};
+			const landed = log.flight?.begin("store", `${name}: ${call}`) ?? (() => {});
 			try {
 				const out = await driver[call](...args);
 				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: true, ...facts });
@@ -394,8 +453,26 @@ export function recordingPersist(log, driver, name = "actor-state") {
 			} catch (error) {
 				log.push({ kind: "store", start, at: epochMs(), call, driver: name, ok: false, error: describe(error), ...facts });
 				throw error;
+			} finally {
+				landed();
 			}
 		};
 	}
 	return wrapped;
+}
+
+/**
+ * `Impl` (the WebSocket class the SDK's terminal uses) with each socket in
+ * `flight` from its creation until it closes, and each message activity.
+ */
+export function trackedWebSocket(Impl, flight) {
+	if (!Impl) return Impl;
+	return class TrackedWebSocket extends Impl {
+		constructor(url, ...rest) {
+			super(url, ...rest);
+			const closed = flight.begin("stream", `WebSocket ${tracedUrl(url)}`);
+			this.addEventListener("close", () => closed());
+			this.addEventListener("message", () => flight.touch());
+		}
+	};
 }

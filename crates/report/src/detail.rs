@@ -6,6 +6,7 @@
 //! Field order is the wire order (`serde_json` preserves it), and a field
 //! the old report always wrote, `null` included, is never skipped.
 
+mod hang;
 mod hosted;
 mod integrity;
 mod not_applicable;
@@ -18,6 +19,7 @@ mod session;
 mod terminal;
 mod turn;
 
+pub use hang::{HangEvidence, HungDetail, WireSeen};
 pub use hosted::{HostedFaults, UnhandledRejection};
 pub use integrity::{IntegrityDetail, WriteLoss};
 pub use not_applicable::NotApplicableDetail;

@@ -499,6 +499,11 @@ pub enum SignatureKind {
     /// readiness probe's last answer as `cause` (refused, reset, a 502, no
     /// answer).
     NotBack,
+    /// The client's call never settled and nothing that could settle it
+    /// was in flight (no request awaiting an answer, no open stream, no
+    /// retry) for the hang grace: the phase ended there instead of at its
+    /// deadline. The message says what the wire showed last, and when.
+    Hung,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -584,16 +589,18 @@ impl Signature {
     }
 
     /// A few words for a table cell: `http 400 invalid_request`, `timeout`,
-    /// `timeout: http 401` (a timeout with the cause underneath), `rpc -32601`,
+    /// `timeout: http 401` (a timeout with the cause underneath), `hung:
+    /// http 400 invalid_request` (a hang, likewise), `rpc -32601`,
     /// `integrity: stream` (the invariant the checker found broken).
     pub fn short(&self) -> String {
         if let (SignatureKind::Integrity, Some(v)) = (self.kind, &self.integrity) {
             return format!("integrity: {}", v.invariant);
         }
         match self.kind {
-            SignatureKind::Timeout if self.cause.is_some() => {
+            SignatureKind::Timeout | SignatureKind::Hung if self.cause.is_some() => {
                 format!(
-                    "timeout: {}",
+                    "{}: {}",
+                    self.kind.as_str(),
                     self.cause.as_ref().map(Cause::short).unwrap_or_default()
                 )
             }

@@ -38,6 +38,10 @@ pub struct Recipe {
     /// default (its Rivet actor, else SQLite).
     #[serde(default)]
     pub persist: Vec<String>,
+    /// `--hang-grace-ms` as resolved (0: every phase waited its deadline
+    /// out); absent in reports written before hangs were diagnosed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hang_grace_ms: Option<u64>,
     /// `--rivet-save`, `--rivet-stop`, `--trace`, as their flags spell them.
     pub rivet_save: String,
     pub rivet_stop: String,

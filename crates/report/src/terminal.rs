@@ -348,7 +348,8 @@ fn phase_lines(out: &mut Out, phase: &PhaseResult, name_width: usize, color: boo
     if let Some(evidence) = sig.evidence() {
         details.push(format!("evidence: {}", shown(&evidence)));
     }
-    if phase.outcome == Outcome::Timeout {
+    // A hang says what it waited on and saw, as a timeout does.
+    if phase.outcome == Outcome::Timeout || sig.kind == SignatureKind::Hung {
         if let Some(p) = &sig.pending {
             details.push(format!("pending: {}", shown(first_line(Some(p)))));
         }

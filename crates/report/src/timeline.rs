@@ -103,7 +103,10 @@ fn phase_outcome(phase: &super::model::PhaseResult) -> String {
         Outcome::Fail => match phase.signature.as_ref() {
             // A cause worth adding when the kind does not already say it.
             Some(sig) => match (&sig.cause, sig.kind) {
-                (Some(cause), kind) if kind != SignatureKind::Http => {
+                // A hang's short form already names its cause.
+                (Some(cause), kind)
+                    if !matches!(kind, SignatureKind::Http | SignatureKind::Hung) =>
+                {
                     format!("fail: {} ({})", shown(&sig.short()), shown(&cause.short()))
                 }
                 _ => format!("fail: {}", shown(&sig.short())),
@@ -239,7 +242,7 @@ fn traffic_text(event: &Event) -> Option<String> {
             "sdk {} → {} ({})",
             e.call,
             if e.abandoned {
-                "no answer by the deadline".to_string()
+                "no answer when its phase ended".to_string()
             } else if e.ok == Some(true) {
                 "ok".to_string()
             } else {
@@ -386,7 +389,7 @@ mod tests {
             .find("GET /v1/acp/s → closed by the client")
             .expect(&text);
         let sdk = text
-            .find("sdk prompt → no answer by the deadline (5.99 s)")
+            .find("sdk prompt → no answer when its phase ended (5.99 s)")
             .expect(&text);
         assert!(post < get && get < sdk, "{text}");
     }

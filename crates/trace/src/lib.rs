@@ -9,6 +9,9 @@
 //! the attempts and the last failure of the current phase. A phase that times
 //! out reads them to say what it was really waiting for and what it saw
 //! ([`Trace::snapshot`]); the report, the HTML timeline and `show` read the file.
+//! It also keeps what is in flight ([`in_flight`]): the client's pending
+//! calls and what could still settle them, which the hang detector reads
+//! ([`Trace::quiet`]).
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +23,7 @@ pub mod digest;
 pub mod event;
 mod fault_window;
 mod foreign;
+pub mod in_flight;
 mod observe;
 mod sink;
 mod url;
@@ -27,6 +31,7 @@ mod url;
 pub use cell::{cell_dir_name, for_cell};
 pub use event::{ErrorKind, Purpose, TraceLevel};
 pub use fault_window::FaultSeen;
+pub use in_flight::{Flight, FlightGuard, HostReport, Quiet, WireMark};
 pub use observe::{Breaks, ChannelStats, Seen, Snapshot, WaitGuard, WaitInfo};
 pub use sink::{
     for_each_event, for_each_event_in, read_trace, TraceError, TRACE_FILE, TRACE_LIMIT_BYTES,
@@ -37,6 +42,7 @@ use url::{path_and_query, path_of};
 
 use crate::secret::Secret;
 use event::{CellId, Dir, Event, Header, Line, Via};
+use in_flight::InFlight;
 use observe::Observations;
 use serde_json::Value;
 use sink::Sink;
@@ -103,6 +109,7 @@ struct Inner {
     token: Option<Secret>,
     sink: Mutex<Option<Sink>>,
     observations: Mutex<Observations>,
+    flight: Mutex<InFlight>,
 }
 
 impl std::fmt::Debug for Trace {
@@ -160,6 +167,7 @@ impl Trace {
                 token,
                 sink: Mutex::new(sink),
                 observations: Mutex::new(Observations::default()),
+                flight: Mutex::new(InFlight::default()),
             }),
         }
     }
@@ -202,6 +210,7 @@ impl Trace {
         if matches!(&event, Event::WsClose(close) if !close.clean) {
             self.observations().broke(t);
         }
+        self.saw(t, &event);
         if self.inner.level == TraceLevel::Off {
             return;
         }
@@ -250,9 +259,6 @@ impl Trace {
             exchange.received,
             exchange.failure.as_ref(),
         );
-        if self.inner.level == TraceLevel::Off {
-            return;
-        }
         let seen = exchange
             .failure
             .as_ref()
@@ -276,12 +282,29 @@ impl Trace {
             ..Default::default()
         };
         extra(&mut http);
+        {
+            let mut flight = self.flight();
+            let what = in_flight::exchange_words(&exchange, &path, http.closed_by.is_some());
+            flight.mark(
+                t,
+                what,
+                exchange.status.is_some(),
+                exchange.failure.is_some(),
+            );
+            if exchange.purpose == Purpose::Health {
+                flight.health(t, exchange.failure.is_some());
+            }
+        }
+        if self.inner.level == TraceLevel::Off {
+            return;
+        }
         self.emit_at(t, Event::Http(http));
     }
 
     /// A JSON-RPC envelope, sent or received `via` the POST or the stream.
     pub fn rpc(&self, dir: Dir, via: Via, envelope: &Value) {
         if self.inner.level == TraceLevel::Off {
+            self.active();
             return;
         }
         let (method, rpc_id, error_code) = rpc_ids(envelope);
@@ -305,6 +328,8 @@ impl Trace {
     /// envelope's method, id, session and digest.
     pub fn sse(&self, url: &str, id: &str, event: &str, bytes: usize, envelope: Option<&Value>) {
         if self.inner.level == TraceLevel::Off {
+            let now = self.now_ms();
+            (self.flight()).mark(now, in_flight::SSE_WORDS.into(), false, false);
             return;
         }
         let (method, rpc_id, error_code) = envelope.map(rpc_ids).unwrap_or_default();
@@ -397,9 +422,12 @@ impl Trace {
         failure: Option<&Seen>,
         closed_by: Option<String>,
     ) {
-        let channel = channel_name("GET", &path_of(url), Purpose::Stream);
+        let path = path_of(url);
+        let channel = channel_name("GET", &path, Purpose::Stream);
         self.observations()
             .stream_ended(t, &channel, bytes, failure);
+        let what = in_flight::stream_end_words(&path, failure, closed_by.is_some());
+        self.flight().mark(t, what, false, failure.is_some());
         if self.inner.level == TraceLevel::Off {
             return;
         }

@@ -6,13 +6,18 @@
 use super::envelope::read_bounded;
 use super::{Inner, MAX_ENVELOPE_BYTES};
 use crate::acp::error::{AcpError, Problem};
-use crate::trace::{Exchange, Purpose};
+use crate::trace::{strip_access_token, Exchange, Flight, Purpose};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
 use std::sync::Arc;
 
 impl Inner {
     pub(super) async fn post(self: Arc<Self>, url: String, envelope: Value) {
+        // Awaiting its answer until it ends, whichever way (or is dropped).
+        let _flight = self.trace.in_flight(
+            Flight::Request,
+            format!("POST {}", strip_access_token(&url)),
+        );
         let body = envelope.to_string();
         let mut exchange = Exchange {
             method: "POST",

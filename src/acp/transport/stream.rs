@@ -7,7 +7,7 @@
 use super::envelope::{read_bounded, truncate};
 use super::{Inner, State, MAX_ENVELOPE_BYTES, SSE_RECONNECT_DELAY};
 use crate::acp::error::{AcpError, Problem};
-use crate::trace::{Exchange, Purpose};
+use crate::trace::{strip_access_token, Exchange, Flight, Purpose};
 use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT};
@@ -69,7 +69,13 @@ impl Inner {
     ) -> Option<AcpError> {
         let url = self.url(None);
         let mut counts = (0u64, 0u64);
+        // Open (an answer may come on it) until it ends or is dropped.
+        let flight = self.trace.in_flight(
+            Flight::Stream,
+            format!("GET {} (event stream)", strip_access_token(&url)),
+        );
         let error = self.read_stream(&url, last_event_id, &mut counts).await;
+        drop(flight);
         if counts != (0, 0)
             || !matches!(
                 error,

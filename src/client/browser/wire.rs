@@ -6,9 +6,15 @@
 //! `sse` event per event of a stream, whose body the browser hands over as
 //! it arrives (`Network.streamResourceContent`). The page's own files
 //! (anything outside `/v1/`) are not sandbox-agent's and are left out.
+//!
+//! The same events feed the cell's in-flight model, live: every request
+//! the page makes (its sandbox provider's calls too) is in flight from
+//! `requestWillBeSent` until it finishes or fails, and every WebSocket
+//! (the terminal's) from its creation until it closes, so the hang
+//! detector sees what could still settle the SDK's pending call.
 
 use crate::trace::event::{Dir, Via};
-use crate::trace::{ErrorKind, Exchange, Purpose, Seen, Trace};
+use crate::trace::{ErrorKind, Exchange, Flight, FlightGuard, Purpose, Seen, Trace};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -48,6 +54,8 @@ pub struct Wire {
     requests: HashMap<String, Request>,
     asked: HashMap<u64, Asked>,
     commands: Option<(mpsc::UnboundedSender<Message>, Arc<AtomicU64>)>,
+    /// Every request and WebSocket of the page still open, by id.
+    flights: HashMap<String, FlightGuard>,
 }
 
 impl Wire {
@@ -57,6 +65,7 @@ impl Wire {
             requests: HashMap::new(),
             asked: HashMap::new(),
             commands: None,
+            flights: HashMap::new(),
         }
     }
 
@@ -118,6 +127,7 @@ impl Wire {
     pub fn event(&mut self, method: &str, params: &Value, session: Option<&str>) {
         let id = params["requestId"].as_str().unwrap_or_default().to_string();
         let at = params["timestamp"].as_f64().unwrap_or_default();
+        self.track(method, params, &id);
         match method {
             "Network.requestWillBeSent" => {
                 let request = &params["request"];
@@ -210,6 +220,40 @@ impl Wire {
                 };
                 self.finish(request, at, Some(failure));
             }
+            _ => {}
+        }
+    }
+
+    /// The in-flight model: a request opens at `requestWillBeSent` and
+    /// closes when it finishes or fails; a WebSocket opens when it is
+    /// created and closes with it; data and frames are activity.
+    fn track(&mut self, method: &str, params: &Value, id: &str) {
+        let url = || {
+            let url = params["request"]["url"].as_str().or(params["url"].as_str());
+            crate::trace::strip_access_token(url.unwrap_or_default())
+        };
+        match method {
+            "Network.requestWillBeSent" => {
+                let verb = http_method(params["request"]["method"].as_str().unwrap_or_default());
+                let kind = match purpose_of(verb, &url()) {
+                    Some(Purpose::Stream) => Flight::Stream,
+                    _ => Flight::Request,
+                };
+                let guard = self.trace().in_flight(kind, format!("{verb} {}", url()));
+                self.flights.insert(id.to_string(), guard);
+            }
+            "Network.webSocketCreated" => {
+                let guard = self
+                    .trace()
+                    .in_flight(Flight::Stream, format!("WebSocket {}", url()));
+                self.flights.insert(id.to_string(), guard);
+            }
+            "Network.loadingFinished" | "Network.loadingFailed" | "Network.webSocketClosed" => {
+                self.flights.remove(id);
+            }
+            "Network.dataReceived"
+            | "Network.webSocketFrameReceived"
+            | "Network.webSocketFrameSent" => self.trace().active(),
             _ => {}
         }
     }

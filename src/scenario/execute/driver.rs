@@ -77,6 +77,14 @@ pub(super) trait ScenarioClient {
     /// Before a restart of the target: what would go with it is fetched first.
     async fn before_restart(&self, _phase: &str) {}
 
+    /// The phase's call hung: the client's own waits in it (an await of a
+    /// turn, which waits up to its deadline) end now, so the step answers
+    /// with what it saw. Whether it ended any: only then is the step worth
+    /// a moment more.
+    async fn cut_short(&self, _phase: &str) -> bool {
+        false
+    }
+
     /// Whether a `client` restart is the executor's to do on this client
     /// (continuity's clients, renewed in the cell); the SDK's is its host's.
     fn renews_on_client_restart(&self) -> bool {

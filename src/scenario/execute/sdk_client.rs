@@ -83,10 +83,12 @@ impl<H: SdkHost> SdkClient<H> {
         }
     }
 
-    /// Its actions and the SDK's wire written into the cell's `trace`.
-    pub(super) fn traced(self, trace: crate::trace::Trace) -> Self {
+    /// Its actions and the SDK's wire written into the cell's `trace`;
+    /// `watching`: what its host has in flight too, while a call is
+    /// pending, for the hang detector.
+    pub(super) fn traced(self, trace: crate::trace::Trace, watching: bool) -> Self {
         Self {
-            client: self.client.traced(trace),
+            client: self.client.traced(trace).watching(watching),
             ..self
         }
     }
@@ -224,6 +226,17 @@ impl<H: SdkHost> ScenarioClient for SdkClient<H> {
 
     async fn before_restart(&self, phase: &str) {
         self.client.drain_wire(phase, WIRE_BEFORE_RESTART).await;
+    }
+
+    async fn cut_short(&self, phase: &str) -> bool {
+        let cut = SdkAction::CutWaits {
+            phase: phase.into(),
+        };
+        let asked = self.client.call(&cut, super::hang::CUT_BOUND);
+        match tokio::time::timeout(super::hang::CUT_BOUND, asked).await {
+            Ok(Ok(out)) => out.get("cut").and_then(Value::as_u64).unwrap_or(0) > 0,
+            _ => false,
+        }
     }
 
     async fn connect(&self, cell: &mut RunningCell<'_>, client: &str) -> Result<(), StepFailure> {

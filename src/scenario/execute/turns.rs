@@ -181,7 +181,11 @@ impl RunningCell<'_> {
                 format!("turn `{name}` was already collected"),
             )));
         };
+        // The turn's prompt is the call this phase waits on (its own began
+        // in an earlier phase): the hang detector judges it from here.
+        let call = self.settings.trace.call(format!("turn {name}"));
         let outcome = tokio::time::timeout(deadline, &mut task).await;
+        drop(call);
         let stats = turn
             .client
             .transport_stats(&agent)
@@ -433,6 +437,7 @@ mod tests {
             store: crate::scenario::CellStore::PerClientMemory,
             agent_sent_log: None,
             headers_timeout: None,
+            hang_grace: None,
         };
         let mut restarter = CountingRestart(0);
         let run = crate::scenario::run_cell(&scenario, &settings, &mut restarter).await;

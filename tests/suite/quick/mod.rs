@@ -12,6 +12,7 @@ mod cost_shards;
 mod docs_links;
 mod exit_code_table;
 mod helper_signals;
+mod hang_standins;
 mod hostile_outputs;
 mod hostile_run_folders;
 mod hostile_run_props;

@@ -265,7 +265,7 @@ fn the_patched_sdk_fixes_the_known_failure_and_the_release_stays_expected() {
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        md.contains("- **agent · ts-sdk · sdk fix** × native-continuity: fails @ promptSameHandleAfterRestart (timeout: http 400 invalid_request) on SDK 0.4.2, passes with the candidate SDK `fix` → the candidate fixes it"),
+        md.contains("- **agent · ts-sdk · sdk fix** × native-continuity: fails @ promptSameHandleAfterRestart (hung: http 400 invalid_request) on SDK 0.4.2, passes with the candidate SDK `fix` → the candidate fixes it"),
         "{md}"
     );
     assert!(

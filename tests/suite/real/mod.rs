@@ -11,6 +11,7 @@ mod clients_e2e;
 mod diagnosis_e2e;
 mod faults_e2e;
 mod gate_e2e;
+mod hang_e2e;
 mod hosted_wire_e2e;
 mod hygiene_e2e;
 mod jobs_e2e;

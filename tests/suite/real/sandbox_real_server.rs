@@ -24,6 +24,7 @@ fn settings(base_url: String, suffix: &str) -> CellSettings {
         trace: continuity::trace::Trace::detached(),
         agent_sent_log: None,
         headers_timeout: None,
+        hang_grace: None,
         model_calls: None,
         sandboxes: None,
         interrupt: tokio::sync::watch::channel(false).1,

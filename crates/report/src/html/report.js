@@ -198,7 +198,7 @@
     if (e.ev === "ws_close") return "terminal " + e.process + " closed: ws close " + e.code + (e.clean === false ? " (no close frame)" : "") + at;
     if (e.ev === "window") return "watched " + fmtMs(e.ms) + " for " + e.what + at;
     if (e.ev === "cleanup_wait") return "waited " + fmtMs(e.ms) + " for the previous cell's DELETEs" + at;
-    if (e.ev === "sdk") return "hosted SDK " + e.call + " → " + (e.abandoned ? "no answer by the deadline" : e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
+    if (e.ev === "sdk") return "hosted SDK " + e.call + " → " + (e.abandoned ? "no answer when its phase ended" : e.ok ? "ok" : "failed" + (e.error ? ": " + e.error : "")) + " in " + fmtMs(e.ms) + at;
     return e.ev + at;
   }
   var LANES = { sdk: "SDK", http: "HTTP", stream_end: "stream", sse: "stream", ws: "stream", ws_open: "stream", ws_close: "stream",
