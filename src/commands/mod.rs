@@ -227,6 +227,9 @@ pub(crate) struct Given {
     pub only: Vec<report::Point>,
     /// The id of the run this one runs again.
     pub rerun_of: Option<String>,
+    /// The schedules of faults the run this one runs again recorded, by
+    /// cell: each is drawn again here and must be the same (`rerun`).
+    pub schedules: Vec<(report::Point, report::Schedule)>,
 }
 
 /// `continuity run`. A usage error leaves no `--out` behind: the folders
@@ -305,6 +308,8 @@ struct Resolved {
     recipe: report::Recipe,
     /// Only the cells these select (`rerun`, `bisect`); empty: every cell.
     only: Vec<report::Point>,
+    /// What a rerun's cells' schedules must be drawn as again.
+    schedules: Vec<(report::Point, report::Schedule)>,
 }
 
 /// The first step of [`run_in`]: reads and checks everything the run is
@@ -389,6 +394,7 @@ async fn resolve(
         expectations,
         recipe,
         only: given.only,
+        schedules: given.schedules,
     })
 }
 
@@ -602,6 +608,7 @@ async fn plan(
         stacks.targets.clone(),
         resolved.chosen.axes(stacks.servers.clone(), store),
     )?;
+    rerun::check_schedules(&resolved.schedules, &matrix, resolved.settings.seed)?;
     Ok(Some(Plan { stacks, matrix }))
 }
 
@@ -689,6 +696,7 @@ async fn local_stacks(
         &watch.supervisor,
         local_faults,
         binaries.first(),
+        resolved.settings.timeout,
     )?;
     candidates::check_servers_start(
         &chosen.servers,
@@ -831,6 +839,7 @@ fn local_stack_options(
     supervisor: &crate::supervise::Supervisor,
     custom_faults: Vec<(OwnTarget, crate::targets::FaultAction)>,
     first: Option<&runner::ServedBinary>,
+    phase_deadline: std::time::Duration,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (server, serving) = match first {
         Some(first) => (
@@ -865,6 +874,7 @@ fn local_stack_options(
         supervisor: supervisor.clone(),
         fault_proxies: true,
         custom_faults,
+        phase_deadline,
     };
     Ok((options, serving))
 }

@@ -22,7 +22,11 @@ use std::sync::Arc;
 
 /// Why a cell of `target` cannot run with `persist`, if it cannot.
 pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<String> {
-    if *target != BuiltinTarget::Store {
+    let pauses_store = target
+        .builtin()
+        .and_then(BuiltinTarget::paused)
+        .is_some_and(|(of, _)| of == BuiltinTarget::Store);
+    if *target != BuiltinTarget::Store && !pauses_store {
         return None;
     }
     if matches!(persist, PersistChoice::Unavailable { .. }) {
@@ -38,7 +42,7 @@ pub(super) fn skip_reason(target: &TargetId, persist: &PersistChoice) -> Option<
         }
     };
     Some(format!(
-        "the `store` target restarts the session store's server (Postgres): {why}, so there is no store server to restart"
+        "the `{target}` target acts on the session store's server (Postgres): {why}, so there is no store server to act on"
     ))
 }
 

@@ -126,6 +126,14 @@ pub trait Restarter: Send {
         Ok(())
     }
 
+    /// Before the scenario's last phase: a schedule of faults still
+    /// running is waited for, so that phase finds the stack whole. An
+    /// error (a fault that did not take, a component not back) ends the
+    /// cell as the test's setup's.
+    async fn before_last_phase(&mut self) -> Result<(), crate::targets::SettleError> {
+        Ok(())
+    }
+
     /// The parts of continuity's own this restart takes down on purpose
     /// (the `store` target its Postgres): their failures in the cell are
     /// the point of the test; any other part failing is the harness's error.
@@ -371,7 +379,18 @@ impl RunningCell<'_> {
         let mut results = Vec::new();
         let mut stopped = false;
         let mut interrupted: Option<(String, Instant)> = None;
-        for phase in &scenario.phases {
+        let last = scenario.phases.len().saturating_sub(1);
+        for (index, phase) in scenario.phases.iter().enumerate() {
+            if index == last && index > 0 && !stopped && interrupted.is_none() {
+                if let Err(error) = self.restarter.before_last_phase().await {
+                    results.push(judge::setup_failure(
+                        "faultSchedule",
+                        "fault_schedule",
+                        error.to_string(),
+                    ));
+                    stopped = true;
+                }
+            }
             if stopped || interrupted.is_some() {
                 results.push(not_run(phase, settings.default_timeout, false));
                 continue;
@@ -404,13 +423,18 @@ impl RunningCell<'_> {
         results: &mut Vec<PhaseResult>,
     ) {
         // The network heals before the cleanup runs on it.
-        if let Err(error) = self.restarter.settle().await {
-            results.push(judge::harness_failure(
+        match self.restarter.settle().await {
+            Ok(()) => {}
+            // A pause that did not wake, a schedule's fault: the setup's.
+            Err(error @ crate::targets::SettleError::Nemesis(_)) => results.push(
+                judge::setup_failure("healFault", "heal_fault", error.to_string()),
+            ),
+            Err(error) => results.push(judge::harness_failure(
                 "healFault",
                 "heal_fault",
                 crate::errors::HarnessPart::FaultProxy,
                 error.to_string(),
-            ));
+            )),
         }
         // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
         self.turns.cancel_running().await;

@@ -17,10 +17,16 @@
 //! [`Target::settle`].
 
 mod action;
+mod agent_kill;
 mod builtin;
+pub mod chaos;
 mod fault;
 mod id;
+mod nemesis;
+mod pause;
+mod process_of;
 mod readiness;
+mod reboot;
 mod signal;
 mod timeout;
 mod verify;
@@ -31,10 +37,16 @@ mod tests;
 mod verify_tests;
 
 pub use action::{ActionError, LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
-pub use builtin::BuiltinTarget;
+pub use agent_kill::AgentKill;
+pub use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
+pub use chaos::Chaos;
 pub use fault::FaultAction;
 pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
+pub use nemesis::Nemesis;
+pub use pause::PauseAction;
+pub use process_of::{ProcessOf, Recorded};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
+pub use reboot::Reboot;
 pub use timeout::PathTimeout;
 
 use crate::clock::millis;
@@ -116,6 +128,10 @@ pub enum SettleError {
         #[source]
         error: ProbeError,
     },
+    /// A pause that did not wake, a schedule's fault that did not take or
+    /// whose component did not come back: the test's setup failed.
+    #[error("{0}")]
+    Nemesis(String),
 }
 
 /// A target that cannot run here, and why.
@@ -202,6 +218,8 @@ pub struct Target {
     cell_base_url: Option<String>,
     /// A timeout target's window for the running cell, or why it could not open.
     timeout_window: Option<Result<timeout::TimeoutWindow, crate::faults::ProxyError>>,
+    /// What a nemesis (a pause, a kill, a schedule) leaves open in the cell.
+    nemesis: Option<nemesis::Open>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -266,7 +284,28 @@ impl Target {
             parts: Vec::new(),
             cell_base_url: None,
             timeout_window: None,
+            nemesis: None,
         }
+    }
+
+    /// A stand-in for a target lent away for a cell ([`Target::restart_lent`]):
+    /// it holds nothing and runs nothing.
+    pub fn placeholder(id: TargetId) -> Target {
+        Target::new(id, RestartAction::Clients, Readiness::None)
+    }
+
+    /// The stack's components a cell must lend this target's restart (a
+    /// reboot's, a schedule's), by their restart targets.
+    pub fn lends(&self) -> Vec<BuiltinTarget> {
+        match &self.action {
+            RestartAction::Nemesis(nemesis) => nemesis.lends(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The schedule the cell about to run will run (a `chaos` target's).
+    pub fn plan_schedule(&mut self, schedule: crate::report::Schedule) {
+        self.nemesis = Some(nemesis::Open::Planned(schedule));
     }
 
     /// The cell's clients connect to `url` instead of the stack's base URL.
@@ -336,10 +375,21 @@ impl Target {
         &self.parts
     }
 
+    /// [`Target::settle_lent`] of a target lent nothing.
+    #[cfg(test)]
+    pub async fn settle(&mut self) -> Result<(), SettleError> {
+        self.settle_lent(&mut []).await
+    }
+
     /// When the cell's phases are over: a fault target's window heals now
     /// (the cleanup runs on a healed network), and every hop's proxy must
-    /// still be serving. An error is the harness's: the proxy itself failed.
-    pub async fn settle(&mut self) -> Result<(), SettleError> {
+    /// still be serving (an error is the harness's: the proxy itself
+    /// failed). A nemesis closes what it left open: a schedule still
+    /// running is waited for and gives back the components it was `lent`,
+    /// a pause wakes (and is seen so), an agent kill's server is looked at
+    /// again (an error is the test's setup's).
+    pub async fn settle_lent(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+        let nemesis = self.close_nemesis(lent).await;
         if let Some(window) = self.timeout_window.take() {
             window.and_then(timeout::TimeoutWindow::close)?;
         }
@@ -350,7 +400,49 @@ impl Target {
         for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
             hop.check()?;
         }
-        Ok(())
+        nemesis
+    }
+
+    /// Before the scenario's last phase: a schedule still running is
+    /// waited for (every fault over), so that phase finds the stack whole.
+    pub async fn before_last_phase(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+        match self.nemesis {
+            Some(nemesis::Open::Running(_)) => self.close_nemesis(lent).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// Closes what a nemesis left open in the cell, its component seen
+    /// ready again after a wake; an error is the test's setup's.
+    async fn close_nemesis(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+        match self.nemesis.take() {
+            None | Some(nemesis::Open::Planned(_)) => Ok(()),
+            Some(nemesis::Open::Paused(open)) => {
+                open.close()
+                    .await
+                    .map_err(|e| SettleError::Nemesis(e.to_string()))?;
+                self.ready_after_heal().await
+            }
+            Some(nemesis::Open::Killed(killed)) => {
+                killed.after(&self.trace);
+                Ok(())
+            }
+            Some(nemesis::Open::Running(running)) => {
+                let finished = running.finish().await;
+                give_back(lent, finished.parts);
+                match finished.failures.is_empty() {
+                    true => Ok(()),
+                    false => Err(SettleError::Nemesis(
+                        finished
+                            .failures
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    )),
+                }
+            }
+        }
     }
 
     /// After a fault heals, the stack must answer again before the cell's
@@ -523,7 +615,8 @@ impl Target {
             | RestartAction::Http { .. }
             | RestartAction::Clients
             | RestartAction::LeftDown(_)
-            | RestartAction::Timeout(_) => {}
+            | RestartAction::Timeout(_)
+            | RestartAction::Nemesis(_) => {}
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name().to_string(),
@@ -571,8 +664,19 @@ impl Target {
     /// until it is back ([`verify`]); `phase` names the scenario phase the
     /// result belongs to.
     pub async fn restart(&mut self, phase: &str) -> RestartResult {
+        self.restart_lent(phase, &mut []).await
+    }
+
+    /// [`Target::restart`] with the stack's components lent to the cell
+    /// (a reboot's, a schedule's: [`Target::lends`]); a schedule keeps
+    /// them until [`Target::before_last_phase`] or [`Target::settle_lent`]
+    /// gives them back, leaving placeholders meanwhile.
+    pub async fn restart_lent(&mut self, phase: &str, lent: &mut [&mut Target]) -> RestartResult {
         let started = Instant::now();
-        let (restart_ms, checked) = self.restart_checked(started).await;
+        let (restart_ms, checked) = match &self.action {
+            RestartAction::Nemesis(_) => self.restart_nemesis(started, lent).await,
+            _ => self.restart_checked(started).await,
+        };
         let (ok, down, ready_ms, detail) = match checked {
             Ok(seen) => (true, seen.down, seen.ready_ms, None),
             Err(failure) => (false, None, None, Some(failure.to_string())),
@@ -633,6 +737,10 @@ impl Target {
                 (restart_ms, self.back_after(down).await)
             }
             RestartKind::LeftDown => self.restart_left_down(started).await,
+            RestartKind::Pause
+            | RestartKind::KillAgent
+            | RestartKind::Reboot
+            | RestartKind::Chaos => self.restart_nemesis(started, &mut []).await,
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients, a
             // timeout is in force for the whole cell already.
@@ -645,6 +753,141 @@ impl Target {
                 )
             }
         }
+    }
+
+    /// A nemesis's action and its proof that it took: a pause seen stopped,
+    /// agents seen gone under a server still up, every component seen down
+    /// and back, a schedule started (its faults are proven as they run).
+    async fn restart_nemesis(
+        &mut self,
+        started: Instant,
+        lent: &mut [&mut Target],
+    ) -> (u64, Result<Seen, RestartFailure>) {
+        let RestartAction::Nemesis(nemesis) = self.action.clone() else {
+            return (0, Err(RestartFailure::Unverifiable));
+        };
+        // A second restart in the cell closes what the first left open
+        // (a schedule drawn for the cell stays: it is this restart's).
+        if !matches!(self.nemesis, None | Some(nemesis::Open::Planned(_))) {
+            if let Err(e) = self.close_nemesis(lent).await {
+                return (
+                    0,
+                    Err(ActionError::NothingDown {
+                        reason: e.to_string(),
+                    }
+                    .into()),
+                );
+            }
+        }
+        let taken: Result<String, RestartFailure> = match &nemesis {
+            Nemesis::Pause(pause) => match pause.open(&self.trace).await {
+                Ok(open) => {
+                    let taken = open.taken();
+                    self.nemesis = Some(nemesis::Open::Paused(open));
+                    Ok(taken)
+                }
+                Err(e) => Err(RestartFailure::NeverDown {
+                    observed: e.to_string(),
+                }),
+            },
+            Nemesis::KillAgent(kill) => match kill.act(&self.trace).await {
+                Ok(killed) => {
+                    let taken = killed.taken();
+                    self.nemesis = Some(nemesis::Open::Killed(killed));
+                    Ok(taken)
+                }
+                Err(e) => Err(RestartFailure::NeverDown {
+                    observed: e.to_string(),
+                }),
+            },
+            Nemesis::Reboot(reboot) => {
+                for part in lent.iter_mut() {
+                    part.set_trace(self.trace.clone());
+                }
+                reboot.run(lent).await
+            }
+            Nemesis::Chaos(chaos) => self.start_schedule(chaos, lent),
+        };
+        let seen = taken.map(|down| Seen {
+            down: Some(down),
+            ready_ms: None,
+        });
+        (millis(started.elapsed()), seen)
+    }
+
+    /// The cell's planned schedule, started on the lent components
+    /// (placeholders stand in for them until it gives them back).
+    fn start_schedule(
+        &mut self,
+        chaos: &Chaos,
+        lent: &mut [&mut Target],
+    ) -> Result<String, RestartFailure> {
+        let Some(nemesis::Open::Planned(schedule)) = self.nemesis.take() else {
+            return Err(ActionError::NothingDown {
+                reason: "no schedule was drawn for this cell".into(),
+            }
+            .into());
+        };
+        let parts: Vec<Target> = lent
+            .iter_mut()
+            .map(|slot| {
+                let id = slot.id.clone();
+                std::mem::replace(&mut **slot, Target::placeholder(id))
+            })
+            .collect();
+        let running = chaos.start(&schedule, parts, &self.trace, &self.probe_auth);
+        self.nemesis = Some(nemesis::Open::Running(running));
+        Ok(format!("schedule started: {}", schedule.describe()))
+    }
+
+    /// For a reboot: the managed process stopped (its stop signal, grace,
+    /// SIGKILL) and seen down, as its own restart sees it; not started again.
+    pub(crate) async fn take_down(&mut self) -> Result<String, RestartFailure> {
+        let RestartAction::Managed(spec) = &self.action else {
+            return Err(ActionError::NothingDown {
+                reason: format!("`{}` runs no process of the harness's", self.name()),
+            }
+            .into());
+        };
+        let spec = spec.clone();
+        self.stop_managed(&spec).await;
+        self.stopped
+            .take()
+            .unwrap_or_else(|| Err(verify::NotDown("no process was running".into())))
+            .map_err(Into::into)
+    }
+
+    /// For a reboot: the managed process started again and seen ready (by
+    /// `boot`'s probe when given, else its own); how long that took.
+    pub(crate) async fn bring_up(
+        &mut self,
+        boot: Option<&Readiness>,
+    ) -> Result<u64, RestartFailure> {
+        let RestartAction::Managed(spec) = &self.action else {
+            return Err(ActionError::NothingDown {
+                reason: format!("`{}` runs no process of the harness's", self.name()),
+            }
+            .into());
+        };
+        let spec = spec.clone();
+        self.start_and_record(&spec)?;
+        let waited = Instant::now();
+        match boot {
+            None => {
+                self.wait_back().await?;
+            }
+            Some(probe) => {
+                probe
+                    .wait_observing(self.ready_timeout, &self.probe_auth, &self.trace)
+                    .await
+                    .map_err(|error| RestartFailure::NotBack {
+                        timeout: self.ready_timeout,
+                        error,
+                        hint: self.process_hint(),
+                    })?;
+            }
+        }
+        Ok(millis(waited.elapsed()))
     }
 
     /// Down, and left so: no probe is waited for; whoever brings the
@@ -766,6 +1009,8 @@ impl Target {
         if let Some(window) = self.window.take() {
             let _ = window.close();
         }
+        // A pause wakes as it is dropped; a schedule's lent parts go with it.
+        self.nemesis = None;
         if let Some(Ok(window)) = self.timeout_window.take() {
             let _ = window.close();
         }
@@ -826,36 +1071,16 @@ impl Target {
             }
             RestartAction::Managed(spec) => {
                 let spec = spec.clone();
-                let hook = self.after_stop.clone();
-                if let Some(process) = self.process.as_mut() {
-                    let before = match hook.as_ref() {
-                        Some(h) => h.run_before(process.pid()).await,
-                        None => None,
-                    };
-                    process.stop(spec.stop_signal, spec.grace).await;
-                    let state = process.state();
-                    component_event(&self.trace, Event::ComponentStop, self.name(), state);
-                    let addr = verify::probe_addr(&self.readiness);
-                    self.stopped =
-                        Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
-                    self.after_stop_note = match hook {
-                        Some(h) => h.run_after(before).await,
-                        None => None,
-                    };
-                }
-                let started = self.start_managed(&spec);
-                if let Some(process) = self.process.as_mut() {
-                    let state = process.state();
-                    component_event(&self.trace, Event::ComponentStart, self.name(), state);
-                }
-                started
+                self.stop_managed(&spec).await;
+                self.start_and_record(&spec)
             }
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
-            RestartAction::Clients | RestartAction::LeftDown(_) | RestartAction::Timeout(_) => {
-                Ok(())
-            }
+            RestartAction::Clients
+            | RestartAction::LeftDown(_)
+            | RestartAction::Timeout(_)
+            | RestartAction::Nemesis(_) => Ok(()),
             RestartAction::Http {
                 url,
                 method,
@@ -887,6 +1112,38 @@ impl Target {
                 Ok(())
             }
         }
+    }
+
+    /// Stops a managed target's running process (its hook around it), and
+    /// records how it went down (`stopped`) and the stop in the trace.
+    async fn stop_managed(&mut self, spec: &ManagedSpec) {
+        let hook = self.after_stop.clone();
+        let Some(process) = self.process.as_mut() else {
+            return;
+        };
+        let before = match hook.as_ref() {
+            Some(h) => h.run_before(process.pid()).await,
+            None => None,
+        };
+        process.stop(spec.stop_signal, spec.grace).await;
+        let state = process.state();
+        component_event(&self.trace, Event::ComponentStop, self.name(), state);
+        let addr = verify::probe_addr(&self.readiness);
+        self.stopped = Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
+        self.after_stop_note = match hook {
+            Some(h) => h.run_after(before).await,
+            None => None,
+        };
+    }
+
+    /// Starts a managed target's process and records the start in the trace.
+    fn start_and_record(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
+        let started = self.start_managed(spec);
+        if let Some(process) = self.process.as_mut() {
+            let state = process.state();
+            component_event(&self.trace, Event::ComponentStart, self.name(), state);
+        }
+        started
     }
 
     fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
@@ -934,6 +1191,16 @@ impl Target {
         TargetError::Action {
             target: self.name().to_string(),
             error,
+        }
+    }
+}
+
+/// Puts the components a schedule was lent back in their slots (where
+/// placeholders stood meanwhile).
+fn give_back(lent: &mut [&mut Target], parts: Vec<Target>) {
+    for part in parts {
+        if let Some(slot) = lent.iter_mut().find(|slot| slot.id == part.id) {
+            **slot = part;
         }
     }
 }

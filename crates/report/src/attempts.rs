@@ -38,6 +38,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         restarts: Vec::new(),
         trace: None,
         timing: None,
+        schedule: None,
     });
     let timing = if many {
         super::Floor::sum(attempts.iter().map(|a| &a.timing))
@@ -63,6 +64,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         attempts,
         expectation: None,
         timing,
+        schedule: deciding.schedule,
     }
 }
 
@@ -101,6 +103,7 @@ impl Attempt {
             restarts: cell.restarts.clone(),
             trace: cell.trace.clone(),
             timing: cell.timing,
+            schedule: cell.schedule.clone(),
         }
     }
 }
@@ -124,6 +127,7 @@ mod tests {
                 floor_ms: u64::from(n),
                 overhead_ms: 9 * u64::from(n),
             }),
+            schedule: None,
         }
     }
 

@@ -129,6 +129,7 @@ fn native_agent() -> Cell {
         restarts: vec![restart_timing(1_200, Some(340), true)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -169,6 +170,7 @@ fn native_gateway() -> Cell {
         restarts: vec![restart_timing(180, None, false)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -197,6 +199,7 @@ fn rehydrate_agent() -> Cell {
         restarts: vec![restart_timing(1_150, Some(330), true)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -216,6 +219,7 @@ fn rehydrate_gateway() -> Cell {
         restarts: Vec::new(),
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 

@@ -238,6 +238,10 @@ pub struct Cell {
     /// scenarios): delivered, lost, unfinished; absent for other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<TurnFate>,
+    /// A `chaos` cell's schedule of faults (every attempt runs the same);
+    /// absent for other cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Schedule>,
 }
 
 /// What became of a turn's result.
@@ -303,6 +307,9 @@ pub struct Attempt {
     /// The physical floor on the attempt's path and the harness overhead above it.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
+    /// The schedule of faults this attempt ran (a `chaos` cell's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Schedule>,
 }
 
 /// How a phase ended.
