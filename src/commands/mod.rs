@@ -168,8 +168,15 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for known in crate::stack::local::known_targets(&[]) {
-            out.push_str(&format!("  {:<22} local stack: {}\n", known.id, known.what));
+        let known = crate::stack::local::known_targets(&[]);
+        // As wide as the longest name, so every description starts in one column.
+        let width = known.iter().map(|k| k.id.name().len()).max().unwrap_or(0);
+        for known in known {
+            out.push_str(&format!(
+                "  {:<width$} local stack: {}\n",
+                known.id.name(),
+                known.what
+            ));
         }
     }
     for t in &targets {

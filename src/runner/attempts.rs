@@ -407,6 +407,18 @@ fn not_runnable(
             "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
         );
     }
+    // An agent kill needs an agent process: a session's.
+    let kills_agents = target.is_some_and(|t| t.kind() == crate::targets::RestartKind::KillAgent);
+    let opens_sessions = scenario
+        .phases
+        .iter()
+        .any(|p| p.step.kind() == crate::scenario::StepKind::CreateSession);
+    if kills_agents && !opens_sessions {
+        return Some(format!(
+            "{target_id} kills the ACP agent processes of the cell's sessions, and scenario {} opens none",
+            scenario.name
+        ));
+    }
     // Its servers are the sandboxes an SDK made through the stack's provider.
     if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
         return Some("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider (SandboxAgent.start): continuity's Rust client has none".into());
