@@ -382,11 +382,33 @@ impl RunningCell<'_> {
         let last = scenario.phases.len().saturating_sub(1);
         for (index, phase) in scenario.phases.iter().enumerate() {
             if index == last && index > 0 && !stopped && interrupted.is_none() {
-                if let Err(error) = self.restarter.before_last_phase().await {
+                // A schedule of faults still running is over first (bounded
+                // as a restart phase is: its window and the slowest
+                // readiness deadline fit), so the last phase finds the stack whole.
+                let over = tokio::select! {
+                    over = tokio::time::timeout(
+                        MIN_RESTART_DEADLINE,
+                        self.restarter.before_last_phase(),
+                    ) => Some(over),
+                    _ = wait_true(settings.interrupt.clone()) => None,
+                };
+                let failed = match over {
+                    None => {
+                        interrupted = Some((phase.name.clone(), Instant::now()));
+                        None
+                    }
+                    Some(Ok(Ok(()))) => None,
+                    Some(Ok(Err(error))) => Some(error.to_string()),
+                    Some(Err(_)) => Some(format!(
+                        "the schedule of faults was not over within {} of the scenario's last phase",
+                        crate::targets::fmt_duration(MIN_RESTART_DEADLINE)
+                    )),
+                };
+                if let Some(reason) = failed {
                     results.push(judge::setup_failure(
                         "faultSchedule",
                         "fault_schedule",
-                        error.to_string(),
+                        reason,
                     ));
                     stopped = true;
                 }

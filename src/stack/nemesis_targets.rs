@@ -107,7 +107,7 @@ impl Parts<'_> {
 
     fn pause(&self, id: BuiltinTarget, hold: Duration) -> PauseAction {
         PauseAction {
-            component: id.name().to_string(),
+            component: id,
             process: self.process_of(id),
             hold,
         }

@@ -418,10 +418,15 @@ impl Target {
         match self.nemesis.take() {
             None | Some(nemesis::Open::Planned(_)) => Ok(()),
             Some(nemesis::Open::Paused(open)) => {
-                open.close()
-                    .await
-                    .map_err(|e| SettleError::Nemesis(e.to_string()))?;
-                self.ready_after_heal().await
+                let woke = open.close().await;
+                let ready = match &woke {
+                    Ok(_) => self.ready_after_heal().await,
+                    Err(e) => Err(SettleError::Nemesis(e.to_string())),
+                };
+                match ready {
+                    Ok(()) => Ok(()),
+                    Err(failure) => Err(self.repair(failure, lent).await),
+                }
             }
             Some(nemesis::Open::Killed(killed)) => {
                 killed.after(&self.trace);
@@ -464,6 +469,34 @@ impl Target {
         self.trace
             .emit(Event::FaultReady(event::Took { ms: millis(took) }));
         Ok(())
+    }
+
+    /// A paused component that did not wake, or not answer after its wake,
+    /// is restarted through its own restart target (lent to the cell), so
+    /// the next cell finds the stack whole; the cell is still the error
+    /// `failure` says, with what the repair did.
+    async fn repair(&mut self, failure: SettleError, lent: &mut [&mut Target]) -> SettleError {
+        let Some(part) = lent
+            .iter_mut()
+            .find(|p| self.lends().iter().any(|id| p.id == *id))
+        else {
+            return failure;
+        };
+        part.set_trace(self.trace.clone());
+        // Boxed: a restart may itself close a nemesis (never a managed
+        // component's, which is all a pause lends), a cycle of futures.
+        let repaired = Box::pin(part.restart("repairAfterPause")).await;
+        SettleError::Nemesis(match repaired.ok {
+            true => format!(
+                "{failure}; `{}` was restarted for the next cell",
+                part.name()
+            ),
+            false => format!(
+                "{failure}; restarting `{}` for the next cell failed too: {}",
+                part.name(),
+                repaired.detail.unwrap_or_default()
+            ),
+        })
     }
 
     /// A restart command or hook without a probe of its own (none, or only

@@ -41,7 +41,9 @@ impl Nemesis {
         match self {
             Nemesis::Reboot(reboot) => reboot.order.clone(),
             Nemesis::Chaos(_) => super::chaos::RESTARTED.to_vec(),
-            Nemesis::Pause(_) | Nemesis::KillAgent(_) => Vec::new(),
+            // Restarted when it does not wake, so the next cell finds it whole.
+            Nemesis::Pause(pause) => vec![pause.component],
+            Nemesis::KillAgent(_) => Vec::new(),
         }
     }
 }

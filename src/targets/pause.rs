@@ -26,8 +26,9 @@ const SEEN_WITHIN: Duration = Duration::from_secs(2);
 /// A component's process group stopped for a window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PauseAction {
-    /// For messages and the trace: the restart target whose component it is.
-    pub component: String,
+    /// The restart target whose component it is (the trace names it so;
+    /// a component that does not wake is restarted through it).
+    pub component: super::BuiltinTarget,
     pub process: ProcessOf,
     /// How long it stays stopped (at most: the cell's phases may end first).
     pub hold: Duration,
@@ -89,7 +90,7 @@ impl PauseAction {
             }
         };
         trace.emit(Event::PauseStart(event::PauseStart {
-            component: self.component.clone(),
+            component: self.component.name().to_string(),
             pid: pid as u32,
             members: members.iter().map(|m| *m as u32).collect(),
             hold_ms: self.hold.as_millis() as u64,
@@ -98,7 +99,7 @@ impl PauseAction {
             pinned,
             pgid,
             what,
-            component: self.component.clone(),
+            component: self.component.name().to_string(),
             trace: trace.clone(),
             healed: AtomicBool::new(false),
             woke: Mutex::new(None),
@@ -262,7 +263,7 @@ mod tests {
 
     fn action(process: ProcessOf, hold: Duration) -> PauseAction {
         PauseAction {
-            component: "sleeper".into(),
+            component: super::super::BuiltinTarget::Agent,
             process,
             hold,
         }
