@@ -233,3 +233,67 @@ async fn a_schedule_whose_fault_cannot_take_fails_the_cell() {
         Some('S')
     );
 }
+
+/// A paused component that does not answer after its wake is restarted
+/// through its own target (lent to the cell), so the next cell finds it
+/// whole; the cell is still the setup's error, saying so. The component
+/// here answers only while its marker file exists, which only its start
+/// writes.
+#[tokio::test]
+async fn a_component_that_does_not_answer_after_its_wake_is_restarted_for_the_next_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("answers");
+    let probe = Readiness::Command {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), format!("test -f {}", marker.display())],
+        interval: Duration::from_millis(50),
+    };
+    let mut spec = ManagedSpec::new(
+        "/bin/sh",
+        [
+            "-c".to_string(),
+            format!("touch {}; exec sleep 300", marker.display()),
+        ],
+    );
+    spec.log = Some(dir.path().join("component.log"));
+    spec.grace = Duration::from_secs(1);
+    let journal = StackJournal::begin(dir.path(), "tag-test:/nowhere").unwrap();
+    let supervisor =
+        crate::supervise::Supervisor::default().with_journal(std::sync::Arc::new(journal.clone()));
+    let mut component = Target::new(
+        BuiltinTarget::RivetEngine,
+        RestartAction::Managed(spec),
+        probe,
+    )
+    .with_ready_timeout(Duration::from_secs(5))
+    .supervised_by(supervisor);
+    component.prepare().await.expect("the component starts");
+    let hops = Hops::new(false);
+    let no_probe = |_: &str| None;
+    let parts = Parts {
+        components: vec![&component],
+        absent: Vec::new(),
+        journal: &journal,
+        gateway_prefix: dir.path().join("gateway"),
+        owner: None,
+        hops: &hops,
+        engine_health: None,
+        hop_ready: &no_probe,
+        phase_deadline: Duration::from_secs(1),
+    };
+    let (mut targets, _) = build(&parts, &Selection::named(&["rivet-engine-pause".into()]));
+    let mut pause = targets.remove(0).with_ready_timeout(Duration::from_secs(1));
+    assert_eq!(pause.lends(), [BuiltinTarget::RivetEngine]);
+    let paused = pause.restart_lent("restart", &mut [&mut component]).await;
+    assert!(paused.ok, "{paused:?}");
+    // It stops answering while frozen, and nothing brings that back but a start.
+    std::fs::remove_file(&marker).unwrap();
+    let e = pause
+        .settle_lent(&mut [&mut component])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("was restarted for the next cell"), "{e}");
+    assert!(marker.exists(), "the component was started again");
+    component.shutdown().await;
+}
