@@ -171,6 +171,12 @@ impl Killed {
     }
 }
 
+impl std::fmt::Debug for Killed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.taken())
+    }
+}
+
 /// The server's ACP agent processes: its children in its own process
 /// group (a terminal's process runs in a session of its own), carrying
 /// the owner tag when there is one, pinned.

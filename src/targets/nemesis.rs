@@ -57,9 +57,3 @@ pub(super) enum Open {
     Killed(Killed),
     Running(RunningSchedule),
 }
-
-impl std::fmt::Debug for Killed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.taken())
-    }
-}
