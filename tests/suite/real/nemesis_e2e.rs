@@ -95,7 +95,8 @@ fn every_pause_stops_its_components_whole_group_and_wakes_it() {
 /// server stays up (same pid and start time, checked by the action, and
 /// seen again after the phases). sandbox-agent 0.4.2 answers the next
 /// prompt on that server id with a 502 `stream_error` (a broken pipe to
-/// the dead agent's stdin) and starts no agent again.
+/// the dead agent's stdin) and starts no agent again for it; a new server
+/// id gets a new agent, where `session/load` brings the session back.
 #[test]
 fn the_agent_process_dies_under_a_server_that_stays_up() {
     let (_dir, out, report) = support::run_to_report(&[
@@ -106,6 +107,8 @@ fn the_agent_process_dies_under_a_server_that_stays_up() {
         "native-continuity",
         "--scenario",
         "restart-mid-turn",
+        "--scenario",
+        "native-load",
         "--client",
         "rust",
         "--timeout-ms",
@@ -137,6 +140,13 @@ fn the_agent_process_dies_under_a_server_that_stays_up() {
     assert_eq!(between["verdict"], "fail", "{between}");
     let prompt = phase(between, "promptSameHandleAfterRestart");
     assert_eq!(prompt["signature"]["httpStatus"], 502, "{prompt}");
+    // The recovering client takes that 502 for the agent's death, opens a
+    // new server id (a new agent process) and session/loads the session.
+    let load = cell(&report, "agent-process", "native-load");
+    assert_eq!(load["verdict"], "pass", "{load}");
+    let recovered = &phase(load, "loadSessionAfterRestart")["detail"];
+    assert_eq!(recovered["agentLost"], true, "{recovered}");
+    assert_eq!(recovered["method"], "session/load", "{recovered}");
 }
 
 /// Every component down in reverse dependency order, then up in order;
