@@ -80,6 +80,10 @@ pub struct Worker {
     pub server: Option<ServerSlot>,
     /// The back end of the local stack's sandbox provider.
     pub sandboxes: Option<crate::stack::sandboxes::Sandboxes>,
+    /// The stack's running components not held above (not among `targets`,
+    /// not the server's slot, not `sdk_process`): lent to a cell whose
+    /// fault acts on several (a reboot, a schedule).
+    pub components: Vec<Target>,
 }
 
 impl Worker {
@@ -106,6 +110,7 @@ impl Worker {
             fence: self.fence.clone(),
             server: None,
             sandboxes: None,
+            components: Vec::new(),
         }
     }
 }
@@ -532,6 +537,7 @@ pub(crate) mod tests {
             fence: Default::default(),
             server: None,
             sandboxes: None,
+            components: Vec::new(),
         }
     }
 }

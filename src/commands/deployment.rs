@@ -48,6 +48,7 @@ pub(super) async fn stacks(
             fence: Default::default(),
             server: None,
             sandboxes: None,
+            components: Vec::new(),
         },
         skipped_targets: Vec::new(),
         agent_skips: Vec::new(),

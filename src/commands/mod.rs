@@ -171,8 +171,15 @@ pub fn list(sources: &Sources) -> Result<String, CommandError> {
     let targets = configured_targets(config.as_ref())?;
     let mut out = String::from("targets:\n");
     if targets.is_empty() {
-        for known in crate::stack::local::known_targets(&[]) {
-            out.push_str(&format!("  {:<22} local stack: {}\n", known.id, known.what));
+        let known = crate::stack::local::known_targets(&[]);
+        // As wide as the longest name, so every description starts in one column.
+        let width = known.iter().map(|k| k.id.name().len()).max().unwrap_or(0);
+        for known in known {
+            out.push_str(&format!(
+                "  {:<width$} local stack: {}\n",
+                known.id.name(),
+                known.what
+            ));
         }
     }
     for t in &targets {
@@ -223,6 +230,9 @@ pub(crate) struct Given {
     pub only: Vec<report::Point>,
     /// The id of the run this one runs again.
     pub rerun_of: Option<String>,
+    /// The schedules of faults the run this one runs again recorded, by
+    /// cell: each is drawn again here and must be the same (`rerun`).
+    pub schedules: Vec<(report::Point, report::Schedule)>,
 }
 
 /// `continuity run`. A usage error leaves no `--out` behind: the folders
@@ -301,6 +311,8 @@ struct Resolved {
     recipe: report::Recipe,
     /// Only the cells these select (`rerun`, `bisect`); empty: every cell.
     only: Vec<report::Point>,
+    /// What a rerun's cells' schedules must be drawn as again.
+    schedules: Vec<(report::Point, report::Schedule)>,
 }
 
 /// The first step of [`run_in`]: reads and checks everything the run is
@@ -385,6 +397,7 @@ async fn resolve(
         expectations,
         recipe,
         only: given.only,
+        schedules: given.schedules,
     })
 }
 
@@ -605,6 +618,7 @@ async fn plan(
         stacks.targets.clone(),
         resolved.chosen.axes(stacks.servers.clone(), store),
     )?;
+    rerun::check_schedules(&resolved.schedules, &matrix, resolved.settings.seed)?;
     Ok(Some(Plan { stacks, matrix }))
 }
 
@@ -692,6 +706,7 @@ async fn local_stacks(
         &watch.supervisor,
         local_faults,
         binaries.first(),
+        resolved.settings.timeout,
     )?;
     candidates::check_servers_start(
         &chosen.servers,
@@ -835,6 +850,7 @@ fn local_stack_options(
     supervisor: &crate::supervise::Supervisor,
     custom_faults: Vec<(OwnTarget, crate::targets::FaultAction)>,
     first: Option<&runner::ServedBinary>,
+    phase_deadline: std::time::Duration,
 ) -> Result<(StackOptions, Option<String>), CommandError> {
     let (server, serving) = match first {
         Some(first) => (
@@ -869,6 +885,7 @@ fn local_stack_options(
         supervisor: supervisor.clone(),
         fault_proxies: true,
         custom_faults,
+        phase_deadline,
     };
     Ok((options, serving))
 }

@@ -100,6 +100,12 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
         given: Given {
             only,
             rerun_of: Some(run.id.clone()),
+            // Only to compare: the run draws its own from the seed.
+            schedules: report
+                .cells
+                .iter()
+                .filter_map(|c| Some((c.point.clone(), c.schedule.clone()?)))
+                .collect(),
         },
     }))
 }
@@ -236,6 +242,35 @@ fn check_digests(recipe: &Recipe, points: &[AxisPoint]) -> Result<(), Invalid> {
                 "the digest of {} is {}, not a SHA-256 (64 hex digits)",
                 Untrusted::new(&what).terminal(),
                 Untrusted::new(&format!("{digest:?}")).terminal()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A rerun's `chaos` cells draw their schedules again, from the recorded
+/// seed and this run's own settings (never from the report, which only
+/// says what ran); a schedule that comes out otherwise would not run the
+/// same faults, and the rerun is refused before any cell runs.
+pub(super) fn check_schedules(
+    recorded: &[(Point, crate::report::Schedule)],
+    matrix: &crate::runner::Matrix,
+    seed: u64,
+) -> Result<(), CommandError> {
+    for cell in &matrix.cells {
+        let Some((_, was)) = recorded.iter().find(|(point, _)| *point == cell.named) else {
+            continue;
+        };
+        let drawn = crate::targets::chaos::draw(
+            cell.point.schedule_seed(seed),
+            cell.point.persist == crate::report::Store::Postgres,
+        );
+        if drawn != *was {
+            return Err(CommandError::usage(format!(
+                "cannot rerun cell {}: its schedule of faults, drawn again from seed {seed} and these settings, is not the one it ran (recorded: {}; drawn: {})",
+                crate::untrusted::Untrusted::new(&cell.named.to_string()).terminal(),
+                crate::untrusted::Untrusted::new(&was.describe()).terminal(),
+                drawn.describe()
             )));
         }
     }

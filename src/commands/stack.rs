@@ -120,6 +120,7 @@ pub async fn stack_up(args: crate::cli::StackArgs) -> Result<Outcome, CommandErr
         supervisor: supervisor.clone(),
         fault_proxies: false,
         custom_faults: Vec::new(),
+        phase_deadline: std::time::Duration::from_secs(30),
     };
     let mut progress =
         |note: crate::stack::progress::Note| crate::console::errln(&format!("stack: {note}"));

@@ -90,6 +90,7 @@ pub(super) fn no_stacks(targets: &[crate::targets::TargetId]) -> RunStacks {
             fence: Default::default(),
             server: None,
             sandboxes: None,
+            components: Vec::new(),
         },
         skipped_targets: targets
             .iter()
@@ -248,6 +249,8 @@ pub(super) fn attach(
             stack.take_background(server),
         )),
         sandboxes: stack.sandboxes.clone(),
+        // After the server's slot and the hosted client's runner took theirs.
+        components: stack.take_components(),
     });
     let own = workers
         .next()
@@ -273,7 +276,7 @@ pub(super) async fn teardown(run: RunStacks, stacks: &mut [LocalStack], supervis
         .chain(run.workers)
         .flat_map(|mut w| {
             let background = w.server.as_mut().and_then(ServerSlot::take_background);
-            w.targets.into_iter().chain(background)
+            w.targets.into_iter().chain(background).chain(w.components)
         })
         .collect();
     futures_util::future::join_all(targets.iter_mut().map(|t| t.shutdown())).await;
@@ -341,6 +344,7 @@ mod tests {
             supervisor: crate::supervise::Supervisor::default(),
             fault_proxies: true,
             custom_faults: Vec::new(),
+            phase_deadline: std::time::Duration::from_secs(30),
         };
         let (_cancel, cancel) = watch::channel(false);
         let e = match up_stacks(

@@ -258,7 +258,8 @@ impl Config {
                 | RestartAction::Clients
                 | RestartAction::LeftDown(_)
                 | RestartAction::Fault(_)
-                | RestartAction::Timeout(_) => {}
+                | RestartAction::Timeout(_)
+                | RestartAction::Nemesis(_) => {}
             }
             match &target.readiness {
                 Readiness::Http { url, .. } | Readiness::HttpPost { url, .. } => {

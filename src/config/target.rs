@@ -161,7 +161,13 @@ fn check_restart(target_key: &str, raw: &Spanned<RawRestart>) -> Result<RestartA
         RestartKind::Signal => check_signal_restart(&key, raw),
         RestartKind::Http => check_http(&key, r),
         // Only the local stack makes these: no config key selects them.
-        RestartKind::Clients | RestartKind::LeftDown | RestartKind::Timeout => Err(invalid(
+        RestartKind::Clients
+        | RestartKind::LeftDown
+        | RestartKind::Timeout
+        | RestartKind::Pause
+        | RestartKind::KillAgent
+        | RestartKind::Reboot
+        | RestartKind::Chaos => Err(invalid(
             &key,
             raw.span(),
             None,

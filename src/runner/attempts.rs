@@ -26,6 +26,8 @@ pub(super) use lifecycle::{Attempts, Finishing, PendingAttempt};
 /// Wraps a target so the scenario executor can restart it.
 struct TargetRestarter<'a> {
     target: &'a mut Target,
+    /// The stack's components lent to its restart (a reboot's, a schedule's).
+    lent: Vec<&'a mut Target>,
     /// The `client` target of continuity's own client: the cell renews its clients.
     clients: bool,
     /// The parts of continuity's own the restart takes down on purpose.
@@ -37,7 +39,7 @@ struct TargetRestarter<'a> {
 #[async_trait]
 impl Restarter for TargetRestarter<'_> {
     async fn restart(&mut self, phase: &str) -> crate::targets::Restarted {
-        self.target.restart_typed(phase).await
+        self.target.restart_lent(phase, &mut self.lent).await
     }
 
     fn own_part_brought_back(&self) -> Option<HarnessPart> {
@@ -48,12 +50,16 @@ impl Restarter for TargetRestarter<'_> {
         !self.target.keeps_open_requests
     }
 
+    async fn before_last_phase(&mut self) -> Result<(), crate::targets::SettleError> {
+        self.target.before_last_phase(&mut self.lent).await
+    }
+
     fn restarts_clients(&self) -> bool {
         self.clients
     }
 
     async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
-        self.target.settle().await
+        self.target.settle_lent(&mut self.lent).await
     }
 
     fn restarts_parts(&self) -> Vec<HarnessPart> {
@@ -205,6 +211,7 @@ pub(super) fn skipped_attempt(attempt: u32, reason: &str) -> Attempt {
         restarts: Vec::new(),
         trace: None,
         timing: None,
+        schedule: None,
     }
 }
 
@@ -259,15 +266,20 @@ async fn run_one(
         worker.agent_sent_log.as_deref(),
         &trace,
     );
-    let target = restarted_target(
+    let (target, lent) = restarted_target(
         worker,
         t,
         restarts_clients && cell_client.is_sdk() && reload.is_none(),
     );
     target.set_trace(trace.clone());
     target.begin_cell(plan.point.seed(plan.settings.seed, attempt));
+    let schedule = schedule_of(plan, target);
+    if let Some(schedule) = &schedule {
+        target.plan_schedule(schedule.clone());
+    }
     let mut on_target = TargetRestarter {
         target,
+        lent,
         clients: restarts_clients && !cell_client.is_sdk(),
         // A deployment's own targets restart nothing of continuity's.
         parts: target_id
@@ -300,6 +312,7 @@ async fn run_one(
         }
         let mut attempt = finish_attempt(run, attempt, &trace, trace_path, &run_dir);
         attempt.checked = checked;
+        attempt.schedule = schedule;
         attempt
     };
     Ok(PendingAttempt::pending(attempt, verdict, rest))
@@ -425,6 +438,18 @@ fn not_runnable(
             "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
         );
     }
+    // An agent kill needs an agent process: a session's.
+    let kills_agents = target.is_some_and(|t| t.kind() == crate::targets::RestartKind::KillAgent);
+    let opens_sessions = scenario
+        .phases
+        .iter()
+        .any(|p| p.step.kind() == crate::scenario::StepKind::CreateSession);
+    if kills_agents && !opens_sessions {
+        return Some(format!(
+            "{target_id} kills the ACP agent processes of the cell's sessions, and scenario {} opens none",
+            scenario.name
+        ));
+    }
     // Its servers are the sandboxes an SDK made through the stack's provider.
     if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
         return not_applicable("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider: continuity's Rust client has no call for SandboxAgent.start({ sandbox, sandboxId }), so it has none".into());
@@ -482,23 +507,61 @@ async fn set_up_client(
     }
 }
 
+/// The schedule a `chaos` cell runs: drawn from the run's seed and the
+/// cell's point, never the attempt, so every repeat runs the same one
+/// (and `rerun` draws it again from the same two).
+pub(crate) fn schedule_of(plan: RunPlan<'_>, target: &Target) -> Option<crate::report::Schedule> {
+    (target.kind() == crate::targets::RestartKind::Chaos).then(|| {
+        crate::targets::chaos::draw(
+            plan.point.schedule_seed(plan.settings.seed),
+            plan.point.persist == crate::persist::Store::Postgres,
+        )
+    })
+}
+
 /// The target the cell restarts: its own, except that a hosted client's
-/// `client` restart (`hosted_client`) is its process's, the RivetKit runner's.
-fn restarted_target(worker: &mut Worker, t: usize, hosted_client: bool) -> &mut Target {
-    if !hosted_client {
-        return &mut worker.targets[t];
+/// `client` restart (`hosted_client`) is its process's, the RivetKit
+/// runner's; and the stack's components it is lent ([`Target::lends`]).
+fn restarted_target(
+    worker: &mut Worker,
+    t: usize,
+    hosted_client: bool,
+) -> (&mut Target, Vec<&mut Target>) {
+    if hosted_client {
+        let runner = match worker
+            .targets
+            .iter()
+            .position(|t| t.id == BuiltinTarget::Rivet)
+        {
+            Some(runner) => &mut worker.targets[runner],
+            None => worker
+                .sdk_process
+                .as_mut()
+                .expect("checked before the setup"),
+        };
+        return (runner, Vec::new());
     }
-    match worker
-        .targets
-        .iter()
-        .position(|t| t.id == BuiltinTarget::Rivet)
-    {
-        Some(runner) => &mut worker.targets[runner],
-        None => worker
-            .sdk_process
-            .as_mut()
-            .expect("checked before the setup"),
-    }
+    let wanted = worker.targets[t].lends();
+    let Worker {
+        targets,
+        server,
+        sdk_process,
+        components,
+        ..
+    } = worker;
+    let (before, rest) = targets.split_at_mut(t);
+    let (own, after) = rest
+        .split_first_mut()
+        .expect("the cell's target is the worker's");
+    let lent = before
+        .iter_mut()
+        .chain(after.iter_mut())
+        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
+        .chain(sdk_process.iter_mut())
+        .chain(components.iter_mut())
+        .filter(|part| wanted.iter().any(|w| part.id == *w))
+        .collect();
+    (own, lent)
 }
 
 /// The attempt's record once its cell has run out: the trace closed and
@@ -537,6 +600,7 @@ fn finish_attempt(
         restarts: run.restarts,
         trace: trace_path,
         timing: Some(timing),
+        schedule: None,
     }
 }
 

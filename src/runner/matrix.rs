@@ -296,6 +296,13 @@ impl CellPoint {
         crate::seed::for_cell(run_seed, &self.named(&Axis::ALL).to_string(), attempt)
     }
 
+    /// The seed of the cell's schedule of faults (a `chaos` cell's): the
+    /// run's and the cell's, the same for every attempt (attempts count
+    /// from 1, so none has this seed).
+    pub fn schedule_seed(&self, run_seed: u64) -> u64 {
+        self.seed(run_seed, 0)
+    }
+
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {

@@ -20,11 +20,16 @@ use crate::targets::{BuiltinTarget, TargetId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Why the `store` target is not applicable to `persist`, if it is not:
-/// a store with no server of its own has nothing to restart, so its cell
-/// would say nothing about a restart (`not_applicable`).
+/// Why the `store` target (or a pause of the store) is not applicable to
+/// `persist`, if it is not: a store with no server of its own has nothing
+/// to restart or pause, so its cell would say nothing about a restart
+/// (`not_applicable`).
 pub(super) fn not_applicable(target: &TargetId, persist: &PersistChoice) -> Option<String> {
-    if *target != BuiltinTarget::Store {
+    let pauses_store = target
+        .builtin()
+        .and_then(BuiltinTarget::paused)
+        .is_some_and(|(of, _)| of == BuiltinTarget::Store);
+    if *target != BuiltinTarget::Store && !pauses_store {
         return None;
     }
     if matches!(persist, PersistChoice::Unavailable { .. }) {
@@ -40,7 +45,7 @@ pub(super) fn not_applicable(target: &TargetId, persist: &PersistChoice) -> Opti
         }
     };
     Some(format!(
-        "the `store` target restarts the session store's server (Postgres): {why}, so there is no store server to restart"
+        "the `{target}` target acts on the session store's server (Postgres): {why}, so there is no store server to act on"
     ))
 }
 

@@ -89,6 +89,12 @@ impl ServerSlot {
         }
     }
 
+    /// The server's target when the worker does not hold it, for a cell
+    /// it is lent to (a reboot, a schedule).
+    pub fn background_mut(&mut self) -> Option<&mut Target> {
+        self.background.as_mut()
+    }
+
     /// The server's target when the worker does not hold it, for teardown.
     pub fn take_background(&mut self) -> Option<Target> {
         self.background.take()

@@ -140,6 +140,14 @@ pub trait Restarter: Send {
         Ok(())
     }
 
+    /// Before the scenario's last phase: a schedule of faults still
+    /// running is waited for, so that phase finds the stack whole. An
+    /// error (a fault that did not take, a component not back) ends the
+    /// cell as the test's setup's.
+    async fn before_last_phase(&mut self) -> Result<(), crate::targets::SettleError> {
+        Ok(())
+    }
+
     /// The parts of continuity's own this restart takes down on purpose
     /// (the `store` target its Postgres): their failures in the cell are
     /// the point of the test; any other part failing is the harness's error.
@@ -394,7 +402,40 @@ impl RunningCell<'_> {
         let mut results = Vec::new();
         let mut stopped = false;
         let mut interrupted: Option<(String, Instant)> = None;
-        for phase in &scenario.phases {
+        let last = scenario.phases.len().saturating_sub(1);
+        for (index, phase) in scenario.phases.iter().enumerate() {
+            if index == last && index > 0 && !stopped && interrupted.is_none() {
+                // A schedule of faults still running is over first (bounded
+                // as a restart phase is: its window and the slowest
+                // readiness deadline fit), so the last phase finds the stack whole.
+                let over = tokio::select! {
+                    over = tokio::time::timeout(
+                        MIN_RESTART_DEADLINE,
+                        self.restarter.before_last_phase(),
+                    ) => Some(over),
+                    _ = wait_true(settings.interrupt.clone()) => None,
+                };
+                let failed = match over {
+                    None => {
+                        interrupted = Some((phase.name.clone(), Instant::now()));
+                        None
+                    }
+                    Some(Ok(Ok(()))) => None,
+                    Some(Ok(Err(error))) => Some(error.to_string()),
+                    Some(Err(_)) => Some(format!(
+                        "the schedule of faults was not over within {} of the scenario's last phase",
+                        crate::targets::fmt_duration(MIN_RESTART_DEADLINE)
+                    )),
+                };
+                if let Some(reason) = failed {
+                    results.push(judge::setup_failure(
+                        "faultSchedule",
+                        "fault_schedule",
+                        reason,
+                    ));
+                    stopped = true;
+                }
+            }
             if stopped || interrupted.is_some() {
                 results.push(not_run(phase, settings.default_timeout, false));
                 continue;
@@ -427,8 +468,13 @@ impl RunningCell<'_> {
         results: &mut Vec<PhaseResult>,
     ) {
         // The network heals before the cleanup runs on it.
-        if let Err(error) = self.restarter.settle().await {
-            results.push(judge::heal_failed(&error, &self.result_context()));
+        match self.restarter.settle().await {
+            Ok(()) => {}
+            // A pause that did not wake, a schedule's fault: the setup's.
+            Err(error @ crate::targets::SettleError::Nemesis(_)) => results.push(
+                judge::setup_failure("healFault", "heal_fault", error.to_string()),
+            ),
+            Err(error) => results.push(judge::heal_failed(&error, &self.result_context())),
         }
         // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
         self.turns.cancel_running().await;

@@ -86,6 +86,8 @@ pub struct StackOptions {
     pub fault_proxies: bool,
     /// The config file's own fault targets on the stack's hops.
     pub custom_faults: Vec<(OwnTarget, FaultAction)>,
+    /// The run's phase deadline (`--timeout-ms`): a long pause outlasts it.
+    pub phase_deadline: Duration,
 }
 
 /// The sandbox-agent a stack comes up running.
@@ -152,6 +154,11 @@ pub struct LocalStack {
     pub sandboxes: Option<super::sandboxes::Sandboxes>,
 }
 
+/// The gateway's nginx folder in a stack's folder: its config, logs, pid file.
+fn gateway_prefix(run_dir: &Path) -> PathBuf {
+    run_dir.join("gateway")
+}
+
 fn managed(spec: crate::supervise::ProcessSpec, grace: Duration) -> RestartAction {
     RestartAction::Managed(ManagedSpec {
         program: spec.program,
@@ -190,6 +197,7 @@ impl LocalStack {
         stack
             .add_timeout_targets(agent_hop, &options, &supervisor, progress)
             .await;
+        stack.add_nemesis_targets(&options);
         stack.add_fault_targets(&options);
         Ok(stack)
     }
@@ -489,7 +497,7 @@ impl LocalStack {
         };
         let gateway = GatewayConfig {
             binary,
-            prefix: options.run_dir.join("gateway"),
+            prefix: gateway_prefix(&options.run_dir),
             listen_port: free_port()?,
             upstream_port: agent_hop,
             read_timeout: nginx::READ_TIMEOUT,
@@ -657,15 +665,43 @@ impl LocalStack {
         Ok(gateway.base_url())
     }
 
-    /// Last, once every component runs: the selected fault targets on the
-    /// hops, each watching the hops' proxies and the harness's parts, and
-    /// the targets in report order.
-    fn add_fault_targets(&mut self, options: &StackOptions) {
-        let selection = &options.selection;
-        self.skipped.retain(|u| selection.includes(&u.id));
-        // Once a fault heals, what its hop leads to answers again: through
-        // the gateway (and the agent hop), or the session actor (through
-        // the runner's link to the engine, which reconnects with a backoff).
+    /// The selected pauses, agent kill, reboot and schedule, over the
+    /// components that run (each that cannot run here unavailable, saying why).
+    fn add_nemesis_targets(&mut self, options: &StackOptions) {
+        let ready = |hop: &str| self.hop_ready(hop);
+        let absent = match &self.stores.postgres {
+            Err(absent) => vec![(
+                BuiltinTarget::Store,
+                format!(
+                    "the session store's Postgres is not running here (it runs under --persist postgres only): {}",
+                    absent.reason
+                ),
+            )],
+            Ok(_) => Vec::new(),
+        };
+        let parts = super::nemesis_targets::Parts {
+            components: self.targets.iter().chain(self.background.iter()).collect(),
+            absent,
+            journal: &self.journal,
+            gateway_prefix: gateway_prefix(&options.run_dir),
+            owner: options.supervisor.owner_tag().map(str::to_string),
+            hops: &self.hops,
+            engine_health: self
+                .rivet
+                .as_ref()
+                .map(|r| format!("{}/health", r.endpoint())),
+            hop_ready: &ready,
+            phase_deadline: options.phase_deadline,
+        };
+        let (targets, unavailable) = super::nemesis_targets::build(&parts, &options.selection);
+        self.targets.extend(targets);
+        self.skipped.extend(unavailable);
+    }
+
+    /// What must answer once a fault on `hop` heals: through the gateway
+    /// (and the agent hop), or the session actor (through the runner's
+    /// link to the engine, which reconnects with a backoff).
+    fn hop_ready(&self, hop: &str) -> Option<(Readiness, Duration)> {
         let probe_of = |of: BuiltinTarget, timeout: Duration| {
             self.targets
                 .iter()
@@ -673,11 +709,21 @@ impl LocalStack {
                 .find(|t| t.id == of)
                 .map(|t| (t.readiness.clone(), timeout))
         };
-        let ready = |hop: &str| match hop {
+        match hop {
             "persist" | "runner" => probe_of(BuiltinTarget::Rivet, AFTER_HEAL_RIVET_TIMEOUT),
             _ => probe_of(BuiltinTarget::Gateway, READY_TIMEOUT)
                 .or_else(|| probe_of(BuiltinTarget::Agent, READY_TIMEOUT)),
-        };
+        }
+    }
+
+    /// Last, once every component runs: the selected fault targets on the
+    /// hops, each watching the hops' proxies and the harness's parts, and
+    /// the targets in report order.
+    fn add_fault_targets(&mut self, options: &StackOptions) {
+        let selection = &options.selection;
+        self.skipped.retain(|u| selection.includes(&u.id));
+        // Once a fault heals, what its hop leads to answers again.
+        let ready = |hop: &str| self.hop_ready(hop);
         let (faults, unavailable) =
             super::fault_targets::on_hops(selection, &options.custom_faults, &self.hops, &ready);
         self.targets.extend(faults);
@@ -813,6 +859,30 @@ impl LocalStack {
                 self.browser_host = Err(Unhosted(reason.to_string()));
             }
         }
+    }
+
+    /// Hands over the running components this run does not restart (not
+    /// among `targets`) and no one else took (the server's slot, the hosted
+    /// client's runner): a cell whose fault acts on several (a reboot, a
+    /// schedule) is lent them. Whoever takes them stops them.
+    pub fn take_components(&mut self) -> Vec<Target> {
+        let component = |t: &Target| {
+            t.id.builtin().is_some_and(|b| {
+                matches!(
+                    b,
+                    BuiltinTarget::Agent
+                        | BuiltinTarget::Gateway
+                        | BuiltinTarget::Rivet
+                        | BuiltinTarget::RivetEngine
+                        | BuiltinTarget::Store
+                )
+            })
+        };
+        let (taken, kept) = std::mem::take(&mut self.background)
+            .into_iter()
+            .partition(component);
+        self.background = kept;
+        taken
     }
 
     /// Hands over a running component this run does not restart (not

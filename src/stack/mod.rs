@@ -11,6 +11,7 @@ mod error;
 pub(crate) mod fault_targets;
 pub(crate) mod hops;
 pub(crate) mod local;
+mod nemesis_targets;
 pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;

@@ -131,6 +131,17 @@ impl StackJournal {
         let _ = recording.state.write(&recording.dir);
     }
 
+    /// The process recorded under `target` now: its pid and start time.
+    pub fn recorded(&self, target: &str) -> Option<(u32, Option<u64>)> {
+        let recording = self.recording();
+        let component = recording
+            .state
+            .components
+            .iter()
+            .find(|c| c.target == target)?;
+        Some((component.pid?, component.started))
+    }
+
     /// Records that the harness stopped a process.
     pub fn record_stop(&self, pid: u32) {
         let mut recording = self.recording();

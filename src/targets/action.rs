@@ -53,6 +53,9 @@ pub enum RestartAction {
     LeftDown(LeftDownControl),
     /// A timeout on the path, in force for the whole cell; restarts nothing.
     Timeout(super::PathTimeout),
+    /// A pause, an agent kill, a reboot of the whole stack, a schedule of
+    /// faults ([`super::Nemesis`]).
+    Nemesis(super::Nemesis),
 }
 
 /// Takes servers down and leaves them down: the local stack's sandbox
@@ -131,6 +134,10 @@ pub enum RestartKind {
     Fault,
     LeftDown,
     Timeout,
+    Pause,
+    KillAgent,
+    Reboot,
+    Chaos,
 }
 
 impl RestartKind {
@@ -145,6 +152,10 @@ impl RestartKind {
             RestartKind::Fault => "fault",
             RestartKind::LeftDown => "left_down",
             RestartKind::Timeout => "timeout",
+            RestartKind::Pause => "pause",
+            RestartKind::KillAgent => "kill_agent",
+            RestartKind::Reboot => "reboot",
+            RestartKind::Chaos => "chaos",
         }
     }
 }
@@ -166,6 +177,12 @@ impl RestartAction {
             RestartAction::Fault(_) => RestartKind::Fault,
             RestartAction::LeftDown(_) => RestartKind::LeftDown,
             RestartAction::Timeout(_) => RestartKind::Timeout,
+            RestartAction::Nemesis(nemesis) => match nemesis {
+                super::Nemesis::Pause(_) => RestartKind::Pause,
+                super::Nemesis::KillAgent(_) => RestartKind::KillAgent,
+                super::Nemesis::Reboot(_) => RestartKind::Reboot,
+                super::Nemesis::Chaos(_) => RestartKind::Chaos,
+            },
         }
     }
 
@@ -201,6 +218,7 @@ impl RestartAction {
             RestartAction::Fault(fault) => fault.describe(),
             RestartAction::LeftDown(control) => format!("left down: {}", control.0.describe()),
             RestartAction::Timeout(timeout) => timeout.describe(),
+            RestartAction::Nemesis(nemesis) => nemesis.describe(),
         }
     }
 }

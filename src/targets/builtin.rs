@@ -59,6 +59,35 @@ pub enum BuiltinTarget {
     GatewayReadTimeout,
     GatewayIdleCut,
     ClientHeadersTimeout,
+    AgentPause,
+    AgentPauseLong,
+    GatewayPause,
+    GatewayPauseLong,
+    RivetPause,
+    RivetPauseLong,
+    RivetEnginePause,
+    RivetEnginePauseLong,
+    StorePause,
+    StorePauseLong,
+    AgentProcess,
+    WholeStack,
+    Chaos,
+}
+
+/// A short pause: under every deadline a client has (a prompt's 30 s, a
+/// probe's, the turn's), so the clients should only wait.
+pub const SHORT_PAUSE: Duration = Duration::from_secs(2);
+/// A long pause lasts the phase deadline (`--timeout-ms`) and this much
+/// more: the client gives up while the component is frozen, then it wakes.
+pub const PAST_DEADLINE: Duration = Duration::from_secs(2);
+
+/// How long a pause target keeps its component stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseLength {
+    /// Under every deadline the clients have ([`SHORT_PAUSE`]).
+    Short,
+    /// Past the phase deadline (`--timeout-ms`, [`PAST_DEADLINE`] more).
+    Long,
 }
 
 /// The built-in timeout targets' limit: well under the long turn's 3 s,
@@ -82,6 +111,9 @@ pub enum Family {
     Fault,
     /// A timeout on the path, for the whole cell; nothing restarts.
     Timeout,
+    /// A fault of the nemesis package: a component paused, the agent
+    /// process killed, the whole stack rebooted, a schedule of faults.
+    Nemesis,
 }
 
 /// A built-in fault target's toxic on its hop, as a table row.
@@ -145,7 +177,7 @@ impl BuiltinTarget {
     pub fn in_default_matrix(self) -> bool {
         use BuiltinTarget::*;
         match self.family() {
-            Family::Client | Family::Store | Family::Timeout => false,
+            Family::Client | Family::Store | Family::Timeout | Family::Nemesis => false,
             Family::Fault => matches!(self, GatewayPartition | GatewayReset),
             _ => !matches!(self, GatewayReloadIdle | ServerKill),
         }
@@ -161,6 +193,9 @@ impl BuiltinTarget {
             Client => Family::Client,
             Store => Family::Store,
             GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout => Family::Timeout,
+            AgentPause | AgentPauseLong | GatewayPause | GatewayPauseLong | RivetPause
+            | RivetPauseLong | RivetEnginePause | RivetEnginePauseLong | StorePause
+            | StorePauseLong | AgentProcess | WholeStack | Chaos => Family::Nemesis,
             _ => Family::Fault,
         }
     }
@@ -183,6 +218,16 @@ impl BuiltinTarget {
             },
             // A timeout restarts nothing: its own gateway, if it has one, keeps running.
             Family::Server | Family::Client | Family::Timeout => Vec::new(),
+            Family::Nemesis => match self.paused() {
+                Some((component, _)) => component.restarted_parts(hosted),
+                // The whole stack, or a schedule over it: any of them.
+                None if matches!(self, BuiltinTarget::WholeStack | BuiltinTarget::Chaos) => vec![
+                    HarnessPart::Nginx,
+                    HarnessPart::RivetApp,
+                    HarnessPart::Postgres,
+                ],
+                None => Vec::new(),
+            },
         }
     }
 
@@ -199,6 +244,26 @@ impl BuiltinTarget {
             Family::Rivet | Family::Client if hosted => Some(HarnessPart::RivetApp),
             _ => None,
         }
+    }
+
+    /// A pause target's component (the restart target whose process it
+    /// stops) and how long; `None` for the others.
+    pub fn paused(self) -> Option<(BuiltinTarget, PauseLength)> {
+        use BuiltinTarget::*;
+        use PauseLength::{Long, Short};
+        Some(match self {
+            AgentPause => (Agent, Short),
+            AgentPauseLong => (Agent, Long),
+            GatewayPause => (Gateway, Short),
+            GatewayPauseLong => (Gateway, Long),
+            RivetPause => (Rivet, Short),
+            RivetPauseLong => (Rivet, Long),
+            RivetEnginePause => (RivetEngine, Short),
+            RivetEnginePauseLong => (RivetEngine, Long),
+            StorePause => (Store, Short),
+            StorePauseLong => (Store, Long),
+            _ => return None,
+        })
     }
 
     /// A timeout target's timeout; `None` for the others.
@@ -267,9 +332,10 @@ impl BuiltinTarget {
             RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
             RunnerDown => row("runner", "down", &[], None, 2000),
             Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
-            | Store | ServerKill | GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout => {
-                return None
-            }
+            | Store | ServerKill | GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout
+            | AgentPause | AgentPauseLong | GatewayPause | GatewayPauseLong | RivetPause
+            | RivetPauseLong | RivetEnginePause | RivetEnginePauseLong | StorePause
+            | StorePauseLong | AgentProcess | WholeStack | Chaos => return None,
         })
     }
 
@@ -277,6 +343,7 @@ impl BuiltinTarget {
     /// and when it runs only if named.
     pub fn describe(self) -> String {
         let what = match (self.restart_text(), self.timeout()) {
+            _ if self.paused().is_some() => self.pause_text(),
             (Some(text), _) => text.to_string(),
             (None, Some(timeout)) => timeout.describe(),
             (None, None) => self.fault().map(|f| f.describe()).unwrap_or_default(),
@@ -299,8 +366,36 @@ impl BuiltinTarget {
             Client => "the application holding the SDK: continuity's clients are made anew over the same store; the hosted SDK's process (the RivetKit runner) is SIGKILLed and started again",
             Store => "the session store's server: Postgres, fast shutdown and start again on the same port and data (--persist postgres)",
             ServerKill => "the sandbox-agent server of each sandbox the cell's SDK started through the stack's sandbox provider: SIGKILL to its process group, left down; only the provider's ensureServer (called by the SDK) brings it back (scenario sandbox-provider)",
+            AgentProcess => "the ACP agent process under the sandbox-agent server (the scripted agent, opencode, claude-agent-acp, codex-acp): SIGKILL to it and what it started, the server kept running (same pid); seen gone",
+            WholeStack => "the whole stack, as a host reboot: every component down in reverse dependency order (the gateway, the server, the RivetKit runner, the Rivet Engine, then Postgres under --persist postgres), then up in order on the same data, each seen down and back",
+            Chaos => "a schedule of 3 faults drawn from the seed (restarts, pauses, partitions, resets, latency over the components and hops) within an 8 s window from the restart step, all healed before the scenario's last phase; the schedule goes into report.json",
             _ => return None,
         })
+    }
+
+    /// A pause target's line: its component and how long.
+    fn pause_text(self) -> String {
+        let Some((component, length)) = self.paused() else {
+            return String::new();
+        };
+        let whose = match component {
+            BuiltinTarget::Agent => "the sandbox-agent server (with its agent processes)",
+            BuiltinTarget::Gateway => "the nginx gateway (master and workers)",
+            BuiltinTarget::Rivet => "the RivetKit runner",
+            BuiltinTarget::RivetEngine => "the Rivet Engine",
+            _ => "the session store's Postgres (--persist postgres)",
+        };
+        let long = super::fmt_duration(PAST_DEADLINE);
+        let hold = match length {
+            PauseLength::Short => format!(
+                "for {}, under the clients' deadlines",
+                super::fmt_duration(SHORT_PAUSE)
+            ),
+            PauseLength::Long => {
+                format!("for the phase deadline (--timeout-ms) and {long}: the client gives up while it is frozen")
+            }
+        };
+        format!("pause {whose}: SIGSTOP to its whole process group {hold}, then SIGCONT; seen stopped and running again")
     }
 }
 

@@ -17,10 +17,17 @@
 //! [`Target::settle`].
 
 mod action;
+mod agent_kill;
 mod builtin;
+pub mod chaos;
 mod fault;
 mod id;
+mod nemesis;
+mod nemesis_target;
+mod pause;
+mod process_of;
 mod readiness;
+mod reboot;
 mod signal;
 mod timeout;
 mod verify;
@@ -31,10 +38,16 @@ mod tests;
 mod verify_tests;
 
 pub use action::{ActionError, LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
-pub use builtin::BuiltinTarget;
+pub use agent_kill::AgentKill;
+pub use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
+pub use chaos::Chaos;
 pub use fault::FaultAction;
 pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
+pub use nemesis::Nemesis;
+pub use pause::PauseAction;
+pub use process_of::{ProcessOf, Recorded};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
+pub use reboot::Reboot;
 pub use timeout::PathTimeout;
 
 use crate::clock::millis;
@@ -134,6 +147,10 @@ pub enum SettleError {
         #[source]
         error: ProbeError,
     },
+    /// A pause that did not wake, a schedule's fault that did not take or
+    /// whose component did not come back: the test's setup failed.
+    #[error("{0}")]
+    Nemesis(String),
 }
 
 /// A target that cannot run here, and why.
@@ -231,6 +248,8 @@ pub struct Target {
     cell_base_url: Option<String>,
     /// A timeout target's window for the running cell, or why it could not open.
     timeout_window: Option<Result<timeout::TimeoutWindow, crate::faults::ProxyError>>,
+    /// What a nemesis (a pause, a kill, a schedule) leaves open in the cell.
+    nemesis: Option<nemesis::Open>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -295,6 +314,7 @@ impl Target {
             parts: Vec::new(),
             cell_base_url: None,
             timeout_window: None,
+            nemesis: None,
         }
     }
 
@@ -370,11 +390,22 @@ impl Target {
         &self.parts
     }
 
+    /// [`Target::settle_lent`] of a target lent nothing.
+    #[cfg(test)]
+    pub async fn settle(&mut self) -> Result<(), SettleError> {
+        self.settle_lent(&mut []).await
+    }
+
     /// When the cell's phases are over: a fault target's window heals now
     /// (the cleanup runs on a healed network), and every hop's proxy must
-    /// still be serving. A proxy that failed is the harness's error; a stack
-    /// that does not answer after the heal did not come back from the fault.
-    pub async fn settle(&mut self) -> Result<(), SettleError> {
+    /// still be serving (an error is the harness's: the proxy itself
+    /// failed). A nemesis closes what it left open: a schedule still
+    /// running is waited for and gives back the components it was `lent`,
+    /// a pause wakes (and is seen so), an agent kill's server is looked at
+    /// again (an error is the test's setup's). A stack that does not
+    /// answer after a heal did not come back from the fault.
+    pub async fn settle_lent(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+        let nemesis = self.close_nemesis(lent).await;
         if let Some(window) = self.timeout_window.take() {
             window.and_then(timeout::TimeoutWindow::close)?;
         }
@@ -385,7 +416,7 @@ impl Target {
         for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
             hop.check()?;
         }
-        Ok(())
+        nemesis
     }
 
     /// After a fault heals, the stack must answer again before the cell's
@@ -559,7 +590,8 @@ impl Target {
             | RestartAction::Http { .. }
             | RestartAction::Clients
             | RestartAction::LeftDown(_)
-            | RestartAction::Timeout(_) => {}
+            | RestartAction::Timeout(_)
+            | RestartAction::Nemesis(_) => {}
             RestartAction::Fault(fault) => {
                 let error = |error| TargetError::Action {
                     target: self.name().to_string(),
@@ -608,15 +640,22 @@ impl Target {
     /// result belongs to.
     #[cfg(test)]
     pub async fn restart(&mut self, phase: &str) -> RestartResult {
-        self.restart_typed(phase).await.record
+        self.restart_lent(phase, &mut []).await.record
     }
 
-    /// [`Target::restart`], with what failed typed beside the record: a
-    /// cell blames a target that did not come back on the system under
-    /// test, one that never went down on its setup.
-    pub async fn restart_typed(&mut self, phase: &str) -> Restarted {
+    /// [`Target::restart`] with the stack's components lent to the cell
+    /// (a reboot's, a schedule's: [`Target::lends`]), and what failed typed
+    /// beside the record: a cell blames a target that did not come back on
+    /// the system under test, one that never went down on its setup. A
+    /// schedule keeps the components until [`Target::before_last_phase`] or
+    /// [`Target::settle_lent`] gives them back, leaving placeholders
+    /// meanwhile.
+    pub async fn restart_lent(&mut self, phase: &str, lent: &mut [&mut Target]) -> Restarted {
         let started = Instant::now();
-        let (restart_ms, checked) = self.restart_checked(started).await;
+        let (restart_ms, checked) = match &self.action {
+            RestartAction::Nemesis(_) => self.restart_nemesis(started, lent).await,
+            _ => self.restart_checked(started).await,
+        };
         let (ok, down, ready_ms, detail, failure) = match checked {
             Ok(seen) => (true, seen.down, seen.ready_ms, None, None),
             Err(failure) => (false, None, None, Some(failure.to_string()), Some(failure)),
@@ -680,6 +719,10 @@ impl Target {
                 (restart_ms, self.back_after(down).await)
             }
             RestartKind::LeftDown => self.restart_left_down(started).await,
+            RestartKind::Pause
+            | RestartKind::KillAgent
+            | RestartKind::Reboot
+            | RestartKind::Chaos => self.restart_nemesis(started, &mut []).await,
             // They restart no process: a fault's probe waits for its heal
             // ([`Target::settle`]), the cell renews its own clients, a
             // timeout is in force for the whole cell already.
@@ -813,6 +856,8 @@ impl Target {
         if let Some(window) = self.window.take() {
             let _ = window.close();
         }
+        // A pause wakes as it is dropped; a schedule's lent parts go with it.
+        self.nemesis = None;
         if let Some(Ok(window)) = self.timeout_window.take() {
             let _ = window.close();
         }
@@ -873,36 +918,16 @@ impl Target {
             }
             RestartAction::Managed(spec) => {
                 let spec = spec.clone();
-                let hook = self.after_stop.clone();
-                if let Some(process) = self.process.as_mut() {
-                    let before = match hook.as_ref() {
-                        Some(h) => h.run_before(process.pid()).await,
-                        None => None,
-                    };
-                    process.stop(spec.stop_signal, spec.grace).await;
-                    let state = process.state();
-                    component_event(&self.trace, Event::ComponentStop, self.name(), state);
-                    let addr = verify::probe_addr(&self.readiness);
-                    self.stopped =
-                        Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
-                    self.after_stop_note = match hook {
-                        Some(h) => h.run_after(before).await,
-                        None => None,
-                    };
-                }
-                let started = self.start_managed(&spec);
-                if let Some(process) = self.process.as_mut() {
-                    let state = process.state();
-                    component_event(&self.trace, Event::ComponentStart, self.name(), state);
-                }
-                started
+                self.stop_managed(&spec).await;
+                self.start_and_record(&spec)
             }
             RestartAction::Signal { pid_file, signal } => {
                 signal::send_from_pid_file(pid_file, *signal)
             }
-            RestartAction::Clients | RestartAction::LeftDown(_) | RestartAction::Timeout(_) => {
-                Ok(())
-            }
+            RestartAction::Clients
+            | RestartAction::LeftDown(_)
+            | RestartAction::Timeout(_)
+            | RestartAction::Nemesis(_) => Ok(()),
             RestartAction::Http {
                 url,
                 method,
@@ -934,6 +959,38 @@ impl Target {
                 Ok(())
             }
         }
+    }
+
+    /// Stops a managed target's running process (its hook around it), and
+    /// records how it went down (`stopped`) and the stop in the trace.
+    async fn stop_managed(&mut self, spec: &ManagedSpec) {
+        let hook = self.after_stop.clone();
+        let Some(process) = self.process.as_mut() else {
+            return;
+        };
+        let before = match hook.as_ref() {
+            Some(h) => h.run_before(process.pid()).await,
+            None => None,
+        };
+        process.stop(spec.stop_signal, spec.grace).await;
+        let state = process.state();
+        component_event(&self.trace, Event::ComponentStop, self.name(), state);
+        let addr = verify::probe_addr(&self.readiness);
+        self.stopped = Some(verify::managed_down(&exit_words(state), addr.as_deref()).await);
+        self.after_stop_note = match hook {
+            Some(h) => h.run_after(before).await,
+            None => None,
+        };
+    }
+
+    /// Starts a managed target's process and records the start in the trace.
+    fn start_and_record(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {
+        let started = self.start_managed(spec);
+        if let Some(process) = self.process.as_mut() {
+            let state = process.state();
+            component_event(&self.trace, Event::ComponentStart, self.name(), state);
+        }
+        started
     }
 
     fn start_managed(&mut self, spec: &ManagedSpec) -> Result<(), ActionError> {

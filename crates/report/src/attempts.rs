@@ -50,6 +50,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         trace: None,
         timing: None,
         checked: None,
+        schedule: None,
     });
     let timing = if many {
         super::Floor::sum(attempts.iter().map(|a| &a.timing))
@@ -76,6 +77,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         expectation: None,
         timing,
         checked: deciding.checked,
+        schedule: deciding.schedule,
     }
 }
 
@@ -124,6 +126,7 @@ impl Attempt {
             trace: cell.trace.clone(),
             timing: cell.timing,
             checked: cell.checked.clone(),
+            schedule: cell.schedule.clone(),
         }
     }
 }
@@ -148,6 +151,7 @@ mod tests {
                 floor_ms: u64::from(n),
                 overhead_ms: 9 * u64::from(n),
             }),
+            schedule: None,
         }
     }
 

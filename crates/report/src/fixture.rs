@@ -131,6 +131,7 @@ fn native_agent() -> Cell {
         restarts: vec![restart_timing(1_200, Some(340), true)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -172,6 +173,7 @@ fn native_gateway() -> Cell {
         restarts: vec![restart_timing(180, None, false)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -201,6 +203,7 @@ fn rehydrate_agent() -> Cell {
         restarts: vec![restart_timing(1_150, Some(330), true)],
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 
@@ -221,6 +224,7 @@ fn rehydrate_gateway() -> Cell {
         restarts: Vec::new(),
         timing: None,
         turn: None,
+        schedule: None,
     }
 }
 

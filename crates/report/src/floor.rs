@@ -15,7 +15,13 @@
 //! a restart's wait for the previous cell's deferred DELETEs on the same
 //! stack (`cleanup_wait`): on 0.4.2 the server never answers a DELETE and
 //! the wait runs to their 2 s bound, which a restart must not cut short;
-//! that cell counts its DELETE too, as its durations overlap. With a
+//! that cell counts its DELETE too, as its durations overlap. So does the
+//! time a fault of the nemesis package keeps the stack down: a pause, from
+//! its stop to its wake (`pause_start` to `pause_end`), each fault of a
+//! chaos schedule from its start until it is over and seen so
+//! (`scheduled_start` to `scheduled_end`), which the executor waits out
+//! before the scenario's last phase, and the stack's wait to answer again
+//! after a heal (`fault_ready`). With a
 //! trace, the restart windows join the same union of intervals, so a store
 //! call or a health check waiting during a restart counts once. The
 //! overhead is the rest of the attempt's wall time: the harness's own
@@ -171,6 +177,9 @@ impl Spans {
         // Per terminal (its process): when it opened or a line went out, unanswered yet.
         let mut typed: Vec<(String, f64)> = Vec::new();
         let mut restarting: Option<f64> = None;
+        // The faults keeping the stack down: a pause (by component), a
+        // schedule's fault (by its index).
+        let mut down: Vec<(String, f64)> = Vec::new();
         for Line { t, event } in trace
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
@@ -182,6 +191,7 @@ impl Spans {
                 Event::Store(store) => store.ms,
                 Event::Sdk(sdk) => Some(sdk.ms),
                 Event::CleanupWait(wait) => Some(wait.ms as f64),
+                Event::FaultReady(ready) => Some(ready.ms as f64),
                 _ => None,
             };
             if let Some(ms) = took {
@@ -220,6 +230,17 @@ impl Spans {
                         _ => {}
                     }
                 }
+                Event::PauseStart(pause) => down.push((format!("pause {}", pause.component), t)),
+                Event::ScheduledStart(fault) => down.push((format!("fault {}", fault.index), t)),
+                Event::PauseEnd(pause) => end_down(
+                    &mut down,
+                    &format!("pause {}", pause.component),
+                    t,
+                    &mut spans,
+                ),
+                Event::ScheduledEnd(fault) => {
+                    end_down(&mut down, &format!("fault {}", fault.index), t, &mut spans)
+                }
                 Event::RestartStart => restarting = Some(t),
                 Event::RestartEnd(_) => {
                     if let Some(start) = restarting.take() {
@@ -230,6 +251,14 @@ impl Spans {
             }
         }
         spans
+    }
+}
+
+/// The fault `key` is over at `t`: its span joins the answers.
+fn end_down(down: &mut Vec<(String, f64)>, key: &str, t: f64, spans: &mut Spans) {
+    if let Some(at) = down.iter().position(|(k, _)| k == key) {
+        let (_, start) = down.remove(at);
+        spans.answers.push((start, t));
     }
 }
 
@@ -305,6 +334,34 @@ mod tests {
             }
         );
         assert_eq!(floor.describe(), "floor 0.4 s, overhead 0.6 s (+167%)");
+    }
+
+    /// The time a nemesis keeps the stack down is the stack's: a pause
+    /// from its stop to its wake, a schedule's fault from its start to its
+    /// end (which the executor waits out), the wait after a heal.
+    #[test]
+    fn a_pause_a_scheduled_fault_and_the_wait_after_a_heal_are_floor() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"trace"}"#,
+            "\n",
+            r#"{"t":100.0,"ev":"pause_start","component":"agent","pid":1,"members":[1],"holdMs":2000}"#,
+            "\n",
+            r#"{"t":300.0,"ev":"pause_end","component":"agent","ok":true}"#,
+            "\n",
+            r#"{"t":400.0,"ev":"scheduled_start","index":0,"fault":"partition","on":"gateway"}"#,
+            "\n",
+            r#"{"t":450.0,"ev":"scheduled_start","index":1,"fault":"pause","on":"rivet"}"#,
+            "\n",
+            r#"{"t":500.0,"ev":"scheduled_end","index":0,"fault":"partition","on":"gateway","ok":true}"#,
+            "\n",
+            r#"{"t":600.0,"ev":"scheduled_end","index":1,"fault":"pause","on":"rivet","ok":true}"#,
+            "\n",
+            r#"{"t":700.0,"ev":"fault_ready","ms":50}"#,
+            "\n",
+        );
+        // 100..300, 400..600 (two faults overlapping), 650..700.
+        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        assert_eq!(floor.floor_ms, 450, "{floor:?}");
     }
 
     #[test]

@@ -287,6 +287,10 @@ pub struct Cell {
     /// Absent in reports written before it, and with `--trace off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked: Option<continuity_check::Verdict>,
+    /// A `chaos` cell's schedule of faults (every attempt runs the same);
+    /// absent for other cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Schedule>,
 }
 
 /// What became of a turn's result.
@@ -355,6 +359,9 @@ pub struct Attempt {
     /// The always-on checker's verdict on this attempt's history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked: Option<continuity_check::Verdict>,
+    /// The schedule of faults this attempt ran (a `chaos` cell's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Schedule>,
 }
 
 /// How a phase ended.

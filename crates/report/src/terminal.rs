@@ -79,6 +79,24 @@ pub fn render_terminal(report: &Report, layout: &Layout) -> String {
         out.blank();
         block(&mut out, cell, layout.color);
     }
+    let schedules: Vec<&Cell> = report
+        .cells
+        .iter()
+        .filter(|c| c.schedule.is_some())
+        .collect();
+    if !schedules.is_empty() {
+        out.blank();
+        for cell in schedules {
+            if let Some(schedule) = &cell.schedule {
+                out.wrap(&format!(
+                    "schedule of {} × {}: {}",
+                    shown(&cell.point.scenario),
+                    shown(&cell.label()),
+                    shown(&schedule.describe())
+                ));
+            }
+        }
+    }
     out.blank();
     // The folder is one word of the wrapped lines: moved whole to a line
     // of its own rather than cut, unless it is wider than any line.

@@ -78,6 +78,9 @@ fn write_header(out: &mut String, cell: &Cell) {
     if let Some(reason) = &cell.reason {
         let _ = writeln!(out, "reason: {}", shown(reason));
     }
+    if let Some(schedule) = &cell.schedule {
+        let _ = writeln!(out, "schedule: {}", shown(&schedule.describe()));
+    }
     match &cell.trace {
         Some(path) => {
             let _ = writeln!(out, "trace: {path}");
@@ -311,6 +314,57 @@ fn stack_text(event: &Event) -> Option<String> {
                 shown(e.detail.as_deref().unwrap_or_default())
             ),
         },
+        Event::PauseStart(e) => format!(
+            "{} paused (SIGSTOP to group {}: {} process{} seen stopped) for {} at most",
+            shown(&e.component),
+            e.pid,
+            e.members.len(),
+            if e.members.len() == 1 { "" } else { "es" },
+            ms(e.hold_ms as f64)
+        ),
+        Event::PauseEnd(e) => format!(
+            "{} {}: {}",
+            shown(&e.component),
+            if e.ok { "woke" } else { "did not wake" },
+            shown(e.detail.as_deref().unwrap_or_default())
+        ),
+        Event::AgentKill(e) => format!(
+            "agent process{} {} under the server (pid {}) SIGKILLed and gone; the server runs on",
+            if e.pids.len() == 1 { "" } else { "es" },
+            pid_list(&e.pids),
+            e.server_pid
+        ),
+        Event::AgentAfter(e) => format!(
+            "after the phases: the server (pid {}) {}, agent processes under it: {}",
+            e.server_pid,
+            if e.server_same {
+                "still runs"
+            } else {
+                "is gone or replaced"
+            },
+            pid_list(&e.pids)
+        ),
+        Event::Schedule(e) => match serde_json::from_value::<crate::Schedule>(e.schedule.clone()) {
+            Ok(schedule) => format!("chaos schedule: {}", shown(&schedule.describe())),
+            Err(_) => "chaos schedule (unreadable)".to_string(),
+        },
+        Event::ScheduledStart(e) => format!(
+            "chaos fault #{}: {} of {} starts",
+            e.index,
+            shown(&e.fault),
+            shown(&e.on)
+        ),
+        Event::ScheduledEnd(e) => format!(
+            "chaos fault #{}: {} of {} {}{}",
+            e.index,
+            shown(&e.fault),
+            shown(&e.on),
+            if e.ok { "over" } else { "failed" },
+            e.detail
+                .as_deref()
+                .map(|d| format!(": {}", shown(d)))
+                .unwrap_or_default()
+        ),
         Event::Truncated(_) => "trace cut here (size limit)".to_string(),
         Event::ComponentStop(e) => format!(
             "{} stopped{}",
@@ -338,6 +392,18 @@ fn stack_text(event: &Event) -> Option<String> {
         _ => return None,
     };
     Some(text)
+}
+
+/// `none`, `41`, `41, 42`.
+fn pid_list(pids: &[u32]) -> String {
+    match pids.is_empty() {
+        true => "none".into(),
+        false => pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
 }
 
 /// Text continuity did not write (a server's problem type and message, a

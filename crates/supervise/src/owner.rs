@@ -40,6 +40,40 @@ pub(crate) fn running_pid(pid: i32) -> bool {
     group_and_state(pid).is_some_and(|(_, zombie)| !zombie)
 }
 
+/// The process's state letter in `/proc/PID/stat`: `R` running, `S`
+/// sleeping, `T` stopped by a signal, `t` stopped under a tracer, `Z` a
+/// zombie, … (`None` once the process is gone).
+pub fn state_of(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The process's parent, from `/proc/PID/stat`.
+pub fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The live (non-zombie) children of `pid`.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    all_pids()
+        .into_iter()
+        .filter(|child| {
+            parent_of(*child) == Some(pid) && !matches!(state_of(*child), Some('Z' | 'X') | None)
+        })
+        .collect()
+}
+
 /// The process's group id and whether it is a zombie.
 fn group_and_state(pid: i32) -> Option<(i32, bool)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -197,6 +231,19 @@ impl Pinned {
     pub fn runs_in(&self, dir: &std::path::Path) -> bool {
         std::fs::read_link(format!("/proc/{}/cwd", self.pid)).is_ok_and(|cwd| cwd.starts_with(dir))
             && self.alive()
+    }
+
+    /// The group it leads, if it leads one (its group id is its pid).
+    pub fn led_group(&self) -> Option<i32> {
+        match group_and_state(self.pid) {
+            Some((pgrp, false)) if pgrp == self.pid && self.alive() => Some(pgrp),
+            _ => None,
+        }
+    }
+
+    /// When it started (clock ticks since boot), while it runs.
+    pub fn start_time(&self) -> Option<u64> {
+        start_time(self.pid).filter(|_| self.alive())
     }
 
     /// Signals the process's whole group when it leads one, else itself.

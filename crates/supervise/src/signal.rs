@@ -27,6 +27,10 @@ impl Signal {
     pub const KILL: Signal = Signal(libc::SIGKILL);
     pub const HUP: Signal = Signal(libc::SIGHUP);
     pub const INT: Signal = Signal(libc::SIGINT);
+    /// Pauses a process (the `pause` faults); no restart sends it.
+    pub const STOP: Signal = Signal(libc::SIGSTOP);
+    /// Wakes a paused process.
+    pub const CONT: Signal = Signal(libc::SIGCONT);
 
     /// Any signal number, e.g. the one an exit status reports.
     pub fn from_number(number: i32) -> Signal {
@@ -68,7 +72,12 @@ impl FromStr for Signal {
 
 impl fmt::Display for Signal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match SIGNALS.iter().find(|(_, number)| *number == self.0) {
+        let paused = [("SIGSTOP", libc::SIGSTOP), ("SIGCONT", libc::SIGCONT)];
+        match SIGNALS
+            .iter()
+            .chain(&paused)
+            .find(|(_, number)| *number == self.0)
+        {
             Some((name, _)) => f.write_str(name),
             None => write!(f, "signal {}", self.0),
         }

@@ -84,6 +84,13 @@ pub enum Event {
     FaultEnd(FaultEnd),
     /// The stack answered again after a fault healed.
     FaultReady(Took),
+    PauseStart(PauseStart),
+    PauseEnd(PauseEnd),
+    AgentKill(AgentKill),
+    AgentAfter(AgentAfter),
+    Schedule(Schedule),
+    ScheduledStart(ScheduledStart),
+    ScheduledEnd(ScheduledEnd),
     /// A terminal socket's frame.
     Ws(WsFrame),
     WsOpen(WsOpen),
@@ -116,6 +123,13 @@ impl Event {
                 | Event::FaultStart(_)
                 | Event::FaultAction(_)
                 | Event::FaultEnd(_)
+                | Event::PauseStart(_)
+                | Event::PauseEnd(_)
+                | Event::AgentKill(_)
+                | Event::AgentAfter(_)
+                | Event::Schedule(_)
+                | Event::ScheduledStart(_)
+                | Event::ScheduledEnd(_)
                 | Event::CellEnd(_)
                 | Event::Truncated(_)
         )

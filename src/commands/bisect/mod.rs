@@ -325,6 +325,7 @@ impl Probe<'_> {
         let given = Given {
             only: self.cells.to_vec(),
             rerun_of: None,
+            schedules: Vec::new(),
         };
         let outcome = match super::run_given(*args, given).await {
             Err(e) if index == 0 => return Err(e),

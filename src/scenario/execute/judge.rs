@@ -114,6 +114,23 @@ pub(super) fn heal_failed(
     }
 }
 
+/// A failure of the test's setup that is no part of continuity's (a
+/// pause that did not take or wake, a schedule's fault): the cell's error.
+pub(super) fn setup_failure(name: &str, step: &str, reason: String) -> PhaseResult {
+    PhaseResult {
+        name: name.into(),
+        step: step.into(),
+        decides_verdict: false,
+        cleanup: false,
+        outcome: Outcome::Fail,
+        ok: false,
+        duration_ms: 0,
+        deadline_ms: 0,
+        detail: Map::new(),
+        signature: Some(diagnose::other(SignatureKind::Harness, reason)),
+    }
+}
+
 /// A phase whose step the cell's client cannot take: not run, and why
 /// (`notApplicable`: the client and the API it lacks). It decides nothing.
 pub(super) fn not_applicable(

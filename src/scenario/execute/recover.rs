@@ -1,6 +1,8 @@
 //! The recovering client's step (`recover_session`): what a client fixed for
 //! restarts does, beside the SDK-faithful one. It prompts the old handle;
-//! when the server has lost the server id (HTTP 400), it opens a new server
+//! when the server has lost the server id (HTTP 400), or the server id's
+//! agent process is gone (HTTP 502 `stream_error`: the server cannot write
+//! to its stdin, and starts no agent again for it), it opens a new server
 //! id with `?agent=`, `session/load`s the agent's session (when `loadSession`
 //! is advertised; else `session/resume`), counts the replayed history, and
 //! prompts again there. The detail says how long from the end of the restart
@@ -79,11 +81,14 @@ impl RunningCell<'_> {
             }
             Err(e) => diagnose::signature(&e, self.settings.token.as_ref()),
         };
-        if lost.http_status != Some(400) {
-            // Not the lost-server-id case this recovery is for.
+        let agent_lost =
+            lost.http_status == Some(502) && lost.problem_type.as_deref() == Some("stream_error");
+        if lost.http_status != Some(400) && !agent_lost {
+            // Neither case this recovery is for.
             return Err(StepFailure::new(lost).with_detail(detail.to_map()));
         }
-        detail.server_id_lost = Some(true);
+        detail.server_id_lost = Some(!agent_lost);
+        detail.agent_lost = Some(agent_lost);
         detail.detect_ms = Some(started.elapsed().as_millis() as u64);
         // 2. The agent's own session id, from the client's store.
         let (agent_session_id, cwd) = self.stored_session(client, &id, &detail).await?;

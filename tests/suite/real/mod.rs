@@ -18,6 +18,7 @@ mod jobs_e2e;
 mod long_turn_e2e;
 mod matrix_e2e;
 mod mid_turn_e2e;
+mod nemesis_e2e;
 mod persist_e2e;
 mod progress_tty;
 mod real_agents_e2e;

@@ -9,6 +9,10 @@ pub struct RecoverDetail {
     /// Whether the old handle's prompt met HTTP 400 (the server lost the id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_id_lost: Option<bool>,
+    /// Whether it met HTTP 502 `stream_error` instead: the server id is
+    /// known, its agent process is gone (the server cannot write to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_lost: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detect_ms: Option<u64>,
     /// `session/load` or `session/resume`.

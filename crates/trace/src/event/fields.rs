@@ -331,6 +331,63 @@ payload! {
         pub detail: Option<String>,
     }
 
+    /// A component's process group stopped (SIGSTOP) and seen stopped:
+    /// the group's leader and every member, for `holdMs` at most.
+    pub struct PauseStart {
+        pub component: String,
+        pub pid: u32,
+        pub members: Vec<u32>,
+        pub hold_ms: u64,
+    }
+
+    /// The paused group continued (SIGCONT): `ok` when every member was
+    /// seen running again; `detail` says how, or what was seen instead.
+    pub struct PauseEnd {
+        pub component: String,
+        pub ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub detail: Option<String>,
+    }
+
+    /// The ACP agent processes under the server SIGKILLed (and seen gone),
+    /// the server's own process left running.
+    pub struct AgentKill {
+        pub server_pid: u32,
+        pub pids: Vec<u32>,
+    }
+
+    /// What runs under the server once the cell's phases are over, after
+    /// an agent kill: the agent processes now (`pids`), and whether the
+    /// server is still the process it was (`serverSame`).
+    pub struct AgentAfter {
+        pub server_pid: u32,
+        pub server_same: bool,
+        pub pids: Vec<u32>,
+    }
+
+    /// A `chaos` cell's schedule, as `report.json` records it.
+    pub struct Schedule {
+        pub schedule: Value,
+    }
+
+    /// One fault of the schedule starts (`index` in the schedule).
+    pub struct ScheduledStart {
+        pub index: u32,
+        pub fault: String,
+        pub on: String,
+    }
+
+    /// One fault of the schedule is over: healed (or back) and seen so
+    /// (`ok`), or what failed.
+    pub struct ScheduledEnd {
+        pub index: u32,
+        pub fault: String,
+        pub on: String,
+        pub ok: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub detail: Option<String>,
+    }
+
     /// How long a wait took, in whole milliseconds.
     pub struct Took {
         pub ms: u64,

@@ -1,0 +1,483 @@
+//! The `chaos` action: Jepsen's combined nemesis for one cell. A schedule
+//! of [`FAULTS`] faults (restarts, pauses, partitions, resets, latency)
+//! over the stack's components and hops, drawn from a seed ([`draw`]): the
+//! run's seed mixed with the cell's point, never the attempt, so every
+//! repeat of the cell runs the same schedule, on any machine. The catalog
+//! it draws from is fixed by the cell's settings alone (Postgres's pause
+//! only when the cell keeps its sessions there), never by what happens to
+//! run here: a stack that cannot take every fault of the catalog has no
+//! `chaos` target (it is skipped, saying why).
+//!
+//! Every fault starts and heals inside the window ([`WINDOW`]) that opens
+//! at the cell's restart step, one fault at a time on a component or a
+//! hop; the phases that follow run meanwhile. The executor waits for the
+//! schedule to be over (every fault healed or back, and seen so) before
+//! the scenario's last phase, so that phase finds the stack whole: a
+//! restart's deadline (120 s at least) covers the window and the slowest
+//! component's readiness. A fault that did not take, or a component that
+//! did not come back, is the cell's error (the test's setup), never a pass.
+
+use super::fault::OpenWindow;
+use super::pause::{PauseAction, PauseError};
+use super::readiness::{ProbeAuth, ProbeError, Readiness};
+use super::{BuiltinTarget, FaultAction, Target};
+use crate::faults::{parse_toxic, FaultControl, Param, ProxyError, ToxicSpec};
+use crate::report::{FaultKind, Schedule, ScheduledFault};
+use crate::trace::event::{self, Event};
+use crate::trace::Trace;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
+
+/// How many faults a schedule holds.
+pub const FAULTS: usize = 3;
+/// Every fault starts and ends within this long of the restart step.
+pub const WINDOW: Duration = Duration::from_secs(8);
+/// A restart keeps its component to itself this long in the draw (it is
+/// over once the component is back, which takes a few seconds).
+const RESTART_ROOM_MS: u64 = 3000;
+
+/// The components a schedule restarts: the server, the gateway, the
+/// RivetKit runner (the engine's restart waits out the runner's reconnect
+/// backoff, up to 90 s: too long for one window).
+pub const RESTARTED: [BuiltinTarget; 3] = [
+    BuiltinTarget::Agent,
+    BuiltinTarget::Gateway,
+    BuiltinTarget::Rivet,
+];
+/// The components a schedule pauses (the store only under `--persist postgres`).
+const PAUSED: [BuiltinTarget; 4] = [
+    BuiltinTarget::Agent,
+    BuiltinTarget::Gateway,
+    BuiltinTarget::Rivet,
+    BuiltinTarget::RivetEngine,
+];
+/// The hops a schedule puts its network faults on (the runner's hop is
+/// left out: its reconnect backoff outlasts a window).
+pub const HOPS: [&str; 3] = ["gateway", "agent", "persist"];
+
+/// What a cell's schedule can hold: fixed by whether the cell keeps its
+/// sessions in the stack's Postgres.
+pub fn catalog(postgres: bool) -> Vec<(FaultKind, String)> {
+    let mut entries: Vec<(FaultKind, String)> = RESTARTED
+        .iter()
+        .map(|c| (FaultKind::Restart, c.name().to_string()))
+        .collect();
+    let paused = PAUSED
+        .iter()
+        .chain(postgres.then_some(&BuiltinTarget::Store));
+    entries.extend(paused.map(|c| (FaultKind::Pause, c.name().to_string())));
+    for kind in [FaultKind::Partition, FaultKind::Reset, FaultKind::Latency] {
+        entries.extend(HOPS.iter().map(|hop| (kind, hop.to_string())));
+    }
+    entries
+}
+
+/// The schedule of `seed` over `catalog(postgres)`: the same on every
+/// machine (drawn with [`crate::seed::mix`], whose numbers are fixed).
+pub fn draw(seed: u64, postgres: bool) -> Schedule {
+    let catalog = catalog(postgres);
+    let window_ms = WINDOW.as_millis() as u64;
+    let mut counter = 0u64;
+    let mut next = |below: u64| {
+        counter += 1;
+        crate::seed::mix(seed, counter) % below.max(1)
+    };
+    let mut faults: Vec<ScheduledFault> = Vec::new();
+    // Enough tries that a collision is always resolved; fixed, so the
+    // draw stays a function of the seed.
+    for _ in 0..1000 {
+        if faults.len() == FAULTS {
+            break;
+        }
+        let (fault, on) = catalog[next(catalog.len() as u64) as usize].clone();
+        let hold_ms = match fault {
+            FaultKind::Restart => 0,
+            FaultKind::Reset => 1000,
+            FaultKind::Pause | FaultKind::Partition => 500 + next(2501),
+            FaultKind::Latency => 1000 + next(2001),
+        };
+        let busy = hold_ms.max(if fault == FaultKind::Restart {
+            RESTART_ROOM_MS
+        } else {
+            0
+        });
+        let at_ms = next(window_ms - busy + 1);
+        let candidate = ScheduledFault {
+            at_ms,
+            hold_ms,
+            fault,
+            on,
+        };
+        if faults.iter().all(|f| !collides(f, &candidate)) {
+            faults.push(candidate);
+        }
+    }
+    faults.sort_by(|a, b| (a.at_ms, &a.on).cmp(&(b.at_ms, &b.on)));
+    Schedule {
+        seed,
+        window_ms,
+        faults,
+    }
+}
+
+/// Two faults on the same component (or the same hop) whose spans meet.
+fn collides(a: &ScheduledFault, b: &ScheduledFault) -> bool {
+    let span = |f: &ScheduledFault| {
+        let busy = match f.fault {
+            FaultKind::Restart => RESTART_ROOM_MS,
+            _ => f.hold_ms,
+        };
+        (f.at_ms, f.at_ms + busy)
+    };
+    let same = a.on == b.on && a.fault.on_hop() == b.fault.on_hop();
+    let ((a0, a1), (b0, b1)) = (span(a), span(b));
+    same && a0 <= b1 && b0 <= a1
+}
+
+/// What a stack gives its `chaos` target to act on.
+pub struct ChaosParts {
+    /// How each component is paused (the hold is each fault's own).
+    pub pauses: Vec<(BuiltinTarget, PauseAction)>,
+    /// Each hop's proxy.
+    pub hops: Vec<FaultControl>,
+    /// What must answer once a fault on a component or a hop is over.
+    pub ready: Vec<(Resource, Readiness, Duration)>,
+}
+
+/// A component or a hop, as a schedule's `on` names it with its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resource {
+    Component(BuiltinTarget),
+    Hop(String),
+}
+
+/// The `chaos` action: the stack's parts a schedule acts on (one is one:
+/// equal by identity).
+#[derive(Clone)]
+pub struct Chaos(pub Arc<ChaosParts>);
+
+impl PartialEq for Chaos {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Chaos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Chaos")
+    }
+}
+
+impl Chaos {
+    pub fn describe(&self) -> String {
+        format!(
+            "chaos: {FAULTS} faults drawn from the seed within {} of the restart step, healed before the last phase",
+            super::fmt_duration(WINDOW)
+        )
+    }
+
+    /// Starts `schedule` now, in the background, on `parts` (the components
+    /// it restarts, lent for the cell). Records the schedule into `trace`.
+    pub(super) fn start(
+        &self,
+        schedule: &Schedule,
+        parts: Vec<Target>,
+        trace: &Trace,
+        auth: &ProbeAuth,
+    ) -> RunningSchedule {
+        trace.emit(Event::Schedule(event::Schedule {
+            schedule: serde_json::to_value(schedule).unwrap_or_default(),
+        }));
+        let chaos = self.clone();
+        let (schedule, trace, auth) = (schedule.clone(), trace.clone(), auth.clone());
+        let task = tokio::spawn(async move {
+            let start = Instant::now();
+            let parts: Vec<(super::TargetId, Mutex<Target>)> = parts
+                .into_iter()
+                .map(|t| (t.id.clone(), Mutex::new(t)))
+                .collect();
+            let runs = schedule.faults.iter().enumerate().map(|(index, fault)| {
+                let ran = Ran {
+                    chaos: &chaos,
+                    parts: &parts,
+                    trace: &trace,
+                    auth: &auth,
+                };
+                async move {
+                    tokio::time::sleep_until((start + Duration::from_millis(fault.at_ms)).into())
+                        .await;
+                    ran.one(index, fault).await
+                }
+            });
+            let outcomes = futures_util::future::join_all(runs).await;
+            Finished {
+                parts: parts.into_iter().map(|(_, t)| t.into_inner()).collect(),
+                failures: outcomes.into_iter().filter_map(Result::err).collect(),
+            }
+        });
+        RunningSchedule { task }
+    }
+}
+
+/// A schedule running in the background.
+pub(super) struct RunningSchedule {
+    task: JoinHandle<Finished>,
+}
+
+/// A schedule over: the parts it was lent, and its faults that failed.
+pub(super) struct Finished {
+    pub parts: Vec<Target>,
+    pub failures: Vec<Failed>,
+}
+
+/// A fault of a schedule that failed, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("fault #{index} ({fault}): {error}")]
+pub(super) struct Failed {
+    index: usize,
+    fault: String,
+    error: FaultError,
+}
+
+/// Why a fault of a schedule failed: it did not take, or what it acted on
+/// did not come back.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FaultError {
+    #[error("`{on}` is no component of the stack")]
+    Unknown { on: String },
+    #[error("the stack lent the schedule no `{on}` component")]
+    NotLent { on: String },
+    #[error("{detail}")]
+    Restart { detail: String },
+    #[error("the stack cannot pause `{of}`")]
+    NoPause { of: BuiltinTarget },
+    #[error(transparent)]
+    Pause(#[from] PauseError),
+    #[error("the {hop} hop has no fault proxy here")]
+    NoHop { hop: String },
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    #[error("not ready within {} of the heal: {error}", super::fmt_duration(*.within))]
+    NotReady {
+        within: Duration,
+        #[source]
+        error: ProbeError,
+    },
+    #[error("the schedule's task ended: {0}")]
+    Task(String),
+}
+
+impl RunningSchedule {
+    /// Waits until every fault is over (each is bounded: a restart by its
+    /// readiness deadline, a heal by its probe's).
+    pub(super) async fn finish(self) -> Finished {
+        match self.task.await {
+            Ok(finished) => finished,
+            Err(e) => Finished {
+                parts: Vec::new(),
+                failures: vec![Failed {
+                    index: 0,
+                    fault: "the schedule".into(),
+                    error: FaultError::Task(e.to_string()),
+                }],
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for RunningSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunningSchedule")
+    }
+}
+
+/// One fault's run, with what it needs.
+struct Ran<'a> {
+    chaos: &'a Chaos,
+    parts: &'a [(super::TargetId, Mutex<Target>)],
+    trace: &'a Trace,
+    auth: &'a ProbeAuth,
+}
+
+impl Ran<'_> {
+    /// Runs fault `index`, records its start and end; `Err` says what failed.
+    async fn one(&self, index: usize, fault: &ScheduledFault) -> Result<(), Failed> {
+        let (kind, on) = (fault.fault.as_str().to_string(), fault.on.clone());
+        self.trace
+            .emit(Event::ScheduledStart(event::ScheduledStart {
+                index: index as u32,
+                fault: kind.clone(),
+                on: on.clone(),
+            }));
+        let result = self.act(fault).await;
+        self.trace.emit(Event::ScheduledEnd(event::ScheduledEnd {
+            index: index as u32,
+            fault: kind,
+            on,
+            ok: result.is_ok(),
+            detail: Some(match &result {
+                Ok(note) => note.clone(),
+                Err(e) => e.to_string(),
+            }),
+        }));
+        result.map(drop).map_err(|error| Failed {
+            index,
+            fault: fault.describe(),
+            error,
+        })
+    }
+
+    async fn act(&self, fault: &ScheduledFault) -> Result<String, FaultError> {
+        let hold = Duration::from_millis(fault.hold_ms);
+        if fault.fault == FaultKind::Restart {
+            return self.restart(&fault.on).await;
+        }
+        let resource = match fault.fault.on_hop() {
+            true => Resource::Hop(fault.on.clone()),
+            false => Resource::Component(component(&fault.on)?),
+        };
+        let healed = match &resource {
+            Resource::Component(of) => self.pause(*of, hold).await?,
+            Resource::Hop(hop) => self.toxic(hop, fault.fault, hold).await?,
+        };
+        self.ready(&resource)
+            .await
+            .map(|ready| format!("{healed}; {ready}"))
+    }
+
+    async fn restart(&self, on: &str) -> Result<String, FaultError> {
+        let id = component(on)?;
+        if let Some((_, part)) = self.parts.iter().find(|(of, _)| *of == id) {
+            let mut part = part.lock().await;
+            part.set_trace(self.trace.clone());
+            let result = part.restart(&format!("chaos restart of {on}")).await;
+            return match result.ok {
+                true => Ok(result.down.unwrap_or_else(|| "restarted".into())),
+                false => Err(FaultError::Restart {
+                    detail: result.detail.unwrap_or_else(|| "the restart failed".into()),
+                }),
+            };
+        }
+        Err(FaultError::NotLent { on: on.into() })
+    }
+
+    async fn pause(&self, of: BuiltinTarget, hold: Duration) -> Result<String, FaultError> {
+        let mut pause = self
+            .chaos
+            .0
+            .pauses
+            .iter()
+            .find(|(id, _)| *id == of)
+            .map(|(_, p)| p.clone())
+            .ok_or(FaultError::NoPause { of })?;
+        pause.hold = hold;
+        let open = pause.open(self.trace).await?;
+        tokio::time::sleep(hold).await;
+        Ok(open.close().await?)
+    }
+
+    async fn toxic(
+        &self,
+        hop: &str,
+        kind: FaultKind,
+        hold: Duration,
+    ) -> Result<String, FaultError> {
+        let control = self
+            .chaos
+            .0
+            .hops
+            .iter()
+            .find(|c| c.hop() == hop)
+            .ok_or_else(|| FaultError::NoHop { hop: hop.into() })?;
+        let action = FaultAction {
+            hop: hop.to_string(),
+            toxic: toxic(kind),
+            hold,
+        };
+        let window = OpenWindow::open(&action, control, self.trace)?;
+        tokio::time::sleep(hold).await;
+        window.close()?;
+        Ok(format!("{} healed", action.describe()))
+    }
+
+    /// What answers once the fault on `resource` is over.
+    async fn ready(&self, resource: &Resource) -> Result<String, FaultError> {
+        let Some((_, probe, within)) = self.chaos.0.ready.iter().find(|(r, _, _)| r == resource)
+        else {
+            return Ok("no probe".into());
+        };
+        let took = probe
+            .wait_with(*within, self.auth, self.trace)
+            .await
+            .map_err(|error| FaultError::NotReady {
+                within: *within,
+                error,
+            })?;
+        Ok(format!("ready again after {}", super::fmt_duration(took)))
+    }
+}
+
+/// The component a schedule names.
+fn component(on: &str) -> Result<BuiltinTarget, FaultError> {
+    BuiltinTarget::from_name(on).ok_or_else(|| FaultError::Unknown { on: on.into() })
+}
+
+/// The toxic of a network fault of the schedule (the built-in fault
+/// targets' own: a partition both ways, a reset at once, 1 s of latency).
+fn toxic(kind: FaultKind) -> ToxicSpec {
+    let down = || ("stream".to_string(), Param::Text("downstream".into()));
+    let (name, params) = match kind {
+        FaultKind::Reset => (
+            "reset_peer",
+            vec![("timeout".to_string(), Param::Int(0)), down()],
+        ),
+        FaultKind::Latency => (
+            "latency",
+            vec![("latency".to_string(), Param::Int(1000)), down()],
+        ),
+        _ => ("partition", Vec::new()),
+    };
+    // Constant parameters: a bad one fails this module's tests.
+    parse_toxic(name, &params).unwrap_or_else(|e| panic!("chaos toxic {name}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_draws_one_schedule_inside_its_window_one_fault_at_a_time_per_part() {
+        for seed in 0..500u64 {
+            let schedule = draw(seed, seed % 2 == 0);
+            assert_eq!(schedule, draw(seed, seed % 2 == 0), "seed {seed}");
+            assert_eq!(schedule.faults.len(), FAULTS, "seed {seed}");
+            for (i, f) in schedule.faults.iter().enumerate() {
+                assert!(f.end_ms() <= schedule.window_ms, "seed {seed}: {f:?}");
+                for g in &schedule.faults[i + 1..] {
+                    assert!(!collides(f, g), "seed {seed}: {f:?} {g:?}");
+                }
+            }
+            let store = schedule.faults.iter().any(|f| f.on == "store");
+            assert!(
+                !store || seed % 2 == 0,
+                "seed {seed}: a store fault without Postgres"
+            );
+        }
+        assert_ne!(draw(1, false), draw(2, false));
+        for kind in [FaultKind::Partition, FaultKind::Reset, FaultKind::Latency] {
+            toxic(kind);
+        }
+    }
+
+    /// The draw is a function of the seed alone: these are the schedules
+    /// every machine and every later continuity must draw.
+    #[test]
+    fn a_seed_draws_the_same_schedule_everywhere() {
+        let shown = draw(42, false).describe();
+        assert_eq!(shown, draw(42, false).describe());
+        assert!(shown.starts_with("seed 42, 3 faults in 8 s: "), "{shown}");
+        insta::assert_snapshot!(format!("{}\n{}", shown, draw(7, true).describe()));
+    }
+}

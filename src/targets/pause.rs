@@ -1,0 +1,344 @@
+//! The `pause` action: a component frozen and woken, as a VM or container
+//! freeze, or a sandbox its provider pauses, does it. Its whole process
+//! group gets SIGSTOP (nginx's master and workers, the server and its
+//! agent processes), and the pause takes only when every member of the
+//! group is seen stopped (state `T` in `/proc/PID/stat`); then SIGCONT
+//! after `hold`, or when the cell's phases end, whichever comes first, and
+//! the wake is seen too (no member left stopped). A paused process keeps
+//! its sockets open: clients see silence, not a refused connection. Like a
+//! fault target's window, the pause goes on under the phases that follow
+//! the restart step. A pause that did not take is the restart phase's
+//! failure (the test's setup), never a pass.
+
+use super::fmt_duration;
+use super::process_of::{NotOurs, ProcessOf};
+use crate::supervise::owner::{self, Pinned};
+use crate::trace::event::{self, Event};
+use crate::trace::Trace;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::task::JoinHandle;
+
+/// How long the group may take to be seen stopped, or running again.
+const SEEN_WITHIN: Duration = Duration::from_secs(2);
+
+/// A component's process group stopped for a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseAction {
+    /// The restart target whose component it is (the trace names it so;
+    /// a component that does not wake is restarted through it).
+    pub component: super::BuiltinTarget,
+    pub process: ProcessOf,
+    /// How long it stays stopped (at most: the cell's phases may end first).
+    pub hold: Duration,
+}
+
+/// Why a pause did not take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PauseError {
+    #[error(transparent)]
+    NotOurs(#[from] NotOurs),
+    #[error("{what}: process {pid} leads no process group of its own")]
+    NoGroup { what: String, pid: i32 },
+    #[error("{what}: SIGSTOP to group {pgid} was not delivered")]
+    NotSent { what: String, pgid: i32 },
+    #[error(
+        "{what}: after SIGSTOP to group {pgid}, {seen} (within {}); it was continued",
+        fmt_duration(SEEN_WITHIN)
+    )]
+    NotStopped { what: String, pgid: i32, seen: Left },
+    #[error(
+        "{what}: after SIGCONT to group {pgid}, {seen} (within {})",
+        fmt_duration(SEEN_WITHIN)
+    )]
+    NotWoken { what: String, pgid: i32, seen: Left },
+}
+
+impl PauseAction {
+    /// `pause: SIGSTOP to the sandbox-agent server's process group for 2 s, then SIGCONT`.
+    pub fn describe(&self) -> String {
+        format!(
+            "pause: SIGSTOP to {}'s whole process group for {}, then SIGCONT",
+            self.process.what(),
+            fmt_duration(self.hold)
+        )
+    }
+
+    /// Stops the group and sees it stopped; the window heals (SIGCONT) after
+    /// the hold or when closed. Records both ends into `trace`.
+    pub(super) async fn open(&self, trace: &Trace) -> Result<OpenPause, PauseError> {
+        let what = self.process.what().to_string();
+        let pinned = self.process.proven()?;
+        let pid = pinned.pid();
+        let pgid = pinned.led_group().ok_or_else(|| PauseError::NoGroup {
+            what: what.clone(),
+            pid,
+        })?;
+        if !pinned.send_to_group(crate::signal::Signal::STOP.number()) {
+            return Err(PauseError::NotSent { what, pgid });
+        }
+        let members = match seen(pgid, |state| matches!(state, 'T' | 't')).await {
+            Ok(members) => members,
+            Err(left) => {
+                pinned.send_to_group(crate::signal::Signal::CONT.number());
+                return Err(PauseError::NotStopped {
+                    what,
+                    pgid,
+                    seen: left,
+                });
+            }
+        };
+        trace.emit(Event::PauseStart(event::PauseStart {
+            component: self.component.name().to_string(),
+            pid: pid as u32,
+            members: members.iter().map(|m| *m as u32).collect(),
+            hold_ms: self.hold.as_millis() as u64,
+        }));
+        let paused = Arc::new(Paused {
+            pinned,
+            pgid,
+            what,
+            component: self.component.name().to_string(),
+            trace: trace.clone(),
+            healed: AtomicBool::new(false),
+            woke: Mutex::new(None),
+        });
+        let timed = Arc::clone(&paused);
+        let hold = self.hold;
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(hold).await;
+            timed.wake().await;
+        });
+        Ok(OpenPause {
+            paused,
+            timer: Some(timer),
+            started: Instant::now(),
+        })
+    }
+}
+
+/// What was seen of a group instead of the state a pause waited for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Left {
+    #[error("no process of the group is left")]
+    Empty,
+    #[error("{} of its {of} processes were not ({})", .off.len(), off.iter().map(|(pid, state)| format!("{pid} in state {state}")).collect::<Vec<_>>().join(", "))]
+    Off { off: Vec<(i32, char)>, of: usize },
+}
+
+/// Polls the group until every live member's state passes `wanted`, for
+/// [`SEEN_WITHIN`] at most: the members, or what was seen instead.
+async fn seen(pgid: i32, wanted: impl Fn(char) -> bool) -> Result<Vec<i32>, Left> {
+    let until = Instant::now() + SEEN_WITHIN;
+    loop {
+        let members = crate::supervise::group_members(pgid);
+        let states: Vec<(i32, char)> = members
+            .iter()
+            .filter_map(|pid| Some((*pid, owner::state_of(*pid)?)))
+            .collect();
+        let off: Vec<(i32, char)> = states
+            .iter()
+            .filter(|(_, state)| !wanted(*state))
+            .copied()
+            .collect();
+        if !states.is_empty() && off.is_empty() {
+            return Ok(members);
+        }
+        if Instant::now() >= until {
+            return Err(match states.is_empty() {
+                true => Left::Empty,
+                false => Left::Off {
+                    off,
+                    of: states.len(),
+                },
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A group stopped; woken once, by its timer or by whoever closes it.
+struct Paused {
+    pinned: Pinned,
+    pgid: i32,
+    what: String,
+    component: String,
+    trace: Trace,
+    healed: AtomicBool,
+    /// How the wake went, once it did.
+    woke: Mutex<Option<Result<String, PauseError>>>,
+}
+
+impl Paused {
+    async fn wake(&self) {
+        if self.healed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.pinned
+            .send_to_group(crate::signal::Signal::CONT.number());
+        let result = match seen(self.pgid, |state| !matches!(state, 'T' | 't')).await {
+            Ok(members) => Ok(format!(
+                "SIGCONT to group {}: its {} process{} running again",
+                self.pgid,
+                members.len(),
+                if members.len() == 1 { "" } else { "es" }
+            )),
+            Err(left) => Err(PauseError::NotWoken {
+                what: self.what.clone(),
+                pgid: self.pgid,
+                seen: left,
+            }),
+        };
+        self.trace.emit(Event::PauseEnd(event::PauseEnd {
+            component: self.component.clone(),
+            ok: result.is_ok(),
+            detail: Some(match &result {
+                Ok(note) => note.clone(),
+                Err(e) => e.to_string(),
+            }),
+        }));
+        *self.woke.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+    }
+
+    fn woke(&self) -> Option<Result<String, PauseError>> {
+        self.woke.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A pause in force, woken on drop at the latest.
+pub(super) struct OpenPause {
+    paused: Arc<Paused>,
+    timer: Option<JoinHandle<()>>,
+    started: Instant,
+}
+
+impl OpenPause {
+    /// How the pause was seen to take, for the restart's `down`.
+    pub(super) fn taken(&self) -> String {
+        format!(
+            "{}: SIGSTOP to group {}, every process of it seen stopped",
+            self.paused.what, self.paused.pgid
+        )
+    }
+
+    /// Wakes now if the timer has not, and says how the wake went.
+    pub(super) async fn close(mut self) -> Result<String, PauseError> {
+        if let Some(timer) = self.timer.take() {
+            timer.abort();
+        }
+        self.paused.wake().await;
+        let stopped_for = fmt_duration(self.started.elapsed());
+        self.paused
+            .woke()
+            .unwrap_or_else(|| Ok("woken".into()))
+            .map(|note| format!("{note} (stopped about {stopped_for})"))
+    }
+}
+
+impl std::fmt::Debug for OpenPause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OpenPause({})", self.paused.what)
+    }
+}
+
+impl Drop for OpenPause {
+    fn drop(&mut self) {
+        if let Some(timer) = self.timer.take() {
+            timer.abort();
+        }
+        // Never leave a group stopped: SIGCONT at least, unseen.
+        if !self.paused.healed.swap(true, Ordering::SeqCst) {
+            self.paused
+                .pinned
+                .send_to_group(crate::signal::Signal::CONT.number());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::process_of::tests::Sleeper;
+    use super::*;
+
+    fn action(process: ProcessOf, hold: Duration) -> PauseAction {
+        PauseAction {
+            component: super::super::BuiltinTarget::Agent,
+            process,
+            hold,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pause_stops_the_whole_group_and_wakes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeper = Sleeper::start(dir.path());
+        let pause = action(sleeper.recorded(), Duration::from_secs(60));
+        let open = pause.open(&Trace::detached()).await.unwrap();
+        let members = crate::supervise::group_members(sleeper.pid());
+        assert_eq!(members.len(), 3, "{members:?}");
+        for pid in &members {
+            assert_eq!(owner::state_of(*pid), Some('T'), "{pid}");
+        }
+        assert!(open.taken().contains("seen stopped"), "{}", open.taken());
+        let woke = open.close().await.unwrap();
+        assert!(woke.contains("3 processes running again"), "{woke}");
+        for pid in &members {
+            assert_ne!(owner::state_of(*pid), Some('T'), "{pid}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_timer_wakes_a_pause_and_dropping_one_never_leaves_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeper = Sleeper::start(dir.path());
+        let open = action(sleeper.recorded(), Duration::from_millis(100))
+            .open(&Trace::detached())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_ne!(owner::state_of(sleeper.pid()), Some('T'));
+        drop(open);
+        let open = action(sleeper.recorded(), Duration::from_secs(60))
+            .open(&Trace::detached())
+            .await
+            .unwrap();
+        drop(open);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_ne!(owner::state_of(sleeper.pid()), Some('T'));
+    }
+
+    /// A pause that cannot take fails: the process already gone, or a
+    /// record naming another process (same pid, another start time).
+    #[tokio::test]
+    async fn a_pause_of_a_process_gone_or_not_ours_does_not_take() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeper = Sleeper::start(dir.path());
+        let recorded = sleeper.recorded();
+        let other = ProcessOf::Recorded {
+            what: "the sleeper".into(),
+            record: std::sync::Arc::new(super::super::process_of::tests::Fixed(Some((
+                sleeper.pid() as u32,
+                Some(7),
+            )))),
+        };
+        let e = action(other, Duration::from_secs(2))
+            .open(&Trace::detached())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, PauseError::NotOurs(NotOurs::Foreign { .. })),
+            "{e}"
+        );
+        assert_ne!(owner::state_of(sleeper.pid()), Some('T'), "left alone");
+        drop(sleeper);
+        let e = action(recorded, Duration::from_secs(2))
+            .open(&Trace::detached())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, PauseError::NotOurs(NotOurs::Gone { .. })),
+            "{e}"
+        );
+    }
+}
