@@ -10,15 +10,17 @@
 //! What a scenario allows is the run's own record of it, else the built-in
 //! scenario's of that name; a scenario folder the report names is never read.
 
-use super::{load_report, CommandError, Outcome};
+use super::{open_run, CommandError, Outcome};
 use crate::check::{Allowance, Status, Verdict as Checked};
 use crate::report::{self, Attempt, Cell, Report, Totals};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `continuity check RUN [--expect FILE]`.
 pub fn check(run: &Path, gate: &crate::cli::GateArgs) -> Result<Outcome, CommandError> {
-    let mut report = load_report(run)?;
-    let dir = run_dir(run);
+    let dir = open_run(run)?;
+    let mut report = dir
+        .report()
+        .map_err(|e| CommandError::usage(e.to_string()))?;
     let builtin = crate::scenario::builtin_scenarios();
     let mut unreadable = Vec::new();
     for cell in &mut report.cells {
@@ -59,28 +61,26 @@ pub fn check(run: &Path, gate: &crate::cli::GateArgs) -> Result<Outcome, Command
     Ok(Outcome::failed_if(report::expect::gate_fails(&report)))
 }
 
-/// The folder a run's paths are relative to: the run folder, or the one
-/// holding the report.json given.
-fn run_dir(run: &Path) -> PathBuf {
-    if run.is_dir() {
-        return run.to_path_buf();
-    }
-    run.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf()
-}
-
 /// Checks each attempt of `cell` again and folds them back into the cell.
-fn recheck_cell(cell: &mut Cell, dir: &Path, allows: &[Allowance], unreadable: &mut Vec<String>) {
+fn recheck_cell(
+    cell: &mut Cell,
+    dir: &report::RunDir,
+    allows: &[Allowance],
+    unreadable: &mut Vec<String>,
+) {
     if cell.attempts.is_empty() {
         let Some(checked) = check_trace(dir, cell.trace.as_deref(), allows, unreadable) else {
             return;
         };
-        let phases = std::mem::take(&mut cell.phases);
-        let boundary = cell.failure_boundary.take();
-        (cell.phases, cell.verdict, cell.failure_boundary) =
-            crate::scenario::recheck(phases, cell.verdict, boundary, &checked);
+        let judged = crate::scenario::Judged {
+            phases: std::mem::take(&mut cell.phases),
+            verdict: cell.verdict,
+            failure_boundary: cell.failure_boundary.take(),
+            reason: cell.reason.take(),
+        };
+        let again = crate::scenario::recheck(judged, &cell.restarts, &checked);
+        (cell.phases, cell.verdict) = (again.phases, again.verdict);
+        (cell.failure_boundary, cell.reason) = (again.failure_boundary, again.reason);
         cell.checked = Some(checked);
         return;
     }
@@ -95,31 +95,36 @@ fn recheck_cell(cell: &mut Cell, dir: &Path, allows: &[Allowance], unreadable: &
 
 fn recheck_attempt(
     attempt: &mut Attempt,
-    dir: &Path,
+    dir: &report::RunDir,
     allows: &[Allowance],
     unreadable: &mut Vec<String>,
 ) {
     let Some(checked) = check_trace(dir, attempt.trace.as_deref(), allows, unreadable) else {
         return;
     };
-    let phases = std::mem::take(&mut attempt.phases);
-    let boundary = attempt.failure_boundary.take();
-    (attempt.phases, attempt.verdict, attempt.failure_boundary) =
-        crate::scenario::recheck(phases, attempt.verdict, boundary, &checked);
+    let judged = crate::scenario::Judged {
+        phases: std::mem::take(&mut attempt.phases),
+        verdict: attempt.verdict,
+        failure_boundary: attempt.failure_boundary.take(),
+        reason: attempt.reason.take(),
+    };
+    let again = crate::scenario::recheck(judged, &attempt.restarts, &checked);
+    (attempt.phases, attempt.verdict) = (again.phases, again.verdict);
+    (attempt.failure_boundary, attempt.reason) = (again.failure_boundary, again.reason);
     attempt.checked = Some(checked);
 }
 
 /// The checker over the trace the report names, read confined to the run
 /// folder; `None` (and a note) when there is none or it cannot be read.
 fn check_trace(
-    dir: &Path,
+    dir: &report::RunDir,
     relative: Option<&str>,
     allows: &[Allowance],
     unreadable: &mut Vec<String>,
 ) -> Option<Checked> {
     let relative = relative?;
     let mut history = crate::check::History::default();
-    match crate::trace::for_each_event_of(dir, relative, |line| history.push(&line)) {
+    match dir.for_each_event(relative, |line| history.push(&line)) {
         Ok(()) => Some(crate::check::check(&history, allows)),
         Err(e) => {
             unreadable.push(crate::untrusted::Untrusted::new(&e.to_string()).terminal());

@@ -445,7 +445,7 @@ fn not_runnable(
         .iter()
         .any(|p| p.step.kind() == crate::scenario::StepKind::CreateSession);
     if kills_agents && !opens_sessions {
-        return Some(format!(
+        return not_applicable(format!(
             "{target_id} kills the ACP agent processes of the cell's sessions, and scenario {} opens none",
             scenario.name
         ));

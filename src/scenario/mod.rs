@@ -12,9 +12,9 @@ mod kind;
 mod parse;
 pub mod sandbox_root;
 
-pub use execute::integrity::recheck;
 /// What a [`Restarter`] returns: the restart's record and what failed.
 pub use crate::targets::Restarted;
+pub use execute::integrity::{recheck, Judged};
 pub use execute::{
     hosted_signature, run_cell, run_cell_deferring, run_cell_with, BrowserClient, CellClient,
     CellRun, CellSettings, CellStore, CleanupFence, DeferredCleanup, Restarter, SdkClient,

@@ -6,7 +6,7 @@
 //! by a name; one whose component does not run here is unavailable,
 //! saying why.
 
-use super::hops::{Hops, PROXIES_ENV};
+use super::hops::Hops;
 use super::state::StackJournal;
 use crate::targets::chaos::{self, ChaosParts, Resource};
 use crate::targets::{
@@ -222,10 +222,10 @@ fn chaos_target(parts: &Parts<'_>) -> Result<Target, Absent> {
     let mut hops = Vec::new();
     for hop in chaos::HOPS {
         let Some(control) = parts.hops.control(hop) else {
-            return Err(Absent(match parts.hops.is_on() {
-                false => format!("its schedule acts on the hops, and the stack runs without fault proxies ({PROXIES_ENV}=off)"),
-                true => format!("its schedule acts on the {hop} hop, which is not running here"),
-            }));
+            return Err(Absent(format!(
+                "its schedule acts on the {hop} hop: {}",
+                parts.hops.why_no_proxy(hop)
+            )));
         };
         hops.push(control);
         if let Some((probe, within)) = (parts.hop_ready)(hop) {

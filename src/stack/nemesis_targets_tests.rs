@@ -154,7 +154,7 @@ async fn the_whole_stack_fails_when_a_component_was_already_gone() {
         })
         .collect();
     let mut borrowed: Vec<&mut Target> = lent.iter_mut().collect();
-    let outcome = reboot.restart_lent("restart", &mut borrowed).await;
+    let outcome = reboot.restart_lent("restart", &mut borrowed).await.record;
     assert!(!outcome.ok, "{outcome:?}");
     let detail = outcome.detail.unwrap_or_default();
     assert!(detail.contains("no process was running"), "{detail}");
@@ -221,7 +221,7 @@ async fn a_schedule_whose_fault_cannot_take_fails_the_cell() {
             on: "agent".into(),
         }],
     });
-    let started = chaos.restart_lent("restart", &mut []).await;
+    let started = chaos.restart_lent("restart", &mut []).await.record;
     assert!(started.ok, "the schedule starts: {started:?}");
     let e = chaos.settle_lent(&mut []).await.unwrap_err().to_string();
     assert!(
@@ -284,7 +284,10 @@ async fn a_component_that_does_not_answer_after_its_wake_is_restarted_for_the_ne
     let (mut targets, _) = build(&parts, &Selection::named(&["rivet-engine-pause".into()]));
     let mut pause = targets.remove(0).with_ready_timeout(Duration::from_secs(1));
     assert_eq!(pause.lends(), [BuiltinTarget::RivetEngine]);
-    let paused = pause.restart_lent("restart", &mut [&mut component]).await;
+    let paused = pause
+        .restart_lent("restart", &mut [&mut component])
+        .await
+        .record;
     assert!(paused.ok, "{paused:?}");
     // It stops answering while frozen, and nothing brings that back but a start.
     std::fs::remove_file(&marker).unwrap();

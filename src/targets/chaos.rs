@@ -352,7 +352,10 @@ impl Ran<'_> {
         if let Some((_, part)) = self.parts.iter().find(|(of, _)| *of == id) {
             let mut part = part.lock().await;
             part.set_trace(self.trace.clone());
-            let result = part.restart(&format!("chaos restart of {on}")).await;
+            let result = part
+                .restart_lent(&format!("chaos restart of {on}"), &mut [])
+                .await
+                .record;
             return match result.ok {
                 true => Ok(result.down.unwrap_or_else(|| "restarted".into())),
                 false => Err(FaultError::Restart {

@@ -99,7 +99,9 @@ impl Target {
         part.set_trace(self.trace.clone());
         // Boxed: a restart may itself close a nemesis (never a managed
         // component's, which is all a pause lends), a cycle of futures.
-        let repaired = Box::pin(part.restart("repairAfterPause")).await;
+        let repaired = Box::pin(part.restart_lent("repairAfterPause", &mut []))
+            .await
+            .record;
         SettleError::Nemesis(match repaired.ok {
             true => format!(
                 "{failure}; `{}` was restarted for the next cell",

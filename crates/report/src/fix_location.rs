@@ -16,9 +16,7 @@
 //! component it restarts; and for each cell whose history broke an
 //! invariant, the hop where it first showed ([`super::integrity_fix`]).
 
-use super::model::{
-    Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict,
-};
+use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict};
 use crate::untrusted::Untrusted;
 use std::fmt::Write;
 

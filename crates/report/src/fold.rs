@@ -167,6 +167,7 @@ mod tests {
             observed: None,
             fault: None,
             component: None,
+            integrity: None,
         }
     }
 

@@ -277,7 +277,7 @@ impl Trace {
             detail: seen.detail,
             error: seen.error,
             error_detail: seen.error_detail,
-            last_event_id: exchange.last_event_id,
+            last_event_id: exchange.last_event_id.clone(),
             probe: self.probe,
             ..Default::default()
         };

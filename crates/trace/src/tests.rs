@@ -162,6 +162,7 @@ fn a_break_seen_before_the_phase_is_one_it_only_reports() {
         elapsed: Duration::ZERO,
         sent: 0,
         received: 0,
+        last_event_id: None,
         failure: Some(failure),
     };
     trace.http(exchange(Seen::Status {

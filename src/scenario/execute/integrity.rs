@@ -43,7 +43,10 @@ impl CellRun {
         let Some(first) = checked.first() else {
             return;
         };
-        if !matches!(self.verdict, Verdict::Pass | Verdict::Fail) {
+        if !matches!(
+            self.verdict,
+            Verdict::Pass | Verdict::Fail | Verdict::NotApplicable
+        ) {
             return;
         }
         let named = first
@@ -67,30 +70,48 @@ impl CellRun {
         }
         if phase.cleanup {
             // A cleanup phase decides nothing, but what broke in it is the cell's.
-            if self.verdict == Verdict::Pass {
+            if matches!(self.verdict, Verdict::Pass | Verdict::NotApplicable) {
                 self.verdict = Verdict::Fail;
                 self.failure_boundary = Some(phase.name.clone());
+                self.reason = None;
             }
             return;
         }
-        (self.verdict, self.failure_boundary) = judge(&self.phases);
+        self.judge_again();
     }
+
+    /// The verdict, boundary and reason folded again from the phases.
+    fn judge_again(&mut self) {
+        let folded = judge(&self.phases, &self.restarts);
+        self.verdict = folded.verdict;
+        self.failure_boundary = folded.boundary;
+        self.reason = folded.reason;
+    }
+}
+
+/// What a finished attempt was judged: its phases, verdict, failure
+/// boundary and (for `not_applicable`) reason.
+pub struct Judged {
+    pub phases: Vec<PhaseResult>,
+    pub verdict: Verdict,
+    pub failure_boundary: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// A finished attempt's phases, verdict and boundary judged again with
 /// `checked` (`continuity check`): what an earlier check failed is undone
 /// first, so the verdict is the phases' own with this check applied.
 pub fn recheck(
-    phases: Vec<PhaseResult>,
-    verdict: Verdict,
-    failure_boundary: Option<String>,
+    judged: Judged,
+    restarts: &[crate::report::RestartResult],
     checked: &Checked,
-) -> (Vec<PhaseResult>, Verdict, Option<String>) {
+) -> Judged {
     let mut run = CellRun {
-        phases,
-        restarts: Vec::new(),
-        verdict,
-        failure_boundary,
+        phases: judged.phases,
+        restarts: restarts.to_vec(),
+        verdict: judged.verdict,
+        failure_boundary: judged.failure_boundary,
+        reason: judged.reason,
         duration_ms: 0,
         started: std::time::Instant::now(),
     };
@@ -109,10 +130,15 @@ pub fn recheck(
         }
     }
     if undone && matches!(run.verdict, Verdict::Pass | Verdict::Fail) {
-        (run.verdict, run.failure_boundary) = judge(&run.phases);
+        run.judge_again();
     }
     run.apply_integrity(checked);
-    (run.phases, run.verdict, run.failure_boundary)
+    Judged {
+        phases: run.phases,
+        verdict: run.verdict,
+        failure_boundary: run.failure_boundary,
+        reason: run.reason,
+    }
 }
 
 #[cfg(test)]
@@ -137,12 +163,13 @@ mod tests {
     }
 
     fn run(phases: Vec<PhaseResult>) -> CellRun {
-        let (verdict, failure_boundary) = judge(&phases);
+        let folded = judge(&phases, &[]);
         CellRun {
             phases,
             restarts: Vec::new(),
-            verdict,
-            failure_boundary,
+            verdict: folded.verdict,
+            failure_boundary: folded.boundary,
+            reason: folded.reason,
             duration_ms: 1,
             started: std::time::Instant::now(),
         }
@@ -204,16 +231,23 @@ mod tests {
     fn a_check_again_undoes_the_last_one_first() {
         let mut cell = run(vec![phase("a", true), phase("b", true)]);
         cell.apply_integrity(&violated_in("a"));
-        let (phases, verdict, boundary) = recheck(
-            cell.phases.clone(),
-            cell.verdict,
-            cell.failure_boundary.clone(),
-            &Checked::default(),
+        let judged = |cell: &CellRun| Judged {
+            phases: cell.phases.clone(),
+            verdict: cell.verdict,
+            failure_boundary: cell.failure_boundary.clone(),
+            reason: cell.reason.clone(),
+        };
+        let again = recheck(judged(&cell), &[], &Checked::default());
+        assert_eq!(
+            (again.verdict, again.failure_boundary.clone()),
+            (Verdict::Pass, None)
         );
-        assert_eq!((verdict, boundary.clone()), (Verdict::Pass, None));
-        assert!(phases.iter().all(|p| p.ok && p.detail.is_empty()));
-        let (_, verdict, boundary) = recheck(phases, verdict, boundary, &violated_in("b"));
-        assert_eq!((verdict, boundary.as_deref()), (Verdict::Fail, Some("b")));
+        assert!(again.phases.iter().all(|p| p.ok && p.detail.is_empty()));
+        let again = recheck(again, &[], &violated_in("b"));
+        assert_eq!(
+            (again.verdict, again.failure_boundary.as_deref()),
+            (Verdict::Fail, Some("b"))
+        );
     }
 
     #[test]

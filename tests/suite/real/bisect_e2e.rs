@@ -288,7 +288,10 @@ fn a_signal_between_points_stops_the_bisect() {
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
@@ -324,7 +327,11 @@ fn a_signal_between_points_stops_the_bisect() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     said.extend(rx.try_iter());
-    assert_eq!(status.code(), Some(i32::from(exit_codes::INCOMPLETE)), "{said:#?}");
+    assert_eq!(
+        status.code(),
+        Some(i32::from(exit_codes::INCOMPLETE)),
+        "{said:#?}"
+    );
     let record = bisect_json(&out);
     let points: Vec<u64> = tries(&record).into_iter().map(|(p, _, _)| p).collect();
     assert_eq!(points, [1], "{record}");

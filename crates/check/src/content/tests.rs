@@ -338,7 +338,8 @@ fn a_resend_beside_the_clients_stream_is_the_same_event_not_a_replacement() {
         m.sse("x", u64::from(n), "s", n);
     }
     for hop in ["agent", "gateway"] {
-        m.hop_get(hop, 2, "x", Some(1)).hop_sse(hop, 2, "x", 2, "s", 2);
+        m.hop_get(hop, 2, "x", Some(1))
+            .hop_sse(hop, 2, "x", 2, "s", 2);
     }
     m.probe_get("x", Some(1)).probe_sse("x", 2, "s", 2);
     m.prompt("s").agent("s", 3);

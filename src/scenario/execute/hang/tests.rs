@@ -123,8 +123,8 @@ struct NoRestart;
 
 #[async_trait]
 impl Restarter for NoRestart {
-    async fn restart(&mut self, phase: &str) -> RestartResult {
-        RestartResult {
+    async fn restart(&mut self, phase: &str) -> crate::targets::Restarted {
+        crate::targets::Restarted::from_record(RestartResult {
             phase: phase.into(),
             ok: true,
             action: "fake".into(),
@@ -132,7 +132,7 @@ impl Restarter for NoRestart {
             ready_ms: Some(1),
             down: None,
             detail: None,
-        }
+        })
     }
 }
 
