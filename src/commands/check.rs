@@ -140,12 +140,14 @@ fn summary(report: &Report, unreadable: &[String]) -> String {
     let mut unknown: std::collections::BTreeMap<String, usize> = Default::default();
     let mut checked_cells = 0;
     let mut violations = 0;
+    let mut excused = crate::check::Excused::default();
     for cell in &report.cells {
         let Some(checked) = &cell.checked else {
             continue;
         };
         checked_cells += 1;
         violations += checked.violations.len();
+        excused.add(checked.excused);
         for v in &checked.violations {
             out.push_str(&format!(
                 "  {} × {}: {} — {} ({}{})\n",
@@ -174,6 +176,18 @@ fn summary(report: &Report, unreadable: &[String]) -> String {
         "  {checked_cells} of {} cells checked, {violations} violations\n",
         report.cells.len()
     ));
+    if !excused.is_none() {
+        out.push_str(&format!(
+            "  losses let pass: {} never read by the client (its stream cut and not resumed, closed, or the cell over), {} cut turns' tails the scenario allows, {} while the SDK's host restarted (its records went with it)\n",
+            excused.unread, excused.lost_tail, excused.host_restart
+        ));
+        if excused.untold > 0 {
+            out.push_str(&format!(
+                "  and {} more let pass by an older checker that did not say why\n",
+                excused.untold
+            ));
+        }
+    }
     for (what, n) in unknown {
         out.push_str(&format!("  not checkable in {n} cells — {what}\n"));
     }

@@ -113,13 +113,13 @@ pub(crate) fn check(
     history: &History,
     allows: &[Allowance],
     host_gaps: &[(f64, f64)],
-) -> (Vec<Violation>, usize) {
+) -> (Vec<Violation>, crate::verdict::Excused) {
     let mut sessions: Vec<Name> = history.cell_sessions().into_iter().collect();
     sessions.sort_by(|a, b| history.names.text(*a).cmp(history.names.text(*b)));
     let cell_streams: HashSet<Name> = history.client.streams.keys().copied().collect();
     let app_streams = history.app_streams();
     let mut out = Vec::new();
-    let mut excused = 0;
+    let mut excused = crate::verdict::Excused::default();
     for session in sessions {
         let points = points_of(history, session, (&cell_streams, &app_streams));
         let turns = turns_of(history, session);
@@ -133,16 +133,20 @@ pub(crate) fn check(
             for d in compare(expected, sequence, &turns) {
                 if d.breach == Breach::Lost && unread(history, session, *hop, &expected[d.position])
                 {
-                    // Past the last id its stream was read to: never asked for.
-                    excused += 1;
+                    // Past where the client read its stream: never asked for.
+                    excused.unread += 1;
                     continue;
                 }
                 let lost_tail = d.breach == Breach::Lost && d.tail;
+                if lost_tail && allows.contains(&Allowance::LostTail) {
+                    excused.lost_tail += 1;
+                    continue;
+                }
                 let host_gap = matches!(d.breach, Breach::Lost)
                     && *hop >= Hop::Client
                     && host_gaps.iter().any(|(a, b)| d.t >= *a && d.t <= *b);
-                if (lost_tail && allows.contains(&Allowance::LostTail)) || host_gap {
-                    excused += 1;
+                if host_gap {
+                    excused.host_restart += 1;
                     continue;
                 }
                 out.push(violation(history, session, *hop, since, &d));

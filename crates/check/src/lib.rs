@@ -36,7 +36,7 @@ mod verdict;
 
 pub use history::History;
 pub use verdict::{
-    Allowance, Breach, Checked, Hop, Invariant, Status, UnknownName, Verdict, Violation,
+    Allowance, Breach, Checked, Excused, Hop, Invariant, Status, UnknownName, Verdict, Violation,
 };
 
 use continuity_trace::event::Line;

@@ -296,15 +296,71 @@ pub struct Verdict {
     pub checked: Vec<Checked>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub violations: Vec<Violation>,
-    /// What the scenario allowed, and how many violations that excused.
+    /// What the scenario allowed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed: Vec<Allowance>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub excused: usize,
+    /// The losses let pass, by why (a bare count, as this field was
+    /// written while the checker was being built, is kept as `untold`).
+    #[serde(
+        default,
+        skip_serializing_if = "Excused::is_none",
+        deserialize_with = "excused_or_count"
+    )]
+    pub excused: Excused,
+}
+
+/// Losses that are no violation, counted by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Excused {
+    /// A cut turn's tail, where the scenario allows it (`lost_tail`).
+    pub lost_tail: usize,
+    /// What the client never read on: its stream was cut and not
+    /// resumed, closed, or the cell ended first.
+    pub unread: usize,
+    /// What the SDK did while its host restarted, whose records went with it.
+    pub host_restart: usize,
+    /// A bare count read from a report written before the losses were
+    /// told apart by why: kept, so a merge or a rewrite loses none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub untold: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+fn excused_or_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Excused, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Counted(Excused),
+        Count(usize),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Counted(excused) => excused,
+        Either::Count(untold) => Excused {
+            untold,
+            ..Excused::default()
+        },
+    })
+}
+
+impl Excused {
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
+    pub fn total(&self) -> usize {
+        self.lost_tail + self.unread + self.host_restart + self.untold
+    }
+
+    pub fn add(&mut self, other: Excused) {
+        self.lost_tail += other.lost_tail;
+        self.unread += other.unread;
+        self.host_restart += other.host_restart;
+        self.untold += other.untold;
+    }
 }
 
 impl Verdict {
@@ -322,5 +378,32 @@ impl Verdict {
             .iter()
             .find(|c| c.invariant == invariant)
             .map(|c| c.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excused_is_told_by_why_and_an_older_bare_count_is_kept() {
+        let by_why: Verdict =
+            serde_json::from_str(r#"{"checked":[],"excused":{"lostTail":1,"unread":2}}"#).unwrap();
+        assert_eq!(
+            (
+                by_why.excused.lost_tail,
+                by_why.excused.unread,
+                by_why.excused.total()
+            ),
+            (1, 2, 3)
+        );
+        let older: Verdict = serde_json::from_str(r#"{"checked":[],"excused":5}"#).unwrap();
+        assert_eq!(older.excused.untold, 5);
+        // Written again, the count survives: a merge loses nothing.
+        let again: Verdict = serde_json::from_str(&serde_json::to_string(&older).unwrap()).unwrap();
+        assert_eq!(again.excused, older.excused);
+        let none: Verdict = serde_json::from_str(r#"{"checked":[]}"#).unwrap();
+        assert!(none.excused.is_none());
+        assert!(!serde_json::to_string(&none).unwrap().contains("excused"));
     }
 }

@@ -189,7 +189,12 @@ fn report_json_validates_against_schema() {
             .collect(),
         violations: vec![violation.clone()],
         allowed: vec![continuity_check::Allowance::LostTail],
-        excused: 2,
+        excused: continuity_check::Excused {
+            lost_tail: 1,
+            unread: 2,
+            host_restart: 3,
+            untold: 4,
+        },
     };
     checked.cells[0].checked = Some(verdict.clone());
     for attempt in &mut checked.cells[0].attempts {
