@@ -8,12 +8,14 @@
 #      streams carry kilobytes; this is a flood, the tap's worst case);
 #   3. the checker's cost to a real run's cells (goal: under 2 % of a cell's
 #      time): a run of the local stack, then every attempt's trace checked
-#      again, the checker's time against the cell's own.
+#      again, the checker's time with what the hops' taps wrote (each
+#      tapped event timed as the tap writes it) against the cell's own.
 # The machine is shared: the 1-minute load average is printed beside each part.
 #
 #   bench/checker.sh
 #   MB=100 RUN_ARGS="--target agent --target gateway" bench/checker.sh
 #   SKIP_RUN=1 bench/checker.sh     # parts 1 and 2 only
+#   RUN_DIRS="runs/a runs/b" bench/checker.sh   # part 3 on run folders made already
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${MB:-100}
@@ -34,6 +36,14 @@ echo "== 2. the stream tap on a hop (load $(load))"
 cargo bench --quiet -p continuity-faults --bench tap -- "$mb" 3 2>/dev/null
 
 [ -n "${SKIP_RUN:-}" ] && exit 0
+if [ -n "${RUN_DIRS:-}" ]; then
+  for dir in $RUN_DIRS; do
+    echo
+    echo "== 3. the cells of $dir (load $(load))"
+    "$checker" run "$dir"
+  done
+  exit 0
+fi
 cargo build --release --quiet
 echo
 args=${RUN_ARGS:---target agent --target gateway --target gateway-reload}

@@ -13,7 +13,11 @@
 //!                            cell writes); prints time, MB/s, what it found,
 //!                            and this process's peak resident memory
 //! checker run DIR            each cell's trace of the run folder DIR checked:
-//!                            the checker's time against the cell's own
+//!                            the checker's time against the cell's own, with
+//!                            what its hops' taps wrote into the trace while
+//!                            the cell ran (each `hop_sse` line timed here as
+//!                            the tap writes it: its data parsed, digested,
+//!                            appended to a trace file)
 //! ```
 
 use continuity_check::{check, History};
@@ -169,7 +173,9 @@ fn check_big(path: &Path) {
 fn check_run(dir: &Path) {
     let text = std::fs::read_to_string(dir.join("report.json")).expect("report.json");
     let report: Value = serde_json::from_str(&text).expect("report");
-    let (mut cells_ms, mut check_ms, mut n, mut worst) = (0.0, 0.0, 0, 0.0_f64);
+    let tell_ms = tell_cost_ms();
+    let (mut cells_ms, mut cost_ms, mut n, mut idle) = (0.0, 0.0, 0, 0);
+    let mut worst: Option<(f64, f64, String)> = None;
     for cell in report["cells"].as_array().into_iter().flatten() {
         let attempts: Vec<&Value> = match cell["attempts"].as_array() {
             Some(all) if !all.is_empty() => all.iter().collect(),
@@ -179,27 +185,81 @@ fn check_run(dir: &Path) {
             let Some(trace) = attempt["trace"].as_str() else {
                 continue;
             };
+            let path = dir.join(trace);
             let started = Instant::now();
-            let checked = continuity_check::check_file(&dir.join(trace), &[]);
+            let checked = continuity_check::check_file(&path, &[]);
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             if checked.is_err() {
                 continue;
             }
+            let ms = ms + tell_ms * tapped(&path) as f64;
             let cell_ms = attempt["durationMs"].as_f64().unwrap_or(0.0);
             cells_ms += cell_ms;
-            check_ms += ms;
-            worst = worst.max(ms / cell_ms.max(1.0));
+            cost_ms += ms;
             n += 1;
+            // A cell that ran nothing (its first step not applicable) has no time to share.
+            if cell_ms < 1.0 {
+                idle += 1;
+                continue;
+            }
+            if worst.as_ref().is_none_or(|(w, _, _)| ms / cell_ms > *w) {
+                worst = Some((ms / cell_ms, cell_ms, trace.to_string()));
+            }
         }
     }
+    let (share, worst_ms, worst_trace) = worst.unwrap_or_default();
     println!(
-        "{n} attempts: cells {:.1} s, checker {:.0} ms in all ({:.2} % of the cells' time; worst attempt {:.2} %), {:.1} ms per attempt",
+        "{n} attempts: cells {:.1} s, checker and taps {:.0} ms in all ({:.2} % of the cells' time), {:.1} ms per attempt; \
+         worst {:.2} % ({worst_trace}, {:.1} s); {idle} ran no step; a tapped event {:.1} µs",
         cells_ms / 1000.0,
-        check_ms,
-        100.0 * check_ms / cells_ms.max(1.0),
-        100.0 * worst,
-        check_ms / f64::from(n.max(1))
+        cost_ms,
+        100.0 * cost_ms / cells_ms.max(1.0),
+        cost_ms / f64::from(n.max(1)),
+        100.0 * share,
+        worst_ms / 1000.0,
+        tell_ms * 1000.0,
     );
+}
+
+/// How many events the hops' taps told the trace at `path`.
+fn tapped(path: &Path) -> usize {
+    let mut n = 0;
+    each_line(path, |line| {
+        if matches!(
+            line.event,
+            continuity_trace::event::Event::HopSse(_)
+                | continuity_trace::event::Event::HopStream(_)
+        ) {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// What one tapped SSE event costs the cell, in ms: `Trace::hop_sse` (as
+/// the runner's tap calls it) on a session update, into a trace file.
+fn tell_cost_ms() -> f64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = continuity_trace::Trace::create(
+        dir.path(),
+        continuity_trace::TraceLevel::Summary,
+        None,
+        None,
+    )
+    .expect("trace");
+    let data = update("agent-1111", 7).to_string();
+    let rounds = 10_000;
+    let started = Instant::now();
+    for i in 0..rounds {
+        trace.hop_sse(
+            "gateway",
+            1,
+            "/v1/acp/sdk-mock-1",
+            (Some(i.to_string()), "message".into(), &data),
+        );
+    }
+    trace.flush();
+    started.elapsed().as_secs_f64() * 1000.0 / f64::from(rounds)
 }
 
 /// This process's peak resident set (VmHWM), in MB.
