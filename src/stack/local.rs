@@ -669,7 +669,7 @@ impl LocalStack {
     /// components that run (each that cannot run here unavailable, saying why).
     fn add_nemesis_targets(&mut self, options: &StackOptions) {
         let ready = |hop: &str| self.hop_ready(hop);
-        let absent = match &self.stores.postgres {
+        let mut absent = match &self.stores.postgres {
             Err(absent) => vec![(
                 BuiltinTarget::Store,
                 format!(
@@ -679,6 +679,14 @@ impl LocalStack {
             )],
             Ok(_) => Vec::new(),
         };
+        // A component that cannot run here says why once, for its restart
+        // target: its pauses and the faults over it say the same (the
+        // missing program and the command that installs it).
+        absent.extend(
+            self.skipped
+                .iter()
+                .filter_map(|u| u.id.builtin().map(|b| (b, u.reason.clone()))),
+        );
         let parts = super::nemesis_targets::Parts {
             components: self.targets.iter().chain(self.background.iter()).collect(),
             absent,

@@ -107,6 +107,9 @@ fn one_seed_gives_a_fault_cell_the_same_toxic_decisions_and_another_seed_others(
         &[
             "rerun",
             out("a").to_str().unwrap(),
+            // The user gives the config again: a rerun takes no file from a report.
+            "--config",
+            config.to_str().unwrap(),
             "--out",
             out("rerun").to_str().unwrap(),
         ],

@@ -277,13 +277,13 @@
   function violationTable(cell) {
     var list = violations(cell);
     if (!list.length) return null;
-    return el("table", { "class": "violations" },
+    return el("div", { "class": "scroll" }, el("table", { "class": "violations" },
       el("thead", null, el("tr", null, ["invariant", "breach", "first at", "right at", "phase", "at", "evidence"].map(function (h) { return el("th", null, h); }))),
       el("tbody", null, list.map(function (v) {
         return el("tr", { "data-invariant": v.invariant },
           el("td", null, v.invariant), el("td", null, v.breach), el("td", null, v.hop), el("td", null, v.since || "–"),
           el("td", null, v.phase || "–"), el("td", null, fmtMs(v.t)), el("td", { "class": "mono" }, v.detail));
-      })));
+      }))));
   }
   function niceStep(span) {
     var raw = span / 8, pow = Math.pow(10, Math.floor(Math.log10(raw)));
