@@ -178,8 +178,8 @@ fn summary(report: &Report, unreadable: &[String]) -> String {
     ));
     if !excused.is_none() {
         out.push_str(&format!(
-            "  losses let pass: {} never read by the client (its stream cut and not resumed, closed, or the cell over), {} cut turns' tails the scenario allows, {} while the SDK's host restarted (its records went with it)\n",
-            excused.unread, excused.lost_tail, excused.host_restart
+            "  losses let pass: {} never read by the client (its stream cut and not resumed, closed, or the cell over), {} cut turns' tails the scenario allows, {} while the SDK's host restarted (its records went with it), {} writes the store refused (the client saw them fail)\n",
+            excused.unread, excused.lost_tail, excused.host_restart, excused.refused
         ));
         if excused.untold > 0 {
             out.push_str(&format!(

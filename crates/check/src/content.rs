@@ -149,6 +149,15 @@ pub(crate) fn check(
                     excused.host_restart += 1;
                     continue;
                 }
+                // A write the store refused, and the client saw refused, is
+                // a failed operation, not a loss: it need not be there.
+                if d.breach == Breach::Lost
+                    && *hop == Hop::Store
+                    && history.refused_write(session, d.digest)
+                {
+                    excused.refused += 1;
+                    continue;
+                }
                 out.push(violation(history, session, *hop, since, &d));
             }
             previous = Some((*hop, sequence));

@@ -117,8 +117,8 @@ pub struct History {
     /// store write) rather than handed on before it.
     pub(crate) app_after_store: bool,
     pub(crate) store: Vec<Given>,
-    /// Store writes that failed: (t, local session).
-    pub(crate) store_failures: Vec<(f64, Option<Name>)>,
+    /// Store writes that failed, the client seeing them fail.
+    pub(crate) store_failures: Vec<StoreFailure>,
     pub(crate) agent: Vec<Sent>,
     /// Whether the trace holds `store` events at all (any call).
     pub(crate) store_calls: bool,
@@ -229,7 +229,11 @@ impl History {
                     self.store.push(given);
                 } else if store.ok == Some(false) {
                     let session = store.event.session.as_deref().map(|s| self.names.intern(s));
-                    self.store_failures.push((t, session));
+                    self.store_failures.push(StoreFailure {
+                        session,
+                        digest: store.event.digest.as_deref().and_then(parse_digest),
+                        event_index: store.event.event_index,
+                    });
                 }
             }
             Event::AgentSent(sent) => self.agent_sent(t, sent),
@@ -456,16 +460,31 @@ impl History {
     /// Whether a store write of a local session bound to the agent's
     /// `session` failed (a write that failed names its local session only).
     pub(crate) fn store_failures_of(&self, session: Name) -> bool {
-        let locals: std::collections::HashSet<Name> = self
-            .app
+        let locals = self.locals_of(session);
+        self.store_failures
+            .iter()
+            .any(|f| f.session.is_some_and(|l| locals.contains(&l)))
+    }
+
+    /// Whether the store refused the write of the event `digest` of a
+    /// local session bound to the agent's `session`: the client saw the
+    /// write fail (Jepsen's failed operation), so the event's absence
+    /// from the store is no silent loss.
+    pub(crate) fn refused_write(&self, session: Name, digest: u64) -> bool {
+        let locals = self.locals_of(session);
+        self.store_failures
+            .iter()
+            .any(|f| f.digest == Some(digest) && f.session.is_some_and(|l| locals.contains(&l)))
+    }
+
+    /// The local sessions bound to the agent's `session`.
+    fn locals_of(&self, session: Name) -> std::collections::HashSet<Name> {
+        self.app
             .iter()
             .chain(&self.store)
             .filter(|g| g.agent_session == Some(session))
             .filter_map(|g| g.session)
-            .collect();
-        self.store_failures
-            .iter()
-            .any(|(_, local)| local.is_some_and(|l| locals.contains(&l)))
+            .collect()
     }
 
     /// The agent's sessions the client saw this cell: only these are
@@ -530,6 +549,15 @@ impl History {
 
 /// The method every session update carries.
 pub(crate) const UPDATE: &str = "session/update";
+
+/// A store write that failed: its local session, and the event it held
+/// (its digest and index), when the trace says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoreFailure {
+    pub(crate) session: Option<Name>,
+    pub(crate) digest: Option<u64>,
+    pub(crate) event_index: Option<u64>,
+}
 
 fn parse_digest(text: &str) -> Option<u64> {
     u64::from_str_radix(text, 16).ok()

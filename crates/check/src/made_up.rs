@@ -7,6 +7,7 @@ use continuity_trace::event::Line;
 use serde_json::{json, Value};
 
 /// A trace being written, with its clock.
+#[derive(Clone)]
 pub(crate) struct Made {
     lines: Vec<Value>,
     t: f64,
@@ -158,6 +159,16 @@ impl Made {
         self.line(
             json!({"ev": "store", "call": "insertEvent", "driver": "sqlite", "ok": false,
             "error": "refused", "session": "local", "sender": "agent"}),
+        )
+    }
+
+    /// A store write of update `n` of session `s` at `index` that the
+    /// store refused, the client seeing it fail.
+    pub fn store_refused(&mut self, s: &str, n: u32, index: u64) -> &mut Self {
+        self.line(
+            json!({"ev": "store", "call": "insertEvent", "driver": "postgres", "ok": false,
+            "error": "the database system is shutting down", "session": "local", "eventIndex": index,
+            "sender": "agent", "agentSession": s, "method": "session/update", "digest": digest(s, n)}),
         )
     }
 

@@ -43,7 +43,17 @@ pub(crate) fn check(history: &History, host_gaps: &[(f64, f64)]) -> Vec<Violatio
                 let excused = host_gaps
                     .iter()
                     .any(|(a, b)| times[0] >= *a && t_before <= *b);
-                if skipped > 0 && !excused {
+                // Indexes whose write the store refused (the client saw
+                // it) are failed operations, not holes.
+                let refused = history
+                    .store_failures
+                    .iter()
+                    .filter(|f| f.session == session)
+                    .filter_map(|f| f.event_index)
+                    .filter(|i| *i > before && i < index)
+                    .collect::<std::collections::BTreeSet<u64>>()
+                    .len() as u64;
+                if skipped > refused && !excused {
                     let first = before + 1;
                     let missing = match skipped {
                         1 => format!("index {first} was"),
@@ -52,7 +62,7 @@ pub(crate) fn check(history: &History, host_gaps: &[(f64, f64)]) -> Vec<Violatio
                     let failed = history
                         .store_failures
                         .iter()
-                        .filter(|(_, s)| *s == session)
+                        .filter(|f| f.session == session)
                         .count();
                     let why = match failed {
                         0 => String::new(),

@@ -320,6 +320,9 @@ pub struct Excused {
     pub unread: usize,
     /// What the SDK did while its host restarted, whose records went with it.
     pub host_restart: usize,
+    /// An event whose write the store refused, the client seeing the
+    /// refusal (a failed write need not be there: no silent loss).
+    pub refused: usize,
     /// A bare count read from a report written before the losses were
     /// told apart by why: kept, so a merge or a rewrite loses none.
     #[serde(skip_serializing_if = "is_zero")]
@@ -352,13 +355,14 @@ impl Excused {
     }
 
     pub fn total(&self) -> usize {
-        self.lost_tail + self.unread + self.host_restart + self.untold
+        self.lost_tail + self.unread + self.host_restart + self.refused + self.untold
     }
 
     pub fn add(&mut self, other: Excused) {
         self.lost_tail += other.lost_tail;
         self.unread += other.unread;
         self.host_restart += other.host_restart;
+        self.refused += other.refused;
         self.untold += other.untold;
     }
 }

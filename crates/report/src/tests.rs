@@ -193,6 +193,7 @@ fn report_json_validates_against_schema() {
             lost_tail: 1,
             unread: 2,
             host_restart: 3,
+            refused: 5,
             untold: 4,
         },
     };

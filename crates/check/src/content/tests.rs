@@ -350,3 +350,49 @@ fn a_resend_beside_the_clients_stream_is_the_same_event_not_a_replacement() {
     let verdict = m.check(&[]);
     assert!(verdict.violations.is_empty(), "{verdict:#?}");
 }
+
+/// A write the store refused, and the client saw refused, is a failed
+/// operation (Jepsen's `:fail`): its event need not be in the store, nor
+/// its index; it is counted as let pass. The same event missing with no
+/// refusal of it is lost.
+#[test]
+fn a_write_the_store_refused_is_no_loss_and_no_index_gap() {
+    let mut m = Made::new();
+    m.phase("prompt")
+        .prompt("s")
+        .get("x", None)
+        .hop_get("agent", 1, "x", None);
+    for n in 1..=3 {
+        m.agent("s", n)
+            .hop_sse("agent", 1, "x", n as u64, "s", n)
+            .sse("x", n as u64, "s", n)
+            .app("recorder", "s", n);
+    }
+    let mut refused = m.clone();
+    refused
+        .store("s", 1, 1)
+        .store_refused("s", 2, 2)
+        .store("s", 3, 3);
+    let verdict = refused.check(&[]);
+    assert!(verdict.is_valid(), "{verdict:#?}");
+    assert_eq!(verdict.excused.refused, 1, "{verdict:#?}");
+    // Missing with no refusal of it (another event's refused): lost.
+    let mut lost = m.clone();
+    lost.store("s", 1, 1)
+        .store_refused("s", 3, 4)
+        .store("s", 3, 3);
+    let verdict = lost.check(&[]);
+    let first = verdict.first().expect("a violation");
+    assert_eq!(
+        (first.invariant, first.breach, first.hop),
+        (Invariant::Store, Breach::Lost, Hop::Store),
+        "{verdict:#?}"
+    );
+    assert!(
+        verdict
+            .violations
+            .iter()
+            .any(|v| v.breach == Breach::Index && v.event_index == Some(2)),
+        "index 2 was never stored nor refused: {verdict:#?}"
+    );
+}
