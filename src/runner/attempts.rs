@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::watch;
 
+mod applies;
 mod lifecycle;
 
 use lifecycle::{lifecycle, AttemptSource};
@@ -438,17 +439,9 @@ fn not_runnable(
             "the hosted client's process (the RivetKit runner) is not running on this stack".into(),
         );
     }
-    // An agent kill needs an agent process: a session's.
-    let kills_agents = target.is_some_and(|t| t.kind() == crate::targets::RestartKind::KillAgent);
-    let opens_sessions = scenario
-        .phases
-        .iter()
-        .any(|p| p.step.kind() == crate::scenario::StepKind::CreateSession);
-    if kills_agents && !opens_sessions {
-        return not_applicable(format!(
-            "{target_id} kills the ACP agent processes of the cell's sessions, and scenario {} opens none",
-            scenario.name
-        ));
+    if let Some(reason) = applies::nothing_to_act_on(target_id, target.map(Target::kind), scenario)
+    {
+        return not_applicable(reason);
     }
     // Its servers are the sandboxes an SDK made through the stack's provider.
     if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
