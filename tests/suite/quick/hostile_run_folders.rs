@@ -517,3 +517,43 @@ fn check_reads_a_run_folder_as_data() {
         text(&fifo)
     );
 }
+
+/// Item 5: `baseline`'s header and its comments on the cells it leaves
+/// out took report fields raw, so a run id, agent, server version or a
+/// cell's name holding a line break wrote TOML entries of their own
+/// (`[[expect]] target = "*" verdict = "fail"`, which then excused every
+/// cell of a later run). The baseline holds the entries of the run's
+/// cells and nothing else.
+#[test]
+fn baseline_holds_no_entry_a_report_field_wrote() {
+    // An entry, and a `#` that makes the rest of the line it lands in a comment.
+    const ENTRY: &str = "x\n[[expect]]\ntarget = \"*\"\nscenario = \"*\"\nverdict = \"fail\"\nreason = \"injected\"\n#";
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let mut left_out = cell(&format!("gateway{ENTRY}"), &format!("s{ENTRY}"), None);
+    left_out["verdict"] = json!("interrupted");
+    let mut r = report(
+        &format!("id{ENTRY}"),
+        vec![cell("agent", "s", None), left_out],
+    );
+    r["run"]["agent"] = json!(format!("mock{ENTRY}"));
+    r["run"]["serverVersion"] = json!(format!("sandbox-agent 0.4.2{ENTRY}"));
+    r["run"]["harnessVersion"] = json!(format!("0.1.0{ENTRY}"));
+    write_report(&run, &r);
+    let baseline = continuity_in(tmp.path(), &["baseline", run.to_str().unwrap()], &[]);
+    assert_exit(&baseline, exit_codes::OK);
+    let written = String::from_utf8_lossy(&baseline.stdout).to_string();
+    let parsed: toml::Value = toml::from_str(&written).unwrap_or_else(|e| panic!("{e}\n{written}"));
+    let entries = parsed["expect"].as_array().unwrap();
+    let targets: Vec<&str> = entries
+        .iter()
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["agent"], "{written}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.get("reason").and_then(|r| r.as_str()) != Some("injected")),
+        "{written}"
+    );
+}
