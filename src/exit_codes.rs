@@ -27,7 +27,7 @@ pub const ALL: &[(u8, &str)] = &[
     (FAILED, "a cell failed (or is not as expected)"),
     (
         INCOMPLETE,
-        "the run could not be completed (server unreachable, a stack or SDK install that failed, an interrupt)",
+        "the run could not be completed (server unreachable, a stack or SDK install that failed, an interrupt; `check`: a trace it could not read)",
     ),
     (USAGE, "bad usage or config (a flag, a file, a busy --out folder)"),
     (

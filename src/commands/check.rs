@@ -4,15 +4,20 @@
 //! path inside the folder, no link out of it, a regular file, bounded,
 //! line by line), checked, and the attempt judged again with what the
 //! check found: the same verdicts `run` gives, printed the same way, and
-//! the exit code `run` would pick. Nothing is written: a merged run, a
-//! downloaded artifact or a folder it may not write to is checked as it is.
+//! the exit code `run` would pick, or 2 when a trace the run names could
+//! not be read (that cell keeps its recorded verdict, unchecked; a check
+//! the report recorded is never shown as made). Nothing is written: a
+//! merged run, a downloaded artifact or a folder it may not write to is
+//! checked as it is, and what it prints of the run is rendered from its
+//! inert form ([`report::checker`]).
 //!
 //! What a scenario allows is the run's own record of it, else the built-in
 //! scenario's of that name; a scenario folder the report names is never read.
 
 use super::{open_run, CommandError, Outcome};
-use crate::check::{Allowance, Status, Verdict as Checked};
-use crate::report::{self, Attempt, Cell, Report, Totals};
+use crate::check::{Allowance, Verdict as Checked};
+use crate::report::{self, Attempt, Cell, Totals};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// `continuity check RUN [--expect FILE]`.
@@ -22,8 +27,11 @@ pub fn check(run: &Path, gate: &crate::cli::GateArgs) -> Result<Outcome, Command
         .report()
         .map_err(|e| CommandError::usage(e.to_string()))?;
     let builtin = crate::scenario::builtin_scenarios();
-    let mut unreadable = Vec::new();
+    let mut traces = Traces::new(&dir);
     for cell in &mut report.cells {
+        // The allow list is data (a closed set: it can only excuse a lost
+        // tail, and the summary says how many it did), as the run recorded
+        // it; a scenario file is never read.
         let allows = cell
             .checked
             .as_ref()
@@ -35,7 +43,7 @@ pub fn check(run: &Path, gate: &crate::cli::GateArgs) -> Result<Outcome, Command
                     .map(|s| s.allows.clone())
             })
             .unwrap_or_default();
-        recheck_cell(cell, &dir, &allows, &mut unreadable);
+        recheck_cell(cell, &mut traces, &allows);
     }
     report.totals = Totals::of(&report.cells);
     report.run.expect_file = None;
@@ -54,145 +62,134 @@ pub fn check(run: &Path, gate: &crate::cli::GateArgs) -> Result<Outcome, Command
         folder: run.display().to_string(),
     };
     crate::console::outln(report::render_terminal(&report, &layout).trim_end());
-    crate::console::outln(&summary(&report, &unreadable));
+    crate::console::outln(&report::checker::render_checker(
+        &report,
+        &traces.unreadable,
+    ));
     if report.cells.is_empty() {
         return Ok(Outcome::Failed);
+    }
+    if !traces.unreadable.is_empty() {
+        return Ok(Outcome::Unchecked);
     }
     Ok(Outcome::failed_if(report::expect::gate_fails(&report)))
 }
 
+/// The traces of one run as the check reads them: each path once (the
+/// checker's verdict on it kept for any other cell naming it, so a report
+/// naming one trace for many cells costs one read), confined to the folder.
+struct Traces<'a> {
+    dir: &'a report::RunDir,
+    read: HashMap<(String, Vec<Allowance>), Option<Checked>>,
+    /// Why each trace that could not be read could not, once each.
+    unreadable: Vec<String>,
+}
+
+impl<'a> Traces<'a> {
+    fn new(dir: &'a report::RunDir) -> Traces<'a> {
+        Traces {
+            dir,
+            read: HashMap::new(),
+            unreadable: Vec::new(),
+        }
+    }
+
+    /// The checker over the trace at `relative`; `None` (and a note) when
+    /// it cannot be read.
+    fn check(&mut self, relative: &str, allows: &[Allowance]) -> Option<Checked> {
+        let key = (relative.to_string(), allows.to_vec());
+        if let Some(known) = self.read.get(&key) {
+            return known.clone();
+        }
+        let mut history = crate::check::History::default();
+        let checked = match self
+            .dir
+            .for_each_event(relative, |line| history.push(&line))
+        {
+            Ok(()) => Some(crate::check::check(&history, allows)),
+            Err(e) => {
+                self.unreadable.push(e.to_string());
+                None
+            }
+        };
+        self.read.insert(key, checked.clone());
+        checked
+    }
+}
+
 /// Checks each attempt of `cell` again and folds them back into the cell.
-fn recheck_cell(
-    cell: &mut Cell,
-    dir: &report::RunDir,
-    allows: &[Allowance],
-    unreadable: &mut Vec<String>,
-) {
+fn recheck_cell(cell: &mut Cell, traces: &mut Traces<'_>, allows: &[Allowance]) {
     if cell.attempts.is_empty() {
-        let Some(checked) = check_trace(dir, cell.trace.as_deref(), allows, unreadable) else {
-            return;
-        };
-        let judged = crate::scenario::Judged {
-            phases: std::mem::take(&mut cell.phases),
-            verdict: cell.verdict,
-            failure_boundary: cell.failure_boundary.take(),
-            reason: cell.reason.take(),
-        };
-        let again = crate::scenario::recheck(judged, &cell.restarts, &checked);
-        (cell.phases, cell.verdict) = (again.phases, again.verdict);
-        (cell.failure_boundary, cell.reason) = (again.failure_boundary, again.reason);
-        cell.checked = Some(checked);
+        let checked = recheck(
+            Judging {
+                phases: &mut cell.phases,
+                verdict: &mut cell.verdict,
+                failure_boundary: &mut cell.failure_boundary,
+                reason: &mut cell.reason,
+                restarts: &cell.restarts,
+            },
+            cell.trace.as_deref(),
+            traces,
+            allows,
+        );
+        cell.checked = checked;
         return;
     }
     let mut attempts = std::mem::take(&mut cell.attempts);
     for attempt in &mut attempts {
-        recheck_attempt(attempt, dir, allows, unreadable);
+        recheck_attempt(attempt, traces, allows);
     }
     let mut again = report::attempts::aggregate(cell.point.clone(), attempts);
     again.turn = cell.turn.take();
     *cell = again;
 }
 
-fn recheck_attempt(
-    attempt: &mut Attempt,
-    dir: &report::RunDir,
-    allows: &[Allowance],
-    unreadable: &mut Vec<String>,
-) {
-    let Some(checked) = check_trace(dir, attempt.trace.as_deref(), allows, unreadable) else {
-        return;
-    };
-    let judged = crate::scenario::Judged {
-        phases: std::mem::take(&mut attempt.phases),
-        verdict: attempt.verdict,
-        failure_boundary: attempt.failure_boundary.take(),
-        reason: attempt.reason.take(),
-    };
-    let again = crate::scenario::recheck(judged, &attempt.restarts, &checked);
-    (attempt.phases, attempt.verdict) = (again.phases, again.verdict);
-    (attempt.failure_boundary, attempt.reason) = (again.failure_boundary, again.reason);
-    attempt.checked = Some(checked);
+fn recheck_attempt(attempt: &mut Attempt, traces: &mut Traces<'_>, allows: &[Allowance]) {
+    let checked = recheck(
+        Judging {
+            phases: &mut attempt.phases,
+            verdict: &mut attempt.verdict,
+            failure_boundary: &mut attempt.failure_boundary,
+            reason: &mut attempt.reason,
+            restarts: &attempt.restarts,
+        },
+        attempt.trace.as_deref(),
+        traces,
+        allows,
+    );
+    attempt.checked = checked;
 }
 
-/// The checker over the trace the report names, read confined to the run
-/// folder; `None` (and a note) when there is none or it cannot be read.
-fn check_trace(
-    dir: &report::RunDir,
-    relative: Option<&str>,
+/// What a cell or an attempt holds of its judgement, to judge it again.
+struct Judging<'a> {
+    phases: &'a mut Vec<report::PhaseResult>,
+    verdict: &'a mut report::Verdict,
+    failure_boundary: &'a mut Option<String>,
+    reason: &'a mut Option<String>,
+    restarts: &'a [report::RestartResult],
+}
+
+/// Judges again with what the check of its trace found, and returns that
+/// check. Without a trace it could read, the judgement stands as recorded
+/// and there is no check: one the report holds was not made here, so it
+/// is never shown as made.
+fn recheck(
+    judging: Judging<'_>,
+    trace: Option<&str>,
+    traces: &mut Traces<'_>,
     allows: &[Allowance],
-    unreadable: &mut Vec<String>,
 ) -> Option<Checked> {
-    let relative = relative?;
-    let mut history = crate::check::History::default();
-    match dir.for_each_event(relative, |line| history.push(&line)) {
-        Ok(()) => Some(crate::check::check(&history, allows)),
-        Err(e) => {
-            unreadable.push(crate::untrusted::Untrusted::new(&e.to_string()).terminal());
-            None
-        }
-    }
-}
-
-/// What the check found, cell by cell: the violations, and the
-/// invariants a trace could not tell (too old, or `--trace off`).
-fn summary(report: &Report, unreadable: &[String]) -> String {
-    let mut out = String::from("\nchecker\n");
-    let mut unknown: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut checked_cells = 0;
-    let mut violations = 0;
-    let mut excused = crate::check::Excused::default();
-    for cell in &report.cells {
-        let Some(checked) = &cell.checked else {
-            continue;
-        };
-        checked_cells += 1;
-        violations += checked.violations.len();
-        excused.add(checked.excused);
-        for v in &checked.violations {
-            out.push_str(&format!(
-                "  {} × {}: {} — {} ({}{})\n",
-                cell.label(),
-                cell.point.scenario,
-                v.short(),
-                crate::untrusted::Untrusted::new(&v.detail).terminal(),
-                v.phase
-                    .as_deref()
-                    .map_or(String::new(), |p| format!("{p}, ")),
-                format_args!("{:.1} s", v.t / 1000.0),
-            ));
-        }
-        for c in checked
-            .checked
-            .iter()
-            .filter(|c| c.status == Status::Unknown)
-        {
-            let why = c.why.clone().unwrap_or_default();
-            *unknown
-                .entry(format!("{}: {why}", c.invariant))
-                .or_default() += 1;
-        }
-    }
-    out.push_str(&format!(
-        "  {checked_cells} of {} cells checked, {violations} violations\n",
-        report.cells.len()
-    ));
-    if !excused.is_none() {
-        out.push_str(&format!(
-            "  losses let pass: {} never read by the client (its stream cut and not resumed, closed, or the cell over), {} cut turns' tails the scenario allows, {} while the SDK's host restarted (its records went with it), {} writes the store refused (the client saw them fail)\n",
-            excused.unread, excused.lost_tail, excused.host_restart, excused.refused
-        ));
-        if excused.untold > 0 {
-            out.push_str(&format!(
-                "  and {} more let pass by an older checker that did not say why\n",
-                excused.untold
-            ));
-        }
-    }
-    for (what, n) in unknown {
-        out.push_str(&format!("  not checkable in {n} cells — {what}\n"));
-    }
-    for e in unreadable {
-        out.push_str(&format!("  unreadable: {e}\n"));
-    }
-    out.trim_end().to_string()
+    let checked = traces.check(trace?, allows)?;
+    let judged = crate::scenario::Judged {
+        phases: std::mem::take(judging.phases),
+        verdict: *judging.verdict,
+        failure_boundary: judging.failure_boundary.take(),
+        reason: judging.reason.take(),
+    };
+    let again = crate::scenario::recheck(judged, judging.restarts, &checked);
+    *judging.phases = again.phases;
+    *judging.verdict = again.verdict;
+    *judging.failure_boundary = again.failure_boundary;
+    *judging.reason = again.reason;
+    Some(checked)
 }

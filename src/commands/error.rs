@@ -23,6 +23,10 @@ pub enum Outcome {
     /// A part of continuity's own (its Postgres, Chromium…) failed under
     /// cells: they are `error`, and the run could not be completed.
     HarnessFailed,
+    /// `check`: a trace the run names could not be read (outside the
+    /// folder, not a regular file, too large, damaged), so its cell stands
+    /// unchecked: the check could not be completed.
+    Unchecked,
     /// A second Ctrl-C: everything was killed at once.
     Killed,
     /// A process `continuity` runs as (`agent`, `keeper`) ends with its own status.
@@ -34,7 +38,9 @@ impl Outcome {
         match self {
             Outcome::Passed => exit_codes::OK,
             Outcome::Failed => exit_codes::FAILED,
-            Outcome::Interrupted | Outcome::HarnessFailed => exit_codes::INCOMPLETE,
+            Outcome::Interrupted | Outcome::HarnessFailed | Outcome::Unchecked => {
+                exit_codes::INCOMPLETE
+            }
             Outcome::Killed => exit_codes::KILLED,
             Outcome::Exited(code) => code,
         }

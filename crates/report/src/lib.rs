@@ -17,6 +17,7 @@ use continuity_trace as trace;
 pub mod attempts;
 pub mod axis_compare;
 pub mod baseline;
+pub mod checker;
 pub mod chrome_trace;
 pub mod client_kind;
 pub mod clients;

@@ -278,6 +278,30 @@ fn a_fifo_given_as_a_candidate_is_refused_at_once() {
     }
 }
 
+/// Issue 43, item 6: a FIFO inside a candidate SDK's package folder
+/// blocked `run` (the package's digest read it, waiting for a writer).
+#[test]
+fn a_fifo_inside_an_sdk_package_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sdk = package(d, "sandbox-agent", "0.4.2", &[]);
+    std::fs::create_dir_all(sdk.join("dist")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(sdk.join("dist/index.js"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let spec = format!("fix={}", sdk.display());
+    let output = run_bounded(d, &["--client", "ts-sdk", "--sdk", &spec]);
+    assert_exit(&output, exit_codes::USAGE);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--sdk") && stderr.contains("FIFO"),
+        "{stderr}"
+    );
+    assert!(!d.join("run").exists(), "left a run folder");
+}
+
 #[test]
 fn a_bad_label_is_refused_as_a_bad_label_not_a_missing_file() {
     let dir = tempfile::tempdir().unwrap();

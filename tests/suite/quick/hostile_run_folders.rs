@@ -431,3 +431,129 @@ fn merge_sizes_nothing_by_a_count_a_report_states() {
         text(&merged)
     );
 }
+
+/// A copy of the run made before the checker (tests/fixtures/pre-checker,
+/// shard 1: one cell through a gateway that repeated an SSE event), with
+/// `with` in place of its phase name `loadSessionAfterRestart` in the
+/// report and the trace, and of its target `gateway` in the report.
+fn pre_checker_run(to: &Path, with: &str) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pre-checker/shard-1");
+    let cell = "cells/001-gateway-native-load-1";
+    std::fs::create_dir_all(to.join(cell)).unwrap();
+    let json = serde_json::to_string(with).unwrap();
+    let json = &json[1..json.len() - 1];
+    for file in ["report.json", &format!("{cell}/trace.jsonl")] {
+        let text = std::fs::read_to_string(from.join(file)).unwrap();
+        let mut text = text.replace("loadSessionAfterRestart", &format!("load{json}"));
+        if file == "report.json" {
+            text = text.replace(
+                "\"target\": \"gateway\"",
+                &format!("\"target\": \"gw{json}\""),
+            );
+        }
+        std::fs::write(to.join(file), text).unwrap();
+    }
+}
+
+/// `continuity check`, a reader of run folders added after the others,
+/// reads one as data too: a phase name from a trace, a target, a recorded
+/// check's words reach its output inert; a bare report.json whose trace is
+/// a link out of the folder, or a FIFO, is not read (nor waited on); a
+/// check recorded in the report is never shown as one made now; and a
+/// trace it could not read makes it exit 2 (the run could not be checked),
+/// never 0 as if it had passed.
+#[test]
+fn check_reads_a_run_folder_as_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    pre_checker_run(&run, FORGING);
+    let checked = continuity_in(tmp.path(), &["check", run.to_str().unwrap()], &[]);
+    assert_exit(&checked, exit_codes::FAILED);
+    assert_inert("check", &text(&checked));
+    assert!(
+        text(&checked).contains("stream duplicate at client")
+            && text(&checked).contains("1 of 1 cells checked, 1 violations"),
+        "{}",
+        text(&checked)
+    );
+    // The trace moved out of the folder, a link to it left in its place;
+    // the report records a check of its own (a violation, an invariant it
+    // could not tell), in words that forge lines.
+    let trace = run.join("cells/001-gateway-native-load-1/trace.jsonl");
+    std::fs::rename(&trace, tmp.path().join("outside.jsonl")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("outside.jsonl"), &trace).unwrap();
+    let mut r: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    r["cells"][0]["checked"] = json!({
+        "checked": [
+            {"invariant": "stream", "status": "broken"},
+            {"invariant": "store", "status": "unknown", "why": format!("why{FORGING}")},
+        ],
+        "violations": [{
+            "invariant": "stream", "breach": "gap", "hop": "client", "t": 1.0,
+            "phase": format!("RECORDED{FORGING}"), "detail": format!("RECORDED{FORGING}"),
+        }],
+    });
+    write_report(&run, &r);
+    let bare = continuity_in(&run, &["check", "report.json"], &[]);
+    assert_exit(&bare, exit_codes::INCOMPLETE);
+    let said = text(&bare);
+    assert_inert("check report.json", &said);
+    assert!(!said.contains("stream duplicate"), "read outside: {said}");
+    assert!(
+        !said.contains("RECORDED"),
+        "a recorded check shown as made: {said}"
+    );
+    assert!(said.contains("0 of 1 cells checked"), "{said}");
+    assert!(said.contains("outside its run folder"), "{said}");
+    // A FIFO where the trace should be: refused at once, never waited on.
+    std::fs::remove_file(&trace).unwrap();
+    mkfifo(&trace);
+    let fifo = continuity_in(&run, &["check", "."], &[]);
+    assert_exit(&fifo, exit_codes::INCOMPLETE);
+    assert!(
+        text(&fifo).contains("not a regular file"),
+        "{}",
+        text(&fifo)
+    );
+}
+
+/// Item 5: `baseline`'s header and its comments on the cells it leaves
+/// out took report fields raw, so a run id, agent, server version or a
+/// cell's name holding a line break wrote TOML entries of their own
+/// (`[[expect]] target = "*" verdict = "fail"`, which then excused every
+/// cell of a later run). The baseline holds the entries of the run's
+/// cells and nothing else.
+#[test]
+fn baseline_holds_no_entry_a_report_field_wrote() {
+    // An entry, and a `#` that makes the rest of the line it lands in a comment.
+    const ENTRY: &str = "x\n[[expect]]\ntarget = \"*\"\nscenario = \"*\"\nverdict = \"fail\"\nreason = \"injected\"\n#";
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    let mut left_out = cell(&format!("gateway{ENTRY}"), &format!("s{ENTRY}"), None);
+    left_out["verdict"] = json!("interrupted");
+    let mut r = report(
+        &format!("id{ENTRY}"),
+        vec![cell("agent", "s", None), left_out],
+    );
+    r["run"]["agent"] = json!(format!("mock{ENTRY}"));
+    r["run"]["serverVersion"] = json!(format!("sandbox-agent 0.4.2{ENTRY}"));
+    r["run"]["harnessVersion"] = json!(format!("0.1.0{ENTRY}"));
+    write_report(&run, &r);
+    let baseline = continuity_in(tmp.path(), &["baseline", run.to_str().unwrap()], &[]);
+    assert_exit(&baseline, exit_codes::OK);
+    let written = String::from_utf8_lossy(&baseline.stdout).to_string();
+    let parsed: toml::Value = toml::from_str(&written).unwrap_or_else(|e| panic!("{e}\n{written}"));
+    let entries = parsed["expect"].as_array().unwrap();
+    let targets: Vec<&str> = entries
+        .iter()
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["agent"], "{written}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e.get("reason").and_then(|r| r.as_str()) != Some("injected")),
+        "{written}"
+    );
+}

@@ -6,7 +6,8 @@
 //! and a candidate build shipped in the artifact — named in every path
 //! form (the folder, its report.json, a bare report.json in the current
 //! folder, `./run`), through every command that reads a run (`show`,
-//! `show --cell`, `compare`, `baseline`, `merge`, `export`, `rerun`).
+//! `show --cell`, `compare`, `baseline`, `check`, `merge`, `export`,
+//! `rerun`).
 //! Whatever is generated: no read outside the folder (a canary's text
 //! appears in no output and no file written), no connection to where the
 //! report points, nothing run from the artifact, no panic, no hang, and
@@ -181,6 +182,15 @@ fn make(shape: &Shape) -> Made {
         c["failureBoundary"] = json!(format!("p{}", text(i + 2)));
         c["reason"] = json!(text(i + 3));
         c["phases"][0]["signature"]["message"] = json!(text(i + 4));
+        // A check the report says was made, in its words (`check` makes its own).
+        c["checked"] = json!({
+            "checked": [{"invariant": "store", "status": "unknown", "why": text(i + 5)}],
+            "violations": [{
+                "invariant": "stream", "breach": "gap", "hop": "client", "t": 1.0,
+                "phase": text(i + 6), "detail": text(i + 7),
+            }],
+            "allowed": ["lost_tail"],
+        });
         cells.push(c);
     }
     let mut r = report(&format!("id{}", text(5)), cells);
@@ -261,6 +271,7 @@ fn read_through_every_command(made: &Made, form: Form) -> Vec<(String, std::proc
         ],
         vec!["compare".into(), named.clone(), named.clone()],
         vec!["baseline".into(), named.clone()],
+        vec!["check".into(), named.clone()],
         vec!["merge".into(), "--out".into(), out("merged"), named.clone()],
         vec![
             "export".into(),
