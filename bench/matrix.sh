@@ -8,7 +8,7 @@
 #      target per invocation, and can only restart what a shell command can:
 #      its figure is one cell, the agent × native-continuity one;
 #   2. continuity run --jobs 1 over the default local matrix
-#      (5 targets × 4 scenarios);
+#      (every built-in target × the default scenarios: 7 × 4 today);
 #   3. continuity run --jobs N over the same matrix, for each N in JOBS
 #      (default: the number of CPUs, at least 2 — the default of --jobs);
 #   4. continuity run --jobs N (the first of JOBS) with both clients,

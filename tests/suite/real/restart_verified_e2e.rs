@@ -389,7 +389,19 @@ fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_a
             }
         })
     };
-    let touch = |name: &str| format!("touch '{}'", dir.path().join(name).display());
+    // Each restart command returns once its gateway has stopped serving,
+    // as a stop does. One that returned before its break took hold (the
+    // file not yet seen by the watcher, nginx's old worker still
+    // answering) had its probe pass at once and was judged "never went
+    // down" (the setup's error), not this test's case: under load it
+    // failed so in three runs of three.
+    let touch = |name: &str, port: u16| {
+        format!(
+            "touch '{}'; {}",
+            dir.path().join(name).display(),
+            until_down(port)
+        )
+    };
     let targets = [
         (
             "gw-502",
@@ -400,13 +412,13 @@ fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_a
         (
             "gw-reset",
             resets.addr().port(),
-            touch("break-gw-reset"),
+            touch("break-gw-reset", resets.addr().port()),
             "not back: reset",
         ),
         (
             "gw-silent",
             silent.addr().port(),
-            touch("break-gw-silent"),
+            touch("break-gw-silent", silent.addr().port()),
             "not back: no answer",
         ),
     ];
@@ -570,14 +582,28 @@ impl Nginx502 {
         }
     }
 
-    /// The restart: the broken config in place, and a reload (SIGHUP).
+    /// The restart: the broken config in place, and a reload (SIGHUP),
+    /// returning once the workers that served the old config are gone and
+    /// the gateway no longer answers 200 (a reload returns before either).
     fn break_line(&self) -> String {
         let p = self.prefix.display();
         format!(
-            "cp '{p}/broken.conf' '{p}/nginx.conf' && kill -HUP {}",
-            self.pid
+            "old=$(cat /proc/{pid}/task/{pid}/children); cp '{p}/broken.conf' '{p}/nginx.conf' && kill -HUP {pid}; \
+             i=0; while [ $i -lt 200 ]; do alive=; for w in $old; do kill -0 $w 2>/dev/null && alive=1; done; \
+             [ -z \"$alive\" ] && break; sleep 0.05; i=$((i+1)); done; {}",
+            until_down(self.port),
+            pid = self.pid
         )
     }
+}
+
+/// A shell line that waits, at most 10 s, until the health of the gateway
+/// on `port` no longer answers 200 (a status of 400 or more, a reset, or no
+/// answer within 1 s).
+fn until_down(port: u16) -> String {
+    format!(
+        "i=0; while [ $i -lt 200 ] && curl -sf -m 1 -o /dev/null http://127.0.0.1:{port}/v1/health; do sleep 0.05; i=$((i+1)); done"
+    )
 }
 
 impl Drop for Nginx502 {
