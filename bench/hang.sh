@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # The hang detector against waiting every deadline out: the same matrix
-# run twice, once with the hang grace (--hang-grace-ms, GRACE, 2000 by
-# default) and once with --hang-grace-ms 0 (every phase waits its
-# deadline out, as before the detector), the same seed, one after the
-# other. Prints each run's cell time side by side (all cells, and per
-# client), the cells whose time moved most, and checks what must not
+# run with the hang grace (--hang-grace-ms, GRACE, 2000 by default) and
+# with --hang-grace-ms 0 (every phase waits its deadline out, as before
+# the detector), the same seed, alternately: ROUNDS times (default 1)
+# the grace then 0, so load from others falls on both sides alike. Prints
+# each run's cell time side by side (all cells, and per client) with the
+# 1-minute load average sampled through it, the bug report's cell
+# (agent · ts-sdk × native-continuity) when it ran, the cells whose time
+# moved most, and checks, for each round's pair of runs, what must not
 # change:
-#   - 0 false hangs: every phase judged `hung` in the first run is a
-#     timeout (signature kind `timeout`) in the second;
+#   - 0 false hangs: every phase judged `hung` with the grace is a timeout
+#     (signature kind `timeout`) with the grace 0;
 #   - every cell's verdict, failure boundary and cause (the boundary
 #     phase's signature cause) are the same in both, except cells flaky in
 #     either run or that the expectations mark flaky.
 # Exits 1 when either check fails.
 #
 #   bench/hang.sh                        # the default matrix, the long-turn and the other opt-in scenarios, three clients
-#   MATRIX=default CLIENTS="rust ts-sdk" bench/hang.sh   # the issue's two-client default matrix
+#   MATRIX=default CLIENTS="rust ts-sdk" ROUNDS=2 bench/hang.sh   # the issue's two-client default matrix, twice each way
+#   MATRIX=default,long-turn bench/hang.sh   # several, comma-separated: the default matrix and the long-turn scenarios
 #   MATRIX=long-turn bench/hang.sh       # the long-turn scenarios against their timeout targets
 #   MATRIX=opt-in bench/hang.sh          # restart-mid-turn, client-restart, sandbox-provider and gateway-reload-idle
 #   MATRIX=gate SHARD=1/4 bench/hang.sh  # one cost shard of the 400-cell gate matrix (bench/lib/gate-matrix.sh)
 #   BIN=target/debug/continuity bench/hang.sh   # another build (no build)
-#   bench/hang.sh --jobs 4               # extra arguments go to every run
+#   bench/hang.sh --jobs 2               # extra arguments go to every run
 #
 # CLIENTS (default "rust ts-sdk browser"; the browser keeps its sessions in
 # IndexedDB, the others in the stack's Rivet actor), GRACE, SEED (47),
-# EXPECT (ci/expect-sandbox-agent-0.4.2.toml), KEEP=1 keeps the run folders.
+# ROUNDS (1), EXPECT (ci/expect-sandbox-agent-0.4.2.toml), KEEP=1 keeps the
+# run folders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -36,8 +41,14 @@ clients=${CLIENTS:-rust ts-sdk browser}
 if [ -z "${BIN:-}" ]; then cargo build --release --quiet; fi
 bin=${BIN:-$repo/target/release/continuity}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-[ -n "${KEEP:-}" ] && trap - EXIT && echo "work folder: $work" >&2
+sampler=
+# The load sampler goes with the script, however it ends.
+finish() {
+  if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; fi
+  if [ -z "${KEEP:-}" ]; then rm -rf "$work"; fi
+}
+trap finish EXIT
+[ -n "${KEEP:-}" ] && echo "work folder: $work" >&2
 
 client_args=()
 for c in $clients; do client_args+=(--client "$c"); done
@@ -53,84 +64,87 @@ long_spec="--scenario long-turn --scenario long-turn-idle --target agent --targe
 # the opt-in reload race on the bug report's scenario.
 optin_spec="--scenario restart-mid-turn --scenario client-restart --scenario sandbox-provider --target agent --target gateway --target client --target server-kill ${client_args[*]} ${stores[*]}"
 race_spec="--scenario native-continuity --target gateway-reload-idle ${client_args[*]} ${stores[*]}"
-case "$matrix_kind" in
-  all) specs=("$default_spec" "$long_spec" "$optin_spec" "$race_spec") ;;
-  default) specs=("$default_spec") ;;
-  long-turn) specs=("$long_spec") ;;
-  opt-in) specs=("$optin_spec" "$race_spec") ;;
-  gate)
-    CLIENTS=${CLIENTS:-rust ts-sdk}
-    source bench/lib/gate-matrix.sh
-    specs=("${matrix[*]} --partition cost:${SHARD:-1/4}")
-    ;;
-  *) echo "MATRIX=$matrix_kind: all, default, long-turn, opt-in or gate" >&2; exit 64 ;;
-esac
+rounds=${ROUNDS:-1}
+add_specs() {
+  case "$1" in
+    all) specs+=("$default_spec" "$long_spec" "$optin_spec" "$race_spec") ;;
+    default) specs+=("$default_spec") ;;
+    long-turn) specs+=("$long_spec") ;;
+    opt-in) specs+=("$optin_spec" "$race_spec") ;;
+    gate)
+      CLIENTS=${CLIENTS:-rust ts-sdk}
+      source bench/lib/gate-matrix.sh
+      specs+=("${matrix[*]} --partition cost:${SHARD:-1/4}")
+      ;;
+    *) echo "MATRIX=$1: all, default, long-turn, opt-in or gate (comma-separated)" >&2; exit 64 ;;
+  esac
+}
+IFS=, read -r -a kinds <<<"$matrix_kind"
+for kind in "${kinds[@]}"; do add_specs "$kind"; done
 
 now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
-n=0
-for spec in "${specs[@]}"; do
-  n=$((n + 1))
-  for side in hang wait; do
-    case $side in hang) g=$grace ;; wait) g=0 ;; esac
-    echo "run $n ($side, --hang-grace-ms $g): continuity run $spec" >&2
-    start=$(now_ms)
-    code=0
-    # shellcheck disable=SC2086 # the spec is a list of arguments
-    "$bin" run $spec --seed "$seed" --hang-grace-ms "$g" --expect "$expect" "$@" \
-      --out "$work/$side-$n" >"$work/$side-$n.log" 2>&1 || code=$?
-    echo "$(($(now_ms) - start))" >"$work/$side-$n.wall"
-    # Exit 1 is cells not as expected: the comparison below says which.
-    if [ "$code" -gt 1 ]; then
-      echo "run $n ($side): continuity exit $code" >&2
-      tail -n 20 "$work/$side-$n.log" >&2
-      exit "$code"
-    fi
+# The 1-minute load average every 5 s while a run goes on, into file $1.
+sample_load() { while :; do cut -d' ' -f1 /proc/loadavg >>"$1"; sleep 5; done; }
+for r in $(seq 1 "$rounds"); do
+  n=0
+  for spec in "${specs[@]}"; do
+    n=$((n + 1))
+    for side in hang wait; do
+      case $side in hang) g=$grace ;; wait) g=0 ;; esac
+      run="$side-$r-$n"
+      echo "round $r, run $n ($side, --hang-grace-ms $g, load $(cut -d' ' -f1 /proc/loadavg)): continuity run $spec" >&2
+      sample_load "$work/$run.load" &
+      sampler=$!
+      start=$(now_ms)
+      code=0
+      # shellcheck disable=SC2086 # the spec is a list of arguments
+      "$bin" run $spec --seed "$seed" --hang-grace-ms "$g" --expect "$expect" "$@" \
+        --out "$work/$run" >"$work/$run.log" 2>&1 || code=$?
+      echo "$(($(now_ms) - start))" >"$work/$run.wall"
+      echo "$code" >"$work/$run.code"
+      kill "$sampler" && wait "$sampler" 2>/dev/null || true
+      sampler=
+      # Exit 1 is cells not as expected: the comparison below says which.
+      if [ "$code" -gt 1 ]; then
+        echo "round $r, run $n ($side): continuity exit $code" >&2
+        tail -n 20 "$work/$run.log" >&2
+        exit "$code"
+      fi
+    done
   done
 done
 
-python3 - "$work" "$n" "$grace" "$bin" <<'EOF'
+python3 - "$work" "$rounds" "$n" "$grace" "$bin" <<'EOF'
 import json, sys
-work, runs, grace, binary = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+work, rounds, runs, grace, binary = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 AXES = ("target", "scenario", "serverVersion", "agent", "client", "sdkVersion", "persist")
+BUG = ("agent", "native-continuity", "ts-sdk")
 
-def cells(side):
+def cells(side, r):
     out = {}
     for k in range(1, runs + 1):
-        report = json.load(open(f"{work}/{side}-{k}/report.json"))
+        report = json.load(open(f"{work}/{side}-{r}-{k}/report.json"))
         for cell in report["cells"]:
             out[tuple(cell.get(a) for a in AXES)] = cell
     return out
 
-def wall(side):
-    return sum(int(open(f"{work}/{side}-{k}.wall").read()) for k in range(1, runs + 1)) / 1000
+def wall(side, r):
+    return sum(int(open(f"{work}/{side}-{r}-{k}.wall").read()) for k in range(1, runs + 1)) / 1000
 
-hang, wait = cells("hang"), cells("wait")
+def codes(side, r):
+    return ",".join(open(f"{work}/{side}-{r}-{k}.code").read().strip() for k in range(1, runs + 1))
+
+def load(side, r):
+    seen = [float(x) for k in range(1, runs + 1) for x in open(f"{work}/{side}-{r}-{k}.load").read().split()]
+    return f"load {sum(seen) / len(seen):.1f} ({min(seen):.1f}-{max(seen):.1f})" if seen else "load -"
+
 label = lambda key: " · ".join(str(v) for v in key if v is not None)
+client_of = lambda key: key[4] or "rust"
 def secs(cs): return sum(c.get("durationMs", 0) for c in cs) / 1000
 
-print(f"hang detector, --hang-grace-ms {grace} against 0 (every deadline waited out); {binary}")
-print(f"{'':28}{'cells':>6}{'grace':>10}{'0':>10}{'less':>8}")
-def row(name, keys):
-    a, b = secs(hang[k] for k in keys), secs(wait[k] for k in keys)
-    less = f"{(b - a) / b * 100:.0f} %" if b else "-"
-    print(f"{name:28}{len(keys):>6}{a:>9.1f}s{b:>9.1f}s{less:>8}")
-common = [k for k in hang if k in wait]
-row("all cells (cell time)", common)
-for client in sorted({k[4] or "rust" for k in common}):
-    row(f"  client {client}", [k for k in common if (k[4] or "rust") == client])
-print(f"{'run wall, both runs':28}{'':>6}{wall('hang'):>9.1f}s{wall('wait'):>9.1f}s")
-
-moved = sorted(common, key=lambda k: wait[k]["durationMs"] - hang[k]["durationMs"], reverse=True)
-print("\nthe cells whose time fell most:")
-for k in moved[:8]:
-    a, b = hang[k]["durationMs"] / 1000, wait[k]["durationMs"] / 1000
-    if b - a < 1:
-        break
-    print(f"  {label(k):60} {b:7.1f}s -> {a:6.1f}s")
-
-def flaky(key):
+def flaky(pair, key):
     return any(c[key]["verdict"] == "flaky" or (c[key].get("expectation") or {}).get("verdict") == "flaky"
-               for c in (hang, wait))
+               for c in pair)
 
 def cause(cell):
     boundary = cell.get("failureBoundary")
@@ -141,46 +155,85 @@ def cause(cell):
             return (c.get("kind"), c.get("httpStatus"), c.get("problemType"), c.get("error"))
     return None
 
-false_hangs, changed, hung, skipped_flaky = [], [], 0, 0
-for k in common:
-    a, b = hang[k], wait[k]
-    phases_b = {p["name"]: p for p in b.get("phases", []) if not p.get("cleanup")}
-    for p in a.get("phases", []):
-        if (p.get("signature") or {}).get("kind") != "hung":
-            continue
-        hung += 1
-        other = phases_b.get(p["name"])
-        kind = ((other or {}).get("signature") or {}).get("kind")
-        if kind != "timeout":
-            false_hangs.append(f"{label(k)} @ {p['name']}: hung, then {other['outcome'] if other else 'absent'} {kind or ''}")
-    if flaky(k):
-        skipped_flaky += 1
-        continue
-    mine = (a["verdict"], a.get("failureBoundary"), cause(a))
-    theirs = (b["verdict"], b.get("failureBoundary"), cause(b))
-    if mine != theirs:
-        changed.append(f"{label(k)}: {theirs} -> {mine}")
+def hung_phases(cell):
+    return [p for p in cell.get("phases", []) if (p.get("signature") or {}).get("kind") == "hung"]
 
-unexpected = sorted(label(k) for k, c in hang.items()
-                    if c["verdict"] != "skipped" and (c.get("expectation") or {}).get("outcome") not in (None, "expected"))
-print(f"\nphases judged hung: {hung}; false hangs (not a timeout with the grace 0): {len(false_hangs)}")
-for line in false_hangs:
-    print(f"  {line}")
-print(f"verdict, boundary or cause changed: {len(changed)} of {len(common) - skipped_flaky} cells ({skipped_flaky} flaky ones not compared)")
-for line in changed:
-    print(f"  {line}")
-print(f"cells that ran and are not as the expectations say, with the grace: {len(unexpected)}")
-for line in unexpected:
-    print(f"  {line}")
-hung_by = {}
-for k in common:
-    for p in hang[k].get("phases", []):
-        if (p.get("signature") or {}).get("kind") == "hung":
+print(f"hang detector, --hang-grace-ms {grace} against 0 (every deadline waited out); {binary}")
+print(f"{rounds} round(s), each the grace then 0; the 1-minute load average sampled every 5 s through each run (mean, range)")
+failed = False
+totals = {"hang": 0.0, "wait": 0.0}
+for r in range(1, rounds + 1):
+    hang, wait = cells("hang", r), cells("wait", r)
+    common = [k for k in hang if k in wait]
+    print(f"\nround {r}: grace {load('hang', r)}; 0 {load('wait', r)}")
+    print(f"{'':28}{'cells':>6}{'grace':>10}{'0':>10}{'less':>8}")
+    def row(name, keys):
+        a, b = secs(hang[k] for k in keys), secs(wait[k] for k in keys)
+        less = f"{(b - a) / b * 100:.0f} %" if b else "-"
+        print(f"{name:28}{len(keys):>6}{a:>9.1f}s{b:>9.1f}s{less:>8}")
+        return a, b
+    a, b = row("all cells (cell time)", common)
+    totals["hang"] += a
+    totals["wait"] += b
+    for client in sorted({client_of(k) for k in common}):
+        row(f"  client {client}", [k for k in common if client_of(k) == client])
+    print(f"{'run wall':28}{'':>6}{wall('hang', r):>9.1f}s{wall('wait', r):>9.1f}s")
+    print(f"{'exit codes (--expect)':28}{'':>6}{codes('hang', r):>10}{codes('wait', r):>10}")
+    for k in common:
+        if (k[0], k[1], client_of(k)) == BUG:
+            print(f"{label(k):34}{hang[k]['durationMs'] / 1000:>9.1f}s{wait[k]['durationMs'] / 1000:>9.1f}s"
+                  f"  ({hang[k]['verdict']} @ {hang[k].get('failureBoundary')}; {len(hung_phases(hang[k]))} phases hung)")
+
+    moved = sorted(common, key=lambda k: wait[k]["durationMs"] - hang[k]["durationMs"], reverse=True)
+    print("the cells whose time fell most:")
+    for k in moved[:8]:
+        x, y = hang[k]["durationMs"] / 1000, wait[k]["durationMs"] / 1000
+        if y - x < 1:
+            break
+        print(f"  {label(k):60} {y:7.1f}s -> {x:6.1f}s")
+
+    false_hangs, changed, hung, skipped_flaky = [], [], 0, 0
+    for k in common:
+        x, y = hang[k], wait[k]
+        phases_y = {p["name"]: p for p in y.get("phases", []) if not p.get("cleanup")}
+        for p in hung_phases(x):
+            hung += 1
+            other = phases_y.get(p["name"])
+            kind = ((other or {}).get("signature") or {}).get("kind")
+            if kind != "timeout":
+                false_hangs.append(f"{label(k)} @ {p['name']}: hung, then {other['outcome'] if other else 'absent'} {kind or ''}")
+        if flaky((hang, wait), k):
+            skipped_flaky += 1
+            continue
+        mine = (x["verdict"], x.get("failureBoundary"), cause(x))
+        theirs = (y["verdict"], y.get("failureBoundary"), cause(y))
+        if mine != theirs:
+            changed.append(f"{label(k)}: {theirs} -> {mine}")
+    failed = failed or bool(false_hangs or changed)
+
+    unexpected = sorted(label(k) for k, c in hang.items()
+                        if c["verdict"] != "skipped" and (c.get("expectation") or {}).get("outcome") not in (None, "expected"))
+    print(f"phases judged hung: {hung}; false hangs (not a timeout with the grace 0): {len(false_hangs)}")
+    for line in false_hangs:
+        print(f"  {line}")
+    print(f"verdict, boundary or cause changed: {len(changed)} of {len(common) - skipped_flaky} cells ({skipped_flaky} flaky ones not compared)")
+    for line in changed:
+        print(f"  {line}")
+    print(f"cells that ran and are not as the expectations say, with the grace: {len(unexpected)}")
+    for line in unexpected:
+        c = hang[next(k for k in hang if label(k) == line)]
+        print(f"  {line}: {(c.get('expectation') or {}).get('outcome')}, {c['verdict']} @ {c.get('failureBoundary')}")
+    hung_by = {}
+    for k in common:
+        for p in hung_phases(hang[k]):
             quiet = ((p.get("detail") or {}).get("hang") or {}).get("quietMs", 0)
-            hung_by.setdefault(k[4] or "rust", []).append((p["durationMs"], quiet))
-for client, seen in sorted(hung_by.items()):
-    took, quiet = [t for t, _ in seen], [q for _, q in seen]
-    print(f"hung phases, {client}: {len(seen)}; each took {min(took) / 1000:.1f}-{max(took) / 1000:.1f} s,"
-          f" ended {min(quiet) / 1000:.1f}-{max(quiet) / 1000:.1f} s after the last activity (grace {grace / 1000:.1f} s)")
-sys.exit(1 if false_hangs or changed else 0)
+            hung_by.setdefault(client_of(k), []).append((p["durationMs"], quiet))
+    for client, seen in sorted(hung_by.items()):
+        took, quiet = [t for t, _ in seen], [q for _, q in seen]
+        print(f"hung phases, {client}: {len(seen)}; each took {min(took) / 1000:.1f}-{max(took) / 1000:.1f} s,"
+              f" ended {min(quiet) / 1000:.1f}-{max(quiet) / 1000:.1f} s after the last activity (grace {grace / 1000:.1f} s)")
+if rounds > 1:
+    a, b = totals["hang"], totals["wait"]
+    print(f"\nall rounds, cell time: grace {a:.1f}s, 0 {b:.1f}s, {(b - a) / b * 100:.0f} % less")
+sys.exit(1 if failed else 0)
 EOF
