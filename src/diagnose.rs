@@ -587,6 +587,7 @@ mod tests {
                 attempts: 40,
             },
             hint: String::new(),
+            of: None,
         };
         let text = not_back.to_string();
         let sig = restart_failed(&record(&text), Some(&not_back), None);

@@ -438,8 +438,10 @@ impl Agent {
             let text = format!("{tag} chunk {seq}/{}", stream.chunks);
             self.send(&session_update(session, "agent_message_chunk", &text));
             if let Some(path) = &self.sent_file {
-                let line =
-                    json!({"turn": tag, "session": session, "seq": seq, "of": stream.chunks});
+                // Its pid: a reader waiting for the turn's last chunk stops
+                // waiting once the process that would send it is gone.
+                let line = json!({"turn": tag, "session": session, "seq": seq,
+                    "of": stream.chunks, "pid": std::process::id()});
                 append_line(path, &line);
             }
         }

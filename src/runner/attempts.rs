@@ -33,8 +33,11 @@ struct TargetRestarter<'a> {
     clients: bool,
     /// The parts of continuity's own the restart takes down on purpose.
     parts: Vec<HarnessPart>,
-    /// See [`Restarter::own_part_brought_back`].
-    own_part: Option<HarnessPart>,
+    /// The built-in target restarted, if it is one: its own part (or its
+    /// component's) stands for no component of the deployment.
+    builtin: Option<BuiltinTarget>,
+    /// Whether the Rivet app hosts the cell's SDK (a part of continuity's own then).
+    hosts_sdk: bool,
 }
 
 #[async_trait]
@@ -43,8 +46,9 @@ impl Restarter for TargetRestarter<'_> {
         self.target.restart_lent(phase, &mut self.lent).await
     }
 
-    fn own_part_brought_back(&self) -> Option<HarnessPart> {
-        self.own_part
+    fn own_part_brought_back(&self, component: Option<BuiltinTarget>) -> Option<HarnessPart> {
+        self.builtin
+            .and_then(|b| b.own_part_not_back(component, self.hosts_sdk))
     }
 
     fn cuts_open_requests(&self) -> bool {
@@ -286,9 +290,8 @@ async fn run_one(
         parts: target_id
             .builtin()
             .map_or_else(Vec::new, |b| b.restarted_parts(hosts_sdk)),
-        own_part: target_id
-            .builtin()
-            .and_then(|b| b.own_part_brought_back(hosts_sdk)),
+        builtin: target_id.builtin(),
+        hosts_sdk,
     };
     let restarter: &mut dyn Restarter = match reload.as_mut() {
         Some(reload) => reload,

@@ -115,7 +115,13 @@ pub trait Restarter: Send {
     /// for no component of the deployment under test (the `store` target's
     /// Postgres, the Rivet app hosting the cell's SDK): when it does not
     /// come back, the harness failed, not the system under test.
-    fn own_part_brought_back(&self) -> Option<crate::errors::HarnessPart> {
+    /// `component`: the one of the stack that did not come back, when the
+    /// restart acted on several (a reboot's, a schedule's); else the target's.
+    fn own_part_brought_back(
+        &self,
+        component: Option<crate::targets::BuiltinTarget>,
+    ) -> Option<crate::errors::HarnessPart> {
+        let _ = component;
         None
     }
 
@@ -134,16 +140,17 @@ pub trait Restarter: Send {
     }
 
     /// When the cell's phases are over, before its cleanup: a network
-    /// fault still in force heals. An error means the harness could not
-    /// (its fault proxy failed): the cell is then an error, not a failure.
+    /// fault still in force heals, a pause wakes. An error is blamed as
+    /// [`judge::settle_failed`] says: a fault proxy that failed is the
+    /// harness's, a stack that did not answer again the system's.
     async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         Ok(())
     }
 
     /// Before the scenario's last phase: a schedule of faults still
     /// running is waited for, so that phase finds the stack whole. An
-    /// error (a fault that did not take, a component not back) ends the
-    /// cell as the test's setup's.
+    /// error ends the cell, blamed as [`judge::settle_failed`] says (a
+    /// fault that did not take: the setup; a component not back: the system).
     async fn before_last_phase(&mut self) -> Result<(), crate::targets::SettleError> {
         Ok(())
     }
@@ -421,18 +428,14 @@ impl RunningCell<'_> {
                         None
                     }
                     Some(Ok(Ok(()))) => None,
-                    Some(Ok(Err(error))) => Some(error.to_string()),
-                    Some(Err(_)) => Some(format!(
+                    Some(Ok(Err(error))) => Some(error),
+                    Some(Err(_)) => Some(crate::targets::SettleError::Setup(format!(
                         "the schedule of faults was not over within {} of the scenario's last phase",
                         crate::targets::fmt_duration(MIN_RESTART_DEADLINE)
-                    )),
+                    ))),
                 };
-                if let Some(reason) = failed {
-                    results.push(judge::setup_failure(
-                        "faultSchedule",
-                        "fault_schedule",
-                        reason,
-                    ));
+                if let Some(error) = failed {
+                    results.extend(self.settle_failed(("faultSchedule", "fault_schedule"), &error));
                     stopped = true;
                 }
             }
@@ -468,13 +471,8 @@ impl RunningCell<'_> {
         results: &mut Vec<PhaseResult>,
     ) {
         // The network heals before the cleanup runs on it.
-        match self.restarter.settle().await {
-            Ok(()) => {}
-            // A pause that did not wake, a schedule's fault: the setup's.
-            Err(error @ crate::targets::SettleError::Nemesis(_)) => results.push(
-                judge::setup_failure("healFault", "heal_fault", error.to_string()),
-            ),
-            Err(error) => results.push(judge::heal_failed(&error, &self.result_context())),
+        if let Err(error) = self.restarter.settle().await {
+            results.extend(self.settle_failed(("healFault", "heal_fault"), &error));
         }
         // A turn no phase collected (the cell stopped first) is cancelled before cleanup disposes its client.
         self.turns.cancel_running().await;
@@ -721,6 +719,17 @@ impl RunningCell<'_> {
         }
     }
 
+    /// The rows of faults that could not be settled, blamed as
+    /// [`judge::settle_failed`] says.
+    fn settle_failed(
+        &self,
+        at: (&str, &str),
+        error: &crate::targets::SettleError,
+    ) -> Vec<PhaseResult> {
+        let own = |component| self.restarter.own_part_brought_back(component);
+        judge::settle_failed(at, error, &own, &self.result_context())
+    }
+
     fn result_context(&self) -> ResultContext {
         ResultContext {
             persist: self.persist.clone(),
@@ -887,6 +896,128 @@ mod tests {
         );
     }
 
+    /// A probe that kept meeting a 502 for 30 s.
+    fn probe_502() -> crate::targets::ProbeError {
+        crate::targets::ProbeError {
+            probe: "http GET http://127.0.0.1:9/v1/health = 200".into(),
+            timeout: Duration::from_secs(30),
+            last_error: "status 502".into(),
+            last_cause: Some(Box::new(crate::report::Cause {
+                kind: SignatureKind::Http,
+                http_status: Some(502),
+                problem_type: None,
+                error: None,
+            })),
+            gave_up: false,
+            attempts: 600,
+        }
+    }
+
+    /// `of` (none: the stack behind a hop) seen running again, not answering.
+    fn not_back(of: Option<crate::targets::BuiltinTarget>, said: &str) -> SettleError {
+        SettleError::NotBack(crate::targets::NotBack {
+            component: of,
+            probe: probe_502(),
+            said: said.into(),
+        })
+    }
+
+    use crate::targets::SettleError;
+
+    /// Restarts fine; settling its faults fails with `0`. A part of
+    /// continuity's own stands for the component `1` names.
+    struct SettlesWith(
+        SettleError,
+        Option<(crate::targets::BuiltinTarget, crate::errors::HarnessPart)>,
+    );
+
+    #[async_trait]
+    impl Restarter for SettlesWith {
+        async fn restart(&mut self, phase: &str) -> Restarted {
+            NoRestart(0).restart(phase).await
+        }
+
+        async fn settle(&mut self) -> Result<(), SettleError> {
+            Err(self.0.clone())
+        }
+
+        fn own_part_brought_back(
+            &self,
+            component: Option<crate::targets::BuiltinTarget>,
+        ) -> Option<crate::errors::HarnessPart> {
+            self.1
+                .filter(|(of, _)| component == Some(*of))
+                .map(|(_, part)| part)
+        }
+    }
+
+    const FAULT_THEN_SLEEP: &str = "name = \"t\"\n[[phase]]\nname = \"fault\"\nstep = \"restart\"\n[[phase]]\nname = \"after\"\nstep = \"sleep\"\nms = 1\n";
+
+    /// A paused component seen running again that does not answer its
+    /// probe did not come back: the system's failure (`not_back`, the
+    /// probe's cause), its repair said; it was the setup's error.
+    #[tokio::test]
+    async fn a_paused_component_woken_and_not_answering_fails_the_cell_not_back() {
+        use crate::targets::BuiltinTarget::RivetEngine;
+        let said = "`rivet-engine` was seen running again but did not answer within 30 s of its wake: …; `rivet-engine` was restarted for the next cell";
+        let mut restarter = SettlesWith(not_back(Some(RivetEngine), said), None);
+        let run = run_cell(&scenario(FAULT_THEN_SLEEP), &settings(), &mut restarter).await;
+        assert_eq!(
+            (run.verdict, run.failure_boundary.as_deref()),
+            (Verdict::Fail, Some("healFault"))
+        );
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(sig.kind, SignatureKind::NotBack);
+        assert_eq!(sig.short(), "not back: http 502");
+        assert_eq!(sig.message, said);
+    }
+
+    /// The same of a component that is continuity's own for this cell (the
+    /// Rivet app hosting its SDK, the store's Postgres): the harness's error.
+    #[tokio::test]
+    async fn a_part_of_continuitys_own_not_back_after_its_fault_is_the_harness_error() {
+        use crate::errors::HarnessPart::RivetApp;
+        use crate::targets::BuiltinTarget::RivetEngine;
+        let mut restarter = SettlesWith(
+            not_back(Some(RivetEngine), "did not answer"),
+            Some((RivetEngine, RivetApp)),
+        );
+        let run = run_cell(&scenario(FAULT_THEN_SLEEP), &settings(), &mut restarter).await;
+        assert_eq!(run.verdict, Verdict::Error);
+        let sig = run.phases[2].signature.as_ref().unwrap();
+        assert_eq!(
+            (sig.kind, sig.component),
+            (SignatureKind::Harness, Some(RivetApp))
+        );
+    }
+
+    /// A pause that did not wake, a schedule's fault that did not take:
+    /// the setup's error, even beside a component not back (one row each).
+    #[tokio::test]
+    async fn a_fault_that_did_not_take_is_the_setups_error_beside_one_not_back() {
+        let not_woken = SettleError::Setup("after SIGCONT, 1 of its 1 processes were not".into());
+        let run = run_cell(
+            &scenario(FAULT_THEN_SLEEP),
+            &settings(),
+            &mut SettlesWith(not_woken.clone(), None),
+        )
+        .await;
+        assert_eq!(run.verdict, Verdict::Error);
+        let several = SettleError::Several(vec![not_back(None, "hop"), not_woken]);
+        let run = run_cell(
+            &scenario(FAULT_THEN_SLEEP),
+            &settings(),
+            &mut SettlesWith(several, None),
+        )
+        .await;
+        assert_eq!(run.verdict, Verdict::Error);
+        let kinds: Vec<_> = run.phases[2..]
+            .iter()
+            .map(|p| p.signature.as_ref().unwrap().kind)
+            .collect();
+        assert_eq!(kinds, [SignatureKind::NotBack, SignatureKind::Harness]);
+    }
+
     /// Restarts fine; after its fault heals, the stack never answers again.
     struct NeverBackAfterHeal;
 
@@ -896,23 +1027,14 @@ mod tests {
             NoRestart(0).restart(phase).await
         }
 
-        async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
-            Err(crate::targets::SettleError::NotReadyAfterHeal {
-                timeout: Duration::from_secs(30),
-                error: crate::targets::ProbeError {
-                    probe: "http GET http://127.0.0.1:9/v1/health = 200".into(),
-                    timeout: Duration::from_secs(30),
-                    last_error: "status 502".into(),
-                    last_cause: Some(Box::new(crate::report::Cause {
-                        kind: SignatureKind::Http,
-                        http_status: Some(502),
-                        problem_type: None,
-                        error: None,
-                    })),
-                    gave_up: false,
-                    attempts: 600,
-                },
-            })
+        async fn settle(&mut self) -> Result<(), SettleError> {
+            Err(not_back(
+                None,
+                &format!(
+                    "the stack was not ready again within 30 s of the fault's heal: {}",
+                    probe_502()
+                ),
+            ))
         }
     }
 

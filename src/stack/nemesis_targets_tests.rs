@@ -234,69 +234,193 @@ async fn a_schedule_whose_fault_cannot_take_fails_the_cell() {
     );
 }
 
-/// A paused component that does not answer after its wake is restarted
-/// through its own target (lent to the cell), so the next cell finds it
-/// whole; the cell is still the setup's error, saying so. The component
-/// here answers only while its marker file exists, which only its start
-/// writes.
-#[tokio::test]
-async fn a_component_that_does_not_answer_after_its_wake_is_restarted_for_the_next_cell() {
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("answers");
-    let probe = Readiness::Command {
-        program: "/bin/sh".into(),
-        args: vec!["-c".into(), format!("test -f {}", marker.display())],
-        interval: Duration::from_millis(50),
-    };
-    let mut spec = ManagedSpec::new(
-        "/bin/sh",
-        [
-            "-c".to_string(),
-            format!("touch {}; exec sleep 300", marker.display()),
-        ],
-    );
-    spec.log = Some(dir.path().join("component.log"));
-    spec.grace = Duration::from_secs(1);
-    let journal = StackJournal::begin(dir.path(), "tag-test:/nowhere").unwrap();
-    let supervisor =
-        crate::supervise::Supervisor::default().with_journal(std::sync::Arc::new(journal.clone()));
-    let mut component = Target::new(
-        BuiltinTarget::RivetEngine,
-        RestartAction::Managed(spec),
-        probe,
-    )
-    .with_ready_timeout(Duration::from_secs(5))
-    .supervised_by(supervisor);
-    component.prepare().await.expect("the component starts");
-    let hops = Hops::new(false);
+/// A component of the stack, managed, that answers only while its marker
+/// file exists, which every start writes but the `silent_start`th
+/// (counting from 1, `prepare`'s).
+struct MarkerComponent {
+    target: Target,
+    marker: std::path::PathBuf,
+    journal: StackJournal,
+}
+
+impl MarkerComponent {
+    async fn start(dir: &std::path::Path, id: BuiltinTarget, silent_start: Option<u32>) -> Self {
+        let marker = dir.join("answers");
+        let count = dir.join("starts");
+        let probe = Readiness::Command {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), format!("test -f {}", marker.display())],
+            interval: Duration::from_millis(50),
+        };
+        let silent = silent_start.unwrap_or(0);
+        let script = format!(
+            "n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo $n > {count}; \
+             if [ $n -ne {silent} ]; then touch {marker}; fi; exec sleep 300",
+            count = count.display(),
+            marker = marker.display(),
+        );
+        let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
+        spec.log = Some(dir.join("component.log"));
+        spec.grace = Duration::from_secs(1);
+        let journal = StackJournal::begin(dir, "tag-test:/nowhere").unwrap();
+        let supervisor = crate::supervise::Supervisor::default()
+            .with_journal(std::sync::Arc::new(journal.clone()));
+        let mut target = Target::new(id, RestartAction::Managed(spec), probe)
+            .with_ready_timeout(Duration::from_secs(1))
+            .supervised_by(supervisor);
+        target.prepare().await.expect("the component starts");
+        MarkerComponent {
+            target,
+            marker,
+            journal,
+        }
+    }
+}
+
+/// The nemesis targets named `names` of a stack whose components are
+/// `real` and (`stand_ins`) stand-ins for the rest, over `hops`.
+fn built_on(
+    dir: &std::path::Path,
+    real: &MarkerComponent,
+    hops: &Hops,
+    (names, stand_ins): (&[&str], bool),
+) -> Vec<Target> {
+    let others: Vec<Target> = COMPONENTS
+        .into_iter()
+        .filter(|id| stand_ins && real.target.id != *id)
+        .map(component)
+        .collect();
     let no_probe = |_: &str| None;
     let parts = Parts {
-        components: vec![&component],
+        components: others.iter().chain([&real.target]).collect(),
         absent: Vec::new(),
-        journal: &journal,
-        gateway_prefix: dir.path().join("gateway"),
+        journal: &real.journal,
+        gateway_prefix: dir.join("gateway"),
         owner: None,
-        hops: &hops,
+        hops,
         engine_health: None,
         hop_ready: &no_probe,
         phase_deadline: Duration::from_secs(1),
     };
-    let (mut targets, _) = build(&parts, &Selection::named(&["rivet-engine-pause".into()]));
-    let mut pause = targets.remove(0).with_ready_timeout(Duration::from_secs(1));
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let (targets, unavailable) = build(&parts, &Selection::named(&names));
+    assert!(unavailable.is_empty(), "{unavailable:?}");
+    targets
+}
+
+/// A paused component seen running again that does not answer after its
+/// wake did not come back: the system's failure (`not_back`, was the
+/// setup's error), naming it; it is restarted through its own target
+/// (lent to the cell) so the next cell finds it whole, and that is said.
+#[tokio::test]
+async fn a_component_that_does_not_answer_after_its_wake_is_not_back_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = MarkerComponent::start(dir.path(), BuiltinTarget::RivetEngine, None).await;
+    let hops = Hops::new(false);
+    let mut pause =
+        built_on(dir.path(), &engine, &hops, (&["rivet-engine-pause"], false)).remove(0);
     assert_eq!(pause.lends(), [BuiltinTarget::RivetEngine]);
     let paused = pause
-        .restart_lent("restart", &mut [&mut component])
+        .restart_lent("restart", &mut [&mut engine.target])
         .await
         .record;
     assert!(paused.ok, "{paused:?}");
     // It stops answering while frozen, and nothing brings that back but a start.
-    std::fs::remove_file(&marker).unwrap();
-    let e = pause
-        .settle_lent(&mut [&mut component])
+    std::fs::remove_file(&engine.marker).unwrap();
+    let e = pause.settle_lent(&mut [&mut engine.target]).await;
+    let Err(crate::targets::SettleError::NotBack(not_back)) = e else {
+        panic!("not a not-back: {e:?}");
+    };
+    assert_eq!(not_back.component, Some(BuiltinTarget::RivetEngine));
+    assert!(
+        not_back
+            .said
+            .contains("seen running again but did not answer")
+            && not_back
+                .said
+                .ends_with("`rivet-engine` was restarted for the next cell"),
+        "{}",
+        not_back.said
+    );
+    assert!(engine.marker.exists(), "the component was started again");
+    engine.target.shutdown().await;
+}
+
+/// A schedule's pause whose component, woken, does not answer: the
+/// fault's not-back (never the setup's error), the component restarted
+/// through the target lent to the schedule.
+#[tokio::test]
+async fn a_schedules_component_not_answering_after_its_fault_is_not_back_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = MarkerComponent::start(dir.path(), BuiltinTarget::RivetEngine, None).await;
+    let mut hops = Hops::new(true);
+    for hop in chaos::HOPS {
+        hops.front(hop, crate::supervise::free_port().unwrap())
+            .unwrap();
+    }
+    let mut chaos = built_on(dir.path(), &engine, &hops, (&["chaos"], true)).remove(0);
+    assert!(chaos.lends().contains(&BuiltinTarget::RivetEngine));
+    chaos.plan_schedule(Schedule {
+        seed: 1,
+        window_ms: 1000,
+        faults: vec![ScheduledFault {
+            at_ms: 0,
+            hold_ms: 100,
+            fault: FaultKind::Pause,
+            on: "rivet-engine".into(),
+        }],
+    });
+    std::fs::remove_file(&engine.marker).unwrap();
+    let started = chaos
+        .restart_lent("restart", &mut [&mut engine.target])
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("was restarted for the next cell"), "{e}");
-    assert!(marker.exists(), "the component was started again");
-    component.shutdown().await;
+        .record;
+    assert!(started.ok, "the schedule starts: {started:?}");
+    let e = chaos.settle_lent(&mut [&mut engine.target]).await;
+    let Err(crate::targets::SettleError::NotBack(not_back)) = e else {
+        panic!("not a not-back: {e:?}");
+    };
+    assert_eq!(not_back.component, Some(BuiltinTarget::RivetEngine));
+    assert!(
+        not_back.said.starts_with("fault #0 (")
+            && not_back
+                .said
+                .ends_with("`rivet-engine` was restarted for the next cell"),
+        "{}",
+        not_back.said
+    );
+    assert!(engine.marker.exists(), "the component was started again");
+    assert!(engine.target.pid().is_some(), "given back to its slot");
+    engine.target.shutdown().await;
+}
+
+/// A reboot whose component starts but does not answer: the restart's
+/// not-back, naming the component (a part of continuity's own among them
+/// is the harness's failure), the component restarted once more.
+#[tokio::test]
+async fn a_reboot_whose_component_does_not_answer_names_it_and_restarts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Its second start (the reboot's) leaves it silent; the third answers.
+    let mut engine = MarkerComponent::start(dir.path(), BuiltinTarget::RivetEngine, Some(2)).await;
+    let hops = Hops::new(false);
+    let mut reboot = built_on(dir.path(), &engine, &hops, (&["whole-stack"], false)).remove(0);
+    std::fs::remove_file(&engine.marker).unwrap();
+    let restarted = reboot
+        .restart_lent("restart", &mut [&mut engine.target])
+        .await;
+    let failure = restarted.failure.expect("the reboot failed");
+    assert_eq!(failure.component(), Some(BuiltinTarget::RivetEngine));
+    let sig = crate::diagnose::restart_failed(&restarted.record, Some(&failure), None);
+    assert_eq!(sig.kind, crate::report::SignatureKind::NotBack);
+    assert!(
+        sig.message
+            .starts_with("`rivet-engine` did not come back within 1 s")
+            && sig
+                .message
+                .ends_with("`rivet-engine` was restarted for the next cell"),
+        "{}",
+        sig.message
+    );
+    assert!(engine.marker.exists(), "the component was started again");
+    engine.target.shutdown().await;
 }

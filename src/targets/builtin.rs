@@ -238,12 +238,29 @@ impl BuiltinTarget {
     /// `client` restart). When it does not come back the harness failed;
     /// any other target that does not come back (the server, the gateway,
     /// the Rivet layer as the session store) is the system's failure.
+    /// A pause's is its component's; the whole stack's and a schedule's
+    /// depend on which component did not come back (the caller asks it).
     pub fn own_part_brought_back(self, hosted: bool) -> Option<HarnessPart> {
         match self.family() {
             Family::Store => Some(HarnessPart::Postgres),
             Family::Rivet | Family::Client if hosted => Some(HarnessPart::RivetApp),
+            Family::Nemesis => self
+                .paused()
+                .and_then(|(component, _)| component.own_part_brought_back(hosted)),
             _ => None,
         }
+    }
+
+    /// The part of continuity's own whose not coming back is the
+    /// harness's failure, when `component` of the stack did not come back
+    /// from this target's fault (a reboot's, a schedule's, a pause's; none:
+    /// the target itself did not).
+    pub fn own_part_not_back(
+        self,
+        component: Option<BuiltinTarget>,
+        hosted: bool,
+    ) -> Option<HarnessPart> {
+        component.unwrap_or(self).own_part_brought_back(hosted)
     }
 
     /// A pause target's component (the restart target whose process it

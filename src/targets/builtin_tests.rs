@@ -114,6 +114,29 @@ fn only_continuitys_own_parts_not_back_are_the_harnesss() {
     ] {
         assert_eq!(system.own_part_brought_back(false), None, "{system}");
     }
+    // A nemesis's: the component that did not come back decides.
+    assert_eq!(
+        StorePauseLong.own_part_not_back(None, false),
+        Some(HarnessPart::Postgres)
+    );
+    assert_eq!(RivetEnginePause.own_part_not_back(None, false), None);
+    assert_eq!(
+        RivetEnginePause.own_part_not_back(None, true),
+        Some(HarnessPart::RivetApp)
+    );
+    for nemesis in [WholeStack, Chaos] {
+        assert_eq!(nemesis.own_part_not_back(None, true), None, "{nemesis}");
+        assert_eq!(
+            nemesis.own_part_not_back(Some(Store), false),
+            Some(HarnessPart::Postgres)
+        );
+        assert_eq!(
+            nemesis.own_part_not_back(Some(RivetEngine), true),
+            Some(HarnessPart::RivetApp)
+        );
+        assert_eq!(nemesis.own_part_not_back(Some(RivetEngine), false), None);
+        assert_eq!(nemesis.own_part_not_back(Some(Agent), true), None);
+    }
 }
 
 /// The lines of `text` (a source file) that compare a target's name with a

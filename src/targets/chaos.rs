@@ -14,12 +14,15 @@
 //! schedule to be over (every fault healed or back, and seen so) before
 //! the scenario's last phase, so that phase finds the stack whole: a
 //! restart's deadline (120 s at least) covers the window and the slowest
-//! component's readiness. A fault that did not take, or a component that
-//! did not come back, is the cell's error (the test's setup), never a pass.
+//! component's readiness. A fault that did not take is the cell's error
+//! (the test's setup), never a pass; what a fault acted on, seen running
+//! again, that did not answer its probe did not come back (`not_back`, the
+//! system's failure unless it is a part of continuity's own), and a
+//! component that did not is restarted for the next cell.
 
 use super::fault::OpenWindow;
 use super::pause::{PauseAction, PauseError};
-use super::readiness::{ProbeAuth, ProbeError, Readiness};
+use super::readiness::{ProbeAuth, Readiness};
 use super::{BuiltinTarget, FaultAction, Target};
 use crate::faults::{parse_toxic, FaultControl, Param, ProxyError, ToxicSpec};
 use crate::report::{FaultKind, Schedule, ScheduledFault};
@@ -45,6 +48,17 @@ pub const RESTARTED: [BuiltinTarget; 3] = [
     BuiltinTarget::Agent,
     BuiltinTarget::Gateway,
     BuiltinTarget::Rivet,
+];
+/// The components a schedule is lent (their restart targets): those it
+/// restarts, and those it pauses, restarted when they do not answer after
+/// their fault so the next cell finds the stack whole (the store's only
+/// when it runs).
+pub const LENT: [BuiltinTarget; 5] = [
+    BuiltinTarget::Agent,
+    BuiltinTarget::Gateway,
+    BuiltinTarget::Rivet,
+    BuiltinTarget::RivetEngine,
+    BuiltinTarget::Store,
 ];
 /// The components a schedule pauses (the store only under `--persist postgres`).
 const PAUSED: [BuiltinTarget; 4] = [
@@ -259,14 +273,53 @@ pub(super) enum FaultError {
     NoHop { hop: String },
     #[error(transparent)]
     Proxy(#[from] ProxyError),
-    #[error("not ready within {} of the heal: {error}", super::fmt_duration(*.within))]
-    NotReady {
-        within: Duration,
-        #[source]
-        error: ProbeError,
-    },
+    /// What the fault acted on did not answer again once it was over.
+    #[error(transparent)]
+    NotBack(super::NotBack),
     #[error("the schedule's task ended: {0}")]
     Task(String),
+}
+
+/// A schedule's failed fault, blamed as its kind says: what it acted on
+/// not back is `not_back` (or a part of continuity's own), a fault proxy
+/// that failed is continuity's own part, anything else did not take (the
+/// test's setup).
+impl From<Failed> for super::SettleError {
+    fn from(failed: Failed) -> Self {
+        let Failed {
+            index,
+            fault,
+            error,
+        } = failed;
+        match error {
+            FaultError::NotBack(mut not_back) => {
+                not_back.said = format!("fault #{index} ({fault}): {}", not_back.said);
+                super::SettleError::NotBack(not_back)
+            }
+            FaultError::Proxy(e) => super::SettleError::Proxy(e),
+            error => super::SettleError::Setup(
+                Failed {
+                    index,
+                    fault,
+                    error,
+                }
+                .to_string(),
+            ),
+        }
+    }
+}
+
+impl FaultError {
+    /// A not-back with `clause` (its repair) added to what it says.
+    fn noted(self, clause: &str) -> FaultError {
+        match self {
+            FaultError::NotBack(mut not_back) => {
+                not_back.said.push_str(clause);
+                FaultError::NotBack(not_back)
+            }
+            other => other,
+        }
+    }
 }
 
 impl RunningSchedule {
@@ -342,28 +395,65 @@ impl Ran<'_> {
             Resource::Component(of) => self.pause(*of, hold).await?,
             Resource::Hop(hop) => self.toxic(hop, fault.fault, hold).await?,
         };
-        self.ready(&resource)
-            .await
-            .map(|ready| format!("{healed}; {ready}"))
+        match self.ready(&resource).await {
+            Ok(ready) => Ok(format!("{healed}; {ready}")),
+            Err(FaultError::NotBack(not_back)) => {
+                let note = match not_back.component {
+                    Some(of) => self.repair(of).await,
+                    None => String::new(),
+                };
+                Err(FaultError::NotBack(not_back).noted(&note))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn restart(&self, on: &str) -> Result<String, FaultError> {
         let id = component(on)?;
-        if let Some((_, part)) = self.parts.iter().find(|(of, _)| *of == id) {
-            let mut part = part.lock().await;
-            part.set_trace(self.trace.clone());
-            let result = part
-                .restart_lent(&format!("chaos restart of {on}"), &mut [])
-                .await
-                .record;
-            return match result.ok {
-                true => Ok(result.down.unwrap_or_else(|| "restarted".into())),
-                false => Err(FaultError::Restart {
-                    detail: result.detail.unwrap_or_else(|| "the restart failed".into()),
-                }),
-            };
+        let Some((_, part)) = self.parts.iter().find(|(of, _)| *of == id) else {
+            return Err(FaultError::NotLent { on: on.into() });
+        };
+        let mut part = part.lock().await;
+        part.set_trace(self.trace.clone());
+        let restarted = part
+            .restart_lent(&format!("chaos restart of {on}"), &mut [])
+            .await;
+        let result = restarted.record;
+        match (result.ok, restarted.failure) {
+            (true, _) => Ok(result.down.unwrap_or_else(|| "restarted".into())),
+            // Restarted and not answering: the system's, repaired for the next cell.
+            (false, Some(super::RestartFailure::NotBack { error, .. })) => {
+                let repaired = part
+                    .restart_lent(&format!("repair of {on} after its chaos restart"), &mut [])
+                    .await
+                    .record;
+                Err(FaultError::NotBack(super::NotBack {
+                    component: Some(id),
+                    probe: error,
+                    said: result.detail.unwrap_or_default(),
+                })
+                .noted(&super::repair_note(id, &repaired)))
+            }
+            (false, _) => Err(FaultError::Restart {
+                detail: result.detail.unwrap_or_else(|| "the restart failed".into()),
+            }),
         }
-        Err(FaultError::NotLent { on: on.into() })
+    }
+
+    /// `of`, not answering once its fault was over, restarted through its
+    /// own target (lent to the schedule) so the next cell finds the stack
+    /// whole: what that did, as a clause.
+    async fn repair(&self, of: BuiltinTarget) -> String {
+        let Some((_, part)) = self.parts.iter().find(|(id, _)| *id == of) else {
+            return format!("; `{of}` was not lent to the schedule and was left as it is");
+        };
+        let mut part = part.lock().await;
+        part.set_trace(self.trace.clone());
+        let repaired = part
+            .restart_lent(&format!("repair of {of} after its fault"), &mut [])
+            .await
+            .record;
+        super::repair_note(of, &repaired)
     }
 
     async fn pause(&self, of: BuiltinTarget, hold: Duration) -> Result<String, FaultError> {
@@ -414,9 +504,21 @@ impl Ran<'_> {
         let took = probe
             .wait_with(*within, self.auth, self.trace)
             .await
-            .map_err(|error| FaultError::NotReady {
-                within: *within,
-                error,
+            .map_err(|probe| {
+                let (component, what) = match resource {
+                    Resource::Component(of) => {
+                        (Some(*of), format!("`{of}` was seen running again but"))
+                    }
+                    Resource::Hop(hop) => (None, format!("with the {hop} hop healed, the stack")),
+                };
+                FaultError::NotBack(super::NotBack {
+                    component,
+                    said: format!(
+                        "{what} did not answer within {} of the fault's end: {probe}",
+                        super::fmt_duration(*within)
+                    ),
+                    probe,
+                })
             })?;
         Ok(format!("ready again after {}", super::fmt_duration(took)))
     }

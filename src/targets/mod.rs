@@ -101,14 +101,68 @@ pub enum RestartFailure {
     /// Without a probe nothing can show the target going down and coming back.
     #[error("the restart cannot be verified: the target has no readiness probe to see it go down and come back (give it a `ready` probe)")]
     Unverifiable,
-    #[error("the target did not come back within {}: {error}{hint}", fmt_duration(*.timeout))]
+    #[error("{} did not come back within {}: {error}{hint}", who(*.of), fmt_duration(*.timeout))]
     NotBack {
         timeout: Duration,
         #[source]
         error: ProbeError,
-        /// What the managed process did meanwhile, when there is one.
+        /// What the managed process did meanwhile, when there is one, and
+        /// what was done about it (a reboot's repair).
         hint: String,
+        /// The component of the stack that did not come back, when the
+        /// restart acted on several (a reboot's); `None`: the target.
+        of: Option<BuiltinTarget>,
     },
+}
+
+/// What restarting `component` for the next cell did, as a clause.
+fn repair_note(component: BuiltinTarget, repaired: &RestartResult) -> String {
+    match repaired.ok {
+        true => format!("; `{component}` was restarted for the next cell"),
+        false => format!(
+            "; restarting `{component}` for the next cell failed too: {}",
+            repaired.detail.as_deref().unwrap_or("no detail")
+        ),
+    }
+}
+
+/// Who did not come back: a component named, else the target.
+fn who(of: Option<BuiltinTarget>) -> String {
+    match of {
+        Some(component) => format!("`{component}`"),
+        None => "the target".into(),
+    }
+}
+
+impl RestartFailure {
+    /// A component's failure (a reboot's), naming it and adding `clause`
+    /// (what was done about it) when it did not come back.
+    pub fn of_component(self, component: Option<BuiltinTarget>, clause: &str) -> Self {
+        match self {
+            RestartFailure::NotBack {
+                timeout,
+                error,
+                hint,
+                ..
+            } => RestartFailure::NotBack {
+                timeout,
+                error,
+                hint: format!("{hint}{clause}"),
+                of: component,
+            },
+            other => other,
+        }
+    }
+
+    /// The component of the stack that did not come back, when a restart
+    /// acting on several says which (a part of continuity's own among
+    /// them is then the harness's failure, not the system's).
+    pub fn component(&self) -> Option<BuiltinTarget> {
+        match self {
+            RestartFailure::NotBack { of, .. } => *of,
+            _ => None,
+        }
+    }
 }
 
 /// A restart as the cell records it and, when it failed, what failed.
@@ -135,22 +189,56 @@ impl From<verify::NotDown> for RestartFailure {
     }
 }
 
-/// Why a cell's network could not be settled: the harness's own failure
-/// (a fault proxy stopped, the stack did not answer after a heal).
+/// Why a cell's faults could not be settled once its phases were over,
+/// by whom it is blamed: a fault proxy that stopped is continuity's own
+/// part failing; a fault that did not take or a process that did not
+/// wake, the test's setup; something the fault acted on, seen running
+/// again, that did not answer its probe did not come back ([`NotBack`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SettleError {
     #[error(transparent)]
     Proxy(#[from] crate::faults::ProxyError),
-    #[error("the stack was not ready again within {} of the fault's heal: {error}", fmt_duration(*.timeout))]
-    NotReadyAfterHeal {
-        timeout: Duration,
-        #[source]
-        error: ProbeError,
-    },
-    /// A pause that did not wake, a schedule's fault that did not take or
-    /// whose component did not come back: the test's setup failed.
+    /// A pause that did not wake, a schedule's fault that did not take:
+    /// the test's setup failed.
     #[error("{0}")]
-    Nemesis(String),
+    Setup(String),
+    #[error(transparent)]
+    NotBack(#[from] NotBack),
+    /// Several of the above: a schedule's faults, each failing its way.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<SettleError>),
+}
+
+impl SettleError {
+    /// The failure with `clause` (what was done about it) added to what it says.
+    pub fn noted(self, clause: &str) -> SettleError {
+        match self {
+            SettleError::Setup(said) => SettleError::Setup(format!("{said}{clause}")),
+            SettleError::NotBack(mut not_back) => {
+                not_back.said.push_str(clause);
+                SettleError::NotBack(not_back)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Something a fault acted on (a hop's toxic, a pause, a restart in a
+/// schedule) that was seen running again, or healed, yet did not answer
+/// its readiness probe: it did not come back from the fault. The system's
+/// failure, unless the component is a part of continuity's own; `said`
+/// also tells what was done so the next cell finds the stack whole.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{said}")]
+pub struct NotBack {
+    /// The component that did not come back; `None` for the stack behind
+    /// a hop whose fault healed.
+    pub component: Option<BuiltinTarget>,
+    /// The probe that kept failing: its last cause is the signature's.
+    pub probe: ProbeError,
+    /// The whole sentence: what did not answer, within how long, the
+    /// probe's error, and the repair.
+    pub said: String,
 }
 
 /// A target that cannot run here, and why.
@@ -401,9 +489,10 @@ impl Target {
     /// still be serving (an error is the harness's: the proxy itself
     /// failed). A nemesis closes what it left open: a schedule still
     /// running is waited for and gives back the components it was `lent`,
-    /// a pause wakes (and is seen so), an agent kill's server is looked at
-    /// again (an error is the test's setup's). A stack that does not
-    /// answer after a heal did not come back from the fault.
+    /// a pause wakes (and is seen so: else the test's setup's error), an
+    /// agent kill's server is looked at again. A stack or a component that
+    /// does not answer after a heal or a wake did not come back from the
+    /// fault ([`NotBack`]).
     pub async fn settle_lent(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
         let nemesis = self.close_nemesis(lent).await;
         if let Some(window) = self.timeout_window.take() {
@@ -411,7 +500,14 @@ impl Target {
         }
         if let Some(window) = self.window.take() {
             window.close()?;
-            self.ready_after_heal().await?;
+            self.ready_after_heal().await.map_err(|probe| NotBack {
+                component: None,
+                said: format!(
+                    "the stack was not ready again within {} of the fault's heal: {probe}",
+                    fmt_duration(self.ready_timeout)
+                ),
+                probe,
+            })?;
         }
         for hop in self.hops.iter().chain(self.fault_proxy.iter()) {
             hop.check()?;
@@ -424,18 +520,14 @@ impl Target {
     /// cut reconnects with a backoff): the wait goes into the trace, and a
     /// stack that never recovers fails this cell (it did not come back from
     /// the fault), not the next one.
-    async fn ready_after_heal(&mut self) -> Result<(), SettleError> {
+    async fn ready_after_heal(&mut self) -> Result<(), ProbeError> {
         if self.readiness == Readiness::None {
             return Ok(());
         }
         let took = self
             .readiness
             .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
-            .await
-            .map_err(|error| SettleError::NotReadyAfterHeal {
-                timeout: self.ready_timeout,
-                error,
-            })?;
+            .await?;
         self.trace
             .emit(Event::FaultReady(event::Took { ms: millis(took) }));
         Ok(())
@@ -822,6 +914,7 @@ impl Target {
                 timeout: self.ready_timeout,
                 error,
                 hint: self.process_hint(),
+                of: None,
             }),
         }
     }

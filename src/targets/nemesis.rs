@@ -40,7 +40,7 @@ impl Nemesis {
     pub fn lends(&self) -> Vec<BuiltinTarget> {
         match self {
             Nemesis::Reboot(reboot) => reboot.order.clone(),
-            Nemesis::Chaos(_) => super::chaos::RESTARTED.to_vec(),
+            Nemesis::Chaos(_) => super::chaos::LENT.to_vec(),
             // Restarted when it does not wake, so the next cell finds it whole.
             Nemesis::Pause(pause) => vec![pause.component],
             Nemesis::KillAgent(_) => Vec::new(),

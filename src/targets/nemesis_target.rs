@@ -44,8 +44,11 @@ impl Target {
         }
     }
 
-    /// Closes what a nemesis left open in the cell, its component seen
-    /// ready again after a wake; an error is the test's setup's.
+    /// Closes what a nemesis left open in the cell. A pause that did not
+    /// wake is the test's setup's error; its component woken yet not
+    /// answering its probe did not come back ([`super::NotBack`]); either
+    /// way the component is restarted for the next cell, and that is said.
+    /// A schedule's failures are judged fault by fault.
     pub(super) async fn close_nemesis(
         &mut self,
         lent: &mut [&mut Target],
@@ -53,15 +56,23 @@ impl Target {
         match self.nemesis.take() {
             None | Some(Open::Planned(_)) => Ok(()),
             Some(Open::Paused(open)) => {
-                let woke = open.close().await;
-                let ready = match &woke {
-                    Ok(_) => self.ready_after_heal().await,
-                    Err(e) => Err(SettleError::Nemesis(e.to_string())),
+                let component = open.component();
+                let failure = match open.close().await {
+                    Err(e) => SettleError::Setup(e.to_string()),
+                    Ok(_) => match self.ready_after_heal().await {
+                        Ok(()) => return Ok(()),
+                        Err(probe) => SettleError::NotBack(super::NotBack {
+                            component: Some(component),
+                            said: format!(
+                                "`{component}` was seen running again but did not answer within {} of its wake: {probe}",
+                                super::fmt_duration(self.ready_timeout)
+                            ),
+                            probe,
+                        }),
+                    },
                 };
-                match ready {
-                    Ok(()) => Ok(()),
-                    Err(failure) => Err(self.repair(failure, lent).await),
-                }
+                let note = self.repair(component, lent).await;
+                Err(failure.noted(&note))
             }
             Some(Open::Killed(killed)) => {
                 killed.after(&self.trace);
@@ -70,31 +81,23 @@ impl Target {
             Some(Open::Running(running)) => {
                 let finished = running.finish().await;
                 give_back(lent, finished.parts);
-                match finished.failures.is_empty() {
-                    true => Ok(()),
-                    false => Err(SettleError::Nemesis(
-                        finished
-                            .failures
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    )),
+                let mut failures: Vec<SettleError> =
+                    finished.failures.into_iter().map(Into::into).collect();
+                match failures.len() {
+                    0 => Ok(()),
+                    1 => Err(failures.remove(0)),
+                    _ => Err(SettleError::Several(failures)),
                 }
             }
         }
     }
 
-    /// A paused component that did not wake, or not answer after its wake,
-    /// is restarted through its own restart target (lent to the cell), so
-    /// the next cell finds the stack whole; the cell is still the error
-    /// `failure` says, with what the repair did.
-    async fn repair(&mut self, failure: SettleError, lent: &mut [&mut Target]) -> SettleError {
-        let Some(part) = lent
-            .iter_mut()
-            .find(|p| self.lends().iter().any(|id| p.id == *id))
-        else {
-            return failure;
+    /// `component`, paused and not well after its wake, restarted through
+    /// its own restart target (lent to the cell) so the next cell finds
+    /// the stack whole: what that did, as a clause of the failure.
+    async fn repair(&mut self, component: BuiltinTarget, lent: &mut [&mut Target]) -> String {
+        let Some(part) = lent.iter_mut().find(|p| p.id == component) else {
+            return format!("; `{component}` was not lent to the cell and was left as it is");
         };
         part.set_trace(self.trace.clone());
         // Boxed: a restart may itself close a nemesis (never a managed
@@ -102,17 +105,7 @@ impl Target {
         let repaired = Box::pin(part.restart_lent("repairAfterPause", &mut []))
             .await
             .record;
-        SettleError::Nemesis(match repaired.ok {
-            true => format!(
-                "{failure}; `{}` was restarted for the next cell",
-                part.name()
-            ),
-            false => format!(
-                "{failure}; restarting `{}` for the next cell failed too: {}",
-                part.name(),
-                repaired.detail.unwrap_or_default()
-            ),
-        })
+        super::repair_note(component, &repaired)
     }
 
     /// A nemesis's action and its proof that it took: a pause seen stopped,
@@ -244,6 +237,7 @@ impl Target {
                         timeout: self.ready_timeout,
                         error,
                         hint: self.process_hint(),
+                        of: None,
                     })?;
             }
         }

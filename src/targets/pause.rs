@@ -99,7 +99,7 @@ impl PauseAction {
             pinned,
             pgid,
             what,
-            component: self.component.name().to_string(),
+            component: self.component,
             trace: trace.clone(),
             healed: AtomicBool::new(false),
             woke: Mutex::new(None),
@@ -163,7 +163,7 @@ struct Paused {
     pinned: Pinned,
     pgid: i32,
     what: String,
-    component: String,
+    component: super::BuiltinTarget,
     trace: Trace,
     healed: AtomicBool,
     /// How the wake went, once it did.
@@ -191,7 +191,7 @@ impl Paused {
             }),
         };
         self.trace.emit(Event::PauseEnd(event::PauseEnd {
-            component: self.component.clone(),
+            component: self.component.name().to_string(),
             ok: result.is_ok(),
             detail: Some(match &result {
                 Ok(note) => note.clone(),
@@ -220,6 +220,11 @@ impl OpenPause {
             "{}: SIGSTOP to group {}, every process of it seen stopped",
             self.paused.what, self.paused.pgid
         )
+    }
+
+    /// The restart target whose component is paused.
+    pub(super) fn component(&self) -> super::BuiltinTarget {
+        self.paused.component
     }
 
     /// Wakes now if the timer has not, and says how the wake went.

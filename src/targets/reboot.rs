@@ -31,7 +31,10 @@ impl Reboot {
     /// Takes every part down, last first, and brings them up in order;
     /// says how each went down and came back. When one does not go down,
     /// or does not come back, the others are still brought up (the stack
-    /// is left running) and the first failure is the reboot's.
+    /// is left running) and the first failure is the reboot's. One that
+    /// started but did not answer is restarted once more for the next
+    /// cell, and its failure names it (a part of continuity's own is then
+    /// the harness's failure, any other the system's: `not_back`).
     pub(super) async fn run(&self, parts: &mut [&mut Target]) -> Result<String, RestartFailure> {
         for id in &self.order {
             if !parts.iter().any(|p| p.id == *id) {
@@ -60,6 +63,18 @@ impl Reboot {
                 .map(|(_, probe)| probe);
             match part.bring_up(boot).await {
                 Ok(ready_ms) => seen.push(format!("{} back in {ready_ms} ms", part.name())),
+                Err(e @ RestartFailure::NotBack { .. }) => {
+                    // Started, not answering: restarted once more, so the
+                    // next cell finds the stack whole; the reboot still failed.
+                    let component = part.id.builtin();
+                    let repaired = Box::pin(part.restart_lent("repairAfterReboot", &mut []))
+                        .await
+                        .record;
+                    let note = component
+                        .map(|c| super::repair_note(c, &repaired))
+                        .unwrap_or_default();
+                    failed.get_or_insert(e.of_component(component, &note));
+                }
                 Err(e) => {
                     failed.get_or_insert(e);
                 }

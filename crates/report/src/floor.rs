@@ -19,7 +19,9 @@
 //! time a fault of the nemesis package keeps the stack down: a pause, from
 //! its stop to its wake (`pause_start` to `pause_end`), each fault of a
 //! chaos schedule from its start until it is over and seen so
-//! (`scheduled_start` to `scheduled_end`), which the executor waits out
+//! (`scheduled_start` to `scheduled_end`), and the schedule itself from
+//! its start (`schedule`) until its last fault is over, the drawn gaps
+//! before and between its faults included, which the executor waits out
 //! before the scenario's last phase, and the stack's wait to answer again
 //! after a heal (`fault_ready`). With a
 //! trace, the restart windows join the same union of intervals, so a store
@@ -180,6 +182,8 @@ impl Spans {
         // The faults keeping the stack down: a pause (by component), a
         // schedule's fault (by its index).
         let mut down: Vec<(String, f64)> = Vec::new();
+        // A chaos schedule: its start, and the end of its last fault so far.
+        let mut schedule: Option<(f64, f64)> = None;
         for Line { t, event } in trace
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
@@ -231,6 +235,10 @@ impl Spans {
                     }
                 }
                 Event::PauseStart(pause) => down.push((format!("pause {}", pause.component), t)),
+                // The schedule holds the cell from its start until its last
+                // fault is over: the drawn gaps before and between its
+                // faults are the schedule's, which the executor waits out.
+                Event::Schedule(_) => schedule = Some((t, t)),
                 Event::ScheduledStart(fault) => down.push((format!("fault {}", fault.index), t)),
                 Event::PauseEnd(pause) => end_down(
                     &mut down,
@@ -239,6 +247,9 @@ impl Spans {
                     &mut spans,
                 ),
                 Event::ScheduledEnd(fault) => {
+                    if let Some((_, over)) = schedule.as_mut() {
+                        *over = t;
+                    }
                     end_down(&mut down, &format!("fault {}", fault.index), t, &mut spans)
                 }
                 Event::RestartStart => restarting = Some(t),
@@ -250,6 +261,7 @@ impl Spans {
                 _ => {}
             }
         }
+        spans.answers.extend(schedule);
         spans
     }
 }
@@ -362,6 +374,14 @@ mod tests {
         // 100..300, 400..600 (two faults overlapping), 650..700.
         let floor = Floor::of_attempt(1000, &[], Some(trace));
         assert_eq!(floor.floor_ms, 450, "{floor:?}");
+        // The schedule drawn to start at 350: the gap before its first
+        // fault is its time too (350..600 whole).
+        let scheduled = trace.replace(
+            r#"{"t":400.0,"ev":"scheduled_start""#,
+            "{\"t\":350.0,\"ev\":\"schedule\",\"schedule\":{}}\n{\"t\":400.0,\"ev\":\"scheduled_start\"",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(&scheduled));
+        assert_eq!(floor.floor_ms, 500, "{floor:?}");
     }
 
     #[test]

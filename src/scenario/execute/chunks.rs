@@ -77,8 +77,13 @@ pub(super) fn never_stored(history: &[Value], sent_log: &Path) -> Option<usize> 
 pub(super) async fn agent_turn_over(log: &Path, tag: &str) {
     let mut last = (0, Instant::now());
     loop {
-        let (count, of) = sent_progress(log, tag);
+        let (count, of, sender) = sent_progress(log, tag);
         if of.is_some_and(|of| count >= of) {
+            return;
+        }
+        // The process that sent its chunks is gone (killed, its server
+        // restarted): no chunk can come any more, nothing to wait for.
+        if sender.is_some_and(|pid| !alive(pid)) {
             return;
         }
         if count != last.0 {
@@ -93,9 +98,15 @@ pub(super) async fn agent_turn_over(log: &Path, tag: &str) {
 /// How long a turn's sent record may stand still before it counts as over.
 const QUIET: Duration = Duration::from_secs(1);
 
-/// How many chunks of `tag` the record holds, and of how many; all of
-/// them once the agent recorded the turn's end.
-fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
+/// Whether process `pid` still runs (a zombie does not: it sends nothing).
+fn alive(pid: i32) -> bool {
+    crate::supervise::owner::state_of(pid).is_some_and(|state| !matches!(state, 'Z' | 'X'))
+}
+
+/// How many chunks of `tag` the record holds, and of how many (all of
+/// them once the agent recorded the turn's end), and the pid of the
+/// process that sent the last one, when the record says.
+fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>, Option<i32>) {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let (ends, mine): (Vec<Value>, Vec<Value>) = text
         .lines()
@@ -103,14 +114,18 @@ fn sent_progress(log: &Path, tag: &str) -> (usize, Option<usize>) {
         .filter(|v| v.get("turn").and_then(Value::as_str) == Some(tag))
         .partition(|v| v.get("ended").is_some());
     if !ends.is_empty() {
-        return (mine.len(), Some(mine.len()));
+        return (mine.len(), Some(mine.len()), None);
     }
-    let of = mine
-        .last()
+    let last = mine.last();
+    let of = last
         .and_then(|v| v.get("of"))
         .and_then(Value::as_u64)
         .map(|n| n as usize);
-    (mine.len(), of)
+    let pid = last
+        .and_then(|v| v.get("pid"))
+        .and_then(Value::as_u64)
+        .and_then(|pid| i32::try_from(pid).ok());
+    (mine.len(), of, pid)
 }
 
 /// The stop reason the agent's record says it answered turn `tag` with,
@@ -283,6 +298,35 @@ mod tests {
         assert!(cut
             .describe()
             .contains("agent sent 6 chunks, history holds 5"));
+    }
+
+    /// A turn cut short: once the process that sent its chunks is gone no
+    /// chunk can come, and the wait for the rest ends at once (it waited
+    /// the record's quiet second after every agent kill or server
+    /// restart); while it runs, the wait goes on.
+    #[tokio::test]
+    async fn the_wait_for_a_turns_last_chunk_ends_when_its_sender_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("sent.jsonl");
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let gone_pid = gone.id();
+        gone.wait().unwrap();
+        let line = |pid: u32| {
+            format!(
+                "{}\n",
+                json!({"turn": "t", "session": "s", "seq": 3, "of": 20, "pid": pid})
+            )
+        };
+        std::fs::write(&log, line(gone_pid)).unwrap();
+        assert_eq!(
+            sent_progress(&log, "t"),
+            (1, Some(20), Some(gone_pid as i32))
+        );
+        let cut = tokio::time::timeout(QUIET / 2, agent_turn_over(&log, "t")).await;
+        assert!(cut.is_ok(), "the wait outlived its sender");
+        std::fs::write(&log, line(std::process::id())).unwrap();
+        let running = tokio::time::timeout(QUIET / 2, agent_turn_over(&log, "t")).await;
+        assert!(running.is_err(), "its sender runs: the rest may still come");
     }
 
     #[test]

@@ -70,35 +70,59 @@ pub(super) fn harness_failure(
     }
 }
 
-/// The `healFault` row of a cell whose network could not be settled once
-/// its phases were over. A fault proxy that stopped is the harness's
-/// error (the fault could not be healed); a stack that did not answer
-/// again after the heal, its proxies serving, did not come back from the
-/// fault: the system's failure (`not_back`), unless a part of continuity's
-/// own on the way was seen gone, which it then names.
-pub(super) fn heal_failed(
+/// The rows of a cell whose faults could not be settled (`name`/`step`:
+/// where: its `healFault` once its phases were over, its `faultSchedule`
+/// before its last phase). A fault proxy that stopped is the harness's
+/// error (the fault could not be healed); a fault that did not take, or a
+/// paused process that did not wake, the test's setup's; something a fault
+/// acted on that did not answer again did not come back: the system's
+/// failure (`not_back`, the probe's last cause), unless it is a part of
+/// continuity's own (`own` of its component: the store's Postgres, the
+/// Rivet app hosting the SDK) or such a part was seen gone on the way,
+/// which it then names.
+pub(super) fn settle_failed(
+    (name, step): (&str, &str),
     error: &crate::targets::SettleError,
+    own: &dyn Fn(Option<crate::targets::BuiltinTarget>) -> Option<crate::errors::HarnessPart>,
     context: &ResultContext,
-) -> PhaseResult {
+) -> Vec<PhaseResult> {
     use crate::targets::SettleError;
-    let (name, step) = ("healFault", "heal_fault");
-    let SettleError::NotReadyAfterHeal { error: probe, .. } = error else {
-        return harness_failure(
+    match error {
+        SettleError::Several(each) => each
+            .iter()
+            .flat_map(|e| settle_failed((name, step), e, own, context))
+            .collect(),
+        SettleError::Setup(said) => vec![setup_failure(name, step, said.clone())],
+        SettleError::Proxy(_) => vec![harness_failure(
             name,
             step,
             crate::errors::HarnessPart::FaultProxy,
             error.to_string(),
-        );
-    };
+        )],
+        SettleError::NotBack(not_back) => vec![not_back_row((name, step), not_back, own, context)],
+    }
+}
+
+/// One thing a fault acted on that did not come back: see [`settle_failed`].
+fn not_back_row(
+    (name, step): (&str, &str),
+    not_back: &crate::targets::NotBack,
+    own: &dyn Fn(Option<crate::targets::BuiltinTarget>) -> Option<crate::errors::HarnessPart>,
+    context: &ResultContext,
+) -> PhaseResult {
+    let said = &not_back.said;
+    if let Some(part) = not_back.component.and_then(|c| own(Some(c))) {
+        return harness_failure(name, step, part, format!("{}: {said}", part.describe()));
+    }
     let gone = context
         .watched
         .iter()
         .find(|p| p.gone() && !context.owned.contains(&p.part));
     if let Some(part) = gone {
-        return harness_failure(name, step, part.part, error.to_string());
+        return harness_failure(name, step, part.part, said.clone());
     }
-    let mut signature = diagnose::other(SignatureKind::NotBack, error.to_string());
-    signature.cause = probe.last_cause.as_deref().cloned();
+    let mut signature = diagnose::other(SignatureKind::NotBack, said.clone());
+    signature.cause = not_back.probe.last_cause.as_deref().cloned();
     PhaseResult {
         name: name.into(),
         step: step.into(),
@@ -115,7 +139,8 @@ pub(super) fn heal_failed(
 }
 
 /// A failure of the test's setup that is no part of continuity's (a
-/// pause that did not take or wake, a schedule's fault): the cell's error.
+/// pause that did not take or wake, a schedule's fault that did not
+/// take): the cell's error.
 pub(super) fn setup_failure(name: &str, step: &str, reason: String) -> PhaseResult {
     PhaseResult {
         name: name.into(),

@@ -308,7 +308,8 @@ impl RunningCell<'_> {
             let signature = diagnose::restart_failed(
                 &report,
                 failure.as_ref(),
-                self.restarter.own_part_brought_back(),
+                self.restarter
+                    .own_part_brought_back(failure.as_ref().and_then(|f| f.component())),
             );
             return Err(StepFailure::new(signature).with_detail(detail.to_map()));
         }
