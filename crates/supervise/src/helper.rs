@@ -237,14 +237,17 @@ mod tests {
 
     #[tokio::test]
     async fn a_helper_past_its_limit_is_killed_with_its_group() {
+        // A sleep of this process's own: the /proc scan below sees every
+        // process on the machine, another test run's among them.
+        let secs = format!("602.{}", std::process::id());
         let mut command = tokio::process::Command::new("sh");
-        command.args(["-c", "sleep 602.4343 & sleep 602.4343"]);
+        command.args(["-c", &format!("sleep {secs} & sleep {secs}")]);
         let e = output(command, Duration::from_millis(300), 1024)
             .await
             .unwrap_err();
         assert!(matches!(e, HelperError::TimedOut(_)), "{e}");
         assert!(
-            !running(&["sleep", "602.4343"].join("\0")),
+            !running(&["sleep", secs.as_str()].join("\0")),
             "its whole group is gone"
         );
         let mut command = tokio::process::Command::new("sh");
