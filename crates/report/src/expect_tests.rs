@@ -723,3 +723,19 @@ fn an_entry_can_name_the_invariant_an_integrity_failure_broke() {
     let flaky = "[[expect]]\ntarget = \"agent\"\nscenario = \"recreate-rehydrate\"\nverdict = \"flaky\"\ninvariant = \"stream\"\nreason = \"a race\"\n";
     assert!(parse(flaky).is_ok());
 }
+
+proptest::proptest! {
+    /// A pattern matches what its glob would, whether it is compared as
+    /// text (no metacharacter), is `*`, or is compiled.
+    #[test]
+    fn a_pattern_matches_as_its_glob_does(
+        text in "[a-c.@/*?\\[\\]{},!\\\\-]{0,6}",
+        value in "[a-c.@/*?\\[\\]{},!\\\\-]{0,6}",
+    ) {
+        if let Ok(glob) = globset::Glob::new(&text) {
+            let pattern = Pattern::new(&text).unwrap();
+            proptest::prop_assert_eq!(pattern.is_match(&value), glob.compile_matcher().is_match(&value));
+            proptest::prop_assert_eq!(pattern.is_match(&text), glob.compile_matcher().is_match(&text));
+        }
+    }
+}
