@@ -412,7 +412,7 @@ impl BuiltinTarget {
                 format!("for the phase deadline (--timeout-ms) and {long}: the client gives up while it is frozen")
             }
         };
-        format!("pause {whose}: SIGSTOP to its whole process group {hold}, then SIGCONT; seen stopped and running again")
+        format!("pause {whose}: SIGSTOP to its whole process group and its descendants {hold}, then SIGCONT; seen stopped and running again")
     }
 }
 
