@@ -319,7 +319,10 @@ async fn a_component_that_does_not_answer_after_its_wake_is_not_back_and_restart
     let hops = Hops::new(false);
     let mut pause =
         built_on(dir.path(), &engine, &hops, (&["rivet-engine-pause"], false)).remove(0);
-    assert_eq!(pause.lends(), [BuiltinTarget::RivetEngine]);
+    assert_eq!(
+        pause.lends(),
+        [BuiltinTarget::RivetEngine, BuiltinTarget::Rivet]
+    );
     let paused = pause
         .restart_lent("restart", &mut [&mut engine.target])
         .await
@@ -344,6 +347,58 @@ async fn a_component_that_does_not_answer_after_its_wake_is_not_back_and_restart
     );
     assert!(engine.marker.exists(), "the component was started again");
     engine.target.shutdown().await;
+}
+
+/// The Rivet Engine's probe is answered through the runner: when the
+/// engine's own restart does not bring it back (the runner lost the actor
+/// the engine routes to it), the runner is restarted too, and both are
+/// said.
+#[tokio::test]
+async fn an_engine_its_restart_does_not_bring_back_has_its_runner_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine_dir, runner_dir) = (dir.path().join("engine"), dir.path().join("runner"));
+    std::fs::create_dir_all(&engine_dir).unwrap();
+    std::fs::create_dir_all(&runner_dir).unwrap();
+    let mut runner = MarkerComponent::start(&runner_dir, BuiltinTarget::Rivet, None).await;
+    let mut engine = MarkerComponent::start(&engine_dir, BuiltinTarget::RivetEngine, None).await;
+    engine.target.readiness = Readiness::Command {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), format!("test -f {}", runner.marker.display())],
+        interval: Duration::from_millis(50),
+    };
+    let hops = Hops::new(false);
+    let mut pause = built_on(
+        &engine_dir,
+        &engine,
+        &hops,
+        (&["rivet-engine-pause"], false),
+    )
+    .remove(0);
+    let paused = pause
+        .restart_lent("restart", &mut [&mut engine.target, &mut runner.target])
+        .await
+        .record;
+    assert!(paused.ok, "{paused:?}");
+    std::fs::remove_file(&runner.marker).unwrap();
+    let e = pause
+        .settle_lent(&mut [&mut engine.target, &mut runner.target])
+        .await;
+    let Err(crate::targets::SettleError::NotBack(not_back)) = e else {
+        panic!("not a not-back: {e:?}");
+    };
+    assert!(
+        not_back
+            .said
+            .contains("; restarting `rivet-engine` for the next cell failed too")
+            && not_back
+                .said
+                .ends_with("; `rivet` was restarted for the next cell"),
+        "{}",
+        not_back.said
+    );
+    assert!(runner.marker.exists(), "the runner was started again");
+    engine.target.shutdown().await;
+    runner.target.shutdown().await;
 }
 
 /// A schedule's pause whose component, woken, does not answer: the

@@ -263,6 +263,20 @@ impl BuiltinTarget {
         component.unwrap_or(self).own_part_brought_back(hosted)
     }
 
+    /// What is restarted, in order, so that this component answers again
+    /// after a fault it did not come back from: itself, then what its
+    /// probe is answered through when its own restart did not do it. The
+    /// Rivet Engine's probe is the persist actor, which the RivetKit runner
+    /// serves: after a long freeze the engine routes the actor's requests
+    /// to a runner that no longer has it ("received request for unknown
+    /// actor") until the runner starts again.
+    pub fn repaired_with(self) -> Vec<BuiltinTarget> {
+        match self {
+            BuiltinTarget::RivetEngine => vec![self, BuiltinTarget::Rivet],
+            _ => vec![self],
+        }
+    }
+
     /// A pause target's component (the restart target whose process it
     /// stops) and how long; `None` for the others.
     pub fn paused(self) -> Option<(BuiltinTarget, PauseLength)> {
@@ -412,7 +426,7 @@ impl BuiltinTarget {
                 format!("for the phase deadline (--timeout-ms) and {long}: the client gives up while it is frozen")
             }
         };
-        format!("pause {whose}: SIGSTOP to its whole process group {hold}, then SIGCONT; seen stopped and running again")
+        format!("pause {whose}: SIGSTOP to its whole process group and its descendants {hold}, then SIGCONT; seen stopped and running again")
     }
 }
 

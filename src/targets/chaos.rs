@@ -441,19 +441,30 @@ impl Ran<'_> {
     }
 
     /// `of`, not answering once its fault was over, restarted through its
-    /// own target (lent to the schedule) so the next cell finds the stack
-    /// whole: what that did, as a clause.
+    /// own target (lent to the schedule), and what its probe is answered
+    /// through when that was not enough ([`BuiltinTarget::repaired_with`]),
+    /// so the next cell finds the stack whole: what that did, as clauses.
     async fn repair(&self, of: BuiltinTarget) -> String {
-        let Some((_, part)) = self.parts.iter().find(|(id, _)| *id == of) else {
-            return format!("; `{of}` was not lent to the schedule and was left as it is");
-        };
-        let mut part = part.lock().await;
-        part.set_trace(self.trace.clone());
-        let repaired = part
-            .restart_lent(&format!("repair of {of} after its fault"), &mut [])
-            .await
-            .record;
-        super::repair_note(of, &repaired)
+        let mut said = String::new();
+        for id in of.repaired_with() {
+            let Some((_, part)) = self.parts.iter().find(|(lent, _)| *lent == id) else {
+                said.push_str(&format!(
+                    "; `{id}` was not lent to the schedule and was left as it is"
+                ));
+                break;
+            };
+            let mut part = part.lock().await;
+            part.set_trace(self.trace.clone());
+            let repaired = part
+                .restart_lent(&format!("repair of {id} after its fault"), &mut [])
+                .await
+                .record;
+            said.push_str(&super::repair_note(id, &repaired));
+            if repaired.ok {
+                break;
+            }
+        }
+        said
     }
 
     async fn pause(&self, of: BuiltinTarget, hold: Duration) -> Result<String, FaultError> {

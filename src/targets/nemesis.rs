@@ -41,8 +41,9 @@ impl Nemesis {
         match self {
             Nemesis::Reboot(reboot) => reboot.order.clone(),
             Nemesis::Chaos(_) => super::chaos::LENT.to_vec(),
-            // Restarted when it does not wake, so the next cell finds it whole.
-            Nemesis::Pause(pause) => vec![pause.component],
+            // Restarted when it does not wake or answer, so the next cell
+            // finds it whole (and what its probe is answered through).
+            Nemesis::Pause(pause) => pause.component.repaired_with(),
             Nemesis::KillAgent(_) => Vec::new(),
         }
     }

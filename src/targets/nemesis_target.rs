@@ -94,18 +94,30 @@ impl Target {
 
     /// `component`, paused and not well after its wake, restarted through
     /// its own restart target (lent to the cell) so the next cell finds
-    /// the stack whole: what that did, as a clause of the failure.
+    /// the stack whole, and, when that does not bring it back, what its
+    /// probe is answered through ([`BuiltinTarget::repaired_with`]): what
+    /// that did, as clauses of the failure.
     async fn repair(&mut self, component: BuiltinTarget, lent: &mut [&mut Target]) -> String {
-        let Some(part) = lent.iter_mut().find(|p| p.id == component) else {
-            return format!("; `{component}` was not lent to the cell and was left as it is");
-        };
-        part.set_trace(self.trace.clone());
-        // Boxed: a restart may itself close a nemesis (never a managed
-        // component's, which is all a pause lends), a cycle of futures.
-        let repaired = Box::pin(part.restart_lent("repairAfterPause", &mut []))
-            .await
-            .record;
-        super::repair_note(component, &repaired)
+        let mut said = String::new();
+        for id in component.repaired_with() {
+            let Some(part) = lent.iter_mut().find(|p| p.id == id) else {
+                said.push_str(&format!(
+                    "; `{id}` was not lent to the cell and was left as it is"
+                ));
+                break;
+            };
+            part.set_trace(self.trace.clone());
+            // Boxed: a restart may itself close a nemesis (never a managed
+            // component's, which is all a pause lends), a cycle of futures.
+            let repaired = Box::pin(part.restart_lent("repairAfterPause", &mut []))
+                .await
+                .record;
+            said.push_str(&super::repair_note(id, &repaired));
+            if repaired.ok {
+                break;
+            }
+        }
+        said
     }
 
     /// A nemesis's action and its proof that it took: a pause seen stopped,

@@ -1,10 +1,12 @@
 //! The `pause` action: a component frozen and woken, as a VM or container
 //! freeze, or a sandbox its provider pauses, does it. Its whole process
 //! group gets SIGSTOP (nginx's master and workers, the server and its
-//! agent processes), and the pause takes only when every member of the
-//! group is seen stopped (state `T` in `/proc/PID/stat`); then SIGCONT
-//! after `hold`, or when the cell's phases end, whichever comes first, and
-//! the wake is seen too (no member left stopped). A paused process keeps
+//! agent processes), and so does every descendant of its leader that left
+//! the group (each Postgres backend leads a group of its own; a terminal's
+//! process runs in a session of its own), each pinned; the pause takes
+//! only when every one of them is seen stopped (state `T` in
+//! `/proc/PID/stat`); then SIGCONT after `hold`, or when the cell's phases
+//! end, whichever comes first, and the wake is seen too (none left stopped). A paused process keeps
 //! its sockets open: clients see silence, not a refused connection. Like a
 //! fault target's window, the pause goes on under the phases that follow
 //! the restart step. A pause that did not take is the restart phase's
@@ -78,10 +80,15 @@ impl PauseAction {
         if !pinned.send_to_group(crate::signal::Signal::STOP.number()) {
             return Err(PauseError::NotSent { what, pgid });
         }
-        let members = match seen(pgid, |state| matches!(state, 'T' | 't')).await {
+        let outside = stop_outside(pid, pgid);
+        let outside_pids: Vec<i32> = outside.iter().map(Pinned::pid).collect();
+        let members = match seen(pgid, &outside_pids, |state| matches!(state, 'T' | 't')).await {
             Ok(members) => members,
             Err(left) => {
                 pinned.send_to_group(crate::signal::Signal::CONT.number());
+                for member in &outside {
+                    member.send(crate::signal::Signal::CONT.number());
+                }
                 return Err(PauseError::NotStopped {
                     what,
                     pgid,
@@ -97,6 +104,7 @@ impl PauseAction {
         }));
         let paused = Arc::new(Paused {
             pinned,
+            outside,
             pgid,
             what,
             component: self.component,
@@ -127,12 +135,73 @@ pub enum Left {
     Off { off: Vec<(i32, char)>, of: usize },
 }
 
-/// Polls the group until every live member's state passes `wanted`, for
-/// [`SEEN_WITHIN`] at most: the members, or what was seen instead.
-async fn seen(pgid: i32, wanted: impl Fn(char) -> bool) -> Result<Vec<i32>, Left> {
+/// How many times the leader's descendants are looked for again after a
+/// round stopped new ones (one may have forked before it stopped).
+const STOP_ROUNDS: usize = 10;
+
+/// SIGSTOP to each descendant of `leader` outside its group `pgid`, each
+/// pinned and still a child of the component when signalled; looked for
+/// again until a round finds none new. The pinned processes, to wake.
+fn stop_outside(leader: i32, pgid: i32) -> Vec<Pinned> {
+    let mut stopped: Vec<Pinned> = Vec::new();
+    for _ in 0..STOP_ROUNDS {
+        let known: Vec<i32> = stopped.iter().map(Pinned::pid).collect();
+        let new: Vec<Pinned> = outside_group(leader, pgid)
+            .into_iter()
+            .filter(|pid| !known.contains(pid))
+            .filter_map(Pinned::open)
+            // Pinned after the scan: still the child of one of ours.
+            .filter(|p| {
+                owner::parent_of(p.pid()).is_some_and(|parent| {
+                    parent == leader
+                        || known.contains(&parent)
+                        || crate::supervise::group_members(pgid).contains(&parent)
+                        || outside_group(leader, pgid).contains(&parent)
+                })
+            })
+            .collect();
+        if new.is_empty() {
+            break;
+        }
+        for process in &new {
+            process.send(crate::signal::Signal::STOP.number());
+        }
+        stopped.extend(new);
+    }
+    stopped
+}
+
+/// The descendants of `leader` (found through `/proc`'s parent links) that
+/// are not in its group `pgid`.
+fn outside_group(leader: i32, pgid: i32) -> Vec<i32> {
+    let group = crate::supervise::group_members(pgid);
+    let mut found: Vec<i32> = Vec::new();
+    let mut next = vec![leader];
+    while let Some(pid) = next.pop() {
+        for child in owner::children_of(pid) {
+            if child != leader && !found.contains(&child) {
+                found.push(child);
+                next.push(child);
+            }
+        }
+    }
+    found.retain(|pid| !group.contains(pid));
+    found
+}
+
+/// Polls the group and the processes `outside` it until every live one's
+/// state passes `wanted`, for [`SEEN_WITHIN`] at most: them, or what was
+/// seen instead.
+async fn seen(pgid: i32, outside: &[i32], wanted: impl Fn(char) -> bool) -> Result<Vec<i32>, Left> {
     let until = Instant::now() + SEEN_WITHIN;
     loop {
-        let members = crate::supervise::group_members(pgid);
+        let mut members = crate::supervise::group_members(pgid);
+        let away: Vec<i32> = outside
+            .iter()
+            .filter(|pid| !members.contains(pid))
+            .copied()
+            .collect();
+        members.extend(away);
         let states: Vec<(i32, char)> = members
             .iter()
             .filter_map(|pid| Some((*pid, owner::state_of(*pid)?)))
@@ -158,9 +227,12 @@ async fn seen(pgid: i32, wanted: impl Fn(char) -> bool) -> Result<Vec<i32>, Left
     }
 }
 
-/// A group stopped; woken once, by its timer or by whoever closes it.
+/// A group stopped (and its leader's descendants outside it); woken once,
+/// by its timer or by whoever closes it.
 struct Paused {
     pinned: Pinned,
+    /// The leader's descendants outside its group, stopped one by one.
+    outside: Vec<Pinned>,
     pgid: i32,
     what: String,
     component: super::BuiltinTarget,
@@ -175,12 +247,13 @@ impl Paused {
         if self.healed.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.pinned
-            .send_to_group(crate::signal::Signal::CONT.number());
-        let result = match seen(self.pgid, |state| !matches!(state, 'T' | 't')).await {
+        self.continue_all();
+        let outside: Vec<i32> = self.outside.iter().map(Pinned::pid).collect();
+        let result = match seen(self.pgid, &outside, |state| !matches!(state, 'T' | 't')).await {
             Ok(members) => Ok(format!(
-                "SIGCONT to group {}: its {} process{} running again",
+                "SIGCONT to group {}{}: its {} process{} running again",
                 self.pgid,
+                self.outside_words(),
                 members.len(),
                 if members.len() == 1 { "" } else { "es" }
             )),
@@ -201,6 +274,23 @@ impl Paused {
         *self.woke.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
     }
 
+    /// ` and 2 of its leader's descendants outside it`, when there are some.
+    fn outside_words(&self) -> String {
+        match self.outside.len() {
+            0 => String::new(),
+            n => format!(" and {n} of its leader's descendants outside it"),
+        }
+    }
+
+    /// SIGCONT to the group and to each process stopped outside it.
+    fn continue_all(&self) {
+        self.pinned
+            .send_to_group(crate::signal::Signal::CONT.number());
+        for process in &self.outside {
+            process.send(crate::signal::Signal::CONT.number());
+        }
+    }
+
     fn woke(&self) -> Option<Result<String, PauseError>> {
         self.woke.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -217,8 +307,10 @@ impl OpenPause {
     /// How the pause was seen to take, for the restart's `down`.
     pub(super) fn taken(&self) -> String {
         format!(
-            "{}: SIGSTOP to group {}, every process of it seen stopped",
-            self.paused.what, self.paused.pgid
+            "{}: SIGSTOP to group {}{}, every process of it seen stopped",
+            self.paused.what,
+            self.paused.pgid,
+            self.paused.outside_words()
         )
     }
 
@@ -254,9 +346,7 @@ impl Drop for OpenPause {
         }
         // Never leave a group stopped: SIGCONT at least, unseen.
         if !self.paused.healed.swap(true, Ordering::SeqCst) {
-            self.paused
-                .pinned
-                .send_to_group(crate::signal::Signal::CONT.number());
+            self.paused.continue_all();
         }
     }
 }
@@ -291,6 +381,54 @@ mod tests {
         for pid in &members {
             assert_ne!(owner::state_of(*pid), Some('T'), "{pid}");
         }
+    }
+
+    /// A component whose processes leave its group (each Postgres backend
+    /// leads a group of its own) is frozen whole: the leader's descendant
+    /// outside the group is stopped and woken with it. It ran on before,
+    /// and a store "paused" this way kept answering its clients.
+    #[tokio::test]
+    async fn a_pause_stops_the_leaders_descendants_that_left_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let sleeper = Sleeper::running(
+            dir.path(),
+            "sleep 300 & sleep 300 & setsid sleep 300 & wait",
+        );
+        let until = Instant::now() + Duration::from_secs(5);
+        let away = loop {
+            let away = outside_group(sleeper.pid(), sleeper.pid());
+            if !away.is_empty() {
+                break away[0];
+            }
+            assert!(Instant::now() < until, "the setsid child never started");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        // Outside the sleeper's group: killed here, whatever the test does.
+        struct KillOnDrop(Pinned);
+        impl Drop for KillOnDrop {
+            fn drop(&mut self) {
+                self.0.send(crate::signal::Signal::KILL.number());
+            }
+        }
+        let _away = KillOnDrop(Pinned::open(away).unwrap());
+        let open = action(sleeper.recorded(), Duration::from_secs(60))
+            .open(&Trace::detached())
+            .await
+            .unwrap();
+        assert_eq!(
+            owner::state_of(away),
+            Some('T'),
+            "outside the group, stopped"
+        );
+        assert!(
+            open.taken()
+                .contains("1 of its leader's descendants outside it"),
+            "{}",
+            open.taken()
+        );
+        let woke = open.close().await.unwrap();
+        assert!(woke.contains("its 4 processes running again"), "{woke}");
+        assert_ne!(owner::state_of(away), Some('T'));
     }
 
     #[tokio::test]

@@ -23,7 +23,8 @@
 //! its start (`schedule`) until its last fault is over, the drawn gaps
 //! before and between its faults included, which the executor waits out
 //! before the scenario's last phase, and the stack's wait to answer again
-//! after a heal (`fault_ready`). With a
+//! after a heal (`fault_ready`, and each readiness probe's attempt,
+//! `ready_probe`, passed or not). With a
 //! trace, the restart windows join the same union of intervals, so a store
 //! call or a health check waiting during a restart counts once. The
 //! overhead is the rest of the attempt's wall time: the harness's own
@@ -196,6 +197,10 @@ impl Spans {
                 Event::Sdk(sdk) => Some(sdk.ms),
                 Event::CleanupWait(wait) => Some(wait.ms as f64),
                 Event::FaultReady(ready) => Some(ready.ms as f64),
+                // A readiness probe's attempt is an exchange with the stack,
+                // passed or not: a stack that never answers again after a
+                // heal keeps the cell waiting on it, not on the harness.
+                Event::ReadyProbe(probe) => Some(probe.ms as f64),
                 _ => None,
             };
             if let Some(ms) = took {
@@ -382,6 +387,16 @@ mod tests {
         );
         let floor = Floor::of_attempt(1000, &[], Some(&scheduled));
         assert_eq!(floor.floor_ms, 500, "{floor:?}");
+        // A stack that did not answer again after the heal: its probe's
+        // attempts (no fault_ready) are its time too, 700..800 and 790..900.
+        let never = concat!(
+            r#"{"t":800.0,"ev":"ready_probe","attempt":1,"probe":"x","ms":100,"error":"no answer"}"#,
+            "\n",
+            r#"{"t":900.0,"ev":"ready_probe","attempt":2,"probe":"x","ms":110,"status":503}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(1000, &[], Some(never));
+        assert_eq!(floor.floor_ms, 200, "{floor:?}");
     }
 
     #[test]

@@ -89,6 +89,16 @@ fn every_pause_stops_its_components_whole_group_and_wakes_it() {
     let prompt = phase(short, "promptSameHandleAfterRestart");
     assert_eq!(prompt["outcome"], "ok", "{prompt}");
     assert!(prompt["durationMs"].as_u64().unwrap() >= 1000, "{prompt}");
+    // Postgres whole: its backends and workers each lead a group of their
+    // own, and are stopped with the postmaster; the store's calls made into
+    // the long pause wait past the deadline (they were answered by the
+    // backends left running, and the cell passed in 2 s).
+    let store = cell(&report, "store-pause-long", "native-continuity");
+    let down = store["restarts"][0]["down"].as_str().unwrap();
+    assert!(down.contains("descendants outside it"), "{down}");
+    let prompt = phase(store, "promptSameHandleAfterRestart");
+    assert_eq!(prompt["outcome"], "timeout", "{prompt}");
+    assert_eq!(prompt["signature"]["kind"], "persist", "{prompt}");
 }
 
 /// The agent process dies, between turns and in the middle of one; the
