@@ -14,6 +14,10 @@
 #   - every cell's verdict, failure boundary and cause (the boundary
 #     phase's signature cause) are the same in both, except cells flaky in
 #     either run or that the expectations mark flaky.
+# A cell whose verdict differs with no hung phase before the first phase
+# where the two runs part was not changed by the detector (it acts only by
+# ending a phase): it is listed apart, as varying by itself, and with
+# ROUNDS > 1 the rounds of each side are compared with each other too.
 # Exits 1 when either check fails.
 #
 #   bench/hang.sh                        # the default matrix, the long-turn and the other opt-in scenarios, three clients
@@ -24,6 +28,7 @@
 #   MATRIX=gate SHARD=1/4 bench/hang.sh  # one cost shard of the 400-cell gate matrix (bench/lib/gate-matrix.sh)
 #   BIN=target/debug/continuity bench/hang.sh   # another build (no build)
 #   bench/hang.sh --jobs 2               # extra arguments go to every run
+#   ANALYSE=/tmp/tmp.XXXX bench/hang.sh  # read the runs a KEEP=1 run left again, run nothing
 #
 # CLIENTS (default "rust ts-sdk browser"; the browser keeps its sessions in
 # IndexedDB, the others in the stack's Rivet actor), GRACE, SEED (47),
@@ -38,17 +43,17 @@ expect=${EXPECT:-$repo/ci/expect-sandbox-agent-0.4.2.toml}
 matrix_kind=${MATRIX:-all}
 clients=${CLIENTS:-rust ts-sdk browser}
 
-if [ -z "${BIN:-}" ]; then cargo build --release --quiet; fi
+if [ -z "${BIN:-}" ] && [ -z "${ANALYSE:-}" ]; then cargo build --release --quiet; fi
 bin=${BIN:-$repo/target/release/continuity}
-work=$(mktemp -d)
+work=${ANALYSE:-$(mktemp -d)}
 sampler=
 # The load sampler goes with the script, however it ends.
 finish() {
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; fi
-  if [ -z "${KEEP:-}" ]; then rm -rf "$work"; fi
+  if [ -z "${KEEP:-}" ] && [ -z "${ANALYSE:-}" ]; then rm -rf "$work"; fi
 }
 trap finish EXIT
-[ -n "${KEEP:-}" ] && echo "work folder: $work" >&2
+[ -n "${KEEP:-}" ] && [ -z "${ANALYSE:-}" ] && echo "work folder: $work" >&2
 
 client_args=()
 for c in $clients; do client_args+=(--client "$c"); done
@@ -85,7 +90,14 @@ for kind in "${kinds[@]}"; do add_specs "$kind"; done
 now_ms() { python3 -c 'import time; print(int(time.time() * 1000))'; }
 # The 1-minute load average every 5 s while a run goes on, into file $1.
 sample_load() { while :; do cut -d' ' -f1 /proc/loadavg >>"$1"; sleep 5; done; }
+if [ -n "${ANALYSE:-}" ]; then
+  # The rounds and runs the folder holds (hang-R-N.wall for each).
+  rounds=$(find "$work" -maxdepth 1 -name 'hang-*-1.wall' | wc -l)
+  n=$(find "$work" -maxdepth 1 -name 'hang-1-*.wall' | wc -l)
+  specs=()
+fi
 for r in $(seq 1 "$rounds"); do
+  [ -n "${ANALYSE:-}" ] && break
   n=0
   for spec in "${specs[@]}"; do
     n=$((n + 1))
@@ -155,8 +167,29 @@ def cause(cell):
             return (c.get("kind"), c.get("httpStatus"), c.get("problemType"), c.get("error"))
     return None
 
+def kind(phase):
+    return (phase.get("signature") or {}).get("kind")
+
 def hung_phases(cell):
-    return [p for p in cell.get("phases", []) if (p.get("signature") or {}).get("kind") == "hung"]
+    return [p for p in cell.get("phases", []) if kind(p) == "hung"]
+
+def steps(cell):
+    """Each phase and its outcome as the grace 0 would name it (a hung
+    phase is the timeout it would have waited for)."""
+    return [(p["name"], "timeout" if kind(p) == "hung" else p["outcome"])
+            for p in cell.get("phases", []) if not p.get("cleanup")]
+
+def after_a_hang(x, y):
+    """Whether the grace run `x` ended a phase as hung at or before the
+    first phase where it and `y` part: only then can the detector, which
+    acts only by ending a phase, have made the difference."""
+    a, b = steps(x), steps(y)
+    part = next((i for i, step in enumerate(a) if i >= len(b) or step != b[i]), len(a))
+    ran = [p for p in x.get("phases", []) if not p.get("cleanup")]
+    return any(kind(p) == "hung" for p in ran[: part + 1])
+
+def judged(cell):
+    return (cell["verdict"], cell.get("failureBoundary"), cause(cell))
 
 print(f"hang detector, --hang-grace-ms {grace} against 0 (every deadline waited out); {binary}")
 print(f"{rounds} round(s), each the grace then 0; the 1-minute load average sampled every 5 s through each run (mean, range)")
@@ -177,6 +210,10 @@ for r in range(1, rounds + 1):
     totals["wait"] += b
     for client in sorted({client_of(k) for k in common}):
         row(f"  client {client}", [k for k in common if client_of(k) == client])
+    # The detector saves time only in cells with a hung phase; the others'
+    # difference is the load and the cells' own variance.
+    row("  cells with a phase hung", [k for k in common if hung_phases(hang[k])])
+    row("  cells with none", [k for k in common if not hung_phases(hang[k])])
     print(f"{'run wall':28}{'':>6}{wall('hang', r):>9.1f}s{wall('wait', r):>9.1f}s")
     print(f"{'exit codes (--expect)':28}{'':>6}{codes('hang', r):>10}{codes('wait', r):>10}")
     for k in common:
@@ -192,23 +229,22 @@ for r in range(1, rounds + 1):
             break
         print(f"  {label(k):60} {y:7.1f}s -> {x:6.1f}s")
 
-    false_hangs, changed, hung, skipped_flaky = [], [], 0, 0
+    false_hangs, changed, by_itself, hung, skipped_flaky = [], [], [], 0, 0
     for k in common:
         x, y = hang[k], wait[k]
         phases_y = {p["name"]: p for p in y.get("phases", []) if not p.get("cleanup")}
         for p in hung_phases(x):
             hung += 1
             other = phases_y.get(p["name"])
-            kind = ((other or {}).get("signature") or {}).get("kind")
-            if kind != "timeout":
-                false_hangs.append(f"{label(k)} @ {p['name']}: hung, then {other['outcome'] if other else 'absent'} {kind or ''}")
+            then = kind(other or {})
+            if then != "timeout":
+                false_hangs.append(f"{label(k)} @ {p['name']}: hung, then {other['outcome'] if other else 'absent'} {then or ''}")
         if flaky((hang, wait), k):
             skipped_flaky += 1
             continue
-        mine = (x["verdict"], x.get("failureBoundary"), cause(x))
-        theirs = (y["verdict"], y.get("failureBoundary"), cause(y))
+        mine, theirs = judged(x), judged(y)
         if mine != theirs:
-            changed.append(f"{label(k)}: {theirs} -> {mine}")
+            (changed if after_a_hang(x, y) else by_itself).append(f"{label(k)}: {theirs} -> {mine}")
     failed = failed or bool(false_hangs or changed)
 
     unexpected = sorted(label(k) for k, c in hang.items()
@@ -216,13 +252,19 @@ for r in range(1, rounds + 1):
     print(f"phases judged hung: {hung}; false hangs (not a timeout with the grace 0): {len(false_hangs)}")
     for line in false_hangs:
         print(f"  {line}")
-    print(f"verdict, boundary or cause changed: {len(changed)} of {len(common) - skipped_flaky} cells ({skipped_flaky} flaky ones not compared)")
+    print(f"verdict, boundary or cause changed after a hung phase: {len(changed)} of {len(common) - skipped_flaky} cells ({skipped_flaky} flaky ones not compared)")
     for line in changed:
         print(f"  {line}")
-    print(f"cells that ran and are not as the expectations say, with the grace: {len(unexpected)}")
+    print(f"verdict, boundary or cause changed with no hung phase before the runs part (the cell varies by itself): {len(by_itself)}")
+    for line in by_itself:
+        print(f"  {line}")
+    new = [line for line in unexpected if (hang[next(k for k in hang if label(k) == line)].get("expectation") or {}).get("outcome") == "new"]
+    print(f"cells that ran and are not as the expectations say, with the grace: {len(unexpected)}"
+          + (f" ({len(new)} of them new: no entry matches)" if new else ""))
     for line in unexpected:
         c = hang[next(k for k in hang if label(k) == line)]
-        print(f"  {line}: {(c.get('expectation') or {}).get('outcome')}, {c['verdict']} @ {c.get('failureBoundary')}")
+        if line not in new:
+            print(f"  {line}: {(c.get('expectation') or {}).get('outcome')}, {c['verdict']} @ {c.get('failureBoundary')}")
     hung_by = {}
     for k in common:
         for p in hung_phases(hang[k]):
@@ -233,6 +275,15 @@ for r in range(1, rounds + 1):
         print(f"hung phases, {client}: {len(seen)}; each took {min(took) / 1000:.1f}-{max(took) / 1000:.1f} s,"
               f" ended {min(quiet) / 1000:.1f}-{max(quiet) / 1000:.1f} s after the last activity (grace {grace / 1000:.1f} s)")
 if rounds > 1:
+    # How much a cell varies by itself: the rounds of one side against each other.
+    for side, name in (("hang", "the grace"), ("wait", "0")):
+        first = cells(side, 1)
+        for r in range(2, rounds + 1):
+            other = cells(side, r)
+            differ = [label(k) for k in first if k in other and judged(first[k]) != judged(other[k])]
+            print(f"\n{name}, round 1 against round {r}: verdict, boundary or cause differs in {len(differ)} cells")
+            for line in differ:
+                print(f"  {line}")
     a, b = totals["hang"], totals["wait"]
     print(f"\nall rounds, cell time: grace {a:.1f}s, 0 {b:.1f}s, {(b - a) / b * 100:.0f} % less")
 sys.exit(1 if failed else 0)
