@@ -59,9 +59,10 @@ pub fn compare_within(
     let points = axis_compare::axis_points(&report, axis);
     let pairs = pairs_to_compare(run, axis, &points, from, to)?;
     let color = crate::console::color(crate::console::Stream::Stdout);
+    let slices = axis_compare::AxisSlices::of(&report, axis);
     let mut failed = false;
     for (from, to) in pairs {
-        let rows = axis_compare::compare_points(&report, axis, &from, &to);
+        let rows = slices.compare(&from, &to);
         crate::console::out(&render_pair(&report, axis, &from, &to, &rows, color));
         failed |= report::compare::has_regressions(&rows);
         let missing = report::compare::missing_cells(&rows);

@@ -6,38 +6,49 @@
 //! candidate fix, and does it break anything"; `compare RUN --axis` prints
 //! it for any axis.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::compare::{compare, CellChange, Change};
-use super::model::{Axis, Report};
+use super::compare::{compare_cells, CellChange, Change};
+use super::model::{Axis, Cell, Report};
 
 /// The values the cells carry on `axis`, in run order; empty without that axis.
 pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
-    let mut points: Vec<&str> = Vec::new();
-    for v in report.cells.iter().filter_map(|c| c.point.get(axis)) {
-        if !points.contains(&v) {
-            points.push(v);
+    let mut seen = std::collections::HashSet::new();
+    report
+        .cells
+        .iter()
+        .filter_map(|c| c.point.get(axis))
+        .filter(|v| seen.insert(*v))
+        .collect()
+}
+
+/// The cells of each point of an axis, the axis's value taken off (what
+/// two points' cells are joined by), grouped in one pass: a pass (and a
+/// copy of the report) per point was quadratic in a report with many.
+pub struct AxisSlices {
+    cells: HashMap<String, Vec<Cell>>,
+}
+
+impl AxisSlices {
+    pub fn of(report: &Report, axis: Axis) -> AxisSlices {
+        let mut cells: HashMap<String, Vec<Cell>> = HashMap::new();
+        for cell in &report.cells {
+            if let Some(label) = cell.point.get(axis) {
+                let mut cell = cell.clone();
+                let label = label.to_string();
+                cell.point.set(axis, None);
+                cells.entry(label).or_default().push(cell);
+            }
         }
+        AxisSlices { cells }
     }
-    points
-}
 
-/// The cells of one point, as a report of their own without the axis.
-fn slice(report: &Report, axis: Axis, label: &str) -> Report {
-    let mut part = report.clone();
-    part.cells.retain(|c| c.point.get(axis) == Some(label));
-    for cell in &mut part.cells {
-        cell.point.set(axis, None);
+    /// The cells of point `to` against those of point `from`, row by row.
+    pub fn compare(&self, from: &str, to: &str) -> Vec<CellChange> {
+        let of = |label: &str| self.cells.get(label).map_or(&[][..], Vec::as_slice);
+        compare_cells(of(from), of(to))
     }
-    if axis == Axis::Server {
-        part.run.server_version = Some(label.to_string());
-    }
-    part
-}
-
-/// The cells of point `to` against those of point `from` of `axis`, row by row.
-pub fn compare_points(report: &Report, axis: Axis, from: &str, to: &str) -> Vec<CellChange> {
-    compare(&slice(report, axis, from), &slice(report, axis, to))
 }
 
 /// Every pair of adjacent points of `axis`, each with its rows.
@@ -45,13 +56,14 @@ pub(crate) fn adjacent_pairs(
     report: &Report,
     axis: Axis,
 ) -> Vec<(String, String, Vec<CellChange>)> {
+    let slices = AxisSlices::of(report, axis);
     axis_points(report, axis)
         .windows(2)
         .map(|pair| {
             (
                 pair[0].to_string(),
                 pair[1].to_string(),
-                compare_points(report, axis, pair[0], pair[1]),
+                slices.compare(pair[0], pair[1]),
             )
         })
         .collect()
@@ -164,7 +176,7 @@ mod tests {
             md.contains("### server 0.4.2 → server fix\n\n0 regressed, 0 fixed, 0 changed, 2 same"),
             "{md}"
         );
-        let rows = compare_points(&r, Axis::Sdk, "fix", "0.4.2");
+        let rows = AxisSlices::of(&r, Axis::Sdk).compare("fix", "0.4.2");
         assert_eq!(
             rows.iter()
                 .filter(|r| r.change == Change::Regressed)

@@ -50,8 +50,8 @@ pub fn render_baseline(report: &Report, quarantine: &Quarantine) -> Baseline {
         shown(run.server_version.as_deref().unwrap_or("unknown")),
         shown(&run.agent)
     );
-    for scenario in report.scenario_order() {
-        for cell in report.cells_of(scenario) {
+    for (_, cells) in report.by_scenario() {
+        for cell in cells {
             match expected(cell) {
                 Some(verdict) => write_entry(&mut out, report, cell, verdict, quarantine),
                 None => left_out.push(shown(&format!(

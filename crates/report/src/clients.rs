@@ -38,6 +38,7 @@ fn sdk_client(cell: &Cell) -> Option<&str> {
 /// the other one judges.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
     let rust = ClientKind::Rust.name();
+    let index = super::model::CellIndex::of(report);
     let mut found: Vec<Disagreement<'_>> = report
         .cells
         .iter()
@@ -47,7 +48,7 @@ pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
                 .point
                 .with(Axis::Client, Some(rust))
                 .with(Axis::Sdk, None);
-            let rust = report.cell_at(&rust_point)?;
+            let rust = index.at(&rust_point)?;
             let ran = |c: &Cell| {
                 !matches!(
                     c.verdict,
@@ -59,8 +60,7 @@ pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
             (ran(rust) && ran(ts_sdk) && differs).then_some(Disagreement { rust, ts_sdk })
         })
         .collect();
-    let rank = |cell: &Cell| report.cells.iter().position(|c| std::ptr::eq(c, cell));
-    found.sort_by_key(|d| rank(d.rust));
+    found.sort_by_key(|d| index.position(&d.rust.point));
     found
 }
 

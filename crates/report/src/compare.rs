@@ -48,22 +48,27 @@ pub struct CellChange {
 
 /// Every cell of either report, in the candidate's order then the baseline's leftovers.
 pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
+    compare_cells(&baseline.cells, &candidate.cells)
+}
+
+/// [`compare`] of two sets of cells.
+pub fn compare_cells(baseline: &[Cell], candidate: &[Cell]) -> Vec<CellChange> {
     // A v2 cell holds all its attempts: its point is the key.
     fn key(c: &Cell) -> &Point {
         &c.point
     }
     // Indexed by point (first cell of each): a lookup per cell over every
     // cell of the other report was quadratic.
-    fn index(r: &Report) -> std::collections::HashMap<&Point, &Cell> {
+    fn index(cells: &[Cell]) -> std::collections::HashMap<&Point, &Cell> {
         let mut at = std::collections::HashMap::new();
-        for c in &r.cells {
+        for c in cells {
             at.entry(&c.point).or_insert(c);
         }
         at
     }
     let (before_at, after_at) = (index(baseline), index(candidate));
     let mut rows = Vec::new();
-    for cell in &candidate.cells {
+    for cell in candidate {
         let before = before_at.get(key(cell)).copied();
         rows.push(CellChange {
             point: cell.point.clone(),
@@ -76,7 +81,7 @@ pub fn compare(baseline: &Report, candidate: &Report) -> Vec<CellChange> {
             },
         });
     }
-    for cell in &baseline.cells {
+    for cell in baseline {
         if !after_at.contains_key(key(cell)) {
             rows.push(CellChange {
                 point: cell.point.clone(),
@@ -185,15 +190,20 @@ pub fn render_comparison(
     rows: &[CellChange],
     color: bool,
 ) -> String {
-    let (baseline, candidate) = (&*super::inert::of(baseline), &*super::inert::of(candidate));
+    // What it shows of each report is its id and server version, inert
+    // (not the whole report made so: `compare RUN --axis` calls this per
+    // pair of points, which was quadratic in a report with many).
     let name = |r: &Report| {
+        let shown = |text: &str| crate::untrusted::Untrusted::new(text).terminal();
         format!(
             "{} ({})",
-            r.run.id,
-            r.run
-                .server_version
-                .as_deref()
-                .unwrap_or("server version unknown")
+            shown(&r.run.id),
+            shown(
+                r.run
+                    .server_version
+                    .as_deref()
+                    .unwrap_or("server version unknown")
+            )
         )
     };
     let mut table = super::table::new_table(color);

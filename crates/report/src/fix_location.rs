@@ -18,6 +18,7 @@
 
 use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict};
 use crate::untrusted::Untrusted;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 const SDK: &str = "native-continuity";
@@ -55,13 +56,18 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
 
 /// Each row's reading of its native-continuity and native-load cells.
 fn readings(report: &Report) -> Vec<Reading> {
+    // The first cell of each row and scenario of the pair, found in one pass.
+    let mut pair: HashMap<(&str, &str, Option<String>), &Cell> = HashMap::new();
+    for cell in report.cells.iter() {
+        let scenario = cell.point.scenario.as_str();
+        if scenario == SDK || scenario == LOAD {
+            let row = (cell.point.target.as_str(), scenario, cell.row_suffix());
+            pair.entry(row).or_insert(cell);
+        }
+    }
     let mut readings = Vec::new();
     for (target, suffix) in report.row_order() {
-        let find = |scenario: &str| -> Option<&Cell> {
-            report.cells.iter().find(|c| {
-                c.point.target == target && c.point.scenario == scenario && c.row_suffix() == suffix
-            })
-        };
+        let find = |scenario: &str| pair.get(&(target, scenario, suffix.clone())).copied();
         let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
             continue;
         };
@@ -90,24 +96,27 @@ fn readings(report: &Report) -> Vec<Reading> {
 /// differently as one entry, each client's reading under it with the
 /// cells it rests on.
 fn pair_lines(readings: &[Reading]) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut done: Vec<&Point> = Vec::new();
+    // Each place's readings, and whether they all conclude alike.
+    let mut places: HashMap<&Point, (Vec<&Reading>, bool)> = HashMap::new();
     for reading in readings {
-        if done.contains(&&reading.place) {
+        let (same, alike) = places.entry(&reading.place).or_insert((Vec::new(), true));
+        *alike &= same
+            .first()
+            .is_none_or(|r| r.conclusion == reading.conclusion);
+        same.push(reading);
+    }
+    let mut lines = Vec::new();
+    let mut done: HashSet<&Point> = HashSet::new();
+    for reading in readings {
+        if done.contains(&reading.place) {
             continue;
         }
-        let same_place: Vec<&Reading> = readings
-            .iter()
-            .filter(|r| r.place == reading.place)
-            .collect();
-        let differ = same_place
-            .iter()
-            .any(|r| r.conclusion != reading.conclusion);
-        if !differ {
+        let (same_place, alike) = &places[&reading.place];
+        if *alike {
             lines.push(format!("- **{}**: {}", reading.label, reading.line));
             continue;
         }
-        done.push(&reading.place);
+        done.insert(&reading.place);
         lines.push(format!(
             "- **{}**: the clients read it differently; each reading rests on its own cells:",
             reading.place.label()
@@ -127,19 +136,23 @@ fn pair_lines(readings: &[Reading]) -> Vec<String> {
 /// component the target restarts, whatever the client does.
 fn not_back_lines(report: &Report) -> Vec<String> {
     let mut rows: Vec<(String, &str, Vec<&str>, String)> = Vec::new();
+    let mut row_of: HashMap<String, usize> = HashMap::new();
     for cell in &report.cells {
         let Some(sig) = not_back(cell) else {
             continue;
         };
         let label = cell.label();
-        match rows.iter_mut().find(|(l, ..)| *l == label) {
-            Some((_, _, scenarios, _)) => scenarios.push(&cell.point.scenario),
-            None => rows.push((
-                label,
-                &cell.point.target,
-                vec![&cell.point.scenario],
-                sig.short(),
-            )),
+        match row_of.get(&label) {
+            Some(&i) => rows[i].2.push(&cell.point.scenario),
+            None => {
+                row_of.insert(label.clone(), rows.len());
+                rows.push((
+                    label,
+                    &cell.point.target,
+                    vec![&cell.point.scenario],
+                    sig.short(),
+                ));
+            }
         }
     }
     rows.into_iter()
@@ -188,16 +201,21 @@ fn turn_lines(report: &Report) -> Vec<String> {
 /// else what the expectations said.
 fn candidate_lines(report: &Report) -> Vec<String> {
     let run = &report.run;
+    let index = super::model::CellIndex::of(report);
     let mut lines = Vec::new();
     for axis in [Axis::Server, Axis::Sdk] {
         let release = run.points_of(axis).find(|p| !p.is_candidate());
+        // Each point's cells, in one pass (a pass per point was quadratic).
+        let mut of_point: HashMap<&str, Vec<&Cell>> = HashMap::new();
+        for cell in &report.cells {
+            if let Some(label) = cell.point_label(run, axis) {
+                of_point.entry(label).or_default().push(cell);
+            }
+        }
         for candidate in run.points_of(axis).filter(|p| p.is_candidate()) {
-            for cell in report
-                .cells
-                .iter()
-                .filter(|c| c.point_label(run, axis) == Some(candidate.label.as_str()))
-            {
-                let twin = release.and_then(|r| report.counterpart(cell, axis, Some(&r.label)));
+            let cells = of_point.get(candidate.label.as_str());
+            for cell in cells.into_iter().flatten().copied() {
+                let twin = release.and_then(|r| index.counterpart(cell, axis, Some(&r.label)));
                 if let Some(line) = candidate_line(cell, candidate, twin, release) {
                     lines.push(line);
                 }

@@ -37,32 +37,7 @@ pub fn render_step_summary(report: &Report, artifact: &str) -> String {
     if run.interrupted {
         out.push_str("\n**interrupted**: unfinished cells are missing\n");
     }
-    let scenarios = report.scenario_order();
-    let header: Vec<String> = scenarios.iter().map(|s| md(s)).collect();
-    let _ = writeln!(out, "\n| target | {} |", header.join(" | "));
-    let _ = writeln!(out, "|---|{}", "---|".repeat(scenarios.len()));
-    for (target, version) in report.row_order() {
-        let label = match &version {
-            Some(suffix) => md(&format!("{target}{suffix}")),
-            None => md(target),
-        };
-        let row: Vec<String> = scenarios
-            .iter()
-            .map(|s| {
-                report
-                    .cells
-                    .iter()
-                    .find(|c| {
-                        c.point.target == target
-                            && c.point.scenario == *s
-                            && c.row_suffix() == version
-                    })
-                    .map(summary_cell)
-                    .unwrap_or_else(|| "–".into())
-            })
-            .collect();
-        let _ = writeln!(out, "| {label} | {} |", row.join(" | "));
-    }
+    summary_grid(&mut out, report);
     let notable = notable_cells(report);
     if !notable.is_empty() {
         out.push_str(
@@ -133,6 +108,49 @@ pub fn annotations(report: &Report) -> Vec<CommandLine> {
             command_line(if fails { "error" } else { "warning" }, &title, &message)
         })
         .collect()
+}
+
+/// Targets × scenarios, each square its first cell's glyph; when most
+/// squares would be empty (see [`super::summary::Grid::sparse`]), one
+/// line per square that has a cell instead.
+fn summary_grid(out: &mut String, report: &Report) {
+    let matrix = super::summary::Grid::of(report);
+    if matrix.sparse() {
+        out.push_str("\n| target | scenario | verdict |\n|---|---|---|\n");
+        let mut listed = 0;
+        for (row, squares) in matrix.occupied() {
+            for (scenario, cells) in squares {
+                listed += 1;
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} |",
+                    md(&row.label()),
+                    md(scenario),
+                    cells
+                        .first()
+                        .map_or_else(|| "–".into(), |c| summary_cell(c))
+                );
+            }
+        }
+        let _ = writeln!(out, "\n{}", matrix.left_out(listed));
+        return;
+    }
+    let header: Vec<String> = matrix.scenarios().iter().map(|s| md(s)).collect();
+    let _ = writeln!(out, "\n| target | {} |", header.join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(header.len()));
+    for row in matrix.rows() {
+        let squares: Vec<String> = matrix
+            .scenarios()
+            .iter()
+            .map(|s| {
+                matrix
+                    .at(row, s)
+                    .first()
+                    .map_or_else(|| "–".into(), |c| summary_cell(c))
+            })
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", md(&row.label()), squares.join(" | "));
+    }
 }
 
 fn summary_cell(cell: &Cell) -> String {

@@ -144,9 +144,9 @@ pub(crate) fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceErr
         "scenarios": report.scenario_order(),
         "targets": report.target_order(),
         "columns": report
-            .scenario_order()
+            .by_scenario()
             .iter()
-            .map(|s| (s.to_string(), json!(report.phase_columns(s))))
+            .map(|(s, cells)| (s.to_string(), json!(super::model::phase_columns(cells))))
             .collect::<Map<String, Value>>(),
     });
     // In a <script> block only `<` can end it early; JSON allows it escaped.

@@ -20,7 +20,7 @@ pub(crate) fn render_junit(report: &Report) -> Result<String, quick_junit::Seria
     let run = &report.run;
     let mut junit = quick_junit::Report::new(format!("continuity {}", run.id));
     junit.set_time(Duration::from_millis(run.duration_ms));
-    for scenario in report.scenario_order() {
+    for (scenario, cells) in report.by_scenario() {
         let mut suite = TestSuite::new(scenario);
         suite.add_properties([
             Property::new("run.id", run.id.as_str()),
@@ -33,7 +33,6 @@ pub(crate) fn render_junit(report: &Report) -> Result<String, quick_junit::Seria
             Property::new("agent", run.agent.as_str()),
             Property::new("persist", run.persist.as_str()),
         ]);
-        let cells = report.cells_of(scenario);
         let time: u64 = cells.iter().map(|c| c.duration_ms).sum();
         suite.set_time(Duration::from_millis(time));
         for cell in cells {

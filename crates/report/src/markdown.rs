@@ -18,9 +18,9 @@ pub(crate) fn render_markdown(report: &Report) -> String {
     let report = &*super::inert::in_form(report, super::inert::Form::Markdown);
     let mut out = String::new();
     let _ = writeln!(out, "# continuity report `{}`", report.run.id);
-    for scenario in report.scenario_order() {
+    for (scenario, cells) in report.by_scenario() {
         out.push('\n');
-        scenario_section(&mut out, report, scenario);
+        scenario_section(&mut out, report, scenario, &cells);
     }
     if let Some(versions) = super::axis_compare::render_axis_comparison(report) {
         out.push('\n');
@@ -54,9 +54,8 @@ pub(crate) fn render_markdown(report: &Report) -> String {
     out
 }
 
-fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
+fn scenario_section(out: &mut String, report: &Report, scenario: &str, cells: &[&Cell]) {
     let repeat = report.run.repeat;
-    let cells = report.cells_of(scenario);
     let runs = if repeat == 1 { "run" } else { "runs" };
     let _ = writeln!(
         out,
@@ -90,7 +89,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
     out.push('\n');
 
     let mut boundaries: Vec<(&str, usize)> = Vec::new();
-    for cell in &cells {
+    for cell in cells {
         if let Some(b) = cell.failure_boundary.as_deref() {
             match boundaries.iter_mut().find(|(name, _)| *name == b) {
                 Some((_, n)) => *n += 1,
@@ -106,7 +105,7 @@ fn scenario_section(out: &mut String, report: &Report, scenario: &str) {
     }
 
     out.push_str("- per target:\n");
-    for cell in &cells {
+    for cell in cells {
         let _ = writeln!(
             out,
             "  - {}: {}{}",
@@ -204,8 +203,8 @@ fn expectations_section(out: &mut String, report: &Report) {
     let _ = writeln!(out, "## Expectations\n\n{line}\n");
     out.push_str("| target | scenario | verdict | expected | outcome | reason |\n");
     out.push_str("|---|---|---|---|---|---|\n");
-    for scenario in report.scenario_order() {
-        for cell in report.cells_of(scenario) {
+    for (scenario, cells) in report.by_scenario() {
+        for cell in cells {
             let Some(j) = &cell.expectation else { continue };
             let mut verdict = cell.verdict.as_str().to_string();
             if let Some(b) = &cell.failure_boundary {
@@ -406,27 +405,33 @@ fn point_line(point: &AxisPoint) -> String {
 fn restarts_section(out: &mut String, report: &Report) {
     out.push_str("## Restart timings\n\n");
     let mut rows = Vec::new();
+    // Target by target, each target's cells scenario by scenario: grouped
+    // in one pass (a pass per target and scenario was cubic).
+    let mut by_target: std::collections::HashMap<&str, Vec<&Cell>> = Default::default();
+    for (_, cells) in report.by_scenario() {
+        for cell in cells {
+            by_target
+                .entry(cell.point.target.as_str())
+                .or_default()
+                .push(cell);
+        }
+    }
     for target in report.target_order() {
-        for scenario in report.scenario_order() {
-            for cell in report.cells_of(scenario) {
-                if cell.point.target != target {
-                    continue;
-                }
-                for r in &cell.restarts {
-                    rows.push(format!(
-                        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                        clean(&cell.label()),
-                        clean(&cell.point.scenario),
-                        clean(&r.phase),
-                        clean(&r.action),
-                        if r.ok { "✅" } else { "❌" },
-                        r.restart_ms,
-                        opt(r.ready_ms),
-                        // How it went down may quote a probe's error.
-                        r.down.as_deref().map(clean).unwrap_or_default(),
-                        r.detail.as_deref().map(clean).unwrap_or_default(),
-                    ));
-                }
+        for cell in by_target.remove(target).unwrap_or_default() {
+            for r in &cell.restarts {
+                rows.push(format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    clean(&cell.label()),
+                    clean(&cell.point.scenario),
+                    clean(&r.phase),
+                    clean(&r.action),
+                    if r.ok { "✅" } else { "❌" },
+                    r.restart_ms,
+                    opt(r.ready_ms),
+                    // How it went down may quote a probe's error.
+                    r.down.as_deref().map(clean).unwrap_or_default(),
+                    r.detail.as_deref().map(clean).unwrap_or_default(),
+                ));
             }
         }
     }

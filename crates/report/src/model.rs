@@ -767,17 +767,6 @@ impl Report {
         self.cells.iter().find(|c| c.point == *point)
     }
 
-    /// The same cell as `cell` with `value` on `axis` (another client,
-    /// version, SDK or store; `None`: a cell naming no value there).
-    pub(crate) fn counterpart(
-        &self,
-        cell: &Cell,
-        axis: Axis,
-        value: Option<&str>,
-    ) -> Option<&Cell> {
-        self.cell_at(&cell.point.with(axis, value))
-    }
-
     /// Scenarios in the order the run declared them, then any that only
     /// appear in cells, so a hand-edited or partial report still renders whole.
     pub(crate) fn scenario_order(&self) -> Vec<&str> {
@@ -816,9 +805,12 @@ impl Report {
         rows
     }
 
-    /// A scenario's cells sorted by target order then attempt, whatever
-    /// order the runner finished them in.
-    pub(crate) fn cells_of(&self, scenario: &str) -> Vec<&Cell> {
+    /// Each scenario in [`Report::scenario_order`] with its cells, sorted
+    /// by target order then attempt, whatever order the runner finished
+    /// them in. One pass over the cells: a report holding as many
+    /// scenarios as cells (one from elsewhere may) costs no more than
+    /// sorting them, where a pass per scenario was quadratic.
+    pub(crate) fn by_scenario(&self) -> Vec<(&str, Vec<&Cell>)> {
         let targets: HashMap<&str, usize> = self
             .target_order()
             .into_iter()
@@ -826,35 +818,80 @@ impl Report {
             .map(|(i, t)| (t, i))
             .collect();
         let rank = |t: &str| targets.get(t).copied().unwrap_or(usize::MAX);
-        let mut cells: Vec<&Cell> = self
-            .cells
-            .iter()
-            .filter(|c| c.point.scenario == scenario)
-            .collect();
-        cells.sort_by_key(|c| {
-            (
-                rank(&c.point.target),
-                c.point.get(Axis::Server).map(str::to_string),
-                c.attempt,
-            )
-        });
-        cells
+        let mut groups: HashMap<&str, Vec<&Cell>> = HashMap::new();
+        for cell in &self.cells {
+            groups
+                .entry(cell.point.scenario.as_str())
+                .or_default()
+                .push(cell);
+        }
+        self.scenario_order()
+            .into_iter()
+            .map(|scenario| {
+                let mut cells = groups.remove(scenario).unwrap_or_default();
+                cells.sort_by_key(|c| {
+                    (
+                        rank(&c.point.target),
+                        c.point.get(Axis::Server).map(str::to_string),
+                        c.attempt,
+                    )
+                });
+                (scenario, cells)
+            })
+            .collect()
+    }
+}
+
+/// A report's cells by their point (the first of each, as
+/// [`Report::cell_at`] finds it), with their place in the report: built in
+/// one pass for a join that looks many cells up, where a scan per lookup
+/// was quadratic.
+pub(crate) struct CellIndex<'a>(HashMap<&'a Point, (usize, &'a Cell)>);
+
+impl<'a> CellIndex<'a> {
+    pub(crate) fn of(report: &'a Report) -> CellIndex<'a> {
+        let mut cells = HashMap::with_capacity(report.cells.len());
+        for (i, cell) in report.cells.iter().enumerate() {
+            cells.entry(&cell.point).or_insert((i, cell));
+        }
+        CellIndex(cells)
     }
 
-    /// A scenario's non-cleanup phase names: those of its first cell, then
-    /// any later cells add. A skipped first cell has no phases, and taking
-    /// only the first cell would then leave the table without columns.
-    pub(crate) fn phase_columns(&self, scenario: &str) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for cell in self.cells_of(scenario) {
-            for phase in cell.phases.iter().filter(|p| !p.cleanup) {
-                if !names.contains(&phase.name.as_str()) {
-                    names.push(&phase.name);
-                }
+    pub(crate) fn at(&self, point: &Point) -> Option<&'a Cell> {
+        self.0.get(point).map(|(_, cell)| *cell)
+    }
+
+    /// The same cell as `cell` with `value` on `axis` (another client,
+    /// version, SDK or store; `None`: a cell naming no value there).
+    pub(crate) fn counterpart(
+        &self,
+        cell: &Cell,
+        axis: Axis,
+        value: Option<&str>,
+    ) -> Option<&'a Cell> {
+        self.at(&cell.point.with(axis, value))
+    }
+
+    /// Where the cell at `point` is in the report.
+    pub(crate) fn position(&self, point: &Point) -> Option<usize> {
+        self.0.get(point).map(|(i, _)| *i)
+    }
+}
+
+/// A scenario's non-cleanup phase names: those of its first cell, then any
+/// later cells add. A skipped first cell has no phases, and taking only the
+/// first cell would then leave the table without columns.
+pub(crate) fn phase_columns<'a>(cells: &[&'a Cell]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for cell in cells {
+        for phase in cell.phases.iter().filter(|p| !p.cleanup) {
+            if seen.insert(phase.name.as_str()) {
+                names.push(&phase.name);
             }
         }
-        names
     }
+    names
 }
 
 fn ordered<'a>(

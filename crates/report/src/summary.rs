@@ -5,6 +5,9 @@
 //! as it comes; [`fitted_summary`] fits a terminal's width: the grid, the
 //! grid with its scenario names broken at their hyphens, or, when even that
 //! is too wide (many scenarios or axes), a list with one line per row.
+//! A grid of mostly empty squares (a report from elsewhere may put a few
+//! cells on a huge one) is never drawn: its cells are listed instead, so
+//! what a rendering costs follows the cells, not the grid ([`Grid::sparse`]).
 //! Never coloured.
 
 use comfy_table::Cell as TableCell;
@@ -20,28 +23,157 @@ const NOT_RUN: &str = "–";
 /// down; the terminal takes it through [`fitted_summary`]).
 #[cfg(test)]
 pub(crate) fn render_summary(report: &Report) -> String {
-    grid(report, false)
+    grid(report, &Grid::of(report), false)
 }
 
 /// The summary in at most `width` columns: the grid when it fits, then the
-/// grid with two-line scenario names, else the list form.
+/// grid with two-line scenario names, else the list form; the cells alone
+/// when the grid is mostly empty squares.
 pub(crate) fn fitted_summary(report: &Report, width: usize) -> String {
+    let matrix = Grid::of(report);
+    if matrix.sparse() {
+        return sparse_list(report, &matrix, width);
+    }
     for broken in [false, true] {
-        let text = grid(report, broken);
+        // A grid whose scenario columns alone are too wide is not drawn.
+        if matrix.least_width(broken) > width {
+            continue;
+        }
+        let text = grid(report, &matrix, broken);
         if fit::widest_line(&text) <= width {
             return text;
         }
     }
-    list(report, width)
+    list(report, &matrix, width)
 }
 
+/// The matrix a rendering draws: its rows, its scenarios, and the cells
+/// of each square, found in one pass.
+pub(crate) struct Grid<'a> {
+    rows: Vec<Row<'a>>,
+    scenarios: Vec<&'a str>,
+    places: Places<'a>,
+    cells: usize,
+}
+
+impl<'a> Grid<'a> {
+    pub(crate) fn of(report: &'a Report) -> Grid<'a> {
+        let places = Places::of(report);
+        Grid {
+            rows: rows(report, &places),
+            scenarios: report.scenario_order(),
+            places,
+            cells: report.cells.len(),
+        }
+    }
+
+    fn squares(&self) -> usize {
+        self.rows.len().saturating_mul(self.scenarios.len())
+    }
+
+    /// Whether most squares would be empty: more than 4 per cell (and a
+    /// few thousand). A run's matrix, or a shard of one in up to 4, is
+    /// not; a report that puts 5 000 cells on the diagonal of 5 000
+    /// targets × 5 000 scenarios (1.4 MB) is, and drawing it made `show`
+    /// print 302 MB in 71 s at 8.3 GB.
+    pub(crate) fn sparse(&self) -> bool {
+        self.squares() > self.cells.saturating_mul(4).saturating_add(4096)
+    }
+
+    /// The least width the grid's scenario columns take (each name, or its
+    /// longer half when `broken`, and a column's padding and border).
+    fn least_width(&self, broken: bool) -> usize {
+        self.scenarios
+            .iter()
+            .map(|s| {
+                let name = if broken {
+                    break_at_hyphens(s)
+                } else {
+                    s.to_string()
+                };
+                name.lines().map(fit::width).max().unwrap_or(0) + 3
+            })
+            .sum()
+    }
+
+    /// Each row that has cells, with its scenarios that do (in scenario
+    /// order) and their cells.
+    pub(crate) fn occupied(&self) -> Vec<(&Row<'a>, Squares<'_, 'a>)> {
+        let rank: HashMap<&str, usize> = self
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (*s, i))
+            .collect();
+        // Each row's squares, with their scenario's place in the order.
+        type RowKey<'k> = (&'k str, Option<&'k str>);
+        let mut of_row: HashMap<RowKey<'_>, Vec<(usize, Square<'_, 'a>)>> = HashMap::new();
+        for ((target, suffix, scenario), cells) in &self.places.cells {
+            let at = rank.get(scenario).copied().unwrap_or(usize::MAX);
+            of_row
+                .entry((*target, suffix.as_deref()))
+                .or_default()
+                .push((at, (*scenario, cells.as_slice())));
+        }
+        self.rows
+            .iter()
+            .filter_map(|row| {
+                let mut squares = of_row.remove(&(row.target, row.suffix.as_deref()))?;
+                squares.sort_by_key(|(at, (scenario, _))| (*at, *scenario));
+                Some((row, squares.into_iter().map(|(_, square)| square).collect()))
+            })
+            .collect()
+    }
+
+    /// The cells of one square.
+    pub(crate) fn at(&self, row: &Row<'a>, scenario: &'a str) -> &[&'a Cell] {
+        self.places.at(row, scenario)
+    }
+
+    pub(crate) fn rows(&self) -> &[Row<'a>] {
+        &self.rows
+    }
+
+    pub(crate) fn scenarios(&self) -> &[&'a str] {
+        &self.scenarios
+    }
+
+    /// What a sparse rendering says of the squares it leaves out.
+    pub(crate) fn left_out(&self, listed: usize) -> String {
+        format!(
+            "{} of the grid's {} squares ({} rows × {} scenarios) have no cell: not listed",
+            self.squares().saturating_sub(listed),
+            self.squares(),
+            self.rows.len(),
+            self.scenarios.len()
+        )
+    }
+}
+
+/// A square that has cells: its scenario and its cells.
+pub(crate) type Square<'g, 'a> = (&'a str, &'g [&'a Cell]);
+
+/// A row's squares that have cells, in scenario order.
+pub(crate) type Squares<'g, 'a> = Vec<Square<'g, 'a>>;
+
 /// One row of the matrix: a target at one point of the other axes.
-struct Row<'a> {
+pub(crate) struct Row<'a> {
     target: &'a str,
     /// What [`Cell::row_suffix`] gives its cells.
     suffix: Option<String>,
     /// The point of its first cell, whose axis values label the row.
     point: Option<&'a Point>,
+}
+
+impl Row<'_> {
+    /// The target and what follows it in a row label (`agent@0.4.2`).
+    pub(crate) fn label(&self) -> String {
+        format!(
+            "{}{}",
+            self.target,
+            self.suffix.as_deref().unwrap_or_default()
+        )
+    }
 }
 
 /// Which axes the cells carry, each a column of its own, in row-label order.
@@ -121,8 +253,8 @@ impl<'a> Places<'a> {
     }
 }
 
-fn grid(report: &Report, broken: bool) -> String {
-    let scenarios = report.scenario_order();
+fn grid(report: &Report, matrix: &Grid<'_>, broken: bool) -> String {
+    let scenarios = &matrix.scenarios;
     let axes = Axes::of(report);
     let mut table = super::table::new_table(false);
     let mut header: Vec<TableCell> = axes.header().into_iter().map(TableCell::new).collect();
@@ -134,11 +266,10 @@ fn grid(report: &Report, broken: bool) -> String {
         })
     }));
     table.set_header(header);
-    let places = Places::of(report);
-    for row in rows(report, &places) {
-        let mut line: Vec<TableCell> = axes.labels(&row).into_iter().map(TableCell::new).collect();
-        for scenario in &scenarios {
-            let cells = places.at(&row, scenario);
+    for row in &matrix.rows {
+        let mut line: Vec<TableCell> = axes.labels(row).into_iter().map(TableCell::new).collect();
+        for scenario in scenarios {
+            let cells = matrix.at(row, scenario);
             line.push(TableCell::new(summary_text(cells, report.run.repeat)));
         }
         table.add_row(line);
@@ -165,28 +296,52 @@ fn break_at_hyphens(name: &str) -> String {
 /// One line per row (its target and axis labels), then its scenarios as
 /// `glyph name` items, as many to a line as fit, each item whole (cut with
 /// an ellipsis only if it alone is wider than the line).
-fn list(report: &Report, width: usize) -> String {
-    let scenarios = report.scenario_order();
+fn list(report: &Report, matrix: &Grid<'_>, width: usize) -> String {
     let axes = Axes::of(report);
     let mut out = String::new();
-    let places = Places::of(report);
-    for row in rows(report, &places) {
-        out.push_str(&fit::cut(&axes.labels(&row).join(" · "), width));
+    for row in &matrix.rows {
+        out.push_str(&fit::cut(&axes.labels(row).join(" · "), width));
         out.push('\n');
-        let items: Vec<String> = scenarios
+        let items: Vec<String> = matrix
+            .scenarios
             .iter()
-            .map(|s| {
-                let cells = places.at(&row, s);
-                let (glyph, extra) = summary_parts(cells, report.run.repeat);
-                match extra {
-                    Some(extra) => format!("{glyph} {s} ({extra})"),
-                    None => format!("{glyph} {s}"),
-                }
-            })
+            .map(|s| item(s, matrix.at(row, s), report.run.repeat))
             .collect();
         out.push_str(&flow(&items, "  ", width));
     }
     out
+}
+
+/// [`list`] of the rows and squares that have cells, and how many squares
+/// it left out.
+fn sparse_list(report: &Report, matrix: &Grid<'_>, width: usize) -> String {
+    let axes = Axes::of(report);
+    let mut out = String::new();
+    let mut listed = 0;
+    for (row, squares) in matrix.occupied() {
+        out.push_str(&fit::cut(&axes.labels(row).join(" · "), width));
+        out.push('\n');
+        listed += squares.len();
+        let items: Vec<String> = squares
+            .iter()
+            .map(|(s, cells)| item(s, cells, report.run.repeat))
+            .collect();
+        out.push_str(&flow(&items, "  ", width));
+    }
+    out.push_str(&fit::cut(
+        &format!("{NOT_RUN} {}", matrix.left_out(listed)),
+        width,
+    ));
+    out.push('\n');
+    out
+}
+
+/// `glyph scenario (extra)`: one square of a list.
+fn item(scenario: &str, cells: &[&Cell], repeat: u32) -> String {
+    match summary_parts(cells, repeat) {
+        (glyph, Some(extra)) => format!("{glyph} {scenario} ({extra})"),
+        (glyph, None) => format!("{glyph} {scenario}"),
+    }
 }
 
 /// `items` after `indent`, two spaces apart, a new line whenever the next would pass `width`.
@@ -295,6 +450,54 @@ mod tests {
         );
         let list = fitted_summary(&report, 40);
         assert!(list.contains("agent · ts-sdk · fix · – · 0.4.2"), "{list}");
+    }
+
+    /// A report from elsewhere with its cells on the diagonal of a huge
+    /// grid: each of `n` cells its own target and scenario.
+    fn diagonal(n: usize) -> Report {
+        let mut report = crate::fixture::report();
+        let cell = report.cells[0].clone();
+        report.cells = (0..n)
+            .map(|i| {
+                let mut c = cell.clone();
+                c.point.target = format!("t{i}");
+                c.point.scenario = format!("s{i}");
+                c
+            })
+            .collect();
+        report.run.targets = (0..n).map(|i| format!("t{i}")).collect();
+        report.run.scenarios = (0..n).map(|i| format!("s{i}")).collect();
+        report
+    }
+
+    /// 5 000 cells on a diagonal (1.4 MB of report) drew a 25-million-square
+    /// grid: `show` printed 302 MB in 71 s at 8.3 GB. Its cells are listed.
+    #[test]
+    fn a_grid_of_mostly_empty_squares_lists_its_cells_instead() {
+        let report = diagonal(300);
+        let matrix = Grid::of(&report);
+        assert!(matrix.sparse());
+        let text = fitted_summary(&report, 100);
+        assert_eq!(text.lines().count(), 2 * 300 + 1, "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        for i in [0, 150, 299] {
+            assert_eq!(lines[2 * i], format!("t{i}"), "{text}");
+            assert!(lines[2 * i + 1].ends_with(&format!(" s{i}")), "{text}");
+        }
+        assert!(
+            text.ends_with("89700 of the grid's 90000 squares (300 rows × 300 scenarios) have no cell: not listed\n"),
+            "{text}"
+        );
+        let step = crate::github::render_step_summary(&report, "run");
+        assert!(step.contains("| t7 | s7 |"), "{step}");
+        assert!(step.contains("89700 of the grid's 90000 squares"), "{step}");
+        // Linear in the cells: a grid of 300 × 300 squares alone was 0.4 MB.
+        assert!(step.len() < 100_000, "{}", step.len());
+        // A run's own matrix, and a shard of it, are drawn as grids.
+        assert!(!Grid::of(&crate::fixture::report()).sparse());
+        let mut shard = diagonal(60);
+        shard.run.targets.truncate(0);
+        assert!(!Grid::of(&shard).sparse());
     }
 
     #[test]

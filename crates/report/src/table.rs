@@ -39,11 +39,11 @@ pub(crate) fn render_text(report: &Report, color: bool) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    for scenario in report.scenario_order() {
+    for (scenario, cells) in report.by_scenario() {
         out.push('\n');
         out.push_str(scenario);
         out.push('\n');
-        out.push_str(&scenario_table(report, scenario, color).to_string());
+        out.push_str(&scenario_table(report, &cells, color).to_string());
         out.push('\n');
     }
     if let Some(rows) = super::floor::cell_rows(report) {
@@ -91,8 +91,8 @@ pub(crate) fn totals_line(report: &Report) -> String {
     )
 }
 
-fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
-    let phases = report.phase_columns(scenario);
+fn scenario_table(report: &Report, cells: &[&Cell], color: bool) -> Table {
+    let phases = super::model::phase_columns(cells);
     let mut table = new_table(color);
     let mut header = vec![TableCell::new("target")];
     header.extend(phases.iter().map(|p| TableCell::new(*p)));
@@ -103,7 +103,7 @@ fn scenario_table(report: &Report, scenario: &str, color: bool) -> Table {
     }
     table.set_header(header);
 
-    for cell in report.cells_of(scenario) {
+    for cell in cells {
         let mut row = vec![TableCell::new(cell.label())];
         for name in &phases {
             row.push(phase_cell(cell.phase(name), color));
