@@ -3,7 +3,8 @@
 //! action to ready, and the servers' own answers, read from the wire trace —
 //! each HTTP exchange from request to answer, each JSON-RPC request from
 //! sent to answered (a prompt's answer comes on the stream once the agent is
-//! done), and each call to the session store (the Rivet actor, or SQLite)
+//! done; one never answered, as a turn its fault cut, until the end of the
+//! phase it was sent in), and each call to the session store (the Rivet actor, or SQLite)
 //! from asked to answered. For the hosted TypeScript SDK, the client under
 //! test, each of its actions (`sdk`) counts from asked to answered, or to
 //! the phase deadline it was given up at: that time is the SDK's (its own
@@ -172,110 +173,157 @@ struct Spans {
 
 impl Spans {
     fn read(trace: &str) -> Spans {
-        let mut spans = Spans {
-            answers: Vec::new(),
-            restarts: Vec::new(),
-        };
-        let mut asked: Vec<(i64, f64)> = Vec::new();
-        // Per terminal (its process): when it opened or a line went out, unanswered yet.
-        let mut typed: Vec<(String, f64)> = Vec::new();
-        let mut restarting: Option<f64> = None;
-        // The faults keeping the stack down: a pause (by component), a
-        // schedule's fault (by its index).
-        let mut down: Vec<(String, f64)> = Vec::new();
-        // A chaos schedule: its start, and the end of its last fault so far.
-        let mut schedule: Option<(f64, f64)> = None;
+        let mut reader = Reader::default();
         for Line { t, event } in trace
             .lines()
             .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
             .filter_map(|value| Line::from_value(&value))
         {
-            // An answer logged at its end with how long it took.
-            let took = match &event {
-                Event::Http(http) => Some(http.ms),
-                Event::Store(store) => store.ms,
-                Event::Sdk(sdk) => Some(sdk.ms),
-                Event::CleanupWait(wait) => Some(wait.ms as f64),
-                Event::FaultReady(ready) => Some(ready.ms as f64),
-                // A readiness probe's attempt is an exchange with the stack,
-                // passed or not: a stack that never answers again after a
-                // heal keeps the cell waiting on it, not on the harness.
-                Event::ReadyProbe(probe) => Some(probe.ms as f64),
-                _ => None,
-            };
-            if let Some(ms) = took {
-                spans.answers.push(((t - ms).max(0.0), t));
-            }
-            match event {
-                Event::WsOpen(WsOpen { process })
-                | Event::Ws(WsFrame {
-                    process,
-                    dir: Dir::Out,
-                    ..
-                }) if !typed.iter().any(|(p, _)| *p == process) => {
-                    typed.push((process, t));
-                }
-                Event::Ws(WsFrame {
-                    process,
-                    dir: Dir::In,
-                    ..
-                }) => {
-                    if let Some(at) = typed.iter().position(|(p, _)| *p == process) {
-                        let (_, sent) = typed.remove(at);
-                        spans.answers.push((sent, t));
-                    }
-                }
-                Event::Rpc(rpc) => {
-                    match (rpc.dir, rpc.rpc_id.as_ref().and_then(|id| id.as_i64())) {
-                        (Dir::Out, Some(id)) => asked.push((id, t)),
-                        (Dir::In, Some(id)) => {
-                            if let Some(at) =
-                                asked.iter().rposition(|(asked_id, _)| *asked_id == id)
-                            {
-                                let (_, sent) = asked.remove(at);
-                                spans.answers.push((sent, t));
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Event::PauseStart(pause) => down.push((format!("pause {}", pause.component), t)),
-                // The schedule holds the cell from its start until its last
-                // fault is over: the drawn gaps before and between its
-                // faults are the schedule's, which the executor waits out.
-                Event::Schedule(_) => schedule = Some((t, t)),
-                Event::ScheduledStart(fault) => down.push((format!("fault {}", fault.index), t)),
-                Event::PauseEnd(pause) => end_down(
-                    &mut down,
-                    &format!("pause {}", pause.component),
-                    t,
-                    &mut spans,
-                ),
-                Event::ScheduledEnd(fault) => {
-                    if let Some((_, over)) = schedule.as_mut() {
-                        *over = t;
-                    }
-                    end_down(&mut down, &format!("fault {}", fault.index), t, &mut spans)
-                }
-                Event::RestartStart => restarting = Some(t),
-                Event::RestartEnd(_) => {
-                    if let Some(start) = restarting.take() {
-                        spans.restarts.push((start, t));
-                    }
-                }
-                _ => {}
-            }
+            reader.see(t, event);
         }
-        spans.answers.extend(schedule);
-        spans
+        reader.finish()
     }
 }
 
-/// The fault `key` is over at `t`: its span joins the answers.
-fn end_down(down: &mut Vec<(String, f64)>, key: &str, t: f64, spans: &mut Spans) {
-    if let Some(at) = down.iter().position(|(k, _)| k == key) {
-        let (_, start) = down.remove(at);
-        spans.answers.push((start, t));
+/// A JSON-RPC request sent and not answered yet.
+struct Asked {
+    id: i64,
+    sent: f64,
+    /// The end of the phase it was sent in, once that phase ended.
+    phase_end: Option<f64>,
+}
+
+/// What reading a trace keeps between its lines.
+#[derive(Default)]
+struct Reader {
+    answers: Vec<(f64, f64)>,
+    restarts: Vec<(f64, f64)>,
+    asked: Vec<Asked>,
+    /// Per terminal (its process): when it opened or a line went out, unanswered yet.
+    typed: Vec<(String, f64)>,
+    restarting: Option<f64>,
+    /// The faults keeping the stack down: a pause (by component), a
+    /// schedule's fault (by its index).
+    down: Vec<(String, f64)>,
+    /// A chaos schedule: its start, and the end of its last fault so far.
+    schedule: Option<(f64, f64)>,
+}
+
+impl Reader {
+    fn see(&mut self, t: f64, event: Event) {
+        // An answer logged at its end with how long it took.
+        let took = match &event {
+            Event::Http(http) => Some(http.ms),
+            Event::Store(store) => store.ms,
+            Event::Sdk(sdk) => Some(sdk.ms),
+            Event::CleanupWait(wait) => Some(wait.ms as f64),
+            Event::FaultReady(ready) => Some(ready.ms as f64),
+            // A readiness probe's attempt is an exchange with the stack,
+            // passed or not: a stack that never answers again after a
+            // heal keeps the cell waiting on it, not on the harness.
+            Event::ReadyProbe(probe) => Some(probe.ms as f64),
+            _ => None,
+        };
+        if let Some(ms) = took {
+            self.answers.push(((t - ms).max(0.0), t));
+        }
+        match event {
+            Event::WsOpen(WsOpen { process })
+            | Event::Ws(WsFrame {
+                process,
+                dir: Dir::Out,
+                ..
+            }) if !self.typed.iter().any(|(p, _)| *p == process) => {
+                self.typed.push((process, t));
+            }
+            Event::Ws(WsFrame {
+                process,
+                dir: Dir::In,
+                ..
+            }) => {
+                if let Some(at) = self.typed.iter().position(|(p, _)| *p == process) {
+                    let (_, sent) = self.typed.remove(at);
+                    self.answers.push((sent, t));
+                }
+            }
+            Event::Rpc(rpc) => self.see_rpc(t, rpc.dir, rpc.rpc_id.and_then(|id| id.as_i64())),
+            Event::PhaseEnd(_) => {
+                for open in self.asked.iter_mut().filter(|a| a.phase_end.is_none()) {
+                    open.phase_end = Some(t);
+                }
+            }
+            event => self.see_fault(t, event),
+        }
+    }
+
+    /// A request (`dir: out`) paired with its answer (`dir: in`, the same
+    /// `rpcId`, the latest request first).
+    fn see_rpc(&mut self, t: f64, dir: Dir, id: Option<i64>) {
+        match (dir, id) {
+            (Dir::Out, Some(id)) => self.asked.push(Asked {
+                id,
+                sent: t,
+                phase_end: None,
+            }),
+            (Dir::In, Some(id)) => {
+                if let Some(at) = self.asked.iter().rposition(|a| a.id == id) {
+                    let asked = self.asked.remove(at);
+                    self.answers.push((asked.sent, t));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The restarts' windows and the time the nemesis keeps the stack down.
+    fn see_fault(&mut self, t: f64, event: Event) {
+        match event {
+            Event::PauseStart(pause) => self.down.push((format!("pause {}", pause.component), t)),
+            // The schedule holds the cell from its start until its last
+            // fault is over: the drawn gaps before and between its
+            // faults are the schedule's, which the executor waits out.
+            Event::Schedule(_) => self.schedule = Some((t, t)),
+            Event::ScheduledStart(fault) => self.down.push((format!("fault {}", fault.index), t)),
+            Event::PauseEnd(pause) => self.end_down(&format!("pause {}", pause.component), t),
+            Event::ScheduledEnd(fault) => {
+                if let Some((_, over)) = self.schedule.as_mut() {
+                    *over = t;
+                }
+                self.end_down(&format!("fault {}", fault.index), t)
+            }
+            Event::RestartStart => self.restarting = Some(t),
+            Event::RestartEnd(_) => {
+                if let Some(start) = self.restarting.take() {
+                    self.restarts.push((start, t));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The fault `key` is over at `t`: its span joins the answers.
+    fn end_down(&mut self, key: &str, t: f64) {
+        if let Some(at) = self.down.iter().position(|(k, _)| k == key) {
+            let (_, start) = self.down.remove(at);
+            self.answers.push((start, t));
+        }
+    }
+
+    /// The spans read. A request never answered counts until the end of
+    /// the phase it was sent in: the client waited on the server at least
+    /// that long (a turn the fault cut, which the scenario lets run on
+    /// before its restart; a prompt that timed out).
+    fn finish(mut self) -> Spans {
+        self.answers.extend(self.schedule);
+        self.answers.extend(
+            self.asked
+                .iter()
+                .filter_map(|a| a.phase_end.map(|end| (a.sent, end))),
+        );
+        Spans {
+            answers: self.answers,
+            restarts: self.restarts,
+        }
     }
 }
 
@@ -397,6 +445,30 @@ mod tests {
         );
         let floor = Floor::of_attempt(1000, &[], Some(never));
         assert_eq!(floor.floor_ms, 200, "{floor:?}");
+    }
+
+    /// A turn cut by its fault is never answered: its prompt counts from
+    /// sent until the end of the phase it was sent in (the scenario let it
+    /// run on there before the restart), not until the attempt's end; an
+    /// answered one from sent to answered, as before.
+    #[test]
+    fn a_request_never_answered_counts_until_its_phase_ends() {
+        let trace = concat!(
+            r#"{"t":0.0,"ev":"phase_start","phase":"restartMidTurn","step":"restart"}"#,
+            "\n",
+            r#"{"t":50.0,"ev":"rpc","dir":"out","via":"post","method":"session/prompt","rpcId":2}"#,
+            "\n",
+            r#"{"t":60.0,"ev":"rpc","dir":"out","via":"post","method":"session/prompt","rpcId":3}"#,
+            "\n",
+            r#"{"t":70.0,"ev":"rpc","dir":"in","via":"post","rpcId":3}"#,
+            "\n",
+            r#"{"t":1500.0,"ev":"phase_end","phase":"restartMidTurn","outcome":"ok","ms":1500}"#,
+            "\n",
+            r#"{"t":1600.0,"ev":"phase_end","phase":"awaitTurn","outcome":"fail","ms":100}"#,
+            "\n",
+        );
+        let floor = Floor::of_attempt(2000, &[], Some(trace));
+        assert_eq!(floor.floor_ms, 1450, "50..1500: {floor:?}");
     }
 
     #[test]
