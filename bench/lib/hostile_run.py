@@ -7,6 +7,10 @@
                                       to merge and export before issue 43)
   hostile_run.py cells N DIR          N small cells (a failing one in five), no
                                       traces: show, compare and baseline at scale
+  hostile_run.py diagonal N DIR       N cells on the diagonal of N targets x N
+                                      scenarios: a grid of N*N squares, N filled
+  hostile_run.py points N DIR         N cells of one target and scenario, each on
+                                      a server point of its own
   hostile_run.py expectations N FILE  an expectations file of N entries
 """
 import json
@@ -44,7 +48,7 @@ def run_info(run_id, targets, scenarios):
 
 
 def phase(name, ok, signature=None):
-    return {
+    out = {
         "name": name,
         "step": "prompt",
         "verdict": True,
@@ -54,31 +58,25 @@ def phase(name, ok, signature=None):
         "durationMs": 12,
         "deadlineMs": 30000,
         "detail": {},
-        "signature": signature,
     }
+    if signature:
+        out["signature"] = signature
+    return out
 
 
 def cell(target, scenario, failing, trace=None):
-    signature = {
-        "kind": "http",
-        "httpStatus": 400,
-        "problemType": "invalid_request",
-        "rpcCode": None,
-        "message": "HTTP 400 invalid_request",
-        "pending": None,
-    }
+    signature = {"kind": "http", "httpStatus": 400, "message": "HTTP 400"}
     out = {
         "target": target,
         "scenario": scenario,
-        "serverVersion": None,
         "attempt": 1,
         "verdict": "fail" if failing else "pass",
-        "failureBoundary": "p" if failing else None,
-        "reason": None,
         "durationMs": 40,
         "phases": [phase("p", not failing, signature if failing else None)],
         "restarts": [],
     }
+    if failing:
+        out["failureBoundary"] = "p"
     if trace:
         out["trace"] = trace
     return out
@@ -153,6 +151,22 @@ def many_cells(n, folder):
     write_report(folder, f"cells-{n}", cells, targets, scenarios)
 
 
+def diagonal(n, folder):
+    targets = [f"t{i:06d}" for i in range(n)]
+    scenarios = [f"s{i:06d}" for i in range(n)]
+    cells = [cell(targets[i], scenarios[i], i % 5 == 0) for i in range(n)]
+    write_report(folder, f"diagonal-{n}", cells, targets, scenarios)
+
+
+def points(n, folder):
+    cells = []
+    for i in range(n):
+        c = cell("agent", "s", i % 5 == 0)
+        c["serverVersion"] = f"0.{i}.0"
+        cells.append(c)
+    write_report(folder, f"points-{n}", cells, ["agent"], ["s"])
+
+
 def expectations(n, path):
     with open(path, "w") as f:
         for i in range(n):
@@ -164,4 +178,11 @@ def expectations(n, path):
 
 if __name__ == "__main__":
     mode, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    {"shared-trace": shared_trace, "cells": many_cells, "expectations": expectations}[mode](n, out)
+    modes = {
+        "shared-trace": shared_trace,
+        "cells": many_cells,
+        "diagonal": diagonal,
+        "points": points,
+        "expectations": expectations,
+    }
+    modes[mode](n, out)
