@@ -217,6 +217,15 @@ async fn work(
             }
             Some(Ok(())) => {}
         }
+        // An earlier cell left a component down: brought back first, or
+        // this cell is not run, so its verdict is never the earlier one's.
+        if let Err(reason) = bring_back(worker).await {
+            let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
+            failed.verdict = crate::report::Verdict::Error;
+            judged(job.index, vec![(failed.attempt, failed.verdict)]);
+            done(job.index, vec![failed]);
+            continue;
+        }
         if run_job(
             run,
             worker,
@@ -234,6 +243,31 @@ async fn work(
     }
     finishing.drain(&mut done).await;
     (finished, interrupted)
+}
+
+/// Every component of `worker`'s stack that an earlier cell's restart
+/// left down ([`Target::bring_back`]), brought back; `Err` says the first
+/// that would not come back, as the reason the next cell is not run.
+async fn bring_back(worker: &mut Worker) -> Result<(), String> {
+    let Worker {
+        targets,
+        server,
+        sdk_process,
+        components,
+        ..
+    } = worker;
+    let parts = targets
+        .iter_mut()
+        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
+        .chain(sdk_process.iter_mut())
+        .chain(components.iter_mut())
+        .filter(|part| part.unrecovered().is_some());
+    for part in parts {
+        part.bring_back()
+            .await
+            .map_err(|e| format!("not run: the stack was not whole before this cell: {e}"))?;
+    }
+    Ok(())
 }
 
 /// One job on `worker`, its point taken: the repeat's attempts, run
