@@ -54,10 +54,17 @@ impl Target {
         match again.ok {
             true => Ok(()),
             false => Err(format!(
-                "`{}` did not come back after an earlier cell's fault ({said}), and restarting it again before this cell failed too: {}",
+                "`{}` did not come back after an earlier cell's fault ({}), and restarting it again before this cell failed too: {}",
                 self.name(),
-                again.detail.as_deref().unwrap_or("no detail")
+                first_line(&said),
+                first_line(again.detail.as_deref().unwrap_or("no detail"))
             )),
         }
     }
+}
+
+/// A restart's detail up to its first line: the log tail that follows is
+/// in the earlier cell's record and the run's logs, not this cell's reason.
+fn first_line(detail: &str) -> &str {
+    detail.lines().next().unwrap_or_default()
 }
