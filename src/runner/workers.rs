@@ -219,7 +219,7 @@ async fn work(
         }
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
-        if let Err(reason) = bring_back(worker).await {
+        if let Err(reason) = bring_back(worker, target).await {
             let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
             failed.verdict = crate::report::Verdict::Error;
             judged(job.index, vec![(failed.attempt, failed.verdict)]);
@@ -245,10 +245,14 @@ async fn work(
     (finished, interrupted)
 }
 
-/// Every component of `worker`'s stack that an earlier cell's restart
-/// left down ([`Target::bring_back`]), brought back; `Err` says the first
-/// that would not come back, as the reason the next cell is not run.
-async fn bring_back(worker: &mut Worker) -> Result<(), String> {
+/// The components on the path of a cell of `worker`'s target `own` that
+/// an earlier cell's restart left down ([`Target::bring_back`]), brought
+/// back; `Err` says the first that would not come back, as the reason the
+/// cell is not run. On the path are the cell's own target and every
+/// component of continuity's local stack (each cell's traffic and store
+/// go through all of them); a deployment's other targets are not known to
+/// be, so one left down is brought back before its own next cell only.
+async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), String> {
     let Worker {
         targets,
         server,
@@ -258,6 +262,9 @@ async fn bring_back(worker: &mut Worker) -> Result<(), String> {
     } = worker;
     let parts = targets
         .iter_mut()
+        .enumerate()
+        .filter(|(t, part)| *t == own || part.id.builtin().is_some())
+        .map(|(_, part)| part)
         .chain(server.as_mut().and_then(|slot| slot.background_mut()))
         .chain(sdk_process.iter_mut())
         .chain(components.iter_mut())
