@@ -202,24 +202,20 @@ async fn work(
             ready = worker.take_point(&job.point) => Some(ready),
             _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
         };
-        match ready {
+        let ready = match ready {
             None => {
                 interrupted = true;
                 break;
             }
-            Some(Err(reason)) => {
-                let reason = crate::errors::error_chain(&reason);
-                let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
-                failed.verdict = crate::report::Verdict::Error;
-                judged(job.index, vec![(failed.attempt, failed.verdict)]);
-                done(job.index, vec![failed]);
-                continue;
-            }
-            Some(Ok(())) => {}
-        }
+            Some(taken) => taken.map_err(|e| crate::errors::error_chain(&e)),
+        };
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
-        if let Err(reason) = bring_back(worker, target).await {
+        let ready = match ready {
+            Ok(()) => bring_back(worker, target).await,
+            not_taken => not_taken,
+        };
+        if let Err(reason) = ready {
             let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
             failed.verdict = crate::report::Verdict::Error;
             judged(job.index, vec![(failed.attempt, failed.verdict)]);
