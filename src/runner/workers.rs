@@ -15,7 +15,7 @@ pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::{Attempt, Cell};
-use crate::targets::Target;
+use crate::targets::{NotBroughtBack, Target};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -212,7 +212,9 @@ async fn work(
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
         let ready = match ready {
-            Ok(()) => bring_back(worker, target).await,
+            Ok(()) => bring_back(worker, target)
+                .await
+                .map_err(|e| format!("not run: the stack was not whole before this cell: {e}")),
             not_taken => not_taken,
         };
         if let Err(reason) = ready {
@@ -248,7 +250,7 @@ async fn work(
 /// component of continuity's local stack (each cell's traffic and store
 /// go through all of them); a deployment's other targets are not known to
 /// be, so one left down is brought back before its own next cell only.
-async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), String> {
+async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), NotBroughtBack> {
     let Worker {
         targets,
         server,
@@ -266,9 +268,7 @@ async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), String> {
         .chain(components.iter_mut())
         .filter(|part| part.unrecovered().is_some());
     for part in parts {
-        part.bring_back()
-            .await
-            .map_err(|e| format!("not run: the stack was not whole before this cell: {e}"))?;
+        part.bring_back().await?;
     }
     Ok(())
 }

@@ -50,6 +50,7 @@ pub use process_of::{ProcessOf, Recorded};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 pub use reboot::Reboot;
 pub use timeout::PathTimeout;
+pub use unrecovered::NotBroughtBack;
 
 use crate::clock::millis;
 use crate::signal::Signal;

@@ -10,6 +10,15 @@
 
 use super::{RestartAction, Target};
 
+/// A component left down that one more restart did not bring back either.
+#[derive(Debug, thiserror::Error)]
+#[error("`{component}` did not come back after an earlier cell's fault ({said}), and restarting it again before this cell failed too: {again}")]
+pub struct NotBroughtBack {
+    pub component: String,
+    pub said: String,
+    pub again: String,
+}
+
 impl Target {
     /// Notes how its last restart ended: `detail` when it did not bring
     /// the component back. Only a restart of a component counts: a fault,
@@ -38,7 +47,7 @@ impl Target {
     /// (in no cell's trace): whether its probe answers now, else whether
     /// one more restart brings it back. `Err` says what was left and what
     /// was tried.
-    pub async fn bring_back(&mut self) -> Result<(), String> {
+    pub async fn bring_back(&mut self) -> Result<(), NotBroughtBack> {
         let Some(said) = self.unrecovered.clone() else {
             return Ok(());
         };
@@ -53,12 +62,11 @@ impl Target {
             .record;
         match again.ok {
             true => Ok(()),
-            false => Err(format!(
-                "`{}` did not come back after an earlier cell's fault ({}), and restarting it again before this cell failed too: {}",
-                self.name(),
-                first_line(&said),
-                first_line(again.detail.as_deref().unwrap_or("no detail"))
-            )),
+            false => Err(NotBroughtBack {
+                component: self.name().to_string(),
+                said: first_line(&said).to_string(),
+                again: first_line(again.detail.as_deref().unwrap_or("no detail")).to_string(),
+            }),
         }
     }
 }
