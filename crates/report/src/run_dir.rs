@@ -17,7 +17,10 @@
 //!   renderers), and nothing in it chooses a URL, a credential, a path
 //!   outside it or a program to run (`rerun` takes those from the user).
 //!
-//! ```ignore
+//! ```no_run
+//! # use continuity_report::RunDir;
+//! # use std::path::Path;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let run = RunDir::open(Path::new("reports/latest"))?;
 //! let report = run.report()?;
 //! for cell in &report.cells {
@@ -25,6 +28,8 @@
 //!         run.for_each_event(trace, |line| { /* … */ })?;
 //!     }
 //! }
+//! # Ok(())
+//! # }
 //! ```
 
 use crate::run_path::{FileId, RunFile, RunPathError, RunRoot};
