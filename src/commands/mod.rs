@@ -880,8 +880,8 @@ fn local_stack_options(
         agents: chosen.agents.clone(),
         postgres: chosen.persists.contains(&Store::Postgres),
         hosted_sqlite: chosen.persists.contains(&Store::Sqlite)
-            && chosen.clients.contains(&runner::ClientKind::TsSdk),
-        browser: chosen.clients.contains(&runner::ClientKind::Browser),
+            && chosen.clients.iter().any(|c| c.hosts_sdk()),
+        browser: chosen.clients.iter().any(|c| c.runs_in_a_page()),
         supervisor: supervisor.clone(),
         fault_proxies: true,
         custom_faults,

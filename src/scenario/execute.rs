@@ -279,12 +279,6 @@ impl CellClient {
         }
     }
 
-    /// Whether the real SDK takes the steps (its host, not the cell,
-    /// holds its clients across a `client` restart).
-    pub fn is_sdk(&self) -> bool {
-        !matches!(self, CellClient::Rust)
-    }
-
     /// The client as the executor drives it, tracing into `trace` (and,
     /// when hangs are diagnosed, `watching` what its host has in flight).
     fn driver(self, trace: &crate::trace::Trace, watching: bool) -> Arc<dyn ScenarioClient> {

@@ -52,7 +52,7 @@ pub(crate) mod turn_fate;
 pub mod upgrade;
 pub mod write;
 
-pub use client_kind::{ClientKind, UnknownClient};
+pub use client_kind::{ClientKind, ClientRestart, UnknownClient};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use run_dir::{RunDir, RunDirError, REPORT_FILE};
