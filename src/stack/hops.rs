@@ -6,7 +6,7 @@
 //! so a stack left running by `stack up` has none.
 
 use super::StackError;
-use crate::faults::{FaultControl, FaultProxy, ProxyError};
+use crate::faults::{FaultControl, FaultProxy};
 use std::net::SocketAddr;
 
 /// Set to `off` to run the local stack without its fault proxies (the
@@ -65,7 +65,7 @@ impl Hops {
         }
         let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
         let upstream: SocketAddr = ([127, 0, 0, 1], upstream_port).into();
-        let proxy = FaultProxy::start(hop, listen, upstream).map_err(proxy_error)?;
+        let proxy = FaultProxy::start(hop, listen, upstream)?;
         let port = proxy.addr().port();
         self.proxies.push(proxy);
         Ok(port)
@@ -88,10 +88,6 @@ impl Hops {
     pub fn stop(&mut self) {
         self.proxies.clear();
     }
-}
-
-fn proxy_error(e: ProxyError) -> StackError {
-    StackError::Failed(e.to_string())
 }
 
 #[cfg(test)]
