@@ -95,6 +95,32 @@ pub struct CellSettings {
     pub interrupt: watch::Receiver<bool>,
 }
 
+#[cfg(test)]
+impl CellSettings {
+    /// The cell of the executor's own tests: its server is one nothing
+    /// listens at (127.0.0.1:9), each client keeps its own memory store,
+    /// phases have 5 s, and there is no trace file, log, provider,
+    /// sandbox, header timeout, hang grace or interrupt.
+    pub(crate) fn for_tests() -> CellSettings {
+        CellSettings {
+            base_url: "http://127.0.0.1:9".into(),
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(5),
+            session_suffix: "t".into(),
+            store: CellStore::PerClientMemory,
+            trace: crate::trace::Trace::detached(),
+            agent_sent_log: None,
+            headers_timeout: None,
+            hang_grace: None,
+            model_calls: None,
+            sandboxes: None,
+            interrupt: watch::channel(false).1,
+        }
+    }
+}
+
 /// Where a cell's clients keep session records and events.
 #[derive(Clone)]
 pub enum CellStore {
@@ -779,22 +805,7 @@ mod tests {
     }
 
     fn settings() -> CellSettings {
-        CellSettings {
-            base_url: "http://127.0.0.1:9".into(),
-            token: None,
-            headers: vec![],
-            agent: "mock".into(),
-            default_timeout: Duration::from_secs(5),
-            session_suffix: "t".into(),
-            store: CellStore::PerClientMemory,
-            trace: crate::trace::Trace::detached(),
-            agent_sent_log: None,
-            headers_timeout: None,
-            hang_grace: None,
-            model_calls: None,
-            sandboxes: None,
-            interrupt: watch::channel(false).1,
-        }
+        CellSettings::for_tests()
     }
 
     fn scenario(source: &str) -> Scenario {
