@@ -174,6 +174,23 @@ mod tests {
         }
     }
 
+    /// A client's facts agree with each other, so a new client cannot be
+    /// given one that contradicts another: its `client` restart is its
+    /// host process's exactly when it hosts the SDK, a reload exactly when
+    /// it runs in a page, a renewal exactly when it is continuity's own;
+    /// only the real SDK needs the local stack; only the default is untagged.
+    #[test]
+    fn each_client_s_facts_agree_with_each_other() {
+        for &kind in ClientKind::all() {
+            let restart = kind.client_restart();
+            assert_eq!(restart == ClientRestart::HostProcess, kind.hosts_sdk());
+            assert_eq!(restart == ClientRestart::PageReload, kind.runs_in_a_page());
+            assert_eq!(restart == ClientRestart::Renewed, !kind.runs_real_sdk());
+            assert_eq!(kind.needs_local_stack().is_some(), kind.runs_real_sdk());
+            assert_eq!(kind.tag().is_empty(), kind == ClientKind::all()[0]);
+        }
+    }
+
     #[test]
     fn the_page_keeps_its_sessions_in_indexeddb_the_others_in_the_stack_store() {
         use crate::store::Store;
