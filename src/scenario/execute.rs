@@ -982,10 +982,10 @@ mod tests {
     #[tokio::test]
     async fn a_part_of_continuitys_own_not_back_after_its_fault_is_the_harness_error() {
         use crate::errors::HarnessPart::RivetApp;
-        use crate::targets::BuiltinTarget::RivetEngine;
+        use crate::targets::BuiltinTarget::Rivet;
         let mut restarter = SettlesWith(
-            not_back(Some(RivetEngine), "did not answer"),
-            Some((RivetEngine, RivetApp)),
+            not_back(Some(Rivet), "did not answer"),
+            Some((Rivet, RivetApp)),
         );
         let run = run_cell(&scenario(FAULT_THEN_SLEEP), &settings(), &mut restarter).await;
         assert_eq!(run.verdict, Verdict::Error);

@@ -104,8 +104,10 @@ async fn every_pause_and_the_agent_kill_fail_on_a_process_that_is_not_the_stacks
     let pid = foreign.pid();
     let targets = targets_naming(dir.path(), |_| (pid, Some(1)));
     each_fails(targets, &["is not the one the stack started"]).await;
-    // Left alone: never stopped, never killed.
-    assert_eq!(crate::supervise::owner::state_of(pid as i32), Some('S'));
+    // Left alone: never stopped, never killed. Alive and not stopped: on
+    // a busy machine the sleeper was seen runnable ('R') now and then.
+    let state = crate::supervise::owner::state_of(pid as i32);
+    assert!(matches!(state, Some('S' | 'R' | 'D')), "{state:?}");
 }
 
 #[tokio::test]
@@ -228,9 +230,10 @@ async fn a_schedule_whose_fault_cannot_take_fails_the_cell() {
         e.contains("fault #0") && e.contains("is not the one the stack started"),
         "{e}"
     );
-    assert_eq!(
-        crate::supervise::owner::state_of(foreign.pid() as i32),
-        Some('S')
+    let state = crate::supervise::owner::state_of(foreign.pid() as i32);
+    assert!(
+        matches!(state, Some('S' | 'R' | 'D')),
+        "left alone: {state:?}"
     );
 }
 

@@ -234,20 +234,27 @@ impl BuiltinTarget {
     /// The part of continuity's own it brings back that stands for no
     /// component of the deployment under test, for a cell whose client
     /// `hosted` the SDK in the Rivet app: the `store` target's Postgres;
-    /// the Rivet app when it hosts that SDK (the Rivet targets, the hosted
-    /// `client` restart). When it does not come back the harness failed;
-    /// any other target that does not come back (the server, the gateway,
-    /// the Rivet layer as the session store) is the system's failure.
-    /// A pause's is its component's; the whole stack's and a schedule's
-    /// depend on which component did not come back (the caller asks it).
+    /// the RivetKit runner when it hosts that SDK (the `rivet` target, the
+    /// hosted `client` restart). When it does not come back the harness
+    /// failed; any other target that does not come back (the server, the
+    /// gateway, the Rivet Engine, the Rivet layer as the session store) is
+    /// the system's failure. The Engine is the deployment's program, not
+    /// the SDK's host: after a freeze past its ping timeout it stopped
+    /// placing actors while the hosted SDK went on answering, and that was
+    /// blamed on continuity. A pause's is its component's; the whole
+    /// stack's and a schedule's depend on which component did not come
+    /// back (the caller asks it).
     pub fn own_part_brought_back(self, hosted: bool) -> Option<HarnessPart> {
-        match self.family() {
-            Family::Store => Some(HarnessPart::Postgres),
-            Family::Rivet | Family::Client if hosted => Some(HarnessPart::RivetApp),
-            Family::Nemesis => self
-                .paused()
-                .and_then(|(component, _)| component.own_part_brought_back(hosted)),
-            _ => None,
+        match self {
+            BuiltinTarget::RivetEngine => None,
+            BuiltinTarget::Rivet | BuiltinTarget::Client if hosted => Some(HarnessPart::RivetApp),
+            _ => match self.family() {
+                Family::Store => Some(HarnessPart::Postgres),
+                Family::Nemesis => self
+                    .paused()
+                    .and_then(|(component, _)| component.own_part_brought_back(hosted)),
+                _ => None,
+            },
         }
     }
 

@@ -89,7 +89,9 @@ fn the_parts_a_target_restarts_on_purpose_follow_what_it_acts_on() {
 
 /// Whose failure a target that does not come back is: the system's, but
 /// for a part of continuity's own that stands for none of the
-/// deployment's components (its Postgres; the Rivet app hosting the SDK).
+/// deployment's components (its Postgres; the RivetKit runner hosting the
+/// SDK). The Rivet Engine is the deployment's, hosted SDK or not: after
+/// a long freeze it stopped placing actors while the hosted SDK answered.
 #[test]
 fn only_continuitys_own_parts_not_back_are_the_harnesss() {
     use BuiltinTarget::*;
@@ -97,7 +99,8 @@ fn only_continuitys_own_parts_not_back_are_the_harnesss() {
         Store.own_part_brought_back(false),
         Some(HarnessPart::Postgres)
     );
-    for hosted_by_rivet in [Rivet, RivetEngine, Client] {
+    assert_eq!(RivetEngine.own_part_brought_back(true), None);
+    for hosted_by_rivet in [Rivet, Client] {
         assert_eq!(
             hosted_by_rivet.own_part_brought_back(true),
             Some(HarnessPart::RivetApp),
@@ -120,8 +123,9 @@ fn only_continuitys_own_parts_not_back_are_the_harnesss() {
         Some(HarnessPart::Postgres)
     );
     assert_eq!(RivetEnginePause.own_part_not_back(None, false), None);
+    assert_eq!(RivetEnginePauseLong.own_part_not_back(None, true), None);
     assert_eq!(
-        RivetEnginePause.own_part_not_back(None, true),
+        RivetPauseLong.own_part_not_back(None, true),
         Some(HarnessPart::RivetApp)
     );
     for nemesis in [WholeStack, Chaos] {
@@ -131,10 +135,11 @@ fn only_continuitys_own_parts_not_back_are_the_harnesss() {
             Some(HarnessPart::Postgres)
         );
         assert_eq!(
-            nemesis.own_part_not_back(Some(RivetEngine), true),
+            nemesis.own_part_not_back(Some(Rivet), true),
             Some(HarnessPart::RivetApp)
         );
-        assert_eq!(nemesis.own_part_not_back(Some(RivetEngine), false), None);
+        assert_eq!(nemesis.own_part_not_back(Some(RivetEngine), true), None);
+        assert_eq!(nemesis.own_part_not_back(Some(Rivet), false), None);
         assert_eq!(nemesis.own_part_not_back(Some(Agent), true), None);
     }
 }

@@ -4,7 +4,8 @@
 //! with the next, or drops it. Every client's `recreate-rehydrate` cell
 //! fails with the stream invariant broken at the gateway hop, and so does
 //! the `native-load` cell of continuity's client (the only one that takes
-//! its load step), in the phase the event came in; `continuity check`
+//! its load step), in the phase the client read the event in (for an
+//! SDK, that phase or one after it); `continuity check`
 //! on the run says the same. Passing everything through, no cell of any
 //! client breaks an invariant over `--repeat 5`.
 
@@ -79,15 +80,42 @@ fn after_restart(scenario: &str) -> &'static str {
     }
 }
 
+/// The phase in which the mutated event was read: the phase after the
+/// restart where the next update comes, or, for an SDK client, one after
+/// it. The SDK's prompt resolves before its stream has caught up with the
+/// turn (docs/persistence.md, "A turn's tail"), and on a busy machine the
+/// browser read the event past the gap while the next phase
+/// (`destroyAfter`) ran: the checker blames the phase the client read it
+/// in. Never a phase before the restart's next update.
+fn breach_phase<'a>(cell: &'a Value, scenario: &str) -> &'a str {
+    let names: Vec<&str> = cell["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    let boundary = cell["failureBoundary"].as_str().expect("a boundary");
+    let first = after_restart(scenario);
+    let at = |name: &str| names.iter().position(|n| *n == name);
+    let sdk = cell["client"].is_string();
+    match sdk {
+        true => assert!(
+            at(boundary) >= at(first),
+            "{boundary} before {first}: {cell}"
+        ),
+        false => assert_eq!(boundary, first, "{cell}"),
+    }
+    boundary
+}
+
 /// Every cell failed at its phase after the restart with the stream
 /// invariant's `breach` at the gateway hop.
 fn assert_each_cell_broke(report: &Value, breach: &str) -> usize {
     let cells = report["cells"].as_array().unwrap();
     for cell in cells {
         let scenario = cell["scenario"].as_str().unwrap();
-        let boundary = after_restart(scenario);
         assert_eq!(cell["verdict"], "fail", "{cell}");
-        assert_eq!(cell["failureBoundary"], boundary, "{cell}");
+        let boundary = breach_phase(cell, scenario);
         let signature = &phase(cell, boundary)["signature"];
         assert_eq!(signature["kind"], "integrity", "{cell}");
         let violation = &signature["integrity"];
