@@ -462,8 +462,8 @@ fn run_info(
             .client_stores()
             .into_iter()
             .map(|(client, store)| crate::report::ClientStore {
-                client: client.name().into(),
-                store: store.name().into(),
+                client: client.into(),
+                store: store.into(),
             })
             .collect(),
         targets: matrix.targets.clone(),

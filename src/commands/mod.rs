@@ -226,7 +226,7 @@ pub(crate) fn short_id() -> String {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Given {
     /// Only the cells of the matrix these select (see
-    /// [`report::recipe::selects`]); empty: every cell.
+    /// [`report::Point::selects`]); empty: every cell.
     pub only: Vec<report::Point>,
     /// The id of the run this one runs again.
     pub rerun_of: Option<String>,
@@ -907,22 +907,16 @@ fn build_matrix(
     if resolved.only.is_empty() {
         return Ok(matrix);
     }
-    if let Some(missing) = resolved.only.iter().find(|wanted| {
-        !matrix
-            .cells
-            .iter()
-            .any(|c| report::recipe::selects(wanted, &c.named))
-    }) {
+    if let Some(missing) = resolved
+        .only
+        .iter()
+        .find(|wanted| !matrix.cells.iter().any(|c| wanted.selects(&c.named)))
+    {
         return Err(CommandError::usage(format!(
             "the cell {missing} is not in the matrix these settings make (its target, scenario or a point of an axis is not there)"
         )));
     }
-    matrix.keep(|named| {
-        resolved
-            .only
-            .iter()
-            .any(|wanted| report::recipe::selects(wanted, named))
-    });
+    matrix.keep(|named| resolved.only.iter().any(|wanted| wanted.selects(named)));
     Ok(matrix)
 }
 

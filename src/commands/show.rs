@@ -5,7 +5,9 @@
 //! `--agent` for the axes the path does not name).
 
 use super::{open_run, CommandError};
-use crate::report::{render_terminal, timeline::render_timeline, Axis, Cell, Layout, Report};
+use crate::report::{
+    render_terminal, timeline::render_timeline, Axis, AxisValue, Cell, Layout, Point, Report,
+};
 use std::path::Path;
 
 /// The axes `--cell`'s path does not name, picked by flags of their own
@@ -152,10 +154,10 @@ fn the_one_cell<'r>(
             _ => Ok(()),
         }
     };
-    several("persist", |c| c.point.get(Axis::Persist))?;
-    several("agent", |c| c.point.get(Axis::Agent))?;
-    let sdks = distinct(matching.iter().filter_map(|c| c.point.get(Axis::Sdk)));
-    let clients: Vec<&str> = matching.iter().map(|c| c.client_name()).collect();
+    several("persist", |c| c.point.name_on(Axis::Persist))?;
+    several("agent", |c| c.point.name_on(Axis::Agent))?;
+    let sdks = distinct(matching.iter().filter_map(|c| c.point.name_on(Axis::Sdk)));
+    let clients: Vec<&str> = matching.iter().map(|c| c.point.client().name()).collect();
     match matching.first() {
         None => {
             let mut picked = String::new();
@@ -191,38 +193,49 @@ fn the_one_cell<'r>(
 /// A cell's target as `--cell` may name it: with its server point on a
 /// server axis (`agent@0.4.0`).
 fn cell_name(c: &Cell) -> String {
-    match c.point.get(Axis::Server) {
+    match c.point.name_on(Axis::Server) {
         Some(v) => format!("{}@{v}", c.point.target),
         None => c.point.target.clone(),
     }
 }
 
-/// Every cell whose coordinates match what `at` and `pick` name.
+/// Every cell whose point one of [`selections`] selects, its client named
+/// (a cell naming none ran continuity's own, which `/rust` names).
 fn matching_cells<'r>(report: &'r Report, at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<&'r Cell> {
-    let CellPath {
-        target,
-        scenario,
-        client,
-        sdk,
-        ..
-    } = *at;
+    let selections = selections(at, pick);
     report
         .cells
         .iter()
         .filter(|c| {
-            (c.point.target == target || cell_name(c) == target) && c.point.scenario == scenario
-        })
-        .filter(|c| client.is_none_or(|k| c.client_name() == k))
-        .filter(|c| sdk.is_none_or(|s| c.point.get(Axis::Sdk) == Some(s)))
-        .filter(|c| {
-            pick.persist
-                .is_none_or(|p| c.point.get(Axis::Persist) == Some(p))
-        })
-        .filter(|c| {
-            pick.agent
-                .is_none_or(|a| c.point.get(Axis::Agent) == Some(a))
+            let ran = c.point.with(AxisValue::Client(c.point.client().clone()));
+            selections.iter().any(|s| s.selects(&ran))
         })
         .collect()
+}
+
+/// The points `at` and `pick` select: target × scenario and every value
+/// they name. TARGET is read as a target's name, and at each `@` in it as
+/// a target and its server point (`agent@0.4.0`): a target's own name may
+/// hold an `@`, so each reading is a selection of its own.
+fn selections(at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<Point> {
+    let named = [
+        at.client.map(|k| AxisValue::parse(Axis::Client, k)),
+        at.sdk.map(|s| AxisValue::parse(Axis::Sdk, s)),
+        pick.persist.map(|p| AxisValue::parse(Axis::Persist, p)),
+        pick.agent.map(|a| AxisValue::parse(Axis::Agent, a)),
+    ];
+    let mut base = Point::new(at.target, at.scenario);
+    for value in named.into_iter().flatten() {
+        base.set(value);
+    }
+    let on_servers = at.target.match_indices('@').map(|(i, _)| {
+        let mut point = base.with(AxisValue::parse(Axis::Server, &at.target[i + 1..]));
+        point.target = at.target[..i].to_string();
+        point
+    });
+    let mut selections: Vec<Point> = on_servers.collect();
+    selections.insert(0, base);
+    selections
 }
 
 /// The cell as its attempt `n` ran (`#N`).
@@ -281,7 +294,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (fixed.point.get(Axis::Server), fixed.point.get(Axis::Sdk)),
+            (
+                fixed.point.name_on(Axis::Server),
+                fixed.point.name_on(Axis::Sdk)
+            ),
             (Some("fix"), Some("fix"))
         );
         assert_eq!(fixed.verdict, crate::report::Verdict::Pass);
@@ -296,8 +312,8 @@ mod tests {
         for cell in &report.cells {
             let spec = crate::report::terminal::cell_spec(cell);
             let pick = CellPick {
-                persist: cell.point.get(Axis::Persist),
-                agent: cell.point.get(Axis::Agent),
+                persist: cell.point.name_on(Axis::Persist),
+                agent: cell.point.name_on(Axis::Agent),
             };
             assert_eq!(
                 find_cell(&report, &spec, &pick).unwrap().key(),
@@ -321,5 +337,39 @@ mod tests {
             &CellPick::default()
         )
         .is_err());
+    }
+
+    /// A cell naming no client ran continuity's own, which `/rust` names;
+    /// a target whose own name holds an `@` is found by it, as is a
+    /// target at its server point.
+    #[test]
+    fn a_path_selects_by_the_client_a_cell_ran_and_by_either_reading_of_an_at() {
+        let mut report = crate::report::fixture::report();
+        let cell = report.cells[0].clone();
+        let found = find_cell(
+            &report,
+            &format!("{}/{}/rust", cell.point.target, cell.point.scenario),
+            &CellPick::default(),
+        )
+        .unwrap();
+        assert_eq!(found.key(), cell.key());
+        let mut odd = cell.clone();
+        odd.point.target = "a@b".into();
+        let mut served = cell.clone();
+        served.point.target = "a".into();
+        served.point.set(AxisValue::Server("c".into()));
+        report.cells = vec![odd.clone(), served.clone()];
+        let path = |target: &str| format!("{target}/{}", cell.point.scenario);
+        let pick = CellPick::default();
+        assert_eq!(
+            find_cell(&report, &path("a@b"), &pick).unwrap().key(),
+            odd.key()
+        );
+        assert_eq!(
+            find_cell(&report, &path("a@c"), &pick).unwrap().key(),
+            served.key()
+        );
+        assert!(find_cell(&report, &path("a@d"), &pick).is_err());
+        assert!(find_cell(&report, &format!("{}/ts-sdk", path("a@c")), &pick).is_err());
     }
 }

@@ -13,7 +13,7 @@ pub mod cost;
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
 use crate::persist::Store;
-use crate::report::{Axis, AxisPoint, Point, PointSource};
+use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource};
 use crate::scenario::Scenario;
 use cost::Timings;
 use std::path::PathBuf;
@@ -280,13 +280,13 @@ pub struct CellPoint {
 impl CellPoint {
     /// Its value on `axis`, as cells name it (`None`: no SDK for a client
     /// that runs none).
-    pub fn value(&self, axis: Axis) -> Option<String> {
+    pub fn value(&self, axis: Axis) -> Option<AxisValue> {
         match axis {
-            Axis::Agent => Some(self.agent.clone()),
-            Axis::Client => Some(self.client.name().to_string()),
-            Axis::Server => Some(self.server.label.clone()),
-            Axis::Sdk => self.sdk.as_ref().map(|s| s.label.clone()),
-            Axis::Persist => Some(self.persist.name().to_string()),
+            Axis::Agent => Some(AxisValue::Agent(self.agent.clone())),
+            Axis::Client => Some(self.client.into()),
+            Axis::Server => Some(AxisValue::Server(self.server.label.clone())),
+            Axis::Sdk => self.sdk.as_ref().map(|s| AxisValue::Sdk(s.label.clone())),
+            Axis::Persist => Some(self.persist.into()),
         }
     }
 
@@ -307,8 +307,8 @@ impl CellPoint {
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {
         let mut point = Point::new(&self.target, &self.scenario);
-        for axis in named {
-            point.set(*axis, self.value(*axis));
+        for value in named.iter().filter_map(|axis| self.value(*axis)) {
+            point.set(value);
         }
         point
     }
@@ -318,10 +318,10 @@ impl CellPoint {
 /// version axis, as before the other axes existed), then ` · VALUE` for
 /// each other axis the run had, so each point is a cell of its own.
 fn shard_name(point: &Point) -> String {
-    let mut name = cell_name(&point.target, &point.scenario, point.get(Axis::Server));
-    for (_, value) in point.named().filter(|(axis, _)| *axis != Axis::Server) {
+    let mut name = cell_name(&point.target, &point.scenario, point.name_on(Axis::Server));
+    for value in point.named().filter(|value| value.axis() != Axis::Server) {
         name.push_str(" · ");
-        name.push_str(value);
+        name.push_str(value.name());
     }
     name
 }
@@ -551,8 +551,8 @@ pub(super) mod tests {
             .iter()
             .map(|c| {
                 (
-                    c.named.get(Axis::Client),
-                    c.named.get(Axis::Server),
+                    c.named.name_on(Axis::Client),
+                    c.named.name_on(Axis::Server),
                     c.point.sdk.is_some(),
                 )
             })
@@ -606,7 +606,7 @@ pub(super) mod tests {
         assert!(m
             .cells
             .iter()
-            .all(|c| c.named.get(Axis::Agent) == Some("codex")));
+            .all(|c| c.named.name_on(Axis::Agent) == Some("codex")));
         assert!(m.cells.iter().all(|c| c.point.real_agent));
     }
 
@@ -634,7 +634,10 @@ pub(super) mod tests {
                 (ClientKind::Browser, Store::IndexedDb),
             ]
         );
-        assert!(m.cells.iter().all(|c| c.named.get(Axis::Persist).is_none()));
+        assert!(m
+            .cells
+            .iter()
+            .all(|c| c.named.name_on(Axis::Persist).is_none()));
         assert_eq!(axes.all_stores(), [Store::Rivet, Store::IndexedDb]);
         assert_eq!(axes.client_stores().len(), 3);
         // One client, or a store the user named: nothing to tell apart.

@@ -100,14 +100,12 @@ fn write_entry(
         quoted(&glob_literal(&cell.point.scenario))
     );
     // Every axis the cell names, so entries of one target and scenario on
-    // two stores (or agents) do not shadow each other.
-    for (axis, key) in [
-        (Axis::Client, "client"),
-        (Axis::Agent, "agent"),
-        (Axis::Persist, "persist"),
-    ] {
-        if let Some(value) = cell.point.get(axis) {
-            let _ = writeln!(out, "{key} = {}", quoted(&glob_literal(value)));
+    // two stores (or agents) do not shadow each other; an entry's key for
+    // an axis is the axis's name. The server and SDK points come after the
+    // verdict, by their recorded points ([`write_server`]).
+    for axis in [Axis::Client, Axis::Agent, Axis::Persist] {
+        if let Some(value) = cell.point.name_on(axis) {
+            let _ = writeln!(out, "{} = {}", axis.name(), quoted(&glob_literal(value)));
         }
     }
     let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
@@ -120,7 +118,7 @@ fn write_entry(
         }
     }
     write_server(out, report, cell);
-    if let Some(sdk) = cell.point.get(Axis::Sdk) {
+    if let Some(sdk) = cell.point.name_on(Axis::Sdk) {
         let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
     }
     let reason = match (cell.verdict, &cell.reason) {
@@ -155,14 +153,14 @@ fn write_server(out: &mut String, report: &Report, cell: &Cell) {
     let run = &report.run;
     let point = cell
         .point
-        .get(Axis::Server)
+        .name_on(Axis::Server)
         .and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
     if let Some(point) = point {
         let _ = writeln!(out, "server = {}", quoted(&glob_literal(&point.label)));
     }
     let version = point
         .map(|p| p.version.as_str())
-        .or(cell.point.get(Axis::Server))
+        .or(cell.point.name_on(Axis::Server))
         .or(run.server_version.as_deref());
     if let Some(v) = version.and_then(parse_version) {
         let _ = writeln!(out, "server_version = {}", quoted(&format!("={v}")));
@@ -238,12 +236,12 @@ mod tests {
         let mut two_clients = fixture::report();
         let mut hosted = two_clients.cells.clone();
         for cell in &mut hosted {
-            cell.point.set(Axis::Client, Some("ts-sdk".into()));
+            cell.point.set(crate::ClientKind::TsSdk.into());
             cell.verdict = Verdict::Pass;
             cell.failure_boundary = None;
         }
         for cell in &mut two_clients.cells {
-            cell.point.set(Axis::Client, Some("rust".into()));
+            cell.point.set(crate::ClientKind::Rust.into());
         }
         two_clients.cells.extend(hosted);
         // On the server and SDK axes of a candidate's run, points by label.
@@ -259,12 +257,12 @@ mod tests {
         let mut two_agents = fixture::report();
         let mut codex = two_agents.cells.clone();
         for cell in &mut codex {
-            cell.point.set(Axis::Agent, Some("codex".into()));
+            cell.point.set(crate::AxisValue::Agent("codex".into()));
             cell.verdict = Verdict::Pass;
             cell.failure_boundary = None;
         }
         for cell in &mut two_agents.cells {
-            cell.point.set(Axis::Agent, Some("mock".into()));
+            cell.point.set(crate::AxisValue::Agent("mock".into()));
         }
         two_agents.cells.extend(codex);
         two_agents.run.agent = "mock, codex".into();

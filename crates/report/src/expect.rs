@@ -63,7 +63,7 @@ use toml::Spanned;
 use crate::errors::Invalid;
 
 use super::model::{
-    Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Report, RunInfo, Verdict,
+    Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Named, Report, RunInfo, Verdict,
 };
 
 /// The verdicts an expectation may name: what a component does. A flaky
@@ -159,7 +159,7 @@ impl<'a> CellPlace<'a> {
         let point = server.and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
         let version = point
             .map(|p| p.version.as_str())
-            .or(cell.point.get(Axis::Server))
+            .or(cell.point.name_on(Axis::Server))
             .or(run.server_version.as_deref());
         // The run's value when it had one (several are comma-separated,
         // and then each cell names its own).
@@ -168,11 +168,11 @@ impl<'a> CellPlace<'a> {
             server,
             version,
             sdk: cell.point_label(run, Axis::Sdk),
-            agent: cell.point.get(Axis::Agent).or_else(|| only(&run.agent)),
+            agent: cell.point.name_on(Axis::Agent).or_else(|| only(&run.agent)),
             persist: cell
                 .point
-                .get(Axis::Persist)
-                .or_else(|| run.store_of(cell.point.get(Axis::Client)))
+                .name_on(Axis::Persist)
+                .or_else(|| run.store_of(cell.point.client()).map(Named::name))
                 .or_else(|| only(&run.persist)),
         }
     }
@@ -643,7 +643,7 @@ impl Entry {
         self.speaks_of(cell.verdict)
             && self.target.is_match(&cell.point.target)
             && self.scenario.is_match(&cell.point.scenario)
-            && self.client.is_match(cell.client_name())
+            && self.client.is_match(cell.point.client().name())
             && label(&self.server, place.server)
             && label(&self.sdk, place.sdk)
             && label(&self.agent, place.agent)

@@ -165,8 +165,8 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     // On a client axis the entry decides the ts-sdk cell only.
     let mut r = fixture::report();
     let mut hosted = r.cells[0].clone();
-    hosted.point.set(Axis::Client, Some("ts-sdk".into()));
-    r.cells[0].point.set(Axis::Client, Some("rust".into()));
+    hosted.point.set(crate::ClientKind::TsSdk.into());
+    r.cells[0].point.set(crate::ClientKind::Rust.into());
     r.cells.push(hosted);
     parse(&text("ts-*"))
         .unwrap()
@@ -174,7 +174,7 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     let of = |client: &str| {
         r.cells
             .iter()
-            .find(|c| c.point.get(Axis::Client) == Some(client))
+            .find(|c| c.point.name_on(Axis::Client) == Some(client))
             .and_then(|c| c.expectation.as_ref())
             .map(|j| j.outcome)
             .unwrap()
@@ -268,7 +268,9 @@ fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
 fn outcome_at(r: &Report, server: &str, sdk: &str) -> ExpectOutcome {
     r.cells
         .iter()
-        .find(|c| c.point.get(Axis::Server) == Some(server) && c.point.get(Axis::Sdk) == Some(sdk))
+        .find(|c| {
+            c.point.name_on(Axis::Server) == Some(server) && c.point.name_on(Axis::Sdk) == Some(sdk)
+        })
         .and_then(|c| c.expectation.as_ref())
         .map(|j| j.outcome)
         .unwrap()
@@ -320,12 +322,12 @@ fn an_entry_without_server_or_sdk_judges_every_point_and_the_fix_is_fixed() {
 fn a_cell_without_labels_is_on_the_runs_only_point() {
     let mut r = fixture::candidates("sandbox-agent 0.4.2");
     r.cells.retain(|c| {
-        c.point.get(Axis::Server) == Some("fix") && c.point.get(Axis::Sdk) == Some("fix")
+        c.point.name_on(Axis::Server) == Some("fix") && c.point.name_on(Axis::Sdk) == Some("fix")
     });
     r.run.points.retain(|p| p.label == "fix");
     for cell in &mut r.cells {
-        cell.point.set(Axis::Server, None);
-        cell.point.set(Axis::Sdk, None);
+        cell.point.clear(Axis::Server);
+        cell.point.clear(Axis::Sdk);
     }
     let x = parse("[[expect]]\nserver = \"fix\"\nsdk = \"fix\"\nverdict = \"pass\"\n").unwrap();
     x.judge(&mut r, GateOptions::default());
@@ -524,7 +526,7 @@ fn agent_and_persist_scope_an_entry() {
     // A cell that names its store is matched by it.
     let mut r = fixture::report();
     for cell in &mut r.cells {
-        cell.point.set(Axis::Persist, Some("sqlite".into()));
+        cell.point.set(crate::Store::Sqlite.into());
     }
     r.run.persist = "sqlite, memory".into();
     parse(&on_store("sqlite"))

@@ -16,7 +16,9 @@
 //! component it restarts; and for each cell whose history broke an
 //! invariant, the hop where it first showed ([`super::integrity_fix`]).
 
-use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict};
+use super::model::{
+    Axis, AxisPoint, AxisValue, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict,
+};
 use crate::untrusted::Untrusted;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -82,8 +84,8 @@ fn readings(report: &Report) -> Vec<Reading> {
         let (line, conclusion) = reading(sdk, load);
         readings.push(Reading {
             label: format!("{target}{}", suffix.unwrap_or_default()),
-            client: sdk.client_name().to_string(),
-            place: sdk.point.with(Axis::Client, None).with(Axis::Sdk, None),
+            client: sdk.point.client().name().to_string(),
+            place: sdk.point.without(Axis::Client).without(Axis::Sdk),
             line,
             conclusion,
             evidence: format!("{SDK} {}; {LOAD} {}", evidence(sdk), evidence(load)),
@@ -215,7 +217,8 @@ fn candidate_lines(report: &Report) -> Vec<String> {
         for candidate in run.points_of(axis).filter(|p| p.is_candidate()) {
             let cells = of_point.get(candidate.label.as_str());
             for cell in cells.into_iter().flatten().copied() {
-                let twin = release.and_then(|r| index.counterpart(cell, axis, Some(&r.label)));
+                let twin =
+                    release.and_then(|r| index.counterpart(cell, AxisValue::parse(axis, &r.label)));
                 if let Some(line) = candidate_line(cell, candidate, twin, release) {
                     lines.push(line);
                 }
@@ -332,8 +335,8 @@ fn observed(cell: &Cell) -> bool {
 /// `cannot tell: the SDK has no call for session/load on a new server id`,
 /// or why else the cell observed nothing.
 fn cannot_tell(cell: &Cell) -> String {
-    let who = match cell.client_name().parse::<crate::ClientKind>() {
-        Ok(kind) if kind.runs_real_sdk() => "the SDK",
+    let who = match cell.point.client().known() {
+        Some(kind) if kind.runs_real_sdk() => "the SDK",
         _ => "continuity's client",
     };
     let call = super::fold::restart_deciding(&cell.phases, &cell.restarts)
@@ -508,7 +511,7 @@ mod tests {
         // Alone in its run, the candidate is read against the expectations.
         report
             .cells
-            .retain(|c| c.point.get(Axis::Sdk) == Some("fix"));
+            .retain(|c| c.point.name_on(Axis::Sdk) == Some("fix"));
         report
             .run
             .points
@@ -531,8 +534,8 @@ mod tests {
         // And a candidate that fails where the release passes breaks it.
         let mut report = crate::fixture::candidates("sandbox-agent 0.4.2");
         for cell in &mut report.cells {
-            if cell.point.get(Axis::Sdk) == Some("0.4.2")
-                && cell.point.get(Axis::Server) == Some("0.4.2")
+            if cell.point.name_on(Axis::Sdk) == Some("0.4.2")
+                && cell.point.name_on(Axis::Server) == Some("0.4.2")
             {
                 cell.verdict = Verdict::Pass;
                 cell.failure_boundary = None;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-pub use super::point::{Axis, Point, UnknownAxis};
+pub use super::point::{Axis, AxisValue, Named, Point, UnknownAxis};
 
 pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
 use super::recipe::Recipe;
@@ -140,8 +140,8 @@ pub struct RunInfo {
 /// A client and the store its cells kept their sessions in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientStore {
-    pub client: String,
-    pub store: String,
+    pub client: Named<crate::ClientKind>,
+    pub store: Named<crate::Store>,
 }
 
 /// One point of the server or the SDK axis: its label (what cells carry
@@ -192,14 +192,13 @@ impl RunInfo {
         self.points.iter().filter(move |p| p.axis == axis)
     }
 
-    /// The store the cells of `client` (`None`: a run with no client
-    /// axis) kept their sessions in, when `client_stores` says it.
-    pub fn store_of(&self, client: Option<&str>) -> Option<&str> {
-        let client = client.unwrap_or(crate::ClientKind::Rust.name());
+    /// The store the cells of `client` kept their sessions in, when
+    /// `client_stores` says it.
+    pub fn store_of(&self, client: &Named<crate::ClientKind>) -> Option<&Named<crate::Store>> {
         self.client_stores
             .iter()
-            .find(|s| s.client == client)
-            .map(|s| s.store.as_str())
+            .find(|s| s.client == *client)
+            .map(|s| &s.store)
     }
 
     /// `rivet (rust, ts-sdk), indexeddb (browser)` when the clients kept
@@ -207,9 +206,12 @@ impl RunInfo {
     pub fn stores_text(&self) -> String {
         let mut stores: Vec<(&str, Vec<&str>)> = Vec::new();
         for s in &self.client_stores {
-            match stores.iter_mut().find(|(store, _)| *store == s.store) {
-                Some((_, clients)) => clients.push(&s.client),
-                None => stores.push((&s.store, vec![&s.client])),
+            match stores
+                .iter_mut()
+                .find(|(store, _)| *store == s.store.name())
+            {
+                Some((_, clients)) => clients.push(s.client.name()),
+                None => stores.push((s.store.name(), vec![s.client.name()])),
             }
         }
         match stores.is_empty() {
@@ -648,25 +650,19 @@ impl Cell {
         self.phases.iter().find(|p| p.name == name)
     }
 
-    /// The client that ran this cell, `rust` when it names none.
-    pub fn client_name(&self) -> &str {
-        self.point
-            .get(Axis::Client)
-            .unwrap_or(crate::ClientKind::Rust.name())
-    }
-
     /// The label of this cell's point on `axis`: its own on that axis,
     /// else the run's only point there (server and SDK points); none on
     /// the SDK axis for a client that runs no SDK.
     pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
         let hosts_sdk = self
-            .client_name()
-            .parse::<crate::ClientKind>()
-            .is_ok_and(crate::ClientKind::hosts_sdk);
+            .point
+            .client()
+            .known()
+            .is_some_and(crate::ClientKind::hosts_sdk);
         if axis == Axis::Sdk && !hosts_sdk {
             return None;
         }
-        let own = self.point.get(axis);
+        let own = self.point.name_on(axis);
         own.or_else(|| run.only_point(axis).map(|p| p.label.as_str()))
     }
 
@@ -832,7 +828,7 @@ impl Report {
                 cells.sort_by_key(|c| {
                     (
                         rank(&c.point.target),
-                        c.point.get(Axis::Server).map(str::to_string),
+                        c.point.name_on(Axis::Server).map(str::to_string),
                         c.attempt,
                     )
                 });
@@ -861,15 +857,10 @@ impl<'a> CellIndex<'a> {
         self.0.get(point).map(|(_, cell)| *cell)
     }
 
-    /// The same cell as `cell` with `value` on `axis` (another client,
-    /// version, SDK or store; `None`: a cell naming no value there).
-    pub(crate) fn counterpart(
-        &self,
-        cell: &Cell,
-        axis: Axis,
-        value: Option<&str>,
-    ) -> Option<&'a Cell> {
-        self.at(&cell.point.with(axis, value))
+    /// The same cell as `cell` with `value` on its axis (another client,
+    /// version, SDK or store).
+    pub(crate) fn counterpart(&self, cell: &Cell, value: AxisValue) -> Option<&'a Cell> {
+        self.at(&cell.point.with(value))
     }
 
     /// Where the cell at `point` is in the report.

@@ -198,7 +198,7 @@ impl Axes {
 
     fn labels<'a>(&self, row: &Row<'a>) -> Vec<&'a str> {
         let mut labels = vec![row.target];
-        let value = |axis: Axis| row.point.and_then(|p| p.get(axis)).unwrap_or(NOT_RUN);
+        let value = |axis: Axis| row.point.and_then(|p| p.name_on(axis)).unwrap_or(NOT_RUN);
         labels.extend(self.0.iter().map(|a| value(*a)));
         labels
     }
@@ -430,9 +430,7 @@ mod tests {
     #[test]
     fn every_axis_a_row_differs_by_has_a_column() {
         let mut report = crate::fixture::candidates("sandbox-agent 0.4.2");
-        report.cells[0]
-            .point
-            .set(Axis::Persist, Some("sqlite".into()));
+        report.cells[0].point.set(crate::Store::Sqlite.into());
         let grid = render_summary(&report);
         let header = grid.lines().nth(1).unwrap();
         for name in ["target", "client", "sdk", "store", "server"] {

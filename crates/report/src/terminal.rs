@@ -420,14 +420,14 @@ fn status(cell: &Cell) -> (&'static str, &'static str) {
 /// What `show --cell` takes for this cell: `TARGET[@VERSION]/SCENARIO[/CLIENT]`.
 pub fn cell_spec(cell: &Cell) -> String {
     let mut spec = cell.point.target.clone();
-    if let Some(v) = cell.point.get(Axis::Server) {
+    if let Some(v) = cell.point.name_on(Axis::Server) {
         spec.push_str(&format!("@{v}"));
     }
     spec.push_str(&format!("/{}", cell.point.scenario));
-    if let Some(c) = cell.point.get(Axis::Client) {
+    if let Some(c) = cell.point.name_on(Axis::Client) {
         spec.push_str(&format!("/{c}"));
     }
-    if let Some(sdk) = cell.point.get(Axis::Sdk) {
+    if let Some(sdk) = cell.point.name_on(Axis::Sdk) {
         spec.push_str(&format!("@{sdk}"));
     }
     spec
@@ -439,7 +439,7 @@ pub fn cell_spec(cell: &Cell) -> String {
 /// to `show`'s own question on an agent axis.
 pub(crate) fn cell_pick_flags(cell: &Cell) -> String {
     cell.point
-        .get(Axis::Persist)
+        .store()
         .map(|store| format!(" --persist {store}"))
         .unwrap_or_default()
 }

@@ -1,7 +1,6 @@
 use super::*;
 use crate::partition::Partition;
 use crate::persist::Store;
-use crate::report::Axis;
 use crate::runner::{AgentPoint, Axes, ClientKind, Matrix, SdkPoint, ServerPoint, Shard};
 use std::collections::BTreeMap;
 
@@ -61,7 +60,7 @@ fn skewed_report(matrix: &Matrix) -> Report {
         .map(|planned| {
             let h = scatter(&planned.named);
             let mut ms = 500 + h % 4_000;
-            if planned.named.get(Axis::Client) == Some("ts-sdk") {
+            if planned.named.client().is(ClientKind::TsSdk) {
                 ms += 6_700;
             }
             if h.is_multiple_of(16) {
