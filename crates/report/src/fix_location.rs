@@ -17,7 +17,8 @@
 //! invariant, the hop where it first showed ([`super::integrity_fix`]).
 
 use super::model::{
-    Axis, AxisPoint, AxisValue, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict,
+    Axis, AxisPoint, AxisValue, Cell, ExpectOutcome, Point, Report, RowPoint, SignatureKind,
+    Verdict,
 };
 use crate::untrusted::Untrusted;
 use std::collections::{HashMap, HashSet};
@@ -59,17 +60,16 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
 /// Each row's reading of its native-continuity and native-load cells.
 fn readings(report: &Report) -> Vec<Reading> {
     // The first cell of each row and scenario of the pair, found in one pass.
-    let mut pair: HashMap<(&str, &str, Option<String>), &Cell> = HashMap::new();
+    let mut pair: HashMap<(RowPoint<'_>, &str), &Cell> = HashMap::new();
     for cell in report.cells.iter() {
         let scenario = cell.point.scenario.as_str();
         if scenario == SDK || scenario == LOAD {
-            let row = (cell.point.target.as_str(), scenario, cell.row_suffix());
-            pair.entry(row).or_insert(cell);
+            pair.entry((cell.point.row(), scenario)).or_insert(cell);
         }
     }
     let mut readings = Vec::new();
-    for (target, suffix) in report.row_order() {
-        let find = |scenario: &str| pair.get(&(target, scenario, suffix.clone())).copied();
+    for row in report.row_order() {
+        let find = |scenario: &str| pair.get(&(row, scenario)).copied();
         let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
             continue;
         };
@@ -83,7 +83,7 @@ fn readings(report: &Report) -> Vec<Reading> {
         }
         let (line, conclusion) = reading(sdk, load);
         readings.push(Reading {
-            label: format!("{target}{}", suffix.unwrap_or_default()),
+            label: row.label(),
             client: sdk.point.client().name().to_string(),
             place: sdk.point.without(Axis::Client).without(Axis::Sdk),
             line,
@@ -137,34 +137,29 @@ fn pair_lines(readings: &[Reading]) -> Vec<String> {
 /// cells failed at the restart, `not_back`): the fix belongs in the
 /// component the target restarts, whatever the client does.
 fn not_back_lines(report: &Report) -> Vec<String> {
-    let mut rows: Vec<(String, &str, Vec<&str>, String)> = Vec::new();
-    let mut row_of: HashMap<String, usize> = HashMap::new();
+    let mut rows: Vec<(RowPoint<'_>, Vec<&str>, String)> = Vec::new();
+    let mut row_of: HashMap<RowPoint<'_>, usize> = HashMap::new();
     for cell in &report.cells {
         let Some(sig) = not_back(cell) else {
             continue;
         };
-        let label = cell.label();
-        match row_of.get(&label) {
-            Some(&i) => rows[i].2.push(&cell.point.scenario),
+        let row = cell.point.row();
+        match row_of.get(&row) {
+            Some(&i) => rows[i].1.push(&cell.point.scenario),
             None => {
-                row_of.insert(label.clone(), rows.len());
-                rows.push((
-                    label,
-                    &cell.point.target,
-                    vec![&cell.point.scenario],
-                    sig.short(),
-                ));
+                row_of.insert(row, rows.len());
+                rows.push((row, vec![&cell.point.scenario], sig.short()));
             }
         }
     }
     rows.into_iter()
-        .map(|(label, target, scenarios, short)| {
+        .map(|(row, scenarios, short)| {
             format!(
                 "- **{}**: did not come back after its restart ({}; in {}) → the fix belongs in the component `{}` restarts: it must start again and answer its readiness probe, whatever the client does",
-                Untrusted::new(&label).markdown(),
+                Untrusted::new(&row.label()).markdown(),
                 Untrusted::new(&short).markdown(),
                 Untrusted::new(&scenarios.join(", ")).markdown(),
-                Untrusted::new(target).markdown(),
+                Untrusted::new(row.target).markdown(),
             )
         })
         .collect()

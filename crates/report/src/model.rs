@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-pub use super::point::{Axis, AxisValue, Named, Point, UnknownAxis};
+pub use super::point::{Axis, AxisValue, Named, Point, RowPoint, UnknownAxis};
 
 pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
 use super::recipe::Recipe;
@@ -672,11 +672,6 @@ impl Cell {
         self.point.label()
     }
 
-    /// What follows the target in the row label ([`Point::suffix`]).
-    pub(crate) fn row_suffix(&self) -> Option<String> {
-        self.point.suffix()
-    }
-
     /// What identifies a cell across runs, shards and expectations.
     pub fn key(&self) -> &Point {
         &self.point
@@ -780,23 +775,25 @@ impl Report {
         )
     }
 
-    /// The summary's rows: targets in run order, each once per agent and
-    /// server version its cells carry, as [`Cell::row_suffix`] (once with
-    /// `None` without either axis).
-    pub(crate) fn row_order(&self) -> Vec<(&str, Option<String>)> {
-        // One pass over the cells, each target's suffixes in first-seen order.
-        let mut suffixes: HashMap<&str, Vec<Option<String>>> = HashMap::new();
+    /// The summary's rows: targets in run order, each once per row point
+    /// its cells carry ([`Point::row`]: every axis value), in first-seen
+    /// order (once naming no axis for a target no cell names).
+    pub(crate) fn row_order(&self) -> Vec<RowPoint<'_>> {
+        // One pass over the cells, each target's rows in first-seen order.
+        let mut of_target: HashMap<&str, Vec<RowPoint<'_>>> = HashMap::new();
         for cell in &self.cells {
-            let seen = suffixes.entry(cell.point.target.as_str()).or_default();
-            let suffix = cell.row_suffix();
-            if !seen.contains(&suffix) {
-                seen.push(suffix);
+            let row = cell.point.row();
+            let seen = of_target.entry(row.target).or_default();
+            if !seen.contains(&row) {
+                seen.push(row);
             }
         }
-        let mut rows: Vec<(&str, Option<String>)> = Vec::new();
+        let mut rows: Vec<RowPoint<'_>> = Vec::new();
         for target in self.target_order() {
-            let versions = suffixes.remove(target).unwrap_or_else(|| vec![None]);
-            rows.extend(versions.into_iter().map(|v| (target, v)));
+            let of = of_target
+                .remove(target)
+                .unwrap_or_else(|| vec![RowPoint::bare(target)]);
+            rows.extend(of);
         }
         rows
     }

@@ -114,28 +114,71 @@ impl Point {
                 .all(|value| cell.get(value.axis()) == Some(value))
     }
 
-    /// What follows the target in a row label: ` · AGENT`, ` · CLIENT`,
-    /// ` · sdk SDK`, ` · STORE`, then ` @ VERSION`; `None` naming no axis.
+    /// Its row of the matrix: the point but its scenario.
+    pub fn row(&self) -> RowPoint<'_> {
+        RowPoint {
+            target: &self.target,
+            values: &self.values,
+        }
+    }
+
+    /// What follows the target in a row label ([`RowPoint::suffix`]).
     pub fn suffix(&self) -> Option<String> {
-        suffix(&self.values)
+        self.row().suffix()
     }
 
     /// The row label: the target and [`Point::suffix`].
     pub fn label(&self) -> String {
-        format!("{}{}", self.target, self.suffix().unwrap_or_default())
+        self.row().label()
     }
 }
 
-fn suffix(values: &Values) -> Option<String> {
-    let suffix: String = Axis::LABEL_ORDER
-        .into_iter()
-        .filter_map(|axis| {
-            values[axis.index()]
-                .as_ref()
-                .map(|v| format!("{}{v}", axis.label_prefix()))
-        })
-        .collect();
-    (!suffix.is_empty()).then_some(suffix)
+/// A row of the matrix: a [`Point`] but its scenario, the target and its
+/// value on every axis, borrowed from a cell's point. The summary's rows,
+/// the fix locations' pairs and their not-back lines key cells by it, so
+/// two rows are one only when every value is the same, whatever their
+/// labels read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RowPoint<'a> {
+    pub target: &'a str,
+    values: &'a Values,
+}
+
+/// The values of a row that names no axis.
+static NO_VALUES: Values = [const { None }; AXES];
+
+impl<'a> RowPoint<'a> {
+    /// The row of `target` naming no axis (a target of the run that no
+    /// cell names).
+    pub fn bare(target: &'a str) -> RowPoint<'a> {
+        RowPoint {
+            target,
+            values: &NO_VALUES,
+        }
+    }
+
+    /// The name of its value on `axis`, when it names one.
+    pub fn name_on(&self, axis: Axis) -> Option<&'a str> {
+        self.values[axis.index()].as_ref().map(AxisValue::name)
+    }
+
+    /// What follows the target in a row label: ` · AGENT`, ` · CLIENT`,
+    /// ` · sdk SDK`, ` · STORE`, then ` @ VERSION`; `None` naming no axis.
+    pub fn suffix(&self) -> Option<String> {
+        let suffix: String = Axis::LABEL_ORDER
+            .into_iter()
+            .filter_map(|axis| {
+                self.name_on(axis)
+                    .map(|v| format!("{}{v}", axis.label_prefix()))
+            })
+            .collect();
+        (!suffix.is_empty()).then_some(suffix)
+    }
+
+    /// The row label: the target and [`RowPoint::suffix`].
+    pub fn label(&self) -> String {
+        format!("{}{}", self.target, self.suffix().unwrap_or_default())
+    }
 }
 
 /// `target × scenario · agent · client · sdk SDK · store @ version`, as
@@ -277,6 +320,24 @@ mod tests {
         assert_eq!(point.without(Axis::Sdk).get(Axis::Sdk), None);
         point.clear(Axis::Client);
         assert!(point.client().is(ClientKind::Rust));
+    }
+
+    #[test]
+    fn a_row_is_a_point_but_its_scenario() {
+        let point = Point::new("agent", "native-continuity")
+            .with(ClientKind::TsSdk)
+            .with(AxisValue::Server("0.4.2".into()));
+        let other_scenario = Point {
+            scenario: "native-load".into(),
+            ..point.clone()
+        };
+        assert_eq!(point.row(), other_scenario.row());
+        assert_ne!(point.row(), point.without(Axis::Client).row());
+        assert_eq!(point.row().label(), point.label());
+        assert_eq!(point.row().name_on(Axis::Client), Some("ts-sdk"));
+        let bare = RowPoint::bare("agent");
+        assert_eq!(bare, Point::new("agent", "s").row());
+        assert_eq!((bare.suffix(), bare.label()), (None, "agent".to_string()));
     }
 
     #[test]
