@@ -76,6 +76,16 @@ impl Axis {
         }
     }
 
+    /// The names its values may take, when they are a fixed set (the
+    /// clients', the stores'); `None` for an axis of labels a user gives.
+    pub fn known_names(self) -> Option<Vec<&'static str>> {
+        match self {
+            Axis::Client => Some(ClientKind::all().iter().map(|c| c.name()).collect()),
+            Axis::Persist => Some(Store::all().iter().map(|s| s.name()).collect()),
+            Axis::Server | Axis::Agent | Axis::Sdk => None,
+        }
+    }
+
     /// Its column's heading in the summary matrix.
     pub fn column(self) -> &'static str {
         match self {
@@ -233,6 +243,20 @@ mod tests {
         let unknown = AxisValue::parse(Axis::Persist, "mysql");
         assert!(matches!(&unknown, AxisValue::Persist(s) if s.known().is_none()));
         assert_eq!(serde_json::to_value(&unknown).unwrap(), "mysql");
+    }
+
+    /// The axes of a fixed set of names list them (what an expectation's
+    /// glob on the axis must match); the others take any label.
+    #[test]
+    fn only_the_client_and_store_axes_have_known_names() {
+        for axis in Axis::ALL {
+            let names = axis.known_names();
+            match axis {
+                Axis::Client => assert_eq!(names.unwrap(), ["rust", "ts-sdk", "browser"]),
+                Axis::Persist => assert_eq!(names.unwrap().len(), Store::all().len()),
+                _ => assert_eq!(names, None, "{axis:?}"),
+            }
+        }
     }
 
     /// Values order by their names, as when points held text: a sort of

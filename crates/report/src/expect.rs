@@ -62,6 +62,7 @@ use toml::Spanned;
 
 use crate::errors::Invalid;
 
+use super::axis::AXES;
 use super::model::{
     Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Named, Report, RunInfo, Verdict,
 };
@@ -108,24 +109,14 @@ struct Entry {
     line: usize,
     target: Pattern,
     scenario: Pattern,
-    /// Matched against the cell's client; a cell without one ran `rust`.
-    client: Pattern,
+    /// Each axis's glob, at the axis's index, matched against the cell's
+    /// value there as [`CellPlace`] gives it; none: any value.
+    axes: [Option<Pattern>; AXES],
     verdict: Verdict,
     boundary: Option<String>,
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<VersionReq>,
-    /// Matched against the label of the cell's server point.
-    server: Option<Pattern>,
-    /// Matched against the label of the cell's SDK point (a cell of a
-    /// client that runs no SDK has none).
-    sdk: Option<Pattern>,
-    /// Matched against the cell's agent (its own on an agent axis, else
-    /// the run's).
-    agent: Option<Pattern>,
-    /// Matched against the cell's session store (its own on a persistence
-    /// axis, else the run's one store).
-    persist: Option<Pattern>,
     /// The last day the entry excuses a cell.
     until: Option<Date>,
     issue: Option<String>,
@@ -136,19 +127,18 @@ struct Entry {
     invariant: Option<continuity_check::Invariant>,
 }
 
-/// Where a cell ran, as entries match it.
+/// Where a cell ran, as entries match it: its point's value on each axis,
+/// filled in from the run where the cell names none.
 #[derive(Debug, Clone, Copy)]
 struct CellPlace<'a> {
-    /// The label of its server point, when known.
-    server: Option<&'a str>,
+    /// The name of its value on each axis, at the axis's index: the label
+    /// of its server point and of its SDK point (none for a client that
+    /// runs no SDK), its own or the run's only one; its client (`rust`
+    /// when it names none); its agent and its session store, its own or
+    /// the run's only one.
+    values: [Option<&'a str>; AXES],
     /// What its server reports about itself, for `server_version`.
     version: Option<&'a str>,
-    /// The label of its SDK point, when it ran one.
-    sdk: Option<&'a str>,
-    /// Its agent: its own, else the run's only one.
-    agent: Option<&'a str>,
-    /// Its session store: its own, else the run's only one.
-    persist: Option<&'a str>,
 }
 
 impl<'a> CellPlace<'a> {
@@ -164,17 +154,17 @@ impl<'a> CellPlace<'a> {
         // The run's value when it had one (several are comma-separated,
         // and then each cell names its own).
         let only = |value: &'a str| Some(value).filter(|v| !v.is_empty() && !v.contains(','));
-        CellPlace {
-            server,
-            version,
-            sdk: cell.point_label(run, Axis::Sdk),
-            agent: cell.point.name_on(Axis::Agent).or_else(|| only(&run.agent)),
-            persist: cell
+        let values = Axis::ALL.map(|axis| match axis {
+            Axis::Server | Axis::Sdk => cell.point_label(run, axis),
+            Axis::Client => Some(cell.point.client().name()),
+            Axis::Agent => cell.point.name_on(axis).or_else(|| only(&run.agent)),
+            Axis::Persist => cell
                 .point
-                .name_on(Axis::Persist)
+                .name_on(axis)
                 .or_else(|| run.store_of(cell.point.client()).map(Named::name))
                 .or_else(|| only(&run.persist)),
-        }
+        });
+        CellPlace { values, version }
     }
 }
 
@@ -265,16 +255,12 @@ impl Source<'_> {
             line: self.lines.line_of(start),
             target: self.pattern(&raw.target, "target")?,
             scenario: self.pattern(&raw.scenario, "scenario")?,
-            client: self.client(&raw.client)?,
+            axes: self.axes(&raw)?,
             verdict,
             boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
             signature: raw.signature.filter(|s| !s.trim().is_empty()),
             reason: raw.reason.filter(|r| !r.trim().is_empty()),
             server_version,
-            server: self.optional_pattern(&raw.server, "server")?,
-            sdk: self.optional_pattern(&raw.sdk, "sdk")?,
-            agent: self.optional_pattern(&raw.agent, "agent")?,
-            persist: self.persist(&raw.persist)?,
             until: raw
                 .until
                 .as_ref()
@@ -362,53 +348,45 @@ impl Source<'_> {
         }
     }
 
-    /// A glob field that matches nothing in particular when absent.
-    fn optional_pattern(
-        &self,
-        field: &Option<Spanned<String>>,
-        key: &str,
-    ) -> Result<Option<Pattern>, ExpectError> {
-        field.as_ref().map(|_| self.pattern(field, key)).transpose()
-    }
-
-    /// The `persist` glob, which must match a store when given: a typo
-    /// must not silently switch a gate off.
-    fn persist(&self, field: &Option<Spanned<String>>) -> Result<Option<Pattern>, ExpectError> {
-        let Some(given) = field else {
-            return Ok(None);
-        };
-        let persist = self.pattern(field, "persist")?;
-        let stores = crate::Store::all().iter().map(|s| s.name());
-        if !stores.clone().any(|s| persist.is_match(s)) {
-            return Err(self.error(
-                Some(given.span().start),
-                format!(
-                    "`persist` = {:?} matches no store ({})",
-                    persist.text,
-                    stores.collect::<Vec<_>>().join(", ")
-                ),
-            ));
+    /// Each axis's glob, keyed by the axis's name; one of an axis whose
+    /// values are a fixed set of names (the client, the store) must match
+    /// one of them: a typo must not silently switch a gate off.
+    fn axes(&self, raw: &RawEntry) -> Result<[Option<Pattern>; AXES], ExpectError> {
+        let mut axes: [Option<Pattern>; AXES] = Default::default();
+        for axis in Axis::ALL {
+            let field = raw.axis(axis);
+            let Some(given) = field else { continue };
+            let pattern = self.pattern(field, axis.name())?;
+            if let Some(names) = axis.known_names() {
+                if !names.iter().any(|n| pattern.is_match(n)) {
+                    return Err(self.error(
+                        Some(given.span().start),
+                        format!(
+                            "`{}` = {:?} matches no {} ({})",
+                            axis.name(),
+                            pattern.text,
+                            axis.column(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            axes[axis.index()] = Some(pattern);
         }
-        Ok(Some(persist))
+        Ok(axes)
     }
+}
 
-    /// The `client` glob, which must match a client: a typo must not
-    /// silently switch a gate off.
-    fn client(&self, field: &Option<Spanned<String>>) -> Result<Pattern, ExpectError> {
-        let client = self.pattern(field, "client")?;
-        let clients = crate::ClientKind::all().iter().map(|c| c.name());
-        if !clients.clone().any(|c| client.is_match(c)) {
-            let at = field.as_ref().map(|c| c.span().start);
-            return Err(self.error(
-                at,
-                format!(
-                    "`client` = {:?} matches no client ({})",
-                    client.text,
-                    clients.collect::<Vec<_>>().join(", ")
-                ),
-            ));
+impl RawEntry {
+    /// The glob the entry gives for `axis`, under the axis's name.
+    fn axis(&self, axis: Axis) -> &Option<Spanned<String>> {
+        match axis {
+            Axis::Server => &self.server,
+            Axis::Agent => &self.agent,
+            Axis::Client => &self.client,
+            Axis::Sdk => &self.sdk,
+            Axis::Persist => &self.persist,
         }
-        Ok(client)
     }
 }
 
@@ -533,12 +511,12 @@ impl Expectations {
     /// then `sdk` is not checked): a typo must not switch a gate off.
     pub fn check_points(&self, servers: &[String], sdks: &[String]) -> Result<(), ExpectError> {
         for entry in &self.entries {
-            for (pattern, labels, what) in [
-                (&entry.server, servers, "server"),
-                (&entry.sdk, sdks, "sdk"),
-            ] {
-                let Some(pattern) = pattern else { continue };
-                if what == "sdk" && labels.is_empty() {
+            for (axis, labels) in [(Axis::Server, servers), (Axis::Sdk, sdks)] {
+                let what = axis.name();
+                let Some(pattern) = &entry.axes[axis.index()] else {
+                    continue;
+                };
+                if axis == Axis::Sdk && labels.is_empty() {
                     continue;
                 }
                 if !labels.iter().any(|l| pattern.is_match(l)) {
@@ -643,11 +621,9 @@ impl Entry {
         self.speaks_of(cell.verdict)
             && self.target.is_match(&cell.point.target)
             && self.scenario.is_match(&cell.point.scenario)
-            && self.client.is_match(cell.point.client().name())
-            && label(&self.server, place.server)
-            && label(&self.sdk, place.sdk)
-            && label(&self.agent, place.agent)
-            && label(&self.persist, place.persist)
+            && Axis::ALL
+                .into_iter()
+                .all(|axis| label(&self.axes[axis.index()], place.values[axis.index()]))
             && match &self.server_version {
                 None => true,
                 Some(req) => place
