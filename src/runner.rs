@@ -201,7 +201,7 @@ pub enum RunEvent {
         total: usize,
         /// Each cell's attempts before retries (`--repeat`).
         repeat: u32,
-        targets: Vec<String>,
+        targets: Vec<crate::targets::TargetId>,
         scenarios: Vec<String>,
         partition: Option<String>,
         /// `("client", ["rust", "ts-sdk"])`, `("serverVersion", […])`…:
@@ -212,7 +212,7 @@ pub enum RunEvent {
     CellStarted {
         index: usize,
         total: usize,
-        target: String,
+        target: crate::targets::TargetId,
         scenario: String,
         attempt: u32,
         /// The cell's whole point (agent, client, server, SDK, store).
@@ -230,7 +230,7 @@ pub enum RunEvent {
         index: usize,
         total: usize,
         attempt: Box<Attempt>,
-        target: String,
+        target: crate::targets::TargetId,
         scenario: String,
         point: Box<CellPoint>,
     },
@@ -466,7 +466,11 @@ fn run_info(
                 store: store.into(),
             })
             .collect(),
-        targets: matrix.targets.clone(),
+        targets: matrix
+            .targets
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect(),
         scenarios: matrix.scenarios.clone(),
         interrupted,
         logs: stacks.logs.clone(),
@@ -492,11 +496,7 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
     let point = &planned.point;
     let (verdict, reason) = match stacks.agent_skips.iter().find(|(a, _)| *a == point.agent) {
         Some((_, reason)) => (Verdict::Skipped, reason.clone()),
-        None => match stacks
-            .skipped_targets
-            .iter()
-            .find(|u| u.id.name() == point.target)
-        {
+        None => match stacks.skipped_targets.iter().find(|u| u.id == point.target) {
             Some(u) => (
                 match u.absence {
                     Absence::Missing => Verdict::Skipped,
@@ -505,7 +505,7 @@ fn unavailable(stacks: &RunStacks, planned: &PlannedCell) -> Option<Cell> {
                 },
                 u.reason.clone(),
             ),
-            None if stacks.own.targets.iter().any(|t| t.name() == point.target) => return None,
+            None if stacks.own.targets.iter().any(|t| t.id == point.target) => return None,
             None => (
                 Verdict::Error,
                 format!("no stack of this run has the target `{}`", point.target),

@@ -4,6 +4,7 @@
 
 use crate::report::{Axis, Report};
 use crate::runner::{CellPoint, RunEvent};
+use crate::targets::TargetId;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -89,7 +90,7 @@ fn run_started_json(
     id: &str,
     total: usize,
     repeat: u32,
-    targets: &[String],
+    targets: &[TargetId],
     scenarios: &[String],
     partition: &Option<String>,
     axes: &[(&'static str, Vec<String>)],
@@ -103,7 +104,7 @@ fn run_started_json(
         "id": id,
         "cells": total,
         "repeat": repeat,
-        "targets": targets,
+        "targets": targets.iter().map(TargetId::name).collect::<Vec<_>>(),
         "scenarios": scenarios,
         "partition": partition,
         "axes": axes,
@@ -115,7 +116,7 @@ fn run_started_json(
 fn cell_attempt_json(
     kind: &str,
     (index, total): (usize, usize),
-    target: &str,
+    target: &TargetId,
     scenario: &str,
     attempt: Value,
     point: &CellPoint,
@@ -124,7 +125,7 @@ fn cell_attempt_json(
         "type": kind,
         "index": index,
         "total": total,
-        "target": target,
+        "target": target.name(),
         "scenario": scenario,
         "attempt": attempt,
         "point": point_json(point),
@@ -166,7 +167,7 @@ mod tests {
     #[test]
     fn a_cells_point_names_every_axis_as_report_json_does() {
         let point = CellPoint {
-            target: "agent".into(),
+            target: crate::targets::BuiltinTarget::Agent.into(),
             scenario: "native-continuity".into(),
             agent: "mock".into(),
             real_agent: false,

@@ -92,7 +92,7 @@ struct OnWorker<'a, 'p> {
     worker: &'a mut Worker,
     cell: &'a CellId<'p>,
     gather: &'a super::gather::Gather,
-    target: String,
+    target: crate::targets::TargetId,
     sequence: &'a AtomicUsize,
     interrupt: &'a watch::Receiver<bool>,
     on_event: &'a mut (dyn FnMut(RunEvent) + Send),
@@ -157,7 +157,7 @@ pub(super) async fn run_attempts(
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
-    let target = worker.targets[cell.target].name().to_string();
+    let target = worker.targets[cell.target].id.clone();
     let mut source = OnWorker {
         plan,
         worker,

@@ -15,6 +15,7 @@ use crate::partition::{cell_name, Partition};
 use crate::persist::Store;
 use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource};
 use crate::scenario::Scenario;
+use crate::targets::TargetId;
 use cost::Timings;
 use std::path::PathBuf;
 
@@ -265,7 +266,7 @@ impl Axes {
 /// Everything that makes one cell of the matrix what it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellPoint {
-    pub target: String,
+    pub target: TargetId,
     pub scenario: String,
     pub agent: String,
     /// See [`AgentPoint::real`].
@@ -306,7 +307,7 @@ impl CellPoint {
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {
-        let mut point = Point::new(&self.target, &self.scenario);
+        let mut point = Point::new(self.target.name(), &self.scenario);
         for value in named.iter().filter_map(|axis| self.value(*axis)) {
             point.set(value);
         }
@@ -351,7 +352,7 @@ pub struct Shard<'a> {
 /// Every point of `targets` × `scenarios` × the axes with its scenario's
 /// index, outermost first: server, client, SDK (hosted clients only),
 /// store, agent, target, scenario.
-fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize, CellPoint)> {
+fn points(targets: &[TargetId], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize, CellPoint)> {
     let mut all: Vec<(usize, CellPoint)> = Vec::new();
     for server in &axes.servers {
         for client in &axes.clients {
@@ -391,7 +392,7 @@ fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize
 #[derive(Debug, Clone)]
 pub struct Matrix {
     pub axes: Axes,
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetId>,
     pub scenarios: Vec<String>,
     /// The cells this run holds, in matrix order.
     pub cells: Vec<PlannedCell>,
@@ -401,7 +402,7 @@ impl Matrix {
     /// Every point of `targets` × `scenarios` × the axes ([`points`]),
     /// then only the shard's cells, renumbered from 1.
     pub fn build(
-        targets: Vec<String>,
+        targets: Vec<TargetId>,
         scenarios: &[Scenario],
         axes: Axes,
         shard: Option<Shard<'_>>,
@@ -480,11 +481,12 @@ impl Matrix {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::targets::BuiltinTarget;
 
     /// A rust cell of `target` × native-continuity on server point `server`.
     pub(in crate::runner) fn point(target: &str, server: &str) -> CellPoint {
         CellPoint {
-            target: target.into(),
+            target: TargetId::of_name(target),
             scenario: "native-continuity".into(),
             agent: DEFAULT_AGENT.into(),
             real_agent: false,
@@ -517,8 +519,8 @@ pub(super) mod tests {
         }
     }
 
-    fn targets() -> Vec<String> {
-        vec!["agent".into(), "gateway".into()]
+    fn targets() -> Vec<TargetId> {
+        vec![BuiltinTarget::Agent.into(), BuiltinTarget::Gateway.into()]
     }
 
     #[test]
@@ -545,7 +547,7 @@ pub(super) mod tests {
             ServerPoint::registry("0.4.0"),
             ServerPoint::registry("0.4.2"),
         ];
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         let points: Vec<(Option<&str>, Option<&str>, bool)> = m
             .cells
             .iter()
@@ -587,7 +589,12 @@ pub(super) mod tests {
                 partition: &p,
                 timings: &Timings::default(),
             };
-            let shard = Matrix::build(vec!["agent".into()], &s, axes.clone(), Some(shard));
+            let shard = Matrix::build(
+                vec![BuiltinTarget::Agent.into()],
+                &s,
+                axes.clone(),
+                Some(shard),
+            );
             assert_eq!(shard.cells.len(), 2, "shard {k}");
             held += shard.cells.len();
         }
@@ -620,7 +627,7 @@ pub(super) mod tests {
         axes.clients = vec![ClientKind::Rust, ClientKind::TsSdk, ClientKind::Browser];
         axes.persists = Vec::new();
         axes.stack_store = Store::Rivet;
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         let stores: Vec<(ClientKind, Store)> = m
             .cells
             .iter()
@@ -646,7 +653,7 @@ pub(super) mod tests {
         assert_eq!(browser.all_stores(), [Store::IndexedDb]);
         assert!(browser.client_stores().is_empty());
         axes.persists = vec![Store::Memory];
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         assert!(m.cells.iter().all(|c| c.point.persist == Store::Memory));
         assert!(axes.client_stores().is_empty());
     }

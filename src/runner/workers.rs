@@ -15,7 +15,7 @@ pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::{Attempt, Cell};
-use crate::targets::Target;
+use crate::targets::{Target, TargetId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -88,10 +88,10 @@ async fn run_lanes(
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
     let own = &mut stacks.own;
-    let order: Vec<String> = own.targets.iter().map(|t| t.name().to_string()).collect();
+    let order: Vec<TargetId> = own.targets.iter().map(|t| t.id.clone()).collect();
     let (independent, alone): (Vec<Target>, Vec<Target>) =
         own.targets.drain(..).partition(|t| t.independent);
-    let is_independent = |job: &Job| independent.iter().any(|t| t.name() == job.target);
+    let is_independent = |job: &Job| independent.iter().any(|t| t.id == job.target);
     let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
     let lanes = stacks.jobs.min(independent.len()).max(1);
     let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
@@ -108,12 +108,12 @@ async fn run_lanes(
     }
     own.targets
         .extend(workers.into_iter().flat_map(|w| w.targets));
-    own.targets.sort_by_key(|t| position(&order, t.name()));
+    own.targets.sort_by_key(|t| position(&order, &t.id));
     finished
 }
 
-fn position(order: &[String], name: &str) -> usize {
-    order.iter().position(|n| n == name).unwrap_or(usize::MAX)
+fn position(order: &[TargetId], id: &TargetId) -> usize {
+    order.iter().position(|n| n == id).unwrap_or(usize::MAX)
 }
 
 /// The run's side of every drive: the settings, the run's attempt
@@ -190,7 +190,7 @@ async fn work(
     };
     let judged = |index: usize, verdicts| judged(run, &events, index, verdicts);
     let mut interrupted = false;
-    let mut ran: HashMap<String, usize> = HashMap::new();
+    let mut ran: HashMap<TargetId, usize> = HashMap::new();
     let leaves_deletes = |job: &Job| ends_disposing(&settings.scenarios[job.scenario]);
     while let Some((job, target)) = next_job(shared.queue, worker, &ran, leaves_deletes) {
         *ran.entry(job.target.clone()).or_default() += 1;

@@ -34,7 +34,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
         "rivet",
         "rivet-engine",
     ]
-    .map(String::from)
+    .map(crate::targets::TargetId::of_name)
     .into();
     Matrix::build(targets, &scenarios, axes, shard)
 }
@@ -152,7 +152,7 @@ fn the_estimate_adds_one_weight_per_coordinate() {
     // A fault target: its hold; a target and a real agent the table lacks.
     point = crate::runner::matrix::tests::point("gateway-partition", "0.4.2");
     assert_eq!(estimate_ms(&point), 3_000 + 700);
-    point.target = "my-db".into();
+    point.target = crate::targets::TargetId::of_name("my-db");
     point.agent = "aider".into();
     point.real_agent = true;
     assert_eq!(estimate_ms(&point), OTHER_TARGET_MS + OTHER_REAL_AGENT_MS);
