@@ -40,21 +40,27 @@ pub(super) fn wire(
     let (front_upstream, proxied_base) = front_of(base_url)?;
     let usage = |e: crate::faults::ProxyError| CommandError::usage(e.to_string());
     let any: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let front = FaultProxy::start(&faults.base_url_hop, any, front_upstream).map_err(usage)?;
+    let front =
+        FaultProxy::start(faults.base_url_hop.clone(), any, front_upstream).map_err(usage)?;
     let base_url = proxied_base.replace("{port}", &front.addr().port().to_string());
     let mut proxies = vec![front];
     for hop in &faults.hops {
-        proxies.push(FaultProxy::start(&hop.name, hop.listen, hop.upstream).map_err(usage)?);
+        proxies.push(FaultProxy::start(hop.name.clone(), hop.listen, hop.upstream).map_err(usage)?);
     }
     let controls: Vec<FaultControl> = proxies.iter().map(FaultProxy::control).collect();
     for target in targets.iter_mut() {
         if let RestartAction::Fault(fault) = &target.action {
-            let Some(control) = controls.iter().find(|c| c.hop() == fault.hop) else {
+            let Some(control) = controls.iter().find(|c| *c.hop() == fault.hop) else {
                 return Err(CommandError::usage(format!(
                     "target `{}`: the deployment has no `{}` hop (its hops: {})",
                     target.id,
                     fault.hop,
-                    faults.names().join(", ")
+                    faults
+                        .hops()
+                        .iter()
+                        .map(|h| h.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             };
             let control = control.clone();

@@ -445,7 +445,8 @@ fn fault_targets_and_the_faults_table() {
     )
     .unwrap();
     let faults = config.faults.as_ref().unwrap();
-    assert_eq!(faults.names(), ["edge", "db"]);
+    let names: Vec<&str> = faults.hops().iter().map(|h| h.name()).collect();
+    assert_eq!(names, ["edge", "db"]);
     assert_eq!(faults.hops[0].upstream.port(), 5432);
     let targets = config.targets();
     assert_eq!(targets[0].kind(), RestartKind::Fault);
@@ -461,6 +462,12 @@ fn fault_targets_and_the_faults_table() {
     let local =
         parse("[targets.x]\nfault = { hop = \"persist\", toxic = \"partition\" }\n").unwrap();
     assert_eq!(local.targets()[0].kind(), RestartKind::Fault);
+    match &local.targets()[0].action {
+        crate::targets::RestartAction::Fault(fault) => {
+            assert_eq!(fault.hop, crate::faults::LocalHop::Persist)
+        }
+        _ => unreachable!("a fault target"),
+    }
 }
 
 #[test]

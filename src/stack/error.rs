@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn a_proxy_that_would_not_start_is_the_proxy_s_error() {
         let error = crate::faults::FaultProxy::start(
-            "agent",
+            crate::faults::LocalHop::Agent.into(),
             ([10, 0, 0, 1], 0).into(),
             ([127, 0, 0, 1], 1).into(),
         )

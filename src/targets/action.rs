@@ -269,10 +269,10 @@ pub enum ActionError {
         reason: String,
     },
     #[error("the {hop} hop has no fault proxy here")]
-    NoHop { hop: String },
+    NoHop { hop: crate::faults::Hop },
     #[error("{error}")]
     Proxy {
-        hop: String,
+        hop: crate::faults::Hop,
         #[source]
         error: crate::faults::ProxyError,
     },
@@ -280,7 +280,7 @@ pub enum ActionError {
     /// whose toxic never acted: the condition it exists to create never arose.
     #[error("{toxic} never acted on a connection of the {hop} hop within {within} of the restart")]
     ToxicNeverActed {
-        hop: String,
+        hop: crate::faults::Hop,
         toxic: String,
         within: String,
     },

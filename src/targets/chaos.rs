@@ -24,7 +24,7 @@ use super::fault::OpenWindow;
 use super::pause::{PauseAction, PauseError};
 use super::readiness::{ProbeAuth, Readiness};
 use super::{BuiltinTarget, FaultAction, Target};
-use crate::faults::{parse_toxic, FaultControl, Param, ProxyError, ToxicSpec};
+use crate::faults::{parse_toxic, FaultControl, Hop, LocalHop, Param, ProxyError, ToxicSpec};
 use crate::report::{FaultKind, Schedule, ScheduledFault};
 use crate::trace::event::{self, Event};
 use crate::trace::Trace;
@@ -69,7 +69,7 @@ const PAUSED: [BuiltinTarget; 4] = [
 ];
 /// The hops a schedule puts its network faults on (the runner's hop is
 /// left out: its reconnect backoff outlasts a window).
-pub const HOPS: [&str; 3] = ["gateway", "agent", "persist"];
+pub const HOPS: [LocalHop; 3] = [LocalHop::Gateway, LocalHop::Agent, LocalHop::Persist];
 
 /// What a cell's schedule can hold: fixed by whether the cell keeps its
 /// sessions in the stack's Postgres.
@@ -83,7 +83,7 @@ pub fn catalog(postgres: bool) -> Vec<(FaultKind, String)> {
         .chain(postgres.then_some(&BuiltinTarget::Store));
     entries.extend(paused.map(|c| (FaultKind::Pause, c.name().to_string())));
     for kind in [FaultKind::Partition, FaultKind::Reset, FaultKind::Latency] {
-        entries.extend(HOPS.iter().map(|hop| (kind, hop.to_string())));
+        entries.extend(HOPS.iter().map(|hop| (kind, hop.name().to_string())));
     }
     entries
 }
@@ -164,7 +164,7 @@ pub struct ChaosParts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resource {
     Component(BuiltinTarget),
-    Hop(String),
+    Hop(Hop),
 }
 
 /// The `chaos` action: the stack's parts a schedule acts on (one is one:
@@ -270,7 +270,7 @@ pub(super) enum FaultError {
     #[error(transparent)]
     Pause(#[from] PauseError),
     #[error("the {hop} hop has no fault proxy here")]
-    NoHop { hop: String },
+    NoHop { hop: Hop },
     #[error(transparent)]
     Proxy(#[from] ProxyError),
     /// What the fault acted on did not answer again once it was over.
@@ -388,12 +388,12 @@ impl Ran<'_> {
             return self.restart(&fault.on).await;
         }
         let resource = match fault.fault.on_hop() {
-            true => Resource::Hop(fault.on.clone()),
+            true => Resource::Hop(Hop::named(&fault.on)),
             false => Resource::Component(component(&fault.on)?),
         };
         let healed = match &resource {
             Resource::Component(of) => self.pause(*of, hold).await?,
-            Resource::Hop(hop) => self.toxic(hop, fault.fault, hold).await?,
+            Resource::Hop(hop) => self.toxic(hop.clone(), fault.fault, hold).await?,
         };
         match self.ready(&resource).await {
             Ok(ready) => Ok(format!("{healed}; {ready}")),
@@ -482,21 +482,16 @@ impl Ran<'_> {
         Ok(open.close().await?)
     }
 
-    async fn toxic(
-        &self,
-        hop: &str,
-        kind: FaultKind,
-        hold: Duration,
-    ) -> Result<String, FaultError> {
+    async fn toxic(&self, hop: Hop, kind: FaultKind, hold: Duration) -> Result<String, FaultError> {
         let control = self
             .chaos
             .0
             .hops
             .iter()
-            .find(|c| c.hop() == hop)
-            .ok_or_else(|| FaultError::NoHop { hop: hop.into() })?;
+            .find(|c| *c.hop() == hop)
+            .ok_or_else(|| FaultError::NoHop { hop: hop.clone() })?;
         let action = FaultAction {
-            hop: hop.to_string(),
+            hop,
             toxic: toxic(kind),
             hold,
         };

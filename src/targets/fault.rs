@@ -6,7 +6,7 @@
 //! over, whichever comes first. A window never outlives its target.
 
 use super::fmt_duration;
-use crate::faults::{FaultControl, Observer, ProxyAction, ProxyError, ToxicId, ToxicSpec};
+use crate::faults::{FaultControl, Hop, Observer, ProxyAction, ProxyError, ToxicId, ToxicSpec};
 use crate::trace::event::ConnAction;
 use crate::trace::Trace;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 /// A toxic on a hop for a window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultAction {
-    pub hop: String,
+    pub hop: Hop,
     pub toxic: ToxicSpec,
     /// How long the toxic stays in force (at most: the cell's phases may end first).
     pub hold: Duration,
@@ -55,7 +55,7 @@ impl Window {
         let stopped = self.control.check().err();
         let reason = stopped.as_ref().map(ToString::to_string);
         self.trace.fault_end(
-            self.control.hop(),
+            self.control.hop().name(),
             self.toxic,
             stopped.is_none(),
             reason.as_deref(),
@@ -94,13 +94,13 @@ impl OpenWindow {
         let toxic = action.toxic.name();
         let describe = action.toxic.describe();
         trace.fault_start(
-            control.hop(),
+            control.hop().name(),
             toxic,
             &describe,
             action.hold.as_millis() as u64,
         );
         let seen = trace.clone();
-        let hop = control.hop().to_string();
+        let hop = control.hop().name().to_string();
         let acted = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&acted);
         let observer: Observer = Arc::new(move |_, conn, what| {
@@ -120,7 +120,7 @@ impl OpenWindow {
         let id = match control.set(action.toxic.clone(), Some(observer)) {
             Ok(id) => id,
             Err(e) => {
-                trace.fault_end(control.hop(), toxic, false, Some(&e.to_string()));
+                trace.fault_end(control.hop().name(), toxic, false, Some(&e.to_string()));
                 return Err(e);
             }
         };

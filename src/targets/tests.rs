@@ -483,7 +483,7 @@ async fn echo_upstream() -> std::net::SocketAddr {
 fn down_for(hold: Duration) -> RestartAction {
     let toxic = crate::faults::parse_toxic("down", &[]).unwrap();
     RestartAction::Fault(FaultAction {
-        hop: "gateway".into(),
+        hop: crate::faults::LocalHop::Gateway.into(),
         toxic,
         hold,
     })
@@ -492,9 +492,12 @@ fn down_for(hold: Duration) -> RestartAction {
 #[tokio::test]
 async fn a_fault_target_opens_a_window_that_settle_heals() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let trace = crate::trace::Trace::detached();
     let mut target = Target::new(
         OwnTarget::new("gateway-down"),
@@ -538,9 +541,12 @@ async fn a_fault_target_opens_a_window_that_settle_heals() {
 #[tokio::test]
 async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let mut target = Target::new(
         OwnTarget::new("gateway-down"),
         down_for(Duration::from_secs(60)),
@@ -618,12 +624,15 @@ async fn a_left_down_restart_reports_how_it_went_down_and_waits_for_nothing() {
 #[tokio::test]
 async fn a_timeout_target_is_in_force_for_the_whole_cell() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let limit = Duration::from_millis(300);
     let cut = PathTimeout::IdleCut {
-        hop: "gateway".into(),
+        hop: crate::faults::LocalHop::Gateway.into(),
         limit,
     };
     let trace = crate::trace::Trace::detached();

@@ -21,7 +21,7 @@
 
 use super::fault::{FaultAction, OpenWindow};
 use super::fmt_duration;
-use crate::faults::{FaultControl, ProxyError, Toxic, ToxicSpec};
+use crate::faults::{FaultControl, Hop, LocalHop, ProxyError, Toxic, ToxicSpec};
 use crate::trace::Trace;
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ pub enum PathTimeout {
     /// nginx's `proxy_read_timeout` on a gateway of its own.
     GatewayRead { limit: Duration },
     /// The fault proxy of `hop` closes a connection silent for `limit`.
-    IdleCut { hop: String, limit: Duration },
+    IdleCut { hop: Hop, limit: Duration },
     /// The client's wait for a response's headers.
     ClientHeaders { limit: Duration },
 }
@@ -68,8 +68,8 @@ impl PathTimeout {
     /// Where the window sits in the trace and what it is called there.
     fn marker(&self) -> (&str, &'static str) {
         match self {
-            PathTimeout::GatewayRead { .. } => ("gateway", "proxy_read_timeout"),
-            PathTimeout::IdleCut { hop, .. } => (hop, "idle_cut"),
+            PathTimeout::GatewayRead { .. } => (LocalHop::Gateway.name(), "proxy_read_timeout"),
+            PathTimeout::IdleCut { hop, .. } => (hop.name(), "idle_cut"),
             PathTimeout::ClientHeaders { .. } => ("client", "headers_timeout"),
         }
     }
@@ -122,7 +122,7 @@ impl TimeoutWindow {
     ) -> Result<TimeoutWindow, ProxyError> {
         if let Some(fault) = timeout.fault() {
             let control = control.ok_or_else(|| ProxyError::Stopped {
-                hop: fault.hop.clone(),
+                hop: fault.hop.to_string(),
                 reason: "the hop has no fault proxy here".into(),
             })?;
             return OpenWindow::open(&fault, control, trace).map(TimeoutWindow::Toxic);
