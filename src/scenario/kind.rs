@@ -1,13 +1,18 @@
 //! The step kinds a scenario file can name: the one table of their names
 //! and of the fields each takes. Parsing (which fields a phase may set),
 //! the executor (the `step` of each phase result) and the docs check
-//! (`scenarios/README.md`'s step table) all read it.
+//! (`scenarios/README.md`'s step table) all read it. The list is the
+//! enum's own (strum's `VariantArray`) and each name its variant's in
+//! snake case (serde's, read through `wire_name`), as for the built-in
+//! targets: a new kind is one variant and its fields, spelled nowhere else.
 
 use std::fmt;
 use std::str::FromStr;
 
-/// What `step = "…"` names in a scenario file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What `step = "…"` names in a scenario file. The order is the one
+/// messages and the docs list them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, strum::VariantArray)]
+#[serde(rename_all = "snake_case")]
 pub enum StepKind {
     Connect,
     CreateSession,
@@ -43,100 +48,58 @@ pub enum StepKind {
 
 /// A `step` that names no kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown step {0:?}; expected one of: {names}", names = StepKind::names().join(", "))]
+#[error("unknown step {0:?}; expected one of: {names}", names = crate::wire_name::names::<StepKind>())]
 pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
-    pub const ALL: [StepKind; 28] = [
-        StepKind::Connect,
-        StepKind::CreateSession,
-        StepKind::Prompt,
-        StepKind::RehydratePrompt,
-        StepKind::Restart,
-        StepKind::AwaitTurn,
-        StepKind::TurnHistory,
-        StepKind::RecoverTurn,
-        StepKind::ReplayCheck,
-        StepKind::GetEvents,
-        StepKind::ResumeSession,
-        StepKind::DestroySession,
-        StepKind::Dispose,
-        StepKind::Sleep,
-        StepKind::Health,
-        StepKind::Probe,
-        StepKind::WriteFile,
-        StepKind::ReadFile,
-        StepKind::SpawnProcess,
-        StepKind::ProcessStatus,
-        StepKind::TerminalAttach,
-        StepKind::TerminalSend,
-        StepKind::TerminalExpect,
-        StepKind::TerminalReattach,
-        StepKind::RecoverSession,
-        StepKind::StartSandbox,
-        StepKind::ReattachSandbox,
-        StepKind::DestroySandbox,
-    ];
+    pub fn all() -> &'static [StepKind] {
+        <StepKind as strum::VariantArray>::VARIANTS
+    }
 
     /// The name scenario files and reports use.
     pub fn name(self) -> &'static str {
-        self.entry().0
+        crate::wire_name::of(&self)
     }
 
     /// The fields the kind takes besides `name`, `step`, `timeout_ms` and `on_failure`.
     pub fn fields(self) -> &'static [&'static str] {
-        self.entry().1
-    }
-
-    /// Every kind's name, in [`StepKind::ALL`] order.
-    pub fn names() -> Vec<&'static str> {
-        Self::ALL.iter().map(|k| k.name()).collect()
-    }
-
-    fn entry(self) -> (&'static str, &'static [&'static str]) {
         match self {
-            StepKind::Connect => ("connect", &["client"]),
-            StepKind::CreateSession => ("create_session", &["client", "session", "cwd"]),
-            StepKind::Prompt => (
-                "prompt",
-                &[
-                    "client",
-                    "session",
-                    "text",
-                    "expect_stop_reason",
-                    "wait",
-                    "turn",
-                ],
-            ),
-            StepKind::RehydratePrompt => ("rehydrate_prompt", &["client", "session", "from"]),
-            StepKind::Restart => ("restart", &["after_ms"]),
-            StepKind::AwaitTurn => ("await_turn", &["turn"]),
-            StepKind::TurnHistory => ("turn_history", &["client", "turn"]),
-            StepKind::RecoverTurn => ("recover_turn", &["client", "turn"]),
-            StepKind::ReplayCheck => ("replay_check", &["client", "session"]),
-            StepKind::GetEvents => ("get_events", &["client", "session", "limit", "integrity"]),
-            StepKind::ResumeSession => ("resume_session", &["client", "session", "expect"]),
-            StepKind::DestroySession => ("destroy_session", &["client", "session"]),
-            StepKind::Dispose => ("dispose", &["client"]),
-            StepKind::Sleep => ("sleep", &["ms"]),
-            StepKind::Health => ("health", &["client"]),
-            StepKind::Probe => ("probe", &["client"]),
-            StepKind::WriteFile => ("write_file", &["client", "path", "content"]),
-            StepKind::ReadFile => ("read_file", &["client", "path"]),
-            StepKind::SpawnProcess => ("spawn_process", &["client", "process", "command", "tty"]),
-            StepKind::ProcessStatus => (
-                "process_status",
-                &["client", "process", "expect", "logs_contain"],
-            ),
-            StepKind::TerminalAttach => ("terminal_attach", &["client", "process", "terminal"]),
-            StepKind::TerminalSend => ("terminal_send", &["terminal", "text"]),
-            StepKind::TerminalExpect => ("terminal_expect", &["terminal", "text"]),
-            StepKind::TerminalReattach => ("terminal_reattach", &["client", "terminal"]),
-            StepKind::RecoverSession => ("recover_session", &["client", "session", "text"]),
-            StepKind::StartSandbox => ("start_sandbox", &["client"]),
-            StepKind::ReattachSandbox => ("reattach_sandbox", &["client", "expect"]),
-            StepKind::DestroySandbox => ("destroy_sandbox", &["client"]),
+            StepKind::Connect => &["client"],
+            StepKind::CreateSession => &["client", "session", "cwd"],
+            StepKind::Prompt => &[
+                "client",
+                "session",
+                "text",
+                "expect_stop_reason",
+                "wait",
+                "turn",
+            ],
+            StepKind::RehydratePrompt => &["client", "session", "from"],
+            StepKind::Restart => &["after_ms"],
+            StepKind::AwaitTurn => &["turn"],
+            StepKind::TurnHistory => &["client", "turn"],
+            StepKind::RecoverTurn => &["client", "turn"],
+            StepKind::ReplayCheck => &["client", "session"],
+            StepKind::GetEvents => &["client", "session", "limit", "integrity"],
+            StepKind::ResumeSession => &["client", "session", "expect"],
+            StepKind::DestroySession => &["client", "session"],
+            StepKind::Dispose => &["client"],
+            StepKind::Sleep => &["ms"],
+            StepKind::Health => &["client"],
+            StepKind::Probe => &["client"],
+            StepKind::WriteFile => &["client", "path", "content"],
+            StepKind::ReadFile => &["client", "path"],
+            StepKind::SpawnProcess => &["client", "process", "command", "tty"],
+            StepKind::ProcessStatus => &["client", "process", "expect", "logs_contain"],
+            StepKind::TerminalAttach => &["client", "process", "terminal"],
+            StepKind::TerminalSend => &["terminal", "text"],
+            StepKind::TerminalExpect => &["terminal", "text"],
+            StepKind::TerminalReattach => &["client", "terminal"],
+            StepKind::RecoverSession => &["client", "session", "text"],
+            StepKind::StartSandbox => &["client"],
+            StepKind::ReattachSandbox => &["client", "expect"],
+            StepKind::DestroySandbox => &["client"],
         }
     }
 }
@@ -145,10 +108,7 @@ impl FromStr for StepKind {
     type Err = UnknownStep;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| UnknownStep(name.to_string()))
+        crate::wire_name::parse(name).ok_or_else(|| UnknownStep(name.to_string()))
     }
 }
 
@@ -165,9 +125,9 @@ mod tests {
 
     #[test]
     fn every_kind_is_listed_once_and_parses_back_from_its_name() {
-        let names: HashSet<&str> = StepKind::names().into_iter().collect();
-        assert_eq!(names.len(), StepKind::ALL.len());
-        for kind in StepKind::ALL {
+        let names: HashSet<&str> = StepKind::all().iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), StepKind::all().len());
+        for &kind in StepKind::all() {
             assert_eq!(kind.name().parse::<StepKind>(), Ok(kind));
         }
         let e = "Prompt".parse::<StepKind>().unwrap_err().to_string();
@@ -184,7 +144,7 @@ mod tests {
     #[test]
     fn the_scenario_readme_documents_every_kind_with_its_fields() {
         let readme = include_str!("../../scenarios/README.md");
-        let all_fields: BTreeSet<&str> = StepKind::ALL
+        let all_fields: BTreeSet<&str> = StepKind::all()
             .iter()
             .flat_map(|k| k.fields().iter().copied())
             .collect();
@@ -208,7 +168,7 @@ mod tests {
             .collect();
         let mut documented: Vec<&str> = rows.iter().map(|(s, _)| s.as_str()).collect();
         documented.sort();
-        let mut expected = StepKind::names();
+        let mut expected: Vec<&str> = StepKind::all().iter().map(|k| k.name()).collect();
         expected.sort();
         assert_eq!(documented, expected, "every step kind has one row");
         for (step, fields) in &rows {
