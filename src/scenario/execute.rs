@@ -569,47 +569,12 @@ impl CellRun {
 
 /// The client a step makes (connects), if it makes one.
 fn made_client(step: &Step) -> Option<&str> {
-    match step {
-        Step::Connect { client }
-        | Step::StartSandbox { client }
-        | Step::ReattachSandbox { client, .. } => Some(client),
-        _ => None,
-    }
+    step.names().makes_client
 }
 
+/// The client a step runs on, if it runs on one.
 pub(super) fn step_client(step: &Step) -> Option<&str> {
-    match step {
-        Step::CreateSession { client, .. }
-        | Step::Prompt { client, .. }
-        | Step::RehydratePrompt { client, .. }
-        | Step::GetEvents { client, .. }
-        | Step::ResumeSession { client, .. }
-        | Step::DestroySession { client, .. }
-        | Step::Dispose { client }
-        | Step::Health { client }
-        | Step::Probe { client }
-        | Step::WriteFile { client, .. }
-        | Step::ReadFile { client, .. }
-        | Step::SpawnProcess { client, .. }
-        | Step::ProcessStatus { client, .. }
-        | Step::TerminalAttach { client, .. }
-        | Step::TerminalReattach { client, .. }
-        | Step::StartTurn { client, .. }
-        | Step::TurnHistory { client, .. }
-        | Step::RecoverTurn { client, .. }
-        | Step::ReplayCheck { client, .. }
-        | Step::RecoverSession { client, .. }
-        | Step::DestroySandbox { client } => Some(client),
-        Step::Connect { .. }
-        | Step::StartSandbox { .. }
-        | Step::ReattachSandbox { .. }
-        | Step::Restart
-        | Step::Sleep { .. }
-        | Step::TerminalSend { .. }
-        | Step::TerminalExpect { .. }
-        | Step::AwaitTurn { .. }
-        | Step::RestartDuringTurn { .. } => None,
-    }
+    step.names().client
 }
 
 /// The seed script's continuation prompt, built from the earlier user prompts.

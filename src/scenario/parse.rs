@@ -3,9 +3,8 @@
 //! name the file, the line of the offending phase, and what was expected.
 
 mod fields;
-mod sandbox;
 
-use super::{Phase, Scenario, Step, StepKind, UnknownStep};
+use super::{Label, Phase, Scenario, Step, StepKind, UnknownStep};
 use crate::source_line::line_of;
 use fields::Fields;
 use serde::Deserialize;
@@ -161,8 +160,8 @@ struct Checker<'a> {
     source: &'a str,
     clients: HashSet<String>,
     sessions: HashSet<String>,
-    /// Files, processes and terminals earlier phases made, as `kind:label`.
-    sandbox: HashSet<String>,
+    /// Files, processes and terminals earlier phases made.
+    sandbox: HashSet<(Label, String)>,
     /// Named turns seen so far (a cell so the step closures can borrow the checker).
     turns: std::cell::RefCell<turns::Turns>,
 }
@@ -397,94 +396,49 @@ impl Checker<'_> {
         })
     }
 
-    /// Clients must be connected, and sessions created, by an earlier phase.
+    /// Clients must be connected, sessions created and sandbox labels
+    /// made (a file written, a process spawned, a terminal attached) by an
+    /// earlier phase; what the step makes is known to the phases after it.
     fn check_references(
         &mut self,
         step: &Step,
         span: Option<std::ops::Range<usize>>,
     ) -> Result<(), ScenarioError> {
-        let (client, session) = match step {
-            // A reattach may be an application's first step after its restart.
-            Step::Connect { client }
-            | Step::StartSandbox { client }
-            | Step::ReattachSandbox { client, .. } => {
-                self.clients.insert(client.clone());
-                return Ok(());
-            }
-            Step::CreateSession {
-                client, session, ..
-            } => {
-                if !self.clients.contains(client) {
-                    return Err(self.error(
-                        span,
-                        format!("client `{client}` is used before a `connect` step names it"),
-                    ));
-                }
-                self.sessions.insert(session.clone());
-                return Ok(());
-            }
-            Step::RehydratePrompt { client, from, .. } => (Some(client), Some(from)),
-            Step::Prompt {
-                client, session, ..
-            }
-            | Step::GetEvents {
-                client, session, ..
-            }
-            | Step::ResumeSession {
-                client, session, ..
-            }
-            | Step::RecoverSession {
-                client, session, ..
-            }
-            | Step::ReplayCheck { client, session }
-            | Step::DestroySession { client, session } => (Some(client), Some(session)),
-            Step::StartTurn {
-                client, session, ..
-            } => (Some(client), Some(session)),
-            Step::Dispose { client }
-            | Step::Health { client }
-            | Step::Probe { client }
-            | Step::DestroySandbox { client }
-            | Step::TurnHistory { client, .. }
-            | Step::RecoverTurn { client, .. } => (Some(client), None),
-            Step::Restart
-            | Step::Sleep { .. }
-            | Step::AwaitTurn { .. }
-            | Step::RestartDuringTurn { .. } => (None, None),
-            Step::WriteFile { .. }
-            | Step::ReadFile { .. }
-            | Step::SpawnProcess { .. }
-            | Step::ProcessStatus { .. }
-            | Step::TerminalAttach { .. }
-            | Step::TerminalSend { .. }
-            | Step::TerminalExpect { .. }
-            | Step::TerminalReattach { .. } => return self.check_sandbox(step, span),
-        };
-        if let Some(client) = client {
-            if !self.clients.contains(client) {
-                return Err(self.error(
-                    span,
-                    format!("client `{client}` is used before a `connect` step names it"),
-                ));
-            }
+        let names = step.names();
+        if let Some(client) = names.client.filter(|c| !self.clients.contains(*c)) {
+            return Err(self.error(
+                span,
+                format!("client `{client}` is used before a `connect` step names it"),
+            ));
         }
-        if let Some(session) = session {
-            if !self.sessions.contains(session) {
-                return Err(self.error(
-                    span,
-                    format!("session `{session}` is used before a `create_session` step makes it"),
-                ));
-            }
+        if let Some(session) = names.sessions.iter().find(|s| !self.sessions.contains(**s)) {
+            return Err(self.error(
+                span,
+                format!("session `{session}` is used before a `create_session` step makes it"),
+            ));
         }
-        if let Step::RehydratePrompt { session, .. } = step {
-            // The rehydrated session may be new here; it must be created first too.
-            if !self.sessions.contains(session) {
-                return Err(self.error(
-                    span,
-                    format!("session `{session}` is used before a `create_session` step makes it"),
-                ));
-            }
+        if let Some((label, name)) = names
+            .labels
+            .iter()
+            .find(|(label, name)| !self.sandbox.contains(&(*label, name.to_string())))
+        {
+            return Err(self.error(
+                span,
+                format!(
+                    "{} `{name}` is used before a `{}` step makes it",
+                    label.word(),
+                    label.maker()
+                ),
+            ));
         }
+        self.clients.extend(names.makes_client.map(str::to_string));
+        self.sessions
+            .extend(names.makes_session.map(str::to_string));
+        self.sandbox.extend(
+            names
+                .makes_label
+                .map(|(label, name)| (label, name.to_string())),
+        );
         Ok(())
     }
 }
