@@ -30,11 +30,28 @@ struct Recipe {
     within: &'static [&'static str],
 }
 
-const RECIPES: &[Recipe] = &[Recipe {
-    heading: "### A step kind",
-    types: &["Step", "StepKind"],
-    within: &["src/"],
-}];
+const RECIPES: &[Recipe] = &[
+    Recipe {
+        heading: "### A step kind",
+        types: &["Step", "StepKind"],
+        within: &["src/"],
+    },
+    Recipe {
+        heading: "### A restart target",
+        types: &["BuiltinTarget"],
+        within: &["src/", "crates/"],
+    },
+    Recipe {
+        heading: "### A client",
+        types: &["ClientKind", "ClientChoice", "CellClient"],
+        within: &["src/", "crates/"],
+    },
+    Recipe {
+        heading: "### An axis",
+        types: &["Axis"],
+        within: &["src/", "crates/"],
+    },
+];
 
 /// The types of `types` that a `match` lists every arm of by variant, with
 /// no default arm (`_`, or a bare binding).
@@ -43,34 +60,45 @@ struct ListingMatches<'a> {
     types: &'a [&'a str],
     /// The type of the `impl` block being read (what `Self::` names).
     self_type: Option<String>,
+    /// The one of `types` whose variants the file imports (`use T::*`),
+    /// which a bare `Variant` arm names.
+    glob: Option<String>,
     found: BTreeSet<String>,
+}
+
+/// Where a pattern is read: the types a recipe adds variants to, the
+/// `impl` it is in and the type whose variants the file imports.
+struct Scope<'a> {
+    types: &'a [&'a str],
+    self_type: Option<&'a str>,
+    glob: Option<&'a str>,
 }
 
 /// The type a pattern names a variant of (`Step::Restart`,
 /// `StepKind::Prompt if …`, `Step::Connect { .. } | Step::Dispose { .. }`,
-/// `step @ (…)`, `Self::Agent` in its `impl`), if it is one of `types`;
-/// `Err(())` for a default arm.
-fn variant_of(
-    pat: &syn::Pat,
-    types: &[&str],
-    self_type: Option<&str>,
-) -> Result<Option<String>, ()> {
+/// `step @ (…)`, `Self::Agent` in its `impl`, `Agent` after `use
+/// BuiltinTarget::*`), if it is one of `types`; `Err(())` for a default
+/// arm (`_`, or a binding: a lower-case name).
+fn variant_of(pat: &syn::Pat, scope: &Scope<'_>) -> Result<Option<String>, ()> {
     let path = match pat {
         syn::Pat::Wild(_) => return Err(()),
         syn::Pat::Ident(p) => match &p.subpat {
-            Some((_, sub)) => return variant_of(sub, types, self_type),
+            Some((_, sub)) => return variant_of(sub, scope),
+            None if p.ident.to_string().starts_with(char::is_uppercase) => {
+                return Ok(scope.glob.map(str::to_string))
+            }
             None => return Err(()),
         },
         syn::Pat::Or(or) => {
             let mut named = None;
             for case in &or.cases {
-                if let Some(ty) = variant_of(case, types, self_type)? {
+                if let Some(ty) = variant_of(case, scope)? {
                     named = Some(ty);
                 }
             }
             return Ok(named);
         }
-        syn::Pat::Paren(p) => return variant_of(&p.pat, types, self_type),
+        syn::Pat::Paren(p) => return variant_of(&p.pat, scope),
         syn::Pat::Path(p) => &p.path,
         syn::Pat::Struct(p) => &p.path,
         syn::Pat::TupleStruct(p) => &p.path,
@@ -81,21 +109,26 @@ fn variant_of(
         .len()
         .checked_sub(2)
         .map(|i| segments[i].as_str())
-        .map(|owner| match (owner, self_type) {
+        .map(|owner| match (owner, scope.self_type) {
             ("Self", Some(ty)) => ty,
             _ => owner,
         });
     Ok(owner
-        .filter(|owner| types.contains(owner))
+        .filter(|owner| scope.types.contains(owner))
         .map(str::to_string))
 }
 
 impl<'ast> Visit<'ast> for ListingMatches<'_> {
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        let scope = Scope {
+            types: self.types,
+            self_type: self.self_type.as_deref(),
+            glob: self.glob.as_deref(),
+        };
         let arms: Result<Vec<Option<String>>, ()> = m
             .arms
             .iter()
-            .map(|arm| variant_of(&arm.pat, self.types, self.self_type.as_deref()))
+            .map(|arm| variant_of(&arm.pat, &scope))
             .collect();
         if let Ok(arms) = arms {
             self.found.extend(arms.into_iter().flatten());
@@ -126,11 +159,21 @@ impl<'ast> Visit<'ast> for ListingMatches<'_> {
     }
 }
 
+/// The one of `types` whose variants `source` imports with `use …T::*`.
+fn glob_import<'a>(source: &str, types: &[&'a str]) -> Option<&'a str> {
+    let mut globbed = types.iter().copied().filter(|ty| {
+        source.contains(&format!("use {ty}::*;")) || source.contains(&format!("::{ty}::*;"))
+    });
+    let first = globbed.next();
+    first.filter(|_| globbed.next().is_none())
+}
+
 /// Which of `types` some `match` in `source` lists every arm of by variant.
 fn listed_in(source: &str, types: &[&str]) -> BTreeSet<String> {
     let ast = syn::parse_file(source).expect("a source that parses");
     let mut finder = ListingMatches {
         types,
+        glob: glob_import(source, types).map(str::to_string),
         ..ListingMatches::default()
     };
     finder.visit_file(&ast);
@@ -232,4 +275,12 @@ fn the_finder_counts_matches_without_a_default_arm_and_not_in_tests() {
     .is_empty());
     let in_tests = "#[cfg(test)] mod tests { fn f(s: Step) { match s { Step::A => {} } } }";
     assert!(listed_in(in_tests, &["Step"]).is_empty());
+    let globbed =
+        "fn i(t: Target) { use Target::*; match t { Agent => {}, Gateway | Rivet => {} } }";
+    assert_eq!(
+        listed_in(globbed, &["Target"]),
+        BTreeSet::from(["Target".to_string()])
+    );
+    let bound = "fn j(t: Target) { use Target::*; match t { Agent => {}, other => {} } }";
+    assert!(listed_in(bound, &["Target"]).is_empty());
 }

@@ -626,31 +626,6 @@ impl<H: SdkHost> ScenarioClient for SdkClient<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ClientKind;
-
-    /// The three implementations of the client interface are the client
-    /// axis, one each: continuity's, and the SDK on each of its hosts.
-    #[test]
-    fn each_client_on_the_axis_is_one_implementation_of_the_interface() {
-        let actor = HostedClient::new(crate::client::hosted::HostedConfig {
-            endpoint: "http://127.0.0.1:9".into(),
-            namespace: "default".into(),
-            key: "k".into(),
-        })
-        .unwrap();
-        let ts_sdk: &dyn ScenarioClient = &TsSdkClient::new(actor, None);
-        let rust: &dyn ScenarioClient = &super::super::rust_client::RustClient;
-        let mut names = vec![
-            rust.name(),
-            ts_sdk.name(),
-            // A page needs a live Chromium; its client's name is its host's.
-            <BrowserPage as SdkHost>::KIND.name(),
-        ];
-        names.sort();
-        let mut axis: Vec<&str> = ClientKind::all().iter().map(|k| k.name()).collect();
-        axis.sort();
-        assert_eq!(names, axis);
-    }
 
     /// Every built-in scenario's step is the SDK's to take but the
     /// recovering client's `session/load`, which names the call it lacks.
