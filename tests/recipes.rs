@@ -46,11 +46,6 @@ const RECIPES: &[Recipe] = &[
         types: &["ClientKind", "ClientChoice", "CellClient"],
         within: &["src/", "crates/"],
     },
-    Recipe {
-        heading: "### An axis",
-        types: &["Axis"],
-        within: &["src/", "crates/"],
-    },
 ];
 
 /// The types of `types` that a `match` lists every arm of by variant, with
