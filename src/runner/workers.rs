@@ -15,7 +15,7 @@ pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::{Attempt, Cell};
-use crate::targets::{Target, TargetId};
+use crate::targets::{NotBroughtBack, Target, TargetId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -202,20 +202,27 @@ async fn work(
             ready = worker.take_point(&job.point) => Some(ready),
             _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
         };
-        match ready {
+        let ready = match ready {
             None => {
                 interrupted = true;
                 break;
             }
-            Some(Err(reason)) => {
-                let reason = crate::errors::error_chain(&reason);
-                let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
-                failed.verdict = crate::report::Verdict::Error;
-                judged(job.index, vec![(failed.attempt, failed.verdict)]);
-                done(job.index, vec![failed]);
-                continue;
-            }
-            Some(Ok(())) => {}
+            Some(taken) => taken.map_err(|e| crate::errors::error_chain(&e)),
+        };
+        // An earlier cell left a component down: brought back first, or
+        // this cell is not run, so its verdict is never the earlier one's.
+        let ready = match ready {
+            Ok(()) => bring_back(worker, target)
+                .await
+                .map_err(|e| format!("not run: the stack was not whole before this cell: {e}")),
+            not_taken => not_taken,
+        };
+        if let Err(reason) = ready {
+            let mut failed = skipped_attempt(run.gather.next_number(job.index), &reason);
+            failed.verdict = crate::report::Verdict::Error;
+            judged(job.index, vec![(failed.attempt, failed.verdict)]);
+            done(job.index, vec![failed]);
+            continue;
         }
         if run_job(
             run,
@@ -234,6 +241,36 @@ async fn work(
     }
     finishing.drain(&mut done).await;
     (finished, interrupted)
+}
+
+/// The components on the path of a cell of `worker`'s target `own` that
+/// an earlier cell's restart left down ([`Target::bring_back`]), brought
+/// back; `Err` says the first that would not come back, as the reason the
+/// cell is not run. On the path are the cell's own target and every
+/// component of continuity's local stack (each cell's traffic and store
+/// go through all of them); a deployment's other targets are not known to
+/// be, so one left down is brought back before its own next cell only.
+async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), NotBroughtBack> {
+    let Worker {
+        targets,
+        server,
+        sdk_process,
+        components,
+        ..
+    } = worker;
+    let parts = targets
+        .iter_mut()
+        .enumerate()
+        .filter(|(t, part)| *t == own || part.id.builtin().is_some())
+        .map(|(_, part)| part)
+        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
+        .chain(sdk_process.iter_mut())
+        .chain(components.iter_mut())
+        .filter(|part| part.unrecovered().is_some());
+    for part in parts {
+        part.bring_back().await?;
+    }
+    Ok(())
 }
 
 /// One job on `worker`, its point taken: the repeat's attempts, run

@@ -30,6 +30,7 @@ mod readiness;
 mod reboot;
 mod signal;
 mod timeout;
+mod unrecovered;
 mod verify;
 
 #[cfg(test)]
@@ -49,6 +50,7 @@ pub use process_of::{ProcessOf, Recorded};
 pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 pub use reboot::Reboot;
 pub use timeout::PathTimeout;
+pub use unrecovered::NotBroughtBack;
 
 use crate::clock::millis;
 use crate::signal::Signal;
@@ -338,6 +340,9 @@ pub struct Target {
     timeout_window: Option<Result<timeout::TimeoutWindow, crate::faults::ProxyError>>,
     /// What a nemesis (a pause, a kill, a schedule) leaves open in the cell.
     nemesis: Option<nemesis::Open>,
+    /// What its last restart said when it did not bring it back: the next
+    /// cell brings it back first ([`Target::bring_back`]).
+    unrecovered: Option<String>,
 }
 
 /// A check around a managed target's stop, e.g. a count of the children
@@ -403,6 +408,7 @@ impl Target {
             cell_base_url: None,
             timeout_window: None,
             nemesis: None,
+            unrecovered: None,
         }
     }
 
@@ -752,6 +758,7 @@ impl Target {
             Ok(seen) => (true, seen.down, seen.ready_ms, None, None),
             Err(failure) => (false, None, None, Some(failure.to_string()), Some(failure)),
         };
+        self.note_restart(ok, detail.as_deref());
         let mut outcome = RestartResult {
             phase: phase.to_string(),
             action: self.kind().to_string(),

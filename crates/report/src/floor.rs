@@ -4,7 +4,10 @@
 //! each HTTP exchange from request to answer, each JSON-RPC request from
 //! sent to answered (a prompt's answer comes on the stream once the agent is
 //! done; one never answered, as a turn its fault cut, until the end of the
-//! phase it was sent in), and each call to the session store (the Rivet actor, or SQLite)
+//! phase it was sent in or, when later, the last event of its session the
+//! wire showed while the turn was visibly at work: before the client's next
+//! request on that session and before a restart or an agent kill ended the
+//! turn), and each call to the session store (the Rivet actor, or SQLite)
 //! from asked to answered. For the hosted TypeScript SDK, the client under
 //! test, each of its actions (`sdk`) counts from asked to answered, or to
 //! the phase deadline it was given up at: that time is the SDK's (its own
@@ -36,7 +39,7 @@
 //! plus ready time, summed), so the overhead holds the servers' answers too.
 
 use super::model::{Floor, RestartResult};
-use crate::trace::event::{Dir, Event, Line, WsFrame, WsOpen};
+use crate::trace::event::{AgentSent, Dir, Event, HopSse, Line, Sse, WsFrame, WsOpen};
 
 impl Floor {
     /// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
@@ -191,6 +194,14 @@ struct Asked {
     sent: f64,
     /// The end of the phase it was sent in, once that phase ended.
     phase_end: Option<f64>,
+    /// The agent's session it names, when it names one.
+    session: Option<String>,
+    /// The last event of its session seen while its turn was at work.
+    at_work: Option<f64>,
+    /// Whether its session's events still show its turn: not once the
+    /// client sent the session another request, nor after a restart or an
+    /// agent kill ended the turn.
+    watched: bool,
 }
 
 /// What reading a trace keeps between its lines.
@@ -246,7 +257,27 @@ impl Reader {
                     self.answers.push((sent, t));
                 }
             }
-            Event::Rpc(rpc) => self.see_rpc(t, rpc.dir, rpc.rpc_id.and_then(|id| id.as_i64())),
+            Event::Rpc(rpc) => self.see_rpc(
+                t,
+                rpc.dir,
+                rpc.rpc_id.and_then(|id| id.as_i64()),
+                rpc.session,
+            ),
+            // The session's stream or its agent at work: the turn of an
+            // unanswered request on it goes on.
+            Event::Sse(Sse {
+                session: Some(session),
+                ..
+            })
+            | Event::HopSse(HopSse {
+                session: Some(session),
+                ..
+            })
+            | Event::AgentSent(AgentSent { session, .. }) => self.see_at_work(t, &session),
+            Event::RestartStart | Event::AgentKill(_) => {
+                self.asked.iter_mut().for_each(|a| a.watched = false);
+                self.see_fault(t, event)
+            }
             Event::PhaseEnd(_) => {
                 for open in self.asked.iter_mut().filter(|a| a.phase_end.is_none()) {
                     open.phase_end = Some(t);
@@ -258,13 +289,27 @@ impl Reader {
 
     /// A request (`dir: out`) paired with its answer (`dir: in`, the same
     /// `rpcId`, the latest request first).
-    fn see_rpc(&mut self, t: f64, dir: Dir, id: Option<i64>) {
+    fn see_rpc(&mut self, t: f64, dir: Dir, id: Option<i64>, session: Option<String>) {
         match (dir, id) {
-            (Dir::Out, Some(id)) => self.asked.push(Asked {
-                id,
-                sent: t,
-                phase_end: None,
-            }),
+            (Dir::Out, Some(id)) => {
+                // The client moved on: what its session shows from now on
+                // is the new request's.
+                for earlier in self
+                    .asked
+                    .iter_mut()
+                    .filter(|a| a.session.is_some() && a.session == session)
+                {
+                    earlier.watched = false;
+                }
+                self.asked.push(Asked {
+                    id,
+                    sent: t,
+                    phase_end: None,
+                    session,
+                    at_work: None,
+                    watched: true,
+                })
+            }
             (Dir::In, Some(id)) => {
                 if let Some(at) = self.asked.iter().rposition(|a| a.id == id) {
                     let asked = self.asked.remove(at);
@@ -272,6 +317,18 @@ impl Reader {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An event of `session` at `t`: each unanswered request on it whose
+    /// turn it still shows was at work until then.
+    fn see_at_work(&mut self, t: f64, session: &str) {
+        for asked in self
+            .asked
+            .iter_mut()
+            .filter(|a| a.watched && a.session.as_deref() == Some(session))
+        {
+            asked.at_work = Some(t);
         }
     }
 
@@ -311,15 +368,19 @@ impl Reader {
 
     /// The spans read. A request never answered counts until the end of
     /// the phase it was sent in: the client waited on the server at least
-    /// that long (a turn the fault cut, which the scenario lets run on
-    /// before its restart; a prompt that timed out).
+    /// that long (a prompt that timed out); and, when later, until the last
+    /// event its session showed while its turn was at work (a turn the
+    /// fault cut, which the scenario lets run on before its restart,
+    /// whatever phase the client sent it in).
     fn finish(mut self) -> Spans {
         self.answers.extend(self.schedule);
-        self.answers.extend(
-            self.asked
-                .iter()
-                .filter_map(|a| a.phase_end.map(|end| (a.sent, end))),
-        );
+        self.answers.extend(self.asked.iter().filter_map(|a| {
+            let end = match (a.phase_end, a.at_work) {
+                (Some(phase), Some(work)) => phase.max(work),
+                (end, None) | (None, end) => end?,
+            };
+            Some((a.sent, end))
+        }));
         Spans {
             answers: self.answers,
             restarts: self.restarts,
@@ -469,6 +530,73 @@ mod tests {
         );
         let floor = Floor::of_attempt(2000, &[], Some(trace));
         assert_eq!(floor.floor_ms, 1450, "50..1500: {floor:?}");
+    }
+
+    /// A prompt the client sent without waiting (the hosted SDK's), in a
+    /// phase that ends at once, while its turn streams on through the next
+    /// phase: it counts until the last event its session showed at work,
+    /// not only to the end of its own phase. Events of another session, of
+    /// the same session once the client sent it another request, or after
+    /// a restart ended the turn, do not extend it.
+    #[test]
+    fn a_request_never_answered_counts_while_its_session_shows_the_turn_at_work() {
+        let line = |t: f64, rest: &str| format!("{{\"t\":{t:.1},{rest}}}\n");
+        let update = |t: f64, session: &str| {
+            line(
+                t,
+                &format!(
+                    r#""ev":"hop_sse","hop":"gateway","conn":1,"stream":"s","event":"message","method":"session/update","session":"{session}""#
+                ),
+            )
+        };
+        let mut trace = String::new();
+        trace += &line(0.0, r#""ev":"phase_start","phase":"startLongTurn""#);
+        trace += &line(
+            10.0,
+            r#""ev":"rpc","dir":"out","method":"session/prompt","rpcId":2,"session":"a""#,
+        );
+        trace += &line(
+            20.0,
+            r#""ev":"phase_end","phase":"startLongTurn","outcome":"ok","ms":20"#,
+        );
+        trace += &update(400.0, "a");
+        trace += &line(
+            900.0,
+            r#""ev":"agent_sent","session":"a","method":"session/update","digest":"d""#,
+        );
+        // Another session's turn is not this one's.
+        trace += &update(1200.0, "b");
+        trace += &line(1300.0, r#""ev":"restart_start""#);
+        // After the restart, the session's events are not the cut turn's.
+        trace += &update(1800.0, "a");
+        trace += &line(
+            2000.0,
+            r#""ev":"restart_end","ok":true,"action":"managed","restartMs":700"#,
+        );
+        let floor = Floor::of_attempt(5000, &[restart(700, None)], Some(&trace));
+        // 10..900 (the turn at work), then the restart 1300..2000.
+        assert_eq!(floor.floor_ms, 890 + 700, "{floor:?}");
+
+        // The client sends the session a new request: what follows is its.
+        let mut moved_on = String::new();
+        moved_on += &line(
+            10.0,
+            r#""ev":"rpc","dir":"out","method":"session/prompt","rpcId":2,"session":"a""#,
+        );
+        moved_on += &line(
+            20.0,
+            r#""ev":"phase_end","phase":"startLongTurn","outcome":"ok","ms":20"#,
+        );
+        moved_on += &update(300.0, "a");
+        moved_on += &line(
+            3000.0,
+            r#""ev":"rpc","dir":"out","method":"session/load","rpcId":3,"session":"a""#,
+        );
+        moved_on += &update(3100.0, "a");
+        moved_on += &line(3200.0, r#""ev":"rpc","dir":"in","rpcId":3"#);
+        let floor = Floor::of_attempt(5000, &[], Some(&moved_on));
+        // 10..300 for the prompt, 3000..3200 for the load.
+        assert_eq!(floor.floor_ms, 290 + 200, "{floor:?}");
     }
 
     #[test]

@@ -274,8 +274,10 @@ async fn close_is_bounded_when_delete_never_answers() {
     within(t.request("initialize", json!({}))).await.unwrap();
     let started = std::time::Instant::now();
     t.close().await;
+    // The DELETE is held 30 s: closing does not wait for it (a bound
+    // far from both, so load does not move the answer; it was 1.5 s).
     assert!(
-        started.elapsed() < Duration::from_millis(1500),
+        started.elapsed() < Duration::from_secs(10),
         "{:?}",
         started.elapsed()
     );

@@ -251,7 +251,10 @@ async fn a_hanging_agent_is_cut_by_the_callers_deadline() {
         outcome.is_err(),
         "a hanging agent must not answer: {outcome:?}"
     );
-    assert!(started.elapsed() < Duration::from_millis(900));
+    // The agent never answers: any bound well short of forever shows the
+    // deadline ended it; a tight one (it was 900 ms) only measures the
+    // machine's load.
+    assert!(started.elapsed() < Duration::from_secs(5));
     // The connection is still usable: the agent answers the next prompt.
     let next = tokio::time::timeout(Duration::from_secs(10), sdk.prompt("h", text("after"))).await;
     assert_eq!(next.expect("answered").unwrap().stop_reason, "end_turn");

@@ -99,11 +99,16 @@ fn every_timeout_loses_the_turn_for_both_clients_and_the_plain_path_delivers_it(
             let seen = format!("{target} · {client}: {}", cut["turn"]);
             assert_eq!(cut["verdict"], "fail", "{seen}");
             assert_eq!(cut["failureBoundary"], "awaitTurn", "{seen}");
-            assert!(
-                cut["durationMs"].as_u64().unwrap() < 10_000,
-                "{seen}: {}",
-                cut["durationMs"]
-            );
+            // No phase outlived its own deadline (a loaded machine's
+            // scheduling aside): the cut ends the cell's waits, none is
+            // waited out past it. The cell's wall time is a figure of
+            // bench/README.md ("Long turns"), not of this test: an
+            // absolute bound here failed beside another build (10.9 s).
+            for ran in cut["phases"].as_array().unwrap() {
+                let took = ran["durationMs"].as_u64().unwrap();
+                let deadline = ran["deadlineMs"].as_u64().unwrap();
+                assert!(took <= deadline + 1000, "{seen}: {ran}");
+            }
             assert_cut(cut, target, client);
             // Lost, not unfinished: the agent finished, the result never came by any channel.
             assert_eq!(cut["turn"]["fate"], "lost", "{seen}");

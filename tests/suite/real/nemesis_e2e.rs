@@ -147,8 +147,16 @@ fn the_agent_process_dies_under_a_server_that_stays_up() {
     }
     let between = cell(&report, "agent-process", "native-continuity");
     assert_eq!(between["verdict"], "fail", "{between}");
+    // Which the server says first is its own race with the kill: the
+    // prompt written to the dead agent's stdin (HTTP 502), or the agent's
+    // exit it noticed first (`_adapter/agent_exited`, kind `agent_exit`);
+    // beside another build the second was seen. Either is the #116 error.
     let prompt = phase(between, "promptSameHandleAfterRestart");
-    assert_eq!(prompt["signature"]["httpStatus"], 502, "{prompt}");
+    let signature = &prompt["signature"];
+    assert!(
+        signature["httpStatus"] == 502 || signature["kind"] == "agent_exit",
+        "{prompt}"
+    );
     // The recovering client takes that 502 for the agent's death, opens a
     // new server id (a new agent process) and session/loads the session.
     let load = cell(&report, "agent-process", "native-load");

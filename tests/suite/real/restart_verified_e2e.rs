@@ -622,3 +622,108 @@ impl Drop for Nginx502 {
         let _ = self.child.wait();
     }
 }
+
+/// A component a cell's restart left down is brought back before the next
+/// cell runs, or that cell is not run: its verdict is never the earlier
+/// cell's fault's. The deployment's restart command stops the real server
+/// and starts it again only from its third call on: the first cell's
+/// restart leaves it down (that cell's `fail` at its restart); before the
+/// second, its probe is refused and one more restart leaves it down too, so
+/// the second is an `error` that says so (it was a `fail` at its first call,
+/// as if its own restart had done it); before the third, the restart
+/// brings it back and the third runs its own restart on a whole stack.
+#[test]
+fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::new(dir.path());
+    let _killed = KillOnDrop(server.pids.clone());
+    server.start_now();
+    let calls = dir.path().join("restart.calls");
+    let script = dir.path().join("restart.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "n=$(cat '{calls}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{calls}'\n\
+             pid=$(tail -n 1 '{pids}'); kill -TERM -$pid 2>/dev/null; while kill -0 $pid 2>/dev/null; do sleep 0.05; done\n\
+             if [ $n -ge 3 ]; then {start}; fi\n",
+            calls = calls.display(),
+            pids = server.pids.display(),
+            start = server.start_line("0"),
+        ),
+    )
+    .unwrap();
+    let config = dir.path().join("continuity.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[targets.agent]\nrestart = {{ command = \"sh {}\" }}\nready_timeout_ms = 8000\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let run = run_deployment(
+        &out,
+        &server.base_url(),
+        &[],
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+            "--scenario",
+            "native-load",
+            "--jobs",
+            "1",
+        ],
+    );
+    let report = report(&out);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 3, "{report}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let left_down: Vec<&Value> = cells
+        .iter()
+        .filter(|c| c["verdict"] == "fail" && c["failureBoundary"] == "restart")
+        .collect();
+    assert_eq!(
+        left_down.len(),
+        1,
+        "the first restart leaves it down: {report}"
+    );
+    let not_run: Vec<&Value> = cells.iter().filter(|c| c["verdict"] == "error").collect();
+    assert_eq!(not_run.len(), 1, "{report}\n{stderr}");
+    let reason = not_run[0]["reason"].as_str().unwrap_or_default();
+    for said in [
+        "not run: the stack was not whole before this cell",
+        "`agent` did not come back after an earlier cell's fault",
+        "restarting it again before this cell failed too",
+    ] {
+        assert!(reason.contains(said), "{said:?} in {reason}");
+    }
+    assert!(
+        not_run[0]["phases"].as_array().is_none_or(|p| p.is_empty()),
+        "{}",
+        not_run[0]
+    );
+    let whole: Vec<&Value> = cells
+        .iter()
+        .filter(|c| c["restarts"][0]["ok"] == true)
+        .collect();
+    assert_eq!(
+        whole.len(),
+        1,
+        "the third runs on the stack brought back: {report}"
+    );
+    assert_ne!(whole[0]["verdict"], "error", "{}", whole[0]);
+    assert_eq!(
+        whole[0]["phases"][0]["ok"], true,
+        "its first call answered: {}",
+        whole[0]
+    );
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(
+        calls.trim(),
+        "4",
+        "one restart a cell, one more before each of the last two"
+    );
+}
