@@ -741,3 +741,39 @@ proptest::proptest! {
         }
     }
 }
+
+/// Every axis is a key of an entry, under its name (a new axis too), and
+/// a key that is neither an axis's nor a field's is refused on its line,
+/// naming every key an entry takes.
+#[test]
+fn every_axis_is_a_key_under_its_name_and_another_key_is_refused() {
+    for axis in crate::Axis::ALL {
+        let value = axis.known_names().map_or("x", |names| names[0]);
+        let text = format!(
+            "[[expect]]\nverdict = \"pass\"\n{} = \"{value}\"\n",
+            axis.name()
+        );
+        let x = Expectations::parse(Path::new("x.toml"), &text).unwrap();
+        let pattern = x.entries[0].axes[axis.index()].as_ref();
+        assert_eq!(pattern.map(|p| p.text.as_str()), Some(value), "{text}");
+    }
+    let e = Expectations::parse(
+        Path::new("x.toml"),
+        "[[expect]]\nverdict = \"pass\"\nregion = \"a\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.message.contains("unknown field `region`"), "{e}");
+    for key in [
+        "target",
+        "server",
+        "persist",
+        "verdict",
+        "server_version",
+        "invariant",
+    ] {
+        assert!(e.message.contains(&format!("`{key}`")), "{key}: {e}");
+    }
+    let e = Expectations::parse(Path::new("x.toml"), "[[expect]]\ntarget = \"a\"\n").unwrap_err();
+    assert!(e.message.contains("missing field `verdict`"), "{e}");
+}
