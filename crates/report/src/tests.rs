@@ -155,6 +155,7 @@ fn report_json_validates_against_schema() {
         agents: vec!["mock".into()],
         clients: vec!["rust".into(), "ts-sdk".into()],
         persist: vec!["sqlite".into()],
+        axes: Default::default(),
         hang_grace_ms: Some(1500),
         rivet_save: "immediate".into(),
         rivet_stop: "kill".into(),
