@@ -33,6 +33,9 @@ mod servers;
 mod workers;
 
 pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
+/// The matrix's test helpers, for tests elsewhere that build a point.
+#[cfg(test)]
+pub(crate) use matrix::tests as matrix_tests;
 pub use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PlannedCell, SdkPoint, SdkSource, ServerPoint,
     ServerSource, Shard, DEFAULT_AGENT,

@@ -162,24 +162,29 @@ pub(super) fn emit(value: &Value) {
 mod tests {
     use super::*;
     use crate::persist::Store;
-    use crate::runner::{ClientKind, ServerPoint};
+    use crate::runner::ClientKind;
 
     #[test]
     fn a_cells_point_names_every_axis_as_report_json_does() {
         let point = CellPoint {
-            target: crate::targets::BuiltinTarget::Agent.into(),
-            scenario: "native-continuity".into(),
-            agent: "mock".into(),
-            real_agent: false,
             client: ClientKind::TsSdk,
-            server: ServerPoint::registry("0.4.2"),
-            sdk: None,
             persist: Store::Postgres,
+            ..crate::runner::matrix_tests::point("agent", "0.4.2")
         };
-        assert_eq!(
-            point_json(&point),
-            json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
-                   "sdkVersion": null, "persist": "postgres"})
-        );
+        let json = point_json(&point);
+        let expected = json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
+               "sdkVersion": null, "persist": "postgres"});
+        for (key, value) in expected.as_object().unwrap() {
+            assert_eq!(&json[key], value, "{key}");
+        }
+        // Every axis, each under its key (an axis added since too).
+        let keys: Vec<&str> = Axis::ALL.map(Axis::field).to_vec();
+        let written: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(written, keys);
     }
 }
