@@ -759,11 +759,11 @@ fn every_axis_is_a_key_under_its_name_and_another_key_is_refused() {
     }
     let e = Expectations::parse(
         Path::new("x.toml"),
-        "[[expect]]\nverdict = \"pass\"\nregion = \"a\"\n",
+        "[[expect]]\nverdict = \"pass\"\nverdicts = \"a\"\n",
     )
     .unwrap_err();
     assert_eq!(e.line, Some(3), "{e}");
-    assert!(e.message.contains("unknown field `region`"), "{e}");
+    assert!(e.message.contains("unknown field `verdicts`"), "{e}");
     for key in [
         "target",
         "server",
