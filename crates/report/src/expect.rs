@@ -163,8 +163,15 @@ impl<'a> CellPlace<'a> {
                 .or_else(|| run.store_of(cell.point.client()).map(Named::name))
                 .or_else(|| only(&run.persist)),
             // The server, the SDK and any other axis: the cell's own
-            // value, else the run's only point (`run.points`).
-            other => cell.point_label(run, other),
+            // value, else the run's only point (`run.points`), else the
+            // one value its recipe records (a cell names a value only on
+            // an axis of several).
+            other => cell.point_label(run, other).or_else(|| {
+                match run.recipe.as_ref().map(|r| r.values(other)) {
+                    Some([one]) => Some(one.as_str()),
+                    _ => None,
+                }
+            }),
         });
         CellPlace { values, version }
     }
