@@ -87,6 +87,34 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Every restart target this worker holds, each once: its targets
+    /// (with their index among them), then the server's when the worker
+    /// does not hold it, the hosted SDK's process and the stack's other
+    /// components. The one walk over a worker's parts: what an earlier
+    /// cell left down is brought back from it, and a cell's fault is lent
+    /// the components it acts on from it.
+    pub(crate) fn parts_mut(&mut self) -> impl Iterator<Item = (Option<usize>, &mut Target)> {
+        let Worker {
+            targets,
+            server,
+            sdk_process,
+            components,
+            ..
+        } = self;
+        let others = server
+            .as_mut()
+            .and_then(|slot| slot.background_mut())
+            .into_iter()
+            .chain(sdk_process.iter_mut())
+            .chain(components.iter_mut())
+            .map(|part| (None, part));
+        targets
+            .iter_mut()
+            .enumerate()
+            .map(|(t, part)| (Some(t), part))
+            .chain(others)
+    }
+
     /// A cell's client as this worker runs it: a hosted client is called
     /// through this worker's own stack and runs the cell's SDK point.
     pub(crate) fn client(&self, point: &CellPoint) -> ClientChoice {

@@ -5,7 +5,9 @@
 //! seen down as its own restart is (its group stopped, its listener
 //! refusing), then comes up in dependency order on the same data, each
 //! seen ready by its own probe. The components are the stack's restart
-//! targets, lent to the cell for the reboot ([`super::Lent`]).
+//! targets, lent to the cell for the reboot ([`super::Lent`]), each taken
+//! down and brought up as its own restart would ([`Target::take_down`],
+//! [`Target::bring_up`]).
 
 use super::{BuiltinTarget, Readiness, RestartFailure, Target};
 
