@@ -101,6 +101,13 @@ pub enum ActionErrorKind {
 }
 
 impl ActionError {
+    /// A reboot's part `name` that is no process the harness runs.
+    pub(super) fn runs_no_process(name: &str) -> ActionError {
+        ActionError::NothingDown {
+            reason: format!("`{name}` runs no process of the harness's"),
+        }
+    }
+
     pub fn kind(&self) -> ActionErrorKind {
         match self {
             ActionError::Spawn { .. } | ActionError::Start { .. } => ActionErrorKind::Spawn,

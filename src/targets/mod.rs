@@ -24,6 +24,7 @@ mod action_error;
 mod agent_kill;
 mod builtin;
 pub mod chaos;
+mod chaos_run;
 mod command;
 mod failure;
 mod fault;

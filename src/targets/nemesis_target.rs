@@ -9,7 +9,7 @@
 //! it lends.
 
 use super::agent_kill::{AgentKill, Killed};
-use super::chaos::RunningSchedule;
+use super::chaos_run::RunningSchedule;
 use super::pause::{OpenPause, PauseAction};
 use super::{
     fmt_duration, Action, ActionError, BuiltinTarget, Chaos, Ctx, NotBack, Readiness,
@@ -332,33 +332,6 @@ impl Target {
             ready_ms: None,
         });
         (millis(started.elapsed()), seen)
-    }
-}
-
-/// What a reboot does to each part it is lent: its managed process taken
-/// down, then brought up.
-impl Target {
-    /// For a reboot: the managed process stopped (its stop signal, grace,
-    /// SIGKILL) and seen down, as its own restart sees it; not started again.
-    pub(crate) async fn take_down(&mut self) -> Result<String, RestartFailure> {
-        let (action, ctx) = self.split();
-        match action {
-            Action::Restart(restart) => restart.take_down(&ctx).await,
-            _ => Err(super::restart::runs_no_process(&ctx)),
-        }
-    }
-
-    /// For a reboot: the managed process started again and seen ready (by
-    /// `boot`'s probe when given, else its own); how long that took.
-    pub(crate) async fn bring_up(
-        &mut self,
-        boot: Option<&Readiness>,
-    ) -> Result<u64, RestartFailure> {
-        let (action, ctx) = self.split();
-        match action {
-            Action::Restart(restart) => restart.bring_up(&ctx, boot).await,
-            _ => Err(super::restart::runs_no_process(&ctx)),
-        }
     }
 }
 

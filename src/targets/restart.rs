@@ -357,7 +357,7 @@ impl Restart {
     /// SIGKILL) and seen down, as its own restart sees it; not started again.
     pub(super) async fn take_down(&mut self, ctx: &Ctx<'_>) -> Result<String, RestartFailure> {
         let Way::Managed(managed) = &mut self.way else {
-            return Err(runs_no_process(ctx));
+            return Err(ActionError::runs_no_process(ctx.name()).into());
         };
         managed.stop(ctx).await;
         managed
@@ -375,7 +375,7 @@ impl Restart {
         boot: Option<&Readiness>,
     ) -> Result<u64, RestartFailure> {
         let Way::Managed(managed) = &mut self.way else {
-            return Err(runs_no_process(ctx));
+            return Err(ActionError::runs_no_process(ctx.name()).into());
         };
         managed.start_and_record(ctx)?;
         let waited = Instant::now();
@@ -397,12 +397,4 @@ impl Restart {
         }
         Ok(millis(waited.elapsed()))
     }
-}
-
-/// A reboot's part that is no process of the harness's.
-pub(super) fn runs_no_process(ctx: &Ctx<'_>) -> RestartFailure {
-    ActionError::NothingDown {
-        reason: format!("`{}` runs no process of the harness's", ctx.name()),
-    }
-    .into()
 }

@@ -1,4 +1,7 @@
 //! Targets against real processes, sockets and files on 127.0.0.1.
+//!
+//! Over 400 lines: one test or two per kind of target (managed, command,
+//! signal, hook, fault, left down, timeout), each on the real thing.
 
 use super::action_error::ActionErrorKind;
 use super::*;
