@@ -593,3 +593,6 @@ fn finish_attempt(
 
 #[cfg(test)]
 mod lifecycle_props;
+
+#[cfg(test)]
+mod walk_tests;
