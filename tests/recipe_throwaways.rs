@@ -1,0 +1,395 @@
+//! Does the recipes of ARCHITECTURE.md ("How to add…") again: each
+//! throwaway example in `tests/recipes/` (a recipe done on the tree by
+//! hand, kept as its `git diff`) is applied to a copy of the tree, the
+//! files it touches are counted against the count its recipe states (read
+//! from the recipe's own words, so the doc and the test cannot disagree),
+//! and the copy with every throwaway applied must compile. A recipe that
+//! grew, a patch that no longer applies, or a tree where the recipe's
+//! files no longer suffice fails, naming the recipe and what to do.
+//!
+//! The copy and its build live under the test's target directory
+//! (`recipe-scratch/`), never in the tree's own build: `cargo check`
+//! writes no binary, and its target dir is its own, so the suite's
+//! `target/debug/continuity` is left alone. The copy is synced, a file
+//! written only when its bytes changed, so a second run with nothing
+//! changed rechecks nothing.
+
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// `tests/recipes/throwaways.toml`: one table per throwaway.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    throwaway: Vec<Throwaway>,
+}
+
+/// A recipe's throwaway example.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Throwaway {
+    /// Its patch, in `tests/recipes/`.
+    patch: String,
+    /// The recipe's heading in ARCHITECTURE.md.
+    recipe: String,
+    /// The recipe's words right before the number of files it states.
+    count: String,
+}
+
+/// What to do when a throwaway no longer holds, said with every failure.
+const REDO: &str = "do the recipe again on a clean tree as its text says, then regenerate the patch (`git add -N` its new files, `git diff > tests/recipes/NAME.patch`, put the tree back; tests/recipes/throwaways.toml)";
+
+fn top() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn recipes_dir() -> PathBuf {
+    top().join("tests/recipes")
+}
+
+/// The text of one recipe: from its heading to the next heading, its
+/// words on one line.
+fn recipe_text(architecture: &str, heading: &str) -> Option<String> {
+    let start = architecture.find(&format!("\n{heading}\n"))?;
+    let body = &architecture[start + heading.len() + 2..];
+    let end = body.find("\n#").unwrap_or(body.len());
+    Some(body[..end].split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// A count as a recipe writes it: digits, or a word up to twelve.
+fn number(word: &str) -> Option<usize> {
+    const WORDS: [&str; 13] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
+    ];
+    let word = word
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    word.parse()
+        .ok()
+        .or_else(|| WORDS.iter().position(|w| *w == word))
+}
+
+/// The number of files the recipe `text` states right after `words`
+/// (which it must hold exactly once).
+fn stated_count(text: &str, words: &str) -> Result<usize, String> {
+    let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut found = text.match_indices(&words);
+    let (at, _) = found
+        .next()
+        .ok_or_else(|| format!("the recipe has no words {words:?} before its count of files"))?;
+    if found.next().is_some() {
+        return Err(format!(
+            "the recipe has the words {words:?} twice: which count?"
+        ));
+    }
+    let next = text[at + words.len()..].split_whitespace().next();
+    next.and_then(number).ok_or_else(|| {
+        format!(
+            "the recipe's words {words:?} are followed by {:?}, not a count",
+            next.unwrap_or("nothing")
+        )
+    })
+}
+
+/// The files a patch touches (made, changed or removed), by path.
+fn touched_files(patch: &str) -> BTreeSet<String> {
+    patch
+        .lines()
+        .filter_map(|line| line.strip_prefix("diff --git a/"))
+        .filter_map(|paths| paths.split_once(" b/").map(|(_, b)| b.to_string()))
+        .collect()
+}
+
+/// Whether the throwaway of `throwaway` touches no more files than its
+/// recipe says; `Err` says what is wrong and what to do.
+fn judge_count(throwaway: &Throwaway, architecture: &str, patch: &str) -> Result<usize, String> {
+    let Throwaway {
+        patch: name,
+        recipe,
+        count,
+    } = throwaway;
+    let text = recipe_text(architecture, recipe)
+        .ok_or_else(|| format!("ARCHITECTURE.md has no `{recipe}`, the recipe tests/recipes/throwaways.toml gives {name}"))?;
+    let stated = stated_count(&text, count).map_err(|e| {
+        format!(
+            "`{recipe}`: {e} (tests/recipes/throwaways.toml's `count` of {name} is those words)"
+        )
+    })?;
+    let touched = touched_files(patch);
+    if touched.is_empty() {
+        return Err(format!(
+            "tests/recipes/{name} is no patch (no `diff --git` line): {REDO}"
+        ));
+    }
+    if touched.len() > stated {
+        return Err(format!(
+            "`{recipe}` says {stated} files, but its throwaway tests/recipes/{name} touches {}: {}. If the recipe grew, say so in ARCHITECTURE.md with its count; else {REDO}",
+            touched.len(),
+            touched.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(touched.len())
+}
+
+fn read_table() -> Vec<Throwaway> {
+    let path = recipes_dir().join("throwaways.toml");
+    let text = std::fs::read_to_string(&path).expect("read tests/recipes/throwaways.toml");
+    let table: Table = toml::from_str(&text).expect("tests/recipes/throwaways.toml");
+    table.throwaway
+}
+
+/// Every patch in `tests/recipes/` is a throwaway of the table, and every
+/// throwaway's patch is there.
+fn patches_match_the_table(table: &[Throwaway]) -> Vec<String> {
+    let listed: BTreeSet<&str> = table.iter().map(|t| t.patch.as_str()).collect();
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(recipes_dir()).expect("read tests/recipes") {
+        let name = entry
+            .expect("dir entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name.ends_with(".patch") && !listed.contains(name.as_str()) {
+            problems.push(format!("tests/recipes/{name} is in no table of tests/recipes/throwaways.toml: give it its recipe there"));
+        }
+    }
+    for name in listed {
+        if !recipes_dir().join(name).is_file() {
+            problems.push(format!(
+                "tests/recipes/throwaways.toml names {name}, which is not in tests/recipes/"
+            ));
+        }
+    }
+    problems
+}
+
+/// The files of the tree: tracked ones and new ones git does not ignore,
+/// as the working tree has them (uncommitted changes included).
+fn tree_files() -> Vec<PathBuf> {
+    let out = Command::new("git")
+        .current_dir(top())
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .expect("git ls-files: the test copies the tree git knows, and applies patches with git");
+    assert!(
+        out.status.success(),
+        "git ls-files: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .filter(|p| top().join(p).is_file())
+        .collect()
+}
+
+/// Every file under `dir`, by its path from `dir`.
+fn files_under(dir: &Path, from: &Path, out: &mut BTreeSet<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read the scratch copy") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            files_under(&path, from, out);
+        } else {
+            out.insert(path.strip_prefix(from).expect("under it").to_path_buf());
+        }
+    }
+}
+
+/// Makes `tree` hold exactly `staging`'s files, writing only those whose
+/// bytes differ: cargo then rechecks only what changed since the last run.
+fn sync(staging: &Path, tree: &Path) {
+    let mut wanted = BTreeSet::new();
+    files_under(staging, staging, &mut wanted);
+    for rel in &wanted {
+        let bytes = std::fs::read(staging.join(rel)).expect("read staging");
+        let dest = tree.join(rel);
+        if std::fs::read(&dest).ok().as_deref() != Some(&bytes[..]) {
+            std::fs::create_dir_all(dest.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(&dest, bytes).expect("write the scratch copy");
+        }
+    }
+    let mut present = BTreeSet::new();
+    if tree.is_dir() {
+        files_under(tree, tree, &mut present);
+    }
+    for stale in present.difference(&wanted) {
+        std::fs::remove_file(tree.join(stale)).expect("remove a stale file of the copy");
+    }
+}
+
+/// A fresh copy of the tree in `staging`, each throwaway applied in the
+/// table's order; `Err` names the one that did not apply.
+fn copy_and_apply(table: &[Throwaway], scratch: &Path, staging: &Path) -> Result<(), String> {
+    if staging.exists() {
+        std::fs::remove_dir_all(staging).expect("remove the last staging copy");
+    }
+    for rel in tree_files() {
+        let dest = staging.join(&rel);
+        std::fs::create_dir_all(dest.parent().expect("a parent")).expect("mkdir");
+        std::fs::copy(top().join(&rel), &dest).expect("copy the tree");
+    }
+    for (i, t) in table.iter().enumerate() {
+        // The ceiling keeps git from finding the repository the scratch
+        // dir sits in: it would apply the patch there, or skip its paths.
+        let out = Command::new("git")
+            .current_dir(staging)
+            .env("GIT_CEILING_DIRECTORIES", scratch)
+            .args(["apply", "--whitespace=nowarn"])
+            .arg(recipes_dir().join(&t.patch))
+            .output()
+            .expect("run git apply");
+        if !out.status.success() {
+            let before: Vec<&str> = table[..i].iter().map(|t| t.patch.as_str()).collect();
+            return Err(format!(
+                "tests/recipes/{} (the throwaway of `{}`) no longer applies to the tree{}: {}\n{REDO}",
+                t.patch,
+                t.recipe,
+                if before.is_empty() { String::new() } else { format!(" with {} applied first", before.join(", ")) },
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cargo check` of the copy, into a target dir of its own.
+fn check(tree: &Path, target: &Path) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(tree)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .args([
+            "check",
+            "--workspace",
+            "--all-targets",
+            "--offline",
+            "--locked",
+            "--quiet",
+            "--target-dir",
+        ])
+        .arg(target)
+        .output()
+        .expect("run cargo check on the scratch copy");
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    Err(lines[lines.len().saturating_sub(60)..].join("\n"))
+}
+
+#[test]
+fn each_recipe_s_throwaway_touches_no_more_files_than_it_says_and_compiles() {
+    let table = read_table();
+    let architecture = std::fs::read_to_string(top().join("ARCHITECTURE.md")).unwrap();
+    let mut problems = patches_match_the_table(&table);
+    for t in &table {
+        let Ok(patch) = std::fs::read_to_string(recipes_dir().join(&t.patch)) else {
+            continue;
+        };
+        match judge_count(t, &architecture, &patch) {
+            Ok(files) => eprintln!("{}: {files} files, `{}`", t.patch, t.recipe),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target dir")
+        .join("recipe-scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    // Two runs at once would sync into one copy: one at a time.
+    let lock = std::fs::File::create(scratch.join("lock")).unwrap();
+    lock.lock().expect("lock the scratch copy");
+    let started = Instant::now();
+    let staging = scratch.join("staging");
+    if let Err(problem) = copy_and_apply(&table, &scratch, &staging) {
+        panic!("{problem}");
+    }
+    sync(&staging, &scratch.join("tree"));
+    eprintln!(
+        "copied and patched in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let started = Instant::now();
+    let checked = check(&scratch.join("tree"), &scratch.join("target"));
+    eprintln!(
+        "cargo check of the copy: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    if let Err(cargo) = checked {
+        let all: Vec<&str> = table.iter().map(|t| t.patch.as_str()).collect();
+        panic!(
+            "the tree with every throwaway applied ({}) does not compile (the copy is in {}): a recipe's files no longer suffice, or a patch went stale. For each recipe whose patch the errors name: {REDO}\ncargo said:\n{cargo}",
+            all.join(", "),
+            scratch.join("tree").display()
+        );
+    }
+}
+
+#[test]
+fn a_recipe_s_count_is_read_from_its_words() {
+    let text = "A client is five files. A step kind is 4 files; one the client takes (most are) six, a field included.";
+    assert_eq!(stated_count(text, "A client is"), Ok(5));
+    assert_eq!(stated_count(text, "A step kind is"), Ok(4));
+    assert_eq!(stated_count(text, "(most are)"), Ok(6));
+    assert!(stated_count(text, "An axis is")
+        .unwrap_err()
+        .contains("no words"));
+    assert!(stated_count(text, "files").unwrap_err().contains("twice"));
+    assert!(stated_count(text, "A client")
+        .unwrap_err()
+        .contains("not a count"));
+}
+
+/// A patch that touches one file more than its recipe says is refused,
+/// naming the recipe, the files and what to do; one at the count passes;
+/// a text with no `diff --git` line is no patch.
+#[test]
+fn a_throwaway_over_its_recipe_s_count_fails_naming_the_recipe() {
+    let architecture = "# A\n\n### A thing\n\nA thing is two files.\n\n### Other\n";
+    let throwaway = Throwaway {
+        patch: "thing.patch".into(),
+        recipe: "### A thing".into(),
+        count: "A thing is".into(),
+    };
+    let diff = |paths: &[&str]| {
+        paths
+            .iter()
+            .map(|p| format!("diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-a\n+b\n"))
+            .collect::<String>()
+    };
+    assert_eq!(
+        judge_count(&throwaway, architecture, &diff(&["a.rs", "b.rs"])),
+        Ok(2)
+    );
+    let over = judge_count(&throwaway, architecture, &diff(&["a.rs", "b.rs", "c.rs"])).unwrap_err();
+    assert!(
+        over.contains("`### A thing` says 2 files")
+            && over.contains("touches 3: a.rs, b.rs, c.rs")
+            && over.contains("regenerate the patch"),
+        "{over}"
+    );
+    let not_a_patch = judge_count(&throwaway, architecture, "garbage\n").unwrap_err();
+    assert!(not_a_patch.contains("is no patch"), "{not_a_patch}");
+    let gone = Throwaway {
+        recipe: "### A gone thing".into(),
+        ..throwaway
+    };
+    assert!(judge_count(&gone, architecture, &diff(&["a.rs"]))
+        .unwrap_err()
+        .contains("has no `### A gone thing`"));
+}
