@@ -1,9 +1,10 @@
 //! Does the recipes of ARCHITECTURE.md ("How to add…") again: each
 //! throwaway example in `tests/recipes/` (a recipe done on the tree by
-//! hand, kept as its `git diff`) is applied to a copy of the tree, the
-//! files it touches are counted against the count its recipe states (read
-//! from the recipe's own words, so the doc and the test cannot disagree),
-//! and the copy with every throwaway applied must compile. A recipe that
+//! hand, kept as its `git diff`) is applied to a copy of the tree, each
+//! file it touches must be one its recipe names, and their number is held
+//! against the count the recipe states (read from the recipe's own words,
+//! so the doc and the test cannot disagree); the copy with every
+//! throwaway applied must compile. A recipe that
 //! grew, a patch that no longer applies, or a tree where the recipe's
 //! files no longer suffice fails, naming the recipe and what to do.
 //!
@@ -104,6 +105,35 @@ fn touched_files(patch: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Whether the recipe `text` names `path` in backticks: the path itself,
+/// a folder it is in (`tests/suite/real/`), or a pattern whose `<…>` parts
+/// each stand for one word of a file name (`src/scenario/execute/<name>_client.rs`).
+fn named_in(text: &str, path: &str) -> bool {
+    text.split('`').skip(1).step_by(2).any(|name| {
+        name == path
+            || (name.ends_with('/') && path.starts_with(name))
+            || pattern_matches(name, path)
+    })
+}
+
+/// Whether `path` is `pattern` with each `<…>` part one word (letters,
+/// digits, `_`, `-`).
+fn pattern_matches(pattern: &str, path: &str) -> bool {
+    let Some((head, rest)) = pattern.split_once('<') else {
+        return pattern == path;
+    };
+    let Some((_, tail)) = rest.split_once('>') else {
+        return false;
+    };
+    let Some(after) = path.strip_prefix(head) else {
+        return false;
+    };
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    (1..=after.len())
+        .take_while(|&i| after[..i].chars().all(word))
+        .any(|i| pattern_matches(tail, &after[i..]))
+}
+
 /// Whether the throwaway of `throwaway` touches no more files than its
 /// recipe says; `Err` says what is wrong and what to do.
 fn judge_count(throwaway: &Throwaway, architecture: &str, patch: &str) -> Result<usize, String> {
@@ -123,6 +153,17 @@ fn judge_count(throwaway: &Throwaway, architecture: &str, patch: &str) -> Result
     if touched.is_empty() {
         return Err(format!(
             "tests/recipes/{name} is no patch (no `diff --git` line): {REDO}"
+        ));
+    }
+    let unnamed: Vec<&str> = touched
+        .iter()
+        .map(String::as_str)
+        .filter(|path| !named_in(&text, path))
+        .collect();
+    if !unnamed.is_empty() {
+        return Err(format!(
+            "tests/recipes/{name} touches {}, which `{recipe}` does not name: name each file in the recipe (or the folder, `dir/`, or a pattern, `dir/<name>.rs`); else {REDO}",
+            unnamed.join(", ")
         ));
     }
     if touched.len() > stated {
@@ -360,7 +401,8 @@ fn a_recipe_s_count_is_read_from_its_words() {
 /// a text with no `diff --git` line is no patch.
 #[test]
 fn a_throwaway_over_its_recipe_s_count_fails_naming_the_recipe() {
-    let architecture = "# A\n\n### A thing\n\nA thing is two files.\n\n### Other\n";
+    let architecture =
+        "# A\n\n### A thing\n\nA thing is two files: `a.rs` and\n`b.rs`, or `c.rs`.\n\n### Other\n\n`z.rs`\n";
     let throwaway = Throwaway {
         patch: "thing.patch".into(),
         recipe: "### A thing".into(),
@@ -383,6 +425,11 @@ fn a_throwaway_over_its_recipe_s_count_fails_naming_the_recipe() {
             && over.contains("regenerate the patch"),
         "{over}"
     );
+    let unnamed = judge_count(&throwaway, architecture, &diff(&["a.rs", "z.rs"])).unwrap_err();
+    assert!(
+        unnamed.contains("touches z.rs, which `### A thing` does not name"),
+        "{unnamed}"
+    );
     let not_a_patch = judge_count(&throwaway, architecture, "garbage\n").unwrap_err();
     assert!(not_a_patch.contains("is no patch"), "{not_a_patch}");
     let gone = Throwaway {
@@ -392,4 +439,29 @@ fn a_throwaway_over_its_recipe_s_count_fails_naming_the_recipe() {
     assert!(judge_count(&gone, architecture, &diff(&["a.rs"]))
         .unwrap_err()
         .contains("has no `### A gone thing`"));
+}
+
+#[test]
+fn a_recipe_names_a_file_by_its_path_its_folder_or_a_pattern() {
+    let text = "1. `src/a.rs`: x. 2. `tests/suite/real/` 3. `src/execute/<name>_client.rs` and `docs/<topic>.md`";
+    for path in [
+        "src/a.rs",
+        "tests/suite/real/restart.rs",
+        "src/execute/twin_client.rs",
+        "src/execute/ts-sdk_client.rs",
+        "docs/clients.md",
+    ] {
+        assert!(named_in(text, path), "{path}");
+    }
+    for path in [
+        "src/b.rs",
+        "src/a.rs.bak",
+        "tests/suite/quick/x.rs",
+        "src/execute/_client.rs",
+        "src/execute/a/b_client.rs",
+        "docs/clients.txt",
+        "x.",
+    ] {
+        assert!(!named_in(text, path), "{path}");
+    }
 }
