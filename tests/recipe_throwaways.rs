@@ -1,12 +1,12 @@
-//! Does the recipes of ARCHITECTURE.md ("How to add…") again: each
+//! Does each recipe of ARCHITECTURE.md ("How to add…") again: each
 //! throwaway example in `tests/recipes/` (a recipe done on the tree by
 //! hand, kept as its `git diff`) is applied to a copy of the tree, each
 //! file it touches must be one its recipe names, and their number is held
 //! against the count the recipe states (read from the recipe's own words,
 //! so the doc and the test cannot disagree); the copy with every
-//! throwaway applied must compile. A recipe that
-//! grew, a patch that no longer applies, or a tree where the recipe's
-//! files no longer suffice fails, naming the recipe and what to do.
+//! throwaway applied must compile. A recipe that grew, a patch that no
+//! longer applies, or a tree where a recipe's files no longer suffice
+//! fails, naming the recipe and what to do.
 //!
 //! The copy and its build live under the test's target directory
 //! (`recipe-scratch/`), never in the tree's own build: `cargo check`
@@ -15,10 +15,12 @@
 //! written only when its bytes changed, so a second run with nothing
 //! changed rechecks nothing.
 
+#[path = "recipe_throwaways/scratch.rs"]
+mod scratch;
+
 use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 /// `tests/recipes/throwaways.toml`: one table per throwaway.
@@ -208,129 +210,6 @@ fn patches_match_the_table(table: &[Throwaway]) -> Vec<String> {
     problems
 }
 
-/// The files of the tree: tracked ones and new ones git does not ignore,
-/// as the working tree has them (uncommitted changes included).
-fn tree_files() -> Vec<PathBuf> {
-    let out = Command::new("git")
-        .current_dir(top())
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
-        .output()
-        .expect("git ls-files: the test copies the tree git knows, and applies patches with git");
-    assert!(
-        out.status.success(),
-        "git ls-files: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-        .split(|b| *b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
-        .filter(|p| top().join(p).is_file())
-        .collect()
-}
-
-/// Every file under `dir`, by its path from `dir`.
-fn files_under(dir: &Path, from: &Path, out: &mut BTreeSet<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read the scratch copy") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            files_under(&path, from, out);
-        } else {
-            out.insert(path.strip_prefix(from).expect("under it").to_path_buf());
-        }
-    }
-}
-
-/// Makes `tree` hold exactly `staging`'s files, writing only those whose
-/// bytes differ: cargo then rechecks only what changed since the last run.
-fn sync(staging: &Path, tree: &Path) {
-    let mut wanted = BTreeSet::new();
-    files_under(staging, staging, &mut wanted);
-    for rel in &wanted {
-        let bytes = std::fs::read(staging.join(rel)).expect("read staging");
-        let dest = tree.join(rel);
-        if std::fs::read(&dest).ok().as_deref() != Some(&bytes[..]) {
-            std::fs::create_dir_all(dest.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(&dest, bytes).expect("write the scratch copy");
-        }
-    }
-    let mut present = BTreeSet::new();
-    if tree.is_dir() {
-        files_under(tree, tree, &mut present);
-    }
-    for stale in present.difference(&wanted) {
-        std::fs::remove_file(tree.join(stale)).expect("remove a stale file of the copy");
-    }
-}
-
-/// A fresh copy of the tree in `staging`, each throwaway applied in the
-/// table's order; `Err` names the one that did not apply.
-fn copy_and_apply(table: &[Throwaway], scratch: &Path, staging: &Path) -> Result<(), String> {
-    if staging.exists() {
-        std::fs::remove_dir_all(staging).expect("remove the last staging copy");
-    }
-    for rel in tree_files() {
-        let dest = staging.join(&rel);
-        std::fs::create_dir_all(dest.parent().expect("a parent")).expect("mkdir");
-        std::fs::copy(top().join(&rel), &dest).expect("copy the tree");
-    }
-    for (i, t) in table.iter().enumerate() {
-        // The ceiling keeps git from finding the repository the scratch
-        // dir sits in: it would apply the patch there, or skip its paths.
-        let out = Command::new("git")
-            .current_dir(staging)
-            .env("GIT_CEILING_DIRECTORIES", scratch)
-            .args(["apply", "--whitespace=nowarn"])
-            .arg(recipes_dir().join(&t.patch))
-            .output()
-            .expect("run git apply");
-        if !out.status.success() {
-            let before: Vec<&str> = table[..i].iter().map(|t| t.patch.as_str()).collect();
-            return Err(format!(
-                "tests/recipes/{} (the throwaway of `{}`) no longer applies to the tree{}: {}\n{REDO}",
-                t.patch,
-                t.recipe,
-                if before.is_empty() { String::new() } else { format!(" with {} applied first", before.join(", ")) },
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `cargo check` of the copy, into a target dir of its own.
-fn check(tree: &Path, target: &Path) -> Result<(), String> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(tree)
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET_DIR")
-        .args([
-            "check",
-            "--workspace",
-            "--all-targets",
-            "--offline",
-            "--locked",
-            "--quiet",
-            "--target-dir",
-        ])
-        .arg(target)
-        .output()
-        .expect("run cargo check on the scratch copy");
-    if out.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().collect();
-    Err(lines[lines.len().saturating_sub(60)..].join("\n"))
-}
-
 #[test]
 fn each_recipe_s_throwaway_touches_no_more_files_than_it_says_and_compiles() {
     let table = read_table();
@@ -347,26 +226,26 @@ fn each_recipe_s_throwaway_touches_no_more_files_than_it_says_and_compiles() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 
-    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target dir")
         .join("recipe-scratch");
-    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
     // Two runs at once would sync into one copy: one at a time.
-    let lock = std::fs::File::create(scratch.join("lock")).unwrap();
+    let lock = std::fs::File::create(dir.join("lock")).unwrap();
     lock.lock().expect("lock the scratch copy");
     let started = Instant::now();
-    let staging = scratch.join("staging");
-    if let Err(problem) = copy_and_apply(&table, &scratch, &staging) {
+    let staging = dir.join("staging");
+    if let Err(problem) = scratch::copy_and_apply(&table, &dir, &staging) {
         panic!("{problem}");
     }
-    sync(&staging, &scratch.join("tree"));
+    scratch::sync(&staging, &dir.join("tree"));
     eprintln!(
         "copied and patched in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     let started = Instant::now();
-    let checked = check(&scratch.join("tree"), &scratch.join("target"));
+    let checked = scratch::check(&dir.join("tree"), &dir.join("target"));
     eprintln!(
         "cargo check of the copy: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -376,7 +255,7 @@ fn each_recipe_s_throwaway_touches_no_more_files_than_it_says_and_compiles() {
         panic!(
             "the tree with every throwaway applied ({}) does not compile (the copy is in {}): a recipe's files no longer suffice, or a patch went stale. For each recipe whose patch the errors name: {REDO}\ncargo said:\n{cargo}",
             all.join(", "),
-            scratch.join("tree").display()
+            dir.join("tree").display()
         );
     }
 }
