@@ -3,9 +3,13 @@ failure boundary, each phase's verdict and outcome, each restart's record
 (phase, action, ok, whether it was seen down, its detail) and signature,
 and the fault, restart, pause, kill, schedule and phase events of the
 cell's trace, digits masked. Prints one line per cell and what differs;
-the last line is SAME or DIFFERENT.
+the last line is SAME or DIFFERENT. With --verdicts, only each cell's
+verdict, failure boundary and its signatures' phase and kind (what a gate
+reads; the rest varies with timing between two runs of one build). A cell
+is keyed by every axis its report names, so matrices with an agent, server
+or store axis compare cell by cell too.
 
-    python3 bench/lib/same_cells.py OLD_RUN NEW_RUN
+    python3 bench/lib/same_cells.py [--verdicts] OLD_RUN NEW_RUN
 """
 
 import difflib
@@ -26,6 +30,10 @@ KEPT = {"ev", "hop", "toxic", "component", "fault", "on", "ok", "index",
         "outcome", "detail"}
 
 
+# A cell's place: every axis key report.json's cells may hold, and its attempt.
+AXES = ("target", "scenario", "serverVersion", "agent", "client", "persist", "sdk", "attempt")
+
+
 def masked(text):
     return re.sub(r"\d+", "N", text or "")
 
@@ -34,7 +42,7 @@ def cells(run):
     report = json.load(open(os.path.join(run, "report.json")))
     out = {}
     for c in report["cells"]:
-        key = (c["target"], c["scenario"], c.get("client"), c.get("persist"))
+        key = tuple(c.get(axis) for axis in AXES)
         trace = []
         path = c.get("trace") and os.path.join(run, c["trace"])
         if path and os.path.exists(path):
@@ -53,13 +61,22 @@ def cells(run):
                          for r in c.get("restarts", [])],
             "signatures": [(p.get("name"), masked(json.dumps(p.get("signature"), sort_keys=True)))
                            for p in c.get("phases", []) if p.get("signature")],
+            "signature_kinds": [(p.get("name"), p["signature"].get("kind"))
+                                for p in c.get("phases", []) if p.get("signature")],
             "events": trace,
         }
     return out
 
 
-def main(old_run, new_run):
+def verdicts_only(cell):
+    return {field: cell[field] for field in ("verdict", "boundary", "signature_kinds")}
+
+
+def main(old_run, new_run, only_verdicts=False):
     old, new = cells(old_run), cells(new_run)
+    if only_verdicts:
+        old = {k: verdicts_only(v) for k, v in old.items()}
+        new = {k: verdicts_only(v) for k, v in new.items()}
     same = True
     for key in sorted(set(old) | set(new), key=str):
         a, b = old.get(key), new.get(key)
@@ -70,14 +87,21 @@ def main(old_run, new_run):
         for field in a:
             if a[field] != b[field]:
                 same = False
-                print(f"  {key[0]} × {key[1]}: {field} differs")
+                place = " ".join(str(v) for v in key[2:] if v is not None)
+                print(f"  {key[0]} × {key[1]} ({place}): {field} differs")
                 if field == "events":
                     for line in difflib.unified_diff(a[field], b[field], lineterm="", n=0):
                         print("     ", line)
-        print(f"{key[0]:22} {key[1]:20} {a['verdict']:5} @ {a['boundary']} | "
+        place = " ".join(str(v) for v in key[2:] if v is not None)
+        print(f"{key[0]:22} {key[1]:20} {place:28} {a['verdict']:5} @ {a['boundary']} | "
               f"{b['verdict']:5} @ {b['boundary']}")
-    print("SAME" if same else "DIFFERENT")
+    print(f"{len(old)} and {len(new)} cells:", "SAME" if same else "DIFFERENT")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    args = sys.argv[1:]
+    only = "--verdicts" in args
+    runs = [a for a in args if a != "--verdicts"]
+    if len(runs) != 2:
+        sys.exit("usage: same_cells.py [--verdicts] OLD_RUN NEW_RUN")
+    main(runs[0], runs[1], only)
