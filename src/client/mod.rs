@@ -27,7 +27,7 @@ mod terminal;
 
 use rest::{auth_headers, wait_healthy};
 
-pub use crate::report::ClientKind;
+pub use crate::report::{ClientKind, ClientRestart};
 pub use live::LiveConnection;
 pub use recorder::now_ms;
 pub use replay::{build_replay_text, REPLAY_PREFIX};

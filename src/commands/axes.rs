@@ -9,6 +9,7 @@ use super::CommandError;
 use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::persist::Store;
+use crate::report::Axis;
 use crate::runner::{AgentPoint, Axes, ClientKind, SdkPoint, ServerPoint, ServerSource};
 
 /// What the user asked for on each axis; the store may still depend on
@@ -104,6 +105,20 @@ impl Chosen {
         }
     }
 
+    /// The values chosen on `axis`, as its flag (`--AXIS`) takes them,
+    /// for the run's recipe (`run.recipe`), which a rerun gives back to
+    /// that flag; `None` for the server and SDK points, which the report
+    /// records with their builds (`run.points`).
+    pub fn values(&self, axis: Axis) -> Option<Vec<String>> {
+        let names = |names: Vec<&str>| Some(names.into_iter().map(str::to_string).collect());
+        match axis {
+            Axis::Agent => Some(self.agents.clone()),
+            Axis::Client => names(self.clients.iter().map(|c| c.name()).collect()),
+            Axis::Persist => names(self.persists.iter().map(|p| p.name()).collect()),
+            Axis::Server | Axis::Sdk => None,
+        }
+    }
+
     /// The labels of the server points.
     pub fn server_labels(&self) -> Vec<String> {
         self.servers.iter().map(|s| s.label.clone()).collect()
@@ -130,13 +145,17 @@ impl Chosen {
         if self.servers.len() > 1 {
             return Err(CommandError::usage("several --server-version values make a version axis on the local stack; with --base-url or a config base_url the server's version is whatever runs there"));
         }
-        if self.clients.contains(&ClientKind::Browser) {
-            return Err(CommandError::usage("--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)"));
+        // The last in `--client`'s order first: the page's refusal when
+        // both SDK clients are named, as it has always been.
+        let local_only = ClientKind::all()
+            .iter()
+            .rev()
+            .filter(|c| self.clients.contains(c))
+            .find_map(|c| c.needs_local_stack());
+        match local_only {
+            Some(why) => Err(CommandError::usage(why)),
+            None => Ok(()),
         }
-        if self.clients.contains(&ClientKind::TsSdk) {
-            return Err(CommandError::usage("--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)"));
-        }
-        Ok(())
     }
 }
 
@@ -292,6 +311,36 @@ mod tests {
         assert_eq!(
             stores_line(&axes),
             "continuity: session store: postgres, memory"
+        );
+    }
+
+    /// The usage error of an SDK client on a deployment, word for word;
+    /// with both named, the page's.
+    #[test]
+    fn a_client_of_the_local_stack_on_a_deployment_is_refused_in_its_words() {
+        let chosen = |clients: Vec<ClientKind>| Chosen {
+            agents: Vec::new(),
+            clients,
+            servers: vec![ServerPoint::registry("0.4.2")],
+            sdks: Vec::new(),
+            persists: Vec::new(),
+        };
+        let refused = |clients| match chosen(clients).refuse_on_a_deployment() {
+            Err(CommandError::Usage(message)) => Some(message),
+            Err(other) => panic!("{other}"),
+            Ok(()) => None,
+        };
+        let ts_sdk = "--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)";
+        let browser = "--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)";
+        assert_eq!(refused(vec![ClientKind::Rust]), None);
+        assert_eq!(
+            refused(vec![ClientKind::Rust, ClientKind::TsSdk]).as_deref(),
+            Some(ts_sdk)
+        );
+        assert_eq!(refused(vec![ClientKind::Browser]).as_deref(), Some(browser));
+        assert_eq!(
+            refused(vec![ClientKind::TsSdk, ClientKind::Browser]).as_deref(),
+            Some(browser)
         );
     }
 

@@ -117,79 +117,43 @@ impl<'a> Traces<'a> {
     }
 }
 
-/// Checks each attempt of `cell` again and folds them back into the cell.
+/// Checks each attempt of `cell` again (a single-attempt cell's one
+/// attempt is the cell's own) and folds them back into the cell, as the
+/// runner folds a cell's attempts; the long turn's fate stays the run's.
 fn recheck_cell(cell: &mut Cell, traces: &mut Traces<'_>, allows: &[Allowance]) {
-    if cell.attempts.is_empty() {
-        let checked = recheck(
-            Judging {
-                phases: &mut cell.phases,
-                verdict: &mut cell.verdict,
-                failure_boundary: &mut cell.failure_boundary,
-                reason: &mut cell.reason,
-                restarts: &cell.restarts,
-            },
-            cell.trace.as_deref(),
-            traces,
-            allows,
-        );
-        cell.checked = checked;
-        return;
-    }
-    let mut attempts = std::mem::take(&mut cell.attempts);
+    let mut attempts = match cell.attempts.is_empty() {
+        true => vec![Attempt::of_cell(cell, false)],
+        false => std::mem::take(&mut cell.attempts),
+    };
     for attempt in &mut attempts {
-        recheck_attempt(attempt, traces, allows);
+        recheck(attempt, traces, allows);
     }
     let mut again = report::attempts::aggregate(cell.point.clone(), attempts);
     again.turn = cell.turn.take();
     *cell = again;
 }
 
-fn recheck_attempt(attempt: &mut Attempt, traces: &mut Traces<'_>, allows: &[Allowance]) {
-    let checked = recheck(
-        Judging {
-            phases: &mut attempt.phases,
-            verdict: &mut attempt.verdict,
-            failure_boundary: &mut attempt.failure_boundary,
-            reason: &mut attempt.reason,
-            restarts: &attempt.restarts,
-        },
-        attempt.trace.as_deref(),
-        traces,
-        allows,
-    );
+/// Judges `attempt` again with what the check of its trace found, and
+/// keeps that check. Without a trace it could read, the judgement stands
+/// as recorded and there is no check: one the report holds was not made
+/// here, so it is never shown as made.
+fn recheck(attempt: &mut Attempt, traces: &mut Traces<'_>, allows: &[Allowance]) {
+    let checked = attempt
+        .trace
+        .as_deref()
+        .and_then(|trace| traces.check(trace, allows));
+    if let Some(checked) = &checked {
+        let judged = crate::scenario::Judged {
+            phases: std::mem::take(&mut attempt.phases),
+            verdict: attempt.verdict,
+            failure_boundary: attempt.failure_boundary.take(),
+            reason: attempt.reason.take(),
+        };
+        let again = crate::scenario::recheck(judged, &attempt.restarts, checked);
+        attempt.phases = again.phases;
+        attempt.verdict = again.verdict;
+        attempt.failure_boundary = again.failure_boundary;
+        attempt.reason = again.reason;
+    }
     attempt.checked = checked;
-}
-
-/// What a cell or an attempt holds of its judgement, to judge it again.
-struct Judging<'a> {
-    phases: &'a mut Vec<report::PhaseResult>,
-    verdict: &'a mut report::Verdict,
-    failure_boundary: &'a mut Option<String>,
-    reason: &'a mut Option<String>,
-    restarts: &'a [report::RestartResult],
-}
-
-/// Judges again with what the check of its trace found, and returns that
-/// check. Without a trace it could read, the judgement stands as recorded
-/// and there is no check: one the report holds was not made here, so it
-/// is never shown as made.
-fn recheck(
-    judging: Judging<'_>,
-    trace: Option<&str>,
-    traces: &mut Traces<'_>,
-    allows: &[Allowance],
-) -> Option<Checked> {
-    let checked = traces.check(trace?, allows)?;
-    let judged = crate::scenario::Judged {
-        phases: std::mem::take(judging.phases),
-        verdict: *judging.verdict,
-        failure_boundary: judging.failure_boundary.take(),
-        reason: judging.reason.take(),
-    };
-    let again = crate::scenario::recheck(judged, judging.restarts, &checked);
-    *judging.phases = again.phases;
-    *judging.verdict = again.verdict;
-    *judging.failure_boundary = again.failure_boundary;
-    *judging.reason = again.reason;
-    Some(checked)
 }

@@ -7,7 +7,7 @@
 use super::CommandError;
 use crate::config::FaultHops;
 use crate::faults::{FaultControl, FaultProxy};
-use crate::targets::{RestartAction, Target};
+use crate::targets::{Action, Target};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// The proxies of a deployment's hops; the run keeps them until it ends.
@@ -28,7 +28,7 @@ pub(super) fn wire(
     let Some(faults) = faults else {
         if let Some(t) = targets
             .iter()
-            .find(|t| matches!(t.action, RestartAction::Fault(_)))
+            .find(|t| matches!(t.action(), Action::Fault(_)))
         {
             return Err(CommandError::usage(format!(
                 "target `{}` is a network fault, but the config file has no [faults] table: on a deployment, [faults] puts the proxies its hops run through (docs/faults.md)",
@@ -40,21 +40,28 @@ pub(super) fn wire(
     let (front_upstream, proxied_base) = front_of(base_url)?;
     let usage = |e: crate::faults::ProxyError| CommandError::usage(e.to_string());
     let any: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let front = FaultProxy::start(&faults.base_url_hop, any, front_upstream).map_err(usage)?;
+    let front =
+        FaultProxy::start(faults.base_url_hop.clone(), any, front_upstream).map_err(usage)?;
     let base_url = proxied_base.replace("{port}", &front.addr().port().to_string());
     let mut proxies = vec![front];
     for hop in &faults.hops {
-        proxies.push(FaultProxy::start(&hop.name, hop.listen, hop.upstream).map_err(usage)?);
+        proxies.push(FaultProxy::start(hop.name.clone(), hop.listen, hop.upstream).map_err(usage)?);
     }
     let controls: Vec<FaultControl> = proxies.iter().map(FaultProxy::control).collect();
     for target in targets.iter_mut() {
-        if let RestartAction::Fault(fault) = &target.action {
-            let Some(control) = controls.iter().find(|c| c.hop() == fault.hop) else {
+        if let Action::Fault(window) = target.action() {
+            let fault = window.fault();
+            let Some(control) = controls.iter().find(|c| *c.hop() == fault.hop) else {
                 return Err(CommandError::usage(format!(
                     "target `{}`: the deployment has no `{}` hop (its hops: {})",
                     target.id,
                     fault.hop,
-                    faults.names().join(", ")
+                    faults
+                        .hops()
+                        .iter()
+                        .map(|h| h.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             };
             let control = control.clone();

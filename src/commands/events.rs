@@ -4,6 +4,7 @@
 
 use crate::report::{Axis, Report};
 use crate::runner::{CellPoint, RunEvent};
+use crate::targets::TargetId;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -89,7 +90,7 @@ fn run_started_json(
     id: &str,
     total: usize,
     repeat: u32,
-    targets: &[String],
+    targets: &[TargetId],
     scenarios: &[String],
     partition: &Option<String>,
     axes: &[(&'static str, Vec<String>)],
@@ -103,7 +104,7 @@ fn run_started_json(
         "id": id,
         "cells": total,
         "repeat": repeat,
-        "targets": targets,
+        "targets": targets.iter().map(TargetId::name).collect::<Vec<_>>(),
         "scenarios": scenarios,
         "partition": partition,
         "axes": axes,
@@ -115,7 +116,7 @@ fn run_started_json(
 fn cell_attempt_json(
     kind: &str,
     (index, total): (usize, usize),
-    target: &str,
+    target: &TargetId,
     scenario: &str,
     attempt: Value,
     point: &CellPoint,
@@ -124,7 +125,7 @@ fn cell_attempt_json(
         "type": kind,
         "index": index,
         "total": total,
-        "target": target,
+        "target": target.name(),
         "scenario": scenario,
         "attempt": attempt,
         "point": point_json(point),
@@ -161,24 +162,29 @@ pub(super) fn emit(value: &Value) {
 mod tests {
     use super::*;
     use crate::persist::Store;
-    use crate::runner::{ClientKind, ServerPoint};
+    use crate::runner::ClientKind;
 
     #[test]
     fn a_cells_point_names_every_axis_as_report_json_does() {
         let point = CellPoint {
-            target: "agent".into(),
-            scenario: "native-continuity".into(),
-            agent: "mock".into(),
-            real_agent: false,
             client: ClientKind::TsSdk,
-            server: ServerPoint::registry("0.4.2"),
-            sdk: None,
             persist: Store::Postgres,
+            ..crate::runner::matrix_tests::point("agent", "0.4.2")
         };
-        assert_eq!(
-            point_json(&point),
-            json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
-                   "sdkVersion": null, "persist": "postgres"})
-        );
+        let json = point_json(&point);
+        let expected = json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
+               "sdkVersion": null, "persist": "postgres"});
+        for (key, value) in expected.as_object().unwrap() {
+            assert_eq!(&json[key], value, "{key}");
+        }
+        // Every axis, each under its key (an axis added since too).
+        let keys: Vec<&str> = Axis::ALL.map(Axis::field).to_vec();
+        let written: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(written, keys);
     }
 }

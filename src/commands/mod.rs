@@ -45,7 +45,7 @@ pub use export::export_chrome_trace;
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
 pub use rerun::rerun;
-pub use show::{show, CellPick};
+pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -226,7 +226,7 @@ pub(crate) fn short_id() -> String {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Given {
     /// Only the cells of the matrix these select (see
-    /// [`report::recipe::selects`]); empty: every cell.
+    /// [`report::Point::selects`]); empty: every cell.
     pub only: Vec<report::Point>,
     /// The id of the run this one runs again.
     pub rerun_of: Option<String>,
@@ -581,7 +581,7 @@ struct Plan {
 struct Stacks {
     run: runner::RunStacks,
     local: Vec<crate::stack::local::LocalStack>,
-    targets: Vec<String>,
+    targets: Vec<TargetId>,
     servers: Vec<ServerPoint>,
 }
 
@@ -646,7 +646,7 @@ async fn deployment_stacks(
     let url = hops.as_ref().map_or(url, |h| h.base_url.clone());
     *deployment_hops = hops;
     let jobs = deployment::jobs(args, &resolved.run_defaults, &targets);
-    let names: Vec<String> = targets.iter().map(|t| t.id.to_string()).collect();
+    let ids: Vec<TargetId> = targets.iter().map(|t| t.id.clone()).collect();
     if let Some(x) = &resolved.expectations {
         x.check_names(&known_targets, &resolved.known_scenarios)?;
         x.check_points(&[], &[])?;
@@ -655,7 +655,7 @@ async fn deployment_stacks(
     Ok(Stacks {
         run: stacks,
         local: Vec::new(),
-        targets: names,
+        targets: ids,
         servers: vec![ServerPoint::deployment()],
     })
 }
@@ -675,11 +675,10 @@ async fn local_stacks(
     // Fault targets of the file join the local stack's, on its hops.
     let local_faults = config.map(Config::fault_targets).unwrap_or_default();
     let picked = local_targets(args, resolved, &local_faults)?;
-    let names: Vec<String> = picked.iter().map(TargetId::to_string).collect();
     // One store whichever it is: the count of cells is the same.
     let cells = build_matrix(
         resolved,
-        names.clone(),
+        picked.clone(),
         chosen.axes(chosen.servers.clone(), Store::Sqlite),
     )?
     .cells
@@ -692,7 +691,7 @@ async fn local_stacks(
         return Ok(Stacks {
             run: stacks,
             local: Vec::new(),
-            targets: names,
+            targets: picked,
             servers: chosen.servers.clone(),
         });
     }
@@ -727,7 +726,7 @@ async fn local_stacks(
     Ok(Stacks {
         run: stacks,
         local: up,
-        targets: names,
+        targets: picked,
         servers: chosen.servers.clone(),
     })
 }
@@ -880,8 +879,8 @@ fn local_stack_options(
         agents: chosen.agents.clone(),
         postgres: chosen.persists.contains(&Store::Postgres),
         hosted_sqlite: chosen.persists.contains(&Store::Sqlite)
-            && chosen.clients.contains(&runner::ClientKind::TsSdk),
-        browser: chosen.clients.contains(&runner::ClientKind::Browser),
+            && chosen.clients.iter().any(|c| c.hosts_sdk()),
+        browser: chosen.clients.iter().any(|c| c.runs_in_a_page()),
         supervisor: supervisor.clone(),
         fault_proxies: true,
         custom_faults,
@@ -895,7 +894,7 @@ fn local_stack_options(
 /// a cell given that the matrix lacks is a usage error.
 fn build_matrix(
     resolved: &Resolved,
-    targets: Vec<String>,
+    targets: Vec<TargetId>,
     axes: runner::Axes,
 ) -> Result<Matrix, CommandError> {
     let mut matrix = Matrix::build(
@@ -907,22 +906,16 @@ fn build_matrix(
     if resolved.only.is_empty() {
         return Ok(matrix);
     }
-    if let Some(missing) = resolved.only.iter().find(|wanted| {
-        !matrix
-            .cells
-            .iter()
-            .any(|c| report::recipe::selects(wanted, &c.named))
-    }) {
+    if let Some(missing) = resolved
+        .only
+        .iter()
+        .find(|wanted| !matrix.cells.iter().any(|c| wanted.selects(&c.named)))
+    {
         return Err(CommandError::usage(format!(
             "the cell {missing} is not in the matrix these settings make (its target, scenario or a point of an axis is not there)"
         )));
     }
-    matrix.keep(|named| {
-        resolved
-            .only
-            .iter()
-            .any(|wanted| report::recipe::selects(wanted, named))
-    });
+    matrix.keep(|named| resolved.only.iter().any(|wanted| wanted.selects(named)));
     Ok(matrix)
 }
 

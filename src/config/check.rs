@@ -7,6 +7,7 @@ use super::raw::{RawConfig, RawRun};
 use super::target::check_target;
 use super::values::{check_agent_name, check_base_url, invalid, is_env_name, positive_ms, Invalid};
 use super::{RunDefaults, TargetEntry};
+use crate::faults::{Hop, LocalHop};
 use crate::persist::Store;
 use crate::secret::display_url;
 use std::time::Duration;
@@ -35,16 +36,17 @@ impl TryFrom<RawConfig> for Checked {
         }
         let faults = raw.faults.map(super::faults::check_faults).transpose()?;
         // A fault's hop is one of `[faults]`, or without it one of the local stack's.
-        let hops: Vec<&str> = match &faults {
-            Some(f) => f.names(),
-            None => crate::faults::LOCAL_HOPS.iter().map(|(h, _)| *h).collect(),
+        let hops: Vec<Hop> = match &faults {
+            Some(f) => f.hops().into_iter().cloned().collect(),
+            None => LocalHop::ALL.map(Hop::from).into(),
         };
+        let names: Vec<&str> = hops.iter().map(Hop::name).collect();
         for t in &targets {
             if let (crate::targets::RestartAction::Fault(fault), Some(span)) =
                 (&t.action, &t.hop_span)
             {
-                if !hops.contains(&fault.hop.as_str()) {
-                    let hint = crate::faults::closest(&fault.hop, hops.iter().copied())
+                if !hops.contains(&fault.hop) {
+                    let hint = crate::faults::closest(fault.hop.name(), names.iter().copied())
                         .map(|c| format!(" (did you mean `{c}`?)"))
                         .unwrap_or_default();
                     let whose = match &faults {
@@ -54,8 +56,8 @@ impl TryFrom<RawConfig> for Checked {
                     return Err(invalid(
                         &format!("targets.{}.fault.hop", t.name),
                         span.clone(),
-                        Some(format!("{:?}", fault.hop)),
-                        format!("unknown hop{hint}; the hops {whose}: {}", hops.join(", ")),
+                        Some(format!("{:?}", fault.hop.name())),
+                        format!("unknown hop{hint}; the hops {whose}: {}", names.join(", ")),
                     ));
                 }
             }

@@ -6,7 +6,7 @@
 
 use super::raw::{RawFaults, RawHop};
 use super::values::{invalid, Invalid};
-use crate::faults::{parse_toxic, Param};
+use crate::faults::{parse_toxic, Hop, Param};
 use crate::targets::FaultAction;
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -24,7 +24,7 @@ const MAX_HOLD_MS: i64 = 10 * 60 * 1000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultHops {
     /// The hop whose proxy the cells reach the base URL through.
-    pub base_url_hop: String,
+    pub base_url_hop: Hop,
     /// More hops, each a proxy the user points a component at.
     pub hops: Vec<HopAddr>,
 }
@@ -32,15 +32,16 @@ pub struct FaultHops {
 /// One `[faults.hops.NAME]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HopAddr {
-    pub name: String,
+    pub name: Hop,
     pub listen: SocketAddr,
     pub upstream: SocketAddr,
 }
 
 impl FaultHops {
-    pub fn names(&self) -> Vec<&str> {
-        std::iter::once(self.base_url_hop.as_str())
-            .chain(self.hops.iter().map(|h| h.name.as_str()))
+    /// Every hop it names, the base URL's first.
+    pub fn hops(&self) -> Vec<&Hop> {
+        std::iter::once(&self.base_url_hop)
+            .chain(self.hops.iter().map(|h| &h.name))
             .collect()
     }
 }
@@ -84,15 +85,16 @@ pub(super) fn check_faults(raw: Spanned<RawFaults>) -> Result<FaultHops, Invalid
     let base_url_hop = match &raw.base_url_hop {
         Some(name) => {
             check_hop_name("faults.base_url_hop", name.get_ref(), name.span())?;
-            name.get_ref().clone()
+            Hop::named(name.get_ref())
         }
-        None => DEFAULT_BASE_URL_HOP.to_string(),
+        None => Hop::named(DEFAULT_BASE_URL_HOP),
     };
     let mut hops: Vec<HopAddr> = Vec::new();
     for (name, hop) in raw.hops.map(|h| h.0).unwrap_or_default() {
         let key = format!("faults.hops.{name}");
         let span = hop.span();
         check_hop_name(&key, &name, span.clone())?;
+        let name = Hop::named(&name);
         if name == base_url_hop {
             return Err(invalid(
                 &key,
@@ -202,5 +204,6 @@ pub(super) fn check_fault(
         };
         invalid(&at, span.clone(), None, e.reason)
     })?;
+    let hop = Hop::named(&hop);
     Ok((FaultAction { hop, toxic, hold }, span))
 }

@@ -8,6 +8,7 @@
 use super::persist_axis;
 use super::Worker;
 use super::{RunEvent, RunPlan};
+use crate::client::ClientRestart;
 use crate::errors::HarnessPart;
 use crate::report::Floor;
 use crate::report::{Attempt, RestartResult, Verdict};
@@ -91,7 +92,7 @@ struct OnWorker<'a, 'p> {
     worker: &'a mut Worker,
     cell: &'a CellId<'p>,
     gather: &'a super::gather::Gather,
-    target: String,
+    target: crate::targets::TargetId,
     sequence: &'a AtomicUsize,
     interrupt: &'a watch::Receiver<bool>,
     on_event: &'a mut (dyn FnMut(RunEvent) + Send),
@@ -156,7 +157,7 @@ pub(super) async fn run_attempts(
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Attempts {
-    let target = worker.targets[cell.target].name().to_string();
+    let target = worker.targets[cell.target].id.clone();
     let mut source = OnWorker {
         plan,
         worker,
@@ -240,14 +241,15 @@ async fn run_one(
         not_run.verdict = verdict;
         return Err(not_run);
     }
+    let kind = client.kind();
     let restarts_clients = target_id == BuiltinTarget::Client;
-    let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
-    let tag = super::client_axis::tag(&client);
-    let (key, file_cell) = cell_names(plan, (tag, index), target_name, scenario, attempt);
+    let hosts_sdk = kind.hosts_sdk();
+    let tag = kind.tag();
+    let (key, file_cell) = cell_names(plan, (&tag, index), target_name, scenario, attempt);
     let store = persist_axis::cell_store(&worker.persist, &plan.settings.run_dir, &file_cell, &key)
         .map_err(|reason| store_failed(attempt, reason))?;
     let hosted_store = super::client_axis::hosted_store(
-        &client,
+        kind,
         &worker.persist,
         worker.stores.postgres_url.as_deref(),
         &plan.settings.run_dir,
@@ -257,25 +259,24 @@ async fn run_one(
     let profile = plan.settings.run_dir.join("browser").join(&file_cell);
     let (cell_client, chromium) =
         set_up_client(&client, &key, &profile, hosted_store, &interrupt, attempt).await?;
-    let (trace, trace_path) = open_trace(plan, index, tag, target_name, scenario, attempt);
+    let (trace, trace_path) = open_trace(plan, index, &tag, target_name, scenario, attempt);
     let settings = cell_settings(plan, worker, t, &trace, key, interrupt, store);
     let page = cell_client.page().cloned();
     if let Some(page) = &page {
         page.set_trace(trace.clone());
     }
+    let restart = restarts_clients.then(|| kind.client_restart());
     // The browser client's `client` restart is a reload of its page.
-    let mut reload = page.filter(|_| restarts_clients).map(PageReload);
+    let mut reload = page
+        .filter(|_| restart == Some(ClientRestart::PageReload))
+        .map(PageReload);
     let fence = Some(worker.fence.clone());
     let watch = super::integrity::Watch::start(
         worker.targets[t].hops(),
         worker.agent_sent_log.as_deref(),
         &trace,
     );
-    let (target, lent) = restarted_target(
-        worker,
-        t,
-        restarts_clients && cell_client.is_sdk() && reload.is_none(),
-    );
+    let (target, lent) = restarted_target(worker, t, restart == Some(ClientRestart::HostProcess));
     target.set_trace(trace.clone());
     target.begin_cell(plan.point.seed(plan.settings.seed, attempt));
     let schedule = schedule_of(plan, target);
@@ -285,7 +286,7 @@ async fn run_one(
     let mut on_target = TargetRestarter {
         target,
         lent,
-        clients: restarts_clients && !cell_client.is_sdk(),
+        clients: restart == Some(ClientRestart::Renewed),
         // A deployment's own targets restart nothing of continuity's.
         parts: target_id
             .builtin()
@@ -421,20 +422,20 @@ fn not_runnable(
     if let Some(reason) = super::client_axis::skip_reason(client, scenario) {
         return skipped(reason);
     }
-    if let Some(reason) = super::client_axis::client_skip_reason(client, &worker.persist) {
+    let kind = client.kind();
+    if let Some(reason) = super::client_axis::client_skip_reason(kind, &worker.persist) {
         return skipped(reason);
     }
     let target = worker.targets.iter().find(|t| t.id == *target_id);
     if let Some(reason) = target
-        .and_then(|t| super::client_axis::timeout_not_applicable(client, t))
+        .and_then(|t| super::client_axis::timeout_not_applicable(kind, t))
         .or_else(|| persist_axis::not_applicable(target_id, &worker.persist))
     {
         return not_applicable(reason);
     }
     let restarts_clients = *target_id == BuiltinTarget::Client;
-    let hosts_sdk = matches!(client, super::ClientChoice::TsSdk(_));
     if restarts_clients
-        && hosts_sdk
+        && kind.client_restart() == ClientRestart::HostProcess
         && worker.sdk_process.is_none()
         && !worker.targets.iter().any(|t| t.id == BuiltinTarget::Rivet)
     {
@@ -447,7 +448,7 @@ fn not_runnable(
         return not_applicable(reason);
     }
     // Its servers are the sandboxes an SDK made through the stack's provider.
-    if *target_id == BuiltinTarget::ServerKill && matches!(client, super::ClientChoice::Rust) {
+    if *target_id == BuiltinTarget::ServerKill && !kind.runs_real_sdk() {
         return not_applicable("server-kill takes down the sandboxes the real SDK made through the stack's SandboxProvider: continuity's Rust client has no call for SandboxAgent.start({ sandbox, sandboxId }), so it has none".into());
     }
     None
@@ -538,26 +539,16 @@ fn restarted_target(
         return (runner, Vec::new());
     }
     let wanted = worker.targets[t].lends();
-    let Worker {
-        targets,
-        server,
-        sdk_process,
-        components,
-        ..
-    } = worker;
-    let (before, rest) = targets.split_at_mut(t);
-    let (own, after) = rest
-        .split_first_mut()
-        .expect("the cell's target is the worker's");
-    let lent = before
-        .iter_mut()
-        .chain(after.iter_mut())
-        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
-        .chain(sdk_process.iter_mut())
-        .chain(components.iter_mut())
-        .filter(|part| wanted.iter().any(|w| part.id == *w))
-        .collect();
-    (own, lent)
+    let mut own = None;
+    let mut lent = Vec::new();
+    for (index, part) in worker.parts_mut() {
+        if index == Some(t) {
+            own = Some(part);
+        } else if wanted.iter().any(|w| part.id == *w) {
+            lent.push(part);
+        }
+    }
+    (own.expect("the cell's target is the worker's"), lent)
 }
 
 /// The attempt's record once its cell has run out: the trace closed and
@@ -602,3 +593,6 @@ fn finish_attempt(
 
 #[cfg(test)]
 mod lifecycle_props;
+
+#[cfg(test)]
+mod walk_tests;

@@ -48,6 +48,26 @@ pub enum ClientChoice {
     Browser(Result<BrowserHost, Unhosted>),
 }
 
+impl ClientChoice {
+    /// Which client this is: every fact of a client is its kind's.
+    pub fn kind(&self) -> ClientKind {
+        match self {
+            ClientChoice::Rust => ClientKind::Rust,
+            ClientChoice::TsSdk(_) => ClientKind::TsSdk,
+            ClientChoice::Browser(_) => ClientKind::Browser,
+        }
+    }
+
+    /// Why the client could not be set up on this worker's stack, if it could not.
+    fn unhosted(&self) -> Option<&Unhosted> {
+        match self {
+            ClientChoice::Rust => None,
+            ClientChoice::TsSdk(host) => host.as_ref().err(),
+            ClientChoice::Browser(host) => host.as_ref().err(),
+        }
+    }
+}
+
 /// The hosted client of a cell on the SDK point labelled `label`, from
 /// where the stack hosts it and what the run installed.
 pub(super) fn hosted(
@@ -70,13 +90,11 @@ pub(super) fn hosted(
 /// client that could not be set up. (A step the client cannot take does
 /// not skip the cell: that phase is reported not applicable.)
 pub(super) fn skip_reason(choice: &ClientChoice, _scenario: &Scenario) -> Option<String> {
-    match choice {
-        ClientChoice::Rust | ClientChoice::TsSdk(Ok(_)) | ClientChoice::Browser(Ok(_)) => None,
-        ClientChoice::TsSdk(Err(reason)) => Some(format!("the ts-sdk client cannot run: {reason}")),
-        ClientChoice::Browser(Err(reason)) => {
-            Some(format!("the browser client cannot run: {reason}"))
-        }
-    }
+    let reason = choice.unhosted()?;
+    Some(format!(
+        "the {} client cannot run: {reason}",
+        choice.kind().name()
+    ))
 }
 
 /// Why a timeout target is not applicable to this client: a browser's
@@ -84,26 +102,16 @@ pub(super) fn skip_reason(choice: &ClientChoice, _scenario: &Scenario) -> Option
 /// whole request), so the `client-headers-timeout` cell would say nothing
 /// about it (`not_applicable`, naming the call).
 pub(super) fn timeout_not_applicable(
-    choice: &ClientChoice,
+    client: ClientKind,
     target: &crate::targets::Target,
 ) -> Option<String> {
     let limit = target.client_headers_timeout()?;
-    matches!(choice, ClientChoice::Browser(_)).then(|| {
+    client.runs_in_a_page().then(|| {
         format!(
             "a browser's fetch has no response-headers timeout to lower to {} (undici's headersTimeout is Node's); a page can only abort the whole request",
             crate::targets::fmt_duration(limit)
         )
     })
-}
-
-/// The folder and key part that keeps a ts-sdk cell apart from the rust cell
-/// at the same index (both clients run the same matrix in one run folder).
-pub(super) fn tag(choice: &ClientChoice) -> &'static str {
-    match choice {
-        ClientChoice::Rust => "",
-        ClientChoice::TsSdk(_) => "ts-sdk-",
-        ClientChoice::Browser(_) => "browser-",
-    }
 }
 
 /// Why a ts-sdk cell's hosted client could not be set up: the cell is an error.
@@ -135,15 +143,11 @@ const ACTOR_READY: Duration = Duration::from_secs(90);
 /// the Rivet layer's recovery from an earlier cell is not charged to this
 /// cell's first phase.
 pub(super) async fn hosted_cell(
-    choice: &ClientChoice,
+    sdk: &Result<HostedSdk, Unhosted>,
     key: &str,
     store: Option<serde_json::Value>,
-) -> Result<CellClient, HostedSetupError> {
-    let sdk = match choice {
-        ClientChoice::Rust | ClientChoice::Browser(_) => return Ok(CellClient::Rust),
-        ClientChoice::TsSdk(Err(reason)) => return Err(reason.clone().into()),
-        ClientChoice::TsSdk(Ok(sdk)) => sdk,
-    };
+) -> Result<TsSdkClient, HostedSetupError> {
+    let sdk = sdk.as_ref().map_err(|reason| reason.clone())?;
     let client = HostedClient::new(HostedConfig {
         endpoint: sdk.endpoint.clone(),
         namespace: "default".into(),
@@ -162,9 +166,7 @@ pub(super) async fn hosted_cell(
             waited_s: started.elapsed().as_secs(),
             source,
         })?;
-    Ok(CellClient::TsSdk(
-        TsSdkClient::new(client, Some(sdk.module.clone())).with_store(store),
-    ))
+    Ok(TsSdkClient::new(client, Some(sdk.module.clone())).with_store(store))
 }
 
 /// The cell's browser client: a Chromium of its own (profile `profile`,
@@ -206,6 +208,7 @@ pub(super) type ClientSetup = (CellClient, Option<Chromium>);
 
 /// Sets up the cell's client (`key` names its actor, `profile` its
 /// browser's folder), its SDK clients keeping sessions in `store`.
+/// continuity's own client needs none: the cell makes it.
 pub(super) async fn set_up(
     client: &ClientChoice,
     key: &str,
@@ -213,20 +216,21 @@ pub(super) async fn set_up(
     store: Option<serde_json::Value>,
 ) -> Result<ClientSetup, HostedSetupError> {
     match client {
+        ClientChoice::Rust => Ok((CellClient::Rust, None)),
+        ClientChoice::TsSdk(sdk) => hosted_cell(sdk, key, store)
+            .await
+            .map(|sdk| (CellClient::TsSdk(sdk), None)),
         ClientChoice::Browser(host) => browser_cell(host, profile, store)
             .await
             .map(|(sdk, chromium)| (CellClient::Browser(sdk), Some(chromium))),
-        _ => hosted_cell(client, key, store)
-            .await
-            .map(|cell| (cell, None)),
     }
 }
 
 /// Why a cell of `client` cannot keep its sessions in `persist`, if it
 /// cannot: IndexedDB is a browser's, and a page can reach no other store
 /// but the SDK's own memory.
-pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice) -> Option<String> {
-    let browser = matches!(client, ClientChoice::Browser(_));
+pub(super) fn client_skip_reason(client: ClientKind, persist: &PersistChoice) -> Option<String> {
+    let browser = client.runs_in_a_page();
     match persist.store() {
         Store::IndexedDb if !browser => Some(
             "--persist indexeddb is the browser's own storage: it runs with --client browser only"
@@ -244,22 +248,21 @@ pub(super) fn client_skip_reason(client: &ClientChoice, persist: &PersistChoice)
 /// (`stack/rivet/drivers.mjs`): the same store as a Rust cell's, through
 /// the Node drivers.
 pub(super) fn hosted_store(
-    client: &ClientChoice,
+    client: ClientKind,
     persist: &PersistChoice,
     postgres_url: Option<&str>,
     run_dir: &Path,
     cell: &str,
     key: &str,
 ) -> Option<Value> {
-    match client {
-        ClientChoice::Rust => return None,
-        ClientChoice::Browser(_) => {
-            return Some(match persist.store() {
-                Store::IndexedDb => json!({"driver": "indexeddb", "database": key}),
-                _ => json!({"driver": "memory"}),
-            })
-        }
-        ClientChoice::TsSdk(_) => {}
+    if !client.runs_real_sdk() {
+        return None;
+    }
+    if client.runs_in_a_page() {
+        return Some(match persist.store() {
+            Store::IndexedDb => json!({"driver": "indexeddb", "database": key}),
+            _ => json!({"driver": "memory"}),
+        });
     }
     Some(match persist.store() {
         Store::Memory => json!({"driver": "memory"}),
@@ -282,14 +285,11 @@ mod tests {
 
     #[test]
     fn the_hosted_client_gets_the_same_store_as_a_rust_cell() {
-        let ts = ClientChoice::TsSdk(Ok(HostedSdk {
-            endpoint: "http://127.0.0.1:1".into(),
-            module: "/cache/sdk/index.js".into(),
-        }));
+        let ts = ClientKind::TsSdk;
         let dir = Path::new("/run");
         assert_eq!(
             hosted_store(
-                &ClientChoice::Rust,
+                ClientKind::Rust,
                 &PersistChoice::Own(Store::Sqlite),
                 None,
                 dir,
@@ -299,7 +299,7 @@ mod tests {
             None
         );
         let sqlite = hosted_store(
-            &ts,
+            ts,
             &PersistChoice::Own(Store::Sqlite),
             None,
             dir,
@@ -309,7 +309,7 @@ mod tests {
         .unwrap();
         assert_eq!(sqlite["filename"], "/run/persist/001-x.db");
         let pg = hosted_store(
-            &ts,
+            ts,
             &PersistChoice::Own(Store::Postgres),
             Some("postgres://u@127.0.0.1:5/d"),
             dir,
@@ -325,9 +325,9 @@ mod tests {
     /// naming the client and the store; each client's own default opens.
     #[test]
     fn a_named_store_a_client_cannot_open_is_a_skip_naming_both() {
-        let browser = ClientChoice::Browser(Err(Unhosted("not set up here".into())));
+        let browser = ClientKind::Browser;
         for store in [Store::Rivet, Store::Sqlite, Store::Postgres] {
-            let reason = client_skip_reason(&browser, &PersistChoice::Own(store))
+            let reason = client_skip_reason(browser, &PersistChoice::Own(store))
                 .unwrap_or_else(|| panic!("the browser on {store}"));
             assert!(
                 reason.contains("browser client") && reason.contains(&format!("`{store}`")),
@@ -335,17 +335,14 @@ mod tests {
             );
         }
         let reason =
-            client_skip_reason(&ClientChoice::Rust, &PersistChoice::Own(Store::IndexedDb)).unwrap();
+            client_skip_reason(ClientKind::Rust, &PersistChoice::Own(Store::IndexedDb)).unwrap();
         assert!(
             reason.contains("--persist indexeddb") && reason.contains("--client browser"),
             "{reason}"
         );
-        for (client, kind) in [
-            (ClientChoice::Rust, ClientKind::Rust),
-            (browser, ClientKind::Browser),
-        ] {
-            let own = kind.default_store(Store::Rivet);
-            assert_eq!(client_skip_reason(&client, &PersistChoice::Own(own)), None);
+        for client in [ClientKind::Rust, browser] {
+            let own = client.default_store(Store::Rivet);
+            assert_eq!(client_skip_reason(client, &PersistChoice::Own(own)), None);
         }
     }
 }

@@ -7,7 +7,7 @@
 //! the phase it fell in (`scenario::CellRun::apply_integrity`).
 
 use crate::check::{Allowance, Verdict};
-use crate::faults::{FaultControl, TapEvent};
+use crate::faults::{FaultControl, LocalHop, TapEvent};
 use crate::trace::event::{AgentSent, Event};
 use crate::trace::Trace;
 use serde::Deserialize;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The hops whose event streams the checker follows.
-const TAPPED: [&str; 2] = ["agent", "gateway"];
+const TAPPED: [LocalHop; 2] = [LocalHop::Agent, LocalHop::Gateway];
 
 /// Most of the agent's record one cell copies (its lines are short: a
 /// restart-mid-turn cell writes about 50).
@@ -34,11 +34,11 @@ impl Watch {
     pub fn start(hops: &[FaultControl], agent_log: Option<&Path>, trace: &Trace) -> Watch {
         let tapped: Vec<FaultControl> = hops
             .iter()
-            .filter(|h| TAPPED.contains(&h.hop()))
+            .filter(|h| TAPPED.iter().any(|tapped| h.hop() == tapped))
             .cloned()
             .collect();
         for hop in &tapped {
-            let (trace, name) = (trace.clone(), hop.hop().to_string());
+            let (trace, name) = (trace.clone(), hop.hop().name().to_string());
             hop.tap(Some(Arc::new(move |event| tell(&trace, &name, event))));
         }
         let agent = agent_log.map(|path| {

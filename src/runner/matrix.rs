@@ -13,8 +13,9 @@ pub mod cost;
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
 use crate::persist::Store;
-use crate::report::{Axis, AxisPoint, Point, PointSource};
+use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource};
 use crate::scenario::Scenario;
+use crate::targets::TargetId;
 use cost::Timings;
 use std::path::PathBuf;
 
@@ -265,7 +266,7 @@ impl Axes {
 /// Everything that makes one cell of the matrix what it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellPoint {
-    pub target: String,
+    pub target: TargetId,
     pub scenario: String,
     pub agent: String,
     /// See [`AgentPoint::real`].
@@ -280,13 +281,13 @@ pub struct CellPoint {
 impl CellPoint {
     /// Its value on `axis`, as cells name it (`None`: no SDK for a client
     /// that runs none).
-    pub fn value(&self, axis: Axis) -> Option<String> {
+    pub fn value(&self, axis: Axis) -> Option<AxisValue> {
         match axis {
-            Axis::Agent => Some(self.agent.clone()),
-            Axis::Client => Some(self.client.name().to_string()),
-            Axis::Server => Some(self.server.label.clone()),
-            Axis::Sdk => self.sdk.as_ref().map(|s| s.label.clone()),
-            Axis::Persist => Some(self.persist.name().to_string()),
+            Axis::Agent => Some(AxisValue::Agent(self.agent.clone())),
+            Axis::Client => Some(self.client.into()),
+            Axis::Server => Some(AxisValue::Server(self.server.label.clone())),
+            Axis::Sdk => self.sdk.as_ref().map(|s| AxisValue::Sdk(s.label.clone())),
+            Axis::Persist => Some(self.persist.into()),
         }
     }
 
@@ -306,9 +307,9 @@ impl CellPoint {
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {
-        let mut point = Point::new(&self.target, &self.scenario);
-        for axis in named {
-            point.set(*axis, self.value(*axis));
+        let mut point = Point::new(self.target.name(), &self.scenario);
+        for value in named.iter().filter_map(|axis| self.value(*axis)) {
+            point.set(value);
         }
         point
     }
@@ -318,10 +319,10 @@ impl CellPoint {
 /// version axis, as before the other axes existed), then ` · VALUE` for
 /// each other axis the run had, so each point is a cell of its own.
 fn shard_name(point: &Point) -> String {
-    let mut name = cell_name(&point.target, &point.scenario, point.get(Axis::Server));
-    for (_, value) in point.named().filter(|(axis, _)| *axis != Axis::Server) {
+    let mut name = cell_name(&point.target, &point.scenario, point.name_on(Axis::Server));
+    for value in point.named().filter(|value| value.axis() != Axis::Server) {
         name.push_str(" · ");
-        name.push_str(value);
+        name.push_str(value.name());
     }
     name
 }
@@ -351,7 +352,7 @@ pub struct Shard<'a> {
 /// Every point of `targets` × `scenarios` × the axes with its scenario's
 /// index, outermost first: server, client, SDK (hosted clients only),
 /// store, agent, target, scenario.
-fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize, CellPoint)> {
+fn points(targets: &[TargetId], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize, CellPoint)> {
     let mut all: Vec<(usize, CellPoint)> = Vec::new();
     for server in &axes.servers {
         for client in &axes.clients {
@@ -391,7 +392,7 @@ fn points(targets: &[String], scenarios: &[Scenario], axes: &Axes) -> Vec<(usize
 #[derive(Debug, Clone)]
 pub struct Matrix {
     pub axes: Axes,
-    pub targets: Vec<String>,
+    pub targets: Vec<TargetId>,
     pub scenarios: Vec<String>,
     /// The cells this run holds, in matrix order.
     pub cells: Vec<PlannedCell>,
@@ -401,7 +402,7 @@ impl Matrix {
     /// Every point of `targets` × `scenarios` × the axes ([`points`]),
     /// then only the shard's cells, renumbered from 1.
     pub fn build(
-        targets: Vec<String>,
+        targets: Vec<TargetId>,
         scenarios: &[Scenario],
         axes: Axes,
         shard: Option<Shard<'_>>,
@@ -478,13 +479,16 @@ impl Matrix {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::targets::BuiltinTarget;
 
-    /// A rust cell of `target` × native-continuity on server point `server`.
-    pub(in crate::runner) fn point(target: &str, server: &str) -> CellPoint {
+    /// A rust cell of `target` × native-continuity on server point
+    /// `server`. Tests elsewhere take it and set the values they vary
+    /// (`..point(…)`), so a new axis is a field here only.
+    pub(crate) fn point(target: &str, server: &str) -> CellPoint {
         CellPoint {
-            target: target.into(),
+            target: TargetId::of_name(target),
             scenario: "native-continuity".into(),
             agent: DEFAULT_AGENT.into(),
             real_agent: false,
@@ -503,7 +507,10 @@ pub(super) mod tests {
             .collect()
     }
 
-    fn axes() -> Axes {
+    /// One value on each axis: the agent, rust, 0.4.2, SDK 0.4.2, SQLite.
+    /// Tests elsewhere take it and set the axes they vary (`..axes()`),
+    /// so a new axis is a field here only.
+    pub(in crate::runner) fn axes() -> Axes {
         Axes {
             agents: vec![AgentPoint {
                 name: DEFAULT_AGENT.into(),
@@ -517,8 +524,8 @@ pub(super) mod tests {
         }
     }
 
-    fn targets() -> Vec<String> {
-        vec!["agent".into(), "gateway".into()]
+    fn targets() -> Vec<TargetId> {
+        vec![BuiltinTarget::Agent.into(), BuiltinTarget::Gateway.into()]
     }
 
     #[test]
@@ -545,14 +552,14 @@ pub(super) mod tests {
             ServerPoint::registry("0.4.0"),
             ServerPoint::registry("0.4.2"),
         ];
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         let points: Vec<(Option<&str>, Option<&str>, bool)> = m
             .cells
             .iter()
             .map(|c| {
                 (
-                    c.named.get(Axis::Client),
-                    c.named.get(Axis::Server),
+                    c.named.name_on(Axis::Client),
+                    c.named.name_on(Axis::Server),
                     c.point.sdk.is_some(),
                 )
             })
@@ -587,7 +594,12 @@ pub(super) mod tests {
                 partition: &p,
                 timings: &Timings::default(),
             };
-            let shard = Matrix::build(vec!["agent".into()], &s, axes.clone(), Some(shard));
+            let shard = Matrix::build(
+                vec![BuiltinTarget::Agent.into()],
+                &s,
+                axes.clone(),
+                Some(shard),
+            );
             assert_eq!(shard.cells.len(), 2, "shard {k}");
             held += shard.cells.len();
         }
@@ -606,7 +618,7 @@ pub(super) mod tests {
         assert!(m
             .cells
             .iter()
-            .all(|c| c.named.get(Axis::Agent) == Some("codex")));
+            .all(|c| c.named.name_on(Axis::Agent) == Some("codex")));
         assert!(m.cells.iter().all(|c| c.point.real_agent));
     }
 
@@ -620,7 +632,7 @@ pub(super) mod tests {
         axes.clients = vec![ClientKind::Rust, ClientKind::TsSdk, ClientKind::Browser];
         axes.persists = Vec::new();
         axes.stack_store = Store::Rivet;
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         let stores: Vec<(ClientKind, Store)> = m
             .cells
             .iter()
@@ -634,7 +646,10 @@ pub(super) mod tests {
                 (ClientKind::Browser, Store::IndexedDb),
             ]
         );
-        assert!(m.cells.iter().all(|c| c.named.get(Axis::Persist).is_none()));
+        assert!(m
+            .cells
+            .iter()
+            .all(|c| c.named.name_on(Axis::Persist).is_none()));
         assert_eq!(axes.all_stores(), [Store::Rivet, Store::IndexedDb]);
         assert_eq!(axes.client_stores().len(), 3);
         // One client, or a store the user named: nothing to tell apart.
@@ -643,7 +658,7 @@ pub(super) mod tests {
         assert_eq!(browser.all_stores(), [Store::IndexedDb]);
         assert!(browser.client_stores().is_empty());
         axes.persists = vec![Store::Memory];
-        let m = Matrix::build(vec!["agent".into()], &s, axes.clone(), None);
+        let m = Matrix::build(vec![BuiltinTarget::Agent.into()], &s, axes.clone(), None);
         assert!(m.cells.iter().all(|c| c.point.persist == Store::Memory));
         assert!(axes.client_stores().is_empty());
     }

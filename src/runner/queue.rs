@@ -6,6 +6,7 @@
 use super::matrix::{CellPoint, PlannedCell};
 use super::Worker;
 use crate::report::Point;
+use crate::targets::TargetId;
 use std::cmp::Reverse;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -17,8 +18,8 @@ pub(super) struct Job {
     pub index: usize,
     /// Which of the cell's repeats (1 for the first).
     pub repeat: u32,
-    /// The target's name: a worker runs only cells of targets it holds.
-    pub target: String,
+    /// The target: a worker runs only cells of targets it holds.
+    pub target: TargetId,
     /// Index into the run's scenarios.
     pub scenario: usize,
     pub point: CellPoint,
@@ -68,7 +69,7 @@ pub(super) fn repeats(cells: Vec<Job>, repeat: u32) -> Vec<Job> {
 /// stack would restart the same component back to back; so would one
 /// cell's repeats run back to back.
 pub(super) fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
-    let mut seen: HashMap<(u32, String), usize> = HashMap::new();
+    let mut seen: HashMap<(u32, TargetId), usize> = HashMap::new();
     let mut ranked: Vec<((u32, usize), Job)> = jobs
         .into_iter()
         .map(|job| {
@@ -101,7 +102,7 @@ pub(super) fn dispatch_order(jobs: Vec<Job>) -> VecDeque<Job> {
 pub(super) fn next_job(
     queue: &Mutex<VecDeque<Job>>,
     worker: &Worker,
-    ran: &HashMap<String, usize>,
+    ran: &HashMap<TargetId, usize>,
     leaves_deletes: impl Fn(&Job) -> bool,
 ) -> Option<(Job, usize)> {
     let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -110,14 +111,14 @@ pub(super) fn next_job(
         .iter()
         .enumerate()
         .filter_map(|(at, job)| {
-            let target = worker.targets.iter().position(|t| t.name() == job.target)?;
+            let target = worker.targets.iter().position(|t| t.id == job.target)?;
             let switches = !worker.serves(&job.point.server);
             Some((at, target, busy && leaves_deletes(job), switches))
         })
         .min_by_key(|(at, t, keeps_busy, switches)| {
             let target = &worker.targets[*t];
             let waits = target.keeps_open_requests != busy;
-            let ran = ran.get(target.name()).copied().unwrap_or(0);
+            let ran = ran.get(&target.id).copied().unwrap_or(0);
             let job = &queue[*at];
             let longest = Reverse(job.expected_ms);
             (*switches, job.repeat, waits, *keeps_busy, ran, longest, *at)
@@ -140,7 +141,7 @@ mod tests {
     use crate::report::Point;
     use crate::runner::matrix::tests::point;
     use crate::runner::{ServedBinary, ServerSlot};
-    use crate::targets::{Readiness, RestartAction, Target};
+    use crate::targets::{Readiness, RestartAction, Target, TargetId};
     use std::collections::{HashMap, VecDeque};
     use std::sync::Mutex;
 
@@ -148,7 +149,7 @@ mod tests {
         Job {
             index,
             repeat: 1,
-            target: target.to_string(),
+            target: TargetId::of_name(target),
             scenario,
             point: point(target, server),
             named: Point::new(target, "native-continuity"),

@@ -15,7 +15,7 @@ pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::{Attempt, Cell};
-use crate::targets::{NotBroughtBack, Target};
+use crate::targets::{NotBroughtBack, Target, TargetId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
@@ -88,10 +88,10 @@ async fn run_lanes(
     on_event: &mut (dyn FnMut(RunEvent) + Send),
 ) -> Finished {
     let own = &mut stacks.own;
-    let order: Vec<String> = own.targets.iter().map(|t| t.name().to_string()).collect();
+    let order: Vec<TargetId> = own.targets.iter().map(|t| t.id.clone()).collect();
     let (independent, alone): (Vec<Target>, Vec<Target>) =
         own.targets.drain(..).partition(|t| t.independent);
-    let is_independent = |job: &Job| independent.iter().any(|t| t.name() == job.target);
+    let is_independent = |job: &Job| independent.iter().any(|t| t.id == job.target);
     let (later, first): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(is_independent);
     let lanes = stacks.jobs.min(independent.len()).max(1);
     let mut workers: Vec<Worker> = (0..lanes).map(|_| own.sharing()).collect();
@@ -108,12 +108,12 @@ async fn run_lanes(
     }
     own.targets
         .extend(workers.into_iter().flat_map(|w| w.targets));
-    own.targets.sort_by_key(|t| position(&order, t.name()));
+    own.targets.sort_by_key(|t| position(&order, &t.id));
     finished
 }
 
-fn position(order: &[String], name: &str) -> usize {
-    order.iter().position(|n| n == name).unwrap_or(usize::MAX)
+fn position(order: &[TargetId], id: &TargetId) -> usize {
+    order.iter().position(|n| n == id).unwrap_or(usize::MAX)
 }
 
 /// The run's side of every drive: the settings, the run's attempt
@@ -190,7 +190,7 @@ async fn work(
     };
     let judged = |index: usize, verdicts| judged(run, &events, index, verdicts);
     let mut interrupted = false;
-    let mut ran: HashMap<String, usize> = HashMap::new();
+    let mut ran: HashMap<TargetId, usize> = HashMap::new();
     let leaves_deletes = |job: &Job| ends_disposing(&settings.scenarios[job.scenario]);
     while let Some((job, target)) = next_job(shared.queue, worker, &ran, leaves_deletes) {
         *ran.entry(job.target.clone()).or_default() += 1;
@@ -251,23 +251,14 @@ async fn work(
 /// go through all of them); a deployment's other targets are not known to
 /// be, so one left down is brought back before its own next cell only.
 async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), NotBroughtBack> {
-    let Worker {
-        targets,
-        server,
-        sdk_process,
-        components,
-        ..
-    } = worker;
-    let parts = targets
-        .iter_mut()
-        .enumerate()
-        .filter(|(t, part)| *t == own || part.id.builtin().is_some())
-        .map(|(_, part)| part)
-        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
-        .chain(sdk_process.iter_mut())
-        .chain(components.iter_mut())
-        .filter(|part| part.unrecovered().is_some());
-    for part in parts {
+    let on_the_path = |t: Option<usize>, part: &Target| match t {
+        Some(t) => t == own || part.id.builtin().is_some(),
+        None => true,
+    };
+    let parts = worker
+        .parts_mut()
+        .filter(|(t, part)| on_the_path(*t, part) && part.unrecovered().is_some());
+    for (_, part) in parts {
         part.bring_back().await?;
     }
     Ok(())

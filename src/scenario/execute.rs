@@ -95,6 +95,32 @@ pub struct CellSettings {
     pub interrupt: watch::Receiver<bool>,
 }
 
+#[cfg(test)]
+impl CellSettings {
+    /// The cell of the executor's own tests: its server is one nothing
+    /// listens at (127.0.0.1:9), each client keeps its own memory store,
+    /// phases have 5 s, and there is no trace file, log, provider,
+    /// sandbox, header timeout, hang grace or interrupt.
+    pub(crate) fn for_tests() -> CellSettings {
+        CellSettings {
+            base_url: "http://127.0.0.1:9".into(),
+            token: None,
+            headers: vec![],
+            agent: "mock".into(),
+            default_timeout: Duration::from_secs(5),
+            session_suffix: "t".into(),
+            store: CellStore::PerClientMemory,
+            trace: crate::trace::Trace::detached(),
+            agent_sent_log: None,
+            headers_timeout: None,
+            hang_grace: None,
+            model_calls: None,
+            sandboxes: None,
+            interrupt: watch::channel(false).1,
+        }
+    }
+}
+
 /// Where a cell's clients keep session records and events.
 #[derive(Clone)]
 pub enum CellStore {
@@ -277,12 +303,6 @@ impl CellClient {
             CellClient::Browser(sdk) => Some(sdk.client.host()),
             CellClient::Rust | CellClient::TsSdk(_) => None,
         }
-    }
-
-    /// Whether the real SDK takes the steps (its host, not the cell,
-    /// holds its clients across a `client` restart).
-    pub fn is_sdk(&self) -> bool {
-        !matches!(self, CellClient::Rust)
     }
 
     /// The client as the executor drives it, tracing into `trace` (and,
@@ -549,47 +569,12 @@ impl CellRun {
 
 /// The client a step makes (connects), if it makes one.
 fn made_client(step: &Step) -> Option<&str> {
-    match step {
-        Step::Connect { client }
-        | Step::StartSandbox { client }
-        | Step::ReattachSandbox { client, .. } => Some(client),
-        _ => None,
-    }
+    step.names().makes_client
 }
 
+/// The client a step runs on, if it runs on one.
 pub(super) fn step_client(step: &Step) -> Option<&str> {
-    match step {
-        Step::CreateSession { client, .. }
-        | Step::Prompt { client, .. }
-        | Step::RehydratePrompt { client, .. }
-        | Step::GetEvents { client, .. }
-        | Step::ResumeSession { client, .. }
-        | Step::DestroySession { client, .. }
-        | Step::Dispose { client }
-        | Step::Health { client }
-        | Step::Probe { client }
-        | Step::WriteFile { client, .. }
-        | Step::ReadFile { client, .. }
-        | Step::SpawnProcess { client, .. }
-        | Step::ProcessStatus { client, .. }
-        | Step::TerminalAttach { client, .. }
-        | Step::TerminalReattach { client, .. }
-        | Step::StartTurn { client, .. }
-        | Step::TurnHistory { client, .. }
-        | Step::RecoverTurn { client, .. }
-        | Step::ReplayCheck { client, .. }
-        | Step::RecoverSession { client, .. }
-        | Step::DestroySandbox { client } => Some(client),
-        Step::Connect { .. }
-        | Step::StartSandbox { .. }
-        | Step::ReattachSandbox { .. }
-        | Step::Restart
-        | Step::Sleep { .. }
-        | Step::TerminalSend { .. }
-        | Step::TerminalExpect { .. }
-        | Step::AwaitTurn { .. }
-        | Step::RestartDuringTurn { .. } => None,
-    }
+    step.names().client
 }
 
 /// The seed script's continuation prompt, built from the earlier user prompts.
@@ -785,22 +770,7 @@ mod tests {
     }
 
     fn settings() -> CellSettings {
-        CellSettings {
-            base_url: "http://127.0.0.1:9".into(),
-            token: None,
-            headers: vec![],
-            agent: "mock".into(),
-            default_timeout: Duration::from_secs(5),
-            session_suffix: "t".into(),
-            store: CellStore::PerClientMemory,
-            trace: crate::trace::Trace::detached(),
-            agent_sent_log: None,
-            headers_timeout: None,
-            hang_grace: None,
-            model_calls: None,
-            sandboxes: None,
-            interrupt: watch::channel(false).1,
-        }
+        CellSettings::for_tests()
     }
 
     fn scenario(source: &str) -> Scenario {
@@ -1378,5 +1348,34 @@ mod tests {
     fn the_rehydrate_text_is_the_seed_scripts() {
         let text = rehydrate_text(&["p1".into(), "p2".into()]);
         assert_eq!(text, "Continuation context from pre-restart session:\n1) user: p1\n2) user: p2\nContinue with this context and reply with one short line.");
+    }
+
+    /// The three implementations of the client interface are the client
+    /// axis, one each: continuity's, and the SDK on each of its hosts.
+    /// (Here, beside `CellClient`, so that a new client's line in it is in
+    /// a file its recipe already touches.)
+    #[test]
+    fn each_client_on_the_axis_is_one_implementation_of_the_interface() {
+        use crate::client::browser::BrowserPage;
+        use crate::client::hosted::{HostedClient, HostedConfig, SdkHost};
+        use crate::client::ClientKind;
+        let actor = HostedClient::new(HostedConfig {
+            endpoint: "http://127.0.0.1:9".into(),
+            namespace: "default".into(),
+            key: "k".into(),
+        })
+        .unwrap();
+        let ts_sdk: &dyn ScenarioClient = &TsSdkClient::new(actor, None);
+        let rust: &dyn ScenarioClient = &rust_client::RustClient;
+        let mut names = vec![
+            rust.name(),
+            ts_sdk.name(),
+            // A page needs a live Chromium; its client's name is its host's.
+            <BrowserPage as SdkHost>::KIND.name(),
+        ];
+        names.sort();
+        let mut axis: Vec<&str> = ClientKind::all().iter().map(|k| k.name()).collect();
+        axis.sort();
+        assert_eq!(names, axis);
     }
 }

@@ -2,19 +2,16 @@
 //! rejected by toml with their line), then a checked [`Scenario`] whose errors
 //! name the file, the line of the offending phase, and what was expected.
 
-mod fields;
-mod sandbox;
+mod kinds;
 
-use super::{Phase, Scenario, Step, StepKind, UnknownStep};
+use super::{Label, Phase, Scenario, Step, StepKind, UnknownStep};
 use crate::source_line::line_of;
-use fields::Fields;
+use kinds::{Fields, RawPhase, Turns};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use toml::Spanned;
-
-mod turns;
 
 /// The scenarios shipped with continuity, used when no scenario folder is given.
 const BUILTIN: [(&str, &str); 9] = [
@@ -86,85 +83,15 @@ struct RawScenario {
     cleanup: Vec<Spanned<RawPhase>>,
 }
 
-/// `text = "one"` or `text = ["one", "two"]`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Texts {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPhase {
-    name: Option<String>,
-    step: String,
-    timeout_ms: Option<u64>,
-    on_failure: Option<String>,
-    client: Option<String>,
-    session: Option<String>,
-    text: Option<Texts>,
-    from: Option<String>,
-    cwd: Option<String>,
-    limit: Option<usize>,
-    integrity: Option<bool>,
-    expect: Option<String>,
-    expect_stop_reason: Option<String>,
-    ms: Option<u64>,
-    path: Option<String>,
-    content: Option<String>,
-    process: Option<String>,
-    command: Option<Texts>,
-    tty: Option<bool>,
-    terminal: Option<String>,
-    logs_contain: Option<String>,
-    wait: Option<bool>,
-    turn: Option<String>,
-    after_ms: Option<u64>,
-}
-
-impl RawPhase {
-    /// The step-specific fields that are set, by name.
-    fn set_fields(&self) -> Vec<&'static str> {
-        let present = [
-            ("client", self.client.is_some()),
-            ("session", self.session.is_some()),
-            ("text", self.text.is_some()),
-            ("from", self.from.is_some()),
-            ("cwd", self.cwd.is_some()),
-            ("limit", self.limit.is_some()),
-            ("integrity", self.integrity.is_some()),
-            ("expect", self.expect.is_some()),
-            ("expect_stop_reason", self.expect_stop_reason.is_some()),
-            ("ms", self.ms.is_some()),
-            ("path", self.path.is_some()),
-            ("content", self.content.is_some()),
-            ("process", self.process.is_some()),
-            ("command", self.command.is_some()),
-            ("tty", self.tty.is_some()),
-            ("terminal", self.terminal.is_some()),
-            ("logs_contain", self.logs_contain.is_some()),
-            ("wait", self.wait.is_some()),
-            ("turn", self.turn.is_some()),
-            ("after_ms", self.after_ms.is_some()),
-        ];
-        present
-            .iter()
-            .filter(|(_, set)| *set)
-            .map(|(name, _)| *name)
-            .collect()
-    }
-}
-
 struct Checker<'a> {
     file: &'a Path,
     source: &'a str,
     clients: HashSet<String>,
     sessions: HashSet<String>,
-    /// Files, processes and terminals earlier phases made, as `kind:label`.
-    sandbox: HashSet<String>,
-    /// Named turns seen so far (a cell so the step closures can borrow the checker).
-    turns: std::cell::RefCell<turns::Turns>,
+    /// Files, processes and terminals earlier phases made.
+    sandbox: HashSet<(Label, String)>,
+    /// Named turns seen so far (a cell, so a row's builder can update it through its `Fields`).
+    turns: std::cell::RefCell<Turns>,
 }
 
 impl Checker<'_> {
@@ -190,40 +117,12 @@ impl Checker<'_> {
             raw: p,
             file: self.file,
             line: span.as_ref().map(|s| line_of(self.source, s.start)),
+            at: raw.span().start,
+            cleanup,
+            timeout: frame.timeout,
+            turns: &self.turns,
         };
-        // Exhaustive, so a new kind must be given its family here.
-        let step = match kind {
-            StepKind::Prompt
-            | StepKind::Restart
-            | StepKind::AwaitTurn
-            | StepKind::TurnHistory
-            | StepKind::RecoverTurn => {
-                self.turn_step(&f, raw.span().start, cleanup, frame.timeout)?
-            }
-            StepKind::WriteFile
-            | StepKind::ReadFile
-            | StepKind::SpawnProcess
-            | StepKind::ProcessStatus
-            | StepKind::TerminalAttach
-            | StepKind::TerminalSend
-            | StepKind::TerminalExpect
-            | StepKind::TerminalReattach => sandbox_step(&f)?,
-            StepKind::Connect
-            | StepKind::CreateSession
-            | StepKind::RehydratePrompt
-            | StepKind::GetEvents
-            | StepKind::ResumeSession
-            | StepKind::DestroySession
-            | StepKind::Dispose
-            | StepKind::Sleep
-            | StepKind::Health
-            | StepKind::ReplayCheck
-            | StepKind::Probe
-            | StepKind::RecoverSession
-            | StepKind::StartSandbox
-            | StepKind::ReattachSandbox
-            | StepKind::DestroySandbox => session_step(&f)?,
-        };
+        let step = (kinds::row_of(kind).build)(&f)?;
         self.check_references(&step, span)?;
         Ok(Phase {
             name: frame.name,
@@ -245,7 +144,7 @@ impl Checker<'_> {
             .step
             .parse()
             .map_err(|e: UnknownStep| fail(e.to_string()))?;
-        let allowed = kind.fields();
+        let allowed = kinds::row_of(kind).fields;
         if let Some(field) = p.set_fields().into_iter().find(|f| !allowed.contains(f)) {
             return Err(fail(format!(
                 "`{field}` is not a field of step `{}` (it takes: {})",
@@ -318,173 +217,49 @@ impl Checker<'_> {
         })
     }
 
-    /// Prompts, turns and restarts: the steps whose order the turn checker
-    /// follows (a turn started, restarted into, awaited, its history read).
-    fn turn_step(
-        &self,
-        f: &Fields<'_>,
-        at: usize,
-        cleanup: bool,
-        timeout: Option<Duration>,
-    ) -> Result<Step, ScenarioError> {
-        let p = f.raw;
-        let fail = |msg: String| f.fail(msg);
-        Ok(match f.kind {
-            StepKind::Prompt if p.wait == Some(false) || p.turn.is_some() => {
-                self.turns
-                    .borrow_mut()
-                    .start_turn(at, p, cleanup)
-                    .map_err(|why| fail(why.0))?;
-                Step::StartTurn {
-                    client: f.client()?,
-                    session: f.session()?,
-                    text: f.one_text()?,
-                    turn: f.need("turn", &p.turn)?,
-                }
-            }
-            StepKind::Prompt => Step::Prompt {
-                client: f.client()?,
-                session: f.session()?,
-                texts: f.prompt_texts()?,
-                expect_stop_reason: p.expect_stop_reason.clone(),
-            },
-            StepKind::Restart => match p.after_ms {
-                None => Step::Restart,
-                Some(ms) => {
-                    self.turns
-                        .borrow()
-                        .restart_during_turn(cleanup)
-                        .map_err(|why| fail(why.0))?;
-                    Step::RestartDuringTurn {
-                        after: Duration::from_millis(ms),
-                    }
-                }
-            },
-            StepKind::AwaitTurn => {
-                let turn = f.need("turn", &p.turn)?;
-                self.turns
-                    .borrow_mut()
-                    .await_turn(&turn, cleanup)
-                    .map_err(|why| fail(why.0))?;
-                Step::AwaitTurn {
-                    turn,
-                    deadline: timeout,
-                }
-            }
-            StepKind::TurnHistory => {
-                let turn = f.need("turn", &p.turn)?;
-                self.turns
-                    .borrow()
-                    .check_history(&turn, "turn_history")
-                    .map_err(|why| fail(why.0))?;
-                Step::TurnHistory {
-                    client: f.client()?,
-                    turn,
-                }
-            }
-            StepKind::RecoverTurn => {
-                let turn = f.need("turn", &p.turn)?;
-                self.turns
-                    .borrow()
-                    .check_history(&turn, "recover_turn")
-                    .map_err(|why| fail(why.0))?;
-                Step::RecoverTurn {
-                    client: f.client()?,
-                    turn,
-                }
-            }
-            other => unreachable!("{} is not a turn step", other.name()),
-        })
-    }
-
-    /// Clients must be connected, and sessions created, by an earlier phase.
+    /// Clients must be connected, sessions created and sandbox labels
+    /// made (a file written, a process spawned, a terminal attached) by an
+    /// earlier phase; what the step makes is known to the phases after it.
     fn check_references(
         &mut self,
         step: &Step,
         span: Option<std::ops::Range<usize>>,
     ) -> Result<(), ScenarioError> {
-        let (client, session) = match step {
-            // A reattach may be an application's first step after its restart.
-            Step::Connect { client }
-            | Step::StartSandbox { client }
-            | Step::ReattachSandbox { client, .. } => {
-                self.clients.insert(client.clone());
-                return Ok(());
-            }
-            Step::CreateSession {
-                client, session, ..
-            } => {
-                if !self.clients.contains(client) {
-                    return Err(self.error(
-                        span,
-                        format!("client `{client}` is used before a `connect` step names it"),
-                    ));
-                }
-                self.sessions.insert(session.clone());
-                return Ok(());
-            }
-            Step::RehydratePrompt { client, from, .. } => (Some(client), Some(from)),
-            Step::Prompt {
-                client, session, ..
-            }
-            | Step::GetEvents {
-                client, session, ..
-            }
-            | Step::ResumeSession {
-                client, session, ..
-            }
-            | Step::RecoverSession {
-                client, session, ..
-            }
-            | Step::ReplayCheck { client, session }
-            | Step::DestroySession { client, session } => (Some(client), Some(session)),
-            Step::StartTurn {
-                client, session, ..
-            } => (Some(client), Some(session)),
-            Step::Dispose { client }
-            | Step::Health { client }
-            | Step::Probe { client }
-            | Step::DestroySandbox { client }
-            | Step::TurnHistory { client, .. }
-            | Step::RecoverTurn { client, .. } => (Some(client), None),
-            Step::Restart
-            | Step::Sleep { .. }
-            | Step::AwaitTurn { .. }
-            | Step::RestartDuringTurn { .. } => (None, None),
-            Step::WriteFile { .. }
-            | Step::ReadFile { .. }
-            | Step::SpawnProcess { .. }
-            | Step::ProcessStatus { .. }
-            | Step::TerminalAttach { .. }
-            | Step::TerminalSend { .. }
-            | Step::TerminalExpect { .. }
-            | Step::TerminalReattach { .. } => return self.check_sandbox(step, span),
-        };
-        if let Some(client) = client {
-            if !self.clients.contains(client) {
-                return Err(self.error(
-                    span,
-                    format!("client `{client}` is used before a `connect` step names it"),
-                ));
-            }
+        let names = step.names();
+        if let Some(client) = names.client.filter(|c| !self.clients.contains(*c)) {
+            return Err(self.error(
+                span,
+                format!("client `{client}` is used before a `connect` step names it"),
+            ));
         }
-        if let Some(session) = session {
-            if !self.sessions.contains(session) {
-                return Err(self.error(
-                    span,
-                    format!("session `{session}` is used before a `create_session` step makes it"),
-                ));
-            }
+        if let Some(session) = names.sessions.iter().find(|s| !self.sessions.contains(**s)) {
+            return Err(self.error(
+                span,
+                format!("session `{session}` is used before a `create_session` step makes it"),
+            ));
         }
-        if let Step::RehydratePrompt { session, .. } = step {
-            // The rehydrated session may be new here; it must be created first too.
-            if !self.sessions.contains(session) {
-                return Err(self.error(
-                    span,
-                    format!("session `{session}` is used before a `create_session` step makes it"),
-                ));
-            }
+        if let Some((label, name)) = names
+            .labels
+            .iter()
+            .find(|(label, name)| !self.sandbox.contains(&(*label, name.to_string())))
+        {
+            return Err(self.error(
+                span,
+                format!(
+                    "{} `{name}` is used before a `{}` step makes it",
+                    label.word(),
+                    label.maker()
+                ),
+            ));
         }
+        self.clients.extend(names.makes_client.map(str::to_string));
+        self.sessions
+            .extend(names.makes_session.map(str::to_string));
+        self.sandbox.extend(
+            names
+                .makes_label
+                .map(|(label, name)| (label, name.to_string())),
+        );
         Ok(())
     }
 }
@@ -494,135 +269,6 @@ struct Frame {
     name: String,
     continue_on_failure: bool,
     timeout: Option<Duration>,
-}
-
-/// Sessions and the client: connect, sessions, events, resume, recovery.
-fn session_step(f: &Fields<'_>) -> Result<Step, ScenarioError> {
-    let p = f.raw;
-    let fail = |msg: String| f.fail(msg);
-    Ok(match f.kind {
-        StepKind::Connect => Step::Connect {
-            client: f.client()?,
-        },
-        StepKind::CreateSession => Step::CreateSession {
-            client: f.client()?,
-            session: f.session()?,
-            cwd: p.cwd.clone().unwrap_or_else(|| "/".into()),
-        },
-        StepKind::RehydratePrompt => Step::RehydratePrompt {
-            client: f.client()?,
-            session: f.session()?,
-            from: f.need("from", &p.from)?,
-        },
-        StepKind::GetEvents => Step::GetEvents {
-            client: f.client()?,
-            session: f.session()?,
-            limit: match p.limit {
-                Some(0) => return Err(fail("limit must be greater than 0".into())),
-                Some(n) => n,
-                None => 20,
-            },
-            integrity: p.integrity.unwrap_or(false),
-        },
-        StepKind::ResumeSession => Step::ResumeSession {
-            client: f.client()?,
-            session: f.session()?,
-            expect: f.resume_expect()?,
-        },
-        StepKind::DestroySession => Step::DestroySession {
-            client: f.client()?,
-            session: f.session()?,
-        },
-        StepKind::Dispose => Step::Dispose {
-            client: f.client()?,
-        },
-        StepKind::Sleep => Step::Sleep {
-            duration: Duration::from_millis(
-                p.ms.ok_or_else(|| fail("step `sleep` needs `ms`".into()))?,
-            ),
-        },
-        StepKind::Health => Step::Health {
-            client: f.client()?,
-        },
-        StepKind::ReplayCheck => Step::ReplayCheck {
-            client: f.client()?,
-            session: f.session()?,
-        },
-        StepKind::Probe => Step::Probe {
-            client: f.client()?,
-        },
-        StepKind::RecoverSession => Step::RecoverSession {
-            client: f.client()?,
-            session: f.session()?,
-            text: f.one_text()?,
-        },
-        StepKind::StartSandbox => Step::StartSandbox {
-            client: f.client()?,
-        },
-        StepKind::ReattachSandbox => Step::ReattachSandbox {
-            client: f.client()?,
-            expect: f.sandbox_status()?,
-        },
-        StepKind::DestroySandbox => Step::DestroySandbox {
-            client: f.client()?,
-        },
-        other => unreachable!("{} is not a session step", other.name()),
-    })
-}
-
-/// The sandbox: files, processes and their terminals.
-fn sandbox_step(f: &Fields<'_>) -> Result<Step, ScenarioError> {
-    let p = f.raw;
-    let fail = |msg: String| f.fail(msg);
-    Ok(match f.kind {
-        StepKind::WriteFile => Step::WriteFile {
-            client: f.client()?,
-            path: f.path()?,
-            content: p
-                .content
-                .clone()
-                .ok_or_else(|| fail("step `write_file` needs `content`".into()))?,
-        },
-        StepKind::ReadFile => Step::ReadFile {
-            client: f.client()?,
-            path: f.path()?,
-        },
-        StepKind::SpawnProcess => {
-            let command = f.command()?;
-            Step::SpawnProcess {
-                client: f.client()?,
-                process: f.need("process", &p.process)?,
-                command,
-                tty: p.tty.unwrap_or(false),
-            }
-        }
-        StepKind::ProcessStatus => Step::ProcessStatus {
-            client: f.client()?,
-            process: f.need("process", &p.process)?,
-            expect: f.process_expect()?,
-            logs_contain: p.logs_contain.clone().filter(|t| !t.is_empty()),
-        },
-        StepKind::TerminalAttach => Step::TerminalAttach {
-            client: f.client()?,
-            process: f.need("process", &p.process)?,
-            terminal: f.need("terminal", &p.terminal)?,
-        },
-        StepKind::TerminalSend => Step::TerminalSend {
-            terminal: f.need("terminal", &p.terminal)?,
-            text: f
-                .one_line()?
-                .ok_or_else(|| fail("step `terminal_send` needs `text`".into()))?,
-        },
-        StepKind::TerminalExpect => Step::TerminalExpect {
-            terminal: f.need("terminal", &p.terminal)?,
-            text: f.one_line()?,
-        },
-        StepKind::TerminalReattach => Step::TerminalReattach {
-            client: f.client()?,
-            terminal: f.need("terminal", &p.terminal)?,
-        },
-        other => unreachable!("{} is not a sandbox step", other.name()),
-    })
 }
 
 /// A toml error as `file:line: message (in `the line`)`, so the key is always named.

@@ -105,11 +105,11 @@ impl RealAgent {
             )));
         }
         let dir = npm::ensure_installed(&self.slot(), &[self.spec()], progress).map_err(|e| {
-            StackError::Failed(format!(
-                "cannot install {}: {}",
-                self.spec(),
-                summarize(&e.to_string())
-            ))
+            StackError::AgentInstall {
+                spec: self.spec(),
+                summary: summarize(&e.to_string()),
+                source: Box::new(e),
+            }
         })?;
         if fresh {
             progress(Note::Step(format!(

@@ -101,7 +101,10 @@ fn bundle(dir: &Path) -> Result<(), StackError> {
         .current_dir(dir);
     let output =
         crate::supervise::helper::output_blocking(command, Duration::from_secs(300), 1 << 20)
-            .map_err(|e| StackError::Failed(format!("{}: {e}", esbuild.display())))?;
+            .map_err(|source| StackError::Helper {
+                what: esbuild.display().to_string(),
+                source,
+            })?;
     if output.status.success() {
         return Ok(());
     }

@@ -42,6 +42,44 @@ pub enum StackError {
     /// A program the stack ran (npm, a health check) reported failure.
     #[error("{0}")]
     Failed(String),
+    /// A helper program the stack runs for its output (esbuild, node,
+    /// node-gyp, npm) could not run, or did not finish: `what` names it.
+    #[error("{what}: {source}")]
+    Helper {
+        what: String,
+        #[source]
+        source: crate::supervise::helper::HelperError,
+    },
+    /// A helper program answered, but not with the JSON it should have.
+    #[error("{what} answered no JSON: {source}")]
+    NoJson {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The stack's Postgres would not create the stores' database.
+    #[error(
+        "Postgres on 127.0.0.1:{port}: cannot create database {database}: {}",
+        crate::errors::error_chain(.source)
+    )]
+    CreateDatabase {
+        port: u16,
+        database: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A real agent's npm package could not be installed: `summary` is the
+    /// install error's first line and npm's error codes.
+    #[error("cannot install {spec}: {summary}")]
+    AgentInstall {
+        spec: String,
+        summary: String,
+        #[source]
+        source: Box<StackError>,
+    },
+    /// A hop's fault proxy could not start.
+    #[error(transparent)]
+    Proxy(#[from] crate::faults::ProxyError),
     /// A component started but its target could not be prepared (not ready).
     #[error(transparent)]
     Target(Box<TargetError>),
@@ -98,5 +136,116 @@ impl StackError {
             context: context.into(),
             source: Box::new(self),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Each error built from another keeps it as its `#[source]`, and its
+    //! message is, word for word, the one its `format!` used to build.
+    use super::*;
+    use crate::errors::error_chain;
+    use crate::supervise::helper::HelperError;
+    use std::error::Error as _;
+    use std::time::Duration;
+
+    /// The message is complete on its own: the whole chain adds nothing.
+    fn says_it_all(e: &StackError) -> String {
+        assert_eq!(error_chain(e), e.to_string());
+        e.to_string()
+    }
+
+    #[test]
+    fn a_helper_that_did_not_run_is_its_source() {
+        let cause = || HelperError::TimedOut(Duration::from_secs(60));
+        let e = StackError::Helper {
+            what: "node-gyp".into(),
+            source: cause(),
+        };
+        assert_eq!(says_it_all(&e), format!("node-gyp: {}", cause()));
+        assert_eq!(
+            e.to_string(),
+            "node-gyp: it did not finish within 60 s (killed with everything it started)"
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<HelperError>());
+        assert!(matches!(source, Some(HelperError::TimedOut(_))), "{e:?}");
+    }
+
+    #[test]
+    fn an_answer_that_is_no_json_is_its_source() {
+        let cause = || serde_json::from_slice::<serde_json::Value>(b"node: oops").unwrap_err();
+        let dir = std::path::Path::new("/cache/sdk");
+        let e = StackError::NoJson {
+            what: format!("node's check of the SDK in {}", dir.display()),
+            source: cause(),
+        };
+        assert_eq!(
+            says_it_all(&e),
+            format!(
+                "node's check of the SDK in {} answered no JSON: {}",
+                dir.display(),
+                cause()
+            )
+        );
+        assert!(e.source().unwrap().is::<serde_json::Error>());
+    }
+
+    #[tokio::test]
+    async fn a_database_postgres_would_not_create_keeps_the_driver_s_error() {
+        // Nothing listens on port 1: the driver's own error, with its cause.
+        let cause = tokio_postgres::connect(
+            "host=127.0.0.1 port=1 user=continuity dbname=postgres connect_timeout=5",
+            tokio_postgres::NoTls,
+        )
+        .await
+        .err()
+        .expect("nothing listens on 127.0.0.1:1");
+        let before = format!(
+            "Postgres on 127.0.0.1:{}: cannot create database {}: {}",
+            1,
+            crate::stack::postgres::DATABASE,
+            error_chain(&cause)
+        );
+        let e = StackError::CreateDatabase {
+            port: 1,
+            database: crate::stack::postgres::DATABASE,
+            source: cause,
+        };
+        assert_eq!(says_it_all(&e), before);
+        assert!(e.source().unwrap().is::<tokio_postgres::Error>());
+    }
+
+    #[test]
+    fn an_agent_install_says_its_summary_and_keeps_the_whole_error() {
+        let npm = "npm install in /cache/npm/x failed (exit status: 1):\nnpm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/nope";
+        let e = StackError::AgentInstall {
+            spec: "nope@1.0.0".into(),
+            summary: "npm install in /cache/npm/x failed (exit status: 1): npm error code E404"
+                .into(),
+            source: Box::new(StackError::Failed(npm.into())),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot install nope@1.0.0: npm install in /cache/npm/x failed (exit status: 1): npm error code E404"
+        );
+        assert_eq!(e.source().map(ToString::to_string).as_deref(), Some(npm));
+    }
+
+    #[test]
+    fn a_proxy_that_would_not_start_is_the_proxy_s_error() {
+        let error = crate::faults::FaultProxy::start(
+            crate::faults::LocalHop::Agent.into(),
+            ([10, 0, 0, 1], 0).into(),
+            ([127, 0, 0, 1], 1).into(),
+        )
+        .err()
+        .expect("a proxy off loopback is refused");
+        let before = error.to_string();
+        let e = StackError::from(error);
+        assert_eq!(says_it_all(&e), before);
+        assert!(matches!(
+            e,
+            StackError::Proxy(crate::faults::ProxyError::NotLoopback { .. })
+        ));
     }
 }

@@ -4,6 +4,7 @@
 //! config file's own, each on its hop's proxy.
 
 use super::hops::Hops;
+use crate::faults::{Hop, LocalHop};
 use crate::targets::{
     BuiltinTarget, FaultAction, OwnTarget, Readiness, RestartAction, Selection, Target, TargetId,
     Unavailable,
@@ -18,7 +19,7 @@ pub fn on_hops(
     selection: &Selection,
     custom: &[(OwnTarget, FaultAction)],
     hops: &Hops,
-    ready: &dyn Fn(&str) -> Option<(Readiness, Duration)>,
+    ready: &dyn Fn(&Hop) -> Option<(Readiness, Duration)>,
 ) -> (Vec<Target>, Vec<Unavailable>) {
     let builtin = BuiltinTarget::ALL
         .into_iter()
@@ -54,11 +55,11 @@ pub fn fault_target(
     action: FaultAction,
     control: crate::faults::FaultControl,
 ) -> Target {
-    let hop = action.hop.clone();
+    let hop = action.hop.local();
     let target =
         Target::new(id, RestartAction::Fault(action), Readiness::None).with_fault_proxy(control);
-    match hop.as_str() {
-        "persist" | "runner" => target.keeping_open_requests(),
+    match hop {
+        Some(LocalHop::Persist | LocalHop::Runner) => target.keeping_open_requests(),
         _ => target,
     }
 }

@@ -6,7 +6,8 @@
 //! so a stack left running by `stack up` has none.
 
 use super::StackError;
-use crate::faults::{FaultControl, FaultProxy, ProxyError};
+use crate::faults::{FaultControl, FaultProxy, Hop, LocalHop};
+use std::fmt::Display;
 use std::net::SocketAddr;
 
 /// Set to `off` to run the local stack without its fault proxies (the
@@ -25,7 +26,7 @@ pub struct Hops {
     proxies: Vec<FaultProxy>,
     /// Hops whose component cannot run here, with why (its program is
     /// missing, with the command that installs it; it did not start).
-    absent: Vec<(String, String)>,
+    absent: Vec<(LocalHop, String)>,
 }
 
 impl Hops {
@@ -39,18 +40,18 @@ impl Hops {
     }
 
     /// `hop` gets no proxy: its component cannot run here, for `reason`.
-    pub fn absent(&mut self, hop: &str, reason: &str) {
-        self.absent.push((hop.to_string(), reason.to_string()));
+    pub fn absent(&mut self, hop: LocalHop, reason: &str) {
+        self.absent.push((hop, reason.to_string()));
     }
 
     /// Why `hop` has no proxy here, for a target that needs one: the
     /// proxies are off, or its component cannot run (the reason names the
     /// missing program and its install command).
-    pub fn why_no_proxy(&self, hop: &str) -> String {
+    pub fn why_no_proxy<H: PartialEq<LocalHop> + Display>(&self, hop: &H) -> String {
         if !self.on {
             return format!("the stack runs without fault proxies ({PROXIES_ENV}=off)");
         }
-        match self.absent.iter().find(|(h, _)| h == hop) {
+        match self.absent.iter().find(|(h, _)| hop == h) {
             Some((_, reason)) => format!("the {hop} hop's component cannot run here: {reason}"),
             None => format!("the {hop} hop is not running here (its component did not start)"),
         }
@@ -59,20 +60,24 @@ impl Hops {
     /// Puts a proxy for `hop` in front of `upstream_port` on loopback and
     /// returns the port its clients use instead: the proxy's, or the
     /// component's own when the hops have no proxies.
-    pub fn front(&mut self, hop: &str, upstream_port: u16) -> Result<u16, StackError> {
+    pub fn front(&mut self, hop: LocalHop, upstream_port: u16) -> Result<u16, StackError> {
         if !self.on {
             return Ok(upstream_port);
         }
         let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
         let upstream: SocketAddr = ([127, 0, 0, 1], upstream_port).into();
-        let proxy = FaultProxy::start(hop, listen, upstream).map_err(proxy_error)?;
+        let proxy = FaultProxy::start(hop.into(), listen, upstream)?;
         let port = proxy.addr().port();
         self.proxies.push(proxy);
         Ok(port)
     }
 
-    /// The control of `hop`'s proxy, when it has one.
-    pub fn control(&self, hop: &str) -> Option<FaultControl> {
+    /// The control of `hop`'s proxy (a [`LocalHop`] or a [`Hop`]), when
+    /// it has one.
+    pub fn control<H>(&self, hop: &H) -> Option<FaultControl>
+    where
+        Hop: PartialEq<H>,
+    {
         self.proxies
             .iter()
             .map(FaultProxy::control)
@@ -90,10 +95,6 @@ impl Hops {
     }
 }
 
-fn proxy_error(e: ProxyError) -> StackError {
-    StackError::Failed(e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,31 +102,37 @@ mod tests {
     #[tokio::test]
     async fn a_hop_fronts_its_component_with_a_proxy_unless_off() {
         let mut hops = Hops::new(true);
-        let port = hops.front("agent", 9).unwrap();
+        let port = hops.front(LocalHop::Agent, 9).unwrap();
         assert_ne!(port, 9);
-        let control = hops.control("agent").unwrap();
+        let control = hops.control(&LocalHop::Agent).unwrap();
         assert_eq!(control.upstream().port(), 9);
         assert_eq!(control.addr().port(), port);
-        assert!(hops.control("gateway").is_none());
+        assert_eq!(
+            hops.control(&Hop::named("agent")).unwrap().addr(),
+            control.addr()
+        );
+        assert!(hops.control(&LocalHop::Gateway).is_none());
         hops.stop();
         assert!(control.check().is_err(), "stopped with the stack");
         let mut off = Hops::new(false);
-        assert_eq!(off.front("agent", 9).unwrap(), 9);
-        assert!(off.control("agent").is_none());
-        assert!(off.why_no_proxy("agent").contains("=off"));
+        assert_eq!(off.front(LocalHop::Agent, 9).unwrap(), 9);
+        assert!(off.control(&LocalHop::Agent).is_none());
+        assert!(off.why_no_proxy(&LocalHop::Agent).contains("=off"));
     }
 
     #[test]
     fn a_hop_whose_component_cannot_run_says_why() {
         let mut hops = Hops::new(true);
         hops.absent(
-            "gateway",
+            LocalHop::Gateway,
             "nginx is not installed (Debian: apt-get install -y nginx)",
         );
         assert_eq!(
-            hops.why_no_proxy("gateway"),
+            hops.why_no_proxy(&Hop::named("gateway")),
             "the gateway hop's component cannot run here: nginx is not installed (Debian: apt-get install -y nginx)"
         );
-        assert!(hops.why_no_proxy("persist").contains("did not start"));
+        assert!(hops
+            .why_no_proxy(&LocalHop::Persist)
+            .contains("did not start"));
     }
 }

@@ -14,6 +14,7 @@ pub use super::state::Component;
 use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
+use crate::faults::{Hop, LocalHop};
 use crate::persist::{StackStores, StoreAbsent};
 use crate::report::LogFile;
 use crate::signal::Signal;
@@ -399,7 +400,7 @@ impl LocalStack {
         });
         self.add(agent_target, options);
         // The gateway (or, without one, the clients) reach sandbox-agent through the agent hop.
-        let agent_hop = self.hops.front("agent", agent_port)?;
+        let agent_hop = self.hops.front(LocalHop::Agent, agent_port)?;
         self.base_url = format!("http://127.0.0.1:{agent_hop}");
 
         Ok(agent_hop)
@@ -483,7 +484,7 @@ impl LocalStack {
             Ok(binary) => binary,
             Err(reason) => {
                 let reason = reason.to_string();
-                self.hops.absent("gateway", &reason);
+                self.hops.absent(LocalHop::Gateway, &reason);
                 self.skipped
                     .push(Unavailable::skipped(BuiltinTarget::Gateway, &reason));
                 self.skipped
@@ -543,7 +544,7 @@ impl LocalStack {
         .supervised_by(supervisor.clone());
         self.add(reload, options);
         // Clients reach the gateway through the gateway hop.
-        let gateway_hop = self.hops.front("gateway", gateway.listen_port)?;
+        let gateway_hop = self.hops.front(LocalHop::Gateway, gateway.listen_port)?;
         self.base_url = format!("http://127.0.0.1:{gateway_hop}{}", nginx::ROUTE);
         self.add_reload_race(&gateway, options, supervisor);
         Ok(())
@@ -668,7 +669,7 @@ impl LocalStack {
     /// The selected pauses, agent kill, reboot and schedule, over the
     /// components that run (each that cannot run here unavailable, saying why).
     fn add_nemesis_targets(&mut self, options: &StackOptions) {
-        let ready = |hop: &str| self.hop_ready(hop);
+        let ready = |hop: &Hop| self.hop_ready(hop);
         let mut absent = match &self.stores.postgres {
             Err(absent) => vec![(
                 BuiltinTarget::Store,
@@ -709,7 +710,7 @@ impl LocalStack {
     /// What must answer once a fault on `hop` heals: through the gateway
     /// (and the agent hop), or the session actor (through the runner's
     /// link to the engine, which reconnects with a backoff).
-    fn hop_ready(&self, hop: &str) -> Option<(Readiness, Duration)> {
+    fn hop_ready(&self, hop: &Hop) -> Option<(Readiness, Duration)> {
         let probe_of = |of: BuiltinTarget, timeout: Duration| {
             self.targets
                 .iter()
@@ -717,8 +718,10 @@ impl LocalStack {
                 .find(|t| t.id == of)
                 .map(|t| (t.readiness.clone(), timeout))
         };
-        match hop {
-            "persist" | "runner" => probe_of(BuiltinTarget::Rivet, AFTER_HEAL_RIVET_TIMEOUT),
+        match hop.local() {
+            Some(LocalHop::Persist | LocalHop::Runner) => {
+                probe_of(BuiltinTarget::Rivet, AFTER_HEAL_RIVET_TIMEOUT)
+            }
             _ => probe_of(BuiltinTarget::Gateway, READY_TIMEOUT)
                 .or_else(|| probe_of(BuiltinTarget::Agent, READY_TIMEOUT)),
         }
@@ -731,7 +734,7 @@ impl LocalStack {
         let selection = &options.selection;
         self.skipped.retain(|u| selection.includes(&u.id));
         // Once a fault heals, what its hop leads to answers again.
-        let ready = |hop: &str| self.hop_ready(hop);
+        let ready = |hop: &Hop| self.hop_ready(hop);
         let (faults, unavailable) =
             super::fault_targets::on_hops(selection, &options.custom_faults, &self.hops, &ready);
         self.targets.extend(faults);
@@ -909,7 +912,7 @@ impl LocalStack {
         supervisor: &Supervisor,
     ) {
         let name = BuiltinTarget::GatewayReloadIdle;
-        let Some(control) = self.hops.control("gateway") else {
+        let Some(control) = self.hops.control(&LocalHop::Gateway) else {
             let reason = format!(
                 "it holds the reload's close on the gateway hop's fault proxy, and the stack runs without one ({}=off)",
                 super::hops::PROXIES_ENV

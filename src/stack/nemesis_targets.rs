@@ -8,6 +8,7 @@
 
 use super::hops::Hops;
 use super::state::StackJournal;
+use crate::faults::Hop;
 use crate::targets::chaos::{self, ChaosParts, Resource};
 use crate::targets::{
     AgentKill, BuiltinTarget, Chaos, Nemesis, PauseAction, PauseLength, ProcessOf, Readiness,
@@ -45,7 +46,7 @@ pub(super) struct Parts<'a> {
     /// The Rivet Engine's own health URL (its restart probe is the actor's).
     pub engine_health: Option<String>,
     /// What answers once a fault on a hop heals ([`super::local`]'s rule).
-    pub hop_ready: &'a dyn Fn(&str) -> Option<(Readiness, Duration)>,
+    pub hop_ready: &'a dyn Fn(&Hop) -> Option<(Readiness, Duration)>,
     /// The phase deadline, which a long pause outlasts.
     pub phase_deadline: Duration,
 }
@@ -221,15 +222,16 @@ fn chaos_target(parts: &Parts<'_>) -> Result<Target, Absent> {
     }
     let mut hops = Vec::new();
     for hop in chaos::HOPS {
-        let Some(control) = parts.hops.control(hop) else {
+        let Some(control) = parts.hops.control(&hop) else {
             return Err(Absent(format!(
                 "its schedule acts on the {hop} hop: {}",
-                parts.hops.why_no_proxy(hop)
+                parts.hops.why_no_proxy(&hop)
             )));
         };
         hops.push(control);
-        if let Some((probe, within)) = (parts.hop_ready)(hop) {
-            ready.push((Resource::Hop(hop.to_string()), probe, within));
+        let hop = Hop::from(hop);
+        if let Some((probe, within)) = (parts.hop_ready)(&hop) {
+            ready.push((Resource::Hop(hop), probe, within));
         }
     }
     let chaos = Chaos(Arc::new(ChaosParts {

@@ -56,7 +56,7 @@ fn targets_naming(
     std::fs::write(prefix.join("nginx.pid"), format!("{gateway_pid}\n")).unwrap();
     let components: Vec<Target> = COMPONENTS.into_iter().map(component).collect();
     let hops = Hops::new(false);
-    let no_probe = |_: &str| None;
+    let no_probe = |_: &crate::faults::Hop| None;
     let parts = Parts {
         components: components.iter().collect(),
         absent: Vec::new(),
@@ -131,7 +131,7 @@ async fn the_whole_stack_fails_when_a_component_was_already_gone() {
     let journal = StackJournal::begin(dir.path(), "tag-test:/nowhere").unwrap();
     let components: Vec<Target> = COMPONENTS.into_iter().map(component).collect();
     let hops = Hops::new(false);
-    let no_probe = |_: &str| None;
+    let no_probe = |_: &crate::faults::Hop| None;
     let parts = Parts {
         components: components.iter().collect(),
         absent: Vec::new(),
@@ -198,7 +198,7 @@ async fn a_schedule_whose_fault_cannot_take_fails_the_cell() {
         hops.front(hop, crate::supervise::free_port().unwrap())
             .unwrap();
     }
-    let no_probe = |_: &str| None;
+    let no_probe = |_: &crate::faults::Hop| None;
     let parts = Parts {
         components: components.iter().collect(),
         absent: Vec::new(),
@@ -293,7 +293,7 @@ fn built_on(
         .filter(|id| stand_ins && real.target.id != *id)
         .map(component)
         .collect();
-    let no_probe = |_: &str| None;
+    let no_probe = |_: &crate::faults::Hop| None;
     let parts = Parts {
         components: others.iter().chain([&real.target]).collect(),
         absent: Vec::new(),

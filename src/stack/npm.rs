@@ -149,7 +149,10 @@ pub fn ensure_native_module(
             .args(["rebuild", "--release", "--nodedir=/usr", "--loglevel=error"])
             .current_dir(dir);
         let output = crate::supervise::helper::output_blocking(node, HELPER_WITHIN, 1 << 20)
-            .map_err(|e| StackError::Failed(format!("node-gyp: {e}")))?;
+            .map_err(|source| StackError::Helper {
+                what: "node-gyp".into(),
+                source,
+            })?;
         if output.status.success() {
             return Ok(());
         }
@@ -210,7 +213,10 @@ pub(super) fn install_once(
 
 pub(super) fn run_npm(command: Command, dir: &Path) -> Result<(), StackError> {
     let output = crate::supervise::helper::output_blocking(command, HELPER_WITHIN, 1 << 20)
-        .map_err(|e| StackError::Failed(format!("npm install in {}: {e}", dir.display())))?;
+        .map_err(|source| StackError::Helper {
+            what: format!("npm install in {}", dir.display()),
+            source,
+        })?;
     if output.status.success() {
         return Ok(());
     }

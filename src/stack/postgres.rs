@@ -267,12 +267,10 @@ impl PostgresStack {
 
     /// `CREATE DATABASE continuity`, unless a kept data folder has it already.
     async fn create_database(&self) -> Result<(), StackError> {
-        let failed = |e: tokio_postgres::Error| {
-            StackError::Failed(format!(
-                "Postgres on 127.0.0.1:{}: cannot create database {DATABASE}: {}",
-                self.port,
-                crate::errors::error_chain(&e)
-            ))
+        let failed = |source| StackError::CreateDatabase {
+            port: self.port,
+            database: DATABASE,
+            source,
         };
         let (client, connection) = tokio_postgres::connect(
             &format!(

@@ -44,7 +44,7 @@ pub fn window() -> FaultAction {
         ("stream".to_string(), Param::Text("downstream".into())),
     ];
     FaultAction {
-        hop: "gateway".into(),
+        hop: crate::faults::LocalHop::Gateway.into(),
         toxic: parse_toxic("slow_close", &params).expect("slow_close with a valid delay"),
         hold: HOLD,
     }

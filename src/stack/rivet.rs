@@ -10,6 +10,7 @@
 use super::npm;
 use super::progress::{blocking_with_notes, Note, Progress};
 use super::StackError;
+use crate::faults::LocalHop;
 use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
@@ -35,7 +36,7 @@ const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.
 pub const PINNED_SDK_VERSION: &str = "0.4.2";
 /// The Rivet layer's hops, each with a fault proxy: the runner's link to
 /// the engine, and the persist driver's.
-pub const HOPS: [&str; 2] = ["runner", "persist"];
+pub const HOPS: [LocalHop; 2] = [LocalHop::Runner, LocalHop::Persist];
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
 const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
 

@@ -344,7 +344,10 @@ process.stdout.write(JSON.stringify({
     let output =
         crate::supervise::helper::output(command, std::time::Duration::from_secs(60), 1 << 20)
             .await
-            .map_err(|e| StackError::Failed(format!("node's check of the SDK: {e}")))?;
+            .map_err(|source| StackError::Helper {
+                what: "node's check of the SDK".into(),
+                source,
+            })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let said: Vec<&str> = stderr
@@ -354,12 +357,11 @@ process.stdout.write(JSON.stringify({
         let said = said[said.len().saturating_sub(4)..].join(" ");
         return Err(Invalid(format!("the SDK does not load in node: {said}")).into());
     }
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| {
-        StackError::Failed(format!(
-            "node's check of the SDK in {} answered no JSON: {e}",
-            dir.display()
-        ))
-    })?;
+    let answer: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|source| StackError::NoJson {
+            what: format!("node's check of the SDK in {}", dir.display()),
+            source,
+        })?;
     if answer["sandboxAgent"] != "function" {
         return Err(Invalid(format!(
             "the SDK has no `SandboxAgent` export (it exports: {})",

@@ -5,9 +5,13 @@
 //! it restarts on purpose, a fault target's toxic on its hop, a timeout
 //! target's timeout). Nothing
 //! outside this module compares a target's name with a built-in one.
+//!
+//! Over 400 lines on purpose: every fact of every built-in target is one
+//! exhaustive match here, so a new target is one file's change (ARCHITECTURE.md,
+//! "A restart target"), its tests apart in `builtin_tests.rs`.
 
 use crate::errors::HarnessPart;
-use crate::faults::{parse_toxic, Param};
+use crate::faults::{parse_toxic, LocalHop, Param};
 use crate::targets::{FaultAction, PathTimeout};
 use std::fmt;
 use std::time::Duration;
@@ -118,7 +122,7 @@ pub enum Family {
 
 /// A built-in fault target's toxic on its hop, as a table row.
 struct FaultRow {
-    hop: &'static str,
+    hop: LocalHop,
     toxic: &'static str,
     params: &'static [(&'static str, i64)],
     stream: Option<&'static str>,
@@ -126,7 +130,7 @@ struct FaultRow {
 }
 
 const fn row(
-    hop: &'static str,
+    hop: LocalHop,
     toxic: &'static str,
     params: &'static [(&'static str, i64)],
     stream: Option<&'static str>,
@@ -213,7 +217,7 @@ impl BuiltinTarget {
             Family::Client if hosted => vec![HarnessPart::RivetApp],
             Family::Gateway => vec![HarnessPart::Nginx],
             Family::Fault => match self.fault_row().map(|r| r.hop) {
-                Some("persist" | "runner") => vec![HarnessPart::RivetApp],
+                Some(LocalHop::Persist | LocalHop::Runner) => vec![HarnessPart::RivetApp],
                 _ => Vec::new(),
             },
             // A timeout restarts nothing: its own gateway, if it has one, keeps running.
@@ -311,7 +315,7 @@ impl BuiltinTarget {
         Some(match self {
             GatewayReadTimeout => PathTimeout::GatewayRead { limit },
             GatewayIdleCut => PathTimeout::IdleCut {
-                hop: "gateway".into(),
+                hop: LocalHop::Gateway.into(),
                 limit,
             },
             ClientHeadersTimeout => PathTimeout::ClientHeaders { limit },
@@ -345,30 +349,48 @@ impl BuiltinTarget {
         let reset: &[(&str, i64)] = &[("timeout", 0)];
         let latency: &[(&str, i64)] = &[("latency", 2000), ("jitter", 0)];
         Some(match self {
-            GatewayPartition => row("gateway", "partition", &[], None, 3000),
-            GatewayReset => row("gateway", "reset_peer", reset, DOWN, 1000),
-            GatewayDown => row("gateway", "down", &[], None, 2000),
-            GatewayLatency => row("gateway", "latency", latency, DOWN, 5000),
-            GatewayTimeout => row("gateway", "timeout", &[("timeout", 1000)], DOWN, 3000),
-            GatewaySlowClose => row("gateway", "slow_close", &[("delay", 2000)], DOWN, 5000),
-            GatewayBandwidth => row("gateway", "bandwidth", &[("rate", 1)], DOWN, 5000),
+            GatewayPartition => row(LocalHop::Gateway, "partition", &[], None, 3000),
+            GatewayReset => row(LocalHop::Gateway, "reset_peer", reset, DOWN, 1000),
+            GatewayDown => row(LocalHop::Gateway, "down", &[], None, 2000),
+            GatewayLatency => row(LocalHop::Gateway, "latency", latency, DOWN, 5000),
+            GatewayTimeout => row(
+                LocalHop::Gateway,
+                "timeout",
+                &[("timeout", 1000)],
+                DOWN,
+                3000,
+            ),
+            GatewaySlowClose => row(
+                LocalHop::Gateway,
+                "slow_close",
+                &[("delay", 2000)],
+                DOWN,
+                5000,
+            ),
+            GatewayBandwidth => row(LocalHop::Gateway, "bandwidth", &[("rate", 1)], DOWN, 5000),
             GatewaySlicer => row(
-                "gateway",
+                LocalHop::Gateway,
                 "slicer",
                 &[("average_size", 16), ("size_variation", 8), ("delay", 2000)],
                 DOWN,
                 5000,
             ),
-            GatewayLimitData => row("gateway", "limit_data", &[("bytes", 512)], DOWN, 3000),
-            AgentPartition => row("agent", "partition", &[], None, 3000),
-            AgentReset => row("agent", "reset_peer", reset, DOWN, 1000),
-            AgentDown => row("agent", "down", &[], None, 2000),
-            PersistPartition => row("persist", "partition", &[], None, 3000),
-            PersistReset => row("persist", "reset_peer", reset, DOWN, 1000),
-            PersistLatency => row("persist", "latency", latency, DOWN, 5000),
-            RunnerPartition => row("runner", "partition", &[], None, 3000),
-            RunnerReset => row("runner", "reset_peer", reset, DOWN, 1000),
-            RunnerDown => row("runner", "down", &[], None, 2000),
+            GatewayLimitData => row(
+                LocalHop::Gateway,
+                "limit_data",
+                &[("bytes", 512)],
+                DOWN,
+                3000,
+            ),
+            AgentPartition => row(LocalHop::Agent, "partition", &[], None, 3000),
+            AgentReset => row(LocalHop::Agent, "reset_peer", reset, DOWN, 1000),
+            AgentDown => row(LocalHop::Agent, "down", &[], None, 2000),
+            PersistPartition => row(LocalHop::Persist, "partition", &[], None, 3000),
+            PersistReset => row(LocalHop::Persist, "reset_peer", reset, DOWN, 1000),
+            PersistLatency => row(LocalHop::Persist, "latency", latency, DOWN, 5000),
+            RunnerPartition => row(LocalHop::Runner, "partition", &[], None, 3000),
+            RunnerReset => row(LocalHop::Runner, "reset_peer", reset, DOWN, 1000),
+            RunnerDown => row(LocalHop::Runner, "down", &[], None, 2000),
             Agent | Gateway | GatewayReload | GatewayReloadIdle | Rivet | RivetEngine | Client
             | Store | ServerKill | GatewayReadTimeout | GatewayIdleCut | ClientHeadersTimeout
             | AgentPause | AgentPauseLong | GatewayPause | GatewayPauseLong | RivetPause

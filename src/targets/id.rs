@@ -53,6 +53,18 @@ impl TargetId {
     }
 }
 
+#[cfg(test)]
+impl TargetId {
+    /// The built-in target of this name, else a deployment's own: how
+    /// tests name a cell's target.
+    pub fn of_name(name: &str) -> TargetId {
+        match BuiltinTarget::from_name(name) {
+            Some(builtin) => builtin.into(),
+            None => OwnTarget::new(name).into(),
+        }
+    }
+}
+
 impl From<BuiltinTarget> for TargetId {
     fn from(b: BuiltinTarget) -> Self {
         TargetId::Builtin(b)

@@ -1,8 +1,12 @@
 //! Targets against real processes, sockets and files on 127.0.0.1.
+//!
+//! Over 400 lines: one test or two per kind of target (managed, command,
+//! signal, hook, fault, left down, timeout), each on the real thing.
 
-use super::action::ActionErrorKind;
+use super::action_error::ActionErrorKind;
 use super::*;
 use crate::supervise::{free_port, group_members};
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The interpreter itself, not a version-manager shim that would sit
@@ -115,9 +119,7 @@ async fn a_managed_target_without_a_log_writes_it_into_the_runs_folder() {
         Readiness::None,
     );
     target.log_into(&logs);
-    let RestartAction::Managed(spec) = &target.action else {
-        unreachable!()
-    };
+    let spec = target.managed_spec().expect("a managed target");
     assert_eq!(
         spec.log.as_deref(),
         Some(dir.path().join("mine.log").as_path())
@@ -410,10 +412,10 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
         "{detail}"
     );
     assert_eq!(
-        action::last_lines(b"partial line\nwhole\n", 10, true),
+        command::last_lines(b"partial line\nwhole\n", 10, true),
         "whole"
     );
-    assert_eq!(action::last_lines(b"a\nb\nc", 2, false), "b\nc");
+    assert_eq!(command::last_lines(b"a\nb\nc", 2, false), "b\nc");
 }
 
 /// A switched target runs the other program from then on, restarts
@@ -483,7 +485,7 @@ async fn echo_upstream() -> std::net::SocketAddr {
 fn down_for(hold: Duration) -> RestartAction {
     let toxic = crate::faults::parse_toxic("down", &[]).unwrap();
     RestartAction::Fault(FaultAction {
-        hop: "gateway".into(),
+        hop: crate::faults::LocalHop::Gateway.into(),
         toxic,
         hold,
     })
@@ -492,9 +494,12 @@ fn down_for(hold: Duration) -> RestartAction {
 #[tokio::test]
 async fn a_fault_target_opens_a_window_that_settle_heals() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let trace = crate::trace::Trace::detached();
     let mut target = Target::new(
         OwnTarget::new("gateway-down"),
@@ -538,9 +543,12 @@ async fn a_fault_target_opens_a_window_that_settle_heals() {
 #[tokio::test]
 async fn a_fault_whose_proxy_stopped_is_the_harnesss_error() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let mut target = Target::new(
         OwnTarget::new("gateway-down"),
         down_for(Duration::from_secs(60)),
@@ -618,12 +626,15 @@ async fn a_left_down_restart_reports_how_it_went_down_and_waits_for_nothing() {
 #[tokio::test]
 async fn a_timeout_target_is_in_force_for_the_whole_cell() {
     let upstream = echo_upstream().await;
-    let proxy =
-        crate::faults::FaultProxy::start("gateway", "127.0.0.1:0".parse().unwrap(), upstream)
-            .unwrap();
+    let proxy = crate::faults::FaultProxy::start(
+        crate::faults::LocalHop::Gateway.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        upstream,
+    )
+    .unwrap();
     let limit = Duration::from_millis(300);
     let cut = PathTimeout::IdleCut {
-        hop: "gateway".into(),
+        hop: crate::faults::LocalHop::Gateway.into(),
         limit,
     };
     let trace = crate::trace::Trace::detached();

@@ -100,7 +100,12 @@ fn row(what: &str, mut samples: Vec<Duration>) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let streaming = streaming_server().await;
-    let proxy = FaultProxy::start("bench", "127.0.0.1:0".parse().unwrap(), streaming).unwrap();
+    let proxy = FaultProxy::start(
+        continuity_faults::Hop::named("bench"),
+        "127.0.0.1:0".parse().unwrap(),
+        streaming,
+    )
+    .unwrap();
     let control = proxy.control();
     println!(
         "fault proxy: time from `set` to what the client sees, {TRIALS} trials each, open connection streaming"
@@ -167,7 +172,12 @@ async fn main() {
 
     // No toxic: a 64-byte round trip, direct and through the proxy.
     let echo = echo_server().await;
-    let echo_proxy = FaultProxy::start("bench", "127.0.0.1:0".parse().unwrap(), echo).unwrap();
+    let echo_proxy = FaultProxy::start(
+        continuity_faults::Hop::named("bench"),
+        "127.0.0.1:0".parse().unwrap(),
+        echo,
+    )
+    .unwrap();
     println!();
     println!(
         "no toxic: 64-byte round trip, {} round trips each",

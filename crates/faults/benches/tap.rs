@@ -79,7 +79,12 @@ async fn main() {
     let mb: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(100);
     let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
     let server = sse_server(mb * 1024 * 1024).await;
-    let proxy = FaultProxy::start("agent", "127.0.0.1:0".parse().unwrap(), server).unwrap();
+    let proxy = FaultProxy::start(
+        continuity_faults::LocalHop::Agent.into(),
+        "127.0.0.1:0".parse().unwrap(),
+        server,
+    )
+    .unwrap();
     let events = Arc::new(AtomicU64::new(0));
     let (mut off, mut on) = (Vec::new(), Vec::new());
     for _ in 0..rounds {

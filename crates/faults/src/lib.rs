@@ -21,17 +21,8 @@
 
 #![forbid(unsafe_code)]
 
-/// The local stack's hops and what each carries (its proxies are
-/// started by `stack`; a config file's fault targets name these when it
-/// has no `[faults]` table of its own).
-pub const LOCAL_HOPS: [(&str, &str); 4] = [
-    ("gateway", "clients → the nginx gateway"),
-    ("agent", "the nginx gateway → sandbox-agent"),
-    ("persist", "the persist driver → the Rivet Engine"),
-    ("runner", "the RivetKit runner → the Rivet Engine"),
-];
-
 mod connection;
+mod hop;
 mod proxy;
 mod state;
 mod tap;
@@ -41,6 +32,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use hop::{Hop, LocalHop};
 pub use proxy::{FaultControl, FaultProxy, ProxyError};
 pub use state::{Observer, ProxyAction, ProxyStats, ToxicId};
 pub use tap::{Tap, TapEvent};

@@ -6,6 +6,7 @@
 use super::connection;
 use super::state::{Observer, ProxyStats, Shared, ToxicId};
 use super::toxic::ToxicSpec;
+use super::Hop;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpSocket};
@@ -56,21 +57,21 @@ impl FaultProxy {
     /// Listens on `listen` (port 0: any free port) and forwards to
     /// `upstream`, both on loopback. Needs a tokio runtime.
     pub fn start(
-        hop: &str,
+        hop: Hop,
         listen: SocketAddr,
         upstream: SocketAddr,
     ) -> Result<FaultProxy, ProxyError> {
         for addr in [listen, upstream] {
             if !addr.ip().is_loopback() {
                 return Err(ProxyError::NotLoopback {
-                    hop: hop.into(),
+                    hop: hop.to_string(),
                     addr,
                 });
             }
         }
-        let listener = bind(hop, listen)?;
+        let listener = bind(&hop, listen)?;
         let addr = listener.local_addr().map_err(|e| ProxyError::Listen {
-            hop: hop.into(),
+            hop: hop.to_string(),
             addr: listen,
             reason: e.to_string(),
         })?;
@@ -103,7 +104,7 @@ impl Drop for FaultProxy {
 }
 
 impl FaultControl {
-    pub fn hop(&self) -> &str {
+    pub fn hop(&self) -> &Hop {
         &self.shared.hop
     }
 
@@ -138,7 +139,7 @@ impl FaultControl {
         match self.shared.stopped() {
             None => Ok(()),
             Some(reason) => Err(ProxyError::Stopped {
-                hop: self.shared.hop.clone(),
+                hop: self.shared.hop.to_string(),
                 reason,
             }),
         }
@@ -163,14 +164,14 @@ impl FaultControl {
     }
 }
 
-fn bind(hop: &str, addr: SocketAddr) -> Result<TcpListener, ProxyError> {
+fn bind(hop: &Hop, addr: SocketAddr) -> Result<TcpListener, ProxyError> {
     let error = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::AddrInUse => ProxyError::PortTaken {
-            hop: hop.into(),
+            hop: hop.to_string(),
             addr,
         },
         _ => ProxyError::Listen {
-            hop: hop.into(),
+            hop: hop.to_string(),
             addr,
             reason: e.to_string(),
         },

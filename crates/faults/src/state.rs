@@ -146,7 +146,7 @@ pub(super) struct Counters {
 const KEPT_OBSERVERS: usize = 64;
 
 pub(super) struct Shared {
-    pub hop: String,
+    pub hop: super::Hop,
     pub toxics: watch::Sender<ToxicSet>,
     pub counters: Counters,
     next_toxic: AtomicU64,
@@ -160,12 +160,12 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub fn new(hop: &str) -> Arc<Shared> {
+    pub fn new(hop: super::Hop) -> Arc<Shared> {
         let set = ToxicSet {
             toxics: Arc::new(Vec::new()),
         };
         Arc::new(Shared {
-            hop: hop.to_string(),
+            hop,
             toxics: watch::Sender::new(set),
             counters: Counters::default(),
             next_toxic: AtomicU64::new(1),
@@ -196,7 +196,7 @@ impl Shared {
     /// from here.
     pub fn begin_cell(&self, seed: u64) {
         *self.cell.lock().unwrap_or_else(|p| p.into_inner()) = CellDraws {
-            seed: continuity_base::seed::mix(seed, continuity_base::seed::of_text(&self.hop)),
+            seed: continuity_base::seed::mix(seed, continuity_base::seed::of_text(self.hop.name())),
             first_conn: self.next_conn.load(Ordering::Relaxed),
             first_toxic: self.next_toxic.load(Ordering::Relaxed),
         };

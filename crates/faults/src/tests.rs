@@ -88,7 +88,7 @@ async fn recording_server(
 }
 
 fn proxy_to(upstream: SocketAddr) -> FaultProxy {
-    FaultProxy::start("test", any_port(), upstream).unwrap()
+    FaultProxy::start(crate::Hop::named("test"), any_port(), upstream).unwrap()
 }
 
 fn spec(toxic: Toxic, stream: Stream) -> ToxicSpec {
@@ -580,14 +580,22 @@ async fn a_port_that_cannot_be_listened_on_again_stops_the_proxy() {
 async fn a_taken_port_and_a_foreign_address_are_refused() {
     let taken = std::net::TcpListener::bind(any_port()).unwrap();
     let (upstream, _server) = echo_server().await;
-    let e = FaultProxy::start("gateway", taken.local_addr().unwrap(), upstream)
-        .err()
-        .unwrap();
+    let e = FaultProxy::start(
+        crate::LocalHop::Gateway.into(),
+        taken.local_addr().unwrap(),
+        upstream,
+    )
+    .err()
+    .unwrap();
     assert!(matches!(e, ProxyError::PortTaken { .. }), "{e}");
     assert!(e.to_string().contains("the port is taken"), "{e}");
-    let e = FaultProxy::start("gateway", "0.0.0.0:0".parse().unwrap(), upstream)
-        .err()
-        .unwrap();
+    let e = FaultProxy::start(
+        crate::LocalHop::Gateway.into(),
+        "0.0.0.0:0".parse().unwrap(),
+        upstream,
+    )
+    .err()
+    .unwrap();
     assert!(matches!(e, ProxyError::NotLoopback { .. }), "{e}");
 }
 
@@ -737,7 +745,7 @@ async fn the_tap_hears_a_streams_get_and_its_events_while_it_is_set() {
         socket.write_all(answer).await.unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
     });
-    let proxy = FaultProxy::start("agent", any_port(), upstream).unwrap();
+    let proxy = FaultProxy::start(crate::LocalHop::Agent.into(), any_port(), upstream).unwrap();
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&heard);
     proxy

@@ -113,7 +113,7 @@ pub(crate) fn verdict_of(attempts: &[Attempt]) -> Verdict {
 
 impl Attempt {
     /// The attempt a single-attempt cell holds (its phases are the cell's).
-    pub(crate) fn of_cell(cell: &Cell, retry: bool) -> Attempt {
+    pub fn of_cell(cell: &Cell, retry: bool) -> Attempt {
         Attempt {
             attempt: cell.attempt,
             retry,

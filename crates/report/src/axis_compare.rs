@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::compare::{compare_cells, CellChange, Change};
-use super::model::{Axis, Cell, Report};
+use super::model::{Axis, AxisValue, Cell, Report};
 
 /// The values the cells carry on `axis`, in run order; empty without that axis.
 pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
@@ -18,7 +18,7 @@ pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
     report
         .cells
         .iter()
-        .filter_map(|c| c.point.get(axis))
+        .filter_map(|c| c.point.name_on(axis))
         .filter(|v| seen.insert(*v))
         .collect()
 }
@@ -27,26 +27,32 @@ pub fn axis_points(report: &Report, axis: Axis) -> Vec<&str> {
 /// two points' cells are joined by), grouped in one pass: a pass (and a
 /// copy of the report) per point was quadratic in a report with many.
 pub struct AxisSlices {
-    cells: HashMap<String, Vec<Cell>>,
+    axis: Axis,
+    cells: HashMap<AxisValue, Vec<Cell>>,
 }
 
 impl AxisSlices {
     pub fn of(report: &Report, axis: Axis) -> AxisSlices {
-        let mut cells: HashMap<String, Vec<Cell>> = HashMap::new();
+        let mut cells: HashMap<AxisValue, Vec<Cell>> = HashMap::new();
         for cell in &report.cells {
-            if let Some(label) = cell.point.get(axis) {
+            if let Some(value) = cell.point.get(axis) {
                 let mut cell = cell.clone();
-                let label = label.to_string();
-                cell.point.set(axis, None);
-                cells.entry(label).or_default().push(cell);
+                let value = value.clone();
+                cell.point.clear(axis);
+                cells.entry(value).or_default().push(cell);
             }
         }
-        AxisSlices { cells }
+        AxisSlices { axis, cells }
     }
 
-    /// The cells of point `to` against those of point `from`, row by row.
+    /// The cells of point `to` against those of point `from` (each named
+    /// as [`axis_points`] names it), row by row.
     pub fn compare(&self, from: &str, to: &str) -> Vec<CellChange> {
-        let of = |label: &str| self.cells.get(label).map_or(&[][..], Vec::as_slice);
+        let of = |name: &str| {
+            self.cells
+                .get(&AxisValue::parse(self.axis, name))
+                .map_or(&[][..], Vec::as_slice)
+        };
         compare_cells(of(from), of(to))
     }
 }
@@ -130,10 +136,10 @@ mod tests {
         let mut report = fixture::report();
         let mut newer = report.cells.clone();
         for cell in &mut report.cells {
-            cell.point.set(Axis::Server, Some("0.4.0".into()));
+            cell.point.set(AxisValue::Server("0.4.0".into()));
         }
         for cell in &mut newer {
-            cell.point.set(Axis::Server, Some("0.4.2".into()));
+            cell.point.set(AxisValue::Server("0.4.2".into()));
         }
         // 0.4.0 passed where 0.4.2 fails.
         report.cells[0].verdict = Verdict::Pass;

@@ -53,9 +53,50 @@ impl ClientKind {
     }
 
     /// Whether the client runs the real TypeScript SDK (hosted or in the
-    /// browser), so its cells are compared with continuity's own.
+    /// browser), so its cells are compared with continuity's own (and it
+    /// makes sandboxes through the stack's `SandboxProvider`, which
+    /// continuity's own client has no call for).
     pub fn runs_real_sdk(self) -> bool {
         !matches!(self, ClientKind::Rust)
+    }
+
+    /// Whether the client runs in a page of headless Chromium: the local
+    /// stack prepares Chromium and serves the page, its `fetch` has no
+    /// response-headers timeout to lower, and it keeps its sessions in
+    /// IndexedDB or the SDK's memory only.
+    pub fn runs_in_a_page(self) -> bool {
+        matches!(self, ClientKind::Browser)
+    }
+
+    /// The part of a cell's folder and key that keeps its cells apart from
+    /// the other clients' at the same index (every client runs the same
+    /// matrix in one run folder): its name and a dash, none for
+    /// continuity's own (the client of a run with no client axis).
+    pub fn tag(self) -> String {
+        match self {
+            ClientKind::Rust => String::new(),
+            _ => format!("{}-", self.name()),
+        }
+    }
+
+    /// Why the client runs on continuity's local stack only, if it does:
+    /// the usage error of a run on a deployment (`--base-url`, a config's
+    /// `base_url`) naming it.
+    pub fn needs_local_stack(self) -> Option<&'static str> {
+        match self {
+            ClientKind::Rust => None,
+            ClientKind::TsSdk => Some("--client ts-sdk runs the TypeScript SDK inside a RivetKit actor of continuity's local stack; a --base-url/--config deployment has no Rivet layer continuity can host it in (run without --base-url and --config targets, or use --client rust)"),
+            ClientKind::Browser => Some("--client browser runs the SDK in headless Chromium on a page continuity's local stack serves (sandbox-agent allows that page's origin); a --base-url/--config deployment has neither (run without --base-url and --config targets, or use --client rust)"),
+        }
+    }
+
+    /// What the `client` restart target does to the client.
+    pub fn client_restart(self) -> ClientRestart {
+        match self {
+            ClientKind::Rust => ClientRestart::Renewed,
+            ClientKind::TsSdk => ClientRestart::HostProcess,
+            ClientKind::Browser => ClientRestart::PageReload,
+        }
     }
 
     /// The store the client keeps its sessions in when the run names none:
@@ -68,6 +109,21 @@ impl ClientKind {
             ClientKind::Browser => crate::store::Store::IndexedDb,
         }
     }
+}
+
+/// What the `client` restart target does to a cell's client
+/// ([`ClientKind::client_restart`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRestart {
+    /// The cell drops its clients and makes new ones (continuity's own,
+    /// which lives in the cell).
+    Renewed,
+    /// The process that hosts the SDK client (the RivetKit runner) is
+    /// killed and started again.
+    HostProcess,
+    /// The page is reloaded, as a deploy or a user reloads it: its storage
+    /// stays, its SDK clients do not.
+    PageReload,
 }
 
 /// A name that is no client's.
@@ -98,6 +154,41 @@ mod tests {
         }
         let unknown = "deno".parse::<ClientKind>().unwrap_err().to_string();
         assert!(unknown.contains("rust, ts-sdk, browser"), "{unknown}");
+    }
+
+    #[test]
+    fn a_client_s_tag_is_its_name_but_continuity_s_own_has_none() {
+        let tags: Vec<_> = ClientKind::all().iter().map(|k| k.tag()).collect();
+        assert_eq!(tags, ["", "ts-sdk-", "browser-"]);
+    }
+
+    #[test]
+    fn only_the_sdk_clients_need_the_local_stack_and_each_says_what_for() {
+        assert_eq!(ClientKind::Rust.needs_local_stack(), None);
+        for kind in [ClientKind::TsSdk, ClientKind::Browser] {
+            let why = kind.needs_local_stack().unwrap();
+            assert!(
+                why.starts_with(&format!("--client {} ", kind.name())),
+                "{why}"
+            );
+        }
+    }
+
+    /// A client's facts agree with each other, so a new client cannot be
+    /// given one that contradicts another: its `client` restart is its
+    /// host process's exactly when it hosts the SDK, a reload exactly when
+    /// it runs in a page, a renewal exactly when it is continuity's own;
+    /// only the real SDK needs the local stack; only the default is untagged.
+    #[test]
+    fn each_client_s_facts_agree_with_each_other() {
+        for &kind in ClientKind::all() {
+            let restart = kind.client_restart();
+            assert_eq!(restart == ClientRestart::HostProcess, kind.hosts_sdk());
+            assert_eq!(restart == ClientRestart::PageReload, kind.runs_in_a_page());
+            assert_eq!(restart == ClientRestart::Renewed, !kind.runs_real_sdk());
+            assert_eq!(kind.needs_local_stack().is_some(), kind.runs_real_sdk());
+            assert_eq!(kind.tag().is_empty(), kind == ClientKind::all()[0]);
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use crate::untrusted::Untrusted;
 
 use super::detail::{self, HostedFaults, UnhandledRejection};
-use super::model::{Axis, Cell, Outcome, Report};
+use super::model::{Axis, AxisValue, Cell, Outcome, Report};
 use crate::ClientKind;
 use std::fmt::Write as _;
 
@@ -24,9 +24,8 @@ pub(crate) struct Disagreement<'a> {
 }
 
 /// The real SDK's client of a cell (`ts-sdk`, `browser`), if it is one's.
-fn sdk_client(cell: &Cell) -> Option<&str> {
-    let client: ClientKind = cell.point.get(Axis::Client)?.parse().ok()?;
-    client.runs_real_sdk().then_some(client.name())
+fn sdk_client(cell: &Cell) -> Option<ClientKind> {
+    cell.point.client().known().filter(|c| c.runs_real_sdk())
 }
 
 /// Pairs each `ts-sdk` (and `browser`) cell with its `rust` counterpart:
@@ -37,17 +36,13 @@ fn sdk_client(cell: &Cell) -> Option<&str> {
 /// (`not_applicable`): a client that lacks a call says nothing of how
 /// the other one judges.
 pub(crate) fn disagreements(report: &Report) -> Vec<Disagreement<'_>> {
-    let rust = ClientKind::Rust.name();
     let index = super::model::CellIndex::of(report);
     let mut found: Vec<Disagreement<'_>> = report
         .cells
         .iter()
         .filter(|c| sdk_client(c).is_some())
         .filter_map(|ts_sdk| {
-            let rust_point = ts_sdk
-                .point
-                .with(Axis::Client, Some(rust))
-                .with(Axis::Sdk, None);
+            let rust_point = ts_sdk.point.with(ClientKind::Rust).without(Axis::Sdk);
             let rust = index.at(&rust_point)?;
             let ran = |c: &Cell| {
                 !matches!(
@@ -71,14 +66,15 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
         .cells
         .iter()
         .any(|c| c.point.get(Axis::Client).is_some());
-    let ran = |client: &str| {
+    let ran = |client: ClientKind| {
+        let named = AxisValue::from(client);
         report
             .cells
             .iter()
-            .any(|c| c.point.get(Axis::Client) == Some(client))
+            .any(|c| c.point.get(Axis::Client) == Some(&named))
     };
     let sdk_clients = || ClientKind::all().iter().filter(|c| c.runs_real_sdk());
-    let both = ran(ClientKind::Rust.name()) && sdk_clients().any(|c| ran(c.name()));
+    let both = ran(ClientKind::Rust) && sdk_clients().any(|c| ran(*c));
     if !has_axis {
         return None;
     }
@@ -88,7 +84,7 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
         let found = disagreements(report);
         if found.is_empty() {
             let sdks: Vec<String> = sdk_clients()
-                .filter(|c| ran(c.name()))
+                .filter(|c| ran(**c))
                 .map(|c| format!("`{}`", c.name()))
                 .collect();
             let _ = writeln!(out, "continuity's client (`rust`) and the TypeScript SDK ({}) agree on every cell both ran: same verdict, same failure boundary (signatures may differ: the SDK reports a timeout where continuity names the HTTP error).", sdks.join(", "));
@@ -99,8 +95,8 @@ pub(crate) fn render_client_sections(report: &Report) -> Option<String> {
                 found.len()
             );
             for d in &found {
-                let sdk = sdk_client(d.ts_sdk).unwrap_or(ClientKind::TsSdk.name());
-                let _ = writeln!(out, "### {}\n", d.ts_sdk.point.with(Axis::Client, None));
+                let sdk = sdk_client(d.ts_sdk).unwrap_or(ClientKind::TsSdk).name();
+                let _ = writeln!(out, "### {}\n", d.ts_sdk.point.without(Axis::Client));
                 let _ = writeln!(out, "- rust: {}", verdict_text(d.rust));
                 let _ = writeln!(out, "- {sdk}: {}\n", verdict_text(d.ts_sdk));
                 let _ = writeln!(out, "| phase | rust | {sdk} |\n|---|---|---|");
@@ -216,7 +212,7 @@ mod tests {
     use crate::fixture;
 
     fn with_client(mut cell: Cell, client: &str) -> Cell {
-        cell.point.set(Axis::Client, Some(client.into()));
+        cell.point.set(AxisValue::parse(Axis::Client, client));
         cell
     }
 
@@ -275,7 +271,7 @@ mod tests {
         let base = report.cells[0].clone();
         let cell = |client: &str, store: &str, pass: bool| {
             let mut cell = with_client(base.clone(), client);
-            cell.point.set(Axis::Persist, Some(store.into()));
+            cell.point.set(AxisValue::parse(Axis::Persist, store));
             if pass {
                 cell.verdict = crate::Verdict::Pass;
                 cell.failure_boundary = None;
@@ -298,7 +294,7 @@ mod tests {
         report.cells[3] = cell("ts-sdk", "sqlite", false);
         let found = disagreements(&report);
         assert_eq!(found.len(), 1, "{found:?}");
-        let store = |c: &Cell| c.point.get(Axis::Persist).map(str::to_string);
+        let store = |c: &Cell| c.point.name_on(Axis::Persist).map(str::to_string);
         assert_eq!(store(found[0].rust).as_deref(), Some("sqlite"));
         assert_eq!(store(found[0].ts_sdk).as_deref(), Some("sqlite"));
         let text = render_client_sections(&report).unwrap();
@@ -316,15 +312,15 @@ mod tests {
         let base = report.cells[0].clone();
         let rust = with_client(base.clone(), "rust");
         let mut fixed = with_client(base.clone(), "ts-sdk");
-        fixed.point.set(Axis::Sdk, Some("fix".into()));
+        fixed.point.set(AxisValue::Sdk("fix".into()));
         fixed.verdict = crate::Verdict::Pass;
         fixed.failure_boundary = None;
         let mut release = with_client(base, "ts-sdk");
-        release.point.set(Axis::Sdk, Some("0.4.2".into()));
+        release.point.set(AxisValue::Sdk("0.4.2".into()));
         report.cells = vec![rust, release, fixed];
         let found = disagreements(&report);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].ts_sdk.point.get(Axis::Sdk), Some("fix"));
+        assert_eq!(found[0].ts_sdk.point.name_on(Axis::Sdk), Some("fix"));
     }
 
     /// Every client that runs the real SDK has its unhandled rejections
@@ -357,7 +353,7 @@ mod tests {
         }
         // continuity's client runs no SDK: nothing of its is listed.
         let mut rust = rejected("rust", "not an SDK's");
-        rust.point.set(Axis::Persist, Some("sqlite".into()));
+        rust.point.set(crate::Store::Sqlite.into());
         report.cells = vec![rust];
         let text = render_client_sections(&report).unwrap();
         assert!(text.contains("none recorded."), "{text}");

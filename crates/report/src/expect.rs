@@ -62,8 +62,9 @@ use toml::Spanned;
 
 use crate::errors::Invalid;
 
+use super::axis::AXES;
 use super::model::{
-    Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Report, RunInfo, Verdict,
+    Axis, Cell, ExpectOutcome, Fate, FlakyResult, Judgement, Named, Report, RunInfo, Verdict,
 };
 
 /// The verdicts an expectation may name: what a component does. A flaky
@@ -108,24 +109,14 @@ struct Entry {
     line: usize,
     target: Pattern,
     scenario: Pattern,
-    /// Matched against the cell's client; a cell without one ran `rust`.
-    client: Pattern,
+    /// Each axis's glob, at the axis's index, matched against the cell's
+    /// value there as [`CellPlace`] gives it; none: any value.
+    axes: [Option<Pattern>; AXES],
     verdict: Verdict,
     boundary: Option<String>,
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<VersionReq>,
-    /// Matched against the label of the cell's server point.
-    server: Option<Pattern>,
-    /// Matched against the label of the cell's SDK point (a cell of a
-    /// client that runs no SDK has none).
-    sdk: Option<Pattern>,
-    /// Matched against the cell's agent (its own on an agent axis, else
-    /// the run's).
-    agent: Option<Pattern>,
-    /// Matched against the cell's session store (its own on a persistence
-    /// axis, else the run's one store).
-    persist: Option<Pattern>,
     /// The last day the entry excuses a cell.
     until: Option<Date>,
     issue: Option<String>,
@@ -136,19 +127,18 @@ struct Entry {
     invariant: Option<continuity_check::Invariant>,
 }
 
-/// Where a cell ran, as entries match it.
+/// Where a cell ran, as entries match it: its point's value on each axis,
+/// filled in from the run where the cell names none.
 #[derive(Debug, Clone, Copy)]
 struct CellPlace<'a> {
-    /// The label of its server point, when known.
-    server: Option<&'a str>,
+    /// The name of its value on each axis, at the axis's index: the label
+    /// of its server point and of its SDK point (none for a client that
+    /// runs no SDK), its own or the run's only one; its client (`rust`
+    /// when it names none); its agent and its session store, its own or
+    /// the run's only one.
+    values: [Option<&'a str>; AXES],
     /// What its server reports about itself, for `server_version`.
     version: Option<&'a str>,
-    /// The label of its SDK point, when it ran one.
-    sdk: Option<&'a str>,
-    /// Its agent: its own, else the run's only one.
-    agent: Option<&'a str>,
-    /// Its session store: its own, else the run's only one.
-    persist: Option<&'a str>,
 }
 
 impl<'a> CellPlace<'a> {
@@ -159,22 +149,31 @@ impl<'a> CellPlace<'a> {
         let point = server.and_then(|label| run.points_of(Axis::Server).find(|p| p.label == label));
         let version = point
             .map(|p| p.version.as_str())
-            .or(cell.point.get(Axis::Server))
+            .or(cell.point.name_on(Axis::Server))
             .or(run.server_version.as_deref());
         // The run's value when it had one (several are comma-separated,
         // and then each cell names its own).
         let only = |value: &'a str| Some(value).filter(|v| !v.is_empty() && !v.contains(','));
-        CellPlace {
-            server,
-            version,
-            sdk: cell.point_label(run, Axis::Sdk),
-            agent: cell.point.get(Axis::Agent).or_else(|| only(&run.agent)),
-            persist: cell
+        let values = Axis::ALL.map(|axis| match axis {
+            Axis::Client => Some(cell.point.client().name()),
+            Axis::Agent => cell.point.name_on(axis).or_else(|| only(&run.agent)),
+            Axis::Persist => cell
                 .point
-                .get(Axis::Persist)
-                .or_else(|| run.store_of(cell.point.get(Axis::Client)))
+                .name_on(axis)
+                .or_else(|| run.store_of(cell.point.client()).map(Named::name))
                 .or_else(|| only(&run.persist)),
-        }
+            // The server, the SDK and any other axis: the cell's own
+            // value, else the run's only point (`run.points`), else the
+            // one value its recipe records (a cell names a value only on
+            // an axis of several).
+            other => cell.point_label(run, other).or_else(|| {
+                match run.recipe.as_ref().map(|r| r.values(other)) {
+                    Some([one]) => Some(one.as_str()),
+                    _ => None,
+                }
+            }),
+        });
+        CellPlace { values, version }
     }
 }
 
@@ -212,26 +211,129 @@ struct RawFile {
     expect: Vec<Spanned<RawEntry>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One `[[expect]]` table as written: its fields, and a glob for each axis
+/// under the axis's name (read by [`RawEntry`]'s `Deserialize`, from
+/// `Axis::ALL`, so a new axis is a key of the file unasked). Any other key
+/// is refused, naming the keys an entry takes.
+#[derive(Debug, Default)]
 struct RawEntry {
     target: Option<Spanned<String>>,
     scenario: Option<Spanned<String>>,
-    client: Option<Spanned<String>>,
-    verdict: Spanned<String>,
+    /// Each axis's glob, at the axis's index.
+    axes: [Option<Spanned<String>>; AXES],
+    verdict: Option<Spanned<String>>,
     boundary: Option<String>,
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<Spanned<String>>,
-    server: Option<Spanned<String>>,
-    sdk: Option<Spanned<String>>,
-    agent: Option<Spanned<String>>,
-    persist: Option<Spanned<String>>,
     until: Option<Spanned<String>>,
     issue: Option<Spanned<String>>,
     turn: Option<Spanned<String>>,
     session_usable: Option<bool>,
     invariant: Option<Spanned<String>>,
+}
+
+/// The keys of an entry that are no axis's, as the file spells them.
+#[derive(Debug, Clone, Copy, Deserialize, strum::VariantNames)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+enum Field {
+    Target,
+    Scenario,
+    Verdict,
+    Boundary,
+    Signature,
+    Reason,
+    ServerVersion,
+    Until,
+    Issue,
+    Turn,
+    SessionUsable,
+    Invariant,
+}
+
+/// A key of an entry: a field, or an axis by its name.
+enum Key {
+    Field(Field),
+    Axis(Axis),
+}
+
+/// Every key an entry takes, for the message refusing another: the
+/// target and scenario, each axis's name, then the other fields.
+static KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    use strum::VariantNames;
+    let (place, rest) = Field::VARIANTS.split_at(2);
+    let axes = Axis::ALL.map(Axis::name);
+    place.iter().chain(&axes).chain(rest).copied().collect()
+});
+
+/// Reads a key, refusing one no entry takes (inside the key, so the
+/// error names the key's line).
+struct KeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+        use serde::de::{Error, IntoDeserializer};
+        let name = String::deserialize(deserializer)?;
+        if let Ok(axis) = name.parse::<Axis>() {
+            return Ok(Key::Axis(axis));
+        }
+        let field: Result<Field, serde::de::value::Error> =
+            Field::deserialize(name.as_str().into_deserializer());
+        let keys: &'static [&'static str] = &KEYS;
+        field
+            .map(Key::Field)
+            .map_err(|_| D::Error::unknown_field(&name, keys))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawEntry, D::Error> {
+        deserializer.deserialize_map(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+    type Value = RawEntry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an [[expect]] table")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let mut raw = RawEntry::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let field = match key {
+                Key::Axis(axis) => {
+                    raw.axes[axis.index()] = Some(map.next_value()?);
+                    continue;
+                }
+                Key::Field(field) => field,
+            };
+            match field {
+                Field::Target => raw.target = Some(map.next_value()?),
+                Field::Scenario => raw.scenario = Some(map.next_value()?),
+                Field::Verdict => raw.verdict = Some(map.next_value()?),
+                Field::Boundary => raw.boundary = Some(map.next_value()?),
+                Field::Signature => raw.signature = Some(map.next_value()?),
+                Field::Reason => raw.reason = Some(map.next_value()?),
+                Field::ServerVersion => raw.server_version = Some(map.next_value()?),
+                Field::Until => raw.until = Some(map.next_value()?),
+                Field::Issue => raw.issue = Some(map.next_value()?),
+                Field::Turn => raw.turn = Some(map.next_value()?),
+                Field::SessionUsable => raw.session_usable = Some(map.next_value()?),
+                Field::Invariant => raw.invariant = Some(map.next_value()?),
+            }
+        }
+        match raw.verdict {
+            Some(_) => Ok(raw),
+            None => Err(serde::de::Error::missing_field("verdict")),
+        }
+    }
 }
 
 /// An expectations file being read: its path and text, which its errors
@@ -265,16 +367,12 @@ impl Source<'_> {
             line: self.lines.line_of(start),
             target: self.pattern(&raw.target, "target")?,
             scenario: self.pattern(&raw.scenario, "scenario")?,
-            client: self.client(&raw.client)?,
+            axes: self.axes(&raw)?,
             verdict,
             boundary: raw.boundary.filter(|b| !b.trim().is_empty()),
             signature: raw.signature.filter(|s| !s.trim().is_empty()),
             reason: raw.reason.filter(|r| !r.trim().is_empty()),
             server_version,
-            server: self.optional_pattern(&raw.server, "server")?,
-            sdk: self.optional_pattern(&raw.sdk, "sdk")?,
-            agent: self.optional_pattern(&raw.agent, "agent")?,
-            persist: self.persist(&raw.persist)?,
             until: raw
                 .until
                 .as_ref()
@@ -315,11 +413,15 @@ impl Source<'_> {
     /// The entry's verdict: an expectable one, or `flaky` with the
     /// signature of the failure the cell may end in.
     fn verdict(&self, raw: &RawEntry) -> Result<Verdict, ExpectError> {
-        let word = raw.verdict.get_ref().as_str();
+        // Reading the entry refused one without a verdict already.
+        let Some(given) = &raw.verdict else {
+            return Err(self.error(None, "missing field `verdict`".into()));
+        };
+        let word = given.get_ref().as_str();
         let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
         let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
             return Err(self.error(
-                Some(raw.verdict.span().start),
+                Some(given.span().start),
                 format!(
                     "`verdict` = {word:?} is not a verdict (expected {})",
                     expectable_words()
@@ -330,7 +432,7 @@ impl Source<'_> {
             raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty()) || raw.invariant.is_some();
         if verdict == MAY_VARY && !names_failure {
             return Err(self.error(
-                Some(raw.verdict.span().start),
+                Some(given.span().start),
                 "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
             ));
         }
@@ -362,53 +464,32 @@ impl Source<'_> {
         }
     }
 
-    /// A glob field that matches nothing in particular when absent.
-    fn optional_pattern(
-        &self,
-        field: &Option<Spanned<String>>,
-        key: &str,
-    ) -> Result<Option<Pattern>, ExpectError> {
-        field.as_ref().map(|_| self.pattern(field, key)).transpose()
-    }
-
-    /// The `persist` glob, which must match a store when given: a typo
-    /// must not silently switch a gate off.
-    fn persist(&self, field: &Option<Spanned<String>>) -> Result<Option<Pattern>, ExpectError> {
-        let Some(given) = field else {
-            return Ok(None);
-        };
-        let persist = self.pattern(field, "persist")?;
-        let stores = crate::Store::all().iter().map(|s| s.name());
-        if !stores.clone().any(|s| persist.is_match(s)) {
-            return Err(self.error(
-                Some(given.span().start),
-                format!(
-                    "`persist` = {:?} matches no store ({})",
-                    persist.text,
-                    stores.collect::<Vec<_>>().join(", ")
-                ),
-            ));
+    /// Each axis's glob, keyed by the axis's name; one of an axis whose
+    /// values are a fixed set of names (the client, the store) must match
+    /// one of them: a typo must not silently switch a gate off.
+    fn axes(&self, raw: &RawEntry) -> Result<[Option<Pattern>; AXES], ExpectError> {
+        let mut axes: [Option<Pattern>; AXES] = Default::default();
+        for axis in Axis::ALL {
+            let field = &raw.axes[axis.index()];
+            let Some(given) = field else { continue };
+            let pattern = self.pattern(field, axis.name())?;
+            if let Some(names) = axis.known_names() {
+                if !names.iter().any(|n| pattern.is_match(n)) {
+                    return Err(self.error(
+                        Some(given.span().start),
+                        format!(
+                            "`{}` = {:?} matches no {} ({})",
+                            axis.name(),
+                            pattern.text,
+                            axis.column(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            axes[axis.index()] = Some(pattern);
         }
-        Ok(Some(persist))
-    }
-
-    /// The `client` glob, which must match a client: a typo must not
-    /// silently switch a gate off.
-    fn client(&self, field: &Option<Spanned<String>>) -> Result<Pattern, ExpectError> {
-        let client = self.pattern(field, "client")?;
-        let clients = crate::ClientKind::all().iter().map(|c| c.name());
-        if !clients.clone().any(|c| client.is_match(c)) {
-            let at = field.as_ref().map(|c| c.span().start);
-            return Err(self.error(
-                at,
-                format!(
-                    "`client` = {:?} matches no client ({})",
-                    client.text,
-                    clients.collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
-        Ok(client)
+        Ok(axes)
     }
 }
 
@@ -533,12 +614,12 @@ impl Expectations {
     /// then `sdk` is not checked): a typo must not switch a gate off.
     pub fn check_points(&self, servers: &[String], sdks: &[String]) -> Result<(), ExpectError> {
         for entry in &self.entries {
-            for (pattern, labels, what) in [
-                (&entry.server, servers, "server"),
-                (&entry.sdk, sdks, "sdk"),
-            ] {
-                let Some(pattern) = pattern else { continue };
-                if what == "sdk" && labels.is_empty() {
+            for (axis, labels) in [(Axis::Server, servers), (Axis::Sdk, sdks)] {
+                let what = axis.name();
+                let Some(pattern) = &entry.axes[axis.index()] else {
+                    continue;
+                };
+                if axis == Axis::Sdk && labels.is_empty() {
                     continue;
                 }
                 if !labels.iter().any(|l| pattern.is_match(l)) {
@@ -643,11 +724,9 @@ impl Entry {
         self.speaks_of(cell.verdict)
             && self.target.is_match(&cell.point.target)
             && self.scenario.is_match(&cell.point.scenario)
-            && self.client.is_match(cell.client_name())
-            && label(&self.server, place.server)
-            && label(&self.sdk, place.sdk)
-            && label(&self.agent, place.agent)
-            && label(&self.persist, place.persist)
+            && Axis::ALL
+                .into_iter()
+                .all(|axis| label(&self.axes[axis.index()], place.values[axis.index()]))
             && match &self.server_version {
                 None => true,
                 Some(req) => place

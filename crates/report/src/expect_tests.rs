@@ -165,8 +165,8 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     // On a client axis the entry decides the ts-sdk cell only.
     let mut r = fixture::report();
     let mut hosted = r.cells[0].clone();
-    hosted.point.set(Axis::Client, Some("ts-sdk".into()));
-    r.cells[0].point.set(Axis::Client, Some("rust".into()));
+    hosted.point.set(crate::ClientKind::TsSdk.into());
+    r.cells[0].point.set(crate::ClientKind::Rust.into());
     r.cells.push(hosted);
     parse(&text("ts-*"))
         .unwrap()
@@ -174,7 +174,7 @@ fn client_scopes_an_entry_and_a_cell_without_one_ran_rust() {
     let of = |client: &str| {
         r.cells
             .iter()
-            .find(|c| c.point.get(Axis::Client) == Some(client))
+            .find(|c| c.point.name_on(Axis::Client) == Some(client))
             .and_then(|c| c.expectation.as_ref())
             .map(|j| j.outcome)
             .unwrap()
@@ -268,7 +268,9 @@ fn an_entry_behind_a_catch_all_is_reported_as_shadowed() {
 fn outcome_at(r: &Report, server: &str, sdk: &str) -> ExpectOutcome {
     r.cells
         .iter()
-        .find(|c| c.point.get(Axis::Server) == Some(server) && c.point.get(Axis::Sdk) == Some(sdk))
+        .find(|c| {
+            c.point.name_on(Axis::Server) == Some(server) && c.point.name_on(Axis::Sdk) == Some(sdk)
+        })
         .and_then(|c| c.expectation.as_ref())
         .map(|j| j.outcome)
         .unwrap()
@@ -320,12 +322,12 @@ fn an_entry_without_server_or_sdk_judges_every_point_and_the_fix_is_fixed() {
 fn a_cell_without_labels_is_on_the_runs_only_point() {
     let mut r = fixture::candidates("sandbox-agent 0.4.2");
     r.cells.retain(|c| {
-        c.point.get(Axis::Server) == Some("fix") && c.point.get(Axis::Sdk) == Some("fix")
+        c.point.name_on(Axis::Server) == Some("fix") && c.point.name_on(Axis::Sdk) == Some("fix")
     });
     r.run.points.retain(|p| p.label == "fix");
     for cell in &mut r.cells {
-        cell.point.set(Axis::Server, None);
-        cell.point.set(Axis::Sdk, None);
+        cell.point.clear(Axis::Server);
+        cell.point.clear(Axis::Sdk);
     }
     let x = parse("[[expect]]\nserver = \"fix\"\nsdk = \"fix\"\nverdict = \"pass\"\n").unwrap();
     x.judge(&mut r, GateOptions::default());
@@ -524,7 +526,7 @@ fn agent_and_persist_scope_an_entry() {
     // A cell that names its store is matched by it.
     let mut r = fixture::report();
     for cell in &mut r.cells {
-        cell.point.set(Axis::Persist, Some("sqlite".into()));
+        cell.point.set(crate::Store::Sqlite.into());
     }
     r.run.persist = "sqlite, memory".into();
     parse(&on_store("sqlite"))
@@ -737,5 +739,93 @@ proptest::proptest! {
             proptest::prop_assert_eq!(pattern.is_match(&value), glob.compile_matcher().is_match(&value));
             proptest::prop_assert_eq!(pattern.is_match(&text), glob.compile_matcher().is_match(&text));
         }
+    }
+}
+
+/// Every axis is a key of an entry, under its name (a new axis too), and
+/// a key that is neither an axis's nor a field's is refused on its line,
+/// naming every key an entry takes.
+#[test]
+fn every_axis_is_a_key_under_its_name_and_another_key_is_refused() {
+    for axis in crate::Axis::ALL {
+        let value = axis.known_names().map_or("x", |names| names[0]);
+        let text = format!(
+            "[[expect]]\nverdict = \"pass\"\n{} = \"{value}\"\n",
+            axis.name()
+        );
+        let x = Expectations::parse(Path::new("x.toml"), &text).unwrap();
+        let pattern = x.entries[0].axes[axis.index()].as_ref();
+        assert_eq!(pattern.map(|p| p.text.as_str()), Some(value), "{text}");
+    }
+    let e = Expectations::parse(
+        Path::new("x.toml"),
+        "[[expect]]\nverdict = \"pass\"\nverdicts = \"a\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.message.contains("unknown field `verdicts`"), "{e}");
+    for key in [
+        "target",
+        "server",
+        "persist",
+        "verdict",
+        "server_version",
+        "invariant",
+    ] {
+        assert!(e.message.contains(&format!("`{key}`")), "{key}: {e}");
+    }
+    let e = Expectations::parse(Path::new("x.toml"), "[[expect]]\ntarget = \"a\"\n").unwrap_err();
+    assert!(e.message.contains("missing field `verdict`"), "{e}");
+}
+
+/// An entry naming the one value a run had on an axis matches its cells,
+/// which name none (a cell names a value only on an axis of several):
+/// the value as the run records it, in its own field (the agent, the
+/// store), as its only point (the server, the SDK), or for any other
+/// axis in its recipe (`Recipe::values`).
+#[test]
+fn an_entry_naming_the_runs_only_value_on_an_axis_matches_its_cells() {
+    for axis in crate::Axis::ALL {
+        let mut report = fixture::report();
+        let value = axis.known_names().map_or("only", |names| names[0]);
+        let mut recipe: crate::Recipe = serde_json::from_value(serde_json::json!({
+            "scenarios": [], "agents": [], "clients": [],
+            "rivetSave": "immediate", "rivetStop": "kill", "trace": "summary"
+        }))
+        .unwrap();
+        recipe.set_values(axis, vec![value.to_string()]);
+        report.run.recipe = Some(recipe);
+        let point = |axis| crate::AxisPoint {
+            axis,
+            label: value.into(),
+            source: crate::PointSource::Registry,
+            version: "0.4.2".into(),
+            paths: Vec::new(),
+            sha256: None,
+        };
+        match axis {
+            crate::Axis::Agent => report.run.agent = value.into(),
+            crate::Axis::Persist => report.run.persist = value.into(),
+            crate::Axis::Server | crate::Axis::Sdk => report.run.points = vec![point(axis)],
+            _ => {}
+        }
+        for cell in &mut report.cells {
+            cell.point.clear(axis);
+            if axis == crate::Axis::Sdk {
+                // A value on the SDK axis is a hosted client's.
+                cell.point.set(crate::ClientKind::TsSdk.into());
+            }
+        }
+        let text = format!(
+            "[[expect]]\nverdict = \"pass\"\n{} = \"{value}\"\n",
+            axis.name()
+        );
+        let x = parse(&text).unwrap();
+        let matched = report
+            .cells
+            .iter()
+            .filter(|c| x.entries[0].matches(c, CellPlace::of(c, &report.run)))
+            .count();
+        assert_eq!(matched, report.cells.len(), "{axis:?}: {text}");
     }
 }

@@ -16,7 +16,10 @@
 //! component it restarts; and for each cell whose history broke an
 //! invariant, the hop where it first showed ([`super::integrity_fix`]).
 
-use super::model::{Axis, AxisPoint, Cell, ExpectOutcome, Point, Report, SignatureKind, Verdict};
+use super::model::{
+    Axis, AxisPoint, AxisValue, Cell, ExpectOutcome, Point, Report, RowPoint, SignatureKind,
+    Verdict,
+};
 use crate::untrusted::Untrusted;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -57,17 +60,16 @@ pub(crate) fn render_fix_location(report: &Report) -> Option<String> {
 /// Each row's reading of its native-continuity and native-load cells.
 fn readings(report: &Report) -> Vec<Reading> {
     // The first cell of each row and scenario of the pair, found in one pass.
-    let mut pair: HashMap<(&str, &str, Option<String>), &Cell> = HashMap::new();
+    let mut pair: HashMap<(RowPoint<'_>, &str), &Cell> = HashMap::new();
     for cell in report.cells.iter() {
         let scenario = cell.point.scenario.as_str();
         if scenario == SDK || scenario == LOAD {
-            let row = (cell.point.target.as_str(), scenario, cell.row_suffix());
-            pair.entry(row).or_insert(cell);
+            pair.entry((cell.point.row(), scenario)).or_insert(cell);
         }
     }
     let mut readings = Vec::new();
-    for (target, suffix) in report.row_order() {
-        let find = |scenario: &str| pair.get(&(target, scenario, suffix.clone())).copied();
+    for row in report.row_order() {
+        let find = |scenario: &str| pair.get(&(row, scenario)).copied();
         let (Some(sdk), Some(load)) = (find(SDK), find(LOAD)) else {
             continue;
         };
@@ -81,9 +83,9 @@ fn readings(report: &Report) -> Vec<Reading> {
         }
         let (line, conclusion) = reading(sdk, load);
         readings.push(Reading {
-            label: format!("{target}{}", suffix.unwrap_or_default()),
-            client: sdk.client_name().to_string(),
-            place: sdk.point.with(Axis::Client, None).with(Axis::Sdk, None),
+            label: row.label(),
+            client: sdk.point.client().name().to_string(),
+            place: sdk.point.without(Axis::Client).without(Axis::Sdk),
             line,
             conclusion,
             evidence: format!("{SDK} {}; {LOAD} {}", evidence(sdk), evidence(load)),
@@ -135,34 +137,29 @@ fn pair_lines(readings: &[Reading]) -> Vec<String> {
 /// cells failed at the restart, `not_back`): the fix belongs in the
 /// component the target restarts, whatever the client does.
 fn not_back_lines(report: &Report) -> Vec<String> {
-    let mut rows: Vec<(String, &str, Vec<&str>, String)> = Vec::new();
-    let mut row_of: HashMap<String, usize> = HashMap::new();
+    let mut rows: Vec<(RowPoint<'_>, Vec<&str>, String)> = Vec::new();
+    let mut row_of: HashMap<RowPoint<'_>, usize> = HashMap::new();
     for cell in &report.cells {
         let Some(sig) = not_back(cell) else {
             continue;
         };
-        let label = cell.label();
-        match row_of.get(&label) {
-            Some(&i) => rows[i].2.push(&cell.point.scenario),
+        let row = cell.point.row();
+        match row_of.get(&row) {
+            Some(&i) => rows[i].1.push(&cell.point.scenario),
             None => {
-                row_of.insert(label.clone(), rows.len());
-                rows.push((
-                    label,
-                    &cell.point.target,
-                    vec![&cell.point.scenario],
-                    sig.short(),
-                ));
+                row_of.insert(row, rows.len());
+                rows.push((row, vec![&cell.point.scenario], sig.short()));
             }
         }
     }
     rows.into_iter()
-        .map(|(label, target, scenarios, short)| {
+        .map(|(row, scenarios, short)| {
             format!(
                 "- **{}**: did not come back after its restart ({}; in {}) → the fix belongs in the component `{}` restarts: it must start again and answer its readiness probe, whatever the client does",
-                Untrusted::new(&label).markdown(),
+                Untrusted::new(&row.label()).markdown(),
                 Untrusted::new(&short).markdown(),
                 Untrusted::new(&scenarios.join(", ")).markdown(),
-                Untrusted::new(target).markdown(),
+                Untrusted::new(row.target).markdown(),
             )
         })
         .collect()
@@ -215,7 +212,8 @@ fn candidate_lines(report: &Report) -> Vec<String> {
         for candidate in run.points_of(axis).filter(|p| p.is_candidate()) {
             let cells = of_point.get(candidate.label.as_str());
             for cell in cells.into_iter().flatten().copied() {
-                let twin = release.and_then(|r| index.counterpart(cell, axis, Some(&r.label)));
+                let twin =
+                    release.and_then(|r| index.counterpart(cell, AxisValue::parse(axis, &r.label)));
                 if let Some(line) = candidate_line(cell, candidate, twin, release) {
                     lines.push(line);
                 }
@@ -332,8 +330,8 @@ fn observed(cell: &Cell) -> bool {
 /// `cannot tell: the SDK has no call for session/load on a new server id`,
 /// or why else the cell observed nothing.
 fn cannot_tell(cell: &Cell) -> String {
-    let who = match cell.client_name().parse::<crate::ClientKind>() {
-        Ok(kind) if kind.runs_real_sdk() => "the SDK",
+    let who = match cell.point.client().known() {
+        Some(kind) if kind.runs_real_sdk() => "the SDK",
         _ => "continuity's client",
     };
     let call = super::fold::restart_deciding(&cell.phases, &cell.restarts)
@@ -508,7 +506,7 @@ mod tests {
         // Alone in its run, the candidate is read against the expectations.
         report
             .cells
-            .retain(|c| c.point.get(Axis::Sdk) == Some("fix"));
+            .retain(|c| c.point.name_on(Axis::Sdk) == Some("fix"));
         report
             .run
             .points
@@ -531,8 +529,8 @@ mod tests {
         // And a candidate that fails where the release passes breaks it.
         let mut report = crate::fixture::candidates("sandbox-agent 0.4.2");
         for cell in &mut report.cells {
-            if cell.point.get(Axis::Sdk) == Some("0.4.2")
-                && cell.point.get(Axis::Server) == Some("0.4.2")
+            if cell.point.name_on(Axis::Sdk) == Some("0.4.2")
+                && cell.point.name_on(Axis::Server) == Some("0.4.2")
             {
                 cell.verdict = Verdict::Pass;
                 cell.failure_boundary = None;

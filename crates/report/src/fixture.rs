@@ -311,16 +311,16 @@ pub fn repeated_report() -> Report {
 /// `server_reports`) by two SDK points (0.4.2, and a package `fix`, whose
 /// cells pass).
 pub fn candidates(server_reports: &str) -> Report {
-    use crate::{Axis, AxisPoint, PointSource};
+    use crate::{Axis, AxisPoint, AxisValue, ClientKind, PointSource};
     let mut r = report();
     let failing = r.cells[0].clone();
     r.cells.clear();
     for server in ["0.4.2", "fix"] {
         for sdk in ["0.4.2", "fix"] {
             let mut cell = failing.clone();
-            cell.point.set(Axis::Client, Some("ts-sdk".into()));
-            cell.point.set(Axis::Server, Some(server.into()));
-            cell.point.set(Axis::Sdk, Some(sdk.into()));
+            cell.point.set(ClientKind::TsSdk.into());
+            cell.point.set(AxisValue::Server(server.into()));
+            cell.point.set(AxisValue::Sdk(sdk.into()));
             if sdk == "fix" {
                 cell.verdict = Verdict::Pass;
                 cell.failure_boundary = None;

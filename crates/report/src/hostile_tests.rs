@@ -253,3 +253,47 @@ fn every_string_field_of_a_report_reaches_every_output_inert() {
         );
     }
 }
+
+/// A client or store this continuity does not know, as a report from a
+/// later version (or a hostile one) may name it: the report still reads
+/// through the reader every command uses, writes back the same JSON, runs
+/// as no known client (nothing of the real SDK's is read of it), and every
+/// output shows it inert.
+#[test]
+fn an_unknown_client_or_store_reads_and_reaches_every_output_inert() {
+    let mut value = serde_json::to_value(fixture::candidates("sandbox-agent 0.4.2")).unwrap();
+    for cell in value["cells"].as_array_mut().unwrap() {
+        cell["client"] = FORGING.into();
+        cell["persist"] = "mysql".into();
+    }
+    let r = crate::upgrade::parse_report(&value.to_string()).unwrap();
+    assert_eq!(serde_json::to_value(&r).unwrap(), value, "the same JSON");
+    for cell in &r.cells {
+        assert_eq!(cell.point.client().known(), None);
+        assert_eq!(cell.point.client().name(), FORGING);
+        assert_eq!(cell.point.store().and_then(|s| s.known()), None);
+        assert_eq!(cell.point_label(&r.run, Axis::Sdk), None, "no SDK host");
+    }
+    let layout = Layout {
+        width: 120,
+        color: false,
+        folder: "out".into(),
+    };
+    assert_no_forged_line("the terminal", &render_terminal(&r, &layout));
+    assert_no_forged_line("report.txt", &render_text(&r, false));
+    let markdown = render_markdown(&r);
+    assert_no_forged_line("report.md", &markdown);
+    assert!(!markdown.contains("<b>"), "{markdown}");
+    assert!(
+        markdown.contains("## Unhandled rejections in the SDK\n\nnone recorded."),
+        "{markdown}"
+    );
+    assert_no_forged_line("the step summary", &render_step_summary(&r, "out"));
+    assert_no_forged_line("junit.xml", &render_junit(&r).unwrap());
+    for cell in &r.cells {
+        assert_no_forged_line("show --cell", &render_timeline(cell, &[]));
+    }
+    let baseline = crate::baseline::render_baseline(&r, &crate::baseline::Quarantine::default());
+    assert_no_forged_line("baseline", &baseline.text);
+    toml::from_str::<toml::Value>(&baseline.text).unwrap();
+}

@@ -163,9 +163,10 @@ pub(crate) fn render_html(report: &Report, traces: &[Result<Vec<Value>, TraceErr
 /// terminal form: text the SDK's host wrote.
 fn rejections(report: &Report) -> Value {
     let sdk_ran = report.cells.iter().any(|c| {
-        c.client_name()
-            .parse::<crate::ClientKind>()
-            .is_ok_and(crate::ClientKind::runs_real_sdk)
+        c.point
+            .client()
+            .known()
+            .is_some_and(crate::ClientKind::runs_real_sdk)
     });
     if !sdk_ran {
         return Value::Null;

@@ -34,7 +34,7 @@ fn add_once(list: &mut Vec<String>, name: &str) {
 mod tests {
     use super::*;
     use crate::fixture;
-    use crate::Axis;
+    use crate::ClientKind;
 
     /// Cells of two clients, each with its own floor: the run's timing is
     /// the sum over all of them, not over the first client's.
@@ -42,9 +42,12 @@ mod tests {
     fn the_run_timing_and_totals_cover_every_cell() {
         let mut report = fixture::report();
         let mut cells = Vec::new();
-        for (n, client) in ["rust", "ts-sdk"].into_iter().enumerate() {
+        for (n, client) in [ClientKind::Rust, ClientKind::TsSdk]
+            .into_iter()
+            .enumerate()
+        {
             let mut cell = report.cells[0].clone();
-            cell.point.set(Axis::Client, Some(client.into()));
+            cell.point.set(client.into());
             cell.point.target = format!("target-{n}");
             cell.timing = Some(Floor {
                 floor_ms: 100 * (n as u64 + 1),

@@ -15,6 +15,7 @@ use continuity_base::{
 use continuity_trace as trace;
 
 pub mod attempts;
+pub mod axis;
 pub mod axis_compare;
 pub mod baseline;
 pub mod checker;
@@ -38,6 +39,7 @@ pub mod junit;
 pub mod markdown;
 pub mod merge;
 pub mod model;
+pub mod named;
 pub mod partition;
 pub mod point;
 pub mod recipe;
@@ -52,7 +54,7 @@ pub(crate) mod turn_fate;
 pub mod upgrade;
 pub mod write;
 
-pub use client_kind::{ClientKind, UnknownClient};
+pub use client_kind::{ClientKind, ClientRestart, UnknownClient};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use run_dir::{RunDir, RunDirError, REPORT_FILE};

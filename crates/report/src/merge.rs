@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::partition::Partition;
 
-use super::model::{Axis, LogFile, Point, Report, RunInfo, ShardInfo};
+use super::model::{Axis, AxisValue, LogFile, Point, Report, RunInfo, ShardInfo};
 
 /// One run to merge: its folder as given, the schema its file declared
 /// (before any upgrade) and the report.
@@ -78,8 +78,9 @@ pub fn merge(id: &str, shards: &[ShardRun]) -> Result<Report, MergeError> {
         for cell in &s.report.cells {
             let mut cell = cell.clone();
             if version_axis && cell.point.get(Axis::Server).is_none() {
-                cell.point
-                    .set(Axis::Server, s.report.run.server_version.clone());
+                if let Some(version) = &s.report.run.server_version {
+                    cell.point.set(AxisValue::Server(version.clone()));
+                }
             }
             if let Some(other) = owner.insert(cell.point.clone(), &s.dir) {
                 return refuse(format!(

@@ -96,7 +96,7 @@ fn runs_of_different_server_versions_become_a_version_axis() {
     let new = shard("new", "n1", None, &[0, 1, 2, 3]);
     let merged = merge("m", &[old, new]).unwrap();
     assert_eq!(merged.cells.len(), 8);
-    assert_eq!(merged.cells[0].point.get(Axis::Server), Some("0.4.0"));
-    assert_eq!(merged.cells[4].point.get(Axis::Server), Some("0.4.2"));
+    assert_eq!(merged.cells[0].point.name_on(Axis::Server), Some("0.4.0"));
+    assert_eq!(merged.cells[4].point.name_on(Axis::Server), Some("0.4.2"));
     assert_eq!(merged.cells[4].label(), "agent @ 0.4.2");
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-pub use super::point::{Axis, Point, UnknownAxis};
+pub use super::point::{Axis, AxisValue, Named, Point, RowPoint, UnknownAxis};
 
 pub use super::judgement::{ExpectOutcome, FlakyResult, Judgement, ShardInfo, Verdict};
 use super::recipe::Recipe;
@@ -140,8 +140,8 @@ pub struct RunInfo {
 /// A client and the store its cells kept their sessions in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientStore {
-    pub client: String,
-    pub store: String,
+    pub client: Named<crate::ClientKind>,
+    pub store: Named<crate::Store>,
 }
 
 /// One point of the server or the SDK axis: its label (what cells carry
@@ -192,14 +192,13 @@ impl RunInfo {
         self.points.iter().filter(move |p| p.axis == axis)
     }
 
-    /// The store the cells of `client` (`None`: a run with no client
-    /// axis) kept their sessions in, when `client_stores` says it.
-    pub fn store_of(&self, client: Option<&str>) -> Option<&str> {
-        let client = client.unwrap_or(crate::ClientKind::Rust.name());
+    /// The store the cells of `client` kept their sessions in, when
+    /// `client_stores` says it.
+    pub fn store_of(&self, client: &Named<crate::ClientKind>) -> Option<&Named<crate::Store>> {
         self.client_stores
             .iter()
-            .find(|s| s.client == client)
-            .map(|s| s.store.as_str())
+            .find(|s| s.client == *client)
+            .map(|s| &s.store)
     }
 
     /// `rivet (rust, ts-sdk), indexeddb (browser)` when the clients kept
@@ -207,9 +206,12 @@ impl RunInfo {
     pub fn stores_text(&self) -> String {
         let mut stores: Vec<(&str, Vec<&str>)> = Vec::new();
         for s in &self.client_stores {
-            match stores.iter_mut().find(|(store, _)| *store == s.store) {
-                Some((_, clients)) => clients.push(&s.client),
-                None => stores.push((&s.store, vec![&s.client])),
+            match stores
+                .iter_mut()
+                .find(|(store, _)| *store == s.store.name())
+            {
+                Some((_, clients)) => clients.push(s.client.name()),
+                None => stores.push((s.store.name(), vec![s.client.name()])),
             }
         }
         match stores.is_empty() {
@@ -648,25 +650,19 @@ impl Cell {
         self.phases.iter().find(|p| p.name == name)
     }
 
-    /// The client that ran this cell, `rust` when it names none.
-    pub fn client_name(&self) -> &str {
-        self.point
-            .get(Axis::Client)
-            .unwrap_or(crate::ClientKind::Rust.name())
-    }
-
     /// The label of this cell's point on `axis`: its own on that axis,
     /// else the run's only point there (server and SDK points); none on
     /// the SDK axis for a client that runs no SDK.
     pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
         let hosts_sdk = self
-            .client_name()
-            .parse::<crate::ClientKind>()
-            .is_ok_and(crate::ClientKind::hosts_sdk);
+            .point
+            .client()
+            .known()
+            .is_some_and(crate::ClientKind::hosts_sdk);
         if axis == Axis::Sdk && !hosts_sdk {
             return None;
         }
-        let own = self.point.get(axis);
+        let own = self.point.name_on(axis);
         own.or_else(|| run.only_point(axis).map(|p| p.label.as_str()))
     }
 
@@ -674,11 +670,6 @@ impl Cell {
     /// the run's axes ([`Point::label`]). Attempts are inside the cell, not rows.
     pub fn label(&self) -> String {
         self.point.label()
-    }
-
-    /// What follows the target in the row label ([`Point::suffix`]).
-    pub(crate) fn row_suffix(&self) -> Option<String> {
-        self.point.suffix()
     }
 
     /// What identifies a cell across runs, shards and expectations.
@@ -784,23 +775,25 @@ impl Report {
         )
     }
 
-    /// The summary's rows: targets in run order, each once per agent and
-    /// server version its cells carry, as [`Cell::row_suffix`] (once with
-    /// `None` without either axis).
-    pub(crate) fn row_order(&self) -> Vec<(&str, Option<String>)> {
-        // One pass over the cells, each target's suffixes in first-seen order.
-        let mut suffixes: HashMap<&str, Vec<Option<String>>> = HashMap::new();
+    /// The summary's rows: targets in run order, each once per row point
+    /// its cells carry ([`Point::row`]: every axis value), in first-seen
+    /// order (once naming no axis for a target no cell names).
+    pub(crate) fn row_order(&self) -> Vec<RowPoint<'_>> {
+        // One pass over the cells, each target's rows in first-seen order.
+        let mut of_target: HashMap<&str, Vec<RowPoint<'_>>> = HashMap::new();
         for cell in &self.cells {
-            let seen = suffixes.entry(cell.point.target.as_str()).or_default();
-            let suffix = cell.row_suffix();
-            if !seen.contains(&suffix) {
-                seen.push(suffix);
+            let row = cell.point.row();
+            let seen = of_target.entry(row.target).or_default();
+            if !seen.contains(&row) {
+                seen.push(row);
             }
         }
-        let mut rows: Vec<(&str, Option<String>)> = Vec::new();
+        let mut rows: Vec<RowPoint<'_>> = Vec::new();
         for target in self.target_order() {
-            let versions = suffixes.remove(target).unwrap_or_else(|| vec![None]);
-            rows.extend(versions.into_iter().map(|v| (target, v)));
+            let of = of_target
+                .remove(target)
+                .unwrap_or_else(|| vec![RowPoint::bare(target)]);
+            rows.extend(of);
         }
         rows
     }
@@ -832,7 +825,7 @@ impl Report {
                 cells.sort_by_key(|c| {
                     (
                         rank(&c.point.target),
-                        c.point.get(Axis::Server).map(str::to_string),
+                        c.point.name_on(Axis::Server).map(str::to_string),
                         c.attempt,
                     )
                 });
@@ -861,15 +854,10 @@ impl<'a> CellIndex<'a> {
         self.0.get(point).map(|(_, cell)| *cell)
     }
 
-    /// The same cell as `cell` with `value` on `axis` (another client,
-    /// version, SDK or store; `None`: a cell naming no value there).
-    pub(crate) fn counterpart(
-        &self,
-        cell: &Cell,
-        axis: Axis,
-        value: Option<&str>,
-    ) -> Option<&'a Cell> {
-        self.at(&cell.point.with(axis, value))
+    /// The same cell as `cell` with `value` on its axis (another client,
+    /// version, SDK or store).
+    pub(crate) fn counterpart(&self, cell: &Cell, value: AxisValue) -> Option<&'a Cell> {
+        self.at(&cell.point.with(value))
     }
 
     /// Where the cell at `point` is in the report.

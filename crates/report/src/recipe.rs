@@ -6,8 +6,9 @@
 //! they came from. Additive to schema v2: a report without it (written
 //! before it was recorded) cannot be rerun, and says so.
 
-use super::Point;
+use super::{Axis, Point};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A run's settings as `rerun` needs them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +39,12 @@ pub struct Recipe {
     /// default (its Rivet actor, else SQLite).
     #[serde(default)]
     pub persist: Vec<String>,
+    /// The values chosen on each axis that has no field of its own here
+    /// (an axis added since these were written; the server and SDK points
+    /// are `run.points`), by the axis's name, each as its flag (`--AXIS`)
+    /// takes it; absent when there is none. See [`Recipe::values`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub axes: BTreeMap<String, Vec<String>>,
     /// `--hang-grace-ms` as resolved (0: every phase waited its deadline
     /// out); absent in reports written before hangs were diagnosed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,6 +65,35 @@ pub struct Recipe {
     pub rerun_of: Option<String>,
 }
 
+impl Recipe {
+    /// The values the run chose on `axis`, as its flag (`--AXIS`) takes
+    /// them: the agents, clients and stores in their own fields, any
+    /// other axis in [`Recipe::axes`] (none for the server and SDK points).
+    pub fn values(&self, axis: Axis) -> &[String] {
+        match axis {
+            Axis::Agent => &self.agents,
+            Axis::Client => &self.clients,
+            Axis::Persist => &self.persist,
+            other => self.axes.get(other.name()).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    /// Records `values` as the run's on `axis` (see [`Recipe::values`]).
+    pub fn set_values(&mut self, axis: Axis, values: Vec<String>) {
+        match axis {
+            Axis::Agent => self.agents = values,
+            Axis::Client => self.clients = values,
+            Axis::Persist => self.persist = values,
+            other if values.is_empty() => {
+                self.axes.remove(other.name());
+            }
+            other => {
+                self.axes.insert(other.name().to_string(), values);
+            }
+        }
+    }
+}
+
 /// A scenario by name and the SHA-256 of its file's text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScenarioIdentity {
@@ -70,42 +106,4 @@ pub struct ScenarioIdentity {
 pub struct FileIdentity {
     pub path: String,
     pub sha256: String,
-}
-
-/// Whether `wanted` (a cell a recipe or a bisect names) selects the
-/// matrix's cell `cell`: the same target and scenario, and the same value
-/// on every axis `wanted` names (an axis it does not name: any value).
-pub fn selects(wanted: &Point, cell: &Point) -> bool {
-    wanted.target == cell.target
-        && wanted.scenario == cell.scenario
-        && wanted
-            .named()
-            .all(|(axis, value)| cell.get(axis) == Some(value))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Axis;
-
-    #[test]
-    fn a_cell_is_selected_by_what_the_wanted_point_names() {
-        let cell = Point::new("agent", "native-continuity")
-            .with(Axis::Client, Some("ts-sdk"))
-            .with(Axis::Sdk, Some("fix"));
-        assert!(selects(&Point::new("agent", "native-continuity"), &cell));
-        assert!(selects(&cell, &cell));
-        assert!(!selects(
-            &cell.with(Axis::Sdk, Some("0.4.2")),
-            &cell,
-            // another SDK point
-        ));
-        assert!(!selects(&Point::new("gateway", "native-continuity"), &cell));
-        assert!(!selects(&Point::new("agent", "native-load"), &cell));
-        // A wanted axis the cell does not name selects nothing.
-        assert!(!selects(
-            &Point::new("agent", "native-continuity").with(Axis::Persist, Some("sqlite")),
-            &cell
-        ));
-    }
 }

@@ -12,7 +12,7 @@
 
 use comfy_table::Cell as TableCell;
 
-use super::model::{Axis, Cell, Point, Report, Verdict};
+use super::model::{Axis, Cell, Report, RowPoint, Verdict};
 use crate::fit;
 use std::collections::HashMap;
 
@@ -50,7 +50,7 @@ pub(crate) fn fitted_summary(report: &Report, width: usize) -> String {
 /// The matrix a rendering draws: its rows, its scenarios, and the cells
 /// of each square, found in one pass.
 pub(crate) struct Grid<'a> {
-    rows: Vec<Row<'a>>,
+    rows: Vec<RowPoint<'a>>,
     scenarios: Vec<&'a str>,
     places: Places<'a>,
     cells: usize,
@@ -60,7 +60,7 @@ impl<'a> Grid<'a> {
     pub(crate) fn of(report: &'a Report) -> Grid<'a> {
         let places = Places::of(report);
         Grid {
-            rows: rows(report, &places),
+            rows: report.row_order(),
             scenarios: report.scenario_order(),
             places,
             cells: report.cells.len(),
@@ -98,7 +98,7 @@ impl<'a> Grid<'a> {
 
     /// Each row that has cells, with its scenarios that do (in scenario
     /// order) and their cells.
-    pub(crate) fn occupied(&self) -> Vec<(&Row<'a>, Squares<'_, 'a>)> {
+    pub(crate) fn occupied(&self) -> Vec<(&RowPoint<'a>, Squares<'_, 'a>)> {
         let rank: HashMap<&str, usize> = self
             .scenarios
             .iter()
@@ -106,19 +106,18 @@ impl<'a> Grid<'a> {
             .map(|(i, s)| (*s, i))
             .collect();
         // Each row's squares, with their scenario's place in the order.
-        type RowKey<'k> = (&'k str, Option<&'k str>);
-        let mut of_row: HashMap<RowKey<'_>, Vec<(usize, Square<'_, 'a>)>> = HashMap::new();
-        for ((target, suffix, scenario), cells) in &self.places.cells {
+        let mut of_row: HashMap<RowPoint<'a>, Vec<(usize, Square<'_, 'a>)>> = HashMap::new();
+        for ((row, scenario), cells) in &self.places.cells {
             let at = rank.get(scenario).copied().unwrap_or(usize::MAX);
             of_row
-                .entry((*target, suffix.as_deref()))
+                .entry(*row)
                 .or_default()
                 .push((at, (*scenario, cells.as_slice())));
         }
         self.rows
             .iter()
             .filter_map(|row| {
-                let mut squares = of_row.remove(&(row.target, row.suffix.as_deref()))?;
+                let mut squares = of_row.remove(row)?;
                 squares.sort_by_key(|(at, (scenario, _))| (*at, *scenario));
                 Some((row, squares.into_iter().map(|(_, square)| square).collect()))
             })
@@ -126,11 +125,11 @@ impl<'a> Grid<'a> {
     }
 
     /// The cells of one square.
-    pub(crate) fn at(&self, row: &Row<'a>, scenario: &'a str) -> &[&'a Cell] {
+    pub(crate) fn at(&self, row: &RowPoint<'a>, scenario: &'a str) -> &[&'a Cell] {
         self.places.at(row, scenario)
     }
 
-    pub(crate) fn rows(&self) -> &[Row<'a>] {
+    pub(crate) fn rows(&self) -> &[RowPoint<'a>] {
         &self.rows
     }
 
@@ -156,26 +155,6 @@ pub(crate) type Square<'g, 'a> = (&'a str, &'g [&'a Cell]);
 /// A row's squares that have cells, in scenario order.
 pub(crate) type Squares<'g, 'a> = Vec<Square<'g, 'a>>;
 
-/// One row of the matrix: a target at one point of the other axes.
-pub(crate) struct Row<'a> {
-    target: &'a str,
-    /// What [`Cell::row_suffix`] gives its cells.
-    suffix: Option<String>,
-    /// The point of its first cell, whose axis values label the row.
-    point: Option<&'a Point>,
-}
-
-impl Row<'_> {
-    /// The target and what follows it in a row label (`agent@0.4.2`).
-    pub(crate) fn label(&self) -> String {
-        format!(
-            "{}{}",
-            self.target,
-            self.suffix.as_deref().unwrap_or_default()
-        )
-    }
-}
-
 /// Which axes the cells carry, each a column of its own, in row-label order.
 #[derive(Clone)]
 struct Axes(Vec<Axis>);
@@ -196,60 +175,32 @@ impl Axes {
         names
     }
 
-    fn labels<'a>(&self, row: &Row<'a>) -> Vec<&'a str> {
+    fn labels<'a>(&self, row: &RowPoint<'a>) -> Vec<&'a str> {
         let mut labels = vec![row.target];
-        let value = |axis: Axis| row.point.and_then(|p| p.get(axis)).unwrap_or(NOT_RUN);
+        let value = |axis: Axis| row.name_on(axis).unwrap_or(NOT_RUN);
         labels.extend(self.0.iter().map(|a| value(*a)));
         labels
     }
 }
 
-fn rows<'a>(report: &'a Report, places: &Places<'a>) -> Vec<Row<'a>> {
-    report
-        .row_order()
-        .into_iter()
-        .map(|(target, suffix)| Row {
-            target,
-            point: places.first.get(&(target, suffix.clone())).copied(),
-            suffix,
-        })
-        .collect()
-}
-
 /// The cells by row and scenario, made in one pass (a lookup per grid
 /// square over every cell was quadratic: 40k cells took seconds).
 struct Places<'a> {
-    cells: HashMap<(&'a str, Option<String>, &'a str), Vec<&'a Cell>>,
-    /// The point of each row's first cell.
-    first: HashMap<(&'a str, Option<String>), &'a Point>,
+    cells: HashMap<(RowPoint<'a>, &'a str), Vec<&'a Cell>>,
 }
 
 impl<'a> Places<'a> {
     fn of(report: &'a Report) -> Places<'a> {
-        let mut places = Places {
-            cells: HashMap::new(),
-            first: HashMap::new(),
-        };
+        let mut cells: HashMap<(RowPoint<'a>, &'a str), Vec<&'a Cell>> = HashMap::new();
         for cell in &report.cells {
-            let suffix = cell.row_suffix();
-            let (target, scenario) = (cell.point.target.as_str(), cell.point.scenario.as_str());
-            places
-                .first
-                .entry((target, suffix.clone()))
-                .or_insert(&cell.point);
-            places
-                .cells
-                .entry((target, suffix, scenario))
-                .or_default()
-                .push(cell);
+            let square = (cell.point.row(), cell.point.scenario.as_str());
+            cells.entry(square).or_default().push(cell);
         }
-        places
+        Places { cells }
     }
 
-    fn at(&self, row: &Row<'a>, scenario: &'a str) -> &[&'a Cell] {
-        self.cells
-            .get(&(row.target, row.suffix.clone(), scenario))
-            .map_or(&[], Vec::as_slice)
+    fn at(&self, row: &RowPoint<'a>, scenario: &'a str) -> &[&'a Cell] {
+        self.cells.get(&(*row, scenario)).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -430,9 +381,7 @@ mod tests {
     #[test]
     fn every_axis_a_row_differs_by_has_a_column() {
         let mut report = crate::fixture::candidates("sandbox-agent 0.4.2");
-        report.cells[0]
-            .point
-            .set(Axis::Persist, Some("sqlite".into()));
+        report.cells[0].point.set(crate::Store::Sqlite.into());
         let grid = render_summary(&report);
         let header = grid.lines().nth(1).unwrap();
         for name in ["target", "client", "sdk", "store", "server"] {
@@ -450,6 +399,33 @@ mod tests {
         );
         let list = fitted_summary(&report, 40);
         assert!(list.contains("agent · ts-sdk · fix · – · 0.4.2"), "{list}");
+    }
+
+    /// Two rows whose labels read alike (an agent named `x · sqlite`, and
+    /// an agent `x` on the store `sqlite`) are two rows: rows were keyed
+    /// by their label's text, so the second row's cells were drawn in the
+    /// first's squares under the first's axis values.
+    #[test]
+    fn rows_whose_labels_read_alike_are_two_rows() {
+        use crate::AxisValue;
+        let mut report = crate::fixture::report();
+        let mut alike = report.cells[0].clone();
+        report.cells[0]
+            .point
+            .set(AxisValue::Agent("x · sqlite".into()));
+        alike.point.set(AxisValue::Agent("x".into()));
+        alike.point.set(crate::Store::Sqlite.into());
+        assert_eq!(report.cells[0].label(), alike.label());
+        report.cells.push(alike);
+        let grid = render_summary(&report);
+        let row = |agent: &str, store: &str| {
+            grid.lines()
+                .any(|l| l.contains(&format!("┆ {agent} ┆ {store} ")))
+        };
+        assert!(
+            row("x · sqlite", "–     ") && row("x         ", "sqlite"),
+            "{grid}"
+        );
     }
 
     /// A report from elsewhere with its cells on the diagonal of a huge

@@ -420,28 +420,43 @@ fn status(cell: &Cell) -> (&'static str, &'static str) {
 /// What `show --cell` takes for this cell: `TARGET[@VERSION]/SCENARIO[/CLIENT]`.
 pub fn cell_spec(cell: &Cell) -> String {
     let mut spec = cell.point.target.clone();
-    if let Some(v) = cell.point.get(Axis::Server) {
+    if let Some(v) = cell.point.name_on(Axis::Server) {
         spec.push_str(&format!("@{v}"));
     }
     spec.push_str(&format!("/{}", cell.point.scenario));
-    if let Some(c) = cell.point.get(Axis::Client) {
+    if let Some(c) = cell.point.name_on(Axis::Client) {
         spec.push_str(&format!("/{c}"));
     }
-    if let Some(sdk) = cell.point.get(Axis::Sdk) {
+    if let Some(sdk) = cell.point.name_on(Axis::Sdk) {
         spec.push_str(&format!("@{sdk}"));
     }
     spec
 }
 
-/// The flag `show --cell` needs beside the path on a persistence axis
-/// (` --persist postgres`; a cell names its store only there), else empty.
-/// A cell names its agent whenever it is a real one, so `--agent` is left
-/// to `show`'s own question on an agent axis.
+/// Whether `show --cell`'s path names the cell's value on `axis` (the
+/// server after the target, the client and its SDK after the scenario:
+/// [`cell_spec`]); every other axis is picked by a flag called as the
+/// axis (`--persist`, `--agent`, any axis added since).
+pub fn named_in_cell_path(axis: Axis) -> bool {
+    matches!(axis, Axis::Server | Axis::Client | Axis::Sdk)
+}
+
+/// The flags `show --cell` needs beside the path: ` --AXIS VALUE` for each
+/// axis the path does not name on which the cell names a value (a cell
+/// names one only on an axis of several values: ` --persist postgres`),
+/// in `report.json`'s order reversed, as `show` asks. A cell names its
+/// agent whenever it is a real one, so `--agent` is left to `show`'s own
+/// question on an agent axis.
 pub(crate) fn cell_pick_flags(cell: &Cell) -> String {
-    cell.point
-        .get(Axis::Persist)
-        .map(|store| format!(" --persist {store}"))
-        .unwrap_or_default()
+    Axis::ALL
+        .into_iter()
+        .rev()
+        .filter(|axis| !named_in_cell_path(*axis) && *axis != Axis::Agent)
+        .filter_map(|axis| {
+            let value = cell.point.name_on(axis)?;
+            Some(format!(" --{} {value}", axis.name()))
+        })
+        .collect()
 }
 
 /// Text continuity did not write, in its terminal form.

@@ -65,9 +65,9 @@ fn axes() -> Report {
                 let mut cell = fixture::report().cells[if n == 2 { 0 } else { 2 }].clone();
                 cell.point.target = target.into();
                 cell.point.scenario = scenario.to_string();
-                cell.point.set(Axis::Agent, Some("opencode".into()));
-                cell.point.set(Axis::Client, Some(client.into()));
-                cell.point.set(Axis::Server, Some("0.4.2".into()));
+                cell.point.set(AxisValue::Agent("opencode".into()));
+                cell.point.set(AxisValue::parse(Axis::Client, client));
+                cell.point.set(AxisValue::Server("0.4.2".into()));
                 r.cells.push(cell);
             }
         }

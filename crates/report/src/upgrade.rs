@@ -41,12 +41,13 @@ pub(crate) fn parse_report(text: &str) -> Result<Report, UpgradeError> {
     }
 }
 
-/// v1 wrote `--repeat N` as N cells with the same target and scenario.
+/// v1 wrote `--repeat N` as N cells with the same point (target and
+/// scenario: v1 had no axes), which fold into one.
 fn fold_attempts(cells: Vec<Cell>) -> Vec<Cell> {
-    let mut order: Vec<(String, String)> = Vec::new();
-    let mut groups: HashMap<(String, String), Vec<Cell>> = HashMap::new();
+    let mut order: Vec<Point> = Vec::new();
+    let mut groups: HashMap<Point, Vec<Cell>> = HashMap::new();
     for cell in cells {
-        let key = (cell.point.target.clone(), cell.point.scenario.clone());
+        let key = cell.point.clone();
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -61,7 +62,7 @@ fn fold_attempts(cells: Vec<Cell>) -> Vec<Cell> {
             }
             group.sort_by_key(|c| c.attempt);
             let attempts = group.iter().map(|c| Attempt::of_cell(c, false)).collect();
-            Some(aggregate(Point::new(key.0, key.1), attempts))
+            Some(aggregate(key, attempts))
         })
         .collect()
 }
@@ -88,6 +89,26 @@ mod tests {
         assert_eq!(folded.verdict, Verdict::Flaky);
         assert_eq!(folded.attempts.len(), 2);
         assert_eq!(v2.totals.flaky, 1);
+    }
+
+    /// v1 had no axes; a "v1" report from elsewhere whose cells name two
+    /// clients keeps each client's cell, its attempts folded: the fold
+    /// keyed cells by target and scenario and dropped the client.
+    #[test]
+    fn a_v1_fold_keeps_the_cells_of_other_points_apart() {
+        let mut v1 = fixture::report();
+        v1.schema = SCHEMA_V1.into();
+        let mut rust = v1.cells[0].clone();
+        rust.point.set(crate::ClientKind::Rust.into());
+        let mut again = rust.clone();
+        again.attempt = 2;
+        let mut hosted = rust.clone();
+        hosted.point.set(crate::ClientKind::TsSdk.into());
+        v1.cells = vec![rust.clone(), again, hosted.clone()];
+        let v2 = parse_report(&serde_json::to_string(&v1).unwrap()).unwrap();
+        let points: Vec<&Point> = v2.cells.iter().map(|c| &c.point).collect();
+        assert_eq!(points, [&rust.point, &hosted.point]);
+        assert_eq!(v2.cells[0].attempts.len(), 2);
     }
 
     /// A v2 report written before `not_applicable` existed (no count in

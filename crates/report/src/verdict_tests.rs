@@ -117,7 +117,9 @@ fn sdk_load(report: &Report) -> &Cell {
     report
         .cells
         .iter()
-        .find(|c| c.client_name() == "ts-sdk" && c.point.scenario == "native-load")
+        .find(|c| {
+            c.point.client().is(crate::ClientKind::TsSdk) && c.point.scenario == "native-load"
+        })
         .unwrap()
 }
 

@@ -366,7 +366,11 @@ impl Probe<'_> {
         flag(point_flag, point.spec.clone());
         let mut clients: Vec<String> = args.clients.iter().map(|c| c.name().to_string()).collect();
         if clients.is_empty() && on_sdk {
-            clients.push("ts-sdk".into());
+            // The SDK axis multiplies only the client that hosts the SDK.
+            let hosted = crate::report::ClientKind::all()
+                .iter()
+                .find(|c| c.hosts_sdk());
+            clients.extend(hosted.map(|c| c.name().to_string()));
         }
         for client in clients {
             flag("client", client);

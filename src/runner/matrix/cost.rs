@@ -86,9 +86,11 @@ fn table(coordinate: Coordinate, value: &str) -> Option<u64> {
 
 /// A cell's built-in estimate, in milliseconds.
 pub fn estimate_ms(point: &CellPoint) -> u64 {
-    let target = table(Target, &point.target)
+    let target = table(Target, point.target.name())
         .or_else(|| {
-            crate::targets::BuiltinTarget::from_name(&point.target)
+            point
+                .target
+                .builtin()
                 .and_then(crate::targets::BuiltinTarget::fault)
                 .map(|f| crate::clock::millis(f.hold) + FAULT_TARGET_BASE_MS)
         })

@@ -1,7 +1,5 @@
 use super::*;
 use crate::partition::Partition;
-use crate::persist::Store;
-use crate::report::Axis;
 use crate::runner::{AgentPoint, Axes, ClientKind, Matrix, SdkPoint, ServerPoint, Shard};
 use std::collections::BTreeMap;
 
@@ -25,8 +23,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
             ServerPoint::registry("0.4.2"),
         ],
         sdks: vec![SdkPoint::registry("0.4.2")],
-        persists: vec![Store::Sqlite],
-        stack_store: Store::Sqlite,
+        ..super::super::tests::axes()
     };
     let targets = [
         "agent",
@@ -35,7 +32,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
         "rivet",
         "rivet-engine",
     ]
-    .map(String::from)
+    .map(crate::targets::TargetId::of_name)
     .into();
     Matrix::build(targets, &scenarios, axes, shard)
 }
@@ -61,7 +58,7 @@ fn skewed_report(matrix: &Matrix) -> Report {
         .map(|planned| {
             let h = scatter(&planned.named);
             let mut ms = 500 + h % 4_000;
-            if planned.named.get(Axis::Client) == Some("ts-sdk") {
+            if planned.named.client().is(ClientKind::TsSdk) {
                 ms += 6_700;
             }
             if h.is_multiple_of(16) {
@@ -153,7 +150,7 @@ fn the_estimate_adds_one_weight_per_coordinate() {
     // A fault target: its hold; a target and a real agent the table lacks.
     point = crate::runner::matrix::tests::point("gateway-partition", "0.4.2");
     assert_eq!(estimate_ms(&point), 3_000 + 700);
-    point.target = "my-db".into();
+    point.target = crate::targets::TargetId::of_name("my-db");
     point.agent = "aider".into();
     point.real_agent = true;
     assert_eq!(estimate_ms(&point), OTHER_TARGET_MS + OTHER_REAL_AGENT_MS);

@@ -51,7 +51,8 @@ impl RunningCell<'_> {
 
     /// Runs one phase's step through the cell's client: restarts, sleeps
     /// and the collecting of turns are the executor's, every other step
-    /// the client's (a step it does not support never gets here).
+    /// the client's (a step it does not support never gets here). The
+    /// match is exhaustive, so a new step is given its place here.
     pub(super) async fn run_step(&mut self, phase: &Phase) -> StepResult {
         let client = Arc::clone(&self.client);
         let phase_name = phase.name.as_str();
@@ -87,7 +88,19 @@ impl RunningCell<'_> {
                 expect,
             } => client.reattach_sandbox(self, name, *expect).await,
             Step::DestroySandbox { client: name } => client.destroy_sandbox(self, name).await,
-            step => self.sandbox_step(&*client, step).await,
+            step @ (Step::Probe { .. }
+            | Step::WriteFile { .. }
+            | Step::ReadFile { .. }
+            | Step::SpawnProcess { .. }
+            | Step::ProcessStatus { .. }
+            | Step::TerminalAttach { .. }
+            | Step::TerminalSend { .. }
+            | Step::TerminalExpect { .. }
+            | Step::TerminalReattach { .. }
+            | Step::StartTurn { .. }
+            | Step::TurnHistory { .. }
+            | Step::RecoverTurn { .. }
+            | Step::RecoverSession { .. }) => self.sandbox_step(&*client, step).await,
         }
     }
 

@@ -424,20 +424,8 @@ mod tests {
         let scenario =
             crate::scenario::parse_scenario(std::path::Path::new("t.toml"), source).unwrap();
         let settings = crate::scenario::CellSettings {
-            trace: crate::trace::Trace::detached(),
-            model_calls: None,
-            sandboxes: None,
-            interrupt: tokio::sync::watch::channel(false).1,
-            base_url: "http://127.0.0.1:9".into(),
-            token: None,
-            headers: vec![],
-            agent: "mock".into(),
             default_timeout: Duration::from_secs(1),
-            session_suffix: "t".into(),
-            store: crate::scenario::CellStore::PerClientMemory,
-            agent_sent_log: None,
-            headers_timeout: None,
-            hang_grace: None,
+            ..crate::scenario::CellSettings::for_tests()
         };
         let mut restarter = CountingRestart(0);
         let run = crate::scenario::run_cell(&scenario, &settings, &mut restarter).await;

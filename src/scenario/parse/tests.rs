@@ -1,5 +1,6 @@
 //! Scenario parsing: the built-in files, and every kind of mistake a user can make.
 use super::*;
+use std::collections::BTreeSet;
 
 fn parse(source: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(Path::new("s.toml"), source)
@@ -334,5 +335,48 @@ fn a_name_with_a_line_break_or_a_control_character_is_refused() {
             "{name:?}/{phase:?}: {e}"
         );
         assert!(!e.contains(['\n', '\r', '\u{1b}', '\u{202e}']), "{e:?}");
+    }
+}
+
+/// The step table of `scenarios/README.md` lists every kind once, with
+/// exactly the fields the parser accepts for it.
+#[test]
+fn the_scenario_readme_documents_every_kind_with_its_fields() {
+    let readme = include_str!("../../../scenarios/README.md");
+    let all_fields: BTreeSet<&str> = StepKind::all()
+        .iter()
+        .flat_map(|&k| kinds::row_of(k).fields.iter().copied())
+        .collect();
+    let rows: Vec<(String, BTreeSet<String>)> = readme
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let step = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            step.parse::<StepKind>().ok()?;
+            let fields = cells
+                .get(2)?
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter_map(|quoted| quoted.split([' ', '=']).next())
+                .filter(|word| all_fields.contains(word))
+                .map(str::to_string)
+                .collect();
+            Some((step.to_string(), fields))
+        })
+        .collect();
+    let mut documented: Vec<&str> = rows.iter().map(|(s, _)| s.as_str()).collect();
+    documented.sort();
+    let mut expected: Vec<&str> = StepKind::all().iter().map(|k| k.name()).collect();
+    expected.sort();
+    assert_eq!(documented, expected, "every step kind has one row");
+    for (step, fields) in &rows {
+        let kind: StepKind = step.parse().unwrap();
+        let takes: BTreeSet<String> = kinds::row_of(kind)
+            .fields
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(fields, &takes, "the fields documented for `{step}`");
     }
 }

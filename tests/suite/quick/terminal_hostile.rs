@@ -3,11 +3,12 @@
 //! frame, a dropped connection, a 410. Each must end as a classified error
 //! within the caller's deadline, never a hang or a panic.
 
+use crate::support::cell_settings;
 use crate::support::fake_http::read_request;
 use continuity::client::{Client, ClientOptions, TerminalError};
 use continuity::persist::MemoryDriver;
 use continuity::report::Verdict;
-use continuity::scenario::{parse_scenario, run_cell, CellSettings, CellStore, Restarter};
+use continuity::scenario::{parse_scenario, run_cell, Restarter};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -244,22 +245,7 @@ async fn probe(base: String) -> continuity::report::PhaseResult {
         "name = \"p\"\n[[phase]]\nname = \"connect\"\nstep = \"connect\"\nclient = \"c\"\n[[phase]]\nname = \"probe\"\nstep = \"probe\"\nclient = \"c\"\n",
     )
     .unwrap();
-    let settings = CellSettings {
-        trace: continuity::trace::Trace::detached(),
-        agent_sent_log: None,
-        headers_timeout: None,
-        hang_grace: None,
-        model_calls: None,
-        sandboxes: None,
-        interrupt: tokio::sync::watch::channel(false).1,
-        base_url: base,
-        token: None,
-        headers: vec![],
-        agent: "mock".into(),
-        default_timeout: Duration::from_secs(5),
-        session_suffix: "probe".into(),
-        store: CellStore::PerClientMemory,
-    };
+    let settings = cell_settings(base, "probe", Duration::from_secs(5));
     let run = run_cell(&scenario, &settings, &mut NoRestart).await;
     assert_eq!(run.verdict, Verdict::Fail);
     run.phases.into_iter().find(|p| p.name == "probe").unwrap()
@@ -378,22 +364,11 @@ timeout_ms = 3000
         (frame(0x1, b"not a control frame"), "terminal protocol"),
     ];
     for (frames, expected) in cases {
-        let settings = CellSettings {
-            trace: continuity::trace::Trace::detached(),
-            agent_sent_log: None,
-            headers_timeout: None,
-            hang_grace: None,
-            model_calls: None,
-            sandboxes: None,
-            interrupt: tokio::sync::watch::channel(false).1,
-            base_url: hostile_sandbox(frames).await,
-            token: None,
-            headers: vec![],
-            agent: "mock".into(),
-            default_timeout: Duration::from_secs(3),
-            session_suffix: "hostile".into(),
-            store: CellStore::PerClientMemory,
-        };
+        let settings = cell_settings(
+            hostile_sandbox(frames).await,
+            "hostile",
+            Duration::from_secs(3),
+        );
         let started = std::time::Instant::now();
         let run = run_cell(&scenario, &settings, &mut NoRestart).await;
         // The first terminal phase that sees the frame carries the signature

@@ -8,17 +8,8 @@
 //! can fail). The page's wire is in the cell's trace. A missing Chromium
 //! skips the browser cells with the install command.
 
-use crate::support::{self, phase, report};
+use crate::support::{self, cell_where, phase, report};
 use serde_json::Value;
-
-fn cell<'a>(report: &'a Value, store: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["persist"] == store)
-        .unwrap_or_else(|| panic!("no cell kept in {store}: {report}"))
-}
 
 fn number(phase: &Value, key: &str) -> u64 {
     phase["detail"][key]
@@ -65,7 +56,7 @@ fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
     let report = report(&out);
     assert_eq!(report["run"]["persist"], "indexeddb, memory");
 
-    let kept = cell(&report, "indexeddb");
+    let kept = cell_where(&report, &[("persist", "indexeddb")]);
     assert_eq!(kept["client"], "browser", "{kept}");
     let whole = support::passed_or_lost_the_tail(kept);
     assert_eq!(kept["restarts"][0]["action"], "reload", "{kept}");
@@ -104,7 +95,7 @@ fn a_page_reload_restores_the_session_from_indexeddb_by_replay() {
     assert!(streamed.len() > 50, "{} stream events", streamed.len());
 
     // Page memory does not outlive a reload: the SDK's in-memory store loses the session.
-    let lost = cell(&report, "memory");
+    let lost = cell_where(&report, &[("persist", "memory")]);
     assert_eq!(lost["verdict"], "fail", "{lost}");
     assert_eq!(lost["failureBoundary"], "promptAfterRestart", "{lost}");
 

@@ -6,9 +6,9 @@
 //! nginx, node/npm, `patch` and the npm registry's sandbox-agent 0.4.2
 //! (`.ci/setup` installs them); without them they fail, loudly.
 
-use crate::support;
-
-use crate::support::{assert_exit, continuity_with, report, EXPECTATIONS};
+use crate::support::{
+    assert_exit, cell_where, cells, continuity_with, report, run_in, EXPECTATIONS,
+};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -32,35 +32,6 @@ const GATED: [&str; 8] = [
     "--scenario",
     "sandbox-reconnect",
 ];
-
-/// `continuity run ARGS --out DIR/run` on its own local stack, one at a time.
-fn run_on_the_local_stack(dir: &Path, args: &[&str]) -> (PathBuf, std::process::Output) {
-    let _one = support::stack_slot();
-    let out = dir.join("run");
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let run = continuity_with(&all, &[]);
-    (out, run)
-}
-
-fn cells(report: &Value) -> &Vec<Value> {
-    report["cells"].as_array().unwrap()
-}
-
-/// The cell of `target` × `scenario` whose `key` (an axis) is `value`.
-fn cell_at<'a>(
-    report: &'a Value,
-    key: &str,
-    value: &str,
-    target: &str,
-    scenario: &str,
-) -> &'a Value {
-    cells(report)
-        .iter()
-        .find(|c| c[key] == value && c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no cell {target} × {scenario} with {key} {value} in {report}"))
-}
 
 /// A cell's result in a few words: verdict, boundary, signature kind and status.
 fn result(cell: &Value) -> (Value, Value, Value) {
@@ -155,26 +126,41 @@ fn the_release_beside_a_copy_of_its_binary_gives_two_identical_columns() {
         "--timeout-ms",
         "10000",
     ]);
-    let (out, run) = run_on_the_local_stack(dir.path(), &args);
+    let (out, run) = run_in(dir.path(), &args);
     // Every cell of both columns is as the release is known to be.
     assert_exit(&run, exit_codes::OK);
     let report = report(&out);
     assert_eq!(cells(&report).len(), 8, "{report}");
     for target in ["agent", "gateway"] {
         for scenario in ["native-continuity", "sandbox-reconnect"] {
-            let release = cell_at(&report, "serverVersion", "0.4.2", target, scenario);
-            let candidate = cell_at(&report, "serverVersion", "copy", target, scenario);
+            let release = cell_where(
+                &report,
+                &[
+                    ("serverVersion", "0.4.2"),
+                    ("target", target),
+                    ("scenario", scenario),
+                ],
+            );
+            let candidate = cell_where(
+                &report,
+                &[
+                    ("serverVersion", "copy"),
+                    ("target", target),
+                    ("scenario", scenario),
+                ],
+            );
             assert_eq!(result(release), result(candidate), "{target} × {scenario}");
             assert_eq!(outcome(candidate), "expected", "{candidate}");
         }
     }
     // The known failure is there in both columns.
-    let known = cell_at(
+    let known = cell_where(
         &report,
-        "serverVersion",
-        "copy",
-        "agent",
-        "native-continuity",
+        &[
+            ("serverVersion", "copy"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
     );
     assert_eq!(known["verdict"], "fail", "{known}");
     let point = report["run"]["points"]
@@ -246,15 +232,29 @@ fn the_patched_sdk_fixes_the_known_failure_and_the_release_stays_expected() {
         "--timeout-ms",
         "10000",
     ]);
-    let (out, run) = run_on_the_local_stack(dir.path(), &args);
+    let (out, run) = run_in(dir.path(), &args);
     // A fixed cell fails the gate until --allow-fixed says it may.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     assert_eq!(cells(&report).len(), 8, "{report}");
-    let fixed = cell_at(&report, "sdkVersion", "fix", "agent", "native-continuity");
+    let fixed = cell_where(
+        &report,
+        &[
+            ("sdkVersion", "fix"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
+    );
     assert_eq!(fixed["verdict"], "pass", "{fixed}");
     assert_eq!(outcome(fixed), "fixed", "{fixed}");
-    let release = cell_at(&report, "sdkVersion", "0.4.2", "agent", "native-continuity");
+    let release = cell_where(
+        &report,
+        &[
+            ("sdkVersion", "0.4.2"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
+    );
     assert_eq!(result(release).0, "fail", "{release}");
     assert_eq!(outcome(release), "expected", "{release}");
     for cell in cells(&report) {
@@ -395,7 +395,7 @@ fn a_candidate_server_that_never_gets_healthy_exits_2_with_its_log() {
     assert!(stderr.contains("not healthy"), "{stderr}");
     assert!(stderr.contains("stuck: loading forever"), "{stderr}");
     assert!(!out.join("stack").exists(), "a stack was started for it");
-    let left = support::processes_in(dir.path());
+    let left = crate::support::processes_in(dir.path());
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
@@ -424,7 +424,7 @@ fn a_run_whose_only_server_is_a_candidate_never_names_the_release() {
     .unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let spec = format!("cand={}", bin.display());
-    let (out, run) = run_on_the_local_stack(
+    let (out, run) = run_in(
         dir.path(),
         &[
             "--server-bin",

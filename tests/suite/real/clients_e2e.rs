@@ -3,37 +3,9 @@
 //! app) run the same cells on one stack. These tests need nginx and
 //! node/npm (`.ci/setup` installs them); without them they fail, loudly.
 
-use crate::support;
-
-use crate::support::{assert_exit, continuity_with, phase, report};
+use crate::support::{assert_exit, cell_where, phase, report, run_on_the_local_stack};
 
 use continuity::exit_codes;
-use serde_json::Value;
-
-/// The cell of `client` for a target and scenario.
-fn client_cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["client"] == client && c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no {client} cell {target} × {scenario} in {report}"))
-}
-
-/// `continuity run ARGS --out DIR` on its own local stack, one at a time:
-/// the folder (kept alive by the guard), the run folder and the output.
-fn run_on_the_local_stack(
-    args: &[&str],
-) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
-    let _one = support::stack_slot();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let run = continuity_with(&all, &[]);
-    (dir, out, run)
-}
 
 #[test]
 fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target() {
@@ -52,8 +24,22 @@ fn both_clients_fail_native_continuity_at_the_same_boundary_on_the_agent_target(
     // Both clients fail the cell: the run fails, it does not break.
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
-    let rust = client_cell(&report, "rust", "agent", "native-continuity");
-    let ts = client_cell(&report, "ts-sdk", "agent", "native-continuity");
+    let rust = cell_where(
+        &report,
+        &[
+            ("client", "rust"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
+    );
+    let ts = cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
+    );
     for cell in [rust, ts] {
         assert_eq!(cell["verdict"], "fail", "{cell}");
         assert_eq!(
@@ -113,7 +99,14 @@ fn the_sdks_native_load_cell_is_not_applicable_naming_the_call_and_exits_0() {
     ]);
     assert_exit(&run, exit_codes::OK);
     let report = report(&out);
-    let cell = client_cell(&report, "ts-sdk", "agent", "native-load");
+    let cell = cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "agent"),
+            ("scenario", "native-load"),
+        ],
+    );
     assert_eq!(cell["verdict"], "not_applicable", "{cell}");
     assert!(cell["failureBoundary"].is_null(), "{cell}");
     let reason = cell["reason"].as_str().unwrap_or_default();
@@ -170,10 +163,24 @@ fn an_sdk_version_the_registry_lacks_skips_the_ts_sdk_cells_and_rust_still_runs(
     assert_exit(&run, exit_codes::FAILED);
     let report = report(&out);
     assert_eq!(
-        client_cell(&report, "rust", "agent", "recreate-rehydrate")["verdict"],
+        cell_where(
+            &report,
+            &[
+                ("client", "rust"),
+                ("target", "agent"),
+                ("scenario", "recreate-rehydrate")
+            ],
+        )["verdict"],
         "pass"
     );
-    let ts = client_cell(&report, "ts-sdk", "agent", "recreate-rehydrate");
+    let ts = cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "agent"),
+            ("scenario", "recreate-rehydrate"),
+        ],
+    );
     assert_eq!(ts["verdict"], "skipped", "{ts}");
     let reason = ts["reason"].as_str().unwrap();
     assert!(reason.contains("0.0.999"), "{reason}");

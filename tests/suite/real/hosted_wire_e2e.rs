@@ -17,25 +17,6 @@ fn wire_module() -> PathBuf {
     Path::new(REPO).join("stack/rivet/wire.mjs")
 }
 
-/// Every event of a cell's trace.
-fn trace_of(out: &Path, cell: &Value) -> Vec<Value> {
-    let path = out.join(cell["trace"].as_str().expect("the cell has a trace"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn ts_cell<'a>(report: &'a Value, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["client"] == "ts-sdk" && c["target"] == "agent" && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no ts-sdk agent × {scenario} cell in {report}"))
-}
-
 /// `(start, end)` of a phase in its trace.
 fn phase_window(events: &[Value], name: &str) -> (f64, f64) {
     let at = |ev: &str| {
@@ -183,9 +164,16 @@ fn a_ts_sdk_cells_trace_holds_its_exchanges_and_its_floor_covers_its_time() {
     let report = support::report(&out);
 
     // recreate-rehydrate passes: the whole life of a connection is on the wire.
-    let passing = ts_cell(&report, "recreate-rehydrate");
+    let passing = support::cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "agent"),
+            ("scenario", "recreate-rehydrate"),
+        ],
+    );
     assert_eq!(passing["verdict"], "pass", "{passing}");
-    let events = trace_of(&out, passing);
+    let events = support::trace_of(&out, passing);
     let http: Vec<&Value> = events.iter().filter(|e| e["ev"] == "http").collect();
     let acp = |method: &str| {
         http.iter()
@@ -223,12 +211,19 @@ fn a_ts_sdk_cells_trace_holds_its_exchanges_and_its_floor_covers_its_time() {
 
     // native-continuity: the prompt after the restart is left pending by the
     // SDK; its trace shows the 400 the SDK got and kept to itself.
-    let failing = ts_cell(&report, "native-continuity");
+    let failing = support::cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+        ],
+    );
     assert_eq!(
         failing["failureBoundary"], "promptSameHandleAfterRestart",
         "{failing}"
     );
-    let events = trace_of(&out, failing);
+    let events = support::trace_of(&out, failing);
     let (start, end) = phase_window(&events, "promptSameHandleAfterRestart");
     let the_400 = events
         .iter()

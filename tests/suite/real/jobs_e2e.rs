@@ -42,10 +42,8 @@ fn run(out: &Path, jobs: &str) -> std::process::Output {
 /// reload's close can cross the next POST: `verdict = "flaky"`) shows
 /// that instead of its verdict and boundary, once it is judged expected:
 /// a pass or the one failure its entry names, never another.
-fn cells(report: &Value) -> Vec<Value> {
-    report["cells"]
-        .as_array()
-        .unwrap()
+fn outcomes(report: &Value) -> Vec<Value> {
+    support::cells(report)
         .iter()
         .map(|c| {
             if c["expectation"]["verdict"] == "flaky" {
@@ -95,16 +93,6 @@ fn overlapped(events: &[(String, u64)]) -> bool {
     false
 }
 
-/// The trace lines of a cell (of one attempt).
-fn trace_of(out: &Path, cell: &Value) -> Vec<Value> {
-    let path = cell["trace"].as_str().expect("a trace");
-    std::fs::read_to_string(out.join(path))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// On one stack, a cell's closing DELETEs run out beside the next cell
 /// (which starts before the cell is finished), each still timed to its
 /// bound: 0.4.2 never answers a DELETE for a live server id, so it ends in
@@ -124,7 +112,7 @@ fn deferred_deletes_are_never_cut(out: &Path, report: &Value, events: &[(String,
     let mut unanswered = 0;
     for (n, cell) in cells.iter().enumerate() {
         let index = n as u64 + 1;
-        let trace = trace_of(out, cell);
+        let trace = support::trace_of(out, cell);
         let mut timed_out = false;
         for delete in trace.iter().filter(|e| e["method"] == "DELETE") {
             match delete["error"].as_str() {
@@ -182,13 +170,17 @@ fn two_jobs_give_the_cells_and_verdicts_of_one() {
     assert_exit(&second, 0);
 
     let (one_report, two_report) = (report(&one), report(&two));
-    let expected = cells(&one_report);
+    let expected = outcomes(&one_report);
     assert_eq!(expected.len(), 6, "{expected:?}");
     assert!(
         expected.iter().any(|c| c[2] == "fail") && expected.iter().any(|c| c[2] == "pass"),
         "the subset holds both verdicts: {expected:?}"
     );
-    assert_eq!(cells(&two_report), expected, "same cells, order, verdicts");
+    assert_eq!(
+        outcomes(&two_report),
+        expected,
+        "same cells, order, verdicts"
+    );
     let varies = |r: &Value| {
         r["cells"]
             .as_array()
@@ -319,10 +311,10 @@ fn independent_targets_of_a_deployment_run_side_by_side() {
     let first = run(&one, "1");
     let second = run(&two, "2");
     assert_eq!(first.status.code(), second.status.code());
-    let expected = cells(&report(&one));
+    let expected = outcomes(&report(&one));
     let targets: Vec<&str> = expected.iter().filter_map(|c| c[0].as_str()).collect();
     assert_eq!(targets, ["agent", "hook-a", "hook-b"]);
-    assert_eq!(cells(&report(&two)), expected);
+    assert_eq!(outcomes(&report(&two)), expected);
     let (one_events, two_events) = (events(&first), events(&second));
     assert!(!overlapped(&one_events), "{one_events:?}");
     // hook-b (cell 3) starts before hook-a (cell 2) finishes; agent (cell 1) ran alone.

@@ -6,7 +6,7 @@
 //! the result, a re-attached stream still replays it, and the session is
 //! left unusable. Each cell stays under 10 s of wall time.
 
-use crate::support::{self, assert_exit, phase, report};
+use crate::support::{self, assert_exit, cell_where, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
@@ -17,15 +17,6 @@ const TIMEOUTS: [&str; 3] = [
     "client-headers-timeout",
 ];
 const CLIENTS: [&str; 2] = ["rust", "ts-sdk"];
-
-fn cell<'a>(report: &'a Value, target: &str, client: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == target && c["client"] == client)
-        .unwrap_or_else(|| panic!("no cell {target} · {client}"))
-}
 
 /// The trace's window of the cell's timeout: its `fault_start` and `fault_end` on `hop`.
 fn window(run: &Path, cell: &Value, hop: &str, name: &str) -> (usize, usize) {
@@ -93,7 +84,7 @@ fn every_timeout_loses_the_turn_for_both_clients_and_the_plain_path_delivers_it(
         // The control: the same turn on the plain path is delivered. 0.4.2
         // sends the answer both in the POST's body and on the stream: the
         // channel is whichever the client read first.
-        let plain = cell(&report, "agent", client);
+        let plain = cell_where(&report, &[("target", "agent"), ("client", client)]);
         assert_eq!(plain["verdict"], "pass", "{plain}");
         assert_eq!(plain["turn"]["fate"], "delivered", "{plain}");
         let channel = plain["turn"]["channel"].as_str().unwrap();
@@ -104,7 +95,7 @@ fn every_timeout_loses_the_turn_for_both_clients_and_the_plain_path_delivers_it(
             serde_json::json!(["history", "stream"])
         );
         for target in TIMEOUTS {
-            let cut = cell(&report, target, client);
+            let cut = cell_where(&report, &[("target", target), ("client", client)]);
             let seen = format!("{target} · {client}: {}", cut["turn"]);
             assert_eq!(cut["verdict"], "fail", "{seen}");
             assert_eq!(cut["failureBoundary"], "awaitTurn", "{seen}");

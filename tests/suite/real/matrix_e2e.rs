@@ -4,38 +4,9 @@
 //! node/npm, and the npm registry's sandbox-agent 0.4.0 and 0.4.2
 //! (`.ci/setup` installs them); without them they fail, loudly.
 
-use crate::support;
+use crate::support::{cells, ran_to_the_end, report, run_on_the_local_stack};
 
-use crate::support::{continuity_with, report};
-
-use continuity::exit_codes;
 use serde_json::Value;
-
-/// `continuity run ARGS --out DIR` on its own local stack, one at a time:
-/// the folder (kept alive by the guard), the run folder and the output.
-fn run_on_the_local_stack(
-    args: &[&str],
-) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
-    let _one = support::stack_slot();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let run = continuity_with(&all, &[]);
-    (dir, out, run)
-}
-
-/// Exited passed or failed: the run ran every cell it was dealt.
-fn ran_to_the_end(run: &std::process::Output) -> bool {
-    [exit_codes::OK, exit_codes::FAILED]
-        .iter()
-        .any(|&code| run.status.code() == Some(i32::from(code)))
-}
-
-fn cells(report: &Value) -> &Vec<Value> {
-    report["cells"].as_array().unwrap()
-}
 
 fn ms(value: &Value, key: &str) -> u64 {
     value[key]

@@ -54,7 +54,7 @@ fn every_pause_stops_its_components_whole_group_and_wakes_it() {
         "store-pause",
         "store-pause-long",
     ];
-    let mut args = vec!["run", "--scenario", "native-continuity", "--client", "rust"];
+    let mut args = vec!["--scenario", "native-continuity", "--client", "rust"];
     for target in pauses {
         args.extend(["--target", target]);
     }
@@ -110,7 +110,6 @@ fn every_pause_stops_its_components_whole_group_and_wakes_it() {
 #[test]
 fn the_agent_process_dies_under_a_server_that_stays_up() {
     let (_dir, out, report) = support::run_to_report(&[
-        "run",
         "--target",
         "agent-process",
         "--scenario",
@@ -172,7 +171,6 @@ fn the_agent_process_dies_under_a_server_that_stays_up() {
 #[test]
 fn the_whole_stack_goes_down_and_comes_back_with_its_data() {
     let (_dir, _out, report) = support::run_to_report(&[
-        "run",
         "--target",
         "whole-stack",
         "--scenario",
@@ -218,7 +216,6 @@ fn the_whole_stack_goes_down_and_comes_back_with_its_data() {
 #[test]
 fn chaos_runs_one_seeded_schedule_on_every_repeat_and_rerun_draws_it_again() {
     let (dir, out, report) = support::run_to_report(&[
-        "run",
         "--target",
         "chaos",
         "--scenario",

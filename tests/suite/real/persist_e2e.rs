@@ -6,7 +6,7 @@
 //! that failed loudly, none lost silently), for continuity's client and the
 //! hosted SDK; and a Postgres that is not installed.
 
-use crate::support::{self, assert_exit, phase, report};
+use crate::support::{self, assert_exit, cell_where, phase, report};
 use continuity::exit_codes;
 use serde_json::Value;
 
@@ -17,27 +17,6 @@ fn reachable_tempdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
-}
-
-/// The cell of `target` × `scenario` kept in `store` (and run by `client`, when named).
-fn cell<'a>(
-    report: &'a Value,
-    target: &str,
-    scenario: &str,
-    store: &str,
-    client: Option<&str>,
-) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| {
-            c["target"] == target
-                && c["scenario"] == scenario
-                && c["persist"] == store
-                && client.is_none_or(|client| c["client"] == client)
-        })
-        .unwrap_or_else(|| panic!("no cell {target} × {scenario} · {store}"))
 }
 
 fn number(phase: &Value, key: &str) -> u64 {
@@ -95,11 +74,25 @@ fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
     assert_eq!(report["run"]["persist"], "postgres, memory");
 
     // A fresh client over the same Postgres restores the session by replay.
-    assert_restored(cell(&report, "client", "client-restart", "postgres", None));
+    assert_restored(cell_where(
+        &report,
+        &[
+            ("target", "client"),
+            ("scenario", "client-restart"),
+            ("persist", "postgres"),
+        ],
+    ));
 
     // Over a fresh in-memory store there is nothing to restore: the record
     // is gone, and the old client's writes with it, silently.
-    let memory = cell(&report, "client", "client-restart", "memory", None);
+    let memory = cell_where(
+        &report,
+        &[
+            ("target", "client"),
+            ("scenario", "client-restart"),
+            ("persist", "memory"),
+        ],
+    );
     assert_eq!(memory["failureBoundary"], "promptAfterRestart", "{memory}");
     let after = phase(memory, "promptAfterRestart");
     assert!(
@@ -116,7 +109,14 @@ fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
     // Postgres stopped and started 1.5 s into a 4 s turn: the turn ends,
     // and every chunk missing from the history is a write the store refused
     // (the client only logged it), none silently gone.
-    let store = cell(&report, "store", "restart-mid-turn", "postgres", None);
+    let store = cell_where(
+        &report,
+        &[
+            ("target", "store"),
+            ("scenario", "restart-mid-turn"),
+            ("persist", "postgres"),
+        ],
+    );
     let restart = phase(store, "restartMidTurn");
     assert_eq!(restart["outcome"], "ok", "{restart}");
     assert_eq!(
@@ -133,7 +133,14 @@ fn postgres_with_the_client_and_store_targets_for_continuitys_client() {
     );
     // The store target restarts a store server: memory has none, so the
     // cell would say nothing about a restart.
-    let serverless = cell(&report, "store", "restart-mid-turn", "memory", None);
+    let serverless = cell_where(
+        &report,
+        &[
+            ("target", "store"),
+            ("scenario", "restart-mid-turn"),
+            ("persist", "memory"),
+        ],
+    );
     assert_eq!(serverless["verdict"], "not_applicable", "{serverless}");
     assert!(
         serverless["reason"]
@@ -224,14 +231,28 @@ fn a_missing_postgres_skips_its_cells_with_the_install_command() {
         &[("CONTINUITY_POSTGRES_BIN", "/nonexistent/postgresql/bin")],
     );
     let report = report(&out);
-    let missing = cell(&report, "agent", "native-continuity", "postgres", None);
+    let missing = cell_where(
+        &report,
+        &[
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+            ("persist", "postgres"),
+        ],
+    );
     assert_eq!(missing["verdict"], "skipped", "{missing}");
     let reason = missing["reason"].as_str().unwrap();
     assert!(
         reason.contains("postgres") && reason.contains("apt-get install -y postgresql"),
         "{reason}"
     );
-    let sqlite = cell(&report, "agent", "native-continuity", "sqlite", None);
+    let sqlite = cell_where(
+        &report,
+        &[
+            ("target", "agent"),
+            ("scenario", "native-continuity"),
+            ("persist", "sqlite"),
+        ],
+    );
     assert_ne!(sqlite["verdict"], "skipped", "{sqlite}");
     assert!(run.status.code().is_some(), "exited, not killed");
     let left = support::processes_in(dir.path());

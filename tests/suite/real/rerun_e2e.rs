@@ -10,17 +10,13 @@ use crate::support;
 use continuity::exit_codes;
 use serde_json::Value;
 use std::path::Path;
-use support::{assert_exit, continuity_with, report};
-
-fn cells(report: &Value) -> Vec<&Value> {
-    report["cells"].as_array().unwrap().iter().collect()
-}
+use support::{assert_exit, cells, continuity_with, report};
 
 /// What a rerun must give again: each cell's point, verdict, boundary
 /// and the boundary's signature (kind and HTTP status).
 fn verdicts(report: &Value) -> Vec<(String, Value, Value, Value)> {
     cells(report)
-        .into_iter()
+        .iter()
         .map(|c| {
             let boundary = c["failureBoundary"].clone();
             let signature = c["phases"]

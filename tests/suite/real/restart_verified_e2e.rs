@@ -352,8 +352,18 @@ fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_a
     let _in_runtime = runtime.enter();
     let upstream: std::net::SocketAddr = ([127, 0, 0, 1], server.port).into();
     let loopback: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
-    let resets = FaultProxy::start("gateway", loopback, upstream).unwrap();
-    let silent = FaultProxy::start("gateway", loopback, upstream).unwrap();
+    let resets = FaultProxy::start(
+        continuity_faults::LocalHop::Gateway.into(),
+        loopback,
+        upstream,
+    )
+    .unwrap();
+    let silent = FaultProxy::start(
+        continuity_faults::LocalHop::Gateway.into(),
+        loopback,
+        upstream,
+    )
+    .unwrap();
     // Their "restart" (a command touching a file) puts the toxic in force for good.
     let breaks = [
         (

@@ -11,7 +11,7 @@ use continuity::report::RestartResult;
 use continuity::report::{Outcome, PhaseResult, Verdict};
 use continuity::scenario::Restarted;
 use continuity::scenario::{
-    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, CellStore, Restarter,
+    builtin_scenarios, parse_scenario, run_cell, CellRun, CellSettings, Restarter,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -20,22 +20,7 @@ use std::time::Duration;
 const SANDBOX_ROOT: &str = "/tmp/continuity-sandbox";
 
 fn settings(base_url: String, suffix: &str) -> CellSettings {
-    CellSettings {
-        trace: continuity::trace::Trace::detached(),
-        agent_sent_log: None,
-        headers_timeout: None,
-        hang_grace: None,
-        model_calls: None,
-        sandboxes: None,
-        interrupt: tokio::sync::watch::channel(false).1,
-        base_url,
-        token: None,
-        headers: vec![],
-        agent: "mock".into(),
-        default_timeout: Duration::from_secs(10),
-        session_suffix: suffix.into(),
-        store: CellStore::PerClientMemory,
-    }
+    crate::support::cell_settings(base_url, suffix, Duration::from_secs(10))
 }
 
 fn phase<'a>(run: &'a CellRun, name: &str) -> &'a PhaseResult {

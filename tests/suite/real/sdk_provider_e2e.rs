@@ -8,13 +8,12 @@
 //! provider: its provider phases are not applicable, naming what it lacks.
 //! Needs nginx, node/npm and Chromium; fails loudly without them.
 
-use crate::support::{self, phase};
+use crate::support::{self, cell_where, phase};
 use serde_json::Value;
 
 /// `continuity run` of the provider scenario on `target` for the three clients.
 fn run_provider(target: &str) -> (tempfile::TempDir, Value) {
     let args = [
-        "run",
         "--client",
         "ts-sdk",
         "--client",
@@ -41,15 +40,6 @@ fn run_provider(target: &str) -> (tempfile::TempDir, Value) {
         .unwrap_or_default();
     assert!(left.is_empty(), "sandboxes left behind: {left:?}");
     (dir, report)
-}
-
-fn cell<'a>(report: &'a Value, client: &str, persist: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["client"] == client && c["persist"] == persist)
-        .unwrap_or_else(|| panic!("no {client} cell with {persist} in {report}"))
 }
 
 /// The provider calls of a phase, as (call, caller, action).
@@ -90,7 +80,7 @@ fn the_session_carries_on_and_the_other_statuses_hold(cell: &Value) {
 /// the SDK call it has no counterpart of; no verdict phase after the
 /// restart left, so the cell has no verdict on it: `not_applicable`.
 fn the_rust_client_names_what_it_lacks(report: &Value) {
-    let rust = cell(report, "rust", "rivet");
+    let rust = cell_where(report, &[("client", "rust"), ("persist", "rivet")]);
     assert_eq!(rust["verdict"], "not_applicable", "{rust}");
     let reason = rust["reason"].as_str().unwrap_or_default();
     assert!(
@@ -113,7 +103,7 @@ fn the_rust_client_names_what_it_lacks(report: &Value) {
 fn the_sdk_reattaches_by_its_persisted_sandbox_id_after_the_client_restarts() {
     let (_dir, report) = run_provider("client");
     for (client, persist) in [("ts-sdk", "rivet"), ("browser", "indexeddb")] {
-        let cell = cell(&report, client, persist);
+        let cell = cell_where(&report, &[("client", client), ("persist", persist)]);
         the_session_carries_on_and_the_other_statuses_hold(cell);
         // The server never went down: start's ensureServer left it alone.
         let reattached = phase(cell, "reattachAfterRestart");
@@ -137,7 +127,7 @@ fn the_sdk_reattaches_by_its_persisted_sandbox_id_after_the_client_restarts() {
 fn the_sdks_ensure_server_brings_a_killed_server_back_and_the_session_carries_on() {
     let (_dir, report) = run_provider("server-kill");
     for (client, persist) in [("ts-sdk", "rivet"), ("browser", "indexeddb")] {
-        let cell = cell(&report, client, persist);
+        let cell = cell_where(&report, &[("client", client), ("persist", persist)]);
         // The harness saw the server go down, and did not bring it back.
         let restart = &cell["restarts"][0];
         assert_eq!(restart["action"], "left_down", "{restart}");
@@ -176,7 +166,7 @@ fn the_sdks_ensure_server_brings_a_killed_server_back_and_the_session_carries_on
     }
     // Nothing of continuity's client's to take down: not applicable,
     // naming the call it lacks.
-    let rust = cell(&report, "rust", "rivet");
+    let rust = cell_where(&report, &[("client", "rust"), ("persist", "rivet")]);
     assert_eq!(rust["verdict"], "not_applicable", "{rust}");
     let why = rust["reason"].as_str().unwrap_or_default();
     assert!(why.contains("SandboxProvider"), "{rust}");

@@ -5,12 +5,12 @@
 //! `gateway` targets. Needs nginx, node/npm and Chromium; fails loudly
 //! without them.
 
-use crate::support::{self, phase};
+use crate::support::{self, cell_where, phase};
 use serde_json::Value;
 
 /// `continuity run ARGS` for both SDK clients on both targets, in a stack slot of its own.
 fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
-    let mut args = vec!["run", "--client", "ts-sdk", "--client", "browser"];
+    let mut args = vec!["--client", "ts-sdk", "--client", "browser"];
     args.extend([
         "--persist",
         "memory",
@@ -28,15 +28,6 @@ fn run_sdk_clients(scenarios: &[&str]) -> (tempfile::TempDir, Value) {
     (dir, report)
 }
 
-fn cell<'a>(report: &'a Value, client: &str, target: &str, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["client"] == client && c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no {client} cell {target} × {scenario} in {report}"))
-}
-
 #[test]
 fn the_sdk_leaves_a_turn_pending_across_a_restart_and_takes_every_sandbox_step() {
     let (_dir, report) = run_sdk_clients(&["restart-mid-turn", "sandbox-reconnect"]);
@@ -44,7 +35,14 @@ fn the_sdk_leaves_a_turn_pending_across_a_restart_and_takes_every_sandbox_step()
         for target in ["agent", "gateway"] {
             // The turn: session.prompt never settles; the POST's failure is an
             // unhandled rejection of the phase that started it (#306/#307).
-            let mid = cell(&report, client, target, "restart-mid-turn");
+            let mid = cell_where(
+                &report,
+                &[
+                    ("client", client),
+                    ("target", target),
+                    ("scenario", "restart-mid-turn"),
+                ],
+            );
             assert_eq!(mid["verdict"], "fail", "{mid}");
             assert_eq!(mid["failureBoundary"], "awaitTurn", "{mid}");
             let start = phase(mid, "startLongTurn");
@@ -68,7 +66,14 @@ fn the_sdk_leaves_a_turn_pending_across_a_restart_and_takes_every_sandbox_step()
                 assert_eq!(history["outcome"], "fail", "{history}");
             }
 
-            let sandbox = cell(&report, client, target, "sandbox-reconnect");
+            let sandbox = cell_where(
+                &report,
+                &[
+                    ("client", client),
+                    ("target", target),
+                    ("scenario", "sandbox-reconnect"),
+                ],
+            );
             assert_eq!(sandbox["verdict"], "fail", "{sandbox}");
             let probe = phase(sandbox, "probeAfterRestart");
             assert_eq!(probe["detail"]["status"], "connected", "{probe}");
@@ -98,11 +103,25 @@ fn the_sdk_leaves_a_turn_pending_across_a_restart_and_takes_every_sandbox_step()
 fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart() {
     let (_dir, report) = run_sdk_clients(&["client-restart"]);
     for client in ["ts-sdk", "browser"] {
-        let gateway = cell(&report, client, "gateway", "client-restart");
+        let gateway = cell_where(
+            &report,
+            &[
+                ("client", client),
+                ("target", "gateway"),
+                ("scenario", "client-restart"),
+            ],
+        );
         support::passed_or_lost_the_tail(gateway);
         let after = phase(gateway, "promptAfterRestart");
         assert_eq!(after["detail"]["stopReason"], "end_turn", "{after}");
-        let agent = cell(&report, client, "agent", "client-restart");
+        let agent = cell_where(
+            &report,
+            &[
+                ("client", client),
+                ("target", "agent"),
+                ("scenario", "client-restart"),
+            ],
+        );
         assert_eq!(agent["verdict"], "fail", "{agent}");
         assert_eq!(agent["failureBoundary"], "promptAfterRestart", "{agent}");
         // The SDK's prompt on the lost server id: a 400 nobody awaits, and
@@ -127,7 +146,6 @@ fn the_sdk_carries_a_session_across_a_gateway_restart_and_not_an_agent_restart()
 #[test]
 fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_reattaches() {
     let args = [
-        "run",
         "--client",
         "ts-sdk",
         "--target",
@@ -151,7 +169,14 @@ fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_r
         assert!(said.contains("restarted since"), "{said}");
     };
 
-    let sandbox = cell(&report, "ts-sdk", "rivet", "sandbox-reconnect");
+    let sandbox = cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "rivet"),
+            ("scenario", "sandbox-reconnect"),
+        ],
+    );
     lost_with_the_host(sandbox, "oldTerminalSend");
     let again = phase(sandbox, "reattachTerminal");
     assert_eq!(again["outcome"], "ok", "{again}");
@@ -159,7 +184,14 @@ fn a_restart_of_the_sdks_own_host_takes_its_terminal_and_turn_and_the_terminal_r
     let echo = phase(sandbox, "terminalEchoAfterReattach");
     assert_eq!(echo["outcome"], "ok", "{echo}");
 
-    let mid = cell(&report, "ts-sdk", "rivet", "restart-mid-turn");
+    let mid = cell_where(
+        &report,
+        &[
+            ("client", "ts-sdk"),
+            ("target", "rivet"),
+            ("scenario", "restart-mid-turn"),
+        ],
+    );
     lost_with_the_host(mid, "awaitTurn");
     assert_eq!(phase(mid, "promptAfterTurn")["outcome"], "ok", "{mid}");
 

@@ -8,7 +8,7 @@
 
 use crate::support;
 
-use crate::support::{assert_exit, continuity_with, report};
+use crate::support::{assert_exit, continuity_with, ran_to_the_end, report};
 use continuity::exit_codes;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -256,11 +256,4 @@ fn two_server_versions_make_one_matrix_with_a_version_axis() {
         &[],
     );
     assert_exit(&url, exit_codes::USAGE);
-}
-
-/// Exited passed or failed: the run ran every cell it was dealt.
-fn ran_to_the_end(run: &std::process::Output) -> bool {
-    [exit_codes::OK, exit_codes::FAILED]
-        .iter()
-        .any(|&code| run.status.code() == Some(i32::from(code)))
 }

@@ -2,14 +2,20 @@
 //! pinned), with the scripted agent behind its `mock` agent. Installs on first
 //! use, fails loudly when it cannot start, and kills the server's process
 //! group when dropped, panics included.
-#![allow(dead_code)]
 
+pub mod cell_settings;
 pub mod command;
 pub mod fake_http;
 pub mod hostile_run;
+pub mod run;
 pub mod spawned;
 
+pub use cell_settings::cell_settings;
 pub use command::{continuity_command, continuity_with};
+pub use run::{
+    cell, cell_where, cells, phase, ran_to_the_end, report, run_in, run_on_the_local_stack,
+    run_to_report, trace_of,
+};
 
 use continuity::stack::sandbox_agent::{self, SandboxAgentConfig, SandboxAgentServer};
 use continuity::supervise::Supervisor;
@@ -286,49 +292,6 @@ pub fn parse_proc_addr(text: &str, v6: bool) -> std::net::SocketAddr {
         std::net::Ipv4Addr::from(words[0]).into()
     };
     std::net::SocketAddr::new(ip, port)
-}
-
-/// `continuity ARGS --out TMP/run` on the local stack, in a stack slot
-/// ([`stack_slot`]): the temporary folder (kept while the caller holds it), the run
-/// folder and its report. Fails loudly, with what the run printed, when
-/// it wrote no report.
-pub fn run_to_report(args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Value) {
-    let _one = stack_slot();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
-    let mut args = args.to_vec();
-    args.extend(["--out", out.to_str().unwrap()]);
-    let run = continuity_with(&args, &[]);
-    assert!(out.join("report.json").exists(), "{run:?}");
-    let report = report(&out);
-    (dir, out, report)
-}
-
-/// The `report.json` of a run folder.
-pub fn report(out: &std::path::Path) -> Value {
-    let text = std::fs::read_to_string(out.join("report.json"))
-        .unwrap_or_else(|e| panic!("no report in {}: {e}", out.display()));
-    serde_json::from_str(&text).unwrap()
-}
-
-/// The report's cell for a target and scenario (attempt 1).
-pub fn cell<'a>(report: &'a Value, target: &str, scenario: &str) -> &'a Value {
-    report["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["target"] == target && c["scenario"] == scenario)
-        .unwrap_or_else(|| panic!("no cell {target} × {scenario}"))
-}
-
-/// A cell's phase by name.
-pub fn phase<'a>(cell: &'a Value, name: &str) -> &'a Value {
-    cell["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no phase {name} in {cell}"))
 }
 
 /// Whether a real-SDK cell of a scenario that prompts, then restarts at

@@ -3,7 +3,7 @@
 //! alone, a wait of the client's own cut short with its answer kept.
 
 use super::super::driver::{PromptAnswer, ScenarioClient, Unsupported};
-use super::super::{run_cell_on, CellRun, CellSettings, CellStore, RunningCell, StepFailure};
+use super::super::{run_cell_on, CellRun, CellSettings, RunningCell, StepFailure};
 use super::super::{Restarter, StepResult};
 use crate::report::detail::{self, CreateSessionDetail, HealthDetail, ResumeDetail};
 use crate::report::{Outcome, SignatureKind};
@@ -149,20 +149,8 @@ async fn run_until(client: Stuck, grace: Option<u64>, deadline_ms: u64) -> CellR
     let scenario =
         crate::scenario::parse_scenario(std::path::Path::new("t.toml"), &source).unwrap();
     let settings = CellSettings {
-        base_url: "http://127.0.0.1:9".into(),
-        token: None,
-        headers: vec![],
-        agent: "mock".into(),
-        default_timeout: Duration::from_secs(5),
-        session_suffix: "t".into(),
-        store: CellStore::PerClientMemory,
-        trace: crate::trace::Trace::detached(),
-        agent_sent_log: None,
-        headers_timeout: None,
         hang_grace: grace.map(Duration::from_millis),
-        model_calls: None,
-        sandboxes: None,
-        interrupt: tokio::sync::watch::channel(false).1,
+        ..CellSettings::for_tests()
     };
     let (run, _) = run_cell_on(&scenario, &settings, &mut NoRestart, Arc::new(client), None).await;
     run

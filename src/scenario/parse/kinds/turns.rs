@@ -8,7 +8,7 @@ use crate::errors::Invalid;
 use std::collections::HashMap;
 
 #[derive(Default)]
-pub(super) struct Turns {
+pub(in crate::scenario::parse) struct Turns {
     /// Turn name → (offset of the prompt that starts it, awaited yet).
     started: HashMap<String, (usize, bool)>,
     /// Started and not yet awaited, in order.

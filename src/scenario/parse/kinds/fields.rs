@@ -2,16 +2,27 @@
 //! labels, relative paths, texts, commands and the `expect` choices, each
 //! error naming the step kind and the field.
 
-use super::{RawPhase, ScenarioError, Texts};
+use super::turns::Turns;
+use super::{RawPhase, Texts};
+use crate::scenario::ScenarioError;
 use crate::scenario::{ProcessExpect, ResumeExpect, SandboxStatus, StepKind};
+use std::cell::RefCell;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
-/// One phase's fields, with where to point an error.
-pub(super) struct Fields<'a> {
+/// One phase's fields, with where to point an error, and what the turn
+/// steps check against: where in the file it is, whether it is a cleanup
+/// step, its deadline and the turns earlier phases started.
+pub(in crate::scenario::parse) struct Fields<'a> {
     pub kind: StepKind,
     pub raw: &'a RawPhase,
     pub file: &'a Path,
     pub line: Option<usize>,
+    /// Its offset in the file (where a turn it starts is reported).
+    pub at: usize,
+    pub cleanup: bool,
+    pub timeout: Option<Duration>,
+    pub turns: &'a RefCell<Turns>,
 }
 
 impl Fields<'_> {
@@ -29,6 +40,16 @@ impl Fields<'_> {
             Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
             _ => Err(self.fail(format!("step `{}` needs `{field}`", self.kind))),
         }
+    }
+
+    /// `turn`, naming a turn an earlier phase awaited (the history steps).
+    pub fn awaited_turn(&self) -> Result<String, ScenarioError> {
+        let turn = self.need("turn", &self.raw.turn)?;
+        self.turns
+            .borrow()
+            .check_history(&turn, self.kind.name())
+            .map_err(|why| self.fail(why.0))?;
+        Ok(turn)
     }
 
     pub fn client(&self) -> Result<String, ScenarioError> {
