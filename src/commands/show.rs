@@ -261,7 +261,7 @@ fn nth_attempt(cell: &Cell, at: &CellPath<'_>, n: u32) -> Result<Cell, CommandEr
         phases: a.phases.clone(),
         restarts: a.restarts.clone(),
         trace: a.trace.clone(),
-        turn: crate::report::TurnFate::of(&a.phases),
+        turn: crate::report::fate_of_turn(&a.phases),
         ..cell.clone()
     })
 }

@@ -198,7 +198,7 @@ impl ErrorKind {
     }
 
     /// The kind as a sentence says it.
-    pub(super) fn words(self) -> &'static str {
+    pub fn words(self) -> &'static str {
         match self {
             ErrorKind::Refused => "connection refused",
             ErrorKind::Reset => "connection reset",
