@@ -13,7 +13,7 @@
 
 use crate::client::hosted::Unhosted;
 use crate::report::attempts::aggregate;
-use crate::report::{Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Verdict};
+use crate::report::{Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, TargetName, Verdict};
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::{Absence, Target, Unavailable};
@@ -466,11 +466,7 @@ fn run_info(
                 store: store.into(),
             })
             .collect(),
-        targets: matrix
-            .targets
-            .iter()
-            .map(|t| t.name().to_string())
-            .collect(),
+        targets: matrix.targets.iter().map(TargetName::from).collect(),
         scenarios: matrix.scenarios.clone(),
         interrupted,
         logs: stacks.logs.clone(),

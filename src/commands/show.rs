@@ -195,7 +195,7 @@ fn the_one_cell<'r>(
 fn cell_name(c: &Cell) -> String {
     match c.point.name_on(Axis::Server) {
         Some(v) => format!("{}@{v}", c.point.target),
-        None => c.point.target.clone(),
+        None => c.point.target.to_string(),
     }
 }
 
@@ -230,7 +230,7 @@ fn selections(at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<Point> {
     }
     let on_servers = at.target.match_indices('@').map(|(i, _)| {
         let mut point = base.with(AxisValue::parse(Axis::Server, &at.target[i + 1..]));
-        point.target = at.target[..i].to_string();
+        point.target = at.target[..i].into();
         point
     });
     let mut selections: Vec<Point> = on_servers.collect();

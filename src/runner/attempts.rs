@@ -363,7 +363,7 @@ fn open_trace(
         plan.settings.trace_level,
         plan.settings.token.clone(),
         event::CellId {
-            target: target_name.to_string(),
+            target: target_name.into(),
             scenario: scenario.name.clone(),
             attempt,
         },

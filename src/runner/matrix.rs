@@ -13,7 +13,7 @@ pub mod cost;
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
 use crate::persist::Store;
-use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource};
+use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource, TargetName};
 use crate::scenario::Scenario;
 use crate::targets::TargetId;
 use cost::Timings;
@@ -307,11 +307,20 @@ impl CellPoint {
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {
-        let mut point = Point::new(self.target.name(), &self.scenario);
+        let mut point = Point::new(&self.target, &self.scenario);
         for value in named.iter().filter_map(|axis| self.value(*axis)) {
             point.set(value);
         }
         point
+    }
+}
+
+/// A target as the report names it: its name (a built-in target's and a
+/// deployment's own of the same name read back alike; the report keeps
+/// no more of a target's identity).
+impl From<&TargetId> for TargetName {
+    fn from(id: &TargetId) -> TargetName {
+        TargetName::new(id.name())
     }
 }
 

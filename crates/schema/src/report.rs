@@ -130,7 +130,7 @@ pub struct RunInfo {
     /// older reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_stores: Vec<ClientStore>,
-    pub targets: Vec<String>,
+    pub targets: Vec<crate::TargetName>,
     pub scenarios: Vec<String>,
     /// The run stopped early (Ctrl-C or the overall deadline); unfinished cells are missing.
     pub interrupted: bool,
@@ -880,7 +880,7 @@ impl Report {
     /// Targets in run order, then any only found in cells.
     pub fn target_order(&self) -> Vec<&str> {
         ordered(
-            self.run.targets.iter().map(String::as_str),
+            self.run.targets.iter().map(crate::TargetName::as_str),
             self.cells.iter().map(|c| c.point.target.as_str()),
         )
     }
@@ -934,7 +934,7 @@ impl Report {
                 let mut cells = groups.remove(scenario).unwrap_or_default();
                 cells.sort_by_key(|c| {
                     (
-                        rank(&c.point.target),
+                        rank(c.point.target.as_str()),
                         c.point.name_on(Axis::Server).map(str::to_string),
                         c.attempt,
                     )

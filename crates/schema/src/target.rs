@@ -46,6 +46,16 @@ impl AsRef<str> for TargetName {
     }
 }
 
+/// Read as the text it is (a renderer sanitises it, a glob matches it),
+/// never made from text but on purpose ([`TargetName::new`], `From`).
+impl std::ops::Deref for TargetName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A map keyed by target names is looked up by a `&str`.
 impl Borrow<str> for TargetName {
     fn borrow(&self) -> &str {

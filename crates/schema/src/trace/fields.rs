@@ -33,7 +33,7 @@ payload! {
 
     /// The cell a trace belongs to.
     pub struct CellId {
-        pub target: String,
+        pub target: crate::TargetName,
         pub scenario: String,
         pub attempt: u32,
     }
