@@ -204,9 +204,9 @@ pub enum RunEvent {
         targets: Vec<crate::targets::TargetId>,
         scenarios: Vec<String>,
         partition: Option<String>,
-        /// `("client", ["rust", "ts-sdk"])`, `("serverVersion", […])`…:
+        /// `(Axis::Client, ["rust", "ts-sdk"])`, `(Axis::Server, […])`…:
         /// see [`Matrix::named_axes`].
-        axes: Vec<(&'static str, Vec<String>)>,
+        axes: Vec<(crate::report::Axis, Vec<String>)>,
     },
     /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {

@@ -478,11 +478,11 @@ impl Matrix {
     /// The axes cells name, each with its values (`agent`, `client`,
     /// `serverVersion`, `sdkVersion`, `persist`, as `report.json` names
     /// them): what a run's progress shows before its first cell.
-    pub fn named_axes(&self) -> Vec<(&'static str, Vec<String>)> {
+    pub fn named_axes(&self) -> Vec<(Axis, Vec<String>)> {
         self.axes
             .named()
             .into_iter()
-            .map(|axis| (axis.field(), self.axes.values(axis)))
+            .map(|axis| (axis, self.axes.values(axis)))
             .collect()
     }
 }
@@ -580,8 +580,8 @@ pub(super) mod tests {
         assert_eq!(
             m.named_axes(),
             [
-                ("serverVersion", vec!["0.4.0".to_string(), "0.4.2".into()]),
-                ("client", vec!["rust".to_string(), "ts-sdk".into()]),
+                (Axis::Server, vec!["0.4.0".to_string(), "0.4.2".into()]),
+                (Axis::Client, vec!["rust".to_string(), "ts-sdk".into()]),
             ]
         );
         let cell = crate::report::attempts::aggregate(m.cells[3].named.clone(), Vec::new());

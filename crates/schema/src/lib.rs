@@ -2,7 +2,8 @@
 //! nothing else: `report.json` (schema `continuity.report/v2`: the run,
 //! its cells, their attempts, phases, signatures and points), each cell's
 //! `trace.jsonl` lines ([`trace::Line`], one [`trace::Event`] per `ev`),
-//! and the checker's verdict a cell carries. Like
+//! the checker's verdict a cell carries, and the JSON events `run
+//! --message-format json` prints ([`events::RunMessage`]). Like
 //! nextest-metadata for nextest: a tool that only reads what continuity
 //! wrote depends on this crate alone, which depends on serde and
 //! serde_json only (`tests/layers.rs` holds it to that).
@@ -18,6 +19,7 @@
 pub mod axis;
 pub mod checked;
 pub mod client_kind;
+pub mod events;
 pub mod judgement;
 pub mod named;
 pub mod part;
