@@ -221,7 +221,7 @@ pub enum TraceLevel {
     /// Every event, without bodies.
     #[default]
     Summary,
-    /// Every event, JSON-RPC bodies cut at [`BODY_LIMIT_CHARS`].
+    /// Every event, JSON-RPC bodies cut at `continuity-trace`'s `BODY_LIMIT_CHARS`.
     Full,
 }
 
