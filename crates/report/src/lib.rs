@@ -22,7 +22,6 @@ pub mod checker;
 pub mod chrome_trace;
 pub mod clients;
 pub mod compare;
-pub mod detail;
 pub mod expect;
 pub(crate) mod fix_location;
 pub mod floor;
@@ -53,7 +52,9 @@ pub mod write;
 pub use client_kind::{ClientKind, ClientRestart, UnknownClient};
 pub use continuity_schema::report as model;
 pub use continuity_schema::TargetName;
-pub use continuity_schema::{axis, client_kind, judgement, named, point, recipe, schedule, store};
+pub use continuity_schema::{
+    axis, client_kind, detail, judgement, named, point, recipe, schedule, store,
+};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use run_dir::{RunDir, RunDirError, REPORT_FILE};

@@ -1,6 +1,7 @@
 //! The published shape of continuity's output, as serde types and
 //! nothing else: `report.json` (schema `continuity.report/v2`: the run,
-//! its cells, their attempts, phases, signatures and points), each cell's
+//! its cells, their attempts, phases, signatures and points, and the typed
+//! details a phase's `detail` object is written from), each cell's
 //! `trace.jsonl` lines ([`trace::Line`], one [`trace::Event`] per `ev`),
 //! the checker's verdict a cell carries, and the JSON events `run
 //! --message-format json` prints ([`events::RunMessage`]). Like
@@ -19,6 +20,7 @@
 pub mod axis;
 pub mod checked;
 pub mod client_kind;
+pub mod detail;
 pub mod events;
 pub mod judgement;
 pub mod named;
