@@ -82,12 +82,9 @@ pub enum Command {
         /// One cell's timeline: TARGET/SCENARIO (TARGET@SERVER on a server axis), TARGET/SCENARIO/CLIENT on a client axis (CLIENT@SDK on an SDK axis), and #ATTEMPT for a repeated run.
         #[arg(long, value_name = "TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]")]
         cell: Option<String>,
-        /// With --cell on a persistence axis: the cell of this store (`sqlite`, `postgres`…).
-        #[arg(long, value_name = "STORE", requires = "cell")]
-        persist: Option<String>,
-        /// With --cell on an agent axis: the cell of this agent.
-        #[arg(long, value_name = "AGENT", requires = "cell")]
-        agent: Option<String>,
+        /// With --cell: the cell's value on each axis its path does not name.
+        #[command(flatten)]
+        picks: CellPicks,
     },
     /// Check a finished run again: the always-on checker over its cells' traces (streams, application, store, requests, ground truth), each cell judged again with what it finds; prints the verdicts as `run` does and exits as `run` would. Reads only: works on a merged run, a downloaded artifact, a folder it may not write to.
     Check {
@@ -446,6 +443,74 @@ fn store_parser() -> impl clap::builder::TypedValueParser<Value = Store> {
 
 /// `compare --axis`: every axis, named as [`Axis::name`] spells it, with
 /// what gives it its points.
+/// `show --cell`'s flags beside the path: one per axis the path does not
+/// name ([`crate::report::terminal::named_in_cell_path`]), called as the
+/// axis (`--persist sqlite`, `--agent codex`), each the cell's value on
+/// it. Built from `Axis::ALL`, so a new axis has its flag here unasked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellPicks(pub Vec<crate::report::AxisValue>);
+
+impl CellPicks {
+    /// The axes picked by a flag, in the order `show` names them (the
+    /// store before the agent, as it always has: `report.json`'s order
+    /// reversed).
+    pub fn axes() -> impl Iterator<Item = Axis> {
+        Axis::ALL
+            .into_iter()
+            .rev()
+            .filter(|axis| !crate::report::terminal::named_in_cell_path(*axis))
+    }
+}
+
+impl clap::FromArgMatches for CellPicks {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let picks = CellPicks::axes().filter_map(|axis| {
+            let value = matches.get_one::<String>(axis.name())?;
+            Some(crate::report::AxisValue::parse(axis, value))
+        });
+        Ok(CellPicks(picks.collect()))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = CellPicks::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for CellPicks {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        CellPicks::axes().fold(command, |command, axis| {
+            let word = axis.column();
+            let names = match axis.known_names() {
+                Some(names) => format!(" ({})", names.join(", ")),
+                None => String::new(),
+            };
+            command.arg(
+                clap::Arg::new(axis.name())
+                    .long(axis.name())
+                    .value_name(word.to_uppercase())
+                    .requires("cell")
+                    .help(format!(
+                        "With --cell on {} axis: the cell of this {word}{names}",
+                        a_or_an(word)
+                    )),
+            )
+        })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        CellPicks::augment_args(command)
+    }
+}
+
+/// `an agent axis`, `a store axis`.
+fn a_or_an(word: &str) -> String {
+    match word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        true => format!("an {word}"),
+        false => format!("a {word}"),
+    }
+}
+
 fn axis_parser() -> impl clap::builder::TypedValueParser<Value = Axis> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     let named = Axis::ALL.map(|axis| {

@@ -119,22 +119,12 @@ async fn dispatch(command: Command) -> Result<Outcome, CommandError> {
             console::out(&String::from_utf8_lossy(&script));
             Ok(Outcome::Passed)
         }
-        Command::Show {
-            run,
-            cell,
-            persist,
-            agent,
-        } => {
-            let pick = commands::CellPick {
-                persist: persist.as_deref(),
-                agent: agent.as_deref(),
-            };
-            commands::show(&run, cell.as_deref(), &pick)
+        Command::Show { run, cell, picks } => {
+            commands::show(&run, cell.as_deref(), &picks.0).map(|out| {
+                console::out(&out);
+                Outcome::Passed
+            })
         }
-        .map(|out| {
-            console::out(&out);
-            Outcome::Passed
-        }),
         Command::Stack { action } => match action {
             StackAction::Up(args) => commands::stack_up(args).await,
             StackAction::Status(args) => commands::stack_status(args),

@@ -34,6 +34,9 @@ mod servers;
 mod workers;
 
 pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
+/// The matrix's test helpers, for tests elsewhere that build a point.
+#[cfg(test)]
+pub(crate) use matrix::tests as matrix_tests;
 pub use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PlannedCell, SdkPoint, SdkSource, ServerPoint,
     ServerSource, Shard, DEFAULT_AGENT,
@@ -88,6 +91,34 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// Every restart target this worker holds, each once: its targets
+    /// (with their index among them), then the server's when the worker
+    /// does not hold it, the hosted SDK's process and the stack's other
+    /// components. The one walk over a worker's parts: what an earlier
+    /// cell left down is brought back from it, and a cell's fault is lent
+    /// the components it acts on from it.
+    pub(crate) fn parts_mut(&mut self) -> impl Iterator<Item = (Option<usize>, &mut Target)> {
+        let Worker {
+            targets,
+            server,
+            sdk_process,
+            components,
+            ..
+        } = self;
+        let others = server
+            .as_mut()
+            .and_then(|slot| slot.background_mut())
+            .into_iter()
+            .chain(sdk_process.iter_mut())
+            .chain(components.iter_mut())
+            .map(|part| (None, part));
+        targets
+            .iter_mut()
+            .enumerate()
+            .map(|(t, part)| (Some(t), part))
+            .chain(others)
+    }
+
     /// A cell's client as this worker runs it: a hosted client is called
     /// through this worker's own stack and runs the cell's SDK point.
     pub(crate) fn client(&self, point: &CellPoint) -> ClientChoice {
@@ -601,6 +632,54 @@ pub(crate) mod tests {
         assert!(
             !report.run.targets.is_empty(),
             "the cells' targets are the run's"
+        );
+    }
+
+    /// A worker holding a target of each place a part can be: among its
+    /// targets, the server's slot in the background, the hosted SDK's
+    /// process, the stack's other components.
+    pub(crate) fn worker_of_every_place(targets: Vec<Target>) -> Worker {
+        use crate::targets::{BuiltinTarget, Target};
+        let mut worker = bare_worker(targets);
+        worker.server = Some(servers::ServerSlot::new(
+            Vec::new().into(),
+            None,
+            BuiltinTarget::Agent,
+            Some(Target::placeholder(BuiltinTarget::Agent.into())),
+        ));
+        worker.sdk_process = Some(Target::placeholder(BuiltinTarget::Rivet.into()));
+        worker.components = vec![
+            Target::placeholder(BuiltinTarget::RivetEngine.into()),
+            Target::placeholder(BuiltinTarget::Store.into()),
+        ];
+        worker
+    }
+
+    /// The one walk over a worker's parts meets each once, its targets
+    /// first (with their index), then the server's, the SDK's process and
+    /// the components, in that order.
+    #[test]
+    fn the_walk_over_a_workers_parts_meets_each_once_in_order() {
+        use crate::targets::{BuiltinTarget, OwnTarget, TargetId};
+        let own: TargetId = OwnTarget::new("mine").into();
+        let mut worker = worker_of_every_place(vec![
+            Target::placeholder(BuiltinTarget::Gateway.into()),
+            Target::placeholder(own.clone()),
+        ]);
+        let walked: Vec<(Option<usize>, TargetId)> = worker
+            .parts_mut()
+            .map(|(t, part)| (t, part.id.clone()))
+            .collect();
+        assert_eq!(
+            walked,
+            [
+                (Some(0), BuiltinTarget::Gateway.into()),
+                (Some(1), own),
+                (None, BuiltinTarget::Agent.into()),
+                (None, BuiltinTarget::Rivet.into()),
+                (None, BuiltinTarget::RivetEngine.into()),
+                (None, BuiltinTarget::Store.into()),
+            ]
         );
     }
 }

@@ -42,6 +42,11 @@ const RECIPES: &[Recipe] = &[
         within: &["src/", "crates/"],
     },
     Recipe {
+        heading: "### An axis",
+        types: &["Axis", "AxisValue"],
+        within: &["src/", "crates/"],
+    },
+    Recipe {
         heading: "### A client",
         types: &["ClientKind", "ClientChoice", "CellClient"],
         within: &["src/", "crates/"],

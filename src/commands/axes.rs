@@ -9,6 +9,7 @@ use super::CommandError;
 use crate::cli::RunArgs;
 use crate::config::Config;
 use crate::persist::Store;
+use crate::report::Axis;
 use crate::runner::{AgentPoint, Axes, ClientKind, SdkPoint, ServerPoint, ServerSource};
 
 /// What the user asked for on each axis; the store may still depend on
@@ -101,6 +102,20 @@ impl Chosen {
             sdks: self.sdks.clone(),
             persists: self.persists.clone(),
             stack_store: persist,
+        }
+    }
+
+    /// The values chosen on `axis`, as its flag (`--AXIS`) takes them,
+    /// for the run's recipe (`run.recipe`), which a rerun gives back to
+    /// that flag; `None` for the server and SDK points, which the report
+    /// records with their builds (`run.points`).
+    pub fn values(&self, axis: Axis) -> Option<Vec<String>> {
+        let names = |names: Vec<&str>| Some(names.into_iter().map(str::to_string).collect());
+        match axis {
+            Axis::Agent => Some(self.agents.clone()),
+            Axis::Client => names(self.clients.iter().map(|c| c.name()).collect()),
+            Axis::Persist => names(self.persists.iter().map(|p| p.name()).collect()),
+            Axis::Server | Axis::Sdk => None,
         }
     }
 

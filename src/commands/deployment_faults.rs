@@ -7,7 +7,7 @@
 use super::CommandError;
 use crate::config::FaultHops;
 use crate::faults::{FaultControl, FaultProxy};
-use crate::targets::{RestartAction, Target};
+use crate::targets::{Action, Target};
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// The proxies of a deployment's hops; the run keeps them until it ends.
@@ -28,7 +28,7 @@ pub(super) fn wire(
     let Some(faults) = faults else {
         if let Some(t) = targets
             .iter()
-            .find(|t| matches!(t.action, RestartAction::Fault(_)))
+            .find(|t| matches!(t.action(), Action::Fault(_)))
         {
             return Err(CommandError::usage(format!(
                 "target `{}` is a network fault, but the config file has no [faults] table: on a deployment, [faults] puts the proxies its hops run through (docs/faults.md)",
@@ -49,7 +49,8 @@ pub(super) fn wire(
     }
     let controls: Vec<FaultControl> = proxies.iter().map(FaultProxy::control).collect();
     for target in targets.iter_mut() {
-        if let RestartAction::Fault(fault) = &target.action {
+        if let Action::Fault(window) = target.action() {
+            let fault = window.fault();
             let Some(control) = controls.iter().find(|c| *c.hop() == fault.hop) else {
                 return Err(CommandError::usage(format!(
                     "target `{}`: the deployment has no `{}` hop (its hops: {})",

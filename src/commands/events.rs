@@ -126,25 +126,30 @@ pub(super) fn emit(message: &RunMessage) {
 mod tests {
     use super::*;
     use crate::persist::Store;
-    use crate::runner::{ClientKind, ServerPoint};
+    use crate::runner::ClientKind;
 
     #[test]
     fn a_cells_point_names_every_axis_as_report_json_does() {
         let point = CellPoint {
-            target: crate::targets::BuiltinTarget::Agent.into(),
-            scenario: "native-continuity".into(),
-            agent: "mock".into(),
-            real_agent: false,
             client: ClientKind::TsSdk,
-            server: ServerPoint::registry("0.4.2"),
-            sdk: None,
             persist: Store::Postgres,
+            ..crate::runner::matrix_tests::point("agent", "0.4.2")
         };
         assert_eq!(
             serde_json::to_value(whole_point(&point)).unwrap(),
             serde_json::json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
                    "sdkVersion": null, "persist": "postgres"})
         );
+        // Every axis, each under its key (an axis added since too).
+        let written = serde_json::to_value(whole_point(&point)).unwrap();
+        let keys: Vec<&str> = Axis::ALL.map(Axis::field).to_vec();
+        let written: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(written, keys);
         let started = RunEvent::CellStarted {
             index: 3,
             total: 4,

@@ -45,7 +45,7 @@ pub use export::export_chrome_trace;
 pub use merge::{baseline, merge};
 use progress::{spawn_signal_handler, Progress};
 pub use rerun::rerun;
-pub use show::{show, CellPick};
+pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 const DEFAULT_OVERALL_TIMEOUT: Duration = Duration::from_secs(30 * 60);

@@ -7,7 +7,7 @@
 use super::{axes::Chosen, CommandError, Given};
 use crate::cli::RunArgs;
 use crate::config::Config;
-use crate::report::{FileIdentity, Recipe, ScenarioIdentity};
+use crate::report::{Axis, FileIdentity, Recipe, ScenarioIdentity};
 use crate::runner::RunSettings;
 use clap::ValueEnum;
 use std::path::Path;
@@ -27,7 +27,7 @@ pub(super) struct Sources<'a> {
 /// The recipe of the run `sources` describes.
 pub(super) fn record(sources: &Sources<'_>) -> Result<Recipe, CommandError> {
     let Sources { args, .. } = sources;
-    Ok(Recipe {
+    let mut recipe = Recipe {
         targets: args.targets.clone(),
         scenarios: sources
             .settings
@@ -47,19 +47,10 @@ pub(super) fn record(sources: &Sources<'_>) -> Result<Recipe, CommandError> {
         config: sources.config.map(|c| identity(c.path())).transpose()?,
         base_url: sources.base_url.map(crate::secret::display_url),
         token_env: args.token_env.clone(),
-        agents: sources.chosen.agents.clone(),
-        clients: sources
-            .chosen
-            .clients
-            .iter()
-            .map(|c| c.name().to_string())
-            .collect(),
-        persist: sources
-            .chosen
-            .persists
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect(),
+        agents: Vec::new(),
+        clients: Vec::new(),
+        persist: Vec::new(),
+        axes: Default::default(),
         hang_grace_ms: Some(sources.settings.hang_grace.map_or(0, crate::clock::millis)),
         rivet_save: flag_value(&args.rivet_save),
         rivet_stop: flag_value(&args.rivet_stop),
@@ -67,7 +58,20 @@ pub(super) fn record(sources: &Sources<'_>) -> Result<Recipe, CommandError> {
         expect: sources.expect.map(absolute).transpose()?,
         cells: sources.given.only.clone(),
         rerun_of: sources.given.rerun_of.clone(),
-    })
+    };
+    record_axes(&mut recipe, sources.chosen);
+    Ok(recipe)
+}
+
+/// The values the run chose on each axis (those with a flag of the
+/// axis's name: every axis but the server and SDK points, which the
+/// report records as `run.points`), from `Axis::ALL`.
+pub(super) fn record_axes(recipe: &mut Recipe, chosen: &Chosen) {
+    for axis in Axis::ALL {
+        if let Some(values) = chosen.values(axis) {
+            recipe.set_values(axis, values);
+        }
+    }
 }
 
 /// A value as its flag spells it (`immediate`, `summary`).

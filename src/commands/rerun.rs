@@ -74,6 +74,19 @@ fn plan(report: &Report, args: &RerunArgs) -> Result<Option<Plan>, CommandError>
             env!("CARGO_PKG_VERSION")
         ));
     }
+    // An axis this continuity does not know (a report from a later one)
+    // would be left out of the command line: the cells would not run as
+    // they ran.
+    if let Some(name) = recipe
+        .axes
+        .keys()
+        .find(|name| name.parse::<Axis>().is_err())
+    {
+        return Err(refuse(format!(
+            "it ran on an axis this continuity does not know: `{}`",
+            Untrusted::new(name).terminal()
+        )));
+    }
     let refuse_invalid = |e: Invalid| refuse(e.0);
     check_digests(recipe, &run.points).map_err(refuse_invalid)?;
     let candidates = Candidates::given(args, &run.points).map_err(refuse_invalid)?;
@@ -536,13 +549,9 @@ fn command_line(
     }
     flag("rivet-save", recipe.rivet_save.clone());
     flag("rivet-stop", recipe.rivet_stop.clone());
-    for (name, values) in [
-        ("agent", &recipe.agents),
-        ("client", &recipe.clients),
-        ("persist", &recipe.persist),
-    ] {
-        for value in values {
-            flag(name, value.clone());
+    for axis in Axis::ALL {
+        for value in recipe.values(axis) {
+            flag(axis.name(), value.clone());
         }
     }
     let (targets, scenarios) = match only.is_empty() {

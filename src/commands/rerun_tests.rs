@@ -49,6 +49,7 @@ fn report() -> Report {
         agents: vec!["mock".into()],
         clients: vec!["rust".into()],
         persist: Vec::new(),
+        axes: Default::default(),
         hang_grace_ms: Some(2000),
         rivet_save: "immediate".into(),
         rivet_stop: "kill".into(),
@@ -295,4 +296,76 @@ fn a_digest_that_is_not_hex_is_refused_without_a_panic() {
     let e = plan(&report, &given).err().unwrap().to_string();
     assert!(e.contains("not a SHA-256"), "{e}");
     assert_eq!(short("éééééééééééééé"), "éééééééééééé");
+}
+
+/// Every axis's values the run chose reach the rerun's command line, and
+/// the rerun chooses them again: from `Axis::ALL`, so an axis added since
+/// is carried as the agents, clients and stores are (a throwaway `region`
+/// axis was left out, and its rerun ran its default values).
+#[tokio::test]
+async fn every_axis_the_run_chose_is_chosen_again_by_its_rerun() {
+    use crate::commands::axes::Chosen;
+    async fn chosen(args: &RunArgs) -> Chosen {
+        let agents = crate::commands::settings::agents(args, None).unwrap();
+        Chosen::of(args, None, agents, &[]).await.unwrap()
+    }
+    let run_args = |argv: &[String]| match Cli::try_parse_from(argv).unwrap().command {
+        Command::Run(args) => *args,
+        other => panic!("{other:?}"),
+    };
+    let mut argv: Vec<String> = vec!["continuity".into(), "run".into()];
+    let defaults = chosen(&run_args(&argv)).await;
+    // A value other than the default on each axis chosen by a flag of its
+    // name: the last of a fixed set of names, else a label.
+    for axis in Axis::ALL
+        .into_iter()
+        .filter(|a| defaults.values(*a).is_some())
+    {
+        let value = axis
+            .known_names()
+            .map_or("x", |names| names[names.len() - 1]);
+        argv.extend([format!("--{}", axis.name()), value.to_string()]);
+    }
+    let then = chosen(&run_args(&argv)).await;
+    let mut report = report();
+    let recipe = report.run.recipe.as_mut().unwrap();
+    super::super::recipe::record_axes(recipe, &then);
+    let plan = plan_of(&report, false).unwrap();
+    let again = chosen(&plan.args).await;
+    for axis in Axis::ALL {
+        if defaults.values(axis).is_some() {
+            assert_ne!(
+                then.values(axis),
+                defaults.values(axis),
+                "{axis:?}: {argv:?}"
+            );
+        }
+        assert_eq!(
+            again.values(axis),
+            then.values(axis),
+            "{axis:?}: {:?}",
+            plan.argv
+        );
+    }
+}
+
+/// A recipe naming an axis this continuity does not know (a report from a
+/// later one, or a hostile one) is refused, not run without it, and its
+/// name reaches no flag of the command line.
+#[test]
+fn a_recipe_on_an_unknown_axis_is_refused() {
+    let mut report = report();
+    let recipe = report.run.recipe.as_mut().unwrap();
+    recipe.axes.insert(
+        "base-url\u{1b}[2J".into(),
+        vec!["http://example.com".into()],
+    );
+    let Err(e) = plan(&report, &args(false)) else {
+        panic!("a rerun on an unknown axis");
+    };
+    assert!(
+        e.to_string()
+            .contains("it ran on an axis this continuity does not know: `base-url\\x1b[2J`"),
+        "{e}"
+    );
 }

@@ -1,25 +1,20 @@
 //! `continuity show`: a finished run read back from its folder — the
 //! summary and a block per failed cell, fitted to the terminal as `run`
 //! prints them, or one cell's timeline as text
-//! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`, with `--persist` and
-//! `--agent` for the axes the path does not name).
+//! (`--cell TARGET/SCENARIO[/CLIENT[@SDK]][#ATTEMPT]`, with a flag called
+//! as the axis, `--persist`, `--agent`, for each axis the path does not
+//! name).
 
 use super::{open_run, CommandError};
+use crate::cli::CellPicks;
 use crate::report::{
     render_terminal, timeline::render_timeline, Axis, AxisValue, Cell, Layout, Point, Report,
 };
 use std::path::Path;
 
-/// The axes `--cell`'s path does not name, picked by flags of their own
-/// (`--persist`, `--agent`): needed where a run has several of their values.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct CellPick<'a> {
-    pub persist: Option<&'a str>,
-    pub agent: Option<&'a str>,
-}
-
-/// The text to print for `show RUN [--cell … [--persist S] [--agent A]]`.
-pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<String, CommandError> {
+/// The text to print for `show RUN [--cell … [--AXIS VALUE…]]`; `picks`
+/// are the values the flags beside `--cell` name (see [`CellPicks`]).
+pub fn show(run: &Path, cell: Option<&str>, picks: &[AxisValue]) -> Result<String, CommandError> {
     let folder = open_run(run)?;
     let report = folder
         .report()
@@ -34,7 +29,7 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
         return Ok(render_terminal(&report, &layout));
     };
     // Its messages name the run's cells and axis values: one inert line.
-    let cell = &find_cell(&report, wanted, pick).map_err(|e| match e {
+    let cell = &find_cell(&report, wanted, picks).map_err(|e| match e {
         CommandError::Usage(why) => {
             CommandError::usage(crate::untrusted::Untrusted::new(&why).terminal())
         }
@@ -64,9 +59,9 @@ pub fn show(run: &Path, cell: Option<&str>, pick: &CellPick<'_>) -> Result<Strin
 /// point (`agent@0.4.0`, `agent@fix`) on a server axis; CLIENT (`rust`,
 /// `ts-sdk`) picks one of a client axis's cells, and is needed there, as
 /// is `@SDK` (`ts-sdk@fix`) on an SDK axis.
-fn find_cell(report: &Report, wanted: &str, pick: &CellPick<'_>) -> Result<Cell, CommandError> {
+fn find_cell(report: &Report, wanted: &str, picks: &[AxisValue]) -> Result<Cell, CommandError> {
     let at = CellPath::parse(wanted)?;
-    let cell = the_one_cell(report, &at, pick)?;
+    let cell = the_one_cell(report, &at, picks)?;
     let Some(n) = at.attempt else {
         return Ok(cell.clone());
     };
@@ -121,72 +116,84 @@ impl<'a> CellPath<'a> {
     }
 }
 
-/// The one cell `at` and `pick` name, or a usage error naming what is
-/// missing (none matches) or which axis to name (several do).
+/// The one cell `at` and `picks` name, or a usage error naming what is
+/// missing (none matches) or which axis to name (several do: the first
+/// axis, in [`asking_order`], on which the matching cells differ).
 fn the_one_cell<'r>(
     report: &'r Report,
     at: &CellPath<'_>,
-    pick: &CellPick<'_>,
+    picks: &[AxisValue],
 ) -> Result<&'r Cell, CommandError> {
+    let matching = matching_cells(report, at, picks);
+    let Some(first) = matching.first() else {
+        let known: Vec<String> = report
+            .cells
+            .iter()
+            .map(|c| format!("{}/{}", cell_name(c), c.point.scenario))
+            .collect();
+        let picked: String = picks
+            .iter()
+            .map(|value| format!(" with --{} {value}", value.axis().name()))
+            .collect();
+        return Err(CommandError::usage(format!(
+            "no cell {}{picked} in this run (cells: {})",
+            at.path,
+            known.join(", ")
+        )));
+    };
+    for axis in asking_order() {
+        let values = distinct(matching.iter().filter_map(|c| ran_on(c, axis)));
+        if values.len() > 1 {
+            return Err(CommandError::usage(question(at, axis, &values, first)));
+        }
+    }
+    Ok(*first)
+}
+
+/// The order `show` asks for an axis in when cells of several values on
+/// it match: those a flag picks ([`CellPicks::axes`]: the store, the
+/// agent, any other), then those the path names (the client, its SDK, the
+/// server), as it always has.
+fn asking_order() -> impl Iterator<Item = Axis> {
+    CellPicks::axes().chain([Axis::Client, Axis::Sdk, Axis::Server])
+}
+
+/// The name of `cell`'s value on `axis`; on the client axis the client it
+/// ran (a cell naming none ran continuity's own).
+fn ran_on(cell: &Cell, axis: Axis) -> Option<&str> {
+    match axis {
+        Axis::Client => Some(cell.point.client().name()),
+        other => cell.point.name_on(other),
+    }
+}
+
+/// What `show` asks when the cells `at` names ran with several `values`
+/// on `axis`: name one, the way `--cell` names it there.
+fn question(at: &CellPath<'_>, axis: Axis, values: &[&str], first: &Cell) -> String {
     let CellPath {
         path,
         target,
         scenario,
         ..
     } = *at;
-    let known = || -> String {
-        report
-            .cells
-            .iter()
-            .map(|c| format!("{}/{}", cell_name(c), c.point.scenario))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let matching = matching_cells(report, at, pick);
-    // An axis the path does not name, with several values among the matches.
-    let several = |flag: &str, of: fn(&Cell) -> Option<&str>| -> Result<(), CommandError> {
-        let values = distinct(matching.iter().filter_map(|c| of(c)));
-        match values.as_slice() {
-            [_, .., last] => Err(CommandError::usage(format!(
-                "{target}/{scenario} ran with {flag} {}: name one, e.g. --cell {path} --{flag} {last}",
-                values.join(" and ")
-            ))),
-            _ => Ok(()),
-        }
-    };
-    several("persist", |c| c.point.name_on(Axis::Persist))?;
-    several("agent", |c| c.point.name_on(Axis::Agent))?;
-    let sdks = distinct(matching.iter().filter_map(|c| c.point.name_on(Axis::Sdk)));
-    let clients: Vec<&str> = matching.iter().map(|c| c.point.client().name()).collect();
-    match matching.first() {
-        None => {
-            let mut picked = String::new();
-            for (flag, value) in [("persist", pick.persist), ("agent", pick.agent)] {
-                if let Some(value) = value {
-                    picked.push_str(&format!(" with --{flag} {value}"));
-                }
-            }
-            Err(CommandError::usage(format!(
-                "no cell {path}{picked} in this run (cells: {})",
-                known()
-            )))
-        }
-        Some(_) if clients.iter().any(|k| *k != clients[0]) => {
-            Err(CommandError::usage(format!(
-                "{target}/{scenario} ran with clients {}: name one, e.g. --cell {target}/{scenario}/{}",
-                clients.join(" and "),
-                clients[clients.len() - 1]
-            )))
-        }
-        Some(_) if sdks.len() > 1 => {
-            Err(CommandError::usage(format!(
-                "{target}/{scenario} ran on SDK points {}: name one, e.g. --cell {target}/{scenario}/{}@{}",
-                sdks.join(" and "),
-                clients[0],
-                sdks[sdks.len() - 1]
-            )))
-        }
-        Some(cell) => Ok(*cell),
+    let (listed, last) = (values.join(" and "), values[values.len() - 1]);
+    match axis {
+        Axis::Client => format!(
+            "{target}/{scenario} ran with clients {listed}: name one, e.g. --cell {target}/{scenario}/{last}"
+        ),
+        Axis::Sdk => format!(
+            "{target}/{scenario} ran on SDK points {listed}: name one, e.g. --cell {target}/{scenario}/{}@{last}",
+            first.point.client().name()
+        ),
+        Axis::Server => format!(
+            "{target}/{scenario} ran on server points {listed}: name one, e.g. --cell {target}@{last}{}",
+            &path[target.len()..]
+        ),
+        flag => format!(
+            "{target}/{scenario} ran with {} {listed}: name one, e.g. --cell {path} --{} {last}",
+            flag.name(),
+            flag.name()
+        ),
     }
 }
 
@@ -201,8 +208,8 @@ fn cell_name(c: &Cell) -> String {
 
 /// Every cell whose point one of [`selections`] selects, its client named
 /// (a cell naming none ran continuity's own, which `/rust` names).
-fn matching_cells<'r>(report: &'r Report, at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<&'r Cell> {
-    let selections = selections(at, pick);
+fn matching_cells<'r>(report: &'r Report, at: &CellPath<'_>, picks: &[AxisValue]) -> Vec<&'r Cell> {
+    let selections = selections(at, picks);
     report
         .cells
         .iter()
@@ -213,19 +220,17 @@ fn matching_cells<'r>(report: &'r Report, at: &CellPath<'_>, pick: &CellPick<'_>
         .collect()
 }
 
-/// The points `at` and `pick` select: target × scenario and every value
+/// The points `at` and `picks` select: target × scenario and every value
 /// they name. TARGET is read as a target's name, and at each `@` in it as
 /// a target and its server point (`agent@0.4.0`): a target's own name may
 /// hold an `@`, so each reading is a selection of its own.
-fn selections(at: &CellPath<'_>, pick: &CellPick<'_>) -> Vec<Point> {
-    let named = [
+fn selections(at: &CellPath<'_>, picks: &[AxisValue]) -> Vec<Point> {
+    let in_path = [
         at.client.map(|k| AxisValue::parse(Axis::Client, k)),
         at.sdk.map(|s| AxisValue::parse(Axis::Sdk, s)),
-        pick.persist.map(|p| AxisValue::parse(Axis::Persist, p)),
-        pick.agent.map(|a| AxisValue::parse(Axis::Agent, a)),
     ];
     let mut base = Point::new(at.target, at.scenario);
-    for value in named.into_iter().flatten() {
+    for value in in_path.into_iter().flatten().chain(picks.iter().cloned()) {
         base.set(value);
     }
     let on_servers = at.target.match_indices('@').map(|(i, _)| {
@@ -287,12 +292,7 @@ mod tests {
     #[test]
     fn an_sdk_point_is_named_after_the_client() {
         let report = crate::report::fixture::candidates("sandbox-agent 0.4.2");
-        let fixed = find_cell(
-            &report,
-            "agent@fix/native-continuity/ts-sdk@fix",
-            &CellPick::default(),
-        )
-        .unwrap();
+        let fixed = find_cell(&report, "agent@fix/native-continuity/ts-sdk@fix", &[]).unwrap();
         assert_eq!(
             (
                 fixed.point.name_on(Axis::Server),
@@ -301,42 +301,27 @@ mod tests {
             (Some("fix"), Some("fix"))
         );
         assert_eq!(fixed.verdict, crate::report::Verdict::Pass);
-        let release = find_cell(
-            &report,
-            "agent@0.4.2/native-continuity/ts-sdk@0.4.2",
-            &CellPick::default(),
-        )
-        .unwrap();
+        let release =
+            find_cell(&report, "agent@0.4.2/native-continuity/ts-sdk@0.4.2", &[]).unwrap();
         assert_eq!(release.verdict, crate::report::Verdict::Fail);
         // What a block's `timeline:` line says finds that very cell.
         for cell in &report.cells {
             let spec = crate::report::terminal::cell_spec(cell);
-            let pick = CellPick {
-                persist: cell.point.name_on(Axis::Persist),
-                agent: cell.point.name_on(Axis::Agent),
-            };
+            let picks: Vec<AxisValue> = CellPicks::axes()
+                .filter_map(|axis| cell.point.get(axis).cloned())
+                .collect();
             assert_eq!(
-                find_cell(&report, &spec, &pick).unwrap().key(),
+                find_cell(&report, &spec, &picks).unwrap().key(),
                 cell.key(),
                 "{spec}"
             );
         }
-        let e = find_cell(
-            &report,
-            "agent@fix/native-continuity/ts-sdk",
-            &CellPick::default(),
-        )
-        .unwrap_err();
+        let e = find_cell(&report, "agent@fix/native-continuity/ts-sdk", &[]).unwrap_err();
         assert!(
             e.to_string().contains("ran on SDK points 0.4.2 and fix: name one, e.g. --cell agent@fix/native-continuity/ts-sdk@fix"),
             "{e}"
         );
-        assert!(find_cell(
-            &report,
-            "agent@fix/native-continuity/ts-sdk@nope",
-            &CellPick::default()
-        )
-        .is_err());
+        assert!(find_cell(&report, "agent@fix/native-continuity/ts-sdk@nope", &[]).is_err());
     }
 
     /// A cell naming no client ran continuity's own, which `/rust` names;
@@ -349,7 +334,7 @@ mod tests {
         let found = find_cell(
             &report,
             &format!("{}/{}/rust", cell.point.target, cell.point.scenario),
-            &CellPick::default(),
+            &[],
         )
         .unwrap();
         assert_eq!(found.key(), cell.key());
@@ -360,7 +345,7 @@ mod tests {
         served.point.set(AxisValue::Server("c".into()));
         report.cells = vec![odd.clone(), served.clone()];
         let path = |target: &str| format!("{target}/{}", cell.point.scenario);
-        let pick = CellPick::default();
+        let pick: [AxisValue; 0] = [];
         assert_eq!(
             find_cell(&report, &path("a@b"), &pick).unwrap().key(),
             odd.key()
@@ -371,5 +356,50 @@ mod tests {
         );
         assert!(find_cell(&report, &path("a@d"), &pick).is_err());
         assert!(find_cell(&report, &format!("{}/ts-sdk", path("a@c")), &pick).is_err());
+    }
+
+    /// Two cells that differ only on one axis, whichever: `--cell` naming
+    /// neither value asks which, with both, and naming one (in the path
+    /// or by its flag) finds that one. `show` once took the first of two
+    /// server points silently, as it took the first value of any axis it
+    /// did not list.
+    #[test]
+    fn cells_differing_on_any_one_axis_are_told_apart() {
+        let template = crate::report::fixture::report().cells[0].clone();
+        let spec_and_picks = |point: &Point| {
+            let mut cell = template.clone();
+            cell.point = point.clone();
+            let picks: Vec<AxisValue> = CellPicks::axes()
+                .filter_map(|axis| point.get(axis).cloned())
+                .collect();
+            (crate::report::terminal::cell_spec(&cell), picks)
+        };
+        for axis in Axis::ALL {
+            let mut base = template.point.clone();
+            if axis == Axis::Sdk {
+                // A value on the SDK axis is a hosted client's.
+                base.set(crate::report::ClientKind::TsSdk.into());
+            }
+            let mut report = crate::report::fixture::report();
+            report.cells = ["one", "two"]
+                .map(|value| {
+                    let mut cell = template.clone();
+                    cell.point = base.with(AxisValue::parse(axis, value));
+                    cell
+                })
+                .to_vec();
+            let (spec, picks) = spec_and_picks(&base);
+            let asked = find_cell(&report, &spec, &picks).unwrap_err().to_string();
+            assert!(
+                asked.contains("one and two: name one"),
+                "{axis:?}: {spec}: {asked}"
+            );
+            for cell in &report.cells {
+                let (spec, picks) = spec_and_picks(&cell.point);
+                let found = find_cell(&report, &spec, &picks)
+                    .unwrap_or_else(|e| panic!("{axis:?}: {spec} {picks:?}: {e}"));
+                assert_eq!(found.key(), cell.key(), "{axis:?}: {spec}");
+            }
+        }
     }
 }

@@ -71,14 +71,14 @@ fn a_good_file() {
         ]
     );
     assert_eq!(
-        targets[0].action,
+        config.targets[0].action,
         RestartAction::Signal {
             pid_file: "/run/nginx.pid".into(),
             signal: crate::signal::Signal::HUP
         }
     );
-    let RestartAction::Managed(spec) = &targets[1].action else {
-        panic!("{:?}", targets[1].action)
+    let RestartAction::Managed(spec) = &config.targets[1].action else {
+        panic!("{:?}", config.targets[1].action)
     };
     assert_eq!(spec.program, PathBuf::from("sandbox-agent"));
     assert_eq!(spec.args, ["server", "-p", "2468"]);
@@ -91,7 +91,7 @@ fn a_good_file() {
         Readiness::http("http://127.0.0.1:2468/v1/health")
     );
     assert_eq!(
-        targets[2].action,
+        config.targets[2].action,
         RestartAction::Http {
             url: "http://127.0.0.1:9000/restart".into(),
             method: "POST".into(),
@@ -462,7 +462,7 @@ fn fault_targets_and_the_faults_table() {
     let local =
         parse("[targets.x]\nfault = { hop = \"persist\", toxic = \"partition\" }\n").unwrap();
     assert_eq!(local.targets()[0].kind(), RestartKind::Fault);
-    match &local.targets()[0].action {
+    match &local.targets[0].action {
         crate::targets::RestartAction::Fault(fault) => {
             assert_eq!(fault.hop, crate::faults::LocalHop::Persist)
         }

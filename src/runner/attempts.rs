@@ -539,26 +539,16 @@ fn restarted_target(
         return (runner, Vec::new());
     }
     let wanted = worker.targets[t].lends();
-    let Worker {
-        targets,
-        server,
-        sdk_process,
-        components,
-        ..
-    } = worker;
-    let (before, rest) = targets.split_at_mut(t);
-    let (own, after) = rest
-        .split_first_mut()
-        .expect("the cell's target is the worker's");
-    let lent = before
-        .iter_mut()
-        .chain(after.iter_mut())
-        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
-        .chain(sdk_process.iter_mut())
-        .chain(components.iter_mut())
-        .filter(|part| wanted.iter().any(|w| part.id == *w))
-        .collect();
-    (own, lent)
+    let mut own = None;
+    let mut lent = Vec::new();
+    for (index, part) in worker.parts_mut() {
+        if index == Some(t) {
+            own = Some(part);
+        } else if wanted.iter().any(|w| part.id == *w) {
+            lent.push(part);
+        }
+    }
+    (own.expect("the cell's target is the worker's"), lent)
 }
 
 /// The attempt's record once its cell has run out: the trace closed and
@@ -603,3 +593,6 @@ fn finish_attempt(
 
 #[cfg(test)]
 mod lifecycle_props;
+
+#[cfg(test)]
+mod walk_tests;

@@ -488,12 +488,14 @@ impl Matrix {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::targets::BuiltinTarget;
 
-    /// A rust cell of `target` × native-continuity on server point `server`.
-    pub(in crate::runner) fn point(target: &str, server: &str) -> CellPoint {
+    /// A rust cell of `target` × native-continuity on server point
+    /// `server`. Tests elsewhere take it and set the values they vary
+    /// (`..point(…)`), so a new axis is a field here only.
+    pub(crate) fn point(target: &str, server: &str) -> CellPoint {
         CellPoint {
             target: TargetId::of_name(target),
             scenario: "native-continuity".into(),
@@ -514,7 +516,10 @@ pub(super) mod tests {
             .collect()
     }
 
-    fn axes() -> Axes {
+    /// One value on each axis: the agent, rust, 0.4.2, SDK 0.4.2, SQLite.
+    /// Tests elsewhere take it and set the axes they vary (`..axes()`),
+    /// so a new axis is a field here only.
+    pub(in crate::runner) fn axes() -> Axes {
         Axes {
             agents: vec![AgentPoint {
                 name: DEFAULT_AGENT.into(),

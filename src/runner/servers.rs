@@ -185,7 +185,7 @@ impl Worker {
 /// cannot be written must not stop the run).
 fn note_in_log(target: &Target, line: &str) {
     use std::io::Write as _;
-    let crate::targets::RestartAction::Managed(spec) = &target.action else {
+    let Some(spec) = target.managed_spec() else {
         return;
     };
     let Some(log) = &spec.log else {

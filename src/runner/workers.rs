@@ -238,23 +238,14 @@ async fn work(
 /// go through all of them); a deployment's other targets are not known to
 /// be, so one left down is brought back before its own next cell only.
 async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), NotBroughtBack> {
-    let Worker {
-        targets,
-        server,
-        sdk_process,
-        components,
-        ..
-    } = worker;
-    let parts = targets
-        .iter_mut()
-        .enumerate()
-        .filter(|(t, part)| *t == own || part.id.builtin().is_some())
-        .map(|(_, part)| part)
-        .chain(server.as_mut().and_then(|slot| slot.background_mut()))
-        .chain(sdk_process.iter_mut())
-        .chain(components.iter_mut())
-        .filter(|part| part.unrecovered().is_some());
-    for part in parts {
+    let on_the_path = |t: Option<usize>, part: &Target| match t {
+        Some(t) => t == own || part.id.builtin().is_some(),
+        None => true,
+    };
+    let parts = worker
+        .parts_mut()
+        .filter(|(t, part)| on_the_path(*t, part) && part.unrecovered().is_some());
+    for (_, part) in parts {
         part.bring_back().await?;
     }
     Ok(())

@@ -4,8 +4,11 @@
 //! the phases that follow (a prompt sent into a partition, a turn whose
 //! stream is reset), and heals after `hold` or when the cell's phases are
 //! over, whichever comes first. A window never outlives its target.
+//! [`FaultWindow`] is a fault target's kind: its toxic, its hop's proxy
+//! and the window in force (also the window a restart opens along its
+//! action).
 
-use super::fmt_duration;
+use super::{fmt_duration, ActionError};
 use crate::faults::{FaultControl, Hop, Observer, ProxyAction, ProxyError, ToxicId, ToxicSpec};
 use crate::trace::event::ConnAction;
 use crate::trace::Trace;
@@ -32,6 +35,106 @@ impl FaultAction {
             self.hop,
             fmt_duration(self.hold)
         )
+    }
+}
+
+/// A toxic on a hop, the proxy of that hop, and the window while the
+/// toxic is in force: a fault target's kind, or the window along a
+/// restart ([`super::Target::with_window_along`]).
+#[derive(Debug)]
+pub struct FaultWindow {
+    fault: FaultAction,
+    /// The control of its hop's proxy.
+    proxy: Option<FaultControl>,
+    /// The window while its toxic is in force.
+    open: Option<OpenWindow>,
+}
+
+impl FaultWindow {
+    pub(super) fn new(fault: FaultAction, proxy: Option<FaultControl>) -> FaultWindow {
+        FaultWindow {
+            fault,
+            proxy,
+            open: None,
+        }
+    }
+
+    /// The toxic, its hop and its hold.
+    pub fn fault(&self) -> &FaultAction {
+        &self.fault
+    }
+
+    pub(super) fn proxy(&self) -> Option<&FaultControl> {
+        self.proxy.as_ref()
+    }
+
+    pub(super) fn set_proxy(&mut self, control: FaultControl) {
+        self.proxy = Some(control);
+    }
+
+    fn proxy_error(&self, error: ProxyError) -> ActionError {
+        ActionError::Proxy {
+            hop: self.fault.hop.clone(),
+            error,
+        }
+    }
+
+    fn control(&self) -> Result<&FaultControl, ActionError> {
+        self.proxy.as_ref().ok_or_else(|| ActionError::NoHop {
+            hop: self.fault.hop.clone(),
+        })
+    }
+
+    /// Before any cell: its hop has a proxy, and the proxy serves.
+    pub(super) fn check(&self) -> Result<(), ActionError> {
+        self.control()?
+            .check()
+            .map_err(|error| self.proxy_error(error))
+    }
+
+    /// Puts the toxic in force, recorded into `trace`. One window at a
+    /// time: a second restart in the cell heals the first.
+    pub(super) fn open(&mut self, trace: &Trace) -> Result<(), ActionError> {
+        if let Some(window) = self.open.take() {
+            window.close().map_err(|error| self.proxy_error(error))?;
+        }
+        let window = OpenWindow::open(&self.fault, self.control()?, trace)
+            .map_err(|error| self.proxy_error(error))?;
+        self.open = Some(window);
+        Ok(())
+    }
+
+    /// Whether the toxic of the open window acted on a connection within `within`.
+    pub(super) async fn acted_within(&self, within: Duration) -> bool {
+        match &self.open {
+            Some(window) => window.acted_within(within).await,
+            None => false,
+        }
+    }
+
+    /// A restart whose toxic along never acted within `within`.
+    pub(super) fn never_acted(&self, within: Duration) -> ActionError {
+        ActionError::ToxicNeverActed {
+            hop: self.fault.hop.clone(),
+            toxic: self.fault.toxic.describe(),
+            within: fmt_duration(within),
+        }
+    }
+
+    /// The window in force, taken to be healed.
+    pub(super) fn take_open(&mut self) -> Option<OpenWindow> {
+        self.open.take()
+    }
+
+    /// The window heals, whatever its proxy says.
+    pub(super) fn shutdown(&mut self) {
+        if let Some(window) = self.open.take() {
+            let _ = window.close();
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        self.fault.describe()
     }
 }
 

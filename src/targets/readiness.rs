@@ -4,6 +4,11 @@
 //! probe's last error ("connection refused", "status 503"), which is usually
 //! the whole diagnosis. HTTP probes overlap their attempts ([`hedge`]),
 //! since a server may hold a request rather than refuse it.
+//!
+//! Over 400 lines on purpose: the probe kinds share one attempt loop and
+//! one record of what each attempt saw (`LastSeen`, the failure's cause),
+//! which HTTP and TCP polling both feed; the command probe and the hedge
+//! are apart (`readiness/`).
 
 mod command;
 mod hedge;

@@ -5,9 +5,11 @@
 //! seen down as its own restart is (its group stopped, its listener
 //! refusing), then comes up in dependency order on the same data, each
 //! seen ready by its own probe. The components are the stack's restart
-//! targets, lent to the cell for the reboot ([`super::Lent`]).
+//! targets, lent to the cell for the reboot ([`super::Lent`]), each taken
+//! down and brought up as its own restart would ([`Target::take_down`],
+//! [`Target::bring_up`]).
 
-use super::{BuiltinTarget, Readiness, RestartFailure, Target};
+use super::{Action, ActionError, BuiltinTarget, Readiness, RestartFailure, Target};
 
 /// The stack's components in dependency order: what comes up first.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +85,33 @@ impl Reboot {
         match failed {
             Some(failure) => Err(failure),
             None => Ok(seen.join("; ")),
+        }
+    }
+}
+
+/// What a reboot does to each part it is lent: its managed process taken
+/// down, then brought up.
+impl Target {
+    /// For a reboot: the managed process stopped (its stop signal, grace,
+    /// SIGKILL) and seen down, as its own restart sees it; not started again.
+    pub(crate) async fn take_down(&mut self) -> Result<String, RestartFailure> {
+        let (action, ctx) = self.split();
+        match action {
+            Action::Restart(restart) => restart.take_down(&ctx).await,
+            _ => Err(ActionError::runs_no_process(ctx.name()).into()),
+        }
+    }
+
+    /// For a reboot: the managed process started again and seen ready (by
+    /// `boot`'s probe when given, else its own); how long that took.
+    pub(crate) async fn bring_up(
+        &mut self,
+        boot: Option<&Readiness>,
+    ) -> Result<u64, RestartFailure> {
+        let (action, ctx) = self.split();
+        match action {
+            Action::Restart(restart) => restart.bring_up(&ctx, boot).await,
+            _ => Err(ActionError::runs_no_process(ctx.name()).into()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The `signal` restart action: read a pid file and signal that process
 //! (an nginx reload, a supervisor's HUP).
 
-use super::action::ActionError;
+use super::action_error::ActionError;
 use crate::signal::Signal;
 use std::path::Path;
 

@@ -1,8 +1,12 @@
 //! Targets against real processes, sockets and files on 127.0.0.1.
+//!
+//! Over 400 lines: one test or two per kind of target (managed, command,
+//! signal, hook, fault, left down, timeout), each on the real thing.
 
-use super::action::ActionErrorKind;
+use super::action_error::ActionErrorKind;
 use super::*;
 use crate::supervise::{free_port, group_members};
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The interpreter itself, not a version-manager shim that would sit
@@ -115,9 +119,7 @@ async fn a_managed_target_without_a_log_writes_it_into_the_runs_folder() {
         Readiness::None,
     );
     target.log_into(&logs);
-    let RestartAction::Managed(spec) = &target.action else {
-        unreachable!()
-    };
+    let spec = target.managed_spec().expect("a managed target");
     assert_eq!(
         spec.log.as_deref(),
         Some(dir.path().join("mine.log").as_path())
@@ -410,10 +412,10 @@ async fn stderr_cut_at_its_byte_limit_never_keeps_a_partial_line() {
         "{detail}"
     );
     assert_eq!(
-        action::last_lines(b"partial line\nwhole\n", 10, true),
+        command::last_lines(b"partial line\nwhole\n", 10, true),
         "whole"
     );
-    assert_eq!(action::last_lines(b"a\nb\nc", 2, false), "b\nc");
+    assert_eq!(command::last_lines(b"a\nb\nc", 2, false), "b\nc");
 }
 
 /// A switched target runs the other program from then on, restarts

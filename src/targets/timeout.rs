@@ -18,6 +18,8 @@
 //! The window is written into the trace as a fault window (`fault_start`
 //! … `fault_end`) on its hop, named after the timeout, so the timeline and
 //! `report.html` show it and a failure inside it names it.
+//! [`TimeoutWindow`] is a timeout target's kind: the timeout, what it
+//! needs on the path (its hop's proxy, its gateway) and its open window.
 
 use super::fault::{FaultAction, OpenWindow};
 use super::fmt_duration;
@@ -99,8 +101,83 @@ impl PathTimeout {
     }
 }
 
+/// A timeout target's kind: its timeout, where it is in force, and its
+/// window for the running cell.
+#[derive(Debug)]
+pub struct TimeoutWindow {
+    timeout: PathTimeout,
+    /// The idle cut's hop's proxy.
+    proxy: Option<FaultControl>,
+    /// Where the cell's clients connect instead of the stack's base URL
+    /// (the gateway of its own of `gateway-read-timeout`).
+    gateway_url: Option<String>,
+    /// Its window for the running cell, or why it could not open.
+    open: Option<Result<OpenTimeout, ProxyError>>,
+}
+
+impl TimeoutWindow {
+    pub(super) fn new(timeout: PathTimeout) -> TimeoutWindow {
+        TimeoutWindow {
+            timeout,
+            proxy: None,
+            gateway_url: None,
+            open: None,
+        }
+    }
+
+    pub(super) fn describe(&self) -> String {
+        self.timeout.describe()
+    }
+
+    /// The header timeout it gives the cell's clients.
+    pub(super) fn client_headers(&self) -> Option<Duration> {
+        self.timeout.client_headers()
+    }
+
+    pub(super) fn gateway_url(&self) -> Option<&str> {
+        self.gateway_url.as_deref()
+    }
+
+    pub(super) fn set_gateway_url(&mut self, url: String) {
+        self.gateway_url = Some(url);
+    }
+
+    pub(super) fn proxy(&self) -> Option<&FaultControl> {
+        self.proxy.as_ref()
+    }
+
+    pub(super) fn set_proxy(&mut self, control: FaultControl) {
+        self.proxy = Some(control);
+    }
+
+    /// The timeout comes into force for the cell whose trace is `trace`
+    /// (a window left from an earlier cell closes first).
+    pub(super) fn begin_cell(&mut self, trace: &Trace) {
+        if let Some(Ok(stale)) = self.open.take() {
+            let _ = stale.close();
+        }
+        self.open = Some(OpenTimeout::open(&self.timeout, self.proxy.as_ref(), trace));
+    }
+
+    /// When the cell's phases are over: the window closes; an error is the
+    /// idle cut's proxy's (it had stopped, or the window never opened).
+    pub(super) fn close(&mut self) -> Result<(), ProxyError> {
+        match self.open.take() {
+            Some(window) => window.and_then(OpenTimeout::close),
+            None => Ok(()),
+        }
+    }
+
+    /// The window closes, whatever its proxy says.
+    pub(super) fn shutdown(&mut self) {
+        if let Some(Ok(window)) = self.open.take() {
+            let _ = window.close();
+        }
+    }
+}
+
 /// A timeout in force for one cell.
-pub(super) enum TimeoutWindow {
+pub(super) enum OpenTimeout {
     /// The idle cut: its toxic on its hop's proxy.
     Toxic(OpenWindow),
     /// A timeout the path itself has (the gateway's, the client's): the
@@ -112,24 +189,24 @@ pub(super) enum TimeoutWindow {
     },
 }
 
-impl TimeoutWindow {
+impl OpenTimeout {
     /// Puts `timeout` in force for the cell whose trace is `trace`;
     /// `control` is the idle cut's hop's proxy.
     pub(super) fn open(
         timeout: &PathTimeout,
         control: Option<&FaultControl>,
         trace: &Trace,
-    ) -> Result<TimeoutWindow, ProxyError> {
+    ) -> Result<OpenTimeout, ProxyError> {
         if let Some(fault) = timeout.fault() {
             let control = control.ok_or_else(|| ProxyError::Stopped {
                 hop: fault.hop.to_string(),
                 reason: "the hop has no fault proxy here".into(),
             })?;
-            return OpenWindow::open(&fault, control, trace).map(TimeoutWindow::Toxic);
+            return OpenWindow::open(&fault, control, trace).map(OpenTimeout::Toxic);
         }
         let (hop, name) = timeout.marker();
         trace.fault_start(hop, name, &timeout.describe(), 0);
-        Ok(TimeoutWindow::Marked {
+        Ok(OpenTimeout::Marked {
             trace: trace.clone(),
             hop: hop.to_string(),
             name,
@@ -139,8 +216,8 @@ impl TimeoutWindow {
     /// Ends the window; an error is the idle cut's proxy's, which had stopped.
     pub(super) fn close(self) -> Result<(), ProxyError> {
         match self {
-            TimeoutWindow::Toxic(window) => window.close(),
-            TimeoutWindow::Marked { trace, hop, name } => {
+            OpenTimeout::Toxic(window) => window.close(),
+            OpenTimeout::Marked { trace, hop, name } => {
                 trace.fault_end(&hop, name, true, None);
                 Ok(())
             }
@@ -148,11 +225,11 @@ impl TimeoutWindow {
     }
 }
 
-impl std::fmt::Debug for TimeoutWindow {
+impl std::fmt::Debug for OpenTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TimeoutWindow::Toxic(window) => write!(f, "TimeoutWindow({window:?})"),
-            TimeoutWindow::Marked { hop, name, .. } => write!(f, "TimeoutWindow({name} on {hop})"),
+            OpenTimeout::Toxic(window) => write!(f, "TimeoutWindow({window:?})"),
+            OpenTimeout::Marked { hop, name, .. } => write!(f, "TimeoutWindow({name} on {hop})"),
         }
     }
 }

@@ -8,7 +8,8 @@
 //! still does not makes the cell an error that names it and what was
 //! tried, never a failure of the cell's own fault.
 
-use super::{RestartAction, Target};
+use super::restart::Restart;
+use super::{Action, Target};
 
 /// A component left down that one more restart did not bring back either.
 #[derive(Debug, thiserror::Error)]
@@ -19,28 +20,25 @@ pub struct NotBroughtBack {
     pub again: String,
 }
 
-impl Target {
+impl Restart {
     /// Notes how its last restart ended: `detail` when it did not bring
-    /// the component back. Only a restart of a component counts: a fault,
-    /// a timeout, a nemesis (a pause, a schedule) or the clients' restart
-    /// leaves nothing of its own down, and doing it again would be another
-    /// fault; the components a nemesis lends are noted by their restarts.
-    pub(super) fn note_restart(&mut self, ok: bool, detail: Option<&str>) {
-        if !matches!(
-            self.action,
-            RestartAction::Managed(_)
-                | RestartAction::Command { .. }
-                | RestartAction::Signal { .. }
-                | RestartAction::Http { .. }
-        ) {
-            return;
-        }
+    /// the component back. Only a restart of a component counts (a fault,
+    /// a timeout, a nemesis or the clients' restart leaves nothing of its
+    /// own down, and doing it again would be another fault; the components
+    /// a nemesis lends are noted by their restarts), so only a [`Restart`]
+    /// notes it.
+    pub(super) fn note(&mut self, ok: bool, detail: Option<&str>) {
         self.unrecovered = (!ok).then(|| detail.unwrap_or("no detail").to_string());
     }
+}
 
+impl Target {
     /// What its last restart said when it did not bring it back.
     pub fn unrecovered(&self) -> Option<&str> {
-        self.unrecovered.as_deref()
+        match self.action() {
+            Action::Restart(restart) => restart.unrecovered.as_deref(),
+            _ => None,
+        }
     }
 
     /// Brings back a component an earlier cell left down, between cells
@@ -48,12 +46,15 @@ impl Target {
     /// one more restart brings it back. `Err` says what was left and what
     /// was tried.
     pub async fn bring_back(&mut self) -> Result<(), NotBroughtBack> {
-        let Some(said) = self.unrecovered.clone() else {
+        let Some(said) = self.unrecovered().map(str::to_string) else {
             return Ok(());
         };
         self.set_trace(crate::trace::Trace::detached());
-        if self.ready_after_heal().await.is_ok() {
-            self.unrecovered = None;
+        let (action, ctx) = self.split();
+        if ctx.ready_after_heal().await.is_ok() {
+            if let Action::Restart(restart) = action {
+                restart.unrecovered = None;
+            }
             return Ok(());
         }
         let again = self

@@ -372,37 +372,3 @@ fn listening_inodes(port: u16) -> BTreeSet<String> {
     }
     inodes
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn the_owner_of_a_listener_is_found_and_a_closed_one_refuses() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        assert_eq!(listener_owner(&addr).await, Some(std::process::id()));
-        let seen = managed_down("exited with code 0", Some(&addr))
-            .await
-            .unwrap_err()
-            .0;
-        assert!(
-            seen.contains("still accepted connections") && seen.contains("escaped the group"),
-            "{seen}"
-        );
-        drop(listener);
-        let down = managed_down("exited with code 0", Some(&addr))
-            .await
-            .unwrap();
-        assert!(down.contains("refused connections"), "{down}");
-    }
-
-    #[test]
-    fn a_probe_names_its_listener() {
-        let http = Readiness::http("http://127.0.0.1:2468/v1/health");
-        assert_eq!(probe_addr(&http).as_deref(), Some("127.0.0.1:2468"));
-        let v6 = Readiness::http("http://[::1]:80/");
-        assert_eq!(probe_addr(&v6).as_deref(), Some("[::1]:80"));
-        assert_eq!(probe_addr(&Readiness::None), None);
-    }
-}

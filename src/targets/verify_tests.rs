@@ -2,6 +2,7 @@
 //! escape their group, commands that do nothing or restart in the
 //! background, a signal nothing reacts to.
 
+use super::verify::{listener_owner, managed_down, probe_addr};
 use super::*;
 use crate::supervise::free_port;
 
@@ -208,4 +209,33 @@ fn a_command_without_a_probe_gets_the_default_one() {
         target.describe(),
         "command: true (timeout 60 s); ready: http GET http://127.0.0.1:1/v1/health = 200 within 30 s after 6 s"
     );
+}
+
+#[tokio::test]
+async fn the_owner_of_a_listener_is_found_and_a_closed_one_refuses() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    assert_eq!(listener_owner(&addr).await, Some(std::process::id()));
+    let seen = managed_down("exited with code 0", Some(&addr))
+        .await
+        .unwrap_err()
+        .0;
+    assert!(
+        seen.contains("still accepted connections") && seen.contains("escaped the group"),
+        "{seen}"
+    );
+    drop(listener);
+    let down = managed_down("exited with code 0", Some(&addr))
+        .await
+        .unwrap();
+    assert!(down.contains("refused connections"), "{down}");
+}
+
+#[test]
+fn a_probe_names_its_listener() {
+    let http = Readiness::http("http://127.0.0.1:2468/v1/health");
+    assert_eq!(probe_addr(&http).as_deref(), Some("127.0.0.1:2468"));
+    let v6 = Readiness::http("http://[::1]:80/");
+    assert_eq!(probe_addr(&v6).as_deref(), Some("[::1]:80"));
+    assert_eq!(probe_addr(&Readiness::None), None);
 }

@@ -100,13 +100,12 @@ fn write_entry(
         quoted(&glob_literal(&cell.point.scenario))
     );
     // Every axis the cell names, so entries of one target and scenario on
-    // two stores (or agents) do not shadow each other; an entry's key for
-    // an axis is the axis's name. The server and SDK points come after the
-    // verdict, by their recorded points ([`write_server`]).
-    for axis in [Axis::Client, Axis::Agent, Axis::Persist] {
-        if let Some(value) = cell.point.name_on(axis) {
-            let _ = writeln!(out, "{} = {}", axis.name(), quoted(&glob_literal(value)));
-        }
+    // two values of an axis (two stores, two agents) do not shadow each
+    // other; an entry's key for an axis is the axis's name. The server and
+    // SDK points come after the verdict, the server by its recorded point
+    // ([`write_server`]).
+    for axis in before_the_verdict() {
+        write_axis(out, cell, axis);
     }
     let _ = writeln!(out, "verdict = {}", quoted(verdict.as_str()));
     if matches!(verdict, Verdict::Fail | Verdict::Error) {
@@ -118,9 +117,7 @@ fn write_entry(
         }
     }
     write_server(out, report, cell);
-    if let Some(sdk) = cell.point.name_on(Axis::Sdk) {
-        let _ = writeln!(out, "sdk = {}", quoted(&glob_literal(sdk)));
-    }
+    write_axis(out, cell, Axis::Sdk);
     let reason = match (cell.verdict, &cell.reason) {
         (Verdict::Flaky, _) => format!(
             "flaky in run {}: {} (recorded as pass)",
@@ -143,6 +140,25 @@ fn write_entry(
         if let Some(issue) = &quarantine.issue {
             let _ = writeln!(out, "issue = {}", quoted(issue));
         }
+    }
+}
+
+/// The axes an entry names before its verdict: the client, the agent and
+/// the store (in the order baselines have always written them), then
+/// every other axis but the server and the SDK, in `report.json`'s order.
+fn before_the_verdict() -> impl Iterator<Item = Axis> {
+    const FIRST: [Axis; 3] = [Axis::Client, Axis::Agent, Axis::Persist];
+    let after = |axis: &Axis| matches!(axis, Axis::Server | Axis::Sdk);
+    let others = Axis::ALL
+        .into_iter()
+        .filter(move |axis| !FIRST.contains(axis) && !after(axis));
+    FIRST.into_iter().chain(others)
+}
+
+/// `AXIS = "VALUE"`, the cell's value on `axis` when it names one.
+fn write_axis(out: &mut String, cell: &Cell, axis: Axis) {
+    if let Some(value) = cell.point.name_on(axis) {
+        let _ = writeln!(out, "{} = {}", axis.name(), quoted(&glob_literal(value)));
     }
 }
 
@@ -312,6 +328,47 @@ mod tests {
             text.contains("server = \"fix\"\nserver_version = \"=0.4.2\"\nsdk = \"fix\""),
             "{text}"
         );
+    }
+
+    /// Two cells that differ only on one axis, whichever, get an entry
+    /// each, and each entry decides its own cell: a baseline once wrote
+    /// only the axes it listed, so two cells on two values of another
+    /// axis got one entry twice, the second shadowed by the first.
+    #[test]
+    fn cells_differing_on_any_one_axis_get_an_entry_each() {
+        for axis in crate::Axis::ALL {
+            let mut report = fixture::report();
+            let template = report.cells[0].clone();
+            let values = axis.known_names().unwrap_or(vec!["0.4.0", "0.4.2"]);
+            report.cells = [(values[0], Verdict::Pass), (values[1], Verdict::Fail)]
+                .map(|(value, verdict)| {
+                    let mut cell = template.clone();
+                    if axis == crate::Axis::Sdk {
+                        // A value on the SDK axis is a hosted client's.
+                        cell.point.set(crate::ClientKind::TsSdk.into());
+                    }
+                    cell.point.set(crate::AxisValue::parse(axis, value));
+                    cell.verdict = verdict;
+                    cell
+                })
+                .to_vec();
+            let text = render_baseline(&report, &Quarantine::default()).text;
+            let entries: Vec<&str> = text.split("[[expect]]").skip(1).collect();
+            assert_eq!(entries.len(), 2, "{axis:?}\n{text}");
+            assert_ne!(
+                entries[0].replace("pass", "fail"),
+                entries[1].replace("pass", "fail"),
+                "{axis:?}: one entry twice\n{text}"
+            );
+            let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
+                .unwrap_or_else(|e| panic!("{axis:?}: {e}\n{text}"));
+            assert!(x.shadowed(&report).is_empty(), "{axis:?}\n{text}");
+            x.judge(&mut report, GateOptions::default());
+            for cell in &report.cells {
+                let outcome = cell.expectation.as_ref().unwrap().outcome;
+                assert_eq!(outcome, ExpectOutcome::Expected, "{axis:?}\n{text}");
+            }
+        }
     }
 
     /// `baseline --until --issue`: each entry of a cell that did not pass

@@ -155,7 +155,6 @@ impl<'a> CellPlace<'a> {
         // and then each cell names its own).
         let only = |value: &'a str| Some(value).filter(|v| !v.is_empty() && !v.contains(','));
         let values = Axis::ALL.map(|axis| match axis {
-            Axis::Server | Axis::Sdk => cell.point_label(run, axis),
             Axis::Client => Some(cell.point.client().name()),
             Axis::Agent => cell.point.name_on(axis).or_else(|| only(&run.agent)),
             Axis::Persist => cell
@@ -163,6 +162,16 @@ impl<'a> CellPlace<'a> {
                 .name_on(axis)
                 .or_else(|| run.store_of(cell.point.client()).map(Named::name))
                 .or_else(|| only(&run.persist)),
+            // The server, the SDK and any other axis: the cell's own
+            // value, else the run's only point (`run.points`), else the
+            // one value its recipe records (a cell names a value only on
+            // an axis of several).
+            other => cell.point_label(run, other).or_else(|| {
+                match run.recipe.as_ref().map(|r| r.values(other)) {
+                    Some([one]) => Some(one.as_str()),
+                    _ => None,
+                }
+            }),
         });
         CellPlace { values, version }
     }
@@ -202,26 +211,129 @@ struct RawFile {
     expect: Vec<Spanned<RawEntry>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One `[[expect]]` table as written: its fields, and a glob for each axis
+/// under the axis's name (read by [`RawEntry`]'s `Deserialize`, from
+/// `Axis::ALL`, so a new axis is a key of the file unasked). Any other key
+/// is refused, naming the keys an entry takes.
+#[derive(Debug, Default)]
 struct RawEntry {
     target: Option<Spanned<String>>,
     scenario: Option<Spanned<String>>,
-    client: Option<Spanned<String>>,
-    verdict: Spanned<String>,
+    /// Each axis's glob, at the axis's index.
+    axes: [Option<Spanned<String>>; AXES],
+    verdict: Option<Spanned<String>>,
     boundary: Option<String>,
     signature: Option<String>,
     reason: Option<String>,
     server_version: Option<Spanned<String>>,
-    server: Option<Spanned<String>>,
-    sdk: Option<Spanned<String>>,
-    agent: Option<Spanned<String>>,
-    persist: Option<Spanned<String>>,
     until: Option<Spanned<String>>,
     issue: Option<Spanned<String>>,
     turn: Option<Spanned<String>>,
     session_usable: Option<bool>,
     invariant: Option<Spanned<String>>,
+}
+
+/// The keys of an entry that are no axis's, as the file spells them.
+#[derive(Debug, Clone, Copy, Deserialize, strum::VariantNames)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+enum Field {
+    Target,
+    Scenario,
+    Verdict,
+    Boundary,
+    Signature,
+    Reason,
+    ServerVersion,
+    Until,
+    Issue,
+    Turn,
+    SessionUsable,
+    Invariant,
+}
+
+/// A key of an entry: a field, or an axis by its name.
+enum Key {
+    Field(Field),
+    Axis(Axis),
+}
+
+/// Every key an entry takes, for the message refusing another: the
+/// target and scenario, each axis's name, then the other fields.
+static KEYS: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    use strum::VariantNames;
+    let (place, rest) = Field::VARIANTS.split_at(2);
+    let axes = Axis::ALL.map(Axis::name);
+    place.iter().chain(&axes).chain(rest).copied().collect()
+});
+
+/// Reads a key, refusing one no entry takes (inside the key, so the
+/// error names the key's line).
+struct KeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+        use serde::de::{Error, IntoDeserializer};
+        let name = String::deserialize(deserializer)?;
+        if let Ok(axis) = name.parse::<Axis>() {
+            return Ok(Key::Axis(axis));
+        }
+        let field: Result<Field, serde::de::value::Error> =
+            Field::deserialize(name.as_str().into_deserializer());
+        let keys: &'static [&'static str] = &KEYS;
+        field
+            .map(Key::Field)
+            .map_err(|_| D::Error::unknown_field(&name, keys))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<RawEntry, D::Error> {
+        deserializer.deserialize_map(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+    type Value = RawEntry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an [[expect]] table")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let mut raw = RawEntry::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let field = match key {
+                Key::Axis(axis) => {
+                    raw.axes[axis.index()] = Some(map.next_value()?);
+                    continue;
+                }
+                Key::Field(field) => field,
+            };
+            match field {
+                Field::Target => raw.target = Some(map.next_value()?),
+                Field::Scenario => raw.scenario = Some(map.next_value()?),
+                Field::Verdict => raw.verdict = Some(map.next_value()?),
+                Field::Boundary => raw.boundary = Some(map.next_value()?),
+                Field::Signature => raw.signature = Some(map.next_value()?),
+                Field::Reason => raw.reason = Some(map.next_value()?),
+                Field::ServerVersion => raw.server_version = Some(map.next_value()?),
+                Field::Until => raw.until = Some(map.next_value()?),
+                Field::Issue => raw.issue = Some(map.next_value()?),
+                Field::Turn => raw.turn = Some(map.next_value()?),
+                Field::SessionUsable => raw.session_usable = Some(map.next_value()?),
+                Field::Invariant => raw.invariant = Some(map.next_value()?),
+            }
+        }
+        match raw.verdict {
+            Some(_) => Ok(raw),
+            None => Err(serde::de::Error::missing_field("verdict")),
+        }
+    }
 }
 
 /// An expectations file being read: its path and text, which its errors
@@ -301,11 +413,15 @@ impl Source<'_> {
     /// The entry's verdict: an expectable one, or `flaky` with the
     /// signature of the failure the cell may end in.
     fn verdict(&self, raw: &RawEntry) -> Result<Verdict, ExpectError> {
-        let word = raw.verdict.get_ref().as_str();
+        // Reading the entry refused one without a verdict already.
+        let Some(given) = &raw.verdict else {
+            return Err(self.error(None, "missing field `verdict`".into()));
+        };
+        let word = given.get_ref().as_str();
         let readable = EXPECTABLE.iter().chain([&MAY_VARY]);
         let Some(verdict) = readable.copied().find(|v| v.as_str() == word) else {
             return Err(self.error(
-                Some(raw.verdict.span().start),
+                Some(given.span().start),
                 format!(
                     "`verdict` = {word:?} is not a verdict (expected {})",
                     expectable_words()
@@ -316,7 +432,7 @@ impl Source<'_> {
             raw.signature.as_ref().is_some_and(|s| !s.trim().is_empty()) || raw.invariant.is_some();
         if verdict == MAY_VARY && !names_failure {
             return Err(self.error(
-                Some(raw.verdict.span().start),
+                Some(given.span().start),
                 "`verdict` = \"flaky\" needs the `signature` of the failure the cell may end in (and its `reason`): it accepts a pass or that failure".into(),
             ));
         }
@@ -354,7 +470,7 @@ impl Source<'_> {
     fn axes(&self, raw: &RawEntry) -> Result<[Option<Pattern>; AXES], ExpectError> {
         let mut axes: [Option<Pattern>; AXES] = Default::default();
         for axis in Axis::ALL {
-            let field = raw.axis(axis);
+            let field = &raw.axes[axis.index()];
             let Some(given) = field else { continue };
             let pattern = self.pattern(field, axis.name())?;
             if let Some(names) = axis.known_names() {
@@ -374,19 +490,6 @@ impl Source<'_> {
             axes[axis.index()] = Some(pattern);
         }
         Ok(axes)
-    }
-}
-
-impl RawEntry {
-    /// The glob the entry gives for `axis`, under the axis's name.
-    fn axis(&self, axis: Axis) -> &Option<Spanned<String>> {
-        match axis {
-            Axis::Server => &self.server,
-            Axis::Agent => &self.agent,
-            Axis::Client => &self.client,
-            Axis::Sdk => &self.sdk,
-            Axis::Persist => &self.persist,
-        }
     }
 }
 

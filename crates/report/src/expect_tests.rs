@@ -741,3 +741,91 @@ proptest::proptest! {
         }
     }
 }
+
+/// Every axis is a key of an entry, under its name (a new axis too), and
+/// a key that is neither an axis's nor a field's is refused on its line,
+/// naming every key an entry takes.
+#[test]
+fn every_axis_is_a_key_under_its_name_and_another_key_is_refused() {
+    for axis in crate::Axis::ALL {
+        let value = axis.known_names().map_or("x", |names| names[0]);
+        let text = format!(
+            "[[expect]]\nverdict = \"pass\"\n{} = \"{value}\"\n",
+            axis.name()
+        );
+        let x = Expectations::parse(Path::new("x.toml"), &text).unwrap();
+        let pattern = x.entries[0].axes[axis.index()].as_ref();
+        assert_eq!(pattern.map(|p| p.text.as_str()), Some(value), "{text}");
+    }
+    let e = Expectations::parse(
+        Path::new("x.toml"),
+        "[[expect]]\nverdict = \"pass\"\nverdicts = \"a\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.message.contains("unknown field `verdicts`"), "{e}");
+    for key in [
+        "target",
+        "server",
+        "persist",
+        "verdict",
+        "server_version",
+        "invariant",
+    ] {
+        assert!(e.message.contains(&format!("`{key}`")), "{key}: {e}");
+    }
+    let e = Expectations::parse(Path::new("x.toml"), "[[expect]]\ntarget = \"a\"\n").unwrap_err();
+    assert!(e.message.contains("missing field `verdict`"), "{e}");
+}
+
+/// An entry naming the one value a run had on an axis matches its cells,
+/// which name none (a cell names a value only on an axis of several):
+/// the value as the run records it, in its own field (the agent, the
+/// store), as its only point (the server, the SDK), or for any other
+/// axis in its recipe (`Recipe::values`).
+#[test]
+fn an_entry_naming_the_runs_only_value_on_an_axis_matches_its_cells() {
+    for axis in crate::Axis::ALL {
+        let mut report = fixture::report();
+        let value = axis.known_names().map_or("only", |names| names[0]);
+        let mut recipe: crate::Recipe = serde_json::from_value(serde_json::json!({
+            "scenarios": [], "agents": [], "clients": [],
+            "rivetSave": "immediate", "rivetStop": "kill", "trace": "summary"
+        }))
+        .unwrap();
+        recipe.set_values(axis, vec![value.to_string()]);
+        report.run.recipe = Some(recipe);
+        let point = |axis| crate::AxisPoint {
+            axis,
+            label: value.into(),
+            source: crate::PointSource::Registry,
+            version: "0.4.2".into(),
+            paths: Vec::new(),
+            sha256: None,
+        };
+        match axis {
+            crate::Axis::Agent => report.run.agent = value.into(),
+            crate::Axis::Persist => report.run.persist = value.into(),
+            crate::Axis::Server | crate::Axis::Sdk => report.run.points = vec![point(axis)],
+            _ => {}
+        }
+        for cell in &mut report.cells {
+            cell.point.clear(axis);
+            if axis == crate::Axis::Sdk {
+                // A value on the SDK axis is a hosted client's.
+                cell.point.set(crate::ClientKind::TsSdk.into());
+            }
+        }
+        let text = format!(
+            "[[expect]]\nverdict = \"pass\"\n{} = \"{value}\"\n",
+            axis.name()
+        );
+        let x = parse(&text).unwrap();
+        let matched = report
+            .cells
+            .iter()
+            .filter(|c| x.entries[0].matches(c, CellPlace::of(c, &report.run)))
+            .count();
+        assert_eq!(matched, report.cells.len(), "{axis:?}: {text}");
+    }
+}

@@ -433,15 +433,30 @@ pub fn cell_spec(cell: &Cell) -> String {
     spec
 }
 
-/// The flag `show --cell` needs beside the path on a persistence axis
-/// (` --persist postgres`; a cell names its store only there), else empty.
-/// A cell names its agent whenever it is a real one, so `--agent` is left
-/// to `show`'s own question on an agent axis.
+/// Whether `show --cell`'s path names the cell's value on `axis` (the
+/// server after the target, the client and its SDK after the scenario:
+/// [`cell_spec`]); every other axis is picked by a flag called as the
+/// axis (`--persist`, `--agent`, any axis added since).
+pub fn named_in_cell_path(axis: Axis) -> bool {
+    matches!(axis, Axis::Server | Axis::Client | Axis::Sdk)
+}
+
+/// The flags `show --cell` needs beside the path: ` --AXIS VALUE` for each
+/// axis the path does not name on which the cell names a value (a cell
+/// names one only on an axis of several values: ` --persist postgres`),
+/// in `report.json`'s order reversed, as `show` asks. A cell names its
+/// agent whenever it is a real one, so `--agent` is left to `show`'s own
+/// question on an agent axis.
 pub(crate) fn cell_pick_flags(cell: &Cell) -> String {
-    cell.point
-        .store()
-        .map(|store| format!(" --persist {store}"))
-        .unwrap_or_default()
+    Axis::ALL
+        .into_iter()
+        .rev()
+        .filter(|axis| !named_in_cell_path(*axis) && *axis != Axis::Agent)
+        .filter_map(|axis| {
+            let value = cell.point.name_on(axis)?;
+            Some(format!(" --{} {value}", axis.name()))
+        })
+        .collect()
 }
 
 /// Text continuity did not write, in its terminal form.

@@ -124,6 +124,31 @@ fn schema_errors(v: &jsonschema::Validator, report: &serde_json::Value) -> Vec<S
         .collect()
 }
 
+/// A cell's key on each axis is in the schema (a cell's, and a recipe's
+/// cell's, both closed to other keys) and in report-schema.md's table of
+/// a cell's fields: a new axis's reports validate and are documented.
+#[test]
+fn every_axis_key_is_in_the_schema_and_its_documentation() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../docs/report.schema.json")).unwrap();
+    let doc = include_str!("../../../docs/report-schema.md");
+    let defs = &schema["$defs"];
+    let cells = [
+        &defs["cell"]["properties"],
+        &defs["recipe"]["properties"]["cells"]["items"]["properties"],
+    ];
+    for axis in Axis::ALL {
+        let key = axis.field();
+        for properties in cells {
+            assert!(properties.get(key).is_some(), "{key} in {properties}");
+        }
+        assert!(
+            doc.contains(&format!("\n| `{key}` |")),
+            "report-schema.md: {key}"
+        );
+    }
+}
+
 #[test]
 fn report_json_validates_against_schema() {
     let v = schema_validator();
@@ -155,6 +180,7 @@ fn report_json_validates_against_schema() {
         agents: vec!["mock".into()],
         clients: vec!["rust".into(), "ts-sdk".into()],
         persist: vec!["sqlite".into()],
+        axes: Default::default(),
         hang_grace_ms: Some(1500),
         rivet_save: "immediate".into(),
         rivet_stop: "kill".into(),

@@ -6,8 +6,9 @@
 //! they came from. Additive to schema v2: a report without it (written
 //! before it was recorded) cannot be rerun, and says so.
 
-use super::Point;
+use super::{Axis, Point};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A run's settings as `rerun` needs them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +39,12 @@ pub struct Recipe {
     /// default (its Rivet actor, else SQLite).
     #[serde(default)]
     pub persist: Vec<String>,
+    /// The values chosen on each axis that has no field of its own here
+    /// (an axis added since these were written; the server and SDK points
+    /// are `run.points`), by the axis's name, each as its flag (`--AXIS`)
+    /// takes it; absent when there is none. See [`Recipe::values`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub axes: BTreeMap<String, Vec<String>>,
     /// `--hang-grace-ms` as resolved (0: every phase waited its deadline
     /// out); absent in reports written before hangs were diagnosed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +63,35 @@ pub struct Recipe {
     /// The id of the run this one ran again (`continuity rerun`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<String>,
+}
+
+impl Recipe {
+    /// The values the run chose on `axis`, as its flag (`--AXIS`) takes
+    /// them: the agents, clients and stores in their own fields, any
+    /// other axis in [`Recipe::axes`] (none for the server and SDK points).
+    pub fn values(&self, axis: Axis) -> &[String] {
+        match axis {
+            Axis::Agent => &self.agents,
+            Axis::Client => &self.clients,
+            Axis::Persist => &self.persist,
+            other => self.axes.get(other.name()).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    /// Records `values` as the run's on `axis` (see [`Recipe::values`]).
+    pub fn set_values(&mut self, axis: Axis, values: Vec<String>) {
+        match axis {
+            Axis::Agent => self.agents = values,
+            Axis::Client => self.clients = values,
+            Axis::Persist => self.persist = values,
+            other if values.is_empty() => {
+                self.axes.remove(other.name());
+            }
+            other => {
+                self.axes.insert(other.name().to_string(), values);
+            }
+        }
+    }
 }
 
 /// A scenario by name and the SHA-256 of its file's text.

@@ -1,6 +1,5 @@
 use super::*;
 use crate::partition::Partition;
-use crate::persist::Store;
 use crate::runner::{AgentPoint, Axes, ClientKind, Matrix, SdkPoint, ServerPoint, Shard};
 use std::collections::BTreeMap;
 
@@ -24,8 +23,7 @@ fn gate_matrix(shard: Option<Shard<'_>>) -> Matrix {
             ServerPoint::registry("0.4.2"),
         ],
         sdks: vec![SdkPoint::registry("0.4.2")],
-        persists: vec![Store::Sqlite],
-        stack_store: Store::Sqlite,
+        ..super::super::tests::axes()
     };
     let targets = [
         "agent",
