@@ -43,6 +43,10 @@
 //! * `report` and `partition` (crates/report): the report model, its
 //!   renderers, judgement against expectations; which shard a cell
 //!   belongs to
+//! * `schema` (crates/schema): the published shape under `report`,
+//!   `check` and `trace` (serde alone): the JSON events `events.rs`
+//!   prints, besides the report's, the verdict's and the trace's types
+//!   those crates re-export
 //! * `check` (crates/check): the always-on checker, the invariants every
 //!   cell's history holds (streams, application, store, requests, ground truth)
 //! * `trace` (crates/trace): each cell's wire history (what transport,
@@ -83,6 +87,7 @@ pub use continuity_check as check;
 pub(crate) use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;
+pub(crate) use continuity_schema as schema;
 pub use continuity_supervise as supervise;
 pub(crate) use continuity_supervise::signal;
 pub use continuity_trace as trace;

@@ -8,12 +8,13 @@
 //! store; each repeat is a job of its own in the queue, so one cell's
 //! repeats are spread out as its targets are, and [`gather`] folds them
 //! back into one cell (`flaky` when they disagree).
-//! It emits [`RunEvent`]s and returns the finished (or interrupted) report,
-//! joined once (`report::join`); it never prints or renders.
+//! It emits [`RunEvent`]s and returns the finished (or interrupted) report
+//! folded from them ([`Fold`]: each `CellFinished` is a cell, joined once
+//! with the run's header by `report::join`); it never prints or renders.
 
 use crate::client::hosted::Unhosted;
 use crate::report::attempts::aggregate;
-use crate::report::{Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, Verdict};
+use crate::report::{Attempt, Cell, FlakyResult, LogFile, Report, RunInfo, TargetName, Verdict};
 use crate::scenario::Scenario;
 use crate::secret::{display_url, Secret};
 use crate::targets::{Absence, Target, Unavailable};
@@ -235,9 +236,9 @@ pub enum RunEvent {
         targets: Vec<crate::targets::TargetId>,
         scenarios: Vec<String>,
         partition: Option<String>,
-        /// `("client", ["rust", "ts-sdk"])`, `("serverVersion", […])`…:
+        /// `(Axis::Client, ["rust", "ts-sdk"])`, `(Axis::Server, […])`…:
         /// see [`Matrix::named_axes`].
-        axes: Vec<(&'static str, Vec<String>)>,
+        axes: Vec<(crate::report::Axis, Vec<String>)>,
     },
     /// An attempt of a cell starts (`attempt` counts retries too).
     CellStarted {
@@ -369,22 +370,59 @@ pub async fn run(
     let started = Instant::now();
     let deadline = started + settings.overall_timeout;
     let total = matrix.cells.len();
-    on_event(RunEvent::RunStarted {
-        id: settings.id.clone(),
-        total,
-        repeat: settings.repeat,
-        targets: matrix.targets.clone(),
-        scenarios: matrix.scenarios.clone(),
-        partition: settings.partition.map(|p| p.to_string()),
-        axes: matrix.named_axes(),
-    });
-    let (mut cells, jobs) = split_unavailable(matrix, stacks, on_event);
-    let (finished, interrupted) =
-        run_until_stopped(settings, stacks, jobs, total, cancel, deadline, on_event).await;
-    cells.extend(finished);
-    cells.sort_by_key(|(index, _)| *index);
+    let mut folded = Fold::default();
+    let interrupted = {
+        // Every event goes through the fold on its way out: the report's
+        // cells are the `CellFinished` events', nothing kept beside them.
+        let mut on_event = |event: RunEvent| {
+            folded.see(&event);
+            on_event(event);
+        };
+        on_event(RunEvent::RunStarted {
+            id: settings.id.clone(),
+            total,
+            repeat: settings.repeat,
+            targets: matrix.targets.clone(),
+            scenarios: matrix.scenarios.clone(),
+            partition: settings.partition.map(|p| p.to_string()),
+            axes: matrix.named_axes(),
+        });
+        let jobs = split_unavailable(matrix, stacks, &mut on_event);
+        run_until_stopped(
+            settings,
+            stacks,
+            jobs,
+            total,
+            cancel,
+            deadline,
+            &mut on_event,
+        )
+        .await
+    };
     let run = run_info(settings, matrix, stacks, (started_at, started), interrupted);
-    crate::report::join::join(run, cells.into_iter().map(|(_, c)| c).collect())
+    folded.report(run)
+}
+
+/// A run's report as the fold of its events, the one channel a cell's
+/// record leaves the runner by: each `CellFinished` is a cell of it, in
+/// matrix order whatever order they finished in; the run's header, known
+/// once the run is over, is given at the end.
+#[derive(Default)]
+struct Fold {
+    cells: Vec<(usize, Cell)>,
+}
+
+impl Fold {
+    fn see(&mut self, event: &RunEvent) {
+        if let RunEvent::CellFinished { index, cell, .. } = event {
+            self.cells.push((*index, Cell::clone(cell)));
+        }
+    }
+
+    fn report(mut self, run: RunInfo) -> Report {
+        self.cells.sort_by_key(|(index, _)| *index);
+        crate::report::join::join(run, self.cells.into_iter().map(|(_, c)| c).collect())
+    }
 }
 
 /// The cells no stack can run, reported (and finished) at once, and the
@@ -393,29 +431,25 @@ fn split_unavailable(
     matrix: &Matrix,
     stacks: &RunStacks,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> (Vec<(usize, Cell)>, Vec<workers::Job>) {
+) -> Vec<workers::Job> {
     let total = matrix.cells.len();
-    let mut cells: Vec<(usize, Cell)> = Vec::new();
     let mut jobs: Vec<workers::Job> = Vec::new();
     for planned in &matrix.cells {
         match unavailable(stacks, planned) {
-            Some(cell) => {
-                on_event(RunEvent::CellFinished {
-                    index: planned.index,
-                    total,
-                    cell: Box::new(cell.clone()),
-                });
-                cells.push((planned.index, cell));
-            }
+            Some(cell) => on_event(RunEvent::CellFinished {
+                index: planned.index,
+                total,
+                cell: Box::new(cell),
+            }),
             None => jobs.push(workers::Job::of(planned)),
         }
     }
-    (cells, jobs)
+    jobs
 }
 
 /// Runs `jobs` over the workers until they are done or the run is cut
-/// short (`cancel`, the overall `deadline`): the cells finished, and
-/// whether the run was interrupted.
+/// short (`cancel`, the overall `deadline`): whether the run was
+/// interrupted (the cells finished went out as events).
 async fn run_until_stopped(
     settings: &RunSettings,
     stacks: &mut RunStacks,
@@ -424,7 +458,7 @@ async fn run_until_stopped(
     cancel: watch::Receiver<bool>,
     deadline: Instant,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> (Vec<(usize, Cell)>, bool) {
+) -> bool {
     // One flag for every way a run is cut short: the running cell sees it,
     // records itself as interrupted and runs its cleanup.
     let (interrupt_tx, interrupt) = watch::channel(false);
@@ -461,8 +495,7 @@ async fn run_until_stopped(
     };
     // Stopped while only cleanup was left (the last cell's deferred
     // DELETEs) is stopped all the same: the user was told so.
-    let interrupted = finished.interrupted || *interrupt.borrow();
-    (finished.cells, interrupted)
+    finished || *interrupt.borrow()
 }
 
 /// The run's record in the report: its settings, axes, stacks and times
@@ -497,11 +530,7 @@ fn run_info(
                 store: store.into(),
             })
             .collect(),
-        targets: matrix
-            .targets
-            .iter()
-            .map(|t| t.name().to_string())
-            .collect(),
+        targets: matrix.targets.iter().map(TargetName::from).collect(),
         scenarios: matrix.scenarios.clone(),
         interrupted,
         logs: stacks.logs.clone(),
@@ -570,6 +599,40 @@ pub(crate) mod tests {
             sandboxes: None,
             components: Vec::new(),
         }
+    }
+
+    /// The report is the fold of the events: each finished cell once, in
+    /// matrix order whatever order they finished in, counted in the
+    /// totals; no other event adds a cell.
+    #[test]
+    fn the_report_is_folded_from_the_finished_cells_events() {
+        let sample = crate::report::fixture::report();
+        assert!(sample.cells.len() >= 2, "the fixture has cells to reorder");
+        let mut header = sample.run.clone();
+        header.targets.clear();
+        header.scenarios.clear();
+        let mut fold = Fold::default();
+        let total = sample.cells.len();
+        for (index, cell) in sample.cells.iter().enumerate().rev() {
+            fold.see(&RunEvent::CellJudged {
+                index: index + 1,
+                total,
+                verdicts: vec![cell.verdict],
+            });
+            fold.see(&RunEvent::CellFinished {
+                index: index + 1,
+                total,
+                cell: Box::new(cell.clone()),
+            });
+        }
+        fold.see(&RunEvent::OverallTimeout { timeout_ms: 1 });
+        let report = fold.report(header);
+        assert_eq!(report.cells, sample.cells);
+        assert_eq!(report.totals, crate::report::Totals::of(&sample.cells));
+        assert!(
+            !report.run.targets.is_empty(),
+            "the cells' targets are the run's"
+        );
     }
 
     /// A worker holding a target of each place a part can be: among its

@@ -7,6 +7,11 @@
 //! above it), so what is left here is what crate edges cannot say: the
 //! order of the main crate's modules, and circles between its files.
 //!
+//! One crate edge cargo cannot say is here too: the schema crate
+//! (`crates/schema`, the published shape of report.json, trace.jsonl and
+//! the JSON events) depends on serde and serde_json and nothing else, so
+//! a tool that reads report.json pulls in no renderer.
+//!
 //! Run: `cargo test --test layers -- --nocapture` (prints the module graph).
 
 #[path = "layers/checker.rs"]
@@ -274,6 +279,81 @@ fn a_module_and_its_own_submodules_using_each_other_make_no_circle() {
                 "src/store/mod.rs".to_string(),
                 "src/store/disk.rs".to_string()
             )
+        ]
+    );
+}
+
+/// What the schema crate may depend on: serde and serde_json, nothing
+/// else, and no dev or build dependencies either (`cargo tree -p
+/// continuity-schema` then lists those two alone).
+const SCHEMA_DEPENDENCIES: [&str; 2] = ["serde", "serde_json"];
+
+/// The dependencies of a `Cargo.toml` beyond [`SCHEMA_DEPENDENCIES`], by
+/// table (`dependencies`, `dev-dependencies`, `build-dependencies`, and
+/// each `target.*` one's).
+fn beyond_serde(manifest: &str) -> Vec<String> {
+    let manifest: toml::Table = toml::from_str(manifest).expect("the manifest is TOML");
+    let mut tables: Vec<(String, &toml::Value)> = Vec::new();
+    let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
+    for kind in kinds {
+        if let Some(table) = manifest.get(kind) {
+            tables.push((kind.to_string(), table));
+        }
+    }
+    for (target, spec) in manifest
+        .get("target")
+        .and_then(|t| t.as_table())
+        .into_iter()
+        .flatten()
+    {
+        for kind in kinds {
+            if let Some(table) = spec.get(kind) {
+                tables.push((format!("target.{target}.{kind}"), table));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (kind, table) in tables {
+        for name in table.as_table().into_iter().flat_map(|t| t.keys()) {
+            if kind != "dependencies" || !SCHEMA_DEPENDENCIES.contains(&name.as_str()) {
+                found.push(format!("{kind}: {name}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_schema_crate_depends_on_serde_and_serde_json_only() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/schema/Cargo.toml");
+    let manifest = std::fs::read_to_string(&path).expect("crates/schema/Cargo.toml");
+    let beyond = beyond_serde(&manifest);
+    assert!(
+        beyond.is_empty(),
+        "continuity-schema may depend on serde and serde_json only; it names {beyond:?}"
+    );
+}
+
+#[test]
+fn the_schema_check_names_every_other_dependency() {
+    let manifest = r#"
+        [package]
+        name = "continuity-schema"
+        [dependencies]
+        serde.workspace = true
+        serde_json.workspace = true
+        thiserror.workspace = true
+        [dev-dependencies]
+        serde.workspace = true
+        [target.'cfg(unix)'.dependencies]
+        libc = "0.2"
+    "#;
+    assert_eq!(
+        beyond_serde(manifest),
+        [
+            "dependencies: thiserror",
+            "dev-dependencies: serde",
+            "target.cfg(unix).dependencies: libc",
         ]
     );
 }

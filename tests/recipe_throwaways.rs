@@ -43,7 +43,7 @@ struct Throwaway {
 }
 
 /// What to do when a throwaway no longer holds, said with every failure.
-const REDO: &str = "do the recipe again on a clean tree as its text says, then regenerate the patch (`git add -N` its new files, `git diff > tests/recipes/NAME.patch`, put the tree back; tests/recipes/throwaways.toml)";
+const REDO: &str = "do the recipe again on a clean tree as its text says, then regenerate the patch (`git add -N` its new files, `git diff ':(exclude)tests/recipes' > tests/recipes/NAME.patch`, put the tree back; tests/recipes/throwaways.toml)";
 
 fn top() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -155,6 +155,13 @@ fn judge_count(throwaway: &Throwaway, architecture: &str, patch: &str) -> Result
     if touched.is_empty() {
         return Err(format!(
             "tests/recipes/{name} is no patch (no `diff --git` line): {REDO}"
+        ));
+    }
+    // `git diff > tests/recipes/NAME.patch` on a patch git tracks: the
+    // shell empties it before git reads the tree, so its own diff is in it.
+    if let Some(own) = touched.iter().find(|p| p.starts_with("tests/recipes/")) {
+        return Err(format!(
+            "tests/recipes/{name} touches {own}: a throwaway's own diff went into it; {REDO}"
         ));
     }
     let unnamed: Vec<&str> = touched
@@ -308,6 +315,16 @@ fn a_throwaway_over_its_recipe_s_count_fails_naming_the_recipe() {
     assert!(
         unnamed.contains("touches z.rs, which `### A thing` does not name"),
         "{unnamed}"
+    );
+    let itself = judge_count(
+        &throwaway,
+        architecture,
+        &diff(&["a.rs", "tests/recipes/thing.patch"]),
+    )
+    .unwrap_err();
+    assert!(
+        itself.contains("touches tests/recipes/thing.patch: a throwaway's own diff"),
+        "{itself}"
     );
     let not_a_patch = judge_count(&throwaway, architecture, "garbage\n").unwrap_err();
     assert!(not_a_patch.contains("is no patch"), "{not_a_patch}");

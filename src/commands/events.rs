@@ -1,15 +1,19 @@
 //! `--message-format json`: the run as one JSON object per line on stdout,
 //! as nextest's machine-readable output, so other tools can follow it live.
+//! Each line is a typed message of the schema crate
+//! (`schema::events::RunMessage`), made here from the runner's event;
 //! `cell-finished` carries the cell exactly as `report.json` holds it.
 
-use crate::report::{Axis, Report};
+use crate::report::{Axis, Report, TargetName};
 use crate::runner::{CellPoint, RunEvent};
-use crate::targets::TargetId;
-use serde_json::{json, Value};
+use crate::schema::events::{
+    AttemptJudged, ByAxis, CellFinished, CellJudged, CellRetrying, CellStarted, OverallTimeout,
+    RunFinished, RunMessage, RunStarted,
+};
 use std::path::Path;
 
 /// The line for a runner event.
-pub(super) fn event_json(event: &RunEvent) -> Value {
+pub(super) fn message(event: &RunEvent) -> RunMessage {
     match event {
         RunEvent::RunStarted {
             id,
@@ -19,7 +23,15 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             scenarios,
             partition,
             axes,
-        } => run_started_json(id, *total, *repeat, targets, scenarios, partition, axes),
+        } => RunMessage::RunStarted(RunStarted {
+            id: id.clone(),
+            cells: *total,
+            repeat: *repeat,
+            targets: targets.iter().map(TargetName::from).collect(),
+            scenarios: scenarios.clone(),
+            partition: partition.clone(),
+            axes: ByAxis(axes.clone()),
+        }),
         RunEvent::CellStarted {
             index,
             total,
@@ -27,14 +39,14 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             scenario,
             attempt,
             point,
-        } => cell_attempt_json(
-            "cell-started",
-            (*index, *total),
-            target,
-            scenario,
-            json!(attempt),
-            point,
-        ),
+        } => RunMessage::CellStarted(CellStarted {
+            index: *index,
+            total: *total,
+            target: target.into(),
+            scenario: scenario.clone(),
+            attempt: *attempt,
+            point: whole_point(point),
+        }),
         RunEvent::Retrying {
             index,
             total,
@@ -42,120 +54,72 @@ pub(super) fn event_json(event: &RunEvent) -> Value {
             target,
             scenario,
             point,
-        } => cell_attempt_json(
-            "cell-retrying",
-            (*index, *total),
-            target,
-            scenario,
-            json!(attempt),
-            point,
-        ),
+        } => RunMessage::CellRetrying(CellRetrying {
+            index: *index,
+            total: *total,
+            target: target.into(),
+            scenario: scenario.clone(),
+            attempt: attempt.clone(),
+            point: whole_point(point),
+        }),
         RunEvent::AttemptJudged {
             index,
             total,
             attempt,
             verdict,
-        } => json!({
-            "type": "attempt-judged",
-            "index": index,
-            "total": total,
-            "attempt": attempt,
-            "verdict": verdict.as_str(),
+        } => RunMessage::AttemptJudged(AttemptJudged {
+            index: *index,
+            total: *total,
+            attempt: *attempt,
+            verdict: *verdict,
         }),
         RunEvent::CellJudged {
             index,
             total,
             verdicts,
-        } => json!({
-            "type": "cell-judged",
-            "index": index,
-            "total": total,
-            "verdicts": verdicts.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+        } => RunMessage::CellJudged(CellJudged {
+            index: *index,
+            total: *total,
+            verdicts: verdicts.clone(),
         }),
-        RunEvent::OverallTimeout { timeout_ms } => json!({
-            "type": "overall-timeout",
-            "timeoutMs": timeout_ms,
+        RunEvent::OverallTimeout { timeout_ms } => RunMessage::OverallTimeout(OverallTimeout {
+            timeout_ms: *timeout_ms,
         }),
-        RunEvent::CellFinished { index, total, cell } => json!({
-            "type": "cell-finished",
-            "index": index,
-            "total": total,
-            "cell": cell,
+        RunEvent::CellFinished { index, total, cell } => RunMessage::CellFinished(CellFinished {
+            index: *index,
+            total: *total,
+            cell: cell.clone(),
         }),
     }
 }
 
-/// The run's header: what it will run, and its axes.
-fn run_started_json(
-    id: &str,
-    total: usize,
-    repeat: u32,
-    targets: &[TargetId],
-    scenarios: &[String],
-    partition: &Option<String>,
-    axes: &[(&'static str, Vec<String>)],
-) -> Value {
-    let axes: serde_json::Map<String, Value> = axes
-        .iter()
-        .map(|(name, values)| (name.to_string(), json!(values)))
-        .collect();
-    json!({
-        "type": "run-started",
-        "id": id,
-        "cells": total,
-        "repeat": repeat,
-        "targets": targets.iter().map(TargetId::name).collect::<Vec<_>>(),
-        "scenarios": scenarios,
-        "partition": partition,
-        "axes": axes,
-    })
-}
-
-/// A cell's attempt starting (`cell-started`: its number) or starting
-/// again (`cell-retrying`: the attempt that failed, whole).
-fn cell_attempt_json(
-    kind: &str,
-    (index, total): (usize, usize),
-    target: &TargetId,
-    scenario: &str,
-    attempt: Value,
-    point: &CellPoint,
-) -> Value {
-    json!({
-        "type": kind,
-        "index": index,
-        "total": total,
-        "target": target.name(),
-        "scenario": scenario,
-        "attempt": attempt,
-        "point": point_json(point),
-    })
-}
-
-/// A cell's whole point, with `report.json`'s names for its axes.
-fn point_json(point: &CellPoint) -> Value {
-    let axes: serde_json::Map<String, Value> = Axis::ALL
-        .into_iter()
-        .map(|axis| (axis.field().to_string(), json!(point.value(axis))))
-        .collect();
-    Value::Object(axes)
+/// A cell's whole point: every axis, by `report.json`'s names for them.
+fn whole_point(point: &CellPoint) -> ByAxis<Option<String>> {
+    ByAxis(
+        Axis::ALL
+            .into_iter()
+            .map(|axis| (axis, point.value(axis).map(|v| v.name().to_string())))
+            .collect(),
+    )
 }
 
 /// The last line: totals, where the reports are, and the exit code.
-pub(super) fn run_finished_json(report: &Report, dir: &Path, exit_code: u8) -> Value {
-    json!({
-        "type": "run-finished",
-        "id": report.run.id,
-        "dir": dir.display().to_string(),
-        "totals": report.totals,
-        "interrupted": report.run.interrupted,
-        "exitCode": exit_code,
+pub(super) fn run_finished(report: &Report, dir: &Path, exit_code: u8) -> RunMessage {
+    RunMessage::RunFinished(RunFinished {
+        id: report.run.id.clone(),
+        dir: dir.display().to_string(),
+        totals: report.totals.clone(),
+        interrupted: report.run.interrupted,
+        exit_code,
     })
 }
 
-/// One line on stdout, flushed so a reader sees it at once.
-pub(super) fn emit(value: &Value) {
-    crate::console::outln(&value.to_string());
+/// One line on stdout, flushed so a reader sees it at once. The messages
+/// are structs and maps with string keys: serde_json writes every one.
+pub(super) fn emit(message: &RunMessage) {
+    if let Ok(line) = serde_json::to_string(message) {
+        crate::console::outln(&line);
+    }
 }
 
 #[cfg(test)]
@@ -171,20 +135,32 @@ mod tests {
             persist: Store::Postgres,
             ..crate::runner::matrix_tests::point("agent", "0.4.2")
         };
-        let json = point_json(&point);
-        let expected = json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
-               "sdkVersion": null, "persist": "postgres"});
-        for (key, value) in expected.as_object().unwrap() {
-            assert_eq!(&json[key], value, "{key}");
-        }
+        assert_eq!(
+            serde_json::to_value(whole_point(&point)).unwrap(),
+            serde_json::json!({"serverVersion": "0.4.2", "agent": "mock", "client": "ts-sdk",
+                   "sdkVersion": null, "persist": "postgres"})
+        );
         // Every axis, each under its key (an axis added since too).
+        let written = serde_json::to_value(whole_point(&point)).unwrap();
         let keys: Vec<&str> = Axis::ALL.map(Axis::field).to_vec();
-        let written: Vec<&str> = json
+        let written: Vec<&str> = written
             .as_object()
             .unwrap()
             .keys()
             .map(String::as_str)
             .collect();
         assert_eq!(written, keys);
+        let started = RunEvent::CellStarted {
+            index: 3,
+            total: 4,
+            target: point.target.clone(),
+            scenario: point.scenario.clone(),
+            attempt: 2,
+            point: Box::new(point),
+        };
+        assert_eq!(
+            serde_json::to_string(&message(&started)).unwrap(),
+            r#"{"type":"cell-started","index":3,"total":4,"target":"agent","scenario":"native-continuity","attempt":2,"point":{"serverVersion":"0.4.2","agent":"mock","client":"ts-sdk","sdkVersion":null,"persist":"postgres"}}"#
+        );
     }
 }

@@ -96,7 +96,7 @@ fn check_expectations(
         .into_iter()
         .map(|k| k.id.to_string())
         .collect();
-    known.extend(report.run.targets.iter().cloned());
+    known.extend(report.run.targets.iter().map(|t| t.to_string()));
     let mut scenarios: Vec<String> = crate::scenario::builtin_scenarios()
         .into_iter()
         .map(|s| s.name)

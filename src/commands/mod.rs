@@ -548,7 +548,7 @@ impl Watch {
             match format {
                 MessageFormat::Human => shown.event(&event),
                 MessageFormat::Json => {
-                    events::emit(&events::event_json(&event));
+                    events::emit(&events::message(&event));
                     // A person reads stderr in either format.
                     if matches!(event, RunEvent::OverallTimeout { .. }) {
                         shown.event(&event);
@@ -932,7 +932,7 @@ fn finish(
     }
     let outcome = gate::finish(&report, &resolved.folder, format, args.partition.is_some())?;
     if format == MessageFormat::Json {
-        events::emit(&events::run_finished_json(
+        events::emit(&events::run_finished(
             &report,
             &resolved.run_dir,
             outcome.exit_code(),

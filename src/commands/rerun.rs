@@ -557,8 +557,8 @@ fn command_line(
     let (targets, scenarios) = match only.is_empty() {
         true => (recipe.targets.clone(), run.scenarios.clone()),
         false => (
-            unique(only.iter().map(|p| &p.target)),
-            unique(only.iter().map(|p| &p.scenario)),
+            unique(only.iter().map(|p| p.target.to_string())),
+            unique(only.iter().map(|p| p.scenario.clone())),
         ),
     };
     for target in targets {
@@ -618,11 +618,11 @@ fn point_flags(points: &[AxisPoint], candidates: &Candidates) -> Vec<(&'static s
 }
 
 /// Each value once, in first-seen order.
-fn unique<'a>(values: impl Iterator<Item = &'a String>) -> Vec<String> {
+fn unique(values: impl Iterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in values {
-        if !out.contains(v) {
-            out.push(v.clone());
+        if !out.contains(&v) {
+            out.push(v);
         }
     }
     out

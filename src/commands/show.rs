@@ -202,7 +202,7 @@ fn question(at: &CellPath<'_>, axis: Axis, values: &[&str], first: &Cell) -> Str
 fn cell_name(c: &Cell) -> String {
     match c.point.name_on(Axis::Server) {
         Some(v) => format!("{}@{v}", c.point.target),
-        None => c.point.target.clone(),
+        None => c.point.target.to_string(),
     }
 }
 
@@ -235,7 +235,7 @@ fn selections(at: &CellPath<'_>, picks: &[AxisValue]) -> Vec<Point> {
     }
     let on_servers = at.target.match_indices('@').map(|(i, _)| {
         let mut point = base.with(AxisValue::parse(Axis::Server, &at.target[i + 1..]));
-        point.target = at.target[..i].to_string();
+        point.target = at.target[..i].into();
         point
     });
     let mut selections: Vec<Point> = on_servers.collect();
@@ -266,7 +266,7 @@ fn nth_attempt(cell: &Cell, at: &CellPath<'_>, n: u32) -> Result<Cell, CommandEr
         phases: a.phases.clone(),
         restarts: a.restarts.clone(),
         trace: a.trace.clone(),
-        turn: crate::report::TurnFate::of(&a.phases),
+        turn: crate::report::fate_of_turn(&a.phases),
         ..cell.clone()
     })
 }

@@ -10,7 +10,7 @@ use super::Worker;
 use super::{RunEvent, RunPlan};
 use crate::client::ClientRestart;
 use crate::errors::HarnessPart;
-use crate::report::Floor;
+use crate::report::floor;
 use crate::report::{Attempt, RestartResult, Verdict};
 use crate::scenario::{run_cell_deferring, CellRun, CellSettings, Restarter, Scenario};
 use crate::targets::{BuiltinTarget, Target};
@@ -363,7 +363,7 @@ fn open_trace(
         plan.settings.trace_level,
         plan.settings.token.clone(),
         event::CellId {
-            target: target_name.to_string(),
+            target: target_name.into(),
             scenario: scenario.name.clone(),
             attempt,
         },
@@ -574,7 +574,7 @@ fn finish_attempt(
     let trace_text = trace_path
         .as_ref()
         .and_then(|p| std::fs::read_to_string(run_dir.join(p)).ok());
-    let timing = Floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
+    let timing = floor::of_attempt(run.duration_ms, &run.restarts, trace_text.as_deref());
     Attempt {
         checked: None,
         attempt,

@@ -13,7 +13,7 @@ pub mod cost;
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
 use crate::persist::Store;
-use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource};
+use crate::report::{Axis, AxisPoint, AxisValue, Point, PointSource, TargetName};
 use crate::scenario::Scenario;
 use crate::targets::TargetId;
 use cost::Timings;
@@ -307,11 +307,20 @@ impl CellPoint {
     /// The point a cell's record names: target × scenario and its values
     /// on the `named` axes (see [`Axes::named`]), as `report.json` has them.
     fn named(&self, named: &[Axis]) -> Point {
-        let mut point = Point::new(self.target.name(), &self.scenario);
+        let mut point = Point::new(&self.target, &self.scenario);
         for value in named.iter().filter_map(|axis| self.value(*axis)) {
             point.set(value);
         }
         point
+    }
+}
+
+/// A target as the report names it: its name (a built-in target's and a
+/// deployment's own of the same name read back alike; the report keeps
+/// no more of a target's identity).
+impl From<&TargetId> for TargetName {
+    fn from(id: &TargetId) -> TargetName {
+        TargetName::new(id.name())
     }
 }
 
@@ -469,11 +478,11 @@ impl Matrix {
     /// The axes cells name, each with its values (`agent`, `client`,
     /// `serverVersion`, `sdkVersion`, `persist`, as `report.json` names
     /// them): what a run's progress shows before its first cell.
-    pub fn named_axes(&self) -> Vec<(&'static str, Vec<String>)> {
+    pub fn named_axes(&self) -> Vec<(Axis, Vec<String>)> {
         self.axes
             .named()
             .into_iter()
-            .map(|axis| (axis.field(), self.axes.values(axis)))
+            .map(|axis| (axis, self.axes.values(axis)))
             .collect()
     }
 }
@@ -576,8 +585,8 @@ pub(crate) mod tests {
         assert_eq!(
             m.named_axes(),
             [
-                ("serverVersion", vec!["0.4.0".to_string(), "0.4.2".into()]),
-                ("client", vec!["rust".to_string(), "ts-sdk".into()]),
+                (Axis::Server, vec!["0.4.0".to_string(), "0.4.2".into()]),
+                (Axis::Client, vec!["rust".to_string(), "ts-sdk".into()]),
             ]
         );
         let cell = crate::report::attempts::aggregate(m.cells[3].named.clone(), Vec::new());

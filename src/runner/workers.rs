@@ -14,24 +14,19 @@ use super::gather::{CellName, Gather};
 pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
-use crate::report::{Attempt, Cell};
+use crate::report::Attempt;
 use crate::targets::{NotBroughtBack, Target, TargetId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::{mpsc, watch};
 
-/// The cells the workers finished (with their index), in matrix order,
-/// and whether the run was interrupted.
-pub(super) struct Finished {
-    pub cells: Vec<(usize, Cell)>,
-    pub interrupted: bool,
-}
-
 /// Runs every repeat of `cells` on the own stack and on every stack of
 /// `stacks.workers`, one at a time per stack; on a shared deployment (no
 /// worker stacks, `stacks.jobs` > 1), see [`run_lanes`]. Events reach
-/// `on_event` as they happen.
+/// `on_event` as they happen, each finished cell among them
+/// (`CellFinished`, the one place its record goes); returns whether the
+/// run was interrupted.
 pub(super) async fn run_jobs(
     settings: &RunSettings,
     stacks: &mut RunStacks,
@@ -39,7 +34,7 @@ pub(super) async fn run_jobs(
     total: usize,
     interrupt: &watch::Receiver<bool>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> Finished {
+) -> bool {
     let jobs = repeats(cells, settings.repeat);
     let gather = Gather::new(jobs.iter().map(|job| CellName {
         index: job.index,
@@ -53,7 +48,7 @@ pub(super) async fn run_jobs(
         total,
         interrupt,
     };
-    let mut finished = if stacks.workers.is_empty()
+    let interrupted = if stacks.workers.is_empty()
         && stacks.jobs > 1
         && stacks.own.targets.iter().any(|t| t.independent)
     {
@@ -69,12 +64,10 @@ pub(super) async fn run_jobs(
         on_event(RunEvent::CellFinished {
             index,
             total,
-            cell: Box::new(cell.clone()),
+            cell: Box::new(cell),
         });
-        finished.cells.push((index, cell));
     }
-    finished.cells.sort_by_key(|(index, _)| *index);
-    finished
+    interrupted
 }
 
 /// One shared deployment, `stacks.jobs` lanes: the cells of targets that are
@@ -86,7 +79,7 @@ async fn run_lanes(
     stacks: &mut RunStacks,
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> Finished {
+) -> bool {
     let own = &mut stacks.own;
     let order: Vec<TargetId> = own.targets.iter().map(|t| t.id.clone()).collect();
     let (independent, alone): (Vec<Target>, Vec<Target>) =
@@ -99,17 +92,14 @@ async fn run_lanes(
         workers[n % lanes].targets.push(target);
     }
     own.targets = alone;
-    let mut finished = drive(run, vec![&mut *own], first, on_event).await;
-    if !finished.interrupted {
-        let more = drive(run, workers.iter_mut().collect(), later, on_event).await;
-        // In matrix order once the run's cells are all in (see run_jobs).
-        finished.cells.extend(more.cells);
-        finished.interrupted = more.interrupted;
+    let mut interrupted = drive(run, vec![&mut *own], first, on_event).await;
+    if !interrupted {
+        interrupted = drive(run, workers.iter_mut().collect(), later, on_event).await;
     }
     own.targets
         .extend(workers.into_iter().flat_map(|w| w.targets));
     own.targets.sort_by_key(|t| position(&order, &t.id));
-    finished
+    interrupted
 }
 
 fn position(order: &[TargetId], id: &TargetId) -> usize {
@@ -132,7 +122,7 @@ async fn drive(
     workers: Vec<&mut Worker>,
     jobs: Vec<Job>,
     on_event: &mut (dyn FnMut(RunEvent) + Send),
-) -> Finished {
+) -> bool {
     let queue = Mutex::new(dispatch_order(jobs));
     let (events, mut received) = mpsc::unbounded_channel();
     let results = {
@@ -154,10 +144,7 @@ async fn drive(
     while let Ok(event) = received.try_recv() {
         on_event(event);
     }
-    let interrupted = results.iter().any(|(_, interrupted)| *interrupted);
-    let mut cells: Vec<(usize, Cell)> = results.into_iter().flat_map(|(c, _)| c).collect();
-    cells.sort_by_key(|(index, _)| *index);
-    Finished { cells, interrupted }
+    results.into_iter().any(|interrupted| interrupted)
 }
 
 /// What every worker of a drive reads.
@@ -173,19 +160,19 @@ async fn work(
     shared: &Shared<'_>,
     worker: &mut Worker,
     events: mpsc::UnboundedSender<RunEvent>,
-) -> (Vec<(usize, Cell)>, bool) {
+) -> bool {
     let run = shared.run;
     let settings = run.settings;
-    let mut finished = Vec::new();
     let mut finishing: Finishing<usize> = Finishing::new();
+    // A cell's record goes out on the one channel, its event: the run's
+    // report is folded from the events (`runner::run`).
     let mut done = |index: usize, attempts: Vec<Attempt>| {
         if let Some(cell) = run.gather.finished(index, attempts) {
             let _ = events.send(RunEvent::CellFinished {
                 index,
                 total: run.total,
-                cell: Box::new(cell.clone()),
+                cell: Box::new(cell),
             });
-            finished.push((index, cell));
         }
     };
     let judged = |index: usize, verdicts| judged(run, &events, index, verdicts);
@@ -240,7 +227,7 @@ async fn work(
         }
     }
     finishing.drain(&mut done).await;
-    (finished, interrupted)
+    interrupted
 }
 
 /// The components on the path of a cell of `worker`'s target `own` that

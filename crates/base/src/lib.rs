@@ -1,11 +1,13 @@
 //! continuity's leaves: what every other crate of the workspace shares and
 //! nothing of theirs reaches down into. Each module imports no other crate
-//! of the workspace, and none of them starts a runtime (no tokio here).
+//! of the workspace but the schema (`continuity-schema`, below it), and
+//! none of them starts a runtime (no tokio here).
 //!
 //! - `errors`: the cause chain on one line, a rejected value's reason, a
 //!   part of continuity's own that failed under a cell
 //! - `secret`: tokens that never show themselves, and the run's redactor
 //! - `untrusted`: the one sanitiser of text continuity did not write
+//!   (the schema crate's, re-exported)
 //! - `fit`: text measured and cut by display width
 //! - `file_name`: file names from user text
 //! - `wire_name`: an enum's name as serde writes it
@@ -27,6 +29,12 @@ pub mod run_path;
 pub mod secret;
 pub mod seed;
 pub mod source_line;
-pub mod untrusted;
 pub mod user_file;
 pub mod wire_name;
+
+/// The one sanitiser lives in the schema crate, beside the report text it
+/// is for (a point's name is displayed through it); its old path stays.
+pub use continuity_schema::untrusted;
+#[cfg(test)]
+#[path = "untrusted/tests.rs"]
+mod untrusted_tests;

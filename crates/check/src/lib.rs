@@ -32,7 +32,8 @@ mod made_up;
 mod requests;
 mod store;
 mod stream;
-mod verdict;
+/// The verdict's types are the schema's: `report.json` carries them.
+use continuity_schema::checked as verdict;
 
 pub use history::History;
 pub use verdict::{

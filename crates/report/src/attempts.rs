@@ -58,7 +58,7 @@ pub fn aggregate(point: Point, mut attempts: Vec<Attempt>) -> Cell {
         deciding.timing
     };
     Cell {
-        turn: super::TurnFate::of(&deciding.phases),
+        turn: super::fate_of_turn(&deciding.phases),
         point,
         attempt: deciding.attempt,
         verdict,
@@ -109,26 +109,6 @@ pub(crate) fn verdict_of(attempts: &[Attempt]) -> Verdict {
         } else {
             Verdict::Pass
         })
-}
-
-impl Attempt {
-    /// The attempt a single-attempt cell holds (its phases are the cell's).
-    pub fn of_cell(cell: &Cell, retry: bool) -> Attempt {
-        Attempt {
-            attempt: cell.attempt,
-            retry,
-            verdict: cell.verdict,
-            failure_boundary: cell.failure_boundary.clone(),
-            reason: cell.reason.clone(),
-            duration_ms: cell.duration_ms,
-            phases: cell.phases.clone(),
-            restarts: cell.restarts.clone(),
-            trace: cell.trace.clone(),
-            timing: cell.timing,
-            checked: cell.checked.clone(),
-            schedule: cell.schedule.clone(),
-        }
-    }
 }
 
 #[cfg(test)]

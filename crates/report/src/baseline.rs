@@ -246,6 +246,11 @@ mod tests {
     use crate::fixture;
     use crate::ExpectOutcome;
 
+    /// The run's targets as `check_names` takes them.
+    fn target_names(report: &Report) -> Vec<String> {
+        report.run.targets.iter().map(|t| t.to_string()).collect()
+    }
+
     #[test]
     fn a_run_judged_against_its_own_baseline_is_all_expected() {
         // On a client axis the same target × scenario differs by client.
@@ -293,7 +298,7 @@ mod tests {
             let text = render_baseline(&report, &Quarantine::default()).text;
             let x = Expectations::parse(std::path::Path::new("b.toml"), &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
-            x.check_names(&report.run.targets, &report.run.scenarios)
+            x.check_names(&target_names(&report), &report.run.scenarios)
                 .unwrap();
             assert!(x.shadowed(&report).is_empty(), "{text}");
             x.judge(&mut report, GateOptions::default());
@@ -420,16 +425,18 @@ mod tests {
             .enumerate()
             .map(|(n, v)| {
                 let mut cell = template.clone();
-                cell.point.target = format!("t{n}");
+                cell.point.target = format!("t{n}").into();
                 cell.verdict = *v;
                 cell
             })
             .collect();
-        report.run.targets = (0..verdicts.len()).map(|n| format!("t{n}")).collect();
+        report.run.targets = (0..verdicts.len())
+            .map(|n| format!("t{n}").into())
+            .collect();
         let baseline = render_baseline(&report, &Quarantine::default());
         let x = Expectations::parse(std::path::Path::new("b.toml"), &baseline.text)
             .unwrap_or_else(|e| panic!("{e}\n{}", baseline.text));
-        x.check_names(&report.run.targets, &report.run.scenarios)
+        x.check_names(&target_names(&report), &report.run.scenarios)
             .unwrap();
         assert_eq!(
             baseline.left_out,

@@ -95,7 +95,7 @@ mod tests {
     #[test]
     fn a_checked_cell_reads_inert_with_what_its_allow_list_excused() {
         let mut report = crate::fixture::report();
-        report.cells[0].point.target = format!("agent{FORGING}");
+        report.cells[0].point.target = format!("agent{FORGING}").into();
         report.cells[0].checked = Some(Verdict {
             checked: vec![Checked {
                 invariant: Invariant::Store,

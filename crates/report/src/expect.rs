@@ -915,19 +915,6 @@ pub fn gate_fails(report: &Report) -> bool {
     })
 }
 
-impl ExpectOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExpectOutcome::Expected => "expected",
-            ExpectOutcome::Regressed => "regressed",
-            ExpectOutcome::Changed => "changed",
-            ExpectOutcome::Fixed => "fixed",
-            ExpectOutcome::New => "new",
-            ExpectOutcome::Expired => "expired",
-        }
-    }
-}
-
 #[cfg(test)]
 #[path = "expect_tests.rs"]
 mod tests;

@@ -252,7 +252,7 @@ pub fn report() -> Report {
             repeat: 1,
             persist: "memory".to_string(),
             client_stores: Vec::new(),
-            targets: vec!["agent".to_string(), "gateway".to_string()],
+            targets: vec!["agent".into(), "gateway".into()],
             scenarios: vec![
                 "native-continuity".to_string(),
                 "recreate-rehydrate".to_string(),

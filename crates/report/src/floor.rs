@@ -41,61 +41,25 @@
 use super::model::{Floor, RestartResult};
 use crate::trace::event::{AgentSent, Dir, Event, HopSse, Line, Sse, WsFrame, WsOpen};
 
-impl Floor {
-    /// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
-    pub fn of_attempt(duration_ms: u64, restarts: &[RestartResult], trace: Option<&str>) -> Floor {
-        let restarting: u64 = restarts
-            .iter()
-            .map(|r| r.restart_ms + r.ready_ms.unwrap_or(0))
-            .sum();
-        let floor_ms = match trace.map(Spans::read) {
-            // Every restart has its window in the trace: one union.
-            Some(spans) if spans.restarts.len() == restarts.len() => {
-                union_ms(spans.answers.into_iter().chain(spans.restarts).collect())
-            }
-            // A restart the trace lost (cut at its size limit): add them up.
-            Some(spans) => restarting + union_ms(spans.answers),
-            None => restarting,
+/// An attempt of `duration_ms` with these restarts and this `trace.jsonl` text.
+pub fn of_attempt(duration_ms: u64, restarts: &[RestartResult], trace: Option<&str>) -> Floor {
+    let restarting: u64 = restarts
+        .iter()
+        .map(|r| r.restart_ms + r.ready_ms.unwrap_or(0))
+        .sum();
+    let floor_ms = match trace.map(Spans::read) {
+        // Every restart has its window in the trace: one union.
+        Some(spans) if spans.restarts.len() == restarts.len() => {
+            union_ms(spans.answers.into_iter().chain(spans.restarts).collect())
         }
-        .min(duration_ms);
-        Floor {
-            floor_ms,
-            overhead_ms: duration_ms - floor_ms,
-        }
+        // A restart the trace lost (cut at its size limit): add them up.
+        Some(spans) => restarting + union_ms(spans.answers),
+        None => restarting,
     }
-
-    /// The sum of the floors given; `None` when there is none.
-    pub fn sum<'a>(floors: impl IntoIterator<Item = &'a Option<Floor>>) -> Option<Floor> {
-        floors.into_iter().flatten().fold(None, |total, f| {
-            let t = total.unwrap_or_default();
-            Some(Floor {
-                floor_ms: t.floor_ms + f.floor_ms,
-                overhead_ms: t.overhead_ms + f.overhead_ms,
-            })
-        })
-    }
-
-    /// A run's: the sum over its cells.
-    pub fn of_cells(cells: &[super::Cell]) -> Option<Floor> {
-        Floor::sum(cells.iter().map(|c| &c.timing))
-    }
-
-    /// The overhead as a share of the floor, in percent.
-    pub(crate) fn overhead_percent(&self) -> Option<f64> {
-        (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
-    }
-
-    /// `floor 12.3 s, overhead 1.2 s (+10%)`.
-    pub fn describe(&self) -> String {
-        let percent = self
-            .overhead_percent()
-            .map(|p| format!(" (+{p:.0}%)"))
-            .unwrap_or_default();
-        format!(
-            "floor {:.1} s, overhead {:.1} s{percent}",
-            self.floor_ms as f64 / 1000.0,
-            self.overhead_ms as f64 / 1000.0
-        )
+    .min(duration_ms);
+    Floor {
+        floor_ms,
+        overhead_ms: duration_ms - floor_ms,
     }
 }
 
@@ -451,7 +415,7 @@ mod tests {
 
     #[test]
     fn restarts_and_answers_are_the_floor_the_rest_is_overhead() {
-        let floor = Floor::of_attempt(1000, &[restart(100, Some(200))], Some(TRACE));
+        let floor = of_attempt(1000, &[restart(100, Some(200))], Some(TRACE));
         assert_eq!(
             floor,
             Floor {
@@ -486,7 +450,7 @@ mod tests {
             "\n",
         );
         // 100..300, 400..600 (two faults overlapping), 650..700.
-        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        let floor = of_attempt(1000, &[], Some(trace));
         assert_eq!(floor.floor_ms, 450, "{floor:?}");
         // The schedule drawn to start at 350: the gap before its first
         // fault is its time too (350..600 whole).
@@ -494,7 +458,7 @@ mod tests {
             r#"{"t":400.0,"ev":"scheduled_start""#,
             "{\"t\":350.0,\"ev\":\"schedule\",\"schedule\":{}}\n{\"t\":400.0,\"ev\":\"scheduled_start\"",
         );
-        let floor = Floor::of_attempt(1000, &[], Some(&scheduled));
+        let floor = of_attempt(1000, &[], Some(&scheduled));
         assert_eq!(floor.floor_ms, 500, "{floor:?}");
         // A stack that did not answer again after the heal: its probe's
         // attempts (no fault_ready) are its time too, 700..800 and 790..900.
@@ -504,7 +468,7 @@ mod tests {
             r#"{"t":900.0,"ev":"ready_probe","attempt":2,"probe":"x","ms":110,"status":503}"#,
             "\n",
         );
-        let floor = Floor::of_attempt(1000, &[], Some(never));
+        let floor = of_attempt(1000, &[], Some(never));
         assert_eq!(floor.floor_ms, 200, "{floor:?}");
     }
 
@@ -528,7 +492,7 @@ mod tests {
             r#"{"t":1600.0,"ev":"phase_end","phase":"awaitTurn","outcome":"fail","ms":100}"#,
             "\n",
         );
-        let floor = Floor::of_attempt(2000, &[], Some(trace));
+        let floor = of_attempt(2000, &[], Some(trace));
         assert_eq!(floor.floor_ms, 1450, "50..1500: {floor:?}");
     }
 
@@ -573,7 +537,7 @@ mod tests {
             2000.0,
             r#""ev":"restart_end","ok":true,"action":"managed","restartMs":700"#,
         );
-        let floor = Floor::of_attempt(5000, &[restart(700, None)], Some(&trace));
+        let floor = of_attempt(5000, &[restart(700, None)], Some(&trace));
         // 10..900 (the turn at work), then the restart 1300..2000.
         assert_eq!(floor.floor_ms, 890 + 700, "{floor:?}");
 
@@ -594,7 +558,7 @@ mod tests {
         );
         moved_on += &update(3100.0, "a");
         moved_on += &line(3200.0, r#""ev":"rpc","dir":"in","rpcId":3"#);
-        let floor = Floor::of_attempt(5000, &[], Some(&moved_on));
+        let floor = of_attempt(5000, &[], Some(&moved_on));
         // 10..300 for the prompt, 3000..3200 for the load.
         assert_eq!(floor.floor_ms, 290 + 200, "{floor:?}");
     }
@@ -618,7 +582,7 @@ mod tests {
             r#"{"t":200.0,"ev":"store","call":"updateSession"}"#,
             "\n",
         );
-        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        let floor = of_attempt(1000, &[], Some(trace));
         assert_eq!((floor.floor_ms, floor.overhead_ms), (45, 955));
     }
 
@@ -640,19 +604,19 @@ mod tests {
         );
         let restarts = [restart(250, Some(50))];
         // 100..450 and 590..600, where summing would say 300 + 350 + 10.
-        let floor = Floor::of_attempt(1000, &restarts, Some(trace));
+        let floor = of_attempt(1000, &restarts, Some(trace));
         assert_eq!(floor.floor_ms, 360);
         // A trace that lost a restart's end (cut at its size limit) cannot
         // place it: the restarts are added up, and the answers beside them.
         let cut = trace.replace(r#""ev":"restart_end""#, r#""ev":"truncated""#);
-        let floor = Floor::of_attempt(1000, &restarts, Some(&cut));
+        let floor = of_attempt(1000, &restarts, Some(&cut));
         assert_eq!(floor.floor_ms, 300 + 300 + 10);
         // Two restarts, two windows.
         let twice = format!(
             "{trace}{}\n{}\n",
             r#"{"t":700.0,"ev":"restart_start"}"#, r#"{"t":800.0,"ev":"restart_end","ok":true}"#
         );
-        let floor = Floor::of_attempt(
+        let floor = of_attempt(
             1000,
             &[restarts[0].clone(), restart(90, Some(10))],
             Some(&twice),
@@ -674,7 +638,7 @@ mod tests {
             r#"{"t":1000.0,"ev":"sdk","call":"prompt","ms":500.0,"abandoned":true}"#,
             "\n",
         );
-        let floor = Floor::of_attempt(1100, &[], Some(trace));
+        let floor = of_attempt(1100, &[], Some(trace));
         assert_eq!((floor.floor_ms, floor.overhead_ms), (800, 300));
     }
 
@@ -702,21 +666,21 @@ mod tests {
             r#"{"t":500.0,"ev":"cleanup_wait","ms":300}"#,
             "\n",
         );
-        let floor = Floor::of_attempt(1000, &[], Some(trace));
+        let floor = of_attempt(1000, &[], Some(trace));
         assert_eq!(floor.floor_ms, 5 + 4 + 30 + 300);
     }
 
     #[test]
     fn without_a_trace_the_floor_is_the_restarts() {
-        let floor = Floor::of_attempt(500, &[restart(10, None), restart(5, Some(5))], None);
+        let floor = of_attempt(500, &[restart(10, None), restart(5, Some(5))], None);
         assert_eq!(floor.floor_ms, 20);
         assert_eq!(floor.overhead_ms, 480);
-        assert_eq!(Floor::of_attempt(0, &[], None).overhead_percent(), None);
+        assert_eq!(of_attempt(0, &[], None).overhead_percent(), None);
     }
 
     #[test]
     fn the_floor_never_exceeds_the_wall_time() {
-        let floor = Floor::of_attempt(50, &[restart(100, Some(100))], None);
+        let floor = of_attempt(50, &[restart(100, Some(100))], None);
         assert_eq!((floor.floor_ms, floor.overhead_ms), (50, 0));
     }
 

@@ -24,9 +24,9 @@ pub fn join(mut run: RunInfo, cells: Vec<Cell>) -> Report {
     }
 }
 
-fn add_once(list: &mut Vec<String>, name: &str) {
-    if !list.iter().any(|n| n == name) {
-        list.push(name.to_string());
+fn add_once<T: Clone + PartialEq>(list: &mut Vec<T>, name: &T) {
+    if !list.contains(name) {
+        list.push(name.clone());
     }
 }
 
@@ -48,7 +48,7 @@ mod tests {
         {
             let mut cell = report.cells[0].clone();
             cell.point.set(client.into());
-            cell.point.target = format!("target-{n}");
+            cell.point.target = format!("target-{n}").into();
             cell.timing = Some(Floor {
                 floor_ms: 100 * (n as u64 + 1),
                 overhead_ms: 10 * (n as u64 + 1),

@@ -1,5 +1,6 @@
-//! Reports: the matrix model (`report.json`, schema v2) and its renderings.
-//! Only this crate knows about comfy-table and quick-junit. It starts no
+//! Reports: the matrix model (`report.json`, schema v2, whose types are
+//! the schema crate's, re-exported here) and its renderings. Only this
+//! crate knows about comfy-table and quick-junit. It starts no
 //! runtime (no tokio) and knows nothing of the stack, the runner or the
 //! executor: they hand it what they saw, it judges, joins and renders.
 //! `partition` (which shard a cell belongs to) lives here beside the merge
@@ -15,15 +16,12 @@ use continuity_base::{
 use continuity_trace as trace;
 
 pub mod attempts;
-pub mod axis;
 pub mod axis_compare;
 pub mod baseline;
 pub mod checker;
 pub mod chrome_trace;
-pub mod client_kind;
 pub mod clients;
 pub mod compare;
-pub mod detail;
 pub mod expect;
 pub(crate) mod fix_location;
 pub mod floor;
@@ -34,18 +32,11 @@ pub mod html;
 pub(crate) mod inert;
 pub(crate) mod integrity_fix;
 pub mod join;
-pub mod judgement;
 pub mod junit;
 pub mod markdown;
 pub mod merge;
-pub mod model;
-pub mod named;
 pub mod partition;
-pub mod point;
-pub mod recipe;
 pub mod run_dir;
-pub mod schedule;
-pub mod store;
 pub mod summary;
 pub mod table;
 pub mod terminal;
@@ -54,13 +45,23 @@ pub(crate) mod turn_fate;
 pub mod upgrade;
 pub mod write;
 
+// The published shape is the schema crate's (`continuity-schema`, serde
+// alone): its modules keep their paths here (`report::point::Point`,
+// `report::Cell`), so nothing above names the schema crate to read a
+// report.
 pub use client_kind::{ClientKind, ClientRestart, UnknownClient};
+pub use continuity_schema::report as model;
+pub use continuity_schema::TargetName;
+pub use continuity_schema::{
+    axis, client_kind, detail, judgement, named, point, recipe, schedule, store,
+};
 pub use model::*;
 pub use recipe::{FileIdentity, Recipe, ScenarioIdentity};
 pub use run_dir::{RunDir, RunDirError, REPORT_FILE};
 pub use schedule::{FaultKind, Schedule, ScheduledFault};
 pub use store::{Store, UnknownStore};
 pub use terminal::{render_terminal, Layout};
+pub use turn_fate::fate_of_turn;
 pub use upgrade::MAX_REPORT_BYTES;
 pub use write::{
     default_run_dir, write_atomic, FolderError, ReadBackError, ReportFiles, RunFolder,

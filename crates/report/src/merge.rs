@@ -168,9 +168,9 @@ fn check_partitions(shards: &[ShardRun]) -> Result<(), MergeError> {
 fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
     let runs: Vec<&RunInfo> = shards.iter().map(|s| &s.report.run).collect();
     let first = runs[0];
-    let union = |pick: fn(&RunInfo) -> &Vec<String>| {
-        let mut out: Vec<String> = Vec::new();
-        for run in &runs {
+    fn union<T: Clone + PartialEq>(runs: &[&RunInfo], pick: fn(&RunInfo) -> &Vec<T>) -> Vec<T> {
+        let mut out: Vec<T> = Vec::new();
+        for run in runs {
             for name in pick(run) {
                 if !out.contains(name) {
                     out.push(name.clone());
@@ -178,7 +178,7 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
             }
         }
         out
-    };
+    }
     let started = runs
         .iter()
         .map(|r| r.started_at.clone())
@@ -219,8 +219,8 @@ fn merged_run(id: &str, shards: &[ShardRun], version_axis: bool) -> RunInfo {
         repeat: runs.iter().map(|r| r.repeat).max().unwrap_or(1),
         persist: first.persist.clone(),
         client_stores: first.client_stores.clone(),
-        targets: union(|r| &r.targets),
-        scenarios: union(|r| &r.scenarios),
+        targets: union(&runs, |r| &r.targets),
+        scenarios: union(&runs, |r| &r.scenarios),
         interrupted: runs.iter().any(|r| r.interrupted),
         logs: shards
             .iter()

@@ -436,12 +436,12 @@ mod tests {
         report.cells = (0..n)
             .map(|i| {
                 let mut c = cell.clone();
-                c.point.target = format!("t{i}");
+                c.point.target = format!("t{i}").into();
                 c.point.scenario = format!("s{i}");
                 c
             })
             .collect();
-        report.run.targets = (0..n).map(|i| format!("t{i}")).collect();
+        report.run.targets = (0..n).map(|i| format!("t{i}").into()).collect();
         report.run.scenarios = (0..n).map(|i| format!("s{i}")).collect();
         report
     }

@@ -419,7 +419,7 @@ fn status(cell: &Cell) -> (&'static str, &'static str) {
 
 /// What `show --cell` takes for this cell: `TARGET[@VERSION]/SCENARIO[/CLIENT]`.
 pub fn cell_spec(cell: &Cell) -> String {
-    let mut spec = cell.point.target.clone();
+    let mut spec = cell.point.target.to_string();
     if let Some(v) = cell.point.name_on(Axis::Server) {
         spec.push_str(&format!("@{v}"));
     }

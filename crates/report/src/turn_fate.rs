@@ -11,95 +11,41 @@
 use super::detail::{self, AwaitTurnDetail, RecoverTurnDetail};
 use super::model::{Fate, Outcome, PhaseResult, TurnFate};
 
-impl TurnFate {
-    /// The fate of the cell's awaited turn; `None` when it awaited none,
-    /// or the await did not run (not reached, not applicable).
-    pub fn of(phases: &[PhaseResult]) -> Option<TurnFate> {
-        let at = phases
-            .iter()
-            .position(|p| p.step == "await_turn" && !p.cleanup)?;
-        let awaited = &phases[at];
-        if !matches!(
-            awaited.outcome,
-            Outcome::Ok | Outcome::Fail | Outcome::Timeout
-        ) {
-            return None;
-        }
-        let turn = detail::read::<AwaitTurnDetail>(&awaited.detail).unwrap_or_default();
-        let recovered = phases
-            .iter()
-            .find(|p| p.step == "recover_turn" && p.outcome != Outcome::NotRun)
-            .and_then(|p| detail::read::<RecoverTurnDetail>(&p.detail))
-            .unwrap_or_default();
-        let delivered = awaited.outcome == Outcome::Ok && turn.turn_outcome == "completed";
-        let fate = match (delivered, recovered.agent_finished) {
-            (true, _) => Fate::Delivered,
-            (false, Some(true)) => Fate::Lost,
-            (false, Some(false)) => Fate::Unfinished,
-            // A result someone still holds was finished by the agent.
-            (false, None) if !recovered.recoverable_via.is_empty() => Fate::Lost,
-            (false, None) => Fate::Unknown,
-        };
-        Some(TurnFate {
-            fate,
-            channel: delivered.then(|| turn.answered_via.unwrap_or_else(|| "unknown".into())),
-            agent_finished: recovered.agent_finished,
-            recoverable_via: recovered.recoverable_via,
-            session_usable: next_prompt(&phases[at + 1..]),
-        })
+/// The fate of the cell's awaited turn; `None` when it awaited none,
+/// or the await did not run (not reached, not applicable).
+pub fn fate_of_turn(phases: &[PhaseResult]) -> Option<TurnFate> {
+    let at = phases
+        .iter()
+        .position(|p| p.step == "await_turn" && !p.cleanup)?;
+    let awaited = &phases[at];
+    if !matches!(
+        awaited.outcome,
+        Outcome::Ok | Outcome::Fail | Outcome::Timeout
+    ) {
+        return None;
     }
-
-    /// `lost (the agent finished; recoverable from the stream); session unusable`.
-    pub fn words(&self) -> String {
-        let mut text = match (self.fate, &self.channel) {
-            (Fate::Delivered, Some(channel)) => format!("delivered by {channel}"),
-            (fate, _) => fate.as_str().to_string(),
-        };
-        let mut notes = Vec::new();
-        if self.fate != Fate::Delivered {
-            match self.agent_finished {
-                Some(true) => notes.push("the agent finished".to_string()),
-                Some(false) => notes.push("the agent never finished".to_string()),
-                None => {}
-            }
-            notes.push(match self.recoverable_via.as_slice() {
-                [] => "recoverable from nowhere".to_string(),
-                via => format!("recoverable from the {}", via.join(" and the ")),
-            });
-        }
-        if !notes.is_empty() {
-            text.push_str(&format!(" ({})", notes.join("; ")));
-        }
-        match self.session_usable {
-            Some(false) => text.push_str("; session unusable"),
-            Some(true) => text.push_str("; session usable"),
-            None => {}
-        }
-        text
-    }
-
-    /// Where the fix belongs: what the result's fate says, then what an
-    /// unusable session adds.
-    pub fn fix(&self) -> String {
-        let stream = self.recoverable_via.iter().any(|v| v == "stream");
-        let history = self.recoverable_via.iter().any(|v| v == "history");
-        let result = match self.fate {
-            Fate::Delivered => None,
-            Fate::Lost if history => Some("client-side fix: the result is in the client's own history"),
-            Fate::Lost if stream => Some("client- or server-side fix: the server still replays the result on its stream, the client gave up with the POST (take the answer from a re-attached stream, or answer the POST 202 and deliver on the stream, sandbox-agent#308)"),
-            Fate::Lost => Some("server-side fix: the result went with the POST, nothing replays it"),
-            Fate::Unfinished => Some("server- or agent-side fix: the turn ended with its POST"),
-            Fate::Unknown => Some("unknown: nothing says whether the agent finished"),
-        };
-        let session = (self.session_usable == Some(false)).then_some(
-            "client-side fix: the session must take the next prompt (the client closed its transport with the POST, sandbox-agent#306/#307)",
-        );
-        match (result, session) {
-            (None, None) => "nothing to fix".into(),
-            (Some(one), None) | (None, Some(one)) => one.into(),
-            (Some(result), Some(session)) => format!("{result}; {session}"),
-        }
-    }
+    let turn = detail::read::<AwaitTurnDetail>(&awaited.detail).unwrap_or_default();
+    let recovered = phases
+        .iter()
+        .find(|p| p.step == "recover_turn" && p.outcome != Outcome::NotRun)
+        .and_then(|p| detail::read::<RecoverTurnDetail>(&p.detail))
+        .unwrap_or_default();
+    let delivered = awaited.outcome == Outcome::Ok && turn.turn_outcome == "completed";
+    let fate = match (delivered, recovered.agent_finished) {
+        (true, _) => Fate::Delivered,
+        (false, Some(true)) => Fate::Lost,
+        (false, Some(false)) => Fate::Unfinished,
+        // A result someone still holds was finished by the agent.
+        (false, None) if !recovered.recoverable_via.is_empty() => Fate::Lost,
+        (false, None) => Fate::Unknown,
+    };
+    Some(TurnFate {
+        fate,
+        channel: delivered.then(|| turn.answered_via.unwrap_or_else(|| "unknown".into())),
+        agent_finished: recovered.agent_finished,
+        recoverable_via: recovered.recoverable_via,
+        session_usable: next_prompt(&phases[at + 1..]),
+    })
 }
 
 /// Whether the first prompt after the await passed; `None` when none ran.
@@ -158,7 +104,7 @@ mod tests {
     #[test]
     fn the_vocabulary_tells_a_lost_turn_from_an_unfinished_one_and_an_unusable_session() {
         let delivered =
-            TurnFate::of(&cell(true, Some(true), &["history", "stream"], "ok")).unwrap();
+            fate_of_turn(&cell(true, Some(true), &["history", "stream"], "ok")).unwrap();
         assert_eq!(
             (delivered.fate, delivered.channel.as_deref()),
             (Fate::Delivered, Some("stream"))
@@ -166,7 +112,7 @@ mod tests {
         assert_eq!(delivered.words(), "delivered by stream; session usable");
         assert_eq!(delivered.fix(), "nothing to fix");
 
-        let lost = TurnFate::of(&cell(false, Some(true), &["stream"], "fail")).unwrap();
+        let lost = fate_of_turn(&cell(false, Some(true), &["stream"], "fail")).unwrap();
         assert_eq!((lost.fate, lost.channel.as_deref()), (Fate::Lost, None));
         assert_eq!(lost.session_usable, Some(false));
         assert_eq!(
@@ -175,19 +121,19 @@ mod tests {
         );
         assert!(lost.fix().contains("sandbox-agent#308"));
 
-        let unfinished = TurnFate::of(&cell(false, Some(false), &[], "timeout")).unwrap();
+        let unfinished = fate_of_turn(&cell(false, Some(false), &[], "timeout")).unwrap();
         assert_eq!(unfinished.fate, Fate::Unfinished);
         assert!(unfinished.fix().starts_with("server- or agent-side"));
         assert!(unfinished.fix().ends_with("sandbox-agent#306/#307)"));
         // Without the agent's record, a result someone holds was still finished.
         assert_eq!(
-            TurnFate::of(&cell(false, None, &["history"], "ok"))
+            fate_of_turn(&cell(false, None, &["history"], "ok"))
                 .unwrap()
                 .fate,
             Fate::Lost
         );
         assert_eq!(
-            TurnFate::of(&cell(false, None, &[], "ok")).unwrap().fate,
+            fate_of_turn(&cell(false, None, &[], "ok")).unwrap().fate,
             Fate::Unknown
         );
     }
@@ -195,8 +141,8 @@ mod tests {
     #[test]
     fn a_cell_without_an_awaited_turn_has_no_fate() {
         let mut phases = cell(false, Some(true), &[], "ok");
-        assert!(TurnFate::of(&phases[..2]).is_none());
+        assert!(fate_of_turn(&phases[..2]).is_none());
         phases[2].outcome = Outcome::NotApplicable;
-        assert!(TurnFate::of(&phases).is_none());
+        assert!(fate_of_turn(&phases).is_none());
     }
 }

@@ -16,11 +16,12 @@
 #![forbid(unsafe_code)]
 
 // The leaves this crate uses, by the names the whole workspace knows them by.
-use continuity_base::{file_name, run_path, secret, untrusted, wire_name};
+use continuity_base::{file_name, run_path, secret, untrusted};
 
 mod cell;
 pub mod digest;
-pub mod event;
+/// The trace's lines as types: the schema's (`trace.jsonl` is published shape).
+pub use continuity_schema::trace as event;
 mod fault_window;
 mod foreign;
 pub mod in_flight;

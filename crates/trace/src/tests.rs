@@ -332,7 +332,7 @@ fn an_unknown_event_or_a_torn_field_reads_as_other_not_an_error() {
 fn the_trace_enums_that_print_their_wire_name_print_what_serde_writes() {
     fn same<T: serde::Serialize>(value: T, name: &str) {
         assert_eq!(serde_json::to_value(&value).unwrap(), name);
-        assert_eq!(crate::wire_name::of(&value), name);
+        assert_eq!(continuity_base::wire_name::of(&value), name);
     }
     same(ErrorKind::TooLarge, ErrorKind::TooLarge.as_str());
     same(TraceLevel::Summary, "summary");

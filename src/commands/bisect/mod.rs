@@ -376,7 +376,7 @@ impl Probe<'_> {
             flag("client", client);
         }
         for cell in self.cells {
-            flag("target", cell.target.clone());
+            flag("target", cell.target.to_string());
             flag("scenario", cell.scenario.clone());
         }
         for agent in &args.agent {

@@ -1,5 +1,9 @@
-use super::*;
+//! The sanitiser's properties (it lives in the schema crate, which has
+//! no dev-dependencies; proptest is this crate's).
+
+use crate::untrusted::*;
 use proptest::prelude::*;
+use std::borrow::Cow;
 
 /// The hostile texts of issue 30, one string.
 const HOSTILE: &str = "bad\r::error::X\n::add-mask::x \x1b]0;title\x07\x1b[2J <img src=x onerror=alert(1)> <script> [link](http://evil) ![i](http://evil/i.png) <http://evil> <!-- a|b `c` \u{202e}txt \u{9b}31m";

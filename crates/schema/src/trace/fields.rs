@@ -33,7 +33,7 @@ payload! {
 
     /// The cell a trace belongs to.
     pub struct CellId {
-        pub target: String,
+        pub target: crate::TargetName,
         pub scenario: String,
         pub attempt: u32,
     }
@@ -124,7 +124,7 @@ payload! {
         /// The agent's session the envelope names.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub session: Option<String>,
-        /// The envelope's digest ([`crate::digest`]).
+        /// The envelope's digest (`continuity-trace`'s `digest`).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub digest: Option<String>,
         /// Read by the harness's own probe, not the client.

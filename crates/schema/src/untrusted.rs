@@ -103,7 +103,7 @@ fn is_entity(after: &str) -> bool {
 /// Whether a terminal, or a reader of the text, would act on `ch` rather
 /// than show it: C0 and C1 controls, DEL, the line and paragraph
 /// separators, and the bidi embeddings, overrides, isolates and marks.
-fn acts(ch: char) -> bool {
+pub fn acts(ch: char) -> bool {
     ch.is_control()
         || matches!(
             ch,
@@ -265,6 +265,3 @@ impl CommandLine {
         &self.0
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -198,7 +198,7 @@ impl ErrorKind {
     }
 
     /// The kind as a sentence says it.
-    pub(super) fn words(self) -> &'static str {
+    pub fn words(self) -> &'static str {
         match self {
             ErrorKind::Refused => "connection refused",
             ErrorKind::Reset => "connection reset",
@@ -221,7 +221,7 @@ pub enum TraceLevel {
     /// Every event, without bodies.
     #[default]
     Summary,
-    /// Every event, JSON-RPC bodies cut at [`BODY_LIMIT_CHARS`].
+    /// Every event, JSON-RPC bodies cut at `continuity-trace`'s `BODY_LIMIT_CHARS`.
     Full,
 }
 

@@ -126,3 +126,16 @@ pub struct Judgement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub days_left: Option<i32>,
 }
+
+impl ExpectOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpectOutcome::Expected => "expected",
+            ExpectOutcome::Regressed => "regressed",
+            ExpectOutcome::Changed => "changed",
+            ExpectOutcome::Fixed => "fixed",
+            ExpectOutcome::New => "new",
+            ExpectOutcome::Expired => "expired",
+        }
+    }
+}

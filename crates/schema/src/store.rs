@@ -8,38 +8,39 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A session store: a value of the persistence axis.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Store {
-    /// In-memory per client, as the seed script (a second client sees nothing).
-    Memory,
-    /// A SQLite file per cell in the run folder: clients of a cell share history.
-    Sqlite,
-    /// The local stack's Postgres server (Debian's package), a schema per cell.
-    Postgres,
-    /// The local stack's Rivet actor (the default when the Rivet layer runs).
-    Rivet,
-    /// IndexedDB in the browser client's page (--client browser only), a database per cell.
-    IndexedDb,
+crate::listed_enum! {
+    /// A session store: a value of the persistence axis.
+    #[derive(
+        Debug,
+        Clone,
+        Copy,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        Serialize,
+        Deserialize,
+    )]
+    #[serde(rename_all = "lowercase")]
+    pub enum Store {
+        /// In-memory per client, as the seed script (a second client sees nothing).
+        Memory,
+        /// A SQLite file per cell in the run folder: clients of a cell share history.
+        Sqlite,
+        /// The local stack's Postgres server (Debian's package), a schema per cell.
+        Postgres,
+        /// The local stack's Rivet actor (the default when the Rivet layer runs).
+        Rivet,
+        /// IndexedDB in the browser client's page (--client browser only), a database per cell.
+        IndexedDb,
+    }
 }
 
 impl Store {
     /// Every store, in `--persist`'s order.
     pub fn all() -> &'static [Store] {
-        <Store as strum::VariantArray>::VARIANTS
+        <Store as crate::wire_name::Listed>::VARIANTS
     }
 
     /// The name reports, flags and the config file give the store.
@@ -76,9 +77,17 @@ impl fmt::Display for Store {
 }
 
 /// A name that is no store's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{:?} is no session store ({})", .0, crate::wire_name::names::<Store>())]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownStore(pub String);
+
+impl std::fmt::Display for UnknownStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known = crate::wire_name::names::<Store>();
+        write!(f, "{:?} is no session store ({known})", self.0)
+    }
+}
+
+impl std::error::Error for UnknownStore {}
 
 /// A store from its name, as a report or the config file writes it.
 impl FromStr for Store {

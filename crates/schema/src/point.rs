@@ -8,7 +8,7 @@
 use super::axis::AXES;
 pub use super::axis::{Axis, AxisValue, UnknownAxis};
 pub use super::named::Named;
-use crate::{ClientKind, Store};
+use crate::{ClientKind, Store, TargetName};
 use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -20,7 +20,7 @@ use std::fmt;
 /// expectations: two cells are the same cell when their points are equal.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Point {
-    pub target: String,
+    pub target: TargetName,
     pub scenario: String,
     /// Each axis's value at its [`Axis`]'s index: only [`Point::set`]
     /// writes one, at its own axis's.
@@ -35,7 +35,7 @@ static OWN_CLIENT: Named<ClientKind> = Named::of(ClientKind::Rust);
 
 impl Point {
     /// `target × scenario`, naming no axis.
-    pub fn new(target: impl Into<String>, scenario: impl Into<String>) -> Point {
+    pub fn new(target: impl Into<TargetName>, scenario: impl Into<String>) -> Point {
         Point {
             target: target.into(),
             scenario: scenario.into(),
@@ -117,7 +117,7 @@ impl Point {
     /// Its row of the matrix: the point but its scenario.
     pub fn row(&self) -> RowPoint<'_> {
         RowPoint {
-            target: &self.target,
+            target: self.target.as_str(),
             values: &self.values,
         }
     }
@@ -230,7 +230,7 @@ impl<'de> Visitor<'de> for PointVisitor {
         let mut point = Point::default();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "target" => target = Some(map.next_value::<String>()?),
+                "target" => target = Some(map.next_value::<TargetName>()?),
                 "scenario" => scenario = Some(map.next_value::<String>()?),
                 other => match Axis::of_field(other) {
                     Some(axis) => match map.next_value::<Option<String>>()? {

@@ -7,6 +7,7 @@
 //! reads it back as the unknown name it is), never equals a known value,
 //! and is never run: no fact of a client or a store is asked of it.
 
+use crate::wire_name::Listed;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
 use std::fmt;
@@ -27,7 +28,7 @@ enum Repr<T> {
     Unknown(String),
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> Named<T> {
     /// A known value.
     pub const fn of(value: T) -> Named<T> {
         Named(Repr::Known(value))
@@ -68,51 +69,51 @@ impl<T: Copy + Serialize + strum::VariantArray + 'static> Named<T> {
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> From<T> for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> From<T> for Named<T> {
     fn from(value: T) -> Named<T> {
         Named::of(value)
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> PartialEq for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> PartialEq for Named<T> {
     fn eq(&self, other: &Named<T>) -> bool {
         self.name() == other.name()
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> Eq for Named<T> {}
+impl<T: Copy + Serialize + Listed + 'static> Eq for Named<T> {}
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> Hash for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> Hash for Named<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.name().hash(state);
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> PartialOrd for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> PartialOrd for Named<T> {
     fn partial_cmp(&self, other: &Named<T>) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> Ord for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> Ord for Named<T> {
     fn cmp(&self, other: &Named<T>) -> Ordering {
         self.name().cmp(other.name())
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> fmt::Display for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> fmt::Display for Named<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl<T: Copy + Serialize + strum::VariantArray + 'static> Serialize for Named<T> {
+impl<T: Copy + Serialize + Listed + 'static> Serialize for Named<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())
     }
 }
 
-impl<'de, T: Copy + Serialize + strum::VariantArray + 'static> Deserialize<'de> for Named<T> {
+impl<'de, T: Copy + Serialize + Listed + 'static> Deserialize<'de> for Named<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Named<T>, D::Error> {
         let name = String::deserialize(deserializer)?;
         Ok(Named::parse(&name))

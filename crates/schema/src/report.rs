@@ -5,7 +5,7 @@
 //! server version when the run has a version axis) whatever the number of
 //! attempts; its `attempts` keep every run of it (`--repeat`, `--retries`),
 //! `flaky` is a verdict, and a cell may carry its judgement against an
-//! expectations file. [`super::upgrade`] reads v1 reports.
+//! expectations file. `continuity-report`'s `upgrade` reads v1 reports.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -54,10 +54,46 @@ pub struct Floor {
     pub overhead_ms: u64,
 }
 
+impl Floor {
+    /// The sum of the floors given; `None` when there is none.
+    pub fn sum<'a>(floors: impl IntoIterator<Item = &'a Option<Floor>>) -> Option<Floor> {
+        floors.into_iter().flatten().fold(None, |total, f| {
+            let t = total.unwrap_or_default();
+            Some(Floor {
+                floor_ms: t.floor_ms + f.floor_ms,
+                overhead_ms: t.overhead_ms + f.overhead_ms,
+            })
+        })
+    }
+
+    /// A run's: the sum over its cells.
+    pub fn of_cells(cells: &[Cell]) -> Option<Floor> {
+        Floor::sum(cells.iter().map(|c| &c.timing))
+    }
+
+    /// The overhead as a share of the floor, in percent.
+    pub fn overhead_percent(&self) -> Option<f64> {
+        (self.floor_ms > 0).then(|| self.overhead_ms as f64 * 100.0 / self.floor_ms as f64)
+    }
+
+    /// `floor 12.3 s, overhead 1.2 s (+10%)`.
+    pub fn describe(&self) -> String {
+        let percent = self
+            .overhead_percent()
+            .map(|p| format!(" (+{p:.0}%)"))
+            .unwrap_or_default();
+        format!(
+            "floor {:.1} s, overhead {:.1} s{percent}",
+            self.floor_ms as f64 / 1000.0,
+            self.overhead_ms as f64 / 1000.0
+        )
+    }
+}
+
 /// The schema id written into every report.
 pub const SCHEMA_ID: &str = "continuity.report/v2";
-/// The previous schema, still readable (see [`super::upgrade`]).
-pub(crate) const SCHEMA_V1: &str = "continuity.report/v1";
+/// The previous schema, still readable (`continuity-report`'s `upgrade` reads it).
+pub const SCHEMA_V1: &str = "continuity.report/v1";
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +130,7 @@ pub struct RunInfo {
     /// older reports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_stores: Vec<ClientStore>,
-    pub targets: Vec<String>,
+    pub targets: Vec<crate::TargetName>,
     pub scenarios: Vec<String>,
     /// The run stopped early (Ctrl-C or the overall deadline); unfinished cells are missing.
     pub interrupted: bool,
@@ -118,7 +154,7 @@ pub struct RunInfo {
     /// `--allow-fixed`: a cell that passes against an expected failure does not fail the run.
     #[serde(default)]
     pub allow_fixed: bool,
-    /// The run's floor and overhead: the sums over its cells (see [`super::floor`]).
+    /// The run's floor and overhead: the sums over its cells (`continuity-report`'s `floor`).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<Floor>,
     /// The points of the server and SDK axes on the local stack, and where
@@ -226,7 +262,7 @@ impl RunInfo {
 
     /// The point of `axis` a cell that names none ran on: the axis's only
     /// point, when the run recorded it.
-    pub(crate) fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
+    pub fn only_point(&self, axis: Axis) -> Option<&AxisPoint> {
         let mut points = self.points_of(axis);
         match (points.next(), points.next()) {
             (Some(only), None) => Some(only),
@@ -288,7 +324,7 @@ pub struct Cell {
     /// each invariant valid, broken or unknown, and every violation.
     /// Absent in reports written before it, and with `--trace off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked: Option<continuity_check::Verdict>,
+    pub checked: Option<crate::checked::Verdict>,
     /// A `chaos` cell's schedule of faults (every attempt runs the same);
     /// absent for other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -338,6 +374,60 @@ pub struct TurnFate {
     pub session_usable: Option<bool>,
 }
 
+impl TurnFate {
+    /// `lost (the agent finished; recoverable from the stream); session unusable`.
+    pub fn words(&self) -> String {
+        let mut text = match (self.fate, &self.channel) {
+            (Fate::Delivered, Some(channel)) => format!("delivered by {channel}"),
+            (fate, _) => fate.as_str().to_string(),
+        };
+        let mut notes = Vec::new();
+        if self.fate != Fate::Delivered {
+            match self.agent_finished {
+                Some(true) => notes.push("the agent finished".to_string()),
+                Some(false) => notes.push("the agent never finished".to_string()),
+                None => {}
+            }
+            notes.push(match self.recoverable_via.as_slice() {
+                [] => "recoverable from nowhere".to_string(),
+                via => format!("recoverable from the {}", via.join(" and the ")),
+            });
+        }
+        if !notes.is_empty() {
+            text.push_str(&format!(" ({})", notes.join("; ")));
+        }
+        match self.session_usable {
+            Some(false) => text.push_str("; session unusable"),
+            Some(true) => text.push_str("; session usable"),
+            None => {}
+        }
+        text
+    }
+
+    /// Where the fix belongs: what the result's fate says, then what an
+    /// unusable session adds.
+    pub fn fix(&self) -> String {
+        let stream = self.recoverable_via.iter().any(|v| v == "stream");
+        let history = self.recoverable_via.iter().any(|v| v == "history");
+        let result = match self.fate {
+            Fate::Delivered => None,
+            Fate::Lost if history => Some("client-side fix: the result is in the client's own history"),
+            Fate::Lost if stream => Some("client- or server-side fix: the server still replays the result on its stream, the client gave up with the POST (take the answer from a re-attached stream, or answer the POST 202 and deliver on the stream, sandbox-agent#308)"),
+            Fate::Lost => Some("server-side fix: the result went with the POST, nothing replays it"),
+            Fate::Unfinished => Some("server- or agent-side fix: the turn ended with its POST"),
+            Fate::Unknown => Some("unknown: nothing says whether the agent finished"),
+        };
+        let session = (self.session_usable == Some(false)).then_some(
+            "client-side fix: the session must take the next prompt (the client closed its transport with the POST, sandbox-agent#306/#307)",
+        );
+        match (result, session) {
+            (None, None) => "nothing to fix".into(),
+            (Some(one), None) | (None, Some(one)) => one.into(),
+            (Some(result), Some(session)) => format!("{result}; {session}"),
+        }
+    }
+}
+
 /// One run of a cell.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -360,10 +450,30 @@ pub struct Attempt {
     pub timing: Option<Floor>,
     /// The always-on checker's verdict on this attempt's history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked: Option<continuity_check::Verdict>,
+    pub checked: Option<crate::checked::Verdict>,
     /// The schedule of faults this attempt ran (a `chaos` cell's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::schedule::Schedule>,
+}
+
+impl Attempt {
+    /// The attempt a single-attempt cell holds (its phases are the cell's).
+    pub fn of_cell(cell: &Cell, retry: bool) -> Attempt {
+        Attempt {
+            attempt: cell.attempt,
+            retry,
+            verdict: cell.verdict,
+            failure_boundary: cell.failure_boundary.clone(),
+            reason: cell.reason.clone(),
+            duration_ms: cell.duration_ms,
+            phases: cell.phases.clone(),
+            restarts: cell.restarts.clone(),
+            trace: cell.trace.clone(),
+            timing: cell.timing,
+            checked: cell.checked.clone(),
+            schedule: cell.schedule.clone(),
+        }
+    }
 }
 
 /// How a phase ended.
@@ -433,11 +543,11 @@ pub struct Signature {
     /// Rivet app…), when the failure is one: the cell is then `error`,
     /// never a verdict on sandbox-agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub component: Option<crate::errors::HarnessPart>,
+    pub component: Option<crate::HarnessPart>,
     /// An `integrity` failure the always-on checker found: the invariant,
     /// what broke, the hop where it first shows, and the evidence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrity: Option<continuity_check::Violation>,
+    pub integrity: Option<crate::checked::Violation>,
 }
 
 /// A fault window a failure fell in or after (see `docs/faults.md`).
@@ -575,8 +685,8 @@ impl Signature {
         let mut parts = vec![v.short()];
         if !v.ids.is_empty() {
             let what = match v.invariant {
-                continuity_check::Invariant::Stream => "SSE id",
-                continuity_check::Invariant::Requests => "JSON-RPC id",
+                crate::checked::Invariant::Stream => "SSE id",
+                crate::checked::Invariant::Requests => "JSON-RPC id",
                 _ => "digest",
             };
             parts.push(format!("{what} {}", v.ids.join(", ")));
@@ -653,7 +763,7 @@ impl Cell {
     /// The label of this cell's point on `axis`: its own on that axis,
     /// else the run's only point there (server and SDK points); none on
     /// the SDK axis for a client that runs no SDK.
-    pub(crate) fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
+    pub fn point_label<'a>(&'a self, run: &'a RunInfo, axis: Axis) -> Option<&'a str> {
         let hosts_sdk = self
             .point
             .client()
@@ -760,7 +870,7 @@ impl Report {
 
     /// Scenarios in the order the run declared them, then any that only
     /// appear in cells, so a hand-edited or partial report still renders whole.
-    pub(crate) fn scenario_order(&self) -> Vec<&str> {
+    pub fn scenario_order(&self) -> Vec<&str> {
         ordered(
             self.run.scenarios.iter().map(String::as_str),
             self.cells.iter().map(|c| c.point.scenario.as_str()),
@@ -768,9 +878,9 @@ impl Report {
     }
 
     /// Targets in run order, then any only found in cells.
-    pub(crate) fn target_order(&self) -> Vec<&str> {
+    pub fn target_order(&self) -> Vec<&str> {
         ordered(
-            self.run.targets.iter().map(String::as_str),
+            self.run.targets.iter().map(crate::TargetName::as_str),
             self.cells.iter().map(|c| c.point.target.as_str()),
         )
     }
@@ -778,7 +888,7 @@ impl Report {
     /// The summary's rows: targets in run order, each once per row point
     /// its cells carry ([`Point::row`]: every axis value), in first-seen
     /// order (once naming no axis for a target no cell names).
-    pub(crate) fn row_order(&self) -> Vec<RowPoint<'_>> {
+    pub fn row_order(&self) -> Vec<RowPoint<'_>> {
         // One pass over the cells, each target's rows in first-seen order.
         let mut of_target: HashMap<&str, Vec<RowPoint<'_>>> = HashMap::new();
         for cell in &self.cells {
@@ -803,7 +913,7 @@ impl Report {
     /// them in. One pass over the cells: a report holding as many
     /// scenarios as cells (one from elsewhere may) costs no more than
     /// sorting them, where a pass per scenario was quadratic.
-    pub(crate) fn by_scenario(&self) -> Vec<(&str, Vec<&Cell>)> {
+    pub fn by_scenario(&self) -> Vec<(&str, Vec<&Cell>)> {
         let targets: HashMap<&str, usize> = self
             .target_order()
             .into_iter()
@@ -824,7 +934,7 @@ impl Report {
                 let mut cells = groups.remove(scenario).unwrap_or_default();
                 cells.sort_by_key(|c| {
                     (
-                        rank(&c.point.target),
+                        rank(c.point.target.as_str()),
                         c.point.name_on(Axis::Server).map(str::to_string),
                         c.attempt,
                     )
@@ -839,10 +949,10 @@ impl Report {
 /// [`Report::cell_at`] finds it), with their place in the report: built in
 /// one pass for a join that looks many cells up, where a scan per lookup
 /// was quadratic.
-pub(crate) struct CellIndex<'a>(HashMap<&'a Point, (usize, &'a Cell)>);
+pub struct CellIndex<'a>(HashMap<&'a Point, (usize, &'a Cell)>);
 
 impl<'a> CellIndex<'a> {
-    pub(crate) fn of(report: &'a Report) -> CellIndex<'a> {
+    pub fn of(report: &'a Report) -> CellIndex<'a> {
         let mut cells = HashMap::with_capacity(report.cells.len());
         for (i, cell) in report.cells.iter().enumerate() {
             cells.entry(&cell.point).or_insert((i, cell));
@@ -850,18 +960,18 @@ impl<'a> CellIndex<'a> {
         CellIndex(cells)
     }
 
-    pub(crate) fn at(&self, point: &Point) -> Option<&'a Cell> {
+    pub fn at(&self, point: &Point) -> Option<&'a Cell> {
         self.0.get(point).map(|(_, cell)| *cell)
     }
 
     /// The same cell as `cell` with `value` on its axis (another client,
     /// version, SDK or store).
-    pub(crate) fn counterpart(&self, cell: &Cell, value: AxisValue) -> Option<&'a Cell> {
+    pub fn counterpart(&self, cell: &Cell, value: AxisValue) -> Option<&'a Cell> {
         self.at(&cell.point.with(value))
     }
 
     /// Where the cell at `point` is in the report.
-    pub(crate) fn position(&self, point: &Point) -> Option<usize> {
+    pub fn position(&self, point: &Point) -> Option<usize> {
         self.0.get(point).map(|(i, _)| *i)
     }
 }
@@ -869,7 +979,7 @@ impl<'a> CellIndex<'a> {
 /// A scenario's non-cleanup phase names: those of its first cell, then any
 /// later cells add. A skipped first cell has no phases, and taking only the
 /// first cell would then leave the table without columns.
-pub(crate) fn phase_columns<'a>(cells: &[&'a Cell]) -> Vec<&'a str> {
+pub fn phase_columns<'a>(cells: &[&'a Cell]) -> Vec<&'a str> {
     let mut names: Vec<&str> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for cell in cells {

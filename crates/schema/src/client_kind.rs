@@ -8,23 +8,25 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which client runs a cell: a value of the client axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::VariantArray)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClientKind {
-    /// continuity's SDK-faithful Rust client.
-    Rust,
-    /// The real TypeScript SDK, hosted in the local stack's Rivet app.
-    TsSdk,
-    /// The same SDK bundled for the browser, in a page of headless Chromium.
-    Browser,
+crate::listed_enum! {
+    /// Which client runs a cell: a value of the client axis.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum ClientKind {
+        /// continuity's SDK-faithful Rust client.
+        Rust,
+        /// The real TypeScript SDK, hosted in the local stack's Rivet app.
+        TsSdk,
+        /// The same SDK bundled for the browser, in a page of headless Chromium.
+        Browser,
+    }
 }
 
 impl ClientKind {
     /// Every client, in `--client`'s order; the first is continuity's own,
     /// which a cell naming no client (a run with no client axis) ran.
     pub fn all() -> &'static [ClientKind] {
-        <ClientKind as strum::VariantArray>::VARIANTS
+        <ClientKind as crate::wire_name::Listed>::VARIANTS
     }
 
     /// The name reports carry: `rust`, `ts-sdk`, `browser`.
@@ -127,9 +129,17 @@ pub enum ClientRestart {
 }
 
 /// A name that is no client's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{:?} is no client ({})", .0, crate::wire_name::names::<ClientKind>())]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownClient(pub String);
+
+impl std::fmt::Display for UnknownClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let known = crate::wire_name::names::<ClientKind>();
+        write!(f, "{:?} is no client ({known})", self.0)
+    }
+}
+
+impl std::error::Error for UnknownClient {}
 
 /// A client from its name, as `--client` or a report writes it.
 impl std::str::FromStr for ClientKind {

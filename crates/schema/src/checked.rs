@@ -71,13 +71,25 @@ impl std::str::FromStr for Invariant {
 }
 
 /// A name that is no invariant or allowance.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} {name:?}: one of {}", known.join(", "))]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownName {
     pub what: &'static str,
     pub name: String,
     pub known: Vec<&'static str>,
 }
+
+impl std::fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, name) = (self.what, &self.name);
+        write!(
+            f,
+            "unknown {what} {name:?}: one of {}",
+            self.known.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
 
 /// Where an event is seen, in the order it travels: what the server sent
 /// (the fault proxy on the agent hop), what left the gateway (the proxy on
