@@ -15,9 +15,9 @@
 #[path = "layers/read.rs"]
 mod read;
 
-use read::is_test_only;
+use read::{crate_roots, is_test_only};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use syn::visit::Visit;
 
 /// A recipe of ARCHITECTURE.md and the types whose variants it adds.
@@ -178,19 +178,6 @@ fn listed_in(source: &str, types: &[&str]) -> BTreeSet<String> {
     };
     finder.visit_file(&ast);
     finder.found
-}
-
-/// Every crate of the workspace: the main one, each under `crates/`.
-fn crate_roots() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut roots = vec![root.to_path_buf()];
-    for entry in std::fs::read_dir(root.join("crates")).expect("read crates/") {
-        let path = entry.expect("dir entry").path();
-        if path.join("src/lib.rs").is_file() {
-            roots.push(path);
-        }
-    }
-    roots
 }
 
 /// Every product source file of the workspace (test code left out), by

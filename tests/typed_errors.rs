@@ -15,8 +15,8 @@
 #[path = "layers/read.rs"]
 mod read;
 
-use read::is_test_only;
-use std::path::{Path, PathBuf};
+use read::{crate_roots, is_test_only};
+use std::path::Path;
 use syn::visit::Visit;
 
 /// Whether `ty` is, or holds, `Result<_, String>`.
@@ -99,19 +99,6 @@ fn string_errors(source: &str) -> Vec<String> {
     let mut finder = Finder::default();
     finder.visit_file(&ast);
     finder.found
-}
-
-/// Every crate of the workspace: the main one, each under `crates/`.
-fn crate_roots() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut roots = vec![root.to_path_buf()];
-    for entry in std::fs::read_dir(root.join("crates")).expect("read crates/") {
-        let path = entry.expect("dir entry").path();
-        if path.join("src/lib.rs").is_file() {
-            roots.push(path);
-        }
-    }
-    roots
 }
 
 #[test]

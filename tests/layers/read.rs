@@ -44,6 +44,20 @@ pub struct CrateGraph {
     pub unreadable: Vec<String>,
 }
 
+/// Every crate of the workspace: the main one, each under `crates/`.
+#[allow(dead_code)] // layers.rs reads the main crate alone
+pub fn crate_roots() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots = vec![root.to_path_buf()];
+    for entry in std::fs::read_dir(root.join("crates")).expect("read crates/") {
+        let path = entry.expect("dir entry").path();
+        if path.join("src/lib.rs").is_file() {
+            roots.push(path);
+        }
+    }
+    roots
+}
+
 /// Every `.rs` file under `root/src`, by its path relative to `root`.
 pub fn crate_files(root: &Path) -> Files {
     let mut files = Files::new();
