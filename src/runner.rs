@@ -283,6 +283,10 @@ pub enum RunEvent {
         total: usize,
         cell: Box<Cell>,
     },
+    /// The last event: every cell has finished (or the run was cut short),
+    /// and the run's header, known only now (its end, whether it was
+    /// interrupted), is `report.json`'s `run`.
+    RunEnded { run: Box<RunInfo> },
 }
 
 /// Why a run could not be completed.
@@ -371,9 +375,10 @@ pub async fn run(
     let deadline = started + settings.overall_timeout;
     let total = matrix.cells.len();
     let mut folded = Fold::default();
-    let interrupted = {
-        // Every event goes through the fold on its way out: the report's
-        // cells are the `CellFinished` events', nothing kept beside them.
+    {
+        // Every event goes through the fold on its way out: the report is
+        // the fold of the events (the cells are the `CellFinished` events',
+        // the header the `RunEnded` event's), nothing kept beside them.
         let mut on_event = |event: RunEvent| {
             folded.see(&event);
             on_event(event);
@@ -388,7 +393,7 @@ pub async fn run(
             axes: matrix.named_axes(),
         });
         let jobs = split_unavailable(matrix, stacks, &mut on_event);
-        run_until_stopped(
+        let interrupted = run_until_stopped(
             settings,
             stacks,
             jobs,
@@ -397,31 +402,42 @@ pub async fn run(
             deadline,
             &mut on_event,
         )
-        .await
-    };
-    let run = run_info(settings, matrix, stacks, (started_at, started), interrupted);
-    folded.report(run)
+        .await;
+        let run = run_info(settings, matrix, stacks, (started_at, started), interrupted);
+        on_event(RunEvent::RunEnded { run: Box::new(run) });
+    }
+    folded
+        .report()
+        .expect("run() sends `RunEnded` before it reads the fold")
 }
 
-/// A run's report as the fold of its events, the one channel a cell's
+/// A run's report as the fold of its events, the one channel a run's
 /// record leaves the runner by: each `CellFinished` is a cell of it, in
-/// matrix order whatever order they finished in; the run's header, known
-/// once the run is over, is given at the end.
+/// matrix order whatever order they finished in; the `RunEnded` event, the
+/// last, gives the run's header.
 #[derive(Default)]
 struct Fold {
     cells: Vec<(usize, Cell)>,
+    run: Option<RunInfo>,
 }
 
 impl Fold {
     fn see(&mut self, event: &RunEvent) {
-        if let RunEvent::CellFinished { index, cell, .. } = event {
-            self.cells.push((*index, Cell::clone(cell)));
+        match event {
+            RunEvent::CellFinished { index, cell, .. } => {
+                self.cells.push((*index, Cell::clone(cell)));
+            }
+            RunEvent::RunEnded { run } => self.run = Some(RunInfo::clone(run)),
+            _ => {}
         }
     }
 
-    fn report(mut self, run: RunInfo) -> Report {
+    /// The report, once the run has ended (`None` before its `RunEnded`).
+    fn report(mut self) -> Option<Report> {
+        let run = self.run?;
         self.cells.sort_by_key(|(index, _)| *index);
-        crate::report::join::join(run, self.cells.into_iter().map(|(_, c)| c).collect())
+        let cells = self.cells.into_iter().map(|(_, c)| c).collect();
+        Some(crate::report::join::join(run, cells))
     }
 }
 
@@ -626,7 +642,16 @@ pub(crate) mod tests {
             });
         }
         fold.see(&RunEvent::OverallTimeout { timeout_ms: 1 });
-        let report = fold.report(header);
+        let mut not_ended = Fold::default();
+        not_ended.see(&RunEvent::OverallTimeout { timeout_ms: 1 });
+        assert!(
+            not_ended.report().is_none(),
+            "no report before the run ends"
+        );
+        fold.see(&RunEvent::RunEnded {
+            run: Box::new(header),
+        });
+        let report = fold.report().expect("the run ended");
         assert_eq!(report.cells, sample.cells);
         assert_eq!(report.totals, crate::report::Totals::of(&sample.cells));
         assert!(

@@ -12,9 +12,11 @@ use crate::schema::events::{
 };
 use std::path::Path;
 
-/// The line for a runner event.
-pub(super) fn message(event: &RunEvent) -> RunMessage {
-    match event {
+/// The line for a runner event; none for `RunEnded`, whose line is the
+/// command's `run-finished`, written once the report is (with its folder
+/// and the exit code, see [`run_finished`]).
+pub(super) fn message(event: &RunEvent) -> Option<RunMessage> {
+    Some(match event {
         RunEvent::RunStarted {
             id,
             total,
@@ -90,7 +92,8 @@ pub(super) fn message(event: &RunEvent) -> RunMessage {
             total: *total,
             cell: cell.clone(),
         }),
-    }
+        RunEvent::RunEnded { .. } => return None,
+    })
 }
 
 /// A cell's whole point: every axis, by `report.json`'s names for them.
@@ -159,7 +162,7 @@ mod tests {
             point: Box::new(point),
         };
         assert_eq!(
-            serde_json::to_string(&message(&started)).unwrap(),
+            serde_json::to_string(&message(&started).unwrap()).unwrap(),
             r#"{"type":"cell-started","index":3,"total":4,"target":"agent","scenario":"native-continuity","attempt":2,"point":{"serverVersion":"0.4.2","agent":"mock","client":"ts-sdk","sdkVersion":null,"persist":"postgres"}}"#
         );
     }

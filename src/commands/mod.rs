@@ -548,7 +548,9 @@ impl Watch {
             match format {
                 MessageFormat::Human => shown.event(&event),
                 MessageFormat::Json => {
-                    events::emit(&events::message(&event));
+                    if let Some(message) = events::message(&event) {
+                        events::emit(&message);
+                    }
                     // A person reads stderr in either format.
                     if matches!(event, RunEvent::OverallTimeout { .. }) {
                         shown.event(&event);

@@ -166,7 +166,7 @@ impl View {
                     live.free_lane(|(i, a)| (i, a) == (*index, *attempt));
                 }
             }
-            RunEvent::CellJudged { .. } => {}
+            RunEvent::CellJudged { .. } | RunEvent::RunEnded { .. } => {}
             RunEvent::CellFinished { index, cell, .. } => {
                 self.done += 1;
                 if cell.fails_run_alone(crate::report::FlakyResult::Pass) {
