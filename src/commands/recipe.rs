@@ -28,7 +28,12 @@ pub(super) struct Sources<'a> {
 pub(super) fn record(sources: &Sources<'_>) -> Result<Recipe, CommandError> {
     let Sources { args, .. } = sources;
     let mut recipe = Recipe {
-        targets: args.targets.clone(),
+        targets: args
+            .targets
+            .iter()
+            .map(String::as_str)
+            .map(Into::into)
+            .collect(),
         scenarios: sources
             .settings
             .scenarios

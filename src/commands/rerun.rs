@@ -557,12 +557,12 @@ fn command_line(
     let (targets, scenarios) = match only.is_empty() {
         true => (recipe.targets.clone(), run.scenarios.clone()),
         false => (
-            unique(only.iter().map(|p| p.target.to_string())),
+            unique(only.iter().map(|p| p.target.clone())),
             unique(only.iter().map(|p| p.scenario.clone())),
         ),
     };
     for target in targets {
-        flag("target", target);
+        flag("target", target.to_string());
     }
     for scenario in scenarios {
         flag("scenario", scenario);
@@ -618,8 +618,8 @@ fn point_flags(points: &[AxisPoint], candidates: &Candidates) -> Vec<(&'static s
 }
 
 /// Each value once, in first-seen order.
-fn unique(values: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn unique<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
     for v in values {
         if !out.contains(&v) {
             out.push(v);

@@ -159,7 +159,7 @@ fn not_back_lines(report: &Report) -> Vec<String> {
                 Untrusted::new(&row.label()).markdown(),
                 Untrusted::new(&short).markdown(),
                 Untrusted::new(&scenarios.join(", ")).markdown(),
-                Untrusted::new(row.target).markdown(),
+                Untrusted::new(row.target.as_str()).markdown(),
             )
         })
         .collect()

@@ -407,13 +407,11 @@ fn restarts_section(out: &mut String, report: &Report) {
     let mut rows = Vec::new();
     // Target by target, each target's cells scenario by scenario: grouped
     // in one pass (a pass per target and scenario was cubic).
-    let mut by_target: std::collections::HashMap<&str, Vec<&Cell>> = Default::default();
+    let mut by_target: std::collections::HashMap<&crate::TargetName, Vec<&Cell>> =
+        Default::default();
     for (_, cells) in report.by_scenario() {
         for cell in cells {
-            by_target
-                .entry(cell.point.target.as_str())
-                .or_default()
-                .push(cell);
+            by_target.entry(&cell.point.target).or_default().push(cell);
         }
     }
     for target in report.target_order() {

@@ -176,7 +176,7 @@ impl Axes {
     }
 
     fn labels<'a>(&self, row: &RowPoint<'a>) -> Vec<&'a str> {
-        let mut labels = vec![row.target];
+        let mut labels = vec![row.target.as_str()];
         let value = |axis: Axis| row.name_on(axis).unwrap_or(NOT_RUN);
         labels.extend(self.0.iter().map(|a| value(*a)));
         labels

@@ -117,7 +117,7 @@ impl Point {
     /// Its row of the matrix: the point but its scenario.
     pub fn row(&self) -> RowPoint<'_> {
         RowPoint {
-            target: self.target.as_str(),
+            target: &self.target,
             values: &self.values,
         }
     }
@@ -140,7 +140,7 @@ impl Point {
 /// labels read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowPoint<'a> {
-    pub target: &'a str,
+    pub target: &'a TargetName,
     values: &'a Values,
 }
 
@@ -150,7 +150,7 @@ static NO_VALUES: Values = [const { None }; AXES];
 impl<'a> RowPoint<'a> {
     /// The row of `target` naming no axis (a target of the run that no
     /// cell names).
-    pub fn bare(target: &'a str) -> RowPoint<'a> {
+    pub fn bare(target: &'a TargetName) -> RowPoint<'a> {
         RowPoint {
             target,
             values: &NO_VALUES,
@@ -335,7 +335,8 @@ mod tests {
         assert_ne!(point.row(), point.without(Axis::Client).row());
         assert_eq!(point.row().label(), point.label());
         assert_eq!(point.row().name_on(Axis::Client), Some("ts-sdk"));
-        let bare = RowPoint::bare("agent");
+        let agent = TargetName::from("agent");
+        let bare = RowPoint::bare(&agent);
         assert_eq!(bare, Point::new("agent", "s").row());
         assert_eq!((bare.suffix(), bare.label()), (None, "agent".to_string()));
     }

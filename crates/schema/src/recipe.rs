@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub struct Recipe {
     /// `--target` as given: empty for the run's default targets.
     #[serde(default)]
-    pub targets: Vec<String>,
+    pub targets: Vec<crate::TargetName>,
     /// Every scenario the run ran, with the digest of its file's text.
     pub scenarios: Vec<ScenarioIdentity>,
     /// `--scenarios-dir`, absolute; `None`: the built-in scenarios.

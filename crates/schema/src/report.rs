@@ -878,10 +878,10 @@ impl Report {
     }
 
     /// Targets in run order, then any only found in cells.
-    pub fn target_order(&self) -> Vec<&str> {
+    pub fn target_order(&self) -> Vec<&crate::TargetName> {
         ordered(
-            self.run.targets.iter().map(crate::TargetName::as_str),
-            self.cells.iter().map(|c| c.point.target.as_str()),
+            self.run.targets.iter(),
+            self.cells.iter().map(|c| &c.point.target),
         )
     }
 
@@ -890,7 +890,7 @@ impl Report {
     /// order (once naming no axis for a target no cell names).
     pub fn row_order(&self) -> Vec<RowPoint<'_>> {
         // One pass over the cells, each target's rows in first-seen order.
-        let mut of_target: HashMap<&str, Vec<RowPoint<'_>>> = HashMap::new();
+        let mut of_target: HashMap<&crate::TargetName, Vec<RowPoint<'_>>> = HashMap::new();
         for cell in &self.cells {
             let row = cell.point.row();
             let seen = of_target.entry(row.target).or_default();
@@ -914,13 +914,13 @@ impl Report {
     /// scenarios as cells (one from elsewhere may) costs no more than
     /// sorting them, where a pass per scenario was quadratic.
     pub fn by_scenario(&self) -> Vec<(&str, Vec<&Cell>)> {
-        let targets: HashMap<&str, usize> = self
+        let targets: HashMap<&crate::TargetName, usize> = self
             .target_order()
             .into_iter()
             .enumerate()
             .map(|(i, t)| (t, i))
             .collect();
-        let rank = |t: &str| targets.get(t).copied().unwrap_or(usize::MAX);
+        let rank = |t: &crate::TargetName| targets.get(t).copied().unwrap_or(usize::MAX);
         let mut groups: HashMap<&str, Vec<&Cell>> = HashMap::new();
         for cell in &self.cells {
             groups
@@ -934,7 +934,7 @@ impl Report {
                 let mut cells = groups.remove(scenario).unwrap_or_default();
                 cells.sort_by_key(|c| {
                     (
-                        rank(c.point.target.as_str()),
+                        rank(&c.point.target),
                         c.point.name_on(Axis::Server).map(str::to_string),
                         c.attempt,
                     )
@@ -992,11 +992,11 @@ pub fn phase_columns<'a>(cells: &[&'a Cell]) -> Vec<&'a str> {
     names
 }
 
-fn ordered<'a>(
-    declared: impl Iterator<Item = &'a str>,
-    seen: impl Iterator<Item = &'a str>,
-) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
+fn ordered<'a, T: Eq + std::hash::Hash + ?Sized>(
+    declared: impl Iterator<Item = &'a T>,
+    seen: impl Iterator<Item = &'a T>,
+) -> Vec<&'a T> {
+    let mut out: Vec<&T> = Vec::new();
     let mut taken = std::collections::HashSet::new();
     for name in declared.chain(seen) {
         if taken.insert(name) {
