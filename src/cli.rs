@@ -419,6 +419,17 @@ pub struct RunArgs {
     pub axis_flags: AxisFlags,
 }
 
+/// The axes whose `run` flags are fields of [`RunArgs`], each with its
+/// own parser and help; every other axis gets the flag [`AxisFlags`]
+/// makes.
+const AXES_WITH_OWN_FLAGS: [Axis; 5] = [
+    Axis::Server,
+    Axis::Agent,
+    Axis::Client,
+    Axis::Sdk,
+    Axis::Persist,
+];
+
 /// `bisect --axis`: the points of a bisect are builds, on the server or
 /// the SDK axis.
 fn bisect_axis() -> impl clap::builder::TypedValueParser<Value = Axis> {

@@ -3,20 +3,11 @@
 //! so a new axis has its flag (and `--help` its line) without an edit to
 //! the command line. The axes whose flags take a type or a source of
 //! their own (a version, a candidate build, a client, a store) keep them
-//! written out, as [`AXES_WITH_OWN_FLAGS`] lists.
+//! written out, as [`AXES_WITH_OWN_FLAGS`] lists beside them.
 
+use super::AXES_WITH_OWN_FLAGS;
 use crate::report::Axis;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-
-/// The axes whose `run` flags are fields of [`super::RunArgs`], each with
-/// its own parser and help; every other axis gets the flag made here.
-const AXES_WITH_OWN_FLAGS: [Axis; 5] = [
-    Axis::Server,
-    Axis::Agent,
-    Axis::Client,
-    Axis::Sdk,
-    Axis::Persist,
-];
 
 /// The values given to each made flag, by axis, in the order typed.
 #[derive(Debug, Clone, Default, PartialEq)]
