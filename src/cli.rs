@@ -8,6 +8,9 @@ use crate::runner::ClientKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod axis_flags;
+pub use axis_flags::AxisFlags;
+
 /// Tells whether sandbox-agent sessions survive a restart of each component of their stack.
 ///
 /// With no --base-url and no --config, `continuity run` brings up a local
@@ -411,7 +414,21 @@ pub struct RunArgs {
     /// A candidate SDK for the `ts-sdk` client: the folder of a built `sandbox-agent` package or a tarball from `npm pack`; further paths (comma-separated) replace the SDK's dependencies of the same name (e.g. acp-http-client). One more point of the SDK axis, labelled LABEL or by the package's version (repeatable; also `sdk` in the config's [run]).
     #[arg(long = "sdk", value_name = "[LABEL=]PATH[,PATH…]")]
     pub sdks: Vec<String>,
+    /// The flag of each axis not written out above, made from `Axis::ALL`.
+    #[command(flatten)]
+    pub axis_flags: AxisFlags,
 }
+
+/// The axes whose `run` flags are fields of [`RunArgs`], each with its
+/// own parser and help; every other axis gets the flag [`AxisFlags`]
+/// makes.
+const AXES_WITH_OWN_FLAGS: [Axis; 5] = [
+    Axis::Server,
+    Axis::Agent,
+    Axis::Client,
+    Axis::Sdk,
+    Axis::Persist,
+];
 
 /// `bisect --axis`: the points of a bisect are builds, on the server or
 /// the SDK axis.
@@ -513,16 +530,7 @@ fn a_or_an(word: &str) -> String {
 
 fn axis_parser() -> impl clap::builder::TypedValueParser<Value = Axis> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-    let named = Axis::ALL.map(|axis| {
-        let help = match axis {
-            Axis::Server => "The server points (`--server-version`, `--server-bin`).",
-            Axis::Agent => "The agents (`--agent`).",
-            Axis::Client => "The clients (`--client`).",
-            Axis::Sdk => "The SDK points (`--sdk-version`, `--sdk`).",
-            Axis::Persist => "The session stores (`--persist`).",
-        };
-        PossibleValue::new(axis.name()).help(help)
-    });
+    let named = Axis::ALL.map(|axis| PossibleValue::new(axis.name()).help(axis.about()));
     PossibleValuesParser::new(named).try_map(|name| name.parse::<Axis>())
 }
 

@@ -6,7 +6,7 @@
 
 use super::candidates::{self, Source};
 use super::CommandError;
-use crate::cli::RunArgs;
+use crate::cli::{AxisFlags, RunArgs};
 use crate::config::Config;
 use crate::persist::Store;
 use crate::report::Axis;
@@ -35,6 +35,7 @@ impl Chosen {
         config_persist: &[Store],
     ) -> Result<Chosen, CommandError> {
         let clients = clients(&args.clients);
+        refuse_repeats(&args.axis_flags)?;
         let (bins, bins_from) = match (&args.server_bins, config) {
             (flags, _) if !flags.is_empty() => (flags.clone(), "--server-bin"),
             (_, Some(c)) => (c.run.server_bin.clone(), "run.server_bin"),
@@ -181,6 +182,33 @@ where
         points.push(point(v));
     }
     Ok(points)
+}
+
+/// A value given twice to an axis's made flag (`--AXIS`, see
+/// [`AxisFlags`]) would be two columns of one name: refused, as a
+/// version given twice is.
+fn refuse_repeats(flags: &AxisFlags) -> Result<(), CommandError> {
+    refuse_repeats_on(flags, AxisFlags::axes())
+}
+
+fn refuse_repeats_on(
+    flags: &AxisFlags,
+    axes: impl Iterator<Item = Axis>,
+) -> Result<(), CommandError> {
+    for axis in axes {
+        let values = flags.values(axis);
+        let repeated = values
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| values[..i].contains(v).then_some(v));
+        if let Some(v) = repeated {
+            return Err(CommandError::usage(format!(
+                "--{} {v} is given twice",
+                axis.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A point of an axis, known by its label.
@@ -368,6 +396,22 @@ mod tests {
             ),
             [Store::Postgres, Store::Memory]
         );
+    }
+
+    /// On an axis's made flag (two axes with flags of their own stand
+    /// in: today's all have one).
+    #[test]
+    fn a_value_given_twice_to_an_axis_flag_is_refused() {
+        let given = |agents: &[&str]| {
+            AxisFlags::given(vec![
+                (Axis::Agent, agents.iter().map(|a| a.to_string()).collect()),
+                (Axis::Persist, vec!["sqlite".into()]),
+            ])
+        };
+        let axes = || [Axis::Agent, Axis::Persist].into_iter();
+        assert!(refuse_repeats_on(&given(&["a", "b"]), axes()).is_ok());
+        let refused = refuse_repeats_on(&given(&["a", "b", "a"]), axes()).unwrap_err();
+        assert_eq!(refused.to_string(), "--agent a is given twice");
     }
 
     #[test]

@@ -272,26 +272,7 @@ impl Ran<'_> {
     /// through when that was not enough ([`BuiltinTarget::repaired_with`]),
     /// so the next cell finds the stack whole: what that did, as clauses.
     async fn repair(&self, of: BuiltinTarget) -> String {
-        let mut said = String::new();
-        for id in of.repaired_with() {
-            let Some((_, part)) = self.parts.iter().find(|(lent, _)| *lent == id) else {
-                said.push_str(&format!(
-                    "; `{id}` was not lent to the schedule and was left as it is"
-                ));
-                break;
-            };
-            let mut part = part.lock().await;
-            part.set_trace(self.trace.clone());
-            let repaired = part
-                .restart_lent(&format!("repair of {id} after its fault"), &mut [])
-                .await
-                .record;
-            said.push_str(&super::repair_note(id, &repaired));
-            if repaired.ok {
-                break;
-            }
-        }
-        said
+        super::repair_lent(of, &mut &*self).await
     }
 
     async fn pause(&self, of: BuiltinTarget, hold: Duration) -> Result<String, FaultError> {
@@ -379,4 +360,17 @@ pub(super) fn toxic(kind: FaultKind) -> ToxicSpec {
     };
     // Constant parameters: a bad one fails this module's tests.
     parse_toxic(name, &params).unwrap_or_else(|e| panic!("chaos toxic {name}: {e}"))
+}
+
+/// A schedule's repair restarts the components lent to it.
+impl super::LentParts for &Ran<'_> {
+    const HOLDER: &'static str = "the schedule";
+
+    async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
+        let (_, part) = self.parts.iter().find(|(lent, _)| *lent == id)?;
+        let mut part = part.lock().await;
+        part.set_trace(self.trace.clone());
+        let label = format!("repair of {id} after its fault");
+        Some(part.restart_lent(&label, &mut []).await.record)
+    }
 }

@@ -60,6 +60,39 @@ pub(super) fn repair_note(component: BuiltinTarget, repaired: &RestartResult) ->
     }
 }
 
+/// The components a repair may restart: those lent to a cell or to a
+/// schedule.
+pub(super) trait LentParts {
+    /// Who they were lent to, as a repair's clause names it.
+    const HOLDER: &'static str;
+
+    /// `id` restarted for a repair; `None`: it was not lent.
+    async fn restart(&mut self, id: BuiltinTarget) -> Option<RestartResult>;
+}
+
+/// `component`, not well after its fault, restarted so the next cell
+/// finds the stack whole: each component it is repaired with
+/// ([`BuiltinTarget::repaired_with`]), itself first, restarted through
+/// `parts` until one comes back (one not lent is left as it is). What
+/// that did, as clauses.
+pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &mut P) -> String {
+    let mut said = String::new();
+    for id in component.repaired_with() {
+        let Some(repaired) = parts.restart(id).await else {
+            said.push_str(&format!(
+                "; `{id}` was not lent to {} and was left as it is",
+                P::HOLDER
+            ));
+            break;
+        };
+        said.push_str(&repair_note(id, &repaired));
+        if repaired.ok {
+            break;
+        }
+    }
+    said
+}
+
 /// Who did not come back: a component named, else the target.
 fn who(of: Option<BuiltinTarget>) -> String {
     match of {

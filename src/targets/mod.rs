@@ -69,7 +69,7 @@ pub use reboot::Reboot;
 pub use timeout::PathTimeout;
 pub use unrecovered::NotBroughtBack;
 
-use failure::repair_note;
+use failure::{repair_lent, repair_note, LentParts};
 use nemesis_target::{AgentKillWindow, PauseWindow, ScheduleWindow};
 use restart::Restart;
 use timeout::TimeoutWindow;

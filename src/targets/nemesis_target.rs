@@ -341,26 +341,26 @@ impl Target {
 /// probe is answered through ([`BuiltinTarget::repaired_with`]): what
 /// that did, as clauses of the failure.
 async fn repair(ctx: &Ctx<'_>, component: BuiltinTarget, lent: &mut [&mut Target]) -> String {
-    let mut said = String::new();
-    for id in component.repaired_with() {
-        let Some(part) = lent.iter_mut().find(|p| p.id == id) else {
-            said.push_str(&format!(
-                "; `{id}` was not lent to the cell and was left as it is"
-            ));
-            break;
-        };
-        part.set_trace(ctx.trace.clone());
+    super::repair_lent(component, &mut LentToCell { ctx, lent }).await
+}
+
+/// The components lent to a cell, for a pause's repair.
+struct LentToCell<'a, 'c, 't> {
+    ctx: &'a Ctx<'c>,
+    lent: &'a mut [&'t mut Target],
+}
+
+impl super::LentParts for LentToCell<'_, '_, '_> {
+    const HOLDER: &'static str = "the cell";
+
+    async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
+        let part = self.lent.iter_mut().find(|p| p.id == id)?;
+        part.set_trace(self.ctx.trace.clone());
         // Boxed: a restart may itself close a nemesis (never a managed
         // component's, which is all a pause lends), a cycle of futures.
-        let repaired = Box::pin(part.restart_lent("repairAfterPause", &mut []))
-            .await
-            .record;
-        said.push_str(&super::repair_note(id, &repaired));
-        if repaired.ok {
-            break;
-        }
+        let restarted = Box::pin(part.restart_lent("repairAfterPause", &mut [])).await;
+        Some(restarted.record)
     }
-    said
 }
 
 /// Puts the components a schedule was lent back in their slots (where

@@ -86,6 +86,18 @@ impl Axis {
         }
     }
 
+    /// What its values are and the `run` flags that give them, in a
+    /// sentence (what `compare --axis` and an axis's own flag say of it).
+    pub fn about(self) -> &'static str {
+        match self {
+            Axis::Server => "The server points (`--server-version`, `--server-bin`).",
+            Axis::Agent => "The agents (`--agent`).",
+            Axis::Client => "The clients (`--client`).",
+            Axis::Sdk => "The SDK points (`--sdk-version`, `--sdk`).",
+            Axis::Persist => "The session stores (`--persist`).",
+        }
+    }
+
     /// Its column's heading in the summary matrix.
     pub fn column(self) -> &'static str {
         match self {

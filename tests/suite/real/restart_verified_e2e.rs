@@ -186,17 +186,24 @@ impl ScriptedServer {
     }
 }
 
-/// `continuity run --base-url URL` on one scenario with the seed script's knobs.
-fn run_deployment(
-    out: &Path,
-    url: &str,
-    env: &[(&str, &str)],
-    extra: &[&str],
-) -> std::process::Output {
+/// A finished `continuity run` against a deployment: its folder, how it
+/// exited and its report.json.
+struct Ran {
+    out: PathBuf,
+    run: std::process::Output,
+    report: Value,
+}
+
+/// `continuity run --base-url` against `server` on one scenario with the
+/// seed script's knobs (`env`) and `extra` flags, into `dir/run`, and its
+/// report read (a run that wrote none panics with its output).
+fn run_against(dir: &Path, server: &ScriptedServer, env: &[(&str, &str)], extra: &[&str]) -> Ran {
+    let out = dir.join("run");
+    let url = server.base_url();
     let mut args = vec![
         "run",
         "--base-url",
-        url,
+        &url,
         "--scenario",
         "native-continuity",
         "--agent",
@@ -207,7 +214,10 @@ fn run_deployment(
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    continuity_with(&args, env)
+    let run = continuity_with(&args, env);
+    assert!(out.join("report.json").is_file(), "no report.json: {run:?}");
+    let report = report(&out);
+    Ran { out, run, report }
 }
 
 /// `SA_RESTART_CMD=true` restarts nothing: the restart phase fails "never
@@ -218,10 +228,9 @@ fn a_restart_command_that_does_nothing_never_went_down() {
     let server = ScriptedServer::new(dir.path());
     let _killed = KillOnDrop(server.pids.clone());
     server.start_now();
-    let out = dir.path().join("run");
-    let run = run_deployment(
-        &out,
-        &server.base_url(),
+    let Ran { run, report, .. } = run_against(
+        dir.path(),
+        &server,
         &[("SA_RESTART_CMD", "true"), ("SA_RESTART_WAIT_SEC", "0")],
         &[],
     );
@@ -230,7 +239,6 @@ fn a_restart_command_that_does_nothing_never_went_down() {
         Some(i32::from(exit_codes::OK)),
         "{run:?}"
     );
-    let report = report(&out);
     let cell = cell(&report, "command", "native-continuity");
     let (restart, boundary) = restart_of(cell);
     assert_eq!(boundary, "restart", "{cell}");
@@ -254,10 +262,9 @@ fn a_restart_that_returns_before_the_server_is_back_is_waited_for() {
     let _killed = KillOnDrop(server.pids.clone());
     server.start_now();
     let command = format!("{}; {}", server.stop_line(), server.start_line("2"));
-    let out = dir.path().join("run");
-    let run = run_deployment(
-        &out,
-        &server.base_url(),
+    let Ran { run, report, .. } = run_against(
+        dir.path(),
+        &server,
         &[
             ("SA_RESTART_CMD", command.as_str()),
             ("SA_RESTART_WAIT_SEC", "0"),
@@ -265,7 +272,6 @@ fn a_restart_that_returns_before_the_server_is_back_is_waited_for() {
         &[],
     );
     assert_exit(&run, exit_codes::FAILED);
-    let report = report(&out);
     let cell = cell(&report, "command", "native-continuity");
     let (restart, boundary) = restart_of(cell);
     assert_eq!(boundary, "promptSameHandleAfterRestart", "{cell}");
@@ -304,15 +310,13 @@ fn a_restart_that_never_comes_back_is_the_restarts_failure() {
         ),
     )
     .unwrap();
-    let out = dir.path().join("run");
-    let run = run_deployment(
-        &out,
-        &server.base_url(),
+    let Ran { run, report, .. } = run_against(
+        dir.path(),
+        &server,
         &[],
         &["--config", config.to_str().unwrap()],
     );
     assert_exit(&run, exit_codes::FAILED);
-    let report = report(&out);
     let cell = cell(&report, "agent", "native-continuity");
     let (restart, boundary) = restart_of(cell);
     assert_eq!(boundary, "restart", "{cell}");
@@ -442,17 +446,15 @@ fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_a
         })
         .collect();
     std::fs::write(&config, tables).unwrap();
-    let out = dir.path().join("run");
-    let run = run_deployment(
-        &out,
-        &server.base_url(),
+    let Ran { out, run, report } = run_against(
+        dir.path(),
+        &server,
         &[],
         &["--config", config.to_str().unwrap()],
     );
     done.store(true, Ordering::SeqCst);
     watcher.join().unwrap();
     assert_exit(&run, exit_codes::FAILED);
-    let report = report(&out);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     for (name, _, _, short) in &targets {
         let cell = cell(&report, name, "native-continuity");
@@ -661,10 +663,9 @@ fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
         ),
     )
     .unwrap();
-    let out = dir.path().join("run");
-    let run = run_deployment(
-        &out,
-        &server.base_url(),
+    let Ran { run, report, .. } = run_against(
+        dir.path(),
+        &server,
         &[],
         &[
             "--config",
@@ -677,7 +678,6 @@ fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
             "1",
         ],
     );
-    let report = report(&out);
     let cells = report["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 3, "{report}");
     let stderr = String::from_utf8_lossy(&run.stderr);
