@@ -19,6 +19,12 @@
 //! This crate is also the one place of libc and `unsafe` (in [`os`]): what
 //! the workspace asks of the kernel that std does not say, each call behind
 //! a safe function.
+//!
+//! Over 400 lines on purpose: the process-wide registry of live groups that
+//! the Ctrl-C handler and the panic hook empty, and `ManagedProcess`, the
+//! one place that adds a group to it and takes it out, must agree on that
+//! one state, as their tests check; the helpers, keeper, owner tag, OS calls
+//! and signals are apart.
 
 mod handle;
 pub mod helper;

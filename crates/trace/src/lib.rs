@@ -12,6 +12,12 @@
 //! It also keeps what is in flight ([`in_flight`]): the client's pending
 //! calls and what could still settle them, which the hang detector reads
 //! ([`Trace::quiet`]).
+//!
+//! Over 400 lines on purpose: every event's writer (`Trace::http`, `rpc`,
+//! `sse`, `hop_*`, `phase_*`, `wait`, ...) also updates, under the same
+//! lock, the waits outstanding and the per-channel observations that a
+//! timed-out phase reads (`snapshot`); the sink, digests and in-flight model
+//! are apart.
 
 #![forbid(unsafe_code)]
 
