@@ -10,8 +10,9 @@
 //! Over 400 lines on purpose: the engine and the runner are started,
 //! restarted and torn down in one order by one `RivetStack` (the engine
 //! healthy first, or the runner spawns one of its own), with the app it runs
-//! embedded here (`app_files`); its tests need that order too, and the
-//! hosted SDK's contract tests are apart (`rivet/hosted_contract.rs`).
+//! embedded here (`app_files`), which the tests below check along with the
+//! persist driver; the hosted SDK's contract tests are apart
+//! (`rivet/hosted_contract.rs`).
 
 use super::npm;
 use super::progress::{blocking_with_notes, Note, Progress};

@@ -20,11 +20,13 @@
 //! the workspace asks of the kernel that std does not say, each call behind
 //! a safe function.
 //!
-//! Over 400 lines on purpose: the process-wide registry of live groups that
-//! the Ctrl-C handler and the panic hook empty, and `ManagedProcess`, the
-//! one place that adds a group to it and takes it out, must agree on that
-//! one state, as their tests check; the helpers, keeper, owner tag, OS calls
-//! and signals are apart.
+//! Over 400 lines on purpose: it is the crate's root, the state and calls
+//! its modules share: the one process-wide registry of live groups (filled
+//! by `ManagedProcess`, `handle.rs` and `helper.rs`, emptied by the Ctrl-C
+//! handler and the panic hook), the group signals over it (`kill_group`,
+//! `group_members`), and `ManagedProcess`, the restartable child built on
+//! both; the helpers, keeper, owner tag, OS calls and signal table are
+//! apart, and the tests below run real process groups.
 
 mod handle;
 pub mod helper;

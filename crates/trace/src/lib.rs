@@ -13,11 +13,12 @@
 //! calls and what could still settle them, which the hang detector reads
 //! ([`Trace::quiet`]).
 //!
-//! Over 400 lines on purpose: every event's writer (`Trace::http`, `rpc`,
-//! `sse`, `hop_*`, `phase_*`, `wait`, ...) also updates, under the same
-//! lock, the waits outstanding and the per-channel observations that a
-//! timed-out phase reads (`snapshot`); the sink, digests and in-flight model
-//! are apart.
+//! Over 400 lines on purpose: the event writers (`Trace::http`, `rpc`,
+//! `sse`, `hop_*`, `phase_*`, `wait`, ...) write each line and, in the same
+//! call, update what is kept in memory from it: the waits outstanding and
+//! the per-channel observations a timed-out phase reads (`snapshot`), and
+//! what is in flight, which the hang detector reads; the sink, digests and
+//! in-flight model are apart.
 
 #![forbid(unsafe_code)]
 
