@@ -36,9 +36,9 @@
 //!
 //! Over 400 lines on purpose: one `Agent` owns the sessions, their state
 //! file, the sent record and the prompts in flight, and every method's
-//! answer goes out through the same `send` that notes it in the record
-//! first, so the record stays the checker's ground truth; the knobs are
-//! parsed apart (`knobs.rs`).
+//! answer goes out through the same `send`, which notes a session's
+//! message in the record before writing it, so the record stays the
+//! checker's ground truth; the knobs are parsed apart (`knobs.rs`).
 
 mod knobs;
 
