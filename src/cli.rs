@@ -1,6 +1,12 @@
 //! The command line: flags as the user typed them (clap), then resolved
 //! settings (flags > seed-script environment variables > config file >
 //! defaults), then the command.
+//!
+//! Over 400 lines on purpose: the flags of every command are one clap tree
+//! (`Cli`, `Command`, each command's `*Args` and the value parsers they
+//! name), read in one place as `--help` shows it, and a new axis adds its
+//! flag here (ARCHITECTURE.md, "An axis"); what each command does with them
+//! is in `commands/`.
 
 use crate::persist::Store;
 use crate::report::Axis;

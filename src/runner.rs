@@ -11,6 +11,12 @@
 //! It emits [`RunEvent`]s and returns the finished (or interrupted) report
 //! folded from them ([`Fold`]: each `CellFinished` is a cell, joined once
 //! with the run's header by `report::join`); it never prints or renders.
+//!
+//! Over 400 lines on purpose: the run's start (`run`, `preflight`), the
+//! events it emits (`RunEvent`) and their fold into the report (`Fold`,
+//! `run_info`, `unavailable`) are one loop's start, stream and end, and its
+//! tests check them together; the matrix, queue, workers, attempts, server
+//! switching and gathering are apart (`runner/`).
 
 use crate::client::hosted::Unhosted;
 use crate::report::attempts::aggregate;

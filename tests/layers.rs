@@ -12,6 +12,10 @@
 //! the JSON events) depends on serde and serde_json and nothing else, so
 //! a tool that reads report.json pulls in no renderer.
 //!
+//! And CONTRIBUTING's size rule: a file over 400 lines, in the main crate
+//! or any crate of the workspace, says why at its top ("Over 400 lines
+//! ...") or is split.
+//!
 //! Run: `cargo test --test layers -- --nocapture` (prints the module graph).
 
 #[path = "layers/checker.rs"]
@@ -354,6 +358,104 @@ fn the_schema_check_names_every_other_dependency() {
             "dependencies: thiserror",
             "dev-dependencies: serde",
             "target.cfg(unix).dependencies: libc",
+        ]
+    );
+}
+
+/// A file longer than this says why at the top of its `//!` comment.
+const LONG_FILE_LINES: usize = 400;
+/// The words that open that reason (CONTRIBUTING: "A module over ~400
+/// lines needs a reason").
+const LONG_FILE_MARKER: &str = "Over 400 lines";
+
+/// The files of `files` over [`LONG_FILE_LINES`] whose top `//!` comment
+/// (the inner doc lines before the first item, inner attributes and blank
+/// lines between them allowed) lacks [`LONG_FILE_MARKER`], each with its
+/// line count.
+fn long_files_without_a_reason(files: &Files) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(_, text)| text.lines().count() > LONG_FILE_LINES)
+        .filter(|(_, text)| {
+            let top: Vec<&str> = text
+                .lines()
+                .map(str::trim_start)
+                .take_while(|l| l.starts_with("//!") || l.starts_with("#![") || l.is_empty())
+                .filter(|l| l.starts_with("//!"))
+                .collect();
+            !top.join(" ").contains(LONG_FILE_MARKER)
+        })
+        .map(|(path, text)| format!("{path} ({} lines)", text.lines().count()))
+        .collect()
+}
+
+#[test]
+fn every_file_over_400_lines_says_why_at_its_top() {
+    let mut missing = Vec::new();
+    for root in read::crate_roots() {
+        let rel = root
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .expect("a crate root under the workspace")
+            .to_string_lossy()
+            .replace('\\', "/");
+        for file in long_files_without_a_reason(&read::crate_files(&root)) {
+            missing.push(match rel.as_str() {
+                "" => file,
+                dir => format!("{dir}/{file}"),
+            });
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} file(s) over {LONG_FILE_LINES} lines neither split nor saying why: split each along \
+         its seam, or write at the top of its `//!` comment \"{LONG_FILE_MARKER} on purpose: \
+         <what keeps it together, what was already split apart>\" (see \
+         src/targets/readiness.rs):\n  {}",
+        missing.len(),
+        missing.join("\n  ")
+    );
+}
+
+#[test]
+fn the_size_check_finds_a_long_file_whose_reason_is_missing_or_not_at_its_top() {
+    // A file of `top` and then one-line items up to `lines` lines.
+    let file = |top: &str, lines: usize| {
+        let rest = lines - top.lines().count();
+        format!("{top}{}", "fn f() {}\n".repeat(rest))
+    };
+    let reason = "//! Over 400 lines on purpose: one loop.\n";
+    let files: Files = [
+        ("src/at_the_limit.rs", file("//! Owns a thing.\n", 400)),
+        (
+            "src/reasoned.rs",
+            file(&format!("//! Owns a thing.\n//!\n{reason}"), 401),
+        ),
+        (
+            "src/after_attributes.rs",
+            file(
+                &format!("//! Owns a thing.\n#![allow(unused)]\n\n{reason}"),
+                401,
+            ),
+        ),
+        ("src/bare.rs", file("//! Owns a thing.\n", 401)),
+        (
+            "src/below_an_item.rs",
+            file(&format!("//! Owns a thing.\nfn g() {{}}\n{reason}"), 401),
+        ),
+        (
+            "src/in_a_plain_comment.rs",
+            file("// Over 400 lines on purpose: one loop.\n", 401),
+        ),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_string(), t))
+    .collect();
+    assert_eq!(
+        long_files_without_a_reason(&files),
+        [
+            "src/bare.rs (401 lines)",
+            "src/below_an_item.rs (401 lines)",
+            "src/in_a_plain_comment.rs (401 lines)",
         ]
     );
 }

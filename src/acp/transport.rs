@@ -16,6 +16,11 @@
 //! request is a named wait there until its answer comes. [`Transport::stats`] tells what the
 //! stream and the POSTs saw (opens, `Last-Event-ID` resumes, how streams
 //! ended, which path each answer took), for a turn cut by a restart.
+//!
+//! Over 400 lines on purpose: the POST writer, the SSE loop and the table of
+//! pending requests are one state (`State`, `Inner`) behind one lock, and
+//! every inbound envelope goes through one funnel (`Inner::push_inbound`):
+//! the order the SDK's semantics rest on.
 
 use super::error::AcpError;
 use crate::secret::Secret;

@@ -33,6 +33,12 @@
 //! `CONTINUITY_AGENT_LOAD_SESSION=1` enables `session/load`;
 //! `CONTINUITY_AGENT_STATE=FILE` keeps sessions; `CONTINUITY_AGENT_RECORD=FILE`
 //! appends every message received, one JSON line each, for tests to read.
+//!
+//! Over 400 lines on purpose: one `Agent` owns the sessions, their state
+//! file, the sent record and the prompts in flight, and every method's
+//! answer goes out through the same `send`, which notes a session's
+//! message in the record before writing it, so the record stays the
+//! checker's ground truth; the knobs are parsed apart (`knobs.rs`).
 
 mod knobs;
 

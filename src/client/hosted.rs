@@ -25,6 +25,13 @@
 //! browser, called through the same [`HostedClient`] over another
 //! [`SdkHost`], one per client on the axis; its wire comes from
 //! the browser's own network events, not from the answers.
+//!
+//! Over 400 lines on purpose: the driver of the hosted SDK and the host
+//! contract it is generic over (`HostedClient`, `SdkHost`, `ActorHost`)
+//! share one call path, the actor call with its retry, the `sdk` span in the
+//! trace and the polling of the flight while a call is pending, that every
+//! action of both hosts goes through; the wire's reading is apart
+//! (`hosted_wire`).
 
 use super::hosted_wire::WireCursor;
 use super::sdk_action::{ActionArgs, SdkAction};

@@ -13,6 +13,13 @@
 //! Besides sessions it reaches the sandbox's own state as the SDK does:
 //! files and processes over REST (`sandbox.rs`) and a process's terminal
 //! over WebSocket (`terminal.rs`).
+//!
+//! Over 400 lines on purpose: `Client` keeps the SDK's session semantics
+//! (one live connection per agent never replaced, resume, replay, an answer
+//! only once its events are stored) in one impl over one shared state (the
+//! connection, the session records, the store) that every session call reads
+//! and changes; transport, REST, sandbox, terminal and the hosted clients
+//! are apart.
 
 pub mod browser;
 pub mod hosted;

@@ -4,6 +4,12 @@
 //! One variant per action with the arguments the JS reads, serialised to
 //! the JSON those scripts take (the same bytes the string-keyed maps sent
 //! before), and the answers the scenario steps read back.
+//!
+//! Over 400 lines on purpose: it is the one typed list of what the SDK hosts
+//! are asked (`SdkAction`, one variant per action of `sdk-client.mjs` and
+//! `page.mjs`, and its arguments) with each answer's struct beside it
+//! (`Created`, `Prompted`, ..., `SdkError`): a new action changes both
+//! together.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

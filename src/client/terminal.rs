@@ -13,6 +13,10 @@
 //! frame as a `ws` event, the close as `ws_close`); how it ended is kept as a close code, the server's or, when the
 //! connection just dropped or sent something unreadable, the code a browser
 //! would report (1006 abnormal, 1007 bad UTF-8, 1009 too big, 1002 protocol).
+//!
+//! Over 400 lines on purpose: the reader task (`read_loop`) and the
+//! `Terminal` handle share one state (the output kept, ready, how it closed)
+//! that every wait of a step (`expect`, `wait_ready`, `quiet_for`) reads.
 
 use super::rest::auth_headers;
 mod frames;

@@ -3,6 +3,11 @@
 //! each checked with a message naming its flag. Nothing here runs a cell:
 //! the runner builds the matrix from these ([`crate::runner::Matrix`]) and
 //! runs it, whatever mix of axes was asked for.
+//!
+//! Over 400 lines on purpose: its tests build `Chosen` (and the run's
+//! axes) whole, so a new axis's field is written in this one file, the
+//! axis recipe's file for this module; with the tests in a file apart the
+//! recipe would be six files, not five.
 
 use super::candidates::{self, Source};
 use super::CommandError;

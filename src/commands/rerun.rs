@@ -13,6 +13,12 @@
 //! what the run recorded (another URL, a file whose SHA-256 differs, a
 //! candidate label the run did not have) is refused too (exit 64), before
 //! anything starts. No path the report holds is read, run or connected to.
+//!
+//! Over 400 lines on purpose: the checks of what the user gave against what
+//! the report recorded (`check_given`, `check_digests`, `check_files`,
+//! `check_candidate`) and the command line rebuilt from the same recipe
+//! (`command_line`, `point_flags`) read the same recorded settings, so what
+//! is refused and what is run again cannot drift apart.
 
 use super::{CommandError, Given, Outcome};
 use crate::cli::{Cli, Command, MessageFormat, RerunArgs, RunArgs};

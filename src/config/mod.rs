@@ -34,6 +34,10 @@
 //! command timeout 60 s, hook timeout 10 s, grace 5 s, readiness 30 s, http
 //! probe status 200 polled every 50 ms (`interval_ms`). Relative paths are
 //! relative to the directory the harness runs in.
+//!
+//! Over 400 lines on purpose: its `//!` above is the reference of the file
+//! format; the code is the two-stage read and its errors, the raw tables and
+//! checks apart (`raw`, `check`), the tests in `tests.rs`.
 
 mod check;
 mod faults;

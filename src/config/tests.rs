@@ -1,4 +1,10 @@
 //! Config files good and bad, checked against the messages a user would read.
+//!
+//! Over 400 lines on purpose: every table of `continuity.toml` (run,
+//! targets, faults, the seed scripts' environment) is checked here the same
+//! way, a file's text against the message a user reads, through the same
+//! `parse` and `error` helpers, with the parser's property tests; split by
+//! table they would repeat those helpers.
 
 use super::*;
 use crate::targets::RestartKind;

@@ -4,6 +4,12 @@
 //! lifecycle, in which an attempt's deferred cleanup always runs out beside
 //! what comes next (a restart waiting on the cleanup fence would otherwise
 //! wait for ever). What finished is kept when the run is cancelled.
+//!
+//! Over 400 lines on purpose: one repeat's lifecycle (the restarter, each
+//! attempt and its retry, its trace and store set-up, the deferred cleanup
+//! that runs out beside what comes next, the attempt record it ends with)
+//! shares the worker's stack and the cell's plan throughout; the queue,
+//! workers and gathering are apart (`runner/`).
 
 use super::persist_axis;
 use super::Worker;

@@ -1,6 +1,12 @@
 //! Reading scenario files: serde-only raw tables first (unknown keys are
 //! rejected by toml with their line), then a checked [`Scenario`] whose errors
 //! name the file, the line of the offending phase, and what was expected.
+//!
+//! Over 400 lines on purpose: the checker of a scenario (`Checker`) follows
+//! the names each step makes and needs from phase to phase and gives every
+//! error its file and line, beside the built-in scenarios it checks; the
+//! kinds' fields are parsed apart (`parse/kinds.rs`), the tests in
+//! `parse/tests.rs`.
 
 mod kinds;
 

@@ -6,6 +6,12 @@
 //! from downloading one. Each agent gets its own HOME and config folders in
 //! the run folder, pointed at the fake model provider, with every offline
 //! switch its version needs, so nothing reaches beyond loopback.
+//!
+//! Over 400 lines on purpose: each real agent's install, its wiring
+//! (launcher, HOME and config pointed at the fake model provider, the
+//! offline switches) and the sweep of its processes by owner tag follow one
+//! table (`REAL`) and share the same script writers: a new agent is a row
+//! and its `wire_*` here.
 
 use super::npm;
 use super::progress::Note;

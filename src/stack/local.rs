@@ -4,6 +4,16 @@
 //! real program in its own process group on a free loopback port, each a
 //! restart target. A component whose program is missing is reported as a
 //! skipped target with the install command, never silently dropped.
+//!
+//! Over 400 lines on purpose: one `LocalStack` starts the components in the
+//! order they depend on (the Rivet layer, Postgres, sandbox-agent and its
+//! agents, the gateway, the browser) and registers each restart, fault and
+//! timeout target against the one record of what it started (ports,
+//! processes, hops, skipped targets) that its teardown reads again; the
+//! target recipe adds its wiring here (ARCHITECTURE.md, "A restart target"),
+//! and each component's own start is apart (`rivet.rs`, `postgres.rs`,
+//! `sdk.rs`, `browser.rs`, `nginx.rs`, `sandbox_agent.rs`, `agents.rs`,
+//! `fault_targets.rs`, `nemesis_targets.rs`).
 
 use super::nginx::{self, GatewayConfig};
 use super::postgres::{PostgresOptions, PostgresStack};

@@ -2,6 +2,11 @@
 //! would act on already gone, or its record (`stack.json`, nginx's pid
 //! file) naming another process. Never a pass, never a signal to a
 //! process that is not the stack's.
+//!
+//! Over 400 lines on purpose: each nemesis target gets the same refusals
+//! (its process already gone, its record naming another process) on the same
+//! real stand-in processes (`component`, `targets_naming`, `built_on`), so
+//! the targets are held to one rule side by side.
 
 use super::*;
 use crate::report::{FaultKind, Schedule, ScheduledFault};

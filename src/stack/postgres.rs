@@ -13,6 +13,11 @@
 //! `setpriv` (util-linux), with the data and socket folders given to that
 //! user. Every folder above them must let that user pass (`o+x`); one that
 //! does not is named in the error.
+//!
+//! Over 400 lines on purpose: running Postgres as root through another user
+//! reaches every step (finding the binaries, `initdb`, the folders' owner
+//! and modes, the start and the restart), so `RunAs` and the reachability
+//! checks go through the one start path with the server's.
 
 use super::StackError;
 use crate::persist::{PersistDriver, PersistFactory, PostgresConfig, PostgresDriver};

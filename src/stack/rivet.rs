@@ -6,6 +6,13 @@
 //! healthy: a runner that finds none spawns its own on the default ports,
 //! which would outlive it; that engine inherits the run's owner tag, and the
 //! teardown's sweep finds it by that tag (never by its name).
+//!
+//! Over 400 lines on purpose: the engine and the runner are started,
+//! restarted and torn down in one order by one `RivetStack` (the engine
+//! healthy first, or the runner spawns one of its own), with the app it runs
+//! embedded here (`app_files`), which the tests below check along with the
+//! persist driver; the hosted SDK's contract tests are apart
+//! (`rivet/hosted_contract.rs`).
 
 use super::npm;
 use super::progress::{blocking_with_notes, Note, Progress};

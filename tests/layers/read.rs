@@ -45,7 +45,6 @@ pub struct CrateGraph {
 }
 
 /// Every crate of the workspace: the main one, each under `crates/`.
-#[allow(dead_code)] // layers.rs reads the main crate alone
 pub fn crate_roots() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut roots = vec![root.to_path_buf()];

@@ -10,6 +10,11 @@
 //!
 //! The SDK calls its listener after its store write; continuity's client
 //! hands an event on before it. The order of the last two points follows.
+//!
+//! Over 400 lines on purpose: it is one invariant family, the session
+//! updates followed hop to hop: the comparison (`compare`), each observation
+//! point's sequence (`points_of`, `effective`, `distinct`, `given`) and the
+//! blame of what differs read the same history in the same order of points.
 
 use crate::history::{History, Id, Name, Point};
 use crate::verdict::{Allowance, Breach, Hop, Invariant, Violation};

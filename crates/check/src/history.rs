@@ -5,6 +5,12 @@
 //! the phases, each observation point's event streams (the agent hop's
 //! proxy, the gateway hop's proxy, the client), what the application was
 //! handed, what the store took, and what the scripted agent sent.
+//!
+//! Over 400 lines on purpose: the history is built in one pass over the
+//! trace into compact interned tables (`History::push` and its per-event
+//! readers), and the queries the invariants ask (`seen`, `given`,
+//! `phase_at`, `cell_sessions`, `host_gaps`, ...) read those same tables,
+//! which apart would have to be exposed.
 
 use continuity_trace::event::{AgentSent, Event, Handed, HopSse, HopStream, Http, Line, Sse};
 use continuity_trace::Purpose;

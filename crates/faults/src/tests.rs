@@ -3,6 +3,11 @@
 //! how connections end. Time bounds appear only where time is the toxic's
 //! point (latency, bandwidth, slow_close), and then only as a generous
 //! lower bound.
+//!
+//! Over 400 lines on purpose: one test or two per toxic, all on the same
+//! loopback harness (a proxy in front of a small echo or recording server:
+//! `any_port`, `proxy_to`, `spec`), so the toxics are read side by side; the
+//! parser's own tests are in `toxic.rs`.
 
 use super::*;
 use std::io::ErrorKind;

@@ -3,6 +3,11 @@
 //! `slicer`, `limit_data`), plus `partition` and `down`, each checked from
 //! what a user wrote (`name` + parameters) into a [`ToxicSpec`]. A leaf of
 //! the fault proxy: the proxy applies specs, it never parses them.
+//!
+//! Over 400 lines on purpose: each toxic's name, parameters, units and
+//! bounds are one table read by one checker (`params_of`, `parse_toxic`,
+//! `toxic_of`, `Params`), and the tests below pin every refusal's message to
+//! it.
 
 use std::fmt;
 use std::time::Duration;

@@ -3,6 +3,10 @@
 //! wakes on every toxic change, so a toxic acts on open connections at
 //! once, also while a write is blocked; nothing written twice, nothing
 //! lost unless a toxic drops it.
+//!
+//! Over 400 lines on purpose: the writer is one loop over one direction's
+//! chunks that wakes on every toxic change, and each toxic's effect (delays,
+//! slices, drops, holds, ends) is a step of that loop over its state.
 
 use super::state::{Active, ProxyAction, Shared, ToxicId, ToxicSet};
 use super::toxic::{Stream, Toxic};

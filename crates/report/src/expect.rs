@@ -51,6 +51,14 @@
 //! build is judged against what the release does; `server_version` is
 //! matched against what the cell's server reports about itself (a
 //! candidate binary built from 0.4.2 reports 0.4.2).
+//!
+//! Over 400 lines on purpose: a key of the file (above) is read and judged
+//! through one entry type (`Entry`, its `Pattern`s and scopes), so the
+//! checked reading of each key (the raw tables, `KEYS`, `Source`) and the
+//! judgement of each cell against the entries (`judge_cell`, `may_vary`, the
+//! quarantine's expiry) change together when a key is added, and a key's
+//! refusal message sits beside what it means; the tests are apart
+//! (`expect_tests.rs`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,3 +1,11 @@
+//! Tests of the expectations file and its judgement (`expect.rs`): what
+//! a file may say and how each cell of a report is judged against it.
+//!
+//! Over 400 lines on purpose: every test here judges a hand-made report
+//! against an expectations file through the same helpers (`parse`, `judged`,
+//! `outcome`), one or two per key and outcome (scopes by axis, flaky,
+//! quarantine `until`, a long turn's fate, the invariant), so a key's rules
+//! are found under its name; what they cover is one judgement, `expect.rs`.
 use super::*;
 use crate::fixture;
 use crate::{Fate, TurnFate};

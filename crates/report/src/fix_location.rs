@@ -15,6 +15,12 @@
 //! that went down and never came back, that the fix belongs in the
 //! component it restarts; and for each cell whose history broke an
 //! invariant, the hop where it first showed ([`super::integrity_fix`]).
+//!
+//! Over 400 lines on purpose: every line of the section reads cells through
+//! the same observed-only rules (`observed`, `cannot_tell`, `evidence`,
+//! `outcome_words`), so the pair, candidate, long-turn and not-back readings
+//! never claim more than the cells show, and the tests below hold each
+//! reading to them; the integrity hop's line is apart (`integrity_fix.rs`).
 
 use super::model::{
     Axis, AxisPoint, AxisValue, Cell, ExpectOutcome, Point, Report, RowPoint, SignatureKind,

@@ -2,6 +2,11 @@
 //! like the seed issue's "Results (inline)" (total, failure boundary, per
 //! target), followed by the distinct error signatures, the run's metadata
 //! and restart/readiness timings.
+//!
+//! Over 400 lines on purpose: `report.md` is one document whose sections
+//! (per scenario, expectations, integrity, signatures, metadata, restarts)
+//! share its escaping (`clean`) and its order; each section is short, and
+//! apart they would only be read in that order again.
 
 use std::fmt::Write as _;
 

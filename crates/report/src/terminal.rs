@@ -9,6 +9,11 @@
 //! No line is wider than [`Layout::width`] display columns: prose lines
 //! wrap at word boundaries, signatures and messages are cut with an
 //! ellipsis, never wrapped into fragments. Colour is added after fitting.
+//!
+//! Over 400 lines on purpose: every line here is fitted by the same `Out`
+//! (the width, wrapping at words, the ellipsis, colour added after fitting),
+//! from the header to each failed cell's block; the summary matrix is apart
+//! (`summary.rs`), the tests in `terminal_tests.rs`.
 
 use super::model::{
     Axis, Cell, ExpectOutcome, Outcome, PhaseResult, Report, SignatureKind, Verdict,

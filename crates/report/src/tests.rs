@@ -1,6 +1,13 @@
 //! Renderer tests: snapshots of every output format from the hand-made
 //! report in `fixture`, the JSON against the published schema, and the
 //! run folder writer.
+//!
+//! Over 400 lines on purpose: every renderer is checked against the one
+//! hand-made report of `fixture`, and the format checks (snapshots, the JSON
+//! schema and its documentation, round trip, the run folder writer,
+//! redaction) share that fixture and the schema validator; renderers with
+//! logic of their own keep their tests beside them (`terminal_tests.rs`,
+//! `verdict_tests.rs`, `merge_tests.rs`, ...).
 
 use std::time::{Duration, SystemTime};
 

@@ -4,6 +4,10 @@
 //! time order: the hosted SDK's exchanges reach the file in batches), and
 //! the signature of a failed phase — so a run pasted into an issue reads
 //! without a browser.
+//!
+//! Over 400 lines on purpose: one line per trace event kind (`traffic_text`,
+//! `stack_text`) placed under the phase it falls in; the kinds are many and
+//! the rendering one, and the tests below read whole timelines.
 
 use super::model::{Cell, Outcome, SignatureKind};
 use crate::trace::event::{Dir, Event, Line, ReadyProbe};

@@ -6,6 +6,11 @@
 //! [`RunFolder`], which redacts the run's secrets from it; what other
 //! programs wrote there (component logs, session stores) is scrubbed by
 //! [`RunFolder::scrub`] once they have stopped.
+//!
+//! Over 400 lines on purpose: every file of the run folder goes through
+//! `RunFolder`, which holds the run's redactor and lock; writing atomically,
+//! reading the report back and scrubbing other programs' files are its own
+//! steps over that same redactor.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -3,6 +3,10 @@
 //! evidence (the invariant, what broke, the hop where it first shows, the
 //! ids, session and event index, and when the offending event arrived).
 //! These are the types `report.json` carries under a cell's signature.
+//!
+//! Over 400 lines on purpose: the checker's vocabulary in `report.json`
+//! (invariants, hops, breaches, violations, statuses, allowances) is one
+//! part of the schema, each type a few lines with its wire name.
 
 use serde::{Deserialize, Serialize};
 

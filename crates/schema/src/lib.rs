@@ -29,6 +29,7 @@ pub mod point;
 pub mod recipe;
 pub mod report;
 pub mod schedule;
+pub mod signature;
 pub mod store;
 pub mod target;
 pub mod trace;

@@ -19,6 +19,14 @@
 //! This crate is also the one place of libc and `unsafe` (in [`os`]): what
 //! the workspace asks of the kernel that std does not say, each call behind
 //! a safe function.
+//!
+//! Over 400 lines on purpose: it is the crate's root, the state and calls
+//! its modules share: the one process-wide registry of live groups (filled
+//! by `ManagedProcess`, `handle.rs` and `helper.rs`, emptied by the Ctrl-C
+//! handler and the panic hook), the group signals over it (`kill_group`,
+//! `group_members`), and `ManagedProcess`, the restartable child built on
+//! both; the helpers, keeper, owner tag, OS calls and signal table are
+//! apart, and the tests below run real process groups.
 
 mod handle;
 pub mod helper;

@@ -12,6 +12,13 @@
 //! It also keeps what is in flight ([`in_flight`]): the client's pending
 //! calls and what could still settle them, which the hang detector reads
 //! ([`Trace::quiet`]).
+//!
+//! Over 400 lines on purpose: the event writers (`Trace::http`, `rpc`,
+//! `sse`, `hop_*`, `phase_*`, `wait`, ...) write each line and, in the same
+//! call, update what is kept in memory from it: the waits outstanding and
+//! the per-channel observations a timed-out phase reads (`snapshot`), and
+//! what is in flight, which the hang detector reads; the sink, digests and
+//! in-flight model are apart.
 
 #![forbid(unsafe_code)]
 

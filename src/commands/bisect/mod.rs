@@ -6,6 +6,11 @@
 //! one seed for all; runs that disagree make the point flaky, which is
 //! neither as the first nor changed ([`search`] leaves it out). Each try
 //! is printed as it ends and `bisect.json` records them all.
+//!
+//! Over 400 lines on purpose: the command's loop (`Probe`: each point's runs
+//! in its own folder, their `Verdicts`, the conclusion) shares the bisect's
+//! folder, seed and cells throughout; the search order and the record are
+//! apart (`search.rs`, `record.rs`), the tests in `tests.rs`.
 
 mod record;
 mod search;

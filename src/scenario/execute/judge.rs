@@ -1,6 +1,12 @@
 //! How a cell and its phases are judged: a phase's result from what its
 //! step returned (or that it ran out of time, and what it was waiting on),
 //! and the cell's verdict and failure boundary from its phases.
+//!
+//! Over 400 lines on purpose: a phase's result and the cell's verdict are
+//! one judgement (`phase_result`, `timed_out`, `harness_failure`,
+//! `settle_failed`, `not_applicable`, `judge`) that decides which party a
+//! failure blames, and its tests below pin each of those rulings beside the
+//! code that makes it.
 
 use super::{diagnose, millis, Phase, PhaseResult, Secret, StepResult, StoreWait};
 use crate::report::{Outcome, SignatureKind};

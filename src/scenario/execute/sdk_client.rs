@@ -13,6 +13,13 @@
 //! `stack/browser/page.mjs`, a variant of [`SdkAction`], one method here
 //! and its line in [`unsupported`]'s list of the steps it takes (a step
 //! not listed is not applicable for the SDK, never a harness error).
+//!
+//! Over 400 lines on purpose: it is the one `ScenarioClient` of both SDK
+//! hosts (the actor and the browser page), one method per step, each turning
+//! its step into an `SdkAction`, beside the one list of the steps the SDK
+//! takes (`unsupported`) that the methods must agree with; the turns,
+//! sandbox and terminal steps and the provider are already apart
+//! (`sdk_client/`).
 
 mod provider;
 mod steps;

@@ -1,6 +1,11 @@
 //! What each step kind does: connect, sessions, prompts, restarts, event
 //! reads with the integrity check, resume, probes. Each returns the detail
 //! for the report, or a failure with its signature.
+//!
+//! Over 400 lines on purpose: `run_step` is the one dispatch from a step
+//! kind to what it does (the step-kind recipe's line here), and the session
+//! steps beside it share the running cell's clients and sessions; sandbox,
+//! terminal, turn and recovery steps are apart.
 
 use super::driver::{PromptAnswer, ScenarioClient};
 use super::{expect_stop, rehydrate_text, CellStore, RunningCell, StepFailure, StepResult};

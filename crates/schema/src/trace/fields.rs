@@ -1,6 +1,10 @@
 //! The fields of each trace event, one struct per `ev` (the variants of
 //! [`super::Event`]): camelCase on the wire, and every field a reader can
 //! do without defaults, so a trace from an older continuity still reads.
+//!
+//! Over 400 lines on purpose: it holds one struct per trace event kind, each
+//! a `payload!` of its fields: together they are the wire shape of
+//! `trace.jsonl`, read as one list.
 
 use super::{ConnAction, Dir, ErrorKind, Purpose, TraceLevel, Via};
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,12 @@
 //! records (`turns.rs`, `sandbox_steps.rs`, `terminal_steps.rs`), so the two
 //! clients' phases compare like with like. What the cell made is recorded
 //! in its sandbox state, for the harness's own teardown.
+//!
+//! Over 400 lines on purpose: each step here mirrors a Rust client's step of
+//! `turns.rs`, `sandbox_steps.rs` or `terminal_steps.rs` and maps the SDK's
+//! answer into the same detail and signature through the same helpers
+//! (`sdk_failure`, the history settle, `HostedTurn`); split by kind, that
+//! one mapping would be spread over three files.
 
 use super::super::chunks::{agent_turn_over, chunk_seq, sent_chunks, turn_end_in, ChunkFigures};
 use super::super::driver::ScenarioClient;
