@@ -59,7 +59,11 @@ impl ClientKind {
     /// makes sandboxes through the stack's `SandboxProvider`, which
     /// continuity's own client has no call for).
     pub fn runs_real_sdk(self) -> bool {
-        !matches!(self, ClientKind::Rust)
+        // A match, not `!matches!(Rust)`: a new client says which it is.
+        match self {
+            ClientKind::Rust => false,
+            ClientKind::TsSdk | ClientKind::Browser => true,
+        }
     }
 
     /// Whether the client runs in a page of headless Chromium: the local
