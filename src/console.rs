@@ -55,14 +55,6 @@ pub fn width(stream: Stream) -> usize {
         .unwrap_or(DEFAULT_WIDTH)
 }
 
-/// Whether `stream` is a terminal (live progress is drawn only there).
-pub fn is_terminal(stream: Stream) -> bool {
-    match stream {
-        Stream::Stdout => io::stdout().is_terminal(),
-        Stream::Stderr => io::stderr().is_terminal(),
-    }
-}
-
 fn columns_from(value: Option<&str>) -> Option<usize> {
     value?.trim().parse::<usize>().ok().filter(|n| *n > 0)
 }

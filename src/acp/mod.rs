@@ -13,9 +13,7 @@ mod transport;
 pub use error::{AcpError, ConnectFailure, Problem};
 pub(crate) use transport::read_bounded;
 pub use transport::MAX_ENVELOPE_BYTES;
-pub use transport::{
-    Answer, Direction, Observed, Replayed, RpcResponse, StreamStats, Transport, TransportConfig,
-};
+pub use transport::{Direction, Observed, RpcResponse, StreamStats, Transport, TransportConfig};
 
 /// JSON-RPC "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;

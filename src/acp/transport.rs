@@ -40,8 +40,7 @@ mod reattach;
 mod stats;
 mod stream;
 
-pub use reattach::Replayed;
-pub use stats::{Answer, StreamStats};
+pub use stats::StreamStats;
 
 #[cfg(test)]
 mod props;

@@ -42,7 +42,7 @@
 
 mod knobs;
 
-pub use knobs::{Fault, Gap, Knobs, Long, Stream};
+pub use knobs::{Fault, Knobs, Stream};
 
 use agent_client_protocol_schema::v1::{NewSessionRequest, PromptRequest};
 use serde_json::{json, Value};

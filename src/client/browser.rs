@@ -211,21 +211,12 @@ impl BrowserPage {
         tokio::time::sleep(Duration::from_millis(50)).await;
         self.wait_for_api(LOAD_TIMEOUT).await
     }
-
-    /// Closes the DevTools connection (the browser process is its owner's).
-    pub fn close(&self) {
-        self.cdp.close();
-    }
 }
 
 /// The browser client is the real SDK hosted in this page.
 #[async_trait::async_trait]
 impl SdkHost for BrowserPage {
     const KIND: ClientKind = ClientKind::Browser;
-
-    fn key(&self) -> &str {
-        "browser"
-    }
 
     async fn call_once(
         &self,

@@ -85,16 +85,6 @@ pub enum HostedError {
     },
 }
 
-impl HostedError {
-    /// The part of continuity's own this failure is, if it is one.
-    pub fn harness_fault(&self) -> Option<&crate::errors::HarnessFault> {
-        match self {
-            HostedError::Harness { fault, .. } => Some(fault),
-            _ => None,
-        }
-    }
-}
-
 /// Why the hosted SDK client cannot run here (no Rivet layer, an SDK
 /// version the registry lacks, ...): its cells are skipped with this reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -138,9 +128,6 @@ pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// answer, not as they happen. The page's wire is Chromium's own
     /// network events, which feed the trace live.
     const REPORTS_FLIGHT: bool = false;
-
-    /// The host's key: the actor's (one per cell attempt), or `browser`.
-    fn key(&self) -> &str;
 
     /// One call of `action`, no retry by the caller; `patience` is how
     /// long a host that can tell it is not ready yet (a page still
@@ -224,11 +211,6 @@ impl<H: SdkHost> HostedClient<H> {
         };
         let ask = self.call_as(CallKind::Harness, &wire, bound, None);
         let _ = tokio::time::timeout(bound, ask).await;
-    }
-
-    /// The actor's key (one per cell attempt); the page's is `browser`.
-    pub fn key(&self) -> &str {
-        self.host.key()
     }
 
     /// Calls `action` (which carries the phase name). A refused
@@ -352,10 +334,6 @@ impl<H: SdkHost> HostedClient<H> {
 impl SdkHost for ActorHost {
     const KIND: ClientKind = ClientKind::TsSdk;
     const REPORTS_FLIGHT: bool = true;
-
-    fn key(&self) -> &str {
-        &self.config.key
-    }
 
     async fn call_once(
         &self,

@@ -32,7 +32,6 @@ struct Bindings {
 /// A live connection to one agent through one ACP server id.
 pub struct LiveConnection {
     pub connection_id: String,
-    pub agent: String,
     transport: Transport,
     bindings: Arc<Mutex<Bindings>>,
 }
@@ -44,7 +43,6 @@ fn lock(b: &Mutex<Bindings>) -> std::sync::MutexGuard<'_, Bindings> {
 impl LiveConnection {
     /// Opens a transport to a fresh server id and runs `initialize` on it.
     pub async fn create(
-        agent: &str,
         config: TransportConfig,
         http: reqwest::Client,
         recorder: Recorder,
@@ -63,7 +61,6 @@ impl LiveConnection {
         ));
         let live = LiveConnection {
             connection_id,
-            agent: agent.to_string(),
             transport,
             bindings,
         };
@@ -195,10 +192,6 @@ impl LiveConnection {
                 .request(method, Value::Object(params))
                 .await?,
         ))
-    }
-
-    pub async fn close(&self) {
-        self.transport.close().await;
     }
 
     /// See [`crate::acp::Transport::shut`].

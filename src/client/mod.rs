@@ -38,8 +38,8 @@ pub use crate::report::{ClientKind, ClientRestart};
 pub use live::LiveConnection;
 pub use recorder::now_ms;
 pub use replay::{build_replay_text, REPLAY_PREFIX};
-pub use sandbox::{LogEntry, ProcessInfo, ProcessSpec};
-pub use terminal::{CloseInfo, Terminal, TerminalError, MAX_TERMINAL_MESSAGE};
+pub use sandbox::{ProcessInfo, ProcessSpec};
+pub use terminal::{CloseInfo, Terminal, TerminalError};
 
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
@@ -302,7 +302,6 @@ impl Client {
         };
         let created = Arc::new(
             LiveConnection::create(
-                agent,
                 config,
                 self.http.clone(),
                 self.recorder.clone(),

@@ -167,6 +167,7 @@ pub enum SdkAction {
     },
     /// One `SessionPersistDriver` call (`call`, its arguments as a JSON
     /// text) on the driver `persist` names: the persist contract.
+    #[cfg(test)]
     Store {
         phase: String,
         persist: Value,
@@ -249,6 +250,7 @@ impl SdkAction {
             SdkAction::TerminalExpect { .. } => "terminalExpect",
             SdkAction::TerminalReattach { .. } => "terminalReattach",
             SdkAction::Dispose { .. } => "dispose",
+            #[cfg(test)]
             SdkAction::Store { .. } => "store",
             SdkAction::StartSandbox { .. } => "startSandbox",
             SdkAction::ReattachSandbox { .. } => "reattachSandbox",
@@ -283,7 +285,6 @@ impl SdkAction {
             | SdkAction::TerminalExpect { phase, .. }
             | SdkAction::TerminalReattach { phase, .. }
             | SdkAction::Dispose { phase, .. }
-            | SdkAction::Store { phase, .. }
             | SdkAction::StartSandbox { phase, .. }
             | SdkAction::ReattachSandbox { phase, .. }
             | SdkAction::DestroySandbox { phase, .. }
@@ -291,6 +292,8 @@ impl SdkAction {
             | SdkAction::Wire { phase }
             | SdkAction::CutWaits { phase }
             | SdkAction::Retire { phase } => phase,
+            #[cfg(test)]
+            SdkAction::Store { phase, .. } => phase,
         }
     }
 }

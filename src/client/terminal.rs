@@ -236,11 +236,6 @@ impl Terminal {
         String::from_utf8_lossy(self.lock().since(offset)).into_owned()
     }
 
-    /// Whether the server's `ready` frame arrived.
-    pub fn is_ready(&self) -> bool {
-        self.lock().ready
-    }
-
     /// How the socket ended, if it did.
     pub fn closed(&self) -> Option<CloseInfo> {
         self.lock().closed.clone()

@@ -112,11 +112,6 @@ impl PersistChoice {
             | PersistChoice::Unavailable { store, .. } => *store,
         }
     }
-
-    /// The name reports give the store.
-    pub fn name(&self) -> &'static str {
-        self.store().name()
-    }
 }
 
 /// A served store is known by its store (its factory is a closure).

@@ -13,7 +13,7 @@ pub(crate) mod rivet;
 mod sqlite;
 
 pub use choice::{PersistChoice, PersistFactory, StackStores, StoreAbsent};
-pub use continuity_report::{Store, UnknownStore};
+pub use continuity_report::Store;
 pub use memory::MemoryDriver;
 pub use postgres::{schema_for as postgres_schema_for, PostgresConfig, PostgresDriver};
 pub use rivet::{RivetConfig, RivetDriver};

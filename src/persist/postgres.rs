@@ -102,10 +102,6 @@ impl PostgresDriver {
         })
     }
 
-    pub fn schema(&self) -> &str {
-        &self.config.schema
-    }
-
     fn table(&self, name: &str) -> String {
         format!("\"{}\".{name}", self.config.schema)
     }

@@ -8,7 +8,7 @@ use super::{
 };
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The store this driver is, as errors and the trace name it.
@@ -34,7 +34,6 @@ CREATE TABLE IF NOT EXISTS events (
 
 /// Session store in one SQLite file.
 pub struct SqliteDriver {
-    path: PathBuf,
     conn: Arc<Mutex<Connection>>,
 }
 
@@ -54,13 +53,8 @@ impl SqliteDriver {
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         Ok(Self {
-            path,
             conn: Arc::new(Mutex::new(conn)),
         })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Runs a query on the blocking pool so a slow disk never stalls the reactor.

@@ -16,12 +16,11 @@ mod step;
 pub use crate::targets::Restarted;
 pub use execute::integrity::{recheck, Judged};
 pub use execute::{
-    hosted_signature, run_cell, run_cell_deferring, run_cell_with, BrowserClient, CellClient,
-    CellRun, CellSettings, CellStore, CleanupFence, DeferredCleanup, Restarter, SdkClient,
-    TsSdkClient, DEFAULT_HANG_GRACE,
+    run_cell, run_cell_deferring, BrowserClient, CellClient, CellRun, CellSettings, CellStore,
+    CleanupFence, Restarter, TsSdkClient, DEFAULT_HANG_GRACE,
 };
 pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
-pub use step::{Label, Names, Step, StepKind, UnknownStep};
+pub use step::{Label, Step, StepKind, UnknownStep};
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -488,6 +488,7 @@ pub struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
+    #[cfg(test)]
     pub fn all() -> &'static [StepKind] {
         <StepKind as strum::VariantArray>::VARIANTS
     }

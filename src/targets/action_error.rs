@@ -1,6 +1,5 @@
-//! Why a restart action failed ([`ActionError`]), and what kind of
-//! failure that is ([`ActionErrorKind`]). The message says which command,
-//! URL, file or hop, and what came back.
+//! Why a restart action failed ([`ActionError`]). The message says which
+//! command, URL, file or hop, and what came back.
 
 use super::fmt_duration;
 use std::path::PathBuf;
@@ -76,51 +75,11 @@ pub enum ActionError {
     },
 }
 
-/// What kind of failure an [`ActionError`] is, without its details: what a
-/// caller matches on (as `std::io::ErrorKind` for `io::Error`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ActionErrorKind {
-    /// The restart command or managed process could not be started at all.
-    Spawn,
-    /// The restart command ran and exited with a failure.
-    Exit,
-    /// The restart command outlived its timeout.
-    Timeout,
-    /// The pid file is missing, unreadable or holds no pid.
-    PidFile,
-    /// The process a pid file names is gone.
-    NoProcess,
-    /// The signal could not be sent.
-    Kill,
-    /// The restart hook could not be called.
-    Request,
-    /// The restart hook answered with an unexpected status.
-    Status,
-    /// The fault's hop has no proxy, or its proxy stopped serving.
-    Proxy,
-}
-
 impl ActionError {
     /// A reboot's part `name` that is no process the harness runs.
     pub(super) fn runs_no_process(name: &str) -> ActionError {
         ActionError::NothingDown {
             reason: format!("`{name}` runs no process of the harness's"),
-        }
-    }
-
-    pub fn kind(&self) -> ActionErrorKind {
-        match self {
-            ActionError::Spawn { .. } | ActionError::Start { .. } => ActionErrorKind::Spawn,
-            ActionError::Exit { .. } => ActionErrorKind::Exit,
-            ActionError::Timeout { .. } => ActionErrorKind::Timeout,
-            ActionError::PidFile { .. } => ActionErrorKind::PidFile,
-            ActionError::NoProcess { .. } => ActionErrorKind::NoProcess,
-            ActionError::Kill { .. } | ActionError::NothingDown { .. } => ActionErrorKind::Kill,
-            ActionError::Request { .. } => ActionErrorKind::Request,
-            ActionError::Status { .. } => ActionErrorKind::Status,
-            ActionError::NoHop { .. }
-            | ActionError::Proxy { .. }
-            | ActionError::ToxicNeverActed { .. } => ActionErrorKind::Proxy,
         }
     }
 }

@@ -3,7 +3,6 @@
 //! Over 400 lines: one test or two per kind of target (managed, command,
 //! signal, hook, fault, left down, timeout), each on the real thing.
 
-use super::action_error::ActionErrorKind;
 use super::*;
 use crate::supervise::{free_port, group_members};
 use std::time::Instant;
@@ -244,7 +243,13 @@ async fn a_missing_pid_file_is_an_error() {
     );
     let e = target.prepare().await.unwrap_err();
     assert!(
-        matches!(&e, TargetError::Action { error, .. } if error.kind() == ActionErrorKind::PidFile),
+        matches!(
+            &e,
+            TargetError::Action {
+                error: ActionError::PidFile { .. },
+                ..
+            }
+        ),
         "{e}"
     );
     assert!(e.to_string().contains("nginx.pid"), "{e}");

@@ -181,8 +181,4 @@ impl Connection {
             Err(_) => Err(CdpError::Closed),
         }
     }
-
-    pub fn close(&self) {
-        let _ = self.out.send(Message::Close(None));
-    }
 }
