@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 mod axis_flags;
-pub use axis_flags::AxisFlags;
+pub(crate) use axis_flags::AxisFlags;
 
 /// Tells whether sandbox-agent sessions survive a restart of each component of their stack.
 ///
@@ -169,7 +169,7 @@ pub struct StackArgs {
 
 /// `--server-version`: a published version number only (see
 /// [`crate::stack::npm::check_version`]).
-pub fn parse_version(text: &str) -> Result<String, crate::errors::Invalid> {
+pub(crate) fn parse_version(text: &str) -> Result<String, crate::errors::Invalid> {
     crate::stack::npm::check_version(text).map(|()| text.to_string())
 }
 
@@ -477,7 +477,7 @@ impl CellPicks {
     /// The axes picked by a flag, in the order `show` names them (the
     /// store before the agent, as it always has: `report.json`'s order
     /// reversed).
-    pub fn axes() -> impl Iterator<Item = Axis> {
+    pub(crate) fn axes() -> impl Iterator<Item = Axis> {
         Axis::ALL
             .into_iter()
             .rev()

@@ -25,14 +25,14 @@ static STDOUT_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 /// Where a block of text goes, for [`color`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 /// Whether text for `stream` may carry ANSI colours: the stream is a
 /// terminal and `NO_COLOR` is unset. Decided here only, once per stream.
-pub fn color(stream: Stream) -> bool {
+pub(crate) fn color(stream: Stream) -> bool {
     static STDOUT: OnceLock<bool> = OnceLock::new();
     static STDERR: OnceLock<bool> = OnceLock::new();
     let no_color = || std::env::var_os("NO_COLOR").is_some();
@@ -44,12 +44,12 @@ pub fn color(stream: Stream) -> bool {
 
 /// Columns a layout for `stream` may fill when nothing says otherwise:
 /// a CI log is read in a browser or a wide terminal.
-pub const DEFAULT_WIDTH: usize = 120;
+pub(crate) const DEFAULT_WIDTH: usize = 120;
 
 /// The columns text for `stream` should fit in: `COLUMNS` when set (it
 /// wins, as for `ls`: a user or a test asks for a width), else the
 /// terminal's when the stream is one, else [`DEFAULT_WIDTH`].
-pub fn width(stream: Stream) -> usize {
+pub(crate) fn width(stream: Stream) -> usize {
     columns_from(std::env::var("COLUMNS").ok().as_deref())
         .or_else(|| terminal_width(stream))
         .unwrap_or(DEFAULT_WIDTH)
@@ -76,7 +76,7 @@ pub fn out(text: &str) {
 
 /// Writes one of continuity's own workflow commands and a newline to
 /// `stream`, whole: the only line that may start with `::`.
-pub fn command(line: &CommandLine, stream: Stream) {
+pub(crate) fn command(line: &CommandLine, stream: Stream) {
     let text = redact(line.as_str());
     match stream {
         Stream::Stdout => write_out(&format!("{text}\n")),
@@ -104,7 +104,7 @@ fn write_out(text: &str) {
 }
 
 /// Writes `line` and a newline to stdout.
-pub fn outln(line: &str) {
+pub(crate) fn outln(line: &str) {
     out(&format!("{line}\n"));
 }
 
@@ -123,7 +123,7 @@ fn write_err(line: &str) {
 }
 
 /// Why stdout could not be written, unless it was only closed by its reader.
-pub fn stdout_error() -> Option<String> {
+pub(crate) fn stdout_error() -> Option<String> {
     STDOUT_ERROR
         .lock()
         .unwrap_or_else(|p| p.into_inner())

@@ -9,10 +9,11 @@ use crate::errors::HarnessPart;
 use crate::report::{mask_ids, Signature, SignatureKind};
 
 mod seen;
-pub use seen::{add_seen, fault_clause, hung_seen, timeout_seen};
+pub use seen::timeout_seen;
+pub(crate) use seen::{add_seen, fault_clause, hung_seen};
 
 /// The signature of a client-layer failure. `token` is scrubbed from the message.
-pub fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> Signature {
+pub(crate) fn signature(error: &ClientError, token: Option<&crate::secret::Secret>) -> Signature {
     let mut sig = Signature {
         integrity: None,
         kind: SignatureKind::Client,
@@ -78,7 +79,7 @@ fn classify_acp(error: &AcpError, sig: &mut Signature) {
 /// stays a verdict; otherwise the part failed under the cell (killed,
 /// crashed, refusing) and the cell is the harness's error, the part named
 /// first in the message.
-pub fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
+pub(crate) fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
     let Some(part) = sig.component else {
         return;
     };
@@ -95,7 +96,7 @@ pub fn blame_part(sig: &mut Signature, owned: &[HarnessPart]) {
 /// A failure to reach the server (refused, closed, reset) while a part of
 /// continuity's own on the way is gone (its nginx killed by someone): the
 /// part's failure, named on the signature for [`blame_part`].
-pub fn find_gone_part(sig: &mut Signature, watched: &[crate::supervise::part::PartProcess]) {
+pub(crate) fn find_gone_part(sig: &mut Signature, watched: &[crate::supervise::part::PartProcess]) {
     if sig.component.is_some() || !broke_on_the_way(sig) {
         return;
     }
@@ -107,7 +108,7 @@ pub fn find_gone_part(sig: &mut Signature, watched: &[crate::supervise::part::Pa
 /// A connection on the way broke (refused, reset, closed): the failure
 /// itself, or the last thing a phase that ran out of time saw while it
 /// kept trying (the SDK's health wait retries until its deadline).
-pub fn broke_on_the_way(sig: &Signature) -> bool {
+pub(crate) fn broke_on_the_way(sig: &Signature) -> bool {
     let broke =
         |kind: SignatureKind| matches!(kind, SignatureKind::Connect | SignatureKind::StreamClosed);
     broke(sig.kind)
@@ -121,7 +122,7 @@ pub fn broke_on_the_way(sig: &Signature) -> bool {
 /// continuity's own (`own`: its Postgres, the Rivet app hosting the SDK);
 /// an action that failed, or a target never seen going down, is the
 /// test's setup failing (`harness`).
-pub fn restart_failed(
+pub(crate) fn restart_failed(
     record: &crate::report::RestartResult,
     failure: Option<&crate::targets::RestartFailure>,
     own: Option<HarnessPart>,
@@ -144,7 +145,7 @@ pub fn restart_failed(
 }
 
 /// A phase that ran out of time, and what it was waiting for.
-pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
+pub(crate) fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
     Signature {
         integrity: None,
         kind: SignatureKind::Timeout,
@@ -162,7 +163,7 @@ pub fn timeout(deadline_ms: u64, pending: impl Into<String>) -> Signature {
 
 /// A phase that ran out of time because the session store kept it waiting:
 /// `persist (rivet): updateSession no answer after 29.9 s`.
-pub fn persist_timeout(
+pub(crate) fn persist_timeout(
     driver: &str,
     call: &str,
     waited_ms: u64,
@@ -188,7 +189,7 @@ pub fn persist_timeout(
 }
 
 /// A failure of the harness or of a check, not of the system under test's API.
-pub fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
+pub(crate) fn other(kind: SignatureKind, message: impl Into<String>) -> Signature {
     Signature {
         integrity: None,
         kind,

@@ -14,7 +14,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The SHA-256 of a regular file's bytes, read in pieces (a server binary
 /// is tens of MB). Anything else is refused before a byte is read: a FIFO
 /// would block the read, a device such as `/dev/zero` never ends it.
-pub fn sha256_file(path: &Path) -> Result<String, crate::user_file::UserFileError> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String, crate::user_file::UserFileError> {
     let (mut file, _) = crate::user_file::open_regular(path)?;
     let io = |e: std::io::Error| crate::user_file::UserFileError {
         path: path.to_path_buf(),
@@ -33,7 +33,7 @@ pub fn sha256_file(path: &Path) -> Result<String, crate::user_file::UserFileErro
 }
 
 /// Bytes as lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

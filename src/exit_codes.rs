@@ -49,7 +49,7 @@ pub fn for_git_bisect(code: u8) -> u8 {
 }
 
 /// The table as `--help` ends with it.
-pub fn help() -> String {
+pub(crate) fn help() -> String {
     let mut text = String::from("Exit codes:");
     for (code, meaning) in ALL {
         text.push_str(&format!("\n  {code:>3}  {meaning}"));

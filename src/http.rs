@@ -12,7 +12,7 @@ static TLS_CONFIG: OnceLock<Option<rustls::ClientConfig>> = OnceLock::new();
 /// A client builder with continuity's defaults; callers add timeouts.
 /// How long the SDK clients' HTTP waits for a connection: their only time
 /// limit (each request has its own deadline above it).
-pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub fn client_builder() -> reqwest::ClientBuilder {
     TLS_PROVIDER.call_once(|| {
@@ -48,7 +48,7 @@ fn tls_config() -> Option<rustls::ClientConfig> {
 
 /// `text` percent-encoded for a URL query value or path segment: every byte
 /// but RFC 3986's unreserved ones (an actor key may hold anything).
-pub fn encode_component(text: &str) -> String {
+pub(crate) fn encode_component(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

@@ -56,6 +56,12 @@
 //!   `seed`
 
 #![forbid(unsafe_code)]
+// The crate's public surface is what `main.rs` and `tests/` name as
+// `continuity::…` (and the types those items' signatures carry); every
+// other item is `pub(crate)` or narrower, so the dead-code lint sees what
+// nothing calls. The lint keeps it so: a `pub` nothing outside reaches
+// fails clippy.
+#![warn(unreachable_pub)]
 
 pub mod acp;
 pub mod agent;
@@ -83,7 +89,7 @@ pub(crate) use continuity_base::{errors, fit, seed, untrusted};
 pub(crate) use continuity_base::{
     file_name, folder_lock, run_path, source_line, user_file, wire_name,
 };
-pub use continuity_check as check;
+pub(crate) use continuity_check as check;
 pub(crate) use continuity_faults as faults;
 pub use continuity_report as report;
 pub(crate) use continuity_report::partition;

@@ -30,7 +30,7 @@ use tokio::sync::watch;
 
 mod attempts;
 mod client_axis;
-pub use matrix::cost;
+pub(crate) use matrix::cost;
 mod gather;
 mod integrity;
 mod matrix;
@@ -39,23 +39,23 @@ mod queue;
 mod servers;
 mod workers;
 
-pub use client_axis::{ClientChoice, ClientKind, ServedSdk};
+pub(crate) use client_axis::{ClientChoice, ClientKind, ServedSdk};
 /// The matrix's test helpers, for tests elsewhere that build a point.
 #[cfg(test)]
 pub(crate) use matrix::tests as matrix_tests;
-pub use matrix::{
+pub(crate) use matrix::{
     AgentPoint, Axes, CellPoint, Matrix, PlannedCell, SdkPoint, SdkSource, ServerPoint,
     ServerSource, Shard, DEFAULT_AGENT,
 };
-pub use servers::{ServedBinary, ServerSlot};
+pub(crate) use servers::{ServedBinary, ServerSlot};
 
 use attempts::skipped_attempt;
-pub use workers::workers_for;
+pub(crate) use workers::workers_for;
 
-pub use crate::persist::{PersistChoice, StackStores};
+pub(crate) use crate::persist::{PersistChoice, StackStores};
 
 /// What a worker's cells connect to and restart: one stack's side of a run.
-pub struct Worker {
+pub(crate) struct Worker {
     pub base_url: String,
     /// The stack's restart targets, in the run's target order.
     pub targets: Vec<Target>,
@@ -155,7 +155,7 @@ impl Worker {
 
 /// What flags, config and environment decide for a run, known before any
 /// stack is up or any deployment is reached.
-pub struct RunSettings {
+pub(crate) struct RunSettings {
     pub id: String,
     pub token: Option<Secret>,
     pub headers: Vec<(String, String)>,
@@ -182,7 +182,7 @@ pub struct RunSettings {
 
 impl RunSettings {
     /// The shard this run holds, if it is one.
-    pub fn shard(&self) -> Option<Shard<'_>> {
+    pub(crate) fn shard(&self) -> Option<Shard<'_>> {
         self.partition.as_ref().map(|partition| Shard {
             partition,
             timings: &self.timings,
@@ -192,7 +192,7 @@ impl RunSettings {
 
 /// What the deployment or the local stack(s) provide: where the cells
 /// connect, what they restart, where they keep their sessions.
-pub struct RunStacks {
+pub(crate) struct RunStacks {
     /// The first (or only) stack, or the deployment.
     pub own: Worker,
     /// Targets that cannot run here: reported as skipped (or error) cells.
@@ -214,7 +214,7 @@ pub struct RunStacks {
 
 impl RunStacks {
     /// Every worker runs its hosted cells on these SDK points.
-    pub fn serve_sdks(&mut self, sdks: Vec<ServedSdk>) {
+    pub(crate) fn serve_sdks(&mut self, sdks: Vec<ServedSdk>) {
         let sdks: std::sync::Arc<[ServedSdk]> = sdks.into();
         for worker in std::iter::once(&mut self.own).chain(self.workers.iter_mut()) {
             worker.sdks = sdks.clone();
@@ -224,14 +224,14 @@ impl RunStacks {
 
 /// Everything one cell's attempts read: the run's settings and the cell's point.
 #[derive(Clone, Copy)]
-pub struct RunPlan<'a> {
+pub(crate) struct RunPlan<'a> {
     pub settings: &'a RunSettings,
     pub point: &'a CellPoint,
 }
 
 /// Progress, as plain data for whoever displays it.
 #[derive(Debug, Clone)]
-pub enum RunEvent {
+pub(crate) enum RunEvent {
     /// Before the first cell: how many cells this run (or shard) holds,
     /// and the axes its cells name, each with its values.
     RunStarted {
@@ -321,7 +321,7 @@ fn rejection(url: &str, status: u16, sent_token: bool) -> String {
 const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Checks the server answers `/v1/health` before any cell runs.
-pub async fn preflight(
+pub(crate) async fn preflight(
     base_url: &str,
     token: Option<&Secret>,
     headers: &[(String, String)],
@@ -369,7 +369,7 @@ fn rfc3339(t: SystemTime) -> String {
 /// Runs every cell of `matrix` (until `cancel` turns true or the overall
 /// deadline passes): the cells no stack can run are reported at once, the
 /// others go into one queue over the workers.
-pub async fn run(
+pub(crate) async fn run(
     settings: &RunSettings,
     matrix: &Matrix,
     stacks: &mut RunStacks,

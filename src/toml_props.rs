@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 
 /// A TOML value as text: right and wrong types, edge numbers, odd strings.
-pub fn value() -> impl Strategy<Value = String> {
+pub(crate) fn value() -> impl Strategy<Value = String> {
     prop_oneof![
         any::<i64>().prop_map(|n| n.to_string()),
         Just("99999999999999999999".to_string()),
@@ -42,7 +42,7 @@ pub fn value() -> impl Strategy<Value = String> {
 
 /// A document of `headers` (table lines) and `keys = values`, with the odd
 /// line of anything at all.
-pub fn document(
+pub(crate) fn document(
     headers: &'static [&'static str],
     keys: &'static [&'static str],
 ) -> impl Strategy<Value = String> {
@@ -55,7 +55,7 @@ pub fn document(
 }
 
 /// A `restart = …` value: each kind, right and wrong, or any value.
-pub fn restart_value() -> impl Strategy<Value = String> {
+pub(crate) fn restart_value() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => proptest::sample::select(&[
             "{ command = \"true\" }",
@@ -78,7 +78,7 @@ pub fn restart_value() -> impl Strategy<Value = String> {
 }
 
 /// A `ready = …` value: each probe, right and wrong, or any value.
-pub fn ready_value() -> impl Strategy<Value = String> {
+pub(crate) fn ready_value() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => proptest::sample::select(&[
             "{ http = \"http://127.0.0.1:9/v1/health\" }",

@@ -21,7 +21,7 @@ pub struct Problem {
 
 impl Problem {
     /// Reads a problem from a response body; `None` when the body is not one.
-    pub fn parse(body: &[u8]) -> Option<Problem> {
+    pub(crate) fn parse(body: &[u8]) -> Option<Problem> {
         let value: Value = serde_json::from_slice(body).ok()?;
         let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
         let problem = Problem {
@@ -155,7 +155,7 @@ impl AcpError {
 
 impl AcpError {
     /// What a wait saw when this ended an attempt: a status or a transport error kind.
-    pub fn seen(&self) -> Seen {
+    pub(crate) fn seen(&self) -> Seen {
         match self {
             AcpError::Http { status, problem } => Seen::Status {
                 status: *status,

@@ -10,10 +10,12 @@
 mod error;
 mod transport;
 
-pub use error::{AcpError, ConnectFailure, Problem};
+pub(crate) use error::Problem;
+pub use error::{AcpError, ConnectFailure};
 pub(crate) use transport::read_bounded;
-pub use transport::MAX_ENVELOPE_BYTES;
-pub use transport::{Direction, Observed, RpcResponse, StreamStats, Transport, TransportConfig};
+pub(crate) use transport::MAX_ENVELOPE_BYTES;
+pub use transport::{Direction, Observed, Transport, TransportConfig};
+pub(crate) use transport::{RpcResponse, StreamStats};
 
 /// JSON-RPC "method not found".
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;

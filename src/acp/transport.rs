@@ -40,7 +40,7 @@ mod reattach;
 mod stats;
 mod stream;
 
-pub use stats::StreamStats;
+pub(crate) use stats::StreamStats;
 
 #[cfg(test)]
 mod props;
@@ -60,7 +60,7 @@ const AGENT_EXITED: &str = "_adapter/agent_exited";
 /// harness's memory: 4 MiB keeps a run under 64 MB whatever the server
 /// sends (bench/memory.sh), and is far above what ACP traffic carries (the
 /// SDK's replay text is capped at 12 000 characters).
-pub const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_ENVELOPE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Which way an envelope went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,7 +211,7 @@ impl Transport {
     }
 
     /// Sends a notification (no id, no response).
-    pub fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
+    pub(crate) fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
         self.inner
             .write(json!({"jsonrpc": "2.0", "method": method, "params": params}))
     }
@@ -257,7 +257,7 @@ impl Transport {
     /// The first half of [`Transport::close`]: stops the stream and fails
     /// pending requests, at once. True when the server id still has to be
     /// DELETEd (something was posted, and this call is the one that shut it).
-    pub fn shut(&self) -> bool {
+    pub(crate) fn shut(&self) -> bool {
         let mut state = self.inner.lock();
         if state.closed.is_some() {
             return false;
@@ -272,7 +272,7 @@ impl Transport {
 
     /// The second half of [`Transport::close`]: the bounded DELETE of the
     /// server id, whatever its outcome (the SDK ignores it too).
-    pub async fn delete(&self) {
+    pub(crate) async fn delete(&self) {
         let inner = &self.inner;
         let url = inner.url(None);
         let _waiting = inner.trace.wait(

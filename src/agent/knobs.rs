@@ -5,7 +5,7 @@ use crate::errors::Invalid;
 
 /// A misbehaviour for one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Never answer (until `session/cancel`).
     Hang,
     /// Exit the process with this code after the chunk, before the answer.
@@ -16,7 +16,7 @@ pub enum Fault {
 
 /// What the agent does on a turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Knobs {
+pub(crate) struct Knobs {
     pub delay_ms: u64,
     pub fault: Option<Fault>,
     pub load_session: bool,
@@ -34,14 +34,14 @@ pub struct Knobs {
 
 /// A long turn: how long it lasts and what the agent says meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Long {
+pub(crate) struct Long {
     pub total_ms: u64,
     pub gap: Gap,
 }
 
 /// What a long turn sends while it lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gap {
+pub(crate) enum Gap {
     /// A chunk every this many milliseconds.
     Every(u64),
     /// Nothing until the answer: a stream and a POST both silent.
@@ -53,7 +53,7 @@ const MAX_LONG_MS: u64 = 10 * 60 * 1000;
 
 impl Long {
     /// `TOTAL/GAP` (milliseconds, GAP ≤ TOTAL) or `TOTAL/idle`.
-    pub fn parse(text: &str) -> Result<Long, Invalid> {
+    pub(crate) fn parse(text: &str) -> Result<Long, Invalid> {
         let (total, gap) = text.trim().split_once('/').ok_or_else(|| {
             Invalid(format!(
                 "expected TOTAL_MS/GAP_MS or TOTAL_MS/idle, got {text:?}"
@@ -87,7 +87,7 @@ impl Long {
     }
 
     /// The chunks it streams (K every GAP ms over TOTAL), or `None` when idle.
-    pub fn stream(self) -> Option<Stream> {
+    pub(crate) fn stream(self) -> Option<Stream> {
         match self.gap {
             Gap::Idle => None,
             Gap::Every(gap) => Some(Stream {
@@ -102,14 +102,14 @@ impl Long {
 
 /// A streamed turn: `chunks` chunks, evenly over `over_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stream {
+pub(crate) struct Stream {
     pub chunks: u32,
     pub over_ms: u64,
 }
 
 impl Stream {
     /// `K/N`: K chunks (1..=10000) over N milliseconds.
-    pub fn parse(text: &str) -> Result<Stream, Invalid> {
+    pub(crate) fn parse(text: &str) -> Result<Stream, Invalid> {
         let (k, n) = text
             .trim()
             .split_once('/')
@@ -151,11 +151,11 @@ impl Knobs {
     /// Reads `CONTINUITY_AGENT_DELAY_MS`, `CONTINUITY_AGENT_FAULT`,
     /// `CONTINUITY_AGENT_LOAD_SESSION`, `CONTINUITY_AGENT_STREAM`,
     /// `CONTINUITY_AGENT_LONG`.
-    pub fn from_env() -> Result<Knobs, Invalid> {
+    pub(crate) fn from_env() -> Result<Knobs, Invalid> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Knobs, Invalid> {
+    pub(crate) fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Knobs, Invalid> {
         let delay_ms = match var("CONTINUITY_AGENT_DELAY_MS") {
             Some(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
                 Invalid(format!(
@@ -200,7 +200,7 @@ impl Knobs {
     }
 
     /// These knobs with the prompt's directives applied; unknown directives are ignored.
-    pub fn for_prompt(&self, text: &str) -> Knobs {
+    pub(crate) fn for_prompt(&self, text: &str) -> Knobs {
         let mut turn = self.clone();
         let mut rest = text;
         while let Some(start) = rest.find("[[") {

@@ -42,7 +42,7 @@
 
 mod knobs;
 
-pub use knobs::{Fault, Knobs, Stream};
+pub(crate) use knobs::{Fault, Knobs, Stream};
 
 use agent_client_protocol_schema::v1::{NewSessionRequest, PromptRequest};
 use serde_json::{json, Value};
@@ -426,7 +426,7 @@ impl Agent {
 }
 
 /// Where the sent record goes when `CONTINUITY_AGENT_SENT` is not set: beside the state file.
-pub fn sent_record_path(state_file: &std::path::Path) -> PathBuf {
+pub(crate) fn sent_record_path(state_file: &std::path::Path) -> PathBuf {
     let mut name = state_file.as_os_str().to_owned();
     name.push(".sent.jsonl");
     PathBuf::from(name)

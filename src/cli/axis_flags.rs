@@ -15,7 +15,7 @@ pub struct AxisFlags(Vec<(Axis, Vec<String>)>);
 
 impl AxisFlags {
     /// The axes with a made flag, in `report.json`'s order.
-    pub fn axes() -> impl Iterator<Item = Axis> {
+    pub(crate) fn axes() -> impl Iterator<Item = Axis> {
         Axis::ALL
             .into_iter()
             .filter(|axis| !AXES_WITH_OWN_FLAGS.contains(axis))
@@ -29,7 +29,7 @@ impl AxisFlags {
 
     /// What `--AXIS` was given, in order; empty when it was not (or the
     /// axis's flag is one of [`AXES_WITH_OWN_FLAGS`]).
-    pub fn values(&self, axis: Axis) -> &[String] {
+    pub(crate) fn values(&self, axis: Axis) -> &[String] {
         self.0
             .iter()
             .find(|(given, _)| *given == axis)

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 mod cdp;
 mod wire;
 
-pub use cdp::CdpError;
+pub(crate) use cdp::CdpError;
 
 /// How long one DevTools command may take (an action's own wait is the
 /// evaluation, bounded by the phase's deadline from outside).
@@ -27,7 +27,7 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A page of the browser, on the client's page URL.
 #[derive(Clone)]
-pub struct BrowserPage {
+pub(crate) struct BrowserPage {
     cdp: cdp::Connection,
     session: String,
     url: String,
@@ -44,7 +44,7 @@ impl std::fmt::Debug for BrowserPage {
 
 /// What the page API answered, or why it did not.
 #[derive(Debug, thiserror::Error)]
-pub enum PageError {
+pub(crate) enum PageError {
     #[error(transparent)]
     Cdp(#[from] CdpError),
     /// The page threw, or has no page API (yet): it is loading.
@@ -56,7 +56,7 @@ impl PageError {
     /// The browser itself is gone or not answering (its DevTools
     /// connection closed, unreachable, or silent past its bound): a fault
     /// of continuity's Chromium, not of the page's SDK or the server.
-    pub fn chromium_fault(&self) -> Option<crate::errors::HarnessFault> {
+    pub(crate) fn chromium_fault(&self) -> Option<crate::errors::HarnessFault> {
         match self {
             PageError::Cdp(
                 e @ (CdpError::Closed | CdpError::Connect { .. } | CdpError::Timeout { .. }),
@@ -73,7 +73,7 @@ impl BrowserPage {
     /// Opens a new page of the browser whose DevTools endpoint is `ws_url`
     /// on `url` (the client's app), its network traced, and waits for its
     /// page API.
-    pub async fn open(ws_url: &str, url: &str) -> Result<BrowserPage, PageError> {
+    pub(crate) async fn open(ws_url: &str, url: &str) -> Result<BrowserPage, PageError> {
         let trace = Arc::new(Mutex::new(crate::trace::Trace::detached()));
         let cdp = cdp::Connection::connect(ws_url, wire::Wire::new(trace.clone())).await?;
         let target = cdp
@@ -106,7 +106,7 @@ impl BrowserPage {
     }
 
     /// Where the page's traffic is traced from now on.
-    pub fn set_trace(&self, trace: crate::trace::Trace) {
+    pub(crate) fn set_trace(&self, trace: crate::trace::Trace) {
         *self.trace.lock().unwrap_or_else(|p| p.into_inner()) = trace;
     }
 
@@ -118,7 +118,7 @@ impl BrowserPage {
     /// `{ok: …}` as the page gave it. A page still loading (no page API
     /// yet, its context replaced by a reload) is asked again until
     /// `patience` runs out.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         action: &str,
         args: &Value,
@@ -204,7 +204,7 @@ impl BrowserPage {
     /// memory (the SDK clients, their session handles) is gone; what the
     /// page keeps (sessionStorage, IndexedDB) stays. Returns once the
     /// reloaded page defines its page API.
-    pub async fn reload(&self) -> Result<(), PageError> {
+    pub(crate) async fn reload(&self) -> Result<(), PageError> {
         self.command("Page.reload", json!({"ignoreCache": false}))
             .await?;
         // The old page may answer `ready` until the navigation commits.

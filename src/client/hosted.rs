@@ -43,18 +43,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The actor's name in the app's registry.
-pub const ACTOR: &str = "sdkClient";
+pub(crate) const ACTOR: &str = "sdkClient";
 
 /// While a scenario call is pending on a host that reports what it has in
 /// flight, how often the driver asks, and how long one ask may take.
 const FLIGHT_POLL: Duration = Duration::from_millis(250);
 const FLIGHT_POLL_BOUND: Duration = Duration::from_secs(2);
 
-pub use super::sdk_action::SdkError;
+pub(crate) use super::sdk_action::SdkError;
 
 /// Why an action did not give the SDK's answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum HostedError {
+pub(crate) enum HostedError {
     /// The SDK (or the actor's bound) failed the call.
     #[error("{}", .0.describe())]
     Sdk(Box<SdkError>),
@@ -89,11 +89,11 @@ pub enum HostedError {
 /// version the registry lacks, ...): its cells are skipped with this reason.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct Unhosted(pub String);
+pub(crate) struct Unhosted(pub String);
 
 /// Where the actor is.
 #[derive(Debug, Clone)]
-pub struct HostedConfig {
+pub(crate) struct HostedConfig {
     /// The engine's guard endpoint, e.g. `http://127.0.0.1:6420`.
     pub endpoint: String,
     pub namespace: String,
@@ -106,7 +106,7 @@ pub struct HostedConfig {
 /// ([`super::browser::BrowserPage`]).
 /// The actions are the same either way.
 #[derive(Debug, Clone)]
-pub struct HostedClient<H> {
+pub(crate) struct HostedClient<H> {
     host: H,
     wire: Option<Arc<Wire>>,
     /// Whether a pending scenario call polls what its host has in flight
@@ -118,7 +118,7 @@ pub struct HostedClient<H> {
 /// place the real SDK is hosted, and so one client on the client axis
 /// ([`SdkHost::KIND`]) per implementation.
 #[async_trait::async_trait]
-pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
+pub(crate) trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
     /// The client the SDK is when hosted here.
     const KIND: ClientKind;
 
@@ -142,7 +142,7 @@ pub trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
 
 /// The cell's `sdkClient` actor, reached through the engine's gateway.
 #[derive(Debug, Clone)]
-pub struct ActorHost {
+pub(crate) struct ActorHost {
     config: HostedConfig,
     http: reqwest::Client,
 }
@@ -157,13 +157,13 @@ struct Wire {
 /// Whether a call is one of the scenario's (traced as the SDK's time) or
 /// the harness's own (its faults, the wire, retiring the actor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
+pub(crate) enum CallKind {
     Scenario,
     Harness,
 }
 
 impl HostedClient<ActorHost> {
-    pub fn new(config: HostedConfig) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(config: HostedConfig) -> Result<Self, reqwest::Error> {
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
@@ -173,7 +173,7 @@ impl HostedClient<ActorHost> {
 
 impl<H: SdkHost> HostedClient<H> {
     /// The SDK hosted by `host` (the browser client: `HostedClient::on(page)`).
-    pub fn on(host: H) -> Self {
+    pub(crate) fn on(host: H) -> Self {
         Self {
             host,
             wire: None,
@@ -182,12 +182,12 @@ impl<H: SdkHost> HostedClient<H> {
     }
 
     /// Where the SDK runs (the browser client's page, for its reloads).
-    pub fn host(&self) -> &H {
+    pub(crate) fn host(&self) -> &H {
         &self.host
     }
 
     /// This client writing its actions and the SDK's wire into `trace`.
-    pub fn traced(mut self, trace: Trace) -> Self {
+    pub(crate) fn traced(mut self, trace: Trace) -> Self {
         self.wire = Some(Arc::new(Wire {
             trace,
             cursor: Mutex::new(WireCursor::default()),
@@ -198,14 +198,14 @@ impl<H: SdkHost> HostedClient<H> {
     /// With `watching`, a pending scenario call on a host that reports
     /// what it has in flight asks it as it waits (the hang detector reads
     /// it); without, the host's wire reaches the trace with each answer.
-    pub fn watching(mut self, watching: bool) -> Self {
+    pub(crate) fn watching(mut self, watching: bool) -> Self {
         self.watching = watching;
         self
     }
 
     /// Fetches the wire records the trace lacks (after a phase given up at
     /// its deadline, whose answer never came), within `bound`.
-    pub async fn drain_wire(&self, phase: &str, bound: Duration) {
+    pub(crate) async fn drain_wire(&self, phase: &str, bound: Duration) {
         let wire = SdkAction::Wire {
             phase: phase.into(),
         };
@@ -218,7 +218,7 @@ impl<H: SdkHost> HostedClient<H> {
     /// runner restarts) is retried until `patience` runs out: the action never
     /// ran, so sending it again is what a waiting app would do. The phase's
     /// own deadline bounds the whole call from outside.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         action: &SdkAction,
         patience: Duration,
@@ -231,7 +231,7 @@ impl<H: SdkHost> HostedClient<H> {
     /// that ends at its answer or, when the caller gives up first, at
     /// `deadline` after it began, and the SDK call is bounded by the actor
     /// at `deadline` (`timeoutMs`).
-    pub async fn call_as(
+    pub(crate) async fn call_as(
         &self,
         kind: CallKind,
         call: &SdkAction,

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 /// Which records of the actor's wire log are already in the trace.
 #[derive(Debug, Default)]
-pub struct WireCursor {
+pub(super) struct WireCursor {
     /// Per log (a runner restart starts a new one): the last sequence number written.
     written: HashMap<String, u64>,
     /// The log the latest answer came from: the one to acknowledge.
@@ -28,7 +28,7 @@ pub struct WireCursor {
 
 impl WireCursor {
     /// What the next action acknowledges: `{origin, seq}`, or null before any answer.
-    pub fn ack(&self) -> Value {
+    pub(super) fn ack(&self) -> Value {
         match &self.latest {
             Some(origin) => {
                 json!({"origin": origin, "seq": self.written.get(origin).copied().unwrap_or(0)})
@@ -38,7 +38,7 @@ impl WireCursor {
     }
 
     /// Writes the records of an answer's `wire` field that the trace lacks.
-    pub fn ingest(&mut self, trace: &Trace, wire: &Value) {
+    pub(super) fn ingest(&mut self, trace: &Trace, wire: &Value) {
         let Some(origin) = wire.get("origin").and_then(Value::as_str) else {
             return;
         };
@@ -88,7 +88,7 @@ impl WireCursor {
 /// since}], acting: [{phase, since}]}`, epoch milliseconds) as the trace's
 /// [`HostReport`]. Something open that does not read is still open (as
 /// the host's own work): a report is never read as quieter than it is.
-pub fn ingest_flight(trace: &Trace, flight: &Value) {
+pub(super) fn ingest_flight(trace: &Trace, flight: &Value) {
     let t = |v: Option<&Value>| v.and_then(Value::as_f64).map(|ms| trace.t_of_epoch_ms(ms));
     let Some(at) = t(flight.get("now")) else {
         return;

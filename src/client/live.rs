@@ -30,7 +30,7 @@ struct Bindings {
 }
 
 /// A live connection to one agent through one ACP server id.
-pub struct LiveConnection {
+pub(crate) struct LiveConnection {
     pub connection_id: String,
     transport: Transport,
     bindings: Arc<Mutex<Bindings>>,
@@ -42,7 +42,7 @@ fn lock(b: &Mutex<Bindings>) -> std::sync::MutexGuard<'_, Bindings> {
 
 impl LiveConnection {
     /// Opens a transport to a fresh server id and runs `initialize` on it.
-    pub async fn create(
+    pub(crate) async fn create(
         config: TransportConfig,
         http: reqwest::Client,
         recorder: Recorder,
@@ -86,24 +86,24 @@ impl LiveConnection {
         Ok(live)
     }
 
-    pub fn transport(&self) -> &Transport {
+    pub(crate) fn transport(&self) -> &Transport {
         &self.transport
     }
 
     /// Whether `local` is bound here (to `agent_session_id`, when given).
-    pub fn has_bound_session(&self, local: &str, agent_session_id: Option<&str>) -> bool {
+    pub(crate) fn has_bound_session(&self, local: &str, agent_session_id: Option<&str>) -> bool {
         match lock(&self.bindings).session_by_local.get(local) {
             None => false,
             Some(bound) => agent_session_id.is_none_or(|want| bound == want),
         }
     }
 
-    pub fn bind_session(&self, local: &str, agent_session_id: &str) {
+    pub(crate) fn bind_session(&self, local: &str, agent_session_id: &str) {
         lock(&self.bindings).bind(local, agent_session_id);
     }
 
     /// Queues replay text for the session's next prompt (none clears it).
-    pub fn queue_replay(&self, local: &str, replay: Option<String>) {
+    pub(crate) fn queue_replay(&self, local: &str, replay: Option<String>) {
         let mut b = lock(&self.bindings);
         match replay {
             Some(text) if !text.is_empty() => {
@@ -116,7 +116,7 @@ impl LiveConnection {
     }
 
     /// `session/new` for a local session; binds it to the new agent session id.
-    pub async fn create_remote_session(
+    pub(crate) async fn create_remote_session(
         &self,
         local: &str,
         session_init: Value,
@@ -150,7 +150,7 @@ impl LiveConnection {
 
     /// Sends a session method with the local id mapped to the agent's; a
     /// prompt carries any queued replay text as its first block.
-    pub async fn send_session_method(
+    pub(crate) async fn send_session_method(
         &self,
         local: &str,
         method: &str,
@@ -195,12 +195,12 @@ impl LiveConnection {
     }
 
     /// See [`crate::acp::Transport::shut`].
-    pub fn shut(&self) -> bool {
+    pub(crate) fn shut(&self) -> bool {
         self.transport.shut()
     }
 
     /// See [`crate::acp::Transport::delete`].
-    pub async fn delete(&self) {
+    pub(crate) async fn delete(&self) {
         self.transport.delete().await;
     }
 }

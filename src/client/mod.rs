@@ -21,25 +21,28 @@
 //! and changes; transport, REST, sandbox, terminal and the hosted clients
 //! are apart.
 
-pub mod browser;
-pub mod hosted;
+pub(crate) mod browser;
+pub(crate) mod hosted;
 mod hosted_wire;
 mod live;
 mod recorder;
 mod replay;
 mod rest;
 mod sandbox;
-pub mod sdk_action;
+pub(crate) mod sdk_action;
 mod terminal;
 
 use rest::{auth_headers, wait_healthy};
 
-pub use crate::report::{ClientKind, ClientRestart};
-pub use live::LiveConnection;
-pub use recorder::now_ms;
-pub use replay::{build_replay_text, REPLAY_PREFIX};
-pub use sandbox::{ProcessInfo, ProcessSpec};
-pub use terminal::{CloseInfo, Terminal, TerminalError};
+pub(crate) use crate::report::{ClientKind, ClientRestart};
+pub(crate) use live::LiveConnection;
+pub(crate) use recorder::now_ms;
+pub(crate) use replay::build_replay_text;
+pub use replay::REPLAY_PREFIX;
+pub(crate) use sandbox::ProcessInfo;
+pub use sandbox::ProcessSpec;
+pub(crate) use terminal::Terminal;
+pub use terminal::{CloseInfo, TerminalError};
 
 use crate::acp::{AcpError, TransportConfig};
 use crate::persist::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
@@ -54,26 +57,26 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{watch, Mutex};
 
-pub const DEFAULT_REPLAY_MAX_EVENTS: usize = 50;
-pub const DEFAULT_REPLAY_MAX_CHARS: usize = 12_000;
+pub(crate) const DEFAULT_REPLAY_MAX_EVENTS: usize = 50;
+pub(crate) const DEFAULT_REPLAY_MAX_CHARS: usize = 12_000;
 /// How long a call waits for the stream to catch up with a response it got by POST.
 const SETTLE: Duration = Duration::from_millis(250);
 
 /// The rest of a dispose once the streams are stopped and the events
 /// stored: one bounded DELETE per connection that had posted.
-pub struct Disposal {
+pub(crate) struct Disposal {
     deleting: Vec<Arc<LiveConnection>>,
     trace: Trace,
 }
 
 impl Disposal {
     /// Whether no connection had posted: nothing is left to DELETE.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.deleting.is_empty()
     }
 
     /// The DELETEs, side by side, each under the SDK's bound.
-    pub async fn finish(self) {
+    pub(crate) async fn finish(self) {
         if self.deleting.is_empty() {
             return;
         }
@@ -166,7 +169,7 @@ pub enum Resume {
 }
 
 /// The run's extra headers as a client sends them (values kept out of `Debug`).
-pub fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ClientError> {
+pub(crate) fn header_map(pairs: &[(String, String)]) -> Result<HeaderMap, ClientError> {
     let mut headers = HeaderMap::new();
     for (name, value) in pairs {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -239,34 +242,34 @@ impl Client {
         })
     }
 
-    pub fn persist(&self) -> &Arc<dyn PersistDriver> {
+    pub(crate) fn persist(&self) -> &Arc<dyn PersistDriver> {
         &self.options.persist
     }
 
     /// Waits until every envelope observed so far is stored.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         self.recorder.flush().await;
     }
 
     /// How many events of a session this client stored.
-    pub fn events_stored(&self, session_id: &str) -> u64 {
+    pub(crate) fn events_stored(&self, session_id: &str) -> u64 {
         self.recorder.stored(session_id)
     }
 
     /// Events this client could not store (lost from the history).
-    pub fn persist_failures(&self) -> Vec<String> {
+    pub(crate) fn persist_failures(&self) -> Vec<String> {
         self.recorder.failures()
     }
 
     /// What the transport of an agent's live connection saw (none before its first use).
-    pub async fn transport_stats(&self, agent: &str) -> Option<crate::acp::StreamStats> {
+    pub(crate) async fn transport_stats(&self, agent: &str) -> Option<crate::acp::StreamStats> {
         let live = self.live.lock().await;
         live.get(agent).map(|c| c.transport().stats())
     }
 
     /// Where an agent's live connection's stream stands, if it has one: its
     /// server id and the id of the last stream event read.
-    pub async fn stream_position(&self, agent: &str) -> Option<(String, Option<String>)> {
+    pub(crate) async fn stream_position(&self, agent: &str) -> Option<(String, Option<String>)> {
         let live = self.live.lock().await;
         live.get(agent).map(|c| {
             let transport = c.transport();
@@ -275,7 +278,10 @@ impl Client {
     }
 
     /// The live connection for an agent, made on first use and kept for good.
-    pub async fn live_connection(&self, agent: &str) -> Result<Arc<LiveConnection>, ClientError> {
+    pub(crate) async fn live_connection(
+        &self,
+        agent: &str,
+    ) -> Result<Arc<LiveConnection>, ClientError> {
         let mut health = self.health.clone();
         let _waiting = (!*health.borrow()).then(|| {
             self.options.trace.wait(
@@ -421,7 +427,7 @@ impl Client {
     }
 
     /// `session.cancel()`: the `session/cancel` notification, for a turn the caller gives up on.
-    pub async fn cancel(&self, id: &str) -> Result<(), ClientError> {
+    pub(crate) async fn cancel(&self, id: &str) -> Result<(), ClientError> {
         self.send_session_method(id, "session/cancel", json!({}), true)
             .await
             .map(|_| ())
@@ -442,7 +448,7 @@ impl Client {
     }
 
     /// `destroySession`: `session/cancel` best effort, then `destroyedAt`.
-    pub async fn destroy_session(&self, id: &str) -> Result<SessionRecord, ClientError> {
+    pub(crate) async fn destroy_session(&self, id: &str) -> Result<SessionRecord, ClientError> {
         let _call = self.options.trace.call("destroySession");
         let _ = self
             .send_session_method(id, "session/cancel", json!({}), true)
@@ -466,7 +472,7 @@ impl Client {
     /// every live connection's stream and stores the events seen so far.
     /// What is left, [`Disposal::finish`], is the servers' DELETEs alone,
     /// so it can end beside other work that must not touch the store.
-    pub async fn begin_dispose(&self) -> Disposal {
+    pub(crate) async fn begin_dispose(&self) -> Disposal {
         let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
         let deleting = connections.into_iter().filter(|c| c.shut()).collect();
         self.recorder.flush().await;

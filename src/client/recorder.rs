@@ -28,7 +28,7 @@ enum Job {
 
 /// Handle to a client's recording task.
 #[derive(Clone)]
-pub struct Recorder {
+pub(crate) struct Recorder {
     jobs: mpsc::UnboundedSender<Job>,
     failures: Arc<Mutex<Vec<String>>>,
     stored: Arc<Mutex<HashMap<String, u64>>>,
@@ -36,7 +36,7 @@ pub struct Recorder {
 
 impl Recorder {
     /// Starts the task that writes events into `persist`.
-    pub fn start(persist: Arc<dyn PersistDriver>) -> Self {
+    pub(crate) fn start(persist: Arc<dyn PersistDriver>) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         let failures = Arc::new(Mutex::new(Vec::new()));
         let stored = Arc::new(Mutex::new(HashMap::new()));
@@ -49,7 +49,7 @@ impl Recorder {
     }
 
     /// Queues one envelope for a session.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         session_id: String,
         connection_id: String,
@@ -65,7 +65,7 @@ impl Recorder {
     }
 
     /// Waits until everything queued so far is stored (or has failed).
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.jobs.send(Job::Flush(tx)).is_ok() {
             let _ = rx.await;
@@ -73,7 +73,7 @@ impl Recorder {
     }
 
     /// How many events of a session this recorder stored successfully.
-    pub fn stored(&self, session_id: &str) -> u64 {
+    pub(crate) fn stored(&self, session_id: &str) -> u64 {
         self.stored
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -83,7 +83,7 @@ impl Recorder {
     }
 
     /// Every event that could not be stored, as a message.
-    pub fn failures(&self) -> Vec<String> {
+    pub(crate) fn failures(&self) -> Vec<String> {
         self.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -199,7 +199,7 @@ async fn store(
 }
 
 /// Milliseconds since the Unix epoch, as JavaScript's `Date.now()`.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -13,7 +13,7 @@ pub const REPLAY_PREFIX: &str = "Previous session history is replayed below as J
 /// does, so truncation falls where the SDK's does for any text. Two JSON
 /// details differ from `JSON.stringify` and never occur in ACP envelopes:
 /// JavaScript prints integer-like object keys first, and `1.0` as `1`.
-pub fn build_replay_text(events: &[SessionEvent], max_chars: usize) -> Option<String> {
+pub(crate) fn build_replay_text(events: &[SessionEvent], max_chars: usize) -> Option<String> {
     if events.is_empty() {
         return None;
     }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 impl Client {
     /// `GET /v1/health` once.
-    pub async fn health(&self) -> Result<Value, ClientError> {
+    pub(crate) async fn health(&self) -> Result<Value, ClientError> {
         let url = format!("{}/v1/health", self.options.base_url);
         let _waiting = self.options.trace.wait(
             "a response to GET /v1/health",
@@ -30,7 +30,11 @@ impl Client {
     }
 
     /// `POST /v1/processes/run`: a one-off command in the sandbox (the liveness probe).
-    pub async fn run_process(&self, command: &str, timeout_ms: u64) -> Result<Value, ClientError> {
+    pub(crate) async fn run_process(
+        &self,
+        command: &str,
+        timeout_ms: u64,
+    ) -> Result<Value, ClientError> {
         let url = format!("{}/v1/processes/run", self.options.base_url);
         let _waiting = self.options.trace.wait(
             format!("a response to POST /v1/processes/run ({command})"),

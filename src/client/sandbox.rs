@@ -52,7 +52,7 @@ impl ProcessInfo {
 
 /// One retained log entry, decoded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LogEntry {
+pub(crate) struct LogEntry {
     pub sequence: i64,
     pub data: Vec<u8>,
 }
@@ -140,7 +140,7 @@ impl Client {
     }
 
     /// `PUT /v1/fs/file?path=…` (the server makes missing parent folders).
-    pub async fn write_file(&self, path: &str, content: Vec<u8>) -> Result<(), ClientError> {
+    pub(crate) async fn write_file(&self, path: &str, content: Vec<u8>) -> Result<(), ClientError> {
         self.sandbox_request(
             Method::PUT,
             "/v1/fs/file",
@@ -153,14 +153,14 @@ impl Client {
     }
 
     /// `GET /v1/fs/file?path=…`: the file's bytes. 0.4.2 answers a missing file with 400.
-    pub async fn read_file(&self, path: &str) -> Result<Vec<u8>, ClientError> {
+    pub(crate) async fn read_file(&self, path: &str) -> Result<Vec<u8>, ClientError> {
         self.sandbox_request(Method::GET, "/v1/fs/file", &[("path", path)], None, None)
             .await
             .map(|b| b.to_vec())
     }
 
     /// `DELETE /v1/fs/entry?path=…&recursive=true`.
-    pub async fn delete_entry(&self, path: &str) -> Result<(), ClientError> {
+    pub(crate) async fn delete_entry(&self, path: &str) -> Result<(), ClientError> {
         self.sandbox_json(
             Method::DELETE,
             "/v1/fs/entry",
@@ -192,7 +192,7 @@ impl Client {
     }
 
     /// `POST /v1/processes/run` with arguments: a one-off command in the sandbox.
-    pub async fn run_command(
+    pub(crate) async fn run_command(
         &self,
         command: &str,
         args: &[&str],
@@ -204,7 +204,7 @@ impl Client {
     }
 
     /// `GET /v1/processes/{id}`.
-    pub async fn get_process(&self, id: &str) -> Result<ProcessInfo, ClientError> {
+    pub(crate) async fn get_process(&self, id: &str) -> Result<ProcessInfo, ClientError> {
         let value = self
             .sandbox_json(Method::GET, &process_path(id, ""), &[], None)
             .await?;
@@ -229,7 +229,7 @@ impl Client {
     }
 
     /// `GET /v1/processes/{id}/logs`: every retained entry, base64 decoded.
-    pub async fn process_logs(&self, id: &str) -> Result<Vec<LogEntry>, ClientError> {
+    pub(crate) async fn process_logs(&self, id: &str) -> Result<Vec<LogEntry>, ClientError> {
         let value = self
             .sandbox_json(Method::GET, &process_path(id, "/logs"), &[], None)
             .await?;

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 /// id (`id`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub enum SdkAction {
+pub(crate) enum SdkAction {
     /// A new SDK client named `client`, on `base_url`.
     Connect {
         phase: String,
@@ -228,7 +228,7 @@ pub enum SdkAction {
 
 impl SdkAction {
     /// The action's name, as the actor and the page API know it.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             SdkAction::Connect { .. } => "connect",
             SdkAction::CreateSession { .. } => "createSession",
@@ -263,7 +263,7 @@ impl SdkAction {
     }
 
     /// The phase the action runs for.
-    pub fn phase(&self) -> &str {
+    pub(crate) fn phase(&self) -> &str {
         match self {
             SdkAction::Connect { phase, .. }
             | SdkAction::CreateSession { phase, .. }
@@ -315,7 +315,7 @@ pub(crate) struct ActionArgs<'a> {
 /// `createSession`'s answer.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct Created {
+pub(crate) struct Created {
     pub session_id: Option<Value>,
     pub agent_session_id: Option<Value>,
 }
@@ -324,7 +324,7 @@ pub struct Created {
 /// (`cached`, `resumed`, …) and whether the actor built its client anew.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct Prompted {
+pub(crate) struct Prompted {
     pub stop_reason: Option<Value>,
     pub handle: Option<Value>,
     pub client_rebuilt: Option<Value>,
@@ -333,21 +333,21 @@ pub struct Prompted {
 /// `resumeSession`'s answer: `same_handle` or `recreated`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct Resumed {
+pub(crate) struct Resumed {
     pub action: Option<Value>,
 }
 
 /// `health`'s answer: the SDK's `getHealth()`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct Healthy {
+pub(crate) struct Healthy {
     pub health: Option<Value>,
 }
 
 /// `startTurn`'s answer: the session handle the SDK used.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct TurnStarted {
+pub(crate) struct TurnStarted {
     pub handle: Option<Value>,
     pub client_rebuilt: Option<Value>,
 }
@@ -357,7 +357,7 @@ pub struct TurnStarted {
 /// the SDK delivered meanwhile through `session.onEvent`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct TurnAwaited {
+pub(crate) struct TurnAwaited {
     pub turn_outcome: Option<String>,
     pub stop_reason: Option<String>,
     pub error: Option<SdkError>,
@@ -377,14 +377,14 @@ pub struct TurnAwaited {
 /// `probe`'s answer: the SDK's `ProcessRunResponse`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct Probed {
+pub(crate) struct Probed {
     pub run: Option<Value>,
 }
 
 /// `readFile`'s answer: the bytes read (as text) and whether the folder lists it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct ReadBack {
+pub(crate) struct ReadBack {
     pub content: Option<String>,
     pub listed: Option<bool>,
 }
@@ -392,7 +392,7 @@ pub struct ReadBack {
 /// `spawnProcess`'s answer: the SDK's `ProcessInfo`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct Spawned {
+pub(crate) struct Spawned {
     pub process: Option<Value>,
 }
 
@@ -400,7 +400,7 @@ pub struct Spawned {
 /// `getProcess`'s error) and its logs.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ProcessSeen {
+pub(crate) struct ProcessSeen {
     pub listed: Option<bool>,
     pub process: Option<Value>,
     pub process_error: Option<SdkError>,
@@ -411,7 +411,7 @@ pub struct ProcessSeen {
 /// One call the SDK made of the stack's provider, and what its back end answered.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct ProviderCall {
+pub(crate) struct ProviderCall {
     /// `create`, `reconnect`, `getUrl`, `ensureServer`, `destroy`.
     pub call: String,
     /// `start` (inside `SandboxAgent.start`), `health-wait` (the client's
@@ -426,7 +426,7 @@ pub struct ProviderCall {
 /// `startSandbox`'s answer: the SDK's `sandboxId` and the provider's calls.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SandboxStarted {
+pub(crate) struct SandboxStarted {
     pub sandbox_id: Option<String>,
     pub calls: Vec<ProviderCall>,
 }
@@ -435,7 +435,7 @@ pub struct SandboxStarted {
 /// `no_sandbox`), the probe's run, why it expired, the provider's calls.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-pub struct SandboxReattached {
+pub(crate) struct SandboxReattached {
     pub status: Option<String>,
     pub sandbox_id: Option<String>,
     pub reattach_ms: Option<u64>,
@@ -447,14 +447,14 @@ pub struct SandboxReattached {
 /// `destroySandbox`'s answer: the provider's calls.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct SandboxDestroyed {
+pub(crate) struct SandboxDestroyed {
     pub calls: Vec<ProviderCall>,
 }
 
 /// `retire`'s answer: the unhandled rejections the actor app recorded.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct Retired {
+pub(crate) struct Retired {
     pub faults: Vec<Value>,
 }
 
@@ -462,7 +462,7 @@ pub struct Retired {
 /// that does not read (a field of the wrong type) is an error the step
 /// reports: read as defaults, it would become a blank detail that hides
 /// what the host said.
-pub fn answer<T: for<'de> Deserialize<'de> + Default>(
+pub(crate) fn answer<T: for<'de> Deserialize<'de> + Default>(
     out: &Map<String, Value>,
 ) -> Result<T, serde_json::Error> {
     serde_json::from_value(Value::Object(out.clone()))
@@ -470,7 +470,7 @@ pub fn answer<T: for<'de> Deserialize<'de> + Default>(
 
 /// An error the SDK raised (or the actor's own bound on an action), as the actor reports it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SdkError {
+pub(crate) struct SdkError {
     pub name: String,
     pub message: String,
     /// `SandboxAgentError` / `AcpHttpError`: the HTTP status.
@@ -488,17 +488,17 @@ pub struct SdkError {
 
 impl SdkError {
     /// The error and its causes, outermost first.
-    pub fn chain(&self) -> impl Iterator<Item = &SdkError> {
+    pub(crate) fn chain(&self) -> impl Iterator<Item = &SdkError> {
         std::iter::successors(Some(self), |e| e.cause.as_deref())
     }
 
     /// The first HTTP status in the chain.
-    pub fn http_status(&self) -> Option<u16> {
+    pub(crate) fn http_status(&self) -> Option<u16> {
         self.chain().find_map(|e| e.status)
     }
 
     /// The first problem `type` in the chain.
-    pub fn problem_type(&self) -> Option<String> {
+    pub(crate) fn problem_type(&self) -> Option<String> {
         self.chain().find_map(|e| {
             e.problem
                 .as_ref()
@@ -509,13 +509,13 @@ impl SdkError {
     }
 
     /// The first JSON-RPC (numeric) code in the chain.
-    pub fn rpc_code(&self) -> Option<i64> {
+    pub(crate) fn rpc_code(&self) -> Option<i64> {
         self.chain()
             .find_map(|e| e.code.as_ref().and_then(Value::as_i64))
     }
 
     /// `Name: message; cause: Name: message …`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.chain()
             .map(|e| format!("{}: {}", e.name, e.message))
             .collect::<Vec<_>>()

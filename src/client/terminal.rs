@@ -39,7 +39,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// The largest message (and frame) the harness accepts from a terminal.
-pub const MAX_TERMINAL_MESSAGE: usize = 1 << 20;
+pub(super) const MAX_TERMINAL_MESSAGE: usize = 1 << 20;
 /// Output kept per terminal; older bytes are dropped (offsets stay valid).
 const MAX_KEPT_OUTPUT: usize = 4 << 20;
 
@@ -138,7 +138,7 @@ impl Drop for Terminal {
 
 impl Client {
     /// `ws(s)://…/v1/processes/{id}/terminal/ws` for this client's base URL.
-    pub fn terminal_url(&self, process_id: &str) -> Result<String, TerminalError> {
+    pub(crate) fn terminal_url(&self, process_id: &str) -> Result<String, TerminalError> {
         let base = &self.options.base_url;
         let ws = if let Some(rest) = base.strip_prefix("https://") {
             format!("wss://{rest}")
@@ -222,22 +222,22 @@ impl Terminal {
         })
     }
 
-    pub fn process_id(&self) -> &str {
+    pub(crate) fn process_id(&self) -> &str {
         &self.process_id
     }
 
     /// The output offset now: what `expect` after a `send` searches from.
-    pub fn mark(&self) -> usize {
+    pub(crate) fn mark(&self) -> usize {
         self.lock().end()
     }
 
     /// Output received since `offset`, lossily as text.
-    pub fn output_since(&self, offset: usize) -> String {
+    pub(crate) fn output_since(&self, offset: usize) -> String {
         String::from_utf8_lossy(self.lock().since(offset)).into_owned()
     }
 
     /// How the socket ended, if it did.
-    pub fn closed(&self) -> Option<CloseInfo> {
+    pub(crate) fn closed(&self) -> Option<CloseInfo> {
         self.lock().closed.clone()
     }
 
@@ -323,7 +323,7 @@ impl Terminal {
     /// input whose echo could still be under way — counted from its last
     /// activity (a socket quiet since before the call waits no more), or
     /// until `bound`, or its end.
-    pub async fn quiet_for(&self, gap: std::time::Duration, bound: std::time::Duration) {
+    pub(crate) async fn quiet_for(&self, gap: std::time::Duration, bound: std::time::Duration) {
         let by = std::time::Instant::now() + bound;
         loop {
             let (last, closed) = {
@@ -340,7 +340,7 @@ impl Terminal {
     }
 
     /// Sends the protocol's `close` frame and a WebSocket close, best effort.
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         if self.closed().is_some() {
             return;
         }

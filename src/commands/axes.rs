@@ -33,7 +33,7 @@ impl Chosen {
     /// What the user asked for: `agents` resolved already (flag, seed
     /// environment, config), `config_persist` the config's stores.
     /// Candidate binaries and SDKs are checked here, before any stack.
-    pub async fn of(
+    pub(super) async fn of(
         args: &RunArgs,
         config: Option<&Config>,
         agents: Vec<String>,
@@ -93,7 +93,7 @@ impl Chosen {
     /// The axes of the run, on `servers` (the chosen ones on the local
     /// stack, the deployment's own otherwise); `persist` is the stack's
     /// store, under each client's own default when the user chose none.
-    pub fn axes(&self, servers: Vec<ServerPoint>, persist: Store) -> Axes {
+    pub(super) fn axes(&self, servers: Vec<ServerPoint>, persist: Store) -> Axes {
         Axes {
             agents: self
                 .agents
@@ -115,7 +115,7 @@ impl Chosen {
     /// for the run's recipe (`run.recipe`), which a rerun gives back to
     /// that flag; `None` for the server and SDK points, which the report
     /// records with their builds (`run.points`).
-    pub fn values(&self, axis: Axis) -> Option<Vec<String>> {
+    pub(super) fn values(&self, axis: Axis) -> Option<Vec<String>> {
         let names = |names: Vec<&str>| Some(names.into_iter().map(str::to_string).collect());
         match axis {
             Axis::Agent => Some(self.agents.clone()),
@@ -126,12 +126,12 @@ impl Chosen {
     }
 
     /// The labels of the server points.
-    pub fn server_labels(&self) -> Vec<String> {
+    pub(super) fn server_labels(&self) -> Vec<String> {
         self.servers.iter().map(|s| s.label.clone()).collect()
     }
 
     /// The labels of the SDK points, when a client runs an SDK.
-    pub fn sdk_labels(&self) -> Vec<String> {
+    pub(super) fn sdk_labels(&self) -> Vec<String> {
         match self.clients.iter().any(|c| c.hosts_sdk()) {
             true => self.sdks.iter().map(|s| s.label.clone()).collect(),
             false => Vec::new(),
@@ -141,7 +141,7 @@ impl Chosen {
     /// The usage error for a deployment continuity did not start: it has
     /// one server (several `--server-version`s, or a binary, cannot be
     /// chosen there) and no Rivet layer to host the TypeScript SDK in.
-    pub fn refuse_on_a_deployment(&self) -> Result<(), CommandError> {
+    pub(super) fn refuse_on_a_deployment(&self) -> Result<(), CommandError> {
         if let Some(bin) = self.servers.iter().find_map(|s| match &s.source {
             ServerSource::Binary { path, .. } => Some(path),
             _ => None,

@@ -34,7 +34,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Outcome::Passed => exit_codes::OK,
             Outcome::Failed => exit_codes::FAILED,
@@ -47,7 +47,7 @@ impl Outcome {
     }
 
     /// `Failed` when `failed`, else `Passed`.
-    pub fn failed_if(failed: bool) -> Outcome {
+    pub(crate) fn failed_if(failed: bool) -> Outcome {
         if failed {
             Outcome::Failed
         } else {
@@ -129,7 +129,7 @@ impl From<StackError> for CommandError {
 
 impl CommandError {
     /// A stack folder given to `stack` that cannot be used (busy, unreadable).
-    pub fn stack_folder(e: StackError) -> Self {
+    pub(crate) fn stack_folder(e: StackError) -> Self {
         CommandError::StackFolder(Box::new(e))
     }
 
@@ -137,11 +137,11 @@ impl CommandError {
         CommandError::Usage(message.into())
     }
 
-    pub fn incomplete(message: impl Into<String>) -> Self {
+    pub(crate) fn incomplete(message: impl Into<String>) -> Self {
         CommandError::Incomplete(message.into())
     }
 
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CommandError::Usage(_)
             | CommandError::Invalid(_)

@@ -51,7 +51,7 @@ pub use show::show;
 pub use stack::{stack_down, stack_status, stack_up};
 
 /// Scenarios from `--scenarios-dir`, or the built-in ones.
-pub fn load_scenarios(sources: &Sources) -> Result<Vec<Scenario>, CommandError> {
+pub(crate) fn load_scenarios(sources: &Sources) -> Result<Vec<Scenario>, CommandError> {
     match &sources.scenarios_dir {
         Some(dir) => Ok(load_dir(dir)?),
         None => Ok(builtin_scenarios()),

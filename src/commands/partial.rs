@@ -19,7 +19,7 @@ pub(super) struct PartialRun {
 
 impl PartialRun {
     /// `info` as the run's report will say it; its times are set when written.
-    pub fn new(folder: RunFolder, info: RunInfo) -> PartialRun {
+    pub(super) fn new(folder: RunFolder, info: RunInfo) -> PartialRun {
         PartialRun {
             folder,
             info: Arc::new(info),
@@ -29,12 +29,12 @@ impl PartialRun {
     }
 
     /// The run's id.
-    pub fn id(&self) -> &str {
+    pub(super) fn id(&self) -> &str {
         &self.info.id
     }
 
     /// A cell with all its attempts, as `report.json` will hold it.
-    pub fn finished(&self, cell: &Cell) {
+    pub(super) fn finished(&self, cell: &Cell) {
         self.lock().push(cell.clone());
     }
 
@@ -44,7 +44,7 @@ impl PartialRun {
 
     /// Writes the report of the cells finished so far, marked interrupted,
     /// unless the run already wrote its own; how many cells it holds.
-    pub fn write(&self) -> std::io::Result<Option<usize>> {
+    pub(super) fn write(&self) -> std::io::Result<Option<usize>> {
         let cells = self.lock().clone();
         let mut info = (*self.info).clone();
         info.finished_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();

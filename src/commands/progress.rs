@@ -66,7 +66,7 @@ struct Install {
 impl Progress {
     /// The live area when `live` is asked for and stderr is a terminal that
     /// can redraw; plain lines otherwise.
-    pub fn start(live: bool, color: bool) -> Progress {
+    pub(super) fn start(live: bool, color: bool) -> Progress {
         let live = (live && live::start()).then(|| {
             let width = crate::console::width(crate::console::Stream::Stderr);
             let header = live::add(LineStyle::Spinner);
@@ -92,18 +92,18 @@ impl Progress {
     }
 
     /// Takes the live area off the terminal (before the final output).
-    pub fn clear(&self) {
+    pub(super) fn clear(&self) {
         live::clear();
     }
 
     /// A runner event.
-    pub fn event(&self, event: &RunEvent) {
+    pub(super) fn event(&self, event: &RunEvent) {
         let mut view = self.lock();
         view.event(event);
     }
 
     /// A note from the stack `stack` (`stack 2`) coming up.
-    pub fn note(&self, stack: &str, note: Note) {
+    pub(super) fn note(&self, stack: &str, note: Note) {
         let mut view = self.lock();
         view.note(stack, note);
     }

@@ -14,15 +14,15 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// The hop in front of the base URL when `[faults]` does not name it.
-pub const DEFAULT_BASE_URL_HOP: &str = "front";
+pub(super) const DEFAULT_BASE_URL_HOP: &str = "front";
 /// A fault target's window when it sets no `hold_ms`.
-pub const DEFAULT_HOLD: Duration = Duration::from_secs(3);
+pub(super) const DEFAULT_HOLD: Duration = Duration::from_secs(3);
 /// The longest window: longer would outlast any phase.
 const MAX_HOLD_MS: i64 = 10 * 60 * 1000;
 
 /// The checked `[faults]` table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultHops {
+pub(crate) struct FaultHops {
     /// The hop whose proxy the cells reach the base URL through.
     pub base_url_hop: Hop,
     /// More hops, each a proxy the user points a component at.
@@ -31,7 +31,7 @@ pub struct FaultHops {
 
 /// One `[faults.hops.NAME]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HopAddr {
+pub(crate) struct HopAddr {
     pub name: Hop,
     pub listen: SocketAddr,
     pub upstream: SocketAddr,
@@ -39,7 +39,7 @@ pub struct HopAddr {
 
 impl FaultHops {
     /// Every hop it names, the base URL's first.
-    pub fn hops(&self) -> Vec<&Hop> {
+    pub(crate) fn hops(&self) -> Vec<&Hop> {
         std::iter::once(&self.base_url_hop)
             .chain(self.hops.iter().map(|h| &h.name))
             .collect()

@@ -48,8 +48,8 @@ mod values;
 #[cfg(test)]
 mod tests;
 
-pub use faults::FaultHops;
-pub use values::{check_agent_name, check_base_url};
+pub(crate) use faults::FaultHops;
+pub(crate) use values::{check_agent_name, check_base_url};
 
 use crate::persist::Store;
 use crate::secret::{is_secret_name, Redactor};
@@ -60,7 +60,7 @@ use std::time::Duration;
 
 /// The `[run]` table: defaults the command line may override.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunDefaults {
+pub(crate) struct RunDefaults {
     pub base_url: Option<String>,
     pub agent: Option<String>,
     pub timeout: Option<Duration>,
@@ -117,7 +117,7 @@ impl TargetEntry {
 
 /// A checked `continuity.toml`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     path: PathBuf,
     pub run: RunDefaults,
     targets: Vec<TargetEntry>,
@@ -164,7 +164,7 @@ const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 impl Config {
     /// Reads and checks `path`.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(path: &Path) -> Result<Config, ConfigError> {
         let text =
             crate::user_file::read_text(path, MAX_CONFIG_BYTES).map_err(|e| ConfigError::Read {
                 path: path.to_path_buf(),
@@ -174,7 +174,7 @@ impl Config {
     }
 
     /// Checks `text`; `path` is only used to name the file in errors.
-    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let syntax = |e: toml::de::Error| ConfigError::Syntax {
             path: path.to_path_buf(),
             line: e.span().map(|s| line_of(text, s.start)),
@@ -205,12 +205,12 @@ impl Config {
         })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Fresh (not yet prepared) targets, in file order.
-    pub fn targets(&self) -> Vec<Target> {
+    pub(crate) fn targets(&self) -> Vec<Target> {
         self.targets.iter().map(TargetEntry::to_target).collect()
     }
 
@@ -219,7 +219,7 @@ impl Config {
     /// (`x-api-key`) and managed-process variables (`DEPLOY_TOKEN`), the
     /// value after a secret-named flag of a managed command (`--token X`,
     /// `--password=X`), and the credentials of every URL.
-    pub fn add_secrets(&self, redactor: &mut Redactor) {
+    pub(crate) fn add_secrets(&self, redactor: &mut Redactor) {
         for name in &self.run.secret_env {
             if let Ok(value) = std::env::var(name) {
                 redactor.add(&value);
@@ -276,7 +276,7 @@ impl Config {
 
     /// The file's fault targets, by name: on the local stack (no base
     /// URL) they join its own, on its hops.
-    pub fn fault_targets(&self) -> Vec<(OwnTarget, crate::targets::FaultAction)> {
+    pub(crate) fn fault_targets(&self) -> Vec<(OwnTarget, crate::targets::FaultAction)> {
         self.targets
             .iter()
             .filter_map(|t| match &t.action {
@@ -286,7 +286,7 @@ impl Config {
             .collect()
     }
 
-    pub fn target_names(&self) -> Vec<&str> {
+    pub(crate) fn target_names(&self) -> Vec<&str> {
         self.targets.iter().map(|t| t.name.as_str()).collect()
     }
 }
@@ -296,7 +296,7 @@ impl Config {
 /// on a deployment then probes the server's health too
 /// ([`crate::targets::Target::with_default_probe`]), so `0` is no longer
 /// "judge the session at once". `None` when `SA_RESTART_CMD` is unset or blank.
-pub fn from_seed_env<I, K, V>(vars: I) -> Result<Option<Target>, ConfigError>
+pub(crate) fn from_seed_env<I, K, V>(vars: I) -> Result<Option<Target>, ConfigError>
 where
     I: IntoIterator<Item = (K, V)>,
     K: AsRef<str>,

@@ -96,7 +96,7 @@ pub(super) fn check_url(key: &str, value: &Spanned<String>) -> Result<String, In
 /// `user:pass@` (continuity authenticates with the bearer token only, and
 /// would otherwise send those credentials as Basic auth unasked). Returns
 /// it without a trailing `/`. The reason never quotes the URL.
-pub fn check_base_url(text: &str) -> Result<String, InvalidValue> {
+pub(crate) fn check_base_url(text: &str) -> Result<String, InvalidValue> {
     let text = text.trim();
     let url = url::Url::parse(text)
         .map_err(|e| InvalidValue(format!("expected an http:// or https:// URL ({e})")))?;
@@ -129,7 +129,7 @@ pub fn check_base_url(text: &str) -> Result<String, InvalidValue> {
 
 /// An agent name as sandbox-agent takes it in `?agent=` and in server ids:
 /// letters, digits, `-`, `_` and `.`.
-pub fn check_agent_name(name: &str) -> Result<(), InvalidValue> {
+pub(crate) fn check_agent_name(name: &str) -> Result<(), InvalidValue> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name

@@ -34,7 +34,7 @@ const TICK: Duration = Duration::from_millis(120);
 
 /// Shows the live area when stderr is a terminal that can redraw; `false`
 /// when there is none to show (the caller prints plain lines instead).
-pub fn start() -> bool {
+pub(crate) fn start() -> bool {
     let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
     if dumb || !std::io::stderr().is_terminal() {
         return false;
@@ -104,13 +104,13 @@ pub(super) fn suspended<R>(write: impl FnOnce() -> R) -> R {
 
 /// A line of the area: a spinner with its text and elapsed time, or the
 /// run's bar. Dropping it leaves it drawn: [`LiveLine::remove`] takes it away.
-pub struct LiveLine {
+pub(crate) struct LiveLine {
     bar: ProgressBar,
 }
 
 /// How a line looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineStyle {
+pub(crate) enum LineStyle {
     /// `⠋ TEXT 12s`: a cell running, an install, a stack coming up.
     Spinner,
     /// `⠋ [00:01:23] ███░░░ 7/20 TEXT`: the run's cells.
@@ -134,7 +134,7 @@ impl LineStyle {
     }
 
     /// Columns the template itself takes beside the text, at most.
-    pub fn overhead(self) -> usize {
+    pub(crate) fn overhead(self) -> usize {
         match self {
             // Spinner, two spaces, `59m 59s`.
             LineStyle::Spinner => 10,
@@ -146,7 +146,7 @@ impl LineStyle {
 }
 
 /// A new line at the bottom of the area (a hidden one when there is no area).
-pub fn add(style: LineStyle) -> LiveLine {
+pub(crate) fn add(style: LineStyle) -> LiveLine {
     let mut shown = lock();
     let bar = match shown.as_mut() {
         Some(area) => {
@@ -168,7 +168,7 @@ pub fn add(style: LineStyle) -> LiveLine {
 impl LiveLine {
     /// Sets the line's text, redacted, then cut to what `width` columns
     /// leave beside the template.
-    pub fn set(&self, text: &str, style: LineStyle, width: usize) {
+    pub(crate) fn set(&self, text: &str, style: LineStyle, width: usize) {
         let redacted = crate::secret::redact_known(text);
         let room = width.saturating_sub(style.overhead()).max(8);
         let text = crate::fit::cut(&redacted, room).into_owned();
@@ -176,7 +176,7 @@ impl LiveLine {
     }
 
     /// Switches the line's look (an idle worker's line stops spinning).
-    pub fn restyle(&self, style: LineStyle) {
+    pub(crate) fn restyle(&self, style: LineStyle) {
         self.while_shown(|bar| {
             bar.set_style(style.style());
             if style == LineStyle::Still {
@@ -188,12 +188,12 @@ impl LiveLine {
     }
 
     /// The clock of `{elapsed}` starts again (a new cell on the line).
-    pub fn restart_clock(&self) {
+    pub(crate) fn restart_clock(&self) {
         self.while_shown(ProgressBar::reset_elapsed);
     }
 
     /// The bar's `done/total`.
-    pub fn set_counts(&self, done: u64, total: u64) {
+    pub(crate) fn set_counts(&self, done: u64, total: u64) {
         self.while_shown(|bar| {
             bar.set_length(total);
             bar.set_position(done);
@@ -201,7 +201,7 @@ impl LiveLine {
     }
 
     /// Takes the line out of the area.
-    pub fn remove(self) {
+    pub(crate) fn remove(self) {
         let shown = lock();
         self.bar.disable_steady_tick();
         if let Some(area) = shown.as_ref() {

@@ -31,7 +31,7 @@ pub fn timeout_seen(
 /// grace): `evidence` says what the wire showed last and when; `pending`,
 /// the cause and `observed` are read from its waits as a timeout's are
 /// ([`timeout_seen`]), so the two name the same cause.
-pub fn hung_seen(
+pub(crate) fn hung_seen(
     evidence: String,
     fallback: String,
     seen: &Snapshot,
@@ -143,7 +143,7 @@ fn attribute_fault(sig: &mut Signature, faults: &[FaultSeen]) {
 
 /// What a message says first of the fault it fell in: `reset by the fault
 /// proxy on the gateway hop (reset_peer)`, `during partition on the gateway hop`.
-pub fn fault_clause(fault: &FaultCause) -> String {
+pub(crate) fn fault_clause(fault: &FaultCause) -> String {
     let (hop, toxic) = (&fault.hop, &fault.toxic);
     match &fault.by_proxy {
         Some(what) => format!("{what} by the fault proxy on the {hop} hop ({toxic})"),
@@ -161,7 +161,11 @@ fn scrub(sig: &mut Signature, token: Option<&crate::secret::Secret>) {
 
 /// Adds what the phase's channels saw to a failure that was not a timeout:
 /// the counts, and a cause when the signature's own kind is not already one.
-pub fn add_seen(sig: &mut Signature, seen: &Snapshot, token: Option<&crate::secret::Secret>) {
+pub(crate) fn add_seen(
+    sig: &mut Signature,
+    seen: &Snapshot,
+    token: Option<&crate::secret::Secret>,
+) {
     sig.observed = observed(seen);
     scrub(sig, token);
     sig.cause = match sig.kind {

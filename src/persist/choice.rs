@@ -9,14 +9,14 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Makes a cell's persist store; `key` is unique per cell.
-pub type PersistFactory =
+pub(crate) type PersistFactory =
     Arc<dyn Fn(&str) -> Result<Arc<dyn PersistDriver>, super::PersistError> + Send + Sync>;
 
 /// A cell's store as one worker's stack provides it: the [`Store`] of the
 /// cell's point, with the stack's factory when the store is a server of
 /// the stack's own.
 #[derive(Clone)]
-pub enum PersistChoice {
+pub(crate) enum PersistChoice {
     /// A store the harness makes itself per cell (memory, SQLite), or that
     /// the browser client's page keeps (IndexedDB); a served store here is
     /// one no stack resolved yet ([`StackStores::resolve`]).
@@ -40,7 +40,7 @@ pub enum PersistChoice {
 /// server, or why there is none (its message names the install command or
 /// the start failure).
 #[derive(Clone)]
-pub struct StackStores {
+pub(crate) struct StackStores {
     pub rivet: Result<PersistFactory, StoreAbsent>,
     pub postgres: Result<PersistFactory, StoreAbsent>,
     /// The Postgres database as a URL, for the hosted client's `pg` driver.
@@ -49,7 +49,7 @@ pub struct StackStores {
 
 /// Why a stack has no such store.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreAbsent {
+pub(crate) struct StoreAbsent {
     pub reason: String,
     /// Its server failed to start (the cells are errors), rather than
     /// being absent or not asked for (skipped).
@@ -57,7 +57,7 @@ pub struct StoreAbsent {
 }
 
 impl StoreAbsent {
-    pub fn skipped(reason: impl Into<String>) -> Self {
+    pub(crate) fn skipped(reason: impl Into<String>) -> Self {
         Self {
             reason: reason.into(),
             failed: false,
@@ -83,7 +83,7 @@ impl Default for StackStores {
 impl StackStores {
     /// `store` as this stack's cells run it: a served store becomes this
     /// stack's factory, or the reason it has none.
-    pub fn resolve(&self, store: Store) -> PersistChoice {
+    pub(crate) fn resolve(&self, store: Store) -> PersistChoice {
         let found = match store {
             Store::Postgres => &self.postgres,
             Store::Rivet => &self.rivet,
@@ -105,7 +105,7 @@ impl StackStores {
 
 impl PersistChoice {
     /// The store, whichever way the stack provides it.
-    pub fn store(&self) -> Store {
+    pub(crate) fn store(&self) -> Store {
         match self {
             PersistChoice::Own(store)
             | PersistChoice::Served { store, .. }

@@ -3,7 +3,7 @@
 use super::*;
 use serde_json::json;
 
-pub fn record(id: &str, created_at: i64) -> SessionRecord {
+pub(crate) fn record(id: &str, created_at: i64) -> SessionRecord {
     SessionRecord {
         id: id.to_string(),
         agent: "mock".into(),
@@ -18,7 +18,7 @@ pub fn record(id: &str, created_at: i64) -> SessionRecord {
     }
 }
 
-pub fn event(session_id: &str, index: i64) -> SessionEvent {
+pub(crate) fn event(session_id: &str, index: i64) -> SessionEvent {
     SessionEvent {
         id: format!("{session_id}-ev-{index}"),
         event_index: index,
@@ -36,7 +36,7 @@ pub fn event(session_id: &str, index: i64) -> SessionEvent {
 
 /// What a store does to the key order of an event's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PayloadKeys {
+pub(crate) enum PayloadKeys {
     /// As written (the SDK's in-memory driver, SQLite).
     Preserved,
     /// Sorted: the Rivet Engine's JSON action API re-encodes objects with
@@ -45,14 +45,14 @@ pub enum PayloadKeys {
 }
 
 /// Round-trips, ordering and paging as the SDK's in-memory driver does them.
-pub async fn check_driver(driver: &dyn PersistDriver) {
+pub(crate) async fn check_driver(driver: &dyn PersistDriver) {
     check_driver_with(driver, PayloadKeys::Preserved).await
 }
 
 /// [`check_driver`] for a store that is known to change payload key order:
 /// everything else must hold, and the order must be exactly `keys` (so a
 /// store that starts preserving it fails here and gets the strict check).
-pub async fn check_driver_with(driver: &dyn PersistDriver, keys: PayloadKeys) {
+pub(crate) async fn check_driver_with(driver: &dyn PersistDriver, keys: PayloadKeys) {
     assert!(driver.get_session("missing").await.unwrap().is_none());
 
     driver.update_session(record("s2", 20)).await.unwrap();

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-pub const DEFAULT_MAX_SESSIONS: usize = 1024;
-pub const DEFAULT_MAX_EVENTS_PER_SESSION: usize = 500;
+pub(super) const DEFAULT_MAX_SESSIONS: usize = 1024;
+pub(super) const DEFAULT_MAX_EVENTS_PER_SESSION: usize = 500;
 
 #[derive(Default)]
 struct State {
@@ -33,7 +33,7 @@ impl Default for MemoryDriver {
 
 impl MemoryDriver {
     /// A store with the given caps; a zero cap falls back to the SDK default.
-    pub fn new(max_sessions: usize, max_events_per_session: usize) -> Self {
+    pub(crate) fn new(max_sessions: usize, max_events_per_session: usize) -> Self {
         Self {
             max_sessions: if max_sessions == 0 {
                 DEFAULT_MAX_SESSIONS

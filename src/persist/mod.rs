@@ -12,11 +12,11 @@ mod postgres;
 pub(crate) mod rivet;
 mod sqlite;
 
-pub use choice::{PersistChoice, PersistFactory, StackStores, StoreAbsent};
-pub use continuity_report::Store;
+pub(crate) use choice::{PersistChoice, PersistFactory, StackStores, StoreAbsent};
+pub(crate) use continuity_report::Store;
 pub use memory::MemoryDriver;
-pub use postgres::{schema_for as postgres_schema_for, PostgresConfig, PostgresDriver};
-pub use rivet::{RivetConfig, RivetDriver};
+pub(crate) use postgres::{schema_for as postgres_schema_for, PostgresConfig, PostgresDriver};
+pub(crate) use rivet::{RivetConfig, RivetDriver};
 pub use sqlite::SqliteDriver;
 
 use async_trait::async_trait;
@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The SDK's default page size for list calls.
-pub const DEFAULT_LIST_LIMIT: usize = 100;
+pub(crate) const DEFAULT_LIST_LIMIT: usize = 100;
 
 /// One client-side session: what the SDK stores in `updateSession`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,13 +62,13 @@ pub enum Sender {
 
 impl Sender {
     /// As serialized: `client`, `agent`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         crate::wire_name::of(&self)
     }
 
     /// The sender a SQL driver's `sender` column holds ([`Sender::as_str`]'s
     /// words), or `driver`'s error naming what it found instead.
-    pub fn from_column(driver: &'static str, text: &str) -> Result<Sender, PersistError> {
+    pub(crate) fn from_column(driver: &'static str, text: &str) -> Result<Sender, PersistError> {
         [Sender::Client, Sender::Agent]
             .into_iter()
             .find(|s| s.as_str() == text)
@@ -138,7 +138,7 @@ pub enum PersistErrorKind {
 }
 
 impl PersistError {
-    pub fn new(driver: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(driver: &'static str, message: impl Into<String>) -> Self {
         Self {
             driver,
             kind: PersistErrorKind::Store,
@@ -146,7 +146,7 @@ impl PersistError {
         }
     }
 
-    pub fn index_conflict(driver: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn index_conflict(driver: &'static str, message: impl Into<String>) -> Self {
         Self {
             kind: PersistErrorKind::IndexConflict,
             ..Self::new(driver, message)
@@ -155,7 +155,7 @@ impl PersistError {
 
     /// `driver`'s error for a server (`part`) that cannot be reached or
     /// dropped the connection.
-    pub fn gone(
+    pub(crate) fn gone(
         driver: &'static str,
         part: crate::errors::HarnessPart,
         message: impl Into<String>,
@@ -166,13 +166,13 @@ impl PersistError {
         }
     }
 
-    pub fn is_index_conflict(&self) -> bool {
+    pub(crate) fn is_index_conflict(&self) -> bool {
         self.kind == PersistErrorKind::IndexConflict
     }
 
     /// The part of continuity's own that is gone under the store, if that
     /// is the failure.
-    pub fn harness_part(&self) -> Option<crate::errors::HarnessPart> {
+    pub(crate) fn harness_part(&self) -> Option<crate::errors::HarnessPart> {
         match self.kind {
             PersistErrorKind::Gone(part) => Some(part),
             PersistErrorKind::IndexConflict | PersistErrorKind::Store => None,
@@ -263,11 +263,11 @@ mod lenient {
         }
     }
 
-    pub fn int<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    pub(super) fn int<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
         to_int(serde_json::Number::deserialize(d)?)
     }
 
-    pub fn opt_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    pub(super) fn opt_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
         Option::<serde_json::Number>::deserialize(d)?
             .map(to_int)
             .transpose()

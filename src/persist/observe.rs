@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// A finished call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FinishedCall {
+pub(crate) struct FinishedCall {
     pub call: &'static str,
     pub took: Duration,
     pub ended: Instant,
@@ -34,7 +34,7 @@ struct Calls {
 }
 
 /// The driver, wrapped: use it where the driver was used.
-pub struct ObservedDriver {
+pub(crate) struct ObservedDriver {
     inner: Arc<dyn PersistDriver>,
     calls: Arc<Mutex<Calls>>,
     trace: Trace,
@@ -45,7 +45,7 @@ const ERROR_LIMIT_CHARS: usize = 300;
 
 /// What a phase asks the wrapped driver.
 #[derive(Clone)]
-pub struct CallLog {
+pub(crate) struct CallLog {
     driver: &'static str,
     calls: Arc<Mutex<Calls>>,
 }
@@ -59,7 +59,7 @@ impl ObservedDriver {
 
     /// Wraps `inner`: the driver to use in its place, and the log a phase
     /// reads; each call that ends is a `store` event in `trace`.
-    pub fn wrap_traced(
+    pub(crate) fn wrap_traced(
         inner: Arc<dyn PersistDriver>,
         trace: Trace,
     ) -> (Arc<ObservedDriver>, CallLog) {
@@ -182,16 +182,16 @@ fn store_event(driver: &'static str, call: &FinishedCall) -> event::Store {
 }
 
 /// The error of a call its caller stopped waiting for.
-pub const ABANDONED: &str = "no answer yet when the caller gave up";
+pub(crate) const ABANDONED: &str = "no answer yet when the caller gave up";
 
 impl CallLog {
     /// The driver's short name: `rivet`, `sqlite`.
-    pub fn driver(&self) -> &'static str {
+    pub(crate) fn driver(&self) -> &'static str {
         self.driver
     }
 
     /// The longest-running call still in flight, and for how long.
-    pub fn oldest_pending(&self) -> Option<(&'static str, Duration)> {
+    pub(crate) fn oldest_pending(&self) -> Option<(&'static str, Duration)> {
         let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         calls
             .pending
@@ -201,7 +201,7 @@ impl CallLog {
     }
 
     /// The calls that ended at or after `since`.
-    pub fn finished_since(&self, since: Instant) -> Vec<FinishedCall> {
+    pub(crate) fn finished_since(&self, since: Instant) -> Vec<FinishedCall> {
         let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
         calls
             .finished

@@ -30,7 +30,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where the store is.
 #[derive(Debug, Clone)]
-pub struct PostgresConfig {
+pub(crate) struct PostgresConfig {
     /// A libpq connection string: `host=127.0.0.1 port=5432 user=u dbname=d`.
     pub connection: String,
     /// The schema holding this store's tables (letters, digits, `_`).
@@ -38,7 +38,7 @@ pub struct PostgresConfig {
 }
 
 /// Session store in a Postgres schema.
-pub struct PostgresDriver {
+pub(crate) struct PostgresDriver {
     config: PostgresConfig,
     client: tokio::sync::Mutex<Option<Client>>,
 }
@@ -62,7 +62,7 @@ fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 /// A schema name safe to quote into SQL: `[A-Za-z_][A-Za-z0-9_]*`, at most 63 bytes.
-pub fn valid_schema(schema: &str) -> bool {
+pub(super) fn valid_schema(schema: &str) -> bool {
     let mut chars = schema.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -70,7 +70,7 @@ pub fn valid_schema(schema: &str) -> bool {
 }
 
 /// A schema name for a cell key (`run-3` → `c_run_3`).
-pub fn schema_for(key: &str) -> String {
+pub(crate) fn schema_for(key: &str) -> String {
     let cleaned: String = key
         .chars()
         .map(|c| match c.is_ascii_alphanumeric() {
@@ -85,7 +85,7 @@ pub fn schema_for(key: &str) -> String {
 
 impl PostgresDriver {
     /// A driver for `config`; nothing is connected until the first call.
-    pub fn new(config: PostgresConfig) -> Result<Self, PersistError> {
+    pub(crate) fn new(config: PostgresConfig) -> Result<Self, PersistError> {
         if !valid_schema(&config.schema) {
             return Err(err(format!(
                 "invalid schema name {:?}: use letters, digits and _",

@@ -35,14 +35,14 @@ use std::time::{Duration, Instant};
 const DRIVER: super::Store = super::Store::Rivet;
 
 /// The actor's name in the app's registry.
-pub const ACTOR: &str = "persist";
+pub(crate) const ACTOR: &str = "persist";
 /// How long to let an actor that is starting or stopping settle before
 /// resolving its key again (RivetKit's retry window).
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// Where the actor is and how long to wait for it.
 #[derive(Debug, Clone)]
-pub struct RivetConfig {
+pub(crate) struct RivetConfig {
     /// The engine's guard endpoint, e.g. `http://127.0.0.1:6420`.
     pub endpoint: String,
     pub namespace: String,
@@ -54,7 +54,7 @@ pub struct RivetConfig {
 /// Session store in Rivet actor state. Clones share the HTTP client and the
 /// actor id they learnt.
 #[derive(Clone)]
-pub struct RivetDriver {
+pub(crate) struct RivetDriver {
     config: RivetConfig,
     http: reqwest::Client,
     /// The actor's id once an answer named it; shared by every clone.
@@ -109,7 +109,7 @@ impl Failure {
 const CALL_TIMEOUT: Duration = Duration::from_secs(25);
 
 impl RivetDriver {
-    pub fn new(config: RivetConfig) -> Result<Self, PersistError> {
+    pub(crate) fn new(config: RivetConfig) -> Result<Self, PersistError> {
         let http = crate::http::client_builder()
             .timeout(CALL_TIMEOUT)
             .build()
@@ -127,7 +127,7 @@ impl RivetDriver {
 
     /// The URL of an action on this driver's actor, through its key (what a
     /// readiness probe asks: the key must resolve, not only a known id answer).
-    pub fn action_url(&self, action: &str) -> String {
+    pub(crate) fn action_url(&self, action: &str) -> String {
         format!(
             "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
             self.endpoint(),
@@ -146,7 +146,7 @@ impl RivetDriver {
     }
 
     /// The actor id learnt so far.
-    pub fn known_actor_id(&self) -> Option<String> {
+    pub(crate) fn known_actor_id(&self) -> Option<String> {
         self.id_slot().clone()
     }
 

@@ -26,7 +26,7 @@ use wire::Api;
 
 /// One request the provider answered.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct ModelCall {
+pub(crate) struct ModelCall {
     /// 1, 2, 3… in arrival order (404s included).
     pub n: u64,
     /// Milliseconds since the Unix epoch.
@@ -52,12 +52,12 @@ pub struct ModelCalls {
 
 impl ModelCalls {
     /// Every call so far.
-    pub fn all(&self) -> Vec<ModelCall> {
+    pub(crate) fn all(&self) -> Vec<ModelCall> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
     /// Model turns (chat, Responses, Messages) at or after `since_ms`.
-    pub fn model_calls_since(&self, since_ms: u64) -> Vec<ModelCall> {
+    pub(crate) fn model_calls_since(&self, since_ms: u64) -> Vec<ModelCall> {
         self.all()
             .into_iter()
             .filter(|c| c.api.is_some_and(Api::is_model_call) && c.at_ms >= since_ms)
@@ -78,7 +78,7 @@ impl ModelCalls {
 }
 
 /// Milliseconds since the Unix epoch, the clock [`ModelCall::at_ms`] uses.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -86,7 +86,7 @@ pub fn now_ms() -> u64 {
 }
 
 /// A running fake provider.
-pub struct FakeProvider {
+pub(crate) struct FakeProvider {
     port: u16,
     calls: ModelCalls,
     stop: watch::Sender<bool>,
@@ -112,7 +112,7 @@ impl ProviderError {
 impl FakeProvider {
     /// Listens on a free loopback port; every call is appended to `log`
     /// (JSON lines, written through the run folder so secrets are redacted).
-    pub async fn start(log: &Path) -> Result<FakeProvider, ProviderError> {
+    pub(crate) async fn start(log: &Path) -> Result<FakeProvider, ProviderError> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(ProviderError::io(
@@ -142,22 +142,22 @@ impl FakeProvider {
         })
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
     /// `http://127.0.0.1:PORT` (the agents add `/v1/...`).
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The call log, for scenarios.
-    pub fn calls(&self) -> ModelCalls {
+    pub(crate) fn calls(&self) -> ModelCalls {
         self.calls.clone()
     }
 
     /// Stops listening and drops open connections.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         let _ = self.stop.send(true);
         if let Some(task) = self.task.take() {
             let _ = task.await;

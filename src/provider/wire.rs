@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 /// A model API, chosen by the request path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Api {
+pub(crate) enum Api {
     /// OpenAI chat completions: `POST /v1/chat/completions` (opencode).
     ChatCompletions,
     /// OpenAI Responses: `POST /v1/responses` (codex).
@@ -22,7 +22,7 @@ pub enum Api {
 
 impl Api {
     /// The API `method` + `path` names, if any (everything else is a 404).
-    pub fn of(method: &str, path: &str) -> Option<Api> {
+    pub(crate) fn of(method: &str, path: &str) -> Option<Api> {
         match (method, path) {
             ("POST", "/v1/chat/completions") => Some(Api::ChatCompletions),
             ("POST", "/v1/responses") => Some(Api::Responses),
@@ -34,7 +34,7 @@ impl Api {
     }
 
     /// Whether a call of this API is a model turn (a count or a listing is not).
-    pub fn is_model_call(self) -> bool {
+    pub(crate) fn is_model_call(self) -> bool {
         matches!(self, Api::ChatCompletions | Api::Responses | Api::Messages)
     }
 }
@@ -42,7 +42,7 @@ impl Api {
 /// Every user text in the request, oldest first: `messages` (chat,
 /// Anthropic) or `input` (Responses). Claude Code puts `<system-reminder>`
 /// blocks before the user's own words; those are not user text.
-pub fn user_texts(body: &Value) -> Vec<String> {
+pub(crate) fn user_texts(body: &Value) -> Vec<String> {
     let items = match body.get("messages").or_else(|| body.get("input")) {
         Some(Value::String(text)) => return vec![text.clone()],
         Some(Value::Array(items)) => items,
@@ -78,14 +78,14 @@ pub fn user_texts(body: &Value) -> Vec<String> {
 }
 
 /// The deterministic reply: `FAKE-REPLY <n>: <last user text>`.
-pub fn reply_text(n: u64, last_user: &str) -> String {
+pub(crate) fn reply_text(n: u64, last_user: &str) -> String {
     let words: String = last_user.split_whitespace().collect::<Vec<_>>().join(" ");
     let short: String = words.chars().take(80).collect();
     format!("FAKE-REPLY {n}: {short}")
 }
 
 /// A reply body and its content type.
-pub struct Reply {
+pub(crate) struct Reply {
     pub content_type: &'static str,
     pub body: String,
 }
@@ -109,7 +109,7 @@ fn sse_event(out: &mut String, kind: &str, mut value: Value) {
 }
 
 /// The answer to one call of `api` whose request was `body`.
-pub fn reply(api: Api, n: u64, body: &Value, text: &str) -> Reply {
+pub(crate) fn reply(api: Api, n: u64, body: &Value, text: &str) -> Reply {
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body
         .get("model")

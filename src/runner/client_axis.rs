@@ -15,19 +15,19 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use crate::client::ClientKind;
+pub(crate) use crate::client::ClientKind;
 
 /// An SDK point as the run installed it: the module its cells' actors
 /// import, or why it could not be installed (its cells are skipped).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServedSdk {
+pub(crate) struct ServedSdk {
     pub label: String,
     pub module: Result<PathBuf, Unhosted>,
 }
 
 /// Where a hosted cell runs and which SDK it runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostedSdk {
+pub(crate) struct HostedSdk {
     /// The Rivet Engine endpoint its actor is called through.
     pub endpoint: String,
     /// The SDK module the actor imports (the cell's SDK point).
@@ -37,7 +37,7 @@ pub struct HostedSdk {
 /// A cell's client as one worker runs it: a hosted client with where that
 /// worker's stack hosts it.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub enum ClientChoice {
+pub(crate) enum ClientChoice {
     /// continuity's SDK-faithful Rust client.
     #[default]
     Rust,
@@ -50,7 +50,7 @@ pub enum ClientChoice {
 
 impl ClientChoice {
     /// Which client this is: every fact of a client is its kind's.
-    pub fn kind(&self) -> ClientKind {
+    pub(crate) fn kind(&self) -> ClientKind {
         match self {
             ClientChoice::Rust => ClientKind::Rust,
             ClientChoice::TsSdk(_) => ClientKind::TsSdk,

@@ -44,7 +44,7 @@ impl Gathering {
 
 impl Gather {
     /// Gathers the cells of `repeats`, one name per repeat of a cell.
-    pub fn new(repeats: impl IntoIterator<Item = CellName>) -> Gather {
+    pub(super) fn new(repeats: impl IntoIterator<Item = CellName>) -> Gather {
         let mut cells: HashMap<usize, Gathering> = HashMap::new();
         for name in repeats {
             let gathering = cells.entry(name.index).or_insert_with(|| Gathering {
@@ -71,7 +71,7 @@ impl Gather {
     }
 
     /// The number of cell `index`'s next attempt (1 for its first).
-    pub fn next_number(&self, index: usize) -> u32 {
+    pub(super) fn next_number(&self, index: usize) -> u32 {
         self.with(index, |g| {
             g.started += 1;
             g.started
@@ -80,7 +80,7 @@ impl Gather {
 
     /// One repeat of cell `index` has its verdicts; once every repeat's
     /// are in, the cell's verdicts in attempt order.
-    pub fn judged(
+    pub(super) fn judged(
         &self,
         index: usize,
         verdicts: impl IntoIterator<Item = (u32, Verdict)>,
@@ -97,7 +97,7 @@ impl Gather {
 
     /// One repeat of cell `index` has run out; once every repeat has, the
     /// cell's record.
-    pub fn finished(&self, index: usize, attempts: Vec<Attempt>) -> Option<Cell> {
+    pub(super) fn finished(&self, index: usize, attempts: Vec<Attempt>) -> Option<Cell> {
         self.with(index, |g| {
             g.attempts.extend(attempts);
             g.unfinished = g.unfinished.saturating_sub(1);
@@ -107,7 +107,7 @@ impl Gather {
 
     /// The cells a stopped run cut short: each with the attempts that ran
     /// (a cell none of whose attempts ran has no record).
-    pub fn cut_short(self) -> Vec<(usize, Cell)> {
+    pub(super) fn cut_short(self) -> Vec<(usize, Cell)> {
         let cells = self.cells.into_inner().unwrap_or_else(|p| p.into_inner());
         let mut cut: Vec<(usize, Cell)> = cells
             .into_iter()

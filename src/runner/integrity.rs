@@ -31,7 +31,7 @@ pub(super) struct Watch {
 
 impl Watch {
     /// Taps `hops` into `trace` and marks the agent's record `agent_log`.
-    pub fn start(hops: &[FaultControl], agent_log: Option<&Path>, trace: &Trace) -> Watch {
+    pub(super) fn start(hops: &[FaultControl], agent_log: Option<&Path>, trace: &Trace) -> Watch {
         let tapped: Vec<FaultControl> = hops
             .iter()
             .filter(|h| TAPPED.iter().any(|tapped| h.hop() == tapped))
@@ -50,7 +50,7 @@ impl Watch {
 
     /// Stops the taps, copies what the agent sent since the start, and
     /// checks the trace at `file` (nothing without one: `--trace off`).
-    pub fn finish(
+    pub(super) fn finish(
         self,
         trace: &Trace,
         file: Option<&Path>,

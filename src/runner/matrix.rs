@@ -14,7 +14,7 @@
 //! axis recipe touches this one file (ARCHITECTURE.md, "An axis"); the cost
 //! model is apart (`matrix/cost.rs`).
 
-pub mod cost;
+pub(crate) mod cost;
 
 use super::client_axis::ClientKind;
 use crate::partition::{cell_name, Partition};
@@ -26,11 +26,11 @@ use cost::Timings;
 use std::path::PathBuf;
 
 /// The agent a run uses when none is named; cells then name no agent.
-pub const DEFAULT_AGENT: &str = "mock";
+pub(crate) const DEFAULT_AGENT: &str = "mock";
 
 /// Where a server point's sandbox-agent comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerSource {
+pub(crate) enum ServerSource {
     /// `@sandbox-agent/cli-linux-x64@VERSION` from the npm registry.
     Registry(String),
     /// A sandbox-agent binary on disk (a candidate build, `--server-bin`),
@@ -50,14 +50,14 @@ pub enum ServerSource {
 /// One point of the server axis: the label cells and reports name it by,
 /// and where its binary comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerPoint {
+pub(crate) struct ServerPoint {
     pub label: String,
     pub source: ServerSource,
 }
 
 impl ServerPoint {
     /// A registry version, labelled by its version (`0.4.2`).
-    pub fn registry(version: &str) -> ServerPoint {
+    pub(crate) fn registry(version: &str) -> ServerPoint {
         ServerPoint {
             label: version.to_string(),
             source: ServerSource::Registry(version.to_string()),
@@ -65,7 +65,7 @@ impl ServerPoint {
     }
 
     /// The deployment's own server.
-    pub fn deployment() -> ServerPoint {
+    pub(crate) fn deployment() -> ServerPoint {
         ServerPoint {
             label: "deployment".into(),
             source: ServerSource::Deployment,
@@ -75,7 +75,7 @@ impl ServerPoint {
 
 /// Where an SDK point's `sandbox-agent` package comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SdkSource {
+pub(crate) enum SdkSource {
     /// `sandbox-agent@VERSION` from the npm registry.
     Registry(String),
     /// A candidate's packages on disk (`--sdk`): folders or `npm pack`
@@ -91,14 +91,14 @@ pub enum SdkSource {
 
 /// One point of the SDK axis (the package the hosted client runs).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SdkPoint {
+pub(crate) struct SdkPoint {
     pub label: String,
     pub source: SdkSource,
 }
 
 impl SdkPoint {
     /// A registry version, labelled by its version.
-    pub fn registry(version: &str) -> SdkPoint {
+    pub(crate) fn registry(version: &str) -> SdkPoint {
         SdkPoint {
             label: version.to_string(),
             source: SdkSource::Registry(version.to_string()),
@@ -108,7 +108,7 @@ impl SdkPoint {
 
 /// One value of the agent axis.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentPoint {
+pub(crate) struct AgentPoint {
     pub name: String,
     /// A real agent talks to the stack's fake model provider: only then
     /// does the provider's log judge its cells.
@@ -118,7 +118,7 @@ pub struct AgentPoint {
 /// The values of every axis but target and scenario, each list in the
 /// order its cells run and show.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Axes {
+pub(crate) struct Axes {
     pub agents: Vec<AgentPoint>,
     pub clients: Vec<ClientKind>,
     pub servers: Vec<ServerPoint>,
@@ -171,7 +171,7 @@ impl Axes {
 
     /// The stores `client`'s cells run on: every one the user named, else
     /// the client's own default.
-    pub fn stores(&self, client: ClientKind) -> Vec<Store> {
+    pub(crate) fn stores(&self, client: ClientKind) -> Vec<Store> {
         match self.persists.is_empty() {
             true => vec![client.default_store(self.stack_store)],
             false => self.persists.clone(),
@@ -179,7 +179,7 @@ impl Axes {
     }
 
     /// Every store some cell runs on, each once, in run order.
-    pub fn all_stores(&self) -> Vec<Store> {
+    pub(crate) fn all_stores(&self) -> Vec<Store> {
         let mut all: Vec<Store> = Vec::new();
         for store in self.clients.iter().flat_map(|c| self.stores(*c)) {
             if !all.contains(&store) {
@@ -193,7 +193,7 @@ impl Axes {
     /// clients' defaults differ (`rivet` for `rust`, `indexeddb` for
     /// `browser`): what `report.json` and the run's first lines say, since
     /// cells then name no store of their own. Empty otherwise.
-    pub fn client_stores(&self) -> Vec<(ClientKind, Store)> {
+    pub(crate) fn client_stores(&self) -> Vec<(ClientKind, Store)> {
         if !self.persists.is_empty() || self.all_stores().len() < 2 {
             return Vec::new();
         }
@@ -207,7 +207,7 @@ impl Axes {
 impl Axes {
     /// The server and SDK points as the report records them: every server
     /// point but a deployment's, the SDK points when a client hosts one.
-    pub fn points(&self) -> Vec<AxisPoint> {
+    pub(crate) fn points(&self) -> Vec<AxisPoint> {
         let mut points: Vec<AxisPoint> = self
             .servers
             .iter()
@@ -271,7 +271,7 @@ impl Axes {
 
 /// Everything that makes one cell of the matrix what it is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CellPoint {
+pub(crate) struct CellPoint {
     pub target: TargetId,
     pub scenario: String,
     pub agent: String,
@@ -287,7 +287,7 @@ pub struct CellPoint {
 impl CellPoint {
     /// Its value on `axis`, as cells name it (`None`: no SDK for a client
     /// that runs none).
-    pub fn value(&self, axis: Axis) -> Option<AxisValue> {
+    pub(crate) fn value(&self, axis: Axis) -> Option<AxisValue> {
         match axis {
             Axis::Agent => Some(AxisValue::Agent(self.agent.clone())),
             Axis::Client => Some(self.client.into()),
@@ -299,14 +299,14 @@ impl CellPoint {
 
     /// The seed of this cell's attempt `attempt` in a run of `run_seed`:
     /// from every coordinate of its point, named or not.
-    pub fn seed(&self, run_seed: u64, attempt: u32) -> u64 {
+    pub(crate) fn seed(&self, run_seed: u64, attempt: u32) -> u64 {
         crate::seed::for_cell(run_seed, &self.named(&Axis::ALL).to_string(), attempt)
     }
 
     /// The seed of the cell's schedule of faults (a `chaos` cell's): the
     /// run's and the cell's, the same for every attempt (attempts count
     /// from 1, so none has this seed).
-    pub fn schedule_seed(&self, run_seed: u64) -> u64 {
+    pub(crate) fn schedule_seed(&self, run_seed: u64) -> u64 {
         self.seed(run_seed, 0)
     }
 
@@ -344,7 +344,7 @@ fn shard_name(point: &Point) -> String {
 
 /// One cell to run (or report as skipped): its place and its point.
 #[derive(Debug, Clone)]
-pub struct PlannedCell {
+pub(crate) struct PlannedCell {
     /// 1-based, in matrix order: events and the report's order.
     pub index: usize,
     /// Index into the run's scenarios.
@@ -359,7 +359,7 @@ pub struct PlannedCell {
 /// The shard a run holds: `--partition`, and for a `cost:` split the
 /// previous run's durations (`--timings`; empty: the built-in estimates).
 #[derive(Debug, Clone, Copy)]
-pub struct Shard<'a> {
+pub(crate) struct Shard<'a> {
     pub partition: &'a Partition,
     pub timings: &'a Timings,
 }
@@ -405,7 +405,7 @@ fn points(targets: &[TargetId], scenarios: &[Scenario], axes: &Axes) -> Vec<(usi
 
 /// The matrix of a run (or of its shard).
 #[derive(Debug, Clone)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     pub axes: Axes,
     pub targets: Vec<TargetId>,
     pub scenarios: Vec<String>,
@@ -416,7 +416,7 @@ pub struct Matrix {
 impl Matrix {
     /// Every point of `targets` × `scenarios` × the axes ([`points`]),
     /// then only the shard's cells, renumbered from 1.
-    pub fn build(
+    pub(crate) fn build(
         targets: Vec<TargetId>,
         scenarios: &[Scenario],
         axes: Axes,
@@ -474,7 +474,7 @@ impl Matrix {
     }
 
     /// Keeps only the cells whose point `keep` selects, renumbered from 1.
-    pub fn keep(&mut self, keep: impl Fn(&Point) -> bool) {
+    pub(crate) fn keep(&mut self, keep: impl Fn(&Point) -> bool) {
         self.cells.retain(|c| keep(&c.named));
         for (n, cell) in self.cells.iter_mut().enumerate() {
             cell.index = n + 1;
@@ -484,7 +484,7 @@ impl Matrix {
     /// The axes cells name, each with its values (`agent`, `client`,
     /// `serverVersion`, `sdkVersion`, `persist`, as `report.json` names
     /// them): what a run's progress shows before its first cell.
-    pub fn named_axes(&self) -> Vec<(Axis, Vec<String>)> {
+    pub(crate) fn named_axes(&self) -> Vec<(Axis, Vec<String>)> {
         self.axes
             .named()
             .into_iter()

@@ -31,7 +31,7 @@ pub(super) struct Job {
 }
 
 impl Job {
-    pub fn of(planned: &PlannedCell) -> Job {
+    pub(super) fn of(planned: &PlannedCell) -> Job {
         Job {
             expected_ms: planned.expected_ms,
             index: planned.index,

@@ -19,14 +19,14 @@ use std::sync::Arc;
 
 /// A server point's binary, installed before the run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServedBinary {
+pub(crate) struct ServedBinary {
     pub label: String,
     pub binary: PathBuf,
 }
 
 /// A local stack's sandbox-agent as its worker switches it between
 /// server points.
-pub struct ServerSlot {
+pub(crate) struct ServerSlot {
     binaries: Arc<[ServedBinary]>,
     /// The restart target that runs the server.
     target: BuiltinTarget,
@@ -74,7 +74,7 @@ impl ServerSlot {
     /// (`None`: none of `binaries`, so its first cell switches), its
     /// server the restart target `target` (`background` when this run
     /// does not restart it).
-    pub fn new(
+    pub(crate) fn new(
         binaries: Arc<[ServedBinary]>,
         serving: Option<&str>,
         target: BuiltinTarget,
@@ -91,12 +91,12 @@ impl ServerSlot {
 
     /// The server's target when the worker does not hold it, for a cell
     /// it is lent to (a reboot, a schedule).
-    pub fn background_mut(&mut self) -> Option<&mut Target> {
+    pub(crate) fn background_mut(&mut self) -> Option<&mut Target> {
         self.background.as_mut()
     }
 
     /// The server's target when the worker does not hold it, for teardown.
-    pub fn take_background(&mut self) -> Option<Target> {
+    pub(crate) fn take_background(&mut self) -> Option<Target> {
         self.background.take()
     }
 }

@@ -329,7 +329,7 @@ fn judged(
 /// How many workers a run of `cells` cells gets for `--jobs jobs`: never
 /// more than there are cells (an idle worker's stack would only cost), and
 /// the message that says so when it is fewer.
-pub fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
+pub(crate) fn workers_for(jobs: usize, cells: usize) -> (usize, Option<String>) {
     let workers = jobs.min(cells).max(1);
     let message = (workers < jobs).then(|| {
         format!(

@@ -44,13 +44,14 @@ use crate::stop_flag::wait_true;
 use crate::targets::{RestartResult, Restarted};
 use crate::trace::event::{self, Event};
 use async_trait::async_trait;
-pub use deferred::{CleanupFence, DeferredCleanup};
+pub(crate) use deferred::CleanupFence;
+pub(super) use deferred::DeferredCleanup;
 use driver::ScenarioClient;
-pub use driver::Unsupported;
-pub use hang::DEFAULT_GRACE as DEFAULT_HANG_GRACE;
+pub(super) use driver::Unsupported;
+pub(crate) use hang::DEFAULT_GRACE as DEFAULT_HANG_GRACE;
 use judge::{dispose_ended, judge, phase_result, ResultContext};
 use judge::{interrupted_phase, not_applicable, not_run, outcome_word};
-pub use sdk_client::{BrowserClient, TsSdkClient};
+pub(crate) use sdk_client::{BrowserClient, TsSdkClient};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -296,7 +297,7 @@ pub async fn run_cell(
 /// The cell's client: which of the three [`ScenarioClient`]s takes its
 /// steps. The runner sets up the SDK's (its actor, or its page), so a
 /// cell of either arrives with the client it runs.
-pub enum CellClient {
+pub(crate) enum CellClient {
     /// continuity's own client, made in the cell.
     Rust,
     /// The real SDK in the cell's `sdkClient` actor.
@@ -307,7 +308,7 @@ pub enum CellClient {
 
 impl CellClient {
     /// The browser client's page (a `client` restart reloads it).
-    pub fn page(&self) -> Option<&crate::client::browser::BrowserPage> {
+    pub(crate) fn page(&self) -> Option<&crate::client::browser::BrowserPage> {
         match self {
             CellClient::Browser(sdk) => Some(sdk.client.host()),
             CellClient::Rust | CellClient::TsSdk(_) => None,
@@ -327,7 +328,7 @@ impl CellClient {
 
 /// [`run_cell`] with `client` taking the client steps (a step it cannot
 /// take is reported not applicable).
-pub async fn run_cell_with(
+pub(super) async fn run_cell_with(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
@@ -344,7 +345,7 @@ pub async fn run_cell_with(
 /// end the cleanup are handed back undone (see [`DeferredCleanup`]); the
 /// verdict is already decided, and [`CellRun::complete`] fills in their
 /// phases. Its restarts first wait for the fence (other cells' DELETEs).
-pub async fn run_cell_deferring(
+pub(crate) async fn run_cell_deferring(
     scenario: &Scenario,
     settings: &CellSettings,
     restarter: &mut dyn Restarter,
@@ -566,7 +567,7 @@ impl RunningCell<'_> {
 impl CellRun {
     /// Runs the deferred DELETEs out and puts their phases in place; the
     /// cell's duration then runs to their end, as if never deferred.
-    pub async fn complete(&mut self, deferred: DeferredCleanup) {
+    pub(crate) async fn complete(&mut self, deferred: DeferredCleanup) {
         for (position, result) in deferred.finish().await {
             if let Some(slot) = self.phases.get_mut(position) {
                 *slot = result;
@@ -587,7 +588,7 @@ pub(super) fn step_client(step: &Step) -> Option<&str> {
 }
 
 /// The seed script's continuation prompt, built from the earlier user prompts.
-pub fn rehydrate_text(prompts: &[String]) -> String {
+pub(super) fn rehydrate_text(prompts: &[String]) -> String {
     let mut lines = vec!["Continuation context from pre-restart session:".to_string()];
     lines.extend(
         prompts

@@ -9,18 +9,19 @@
 
 mod execute;
 mod parse;
-pub mod sandbox_root;
+pub(crate) mod sandbox_root;
 mod step;
 
 /// What a [`Restarter`] returns: the restart's record and what failed.
 pub use crate::targets::Restarted;
-pub use execute::integrity::{recheck, Judged};
-pub use execute::{
-    run_cell, run_cell_deferring, BrowserClient, CellClient, CellRun, CellSettings, CellStore,
-    CleanupFence, Restarter, TsSdkClient, DEFAULT_HANG_GRACE,
+pub(crate) use execute::integrity::{recheck, Judged};
+pub use execute::{run_cell, CellRun, CellSettings, CellStore, Restarter};
+pub(crate) use execute::{
+    run_cell_deferring, BrowserClient, CellClient, CleanupFence, TsSdkClient, DEFAULT_HANG_GRACE,
 };
-pub use parse::{builtin_scenarios, load_dir, parse_scenario, ScenarioError};
-pub use step::{Label, Step, StepKind, UnknownStep};
+pub use parse::{builtin_scenarios, parse_scenario};
+pub(crate) use parse::{load_dir, ScenarioError};
+pub(crate) use step::{Label, Step, StepKind, UnknownStep};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -68,7 +69,7 @@ pub enum SandboxStatus {
 }
 
 impl SandboxStatus {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         crate::wire_name::of(&self)
     }
 }

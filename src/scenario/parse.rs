@@ -388,7 +388,7 @@ pub fn builtin_scenarios() -> Vec<Scenario> {
 }
 
 /// Every `*.toml` in a folder, sorted by file name; the first bad file is the error.
-pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+pub(crate) fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
     let unreadable = |e: std::io::Error| ScenarioError {
         file: dir.to_path_buf(),
         line: None,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 /// Where the cells' sandbox folders are.
-pub const ROOT: &str = "/tmp/continuity-sandbox";
+pub(crate) const ROOT: &str = "/tmp/continuity-sandbox";
 
 /// A folder with no lock file at all (a run from before locks) is a dead
 /// run's only once nothing has touched it for this long.
@@ -19,7 +19,7 @@ const UNLOCKED_AGE: Duration = Duration::from_secs(3600);
 /// The lock a live run holds on its id: released when dropped or when the
 /// process dies, however it dies. The file stays: the next sweep removes
 /// it with whatever folders the run left.
-pub struct RunClaim {
+pub(crate) struct RunClaim {
     _file: std::fs::File,
 }
 
@@ -42,7 +42,7 @@ fn try_lock(path: &Path) -> Option<std::fs::File> {
 
 /// Marks run `id` as alive until the claim is dropped; `None` when the
 /// lock cannot be made (the sweep then spares the run's folders for an hour).
-pub fn claim(id: &str) -> Option<RunClaim> {
+pub(crate) fn claim(id: &str) -> Option<RunClaim> {
     claim_in(Path::new(ROOT), id)
 }
 
@@ -59,12 +59,12 @@ fn run_of(folder: &str) -> Option<&str> {
 }
 
 /// Removes the sandbox folders of run `id` (all its cells).
-pub fn remove_run(id: &str) -> usize {
+pub(crate) fn remove_run(id: &str) -> usize {
     remove_in(Path::new(ROOT), |run| run == id)
 }
 
 /// Removes the sandbox folders of runs that are no longer alive.
-pub fn sweep_dead() -> usize {
+pub(crate) fn sweep_dead() -> usize {
     sweep_dead_in(Path::new(ROOT))
 }
 

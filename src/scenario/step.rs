@@ -190,7 +190,7 @@ pub enum Step {
 impl Step {
     /// The step kind scenario files name (a turn is a `prompt`, a timed
     /// restart a `restart`).
-    pub fn kind(&self) -> StepKind {
+    pub(crate) fn kind(&self) -> StepKind {
         match self {
             Step::Connect { .. } => StepKind::Connect,
             Step::CreateSession { .. } => StepKind::CreateSession,
@@ -226,7 +226,7 @@ impl Step {
     }
 
     /// What a timed-out phase was waiting for, in words.
-    pub fn pending(&self) -> String {
+    pub(crate) fn pending(&self) -> String {
         match self {
             Step::Connect { client } => format!("connecting client {client}"),
             Step::CreateSession {
@@ -296,7 +296,7 @@ impl Step {
     /// The client, sessions and sandbox labels it uses and makes. A
     /// reattach may be an application's first step after its restart, so
     /// it makes its client, as `connect` and `start_sandbox` do.
-    pub fn names(&self) -> Names<'_> {
+    pub(crate) fn names(&self) -> Names<'_> {
         match self {
             Step::Connect { client }
             | Step::StartSandbox { client }
@@ -366,7 +366,7 @@ impl Step {
 
 /// What a sandbox label names; each is made by one kind of step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Label {
+pub(crate) enum Label {
     File,
     Process,
     Terminal,
@@ -374,7 +374,7 @@ pub enum Label {
 
 impl Label {
     /// Its word in messages: `file`, `process`, `terminal`.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Label::File => "file",
             Label::Process => "process",
@@ -383,7 +383,7 @@ impl Label {
     }
 
     /// The step that makes a label of this kind.
-    pub fn maker(self) -> StepKind {
+    pub(crate) fn maker(self) -> StepKind {
         match self {
             Label::File => StepKind::WriteFile,
             Label::Process => StepKind::SpawnProcess,
@@ -396,7 +396,7 @@ impl Label {
 /// labels it uses (each made by an earlier phase, checked in this order),
 /// and what it makes for the phases after it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Names<'a> {
+pub(crate) struct Names<'a> {
     /// The client it runs on, connected by an earlier phase.
     pub client: Option<&'a str>,
     /// The sessions it uses, each created by an earlier phase.
@@ -448,7 +448,7 @@ impl<'a> Names<'a> {
 /// messages and the docs list them in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
-pub enum StepKind {
+pub(crate) enum StepKind {
     Connect,
     CreateSession,
     /// A waiting prompt, or with `wait = false` a turn that runs on.
@@ -484,17 +484,17 @@ pub enum StepKind {
 /// A `step` that names no kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown step {0:?}; expected one of: {names}", names = crate::wire_name::names::<StepKind>())]
-pub struct UnknownStep(pub String);
+pub(crate) struct UnknownStep(pub String);
 
 impl StepKind {
     /// Every kind, in the order messages and the docs list them.
     #[cfg(test)]
-    pub fn all() -> &'static [StepKind] {
+    pub(crate) fn all() -> &'static [StepKind] {
         <StepKind as strum::VariantArray>::VARIANTS
     }
 
     /// The name scenario files and reports use.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         crate::wire_name::of(&self)
     }
 }

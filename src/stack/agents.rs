@@ -22,15 +22,15 @@ use crate::secret::Redactor;
 use std::path::{Path, PathBuf};
 
 /// Agent names `--agent` accepts: the scripted agent and the real ones.
-pub const KNOWN: [&str; 4] = ["mock", "opencode", "claude", "codex"];
+pub(crate) const KNOWN: [&str; 4] = ["mock", "opencode", "claude", "codex"];
 
 /// The environment variable every launched agent process carries, naming
 /// its stack, so a /proc scan finds the ones that outlived the server.
-pub const OWNER_VAR: &str = "CONTINUITY_AGENT_OWNER";
+pub(crate) const OWNER_VAR: &str = "CONTINUITY_AGENT_OWNER";
 
 /// One real agent: its npm package, pinned version and approximate size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RealAgent {
+pub(crate) struct RealAgent {
     pub name: &'static str,
     pub package: &'static str,
     pub version: &'static str,
@@ -38,7 +38,7 @@ pub struct RealAgent {
 }
 
 /// The real agents, pinned.
-pub const REAL: [RealAgent; 3] = [
+pub(crate) const REAL: [RealAgent; 3] = [
     RealAgent {
         name: "opencode",
         package: "opencode-ai",
@@ -60,12 +60,12 @@ pub const REAL: [RealAgent; 3] = [
 ];
 
 /// The real agent called `name` (`None` for `mock` and unknown names).
-pub fn real(name: &str) -> Option<RealAgent> {
+pub(crate) fn real(name: &str) -> Option<RealAgent> {
     REAL.iter().copied().find(|a| a.name == name)
 }
 
 /// `unknown agent "x" (known: mock, opencode, claude, codex)` for a bad name.
-pub fn check_known(name: &str) -> Result<(), Invalid> {
+pub(crate) fn check_known(name: &str) -> Result<(), Invalid> {
     if KNOWN.contains(&name) {
         Ok(())
     } else {
@@ -82,12 +82,12 @@ impl RealAgent {
     }
 
     /// The npm spec, `package@version`.
-    pub fn spec(&self) -> String {
+    pub(crate) fn spec(&self) -> String {
         format!("{}@{}", self.package, self.version)
     }
 
     /// What a user runs to retry a failed install by hand.
-    pub fn retry_command(&self) -> String {
+    pub(crate) fn retry_command(&self) -> String {
         format!(
             "npm install --no-save --prefix {} {}",
             npm::cache_dir().join("npm").join(self.slot()).display(),
@@ -96,7 +96,7 @@ impl RealAgent {
     }
 
     /// Installs the package (first use only) and returns its folder.
-    pub fn install(&self, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
+    pub(crate) fn install(&self, progress: &mut dyn FnMut(Note)) -> Result<PathBuf, StackError> {
         let fresh = !npm::cache_dir()
             .join("npm")
             .join(self.slot())
@@ -156,7 +156,7 @@ fn folder_size(dir: &Path) -> u64 {
 
 /// Where a wired agent lives: sandbox-agent's data folder, the agent's own
 /// state folder (kept across restarts), the provider's port, and the owner mark.
-pub struct Wiring<'a> {
+pub(crate) struct Wiring<'a> {
     /// sandbox-agent's `XDG_DATA_HOME`.
     pub data: &'a Path,
     /// This agent's HOME and config live under `state/<agent>/`.
@@ -186,7 +186,11 @@ fn write_script(folder: &RunFolder, name: &Path, text: &str) -> Result<PathBuf, 
 }
 
 /// Writes `agent`'s launcher, stand-in native binary and config into `wiring`.
-pub fn wire(agent: RealAgent, installed: &Path, wiring: &Wiring<'_>) -> Result<(), StackError> {
+pub(crate) fn wire(
+    agent: RealAgent,
+    installed: &Path,
+    wiring: &Wiring<'_>,
+) -> Result<(), StackError> {
     let bin = wiring.data.join("sandbox-agent").join("bin");
     let launchers = RunFolder::open(&bin, Redactor::none());
     let home = wiring.state.join(agent.name);
@@ -462,7 +466,7 @@ stream_max_retries = 0
 
 /// Processes carrying `owner` in their environment (the agents this stack
 /// launched, and their children), found by a /proc scan.
-pub fn owned_processes(owner: &str) -> Vec<i32> {
+pub(crate) fn owned_processes(owner: &str) -> Vec<i32> {
     let needle = format!("{OWNER_VAR}={owner}");
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -476,7 +480,7 @@ pub fn owned_processes(owner: &str) -> Vec<i32> {
 }
 
 /// Whether `pid` exists and is not a zombie.
-pub fn is_running(pid: i32) -> bool {
+pub(crate) fn is_running(pid: i32) -> bool {
     !is_zombie(pid)
 }
 
@@ -488,7 +492,7 @@ fn is_zombie(pid: i32) -> bool {
 }
 
 /// Kills (SIGKILL) every process `owner` marks; returns how many there were.
-pub fn reap(owner: &str) -> usize {
+pub(crate) fn reap(owner: &str) -> usize {
     let pids = owned_processes(owner);
     for &pid in &pids {
         // A pid whose environment carries this stack's own mark.

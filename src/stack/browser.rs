@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The install command a missing Chromium is named with.
-pub const INSTALL: &str = "apt-get install -y --no-install-recommends chromium";
+pub(crate) const INSTALL: &str = "apt-get install -y --no-install-recommends chromium";
 
 const PACKAGE: &str = include_str!("../../stack/browser/package.json");
 const PACKAGE_LOCK: &str = include_str!("../../stack/browser/package-lock.json");
@@ -40,7 +40,7 @@ const LEDGER: &str = include_str!("../../stack/rivet/ledger.mjs");
 const DEVTOOLS_WAIT: Duration = Duration::from_secs(30);
 
 /// Chromium: `CONTINUITY_CHROMIUM`, else `chromium` on `PATH`.
-pub fn find_chromium() -> Result<PathBuf, StackError> {
+pub(crate) fn find_chromium() -> Result<PathBuf, StackError> {
     if let Some(path) = std::env::var_os("CONTINUITY_CHROMIUM") {
         let path = PathBuf::from(path);
         return match path.is_file() {
@@ -60,7 +60,7 @@ pub fn find_chromium() -> Result<PathBuf, StackError> {
 
 /// The page app installed and bundled: the folder holding `index.html`
 /// and `bundle.js`.
-pub async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
+pub(crate) async fn prepare_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     let files: Vec<(&'static str, &'static str)> = vec![
         ("package.json", PACKAGE),
         ("package-lock.json", PACKAGE_LOCK),
@@ -121,13 +121,13 @@ fn bundle(dir: &Path) -> Result<(), StackError> {
 }
 
 /// The page app's web server on 127.0.0.1: `/` and `/bundle.js`.
-pub struct PageServer {
+pub(crate) struct PageServer {
     port: u16,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl PageServer {
-    pub async fn start(app: &Path) -> Result<PageServer, StackError> {
+    pub(crate) async fn start(app: &Path) -> Result<PageServer, StackError> {
         let read = |name: &str| {
             std::fs::read(app.join(name))
                 .map(Bytes::from)
@@ -165,7 +165,7 @@ impl PageServer {
     }
 
     /// The page's origin, which sandbox-agent lets the page call.
-    pub fn origin(&self) -> String {
+    pub(crate) fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
@@ -199,7 +199,7 @@ fn page_file(
 
 /// Where this stack's browser client runs: Chromium and the page's URL.
 #[derive(Debug, Clone)]
-pub struct BrowserHost {
+pub(crate) struct BrowserHost {
     pub chromium: PathBuf,
     pub page_url: String,
     pub supervisor: Supervisor,
@@ -213,7 +213,7 @@ impl PartialEq for BrowserHost {
 }
 
 /// One headless Chromium, killed (with its whole group) when dropped.
-pub struct Chromium {
+pub(crate) struct Chromium {
     process: ManagedProcess,
     /// Its DevTools endpoint (`ws://127.0.0.1:PORT/devtools/browser/…`).
     pub ws_url: String,
@@ -293,7 +293,7 @@ fn sweep_dead_temp_folders(temp: &Path) {
 impl Chromium {
     /// Starts Chromium with its profile in `profile` (made afresh) and waits
     /// for its DevTools endpoint.
-    pub async fn launch(host: &BrowserHost, profile: &Path) -> Result<Chromium, StackError> {
+    pub(crate) async fn launch(host: &BrowserHost, profile: &Path) -> Result<Chromium, StackError> {
         Self::launch_in(host, profile, &std::env::temp_dir()).await
     }
 
@@ -376,7 +376,7 @@ impl Chromium {
     }
 
     /// Stops Chromium and everything it started.
-    pub async fn stop(&mut self) {
+    pub(crate) async fn stop(&mut self) {
         self.process
             .stop(crate::signal::Signal::TERM, Duration::from_secs(2))
             .await;

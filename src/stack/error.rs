@@ -125,13 +125,13 @@ impl From<TargetError> for StackError {
 
 impl StackError {
     /// For `map_err`: an io error while `doing` something ("cannot create X").
-    pub fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> StackError {
+    pub(crate) fn io(doing: impl Into<String>) -> impl FnOnce(std::io::Error) -> StackError {
         let doing = doing.into();
         move |source| StackError::Io { doing, source }
     }
 
     /// This error with what the stack was doing when it happened.
-    pub fn context(self, context: impl Into<String>) -> StackError {
+    pub(crate) fn context(self, context: impl Into<String>) -> StackError {
         StackError::Context {
             context: context.into(),
             source: Box::new(self),

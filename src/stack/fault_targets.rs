@@ -15,7 +15,7 @@ use std::time::Duration;
 /// (`custom`), each on its hop's proxy and with `ready`'s probe for its hop
 /// (what must answer once the fault heals); one whose hop has no proxy
 /// here is unavailable, saying why.
-pub fn on_hops(
+pub(crate) fn on_hops(
     selection: &Selection,
     custom: &[(OwnTarget, FaultAction)],
     hops: &Hops,
@@ -50,7 +50,7 @@ pub fn on_hops(
 
 /// A fault target on its hop's proxy. Off the clients' requests (the
 /// session store's hops), its window may cut no other cell's DELETE.
-pub fn fault_target(
+pub(crate) fn fault_target(
     id: TargetId,
     action: FaultAction,
     control: crate::faults::FaultControl,

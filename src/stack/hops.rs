@@ -12,16 +12,16 @@ use std::net::SocketAddr;
 
 /// Set to `off` to run the local stack without its fault proxies (the
 /// fault targets are then skipped): what `bench/faults.sh` compares with.
-pub const PROXIES_ENV: &str = "CONTINUITY_FAULT_PROXIES";
+pub(crate) const PROXIES_ENV: &str = "CONTINUITY_FAULT_PROXIES";
 
 /// Whether a run's stack puts proxies on its hops.
-pub fn proxies_wanted() -> bool {
+pub(crate) fn proxies_wanted() -> bool {
     std::env::var(PROXIES_ENV).map_or(true, |v| v != "off")
 }
 
 /// The fault proxies of one stack; dropping it closes them all.
 #[derive(Default)]
-pub struct Hops {
+pub(crate) struct Hops {
     on: bool,
     proxies: Vec<FaultProxy>,
     /// Hops whose component cannot run here, with why (its program is
@@ -31,7 +31,7 @@ pub struct Hops {
 
 impl Hops {
     /// Hops that get a proxy each (`on`), or none.
-    pub fn new(on: bool) -> Hops {
+    pub(crate) fn new(on: bool) -> Hops {
         Hops {
             on,
             proxies: Vec::new(),
@@ -40,14 +40,14 @@ impl Hops {
     }
 
     /// `hop` gets no proxy: its component cannot run here, for `reason`.
-    pub fn absent(&mut self, hop: LocalHop, reason: &str) {
+    pub(crate) fn absent(&mut self, hop: LocalHop, reason: &str) {
         self.absent.push((hop, reason.to_string()));
     }
 
     /// Why `hop` has no proxy here, for a target that needs one: the
     /// proxies are off, or its component cannot run (the reason names the
     /// missing program and its install command).
-    pub fn why_no_proxy<H: PartialEq<LocalHop> + Display>(&self, hop: &H) -> String {
+    pub(crate) fn why_no_proxy<H: PartialEq<LocalHop> + Display>(&self, hop: &H) -> String {
         if !self.on {
             return format!("the stack runs without fault proxies ({PROXIES_ENV}=off)");
         }
@@ -60,7 +60,7 @@ impl Hops {
     /// Puts a proxy for `hop` in front of `upstream_port` on loopback and
     /// returns the port its clients use instead: the proxy's, or the
     /// component's own when the hops have no proxies.
-    pub fn front(&mut self, hop: LocalHop, upstream_port: u16) -> Result<u16, StackError> {
+    pub(crate) fn front(&mut self, hop: LocalHop, upstream_port: u16) -> Result<u16, StackError> {
         if !self.on {
             return Ok(upstream_port);
         }
@@ -74,7 +74,7 @@ impl Hops {
 
     /// The control of `hop`'s proxy (a [`LocalHop`] or a [`Hop`]), when
     /// it has one.
-    pub fn control<H>(&self, hop: &H) -> Option<FaultControl>
+    pub(crate) fn control<H>(&self, hop: &H) -> Option<FaultControl>
     where
         Hop: PartialEq<H>,
     {
@@ -85,12 +85,12 @@ impl Hops {
     }
 
     /// Every hop's control, in the order the proxies started.
-    pub fn controls(&self) -> Vec<FaultControl> {
+    pub(crate) fn controls(&self) -> Vec<FaultControl> {
         self.proxies.iter().map(FaultProxy::control).collect()
     }
 
     /// Closes every proxy and its connections.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.proxies.clear();
     }
 }

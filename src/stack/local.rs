@@ -20,7 +20,7 @@ use super::postgres::{PostgresOptions, PostgresStack};
 use super::progress::{blocking_with_notes, Note, Progress};
 use super::rivet::{self, RivetStack};
 use super::sandbox_agent::{self, SandboxAgentConfig};
-pub use super::state::Component;
+pub(crate) use super::state::Component;
 use super::state::StackJournal;
 use super::StackError;
 use crate::client::hosted::Unhosted;
@@ -39,14 +39,14 @@ use std::time::Duration;
 /// A target of the local stack as `continuity list` shows it: who it
 /// is and what it does.
 #[derive(Debug, Clone, PartialEq)]
-pub struct KnownTarget {
+pub(crate) struct KnownTarget {
     pub id: TargetId,
     pub what: String,
 }
 
 /// Every target of the local stack, in the report's order: the built-in
 /// restarts and faults, then the config file's own faults (`custom`).
-pub fn known_targets(custom: &[(OwnTarget, FaultAction)]) -> Vec<KnownTarget> {
+pub(crate) fn known_targets(custom: &[(OwnTarget, FaultAction)]) -> Vec<KnownTarget> {
     let builtin = BuiltinTarget::ALL.into_iter().map(|b| KnownTarget {
         id: b.into(),
         what: b.describe(),
@@ -59,7 +59,7 @@ pub fn known_targets(custom: &[(OwnTarget, FaultAction)]) -> Vec<KnownTarget> {
 }
 
 /// How long sandbox-agent has to answer `/v1/health` after a start.
-pub const SERVER_READY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const SERVER_READY_TIMEOUT: Duration = Duration::from_secs(30);
 const READY_TIMEOUT: Duration = SERVER_READY_TIMEOUT;
 /// How long the session actor may take to answer after a fault on the
 /// Rivet hops heals: the runner's reconnect backoff tops out at 30 s
@@ -69,7 +69,7 @@ const AGENT_GRACE: Duration = Duration::from_secs(3);
 
 /// How to bring the stack up.
 #[derive(Debug, Clone)]
-pub struct StackOptions {
+pub(crate) struct StackOptions {
     pub run_dir: PathBuf,
     /// The sandbox-agent it comes up running.
     pub server: StackServer,
@@ -103,7 +103,7 @@ pub struct StackOptions {
 
 /// The sandbox-agent a stack comes up running.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StackServer {
+pub(crate) enum StackServer {
     /// A registry version, installed into the shared cache as the stack comes up.
     Version(String),
     /// A binary installed or given already: a run's first server point,
@@ -115,12 +115,12 @@ pub enum StackServer {
 /// actor is called through (each cell's actor imports its SDK point's
 /// module, see [`super::sdk`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct SdkHost {
+pub(crate) struct SdkHost {
     pub endpoint: String,
 }
 
 /// A running local stack.
-pub struct LocalStack {
+pub(crate) struct LocalStack {
     /// Where clients connect: through the gateway when it runs.
     pub base_url: String,
     /// The selected restart targets, ready (the runner takes them).
@@ -186,7 +186,7 @@ impl LocalStack {
     /// Installs what is missing (npm packages into the cache), starts every
     /// component in order and waits until each is ready. The folder's
     /// `stack.json` is written before the first component starts.
-    pub async fn up(
+    pub(crate) async fn up(
         options: StackOptions,
         progress: &mut Progress<'_>,
     ) -> Result<LocalStack, StackError> {
@@ -766,7 +766,7 @@ impl LocalStack {
 
     /// Lets every process outlive this handle (for `stack up`); fills in
     /// the pids. The journal stops: the caller writes the file whole.
-    pub fn detach(&mut self) -> Vec<Component> {
+    pub(crate) fn detach(&mut self) -> Vec<Component> {
         self.journal.close();
         let mut pids: Vec<(String, Option<u32>)> = Vec::new();
         for target in self
@@ -886,7 +886,7 @@ impl LocalStack {
     /// among `targets`) and no one else took (the server's slot, the hosted
     /// client's runner): a cell whose fault acts on several (a reboot, a
     /// schedule) is lent them. Whoever takes them stops them.
-    pub fn take_components(&mut self) -> Vec<Target> {
+    pub(crate) fn take_components(&mut self) -> Vec<Target> {
         let component = |t: &Target| {
             t.id.builtin().is_some_and(|b| {
                 matches!(
@@ -908,7 +908,7 @@ impl LocalStack {
 
     /// Hands over a running component this run does not restart (not
     /// among `targets`); whoever takes it stops it.
-    pub fn take_background(&mut self, of: BuiltinTarget) -> Option<Target> {
+    pub(crate) fn take_background(&mut self, of: BuiltinTarget) -> Option<Target> {
         let at = self.background.iter().position(|t| t.id == of)?;
         Some(self.background.remove(at))
     }
@@ -949,7 +949,7 @@ impl LocalStack {
     }
 
     /// Component logs for the report, relative to `run_dir` when inside it.
-    pub fn logs(&self, run_dir: &Path) -> Vec<LogFile> {
+    pub(crate) fn logs(&self, run_dir: &Path) -> Vec<LogFile> {
         self.logs
             .iter()
             .map(|(name, path)| LogFile {
@@ -967,7 +967,7 @@ impl LocalStack {
     /// targets itself), without the sweep of the run's owner tag, which
     /// would reach every other stack of the run too (`--jobs N`): several
     /// stacks stop side by side, then one [`Supervisor::sweep`].
-    pub async fn stop_own(&mut self) {
+    pub(crate) async fn stop_own(&mut self) {
         for target in self
             .targets
             .iter_mut()

@@ -16,12 +16,12 @@ pub(crate) mod nginx;
 pub(crate) mod npm;
 pub(crate) mod orphans;
 pub(crate) mod postgres;
-pub mod progress;
+pub(crate) mod progress;
 pub(crate) mod reload_race;
 pub(crate) mod rivet;
 pub mod sandbox_agent;
-pub mod sandboxes;
+pub(crate) mod sandboxes;
 pub(crate) mod sdk;
 pub(crate) mod state;
 
-pub use error::StackError;
+pub(crate) use error::StackError;

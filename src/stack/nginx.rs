@@ -10,13 +10,13 @@ use std::time::Duration;
 
 const TEMPLATE: &str = include_str!("../../stack/nginx/nginx.conf.template");
 /// The route prefix, as in the bug report's `https://<sprite>/sandbox`.
-pub const ROUTE: &str = "/sandbox";
+pub(crate) const ROUTE: &str = "/sandbox";
 
 /// Where Debian puts nginx, for when `/usr/sbin` is not on `PATH`.
 const DEBIAN_NGINX: &str = "/usr/sbin/nginx";
 
 /// The nginx binary (`$CONTINUITY_NGINX` when set), or a message naming the install command.
-pub fn find_binary() -> Result<PathBuf, StackError> {
+pub(crate) fn find_binary() -> Result<PathBuf, StackError> {
     if let Some(path) = std::env::var_os("CONTINUITY_NGINX").map(PathBuf::from) {
         return match path.is_file() {
             true => Ok(path),
@@ -41,7 +41,7 @@ pub fn find_binary() -> Result<PathBuf, StackError> {
 
 /// A gateway in `prefix` listening on `listen_port`, forwarding to `upstream_port`.
 #[derive(Debug, Clone)]
-pub struct GatewayConfig {
+pub(crate) struct GatewayConfig {
     pub binary: PathBuf,
     pub prefix: PathBuf,
     pub listen_port: u16,
@@ -52,11 +52,11 @@ pub struct GatewayConfig {
 }
 
 /// The stack's gateway's `proxy_read_timeout`: an idle terminal stays open an hour.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl GatewayConfig {
     /// Writes `nginx.conf` into the prefix and returns how to run it.
-    pub fn prepare(&self) -> Result<ProcessSpec, StackError> {
+    pub(crate) fn prepare(&self) -> Result<ProcessSpec, StackError> {
         if !self.prefix.is_absolute() {
             return Err(StackError::Invalid(crate::errors::Invalid(format!(
                 "the gateway folder must be an absolute path, not {}",
@@ -105,12 +105,12 @@ impl GatewayConfig {
     }
 
     /// The base URL clients use: the route on the gateway.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}{ROUTE}", self.listen_port)
     }
 
     /// Answers 200 only when nginx and sandbox-agent behind it are both up (502 otherwise).
-    pub fn health_url(&self) -> String {
+    pub(crate) fn health_url(&self) -> String {
         format!("{}/v1/health", self.base_url())
     }
 }

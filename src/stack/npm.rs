@@ -10,7 +10,7 @@ use std::process::Command;
 
 /// Where downloaded programs live: `$CONTINUITY_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/continuity`, else `~/.cache/continuity`.
-pub fn cache_dir() -> PathBuf {
+pub(crate) fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CONTINUITY_CACHE_DIR") {
         return PathBuf::from(dir);
     }
@@ -24,7 +24,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// Whether a program is on `PATH`.
-pub fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -37,7 +37,7 @@ const HELPER_WITHIN: std::time::Duration = std::time::Duration::from_secs(20 * 6
 
 /// Makes sure `packages` (each `name@version`) are installed in `cache_dir()/npm/<slot>`
 /// and returns that folder. `progress` hears when an install starts and ends.
-pub fn ensure_installed(
+pub(crate) fn ensure_installed(
     slot: &str,
     packages: &[String],
     progress: &mut dyn FnMut(Note),
@@ -64,7 +64,7 @@ pub fn ensure_installed(
 /// where the hash covers every file, so an edited app installs afresh.
 /// `npm install` rather than `npm ci`: the lock file lacks other platforms'
 /// optional packages (the registry here has none), which `npm ci` refuses.
-pub fn ensure_app_installed(
+pub(crate) fn ensure_app_installed(
     slot: &str,
     files: &[(&str, &str)],
     progress: &mut dyn FnMut(Note),
@@ -74,7 +74,7 @@ pub fn ensure_app_installed(
 
 /// [`ensure_app_installed`], then `build` in the installed folder, as part
 /// of the same once-only install (a failed build installs afresh next time).
-pub fn ensure_app_built(
+pub(crate) fn ensure_app_built(
     slot: &str,
     files: &[(&str, &str)],
     progress: &mut dyn FnMut(Note),
@@ -113,7 +113,7 @@ pub fn ensure_app_built(
 /// app installs with `--ignore-scripts`, and the prebuilt binaries those
 /// scripts would download are not reachable here): npm's own node-gyp
 /// against Debian's Node headers (`/usr/include/node`), nothing fetched.
-pub fn ensure_native_module(
+pub(crate) fn ensure_native_module(
     app: &Path,
     package: &str,
     progress: &mut dyn FnMut(Note),
@@ -229,7 +229,7 @@ pub(super) fn run_npm(command: Command, dir: &Path) -> Result<(), StackError> {
 }
 
 /// Makes a file executable (npm may skip the package's chmod install script).
-pub fn make_executable(path: &Path) -> Result<(), StackError> {
+pub(crate) fn make_executable(path: &Path) -> Result<(), StackError> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path)
         .map_err(StackError::io(format!("{} is missing", path.display())))?;
@@ -276,7 +276,7 @@ impl Drop for FileLock {
 /// A published version number, `MAJOR.MINOR.PATCH` with an optional
 /// `-prerelease` and `+build`: it becomes a folder name and an npm spec, so
 /// nothing else (`../x`, `latest`, `1.0 || 2`) gets through.
-pub fn check_version(text: &str) -> Result<(), Invalid> {
+pub(crate) fn check_version(text: &str) -> Result<(), Invalid> {
     let (core, rest) = match text.find(['-', '+']) {
         Some(i) => text.split_at(i),
         None => (text, ""),

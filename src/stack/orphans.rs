@@ -13,7 +13,7 @@ use std::path::Path;
 
 /// What the stacks of a `stack up` folder started that still runs, found
 /// without its state file.
-pub struct FolderProcesses {
+pub(crate) struct FolderProcesses {
     /// Proven the folder's, and no live harness's: to stop.
     pub stoppable: Vec<Pinned>,
     /// The owner tags among them, to sweep once they are stopped.
@@ -26,7 +26,7 @@ pub struct FolderProcesses {
 /// Every process the stacks of `dir` started that still runs: those whose
 /// owner tag names `dir` (unless the tag's harness is alive), and the
 /// gateway's nginx master.
-pub fn started_in(dir: &Path) -> FolderProcesses {
+pub(crate) fn started_in(dir: &Path) -> FolderProcesses {
     let mut found = FolderProcesses {
         stoppable: Vec::new(),
         owners: Vec::new(),
@@ -71,12 +71,12 @@ fn gateway_master(dir: &Path) -> Option<Pinned> {
 }
 
 /// The environment entry every descendant of the stack's sandbox-agent carries.
-pub fn agent_mark(data_dir: &Path) -> String {
+pub(crate) fn agent_mark(data_dir: &Path) -> String {
     format!("XDG_DATA_HOME={}", data_dir.display())
 }
 
 /// Pids of live processes (other than this one) whose environment holds `entry` exactly.
-pub fn processes_with_env(entry: &str) -> Vec<i32> {
+pub(crate) fn processes_with_env(entry: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -88,7 +88,7 @@ pub fn processes_with_env(entry: &str) -> Vec<i32> {
 }
 
 /// SIGKILLs every process whose environment holds `entry`; returns their pids.
-pub fn kill_with_env(entry: &str) -> Vec<i32> {
+pub(crate) fn kill_with_env(entry: &str) -> Vec<i32> {
     let pids = processes_with_env(entry);
     for &pid in &pids {
         // A process carrying the harness's own mark.

@@ -29,10 +29,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The install command a missing Postgres is named with.
-pub const INSTALL: &str = "apt-get install -y postgresql";
+pub(crate) const INSTALL: &str = "apt-get install -y postgresql";
 /// The superuser `initdb` makes, and the database each stack gets.
-pub const USER: &str = "continuity";
-pub const DATABASE: &str = "continuity";
+pub(crate) const USER: &str = "continuity";
+pub(crate) const DATABASE: &str = "continuity";
 /// Where Debian's packages put the server's programs, one folder per major version.
 const DEBIAN_ROOT: &str = "/usr/lib/postgresql";
 /// The programs the component needs in that folder.
@@ -46,7 +46,7 @@ const GRACE: Duration = Duration::from_secs(10);
 
 /// The folder holding `initdb`, `postgres` and `pg_isready`:
 /// `$CONTINUITY_POSTGRES_BIN` when set, else Debian's newest version.
-pub fn find_bin_dir() -> Result<PathBuf, StackError> {
+pub(crate) fn find_bin_dir() -> Result<PathBuf, StackError> {
     bin_dir_from(std::env::var_os("CONTINUITY_POSTGRES_BIN").map(PathBuf::from))
 }
 
@@ -127,7 +127,7 @@ fn command(user: Option<&RunAs>, program: &Path, args: Vec<String>) -> (PathBuf,
 
 /// What a stack's Postgres is asked to do differently (tests of bad input).
 #[derive(Debug, Clone, Default)]
-pub struct PostgresOptions {
+pub(crate) struct PostgresOptions {
     /// Listen here instead of a free port.
     pub port: Option<u16>,
     /// The run's owner tag and keeper (the stack's journal with it).
@@ -209,7 +209,7 @@ fn accepts_connections(bin: &Path, port: u16) -> Readiness {
 }
 
 /// A running Postgres of one stack.
-pub struct PostgresStack {
+pub(crate) struct PostgresStack {
     port: u16,
     log: PathBuf,
     target: Option<Target>,
@@ -218,7 +218,7 @@ pub struct PostgresStack {
 impl PostgresStack {
     /// Makes the data folder (`initdb`, once), starts the server, waits
     /// until it takes connections and makes the stack's database.
-    pub async fn up(
+    pub(crate) async fn up(
         dir: &Path,
         bin: &Path,
         options: PostgresOptions,
@@ -303,16 +303,16 @@ impl PostgresStack {
         Ok(())
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn log(&self) -> &Path {
+    pub(crate) fn log(&self) -> &Path {
         &self.log
     }
 
     /// The libpq connection string of the stack's database.
-    pub fn connection(&self) -> String {
+    pub(crate) fn connection(&self) -> String {
         format!(
             "host=127.0.0.1 port={} user={USER} dbname={DATABASE}",
             self.port
@@ -320,12 +320,12 @@ impl PostgresStack {
     }
 
     /// The same as a URL, as `pg` (Node) takes it.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/{DATABASE}", self.port)
     }
 
     /// A store per cell: the stack's database, the cell's own schema.
-    pub fn persist_factory(&self) -> PersistFactory {
+    pub(crate) fn persist_factory(&self) -> PersistFactory {
         let connection = self.connection();
         Arc::new(move |key: &str| {
             PostgresDriver::new(PostgresConfig {
@@ -337,12 +337,12 @@ impl PostgresStack {
     }
 
     /// The `store` target; the stack keeps nothing running after this.
-    pub fn target(&mut self) -> Target {
+    pub(crate) fn target(&mut self) -> Target {
         self.target.take().expect("target() is called once")
     }
 
     /// Stops the server if the stack still holds it.
-    pub async fn down(&mut self) {
+    pub(crate) async fn down(&mut self) {
         if let Some(target) = self.target.as_mut() {
             target.shutdown().await;
         }

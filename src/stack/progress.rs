@@ -27,7 +27,7 @@ pub enum Note {
 }
 
 impl Note {
-    pub fn step(text: impl Into<String>) -> Note {
+    pub(crate) fn step(text: impl Into<String>) -> Note {
         Note::Step(text.into())
     }
 }
@@ -58,11 +58,11 @@ impl fmt::Display for Note {
 }
 
 /// Where a stack's notes go.
-pub type Progress<'a> = dyn FnMut(Note) + Send + 'a;
+pub(crate) type Progress<'a> = dyn FnMut(Note) + Send + 'a;
 
 /// Runs `work` on tokio's blocking pool, passing each note it makes to
 /// `progress` as it is made.
-pub async fn blocking_with_notes<T: Send + 'static>(
+pub(crate) async fn blocking_with_notes<T: Send + 'static>(
     progress: &mut Progress<'_>,
     work: impl FnOnce(&mut dyn FnMut(Note)) -> T + Send + 'static,
 ) -> Result<T, tokio::task::JoinError> {

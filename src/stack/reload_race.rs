@@ -34,11 +34,11 @@ use std::time::Duration;
 /// enough for any client's next request after the restart phase, short of
 /// the old worker's `worker_shutdown_timeout` (5 s), whose closes of the
 /// connections it was serving then reach the client on time.
-pub const HOLD: Duration = Duration::from_secs(3);
+pub(crate) const HOLD: Duration = Duration::from_secs(3);
 
 /// The window each restart opens on the gateway hop: the server's FIN
 /// held for [`HOLD`] (healing releases it at once).
-pub fn window() -> FaultAction {
+pub(crate) fn window() -> FaultAction {
     let params = [
         ("delay".to_string(), Param::Int(HOLD.as_millis() as i64)),
         ("stream".to_string(), Param::Text("downstream".into())),
@@ -54,7 +54,7 @@ pub fn window() -> FaultAction {
 /// [`window`] along on the gateway hop's proxy (`gateway_hop`); ready when
 /// `health_url` answers. It does not keep open requests: the held close
 /// would cut another cell's deferred DELETE on a pooled connection.
-pub fn target(
+pub(crate) fn target(
     pid_file: PathBuf,
     health_url: String,
     gateway_hop: crate::faults::FaultControl,

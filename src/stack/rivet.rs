@@ -40,10 +40,10 @@ const SDK_STEPS: &str = include_str!("../../stack/rivet/sdk-steps.mjs");
 // The stack's own SandboxProvider and the reconnect route, shared by both hosts.
 const SANDBOX_PROVIDER: &str = include_str!("../../stack/rivet/sandbox-provider.mjs");
 /// The `sandbox-agent` SDK version `package.json` and its lock pin.
-pub const PINNED_SDK_VERSION: &str = "0.4.2";
+pub(crate) const PINNED_SDK_VERSION: &str = "0.4.2";
 /// The Rivet layer's hops, each with a fault proxy: the runner's link to
 /// the engine, and the persist driver's.
-pub const HOPS: [LocalHop; 2] = [LocalHop::Runner, LocalHop::Persist];
+pub(crate) const HOPS: [LocalHop; 2] = [LocalHop::Runner, LocalHop::Persist];
 const ENGINE_CONFIG: &str = include_str!("../../stack/rivet/engine.json.example");
 const ENGINE_PACKAGE: &str = "@rivetkit/engine-cli-linux-x64-musl";
 
@@ -56,13 +56,13 @@ const PERSIST_RETRY_FOR: Duration = Duration::from_secs(30);
 /// hosted SQLite driver's native module is built (its SDK is the pinned
 /// one; the hosted client's cells import their SDK point's module).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HostedApp {
+pub(crate) struct HostedApp {
     pub native_sqlite: bool,
 }
 
 /// How the actor saves its state (the `CONTINUITY_RIVET_SAVE` knob of the app).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SaveMode {
+pub(crate) enum SaveMode {
     /// `await c.saveState({ immediate: true })` after every write: survives SIGKILL.
     Immediate,
     /// RivetKit's periodic save, here every 60 s so that a crash loses the
@@ -71,7 +71,7 @@ pub enum SaveMode {
 }
 
 impl SaveMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SaveMode::Immediate => "immediate",
             SaveMode::Deferred => "deferred",
@@ -81,7 +81,7 @@ impl SaveMode {
 
 /// How the `rivet` target stops the RivetKit runner before starting it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RunnerStop {
+pub(crate) enum RunnerStop {
     /// SIGKILL: a crash. Pending state is lost unless saved at once, and
     /// the live clients an actor holds die without a word.
     #[default]
@@ -100,7 +100,7 @@ impl RunnerStop {
 }
 
 /// `node`, or the message naming the install command.
-pub fn find_node() -> Result<PathBuf, StackError> {
+pub(crate) fn find_node() -> Result<PathBuf, StackError> {
     npm::which("node").ok_or_else(|| {
         StackError::NotInstalled(
             "node is not installed (Debian: apt-get install -y nodejs npm)".into(),
@@ -109,7 +109,7 @@ pub fn find_node() -> Result<PathBuf, StackError> {
 }
 
 /// A running engine + runner pair.
-pub struct RivetStack {
+pub(crate) struct RivetStack {
     endpoint: String,
     /// Where the persist driver reaches the engine: the `persist` hop.
     persist_endpoint: String,
@@ -120,7 +120,7 @@ pub struct RivetStack {
 }
 
 /// Where the Rivet layer's processes are supervised and its hops proxied.
-pub struct Wiring<'a> {
+pub(crate) struct Wiring<'a> {
     pub supervisor: &'a Supervisor,
     pub hops: &'a mut super::hops::Hops,
 }
@@ -239,7 +239,7 @@ impl RivetStack {
     /// `sandbox-agent` SDK is the pinned one; the hosted client's cells
     /// import theirs by path ([`super::sdk`]), so one runner hosts every
     /// point of the SDK axis.
-    pub async fn up(
+    pub(crate) async fn up(
         dir: &Path,
         node: &Path,
         save: SaveMode,
@@ -352,12 +352,12 @@ impl RivetStack {
     }
 
     /// The engine's guard endpoint, where actor actions are called.
-    pub fn endpoint(&self) -> &str {
+    pub(crate) fn endpoint(&self) -> &str {
         &self.endpoint
     }
 
     /// The engine and runner targets; the stack keeps nothing running after this.
-    pub fn targets(&mut self) -> (Target, Target) {
+    pub(crate) fn targets(&mut self) -> (Target, Target) {
         (
             self.engine.take().expect("targets() is called once"),
             self.runner.take().expect("targets() is called once"),
@@ -365,7 +365,7 @@ impl RivetStack {
     }
 
     /// (target, program, URL, log) of the engine and the runner.
-    pub fn components(&self) -> Vec<(String, String, String, PathBuf)> {
+    pub(crate) fn components(&self) -> Vec<(String, String, String, PathBuf)> {
         vec![
             (
                 BuiltinTarget::RivetEngine.name().into(),
@@ -382,13 +382,13 @@ impl RivetStack {
         ]
     }
 
-    pub fn logs(&self) -> Vec<(String, PathBuf)> {
+    pub(crate) fn logs(&self) -> Vec<(String, PathBuf)> {
         self.logs.clone()
     }
 
     /// Every cell's persist store: the one actor this stack made for the run,
     /// through one driver, so the actor id it learns serves every cell.
-    pub fn persist_factory(&self) -> PersistFactory {
+    pub(crate) fn persist_factory(&self) -> PersistFactory {
         let driver = RivetDriver::new(RivetConfig {
             endpoint: self.persist_endpoint.clone(),
             namespace: "default".into(),
@@ -404,7 +404,7 @@ impl RivetStack {
 
     /// Stops what the stack still holds. An engine a runner spawned is found
     /// by the owner tag it inherited ([`crate::supervise::owner::sweep`]), never by name.
-    pub async fn down(&mut self) {
+    pub(crate) async fn down(&mut self) {
         for target in [self.runner.as_mut(), self.engine.as_mut()]
             .into_iter()
             .flatten()
@@ -431,7 +431,7 @@ fn app_files() -> Vec<(&'static str, &'static str)> {
 }
 
 /// Installs the app (once per content) and returns its folder.
-pub async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
+pub(crate) async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, StackError> {
     blocking_with_notes(progress, move |note| {
         npm::ensure_app_installed("rivet-app", &app_files(), note)
     })

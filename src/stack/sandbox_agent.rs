@@ -93,12 +93,12 @@ impl SandboxAgentConfig {
     }
 
     /// Every message the agent processes received, one JSON value per line.
-    pub fn agent_record_path(&self) -> PathBuf {
+    pub(crate) fn agent_record_path(&self) -> PathBuf {
         self.run_dir.join("agent-record.jsonl")
     }
 
     /// Where the scripted agent records the chunks it streams (`CONTINUITY_AGENT_SENT`).
-    pub fn agent_sent_path(&self) -> PathBuf {
+    pub(crate) fn agent_sent_path(&self) -> PathBuf {
         self.run_dir.join("agent-sent.jsonl")
     }
 }
@@ -118,7 +118,7 @@ fn cors_args(origin: &str) -> Vec<String> {
 
 /// `sandbox-agent --version`, e.g. `sandbox-agent 0.4.2`: a helper in a
 /// group of its own, bounded in time and output.
-pub fn binary_version(binary: &Path) -> Option<String> {
+pub(crate) fn binary_version(binary: &Path) -> Option<String> {
     let mut command = std::process::Command::new(binary);
     command.arg("--version");
     let output =
@@ -133,7 +133,7 @@ const VERSION_WITHIN: Duration = Duration::from_secs(10);
 /// Whether `binary` is a sandbox-agent a local stack can run: a file, executable,
 /// that answers `--version` as sandbox-agent does (`sandbox-agent 0.4.2`,
 /// which is returned); otherwise why not.
-pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
+pub(crate) async fn check_binary(binary: &Path) -> Result<String, Invalid> {
     use crate::user_file::{check_kind, Kind, Why};
     use std::os::unix::fs::PermissionsExt;
     // A FIFO, a socket or a device is refused before anything opens it.
@@ -187,7 +187,7 @@ pub async fn check_binary(binary: &Path) -> Result<String, Invalid> {
 /// Starts `binary` as the stack would (in `dir`, the scripted agent behind
 /// it) and stops it once healthy: a candidate that never answers
 /// `/v1/health` is caught before any cell, with the end of its log.
-pub async fn check_starts(
+pub(crate) async fn check_starts(
     binary: &Path,
     dir: &Path,
     agent_program: &Path,
@@ -238,15 +238,15 @@ impl SandboxAgentServer {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.process.pid()
     }
 
-    pub fn log_path(&self) -> &Path {
+    pub(crate) fn log_path(&self) -> &Path {
         self.process.log_path()
     }
 
@@ -256,27 +256,27 @@ impl SandboxAgentServer {
     }
 
     /// Kills the server's process group.
-    pub async fn stop(&mut self) -> ProcessState {
+    pub(crate) async fn stop(&mut self) -> ProcessState {
         self.stop_with(Signal::TERM, Duration::from_secs(3)).await
     }
 
     /// Stops the server's process group with `signal`, then SIGKILL after `grace`.
-    pub async fn stop_with(&mut self, signal: Signal, grace: Duration) -> ProcessState {
+    pub(crate) async fn stop_with(&mut self, signal: Signal, grace: Duration) -> ProcessState {
         self.process.stop(signal, grace).await
     }
 
     /// How its process stands now.
-    pub fn state(&mut self) -> ProcessState {
+    pub(crate) fn state(&mut self) -> ProcessState {
         self.process.state()
     }
 
     /// Its process's state in words (`exited with code 0`, `running (pid N)`).
-    pub fn exit_words(&mut self) -> String {
+    pub(crate) fn exit_words(&mut self) -> String {
         self.process.state().to_string()
     }
 
     /// Whether `/v1/health` answers 2xx within a second.
-    pub async fn healthy(&self) -> bool {
+    pub(crate) async fn healthy(&self) -> bool {
         let Ok(http) = crate::http::client_builder()
             .timeout(Duration::from_secs(1))
             .build()
@@ -289,7 +289,7 @@ impl SandboxAgentServer {
 
     /// Starts a server that is down again on its port (whatever stopped
     /// it: its group is gone first) and waits until it is healthy.
-    pub async fn start_again(&mut self, ready_within: Duration) -> Result<(), StackError> {
+    pub(crate) async fn start_again(&mut self, ready_within: Duration) -> Result<(), StackError> {
         self.stop_with(Signal::KILL, Duration::from_millis(500))
             .await;
         self.process.start()?;

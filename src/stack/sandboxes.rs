@@ -62,7 +62,7 @@ type Answer = (u16, Value);
 impl Sandboxes {
     /// The service on a free loopback port; sandboxes run `template`'s
     /// server, each in a folder under `template.run_dir`.
-    pub async fn start(
+    pub(crate) async fn start(
         template: SandboxAgentConfig,
         supervisor: Supervisor,
     ) -> Result<Sandboxes, StackError> {
@@ -93,7 +93,7 @@ impl Sandboxes {
     }
 
     /// Where the provider calls it.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.inner.url
     }
 
@@ -230,7 +230,7 @@ impl Sandboxes {
 
     /// Every sandbox still there is destroyed (a cell's end: what its
     /// scenario did not destroy goes with it); returns how many.
-    pub async fn destroy_all(&self) -> usize {
+    pub(crate) async fn destroy_all(&self) -> usize {
         let ids: Vec<String> = self.inner.state.lock().await.live.keys().cloned().collect();
         for id in &ids {
             self.destroy(id).await;
@@ -239,7 +239,7 @@ impl Sandboxes {
     }
 
     /// The stack goes down: every sandbox, then the service.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         self.destroy_all().await;
         if let Some(task) = self.task().take() {
             task.abort();

@@ -16,7 +16,7 @@ use std::process::Command;
 
 /// What a package given to `--sdk` says it is.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Package {
+pub(crate) struct Package {
     /// Absolute.
     pub path: PathBuf,
     pub name: String,
@@ -30,7 +30,7 @@ const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// Reads what `path`, a package folder or an `npm pack` tarball, says it
 /// is (its `package.json`); otherwise why it is not a package.
-pub fn read_package(path: &Path) -> Result<Package, Invalid> {
+pub(crate) fn read_package(path: &Path) -> Result<Package, Invalid> {
     use crate::user_file::{check_kind, read_text, Kind, Why};
     // A FIFO (which tar would wait on forever), a socket or a device is
     // refused before anything opens it.
@@ -107,7 +107,7 @@ fn tarball_manifest(path: &Path) -> Result<String, Invalid> {
 /// package, no name comes twice, and each further one replaces a
 /// dependency of one of them (a name nothing depends on would change
 /// nothing, so it is a mistake).
-pub fn read_candidate(paths: &[PathBuf]) -> Result<Vec<Package>, (PathBuf, Invalid)> {
+pub(crate) fn read_candidate(paths: &[PathBuf]) -> Result<Vec<Package>, (PathBuf, Invalid)> {
     let mut packages: Vec<Package> = Vec::new();
     for path in paths {
         let package = read_package(path).map_err(|e| (path.clone(), e))?;
@@ -138,7 +138,7 @@ pub fn read_candidate(paths: &[PathBuf]) -> Result<Vec<Package>, (PathBuf, Inval
 
 /// Installs `sandbox-agent@version` (once) and returns the module the actor
 /// imports: the Rivet app's own copy for the pinned version.
-pub async fn install_registry(
+pub(crate) async fn install_registry(
     version: &str,
     progress: &mut Progress<'_>,
 ) -> Result<PathBuf, StackError> {
@@ -173,7 +173,7 @@ pub async fn install_registry(
 /// replace its dependencies of the same name, at every depth (npm
 /// `overrides`). A candidate that does not load or exports no
 /// `SandboxAgent` is [`StackError::Invalid`].
-pub async fn install_candidate(
+pub(crate) async fn install_candidate(
     packages: &[Package],
     progress: &mut Progress<'_>,
 ) -> Result<PathBuf, StackError> {
@@ -264,7 +264,7 @@ fn content_key(packages: &[Package]) -> Result<String, StackError> {
 /// folder's files but `node_modules` and `.git`, a tarball's bytes), in
 /// order: what `report.json` records of an SDK point, and what names its
 /// install folder.
-pub fn content_digest(packages: &[Package]) -> Result<String, StackError> {
+pub(crate) fn content_digest(packages: &[Package]) -> Result<String, StackError> {
     let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
     for package in packages {
         hash.update(package.name.as_bytes());

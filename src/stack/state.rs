@@ -12,12 +12,12 @@ use crate::supervise::Lifecycle;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub const STATE_FILE: &str = "stack.json";
+pub(crate) const STATE_FILE: &str = "stack.json";
 const LOCK_FILE: &str = "stack.lock";
 
 /// What a stack folder holds running.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct StackState {
+pub(crate) struct StackState {
     /// Empty until every component is up.
     #[serde(default)]
     pub base_url: String,
@@ -28,7 +28,7 @@ pub struct StackState {
 }
 
 impl StackState {
-    pub fn read(dir: &Path) -> Result<StackState, StackError> {
+    pub(crate) fn read(dir: &Path) -> Result<StackState, StackError> {
         let path = dir.join(STATE_FILE);
         let text = std::fs::read_to_string(&path).map_err(StackError::Read)?;
         serde_json::from_str(&text).map_err(|source| StackError::Json { path, source })
@@ -36,7 +36,7 @@ impl StackState {
 
     /// Writes the file whole (a temporary file renamed over it): a reader
     /// never sees half a file.
-    pub fn write(&self, dir: &Path) -> Result<(), StackError> {
+    pub(crate) fn write(&self, dir: &Path) -> Result<(), StackError> {
         let path = dir.join(STATE_FILE);
         let temporary = dir.join(format!(".{STATE_FILE}.tmp"));
         let json = serde_json::to_string_pretty(self).map_err(StackError::Serialize)?;
@@ -48,7 +48,7 @@ impl StackState {
 
 /// One running program of the stack.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Component {
+pub(crate) struct Component {
     /// The restart target that owns the process.
     pub target: String,
     pub program: String,
@@ -67,7 +67,7 @@ pub struct Component {
 /// (the stack and every process started under it are gone), a stack with
 /// nothing left running leaves no `stack.json`.
 #[derive(Clone)]
-pub struct StackJournal {
+pub(crate) struct StackJournal {
     inner: Arc<Mutex<Recording>>,
 }
 
@@ -80,7 +80,7 @@ struct Recording {
 
 impl StackJournal {
     /// Starts recording the stack in `dir` (writes an empty `stack.json`).
-    pub fn begin(dir: &Path, owner: &str) -> Result<StackJournal, StackError> {
+    pub(crate) fn begin(dir: &Path, owner: &str) -> Result<StackJournal, StackError> {
         let state = StackState {
             base_url: String::new(),
             owner: owner.to_string(),
@@ -102,7 +102,7 @@ impl StackJournal {
 
     /// Records a started process under its target's name, replacing the
     /// previous process of that target (after a restart).
-    pub fn record_start(
+    pub(crate) fn record_start(
         &self,
         target: &str,
         program: &Path,
@@ -132,7 +132,7 @@ impl StackJournal {
     }
 
     /// The process recorded under `target` now: its pid and start time.
-    pub fn recorded(&self, target: &str) -> Option<(u32, Option<u64>)> {
+    pub(crate) fn recorded(&self, target: &str) -> Option<(u32, Option<u64>)> {
         let recording = self.recording();
         let component = recording
             .state
@@ -143,7 +143,7 @@ impl StackJournal {
     }
 
     /// Records that the harness stopped a process.
-    pub fn record_stop(&self, pid: u32) {
+    pub(crate) fn record_stop(&self, pid: u32) {
         let mut recording = self.recording();
         if !recording.on {
             return;
@@ -156,7 +156,7 @@ impl StackJournal {
     }
 
     /// Stops recording: the stack was handed over and its file written whole.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.recording().on = false;
     }
 }
@@ -185,7 +185,7 @@ impl Drop for Recording {
 }
 
 /// One `stack` command at a time on a folder (see [`crate::folder_lock`]).
-pub fn lock_folder(dir: &Path, command: &str) -> Result<FolderLock, StackError> {
+pub(crate) fn lock_folder(dir: &Path, command: &str) -> Result<FolderLock, StackError> {
     FolderLock::try_acquire(dir, LOCK_FILE, command).map_err(StackError::Lock)
 }
 

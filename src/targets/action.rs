@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// One way of restarting a component, as a target is declared with it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RestartAction {
+pub(crate) enum RestartAction {
     /// `/bin/sh -c command`, killed (with its group) at `timeout`; a
     /// non-zero exit is a failed restart.
     Command { command: String, timeout: Duration },
@@ -46,7 +46,7 @@ pub enum RestartAction {
 /// Takes servers down and leaves them down: the local stack's sandbox
 /// provider back end, for the SDK's `ensureServer` to bring them back.
 #[async_trait::async_trait]
-pub trait LeftDown: Send + Sync {
+pub(crate) trait LeftDown: Send + Sync {
     /// Takes every server it holds down (SIGKILL to its group), checks that
     /// its listener then refuses, and says how each went down.
     async fn take_down(&self) -> Result<String, ActionError>;
@@ -57,7 +57,7 @@ pub trait LeftDown: Send + Sync {
 
 /// A [`LeftDown`] as an action holds it (one is one: equal by identity).
 #[derive(Clone)]
-pub struct LeftDownControl(pub Arc<dyn LeftDown>);
+pub(crate) struct LeftDownControl(pub Arc<dyn LeftDown>);
 
 impl PartialEq for LeftDownControl {
     fn eq(&self, other: &Self) -> bool {
@@ -73,7 +73,7 @@ impl std::fmt::Debug for LeftDownControl {
 
 /// A process the harness owns: what to run and how to stop it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ManagedSpec {
+pub(crate) struct ManagedSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -87,7 +87,7 @@ pub struct ManagedSpec {
 
 impl ManagedSpec {
     /// `program args…` with SIGTERM, a 5 s grace period and no extra environment.
-    pub fn new(program: impl Into<PathBuf>, args: impl IntoIterator<Item = String>) -> Self {
+    pub(crate) fn new(program: impl Into<PathBuf>, args: impl IntoIterator<Item = String>) -> Self {
         Self {
             program: program.into(),
             args: args.into_iter().collect(),
@@ -100,7 +100,7 @@ impl ManagedSpec {
     }
 
     /// The command line as a user would type it.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         std::iter::once(self.program.display().to_string())
             .chain(self.args.iter().cloned())
             .collect::<Vec<_>>()
@@ -110,7 +110,7 @@ impl ManagedSpec {
 
 /// The kinds of [`RestartAction`], as a target's `restart` table names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RestartKind {
+pub(crate) enum RestartKind {
     Managed,
     Command,
     Signal,
@@ -127,7 +127,7 @@ pub enum RestartKind {
 
 impl RestartKind {
     /// The key that selects the kind in a `[targets.NAME.restart]` table.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RestartKind::Managed => "managed",
             RestartKind::Command => "command",

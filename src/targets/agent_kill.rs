@@ -20,7 +20,7 @@ const GONE_WITHIN: Duration = Duration::from_secs(2);
 
 /// SIGKILL to the agent processes under a server.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentKill {
+pub(crate) struct AgentKill {
     /// The server whose agent processes die.
     pub server: ProcessOf,
     /// The run's owner tag, which the agent processes inherit.
@@ -29,7 +29,7 @@ pub struct AgentKill {
 
 /// Why an agent kill did not take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KillError {
+pub(super) enum KillError {
     #[error(transparent)]
     NotOurs(#[from] NotOurs),
     #[error("{what} (pid {pid}) runs no ACP agent process (no child of it in its process group carries this run's owner tag): nothing to kill")]
@@ -46,7 +46,7 @@ pub enum KillError {
 
 impl AgentKill {
     /// `kill the agent: SIGKILL to the ACP agent processes under the sandbox-agent server, the server kept`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "kill the agent: SIGKILL to the ACP agent processes under {} (and what they started); the server keeps running",
             self.server.what()

@@ -80,14 +80,14 @@ pub enum BuiltinTarget {
 
 /// A short pause: under every deadline a client has (a prompt's 30 s, a
 /// probe's, the turn's), so the clients should only wait.
-pub const SHORT_PAUSE: Duration = Duration::from_secs(2);
+pub(crate) const SHORT_PAUSE: Duration = Duration::from_secs(2);
 /// A long pause lasts the phase deadline (`--timeout-ms`) and this much
 /// more: the client gives up while the component is frozen, then it wakes.
-pub const PAST_DEADLINE: Duration = Duration::from_secs(2);
+pub(crate) const PAST_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How long a pause target keeps its component stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PauseLength {
+pub(crate) enum PauseLength {
     /// Under every deadline the clients have ([`SHORT_PAUSE`]).
     Short,
     /// Past the phase deadline (`--timeout-ms`, [`PAST_DEADLINE`] more).
@@ -96,11 +96,11 @@ pub enum PauseLength {
 
 /// The built-in timeout targets' limit: well under the long turn's 3 s,
 /// well over what a request of the stack takes to be answered.
-pub const TIMEOUT_LIMIT: Duration = Duration::from_secs(2);
+pub(super) const TIMEOUT_LIMIT: Duration = Duration::from_secs(2);
 
 /// What a built-in target acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     /// The sandbox-agent server.
     Server,
     /// The nginx gateway in front of it.
@@ -153,7 +153,7 @@ const COUNT: usize = <BuiltinTarget as strum::VariantArray>::VARIANTS.len();
 impl BuiltinTarget {
     /// Every built-in target, in the report's order: the enum's own,
     /// derived (strum's `VariantArray`), so a new variant is in it.
-    pub const ALL: [BuiltinTarget; COUNT] = {
+    pub(crate) const ALL: [BuiltinTarget; COUNT] = {
         let variants = <BuiltinTarget as strum::VariantArray>::VARIANTS;
         let mut all = [BuiltinTarget::Agent; COUNT];
         let mut i = 0;
@@ -165,12 +165,12 @@ impl BuiltinTarget {
     };
 
     /// Its name, as `--target`, the report and `continuity list` write it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         crate::wire_name::of(&self)
     }
 
     /// The built-in target of this name, if one is.
-    pub fn from_name(name: &str) -> Option<BuiltinTarget> {
+    pub(crate) fn from_name(name: &str) -> Option<BuiltinTarget> {
         crate::wire_name::parse(name)
     }
 
@@ -178,7 +178,7 @@ impl BuiltinTarget {
     /// what a plain run keeps (the clients, the session store's server),
     /// make a known race happen every time, or are faults beyond the two
     /// on the clients' hop.
-    pub fn in_default_matrix(self) -> bool {
+    pub(crate) fn in_default_matrix(self) -> bool {
         use BuiltinTarget::*;
         match self.family() {
             Family::Client | Family::Store | Family::Timeout | Family::Nemesis => false,
@@ -188,7 +188,7 @@ impl BuiltinTarget {
     }
 
     /// What it acts on.
-    pub fn family(self) -> Family {
+    pub(crate) fn family(self) -> Family {
         use BuiltinTarget::*;
         match self {
             Agent | ServerKill => Family::Server,
@@ -210,7 +210,7 @@ impl BuiltinTarget {
     /// Engine and a hosted client's own restart (its runner), the Rivet
     /// app; the gateway's restarts and reloads, nginx. Chromium is none's:
     /// a reload keeps the browser.
-    pub fn restarted_parts(self, hosted: bool) -> Vec<HarnessPart> {
+    pub(crate) fn restarted_parts(self, hosted: bool) -> Vec<HarnessPart> {
         match self.family() {
             Family::Store => vec![HarnessPart::Postgres],
             Family::Rivet => vec![HarnessPart::RivetApp],
@@ -248,7 +248,7 @@ impl BuiltinTarget {
     /// blamed on continuity. A pause's is its component's; the whole
     /// stack's and a schedule's depend on which component did not come
     /// back (the caller asks it).
-    pub fn own_part_brought_back(self, hosted: bool) -> Option<HarnessPart> {
+    pub(crate) fn own_part_brought_back(self, hosted: bool) -> Option<HarnessPart> {
         match self {
             BuiltinTarget::RivetEngine => None,
             BuiltinTarget::Rivet | BuiltinTarget::Client if hosted => Some(HarnessPart::RivetApp),
@@ -266,7 +266,7 @@ impl BuiltinTarget {
     /// harness's failure, when `component` of the stack did not come back
     /// from this target's fault (a reboot's, a schedule's, a pause's; none:
     /// the target itself did not).
-    pub fn own_part_not_back(
+    pub(crate) fn own_part_not_back(
         self,
         component: Option<BuiltinTarget>,
         hosted: bool,
@@ -281,7 +281,7 @@ impl BuiltinTarget {
     /// serves: after a long freeze the engine routes the actor's requests
     /// to a runner that no longer has it ("received request for unknown
     /// actor") until the runner starts again.
-    pub fn repaired_with(self) -> Vec<BuiltinTarget> {
+    pub(crate) fn repaired_with(self) -> Vec<BuiltinTarget> {
         match self {
             BuiltinTarget::RivetEngine => vec![self, BuiltinTarget::Rivet],
             _ => vec![self],
@@ -290,7 +290,7 @@ impl BuiltinTarget {
 
     /// A pause target's component (the restart target whose process it
     /// stops) and how long; `None` for the others.
-    pub fn paused(self) -> Option<(BuiltinTarget, PauseLength)> {
+    pub(crate) fn paused(self) -> Option<(BuiltinTarget, PauseLength)> {
         use BuiltinTarget::*;
         use PauseLength::{Long, Short};
         Some(match self {
@@ -309,7 +309,7 @@ impl BuiltinTarget {
     }
 
     /// A timeout target's timeout; `None` for the others.
-    pub fn timeout(self) -> Option<PathTimeout> {
+    pub(crate) fn timeout(self) -> Option<PathTimeout> {
         use BuiltinTarget::*;
         let limit = TIMEOUT_LIMIT;
         Some(match self {
@@ -324,7 +324,7 @@ impl BuiltinTarget {
     }
 
     /// A fault target's toxic on its hop; `None` for a restart target.
-    pub fn fault(self) -> Option<FaultAction> {
+    pub(crate) fn fault(self) -> Option<FaultAction> {
         let row = self.fault_row()?;
         let mut params: Vec<(String, Param)> = row
             .params
@@ -401,7 +401,7 @@ impl BuiltinTarget {
 
     /// One line for `continuity list`: what it restarts (or its fault),
     /// and when it runs only if named.
-    pub fn describe(self) -> String {
+    pub(crate) fn describe(self) -> String {
         let what = match (self.restart_text(), self.timeout()) {
             _ if self.paused().is_some() => self.pause_text(),
             (Some(text), _) => text.to_string(),

@@ -32,9 +32,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How many faults a schedule holds.
-pub const FAULTS: usize = 3;
+pub(crate) const FAULTS: usize = 3;
 /// Every fault starts and ends within this long of the restart step.
-pub const WINDOW: Duration = Duration::from_secs(8);
+pub(crate) const WINDOW: Duration = Duration::from_secs(8);
 /// A restart keeps its component to itself this long in the draw (it is
 /// over once the component is back, which takes a few seconds).
 const RESTART_ROOM_MS: u64 = 3000;
@@ -42,7 +42,7 @@ const RESTART_ROOM_MS: u64 = 3000;
 /// The components a schedule restarts: the server, the gateway, the
 /// RivetKit runner (the engine's restart waits out the runner's reconnect
 /// backoff, up to 90 s: too long for one window).
-pub const RESTARTED: [BuiltinTarget; 3] = [
+pub(crate) const RESTARTED: [BuiltinTarget; 3] = [
     BuiltinTarget::Agent,
     BuiltinTarget::Gateway,
     BuiltinTarget::Rivet,
@@ -51,7 +51,7 @@ pub const RESTARTED: [BuiltinTarget; 3] = [
 /// restarts, and those it pauses, restarted when they do not answer after
 /// their fault so the next cell finds the stack whole (the store's only
 /// when it runs).
-pub const LENT: [BuiltinTarget; 5] = [
+pub(crate) const LENT: [BuiltinTarget; 5] = [
     BuiltinTarget::Agent,
     BuiltinTarget::Gateway,
     BuiltinTarget::Rivet,
@@ -67,11 +67,11 @@ const PAUSED: [BuiltinTarget; 4] = [
 ];
 /// The hops a schedule puts its network faults on (the runner's hop is
 /// left out: its reconnect backoff outlasts a window).
-pub const HOPS: [LocalHop; 3] = [LocalHop::Gateway, LocalHop::Agent, LocalHop::Persist];
+pub(crate) const HOPS: [LocalHop; 3] = [LocalHop::Gateway, LocalHop::Agent, LocalHop::Persist];
 
 /// What a cell's schedule can hold: fixed by whether the cell keeps its
 /// sessions in the stack's Postgres.
-pub fn catalog(postgres: bool) -> Vec<(FaultKind, String)> {
+pub(crate) fn catalog(postgres: bool) -> Vec<(FaultKind, String)> {
     let mut entries: Vec<(FaultKind, String)> = RESTARTED
         .iter()
         .map(|c| (FaultKind::Restart, c.name().to_string()))
@@ -88,7 +88,7 @@ pub fn catalog(postgres: bool) -> Vec<(FaultKind, String)> {
 
 /// The schedule of `seed` over `catalog(postgres)`: the same on every
 /// machine (drawn with [`crate::seed::mix`], whose numbers are fixed).
-pub fn draw(seed: u64, postgres: bool) -> Schedule {
+pub(crate) fn draw(seed: u64, postgres: bool) -> Schedule {
     let catalog = catalog(postgres);
     let window_ms = WINDOW.as_millis() as u64;
     let mut counter = 0u64;
@@ -149,7 +149,7 @@ fn collides(a: &ScheduledFault, b: &ScheduledFault) -> bool {
 }
 
 /// What a stack gives its `chaos` target to act on.
-pub struct ChaosParts {
+pub(crate) struct ChaosParts {
     /// How each component is paused (the hold is each fault's own).
     pub pauses: Vec<(BuiltinTarget, PauseAction)>,
     /// Each hop's proxy.
@@ -160,7 +160,7 @@ pub struct ChaosParts {
 
 /// A component or a hop, as a schedule's `on` names it with its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resource {
+pub(crate) enum Resource {
     Component(BuiltinTarget),
     Hop(Hop),
 }
@@ -168,7 +168,7 @@ pub enum Resource {
 /// The `chaos` action: the stack's parts a schedule acts on (one is one:
 /// equal by identity).
 #[derive(Clone)]
-pub struct Chaos(pub Arc<ChaosParts>);
+pub(crate) struct Chaos(pub Arc<ChaosParts>);
 
 impl PartialEq for Chaos {
     fn eq(&self, other: &Self) -> bool {
@@ -183,7 +183,7 @@ impl std::fmt::Debug for Chaos {
 }
 
 impl Chaos {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "chaos: {FAULTS} faults drawn from the seed within {} of the restart step, healed before the last phase",
             super::fmt_duration(WINDOW)

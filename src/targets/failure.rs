@@ -104,7 +104,7 @@ fn who(of: Option<BuiltinTarget>) -> String {
 impl RestartFailure {
     /// A component's failure (a reboot's), naming it and adding `clause`
     /// (what was done about it) when it did not come back.
-    pub fn of_component(self, component: Option<BuiltinTarget>, clause: &str) -> Self {
+    pub(crate) fn of_component(self, component: Option<BuiltinTarget>, clause: &str) -> Self {
         match self {
             RestartFailure::NotBack {
                 timeout,
@@ -124,7 +124,7 @@ impl RestartFailure {
     /// The component of the stack that did not come back, when a restart
     /// acting on several says which (a part of continuity's own among
     /// them is then the harness's failure, not the system's).
-    pub fn component(&self) -> Option<BuiltinTarget> {
+    pub(crate) fn component(&self) -> Option<BuiltinTarget> {
         match self {
             RestartFailure::NotBack { of, .. } => *of,
             _ => None,
@@ -178,7 +178,7 @@ pub enum SettleError {
 
 impl SettleError {
     /// The failure with `clause` (what was done about it) added to what it says.
-    pub fn noted(self, clause: &str) -> SettleError {
+    pub(crate) fn noted(self, clause: &str) -> SettleError {
         match self {
             SettleError::Setup(said) => SettleError::Setup(format!("{said}{clause}")),
             SettleError::NotBack(mut not_back) => {
@@ -210,7 +210,7 @@ pub struct NotBack {
 
 /// A target that cannot run here, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unavailable {
+pub(crate) struct Unavailable {
     pub id: TargetId,
     pub reason: String,
     pub absence: Absence,
@@ -221,14 +221,14 @@ pub struct Unavailable {
 /// when the run has nothing it could restart (the `store` target without
 /// a store server): they would say nothing about a restart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Absence {
+pub(crate) enum Absence {
     Missing,
     StartFailed,
     NotApplicable,
 }
 
 impl Unavailable {
-    pub fn skipped(id: impl Into<TargetId>, reason: &str) -> Self {
+    pub(crate) fn skipped(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
             id: id.into(),
             reason: reason.into(),
@@ -236,7 +236,7 @@ impl Unavailable {
         }
     }
 
-    pub fn not_applicable(id: impl Into<TargetId>, reason: &str) -> Self {
+    pub(crate) fn not_applicable(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
             id: id.into(),
             reason: reason.into(),
@@ -244,7 +244,7 @@ impl Unavailable {
         }
     }
 
-    pub fn failed(id: impl Into<TargetId>, reason: &str) -> Self {
+    pub(crate) fn failed(id: impl Into<TargetId>, reason: &str) -> Self {
         Self {
             id: id.into(),
             reason: reason.into(),

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 /// A toxic on a hop for a window.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FaultAction {
+pub(crate) struct FaultAction {
     pub hop: Hop,
     pub toxic: ToxicSpec,
     /// How long the toxic stays in force (at most: the cell's phases may end first).
@@ -28,7 +28,7 @@ pub struct FaultAction {
 
 impl FaultAction {
     /// `fault: reset_peer downstream (timeout 0 ms) on the gateway hop for 1 s`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "fault: {} on the {} hop for {}",
             self.toxic.describe(),
@@ -42,7 +42,7 @@ impl FaultAction {
 /// toxic is in force: a fault target's kind, or the window along a
 /// restart ([`super::Target::with_window_along`]).
 #[derive(Debug)]
-pub struct FaultWindow {
+pub(crate) struct FaultWindow {
     fault: FaultAction,
     /// The control of its hop's proxy.
     proxy: Option<FaultControl>,
@@ -60,7 +60,7 @@ impl FaultWindow {
     }
 
     /// The toxic, its hop and its hold.
-    pub fn fault(&self) -> &FaultAction {
+    pub(crate) fn fault(&self) -> &FaultAction {
         &self.fault
     }
 
@@ -133,7 +133,7 @@ impl FaultWindow {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.fault.describe()
     }
 }

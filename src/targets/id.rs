@@ -10,28 +10,28 @@ use std::fmt;
 /// built-in targets, even when it has a built-in one's name (a
 /// deployment's `gateway` is not continuity's nginx).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct OwnTarget(String);
+pub(crate) struct OwnTarget(String);
 
 impl OwnTarget {
-    pub fn new(name: impl Into<String>) -> Self {
+    pub(crate) fn new(name: impl Into<String>) -> Self {
         Self(name.into())
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.0
     }
 }
 
 /// Which target: a built-in one or a deployment's own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum TargetId {
+pub(crate) enum TargetId {
     Builtin(BuiltinTarget),
     Own(OwnTarget),
 }
 
 impl TargetId {
     /// Its name, as `--target` and the report write it.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             TargetId::Builtin(b) => b.name(),
             TargetId::Own(own) => own.name(),
@@ -39,7 +39,7 @@ impl TargetId {
     }
 
     /// The built-in target it is, if it is one.
-    pub fn builtin(&self) -> Option<BuiltinTarget> {
+    pub(crate) fn builtin(&self) -> Option<BuiltinTarget> {
         match self {
             TargetId::Builtin(b) => Some(*b),
             TargetId::Own(_) => None,
@@ -48,7 +48,7 @@ impl TargetId {
 
     /// Whether a run without `--target` has its cells: a deployment's
     /// own targets always, a built-in one when it is in the default matrix.
-    pub fn runs_by_default(&self) -> bool {
+    pub(crate) fn runs_by_default(&self) -> bool {
         self.builtin().is_none_or(BuiltinTarget::in_default_matrix)
     }
 }
@@ -57,7 +57,7 @@ impl TargetId {
 impl TargetId {
     /// The built-in target of this name, else a deployment's own: how
     /// tests name a cell's target.
-    pub fn of_name(name: &str) -> TargetId {
+    pub(crate) fn of_name(name: &str) -> TargetId {
         match BuiltinTarget::from_name(name) {
             Some(builtin) => builtin.into(),
             None => OwnTarget::new(name).into(),
@@ -92,28 +92,28 @@ impl fmt::Display for TargetId {
 /// The targets a run has: those named with `--target`, or, when it names
 /// none, the default ones. The one place a run's targets are chosen.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Selection {
+pub(crate) struct Selection {
     named: Vec<String>,
 }
 
 /// `--target` named a target the run does not know.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("unknown target `{name}` (known: {})", .known.join(", "))]
-pub struct UnknownTarget {
+pub(crate) struct UnknownTarget {
     pub name: String,
     pub known: Vec<String>,
 }
 
 impl Selection {
     /// The selection `--target` makes (`named` empty: the defaults).
-    pub fn named(named: &[String]) -> Self {
+    pub(crate) fn named(named: &[String]) -> Self {
         Self {
             named: named.to_vec(),
         }
     }
 
     /// Whether the run has `id`'s cells.
-    pub fn includes(&self, id: &TargetId) -> bool {
+    pub(crate) fn includes(&self, id: &TargetId) -> bool {
         match self.named.is_empty() {
             true => id.runs_by_default(),
             false => self.named.iter().any(|n| n == id.name()),
@@ -123,7 +123,7 @@ impl Selection {
     /// Of the `known` targets (each identified by `id`), those the run
     /// has, in their order; a name `--target` gives that none of them has
     /// is refused.
-    pub fn pick<T>(
+    pub(crate) fn pick<T>(
         &self,
         known: Vec<T>,
         id: impl Fn(&T) -> &TargetId,

@@ -58,7 +58,7 @@ impl From<RestartAction> for Action {
 
 impl Action {
     /// Its kind, as a target's `restart` table and a restart's record name it.
-    pub fn kind(&self) -> RestartKind {
+    pub(crate) fn kind(&self) -> RestartKind {
         match self {
             Action::Restart(restart) => restart.kind(),
             Action::Clients => RestartKind::Clients,
@@ -73,7 +73,7 @@ impl Action {
     }
 
     /// One line for listings.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Action::Restart(restart) => restart.describe(),
             Action::Clients => {

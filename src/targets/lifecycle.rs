@@ -17,7 +17,7 @@ impl Target {
     /// Starts what the target owns and waits until it is ready. A delay
     /// probe is only waited for after starting a managed process: for the
     /// other kinds the component is already up.
-    pub async fn prepare(&mut self) -> Result<(), TargetError> {
+    pub(crate) async fn prepare(&mut self) -> Result<(), TargetError> {
         let (action, ctx) = self.split();
         let prepared = match action {
             Action::Restart(restart) => restart.prepare(&ctx),
@@ -58,7 +58,7 @@ impl Target {
     /// until it is back ([`super::verify`]); `phase` names the scenario
     /// phase the result belongs to.
     #[cfg(test)]
-    pub async fn restart(&mut self, phase: &str) -> RestartResult {
+    pub(crate) async fn restart(&mut self, phase: &str) -> RestartResult {
         self.restart_lent(phase, &mut []).await.record
     }
 
@@ -69,7 +69,11 @@ impl Target {
     /// schedule keeps the components until [`Target::before_last_phase`] or
     /// [`Target::settle_lent`] gives them back, leaving placeholders
     /// meanwhile.
-    pub async fn restart_lent(&mut self, phase: &str, lent: &mut [&mut Target]) -> Restarted {
+    pub(crate) async fn restart_lent(
+        &mut self,
+        phase: &str,
+        lent: &mut [&mut Target],
+    ) -> Restarted {
         let started = Instant::now();
         let (restart_ms, checked) = self.act(started, lent).await;
         let (ok, down, ready_ms, detail, failure) = match checked {
@@ -139,7 +143,7 @@ impl Target {
     /// the same component, same arguments, same port): the running process
     /// stops as at [`Target::shutdown`], then the new one starts and must
     /// become ready as at [`Target::prepare`].
-    pub async fn switch_program(&mut self, program: PathBuf) -> Result<(), TargetError> {
+    pub(crate) async fn switch_program(&mut self, program: PathBuf) -> Result<(), TargetError> {
         if self.managed_spec().is_none() {
             return Err(self.action_error(ActionError::Start {
                 command: self.action.describe(),
@@ -158,7 +162,7 @@ impl Target {
 
     /// [`Target::settle_lent`] of a target lent nothing.
     #[cfg(test)]
-    pub async fn settle(&mut self) -> Result<(), SettleError> {
+    pub(crate) async fn settle(&mut self) -> Result<(), SettleError> {
         self.settle_lent(&mut []).await
     }
 
@@ -171,7 +175,10 @@ impl Target {
     /// agent kill's server is looked at again. A stack or a component that
     /// does not answer after a heal or a wake did not come back from the
     /// fault ([`super::NotBack`]).
-    pub async fn settle_lent(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+    pub(crate) async fn settle_lent(
+        &mut self,
+        lent: &mut [&mut Target],
+    ) -> Result<(), SettleError> {
         let nemesis = self.close_nemesis(lent).await;
         let (action, ctx) = self.split();
         match action {
@@ -198,7 +205,7 @@ impl Target {
     /// Stops a managed process (its stop signal, grace, then SIGKILL); a
     /// fault target's window heals, a timeout's closes, what a nemesis
     /// left open goes.
-    pub async fn shutdown(&mut self) {
+    pub(crate) async fn shutdown(&mut self) {
         match &mut self.action {
             Action::Restart(restart) => restart.shutdown().await,
             Action::Fault(window) => window.shutdown(),

@@ -32,7 +32,7 @@ pub(super) struct Managed {
 /// stopped (it may stop the process itself, to see what survives it);
 /// `after` runs once the group is gone. Their notes join the restart's detail.
 #[derive(Clone)]
-pub struct AfterStop {
+pub(crate) struct AfterStop {
     pub before: std::sync::Arc<dyn Fn(Option<u32>) -> Option<String> + Send + Sync>,
     pub after: std::sync::Arc<dyn Fn() -> Option<String> + Send + Sync>,
 }

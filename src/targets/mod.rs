@@ -23,7 +23,7 @@ mod action;
 mod action_error;
 mod agent_kill;
 mod builtin;
-pub mod chaos;
+pub(crate) mod chaos;
 mod chaos_run;
 mod command;
 mod failure;
@@ -50,24 +50,23 @@ mod tests;
 #[cfg(test)]
 mod verify_tests;
 
-pub use action::{LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
-pub use action_error::ActionError;
-pub use agent_kill::AgentKill;
-pub use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
-pub use chaos::Chaos;
-pub use failure::{
-    Absence, NotBack, RestartFailure, Restarted, SettleError, TargetError, Unavailable,
-};
-pub use fault::{FaultAction, FaultWindow};
-pub use id::{OwnTarget, Selection, TargetId, UnknownTarget};
-pub use managed::AfterStop;
-pub use nemesis::Nemesis;
-pub use pause::PauseAction;
-pub use process_of::{ProcessOf, Recorded};
-pub use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
-pub use reboot::Reboot;
-pub use timeout::PathTimeout;
-pub use unrecovered::NotBroughtBack;
+pub(crate) use action::{LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
+pub(crate) use action_error::ActionError;
+pub(crate) use agent_kill::AgentKill;
+pub(crate) use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
+pub(crate) use chaos::Chaos;
+pub use failure::Restarted;
+pub(crate) use failure::{Absence, NotBack, RestartFailure, SettleError, TargetError, Unavailable};
+pub(crate) use fault::{FaultAction, FaultWindow};
+pub(crate) use id::{OwnTarget, Selection, TargetId, UnknownTarget};
+pub(crate) use managed::AfterStop;
+pub(crate) use nemesis::Nemesis;
+pub(crate) use pause::PauseAction;
+pub(crate) use process_of::{ProcessOf, Recorded};
+pub(crate) use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
+pub(crate) use reboot::Reboot;
+pub(crate) use timeout::PathTimeout;
+pub(crate) use unrecovered::NotBroughtBack;
 
 use failure::{repair_lent, repair_note, LentParts};
 use nemesis_target::{AgentKillWindow, PauseWindow, ScheduleWindow};
@@ -81,21 +80,21 @@ use crate::trace::Trace;
 use std::time::Duration;
 
 /// How long a target may take to become ready, unless configured.
-pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a restart command may run, unless configured.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a restart hook may take to answer, unless configured.
-pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a managed process has between its stop signal and SIGKILL.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 /// How often an HTTP or TCP probe retries.
-pub const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
+pub(crate) const DEFAULT_PROBE_INTERVAL: Duration = Duration::from_millis(50);
 
-pub use crate::report::RestartResult;
+pub(crate) use crate::report::RestartResult;
 
 /// What a target does, and what it keeps doing it.
 #[derive(Debug)]
-pub enum Action {
+pub(crate) enum Action {
     /// A component stopped and started (a managed process, a command, a
     /// signal, a hook).
     Restart(Box<Restart>),
@@ -119,7 +118,7 @@ pub enum Action {
 
 /// A restartable component.
 #[derive(Debug)]
-pub struct Target {
+pub(crate) struct Target {
     pub id: TargetId,
     /// What a cell's restart does to it.
     action: Action,
@@ -192,7 +191,7 @@ struct Seen {
 }
 
 /// `5 s`, `1.5 s`, `250 ms`: durations as a person writes them.
-pub fn fmt_duration(d: Duration) -> String {
+pub(crate) fn fmt_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms} ms")

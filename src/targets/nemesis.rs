@@ -17,7 +17,7 @@ use super::reboot::Reboot;
 
 /// One fault of the nemesis package.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Nemesis {
+pub(crate) enum Nemesis {
     Pause(PauseAction),
     KillAgent(AgentKill),
     Reboot(Reboot),

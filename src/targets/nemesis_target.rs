@@ -21,7 +21,7 @@ use std::time::Instant;
 
 /// A component's process group paused, and the pause in force in the cell.
 #[derive(Debug)]
-pub struct PauseWindow {
+pub(crate) struct PauseWindow {
     pub(super) pause: PauseAction,
     open: Option<OpenPause>,
 }
@@ -29,7 +29,7 @@ pub struct PauseWindow {
 /// The agent processes under a server killed, and the kill the cell has
 /// yet to look after.
 #[derive(Debug)]
-pub struct AgentKillWindow {
+pub(crate) struct AgentKillWindow {
     kill: AgentKill,
     killed: Option<Killed>,
 }
@@ -37,7 +37,7 @@ pub struct AgentKillWindow {
 /// A seeded schedule of faults: drawn for the cell, then running on the
 /// components it was lent until its last fault is over.
 #[derive(Debug)]
-pub struct ScheduleWindow {
+pub(crate) struct ScheduleWindow {
     pub(super) chaos: Chaos,
     state: Scheduled,
 }
@@ -223,14 +223,14 @@ impl Action {
 impl Target {
     /// A stand-in for a target lent away for a cell ([`Target::restart_lent`]):
     /// it holds nothing and runs nothing.
-    pub fn placeholder(id: TargetId) -> Target {
+    pub(crate) fn placeholder(id: TargetId) -> Target {
         Target::new(id, RestartAction::Clients, Readiness::None)
     }
 
     /// The stack's components a cell must lend this target's restart (a
     /// reboot's, a schedule's), by their restart targets, in dependency
     /// order.
-    pub fn lends(&self) -> Vec<BuiltinTarget> {
+    pub(crate) fn lends(&self) -> Vec<BuiltinTarget> {
         match &self.action {
             Action::Reboot(reboot) => reboot.order.clone(),
             Action::Schedule(_) => super::chaos::LENT.to_vec(),
@@ -247,7 +247,7 @@ impl Target {
     }
 
     /// The schedule the cell about to run will run (a `chaos` target's).
-    pub fn plan_schedule(&mut self, schedule: Schedule) {
+    pub(crate) fn plan_schedule(&mut self, schedule: Schedule) {
         if let Action::Schedule(window) = &mut self.action {
             window.state = Scheduled::Planned(schedule);
         }
@@ -255,7 +255,10 @@ impl Target {
 
     /// Before the scenario's last phase: a schedule still running is
     /// waited for (every fault over), so that phase finds the stack whole.
-    pub async fn before_last_phase(&mut self, lent: &mut [&mut Target]) -> Result<(), SettleError> {
+    pub(crate) async fn before_last_phase(
+        &mut self,
+        lent: &mut [&mut Target],
+    ) -> Result<(), SettleError> {
         match &mut self.action {
             Action::Schedule(schedule) => schedule.close(lent).await,
             _ => Ok(()),

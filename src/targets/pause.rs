@@ -27,7 +27,7 @@ const SEEN_WITHIN: Duration = Duration::from_secs(2);
 
 /// A component's process group stopped for a window.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PauseAction {
+pub(crate) struct PauseAction {
     /// The restart target whose component it is (the trace names it so;
     /// a component that does not wake is restarted through it).
     pub component: super::BuiltinTarget,
@@ -38,7 +38,7 @@ pub struct PauseAction {
 
 /// Why a pause did not take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PauseError {
+pub(super) enum PauseError {
     #[error(transparent)]
     NotOurs(#[from] NotOurs),
     #[error("{what}: process {pid} leads no process group of its own")]
@@ -59,7 +59,7 @@ pub enum PauseError {
 
 impl PauseAction {
     /// `pause: SIGSTOP to the sandbox-agent server's process group for 2 s, then SIGCONT`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "pause: SIGSTOP to {}'s whole process group for {}, then SIGCONT",
             self.process.what(),
@@ -128,7 +128,7 @@ impl PauseAction {
 
 /// What was seen of a group instead of the state a pause waited for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Left {
+pub(super) enum Left {
     #[error("no process of the group is left")]
     Empty,
     #[error("{} of its {of} processes were not ({})", .off.len(), off.iter().map(|(pid, state)| format!("{pid} in state {state}")).collect::<Vec<_>>().join(", "))]

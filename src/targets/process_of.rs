@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 /// A stack's record of a component's process: its pid and its start time
 /// (clock ticks since boot), as the process was started.
-pub trait Recorded: Send + Sync {
+pub(crate) trait Recorded: Send + Sync {
     /// The process recorded now, if one is.
     fn recorded(&self) -> Option<(u32, Option<u64>)>;
 }
 
 /// Where a fault finds its process.
 #[derive(Clone)]
-pub enum ProcessOf {
+pub(crate) enum ProcessOf {
     /// What the stack recorded when it started the process.
     Recorded {
         /// For messages: `the sandbox-agent server (stack.json's agent)`.
@@ -40,7 +40,7 @@ pub enum ProcessOf {
 
 /// Why a fault found no process of ours to act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NotOurs {
+pub(crate) enum NotOurs {
     #[error("{what}: no process is recorded (it is not running)")]
     NoRecord { what: String },
     #[error("{what}: pid file {}: {reason}", .path.display())]
@@ -57,14 +57,14 @@ pub enum NotOurs {
 
 impl ProcessOf {
     /// For messages and `continuity list`.
-    pub fn what(&self) -> &str {
+    pub(crate) fn what(&self) -> &str {
         match self {
             ProcessOf::Recorded { what, .. } | ProcessOf::PidFile { what, .. } => what,
         }
     }
 
     /// The process, pinned and proven ours.
-    pub fn proven(&self) -> Result<Pinned, NotOurs> {
+    pub(crate) fn proven(&self) -> Result<Pinned, NotOurs> {
         match self {
             ProcessOf::Recorded { what, record } => {
                 let (pid, started) = record

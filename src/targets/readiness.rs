@@ -71,7 +71,7 @@ const TCP_ATTEMPT: Duration = Duration::from_secs(2);
 
 /// How to tell that a component is ready again.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Readiness {
+pub(crate) enum Readiness {
     /// `GET url` until it answers `expect_status`.
     Http {
         url: String,
@@ -108,7 +108,7 @@ pub enum Readiness {
 /// URL only (same scheme, host and port, path below the base path), so the
 /// token never goes to another service.
 #[derive(Clone, Default)]
-pub struct ProbeAuth {
+pub(crate) struct ProbeAuth {
     base: Option<url::Url>,
     token: Option<Secret>,
     headers: Vec<(String, String)>,
@@ -128,7 +128,11 @@ impl std::fmt::Debug for ProbeAuth {
 }
 
 impl ProbeAuth {
-    pub fn new(base_url: &str, token: Option<&Secret>, headers: &[(String, String)]) -> Self {
+    pub(crate) fn new(
+        base_url: &str,
+        token: Option<&Secret>,
+        headers: &[(String, String)],
+    ) -> Self {
         Self {
             base: url::Url::parse(base_url).ok(),
             token: token.cloned(),
@@ -152,7 +156,7 @@ impl ProbeAuth {
 /// A probe that passed: how long it took, and the last error its earlier
 /// attempts saw (none when the first attempt passed).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Ready {
+pub(crate) struct Ready {
     pub took: Duration,
     pub failed_first: Option<String>,
 }
@@ -177,7 +181,7 @@ pub struct ProbeError {
 
 impl Readiness {
     /// `http GET http://127.0.0.1:2468/v1/health = 200`, `tcp 127.0.0.1:2468`, `delay 6 s`, `none`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Readiness::Http {
                 url, expect_status, ..
@@ -193,7 +197,7 @@ impl Readiness {
     }
 
     /// An HTTP readiness on `url` expecting 200, polled every 50 ms.
-    pub fn http(url: impl Into<String>) -> Self {
+    pub(crate) fn http(url: impl Into<String>) -> Self {
         Readiness::Http {
             url: url.into(),
             expect_status: 200,
@@ -205,14 +209,14 @@ impl Readiness {
     /// so it does not consult `timeout`. Only tests probe without auth or a
     /// trace; the harness always goes through [`Readiness::wait_with`].
     #[cfg(test)]
-    pub async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
+    pub(crate) async fn wait(&self, timeout: Duration) -> Result<Duration, ProbeError> {
         self.wait_with(timeout, &ProbeAuth::default(), &Trace::detached())
             .await
     }
 
     /// [`Readiness::wait`], sending `auth` to probes of the server under
     /// test and recording each attempt in `trace` (`ready_probe`).
-    pub async fn wait_with(
+    pub(crate) async fn wait_with(
         &self,
         timeout: Duration,
         auth: &ProbeAuth,
@@ -283,7 +287,7 @@ impl Readiness {
 
     /// [`Readiness::wait_with`], also saying what the attempts that failed
     /// before it passed saw: a restart's proof that the target was down.
-    pub async fn wait_observing(
+    pub(crate) async fn wait_observing(
         &self,
         timeout: Duration,
         auth: &ProbeAuth,

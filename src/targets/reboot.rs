@@ -13,7 +13,7 @@ use super::{Action, ActionError, BuiltinTarget, Readiness, RestartFailure, Targe
 
 /// The stack's components in dependency order: what comes up first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reboot {
+pub(crate) struct Reboot {
     pub order: Vec<BuiltinTarget>,
     /// A component's probe while the stack boots, when its own waits for
     /// a component that comes up after it.
@@ -22,7 +22,7 @@ pub struct Reboot {
 
 impl Reboot {
     /// `reboot: down gateway, agent, rivet, rivet-engine; up in the reverse order`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let down: Vec<&str> = self.order.iter().rev().map(|t| t.name()).collect();
         format!(
             "reboot: every component down ({}), then up in the reverse order on the same data",

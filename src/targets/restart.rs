@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// A component stopped and started again, and what it keeps between
 /// restarts.
 #[derive(Debug)]
-pub struct Restart {
+pub(crate) struct Restart {
     pub(super) way: Way,
     /// The least wait after a command's or hook's action before its probe
     /// (a deployment command's `SA_RESTART_WAIT_SEC`, a delay kept beside

@@ -6,7 +6,7 @@ use crate::signal::Signal;
 use std::path::Path;
 
 /// Reads a pid file: one positive integer, surrounding whitespace allowed.
-pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
+pub(super) fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
     let pid_file_error = |reason: String| ActionError::PidFile {
         path: path.to_path_buf(),
         reason,
@@ -25,12 +25,12 @@ pub fn read_pid_file(path: &Path) -> Result<i32, ActionError> {
 }
 
 /// Whether a process with this pid exists (and may be signalled by us).
-pub fn process_exists(pid: i32) -> bool {
+pub(super) fn process_exists(pid: i32) -> bool {
     crate::supervise::os::process_exists(pid)
 }
 
 /// Sends `signal` to the process named by `pid_file`.
-pub fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
+pub(super) fn send_from_pid_file(pid_file: &Path, signal: Signal) -> Result<(), ActionError> {
     let pid = read_pid_file(pid_file)?;
     let Err(err) = crate::supervise::os::signal_process(pid, signal.number()) else {
         return Ok(());

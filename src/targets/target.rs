@@ -14,7 +14,11 @@ use std::path::Path;
 use std::time::Duration;
 
 impl Target {
-    pub fn new(id: impl Into<TargetId>, action: RestartAction, readiness: Readiness) -> Self {
+    pub(crate) fn new(
+        id: impl Into<TargetId>,
+        action: RestartAction,
+        readiness: Readiness,
+    ) -> Self {
         Self {
             id: id.into(),
             action: action.into(),
@@ -31,7 +35,7 @@ impl Target {
     }
 
     /// What it does.
-    pub fn action(&self) -> &Action {
+    pub(crate) fn action(&self) -> &Action {
         &self.action
     }
 
@@ -52,7 +56,7 @@ impl Target {
 
     /// A timeout target's cell clients connect to `url` (its gateway of
     /// its own) instead of the stack's base URL.
-    pub fn with_cell_base_url(mut self, url: String) -> Self {
+    pub(crate) fn with_cell_base_url(mut self, url: String) -> Self {
         if let Action::Timeout(window) = &mut self.action {
             window.set_gateway_url(url);
         }
@@ -60,7 +64,7 @@ impl Target {
     }
 
     /// See [`Target::with_cell_base_url`].
-    pub fn cell_base_url(&self) -> Option<&str> {
+    pub(crate) fn cell_base_url(&self) -> Option<&str> {
         match &self.action {
             Action::Timeout(window) => window.gateway_url(),
             _ => None,
@@ -68,7 +72,7 @@ impl Target {
     }
 
     /// The header timeout a timeout target gives the cell's clients.
-    pub fn client_headers_timeout(&self) -> Option<Duration> {
+    pub(crate) fn client_headers_timeout(&self) -> Option<Duration> {
         match &self.action {
             Action::Timeout(window) => window.client_headers(),
             _ => None,
@@ -76,7 +80,7 @@ impl Target {
     }
 
     /// Its name, as `--target` and the report write it.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.id.name()
     }
 
@@ -87,7 +91,7 @@ impl Target {
     /// connections held in flight, `stack::reload_race`). The window
     /// heals after its hold, or when the cell's phases end. Only a
     /// component's restart takes one.
-    pub fn with_window_along(
+    pub(crate) fn with_window_along(
         mut self,
         window: FaultAction,
         control: crate::faults::FaultControl,
@@ -99,41 +103,41 @@ impl Target {
     }
 
     /// The proxy of the hop a fault (or an idle cut) acts on.
-    pub fn with_fault_proxy(mut self, control: crate::faults::FaultControl) -> Self {
+    pub(crate) fn with_fault_proxy(mut self, control: crate::faults::FaultControl) -> Self {
         self.action.set_fault_proxy(control);
         self
     }
 
     /// See [`Target::with_fault_proxy`].
-    pub fn set_fault_proxy(&mut self, control: crate::faults::FaultControl) {
+    pub(crate) fn set_fault_proxy(&mut self, control: crate::faults::FaultControl) {
         self.action.set_fault_proxy(control);
     }
 
     /// The fault proxies on the cells' paths, checked when each cell's phases end.
-    pub fn watch_hops(&mut self, hops: Vec<crate::faults::FaultControl>) {
+    pub(crate) fn watch_hops(&mut self, hops: Vec<crate::faults::FaultControl>) {
         self.hops = hops;
     }
 
     /// The stack's parts that run as processes, checked when a phase of
     /// the cell cannot reach the server.
-    pub fn watch_parts(&mut self, parts: Vec<crate::supervise::part::PartProcess>) {
+    pub(crate) fn watch_parts(&mut self, parts: Vec<crate::supervise::part::PartProcess>) {
         self.parts = parts;
     }
 
     /// The fault proxies on the cells' paths (see [`Target::watch_hops`]).
-    pub fn hops(&self) -> &[crate::faults::FaultControl] {
+    pub(crate) fn hops(&self) -> &[crate::faults::FaultControl] {
         &self.hops
     }
 
     /// See [`Target::watch_parts`].
-    pub fn watched_parts(&self) -> &[crate::supervise::part::PartProcess] {
+    pub(crate) fn watched_parts(&self) -> &[crate::supervise::part::PartProcess] {
         &self.parts
     }
 
     /// A restart command or hook without a probe of its own (none, or only
     /// a delay) is probed by `probe` (a deployment's health URL); the delay
     /// it had stays as the least wait before the probe. Other kinds keep theirs.
-    pub fn with_default_probe(&mut self, probe: Readiness) {
+    pub(crate) fn with_default_probe(&mut self, probe: Readiness) {
         let Action::Restart(restart) = &mut self.action else {
             return;
         };
@@ -151,31 +155,31 @@ impl Target {
     }
 
     /// See [`Target::independent`].
-    pub fn with_independent(mut self, independent: bool) -> Self {
+    pub(crate) fn with_independent(mut self, independent: bool) -> Self {
         self.independent = independent;
         self
     }
 
     /// See [`Target::keeps_open_requests`].
-    pub fn keeping_open_requests(mut self) -> Self {
+    pub(crate) fn keeping_open_requests(mut self) -> Self {
         self.keeps_open_requests = true;
         self
     }
 
     /// Starts its processes (a managed one, a restart command) under
     /// `supervisor`: the run's owner tag and keeper, the stack's journal.
-    pub fn supervised_by(mut self, supervisor: Supervisor) -> Self {
+    pub(crate) fn supervised_by(mut self, supervisor: Supervisor) -> Self {
         self.supervisor = supervisor;
         self
     }
 
     /// See [`Target::supervised_by`], for a target built elsewhere.
-    pub fn set_supervisor(&mut self, supervisor: Supervisor) {
+    pub(crate) fn set_supervisor(&mut self, supervisor: Supervisor) {
         self.supervisor = supervisor;
     }
 
     /// The spec of the process the harness runs for it, if it runs one.
-    pub fn managed_spec(&self) -> Option<&ManagedSpec> {
+    pub(crate) fn managed_spec(&self) -> Option<&ManagedSpec> {
         match &self.action {
             Action::Restart(restart) => restart.managed_spec(),
             _ => None,
@@ -185,7 +189,7 @@ impl Target {
     /// A managed target whose config names no `log` writes its process's
     /// output to `<dir>/<target>.log`: a run keeps it in its own folder,
     /// beside the report, rather than in a temp folder no one cleans.
-    pub fn log_into(&mut self, dir: &Path) {
+    pub(crate) fn log_into(&mut self, dir: &Path) {
         let file = format!("{}.log", crate::file_name::safe(self.id.name()));
         if let Action::Restart(restart) = &mut self.action {
             if let Some(spec) = restart.managed_spec_mut() {
@@ -195,7 +199,7 @@ impl Target {
     }
 
     /// Runs `hook` each time the managed process has stopped.
-    pub fn with_after_stop(mut self, hook: super::AfterStop) -> Self {
+    pub(crate) fn with_after_stop(mut self, hook: super::AfterStop) -> Self {
         if let Action::Restart(restart) = &mut self.action {
             restart.set_after_stop(hook);
         }
@@ -204,7 +208,7 @@ impl Target {
 
     /// HTTP probes of URLs under `base_url` will send `token` and `headers`,
     /// as the server under test wants them; other URLs get neither.
-    pub fn authorize_probes(
+    pub(crate) fn authorize_probes(
         &mut self,
         base_url: &str,
         token: Option<&crate::secret::Secret>,
@@ -217,7 +221,7 @@ impl Target {
     /// A cell with `seed` begins on this target: a fault target's proxy
     /// draws the cell's toxic decisions from it.
     /// A timeout target's timeout comes into force for the cell here.
-    pub fn begin_cell(&mut self, seed: u64) {
+    pub(crate) fn begin_cell(&mut self, seed: u64) {
         if let Some(control) = self.action.fault_proxy() {
             control.begin_cell(seed);
         }
@@ -226,21 +230,21 @@ impl Target {
         }
     }
 
-    pub fn set_trace(&mut self, trace: Trace) {
+    pub(crate) fn set_trace(&mut self, trace: Trace) {
         self.trace = trace;
     }
 
-    pub fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
+    pub(crate) fn with_ready_timeout(mut self, ready_timeout: Duration) -> Self {
         self.ready_timeout = ready_timeout;
         self
     }
 
-    pub fn kind(&self) -> RestartKind {
+    pub(crate) fn kind(&self) -> RestartKind {
         self.action.kind()
     }
 
     /// One line for listings: the action, then the probe and its deadline.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let min_wait = self.action.min_wait();
         match self.readiness {
             Readiness::None => self.action.describe(),
@@ -261,7 +265,7 @@ impl Target {
     }
 
     /// The pid of a managed target's process while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         match &self.action {
             Action::Restart(restart) => restart.pid(),
             _ => None,
@@ -269,7 +273,7 @@ impl Target {
     }
 
     /// Leaves a managed target's process running past this handle; returns its pid.
-    pub fn detach(&mut self) -> Option<u32> {
+    pub(crate) fn detach(&mut self) -> Option<u32> {
         match &mut self.action {
             Action::Restart(restart) => restart.detach(),
             _ => None,

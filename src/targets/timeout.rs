@@ -29,7 +29,7 @@ use std::time::Duration;
 
 /// One timeout on the path, and its limit.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PathTimeout {
+pub(crate) enum PathTimeout {
     /// nginx's `proxy_read_timeout` on a gateway of its own.
     GatewayRead { limit: Duration },
     /// The fault proxy of `hop` closes a connection silent for `limit`.
@@ -42,7 +42,7 @@ pub enum PathTimeout {
 const WHOLE_CELL: Duration = Duration::from_secs(600);
 
 impl PathTimeout {
-    pub fn limit(&self) -> Duration {
+    pub(crate) fn limit(&self) -> Duration {
         match self {
             PathTimeout::GatewayRead { limit }
             | PathTimeout::IdleCut { limit, .. }
@@ -51,7 +51,7 @@ impl PathTimeout {
     }
 
     /// One line for `continuity list` and the restart's detail.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let limit = fmt_duration(self.limit());
         let what = match self {
             PathTimeout::GatewayRead { .. } => {
@@ -77,7 +77,7 @@ impl PathTimeout {
     }
 
     /// The client's header timeout, for the cell's clients.
-    pub fn client_headers(&self) -> Option<Duration> {
+    pub(crate) fn client_headers(&self) -> Option<Duration> {
         match self {
             PathTimeout::ClientHeaders { limit } => Some(*limit),
             _ => None,
@@ -104,7 +104,7 @@ impl PathTimeout {
 /// A timeout target's kind: its timeout, where it is in force, and its
 /// window for the running cell.
 #[derive(Debug)]
-pub struct TimeoutWindow {
+pub(crate) struct TimeoutWindow {
     timeout: PathTimeout,
     /// The idle cut's hop's proxy.
     proxy: Option<FaultControl>,

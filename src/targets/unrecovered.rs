@@ -14,7 +14,7 @@ use super::{Action, Target};
 /// A component left down that one more restart did not bring back either.
 #[derive(Debug, thiserror::Error)]
 #[error("`{component}` did not come back after an earlier cell's fault ({said}), and restarting it again before this cell failed too: {again}")]
-pub struct NotBroughtBack {
+pub(crate) struct NotBroughtBack {
     pub component: String,
     pub said: String,
     pub again: String,
@@ -34,7 +34,7 @@ impl Restart {
 
 impl Target {
     /// What its last restart said when it did not bring it back.
-    pub fn unrecovered(&self) -> Option<&str> {
+    pub(crate) fn unrecovered(&self) -> Option<&str> {
         match self.action() {
             Action::Restart(restart) => restart.unrecovered.as_deref(),
             _ => None,
@@ -45,7 +45,7 @@ impl Target {
     /// (in no cell's trace): whether its probe answers now, else whether
     /// one more restart brings it back. `Err` says what was left and what
     /// was tried.
-    pub async fn bring_back(&mut self) -> Result<(), NotBroughtBack> {
+    pub(crate) async fn bring_back(&mut self) -> Result<(), NotBroughtBack> {
         let Some(said) = self.unrecovered().map(str::to_string) else {
             return Ok(());
         };

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 /// What one re-attached stream delivered.
 #[derive(Debug, Default)]
-pub struct Replayed {
+pub(crate) struct Replayed {
     /// The envelopes of its `message` events, in order.
     pub envelopes: Vec<Value>,
     /// Why the GET or the stream failed, when it did before `within` ran out.
@@ -25,7 +25,7 @@ impl Transport {
     /// Opens `config`'s server id's stream once from `last_event_id` and
     /// reads it until `within` passes, the stream ends, or `enough` says
     /// the envelopes read so far hold what was looked for.
-    pub async fn reattach(
+    pub(crate) async fn reattach(
         config: TransportConfig,
         http: reqwest::Client,
         trace: Trace,
@@ -65,13 +65,13 @@ impl Transport {
     }
 
     /// The ACP server id this transport talks to.
-    pub fn server_id(&self) -> &str {
+    pub(crate) fn server_id(&self) -> &str {
         &self.inner.config.server_id
     }
 
     /// The id of the last stream event read: what a resumed stream sends
     /// as `Last-Event-ID`.
-    pub fn last_event_id(&self) -> Option<String> {
+    pub(crate) fn last_event_id(&self) -> Option<String> {
         self.inner.lock().last_event_id.clone()
     }
 }

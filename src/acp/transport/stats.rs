@@ -54,7 +54,7 @@ pub(super) struct Recorder {
 }
 
 impl Recorder {
-    pub fn stream_opened(&mut self, resumed_with: Option<&str>) {
+    pub(super) fn stream_opened(&mut self, resumed_with: Option<&str>) {
         self.stats.streams_opened += 1;
         if let Some(id) = resumed_with {
             self.stats.streams_resumed += 1;
@@ -64,7 +64,11 @@ impl Recorder {
     }
 
     /// A GET refused or failed; a resume names the `Last-Event-ID` it tried.
-    pub fn get_failed(&mut self, resuming_from: Option<&str>, error: &dyn std::fmt::Display) {
+    pub(super) fn get_failed(
+        &mut self,
+        resuming_from: Option<&str>,
+        error: &dyn std::fmt::Display,
+    ) {
         let why = match resuming_from {
             Some(id) => format!("resuming from Last-Event-ID {id}: {error}"),
             None => error.to_string(),
@@ -72,11 +76,11 @@ impl Recorder {
         push_bounded(&mut self.stats.get_failures, why);
     }
 
-    pub fn stream_ended(&mut self, why: String) {
+    pub(super) fn stream_ended(&mut self, why: String) {
         push_bounded(&mut self.stats.stream_ends, why);
     }
 
-    pub fn arrived(&mut self, id: &str, from_stream: bool) {
+    pub(super) fn arrived(&mut self, id: &str, from_stream: bool) {
         if self.arrivals.len() >= KEEP {
             self.arrivals.pop_front();
         }
@@ -90,7 +94,7 @@ impl Recorder {
     }
 
     /// Moves a response's arrival into the answers, with its request's method.
-    pub fn answered(&mut self, id: &str, method: &str) {
+    pub(super) fn answered(&mut self, id: &str, method: &str) {
         let Some(at) = self.arrivals.iter().position(|a| a.0 == id) else {
             return;
         };

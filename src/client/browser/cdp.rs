@@ -13,7 +13,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// Why a DevTools command did not give its result.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum CdpError {
+pub(crate) enum CdpError {
     #[error("cannot reach the browser's DevTools at {url}: {message}")]
     Connect { url: String, message: String },
     /// The DevTools connection is gone: the browser exited or closed it.
@@ -34,7 +34,7 @@ enum Answer {
 
 /// A connection to the browser; cheap to clone.
 #[derive(Clone)]
-pub struct Connection {
+pub(super) struct Connection {
     out: mpsc::UnboundedSender<Message>,
     pending: Arc<Mutex<HashMap<u64, oneshot::Sender<Answer>>>>,
     next: Arc<AtomicU64>,
@@ -45,7 +45,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub async fn connect(url: &str, mut wire: Wire) -> Result<Connection, CdpError> {
+    pub(super) async fn connect(url: &str, mut wire: Wire) -> Result<Connection, CdpError> {
         let (socket, _) =
             tokio_tungstenite::connect_async(url)
                 .await
@@ -118,7 +118,7 @@ impl Connection {
 
     /// Sends `method` (to the page `session`, or the browser) and waits for
     /// its answer, at most [`super::COMMAND_TIMEOUT`].
-    pub async fn send(
+    pub(super) async fn send(
         &self,
         method: &str,
         params: Value,
@@ -140,7 +140,7 @@ impl Connection {
 
     /// [`Connection::send`] without a bound of its own (an action the
     /// phase's deadline bounds).
-    pub async fn send_unbounded(
+    pub(super) async fn send_unbounded(
         &self,
         method: &str,
         params: Value,

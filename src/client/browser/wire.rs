@@ -49,7 +49,7 @@ struct Request {
 }
 
 /// The page's traffic as its trace records it.
-pub struct Wire {
+pub(super) struct Wire {
     trace: Arc<Mutex<Trace>>,
     requests: HashMap<String, Request>,
     asked: HashMap<u64, Asked>,
@@ -59,7 +59,7 @@ pub struct Wire {
 }
 
 impl Wire {
-    pub fn new(trace: Arc<Mutex<Trace>>) -> Wire {
+    pub(super) fn new(trace: Arc<Mutex<Trace>>) -> Wire {
         Wire {
             trace,
             requests: HashMap::new(),
@@ -94,7 +94,7 @@ impl Wire {
     }
 
     /// Whether the command `id` was the wire's; if so, its answer is taken.
-    pub fn answer(&mut self, id: u64, result: Option<&Value>) -> bool {
+    pub(super) fn answer(&mut self, id: u64, result: Option<&Value>) -> bool {
         let Some(asked) = self.asked.remove(&id) else {
             return false;
         };
@@ -124,7 +124,7 @@ impl Wire {
     }
 
     /// One DevTools event of the page (`session`).
-    pub fn event(&mut self, method: &str, params: &Value, session: Option<&str>) {
+    pub(super) fn event(&mut self, method: &str, params: &Value, session: Option<&str>) {
         let id = params["requestId"].as_str().unwrap_or_default().to_string();
         let at = params["timestamp"].as_f64().unwrap_or_default();
         self.track(method, params, &id);

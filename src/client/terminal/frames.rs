@@ -144,7 +144,7 @@ pub(super) fn trace_frame(
 
 impl TerminalError {
     /// The failure as the upgrade's channel counts it.
-    pub fn seen(&self) -> Seen {
+    pub(crate) fn seen(&self) -> Seen {
         match self {
             TerminalError::Refused {
                 status,

@@ -252,7 +252,7 @@ impl Verdicts {
     }
 
     /// `agent × native-continuity: fail fail fail`, each cell.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         self.cells
             .iter()
             .map(|(cell, _, runs)| format!("{cell}: {}", words(runs)))

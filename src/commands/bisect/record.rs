@@ -10,11 +10,11 @@ use serde::Serialize;
 use std::path::Path;
 
 /// The schema id of `bisect.json`.
-pub const SCHEMA: &str = "continuity.bisect/v1";
+pub(super) const SCHEMA: &str = "continuity.bisect/v1";
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BisectRecord {
+pub(super) struct BisectRecord {
     schema: &'static str,
     axis: &'static str,
     /// The points as given, in order.
@@ -34,7 +34,7 @@ pub struct BisectRecord {
 /// One point tried.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Try {
+pub(super) struct Try {
     /// 1-based, in the list.
     point: usize,
     /// `reference` (the first point), `same`, `changed`, `flaky`, `not_run`.
@@ -50,7 +50,7 @@ pub struct Try {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CellRuns {
+pub(super) struct CellRuns {
     cell: String,
     verdict: Verdict,
     runs: Vec<Verdict>,
@@ -78,7 +78,7 @@ enum FoundRecord {
 }
 
 impl BisectRecord {
-    pub fn new(args: &BisectArgs, points: &[BisectPoint], seed: u64) -> BisectRecord {
+    pub(super) fn new(args: &BisectArgs, points: &[BisectPoint], seed: u64) -> BisectRecord {
         BisectRecord {
             schema: SCHEMA,
             axis: args.axis.name(),
@@ -92,18 +92,18 @@ impl BisectRecord {
     }
 
     /// How many points were tried.
-    pub fn tries(&self) -> usize {
+    pub(super) fn tries(&self) -> usize {
         self.tries.len()
     }
 
     /// Records a try and writes the file again.
-    pub fn tried(&mut self, dir: &Path, tried: Try) -> Result<(), super::CommandError> {
+    pub(super) fn tried(&mut self, dir: &Path, tried: Try) -> Result<(), super::CommandError> {
         self.tries.push(tried);
         self.write(dir)
     }
 
     /// Records where the search ended and writes the file again.
-    pub fn found(&mut self, dir: &Path, found: &Found) -> Result<(), super::CommandError> {
+    pub(super) fn found(&mut self, dir: &Path, found: &Found) -> Result<(), super::CommandError> {
         self.found = Some(match found {
             Found::First(i) => FoundRecord::First { point: i + 1 },
             Found::NoChange => FoundRecord::NoChange,
@@ -135,12 +135,12 @@ impl BisectRecord {
 
 impl Try {
     /// The first point, whose verdicts the others are compared with.
-    pub fn reference(index: usize, verdicts: &Verdicts) -> Try {
+    pub(super) fn reference(index: usize, verdicts: &Verdicts) -> Try {
         Try::with(index, "reference", Some(verdicts), None)
     }
 
     /// A later point that ran, judged against the first.
-    pub fn ran(index: usize, verdicts: &Verdicts, judged: Judged) -> Try {
+    pub(super) fn ran(index: usize, verdicts: &Verdicts, judged: Judged) -> Try {
         let word = match judged {
             Judged::Same => "same",
             Judged::Changed => "changed",
@@ -151,7 +151,7 @@ impl Try {
     }
 
     /// A point that could not be run, and why.
-    pub fn not_run(index: usize, why: &str) -> Try {
+    pub(super) fn not_run(index: usize, why: &str) -> Try {
         Try::with(index, "not_run", None, Some(why.to_string()))
     }
 
@@ -182,7 +182,7 @@ impl Try {
     }
 
     /// `changed: agent × native-continuity: pass pass pass`.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let cells = self
             .cells
             .iter()

@@ -11,7 +11,7 @@
 
 /// What a try of one point found, against the first point's verdicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Judged {
+pub(super) enum Judged {
     /// Every cell's runs agree, as the first point's.
     Same,
     /// A cell's runs agree on a verdict other than the first point's.
@@ -25,7 +25,7 @@ pub enum Judged {
 
 /// Where the search ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(super) enum Found {
     /// The first point (an index) whose verdict differs from the first's:
     /// the point before it was tried and found as the first.
     First(usize),
@@ -44,7 +44,7 @@ pub enum Found {
 
 /// The state of one search.
 #[derive(Debug, Clone)]
-pub struct Search {
+pub(super) struct Search {
     n: usize,
     /// The last point known to be as the first.
     same: usize,
@@ -55,7 +55,7 @@ pub struct Search {
 
 impl Search {
     /// A search over `n` points, the first of them judged already.
-    pub fn new(n: usize) -> Search {
+    pub(super) fn new(n: usize) -> Search {
         Search {
             n,
             same: 0,
@@ -66,7 +66,7 @@ impl Search {
 
     /// The next point to try, `None` when the search is over: the
     /// untried point of the range nearest to its middle (rounded up).
-    pub fn next(&self) -> Option<usize> {
+    pub(super) fn next(&self) -> Option<usize> {
         let middle = (self.same + self.changed).div_ceil(2);
         (self.same + 1..self.changed)
             .filter(|i| !self.left_out.contains(i))
@@ -74,7 +74,7 @@ impl Search {
     }
 
     /// What trying point `index` found.
-    pub fn record(&mut self, index: usize, judged: Judged) {
+    pub(super) fn record(&mut self, index: usize, judged: Judged) {
         match judged {
             Judged::Same => self.same = self.same.max(index),
             Judged::Changed => self.changed = self.changed.min(index),
@@ -83,7 +83,7 @@ impl Search {
     }
 
     /// Where the search ended (once [`Search::next`] is `None`).
-    pub fn found(&self) -> Found {
+    pub(super) fn found(&self) -> Found {
         let mut left_out: Vec<usize> = self
             .left_out
             .iter()

@@ -21,7 +21,7 @@ pub(super) struct EngineError {
 
 impl EngineError {
     /// The error in a reply body; `None` when the body is not the engine's shape.
-    pub fn parse(body: &[u8]) -> Option<EngineError> {
+    pub(super) fn parse(body: &[u8]) -> Option<EngineError> {
         let value: Value = serde_json::from_slice(body).ok()?;
         Some(EngineError {
             group: value.get("group")?.as_str()?.to_string(),
@@ -33,7 +33,7 @@ impl EngineError {
     /// actor id it was known by may name nothing now, and the key resolves
     /// again once it settles. RivetKit clears its resolved id and retries
     /// through the key for exactly these codes.
-    pub fn is_lifecycle(&self) -> bool {
+    pub(super) fn is_lifecycle(&self) -> bool {
         self.group == "actor"
             && (matches!(
                 self.code.as_str(),
@@ -48,7 +48,7 @@ impl EngineError {
 
     /// The engine could not place the actor on a runner in time; RivetKit
     /// resolves the key again after these too.
-    pub fn is_scheduling(&self) -> bool {
+    pub(super) fn is_scheduling(&self) -> bool {
         self.group == "guard"
             && matches!(
                 self.code.as_str(),
@@ -65,13 +65,13 @@ impl EngineError {
     }
 
     /// A call made by actor id should forget the id and go through the key.
-    pub fn id_is_stale(&self) -> bool {
+    pub(super) fn id_is_stale(&self) -> bool {
         self.is_lifecycle() || self.is_scheduling() || self.is_foreign_id()
     }
 
     /// Worth a short wait before resolving again (RivetKit waits 100 ms):
     /// the actor is coming or going, so asking at once finds it the same.
-    pub fn is_settling(&self) -> bool {
+    pub(super) fn is_settling(&self) -> bool {
         self.group == "actor"
             && (matches!(self.code.as_str(), "starting" | "stopping" | "destroying")
                 || self.code.starts_with("destroyed_"))

@@ -59,7 +59,7 @@ impl PendingAttempt {
     }
 
     /// The whole attempt, once its cleanup has run out.
-    pub async fn finish(self) -> Attempt {
+    pub(crate) async fn finish(self) -> Attempt {
         let mut rest = self.rest;
         (&mut rest).await;
         let mut attempt = Pin::new(&mut rest)
@@ -162,14 +162,14 @@ pub(in crate::runner) struct Finishing<T> {
 type RunningOut<T> = Pin<Box<dyn Future<Output = (T, Vec<Attempt>)> + Send>>;
 
 impl<T: Send + 'static> Finishing<T> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             running: FuturesUnordered::new(),
         }
     }
 
     /// `attempts`' cleanup, side by side (none waits for another's).
-    pub fn push(&mut self, tag: T, attempts: Vec<PendingAttempt>) {
+    pub(crate) fn push(&mut self, tag: T, attempts: Vec<PendingAttempt>) {
         self.running.push(Box::pin(async move {
             let finished =
                 futures_util::future::join_all(attempts.into_iter().map(PendingAttempt::finish))
@@ -180,7 +180,7 @@ impl<T: Send + 'static> Finishing<T> {
 
     /// Waits for `next` while what is finishing runs out beside it; what
     /// ends meanwhile goes to `done`.
-    pub async fn beside<F: Future>(
+    pub(crate) async fn beside<F: Future>(
         &mut self,
         next: F,
         done: &mut impl FnMut(T, Vec<Attempt>),
@@ -196,14 +196,14 @@ impl<T: Send + 'static> Finishing<T> {
 
     /// What has already run out (nothing was deferred, or a DELETE answered
     /// at once) goes to `done` now, so the next pick sees the stack clear.
-    pub fn take_ready(&mut self, done: &mut impl FnMut(T, Vec<Attempt>)) {
+    pub(crate) fn take_ready(&mut self, done: &mut impl FnMut(T, Vec<Attempt>)) {
         while let Some(Some((tag, attempts))) = self.running.next().now_or_never() {
             done(tag, attempts);
         }
     }
 
     /// Runs out everything still finishing.
-    pub async fn drain(&mut self, done: &mut impl FnMut(T, Vec<Attempt>)) {
+    pub(crate) async fn drain(&mut self, done: &mut impl FnMut(T, Vec<Attempt>)) {
         while let Some((tag, attempts)) = self.running.next().await {
             done(tag, attempts);
         }

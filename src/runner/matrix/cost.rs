@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 /// Which coordinate of a cell a weight is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Coordinate {
+pub(crate) enum Coordinate {
     /// The whole cell on the rust client with the mock agent.
     Target,
     /// What the scenario adds.
@@ -25,7 +25,7 @@ pub enum Coordinate {
 
 /// One coordinate value's share of a cell's expected duration.
 #[derive(Debug, Clone, Copy)]
-pub struct Weight {
+pub(crate) struct Weight {
     pub coordinate: Coordinate,
     pub value: &'static str,
     pub ms: u64,
@@ -44,7 +44,7 @@ use Coordinate::{Agent, Client, Scenario, Target};
 /// The built-in weights, the one table. docs/ci.md#shards quotes each row
 /// with its source (a test keeps the two equal); the figures are
 /// bench/README.md's, release build, 2 cores.
-pub const WEIGHTS: &[Weight] = &[
+pub(crate) const WEIGHTS: &[Weight] = &[
     // agent × native-continuity, 0.7 s (matrix.sh).
     weight(Target, "agent", 700),
     // gateway × native-continuity, 2.8 s (the first attempt of `--repeat 3`).
@@ -71,7 +71,7 @@ pub const WEIGHTS: &[Weight] = &[
 
 /// A target the table lacks (a deployment's own): a rust cell's mean,
 /// count:1/4's 300.4 s over 100 cells.
-pub const OTHER_TARGET_MS: u64 = 3_000;
+pub(crate) const OTHER_TARGET_MS: u64 = 3_000;
 /// A fault target: its hold, plus what an agent cell takes around it.
 const FAULT_TARGET_BASE_MS: u64 = 700;
 /// A real agent the table lacks: claude's.
@@ -85,7 +85,7 @@ fn table(coordinate: Coordinate, value: &str) -> Option<u64> {
 }
 
 /// A cell's built-in estimate, in milliseconds.
-pub fn estimate_ms(point: &CellPoint) -> u64 {
+pub(crate) fn estimate_ms(point: &CellPoint) -> u64 {
     let target = table(Target, point.target.name())
         .or_else(|| {
             point
@@ -107,13 +107,13 @@ pub fn estimate_ms(point: &CellPoint) -> u64 {
 
 /// Each cell's duration in a previous run, by its point.
 #[derive(Debug, Clone, Default)]
-pub struct Timings {
+pub(crate) struct Timings {
     by_point: HashMap<Point, u64>,
 }
 
 impl Timings {
     /// The durations of `report`'s cells (a merged report's: the whole matrix).
-    pub fn from_report(report: &Report) -> Timings {
+    pub(crate) fn from_report(report: &Report) -> Timings {
         Timings {
             by_point: report
                 .cells
@@ -125,7 +125,7 @@ impl Timings {
 
     /// What the cell at `named` (its point as its record names it) is
     /// expected to take: its previous duration, else its estimate.
-    pub fn expected_ms(&self, point: &CellPoint, named: &Point) -> u64 {
+    pub(crate) fn expected_ms(&self, point: &CellPoint, named: &Point) -> u64 {
         self.by_point
             .get(named)
             .copied()

@@ -200,7 +200,7 @@ pub(super) struct ChunkFigures {
 impl ChunkFigures {
     /// `stored` in eventIndex order. The agent streams 1, 2, 3…, so every
     /// number up to the highest one sent or stored was sent.
-    pub fn judge(stored: &[u32], sent: Option<&BTreeSet<u32>>) -> Self {
+    pub(super) fn judge(stored: &[u32], sent: Option<&BTreeSet<u32>>) -> Self {
         let distinct: BTreeSet<u32> = stored.iter().copied().collect();
         let highest = distinct
             .last()
@@ -216,11 +216,11 @@ impl ChunkFigures {
         }
     }
 
-    pub fn is_clean(&self) -> bool {
+    pub(super) fn is_clean(&self) -> bool {
         self.duplicated == 0 && self.missing == 0 && self.out_of_order == 0
     }
 
-    pub fn detail(&self) -> ChunkDetail {
+    pub(super) fn detail(&self) -> ChunkDetail {
         ChunkDetail {
             chunks_sent: self.sent,
             chunks_stored: self.stored,
@@ -230,7 +230,7 @@ impl ChunkFigures {
         }
     }
 
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let sent = self
             .sent
             .map_or("an unknown number of".to_string(), |s| s.to_string());

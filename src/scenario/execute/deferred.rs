@@ -23,30 +23,30 @@ use tokio::sync::{OwnedRwLockReadGuard, RwLock};
 
 /// One stack's fence between deferred DELETEs and restarts that cut them.
 #[derive(Clone, Default)]
-pub struct CleanupFence(Arc<RwLock<()>>);
+pub(crate) struct CleanupFence(Arc<RwLock<()>>);
 
 impl CleanupFence {
     /// Waits until no deferred DELETE is in flight; how long that took.
-    pub async fn clear(&self) -> Duration {
+    pub(crate) async fn clear(&self) -> Duration {
         let started = Instant::now();
         drop(self.0.write().await);
         started.elapsed()
     }
 
     /// Whether deferred DELETEs are running now.
-    pub fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         self.0.try_write().is_err()
     }
 
     /// A lease for work a restart must not cut: held until dropped.
-    pub async fn lease(&self) -> OwnedRwLockReadGuard<()> {
+    pub(crate) async fn lease(&self) -> OwnedRwLockReadGuard<()> {
         Arc::clone(&self.0).read_owned().await
     }
 }
 
 /// The deferred DELETEs of one cell: the phase results they complete, by
 /// their position among the cell's phase results.
-pub struct DeferredCleanup {
+pub(crate) struct DeferredCleanup {
     work: BoxFuture<'static, Vec<(usize, PhaseResult)>>,
 }
 

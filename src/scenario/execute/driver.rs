@@ -31,7 +31,7 @@ use std::time::Duration;
 /// call it lacks in a few words (what a cell with no verdict on its
 /// restart, and "Where the fix belongs", name).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported {
+pub(crate) struct Unsupported {
     pub api: &'static str,
     pub call: &'static str,
 }

@@ -22,7 +22,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 /// The grace when the run names none.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
 /// How often the detector reads the model.
 const LOOK_EVERY: Duration = Duration::from_millis(100);

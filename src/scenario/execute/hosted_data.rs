@@ -14,7 +14,10 @@ use std::collections::BTreeSet;
 
 /// The signature of a hosted failure: the SDK's own error classified by
 /// what it carries (RPC code, HTTP status, its name), or the Rivet path's.
-pub fn hosted_signature(error: &HostedError, token: Option<&crate::secret::Secret>) -> Signature {
+pub(super) fn hosted_signature(
+    error: &HostedError,
+    token: Option<&crate::secret::Secret>,
+) -> Signature {
     let text = crate::report::mask_ids(&crate::secret::redact_known(&crate::secret::redact(
         &error.to_string(),
         token,

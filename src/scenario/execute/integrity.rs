@@ -16,7 +16,7 @@ const LISTED: usize = 20;
 
 /// The signature of an `integrity` failure: words that compare across
 /// runs, and the violation itself as the evidence.
-pub fn signature(violation: &Violation) -> Signature {
+pub(crate) fn signature(violation: &Violation) -> Signature {
     let mut signature = diagnose::other(SignatureKind::Integrity, violation.message());
     signature.integrity = Some(violation.clone());
     signature
@@ -27,7 +27,7 @@ impl CellRun {
     /// path), lists each violation in its phase's detail, and judges the
     /// cell again. A cell that errored, was interrupted or skipped keeps
     /// its verdict: the violations are only listed.
-    pub fn apply_integrity(&mut self, checked: &Checked) {
+    pub(crate) fn apply_integrity(&mut self, checked: &Checked) {
         for phase in &mut self.phases {
             let mine: Vec<Value> = checked
                 .violations
@@ -91,7 +91,7 @@ impl CellRun {
 
 /// What a finished attempt was judged: its phases, verdict, failure
 /// boundary and (for `not_applicable`) reason.
-pub struct Judged {
+pub(crate) struct Judged {
     pub phases: Vec<PhaseResult>,
     pub verdict: Verdict,
     pub failure_boundary: Option<String>,
@@ -101,7 +101,7 @@ pub struct Judged {
 /// A finished attempt's phases, verdict and boundary judged again with
 /// `checked` (`continuity check`): what an earlier check failed is undone
 /// first, so the verdict is the phases' own with this check applied.
-pub fn recheck(
+pub(crate) fn recheck(
     judged: Judged,
     restarts: &[crate::report::RestartResult],
     checked: &Checked,

@@ -55,7 +55,7 @@ const NO_RECOVERY: &str = "sandbox-agent SDK 0.4.2 has no call to session/load a
 /// `--client ts-sdk` ([`TsSdkClient`]), `SdkClient<BrowserPage>` is
 /// `--client browser` ([`BrowserClient`]): the SDK's API, and so each of
 /// its steps, is the same wherever it runs, and is written once, here.
-pub struct SdkClient<H> {
+pub(crate) struct SdkClient<H> {
     pub client: HostedClient<H>,
     /// The SDK module the actor imports for this cell's clients (its SDK point).
     pub(super) sdk_module: Option<std::path::PathBuf>,
@@ -73,14 +73,14 @@ pub struct SdkClient<H> {
 }
 
 /// The real SDK hosted in the cell's `sdkClient` actor: `--client ts-sdk`.
-pub type TsSdkClient = SdkClient<ActorHost>;
+pub(crate) type TsSdkClient = SdkClient<ActorHost>;
 /// The real SDK bundled into a page of Chromium: `--client browser`.
-pub type BrowserClient = SdkClient<BrowserPage>;
+pub(crate) type BrowserClient = SdkClient<BrowserPage>;
 
 impl<H: SdkHost> SdkClient<H> {
     /// `sdk_module`: the SDK point's module the hosted actor imports (none:
     /// the client's own SDK, as the browser page bundles it).
-    pub fn new(client: HostedClient<H>, sdk_module: Option<std::path::PathBuf>) -> Self {
+    pub(crate) fn new(client: HostedClient<H>, sdk_module: Option<std::path::PathBuf>) -> Self {
         Self {
             client,
             sdk_module,
@@ -103,7 +103,7 @@ impl<H: SdkHost> SdkClient<H> {
     }
 
     /// The cell's SDK clients keep their sessions in `store`.
-    pub fn with_store(mut self, store: Option<Value>) -> Self {
+    pub(crate) fn with_store(mut self, store: Option<Value>) -> Self {
         self.store = store;
         self
     }

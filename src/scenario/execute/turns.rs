@@ -62,7 +62,7 @@ impl Turns {
     }
 
     /// Cancels every turn still running (`session/cancel`, bounded) and stops its task.
-    pub async fn cancel_running(&mut self) {
+    pub(super) async fn cancel_running(&mut self) {
         for turn in self.turns.values_mut() {
             if let Some(task) = turn.task.take() {
                 if task.is_finished() {

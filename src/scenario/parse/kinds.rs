@@ -58,7 +58,7 @@ pub(super) struct RawPhase {
 
 impl RawPhase {
     /// The step-specific fields that are set, by name.
-    pub fn set_fields(&self) -> Vec<&'static str> {
+    pub(super) fn set_fields(&self) -> Vec<&'static str> {
         let present = [
             ("client", self.client.is_some()),
             ("session", self.session.is_some()),

@@ -35,7 +35,11 @@ pub(super) struct CommandProbe<'a> {
 impl CommandProbe<'_> {
     /// Polls until the program exits 0; only a program that cannot be
     /// started at all gives up early (waiting will not make it appear).
-    pub async fn poll(&self, last_error: &mut String, attempts: &mut u32) -> Result<(), GaveUp> {
+    pub(super) async fn poll(
+        &self,
+        last_error: &mut String,
+        attempts: &mut u32,
+    ) -> Result<(), GaveUp> {
         let mut beat = tokio::time::interval(self.interval);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let label = describe(self.program, self.args);

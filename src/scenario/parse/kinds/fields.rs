@@ -26,7 +26,7 @@ pub(in crate::scenario::parse) struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    pub fn fail(&self, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn fail(&self, message: impl Into<String>) -> ScenarioError {
         ScenarioError {
             file: PathBuf::from(self.file),
             line: self.line,
@@ -35,7 +35,11 @@ impl Fields<'_> {
     }
 
     /// A field the step cannot do without, trimmed and not empty.
-    pub fn need(&self, field: &str, value: &Option<String>) -> Result<String, ScenarioError> {
+    pub(crate) fn need(
+        &self,
+        field: &str,
+        value: &Option<String>,
+    ) -> Result<String, ScenarioError> {
         match value {
             Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
             _ => Err(self.fail(format!("step `{}` needs `{field}`", self.kind))),
@@ -43,7 +47,7 @@ impl Fields<'_> {
     }
 
     /// `turn`, naming a turn an earlier phase awaited (the history steps).
-    pub fn awaited_turn(&self) -> Result<String, ScenarioError> {
+    pub(crate) fn awaited_turn(&self) -> Result<String, ScenarioError> {
         let turn = self.need("turn", &self.raw.turn)?;
         self.turns
             .borrow()
@@ -52,16 +56,16 @@ impl Fields<'_> {
         Ok(turn)
     }
 
-    pub fn client(&self) -> Result<String, ScenarioError> {
+    pub(crate) fn client(&self) -> Result<String, ScenarioError> {
         self.need("client", &self.raw.client)
     }
 
-    pub fn session(&self) -> Result<String, ScenarioError> {
+    pub(crate) fn session(&self) -> Result<String, ScenarioError> {
         self.need("session", &self.raw.session)
     }
 
     /// `path`, relative and without `..`: files go in the cell's own folder.
-    pub fn path(&self) -> Result<String, ScenarioError> {
+    pub(crate) fn path(&self) -> Result<String, ScenarioError> {
         let path = self.need("path", &self.raw.path)?;
         let relative = Path::new(&path)
             .components()
@@ -75,7 +79,7 @@ impl Fields<'_> {
     }
 
     /// `text` as one line (no list, no newline), when set.
-    pub fn one_line(&self) -> Result<Option<String>, ScenarioError> {
+    pub(crate) fn one_line(&self) -> Result<Option<String>, ScenarioError> {
         match &self.raw.text {
             None => Ok(None),
             Some(Texts::One(t)) if !t.is_empty() && !t.contains('\n') => Ok(Some(t.clone())),
@@ -87,7 +91,7 @@ impl Fields<'_> {
     }
 
     /// `text` as one non-empty string.
-    pub fn one_text(&self) -> Result<String, ScenarioError> {
+    pub(crate) fn one_text(&self) -> Result<String, ScenarioError> {
         match &self.raw.text {
             Some(Texts::One(t)) if !t.trim().is_empty() => Ok(t.clone()),
             _ => Err(self.fail(format!(
@@ -98,7 +102,7 @@ impl Fields<'_> {
     }
 
     /// A prompt's `text`: a string or a list of non-empty strings.
-    pub fn prompt_texts(&self) -> Result<Vec<String>, ScenarioError> {
+    pub(crate) fn prompt_texts(&self) -> Result<Vec<String>, ScenarioError> {
         let texts = match &self.raw.text {
             Some(Texts::One(t)) => vec![t.clone()],
             Some(Texts::Many(ts)) => ts.clone(),
@@ -113,7 +117,7 @@ impl Fields<'_> {
     }
 
     /// `command`: a program, or a list of program and arguments.
-    pub fn command(&self) -> Result<Vec<String>, ScenarioError> {
+    pub(crate) fn command(&self) -> Result<Vec<String>, ScenarioError> {
         let command = match &self.raw.command {
             Some(Texts::One(c)) => vec![c.clone()],
             Some(Texts::Many(cs)) => cs.clone(),
@@ -127,7 +131,7 @@ impl Fields<'_> {
         Ok(command)
     }
 
-    pub fn process_expect(&self) -> Result<ProcessExpect, ScenarioError> {
+    pub(crate) fn process_expect(&self) -> Result<ProcessExpect, ScenarioError> {
         match self.raw.expect.as_deref() {
             None | Some("running") => Ok(ProcessExpect::Running),
             Some("exited") => Ok(ProcessExpect::Exited),
@@ -138,7 +142,7 @@ impl Fields<'_> {
         }
     }
 
-    pub fn sandbox_status(&self) -> Result<Option<SandboxStatus>, ScenarioError> {
+    pub(crate) fn sandbox_status(&self) -> Result<Option<SandboxStatus>, ScenarioError> {
         match self.raw.expect.as_deref() {
             None => Ok(None),
             Some("connected") => Ok(Some(SandboxStatus::Connected)),
@@ -150,7 +154,7 @@ impl Fields<'_> {
         }
     }
 
-    pub fn resume_expect(&self) -> Result<Option<ResumeExpect>, ScenarioError> {
+    pub(crate) fn resume_expect(&self) -> Result<Option<ResumeExpect>, ScenarioError> {
         match self.raw.expect.as_deref() {
             None => Ok(None),
             Some("same_handle") => Ok(Some(ResumeExpect::SameHandle)),

@@ -16,7 +16,12 @@ pub(in crate::scenario::parse) struct Turns {
 }
 
 impl Turns {
-    pub fn start_turn(&mut self, at: usize, p: &RawPhase, cleanup: bool) -> Result<(), Invalid> {
+    pub(crate) fn start_turn(
+        &mut self,
+        at: usize,
+        p: &RawPhase,
+        cleanup: bool,
+    ) -> Result<(), Invalid> {
         if cleanup {
             return Err(Invalid::new(
                 "a cleanup step cannot start a turn (`wait = false`)",
@@ -52,7 +57,7 @@ impl Turns {
         Ok(())
     }
 
-    pub fn await_turn(&mut self, turn: &str, cleanup: bool) -> Result<(), Invalid> {
+    pub(crate) fn await_turn(&mut self, turn: &str, cleanup: bool) -> Result<(), Invalid> {
         match self.started.get_mut(turn) {
             None => Err(self.unknown(turn, "await_turn")),
             Some((_, true)) => Err(Invalid(format!("turn `{turn}` is awaited twice"))),
@@ -68,7 +73,7 @@ impl Turns {
     }
 
     /// `step` (`turn_history`, `recover_turn`) reads an awaited turn.
-    pub fn check_history(&self, turn: &str, step: &str) -> Result<(), Invalid> {
+    pub(crate) fn check_history(&self, turn: &str, step: &str) -> Result<(), Invalid> {
         match self.started.get(turn) {
             None => Err(self.unknown(turn, step)),
             Some((_, false)) => Err(Invalid(format!(
@@ -78,7 +83,7 @@ impl Turns {
         }
     }
 
-    pub fn restart_during_turn(&self, cleanup: bool) -> Result<(), Invalid> {
+    pub(crate) fn restart_during_turn(&self, cleanup: bool) -> Result<(), Invalid> {
         if cleanup || self.running.is_empty() {
             return Err(Invalid::new("`after_ms` counts from the start of a running turn, and none is running here (start one with a `prompt` with `wait = false`)"));
         }
@@ -86,7 +91,7 @@ impl Turns {
     }
 
     /// The first turn (by its position in the file) that no phase awaits.
-    pub fn never_awaited(&self) -> Option<(String, usize)> {
+    pub(crate) fn never_awaited(&self) -> Option<(String, usize)> {
         self.started
             .iter()
             .filter(|(_, (_, awaited))| !awaited)
