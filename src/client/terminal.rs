@@ -99,6 +99,8 @@ struct State {
     /// When output last arrived or input last went out: the socket's last
     /// activity, from which quiet is counted.
     last_activity: Option<std::time::Instant>,
+    /// The number of the last ping the server answered (see [`Terminal::ping`]).
+    pong: Option<u64>,
 }
 
 impl State {
@@ -120,6 +122,8 @@ pub struct Terminal {
     changed: watch::Receiver<u64>,
     reader: tokio::task::JoinHandle<()>,
     trace: Trace,
+    /// Pings sent, numbering each one's payload.
+    pings: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Terminal {
@@ -219,6 +223,7 @@ impl Terminal {
             changed,
             reader,
             trace,
+            pings: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -339,6 +344,43 @@ impl Terminal {
         }
     }
 
+    /// Sends a WebSocket ping numbered by its payload and returns the
+    /// number, `None` when the socket would not take it. Its pong comes back
+    /// after every frame the server wrote before it read the ping (one
+    /// stream, in order): once [`Terminal::answered`] says so, whatever the
+    /// server sent on attach has arrived. An answer, not a guess at how long
+    /// to wait.
+    pub(crate) async fn ping(&self) -> Option<u64> {
+        let n = self
+            .pings
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let payload = n.to_be_bytes().to_vec();
+        let sent = self
+            .sink
+            .lock()
+            .await
+            .send(Message::Ping(payload.into()))
+            .await;
+        sent.ok()?;
+        self.trace
+            .emit(ws_frame(&self.process_id, Dir::Out, "ping", 8));
+        Some(n)
+    }
+
+    /// Whether the server has answered ping `n` (or a later one).
+    pub(crate) fn answered(&self, n: u64) -> bool {
+        self.lock().pong.is_some_and(|last| last >= n)
+    }
+
+    /// A receiver of the socket's changes (a frame arrived, it ended), its
+    /// current state already seen: its `changed()` waits for the next one.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        let mut changes = self.changed.clone();
+        changes.borrow_and_update();
+        changes
+    }
+
     /// Sends the protocol's `close` frame and a WebSocket close, best effort.
     pub(crate) async fn close(&self) {
         if self.closed().is_some() {
@@ -385,6 +427,12 @@ async fn read_loop(
                         Err(error) => {
                             s.protocol_error.get_or_insert(error);
                         }
+                    }
+                    false
+                }
+                Some(Ok(Message::Pong(payload))) => {
+                    if let Ok(n) = <[u8; 8]>::try_from(payload.as_ref()) {
+                        s.pong = s.pong.max(Some(u64::from_be_bytes(n)));
                     }
                     false
                 }

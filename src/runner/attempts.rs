@@ -70,6 +70,10 @@ impl Restarter for TargetRestarter<'_> {
         self.clients
     }
 
+    fn leaves_processes_running(&self) -> bool {
+        self.target.leaves_processes_running()
+    }
+
     async fn settle(&mut self) -> Result<(), crate::targets::SettleError> {
         self.target.settle_lent(&mut self.lent).await
     }

@@ -168,6 +168,13 @@ pub trait Restarter: Send {
         true
     }
 
+    /// Whether the restart leaves every process of the stack running (a
+    /// pause, a network fault, a timeout, the agent alone): a client whose
+    /// host runs in the stack need not fetch what it holds first.
+    fn leaves_processes_running(&self) -> bool {
+        false
+    }
+
     /// Whether the restart is of the cell's own clients (target `client`):
     /// the cell then drops continuity's clients and connects new ones over
     /// the same store before the restart is recorded.

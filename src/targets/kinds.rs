@@ -72,6 +72,23 @@ impl Action {
         }
     }
 
+    /// Whether it leaves every process of the stack running: a pause
+    /// freezes and wakes, a network fault or a timeout acts on the wire, an
+    /// agent kill takes the agent alone under a server that stays up. What
+    /// a process of the stack holds in memory (the SDK host's wire records)
+    /// outlives it. A restart, a reboot, a schedule (it may hold restarts),
+    /// servers left down and a restart of the clients do not.
+    pub(crate) fn leaves_processes_running(&self) -> bool {
+        match self {
+            Action::Fault(_) | Action::Timeout(_) | Action::Pause(_) | Action::KillAgent(_) => true,
+            Action::Restart(_)
+            | Action::Clients
+            | Action::LeftDown(_)
+            | Action::Reboot(_)
+            | Action::Schedule(_) => false,
+        }
+    }
+
     /// One line for listings.
     pub(crate) fn describe(&self) -> String {
         match self {

@@ -243,6 +243,11 @@ impl Target {
         self.action.kind()
     }
 
+    /// See [`Action::leaves_processes_running`].
+    pub(crate) fn leaves_processes_running(&self) -> bool {
+        self.action.leaves_processes_running()
+    }
+
     /// One line for listings: the action, then the probe and its deadline.
     pub(crate) fn describe(&self) -> String {
         let min_wait = self.action.min_wait();

@@ -130,6 +130,7 @@ pub(super) fn trace_frame(
             };
             trace.emit(frame(kind, text.len()));
         }
+        Some(Ok(Message::Pong(payload))) => trace.emit(frame("pong", payload.len())),
         Some(Ok(Message::Close(close))) => {
             let code = close.as_ref().map_or(1005, |f| u16::from(f.code));
             trace.emit(ws_close(process, code, true));

@@ -64,8 +64,11 @@ impl RunningCell<'_> {
         match &phase.step {
             Step::Restart => {
                 // A restart may take the client's host with it (the rivet
-                // target): what its log holds is fetched before that.
-                client.before_restart(phase_name).await;
+                // target): what its log holds is fetched before that. A
+                // fault that kills no process leaves it where it is.
+                if !self.restarter.leaves_processes_running() {
+                    client.before_restart(phase_name).await;
+                }
                 self.restart(phase_name).await
             }
             Step::RestartDuringTurn { after } => self.restart_during_turn(phase_name, *after).await,

@@ -13,8 +13,9 @@ use crate::report::{Signature, SignatureKind};
 use crate::trace::event::{self, Event};
 use std::time::{Duration, Instant};
 
-/// How long a fresh attach waits for replayed output (scrollback) before the
-/// next step, when the first line sent has not come back sooner.
+/// The longest a fresh attach watches for replayed output (scrollback),
+/// when neither the first line sent nor the server's answer to a ping ends
+/// the watch sooner.
 const SCROLLBACK_WAIT: Duration = Duration::from_millis(300);
 /// Output silence (since the last output) that counts as "nothing more
 /// under way" before a reattach, and its bound.
@@ -128,10 +129,11 @@ impl RunningCell<'_> {
         let process_id = entry.terminal.process_id().to_string();
         let mut detail = old_socket(&entry.terminal);
         // Let output already under way land before the new attach, so
-        // only a replay can bring old lines to the new socket; a closed
-        // socket has nothing under way.
+        // only a replay can bring the first line to the new socket; a
+        // closed socket has nothing under way, and output of a later line
+        // after the first one landed cannot pass for it.
         let trace = self.settings.trace.clone();
-        if entry.terminal.closed().is_none() {
+        if entry.terminal.closed().is_none() && first_line_may_be_under_way(entry) {
             let quiet_from = Instant::now();
             entry.terminal.quiet_for(QUIET_GAP, QUIET_BOUND).await;
             observation_window(&trace, "output quiet on the old socket", quiet_from);
@@ -146,29 +148,105 @@ impl RunningCell<'_> {
             .wait_ready()
             .await
             .map_err(|e| self.terminal_failure(&e).with_detail(&detail))?;
-        // Live output of the last line may still arrive on the new
-        // socket; only the first line ever sent proves a replay. Once it
-        // is there the answer is known; only its absence needs the whole wait.
         let first_sent = entry.sent.first().cloned();
         let replay_from = Instant::now();
-        let replay_by = replay_from + SCROLLBACK_WAIT;
-        let kept = loop {
-            let kept = first_sent
-                .as_ref()
-                .is_some_and(|first| fresh.output_since(0).contains(first.as_str()));
-            if kept || Instant::now() >= replay_by {
-                break kept;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        };
-        observation_window(&trace, "a replay of earlier output", replay_from);
+        let (kept, ended) = watch_for_replay(&fresh, first_sent.as_deref()).await;
+        observation_window(
+            &trace,
+            &format!("a replay of earlier output (until {})", ended.says()),
+            replay_from,
+        );
         let replayed = fresh.output_since(0);
         detail.scrollback_bytes = Some(replayed.len());
         detail.scrollback_kept = Some(kept);
+        detail.scrollback_watch_ended = Some(ended.key().into());
         let entry = self.sandbox.terminals.get_mut(terminal).expect("checked");
         entry.terminal = fresh;
         entry.mark = entry.terminal.mark();
         Ok(detail.to_map())
+    }
+}
+
+/// Whether output still under way on the old socket could carry the first
+/// line's text, and so pass for a replay on a new socket: unless that text
+/// already came back on it, a later line (which does not contain it) was
+/// sent, and output arrived after that line (the terminal is past the
+/// first: a pty's output comes in order).
+fn first_line_may_be_under_way(entry: &TerminalEntry) -> bool {
+    under_way(
+        &entry.sent,
+        &entry.terminal.output_since(0),
+        entry.terminal.mark() > entry.mark,
+    )
+}
+
+/// [`first_line_may_be_under_way`] of the lines `sent`, the old socket's
+/// `output`, and whether any came after the last line was sent.
+fn under_way(sent: &[String], output: &str, output_after_last: bool) -> bool {
+    let Some((first, later)) = sent.split_first() else {
+        return false;
+    };
+    let landed = output.contains(first.as_str());
+    let later_differ = !later.is_empty() && !later.iter().any(|l| l.contains(first.as_str()));
+    !(landed && later_differ && output_after_last)
+}
+
+/// What ended a reattach's watch for a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WatchEnd {
+    FirstLine,
+    Pong,
+    Closed,
+    Bound,
+}
+
+impl WatchEnd {
+    /// Its value of `scrollbackWatchEnded`.
+    fn key(self) -> &'static str {
+        match self {
+            WatchEnd::FirstLine => "firstLine",
+            WatchEnd::Pong => "pong",
+            WatchEnd::Closed => "closed",
+            WatchEnd::Bound => "bound",
+        }
+    }
+
+    /// How the trace's observation window says it.
+    fn says(self) -> &'static str {
+        match self {
+            WatchEnd::FirstLine => "the first line sent came back",
+            WatchEnd::Pong => "the server answered a ping",
+            WatchEnd::Closed => "the socket ended",
+            WatchEnd::Bound => "its bound, unanswered",
+        }
+    }
+}
+
+/// Watches a fresh socket for a replay: live output of the last line may
+/// still arrive on it, so only the first line ever sent proves one. The
+/// watch ends on an answer when it can: that line arriving, or the server
+/// answering a ping sent now (every frame it wrote on attach, a replay
+/// included, came before the pong); else at the socket's end or at
+/// [`SCROLLBACK_WAIT`]. Returns whether the line came and what ended it.
+async fn watch_for_replay(fresh: &Terminal, first: Option<&str>) -> (bool, WatchEnd) {
+    let by = tokio::time::Instant::now() + SCROLLBACK_WAIT;
+    let mut changes = fresh.changes();
+    let ping = fresh.ping().await;
+    loop {
+        if first.is_some_and(|line| fresh.output_since(0).contains(line)) {
+            return (true, WatchEnd::FirstLine);
+        }
+        if ping.is_some_and(|n| fresh.answered(n)) {
+            return (false, WatchEnd::Pong);
+        }
+        if fresh.closed().is_some() {
+            return (false, WatchEnd::Closed);
+        }
+        match tokio::time::timeout_at(by, changes.changed()).await {
+            Ok(Ok(())) => {}
+            // The bound, or the reader gone without saying why.
+            Ok(Err(_)) | Err(_) => return (false, WatchEnd::Bound),
+        }
     }
 }
 
@@ -223,6 +301,35 @@ pub(crate) fn terminal_signature(
 
 #[cfg(test)]
 mod tests {
+    /// The quiet wait before a reattach is skipped only when the first
+    /// line came back, a later different line was sent, and output came
+    /// after it; any other case may still carry the first line.
+    #[test]
+    fn only_output_that_may_carry_the_first_line_is_waited_for() {
+        let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let two = lines(&["first", "second"]);
+        let out = "first\r\nfirst\r\nsecond\r\n";
+        assert!(!super::under_way(&two, out, true));
+        assert!(
+            super::under_way(&two, out, false),
+            "nothing after the last line yet"
+        );
+        assert!(
+            super::under_way(&two, "second\r\n", true),
+            "the first never came back"
+        );
+        assert!(
+            super::under_way(&lines(&["first"]), out, true),
+            "the first is the last"
+        );
+        let repeats = lines(&["first", "the first again"]);
+        assert!(
+            super::under_way(&repeats, out, true),
+            "a later line carries it"
+        );
+        assert!(!super::under_way(&[], "", false), "nothing sent");
+    }
+
     use super::*;
     use crate::client::CloseInfo;
 

@@ -24,6 +24,7 @@ mod setup;
 mod show_cli;
 mod stream_diagnosis;
 mod terminal_hostile;
+mod terminal_replay;
 mod terminal_width;
 mod transport_hostile;
 mod workflows;

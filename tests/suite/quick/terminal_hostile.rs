@@ -48,7 +48,7 @@ async fn upgrade_then(frames: Vec<u8>) -> String {
 }
 
 /// Answers the upgrade in `head` with 101 and sends the `ready` control frame.
-async fn accept_upgrade(socket: &mut TcpStream, head: &str) {
+pub(super) async fn accept_upgrade(socket: &mut TcpStream, head: &str) {
     let key = head
         .lines()
         .find_map(|l| {

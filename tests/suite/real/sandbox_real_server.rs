@@ -198,6 +198,12 @@ async fn every_sandbox_step_works_against_the_real_server_and_teardown_removes_i
     let reattach = phase(&run, "reattach");
     assert_eq!(reattach.detail["oldSocket"], "open");
     assert_eq!(reattach.detail["scrollbackKept"], false, "{reattach:?}");
+    // The watch for a replay ended on the server's answer to a ping, not
+    // at its bound: an answer, not a wait of continuity's choosing.
+    assert_eq!(
+        reattach.detail["scrollbackWatchEnded"], "pong",
+        "{reattach:?}"
+    );
 
     let cleanup = phase(&run, "sandboxCleanup");
     assert!(cleanup.ok && cleanup.cleanup, "{cleanup:?}");

@@ -42,4 +42,11 @@ pub struct TerminalReattachDetail {
     pub scrollback_bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scrollback_kept: Option<bool>,
+    /// What ended the watch for a replay: `firstLine` (the first line
+    /// sent came back), `pong` (the server answered a ping sent after
+    /// `ready`: what it wrote on attach had all arrived), `closed`, or
+    /// `bound` (neither within the watch's bound; a later replay is not
+    /// ruled out). Absent where the client does not say (the SDK's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scrollback_watch_ended: Option<String>,
 }

@@ -401,7 +401,8 @@ payload! {
         /// The terminal's process.
         pub process: String,
         pub dir: Dir,
-        /// `data`, `input`, `ready`, `exit`, `error`.
+        /// `data`, `input`, `ready`, `exit`, `error`; `ping` out and its
+        /// `pong` in (a reattach's replay check).
         pub frame: String,
         pub bytes: u64,
     }
