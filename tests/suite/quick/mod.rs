@@ -18,6 +18,7 @@ mod hostile_run_folders;
 mod hostile_run_props;
 mod process_probes;
 mod quarantine;
+mod recipe_throwaways;
 mod report_v2;
 mod secrets_e2e;
 mod setup;

@@ -30,17 +30,19 @@ pub const EXPECTATIONS: &str = concat!(
 );
 
 /// How many local stacks the tests run at once within a test binary
-/// (`CONTINUITY_TEST_STACKS`, default 2). Each stack is several real
+/// (`CONTINUITY_TEST_STACKS`, default 3). Each stack is several real
 /// programs on a 2-core machine; most of a stack test's time is spent
-/// waiting (restarts, deadlines that must run out), so two at a time
-/// roughly halve the suite, a load the tests already pass under from two
-/// clean clones side by side. Set it to 1 on a machine already loaded.
+/// waiting (restarts, deadlines that must run out): the suite's processes
+/// used 55 % of two cores with two stacks at a time (bench/README.md, "The
+/// test suite"), so three at a time, on four test threads
+/// (`.cargo/config.toml`), leave a thread for the tests that need no
+/// stack. Set it to 1 on a machine already loaded.
 fn stack_slots() -> usize {
     std::env::var("CONTINUITY_TEST_STACKS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|n| *n >= 1)
-        .unwrap_or(2)
+        .unwrap_or(3)
 }
 
 /// A slot for one local stack (see [`stack_slots`]): held until dropped,

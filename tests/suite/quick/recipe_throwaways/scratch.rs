@@ -108,10 +108,14 @@ pub(crate) fn copy_and_apply(
     Ok(())
 }
 
-/// `cargo check` of the copy, into a target dir of its own.
+/// `cargo check` of the copy, into a target dir of its own, at a lower
+/// priority (`nice`): the stack tests beside it keep the CPU when they
+/// need it, and it takes what their waits leave.
 pub(crate) fn check(tree: &Path, target: &Path) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
+    let out = Command::new("nice")
+        .args(["-n", "10"])
+        .arg(cargo)
         .current_dir(tree)
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET_DIR")

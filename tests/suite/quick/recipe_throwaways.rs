@@ -14,8 +14,11 @@
 //! `target/debug/continuity` is left alone. The copy is synced, a file
 //! written only when its bytes changed, so a second run with nothing
 //! changed rechecks nothing.
+//!
+//! In the suite on purpose: a cold check of the copy is minutes of
+//! compiling, which here runs (niced) beside the stack tests, whose time is
+//! mostly waiting for restarts and deadlines, instead of after them.
 
-#[path = "recipe_throwaways/scratch.rs"]
 mod scratch;
 
 use serde::Deserialize;
