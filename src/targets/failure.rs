@@ -20,6 +20,14 @@ pub enum TargetError {
         /// What the managed process did meanwhile, when there is one.
         hint: String,
     },
+    /// Its managed process failed while its probe was waited for: no
+    /// use waiting out the probe's deadline.
+    #[error("target `{target}` is not ready: its process failed before its probe passed{hint}")]
+    Failed {
+        target: String,
+        /// How the process ended and what it logged.
+        hint: String,
+    },
 }
 
 /// Why a restart failed: its action failed, the target was never seen to

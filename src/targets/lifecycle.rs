@@ -35,20 +35,30 @@ impl Target {
         if is_delay && self.managed_spec().is_none() {
             return Ok(());
         }
-        if let Err(error) = self
-            .readiness
-            .wait_with(self.ready_timeout, &self.probe_auth, &self.trace)
-            .await
-        {
+        let waited = {
+            let (action, ctx) = self.split();
+            let ready = ctx
+                .readiness
+                .wait_with(ctx.ready_timeout, ctx.probe_auth, ctx.trace);
+            tokio::select! {
+                ready = ready => ready.map_err(Some),
+                () = failed_process(action) => Err(None),
+            }
+        };
+        if let Err(error) = waited {
             let mut hint = String::new();
             if let Action::Restart(restart) = &mut self.action {
                 hint = restart.hint();
                 restart.stop_unready().await;
             }
-            return Err(TargetError::NotReady {
-                target: self.name().to_string(),
-                error,
-                hint,
+            let target = self.name().to_string();
+            return Err(match error {
+                Some(error) => TargetError::NotReady {
+                    target,
+                    error,
+                    hint,
+                },
+                None => TargetError::Failed { target, hint },
             });
         }
         Ok(())
@@ -243,4 +253,20 @@ async fn heal(window: &mut FaultWindow, ctx: &Ctx<'_>) -> Result<(), SettleError
         probe,
     })?;
     Ok(())
+}
+
+/// Resolves once a managed target's process has failed during its first
+/// start (exited other than 0, or by a signal: an exit 0 may be a process
+/// that put itself in the background, whose probe still decides; looked at
+/// every 50 ms); never for the other actions, whose probe alone decides.
+async fn failed_process(action: &mut Action) {
+    let Action::Restart(restart) = action else {
+        return std::future::pending().await;
+    };
+    let super::restart::Way::Managed(managed) = &mut restart.way else {
+        return std::future::pending().await;
+    };
+    while !managed.failed() {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -164,6 +164,12 @@ impl Managed {
         })
     }
 
+    /// Whether its process exited other than 0, or by a signal.
+    pub(super) fn failed(&mut self) -> bool {
+        let state = self.process.as_mut().map(ManagedProcess::state);
+        matches!(state, Some(ProcessState::Exited { code, signal }) if code != Some(0) || signal.is_some())
+    }
+
     /// When its probe failed: had the process exited, and what did it log?
     pub(super) fn hint(&mut self) -> String {
         let Some(process) = self.process.as_mut() else {

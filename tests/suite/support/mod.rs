@@ -47,26 +47,37 @@ fn stack_slots() -> usize {
 
 /// A slot for one local stack (see [`stack_slots`]): held until dropped,
 /// a panicked holder's slot comes back as its guard drops.
-pub struct StackSlot(());
+pub struct StackSlot(usize);
 
 static SLOTS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
 static FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 impl Drop for StackSlot {
     fn drop(&mut self) {
-        *SLOTS.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-        FREED.notify_one();
+        *SLOTS.lock().unwrap_or_else(|p| p.into_inner()) -= self.0;
+        FREED.notify_all();
     }
 }
 
 /// Waits for a stack slot: at most [`stack_slots`] local stacks at once.
 pub fn stack_slot() -> StackSlot {
+    take_slots(1)
+}
+
+/// Waits until no other stack runs and holds every slot: for a test whose
+/// evidence is read off timing that other stacks beside it can shift (the
+/// connections that carry data within a fault's few seconds).
+pub fn every_stack_slot() -> StackSlot {
+    take_slots(stack_slots())
+}
+
+fn take_slots(n: usize) -> StackSlot {
     let mut taken = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
-    while *taken >= stack_slots() {
+    while *taken + n > stack_slots() {
         taken = FREED.wait(taken).unwrap_or_else(|p| p.into_inner());
     }
-    *taken += 1;
-    StackSlot(())
+    *taken += n;
+    StackSlot(n)
 }
 
 pub const READY_WITHIN: Duration = Duration::from_secs(20);
