@@ -49,35 +49,42 @@ fn stack_slots() -> usize {
 /// a panicked holder's slot comes back as its guard drops.
 pub struct StackSlot(usize);
 
-static SLOTS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+/// Slots taken, and tests waiting for every slot (who go first: a new
+/// single slot waits behind them, so they are not starved).
+static SLOTS: std::sync::Mutex<(usize, usize)> = std::sync::Mutex::new((0, 0));
 static FREED: std::sync::Condvar = std::sync::Condvar::new();
 
 impl Drop for StackSlot {
     fn drop(&mut self) {
-        *SLOTS.lock().unwrap_or_else(|p| p.into_inner()) -= self.0;
+        SLOTS.lock().unwrap_or_else(|p| p.into_inner()).0 -= self.0;
         FREED.notify_all();
     }
 }
 
 /// Waits for a stack slot: at most [`stack_slots`] local stacks at once.
 pub fn stack_slot() -> StackSlot {
-    take_slots(1)
+    let mut slots = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
+    while slots.0 >= stack_slots() || slots.1 > 0 {
+        slots = FREED.wait(slots).unwrap_or_else(|p| p.into_inner());
+    }
+    slots.0 += 1;
+    StackSlot(1)
 }
 
 /// Waits until no other stack runs and holds every slot: for a test whose
 /// evidence is read off timing that other stacks beside it can shift (the
-/// connections that carry data within a fault's few seconds).
+/// connections that carry data within a fault's few seconds). Tests that
+/// ask for one slot after it wait behind it.
 pub fn every_stack_slot() -> StackSlot {
-    take_slots(stack_slots())
-}
-
-fn take_slots(n: usize) -> StackSlot {
-    let mut taken = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
-    while *taken + n > stack_slots() {
-        taken = FREED.wait(taken).unwrap_or_else(|p| p.into_inner());
+    let all = stack_slots();
+    let mut slots = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
+    slots.1 += 1;
+    while slots.0 > 0 {
+        slots = FREED.wait(slots).unwrap_or_else(|p| p.into_inner());
     }
-    *taken += n;
-    StackSlot(n)
+    slots.1 -= 1;
+    slots.0 += all;
+    StackSlot(all)
 }
 
 pub const READY_WITHIN: Duration = Duration::from_secs(20);

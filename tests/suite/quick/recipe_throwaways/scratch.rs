@@ -108,9 +108,10 @@ pub(crate) fn copy_and_apply(
     Ok(())
 }
 
-/// `cargo check` of the copy, into a target dir of its own, one job at a
-/// lower priority (`nice`): the stack tests beside it keep the CPU when
-/// they need it, and it takes what their waits leave.
+/// `cargo check` of the copy, into a target dir of its own, at a lower
+/// priority (`nice`): the stack tests beside it keep the CPU when they
+/// need it, and it takes what their waits leave. (One job starved it: it
+/// ended last, after 840 s of a suite under load 9.)
 pub(crate) fn check(tree: &Path, target: &Path) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new("nice")
@@ -126,9 +127,6 @@ pub(crate) fn check(tree: &Path, target: &Path) -> Result<(), String> {
             "--offline",
             "--locked",
             "--quiet",
-            // One job: the stacks beside it keep a core.
-            "--jobs",
-            "1",
             "--target-dir",
         ])
         .arg(target)
