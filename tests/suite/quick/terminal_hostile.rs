@@ -3,6 +3,7 @@
 //! frame, a dropped connection, a 410. Each must end as a classified error
 //! within the caller's deadline, never a hang or a panic.
 
+use super::terminal_replay::cat_terminal_scenario;
 use crate::support::cell_settings;
 use crate::support::fake_http::read_request;
 use continuity::client::{Client, ClientOptions, TerminalError};
@@ -324,36 +325,17 @@ async fn hostile_sandbox(frames: Vec<u8>) -> String {
 async fn hostile_terminal_frames_are_signatures_on_the_expect_phase_within_its_deadline() {
     let scenario = parse_scenario(
         Path::new("hostile.toml"),
-        r#"
-name = "hostile"
-[[phase]]
-name = "connect"
-step = "connect"
-client = "c"
-[[phase]]
-name = "spawn"
-step = "spawn_process"
-client = "c"
-process = "p"
-command = "cat"
-tty = true
-[[phase]]
-name = "attach"
-step = "terminal_attach"
-client = "c"
-process = "p"
-terminal = "t"
-[[phase]]
-name = "send"
-step = "terminal_send"
-terminal = "t"
-text = "hello"
+        &cat_terminal_scenario(
+            "hostile",
+            "hello",
+            r#"
 [[phase]]
 name = "echo"
 step = "terminal_expect"
 terminal = "t"
 timeout_ms = 3000
 "#,
+        ),
     )
     .unwrap();
     let mut oversized = vec![0x82, 127];

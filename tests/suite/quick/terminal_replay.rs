@@ -22,8 +22,12 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-const SCENARIO: &str = r#"
-name = "replay"
+/// A scenario `name`: connect, spawn `cat` on a tty, attach its terminal
+/// `t`, send `text`, then the phases in `tail`.
+pub(super) fn cat_terminal_scenario(name: &str, text: &str, tail: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
 [[phase]]
 name = "connect"
 step = "connect"
@@ -45,8 +49,13 @@ terminal = "t"
 name = "send"
 step = "terminal_send"
 terminal = "t"
-text = "first-line"
-[[phase]]
+text = "{text}"
+{tail}"#
+    )
+}
+
+/// The scenario's own phase after the shared ones: the reattach.
+const REATTACH: &str = r#"[[phase]]
 name = "reattach"
 step = "terminal_reattach"
 client = "c"
@@ -129,7 +138,11 @@ impl Restarter for NoRestart {
 
 #[tokio::test]
 async fn the_replay_watch_ends_on_the_line_or_the_servers_pong_and_says_which() {
-    let scenario = parse_scenario(Path::new("replay.toml"), SCENARIO).unwrap();
+    let scenario = parse_scenario(
+        Path::new("replay.toml"),
+        &cat_terminal_scenario("replay", "first-line", REATTACH),
+    )
+    .unwrap();
     let cases = [
         (Second::Replays, true, "firstLine"),
         (Second::Answers, false, "pong"),
