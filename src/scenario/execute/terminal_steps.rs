@@ -301,6 +301,9 @@ pub(crate) fn terminal_signature(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::client::CloseInfo;
+
     /// The quiet wait before a reattach is skipped only when the first
     /// line came back, a later different line was sent, and output came
     /// after it; any other case may still carry the first line.
@@ -309,29 +312,23 @@ mod tests {
         let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let two = lines(&["first", "second"]);
         let out = "first\r\nfirst\r\nsecond\r\n";
-        assert!(!super::under_way(&two, out, true));
+        assert!(!under_way(&two, out, true));
         assert!(
-            super::under_way(&two, out, false),
+            under_way(&two, out, false),
             "nothing after the last line yet"
         );
         assert!(
-            super::under_way(&two, "second\r\n", true),
+            under_way(&two, "second\r\n", true),
             "the first never came back"
         );
         assert!(
-            super::under_way(&lines(&["first"]), out, true),
+            under_way(&lines(&["first"]), out, true),
             "the first is the last"
         );
         let repeats = lines(&["first", "the first again"]);
-        assert!(
-            super::under_way(&repeats, out, true),
-            "a later line carries it"
-        );
-        assert!(!super::under_way(&[], "", false), "nothing sent");
+        assert!(under_way(&repeats, out, true), "a later line carries it");
+        assert!(!under_way(&[], "", false), "nothing sent");
     }
-
-    use super::*;
-    use crate::client::CloseInfo;
 
     #[test]
     fn terminal_failures_become_signatures_led_by_what_a_user_searches_for() {
