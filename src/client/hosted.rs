@@ -36,6 +36,8 @@
 use super::hosted_wire::WireCursor;
 use super::sdk_action::{ActionArgs, SdkAction};
 use super::ClientKind;
+use crate::persist::rivet::answer::{EngineError, ACTOR_HEADER};
+use crate::persist::rivet::route::{ActorRoute, Route};
 use crate::trace::event::{self, Event};
 use crate::trace::Trace;
 use serde_json::{json, Map, Value};
@@ -140,11 +142,13 @@ pub(crate) trait SdkHost: Clone + std::fmt::Debug + Send + Sync + 'static {
     ) -> Result<Map<String, Value>, HostedError>;
 }
 
-/// The cell's `sdkClient` actor, reached through the engine's gateway.
+/// The cell's `sdkClient` actor, reached through the engine's gateway: by
+/// its key first, then by the id an answer named ([`ActorRoute`]).
 #[derive(Debug, Clone)]
 pub(crate) struct ActorHost {
     config: HostedConfig,
     http: reqwest::Client,
+    route: ActorRoute,
 }
 
 /// Where the SDK's wire goes: the cell's trace, and what it already holds.
@@ -167,7 +171,12 @@ impl HostedClient<ActorHost> {
         let http = crate::http::client_builder()
             .connect_timeout(crate::http::CONNECT_TIMEOUT)
             .build()?;
-        Ok(Self::on(ActorHost { config, http }))
+        let route = ActorRoute::new(&config.endpoint, &config.namespace, ACTOR, &config.key);
+        Ok(Self::on(ActorHost {
+            config,
+            http,
+            route,
+        }))
     }
 }
 
@@ -335,77 +344,84 @@ impl SdkHost for ActorHost {
     const KIND: ClientKind = ClientKind::TsSdk;
     const REPORTS_FLIGHT: bool = true;
 
+    /// By the known id when there is one; an answer saying it is stale
+    /// sends the same call through the key at once (the action never ran).
     async fn call_once(
         &self,
         action: &str,
         args: &Value,
         _patience: Duration,
     ) -> Result<Map<String, Value>, HostedError> {
-        actor_call(&self.config, &self.http, action, args).await
+        let route = self.route.current();
+        match self.call_by(&route, action, args).await {
+            Err((_, engine)) if self.route.stale(&route, engine.as_ref()).await => self
+                .call_by(&Route::Key, action, args)
+                .await
+                .map_err(|(error, _)| error),
+            answer => answer.map_err(|(error, _)| error),
+        }
     }
 }
 
-/// The URL of `action` on the actor `config` names.
-fn action_url(config: &HostedConfig, action: &str) -> String {
-    format!(
-        "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
-        config.endpoint.trim_end_matches('/'),
-        config.namespace,
-        crate::http::encode_component(&config.key)
-    )
-}
-
-/// One action call on the actor, its answer's `output` object.
-async fn actor_call(
-    config: &HostedConfig,
-    http: &reqwest::Client,
-    action: &str,
-    args: &Value,
-) -> Result<Map<String, Value>, HostedError> {
-    let response = http
-        .post(action_url(config, action))
-        .header("x-rivet-encoding", "json")
-        .json(&json!({ "args": [args] }))
-        .send()
-        .await
-        .map_err(|e| HostedError::Unreachable {
-            action: action.into(),
-            message: crate::acp::AcpError::from_reqwest(
-                &config.endpoint,
-                &e,
-                crate::http::CONNECT_TIMEOUT,
-            )
-            .to_string(),
+impl ActorHost {
+    /// One action call on the actor by `route`: its answer's `output`
+    /// object, or the error with the engine's own when it sent one.
+    async fn call_by(
+        &self,
+        route: &Route,
+        action: &str,
+        args: &Value,
+    ) -> Result<Map<String, Value>, (HostedError, Option<EngineError>)> {
+        let config = &self.config;
+        let response = self
+            .http
+            .post(self.route.url(route, action))
+            .header("x-rivet-encoding", "json")
+            .json(&json!({ "args": [args] }))
+            .send()
+            .await
+            .map_err(|e| {
+                let message = crate::acp::AcpError::from_reqwest(
+                    &config.endpoint,
+                    &e,
+                    crate::http::CONNECT_TIMEOUT,
+                )
+                .to_string();
+                let action = action.into();
+                (HostedError::Unreachable { action, message }, None)
+            })?;
+        let status = response.status().as_u16();
+        let actor = response.headers().get(ACTOR_HEADER).cloned();
+        let body = response.bytes().await.map_err(|e| {
+            let message = format!("reading the answer: {e}");
+            let action = action.into();
+            (HostedError::Unreachable { action, message }, None)
         })?;
-    let status = response.status().as_u16();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| HostedError::Unreachable {
-            action: action.into(),
-            message: format!("reading the answer: {e}"),
-        })?;
-    if !(200..300).contains(&status) {
-        let text = String::from_utf8_lossy(&body);
-        let text: String = crate::secret::redact_known(&text)
-            .chars()
-            .take(400)
-            .collect();
-        return Err(HostedError::Actor {
-            action: action.into(),
-            status,
-            body: text,
-        });
-    }
-    let protocol = |message: String| HostedError::Protocol {
-        action: action.into(),
-        message,
-    };
-    let reply: Value =
-        serde_json::from_slice(&body).map_err(|e| protocol(format!("not JSON: {e}")))?;
-    match reply.get("output").cloned() {
-        Some(Value::Object(output)) => Ok(output),
-        _ => Err(protocol(format!("no `output` object in {reply}"))),
+        if !(200..300).contains(&status) {
+            let text = String::from_utf8_lossy(&body);
+            let text: String = crate::secret::redact_known(&text)
+                .chars()
+                .take(400)
+                .collect();
+            let error = HostedError::Actor {
+                action: action.into(),
+                status,
+                body: text,
+            };
+            return Err((error, EngineError::parse(&body)));
+        }
+        let protocol = |message: String| {
+            let action = action.into();
+            (HostedError::Protocol { action, message }, None)
+        };
+        let reply: Value =
+            serde_json::from_slice(&body).map_err(|e| protocol(format!("not JSON: {e}")))?;
+        let Some(Value::Object(output)) = reply.get("output").cloned() else {
+            return Err(protocol(format!("no `output` object in {reply}")));
+        };
+        self.route
+            .answered(route, actor.as_ref().map(|value| value.as_bytes()));
+        Ok(output)
     }
 }
 
@@ -562,5 +578,58 @@ mod tests {
             code: None,
             cause: None
         }))));
+    }
+
+    /// The actor host as the store's driver: by key first, then by the id
+    /// the answer named; a stale id goes back through the key at once and
+    /// the action is answered; an actor's own error is not rerouted.
+    #[tokio::test]
+    async fn the_actor_host_goes_by_the_id_an_answer_named_and_back_by_key_when_stale() {
+        use crate::persist::rivet::tests::{engine_error, Gateway, Reply};
+        let answer = |actor: &str| -> Reply {
+            (200, Some(actor.into()), r#"{"output":{"ok":true}}"#.into())
+        };
+        // The key names `old` first; once `old` is gone, it names `new`.
+        let gateway = Gateway::start(move |path, n| {
+            if path.starts_with("/gateway/old/") {
+                engine_error(404, "actor", "not_found")
+            } else if path.contains("/action/nope") {
+                engine_error(404, "actor", "action_not_found")
+            } else if path.starts_with("/gateway/new/") || n > 0 {
+                answer("new")
+            } else {
+                answer("old")
+            }
+        })
+        .await;
+        let client = HostedClient::new(HostedConfig {
+            endpoint: gateway.endpoint.clone(),
+            namespace: "default".into(),
+            key: "k 1".into(),
+        })
+        .unwrap();
+        let ask = |action: &'static str| {
+            let host = client.host().clone();
+            async move { host.call_once(action, &json!({}), Duration::ZERO).await }
+        };
+        ask("faults").await.unwrap();
+        // By id: stale, so by key at once (which names `new`), answered.
+        assert_eq!(ask("faults").await.unwrap()["ok"], true);
+        ask("wire").await.unwrap();
+        let error = ask("nope").await.unwrap_err();
+        assert!(
+            matches!(error, HostedError::Actor { status: 404, .. }),
+            "{error}"
+        );
+        assert_eq!(
+            gateway.routes(),
+            [
+                "key",
+                "/gateway/old/action/faults",
+                "key",
+                "/gateway/new/action/wire",
+                "/gateway/new/action/nope"
+            ]
+        );
     }
 }

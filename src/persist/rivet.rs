@@ -3,15 +3,9 @@
 //! Rivet Engine's gateway — the Rust equivalent of `@sandbox-agent/persist-rivet`.
 //!
 //! One actor instance per key holds one store. The first call goes through
-//! the key (`/gateway/persist/action/X?rvt-method=getOrCreate&rvt-key=K`),
-//! which costs the engine a lookup on every request (~45 ms against ~16 ms);
-//! its answer names the actor (`x-rivet-actor`), and later calls go to
-//! `/gateway/{actorId}/action/X` directly — what a RivetKit 2.3.19 app gets
-//! from `handle.resolve()` and `client.getForId()` (its handle's own
-//! actions on a key still go through the key each time). An answer saying
-//! the id is stale (the lifecycle and scheduling errors on which RivetKit's
-//! handle drops a resolved id, see [`answer`]) forgets the id and the call
-//! goes through the key again.
+//! the key and later ones straight to the actor id its answer named
+//! ([`route`]: what a RivetKit 2.3.19 app gets from `handle.resolve()`; its
+//! handle's own actions on a key still go through the key each time).
 //!
 //! While the runner or engine restarts the actor is unreachable for a few
 //! seconds; a call retries transient failures (connection refused, 5xx) until
@@ -19,16 +13,17 @@
 //! restart shows up as latency or, past the bound, as a failed write the
 //! integrity check counts.
 
-mod answer;
+pub(crate) mod answer;
+pub(crate) mod route;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use super::{Page, PageRequest, PersistDriver, PersistError, SessionEvent, SessionRecord};
 use answer::{EngineError, ACTOR_HEADER};
 use async_trait::async_trait;
+use route::{ActorRoute, Route};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The store this driver is, as errors and the trace name it.
@@ -36,9 +31,6 @@ const DRIVER: super::Store = super::Store::Rivet;
 
 /// The actor's name in the app's registry.
 pub(crate) const ACTOR: &str = "persist";
-/// How long to let an actor that is starting or stopping settle before
-/// resolving its key again (RivetKit's retry window).
-const SETTLE: Duration = Duration::from_millis(100);
 
 /// Where the actor is and how long to wait for it.
 #[derive(Debug, Clone)]
@@ -57,19 +49,12 @@ pub(crate) struct RivetConfig {
 pub(crate) struct RivetDriver {
     config: RivetConfig,
     http: reqwest::Client,
-    /// The actor's id once an answer named it; shared by every clone.
-    actor_id: Arc<Mutex<Option<String>>>,
+    /// Where calls go: the key, or the actor's id once an answer named it.
+    route: ActorRoute,
 }
 
 fn err(message: impl Into<String>) -> PersistError {
     PersistError::new(DRIVER.name(), message)
-}
-
-/// Where one call goes: through the key, or straight to the actor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Route {
-    Key,
-    Actor(String),
 }
 
 /// Why one call failed, and what the next one should do about it.
@@ -114,77 +99,40 @@ impl RivetDriver {
             .timeout(CALL_TIMEOUT)
             .build()
             .map_err(|e| err(e.to_string()))?;
+        let route = ActorRoute::new(&config.endpoint, &config.namespace, ACTOR, &config.key);
         Ok(Self {
             config,
             http,
-            actor_id: Arc::new(Mutex::new(None)),
+            route,
         })
-    }
-
-    fn endpoint(&self) -> &str {
-        self.config.endpoint.trim_end_matches('/')
     }
 
     /// The URL of an action on this driver's actor, through its key (what a
     /// readiness probe asks: the key must resolve, not only a known id answer).
     pub(crate) fn action_url(&self, action: &str) -> String {
-        format!(
-            "{}/gateway/{ACTOR}/action/{action}?rvt-namespace={}&rvt-method=getOrCreate&rvt-pool=default&rvt-key={}",
-            self.endpoint(),
-            self.config.namespace,
-            crate::http::encode_component(&self.config.key)
-        )
-    }
-
-    /// The URL of an action on the actor with this id.
-    fn actor_url(&self, actor_id: &str, action: &str) -> String {
-        format!(
-            "{}/gateway/{}/action/{action}",
-            self.endpoint(),
-            crate::http::encode_component(actor_id)
-        )
+        self.route.key_url(action)
     }
 
     /// The actor id learnt so far.
+    #[cfg(test)]
     pub(crate) fn known_actor_id(&self) -> Option<String> {
-        self.id_slot().clone()
+        self.route.known_id()
     }
 
-    fn id_slot(&self) -> std::sync::MutexGuard<'_, Option<String>> {
-        self.actor_id.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn route(&self) -> Route {
-        match self.known_actor_id() {
-            Some(id) => Route::Actor(id),
-            None => Route::Key,
-        }
-    }
-
+    #[cfg(test)]
     pub(crate) fn remember(&self, id: String) {
-        *self.id_slot() = Some(id);
+        self.route.remember(id);
     }
 
-    /// Forgets `stale`, unless another call has already learnt a newer id.
+    #[cfg(test)]
     fn forget(&self, stale: &str) {
-        let mut slot = self.id_slot();
-        if slot.as_deref() == Some(stale) {
-            *slot = None;
-        }
+        self.route.forget(stale);
     }
 
-    /// Calls an action once by `route`: its output and the actor id the
-    /// answer named.
-    async fn call_once(
-        &self,
-        action: &str,
-        args: &Value,
-        route: &Route,
-    ) -> Result<(Value, Option<String>), Failure> {
-        let url = match route {
-            Route::Key => self.action_url(action),
-            Route::Actor(id) => self.actor_url(id, action),
-        };
+    /// Calls an action once by `route`: its output (the actor id the
+    /// answer named is learnt for the next call).
+    async fn call_once(&self, action: &str, args: &Value, route: &Route) -> Result<Value, Failure> {
+        let url = self.route.url(route, action);
         let response = self
             .http
             .post(url)
@@ -203,12 +151,7 @@ impl RivetDriver {
                 }
             })?;
         let status = response.status();
-        let actor = answer::actor_id(
-            response
-                .headers()
-                .get(ACTOR_HEADER)
-                .map(|value| value.as_bytes()),
-        );
+        let actor = response.headers().get(ACTOR_HEADER).cloned();
         let body = response
             .bytes()
             .await
@@ -232,7 +175,9 @@ impl RivetDriver {
         let output = reply.get("output").cloned().ok_or_else(|| {
             Failure::new(false, format!("{action}: reply has no `output`: {reply}"))
         })?;
-        Ok((output, actor))
+        self.route
+            .answered(route, actor.as_ref().map(|value| value.as_bytes()));
+        Ok(output)
     }
 
     async fn call<T: DeserializeOwned>(
@@ -246,30 +191,17 @@ impl RivetDriver {
         // first one goes back through the key at once, whatever `retry_for`.
         let mut rerouted = false;
         loop {
-            let route = self.route();
+            let route = self.route.current();
             let failure = match self.call_once(action, &args, &route).await {
-                Ok((output, actor)) => {
-                    if let Some(id) = actor {
-                        if route != Route::Actor(id.clone()) {
-                            self.remember(id);
-                        }
-                    }
+                Ok(output) => {
                     return serde_json::from_value(output)
                         .map_err(|e| err(format!("{action}: unexpected output: {e}")));
                 }
                 Err(failure) => failure,
             };
-            if let (Route::Actor(id), Some(engine)) = (&route, &failure.engine) {
-                if engine.id_is_stale() {
-                    self.forget(id);
-                    if engine.is_settling() {
-                        tokio::time::sleep(SETTLE).await;
-                    }
-                    if !rerouted {
-                        rerouted = true;
-                        continue;
-                    }
-                }
+            if self.route.stale(&route, failure.engine.as_ref()).await && !rerouted {
+                rerouted = true;
+                continue;
             }
             if failure.transient && started.elapsed() < self.config.retry_for {
                 tokio::time::sleep(delay).await;

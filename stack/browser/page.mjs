@@ -19,7 +19,7 @@ import { DEFAULT_LIMIT } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
 import { listen } from "./ledger.mjs";
-import { epochMs, recordingPersist, WireLog } from "./wire.mjs";
+import { epochMs, recordingPersist, RETIRE_DRAIN_MS, WireLog } from "./wire.mjs";
 
 const HEALTH_WAIT_MS = 30_000;
 const MAX_CAUSES = 6;
@@ -359,6 +359,9 @@ const actions = {
 		return { resultJson: result === undefined ? null : JSON.stringify(result) };
 	},
 	async retire() {
+		// As the actor's retire: the store writes a disposed client still has
+		// queued end first, and their events reach the application's records.
+		await wire.flight.quiet("store", RETIRE_DRAIN_MS);
 		steps.close();
 		for (const held of live.values()) {
 			await held.sdk.dispose().catch(() => {});

@@ -26,7 +26,7 @@ import { cmp, DEFAULT_LIMIT, page, plain } from "./records.mjs";
 import { callsSince, reattachSandbox, sandboxProvider, startSandbox } from "./sandbox-provider.mjs";
 import { SdkSteps } from "./sdk-steps.mjs";
 import { listen } from "./ledger.mjs";
-import { epochMs, recordingFetch, recordingPersist, trackedWebSocket, WireLog } from "./wire.mjs";
+import { epochMs, recordingFetch, recordingPersist, RETIRE_DRAIN_MS, trackedWebSocket, WireLog } from "./wire.mjs";
 
 // The SDK's process terminal socket needs a WebSocket class: Node 20 has
 // none built in, so `ws` (already in the app's install, through RivetKit).
@@ -265,8 +265,6 @@ function bounded(promise, ms, what, inflight) {
 	});
 }
 
-/** How long `retire` lets the actions it ended finish answering before the actor goes. */
-const RETIRE_DRAIN_MS = 2_000;
 
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
@@ -607,8 +605,13 @@ export function sdkClientActor({ persistNow, options }) {
 				// under it (RivetKit then waits out its shutdown grace, and the runner
 				// did not place actors again for the next cells on the stack).
 				for (const end of [...c.vars.inflight]) end();
+				const drainedBy = epochMs() + RETIRE_DRAIN_MS;
 				const acting = Promise.allSettled([...c.vars.acting]);
 				await Promise.race([acting, new Promise((resolve) => setTimeout(resolve, RETIRE_DRAIN_MS))]);
+				// A disposed SDK client still writes the events it had queued, and
+				// hands each to the application after its write: the answer waits
+				// for them, or continuity would judge them lost on its own cut.
+				await c.vars.wire.flight.quiet("store", Math.max(0, drainedBy - epochMs()));
 				c.vars.steps.close();
 				for (const store of c.vars.stores.values()) await store.close?.().catch(() => {});
 				c.vars.stores.clear();
@@ -620,7 +623,10 @@ export function sdkClientActor({ persistNow, options }) {
 				c.vars.clients.clear();
 				adoptFaults(c);
 				const answer = { ok: true, faults: plain(c.state.faults), wakes: c.state.wakes, wire: c.vars.wire.pending() };
-				c.destroy();
+				// Destroyed once the answer is on its way: asked inside the action,
+				// the engine held the answer until the actor had stopped (0 to 55 ms
+				// more), the cell's own time spent waiting on continuity's cleanup.
+				setTimeout(() => c.destroy(), 0);
 				return answer;
 			},
 

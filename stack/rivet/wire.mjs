@@ -30,6 +30,12 @@ const CLOCK_SLACK_MS = 50;
 /** Longest text kept from a server's problem detail or an error message. */
 const TEXT_LIMIT = 300;
 
+/**
+ * How long a host's `retire` lets the actions it ended finish answering,
+ * and the store writes under way end, before it goes.
+ */
+export const RETIRE_DRAIN_MS = 2_000;
+
 export function epochMs() {
 	return performance.timeOrigin + performance.now();
 }
@@ -75,6 +81,22 @@ export class Flight {
 	}
 	report() {
 		return { now: epochMs(), activeAt: this.activeAt, open: [...this.open.values()], acting: [...this.acting.values()] };
+	}
+	/**
+	 * Resolves once nothing of `kind` is in flight, seen so twice a timer
+	 * tick apart (the SDK starts its next queued store write as the last one
+	 * ends), or after `boundMs`; `true` when quiet.
+	 */
+	async quiet(kind, boundMs) {
+		const until = epochMs() + boundMs;
+		const busy = () => [...this.open.values()].some((entry) => entry.kind === kind);
+		let idle = 0;
+		while (idle < 2) {
+			if (epochMs() >= until) return false;
+			idle = busy() ? 0 : idle + 1;
+			if (idle < 2) await new Promise((resolve) => setTimeout(resolve, busy() ? 2 : 0));
+		}
+		return true;
 	}
 }
 

@@ -7,21 +7,21 @@
 use serde_json::Value;
 
 /// The header every answer the gateway routed to an actor carries.
-pub(super) const ACTOR_HEADER: &str = "x-rivet-actor";
+pub(crate) const ACTOR_HEADER: &str = "x-rivet-actor";
 
 /// The longest actor id taken from a header; the engine's are 30 characters.
 const MAX_ID_LEN: usize = 64;
 
 /// An error the engine (or the actor through it) answered with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct EngineError {
+pub(crate) struct EngineError {
     pub group: String,
     pub code: String,
 }
 
 impl EngineError {
     /// The error in a reply body; `None` when the body is not the engine's shape.
-    pub(super) fn parse(body: &[u8]) -> Option<EngineError> {
+    pub(crate) fn parse(body: &[u8]) -> Option<EngineError> {
         let value: Value = serde_json::from_slice(body).ok()?;
         Some(EngineError {
             group: value.get("group")?.as_str()?.to_string(),

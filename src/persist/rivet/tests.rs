@@ -4,21 +4,24 @@
 
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One answer: status, `x-rivet-actor` header, body.
-type Reply = (u16, Option<String>, String);
+pub(crate) type Reply = (u16, Option<String>, String);
 type Responder = dyn Fn(&str, usize) -> Reply + Send + Sync;
 
 /// A gateway on 127.0.0.1 that answers each request with `respond(path,
 /// n)` (n counts requests from 0) and remembers the paths asked.
-struct Gateway {
-    endpoint: String,
+pub(crate) struct Gateway {
+    pub(crate) endpoint: String,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
 impl Gateway {
-    async fn start(respond: impl Fn(&str, usize) -> Reply + Send + Sync + 'static) -> Gateway {
+    pub(crate) async fn start(
+        respond: impl Fn(&str, usize) -> Reply + Send + Sync + 'static,
+    ) -> Gateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -58,14 +61,18 @@ impl Gateway {
         .unwrap()
     }
 
-    /// The paths asked, `key` for a call through the key, else the path.
-    fn routes(&self) -> Vec<String> {
+    /// The paths asked, `key` for a call through the key (of any actor
+    /// continuity owns), else the path.
+    pub(crate) fn routes(&self) -> Vec<String> {
         self.seen
             .lock()
             .unwrap()
             .iter()
             .map(|p| {
-                if p.starts_with("/gateway/persist/action/") {
+                let by_key = [ACTOR, crate::client::hosted::ACTOR]
+                    .iter()
+                    .any(|name| p.starts_with(&format!("/gateway/{name}/action/")));
+                if by_key {
                     assert!(
                         p.contains("rvt-method=getOrCreate&rvt-pool=default&rvt-key=k%201"),
                         "{p}"
@@ -111,11 +118,11 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> String {
         .to_string()
 }
 
-fn ok(actor: Option<&str>) -> Reply {
+pub(crate) fn ok(actor: Option<&str>) -> Reply {
     (200, actor.map(str::to_string), r#"{"output":null}"#.into())
 }
 
-fn engine_error(status: u16, group: &str, code: &str) -> Reply {
+pub(crate) fn engine_error(status: u16, group: &str, code: &str) -> Reply {
     (
         status,
         None,

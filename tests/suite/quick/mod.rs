@@ -20,6 +20,7 @@ mod process_probes;
 mod quarantine;
 mod recipe_throwaways;
 mod report_v2;
+mod retire_quiet;
 mod secrets_e2e;
 mod setup;
 mod show_cli;
