@@ -382,15 +382,21 @@ async fn an_engine_its_restart_does_not_bring_back_has_its_runner_restarted() {
         (&["rivet-engine-pause"], false),
     )
     .remove(0);
+    let traced = tempfile::tempdir().unwrap();
+    let level = crate::trace::TraceLevel::Summary;
+    let trace = crate::trace::Trace::create(traced.path(), level, None, Default::default());
+    pause.set_trace(trace.unwrap());
     let paused = pause
         .restart_lent("restart", &mut [&mut engine.target, &mut runner.target])
         .await
         .record;
     assert!(paused.ok, "{paused:?}");
     std::fs::remove_file(&runner.marker).unwrap();
+    let started = std::time::Instant::now();
     let e = pause
         .settle_lent(&mut [&mut engine.target, &mut runner.target])
         .await;
+    let settled = started.elapsed();
     let Err(crate::targets::SettleError::NotBack(not_back)) = e else {
         panic!("not a not-back: {e:?}");
     };
@@ -405,6 +411,27 @@ async fn an_engine_its_restart_does_not_bring_back_has_its_runner_restarted() {
         not_back.said
     );
     assert!(runner.marker.exists(), "the runner was started again");
+    // The stack's waits are in the trace for the floor: the heal's and the
+    // engine's restart's, each to the deadline it was never ready by, and
+    // the runner's restart, to ready; between them, the whole settle.
+    for held in [&mut pause, &mut engine.target, &mut runner.target] {
+        held.set_trace(crate::trace::Trace::detached());
+    }
+    let path = traced.path().join(crate::trace::TRACE_FILE);
+    let waits: Vec<u64> = crate::trace::read_trace(&path)
+        .unwrap()
+        .iter()
+        .filter(|e| e["ev"] == "fault_ready")
+        .map(|e| e["ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(waits.len(), 3, "{waits:?}");
+    let deadline = engine.target.ready_timeout.as_millis() as u64;
+    assert!(waits[..2].iter().all(|ms| *ms >= deadline), "{waits:?}");
+    let sum: u64 = waits.iter().sum();
+    assert!(
+        sum <= settled.as_millis() as u64,
+        "{waits:?} in {settled:?}"
+    );
     engine.target.shutdown().await;
     runner.target.shutdown().await;
 }

@@ -366,6 +366,10 @@ pub(super) fn toxic(kind: FaultKind) -> ToxicSpec {
 impl super::LentParts for &Ran<'_> {
     const HOLDER: &'static str = "the schedule";
 
+    fn trace(&self) -> &crate::trace::Trace {
+        self.trace
+    }
+
     async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
         let (_, part) = self.parts.iter().find(|(lent, _)| *lent == id)?;
         let mut part = part.lock().await;

@@ -6,6 +6,7 @@
 
 use super::fmt_duration;
 use super::{verify, ActionError, BuiltinTarget, ProbeError, RestartResult, TargetId};
+use crate::trace::event::Event;
 use std::time::Duration;
 
 /// Why a target could not be prepared. The message is complete on its own.
@@ -74,6 +75,9 @@ pub(super) trait LentParts {
     /// Who they were lent to, as a repair's clause names it.
     const HOLDER: &'static str;
 
+    /// The trace of the cell the repair runs in.
+    fn trace(&self) -> &crate::trace::Trace;
+
     /// `id` restarted for a repair; `None`: it was not lent.
     async fn restart(&mut self, id: BuiltinTarget) -> Option<RestartResult>;
 }
@@ -86,7 +90,16 @@ pub(super) trait LentParts {
 pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &mut P) -> String {
     let mut said = String::new();
     for id in component.repaired_with() {
-        let Some(repaired) = parts.restart(id).await else {
+        let started = std::time::Instant::now();
+        let restarted = parts.restart(id).await;
+        // The stack's wait to answer again, as after a heal: from the
+        // restart's action to ready, or to the deadline it never was by.
+        if restarted.is_some() {
+            let took = crate::clock::millis(started.elapsed());
+            let ready = Event::FaultReady(crate::trace::event::Took { ms: took });
+            parts.trace().emit(ready);
+        }
+        let Some(repaired) = restarted else {
             said.push_str(&format!(
                 "; `{id}` was not lent to {} and was left as it is",
                 P::HOLDER

@@ -165,20 +165,27 @@ impl Ctx<'_> {
 
     /// After a fault heals, the stack must answer again before the cell's
     /// cleanup and the next cell (a RivetKit runner whose engine link was
-    /// cut reconnects with a backoff): the wait goes into the trace, and a
-    /// stack that never recovers fails this cell (it did not come back from
-    /// the fault), not the next one.
+    /// cut reconnects with a backoff): the wait goes into the trace, until
+    /// the stack answered or the deadline it never answered by (the
+    /// stack's time either way, as an unanswered call's), and a stack that
+    /// never recovers fails this cell (it did not come back from the
+    /// fault), not the next one.
     async fn ready_after_heal(&self) -> Result<(), ProbeError> {
         if *self.readiness == Readiness::None {
             return Ok(());
         }
-        let took = self
+        let started = std::time::Instant::now();
+        let waited = self
             .readiness
             .wait_with(self.ready_timeout, self.probe_auth, self.trace)
-            .await?;
+            .await;
+        let took = waited
+            .as_ref()
+            .copied()
+            .unwrap_or_else(|_| started.elapsed());
         self.trace
             .emit(Event::FaultReady(event::Took { ms: millis(took) }));
-        Ok(())
+        waited.map(drop)
     }
 }
 

@@ -356,6 +356,10 @@ struct LentToCell<'a, 'c, 't> {
 impl super::LentParts for LentToCell<'_, '_, '_> {
     const HOLDER: &'static str = "the cell";
 
+    fn trace(&self) -> &crate::trace::Trace {
+        self.ctx.trace
+    }
+
     async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
         let part = self.lent.iter_mut().find(|p| p.id == id)?;
         part.set_trace(self.ctx.trace.clone());

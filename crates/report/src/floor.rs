@@ -27,7 +27,10 @@
 //! its start (`schedule`) until its last fault is over, the drawn gaps
 //! before and between its faults included, which the executor waits out
 //! before the scenario's last phase, and the stack's wait to answer again
-//! after a heal (`fault_ready`, and each readiness probe's attempt,
+//! after a heal (`fault_ready`, until it answered or the deadline it never
+//! answered by, as an unanswered call counts; each restart continuity
+//! makes to bring back a component that did not, from its action to ready
+//! or its deadline, is one too; and each readiness probe's attempt,
 //! `ready_probe`, passed or not). With a
 //! trace, the restart windows join the same union of intervals, so a store
 //! call or a health check waiting during a restart counts once. The

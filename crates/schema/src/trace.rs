@@ -82,7 +82,10 @@ pub enum Event {
     FaultStart(FaultStart),
     FaultAction(FaultAction),
     FaultEnd(FaultEnd),
-    /// The stack answered again after a fault healed.
+    /// The stack's wait to answer again after a fault healed: until it
+    /// answered, or the deadline it never answered by; and each restart
+    /// of a component that did not (a repair for the next cell), from its
+    /// action to ready or its deadline.
     FaultReady(Took),
     PauseStart(PauseStart),
     PauseEnd(PauseEnd),
