@@ -185,10 +185,17 @@ async fn work(
             // A switch stops the server: what earlier jobs still DELETE runs out first.
             finishing.drain(&mut done).await;
         }
-        let ready = tokio::select! {
-            ready = worker.take_point(&job.point) => Some(ready),
-            _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
+        // What the stack does before the cell runs beside the earlier cells'
+        // cleanup, as the cell does: left unpolled, a deferred DELETE was
+        // sent only after it, and its phase measured the wait as the
+        // server's (540 s after an Engine that did not come back).
+        let taking = async {
+            tokio::select! {
+                ready = worker.take_point(&job.point) => Some(ready),
+                _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
+            }
         };
+        let ready = finishing.beside(taking, &mut done).await;
         let ready = match ready {
             None => {
                 interrupted = true;
@@ -199,7 +206,8 @@ async fn work(
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
         let ready = match ready {
-            Ok(()) => bring_back(worker, target)
+            Ok(()) => finishing
+                .beside(bring_back(worker, target), &mut done)
                 .await
                 .map_err(|e| format!("not run: the stack was not whole before this cell: {e}")),
             not_taken => not_taken,

@@ -727,3 +727,98 @@ fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
         "one restart a cell, one more before each of the last two"
     );
 }
+
+/// A component of a deployment left down while the server stays up: the
+/// first cell's DELETEs (0.4.2 never answers one; the SDK's 2 s bound)
+/// are deferred past its verdict, and the next cell first restarts the
+/// component again and waits out its probe. The DELETEs run out beside
+/// that wait, so their phase is its own 2 s: left unpolled meanwhile, the
+/// DELETE was sent only after it and its phase measured the wait as the
+/// server's (540 s once, after a Rivet Engine that never came back).
+#[test]
+fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::new(dir.path());
+    let _killed = KillOnDrop(server.pids.clone());
+    server.start_now();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let component = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = component.id();
+    let _component = GroupOnDrop(component);
+    let up = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(up.elapsed().as_secs() < 10, "the component never listened");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let config = dir.path().join("continuity.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[targets.part]\nrestart = {{ command = \"kill -TERM -{pid} 2>/dev/null; true\" }}\n\
+             ready = {{ http = \"http://127.0.0.1:{port}/\" }}\nready_timeout_ms = 6000\n"
+        ),
+    )
+    .unwrap();
+    let Ran { report, run, .. } = run_against(
+        dir.path(),
+        &server,
+        &[],
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--scenario",
+            "recreate-rehydrate",
+            "--jobs",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let cells = report["cells"].as_array().unwrap();
+    let left_down = cells
+        .iter()
+        .find(|c| c["verdict"] == "fail" && c["failureBoundary"] == "restart")
+        .unwrap_or_else(|| panic!("no cell left it down: {report}\n{stderr}"));
+    assert!(
+        cells.iter().any(|c| c["verdict"] == "error"),
+        "the next cell is not run: {report}"
+    );
+    let disposes: Vec<u64> = left_down["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["cleanup"] == true && p["step"] == "dispose")
+        .map(|p| p["durationMs"].as_u64().unwrap())
+        .collect();
+    assert!(!disposes.is_empty(), "{left_down}");
+    assert!(
+        disposes.iter().all(|ms| *ms < 4_000),
+        "{disposes:?}: {left_down}"
+    );
+}
+
+/// Kills a child's process group when dropped, and reaps the child.
+struct GroupOnDrop(std::process::Child);
+
+impl Drop for GroupOnDrop {
+    fn drop(&mut self) {
+        continuity::supervise::kill_group(self.0.id() as i32);
+        let _ = self.0.wait();
+    }
+}
