@@ -265,7 +265,6 @@ function bounded(promise, ms, what, inflight) {
 	});
 }
 
-
 export function sdkClientActor({ persistNow, options }) {
 	// One action: sets the phase for fault attribution, moves this process's
 	// recorded faults into state, answers ok or the error as data, with the
