@@ -189,27 +189,40 @@ async fn work(
         // cleanup, as the cell does: left unpolled, a deferred DELETE was
         // sent only after it, and its phase measured the wait as the
         // server's (540 s after an Engine that did not come back).
+        // Each under the interrupt: after a Ctrl-C no cell is begun, and a
+        // component's bring-back (its restart and probe, minutes when it
+        // never comes back) is dropped, as a cell's phases are.
         let taking = async {
+            let point = worker.take_point(&job.point);
             tokio::select! {
-                ready = worker.take_point(&job.point) => Some(ready),
+                biased;
                 _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
+                ready = point => Some(ready.map_err(|e| crate::errors::error_chain(&e))),
             }
         };
-        let ready = finishing.beside(taking, &mut done).await;
-        let ready = match ready {
-            None => {
-                interrupted = true;
-                break;
-            }
-            Some(taken) => taken.map_err(|e| crate::errors::error_chain(&e)),
+        let Some(ready) = finishing.beside(taking, &mut done).await else {
+            interrupted = true;
+            break;
         };
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
         let ready = match ready {
-            Ok(()) => finishing
-                .beside(bring_back(worker, target), &mut done)
-                .await
-                .map_err(|e| format!("not run: the stack was not whole before this cell: {e}")),
+            Ok(()) => {
+                let bringing = async {
+                    let brought = bring_back(worker, target);
+                    tokio::select! {
+                        biased;
+                        _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
+                        brought = brought => Some(brought),
+                    }
+                };
+                let Some(brought) = finishing.beside(bringing, &mut done).await else {
+                    interrupted = true;
+                    break;
+                };
+                brought
+                    .map_err(|e| format!("not run: the stack was not whole before this cell: {e}"))
+            }
             not_taken => not_taken,
         };
         if let Err(reason) = ready {

@@ -728,20 +728,12 @@ fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
     );
 }
 
-/// A component of a deployment left down while the server stays up: the
-/// first cell's DELETEs (0.4.2 never answers one; the SDK's 2 s bound)
-/// are deferred past its verdict, and the next cell first restarts the
-/// component again and waits out its probe. The DELETEs run out beside
-/// that wait, so their phase is its own 2 s: left unpolled meanwhile, the
-/// DELETE was sent only after it and its phase measured the wait as the
-/// server's (540 s once, after a Rivet Engine that never came back).
-#[test]
-fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
+/// A component of a deployment, `part`, that its restart leaves down
+/// (the restart stops it and starts nothing): an HTTP server in a group of
+/// its own, its probe `ready_ms` long; the config naming it, and the
+/// component (killed when dropped).
+fn part_left_down(dir: &Path, ready_ms: u64) -> (PathBuf, GroupOnDrop) {
     use std::os::unix::process::CommandExt;
-    let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -754,28 +746,45 @@ fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
             "--bind",
             "127.0.0.1",
         ])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .process_group(0)
         .spawn()
         .unwrap();
     let pid = component.id();
-    let _component = GroupOnDrop(component);
+    let component = GroupOnDrop(component);
     let up = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(up.elapsed().as_secs() < 10, "the component never listened");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let config = dir.path().join("continuity.toml");
+    let config = dir.join("continuity.toml");
     std::fs::write(
         &config,
         format!(
             "[targets.part]\nrestart = {{ command = \"kill -TERM -{pid} 2>/dev/null; true\" }}\n\
-             ready = {{ http = \"http://127.0.0.1:{port}/\" }}\nready_timeout_ms = 6000\n"
+             ready = {{ http = \"http://127.0.0.1:{port}/\" }}\nready_timeout_ms = {ready_ms}\n"
         ),
     )
     .unwrap();
+    (config, component)
+}
+
+/// A component of a deployment left down while the server stays up: the
+/// first cell's DELETEs (0.4.2 never answers one; the SDK's 2 s bound)
+/// are deferred past its verdict, and the next cell first restarts the
+/// component again and waits out its probe. The DELETEs run out beside
+/// that wait, so their phase is its own 2 s: left unpolled meanwhile, the
+/// DELETE was sent only after it and its phase measured the wait as the
+/// server's (540 s once, after a Rivet Engine that never came back).
+#[test]
+fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::new(dir.path());
+    let _killed = KillOnDrop(server.pids.clone());
+    server.start_now();
+    let (config, _component) = part_left_down(dir.path(), 6000);
     let Ran { report, run, .. } = run_against(
         dir.path(),
         &server,
@@ -811,6 +820,60 @@ fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
         disposes.iter().all(|ms| *ms < 4_000),
         "{disposes:?}: {left_down}"
     );
+}
+
+/// A Ctrl-C while the next cell brings back a component that does not
+/// come back (its probe 20 s long) stops the run at once: the bring-back
+/// is dropped and no later cell is begun. It went on to the probe's
+/// deadline, then brought the component back for each cell left.
+#[test]
+fn a_ctrl_c_during_a_bring_back_stops_the_run_at_once() {
+    use support::spawned::{exit_code, first_event, spawn_run};
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::new(dir.path());
+    let _killed = KillOnDrop(server.pids.clone());
+    server.start_now();
+    let (config, _component) = part_left_down(dir.path(), 20_000);
+    let out = dir.path().join("run");
+    let url = server.base_url();
+    let (mut child, events) = spawn_run(
+        &out,
+        &[
+            "--base-url",
+            &url,
+            "--config",
+            config.to_str().unwrap(),
+            "--scenario",
+            "native-continuity",
+            "--scenario",
+            "recreate-rehydrate",
+            "--scenario",
+            "native-load",
+            "--timeout-ms",
+            "10000",
+            "--jobs",
+            "1",
+        ],
+    );
+    // The first cell's restart waits out the 20 s probe; the next cell's
+    // bring-back is then under way.
+    first_event(&events, "cell-finished");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let asked = std::time::Instant::now();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let code = exit_code(&mut child);
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(10),
+        "{:?} after the Ctrl-C (exit {code:?})",
+        asked.elapsed()
+    );
+    let report = report(&out);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 1, "no later cell was begun: {report}");
 }
 
 /// Kills a child's process group when dropped, and reaps the child.
