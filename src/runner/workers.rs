@@ -252,22 +252,29 @@ async fn work(
 }
 
 /// The components on the path of a cell of `worker`'s target `own` that
-/// an earlier cell's restart left down ([`Target::bring_back`]), brought
-/// back; `Err` says the first that would not come back, as the reason the
-/// cell is not run. On the path are the cell's own target and every
-/// component of continuity's local stack (each cell's traffic and store
-/// go through all of them); a deployment's other targets are not known to
-/// be, so one left down is brought back before its own next cell only.
+/// an earlier cell's restart left down ([`crate::targets::bring_back`]),
+/// brought back through the worker's parts; `Err` says the first that
+/// would not come back, as the reason the cell is not run. On the path
+/// are the cell's own target and every component of continuity's local
+/// stack (each cell's traffic and store go through all of them); a
+/// deployment's other targets are not known to be, so one left down is
+/// brought back before its own next cell only.
 async fn bring_back(worker: &mut Worker, own: usize) -> Result<(), NotBroughtBack> {
     let on_the_path = |t: Option<usize>, part: &Target| match t {
         Some(t) => t == own || part.id.builtin().is_some(),
         None => true,
     };
-    let parts = worker
+    let (mut parts, on_path): (Vec<&mut Target>, Vec<bool>) = worker
         .parts_mut()
-        .filter(|(t, part)| on_the_path(*t, part) && part.unrecovered().is_some());
-    for (_, part) in parts {
-        part.bring_back().await?;
+        .map(|(t, part)| {
+            let on = on_the_path(t, part);
+            (part, on)
+        })
+        .unzip();
+    for at in 0..parts.len() {
+        if on_path[at] && parts[at].unrecovered().is_some() {
+            crate::targets::bring_back(&mut parts, at).await?;
+        }
     }
     Ok(())
 }

@@ -267,7 +267,18 @@ impl MarkerComponent {
             count = count.display(),
             marker = marker.display(),
         );
-        let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script]);
+        Self::scripted(dir, id, &script, probe, marker).await
+    }
+
+    /// `script` run by `/bin/sh` in `dir`, ready by `probe`, as `id`.
+    async fn scripted(
+        dir: &std::path::Path,
+        id: BuiltinTarget,
+        script: &str,
+        probe: Readiness,
+        marker: std::path::PathBuf,
+    ) -> Self {
+        let mut spec = ManagedSpec::new("/bin/sh", ["-c".to_string(), script.to_string()]);
         spec.log = Some(dir.join("component.log"));
         spec.grace = Duration::from_secs(1);
         let journal = StackJournal::begin(dir, "tag-test:/nowhere").unwrap();
@@ -282,6 +293,15 @@ impl MarkerComponent {
             marker,
             journal,
         }
+    }
+}
+
+/// A shell probe: `test` succeeds.
+fn sh_probe(test: String) -> Readiness {
+    Readiness::Command {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), test],
+        interval: Duration::from_millis(50),
     }
 }
 
@@ -513,4 +533,131 @@ async fn a_reboot_whose_component_does_not_answer_names_it_and_restarts_it() {
     );
     assert!(engine.marker.exists(), "the component was started again");
     engine.target.shutdown().await;
+}
+
+/// A Rivet layer whose Engine can wedge on its data: the Engine keeps an
+/// epoch in its data folder (a new one on an empty folder), the runner
+/// takes the Engine's epoch when it starts, and the actor answers only
+/// while the two agree and the data holds no `wedged` mark — as the
+/// Engine 2.3.19 whose workflow worker ended in a freeze places no actor
+/// again on its data, whoever restarts. Returns the folder, the Engine
+/// (startable afresh), the runner and the Engine's data folder.
+async fn wedgeable_rivet() -> (
+    tempfile::TempDir,
+    MarkerComponent,
+    MarkerComponent,
+    std::path::PathBuf,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine_dir, runner_dir) = (dir.path().join("engine"), dir.path().join("runner"));
+    std::fs::create_dir_all(&engine_dir).unwrap();
+    std::fs::create_dir_all(&runner_dir).unwrap();
+    let data = engine_dir.join("engine-data");
+    let (epoch, seen) = (data.join("epoch"), runner_dir.join("seen"));
+    let boot = sh_probe(format!("test -f {}", epoch.display()));
+    let engine_script = format!(
+        "mkdir -p {data}; [ -f {epoch} ] || date +%s%N > {epoch}; exec sleep 300",
+        data = data.display(),
+        epoch = epoch.display()
+    );
+    let id = BuiltinTarget::RivetEngine;
+    let marker = epoch.clone();
+    let mut engine =
+        MarkerComponent::scripted(&engine_dir, id, &engine_script, boot.clone(), marker).await;
+    let answers = sh_probe(format!(
+        "test ! -e {wedged} && cmp -s {epoch} {seen}",
+        wedged = data.join("wedged").display(),
+        epoch = epoch.display(),
+        seen = seen.display()
+    ));
+    let runner_script = format!("cp {} {}; exec sleep 300", epoch.display(), seen.display());
+    let id = BuiltinTarget::Rivet;
+    let runner =
+        MarkerComponent::scripted(&runner_dir, id, &runner_script, answers.clone(), seen).await;
+    // As the stack's: from now on the Engine is ready when the actor answers.
+    let held = Target::placeholder(BuiltinTarget::RivetEngine.into());
+    let afresh = crate::targets::Afresh {
+        data: data.clone(),
+        boot,
+    };
+    engine.target = std::mem::replace(&mut engine.target, held).with_afresh(afresh);
+    engine.target.readiness = answers;
+    (dir, engine, runner, data)
+}
+
+/// The Engine wedged on its data (neither its restart nor its runner's
+/// brings the actor back) is started afresh, its data folder set aside
+/// and named, and its runner restarted after it: the cell's failure says
+/// each step, the next cell finds the stack whole, and each step's wait
+/// is the stack's in the trace.
+#[tokio::test]
+async fn an_engine_wedged_on_its_data_is_started_afresh_then_its_runner() {
+    let (dir, mut engine, mut runner, data) = wedgeable_rivet().await;
+    let hops = Hops::new(false);
+    let names = (&["rivet-engine-pause"][..], false);
+    let mut pause = built_on(&dir.path().join("engine"), &engine, &hops, names).remove(0);
+    let traced = tempfile::tempdir().unwrap();
+    let level = crate::trace::TraceLevel::Summary;
+    let trace = crate::trace::Trace::create(traced.path(), level, None, Default::default());
+    pause.set_trace(trace.unwrap());
+    let lent = &mut [&mut engine.target, &mut runner.target];
+    let paused = pause.restart_lent("restart", lent).await.record;
+    assert!(paused.ok, "{paused:?}");
+    std::fs::write(data.join("wedged"), "").unwrap();
+    let e = pause.settle_lent(lent).await;
+    let Err(crate::targets::SettleError::NotBack(not_back)) = e else {
+        panic!("not a not-back: {e:?}");
+    };
+    let aside = format!("{}.set-aside-1", data.display());
+    let steps = [
+        "; restarting `rivet-engine` for the next cell failed too".to_string(),
+        "; restarting `rivet` for the next cell failed too".to_string(),
+        format!("; `rivet-engine` was started afresh for the next cell: its data folder set aside as {aside}"),
+        "; `rivet` was restarted for the next cell".to_string(),
+    ];
+    let mut rest = not_back.said.as_str();
+    for step in &steps {
+        let at = rest.find(step.as_str());
+        let at = at.unwrap_or_else(|| panic!("{step:?} in turn in {}", not_back.said));
+        rest = &rest[at + step.len()..];
+    }
+    assert!(rest.is_empty(), "the runner's restart is last: {rest:?}");
+    assert!(std::path::Path::new(&aside).join("wedged").exists());
+    assert!(
+        !data.join("wedged").exists(),
+        "the Engine runs on an empty folder"
+    );
+    let answers = engine.target.readiness.clone();
+    let now = answers.wait(Duration::from_secs(1)).await;
+    assert!(now.is_ok(), "the actor answers for the next cell: {now:?}");
+    // The heal's wait, then each of the four steps', are the stack's.
+    for held in [&mut pause, &mut engine.target, &mut runner.target] {
+        held.set_trace(crate::trace::Trace::detached());
+    }
+    let path = traced.path().join(crate::trace::TRACE_FILE);
+    let trace = crate::trace::read_trace(&path).unwrap();
+    let waits = trace.iter().filter(|e| e["ev"] == "fault_ready").count();
+    assert_eq!(waits, 5, "{trace:?}");
+    engine.target.shutdown().await;
+    runner.target.shutdown().await;
+}
+
+/// Left down by an earlier cell's restart, the wedged Engine is brought
+/// back before the next cell by the same repair (through every part of
+/// the stack), not by one more restart of its own that cannot.
+#[tokio::test]
+async fn an_engine_left_wedged_is_brought_back_afresh_before_the_next_cell() {
+    let (_dir, mut engine, mut runner, data) = wedgeable_rivet().await;
+    std::fs::write(data.join("wedged"), "").unwrap();
+    let left = engine.target.restart_lent("restart", &mut []).await.record;
+    assert!(!left.ok, "{left:?}");
+    assert!(engine.target.unrecovered().is_some());
+    let parts = &mut [&mut engine.target, &mut runner.target];
+    let brought = crate::targets::bring_back(parts, 0).await;
+    assert!(brought.is_ok(), "{brought:?}");
+    let aside = std::path::PathBuf::from(format!("{}.set-aside-1", data.display()));
+    assert!(aside.join("wedged").exists(), "the wedged folder is kept");
+    assert!(!data.join("wedged").exists());
+    engine.target.shutdown().await;
+    runner.target.shutdown().await;
 }

@@ -22,7 +22,7 @@ use crate::persist::PersistFactory;
 use crate::persist::{PersistDriver, RivetConfig, RivetDriver};
 use crate::signal::Signal;
 use crate::supervise::{free_port, Supervisor};
-use crate::targets::{BuiltinTarget, ManagedSpec, Readiness, RestartAction, Target};
+use crate::targets::{Afresh, BuiltinTarget, ManagedSpec, Readiness, RestartAction, Target};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,10 +153,7 @@ async fn prepare_app(app: HostedApp, progress: &mut Progress<'_>) -> Result<Path
 fn write_engine_config(dir: &Path) -> Result<(u16, PathBuf), StackError> {
     let (guard, api_peer, metrics) = (free_port()?, free_port()?, free_port()?);
     let config = ENGINE_CONFIG
-        .replace(
-            "{{DATA_DIR}}",
-            &dir.join("engine-data").display().to_string(),
-        )
+        .replace("{{DATA_DIR}}", &engine_data(dir).display().to_string())
         .replace("{{GUARD_PORT}}", &guard.to_string())
         .replace("{{API_PEER_PORT}}", &api_peer.to_string())
         .replace("{{METRICS_PORT}}", &metrics.to_string());
@@ -168,8 +165,15 @@ fn write_engine_config(dir: &Path) -> Result<(u16, PathBuf), StackError> {
     Ok((guard, config_path))
 }
 
+/// Where the engine in `dir` keeps its data.
+fn engine_data(dir: &Path) -> PathBuf {
+    dir.join("engine-data")
+}
+
 /// The `rivet-engine` target, ready when `/health` answers (until
-/// [`RivetStack::start`] asks for the actor instead).
+/// [`RivetStack::start`] asks for the actor instead); started afresh on
+/// an empty data folder, seen booting by `/health`, when its restarts do
+/// not bring its actors back ([`crate::targets::Afresh`]).
 fn engine_target(
     engine_bin: PathBuf,
     config_path: &Path,
@@ -177,6 +181,7 @@ fn engine_target(
     endpoint: &str,
     log: &Path,
 ) -> Target {
+    let health = Readiness::http(format!("{endpoint}/health"));
     Target::new(
         BuiltinTarget::RivetEngine,
         RestartAction::Managed(ManagedSpec {
@@ -192,11 +197,15 @@ fn engine_target(
             stop_signal: Signal::TERM,
             grace: Duration::from_secs(10),
         }),
-        Readiness::http(format!("{endpoint}/health")),
+        health.clone(),
     )
     .with_ready_timeout(READY_TIMEOUT)
     // Clients talk to sandbox-agent through the gateway, never to Rivet.
     .keeping_open_requests()
+    .with_afresh(Afresh {
+        data: engine_data(dir),
+        boot: health,
+    })
 }
 
 /// The runner's environment: the engine (through the runner hop) and the

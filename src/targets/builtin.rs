@@ -12,7 +12,7 @@
 
 use crate::errors::HarnessPart;
 use crate::faults::{parse_toxic, LocalHop, Param};
-use crate::targets::{FaultAction, PathTimeout};
+use crate::targets::{FaultAction, PathTimeout, Repair};
 use std::fmt;
 use std::time::Duration;
 
@@ -274,18 +274,39 @@ impl BuiltinTarget {
         component.unwrap_or(self).own_part_brought_back(hosted)
     }
 
-    /// What is restarted, in order, so that this component answers again
-    /// after a fault it did not come back from: itself, then what its
-    /// probe is answered through when its own restart did not do it. The
-    /// Rivet Engine's probe is the persist actor, which the RivetKit runner
-    /// serves: after a long freeze the engine routes the actor's requests
-    /// to a runner that no longer has it ("received request for unknown
-    /// actor") until the runner starts again.
-    pub(crate) fn repaired_with(self) -> Vec<BuiltinTarget> {
+    /// The steps of this component's repair after a fault it did not
+    /// come back from, in order until one brings it back
+    /// ([`super::repair`]): itself restarted, then what its probe is
+    /// answered through. The Rivet Engine's probe is the persist actor,
+    /// which the RivetKit runner serves: after a long freeze the engine
+    /// routes the actor's requests to a runner that no longer has it
+    /// ("received request for unknown actor") until the runner starts
+    /// again; and when the Engine's workflow worker ended in the freeze,
+    /// no restart on its data places an actor again, so it is started
+    /// afresh ([`super::Afresh`]) and the runner after it.
+    pub(crate) fn repair_steps(self) -> Vec<Repair> {
+        use BuiltinTarget::{Rivet, RivetEngine};
         match self {
-            BuiltinTarget::RivetEngine => vec![self, BuiltinTarget::Rivet],
-            _ => vec![self],
+            RivetEngine => vec![
+                Repair::Restart(RivetEngine),
+                Repair::Restart(Rivet),
+                Repair::Afresh(RivetEngine),
+                Repair::Restart(Rivet),
+            ],
+            _ => vec![Repair::Restart(self)],
         }
+    }
+
+    /// The components its repair acts on, each once, in the order it first
+    /// does ([`BuiltinTarget::repair_steps`]).
+    pub(crate) fn repaired_with(self) -> Vec<BuiltinTarget> {
+        let mut parts = Vec::new();
+        for part in self.repair_steps().into_iter().map(Repair::part) {
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+        parts
     }
 
     /// A pause target's component (the restart target whose process it

@@ -272,7 +272,7 @@ impl Ran<'_> {
     /// through when that was not enough ([`BuiltinTarget::repaired_with`]),
     /// so the next cell finds the stack whole: what that did, as clauses.
     async fn repair(&self, of: BuiltinTarget) -> String {
-        super::repair_lent(of, &mut &*self).await
+        super::repair_lent(of, &mut &*self).await.said
     }
 
     async fn pause(&self, of: BuiltinTarget, hold: Duration) -> Result<String, FaultError> {
@@ -364,17 +364,20 @@ pub(super) fn toxic(kind: FaultKind) -> ToxicSpec {
 
 /// A schedule's repair restarts the components lent to it.
 impl super::LentParts for &Ran<'_> {
-    const HOLDER: &'static str = "the schedule";
+    fn holder(&self) -> super::repair::Holder {
+        super::repair::Holder::Schedule
+    }
 
     fn trace(&self) -> &crate::trace::Trace {
         self.trace
     }
 
-    async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
+    async fn repair(&mut self, step: super::Repair) -> Option<super::RestartResult> {
+        let id = step.part();
         let (_, part) = self.parts.iter().find(|(lent, _)| *lent == id)?;
         let mut part = part.lock().await;
         part.set_trace(self.trace.clone());
         let label = format!("repair of {id} after its fault");
-        Some(part.restart_lent(&label, &mut []).await.record)
+        Some(part.repair_step(&label, step).await)
     }
 }

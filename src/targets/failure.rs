@@ -6,7 +6,6 @@
 
 use super::fmt_duration;
 use super::{verify, ActionError, BuiltinTarget, ProbeError, RestartResult, TargetId};
-use crate::trace::event::Event;
 use std::time::Duration;
 
 /// Why a target could not be prepared. The message is complete on its own.
@@ -56,62 +55,6 @@ pub enum RestartFailure {
         /// restart acted on several (a reboot's); `None`: the target.
         of: Option<BuiltinTarget>,
     },
-}
-
-/// What restarting `component` for the next cell did, as a clause.
-pub(super) fn repair_note(component: BuiltinTarget, repaired: &RestartResult) -> String {
-    match repaired.ok {
-        true => format!("; `{component}` was restarted for the next cell"),
-        false => format!(
-            "; restarting `{component}` for the next cell failed too: {}",
-            repaired.detail.as_deref().unwrap_or("no detail")
-        ),
-    }
-}
-
-/// The components a repair may restart: those lent to a cell or to a
-/// schedule.
-pub(super) trait LentParts {
-    /// Who they were lent to, as a repair's clause names it.
-    const HOLDER: &'static str;
-
-    /// The trace of the cell the repair runs in.
-    fn trace(&self) -> &crate::trace::Trace;
-
-    /// `id` restarted for a repair; `None`: it was not lent.
-    async fn restart(&mut self, id: BuiltinTarget) -> Option<RestartResult>;
-}
-
-/// `component`, not well after its fault, restarted so the next cell
-/// finds the stack whole: each component it is repaired with
-/// ([`BuiltinTarget::repaired_with`]), itself first, restarted through
-/// `parts` until one comes back (one not lent is left as it is). What
-/// that did, as clauses.
-pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &mut P) -> String {
-    let mut said = String::new();
-    for id in component.repaired_with() {
-        let started = std::time::Instant::now();
-        let restarted = parts.restart(id).await;
-        // The stack's wait to answer again, as after a heal: from the
-        // restart's action to ready, or to the deadline it never was by.
-        if restarted.is_some() {
-            let took = crate::clock::millis(started.elapsed());
-            let ready = Event::FaultReady(crate::trace::event::Took { ms: took });
-            parts.trace().emit(ready);
-        }
-        let Some(repaired) = restarted else {
-            said.push_str(&format!(
-                "; `{id}` was not lent to {} and was left as it is",
-                P::HOLDER
-            ));
-            break;
-        };
-        said.push_str(&repair_note(id, &repaired));
-        if repaired.ok {
-            break;
-        }
-    }
-    said
 }
 
 /// Who did not come back: a component named, else the target.

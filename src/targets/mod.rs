@@ -21,6 +21,7 @@
 
 mod action;
 mod action_error;
+mod afresh;
 mod agent_kill;
 mod builtin;
 pub(crate) mod chaos;
@@ -38,6 +39,7 @@ mod pause;
 mod process_of;
 mod readiness;
 mod reboot;
+mod repair;
 mod restart;
 mod signal;
 mod target;
@@ -52,6 +54,7 @@ mod verify_tests;
 
 pub(crate) use action::{LeftDown, LeftDownControl, ManagedSpec, RestartAction, RestartKind};
 pub(crate) use action_error::ActionError;
+pub(crate) use afresh::Afresh;
 pub(crate) use agent_kill::AgentKill;
 pub(crate) use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
 pub(crate) use chaos::Chaos;
@@ -65,11 +68,12 @@ pub(crate) use pause::PauseAction;
 pub(crate) use process_of::{ProcessOf, Recorded};
 pub(crate) use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 pub(crate) use reboot::Reboot;
+pub(crate) use repair::Repair;
 pub(crate) use timeout::PathTimeout;
-pub(crate) use unrecovered::NotBroughtBack;
+pub(crate) use unrecovered::{bring_back, NotBroughtBack};
 
-use failure::{repair_lent, repair_note, LentParts};
 use nemesis_target::{AgentKillWindow, PauseWindow, ScheduleWindow};
+use repair::{repair_lent, repair_note, LentParts};
 use restart::Restart;
 use timeout::TimeoutWindow;
 
@@ -144,6 +148,9 @@ pub(crate) struct Target {
     /// The stack's parts of continuity's own that run as processes (its
     /// nginx): a cell that cannot reach the server checks them.
     parts: Vec<crate::supervise::part::PartProcess>,
+    /// How it is started on an empty data folder, the last step of its
+    /// repair ([`Repair::Afresh`]); `None`: it cannot be.
+    afresh: Option<Afresh>,
 }
 
 /// What a target's action works with that is the target's own: its

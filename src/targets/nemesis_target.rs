@@ -338,36 +338,18 @@ impl Target {
     }
 }
 
-/// `component`, paused and not well after its wake, restarted through
-/// its own restart target (lent to the cell) so the next cell finds
-/// the stack whole, and, when that does not bring it back, what its
-/// probe is answered through ([`BuiltinTarget::repaired_with`]): what
-/// that did, as clauses of the failure.
+/// `component`, paused and not well after its wake, repaired through
+/// the parts lent to the cell (its own restart target first,
+/// [`BuiltinTarget::repair_steps`]) so the next cell finds the stack
+/// whole: what that did, as clauses of the failure.
 async fn repair(ctx: &Ctx<'_>, component: BuiltinTarget, lent: &mut [&mut Target]) -> String {
-    super::repair_lent(component, &mut LentToCell { ctx, lent }).await
-}
-
-/// The components lent to a cell, for a pause's repair.
-struct LentToCell<'a, 'c, 't> {
-    ctx: &'a Ctx<'c>,
-    lent: &'a mut [&'t mut Target],
-}
-
-impl super::LentParts for LentToCell<'_, '_, '_> {
-    const HOLDER: &'static str = "the cell";
-
-    fn trace(&self) -> &crate::trace::Trace {
-        self.ctx.trace
-    }
-
-    async fn restart(&mut self, id: BuiltinTarget) -> Option<super::RestartResult> {
-        let part = self.lent.iter_mut().find(|p| p.id == id)?;
-        part.set_trace(self.ctx.trace.clone());
-        // Boxed: a restart may itself close a nemesis (never a managed
-        // component's, which is all a pause lends), a cycle of futures.
-        let restarted = Box::pin(part.restart_lent("repairAfterPause", &mut [])).await;
-        Some(restarted.record)
-    }
+    let mut parts = super::repair::LentSlice {
+        holder: super::repair::Holder::Cell,
+        trace: ctx.trace,
+        parts: lent,
+        phase: "repairAfterPause",
+    };
+    super::repair_lent(component, &mut parts).await.said
 }
 
 /// Puts the components a schedule was lent back in their slots (where

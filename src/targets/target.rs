@@ -31,6 +31,7 @@ impl Target {
             trace: Trace::detached(),
             hops: Vec::new(),
             parts: Vec::new(),
+            afresh: None,
         }
     }
 

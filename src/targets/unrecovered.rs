@@ -8,15 +8,18 @@
 //! still does not makes the cell an error that names it and what was
 //! tried, never a failure of the cell's own fault.
 
+use super::repair::{repair_lent, restart_before_cell, Holder, LentSlice};
 use super::restart::Restart;
 use super::{Action, Target};
 
-/// A component left down that one more restart did not bring back either.
+/// A component left down that its repair, tried again, did not bring
+/// back either.
 #[derive(Debug, thiserror::Error)]
-#[error("`{component}` did not come back after an earlier cell's fault ({said}), and restarting it again before this cell failed too: {again}")]
+#[error("`{component}` did not come back after an earlier cell's fault ({said}), and {again}")]
 pub(crate) struct NotBroughtBack {
     pub component: String,
     pub said: String,
+    /// What was tried again, as clauses.
     pub again: String,
 }
 
@@ -41,37 +44,64 @@ impl Target {
         }
     }
 
-    /// Brings back a component an earlier cell left down, between cells
-    /// (in no cell's trace): whether its probe answers now, else whether
-    /// one more restart brings it back. `Err` says what was left and what
-    /// was tried.
-    pub(crate) async fn bring_back(&mut self) -> Result<(), NotBroughtBack> {
-        let Some(said) = self.unrecovered().map(str::to_string) else {
-            return Ok(());
-        };
-        self.set_trace(crate::trace::Trace::detached());
+    /// Whether it answers its probe now (within its deadline); if so, it
+    /// is no longer noted as left down.
+    async fn answers_now(&mut self) -> bool {
         let (action, ctx) = self.split();
-        if ctx.ready_after_heal().await.is_ok() {
-            if let Action::Restart(restart) = action {
-                restart.unrecovered = None;
-            }
-            return Ok(());
+        let answers = ctx.ready_after_heal().await.is_ok();
+        if let (true, Action::Restart(restart)) = (answers, action) {
+            restart.unrecovered = None;
         }
-        let again = self
-            .restart_lent("bringBackBeforeCell", &mut [])
-            .await
-            .record;
-        match again.ok {
-            true => Ok(()),
-            false => Err(NotBroughtBack {
-                component: self.name().to_string(),
-                said: first_line(&said).to_string(),
-                again: first_line(again.detail.as_deref().unwrap_or("no detail")).to_string(),
-            }),
-        }
+        answers
     }
 }
 
+/// Brings back `parts[at]`, a component an earlier cell left down,
+/// between cells (in no cell's trace): whether its probe answers now,
+/// else whether its repair, tried again, brings it back — a component of
+/// the stack's repaired as after its fault ([`super::repair`]), through
+/// every part of the stack; another restarted once more. `Err` says what
+/// was left and what was tried.
+pub(crate) async fn bring_back(parts: &mut [&mut Target], at: usize) -> Result<(), NotBroughtBack> {
+    let part = &mut *parts[at];
+    let Some(said) = part.unrecovered().map(str::to_string) else {
+        return Ok(());
+    };
+    let trace = crate::trace::Trace::detached();
+    part.set_trace(trace.clone());
+    if part.answers_now().await {
+        return Ok(());
+    }
+    let component = part.name().to_string();
+    let (ok, again) = match part.id.builtin() {
+        Some(builtin) => {
+            let mut stack = LentSlice {
+                holder: Holder::Stack,
+                trace: &trace,
+                parts,
+                phase: "bringBackBeforeCell",
+            };
+            let repaired = repair_lent(builtin, &mut stack).await;
+            (repaired.ok, repaired.said)
+        }
+        None => {
+            let again = part
+                .restart_lent("bringBackBeforeCell", &mut [])
+                .await
+                .record;
+            let said = restart_before_cell(&component, &again);
+            (again.ok, said)
+        }
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(NotBroughtBack {
+            component,
+            said: first_line(&said).to_string(),
+            again: again.trim_start_matches("; ").to_string(),
+        }),
+    }
+}
 /// A restart's detail up to its first line: the log tail that follows is
 /// in the earlier cell's record and the run's logs, not this cell's reason.
 fn first_line(detail: &str) -> &str {

@@ -696,7 +696,7 @@ fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
     for said in [
         "not run: the stack was not whole before this cell",
         "`agent` did not come back after an earlier cell's fault",
-        "restarting it again before this cell failed too",
+        "and restarting `agent` before this cell failed too",
     ] {
         assert!(reason.contains(said), "{said:?} in {reason}");
     }
