@@ -448,6 +448,8 @@ pub(crate) async fn install_app(progress: &mut Progress<'_>) -> Result<PathBuf, 
 }
 
 #[cfg(test)]
+mod afresh_tests;
+#[cfg(test)]
 mod churn_tests;
 #[cfg(test)]
 pub(crate) mod hosted_contract;

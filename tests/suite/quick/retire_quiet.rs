@@ -12,18 +12,8 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 #[tokio::test]
 async fn retire_waits_for_queued_store_writes_and_is_bounded() {
-    let output = tokio::process::Command::new("node")
-        .arg(Path::new(REPO).join("tests/fixtures/retire-quiet.mjs"))
-        .arg(Path::new(REPO).join("stack/rivet/wire.mjs"))
-        .output()
-        .await
-        .expect("node runs (the local stack needs it too)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "fixture failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let wire = Path::new(REPO).join("stack/rivet/wire.mjs");
+    let stdout = crate::support::node_fixture("retire-quiet.mjs", &[wire]).await;
     let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
     // Quiet only after the third write of the queue, not between two.
     assert_eq!(seen["quiet"], true, "{seen}");

@@ -40,22 +40,9 @@ async fn the_recording_fetch_keeps_a_real_servers_exchanges_and_never_a_token() 
         drop(listener);
         format!("http://127.0.0.1:{port}/v1/health")
     };
-    let probe = Path::new(REPO).join("tests/fixtures/wire-probe.mjs");
-    let output = tokio::process::Command::new("node")
-        .arg(&probe)
-        .arg(wire_module())
-        .arg(server.base_url())
-        .arg(token)
-        .arg(&refused)
-        .output()
-        .await
-        .expect("node runs (the local stack needs it too)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "probe failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let wire = wire_module().display().to_string();
+    let args = [wire.as_str(), &server.base_url(), token, &refused];
+    let stdout = support::node_fixture("wire-probe.mjs", &args).await;
     assert!(
         !stdout.contains(token),
         "a token reached the records: {stdout}"

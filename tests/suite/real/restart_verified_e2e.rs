@@ -123,6 +123,15 @@ impl ScriptedServer {
         }
     }
 
+    /// One started now in `dir`, with the guard that stops every server
+    /// it starts when the test ends, passed or not.
+    fn started(dir: &Path) -> (ScriptedServer, KillOnDrop) {
+        let server = ScriptedServer::new(dir);
+        let killed = KillOnDrop(server.pids.clone());
+        server.start_now();
+        (server, killed)
+    }
+
     fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
@@ -225,9 +234,7 @@ fn run_against(dir: &Path, server: &ScriptedServer, env: &[(&str, &str)], extra:
 #[test]
 fn a_restart_command_that_does_nothing_never_went_down() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let Ran { run, report, .. } = run_against(
         dir.path(),
         &server,
@@ -258,9 +265,7 @@ fn a_restart_command_that_does_nothing_never_went_down() {
 #[test]
 fn a_restart_that_returns_before_the_server_is_back_is_waited_for() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let command = format!("{}; {}", server.stop_line(), server.start_line("2"));
     let Ran { run, report, .. } = run_against(
         dir.path(),
@@ -298,9 +303,7 @@ fn a_restart_that_returns_before_the_server_is_back_is_waited_for() {
 #[test]
 fn a_restart_that_never_comes_back_is_the_restarts_failure() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let config = dir.path().join("continuity.toml");
     std::fs::write(
         &config,
@@ -348,9 +351,7 @@ fn a_gateway_that_never_serves_again_is_the_systems_failure_signed_by_its_last_a
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let nginx = Nginx502::start(dir.path(), server.port, &server.pids);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let _in_runtime = runtime.enter();
@@ -637,9 +638,7 @@ impl Drop for Nginx502 {
 #[test]
 fn the_next_cell_brings_back_what_an_earlier_restart_left_down_or_is_not_run() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let calls = dir.path().join("restart.calls");
     let script = dir.path().join("restart.sh");
     std::fs::write(
@@ -781,9 +780,7 @@ fn part_left_down(dir: &Path, ready_ms: u64) -> (PathBuf, GroupOnDrop) {
 #[test]
 fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let (config, _component) = part_left_down(dir.path(), 6000);
     let Ran { report, run, .. } = run_against(
         dir.path(),
@@ -830,9 +827,7 @@ fn a_deferred_delete_runs_out_beside_the_next_cells_bring_back() {
 fn a_ctrl_c_during_a_bring_back_stops_the_run_at_once() {
     use support::spawned::{exit_code, first_event, spawn_run};
     let dir = tempfile::tempdir().unwrap();
-    let server = ScriptedServer::new(dir.path());
-    let _killed = KillOnDrop(server.pids.clone());
-    server.start_now();
+    let (server, _killed) = ScriptedServer::started(dir.path());
     let (config, _component) = part_left_down(dir.path(), 20_000);
     let out = dir.path().join("run");
     let url = server.base_url();

@@ -7,11 +7,13 @@ pub mod cell_settings;
 pub mod command;
 pub mod fake_http;
 pub mod hostile_run;
+pub mod node_fixture;
 pub mod run;
 pub mod spawned;
 
 pub use cell_settings::cell_settings;
 pub use command::{continuity_command, continuity_with};
+pub use node_fixture::node_fixture;
 pub use run::{
     cell, cell_where, cells, phase, ran_to_the_end, report, run_in, run_on_the_local_stack,
     run_to_report, trace_of,
