@@ -3,8 +3,9 @@
 //! back, the next cell on the same stack would run on a stack that is not
 //! whole and fail at its first call, before its own fault: its verdict
 //! would be the earlier cell's. So the target remembers it, and before the
-//! next cell the worker asks it to come back: its probe, then one more
-//! restart. A component that answers runs the cell as usual; one that
+//! next cell the worker asks it to come back: its probe, then its repair
+//! once more ([`super::repair`]: for the Rivet Engine, up to a start
+//! afresh). A component that answers runs the cell as usual; one that
 //! still does not makes the cell an error that names it and what was
 //! tried, never a failure of the cell's own fault.
 
