@@ -12,7 +12,7 @@
 
 use crate::errors::HarnessPart;
 use crate::faults::{parse_toxic, LocalHop, Param};
-use crate::targets::{FaultAction, PathTimeout, Repair};
+use crate::targets::{FaultAction, PathTimeout};
 use std::fmt;
 use std::time::Duration;
 
@@ -483,6 +483,28 @@ impl BuiltinTarget {
 impl fmt::Display for BuiltinTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.name())
+    }
+}
+
+/// One step of a component's repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Repair {
+    /// The part restarted as its own restart target does it: the repair
+    /// is over once the part answers its probe.
+    Restart(BuiltinTarget),
+    /// The part stopped, the data folder it keeps set aside (kept, never
+    /// deleted) and started on an empty one, seen booting
+    /// ([`super::Target::restart_afresh`]): whether the stack answers again is
+    /// the next step's to say.
+    Afresh(BuiltinTarget),
+}
+
+impl Repair {
+    /// The component the step acts on.
+    pub(crate) fn part(self) -> BuiltinTarget {
+        match self {
+            Repair::Restart(part) | Repair::Afresh(part) => part,
+        }
     }
 }
 

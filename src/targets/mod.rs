@@ -56,7 +56,7 @@ pub(crate) use action::{LeftDown, LeftDownControl, ManagedSpec, RestartAction, R
 pub(crate) use action_error::ActionError;
 pub(crate) use afresh::Afresh;
 pub(crate) use agent_kill::AgentKill;
-pub(crate) use builtin::{BuiltinTarget, PauseLength, PAST_DEADLINE, SHORT_PAUSE};
+pub(crate) use builtin::{BuiltinTarget, PauseLength, Repair, PAST_DEADLINE, SHORT_PAUSE};
 pub(crate) use chaos::Chaos;
 pub use failure::Restarted;
 pub(crate) use failure::{Absence, NotBack, RestartFailure, SettleError, TargetError, Unavailable};
@@ -68,7 +68,6 @@ pub(crate) use pause::PauseAction;
 pub(crate) use process_of::{ProcessOf, Recorded};
 pub(crate) use readiness::{ProbeAuth, ProbeError, Readiness, Ready};
 pub(crate) use reboot::Reboot;
-pub(crate) use repair::Repair;
 pub(crate) use timeout::PathTimeout;
 pub(crate) use unrecovered::{bring_back, NotBroughtBack};
 

@@ -7,31 +7,11 @@
 //! cell that needed it has failed already; the repair only decides
 //! whether the next one runs on a stack that is whole.
 
-use super::{BuiltinTarget, RestartResult, Target};
+use super::{BuiltinTarget, Repair, RestartResult, Target};
 use crate::trace::event::{Event, Took};
 use crate::trace::Trace;
 
-/// One step of a component's repair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Repair {
-    /// The part restarted as its own restart target does it: the repair
-    /// is over once the part answers its probe.
-    Restart(BuiltinTarget),
-    /// The part stopped, the data folder it keeps set aside (kept, never
-    /// deleted) and started on an empty one, seen booting
-    /// ([`Target::restart_afresh`]): whether the stack answers again is
-    /// the next step's to say.
-    Afresh(BuiltinTarget),
-}
-
 impl Repair {
-    /// The component the step acts on.
-    pub(crate) fn part(self) -> BuiltinTarget {
-        match self {
-            Repair::Restart(part) | Repair::Afresh(part) => part,
-        }
-    }
-
     /// What `result` said, as a clause; `when` says for whom ("for the
     /// next cell").
     fn note(self, result: &RestartResult, when: &str, brief: bool) -> String {
