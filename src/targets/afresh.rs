@@ -48,7 +48,9 @@ impl Target {
             return record;
         };
         let down = self.take_down().await;
-        let set_aside = set_aside(&data);
+        let set_aside = set_aside(&data)
+            .map(|kept| kept.to_string())
+            .map_err(|e| e.to_string());
         let up = self.bring_up(Some(&boot)).await;
         record.restart_ms = crate::clock::millis(started.elapsed());
         let said = |e: RestartFailure| e.to_string();
@@ -64,28 +66,54 @@ impl Target {
     }
 }
 
+/// What setting a data folder aside did.
+#[derive(Debug, PartialEq)]
+enum SetAside {
+    /// Renamed to this path.
+    Moved(PathBuf),
+    /// There was none to set aside.
+    Absent(PathBuf),
+}
+
+impl std::fmt::Display for SetAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetAside::Moved(to) => write!(f, "its data folder set aside as {}", to.display()),
+            SetAside::Absent(data) => write!(f, "it had no data folder ({})", data.display()),
+        }
+    }
+}
+
+/// A data folder that could not be renamed.
+#[derive(Debug, thiserror::Error)]
+#[error("its data folder {} could not be set aside: {source}", data.display())]
+struct NotSetAside {
+    data: PathBuf,
+    source: std::io::Error,
+}
+
 /// `data` renamed to `<data>.set-aside-<n>` (the first `n` free), so the
-/// component starts on an empty folder; what was done, or why not.
-fn set_aside(data: &Path) -> Result<String, String> {
+/// component starts on an empty folder.
+fn set_aside(data: &Path) -> Result<SetAside, NotSetAside> {
     if !data.exists() {
-        return Ok(format!("it had no data folder ({})", data.display()));
+        return Ok(SetAside::Absent(data.to_path_buf()));
     }
     let aside = (1..)
         .map(|n| PathBuf::from(format!("{}.set-aside-{n}", data.display())))
         .find(|p| !p.exists())
         .expect("some n is free");
     match std::fs::rename(data, &aside) {
-        Ok(()) => Ok(format!("its data folder set aside as {}", aside.display())),
-        Err(e) => Err(format!(
-            "its data folder {} could not be set aside: {e}",
-            data.display()
-        )),
+        Ok(()) => Ok(SetAside::Moved(aside)),
+        Err(source) => Err(NotSetAside {
+            data: data.to_path_buf(),
+            source,
+        }),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::set_aside;
+    use super::{set_aside, SetAside};
 
     /// The folder moves to the first free name, beside the one before it.
     #[test]
@@ -97,10 +125,14 @@ mod tests {
         std::fs::create_dir(dir.path().join("engine-data.set-aside-1")).unwrap();
         let said = set_aside(&data).unwrap();
         let aside = dir.path().join("engine-data.set-aside-2");
-        assert!(said.ends_with(&aside.display().to_string()), "{said}");
+        assert_eq!(said, SetAside::Moved(aside.clone()));
         assert_eq!(std::fs::read_to_string(aside.join("db")).unwrap(), "old");
         assert!(!data.exists());
         let none = set_aside(&data).unwrap();
-        assert!(none.starts_with("it had no data folder"), "{none}");
+        assert_eq!(none, SetAside::Absent(data.clone()));
+        assert!(
+            none.to_string().starts_with("it had no data folder"),
+            "{none}"
+        );
     }
 }
