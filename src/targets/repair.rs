@@ -12,24 +12,22 @@ use crate::trace::event::{Event, Took};
 use crate::trace::Trace;
 
 impl Repair {
-    /// What `result` said, as a clause; `when` says for whom ("for the
-    /// next cell").
-    fn note(self, result: &RestartResult, when: &str, brief: bool) -> String {
+    /// What `result` said, as a clause of `holder`'s repair.
+    fn note(self, result: &RestartResult, holder: Holder) -> String {
         let afresh = matches!(self, Repair::Afresh(_));
-        clause(afresh, &self.part().to_string(), result, when, brief)
+        clause(afresh, &self.part().to_string(), result, holder)
     }
 }
 
 /// What a restart (or, `afresh`, a start afresh) of `part` did, as a
-/// clause; a `brief` one keeps its detail's first line.
-fn clause(afresh: bool, part: &str, result: &RestartResult, when: &str, brief: bool) -> String {
+/// clause of `holder`'s repair.
+fn clause(afresh: bool, part: &str, result: &RestartResult, holder: Holder) -> String {
     let detail = result.detail.as_deref().unwrap_or("no detail");
-    // The log tail after a detail's first line is in the record of the
-    // restart and the run's logs; a brief clause leaves it there.
-    let detail = match brief {
-        true => detail.lines().next().unwrap_or_default(),
+    let detail = match holder.brief() {
+        true => first_line(detail),
         false => detail,
     };
+    let when = holder.when();
     match (afresh, result.ok) {
         (false, true) => format!("; `{part}` was restarted {when}"),
         (false, false) => format!("; restarting `{part}` {when} failed too: {detail}"),
@@ -41,13 +39,19 @@ fn clause(afresh: bool, part: &str, result: &RestartResult, when: &str, brief: b
 /// What restarting `part` (no component of continuity's stack: a
 /// deployment's) before this cell did, as a clause.
 pub(super) fn restart_before_cell(part: &str, result: &RestartResult) -> String {
-    clause(false, part, result, Holder::Stack.when(), true)
+    clause(false, part, result, Holder::Stack)
+}
+
+/// A detail up to its first line: the log tail that follows is in the
+/// record of the restart and the run's logs, not a later cell's reason.
+pub(super) fn first_line(detail: &str) -> &str {
+    detail.lines().next().unwrap_or_default()
 }
 
 /// What restarting `component` for the next cell did, as a clause (a
 /// reboot's and a schedule's one restart of a part that did not answer).
 pub(super) fn repair_note(component: BuiltinTarget, repaired: &RestartResult) -> String {
-    Repair::Restart(component).note(repaired, "for the next cell", false)
+    Repair::Restart(component).note(repaired, Holder::Cell)
 }
 
 /// Who holds the parts a repair may act on, as its clauses name them.
@@ -76,6 +80,12 @@ impl Holder {
             Holder::Cell | Holder::Schedule => "for the next cell",
             Holder::Stack => "before this cell",
         }
+    }
+
+    /// Whether its clauses keep each detail's first line only: the
+    /// worker's, which become a cell's reason, not its record.
+    fn brief(self) -> bool {
+        self == Holder::Stack
     }
 }
 
@@ -107,7 +117,6 @@ pub(crate) struct Repaired {
 /// it: what follows would wait on what is not there).
 pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &mut P) -> Repaired {
     let holder = parts.holder();
-    let (when, brief) = (holder.when(), holder == Holder::Stack);
     let mut said = String::new();
     for step in component.repair_steps() {
         let started = std::time::Instant::now();
@@ -122,7 +131,7 @@ pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &
         // step's action to ready, or to the deadline it never was by.
         let took = crate::clock::millis(started.elapsed());
         parts.trace().emit(Event::FaultReady(Took { ms: took }));
-        said.push_str(&step.note(&done, when, brief));
+        said.push_str(&step.note(&done, holder));
         match (step, done.ok) {
             (Repair::Restart(_), true) => return Repaired { ok: true, said },
             (Repair::Afresh(_), false) => break,

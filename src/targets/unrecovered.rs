@@ -9,7 +9,7 @@
 //! still does not makes the cell an error that names it and what was
 //! tried, never a failure of the cell's own fault.
 
-use super::repair::{repair_lent, restart_before_cell, Holder, LentSlice};
+use super::repair::{first_line, repair_lent, restart_before_cell, Holder, LentSlice};
 use super::restart::Restart;
 use super::{Action, Target};
 
@@ -102,9 +102,4 @@ pub(crate) async fn bring_back(parts: &mut [&mut Target], at: usize) -> Result<(
             again: again.trim_start_matches("; ").to_string(),
         }),
     }
-}
-/// A restart's detail up to its first line: the log tail that follows is
-/// in the earlier cell's record and the run's logs, not this cell's reason.
-fn first_line(detail: &str) -> &str {
-    detail.lines().next().unwrap_or_default()
 }
