@@ -11,9 +11,23 @@ pub(crate) async fn wait_true(mut flag: watch::Receiver<bool>) {
     }
 }
 
+/// `work`'s output, or `None` when `flag` turns true first (looked at
+/// first on every poll: once stopped, work that is also ready is not
+/// taken, so nothing more is begun after a Ctrl-C).
+pub(crate) async fn unless_stopped<T>(
+    flag: &watch::Receiver<bool>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        biased;
+        _ = wait_true(flag.clone()) => None,
+        done = work => Some(done),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::wait_true;
+    use super::{unless_stopped, wait_true};
     use std::time::Duration;
     use tokio::sync::watch;
 
@@ -31,5 +45,14 @@ mod tests {
         drop(tx);
         let waited = tokio::time::timeout(Duration::from_millis(100), wait_true(rx)).await;
         assert!(waited.is_err(), "a dropped sender is not a stop");
+    }
+
+    /// Stopped, work that is ready too is not taken; not stopped, it is.
+    #[tokio::test]
+    async fn a_stop_wins_over_work_that_is_ready_too() {
+        let (tx, rx) = watch::channel(false);
+        assert_eq!(unless_stopped(&rx, async { 7 }).await, Some(7));
+        tx.send(true).unwrap();
+        assert_eq!(unless_stopped(&rx, async { 7 }).await, None);
     }
 }

@@ -15,6 +15,7 @@ pub(super) use super::queue::Job;
 use super::queue::{dispatch_order, ends_disposing, next_job, repeats};
 use super::{RunEvent, RunPlan, RunSettings, RunStacks, Worker};
 use crate::report::Attempt;
+use crate::stop_flag::unless_stopped;
 use crate::targets::{NotBroughtBack, Target, TargetId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
@@ -192,30 +193,16 @@ async fn work(
         // Each under the interrupt: after a Ctrl-C no cell is begun, and a
         // component's bring-back (its restart and probe, minutes when it
         // never comes back) is dropped, as a cell's phases are.
-        let taking = async {
-            let point = worker.take_point(&job.point);
-            tokio::select! {
-                biased;
-                _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
-                ready = point => Some(ready.map_err(|e| crate::errors::error_chain(&e))),
-            }
-        };
+        let taking = unless_stopped(run.interrupt, worker.take_point(&job.point));
         let Some(ready) = finishing.beside(taking, &mut done).await else {
             interrupted = true;
             break;
         };
         // An earlier cell left a component down: brought back first, or
         // this cell is not run, so its verdict is never the earlier one's.
-        let ready = match ready {
+        let ready = match ready.map_err(|e| crate::errors::error_chain(&e)) {
             Ok(()) => {
-                let bringing = async {
-                    let brought = bring_back(worker, target);
-                    tokio::select! {
-                        biased;
-                        _ = crate::stop_flag::wait_true(run.interrupt.clone()) => None,
-                        brought = brought => Some(brought),
-                    }
-                };
+                let bringing = unless_stopped(run.interrupt, bring_back(worker, target));
                 let Some(brought) = finishing.beside(bringing, &mut done).await else {
                     interrupted = true;
                     break;
