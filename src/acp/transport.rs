@@ -127,8 +127,27 @@ struct State {
     streamed_response_ids: HashSet<String>,
     streamed_response_order: VecDeque<String>,
     last_event_id: Option<String>,
+    /// How many envelopes went to the observer (see [`Transport::observed`]).
+    observed: u64,
     sse_task: Option<JoinHandle<()>>,
     record: stats::Recorder,
+}
+
+impl State {
+    /// Hands one envelope to the observer, counted: under the state's lock,
+    /// so the count and the channel's order agree.
+    fn observe(
+        &mut self,
+        observer: &mpsc::UnboundedSender<Observed>,
+        envelope: &Value,
+        direction: Direction,
+    ) {
+        self.observed += 1;
+        let _ = observer.send(Observed {
+            envelope: envelope.clone(),
+            direction,
+        });
+    }
 }
 
 struct Inner {
@@ -222,6 +241,12 @@ impl Transport {
         let mut stats = state.record.stats.clone();
         stats.closed_by = state.closed.as_ref().map(ToString::to_string);
         stats
+    }
+
+    /// How many envelopes this transport has handed its observer so far:
+    /// an observer that counts what it took can tell when it has caught up.
+    pub fn observed(&self) -> u64 {
+        self.inner.lock().observed
     }
 
     /// Waits, at most `max`, until the stream has delivered response `id` too,
@@ -383,10 +408,7 @@ impl Inner {
             if let Some(reason) = &state.closed {
                 return Err(closed_error(reason));
             }
-            let _ = self.observer.send(Observed {
-                envelope: envelope.clone(),
-                direction: Direction::Outbound,
-            });
+            state.observe(&self.observer, &envelope, Direction::Outbound);
             self.trace.rpc(Dir::Out, Via::Post, &envelope);
             let agent = (!state.posted_once)
                 .then_some(self.config.bootstrap_agent.as_deref())
@@ -457,10 +479,7 @@ impl Inner {
                 return;
             }
         }
-        let _ = self.observer.send(Observed {
-            envelope: envelope.clone(),
-            direction: Direction::Inbound,
-        });
+        state.observe(&self.observer, &envelope, Direction::Inbound);
         if let Some(id) = response_id {
             if let Some(reply) = state.pending.remove(&id) {
                 let _ = reply.send(Ok(envelope));

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// The SDK's `clientInfo` on `initialize`.
 const CLIENT_INFO_NAME: &str = "sandbox-agent-sdk";
@@ -34,6 +34,9 @@ pub(crate) struct LiveConnection {
     pub connection_id: String,
     transport: Transport,
     bindings: Arc<Mutex<Bindings>>,
+    /// How many of the transport's envelopes the observer has handed on
+    /// (to the application and the recorder's queue).
+    handed: watch::Receiver<u64>,
 }
 
 fn lock(b: &Mutex<Bindings>) -> std::sync::MutexGuard<'_, Bindings> {
@@ -52,8 +55,9 @@ impl LiveConnection {
         let (tx, rx) = mpsc::unbounded_channel();
         let transport = Transport::traced(config, http, tx, trace.clone());
         let bindings = Arc::new(Mutex::new(Bindings::default()));
+        let (handed_tx, handed) = watch::channel(0);
         tokio::spawn(observe(
-            rx,
+            (rx, handed_tx),
             Arc::clone(&bindings),
             recorder,
             (connection_id.clone(), transport.server_id().to_string()),
@@ -63,6 +67,7 @@ impl LiveConnection {
             connection_id,
             transport,
             bindings,
+            handed,
         };
         let init = live
             .transport
@@ -88,6 +93,18 @@ impl LiveConnection {
 
     pub(crate) fn transport(&self) -> &Transport {
         &self.transport
+    }
+
+    /// Waits until the observer has handed on every envelope the transport
+    /// saw so far: an update read off the stream just before its turn's
+    /// answer is then with the application and in the recorder's queue, so
+    /// a flush after this stores it (without it, a flush could overtake it
+    /// on the way and the cell be judged before it was stored).
+    pub(crate) async fn handed_over(&self) {
+        let seen = self.transport.observed();
+        let mut handed = self.handed.clone();
+        // An observer that ended has handed on all it will.
+        let _ = handed.wait_for(|n| *n >= seen).await;
     }
 
     /// Whether `local` is bound here (to `agent_session_id`, when given).
@@ -265,9 +282,10 @@ fn envelope_id(envelope: &Value) -> Option<String> {
 /// Maps each observed envelope to its session and hands it to the
 /// recorder, in order: what the SDK hands its application (the trace's
 /// `app` event, which the checker holds against what the stream carried
-/// and what the store took).
+/// and what the store took). `handed` counts the envelopes done with, for
+/// [`LiveConnection::handed_over`].
 async fn observe(
-    mut rx: mpsc::UnboundedReceiver<Observed>,
+    (mut rx, handed): (mpsc::UnboundedReceiver<Observed>, watch::Sender<u64>),
     bindings: Arc<Mutex<Bindings>>,
     recorder: Recorder,
     (connection_id, server_id): (String, String),
@@ -290,7 +308,7 @@ async fn observe(
                 Direction::Outbound => Sender::Client,
                 Direction::Inbound => Sender::Agent,
             };
-            let handed = crate::trace::event::Handed {
+            let given = crate::trace::event::Handed {
                 via: Some("recorder".into()),
                 session: Some(local.clone()),
                 sender: Some(sender.as_str().into()),
@@ -298,9 +316,10 @@ async fn observe(
                 stream: Some(server_id.clone()),
                 ..Default::default()
             };
-            trace.app(handed, &observed.envelope);
+            trace.app(given, &observed.envelope);
             recorder.record(local, connection_id.clone(), sender, observed.envelope);
         }
+        handed.send_modify(|n| *n += 1);
     }
 }
 
@@ -322,3 +341,7 @@ fn truncate(text: &str) -> String {
         .take(200)
         .collect()
 }
+
+#[cfg(test)]
+#[path = "live_tests.rs"]
+mod tests;

@@ -248,6 +248,18 @@ impl Client {
 
     /// Waits until every envelope observed so far is stored.
     pub(crate) async fn flush(&self) {
+        let live: Vec<_> = self.live.lock().await.values().cloned().collect();
+        self.store_observed(&live).await;
+    }
+
+    /// Waits until every envelope `connections` observed so far has been
+    /// handed to the application and stored (or failed to be): the
+    /// observer between the transport and the recorder is a step of its
+    /// own, which a flush of the recorder alone could overtake.
+    async fn store_observed(&self, connections: &[Arc<LiveConnection>]) {
+        for live in connections {
+            live.handed_over().await;
+        }
         self.recorder.flush().await;
     }
 
@@ -361,7 +373,7 @@ impl Client {
         )
         .await?;
         live.bind_session(&local, &agent_session_id);
-        self.recorder.flush().await;
+        self.store_observed(std::slice::from_ref(&live)).await;
         Ok(record)
     }
 
@@ -376,7 +388,7 @@ impl Client {
         {
             return Ok(Resume::SameHandle);
         }
-        self.recorder.flush().await;
+        self.store_observed(std::slice::from_ref(&live)).await;
         let events = self.replay_events(id).await?;
         let replay = build_replay_text(&events, self.options.replay_max_chars);
         let init = normalize_session_init(existing.session_init.clone());
@@ -397,7 +409,7 @@ impl Client {
         live.bind_session(id, &agent_session_id);
         let replay_chars = replay.as_deref().map_or(0, |t| t.encode_utf16().count());
         live.queue_replay(id, replay);
-        self.recorder.flush().await;
+        self.store_observed(std::slice::from_ref(&live)).await;
         Ok(Resume::Recreated {
             agent_session_id,
             replay_events: events.len(),
@@ -474,8 +486,8 @@ impl Client {
     /// so it can end beside other work that must not touch the store.
     pub(crate) async fn begin_dispose(&self) -> Disposal {
         let connections: Vec<_> = self.live.lock().await.drain().map(|(_, c)| c).collect();
-        let deleting = connections.into_iter().filter(|c| c.shut()).collect();
-        self.recorder.flush().await;
+        let deleting = connections.iter().filter(|c| c.shut()).cloned().collect();
+        self.store_observed(&connections).await;
         Disposal {
             deleting,
             trace: self.options.trace.clone(),
@@ -501,7 +513,7 @@ impl Client {
         if let Ok(Some(response)) = &outcome {
             live.transport().settle(&response.id, SETTLE).await;
         }
-        self.recorder.flush().await;
+        self.store_observed(std::slice::from_ref(&live)).await;
         Ok(outcome?.map(|r| r.result))
     }
 

@@ -323,10 +323,9 @@ fn a_pass_on_retry_is_flaky_with_both_attempts_in_json_and_junit() {
         ],
     );
     assert_exit(&run, exit_codes::FAILED);
-    assert_eq!(
-        cell(&report(&out), "agent", "first-try")["verdict"],
-        "flaky"
-    );
+    let r = report(&out);
+    let c = cell(&r, "agent", "first-try");
+    assert_eq!(c["verdict"], "flaky", "{c}");
     let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     assert!(
         junit.contains("<failure") && junit.contains("flaky (1/2 passed)"),
