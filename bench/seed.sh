@@ -3,11 +3,14 @@
 # acts on half the connections (reset_peer, toxicity 0.5, on the gateway
 # hop) makes the same toxic decisions in RUNS runs of one seed, and others
 # across seeds. Each run's decisions are read from its cell's trace: the
-# fault_action events (what the proxy did to each connection of the cell, in
-# order on each connection; two connections' actions may interleave either
-# way, which is timing, so they are listed by connection). Prints each
-# run's decisions and how many distinct ones each group gave: 1 for the
-# one seed, more across seeds.
+# fault_action events (what the proxy decided for each connection of the
+# cell that carried data in the window: a reset, or `spared` by the draw;
+# two connections' actions may interleave either way, which is timing, so
+# they are listed by connection). Prints each run's decisions, how many
+# distinct lists each group gave, and the connections decided otherwise in
+# two runs of the group: 0 for the one seed (whose lists may still differ
+# by which connections carried data in the window, the client's timing),
+# some across seeds.
 #
 #   bench/seed.sh
 #   RUNS=10 SEED=4242 bench/seed.sh
@@ -54,7 +57,13 @@ group() {
     echo "  seed $s: $line"
     echo "${line#* }" >>"$work/$name"
   done
-  echo "  $name: $(sort -u "$work/$name" | wc -l) distinct decision lists in $# runs"
+  echo "  $name: $(sort -u "$work/$name" | wc -l) distinct decision lists in $# runs," \
+    "$(conflicts "$work/$name") connection(s) decided otherwise in two runs"
+}
+
+# How many connection numbers got different decisions in the lists of file $1.
+conflicts() {
+  tr ' ' '\n' <"$1" | grep '@conn' | sort -u | sed 's/.*@//' | sort | uniq -d | wc -l
 }
 
 echo "== $runs runs with --seed $seed"

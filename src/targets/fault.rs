@@ -207,7 +207,9 @@ impl OpenWindow {
         let acted = Arc::new(AtomicU64::new(0));
         let counted = Arc::clone(&acted);
         let observer: Observer = Arc::new(move |_, conn, what| {
-            counted.fetch_add(1, Ordering::SeqCst);
+            if what != ProxyAction::Spared {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
             match what {
                 ProxyAction::Reset { toward } => {
                     seen.fault_action(&hop, toxic, ConnAction::Reset, Some(toward.as_str()), conn)
@@ -217,6 +219,9 @@ impl OpenWindow {
                 }
                 ProxyAction::CloseHeld => {
                     seen.fault_action(&hop, toxic, ConnAction::CloseHeld, None, conn)
+                }
+                ProxyAction::Spared => {
+                    seen.fault_action(&hop, toxic, ConnAction::Spared, None, conn)
                 }
             }
         });

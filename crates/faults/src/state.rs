@@ -23,6 +23,9 @@ pub enum ProxyAction {
     /// The server's close (FIN) is held back from the client: `slow_close`.
     /// The connection is still open; what the proxy did is wait.
     CloseHeld,
+    /// Nothing: the toxic's draw (its `toxicity`, below 1) left this
+    /// connection alone, told once as its data passed in the window.
+    Spared,
 }
 
 /// Told of every [`ProxyAction`] a toxic causes, with the connection's
@@ -66,6 +69,24 @@ impl ToxicSet {
         self.toxics
             .iter()
             .filter(move |a| a.spec.stream == Some(stream) && self.applies(a, conn))
+    }
+
+    /// The toxics in force whose draw leaves `conn` alone: those on
+    /// `stream`'s data, and the hop-wide ones when `hop_wide` (`down`
+    /// spares none).
+    pub fn spared(
+        &self,
+        conn: u64,
+        stream: Stream,
+        hop_wide: bool,
+    ) -> impl Iterator<Item = &Active> {
+        self.toxics.iter().filter(move |a| {
+            let here = match a.spec.stream {
+                Some(s) => s == stream,
+                None => hop_wide && a.spec.toxic != Toxic::Down,
+            };
+            here && !self.applies(a, conn)
+        })
     }
 
     /// A partition holding `conn`, if one is in force.
@@ -265,14 +286,18 @@ impl Shared {
         });
     }
 
-    /// Counts what a toxic did and tells its observer.
+    /// Counts what a toxic did (a connection spared is not counted) and
+    /// tells its observer.
     pub fn report(&self, toxic: ToxicId, conn: u64, action: ProxyAction) {
         let counter = match action {
-            ProxyAction::Reset { .. } => &self.counters.resets,
-            ProxyAction::Closed => &self.counters.closes,
-            ProxyAction::CloseHeld => &self.counters.held_closes,
+            ProxyAction::Reset { .. } => Some(&self.counters.resets),
+            ProxyAction::Closed => Some(&self.counters.closes),
+            ProxyAction::CloseHeld => Some(&self.counters.held_closes),
+            ProxyAction::Spared => None,
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(counter) = counter {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
         let observer = {
             let kept = self.observers.lock().unwrap_or_else(|p| p.into_inner());
             kept.iter()

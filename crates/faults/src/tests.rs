@@ -638,23 +638,35 @@ async fn resets_of_a_cell(seed: u64, before: usize) -> Vec<u64> {
             reset_seen_by_client.push(conn);
         }
     }
-    // The observer hears of a reset once the proxy has done it.
+    // The observer hears of each connection's draw as its data passed: a
+    // reset once the proxy has done it, or that the draw spared it.
     within(async {
-        while seen.lock().unwrap().len() < reset_seen_by_client.len() {
+        while seen.lock().unwrap().len() < 16 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await;
     let mut told: Vec<(u64, ProxyAction)> = seen.lock().unwrap().clone();
     told.sort_by_key(|(conn, _)| *conn);
-    let reset: Vec<u64> = told.iter().map(|(conn, _)| *conn).collect();
+    let conns: Vec<u64> = told.iter().map(|(conn, _)| *conn).collect();
+    assert_eq!(conns, (1..=16).collect::<Vec<_>>(), "one decision each");
+    let reset: Vec<u64> = told
+        .iter()
+        .filter(|(_, a)| matches!(a, ProxyAction::Reset { .. }))
+        .map(|(conn, _)| *conn)
+        .collect();
     assert_eq!(
         reset, reset_seen_by_client,
         "the observer and the client agree"
     );
     assert!(told
         .iter()
-        .all(|(_, a)| matches!(a, ProxyAction::Reset { .. })));
+        .all(|(_, a)| matches!(a, ProxyAction::Reset { .. } | ProxyAction::Spared)));
+    assert_eq!(
+        control.stats().resets,
+        reset.len() as u64,
+        "a spare is not counted"
+    );
     reset
 }
 

@@ -11,7 +11,7 @@
 use super::state::{Active, ProxyAction, Shared, ToxicId, ToxicSet};
 use super::toxic::{Stream, Toxic};
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::WriteHalf;
 use tokio::sync::{mpsc, watch};
@@ -70,6 +70,8 @@ pub(super) struct Writer<'a> {
     since: HashMap<ToxicId, Instant>,
     /// `reset_peer`: armed by a chunk, due then.
     reset_at: Option<(ToxicId, Instant)>,
+    /// The toxics whose draw spared this connection, told already.
+    spared: HashSet<ToxicId>,
     /// The slicer's cuts, from the connection's seed.
     rng: fastrand::Rng,
 }
@@ -93,6 +95,7 @@ impl<'a> Writer<'a> {
             passed: HashMap::new(),
             since: HashMap::new(),
             reset_at: None,
+            spared: HashSet::new(),
             rng,
         }
     }
@@ -228,6 +231,21 @@ impl<'a> Writer<'a> {
         Ok(Step::Finished)
     }
 
+    /// Tells the observer, once per toxic, that its draw spared this
+    /// connection (a `toxicity` below 1) as its data passes: the seed's
+    /// decision shows for every connection that carried data in the
+    /// window, not only for those the toxic acted on. A hop-wide toxic is
+    /// told by the upstream writer, which carries a connection's first data
+    /// (its request).
+    fn tell_spared(&mut self, set: &ToxicSet) {
+        let upstream = self.stream == Stream::Upstream;
+        for a in set.spared(self.conn, self.stream, upstream) {
+            if self.spared.insert(a.id) {
+                self.shared.report(a.id, self.conn, ProxyAction::Spared);
+            }
+        }
+    }
+
     async fn data(
         &mut self,
         mut bytes: Bytes,
@@ -236,6 +254,7 @@ impl<'a> Writer<'a> {
         set: &ToxicSet,
     ) -> Result<Step, End> {
         let hold = |bytes: Bytes| Ok(Step::Hold(Chunk::Data { bytes, at, jitter }));
+        self.tell_spared(set);
         let mine: Vec<Active> = set.on(self.conn, self.stream).cloned().collect();
         for a in &mine {
             match a.spec.toxic {

@@ -168,10 +168,13 @@ pub enum ConnAction {
     Closed,
     /// The server's close (FIN) held back from the client (`slow_close`).
     CloseHeld,
+    /// Nothing: the toxic's draw (`toxicity` below 1) left the connection
+    /// alone as its data passed in the window.
+    Spared,
 }
 
 impl ConnAction {
-    /// As serialized: `reset`, `closed`, `close_held`.
+    /// As serialized: `reset`, `closed`, `close_held`, `spared`.
     pub fn as_str(self) -> &'static str {
         crate::wire_name::of(&self)
     }

@@ -1,7 +1,7 @@
 //! Fault windows in a cell's trace: when a fault target set a toxic on a
 //! hop (`fault_start`), what the fault proxy itself did to connections
-//! meanwhile (`fault_action`: a reset, a close, a close held back), and when it healed
-//! (`fault_end`). Beside the file, the windows are kept in memory for the
+//! meanwhile (`fault_action`: a reset, a close, a close held back, a
+//! connection its draw spared), and when it healed (`fault_end`). Beside the file, the windows are kept in memory for the
 //! whole cell, so a phase that fails during or after one can name the hop
 //! and the toxic, and tell a reset the proxy sent from one the server did.
 
@@ -70,7 +70,7 @@ impl Trace {
                     ConnAction::Reset => window.resets += 1,
                     ConnAction::Closed => window.closes += 1,
                     // The connection stays open: nothing the proxy cut.
-                    ConnAction::CloseHeld => {}
+                    ConnAction::CloseHeld | ConnAction::Spared => {}
                 }
             }
         }
