@@ -431,6 +431,11 @@ async fn an_engine_its_restart_does_not_bring_back_has_its_runner_restarted() {
         not_back.said
     );
     assert!(runner.marker.exists(), "the runner was started again");
+    assert_eq!(
+        engine.target.unrecovered(),
+        None,
+        "back through its runner's restart: the Engine is not noted as left down"
+    );
     // The stack's waits are in the trace for the floor: the heal's and the
     // engine's restart's, each to the deadline it was never ready by, and
     // the runner's restart, to ready; between them, the whole settle.
@@ -655,6 +660,7 @@ async fn an_engine_left_wedged_is_brought_back_afresh_before_the_next_cell() {
     let parts = &mut [&mut engine.target, &mut runner.target];
     let brought = crate::targets::bring_back(parts, 0).await;
     assert!(brought.is_ok(), "{brought:?}");
+    assert_eq!(engine.target.unrecovered(), None, "brought back");
     let aside = std::path::PathBuf::from(format!("{}.set-aside-1", data.display()));
     assert!(aside.join("wedged").exists(), "the wedged folder is kept");
     assert!(!data.join("wedged").exists());

@@ -380,4 +380,10 @@ impl super::LentParts for &Ran<'_> {
         let label = format!("repair of {id} after its fault");
         Some(part.repair_step(&label, step).await)
     }
+
+    async fn brought_back(&mut self, component: BuiltinTarget) {
+        if let Some((_, part)) = self.parts.iter().find(|(lent, _)| *lent == component) {
+            part.lock().await.brought_back();
+        }
+    }
 }

@@ -100,6 +100,10 @@ pub(super) trait LentParts {
 
     /// `step` done to its part; `None`: the part is not held.
     async fn repair(&mut self, step: Repair) -> Option<RestartResult>;
+
+    /// `component` is back, as a step of its repair showed (its runner's
+    /// restart, after its own failed): no longer noted as left down.
+    async fn brought_back(&mut self, component: BuiltinTarget);
 }
 
 /// What a repair did.
@@ -133,7 +137,10 @@ pub(super) async fn repair_lent<P: LentParts>(component: BuiltinTarget, parts: &
         parts.trace().emit(Event::FaultReady(Took { ms: took }));
         said.push_str(&step.note(&done, holder));
         match (step, done.ok) {
-            (Repair::Restart(_), true) => return Repaired { ok: true, said },
+            (Repair::Restart(_), true) => {
+                parts.brought_back(component).await;
+                return Repaired { ok: true, said };
+            }
             (Repair::Afresh(_), false) => break,
             _ => {}
         }
@@ -163,6 +170,12 @@ impl LentParts for LentSlice<'_, '_> {
         let part = self.parts.iter_mut().find(|p| p.id == step.part())?;
         part.set_trace(self.trace.clone());
         Some(part.repair_step(self.phase, step).await)
+    }
+
+    async fn brought_back(&mut self, component: BuiltinTarget) {
+        if let Some(part) = self.parts.iter_mut().find(|p| p.id == component) {
+            part.brought_back();
+        }
     }
 }
 

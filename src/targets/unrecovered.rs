@@ -45,6 +45,15 @@ impl Target {
         }
     }
 
+    /// Back, as a later step of its repair showed (its own restart noted
+    /// it left down): no longer noted so, and the next cell's bring-back
+    /// need not probe it.
+    pub(super) fn brought_back(&mut self) {
+        if let Action::Restart(restart) = self.split().0 {
+            restart.unrecovered = None;
+        }
+    }
+
     /// Whether it answers its probe now (within its deadline); if so, it
     /// is no longer noted as left down.
     async fn answers_now(&mut self) -> bool {
