@@ -57,10 +57,9 @@ impl Target {
     /// Whether it answers its probe now (within its deadline); if so, it
     /// is no longer noted as left down.
     async fn answers_now(&mut self) -> bool {
-        let (action, ctx) = self.split();
-        let answers = ctx.ready_after_heal().await.is_ok();
-        if let (true, Action::Restart(restart)) = (answers, action) {
-            restart.unrecovered = None;
+        let answers = self.split().1.ready_after_heal().await.is_ok();
+        if answers {
+            self.brought_back();
         }
         answers
     }
